@@ -1,0 +1,128 @@
+"""A registry of the properties every algorithm must satisfy, with an example-counting runner.
+
+A property is a Hypothesis test function (decorated with ``@given``) registered with
+:func:`prop`, which records its name, the algorithm it targets and the theorem of ``specs/`` it
+checks. Implementations under test are passed as keyword arguments with defaults, so the same
+property runs against the reference and against a mutant::
+
+    @prop("recovery-line-is-max", target="recovery", theorem="specs/theorems.md#T4")
+    @given(p=patterns())
+    def recovery_line_is_max(p, line=recovery_line): ...
+
+:func:`run_property` runs one property under a profile and counts the examples it actually
+executed; zero examples is *inconclusive*, never a pass.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from hypothesis import settings
+
+__all__ = ["Property", "PropertyResult", "PROPERTIES", "prop", "run_property", "catches"]
+
+
+@dataclass(frozen=True)
+class Property:
+    name: str
+    target: str
+    theorem: str
+    func: Callable[..., Any]
+
+
+@dataclass
+class PropertyResult:
+    name: str
+    target: str
+    theorem: str
+    status: str  # "pass" | "fail" | "inconclusive"
+    examples: int
+    seconds: float
+    error: str | None = None
+    counterexample: Any = field(default=None, repr=False)
+
+
+PROPERTIES: dict[str, Property] = {}
+
+
+def prop(name: str, *, target: str, theorem: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register a Hypothesis property under ``name``."""
+
+    def deco(func: Callable[..., Any]) -> Callable[..., Any]:
+        if not hasattr(func, "hypothesis"):
+            raise TypeError(f"property {name} must be decorated with @given first")
+        if name in PROPERTIES and PROPERTIES[name].func.__qualname__ != func.__qualname__:
+            raise ValueError(f"duplicate property name {name}")
+        PROPERTIES[name] = Property(name, target, theorem, func)
+        func.property_name = name  # type: ignore[attr-defined]
+        return func
+
+    return deco
+
+
+def _counting(func: Callable[..., Any]) -> tuple[Callable[[], None], list[int]]:
+    """Wrap the inner test of a @given function so that executed examples are counted."""
+    counter = [0]
+    inner = func.hypothesis.inner_test  # type: ignore[attr-defined]
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        counter[0] += 1
+        return inner(*args, **kwargs)
+
+    func.hypothesis.inner_test = counted  # type: ignore[attr-defined]
+
+    def restore() -> None:
+        func.hypothesis.inner_test = inner  # type: ignore[attr-defined]
+
+    return restore, counter
+
+
+def run_property(
+    p: Property | str,
+    *,
+    max_examples: int | None = None,
+    seed: int | None = None,
+    **impls: Any,
+) -> PropertyResult:
+    """Run one property (optionally against substituted implementations) and count examples."""
+    if isinstance(p, str):
+        p = PROPERTIES[p]
+    func = p.func
+    restore, counter = _counting(func)
+    previous = settings.default
+    if max_examples is not None:
+        settings.register_profile("_rollcheck_tmp", settings(previous, max_examples=max_examples))
+        settings.load_profile("_rollcheck_tmp")
+    t0 = time.perf_counter()
+    status, error, cex = "pass", None, None
+    try:
+        if seed is None:
+            from properties.profiles import seed as env_seed
+
+            seed = env_seed()
+        if seed is not None:
+            from hypothesis import seed as hseed
+
+            hseed(seed)(func)
+        func(**impls)
+    except AssertionError as e:
+        status, error, cex = "fail", f"{type(e).__name__}: {e}", getattr(e, "counterexample", None)
+    except Exception as e:  # a crash of the implementation is a failure too
+        status, error = "fail", f"{type(e).__name__}: {e}"
+    finally:
+        restore()
+        if max_examples is not None:
+            settings.register_profile("_rollcheck_tmp", previous)
+            settings.load_profile("_rollcheck_tmp")
+    dt = time.perf_counter() - t0
+    if status == "pass" and counter[0] == 0:
+        status, error = "inconclusive", "no example was executed"
+    return PropertyResult(p.name, p.target, p.theorem, status, counter[0], dt, error, cex)
+
+
+def catches(p: Property | str, max_examples: int | None = None, **impls: Any) -> bool:
+    """True iff the property fails when run against the substituted (broken) implementations."""
+    return run_property(p, max_examples=max_examples, **impls).status == "fail"

@@ -1,0 +1,1 @@
+"""Sections of ``rollcheck verify``: one ``sec_<name>.py`` module per area (see rollcheck.suite)."""
