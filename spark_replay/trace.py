@@ -1,0 +1,206 @@
+"""Execution traces in the ``rollcheck.trace/1`` format (JSON Lines), written as events happen.
+
+A trace is a header line followed by one JSON object per event (``docs`` and
+``specs/spark.md#trace-format``). Every event carries ``seq`` (1, 2, ... over the whole file,
+across attempts), ``kind``, ``run`` (the id of the recording) and ``attempt`` (1 for the first
+driver, +1 for every restart). The writer appends one line and flushes it to the operating system
+per event (``os.write`` on an ``O_APPEND`` descriptor), so a recorder killed at any point leaves a
+valid prefix, possibly followed by one incomplete line.
+
+The reader (:func:`read_trace`) accepts such a prefix: it stops at the first line that is not
+terminated by a newline and reports the trace as truncated after the last complete event. A
+complete line that is not a JSON object of the right shape is *malformed* and raises
+:class:`~pyimpl.errors.InvalidInputError` naming the line number (exit code 2 on the CLI).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pyimpl.errors import InvalidInputError
+
+__all__ = ["TRACE_FORMAT", "TraceWriter", "Trace", "read_trace", "parse_trace_text"]
+
+TRACE_FORMAT = "rollcheck.trace/1"
+
+
+class TraceWriter:
+    """Append-only writer of a ``rollcheck.trace/1`` file, safe to share between threads.
+
+    Opening an existing trace continues it: the sequence numbers go on from the last complete
+    event and the attempt number is one more than the highest recorded (a restarted driver after
+    a SIGKILL continues the file its predecessor wrote). An incomplete last line left by a killed
+    writer is cut off first, so the file stays a valid trace.
+
+    Parameters
+    ----------
+    path : str or Path
+        The trace file.
+    header : dict, optional
+        Fields of the header line (``source``, ``seed``, ``config``); required for a new file.
+    enabled : bool
+        When false every call is a no-op (for measuring the recorder's overhead).
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> d = tempfile.mkdtemp()
+    >>> w = TraceWriter(os.path.join(d, "t.jsonl"), {"source": "doc", "seed": 1, "config": {}})
+    >>> w.emit("restart", resume_batch=0)
+    1
+    >>> w.close()
+    >>> t = read_trace(os.path.join(d, "t.jsonl"))
+    >>> [e["kind"] for e in t.events], t.truncated
+    (['restart'], False)
+    """
+
+    def __init__(self, path: str | Path, header: dict[str, Any] | None = None, *, enabled: bool = True,
+                 run: str | None = None):
+        self.path = Path(path)
+        self.enabled = enabled
+        self._lock = threading.Lock()
+        self._fd: int | None = None
+        self.seq = 0
+        self.attempt = 1
+        self.run = run or uuid.uuid4().hex[:12]
+        self.previous: list[dict[str, Any]] = []
+        if not enabled:
+            return
+        if self.path.exists() and self.path.stat().st_size > 0:
+            trace = read_trace(self.path)
+            self.previous = trace.events
+            self.seq = trace.events[-1]["seq"] if trace.events else 0
+            self.attempt = 1 + max((int(e.get("attempt", 1)) for e in trace.events), default=0)
+            self.run = str(trace.header.get("run", self.run))
+            good = trace.complete_bytes
+            if good < self.path.stat().st_size:
+                os.truncate(self.path, good)
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+        else:
+            if header is None:
+                raise InvalidInputError("a new trace needs a header", source=str(self.path))
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_TRUNC, 0o644)
+            head = {"format": TRACE_FORMAT, **header, "run": self.run}
+            self._write(head)
+
+    def _write(self, obj: dict[str, Any]) -> None:
+        assert self._fd is not None
+        os.write(self._fd, (json.dumps(obj, separators=(",", ":"), sort_keys=False) + "\n").encode())
+
+    def emit(self, kind: str, **fields: Any) -> int:
+        """Append one event and return its sequence number (0 when disabled)."""
+        if not self.enabled:
+            return 0
+        with self._lock:
+            self.seq += 1
+            self._write({"seq": self.seq, "kind": kind, "run": self.run, "attempt": self.attempt, **fields})
+            return self.seq
+
+    def close(self) -> None:
+        with self._lock:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+
+    def __enter__(self) -> TraceWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+@dataclass
+class Trace:
+    """A parsed trace: header, complete events, and whether the file ended in an incomplete line."""
+
+    header: dict[str, Any]
+    events: list[dict[str, Any]] = field(default_factory=list)
+    truncated: bool = False
+    truncated_after_seq: int | None = None
+    complete_bytes: int = 0
+    source: str | None = None
+
+    @property
+    def source_kind(self) -> str:
+        return str(self.header.get("source", ""))
+
+    def of_kind(self, *kinds: str) -> list[dict[str, Any]]:
+        return [e for e in self.events if e["kind"] in kinds]
+
+
+def parse_trace_text(data: bytes, source: str | None = None) -> Trace:
+    """Parse the bytes of a trace file (see :func:`read_trace`)."""
+    trace: Trace | None = None
+    pos = 0
+    line_no = 0
+    last_seq = 0
+    events: list[dict[str, Any]] = []
+    truncated = False
+    while pos < len(data):
+        end = data.find(b"\n", pos)
+        if end < 0:  # incomplete last line: a killed writer
+            truncated = True
+            break
+        line_no += 1
+        raw = data[pos:end]
+        loc = f"line {line_no}"
+        try:
+            obj = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise InvalidInputError(f"malformed JSON ({e.msg if hasattr(e, 'msg') else e})",
+                                    source=source, location=loc) from None
+        if not isinstance(obj, dict):
+            raise InvalidInputError("a trace line must be a JSON object", source=source, location=loc)
+        if trace is None:
+            if obj.get("format") != TRACE_FORMAT:
+                raise InvalidInputError(f"first line must have \"format\": \"{TRACE_FORMAT}\"",
+                                        source=source, location=loc)
+            trace = Trace(header=obj, source=source)
+        else:
+            seq = obj.get("seq")
+            if type(seq) is not int:
+                raise InvalidInputError("event without an integer \"seq\"", source=source, location=loc)
+            if seq != last_seq + 1:
+                raise InvalidInputError(f"\"seq\" {seq} does not follow {last_seq}", source=source, location=loc)
+            if not isinstance(obj.get("kind"), str):
+                raise InvalidInputError("event without a string \"kind\"", source=source, location=loc)
+            last_seq = seq
+            obj["_line"] = line_no
+            events.append(obj)
+        pos = end + 1
+    if trace is None:
+        raise InvalidInputError("empty trace (no complete header line)", source=source, location="line 1")
+    trace.events = events
+    trace.truncated = truncated
+    trace.truncated_after_seq = last_seq if truncated else None
+    trace.complete_bytes = pos
+    return trace
+
+
+def read_trace(path: str | Path) -> Trace:
+    """Read a ``rollcheck.trace/1`` file, tolerating an incomplete last line.
+
+    Raises
+    ------
+    InvalidInputError
+        The file cannot be read, or a complete line is malformed (the location names the line).
+
+    Examples
+    --------
+    >>> t = parse_trace_text(b'{"format":"rollcheck.trace/1"}\\n{"seq":1,"kind":"send"}\\n{"seq":2,"ki')
+    >>> len(t.events), t.truncated, t.truncated_after_seq
+    (1, True, 1)
+    """
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except OSError as e:
+        raise InvalidInputError(f"cannot read trace: {e.strerror}", source=str(p)) from None
+    return parse_trace_text(data, source=str(p))
