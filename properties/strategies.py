@@ -1,0 +1,109 @@
+"""Hypothesis strategies for checkpoint-and-communication patterns.
+
+Patterns are drawn as short lists of *actions* (send on an allowed channel, deliver one pending
+message, checkpoint) interpreted in order, so they shrink towards few processes, few events and
+low indices. Variants: arbitrary non-FIFO traffic with in-transit messages, FIFO channels, and
+traffic restricted to a dataflow topology (pipeline, scatter-gather, cyclic).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from hypothesis import strategies as st
+
+from pyimpl.pattern import Pattern, PatternBuilder
+
+__all__ = ["patterns", "topology_channels", "TOPOLOGIES", "failed_sets", "checkpoint_sets", "cuts"]
+
+TOPOLOGIES = ("complete", "pipeline", "scatter", "cyclic")
+
+
+def topology_channels(topology: str, n: int) -> list[tuple[int, int]]:
+    """Directed channels of a topology on n processes.
+
+    ``pipeline``: P0→P1→…; ``scatter``: P0 scatters to P1..P(n-2) which gather into P(n-1);
+    ``cyclic``: the pipeline plus a back-channel from the last process to the first;
+    ``complete``: every ordered pair.
+    """
+    if topology == "complete":
+        return [(i, j) for i in range(n) for j in range(n) if i != j]
+    if topology == "pipeline":
+        return [(i, i + 1) for i in range(n - 1)]
+    if topology == "scatter":
+        if n < 3:
+            return [(0, 1)]
+        mid = range(1, n - 1)
+        return [(0, k) for k in mid] + [(k, n - 1) for k in mid]
+    if topology == "cyclic":
+        return [(i, i + 1) for i in range(n - 1)] + [(n - 1, 0)]
+    raise ValueError(f"unknown topology {topology!r}")
+
+
+def build_from_actions(
+    n: int, actions: Sequence[tuple[int, int, int]], channels: Sequence[tuple[int, int]], fifo: bool,
+    deliver_all: bool = False,
+) -> Pattern:
+    """Interpret actions ``(kind, a, b)``: 0 = send on channel a, 1 = deliver pending message
+    number a (FIFO: the oldest on channel a), 2 = checkpoint process a."""
+    b = PatternBuilder(n)
+    pending: list[tuple[str, int, int]] = []  # (id, src, dst)
+    for kind, a, _ in actions:
+        if kind == 0:
+            s, d = channels[a % len(channels)]
+            pending.append((b.send(s, d), s, d))
+        elif kind == 1 and pending:
+            if fifo:
+                s, d = channels[a % len(channels)]
+                idx = next((k for k, m in enumerate(pending) if (m[1], m[2]) == (s, d)), None)
+                if idx is None:
+                    continue
+            else:
+                idx = a % len(pending)
+            mid, _s, dst = pending.pop(idx)
+            b.deliver(dst, mid)
+        elif kind == 2:
+            b.checkpoint(a % n)
+    if deliver_all:
+        for mid, _s, dst in pending:
+            b.deliver(dst, mid)
+    return b.build()
+
+
+@st.composite
+def patterns(
+    draw: st.DrawFn,
+    min_processes: int = 2,
+    max_processes: int = 4,
+    max_actions: int = 14,
+    fifo: bool = False,
+    topology: str | None = "complete",
+    deliver_all: bool = False,
+) -> Pattern:
+    """A random pattern; ``topology=None`` draws one of :data:`TOPOLOGIES` too."""
+    n = draw(st.integers(min_processes, max_processes), label="n")
+    topo = topology or draw(st.sampled_from(TOPOLOGIES), label="topology")
+    if topo == "scatter":
+        n = max(n, 3)
+    channels = topology_channels(topo, n)
+    action = st.tuples(st.integers(0, 2), st.integers(0, 30), st.just(0))
+    actions = draw(st.lists(action, max_size=max_actions), label="actions")
+    return build_from_actions(n, actions, channels, fifo, deliver_all)
+
+
+def failed_sets(p: Pattern) -> st.SearchStrategy[frozenset[int]]:
+    """Non-empty sets of failed processes of ``p``."""
+    return st.frozensets(st.integers(0, p.n - 1), min_size=1)
+
+
+def checkpoint_sets(p: Pattern) -> st.SearchStrategy[dict[int, int]]:
+    """Sets of real checkpoints with at most one per process, as {process: index}."""
+    return st.dictionaries(st.integers(0, p.n - 1), st.integers(0, 50), min_size=1).map(
+        lambda d: {i: x % (p.last_index(i) + 1) for i, x in d.items()}
+    )
+
+
+def cuts(p: Pattern, allow_volatile: bool = True) -> st.SearchStrategy[tuple[int, ...]]:
+    """Global checkpoints of ``p`` (index last+1 = volatile when allowed)."""
+    top = [p.volatile_index(i) if allow_volatile else p.last_index(i) for i in range(p.n)]
+    return st.tuples(*[st.integers(0, t) for t in top])

@@ -1,0 +1,215 @@
+"""Space-time diagrams of patterns (matplotlib, PNG or SVG).
+
+Processes are horizontal lines (P0 on top), time runs left to right in the pattern's global event
+order, messages are arrows from send to delivery (dashed and open-ended while in transit),
+checkpoints are diamonds (basic: white, forced: filled), the volatile state is a small circle at
+the end. Optionally the recovery line for a failed set is drawn as a polyline, and useless
+checkpoints are ringed with one Z-cycle each drawn in colour. Patterns with more than
+``MAX_DETAILED_PROCESSES`` processes or ``MAX_DETAILED_MESSAGES`` messages get a summary view.
+
+References
+----------
+.. [1] FERDiS paper (``ferdis-…``), Figs. 5–8 (space-time diagrams of checkpoint patterns).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from pyimpl.errors import InvalidInputError
+from pyimpl.pattern import Pattern
+
+__all__ = ["render_pattern", "MAX_DETAILED_PROCESSES", "MAX_DETAILED_MESSAGES"]
+
+MAX_DETAILED_PROCESSES = 12
+MAX_DETAILED_MESSAGES = 150
+_CYCLE_COLOURS = ["#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2"]
+
+
+def render_pattern(
+    p: Pattern,
+    out: str | os.PathLike[str],
+    failed: Iterable[int] = (),
+    zcycles: bool = False,
+    line: tuple[int, ...] | None = None,
+    virtual: bool = True,
+    title: str | None = None,
+    highlight: Iterable[str] = (),
+) -> Path:
+    """Draw ``p`` to ``out`` (``.png`` or ``.svg``), atomically, and return the path.
+
+    Parameters
+    ----------
+    failed : iterable of int
+        Failed processes: their recovery line is computed and drawn (unless ``line`` is given).
+    zcycles : bool
+        Ring every useless checkpoint and draw one Z-cycle through each.
+    line : tuple of int, optional
+        A cut to draw as the recovery line (index last+1 = volatile).
+    highlight : iterable of str
+        Message ids to draw thick (e.g. an orphan or a witness Z-path).
+    """
+    out = Path(out)
+    fmt = out.suffix.lower().lstrip(".")
+    if fmt not in ("png", "svg"):
+        raise InvalidInputError(f"output must end in .png or .svg, got {out.name!r}", location="-o")
+    failed = tuple(failed)
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    if line is None and failed:
+        from pyimpl.recovery import recovery_line
+
+        line = recovery_line(p, failed, virtual=virtual).line
+    if p.n > MAX_DETAILED_PROCESSES or p.num_messages > MAX_DETAILED_MESSAGES:
+        fig = _summary(p, plt, zcycles, title)
+    else:
+        fig = _detailed(p, plt, failed, zcycles, line, title, set(highlight))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.stem}.", suffix=f".{fmt}", dir=out.parent)
+    os.close(fd)
+    try:
+        fig.savefig(tmp, format=fmt, dpi=110, bbox_inches="tight")
+        os.replace(tmp, out)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    finally:
+        plt.close(fig)
+    return out
+
+
+def _detailed(p: Pattern, plt: Any, failed: tuple[int, ...], zcycles: bool,
+              line: tuple[int, ...] | None, title: str | None, highlight: set[str]) -> Any:
+    from matplotlib.lines import Line2D
+
+    n, T = p.n, len(p.events)
+    width = min(18.0, max(6.0, 0.28 * T + 2.5))
+    fig, ax = plt.subplots(figsize=(width, 0.9 * n + 1.6))
+    y = {i: n - 1 - i for i in range(n)}
+    x_end = T + 0.6
+    for i in range(n):
+        ax.plot([-1.5, x_end], [y[i], y[i]], color="black", lw=1.2, zorder=1)
+        ax.text(-2.0, y[i], p.processes[i], ha="right", va="center", fontsize=10, fontweight="bold")
+
+    def cx(i: int, x: int) -> float:
+        if x == p.volatile_index(i):
+            return float(x_end)
+        ev = p.checkpoint_event(i, x)
+        return -1.0 if ev < 0 else float(ev)
+
+    useless: list[tuple[int, int]] = []
+    cycles: dict[tuple[int, int], list[str]] = {}
+    if zcycles:
+        from pyimpl.zpaths import useless_checkpoints, zcycle
+
+        useless = [tuple(c) for c in useless_checkpoints(p)]  # type: ignore[misc]
+        for c in useless:
+            w = zcycle(p, c)
+            if w:
+                cycles[c] = w
+    cyc_colour: dict[str, str] = {}
+    for k, (_c, w) in enumerate(cycles.items()):
+        for mid in w:
+            cyc_colour.setdefault(mid, _CYCLE_COLOURS[k % len(_CYCLE_COLOURS)])
+
+    for m in p.messages:
+        x0, y0 = m.send_event, y[m.sender]
+        colour = cyc_colour.get(m.id, "#555555")
+        lw = 2.4 if (m.id in cyc_colour or m.id in highlight) else 1.0
+        if m.id in highlight and m.id not in cyc_colour:
+            colour = "#d62728"
+        if m.deliver_event is None:
+            x1, y1 = x0 + 1.5, y0 + (y[m.receiver] - y0) * 0.45
+            ax.annotate("", xy=(x1, y1), xytext=(x0, y0),
+                        arrowprops=dict(arrowstyle="-|>", color=colour, lw=lw, ls="--"), zorder=2)
+            ax.text(x1, y1, f" {m.id} (in transit)", fontsize=7, color=colour, va="center")
+        else:
+            x1, y1 = m.deliver_event, y[m.receiver]
+            ax.annotate("", xy=(x1, y1), xytext=(x0, y0),
+                        arrowprops=dict(arrowstyle="-|>", color=colour, lw=lw,
+                                        shrinkA=2, shrinkB=2), zorder=2)
+            ax.text((x0 + x1) / 2, (y0 + y1) / 2, m.id, fontsize=7, color=colour,
+                    ha="center", va="bottom", zorder=5,
+                    bbox=dict(boxstyle="round,pad=0.1", fc="white", ec="none", alpha=0.7))
+
+    for i in range(n):
+        for x in range(p.last_index(i) + 1):
+            forced = p.is_forced(i, x)
+            ax.plot(cx(i, x), y[i], marker="D", ms=9, mec="black",
+                    mfc="#222222" if forced else "white", zorder=4)
+            ax.text(cx(i, x), y[i] + 0.22, f"C{x}", fontsize=7, ha="center", zorder=5)
+        ax.plot(x_end, y[i], marker="o", ms=6, mec="black", mfc="#bbbbbb", zorder=4)
+        ax.text(x_end + 0.25, y[i], "V", fontsize=8, va="center")
+        if i in failed:
+            ax.plot(x_end, y[i], marker="x", ms=13, mew=3, color="#d62728", zorder=6)
+    for i, x in useless:
+        ax.plot(cx(i, x), y[i], marker="o", ms=19, mfc="none", mec="#ff7f0e", mew=2.2, zorder=3)
+    if line is not None:
+        xs = [cx(i, line[i]) for i in range(n)]
+        ys = [y[i] for i in range(n)]
+        ax.plot(xs, ys, color="#d62728", lw=2, ls="-.", zorder=3, alpha=0.8)
+    handles = [
+        Line2D([], [], marker="D", ls="", mfc="white", mec="black", label="basic checkpoint"),
+        Line2D([], [], marker="D", ls="", mfc="#222222", mec="black", label="forced checkpoint"),
+        Line2D([], [], marker="o", ls="", mfc="#bbbbbb", mec="black", label="volatile state V"),
+    ]
+    if zcycles:
+        handles.append(Line2D([], [], marker="o", ls="", mfc="none", mec="#ff7f0e", mew=2,
+                              label=f"useless checkpoint ({len(useless)}), Z-cycle in colour"))
+    if line is not None:
+        handles.append(Line2D([], [], color="#d62728", ls="-.", label="recovery line"))
+    if failed:
+        handles.append(Line2D([], [], marker="x", ls="", color="#d62728", label="failed"))
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.04), ncol=min(6, len(handles)),
+              fontsize=8, frameon=False)
+    ax.set_xlim(-3.2, x_end + 1.2)
+    ax.set_ylim(-0.7, n - 0.3)
+    ax.axis("off")
+    ax.set_title(title or f"{n} processes, {p.num_messages} messages", fontsize=11)
+    return fig
+
+
+def _summary(p: Pattern, plt: Any, zcycles: bool, title: str | None) -> Any:
+    import numpy as np
+
+    n = p.n
+    counts = np.zeros((n, n), dtype=np.int64)
+    a = p.arrays
+    np.add.at(counts, (a.sender, a.receiver), 1)  # type: ignore[arg-type]
+    forced = np.array([sum(p.is_forced(i, x) for x in range(1, p.last_index(i) + 1)) for i in range(n)])
+    basic = np.asarray(p.last_indices) - forced
+    useless = np.zeros(n, dtype=np.int64)
+    if zcycles:
+        from pyimpl.zpaths import useless_checkpoints
+
+        for c in useless_checkpoints(p):
+            useless[c.process] += 1
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 5.5))
+    im = ax1.imshow(counts, cmap="viridis")
+    ax1.set_title("messages per channel (sender row → receiver column)")
+    ax1.set_xlabel("receiver")
+    ax1.set_ylabel("sender")
+    fig.colorbar(im, ax=ax1, shrink=0.8)
+    idx = np.arange(n)
+    ax2.bar(idx, basic, label="basic", color="#bbbbbb", edgecolor="black")
+    ax2.bar(idx, forced, bottom=basic, label="forced", color="#222222")
+    if zcycles:
+        ax2.plot(idx, useless, "o", color="#ff7f0e", label="useless")
+    ax2.set_xlabel("process")
+    ax2.set_ylabel("checkpoints")
+    ax2.set_title("checkpoints per process")
+    ax2.legend()
+    in_transit = int((a.deliver_interval < 0).sum())  # type: ignore[operator]
+    fig.suptitle(title or f"summary: {n} processes, {p.num_messages} messages "
+                 f"({in_transit} in transit), {len(p.events)} events")
+    return fig
+
+
