@@ -1,0 +1,31 @@
+"""Falkirk Wheel spans: logical times, span systems, the fixed point, the low watermark.
+
+Public API: :class:`SpanSystem`, :func:`load_system`, :func:`system_from_dict`, :func:`solve`,
+:func:`epoch_system`, and the end-to-end executor in :mod:`pyimpl.spans.dataflow`.
+See ``specs/spans.md`` and ``docs/spans.md``.
+"""
+
+from pyimpl.spans.fixpoint import compile_system, solve, solve_levels, solve_literal
+from pyimpl.spans.system import (
+    TOP,
+    EdgeSpec,
+    ProcessorSpec,
+    SpanSystem,
+    load_system,
+    system_from_dict,
+    system_to_dict,
+)
+
+__all__ = [
+    "TOP",
+    "EdgeSpec",
+    "ProcessorSpec",
+    "SpanSystem",
+    "compile_system",
+    "load_system",
+    "solve",
+    "solve_levels",
+    "solve_literal",
+    "system_from_dict",
+    "system_to_dict",
+]
