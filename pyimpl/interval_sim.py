@@ -1,0 +1,322 @@
+"""Stochastic simulation of checkpointing with exponential failures (the utilization model's system).
+
+The simulated system (Jayasekara et al., §3.5 and §4.4) starts fresh at time 0 and works; every
+``T`` after a (re)start the source takes a checkpoint (its cost ``c`` is the last part of the
+period). In a DAG the checkpoint token reaches operator ``v`` after the token offset ``d_v``
+(``(depth − 1)·δ`` for the last operator of the critical path), so system-wide checkpoint ``k``
+after a restart at ``s`` completes at ``s + k·T + max_v d_v``. Failures form a Poisson process of
+rate ``λ`` and strike at any time: while working, while checkpointing and while restarting. After
+a failure the system spends ``R`` detecting and restarting; a failure during the restart starts
+the restart again; then it resumes from the *last completed system-wide* checkpoint (work and
+in-progress checkpoints since then are lost). Useful work is ``T − c`` per completed system-wide
+checkpoint; a run's utilization is its useful work completed by the horizon divided by the horizon.
+
+Two independent implementations:
+
+* :func:`simulate_run`: the vectorised numpy path. One run is a sequence of i.i.d. cycles
+  (work until the next failure ``X ~ Exp(λ)``, then a restart of ``R`` plus the lost restart
+  attempts, each a truncated exponential); a cycle commits ``max(0, ⌊(X − (n−1)δ)/T⌋)``
+  checkpoints. All cycles of a run are drawn in a few array operations.
+* :func:`simulate_dag_run`: an explicit, event-by-event simulation over the operators of a DAG
+  (token offsets from :func:`token_offsets`), checking at each checkpoint whether every
+  operator has completed it.
+
+Randomness: run ``r`` of sweep point ``p`` under seed ``s`` uses its own generator
+(:func:`run_rng`, ``SeedSequence(s, spawn_key=(p, r))``), so results do not depend on how runs
+are grouped (numpy loop or Spark tasks). Same seed, same numbers.
+
+References
+----------
+.. [1] S. Jayasekara, A. Harwood, S. Karunasekera. A Utilization Model for Optimization of
+   Checkpoint Intervals in Distributed Stream Processing Systems. §3.5 (Fig. 5), §4.4 (Fig. 12).
+
+The theorem the simulation checks is ``specs/intervals.md#sim-agrees``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from pyimpl.errors import InvalidInputError
+from pyimpl.intervals import utilization
+
+__all__ = [
+    "SimConfig",
+    "RunResult",
+    "SimSummary",
+    "run_rng",
+    "simulate_run",
+    "simulate_dag_run",
+    "simulate_runs",
+    "summarise",
+    "sweep",
+    "token_offsets",
+]
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    """Parameters of one simulated system (units as in :mod:`pyimpl.intervals`).
+
+    Examples
+    --------
+    >>> SimConfig(30.0, 0.01, 5.0, 10.0, depth=3, token_delay=0.5).token_lag
+    1.0
+    """
+
+    interval: float
+    failure_rate: float
+    checkpoint_cost: float
+    restart_cost: float = 0.0
+    depth: int = 1
+    token_delay: float = 0.0
+
+    def __post_init__(self) -> None:
+        # the closed form validates every parameter the same way
+        utilization(self.interval, self.failure_rate, self.checkpoint_cost, self.restart_cost,
+                    self.depth, self.token_delay)
+        if not self.failure_rate > 0:
+            raise InvalidInputError("the simulation needs failure_rate > 0", location="failure_rate")
+
+    @property
+    def token_lag(self) -> float:
+        """``(depth − 1)·δ``: when the last operator completes a checkpoint the source started."""
+        return (self.depth - 1) * self.token_delay
+
+    def model(self) -> float:
+        """The closed-form utilization (Eq. 10) for this configuration."""
+        return float(utilization(self.interval, self.failure_rate, self.checkpoint_cost,
+                                 self.restart_cost, self.depth, self.token_delay))
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> SimConfig:
+        return cls(**{k: d[k] for k in ("interval", "failure_rate", "checkpoint_cost", "restart_cost",
+                                        "depth", "token_delay") if k in d})
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """One run: useful work, horizon, failures drawn, system-wide checkpoints completed."""
+
+    utilization: float
+    useful: float
+    horizon: float
+    failures: int
+    checkpoints: int
+
+
+@dataclass(frozen=True)
+class SimSummary:
+    """Mean and spread of ``runs`` runs at one configuration, against the closed form."""
+
+    point: int
+    config: SimConfig
+    runs: int
+    horizon: float
+    seed: int
+    mean: float
+    std: float
+    se: float
+    model: float
+    failures: int
+    values: tuple[float, ...]
+
+    @property
+    def z(self) -> float:
+        """``(mean − model)/se`` (0 when the runs do not vary)."""
+        if self.se == 0:
+            return 0.0 if self.mean == self.model else math.inf
+        return (self.mean - self.model) / self.se
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"point": self.point, **self.config.to_dict(), "runs": self.runs, "horizon": self.horizon,
+                "seed": self.seed, "mean": self.mean, "std": self.std, "se": self.se,
+                "model": self.model, "z": self.z, "failures": self.failures}
+
+
+def run_rng(seed: int, point: int, run: int) -> np.random.Generator:
+    """The generator of run ``run`` of sweep point ``point`` under ``seed`` (independent streams).
+
+    Examples
+    --------
+    >>> float(run_rng(0, 1, 2).random()) == float(run_rng(0, 1, 2).random())
+    True
+    """
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence(int(seed), spawn_key=(int(point), int(run)))))
+
+
+def simulate_run(config: SimConfig, horizon: float, rng: np.random.Generator) -> RunResult:
+    """Simulate one run up to ``horizon`` with the vectorised cycle method (see module notes).
+
+    Examples
+    --------
+    >>> cfg = SimConfig(46.452, 0.005, 5.0, 10.0)
+    >>> r = simulate_run(cfg, 2000 / 0.005, run_rng(0, 0, 0))
+    >>> abs(r.utilization - cfg.model()) < 0.02
+    True
+    """
+    lam, t_per, c, r_cost, lag = (config.failure_rate, config.interval, config.checkpoint_cost,
+                                  config.restart_cost, config.token_lag)
+    if not horizon > 0:
+        raise InvalidInputError(f"horizon must be > 0, got {horizon}", location="horizon")
+    q = math.exp(-lam * r_cost)  # a restart attempt succeeds with this probability
+    p_fail = -math.expm1(-lam * r_cost)
+    mean_cycle = 1.0 / (lam * q) if q > 0 else math.inf
+    chunk = int(min(1_000_000, horizon / mean_cycle * 1.05 + 32)) if math.isfinite(mean_cycle) else 32
+    t = 0.0
+    periods = 0
+    failures = 0
+    while True:
+        x = rng.exponential(1.0 / lam, chunk)
+        if r_cost > 0:
+            k = rng.geometric(q, chunk) - 1 if q > 0 else np.full(chunk, 10**9)
+            total = int(k.sum())
+            lost = -np.log1p(-rng.random(total) * p_fail) / lam
+            restart = r_cost + np.bincount(np.repeat(np.arange(chunk), k), weights=lost, minlength=chunk)
+        else:
+            k = np.zeros(chunk, dtype=np.int64)
+            restart = np.zeros(chunk)
+        length = x + restart
+        ends = t + np.cumsum(length)
+        starts = ends - length
+        j = int(np.searchsorted(starts, horizon, side="left"))
+        avail = np.minimum(x[:j], horizon - starts[:j])
+        done = np.floor((avail - lag) / t_per)
+        periods += int(np.clip(done, 0, None).sum())
+        failures += j + int(k[:j].sum())
+        if j < chunk or ends[-1] >= horizon:
+            break
+        t = float(ends[-1])
+    useful = periods * (t_per - c)
+    return RunResult(useful / horizon, useful, horizon, failures, periods)
+
+
+def token_offsets(dag: Any, token_delay: float) -> dict[Any, float]:
+    """Token arrival offset of every operator: ``δ ×`` the longest path (in edges) from a source.
+
+    ``dag`` is a ``networkx.DiGraph`` without cycles; the critical path has ``n`` operators
+    when the largest offset is ``(n − 1)·δ``.
+
+    Examples
+    --------
+    >>> import networkx as nx
+    >>> token_offsets(nx.DiGraph([("a", "b"), ("b", "c"), ("a", "c")]), 0.5)
+    {'a': 0.0, 'b': 0.5, 'c': 1.0}
+    """
+    import networkx as nx
+
+    if not nx.is_directed_acyclic_graph(dag):
+        raise InvalidInputError("the operator graph must be a DAG", location="dag")
+    if token_delay < 0:
+        raise InvalidInputError(f"token_delay must be >= 0, got {token_delay}", location="token_delay")
+    hops: dict[Any, int] = {}
+    for v in nx.topological_sort(dag):
+        hops[v] = max((hops[u] + 1 for u in dag.predecessors(v)), default=0)
+    return {v: h * token_delay for v, h in hops.items()}
+
+
+def simulate_dag_run(
+    interval: float,
+    failure_rate: float,
+    checkpoint_cost: float,
+    restart_cost: float,
+    offsets: Sequence[float],
+    horizon: float,
+    rng: np.random.Generator,
+) -> RunResult:
+    """Event-by-event simulation over explicit operators with a staggered checkpoint token.
+
+    After each (re)start at ``s`` operator ``v`` completes its ``k``-th checkpoint at
+    ``s + k·T + offsets[v]``; at a failure the system restores the last checkpoint that *every*
+    operator has completed. Restart attempts are drawn one by one. Slow (pure Python), for tests.
+
+    Examples
+    --------
+    >>> r = simulate_dag_run(30.0, 0.01, 5.0, 10.0, [0.0, 0.5, 1.0], 1e4, run_rng(0, 0, 0))
+    >>> 0 < r.utilization < 1
+    True
+    """
+    SimConfig(interval, failure_rate, checkpoint_cost, restart_cost)  # validates
+    if not offsets:
+        raise InvalidInputError("at least one operator is needed", location="offsets")
+    scale = 1.0 / failure_rate
+    t = 0.0
+    useful_periods = 0
+    failures = 0
+    while t < horizon:
+        start = t
+        fail_at = start + float(rng.exponential(scale))
+        stop = min(fail_at, horizon)
+        completed = 0
+        k = 1
+        while True:
+            base = start + k * interval
+            if base > stop:
+                break
+            if all(base + off <= stop for off in offsets):
+                completed = k
+            else:
+                break
+            k += 1
+        useful_periods += completed
+        if fail_at >= horizon:
+            break
+        failures += 1
+        t = fail_at
+        while True:  # restart, possibly interrupted
+            x = float(rng.exponential(scale))
+            if x >= restart_cost:
+                t += restart_cost
+                break
+            t += x
+            failures += 1
+    useful = useful_periods * (interval - checkpoint_cost)
+    return RunResult(useful / horizon, useful, horizon, failures, useful_periods)
+
+
+def summarise(point: int, config: SimConfig, values: Sequence[float], failures: int, horizon: float,
+              seed: int) -> SimSummary:
+    """Mean, standard deviation (ddof 1), standard error and the closed form of a set of runs."""
+    v = np.asarray(values, dtype=float)
+    if v.size == 0:
+        raise InvalidInputError("no runs to summarise", location="runs")
+    std = float(v.std(ddof=1)) if v.size > 1 else 0.0
+    return SimSummary(point, config, int(v.size), float(horizon), int(seed), float(v.mean()), std,
+                      std / math.sqrt(v.size), config.model(), int(failures), tuple(float(x) for x in v))
+
+
+def simulate_runs(config: SimConfig, runs: int = 250, horizon_failures: float = 2000.0, seed: int = 0,
+                  point: int = 0) -> SimSummary:
+    """``runs`` independent runs of ``horizon_failures/λ`` time units each (the paper: 250, 2000/λ).
+
+    Examples
+    --------
+    >>> s = simulate_runs(SimConfig(46.452, 0.005, 5.0, 10.0), runs=20, horizon_failures=500)
+    >>> abs(s.z) < 4
+    True
+    """
+    if runs < 1:
+        raise InvalidInputError(f"runs must be >= 1, got {runs}", location="runs")
+    if not horizon_failures > 0:
+        raise InvalidInputError(f"horizon_failures must be > 0, got {horizon_failures}", location="horizon_failures")
+    horizon = horizon_failures / config.failure_rate
+    vals, fails = [], 0
+    for r in range(runs):
+        res = simulate_run(config, horizon, run_rng(seed, point, r))
+        vals.append(res.utilization)
+        fails += res.failures
+    return summarise(point, config, vals, fails, horizon, seed)
+
+
+def sweep(configs: Iterable[SimConfig], runs: int = 250, horizon_failures: float = 2000.0,
+          seed: int = 0) -> list[SimSummary]:
+    """:func:`simulate_runs` for each configuration; point ``p`` is its position in ``configs``."""
+    return [simulate_runs(cfg, runs, horizon_failures, seed, p) for p, cfg in enumerate(configs)]
