@@ -9,18 +9,24 @@ property runs against the reference and against a mutant::
     @given(p=patterns())
     def recovery_line_is_max(p, line=recovery_line): ...
 
+(Hypothesis itself refuses parameters with defaults; :func:`prop` rebuilds the test so that
+the defaulted parameters become implementation slots.) Call ``recovery_line_is_max()`` to run it
+against the reference, ``recovery_line_is_max(line=broken)`` against a mutant.
+
 :func:`run_property` runs one property under a profile and counts the examples it actually
 executed; zero examples is *inconclusive*, never a pass.
 """
 
 from __future__ import annotations
 
+import contextvars
+import inspect
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from hypothesis import settings
+from hypothesis import given, settings
 
 __all__ = ["Property", "PropertyResult", "PROPERTIES", "prop", "run_property", "catches"]
 
@@ -48,17 +54,75 @@ class PropertyResult:
 PROPERTIES: dict[str, Property] = {}
 
 
+_IMPLS: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar("rollcheck_impls", default={})
+
+
+def _rebuild(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Turn ``@given(...) def f(x, impl=default)`` into a runnable property.
+
+    Hypothesis refuses test functions whose parameters have defaults. The implementation
+    parameters (those with defaults) are therefore removed from the signature Hypothesis sees and
+    filled in from the defaults, or from the substitutes passed to the returned runner.
+    """
+    handle = func.hypothesis  # type: ignore[attr-defined]
+    inner = handle.inner_test
+    sig = inspect.signature(inner)
+    defaults = {n: p.default for n, p in sig.parameters.items() if p.default is not p.empty}
+    if not defaults:
+        hyp = func
+    else:
+        given_kwargs = dict(handle._given_kwargs)
+
+        def core(**kw: Any) -> Any:
+            subs = _IMPLS.get()
+            full = {**defaults, **{k: v for k, v in subs.items() if k in defaults}, **kw}
+            return inner(**full)
+
+        core.__signature__ = sig.replace(  # type: ignore[attr-defined]
+            parameters=[p for p in sig.parameters.values() if p.default is p.empty]
+        )
+        core.__name__ = inner.__name__
+        core.__qualname__ = inner.__qualname__
+        core.__module__ = inner.__module__
+        core.__doc__ = inner.__doc__
+        hyp = given(**given_kwargs)(core)
+
+    def runner(**impls: Any) -> Any:
+        unknown = set(impls) - set(defaults)
+        if unknown:
+            raise TypeError(f"{inner.__name__}: no implementation parameter(s) {sorted(unknown)}")
+        token = _IMPLS.set(impls)
+        try:
+            return hyp()
+        finally:
+            _IMPLS.reset(token)
+
+    runner.__name__ = inner.__name__
+    runner.__qualname__ = inner.__qualname__
+    runner.__module__ = inner.__module__
+    runner.__doc__ = inner.__doc__
+    runner.hypothesis = hyp.hypothesis  # type: ignore[attr-defined]
+    runner.is_hypothesis_test = True  # type: ignore[attr-defined]
+    runner.implementation_defaults = defaults  # type: ignore[attr-defined]
+    return runner
+
+
 def prop(name: str, *, target: str, theorem: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Register a Hypothesis property under ``name``."""
+    """Register a Hypothesis property under ``name`` (apply it above ``@given``).
+
+    Parameters with defaults are implementation slots: ``f(impl=broken)`` (or
+    ``run_property(name, impl=broken)``) runs the property against a substitute.
+    """
 
     def deco(func: Callable[..., Any]) -> Callable[..., Any]:
         if not hasattr(func, "hypothesis"):
             raise TypeError(f"property {name} must be decorated with @given first")
-        if name in PROPERTIES and PROPERTIES[name].func.__qualname__ != func.__qualname__:
+        runner = _rebuild(func)
+        if name in PROPERTIES and PROPERTIES[name].func.__qualname__ != runner.__qualname__:
             raise ValueError(f"duplicate property name {name}")
-        PROPERTIES[name] = Property(name, target, theorem, func)
-        func.property_name = name  # type: ignore[attr-defined]
-        return func
+        PROPERTIES[name] = Property(name, target, theorem, runner)
+        runner.property_name = name  # type: ignore[attr-defined]
+        return runner
 
     return deco
 

@@ -44,11 +44,11 @@ def build_from_actions(
     n: int, actions: Sequence[tuple[int, int, int]], channels: Sequence[tuple[int, int]], fifo: bool,
     deliver_all: bool = False,
 ) -> Pattern:
-    """Interpret actions ``(kind, a, b)``: 0 = send on channel a, 1 = deliver pending message
-    number a (FIFO: the oldest on channel a), 2 = checkpoint process a."""
+    """Interpret actions ``(kind, a, c)``: 0 = send on channel a, 1 = deliver pending message
+    number a (FIFO: the oldest on channel a), 2 = checkpoint process a (forced if c)."""
     b = PatternBuilder(n)
     pending: list[tuple[str, int, int]] = []  # (id, src, dst)
-    for kind, a, _ in actions:
+    for kind, a, c in actions:
         if kind == 0:
             s, d = channels[a % len(channels)]
             pending.append((b.send(s, d), s, d))
@@ -63,7 +63,7 @@ def build_from_actions(
             mid, _s, dst = pending.pop(idx)
             b.deliver(dst, mid)
         elif kind == 2:
-            b.checkpoint(a % n)
+            b.checkpoint(a % n, forced=bool(c))
     if deliver_all:
         for mid, _s, dst in pending:
             b.deliver(dst, mid)
@@ -79,14 +79,17 @@ def patterns(
     fifo: bool = False,
     topology: str | None = "complete",
     deliver_all: bool = False,
+    forced: bool = False,
 ) -> Pattern:
-    """A random pattern; ``topology=None`` draws one of :data:`TOPOLOGIES` too."""
+    """A random pattern; ``topology=None`` draws one of :data:`TOPOLOGIES` too.
+
+    With ``forced=True`` some checkpoints are marked forced (for format round trips)."""
     n = draw(st.integers(min_processes, max_processes), label="n")
     topo = topology or draw(st.sampled_from(TOPOLOGIES), label="topology")
     if topo == "scatter":
         n = max(n, 3)
     channels = topology_channels(topo, n)
-    action = st.tuples(st.integers(0, 2), st.integers(0, 30), st.just(0))
+    action = st.tuples(st.integers(0, 2), st.integers(0, 30), st.integers(0, 1) if forced else st.just(0))
     actions = draw(st.lists(action, max_size=max_actions), label="actions")
     return build_from_actions(n, actions, channels, fifo, deliver_all)
 

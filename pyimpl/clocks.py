@@ -77,8 +77,9 @@ def concurrent_checkpoints(p: Pattern, cut: tuple[int, ...], clocks: list[tuple[
     cl = [checkpoint_clock(p, clocks, (i, x)) for i, x in enumerate(cut)]
     for i in range(p.n):
         for j in range(p.n):
-            # C[i] happened before C[j] iff C[j] knows at least as many P_i events as C[i] has
-            if i != j and cl[i][i] > 0 and cl[j][i] >= cl[i][i]:
+            # C[i] happened before C[j] iff C[j] knows an event of P_i after C[i]; the checkpoint
+            # event itself is never sent on, so this is a strict comparison of P_i's entries.
+            if i != j and cl[j][i] > cl[i][i]:
                 return False
     return True
 

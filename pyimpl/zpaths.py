@@ -32,6 +32,7 @@ __all__ = [
     "useless_checkpoints",
     "useless_checkpoints_networkx",
     "zcycle_checkpoints",
+    "zpath_exists_rgraph",
 ]
 
 
@@ -180,3 +181,28 @@ def useless_checkpoints_networkx(p: Pattern) -> list[Checkpoint]:
 def zcycle_checkpoints(p: Pattern) -> list[Checkpoint]:
     """Checkpoints on a Z-cycle, by one Z-path search per checkpoint (the definition, no SCC)."""
     return [Checkpoint(i, x) for i, x in p.checkpoints(include_initial=True) if zcycle(p, (i, x))]
+
+
+def zpath_exists_rgraph(p: Pattern, src: tuple[int, int], dst: tuple[int, int], graph: nx.DiGraph | None = None) -> bool:
+    """Z-path existence through Wang's theorem: an R-graph path from C[i,x+1] to C[j,y] that uses
+    at least one message edge (``specs/theorems.md#t3-wang``).
+
+    A breadth-first search over (node, used-a-message-edge) states; ``graph`` defaults to
+    :func:`pyimpl.rgraph.rgraph` of ``p``.
+    """
+    i, x = _check_checkpoint(p, src, "from")
+    j, y = _check_checkpoint(p, dst, "to", volatile_ok=True)
+    g = rgraph(p) if graph is None else graph
+    start = ((i, x + 1), False)
+    seen = {start}
+    queue = deque([start])
+    while queue:
+        node, used = queue.popleft()
+        if used and node == (j, y):
+            return True
+        for succ, data in g[node].items():
+            state = (succ, used or data.get("kind") == "message")
+            if state not in seen:
+                seen.add(state)
+                queue.append(state)
+    return False

@@ -1,0 +1,267 @@
+"""Properties of the pattern model: Netzer–Xu, Wang, SCC, recovery lines, checkpoint graph, lattice.
+
+Each property states the theorem of ``specs/theorems.md`` it checks and compares the reference
+implementation (substitutable through keyword arguments, so mutants can be run) against the
+independent brute-force oracle of :mod:`properties.oracle`.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from properties import oracle as O
+from properties.registry import prop
+from properties.strategies import checkpoint_sets, patterns
+from pyimpl.clocks import concurrent_checkpoints, vector_clocks
+from pyimpl.consistency import is_consistent
+from pyimpl.errors import InvalidInputError, PropertyViolation
+from pyimpl.pattern import Pattern
+from pyimpl.patternio import pattern_from_dict, pattern_to_dict
+from pyimpl.recovery import (
+    max_consistent_containing,
+    min_consistent_containing,
+    recovery_line,
+    recovery_line_networkx,
+    rollback_propagation,
+)
+from pyimpl.zpaths import (
+    is_zpath,
+    useless_checkpoints,
+    useless_checkpoints_networkx,
+    zcycle_checkpoints,
+    zpath,
+    zpath_exists_rgraph,
+)
+
+__all__ = ["expect", "small_patterns", "failed_sets_all"]
+
+#: Small enough for the brute-force oracle (every global checkpoint is enumerated).
+small_patterns = patterns(min_processes=2, max_processes=4, max_actions=12)
+small_with_topologies = patterns(min_processes=2, max_processes=4, max_actions=12, topology=None)
+
+
+def expect(cond: bool, message: str, p: Any) -> None:
+    """Raise a PropertyViolation carrying the counterexample when ``cond`` is false."""
+    if not cond:
+        raise PropertyViolation(message, counterexample=p)
+
+
+def failed_sets_all(p: Pattern) -> list[tuple[int, ...]]:
+    return [f for r in range(1, p.n + 1) for f in itertools.combinations(range(p.n), r)]
+
+
+@prop("netzer-xu-useless-iff-zcycle", target="zpaths", theorem="specs/theorems.md#t2-netzer-xu")
+@given(p=small_with_topologies)
+def netzer_xu_useless(p: Pattern, zcycles: Any = zcycle_checkpoints) -> None:
+    """A checkpoint is on a Z-cycle iff no consistent global checkpoint (V allowed) contains it."""
+    got = {tuple(c) for c in zcycles(p)}
+    expect(got == O.brute_useless(p), f"on Z-cycle {sorted(got)} != useless {sorted(O.brute_useless(p))}", p)
+
+
+@prop("netzer-xu-sets", target="zpaths", theorem="specs/theorems.md#t2-netzer-xu")
+@given(data=st.data())
+def netzer_xu_sets(data: Any, zpath_fn: Any = zpath) -> None:
+    """A set of checkpoints extends to a consistent global checkpoint iff no Z-path links any two."""
+    p = data.draw(small_patterns, label="pattern")
+    s = data.draw(checkpoint_sets(p), label="checkpoints")
+    members = list(s.items())
+    linked = any(zpath_fn(p, a, b) is not None for a in members for b in members)
+    upper = [p.volatile_index(i) for i in range(p.n)]
+    extends = O.brute_max_consistent(p, s, upper) is not None
+    expect(extends == (not linked), f"set {s}: extends={extends} but Z-linked={linked}", p)
+
+
+@prop("zpath-witness", target="zpaths", theorem="specs/theorems.md#t1-zpath")
+@given(p=small_patterns)
+def zpath_witness(p: Pattern, zpath_fn: Any = zpath) -> None:
+    """zpath finds a Z-path exactly when one exists (closure of the Z-step relation), and each
+    witness satisfies the definition."""
+    closure = O.zpath_closure(p)
+    for a in p.checkpoints():
+        for b in p.checkpoints():
+            w = zpath_fn(p, a, b)
+            exists = O.brute_zpath_exists(p, a, b, closure)
+            expect((w is not None) == exists, f"Z-path {a}->{b}: found={w}, exists={exists}", p)
+            if w is not None:
+                expect(is_zpath(p, w, a, b), f"witness {w} is not a Z-path {a}->{b}", p)
+
+
+@prop("wang-zpath-rgraph", target="rgraph", theorem="specs/theorems.md#t3-wang")
+@given(p=small_patterns)
+def wang_zpath_rgraph(p: Pattern, exists_fn: Any = zpath_exists_rgraph) -> None:
+    """Z-path C[i,x]→C[j,y] iff an R-graph path C[i,x+1]→C[j,y] with at least one message edge."""
+    closure = O.zpath_closure(p)
+    for a in p.checkpoints():
+        for b in p.checkpoints():
+            want = O.brute_zpath_exists(p, a, b, closure)
+            expect(exists_fn(p, a, b) == want, f"R-graph says {not want} for Z-path {a}->{b}", p)
+
+
+@prop("scc-useless", target="rgraph", theorem="specs/theorems.md#t4-scc")
+@given(p=small_with_topologies)
+def scc_useless(p: Pattern, useless: Any = useless_checkpoints) -> None:
+    """C[i,x] is useless iff C[i,x] and C[i,x+1] share an SCC of the R-graph with V nodes; the
+    scipy and networkx versions agree with brute force."""
+    want = O.brute_useless(p)
+    got = {tuple(c) for c in useless(p)}
+    expect(got == want, f"useless {sorted(got)} != brute force {sorted(want)}", p)
+    expect({tuple(c) for c in useless_checkpoints_networkx(p)} == want, "networkx SCC disagrees", p)
+
+
+@prop("recovery-line-is-maximum", target="recovery", theorem="specs/theorems.md#t5-recovery-line")
+@given(p=small_with_topologies)
+def recovery_line_is_max(p: Pattern, line_fn: Any = recovery_line) -> None:
+    """For every failed set, virtual checkpoints on and off, the line is the maximum consistent
+    global checkpoint under the availability bounds; in_transit follows its definition."""
+    for failed in failed_sets_all(p):
+        for virtual in (True, False):
+            want = O.brute_recovery_line(p, failed, virtual)
+            got = line_fn(p, failed, virtual=virtual)
+            expect(tuple(got.line) == want, f"failed={failed} virtual={virtual}: {got.line} != {want}", p)
+            transit = {
+                m.id for m in p.messages
+                if m.send_interval < want[m.sender]
+                and (m.deliver_interval is None or m.deliver_interval >= want[m.receiver])
+            }
+            expect(set(got.in_transit) == transit, f"in_transit {got.in_transit} != {sorted(transit)}", p)
+            nx_line = recovery_line_networkx(p, failed, virtual=virtual).line
+            expect(nx_line == want, f"networkx line {nx_line} != {want}", p)
+
+
+@prop("cgraph-equals-rgraph", target="recovery", theorem="specs/theorems.md#t6-checkpoint-graph")
+@given(p=small_with_topologies)
+def cgraph_equals_rgraph(p: Pattern, propagate: Any = rollback_propagation) -> None:
+    """Rollback propagation on the checkpoint graph gives the R-graph recovery line."""
+    for failed in failed_sets_all(p):
+        for virtual in (True, False):
+            a = propagate(p, failed, virtual=virtual).line
+            b = recovery_line(p, failed, virtual=virtual).line
+            expect(tuple(a) == tuple(b), f"failed={failed} virtual={virtual}: cgraph {a} != rgraph {b}", p)
+
+
+@prop("consistency-lattice", target="consistency", theorem="specs/theorems.md#t7-lattice")
+@given(p=small_patterns)
+def consistency_lattice(p: Pattern, consistent: Any = is_consistent, clocks: Any = vector_clocks) -> None:
+    """Consistency (no orphan) ⇔ pairwise concurrency by vector clocks; consistent cuts are closed
+    under componentwise max and min."""
+    vc = clocks(p)
+    good = []
+    for cut in O.global_checkpoints(p):
+        c = consistent(p, cut)
+        expect(c == concurrent_checkpoints(p, cut, vc), f"cut {cut}: consistent={c} vs clocks", p)
+        expect(c == O.is_orphan_free(p, cut), f"cut {cut}: consistent={c} vs orphan definition", p)
+        if c:
+            good.append(cut)
+    for a, b in itertools.combinations(good[:60], 2):
+        hi = tuple(map(max, a, b))
+        lo = tuple(map(min, a, b))
+        expect(consistent(p, hi) and consistent(p, lo), f"lattice: {a} {b}", p)
+
+
+@prop("wang-min-max-containing", target="recovery", theorem="specs/theorems.md#t8-wang-min-max")
+@given(data=st.data())
+def wang_min_max(data: Any, max_fn: Any = max_consistent_containing, min_fn: Any = min_consistent_containing) -> None:
+    """Wang's algorithms return the componentwise max/min of the consistent global checkpoints that
+    contain the set, or none exactly when there is none (V allowed or not)."""
+    p = data.draw(small_patterns, label="pattern")
+    s = data.draw(checkpoint_sets(p), label="checkpoints")
+    for allow in (True, False):
+        upper = [p.volatile_index(i) if allow else p.last_index(i) for i in range(p.n)]
+        hi, lo = max_fn(p, s.items(), allow), min_fn(p, s.items(), allow)
+        want_hi = O.brute_max_consistent(p, s, upper)
+        want_lo = O.brute_min_consistent(p, s, upper)
+        expect(hi.cut == want_hi, f"max for {s} (volatile={allow}): {hi.cut} != {want_hi}", p)
+        expect(lo.cut == want_lo, f"min for {s} (volatile={allow}): {lo.cut} != {want_lo}", p)
+
+
+@prop("pattern-json-roundtrip", target="pattern", theorem="specs/formats.md#pattern")
+@given(p=patterns(max_processes=5, max_actions=25, forced=True))
+def json_roundtrip(p: Pattern, dump: Any = pattern_to_dict) -> None:
+    """Writing a pattern and reading it back gives the same pattern (forced flags included)."""
+    q = pattern_from_dict(dump(p))
+    expect(q == p, "round trip changed the pattern", p)
+    expect(q.last_indices == p.last_indices and all(
+        q.is_forced(i, x) == p.is_forced(i, x) for i, x in p.checkpoints()), "forced flags changed", p)
+
+
+CORRUPTIONS = ("unknown-process", "deliver-before-send", "wrong-receiver", "self-send", "duplicate-id",
+               "duplicate-delivery", "unknown-kind", "missing-field", "mistyped-field")
+
+
+def corrupt(doc: dict[str, Any], how: str, k: int) -> tuple[dict[str, Any], int] | None:
+    """Make ``doc`` invalid in the way ``how`` near event ``k``; return it and the offending index."""
+    import copy
+
+    d = copy.deepcopy(doc)
+    ev = d["events"]
+    sends = [i for i, e in enumerate(ev) if e["kind"] == "send"]
+    delivers = [i for i, e in enumerate(ev) if e["kind"] == "deliver"]
+    procs = d["processes"]
+    if how == "unknown-process":
+        i = k % len(ev)
+        ev[i]["process"] = "nobody"
+        return d, i
+    if how == "unknown-kind":
+        i = k % len(ev)
+        ev[i]["kind"] = "explode"
+        return d, i
+    if how == "missing-field":
+        i = k % len(ev)
+        del ev[i]["process"]
+        return d, i
+    if how == "mistyped-field":
+        i = k % len(ev)
+        ev[i]["process"] = 7
+        return d, i
+    if how == "self-send" and sends:
+        i = sends[k % len(sends)]
+        ev[i]["to"] = ev[i]["process"]
+        return d, i
+    if how == "duplicate-id" and len(sends) >= 2:
+        a, b = sorted({sends[k % len(sends)], sends[(k + 1) % len(sends)]})
+        if a == b:
+            return None
+        ev[b]["message"] = ev[a]["message"]
+        # make the later duplicate's deliveries refer to something still valid
+        return d, b
+    if how == "deliver-before-send" and delivers:
+        i = delivers[k % len(delivers)]
+        e = ev.pop(i)
+        s = next(j for j, x in enumerate(ev) if x["kind"] == "send" and x["message"] == e["message"])
+        ev.insert(s, e)
+        return d, s
+    if how == "wrong-receiver" and delivers:
+        i = delivers[k % len(delivers)]
+        other = [q for q in procs if q != ev[i]["process"]]
+        ev[i]["process"] = other[k % len(other)]
+        return d, i
+    if how == "duplicate-delivery" and delivers:
+        i = delivers[k % len(delivers)]
+        ev.append(dict(ev[i]))
+        return d, len(ev) - 1
+    return None
+
+
+@prop("loader-rejects-invalid", target="pattern", theorem="specs/formats.md#validation")
+@given(p=patterns(max_processes=4, max_actions=16), how=st.sampled_from(CORRUPTIONS), k=st.integers(0, 50))
+def loader_rejects(p: Pattern, how: str, k: int, load: Any = pattern_from_dict) -> None:
+    """Every corrupted document is rejected with InvalidInputError naming the offending event."""
+    doc = pattern_to_dict(p)
+    if not doc["events"]:
+        return
+    got = corrupt(doc, how, k)
+    if got is None:
+        return
+    bad, idx = got
+    try:
+        load(bad, "fuzz.json")
+    except InvalidInputError as e:
+        expect(e.location is not None and e.location.startswith(f"events[{idx}]"),
+               f"{how}: error at {e.location!r}, expected events[{idx}]", p)
+        expect(e.source == "fuzz.json", f"{how}: error does not name the file", p)
+        return
+    raise PropertyViolation(f"{how} at events[{idx}] was accepted", counterexample=p)
