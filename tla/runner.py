@@ -310,9 +310,15 @@ def _sany_errors(sany_text: str, spec_dir: Path | None) -> list[SourceError]:
     return errors
 
 
-def interpret(text: str, exit_code: int | None = None, spec_dir: Path | None = None) -> TLCResult:
+def interpret(
+    text: str,
+    exit_code: int | None = None,
+    spec_dir: Path | None = None,
+    trace_keep_last: int | None = None,
+) -> TLCResult:
     """Turn the text TLC printed in ``-tool`` mode (and its exit code) into a :class:`TLCResult`.
 
+    ``trace_keep_last`` keeps (and parses) only the last states of a long counterexample.
     Parse errors and configuration errors do not raise here: they come back as status
     ``error`` with ``errors`` filled in (:func:`run_tlc` turns them into bad input).
 
@@ -366,9 +372,10 @@ def interpret(text: str, exit_code: int | None = None, spec_dir: Path | None = N
                 res.distinct_states = _num(nums[0])
 
     # The counterexample.
-    for m in top:
-        if m.code in (TRACE_STATE, STUTTERING, BACK_TO_STATE):
-            res.trace.append(_trace_state(m, len(res.trace) + 1))
+    states = [m for m in top if m.code in (TRACE_STATE, STUTTERING, BACK_TO_STATE)]
+    first = 0 if trace_keep_last is None else max(0, len(states) - trace_keep_last)
+    for k in range(first, len(states)):
+        res.trace.append(_trace_state(states[k], k + 1))
 
     if codes & {INVARIANT_VIOLATED, INVARIANT_VIOLATED_INITIAL}:
         res.status = "violation"
@@ -433,6 +440,7 @@ def run_tlc(
     deadlock: bool = True,
     extra_args: list[str] | None = None,
     java_opts: list[str] | None = None,
+    trace_keep_last: int | None = None,
 ) -> TLCResult:
     """Model-check ``module`` with TLC and return the parsed result.
 
@@ -495,7 +503,7 @@ def run_tlc(
         except subprocess.TimeoutExpired:
             _kill(proc)
             out, _ = proc.communicate()
-            res = interpret(out or "", None, mod.resolve().parent)
+            res = interpret(out or "", None, mod.resolve().parent, trace_keep_last)
             res.status = "inconclusive"
             res.message = f"timeout after {timeout:g} s (TLC killed); partial: {res.message}"
             res.seconds = time.monotonic() - t0
@@ -509,7 +517,7 @@ def run_tlc(
         return TLCResult(status="inconclusive", message=f"could not start Java: {e}", command=cmd)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    res = interpret(out, proc.returncode, mod.resolve().parent)
+    res = interpret(out, proc.returncode, mod.resolve().parent, trace_keep_last)
     res.seconds = time.monotonic() - t0
     res.command = cmd
     if res.errors:

@@ -36,7 +36,7 @@ from typing import Any
 
 from pyimpl.errors import InvalidInputError
 
-__all__ = ["ModelValue", "parse_value", "parse_state", "to_jsonable"]
+__all__ = ["ModelValue", "FrozenDict", "parse_value", "parse_state", "to_jsonable"]
 
 
 class ModelValue(str):
@@ -46,6 +46,15 @@ class ModelValue(str):
 
     def __repr__(self) -> str:
         return f"ModelValue({str.__repr__(self)})"
+
+
+class FrozenDict(dict):  # type: ignore[type-arg]
+    """A record or function value: a ``dict`` that is hashable, so it can sit in a set."""
+
+    __slots__ = ()
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        return hash(frozenset(self.items()))
 
 
 _ESCAPES = {'"': '"', "\\": "\\", "n": "\n", "t": "\t", "r": "\r", "f": "\f"}
@@ -127,7 +136,7 @@ class _Parser:
 
     def record(self) -> Any:
         self.expect("[")
-        out: dict[Any, Any] = {}
+        out = FrozenDict()
         if self.take("]"):
             return ()
         while True:
@@ -141,7 +150,7 @@ class _Parser:
 
     def function(self) -> Any:
         self.expect("(")
-        out: dict[Any, Any] = {}
+        out = FrozenDict()
         while True:
             key = self.value()
             self.expect(":>")
