@@ -1,0 +1,505 @@
+"""A stateful Structured Streaming job, recorded event by event, with injected failures.
+
+The job (``rollcheck spark record wordcount``) reads a *replayable* file source: one text file per
+micro-batch (``maxFilesPerTrigger=1``), lines ``<batch> <time> <word>`` generated from the seed.
+It keeps keyed state with one streaming aggregation, ``rollup(word, win).count()`` where
+``win = time div W * W`` is a tumbling window: the state holds, per word, the running word count
+(grouping id 1), per (word, window) the windowed count (grouping id 0), and the grand total
+(grouping id 3). The output mode is *update*: each batch emits the rows whose count changed.
+
+The sink (``foreachBatch``) first appends one line to a deliberately *non-idempotent* side channel,
+then (at the chosen batch, first attempt only) injects the failure, then writes
+``sink/batch-<id>.json`` atomically: idempotent by batch id, a re-run overwrites the same file.
+
+Failures at batch K (``--fail-at-batch K --failure``):
+
+- ``task``: a Python UDF raises inside a task of batch K (``local[N]`` never retries a task, so the
+  query fails); the driver restarts the query in the same process.
+- ``sink``: ``foreachBatch`` raises after the side channel was written; restart in process.
+- ``kill``: the driver runs in a child process (its own process group); at batch K it announces
+  the failure and the parent SIGKILLs the whole group (driver and JVM) and starts a new child.
+
+What is recorded (``specs/spark.md#streaming-trace``): a watcher thread polls the checkpoint
+directory (and is polled synchronously at each sink call) and records ``batch_planned`` when
+``offsets/N`` appears, ``state_committed`` when a state file version appears or is rewritten,
+``batch_committed`` when ``commits/N`` appears; the sink records ``side_effect`` and
+``sink_written``; the driver records ``failure``, ``attempt_start``, ``restart`` (with the resume
+batch and per-partition restored state version observed) and at the end ``final_state`` (decoded
+with :mod:`spark_replay.checkpoint_reader`), ``sink_final``, ``side_channel`` and
+``state_crosscheck`` (Spark's own ``statestore`` reader against the plain-Python decoder).
+
+References
+----------
+Spark Structured Streaming programming guide (micro-batch execution, checkpointing, foreachBatch);
+the conformance rules are in ``specs/spark.md``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pyimpl.errors import InvalidInputError
+from spark_replay.checkpoint_reader import CheckpointDir
+from spark_replay.trace import TraceWriter
+
+__all__ = [
+    "WordcountConfig",
+    "generate_inputs",
+    "rollup_updates",
+    "fold_state",
+    "record_wordcount",
+    "FAILURES",
+]
+
+FAILURES = ("task", "sink", "kill")
+VOCABULARY = ("ash", "birch", "cedar", "elm", "fir", "oak", "pine", "yew")
+
+
+@dataclass(frozen=True)
+class WordcountConfig:
+    """Parameters of one recorded streaming run (all of them go into the trace header)."""
+
+    batches: int = 6
+    words_per_batch: int = 12
+    vocabulary: int = 5
+    window: int = 5
+    fail_at_batch: int | None = None
+    failure: str | None = None
+    seed: int = 0
+    master: str | None = None
+    shuffle_partitions: int = 2
+    crosscheck: bool = True
+    max_attempts: int = 4
+
+    def validate(self) -> None:
+        if self.batches < 1:
+            raise InvalidInputError(f"need at least one batch, got {self.batches}", location="--batches")
+        if not 1 <= self.vocabulary <= len(VOCABULARY):
+            raise InvalidInputError(f"vocabulary must be 1..{len(VOCABULARY)}", location="vocabulary")
+        if (self.failure is None) != (self.fail_at_batch is None):
+            raise InvalidInputError("give --fail-at-batch and --failure together", location="--failure")
+        if self.failure is not None and self.failure not in FAILURES:
+            raise InvalidInputError(f"unknown failure {self.failure!r}; use one of {FAILURES}",
+                                    location="--failure")
+        if self.fail_at_batch is not None and not 0 <= self.fail_at_batch < self.batches:
+            raise InvalidInputError(f"--fail-at-batch must be in 0..{self.batches - 1}",
+                                    location="--fail-at-batch")
+
+
+def generate_inputs(cfg: WordcountConfig) -> list[list[tuple[int, str]]]:
+    """The (time, word) records of every batch, a pure function of the seed.
+
+    Examples
+    --------
+    >>> a = generate_inputs(WordcountConfig(batches=2, seed=3))
+    >>> a == generate_inputs(WordcountConfig(batches=2, seed=3)), len(a), len(a[0])
+    (True, 2, 12)
+    """
+    rng = random.Random(f"wordcount:{cfg.seed}")
+    words = VOCABULARY[: cfg.vocabulary]
+    out = []
+    for b in range(cfg.batches):
+        recs = [(b * 10 + rng.randrange(0, 14), rng.choice(words)) for _ in range(cfg.words_per_batch)]
+        out.append(recs)
+    return out
+
+
+Key = tuple[Any, Any, int]
+
+
+def _keys(t: int, w: str, window: int) -> list[Key]:
+    return [(w, t // window * window, 0), (w, None, 1), (None, None, 3)]
+
+
+def rollup_updates(inputs: list[list[tuple[int, str]]], window: int,
+                   batches: list[int] | None = None) -> tuple[dict[int, list[list[Any]]], dict[Key, int]]:
+    """The failure-free reference: each batch's update-mode output and the final state.
+
+    Returns ``({batch: sorted rows [word, win, count]}, {key: count})`` where a key is
+    ``(word, win, grouping id)``: grouping id 0 per (word, window), 1 per word, 3 the total.
+
+    Examples
+    --------
+    >>> out, state = rollup_updates([[(1, "a"), (7, "a")]], window=5)
+    >>> out[0]
+    [['a', 0, 1], ['a', 5, 1], ['a', None, 2], [None, None, 2]]
+    >>> state[("a", None, 1)]
+    2
+    """
+    state: Counter[Key] = Counter()
+    outputs: dict[int, list[list[Any]]] = {}
+    for b in (range(len(inputs)) if batches is None else batches):
+        touched: set[Key] = set()
+        for t, w in inputs[b]:
+            for k in _keys(t, w, window):
+                state[k] += 1
+                touched.add(k)
+        outputs[b] = sorted(([k[0], k[1], state[k]] for k in touched), key=_row_order)
+    return outputs, dict(state)
+
+
+def fold_state(inputs: list[list[tuple[int, str]]], window: int, batches: list[int]) -> dict[Key, int]:
+    """The state after the given batches (the committed ones), folded in order."""
+    return rollup_updates(inputs, window, batches)[1]
+
+
+def _row_order(r: Any) -> tuple[Any, ...]:
+    return tuple((x is None, x if x is not None else 0) if not isinstance(x, str) else (False, x)
+                 for x in r)
+
+
+# ----------------------------------------------------------------------------- recording
+@dataclass
+class _Paths:
+    root: Path
+    inputs: Path = field(init=False)
+    checkpoint: Path = field(init=False)
+    sink: Path = field(init=False)
+    side: Path = field(init=False)
+    markers: Path = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.inputs = self.root / "in"
+        self.checkpoint = self.root / "checkpoint"
+        self.sink = self.root / "sink"
+        self.side = self.root / "side-channel.jsonl"
+        self.markers = self.root / "markers"
+
+
+def _write_inputs(paths: _Paths, inputs: list[list[tuple[int, str]]]) -> None:
+    paths.inputs.mkdir(parents=True)
+    paths.sink.mkdir()
+    paths.markers.mkdir()
+    base = time.time() - 3600  # strictly increasing modification times fix the file order
+    for b, recs in enumerate(inputs):
+        f = paths.inputs / f"batch-{b:05d}.txt"
+        f.write_text("".join(f"{b} {t} {w}\n" for t, w in recs), encoding="utf-8")
+        os.utime(f, (base + b, base + b))
+
+
+class _Watcher:
+    """Polls the checkpoint directory and records what Spark wrote there."""
+
+    def __init__(self, paths: _Paths, writer: TraceWriter, previous: list[dict[str, Any]]):
+        self.ck = paths.checkpoint
+        self.w = writer
+        self.lock = threading.Lock()
+        self.planned = {e["batch"] for e in previous if e["kind"] == "batch_planned"}
+        self.committed = {e["batch"] for e in previous if e["kind"] == "batch_committed"}
+        self.state_seen: dict[str, tuple[int, int]] = {
+            e["file"]: (e["mtime_ns"], e["size"]) for e in previous if e["kind"] == "state_committed"}
+        self.written_this_attempt: dict[int, int] = {}
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def poll(self) -> None:
+        with self.lock:
+            ck = self.ck
+            if not ck.is_dir():
+                return
+            reader = CheckpointDir(ck)
+            offs = reader._log_files("offsets")
+            new = [b for b in offs if b not in self.planned]
+            if new:
+                srcs = reader.source_files(0)
+                for b in new:
+                    lines = CheckpointDir._log_lines(offs[b])
+                    self.w.emit("batch_planned", batch=b,
+                                offsets=[json.loads(x) for x in lines[1:] if x != "-"],
+                                files=[os.path.basename(p) for p in srcs.get(b, [])])
+                    self.planned.add(b)
+            sdir = ck / "state" / "0"
+            if sdir.is_dir():
+                found = []
+                for pdir in sdir.iterdir():
+                    if not pdir.name.isdigit():
+                        continue
+                    for f in pdir.iterdir():
+                        if f.name.endswith((".delta", ".snapshot")) and not f.name.startswith("."):
+                            try:
+                                st = f.stat()
+                            except FileNotFoundError:
+                                continue
+                            rel = str(f.relative_to(ck))
+                            if self.state_seen.get(rel) != (st.st_mtime_ns, st.st_size):
+                                found.append((int(f.name.split(".")[0]), int(pdir.name), f.name, rel, st))
+                for v, part, name, rel, st in sorted(found):
+                    self.state_seen[rel] = (st.st_mtime_ns, st.st_size)
+                    kind = name.split(".")[1]
+                    self.w.emit("state_committed", batch=v - 1, partition=part, version=v,
+                                file_kind=kind, file=rel, mtime_ns=st.st_mtime_ns, size=st.st_size)
+                    if kind == "delta":
+                        prev = self.written_this_attempt.get(part)
+                        self.written_this_attempt[part] = v if prev is None else min(prev, v)
+            for b in reader._log_files("commits"):
+                if b not in self.committed:
+                    self.w.emit("batch_committed", batch=b)
+                    self.committed.add(b)
+
+    def new_attempt(self) -> None:
+        """Forget which versions the previous attempt wrote (the next restart is judged afresh)."""
+        self.written_this_attempt = {}
+        self._stop = threading.Event()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(0.05):
+            try:
+                self.poll()
+            except (OSError, ValueError):
+                continue  # a file caught mid-rename; the next poll sees it complete
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="rollcheck-watcher", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self.poll()
+
+
+def _atomic_json(path: Path, obj: Any) -> None:
+    tmp = path.with_name("." + path.name + ".tmp")
+    tmp.write_text(json.dumps(obj), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _run_attempts(cfg: WordcountConfig, paths: _Paths, trace_path: Path, header: dict[str, Any],
+                  single_attempt: bool, enabled: bool = True) -> str:
+    """Run the query (restarting it in process after a failure); return "done" or "failed"."""
+    from pyspark.errors import StreamingQueryException
+    from pyspark.sql import functions as F
+
+    from spark_replay.session import spark_session
+
+    writer = TraceWriter(trace_path, header, enabled=enabled)
+    previous = writer.previous
+    status = "failed"
+    try:
+        with spark_session(cfg.master, app_name="rollcheck-wordcount",
+                           shuffle_partitions=cfg.shuffle_partitions) as spark:
+            _quiet(spark)
+            attempts = 1 if single_attempt else cfg.max_attempts
+            watcher = _Watcher(paths, writer, previous if enabled else [])
+            for k in range(attempts):
+                if k > 0:
+                    writer.attempt += 1
+                    watcher.new_attempt()
+                outcome = _one_attempt(spark, F, StreamingQueryException, cfg, paths, writer, watcher)
+                if outcome == "done":
+                    _finish(spark, cfg, paths, writer)
+                    status = "done"
+                    break
+    finally:
+        writer.close()
+    return status
+
+
+def _quiet(spark: Any) -> None:
+    """Injected failures are expected: keep their stack traces off the console."""
+    import logging
+
+    logging.getLogger("py4j").setLevel(logging.CRITICAL)
+    spark.sparkContext.setLogLevel("OFF")
+
+
+def _one_attempt(spark: Any, F: Any, SQE: type, cfg: WordcountConfig, paths: _Paths,
+                 writer: TraceWriter, watcher: _Watcher) -> str:
+    attempt = writer.attempt
+    commits = sorted(CheckpointDir(paths.checkpoint).commits()) if paths.checkpoint.is_dir() else []
+    writer.emit("attempt_start", pid=os.getpid(), committed=commits)
+    watcher.poll()
+    watcher.start()
+    fail_marker = paths.markers / "failed"
+    kill_marker = paths.markers / "kill-requested"
+    first_sink = [True]
+
+    df = spark.readStream.option("maxFilesPerTrigger", 1).text(str(paths.inputs))
+    parts = F.split(df.value, " ")
+    batch_col = parts[0].cast("int")
+    if cfg.failure == "task":
+        k_fail = int(cfg.fail_at_batch)  # type: ignore[arg-type]
+        marker = str(fail_marker)
+
+        def inject(b: int) -> int:
+            if b == k_fail:
+                try:
+                    fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+                except FileExistsError:
+                    return b
+                os.write(fd, str(b).encode())
+                os.close(fd)
+                raise RuntimeError(f"rollcheck: injected task failure in batch {b}")
+            return b
+
+        batch_col = F.udf(inject, "int")(batch_col)
+    df = df.select(batch_col.alias("b"), parts[1].cast("long").alias("t"), parts[2].alias("word"))
+    agg = (df.withColumn("win", F.expr(f"t div {cfg.window} * {cfg.window}"))
+           .rollup("word", "win").agg(F.count("*").alias("n")))
+
+    def sink(bdf: Any, bid: int) -> None:
+        rows = sorted(([r[0], r[1], r[2]] for r in bdf.collect()), key=_row_order)
+        watcher.poll()
+        if first_sink[0] and attempt > 1:
+            first_sink[0] = False
+            restored = {str(p): v - 1 for p, v in sorted(watcher.written_this_attempt.items())}
+            writer.emit("restart", resume_batch=bid, restored_versions=restored)
+        first_sink[0] = False
+        with open(paths.side, "a", encoding="utf-8") as f:
+            f.write(json.dumps({"batch": bid, "attempt": attempt}) + "\n")
+        writer.emit("side_effect", batch=bid)
+        if cfg.fail_at_batch == bid and not fail_marker.exists():
+            fail_marker.write_text(str(bid), encoding="utf-8")
+            if cfg.failure == "sink":
+                writer.emit("failure", batch=bid, mode="sink")
+                raise RuntimeError(f"rollcheck: injected sink failure in batch {bid}")
+            if cfg.failure == "kill":
+                writer.emit("failure", batch=bid, mode="kill")
+                kill_marker.write_text(str(os.getpid()), encoding="utf-8")
+                time.sleep(600)  # the parent SIGKILLs this process group now
+        _atomic_json(paths.sink / f"batch-{bid:05d}.json", rows)
+        writer.emit("sink_written", batch=bid, rows=rows)
+
+    q = (agg.writeStream.outputMode("update").option("checkpointLocation", str(paths.checkpoint))
+         .foreachBatch(sink).trigger(availableNow=True).start())
+    try:
+        q.awaitTermination()
+        outcome = "done"
+    except SQE:
+        outcome = "failed"
+        if cfg.failure == "task" and fail_marker.exists() and not any(
+                e.get("mode") == "task" for e in writer.previous):
+            writer.emit("failure", batch=int(fail_marker.read_text()), mode="task")
+    finally:
+        watcher.stop()
+    if outcome == "done" and attempt > 1 and first_sink[0]:
+        writer.emit("restart", resume_batch=None, restored_versions={})
+    return outcome
+
+
+def _finish(spark: Any, cfg: WordcountConfig, paths: _Paths, writer: TraceWriter) -> None:
+    reader = CheckpointDir(paths.checkpoint)
+    commits = reader.commits()
+    version = max(commits) + 1 if commits else 0
+    state = reader.state(0, version) if commits else {}
+    rows = sorted(([*k, *v] for part in state.values() for k, v in part.items()), key=_row_order)
+    writer.emit("final_state", version=version, rows=rows,
+                partitions={str(p): len(s) for p, s in state.items()})
+    sink = {}
+    for f in sorted(paths.sink.glob("batch-*.json")):
+        sink[str(int(f.stem.split("-")[1]))] = json.loads(f.read_text(encoding="utf-8"))
+    writer.emit("sink_final", batches=sink)
+    side = []
+    if paths.side.exists():
+        side = [json.loads(x) for x in paths.side.read_text(encoding="utf-8").splitlines() if x]
+    writer.emit("side_channel", entries=side)
+    if cfg.crosscheck and commits:
+        t0 = time.perf_counter()
+        srows = spark.read.format("statestore").load(str(paths.checkpoint)).collect()
+        theirs = sorted(([*r["key"], *r["value"]] for r in srows), key=_row_order)
+        meta = spark.read.format("state-metadata").load(str(paths.checkpoint)).collect()
+        max_batch = meta[0]["maxBatchId"] if meta else None
+        writer.emit("state_crosscheck", agree=theirs == rows, spark_rows=len(theirs), rows=len(rows),
+                    spark_max_batch=max_batch, max_committed=max(commits),
+                    seconds=round(time.perf_counter() - t0, 2))
+    writer.emit("end", status="done")
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+def record_wordcount(cfg: WordcountConfig, out: str | Path, *, enabled: bool = True,
+                     keep_dir: bool = False) -> dict[str, Any]:
+    """Run and record the streaming job; return a summary (attempts, seconds, trace path).
+
+    The working directory (inputs, checkpoint, sink, side channel) is a temporary folder removed
+    afterwards whatever happens; the trace is the only output.
+    """
+    cfg.validate()
+    out = Path(out)
+    if out.exists():
+        out.unlink()
+    inputs = generate_inputs(cfg)
+    header = {"source": "spark-wordcount", "seed": cfg.seed,
+              "config": {**asdict(cfg), "inputs": [[f"batch-{b:05d}.txt", recs] for b, recs in enumerate(inputs)]}}
+    root = Path(tempfile.mkdtemp(prefix="rollcheck-wc-"))
+    paths = _Paths(root)
+    t0 = time.perf_counter()
+    children = 0
+    try:
+        _write_inputs(paths, inputs)
+        if cfg.failure != "kill":
+            status = _run_attempts(cfg, paths, out, header, single_attempt=False, enabled=enabled)
+        else:
+            status = "failed"
+            if enabled:  # the first child continues this file; write the header now
+                TraceWriter(out, header).close()
+            for _ in range(cfg.max_attempts):
+                children += 1
+                spec = json.dumps({"cfg": asdict(cfg), "root": str(root), "trace": str(out),
+                                   "header": header, "enabled": enabled})
+                proc = subprocess.Popen([sys.executable, "-m", "spark_replay.wordcount", "--child"],
+                                        stdin=subprocess.PIPE, start_new_session=True)
+                assert proc.stdin is not None
+                proc.stdin.write(spec.encode())
+                proc.stdin.close()
+                kill_marker = paths.markers / "kill-requested"
+                try:
+                    while proc.poll() is None:
+                        if kill_marker.exists():
+                            kill_marker.unlink()
+                            _kill_group(proc)
+                            break
+                        time.sleep(0.05)
+                finally:
+                    if proc.poll() is None:
+                        _kill_group(proc)
+                    else:
+                        try:  # the JVM may outlive a dead driver briefly: end the whole group
+                            os.killpg(proc.pid, signal.SIGKILL)
+                        except ProcessLookupError:
+                            pass
+                if proc.returncode == 0:
+                    status = "done"
+                    break
+                if proc.returncode != -signal.SIGKILL:
+                    raise RuntimeError(f"wordcount driver exited with {proc.returncode}")
+    finally:
+        if keep_dir:
+            print(f"kept {root}", file=sys.stderr)
+        else:
+            shutil.rmtree(root, ignore_errors=True)
+    return {"status": status, "seconds": round(time.perf_counter() - t0, 2), "trace": str(out),
+            "children": children}
+
+
+def _child_main() -> int:
+    spec = json.loads(sys.stdin.read())
+    cfg = WordcountConfig(**spec["cfg"])
+    status = _run_attempts(cfg, _Paths(Path(spec["root"])), Path(spec["trace"]), spec["header"],
+                           single_attempt=True, enabled=spec["enabled"])
+    return 0 if status == "done" else 4
+
+
+if __name__ == "__main__":  # the driver child of a kill-mode recording
+    if sys.argv[1:] == ["--child"]:
+        sys.exit(_child_main())
