@@ -1,0 +1,804 @@
+"""A deterministic, seeded simulator of SPATE's elastic upstream backup on a keyed pipeline.
+
+Source: Wei et al., *Reliable stream data processing for elastic distributed stream processing
+systems* (SPATE), Cluster Computing 2019: §4.1 elastic data slices, §4.2 dynamic checkpoint
+adjustment, §5.1.1 the queue-trimming protocol QTP (two-level ACK), §5.1.2 the online backup
+adjustment protocol OAP, §5.2 Algorithm 1 (recovery) and §5.2.2 (deduplication by sequence
+number). The rules implemented, and the theorems the properties check, are in
+``specs/elastic.md`` (anchors ``#model``, ``#qtp``, ``#scaling``, ``#recovery``, ``#theorems``).
+
+Topology: ``source → op_1 → … → op_n → sink``. Level 0 is the (reliable) source, levels
+``1..n`` the operators of ``Config.ops``, level ``n+1`` the (reliable) sink. Each operator level
+has a key partition; scaling events change it at the start of a round. One task of one operator
+may fail once, before any numbered step of the run (``Failure.step``).
+
+Index conventions: rounds are numbered from 1; a slice formed in round ``r`` has ``k = r``;
+steps are numbered from 1 in execution order (see :class:`Simulator`); keys ``0..K-1``; every
+per-key sequence number starts at 1 and is preserved along the pipeline.
+
+Examples
+--------
+>>> cfg = Config(keys=4, ops=("affine", "sum"), parallelism=(1, 2), rounds=6, seed=3,
+...              scaling=(ScaleEvent(3, 2, 1),))
+>>> clean = simulate(cfg)
+>>> clean.output_by_key() == reference_output(cfg)
+True
+>>> hit = simulate(cfg, failure=Failure(step=clean.steps // 2, op=2, key=1))
+>>> hit.output_by_key() == clean.output_by_key(), len(hit.recoveries)
+(True, 1)
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyimpl.elastic.operators import KINDS
+from pyimpl.elastic.partition import Partition, contiguous_ranges, repartition_keyed
+from pyimpl.elastic.slices import (
+    Event,
+    OutputQueue,
+    Slice,
+    SliceRecord,
+    last_seq,
+    merge_records,
+    merge_slices,
+    split_records,
+    split_slice,
+)
+from pyimpl.errors import InvalidInputError
+
+__all__ = [
+    "Config",
+    "ScaleEvent",
+    "Failure",
+    "Rules",
+    "REFERENCE_RULES",
+    "Checkpoint",
+    "Task",
+    "RunResult",
+    "Simulator",
+    "simulate",
+    "source_events",
+    "reference_streams",
+    "reference_output",
+    "queue_bound",
+    "retention_rounds",
+    "l1_ready",
+    "is_duplicate",
+    "checkpoint_buffer",
+    "split_checkpoint",
+]
+
+
+# --------------------------------------------------------------------------------------------
+# Configuration
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ScaleEvent:
+    """At the start of round ``round``, operator level ``op`` (1-based) gets ``parallelism`` tasks."""
+
+    round: int
+    op: int
+    parallelism: int
+
+
+@dataclass(frozen=True)
+class Failure:
+    """Just before step ``step``, the task of operator level ``op`` that owns ``key`` crashes."""
+
+    step: int
+    op: int
+    key: int
+
+
+@dataclass(frozen=True)
+class Config:
+    """A pipeline, its workload and its protocol parameters.
+
+    ``max_rate`` bounds the number of events the source emits per round (the input rate);
+    ``ack_interval`` (A) and ``checkpoint_interval`` (C) are in rounds: L0/L1 acknowledgements
+    are exchanged in rounds divisible by A, stateful tasks checkpoint in rounds divisible by C.
+    """
+
+    keys: int = 6
+    ops: tuple[str, ...] = ("affine", "sum")
+    parallelism: tuple[int, ...] = (1, 1)
+    rounds: int = 10
+    max_rate: int = 4
+    ack_interval: int = 1
+    checkpoint_interval: int = 3
+    seed: int = 0
+    scaling: tuple[ScaleEvent, ...] = ()
+
+    def validate(self) -> None:
+        """Raise :class:`InvalidInputError` naming the offending field."""
+        if self.keys < 1:
+            raise InvalidInputError(f"must be at least 1, got {self.keys}", location="keys")
+        if not self.ops:
+            raise InvalidInputError("at least one operator is needed", location="ops")
+        for i, op in enumerate(self.ops):
+            if op not in KINDS:
+                raise InvalidInputError(f"unknown operator {op!r}; known: {sorted(KINDS)}", location=f"ops[{i}]")
+        if len(self.parallelism) != len(self.ops):
+            raise InvalidInputError(
+                f"{len(self.parallelism)} entries for {len(self.ops)} operators", location="parallelism")
+        for i, g in enumerate(self.parallelism):
+            if not 1 <= g <= self.keys:
+                raise InvalidInputError(f"must be in 1..{self.keys}, got {g}", location=f"parallelism[{i}]")
+        for name in ("rounds", "ack_interval", "checkpoint_interval"):
+            if getattr(self, name) < 1:
+                raise InvalidInputError(f"must be at least 1, got {getattr(self, name)}", location=name)
+        if self.max_rate < 0:
+            raise InvalidInputError(f"must be at least 0, got {self.max_rate}", location="max_rate")
+        for j, s in enumerate(self.scaling):
+            if not 1 <= s.op <= len(self.ops):
+                raise InvalidInputError(f"operator level must be in 1..{len(self.ops)}, got {s.op}",
+                                        location=f"scaling[{j}].op")
+            if not 1 <= s.parallelism <= self.keys:
+                raise InvalidInputError(f"must be in 1..{self.keys}, got {s.parallelism}",
+                                        location=f"scaling[{j}].parallelism")
+            if s.round < 1:
+                raise InvalidInputError(f"must be at least 1, got {s.round}", location=f"scaling[{j}].round")
+
+
+# --------------------------------------------------------------------------------------------
+# The protocol rules (substituted by mutants)
+# --------------------------------------------------------------------------------------------
+
+
+def l1_ready(rec: SliceRecord, stateful: bool, succ_l0: Mapping[int, int]) -> bool:
+    """QTP T5: may the L1-ACK for the input of slice ``rec`` be sent upstream?
+
+    Only when every output of the slice was received downstream (L0 from the successors covers
+    ``sd``) and, for a stateful task, a checkpoint was taken after the slice was processed.
+    """
+    if stateful and not rec.checkpointed:
+        return False
+    return all(succ_l0.get(k, 0) >= q for k, q in rec.sd.items())
+
+
+def is_duplicate(e: Event, in_wm: Mapping[int, int]) -> bool:
+    """§5.2.2: an input event whose sequence number is at most the key's watermark is a duplicate."""
+    return e.seq <= in_wm.get(e.key, 0)
+
+
+def checkpoint_buffer(queue: OutputQueue, succ_l0: Mapping[int, int]) -> tuple[Slice, ...]:
+    """The data buffer a checkpoint keeps: output events the successors have not acknowledged (L0)."""
+    out = []
+    for s in queue.slices:
+        evs = tuple(e for e in s.events if e.seq > succ_l0.get(e.key, 0))
+        if evs:
+            out.append(Slice(s.k, evs))
+    return tuple(out)
+
+
+def split_checkpoint(old: Sequence[Checkpoint], owner: Mapping[int, str],
+                     repartition: Callable[..., dict[str, dict[int, Any]]]) -> dict[str, Checkpoint]:
+    """§4.2: split/merge the checkpoints of the old tasks by the new key partition."""
+    states = repartition([c.state for c in old], owner)
+    wms = repartition_keyed([c.in_wm for c in old], owner)
+    buf = merge_slices(s for c in old for s in c.buffer)
+    rnd = min((c.round for c in old), default=0)
+    out = {}
+    for t in dict.fromkeys(owner.values()):
+        keys = {k for k, o in owner.items() if o == t}
+        parts = [s.restrict(keys) for s in buf]
+        out[t] = Checkpoint(rnd, states.get(t, {}), wms.get(t, {}), tuple(p for p in parts if p.events))
+    return out
+
+
+@dataclass(frozen=True)
+class Rules:
+    """The replaceable rules of the protocol; :data:`REFERENCE_RULES` is SPATE's.
+
+    ``repartition`` splits/merges the keyed processing state and checkpoint state on scaling;
+    ``split_checkpoint`` builds the new tasks' checkpoints from the old ones (dynamic checkpoint
+    update, §4.2).
+    """
+
+    l1_ready: Callable[[SliceRecord, bool, Mapping[int, int]], bool] = l1_ready
+    is_duplicate: Callable[[Event, Mapping[int, int]], bool] = is_duplicate
+    checkpoint_buffer: Callable[[OutputQueue, Mapping[int, int]], tuple[Slice, ...]] = checkpoint_buffer
+    repartition: Callable[..., dict[str, dict[int, Any]]] = repartition_keyed
+    split_checkpoint: Callable[..., dict[str, Checkpoint]] = split_checkpoint
+    l1_delay: int = 0  # ack rounds by which L1 is held back (0 = send as soon as ready)
+
+
+REFERENCE_RULES = Rules()
+
+
+# --------------------------------------------------------------------------------------------
+# Workload and the failure-free semantics (the oracle)
+# --------------------------------------------------------------------------------------------
+
+
+def source_events(cfg: Config) -> list[list[tuple[int, int]]]:
+    """The ``(key, value)`` pairs the source emits in rounds ``1..rounds`` (seeded, deterministic).
+
+    Examples
+    --------
+    >>> source_events(Config(keys=3, rounds=2, max_rate=2, seed=1)) == source_events(
+    ...     Config(keys=3, rounds=2, max_rate=2, seed=1))
+    True
+    """
+    rng = random.Random(cfg.seed)
+    out = []
+    for _ in range(cfg.rounds):
+        n = rng.randint(0, cfg.max_rate)
+        out.append([(rng.randrange(cfg.keys), rng.randrange(10)) for _ in range(n)])
+    return out
+
+
+def reference_streams(cfg: Config) -> list[dict[int, list[Event]]]:
+    """Per level ``0..n``, per key, the events that level emits in a failure-free run.
+
+    Computed key by key straight from the operator definitions: no tasks, no partitions, no
+    protocol. Level ``n``'s stream is what the sink must receive exactly once.
+    """
+    per_key: dict[int, list[Event]] = {}
+    counters: dict[int, int] = {}
+    for batch in source_events(cfg):
+        for key, value in batch:
+            counters[key] = counters.get(key, 0) + 1
+            per_key.setdefault(key, []).append(Event(key, counters[key], value))
+    levels = [per_key]
+    for op in cfg.ops:
+        kind = KINDS[op]
+        nxt: dict[int, list[Event]] = {}
+        for key, evs in levels[-1].items():
+            state: int | None = None
+            outs = []
+            for e in evs:
+                state, o = kind.step(state, e.value)
+                if o is not None:
+                    outs.append(Event(key, e.seq, o))
+            nxt[key] = outs
+        levels.append(nxt)
+    return levels
+
+
+def reference_output(cfg: Config) -> dict[int, list[tuple[int, int]]]:
+    """Per key, the ``(seq, value)`` list the sink must hold after a failure-free run."""
+    last = reference_streams(cfg)[-1]
+    return {k: [(e.seq, e.value) for e in evs] for k, evs in sorted(last.items()) if evs}
+
+
+def _ceil_to(x: int, m: int) -> int:
+    return -(-x // m) * m
+
+
+def retention_rounds(ack_interval: int, checkpoint_interval: int, successor: str) -> int:
+    """The most rounds an event stays in an output queue (counting its emission round).
+
+    ``successor`` is ``"sink"``, ``"stateless"`` or ``"stateful"``: the kind of the task that
+    receives the queue's events. An event emitted in round r is processed by the successor v in
+    round r+1 and received by v's successor in round r+2; v sends the L1-ACK in the first ack
+    round (a multiple of A) that is ≥ r+2 and, when v is stateful, ≥ v's first checkpoint round
+    (a multiple of C) ≥ r+1. For the sink (reliable, no successor) the L1 goes out in the first
+    ack round ≥ r+1. The value is the maximum of ``trim_round(r) - r + 1`` over one period
+    ``lcm(A, C)`` of r; it is at most ``A + 1``, ``A + 2`` and ``A + max(C, 2)`` respectively
+    (``specs/elastic.md#bound``).
+
+    Examples
+    --------
+    >>> retention_rounds(1, 1, "sink"), retention_rounds(2, 1, "stateless")
+    (2, 4)
+    >>> retention_rounds(2, 4, "stateful"), retention_rounds(3, 3, "stateful")
+    (5, 5)
+    """
+    a, c = ack_interval, checkpoint_interval
+    if successor == "sink":
+        return a + 1
+    period = a * c // math.gcd(a, c)
+    worst = 0
+    for r in range(1, period + 1):
+        ready = r + 2 if successor == "stateless" else max(r + 2, _ceil_to(r + 1, c))
+        worst = max(worst, _ceil_to(ready, a) - r + 1)
+    return worst
+
+
+def queue_bound(cfg: Config, level: int) -> int:
+    """The bound on one task's output queue at ``level`` (0 = source) in events, failure-free (§5.3.3).
+
+    With input rate R (``max_rate``, events per round), no task's queue at ``level`` ever holds
+    more than ``R · retention_rounds(A, C, kind of level+1)`` events, whatever the scaling history.
+
+    Examples
+    --------
+    >>> cfg = Config(ops=("affine", "sum"), max_rate=4, ack_interval=2, checkpoint_interval=5)
+    >>> queue_bound(cfg, 0), queue_bound(cfg, 1), queue_bound(cfg, 2)
+    (16, 28, 12)
+    """
+    n = len(cfg.ops)
+    if level >= n:
+        succ = "sink"
+    else:
+        succ = "stateful" if KINDS[cfg.ops[level]].stateful else "stateless"
+    return cfg.max_rate * retention_rounds(cfg.ack_interval, cfg.checkpoint_interval, succ)
+
+
+# --------------------------------------------------------------------------------------------
+# Runtime objects
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A checkpoint of a stateful task: processing state, input watermarks, unacked output buffer."""
+
+    round: int
+    state: Mapping[int, int]
+    in_wm: Mapping[int, int]
+    buffer: tuple[Slice, ...] = ()
+
+
+@dataclass
+class Task:
+    """One task: its keys, running status (state, IST/OST records, queue) and ACK bookkeeping."""
+
+    id: str
+    level: int
+    keys: frozenset[int]
+    stateful: bool
+    incarnation: int = 0
+    state: dict[int, int] = field(default_factory=dict)
+    in_wm: dict[int, int] = field(default_factory=dict)  # last input seq accepted, per key
+    received: dict[int, int] = field(default_factory=dict)  # last input seq received (L0 content)
+    inbox: list[Event] = field(default_factory=list)
+    queue: OutputQueue = field(default_factory=OutputQueue)
+    records: list[SliceRecord] = field(default_factory=list)
+    succ_l0: dict[int, int] = field(default_factory=dict)  # successors' L0 watermarks, per key
+    l1_sent: dict[int, int] = field(default_factory=dict)  # L1 watermarks sent upstream, per key
+    pending_l1: list[dict[int, int]] = field(default_factory=list)  # held back (Rules.l1_delay)
+    checkpoint: Checkpoint | None = None
+
+
+@dataclass
+class Message:
+    kind: str  # "data" | "l0" | "l1"
+    src: str
+    dst: str
+    payload: Any  # Slice for data, dict[key, seq] for acks
+
+
+@dataclass
+class RunResult:
+    """What a run produced: the sink's accepted events, queue maxima, recoveries, step count."""
+
+    config: Config
+    steps: int
+    rounds_run: int
+    sink: list[Event]
+    duplicates_dropped: int
+    max_queue: dict[int, int]  # per level (0 = source .. n), max events in one task's queue
+    recoveries: list[dict[str, Any]]
+    scalings: list[dict[str, Any]]
+    violations: list[str]  # trim-safety violations found (only with check_trim=True)
+
+    def output_by_key(self) -> dict[int, list[tuple[int, int]]]:
+        out: dict[int, list[tuple[int, int]]] = {}
+        for e in self.sink:
+            out.setdefault(e.key, []).append((e.seq, e.value))
+        return dict(sorted(out.items()))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "steps": self.steps,
+            "rounds_run": self.rounds_run,
+            "sink_events": len(self.sink),
+            "duplicates_dropped": self.duplicates_dropped,
+            "max_queue": {str(k): v for k, v in sorted(self.max_queue.items())},
+            "recoveries": self.recoveries,
+            "scalings": self.scalings,
+            "trim_violations": self.violations[:10],
+        }
+
+
+# --------------------------------------------------------------------------------------------
+# The simulator
+# --------------------------------------------------------------------------------------------
+
+
+class Simulator:
+    """Runs one configuration step by step.
+
+    A round ``r`` is, in this order (each bullet item per task or message is one *step*):
+
+    1. scaling events of round r (atomic OAP reconfiguration, not a step);
+    2. for level n+1 (sink) down to 1: deliver every data message addressed to the level
+       (one step each), then let each task of the level process its inbox as slice ``k = r``
+       (one step each) — so a slice advances one level per round;
+    3. the source emits its slice of round r (one step; nothing after the last input round);
+    4. if ``r % C == 0``: each stateful task checkpoints (one step each);
+    5. if ``r % A == 0``: each task sends its L0-ACK upstream (one step each), the L0 messages
+       are delivered (one step each), each task sends its L1-ACK (one step each), the L1
+       messages are delivered and trim the upstream queues (one step each).
+
+    The run continues after the last input round until no message is in flight.
+    """
+
+    def __init__(self, cfg: Config, *, failure: Failure | None = None,
+                 rules: Rules = REFERENCE_RULES, check_trim: bool = False):
+        cfg.validate()
+        if failure is not None:
+            if not 1 <= failure.op <= len(cfg.ops):
+                raise InvalidInputError(f"operator level must be in 1..{len(cfg.ops)}, got {failure.op}",
+                                        location="failure.op")
+            if not 0 <= failure.key < cfg.keys:
+                raise InvalidInputError(f"key must be in 0..{cfg.keys - 1}, got {failure.key}",
+                                        location="failure.key")
+        self.cfg = cfg
+        self.rules = rules
+        self.failure = failure
+        self.check_trim = check_trim
+        self.n = len(cfg.ops)
+        self.step = 0
+        self.round = 0
+        self.network: list[Message] = []
+        self.tasks: dict[str, Task] = {}
+        self.partitions: dict[int, Partition] = {}
+        self._ids = 0
+        self.sink_out: list[Event] = []
+        self.dups = 0
+        self.max_queue: dict[int, int] = {lv: 0 for lv in range(self.n + 1)}
+        self.recoveries: list[dict[str, Any]] = []
+        self.scalings: list[dict[str, Any]] = []
+        self.violations: list[str] = []
+        self.emitted: list[dict[int, int]] = [{} for _ in range(self.n + 1)]  # per level, per key
+        self.batches = source_events(cfg)
+        self.src_counter: dict[int, int] = {}
+        self._ref = reference_streams(cfg) if check_trim else None
+        self._make_level(0, ["source"], "source", stateful=False)
+        for lv, (op, g) in enumerate(zip(cfg.ops, cfg.parallelism, strict=True), start=1):
+            self._make_level(lv, self._fresh_ids(op, g), op, stateful=KINDS[op].stateful)
+        self._make_level(self.n + 1, ["sink"], "sink", stateful=False)
+
+    # ---------------------------------------------------------------- set-up helpers
+    def _fresh_ids(self, op: str, g: int) -> list[str]:
+        out = []
+        for _ in range(g):
+            self._ids += 1
+            out.append(f"{op}@{self._ids}")
+        return out
+
+    def _owner_tuple(self, ids: Sequence[str]) -> tuple[str, ...]:
+        owner = [""] * self.cfg.keys
+        for tid, rng in zip(ids, contiguous_ranges(self.cfg.keys, len(ids)), strict=True):
+            for k in rng:
+                owner[k] = tid
+        return tuple(owner)
+
+    def _make_level(self, lv: int, ids: Sequence[str], op: str, stateful: bool) -> None:
+        part = Partition(self._owner_tuple(ids))
+        self.partitions[lv] = part
+        for tid in ids:
+            t = Task(tid, lv, part.keys_of(tid), stateful)
+            if stateful:
+                t.checkpoint = Checkpoint(0, {}, {}, ())  # the initial state is checkpoint 0
+            self.tasks[tid] = t
+
+    def level_tasks(self, lv: int) -> list[Task]:
+        return [self.tasks[t] for t in self.partitions[lv].tasks]
+
+    def owner(self, lv: int, key: int) -> Task:
+        return self.tasks[self.partitions[lv][key]]
+
+    # ---------------------------------------------------------------- stepping and failure
+    def _tick(self) -> None:
+        self.step += 1
+        f = self.failure
+        if f is not None and self.step == f.step:
+            self._fail_and_recover(self.owner(f.op, f.key))
+        if self.check_trim:
+            self._check_trim()
+
+    def _send(self, kind: str, src: Task, dst_level: int, payload: Any) -> None:
+        """Route ``payload`` to the owners of its keys at ``dst_level`` (splitting data slices)."""
+        part = self.partitions[dst_level]
+        if kind == "data":
+            for dst, piece in split_slice(payload, part.as_dict()).items():
+                self.network.append(Message("data", src.id, dst, piece))
+        else:
+            by_dst: dict[str, dict[int, int]] = {}
+            for k, v in payload.items():
+                by_dst.setdefault(part[k], {})[k] = v
+            for dst, wm in by_dst.items():
+                self.network.append(Message(kind, src.id, dst, wm))
+
+    # ---------------------------------------------------------------- the round
+    def run(self) -> RunResult:
+        limit = self.cfg.rounds + 4 * (self.n + 2) + 8
+        while True:
+            self.round += 1
+            r = self.round
+            if r > limit:
+                raise RuntimeError(f"no quiescence after {limit} rounds (bug in the simulator)")
+            for ev in self.cfg.scaling:
+                if ev.round == r:
+                    self._scale(ev)
+            for lv in range(self.n + 1, 0, -1):
+                self._deliver_data(lv)
+                for t in list(self.partitions[lv].tasks):
+                    self._tick()
+                    self._process(self.tasks[t])
+            if r <= self.cfg.rounds:
+                self._tick()
+                self._emit()
+            if r % self.cfg.checkpoint_interval == 0:
+                for lv in range(1, self.n + 1):
+                    for t in list(self.partitions[lv].tasks):
+                        if self.tasks[t].stateful:
+                            self._tick()
+                            self._checkpoint(self.tasks[t])
+            if r % self.cfg.ack_interval == 0:
+                self._ack_phase()
+            if r > self.cfg.rounds + self.n + 1 and not self.network:
+                break
+        return RunResult(self.cfg, self.step, self.round, list(self.sink_out), self.dups,
+                         dict(self.max_queue), self.recoveries, self.scalings, self.violations)
+
+    def _deliver_data(self, lv: int) -> None:
+        ids = set(self.partitions[lv].tasks)
+        while True:
+            pending = [m for m in self.network if m.kind == "data" and m.dst in ids]
+            if not pending:
+                return
+            self._tick()
+            pending = [m for m in self.network if m.kind == "data" and m.dst in ids]
+            if not pending:
+                return
+            m = pending[0]
+            self.network.remove(m)
+            t = self.tasks[m.dst]
+            t.inbox.extend(m.payload.events)
+            for e in m.payload.events:
+                if e.seq > t.received.get(e.key, 0):
+                    t.received[e.key] = e.seq
+
+    def _process(self, t: Task) -> None:
+        if not t.inbox:
+            return
+        events, t.inbox = t.inbox, []
+        accepted = []
+        for e in events:
+            if self.rules.is_duplicate(e, t.in_wm):
+                self.dups += 1
+                continue
+            accepted.append(e)
+            if e.seq > t.in_wm.get(e.key, 0):
+                t.in_wm[e.key] = e.seq
+        if not accepted:
+            return
+        if t.level == self.n + 1:  # the sink
+            self.sink_out.extend(accepted)
+            t.records.append(SliceRecord(self.round, last_seq(accepted), {}))
+            return
+        kind = KINDS[self.cfg.ops[t.level - 1]]
+        outs = []
+        for e in accepted:
+            st, o = kind.step(t.state.get(e.key) if kind.stateful else None, e.value)
+            if kind.stateful:
+                assert st is not None
+                t.state[e.key] = st
+            if o is not None:
+                outs.append(Event(e.key, e.seq, o))
+        t.records.append(SliceRecord(self.round, last_seq(accepted), last_seq(outs)))
+        out = Slice(self.round, tuple(outs))
+        t.queue.append(out)
+        self._note_queue(t)
+        emitted = self.emitted[t.level]
+        for e in outs:
+            if e.seq > emitted.get(e.key, 0):
+                emitted[e.key] = e.seq
+        if outs:
+            self._send("data", t, t.level + 1, out)
+
+    def _note_queue(self, t: Task) -> None:
+        n = len(t.queue)
+        if n > self.max_queue[t.level]:
+            self.max_queue[t.level] = n
+
+    def _emit(self) -> None:
+        src = self.tasks["source"]
+        evs = []
+        for key, value in self.batches[self.round - 1]:
+            self.src_counter[key] = self.src_counter.get(key, 0) + 1
+            evs.append(Event(key, self.src_counter[key], value))
+            self.emitted[0][key] = self.src_counter[key]
+        if not evs:
+            return
+        s = Slice(self.round, tuple(evs))
+        src.queue.append(s)
+        self._note_queue(src)
+        self._send("data", src, 1, s)
+
+    def _checkpoint(self, t: Task) -> None:
+        t.checkpoint = Checkpoint(self.round, dict(t.state), dict(t.in_wm),
+                                  self.rules.checkpoint_buffer(t.queue, t.succ_l0))
+        t.records = [SliceRecord(r.k, r.su, r.sd, True) for r in t.records]
+
+    def _ack_phase(self) -> None:
+        # L0: every receiver tells its upstream what it has received.
+        for lv in range(self.n + 1, 0, -1):
+            for tid in list(self.partitions[lv].tasks):
+                self._tick()
+                t = self.tasks[tid]
+                if t.received:
+                    self._send("l0", t, lv - 1, dict(t.received))
+        self._deliver_acks("l0")
+        # L1: every receiver releases the input of its ready slices.
+        for lv in range(self.n + 1, 0, -1):
+            for tid in list(self.partitions[lv].tasks):
+                self._tick()
+                self._send_l1(self.tasks[tid])
+        self._deliver_acks("l1")
+
+    def _send_l1(self, t: Task) -> None:
+        wm: dict[int, int] = {}
+        i = 0
+        for rec in t.records:
+            if not self.rules.l1_ready(rec, t.stateful, t.succ_l0):
+                break
+            for k, q in rec.su.items():
+                if q > wm.get(k, 0):
+                    wm[k] = q
+            i += 1
+        del t.records[:i]
+        t.pending_l1.append(wm)
+        if len(t.pending_l1) <= self.rules.l1_delay:
+            return
+        wm = t.pending_l1.pop(0)
+        if wm:
+            for k, q in wm.items():
+                if q > t.l1_sent.get(k, 0):
+                    t.l1_sent[k] = q
+            self._send("l1", t, t.level - 1, wm)
+
+    def _deliver_acks(self, kind: str) -> None:
+        while True:
+            pending = [m for m in self.network if m.kind == kind]
+            if not pending:
+                return
+            self._tick()
+            pending = [m for m in self.network if m.kind == kind]
+            if not pending:
+                return
+            m = pending[0]
+            self.network.remove(m)
+            t = self.tasks[m.dst]
+            if kind == "l0":
+                for k, q in m.payload.items():
+                    if q > t.succ_l0.get(k, 0):
+                        t.succ_l0[k] = q
+            else:
+                t.queue.trim(m.payload)
+
+    # ---------------------------------------------------------------- recovery (Algorithm 1)
+    def _fail_and_recover(self, victim: Task) -> None:
+        lv = victim.level
+        lost_msgs = [m for m in self.network if m.dst == victim.id or m.src == victim.id]
+        self.network = [m for m in self.network if m.dst != victim.id and m.src != victim.id]
+        # line 1: a new task v' with the same keys.
+        t = Task(victim.id, lv, victim.keys, victim.stateful, victim.incarnation + 1)
+        # lines 3-7: processing state from the last checkpoint (stateful) or empty.
+        ck = victim.checkpoint
+        if victim.stateful and ck is not None:
+            t.checkpoint = ck
+            t.state = dict(ck.state)
+            t.in_wm = dict(ck.in_wm)
+            t.received = dict(ck.in_wm)
+            for s in ck.buffer:
+                t.queue.append(s)
+        # line 2: Q(v)' from the recovery information of each successor d.
+        succ_l1: dict[int, int] = {}
+        for k in sorted(t.keys):
+            d = self.owner(lv + 1, k)
+            if d.received.get(k, 0):
+                t.succ_l0[k] = d.received[k]
+            if d.l1_sent.get(k, 0):
+                succ_l1[k] = d.l1_sent[k]
+        t.queue.trim(succ_l1)
+        self.tasks[t.id] = t
+        # Resend the restored buffer; the successors drop what they already hold (§5.2.2).
+        for s in t.queue.slices:
+            self._send("data", t, lv + 1, s)
+        # lines 10-18: every upstream task replays its buffered slices for v's keys.
+        replayed = 0
+        ups = {self.owner(lv - 1, k).id for k in t.keys}
+        for uid in sorted(ups):
+            u = self.tasks[uid]
+            for s in u.queue.slices:
+                piece = s.restrict(t.keys)
+                if piece.events:
+                    replayed += len(piece.events)
+                    self.network.append(Message("data", u.id, t.id, piece))
+        self.recoveries.append({
+            "step": self.step, "round": self.round, "task": t.id, "level": lv,
+            "checkpoint_round": ck.round if (victim.stateful and ck is not None) else None,
+            "lost_messages": len(lost_msgs), "replayed_events": replayed,
+            "restored_buffer_events": len(t.queue),
+        })
+
+    # ---------------------------------------------------------------- scaling (OAP)
+    def _scale(self, ev: ScaleEvent) -> None:
+        lv = ev.op
+        old = self.level_tasks(lv)
+        if len(old) == ev.parallelism:
+            return
+        op = self.cfg.ops[lv - 1]
+        ids = self._fresh_ids(op, ev.parallelism)
+        part = Partition(self._owner_tuple(ids))
+        owner = part.as_dict()
+        stateful = old[0].stateful
+        assert all(not t.inbox for t in old), "inboxes are empty at round boundaries"
+        states = self.rules.repartition([t.state for t in old], owner)
+        in_wm = repartition_keyed([t.in_wm for t in old], owner)
+        received = repartition_keyed([t.received for t in old], owner)
+        succ_l0 = repartition_keyed([t.succ_l0 for t in old], owner)
+        l1_sent = repartition_keyed([t.l1_sent for t in old], owner)
+        slices = merge_slices(s for t in old for s in t.queue.slices)
+        records = merge_records(r for t in old for r in t.records)
+        ckpts = (self.rules.split_checkpoint([t.checkpoint for t in old if t.checkpoint is not None],
+                                             owner, self.rules.repartition) if stateful else {})
+        for t in old:
+            del self.tasks[t.id]
+        for tid in ids:
+            keys = part.keys_of(tid)
+            nt = Task(tid, lv, keys, stateful,
+                      state=states.get(tid, {}), in_wm=in_wm.get(tid, {}),
+                      received=received.get(tid, {}), succ_l0=succ_l0.get(tid, {}),
+                      l1_sent=l1_sent.get(tid, {}), records=split_records(records, keys),
+                      checkpoint=ckpts.get(tid))
+            for s in slices:
+                nt.queue.append(s.restrict(keys))
+            self.tasks[tid] = nt
+        self.partitions[lv] = part
+        # OAP part 2: in-flight slices to the old tasks are split by the new mapping state.
+        old_ids = {t.id for t in old}
+        moved = [m for m in self.network if m.kind == "data" and m.dst in old_ids]
+        self.network = [m for m in self.network if not (m.kind == "data" and m.dst in old_ids)]
+        for m in moved:
+            for dst, piece in split_slice(m.payload, owner).items():
+                self.network.append(Message("data", m.src, dst, piece))
+        self.scalings.append({"round": self.round, "level": lv, "from": [t.id for t in old], "to": ids,
+                              "resplit_in_flight": len(moved)})
+
+    # ---------------------------------------------------------------- trim safety (invariant)
+    def _check_trim(self) -> None:
+        """Every event a recovery of any operator task would need is still in its upstream queue."""
+        assert self._ref is not None
+        for lv in range(1, self.n + 1):
+            kind = KINDS[self.cfg.ops[lv - 1]]
+            up_level = self._ref[lv - 1]
+            for tid in self.partitions[lv].tasks:
+                t = self.tasks[tid]
+                for k in t.keys:
+                    hi = self.emitted[lv - 1].get(k, 0)
+                    if kind.stateful:
+                        lo = t.checkpoint.in_wm.get(k, 0) if t.checkpoint else 0
+                    else:
+                        lo = self.owner(lv + 1, k).received.get(k, 0)
+                    if hi <= lo:
+                        continue
+                    need = [e.seq for e in up_level.get(k, []) if lo < e.seq <= hi
+                            and (kind.stateful or kind.step(None, e.value)[1] is not None)]
+                    if not need:
+                        continue
+                    have = {e.seq for e in self.owner(lv - 1, k).queue.events([k])}
+                    missing = [q for q in need if q not in have]
+                    if missing:
+                        self.violations.append(
+                            f"step {self.step}: {tid} key {k} needs seq {missing[:5]} trimmed from "
+                            f"{self.owner(lv - 1, k).id}'s queue")
+
+
+def simulate(cfg: Config, *, failure: Failure | None = None, rules: Rules = REFERENCE_RULES,
+             check_trim: bool = False) -> RunResult:
+    """Run ``cfg`` (optionally with one failure) and return its :class:`RunResult`."""
+    return Simulator(cfg, failure=failure, rules=rules, check_trim=check_trim).run()
