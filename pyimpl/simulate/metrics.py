@@ -1,0 +1,92 @@
+"""FERDiS metrics of a simulated run and the processing-semantics verdict.
+
+Metrics (FERDiS §9, Tables 4–6): regular and forced checkpoints (initial ones not counted),
+rollback distance (intervals lost, summed and maximal over processes, and the time between the
+failure and the restored checkpoints), lost messages, useless checkpoints of the recorded pattern
+(:func:`pyimpl.zpaths.useless_checkpoints`), and the verdict.
+
+Verdict (``specs/simulate.md#verdict``): the output of a run is the multiset of source-record units
+accumulated in the sinks' final states. Compared with the failure-free run of the same seed:
+equal → ``exactly-once``; only surplus → ``at-least-once``; only deficit → ``at-most-once``; both
+→ ``none``. A deadlocked run has the verdict ``deadlock``.
+
+References
+----------
+.. [1] FERDiS paper, §9.2–9.3 (checkpoint statistics, rollback distance, lost messages) and §2
+   (processing semantics).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+from pyimpl.zpaths import useless_checkpoints
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyimpl.simulate.engine import SimResult
+
+__all__ = ["VERDICTS", "semantics", "compute_metrics"]
+
+VERDICTS = ("exactly-once", "at-least-once", "at-most-once", "none", "deadlock")
+
+
+def semantics(expected: Counter, got: Counter) -> str:
+    """Compare output multisets.
+
+    Examples
+    --------
+    >>> semantics(Counter("abc"), Counter("abc")), semantics(Counter("abc"), Counter("abcc"))
+    ('exactly-once', 'at-least-once')
+    >>> semantics(Counter("abc"), Counter("ab")), semantics(Counter("abc"), Counter("abb"))
+    ('at-most-once', 'none')
+    """
+    missing = expected - got
+    extra = got - expected
+    if not missing and not extra:
+        return "exactly-once"
+    if not missing:
+        return "at-least-once"
+    if not extra:
+        return "at-most-once"
+    return "none"
+
+
+def compute_metrics(res: SimResult, reference: SimResult | None = None) -> dict[str, Any]:
+    """The metrics dictionary of ``res`` (``reference``: the failure-free run of the same seed)."""
+    from pyimpl.simulate.recovery import lost_from_pattern
+
+    m: dict[str, Any] = {
+        "regular_checkpoints": res.checkpoints["regular"],
+        "forced_checkpoints": res.checkpoints["forced"],
+        "useless_checkpoints": len(useless_checkpoints(res.pattern)),
+        "events": res.events,
+        "end_time": round(res.end_time, 6),
+        "orphans": res.orphans,
+        "duplicates": res.duplicates,
+        "dropped_by_dedup": res.dropped,
+    }
+    rec = res.recovery
+    if rec is not None:
+        line = rec.line
+        m["rollback_distance"] = sum(line.distance)
+        m["max_rollback_distance"] = max(line.distance)
+        times = list(rec.rollback_time.values())
+        m["rollback_time"] = round(sum(times) / len(times), 6) if times else 0.0
+        m["rolled_back"] = len(line.rolled_back)
+        m["lost_messages"] = rec.lost
+        m["replayed_messages"] = rec.replayed
+        m["cleared_messages"] = rec.cleared
+        lost_p = lost_from_pattern(rec.pattern, line, rec.failed) if not res.config.persistent_logs else 0
+        m["lost_messages_from_pattern"] = lost_p
+        m["domino"] = all(x == 0 for x in line.line)
+    if res.deadlock is not None:
+        m["verdict"] = "deadlock"
+    elif reference is not None:
+        m["verdict"] = semantics(reference.outputs, res.outputs)
+        m["output_units"] = sum(res.outputs.values())
+        m["expected_units"] = sum(reference.outputs.values())
+    else:
+        m["verdict"] = "exactly-once" if res.orphans == 0 and res.duplicates == 0 else "none"
+        m["output_units"] = sum(res.outputs.values())
+    return m
