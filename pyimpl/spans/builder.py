@@ -1,0 +1,112 @@
+"""Builders of span systems: the epoch domain in a few lines, and from a recorded execution.
+
+:func:`epoch_system` builds a system in which every time is an epoch (an integer batch id) and
+every checkpoint covers the epochs ``0..E``, the shape of a micro-batch engine such as Spark
+Structured Streaming: a restored span ``{0..E}`` means "resume at batch ``E + 1``"
+(:func:`resume_epoch`). :func:`pyimpl.spans.dataflow.build_system` derives a system from a run of
+the example executor (sequence numbers, epochs, loops, bridges).
+
+Index conventions: chain index 0 is the empty span; chain index ``k >= 1`` is the ``k``-th
+checkpoint given, covering epochs ``0..checkpoints[k-1]``.
+
+References
+----------
+.. [1] I. Gog, M. Isard, M. Abadi. "Falkirk Wheel: Rollback Recovery for Dataflow Systems",
+   SoCC 2021, §3.1 (epochs), §3.3 (T_D, T_M), §4.2 (batch and lazy checkpointing regimes).
+
+Definitions: ``specs/spans.md#epoch-systems``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from pyimpl.errors import InvalidInputError
+from pyimpl.spans.system import TOP, EdgeSpec, ProcessorSpec, SpanSystem
+
+__all__ = ["EpochProcessor", "EpochEdge", "epoch_system", "resume_epoch"]
+
+
+@dataclass(frozen=True)
+class EpochProcessor:
+    """``checkpoints``: the last epoch of each checkpoint, strictly increasing; ``processed``: the
+    last epoch the processor has processed (``None`` if failed, which drops its ⊤)."""
+
+    checkpoints: tuple[int, ...] = ()
+    processed: int | None = None
+
+
+@dataclass(frozen=True)
+class EpochEdge:
+    """An edge carrying epochs ``0..sent`` (``sent = -1``: nothing yet); ``logged`` edges keep
+    their messages (no T_D)."""
+
+    name: str
+    src: str
+    dst: str
+    sent: int = -1
+    logged: bool = False
+    received: int = -1  # last epoch the destination processed on this edge
+
+
+def _upto(e: int) -> frozenset:
+    return frozenset(range(e + 1))
+
+
+def epoch_system(processors: Mapping[str, EpochProcessor], edges: Sequence[EpochEdge]) -> SpanSystem:
+    """A span system over epochs with identity transformers.
+
+    Examples
+    --------
+    >>> from pyimpl.spans.fixpoint import solve
+    >>> s = epoch_system(
+    ...     {"source": EpochProcessor((1, 3), processed=4),
+    ...      "agg": EpochProcessor((1, 2), processed=None),   # failed
+    ...      "sink": EpochProcessor((0, 2), processed=3)},
+    ...     [EpochEdge("a", "source", "agg", sent=4, logged=True, received=3),
+    ...      EpochEdge("b", "agg", "sink", sent=3, received=3)])
+    >>> spans = solve(s); spans
+    {'source': 'top', 'agg': 2, 'sink': 2}
+    >>> resume_epoch(s, spans, "agg")
+    3
+    """
+    procs = []
+    for name, p in processors.items():
+        prev = -1
+        for e in p.checkpoints:
+            if e <= prev:
+                raise InvalidInputError(f"processor {name}: checkpoint epochs must strictly increase",
+                                        location=f"processors.{name}.checkpoints")
+            prev = e
+        chain = (frozenset(), *(_upto(e) for e in p.checkpoints))
+        top = None
+        if p.processed is not None:
+            if p.processed < prev:
+                raise InvalidInputError(f"processor {name}: processed {p.processed} < last checkpoint {prev}",
+                                        location=f"processors.{name}.processed")
+            top = _upto(p.processed)
+        procs.append(ProcessorSpec(name, chain, top))
+    by = {p.name: p for p in procs}
+    out = []
+    for e in edges:
+        for end in (e.src, e.dst):
+            if end not in by:
+                raise InvalidInputError(f"edge {e.name}: unknown processor {end!r}", location=f"edges.{e.name}")
+        ps = by[e.src]
+        universe = _upto(e.sent)
+        disc = tuple(frozenset() if e.logged else c & universe for c in ps.chain)
+        dtop = None if ps.top is None else (frozenset() if e.logged else ps.top & universe)
+        phi = tuple(c & universe for c in ps.chain)
+        out.append(EdgeSpec(e.name, e.src, e.dst, disc, dtop, _upto(e.received) & universe, phi))
+    return SpanSystem(tuple(procs), tuple(out))
+
+
+def resume_epoch(s: SpanSystem, spans: Mapping[str, int | str], name: str) -> int | None:
+    """The first epoch not in ``name``'s restored span (``None`` if it stays at ⊤)."""
+    p = s.proc(name)
+    v = spans[name]
+    if v == TOP:
+        return None
+    c = p.chain[int(v)]
+    return max(c) + 1 if c else 0
