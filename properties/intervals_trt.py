@@ -1,0 +1,115 @@
+"""Properties of Chiron's total-recovery-time heuristic and CI optimiser (``specs/intervals.md``)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+
+from properties.intervals_model import expect
+from properties.registry import prop
+from pyimpl.errors import InvalidInputError
+from pyimpl.intervals import (
+    CASES,
+    READINGS,
+    ProfilingPoint,
+    fit_quadratic,
+    optimise_ci,
+    total_recovery_time,
+    trt_limit,
+)
+
+__all__ = ["trt_params", "profiles"]
+
+SPEC = "specs/intervals.md"
+_time = st.floats(0.0, 500.0)
+
+
+@st.composite
+def trt_params(draw: Any) -> dict[str, Any]:
+    return {"ci": draw(st.floats(0.0, 600.0)), "timeout": draw(_time), "recovery": draw(_time),
+            "warmup": draw(_time), "ratio": draw(st.floats(0.0, 0.98)), "case": draw(st.sampled_from(CASES)),
+            "reading": draw(st.sampled_from(READINGS)), "threshold": draw(st.sampled_from([1.0, 0.1, 5.0]))}
+
+
+@prop("trt-monotone", target="chiron-trt", theorem=f"{SPEC}#trt-monotone")
+@given(p=trt_params(), which=st.sampled_from(["ci", "timeout", "recovery", "warmup", "ratio", "case"]),
+       grow=st.floats(0.0, 300.0))
+def trt_monotone(p: dict[str, Any], which: str, grow: float, trt: Any = total_recovery_time) -> None:
+    """TRT never decreases when CI, T_o, R, W or U grows, nor from best to average to worst."""
+    q = dict(p)
+    if which == "ratio":
+        q["ratio"] = p["ratio"] + (0.99 - p["ratio"]) * min(grow, 300.0) / 300.0
+    elif which == "case":
+        q["case"] = CASES[min(2, CASES.index(p["case"]) + 1)]
+    else:
+        q[which] = p[which] + grow
+    a = trt(p.pop("ci"), **p)
+    b = trt(q.pop("ci"), **q)
+    expect(b >= a * (1 - 1e-12), f"TRT fell from {a} to {b} when {which} grew", {**p, "grown": which, "to": q})
+
+
+@prop("trt-limit", target="chiron-trt", theorem=f"{SPEC}#trt-limit")
+@given(p=trt_params())
+def trt_tends_to_limit(p: dict[str, Any], trt: Any = total_recovery_time, limit: Any = trt_limit) -> None:
+    """T_o + R + S_n <= the closed form T_o + R + a_1/(1 − U), short by less than threshold·U/(1 − U),
+    and equal to it (1e-9) as the threshold tends to 0."""
+    args = {k: v for k, v in p.items() if k not in ("threshold",)}
+    ci = args.pop("ci")
+    lim = limit(ci, **args)
+    v = trt(ci, threshold=p["threshold"], **args)
+    u = p["ratio"]
+    tail = p["threshold"] * u / (1 - u)
+    expect(v <= lim * (1 + 1e-12) and lim - v <= tail * (1 + 1e-9) + 1e-9 * lim,
+           f"TRT {v} vs limit {lim}: gap {lim - v} exceeds the tail bound {tail}", p)
+    tiny = trt(ci, threshold=1e-12 * max(1.0, lim), **args)
+    expect(abs(tiny - lim) <= 1e-9 * max(1.0, lim), f"TRT {tiny} does not tend to the limit {lim}", p)
+
+
+@st.composite
+def profiles(draw: Any) -> tuple[list[ProfilingPoint], float]:
+    """Profiling points from quadratic latency/TRT curves plus noise, and a TRT bound."""
+    k = draw(st.integers(3, 11))
+    lo = draw(st.floats(0.5, 10.0))
+    hi = lo + draw(st.floats(5.0, 100.0))
+    xs = np.linspace(lo, hi, k)
+    # latency: any quadratic; TRT: mostly increasing in CI
+    l0, l1, l2 = draw(st.floats(100, 2000)), draw(st.floats(-50, 50)), draw(st.floats(-0.5, 0.5))
+    a0, a1, a2 = draw(st.floats(10, 200)), draw(st.floats(-1, 5)), draw(st.floats(-0.02, 0.05))
+    noise = draw(st.lists(st.floats(-1, 1), min_size=2 * k, max_size=2 * k))
+    pts = [ProfilingPoint(float(x), float(l0 + l1 * x + l2 * x * x + 20 * noise[i]),
+                          float(a0 + a1 * x + a2 * x * x + 5 * noise[k + i])) for i, x in enumerate(xs)]
+    trts = [p.trt for p in pts]
+    bound = draw(st.floats(min(trts) * 0.8, max(trts) * 1.1)) if min(trts) > 0 else 10.0
+    return pts, max(bound, 1e-3)
+
+
+@prop("trt-optimiser-optimal", target="chiron-optimiser", theorem=f"{SPEC}#optimiser")
+@given(data=profiles())
+def optimiser_optimal(data: tuple[list[ProfilingPoint], float], optimise: Any = optimise_ci) -> None:
+    """The chosen CI meets A(CI) <= bound and no sampled feasible CI has lower predicted P(CI);
+    when the optimiser reports that no CI meets the bound, no sampled CI does."""
+    points, bound = data
+    lat = fit_quadratic([p.ci for p in points], [p.latency for p in points])
+    trt = fit_quadratic([p.ci for p in points], [p.trt for p in points])
+    lo, hi = min(p.ci for p in points), max(p.ci for p in points)
+    grid = np.linspace(lo, hi, 2001)
+    feasible = grid[np.asarray(trt(grid)) <= bound]
+    ex = {"points": [(p.ci, p.latency, p.trt) for p in points], "bound": bound}
+    try:
+        ch = optimise(points, bound)
+    except InvalidInputError:
+        expect(feasible.size == 0, f"reported infeasible, but e.g. CI = {feasible[:1]} meets the bound", ex)
+        return
+    expect(lo - 1e-9 <= ch.ci <= hi + 1e-9, f"CI {ch.ci} outside the profiled range [{lo}, {hi}]", ex)
+    a = trt(ch.ci)
+    expect(a <= bound + 1e-9 * max(1.0, abs(bound)), f"A({ch.ci}) = {a} exceeds the bound {bound}", ex)
+    if feasible.size:
+        best = float(np.min(lat(feasible)))
+        scale = max(1.0, float(np.max(np.abs(lat(grid)))))
+        expect(lat(ch.ci) <= best + 1e-9 * scale,
+               f"P({ch.ci}) = {lat(ch.ci)} but a sampled feasible CI reaches {best}", ex)
+    expect(math.isfinite(ch.latency), "non-finite predicted latency", ex)
