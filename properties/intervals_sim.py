@@ -16,7 +16,14 @@ from hypothesis import strategies as st
 
 from properties.intervals_model import expect
 from properties.registry import prop
-from pyimpl.interval_sim import SimConfig, run_rng, simulate_dag_run, simulate_runs, summarise, token_offsets
+from pyimpl.interval_sim import (
+    SimConfig,
+    run_rng,
+    simulate_dag_run,
+    simulate_runs,
+    summarise,
+    token_offsets,
+)
 from pyimpl.intervals import optimal_interval, utilization
 
 __all__ = ["sim_params", "random_dags", "Z_LIMIT"]
