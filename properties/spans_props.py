@@ -1,0 +1,182 @@
+"""Properties of the Falkirk Wheel span algorithm (theorems in ``specs/spans.md``).
+
+Implementations under test are keyword arguments so that mutants can be substituted:
+``solver(system) -> {name: level}`` for the fixed point, ``update(system, old, p)`` for the
+incremental watermark, and ``recovery`` (solver and ⊤ flavour) for the end-to-end executor.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+from properties.registry import prop
+from properties.spans_strategies import span_docs, truncate
+from pyimpl.errors import PropertyViolation
+from pyimpl.spans.dataflow import EXAMPLES, Run, failure_experiment, run_to_end
+from pyimpl.spans.fixpoint import compile_system, run_rounds, run_worklist, solve_literal
+from pyimpl.spans.system import SpanSystem, system_from_dict, system_to_dict
+from pyimpl.spans.watermark import low_watermark, update_watermark
+
+__all__ = [
+    "reference_solver", "downstream_only_solver", "brute_force", "greatest_by_z3",
+    "feasible", "greatest_brute", "greatest_z3", "orders_agree", "watermark_props", "end_to_end",
+]
+
+Solver = Callable[[SpanSystem], Mapping[str, int]]
+
+
+def reference_solver(s: SpanSystem, order: str = "fifo", seed: int = 0) -> dict[str, int]:
+    c = compile_system(s)
+    r = run_rounds(c) if order == "rounds" else run_worklist(c, order, seed)
+    return dict(zip(c.names, r.levels, strict=True))
+
+
+def downstream_only_solver(s: SpanSystem, order: str = "fifo", seed: int = 0) -> dict[str, int]:
+    """WRONG on purpose: after a change, re-examines only the receivers of the changed processor."""
+    c = compile_system(s)
+    r = run_worklist(c, order, seed, watchers=c.downstream)
+    return dict(zip(c.names, r.levels, strict=True))
+
+
+def brute_force(s: SpanSystem) -> list[dict[str, int]]:
+    """Every feasible assignment (small systems only)."""
+    names = s.names
+    ranges = [range(p.top_level + 1) for p in s.processors]
+    out = []
+    for combo in itertools.product(*ranges):
+        lv = dict(zip(names, combo, strict=True))
+        if not s.violations(lv):
+            out.append(lv)
+    return out
+
+
+def greatest_by_z3(s: SpanSystem, result: Mapping[str, int]) -> tuple[bool, bool]:
+    """(result feasible under the Z3 encoding, some feasible assignment has a processor above it).
+
+    One integer per processor; every pair of levels at which C1 or C2 of an edge fails is
+    excluded (the inclusions are precomputed on the explicit sets)."""
+    import z3
+
+    v = {p.name: z3.Int(p.name) for p in s.processors}
+    base = []
+    for p in s.processors:
+        base += [v[p.name] >= 0, v[p.name] <= p.top_level]
+    for e in s.edges:
+        a, b = s.proc(e.src), s.proc(e.dst)
+        for x in range(a.top_level + 1):
+            for y in range(b.top_level + 1):
+                if not s.c1_holds(e, x, y) or not s.c2_holds(e, y, x):
+                    base.append(z3.Not(z3.And(v[e.src] == x, v[e.dst] == y)))
+    sol = z3.Solver()
+    sol.add(*base)
+    sol.push()
+    sol.add(*[v[n] == result[n] for n in v])
+    feas = sol.check() == z3.sat
+    sol.pop()
+    sol.add(z3.Or(*[v[n] > result[n] for n in v]))
+    above = sol.check() == z3.sat
+    return feas, above
+
+
+def _fail(msg: str, s: SpanSystem) -> None:
+    raise PropertyViolation(msg, counterexample=system_to_dict(s))
+
+
+@prop("spans-feasible", target="spans", theorem="specs/spans.md#maximality")
+@given(doc=span_docs(max_procs=5, max_chain=4, max_edges=8))
+def feasible(doc: dict[str, Any], solver: Solver = reference_solver) -> None:
+    s = system_from_dict(doc)
+    lv = solver(s)
+    bad = s.violations(lv)
+    if bad:
+        _fail(f"result {s.labels(lv)} violates {bad}", s)
+
+
+@prop("spans-greatest-brute", target="spans", theorem="specs/spans.md#maximality")
+@given(doc=span_docs(max_procs=4, max_chain=3, max_edges=6))
+def greatest_brute(doc: dict[str, Any], solver: Solver = reference_solver) -> None:
+    s = system_from_dict(doc)
+    lv = solver(s)
+    for other in brute_force(s):
+        if any(other[n] > lv[n] for n in lv):
+            _fail(f"feasible {s.labels(other)} has a processor above the result {s.labels(lv)}", s)
+    if s.violations(lv):
+        _fail(f"result {s.labels(lv)} is infeasible: {s.violations(lv)}", s)
+
+
+@prop("spans-greatest-z3", target="spans", theorem="specs/spans.md#maximality")
+@given(doc=span_docs(max_procs=8, max_chain=4, max_edges=14))
+def greatest_z3(doc: dict[str, Any], solver: Solver = reference_solver) -> None:
+    s = system_from_dict(doc)
+    lv = solver(s)
+    feas, above = greatest_by_z3(s, lv)
+    if not feas:
+        _fail(f"Z3: result {s.labels(lv)} is infeasible", s)
+    if above:
+        _fail(f"Z3: some feasible assignment has a processor above {s.labels(lv)}", s)
+
+
+@prop("spans-orders-agree", target="spans", theorem="specs/spans.md#orders")
+@given(doc=span_docs(max_procs=6, max_chain=4, max_edges=10), seed=st.integers(0, 2**16))
+def orders_agree(doc: dict[str, Any], seed: int,
+                 solver: Callable[..., Mapping[str, int]] = reference_solver) -> None:
+    s = system_from_dict(doc)
+    results = {o: dict(solver(s, o, seed)) for o in ("fifo", "lifo", "random", "rounds")}
+    results["literal"] = solve_literal(s, "random", seed)
+    if len({tuple(sorted(r.items())) for r in results.values()}) != 1:
+        _fail(f"orders disagree: { {k: s.labels(v) for k, v in results.items()} }", s)
+
+
+@prop("spans-watermark", target="spans", theorem="specs/spans.md#watermark")
+@given(doc=span_docs(max_procs=5, max_chain=4, max_edges=8), data=st.data())
+def watermark_props(doc: dict[str, Any], data: Any,
+                    update: Callable[[SpanSystem, Mapping[str, int], str], Mapping[str, int]] = update_watermark
+                    ) -> None:
+    full = system_from_dict(doc)
+    target = {p.name: len(p.chain) for p in full.processors}
+    lengths = dict.fromkeys(target, 1)
+    s0 = system_from_dict(truncate(doc, lengths))
+    wm = low_watermark(s0)
+    while lengths != target:
+        p = data.draw(st.sampled_from(sorted(n for n in target if lengths[n] < target[n])))
+        lengths[p] += 1
+        s = system_from_dict(truncate(doc, lengths))
+        fresh = low_watermark(s)
+        inc = dict(update(s, wm, p))
+        if inc != fresh:
+            _fail(f"incremental watermark {inc} != recomputed {fresh} after {p} checkpointed", s)
+        if any(fresh[n] < wm[n] for n in wm):
+            _fail(f"watermark decreased: {wm} -> {fresh}", s)
+        wm = fresh
+    failed = data.draw(st.sets(st.sampled_from(sorted(target))))
+    d2 = {**doc, "processors": {n: ({"chain": d["chain"]} if n in failed else d)
+                                for n, d in doc["processors"].items()}}
+    d2["edges"] = [({k: v for k, v in e.items() if k != "discarded_top"} if e["src"] in failed else e)
+                   for e in doc["edges"]]
+    s = system_from_dict(d2)
+    lv = reference_solver(s)
+    if any(lv[n] < wm[n] for n in wm):
+        _fail(f"failure of {sorted(failed)} rolls below the watermark: {s.labels(lv)} < {wm}", s)
+
+
+@prop("spans-end-to-end", target="spans", theorem="specs/spans.md#exactly-once")
+@given(name=st.sampled_from(sorted(EXAMPLES)), seed=st.integers(0, 10_000),
+       frac=st.floats(0, 1), data=st.data())
+def end_to_end(name: str, seed: int, frac: float, data: Any,
+               solver: Solver | None = None, top_all: bool = False) -> None:
+    make = EXAMPLES[name]
+    df = make(seed)
+    n = run_to_end(Run.start(df, seed)).steps
+    assume(n > 0)
+    failed = data.draw(st.sets(st.sampled_from(sorted(df.ops)), min_size=1, max_size=2))
+    fail_at = int(frac * n)
+    out = failure_experiment(lambda: make(seed), seed, fail_at, set(failed), solver=solver, top_all=top_all)
+    if not out.ok:
+        raise PropertyViolation(
+            f"{name} seed={seed} fail {sorted(failed)} after {fail_at} deliveries: spans {out.levels}: "
+            f"{out.detail}", counterexample=system_to_dict(out.system) if out.system else None)
