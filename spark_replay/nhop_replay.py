@@ -241,3 +241,16 @@ def check_nhop(trace: Trace) -> list[Check]:
                         if got_out == ref else f"outputs {got_out} differ from the failure-free {ref}",
                         None if got_out == ref else d.end["seq"]))
     return checks
+
+
+def tlc_pattern(d: DerivedPatterns) -> Pattern | None:
+    """The effective execution for TLC trace validation: restored forced checkpoints made basic.
+
+    A rolled-back process resumes from its restored checkpoint; if that checkpoint was forced, the
+    delivery it preceded was undone, so in the effective execution it is a given checkpoint.
+    """
+    if d.effective is None:
+        return None
+    evs = tuple(Event(ev.process, CHECKPOINT) if (ev.kind == CHECKPOINT and k in d.restored_positions) else ev
+                for k, ev in enumerate(d.effective.events))
+    return Pattern(d.effective.processes, evs)

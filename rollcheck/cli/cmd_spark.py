@@ -1,0 +1,210 @@
+"""``rollcheck spark record|replay|sweep|tamper``: real PySpark runs recorded and replayed.
+
+See ``docs/spark.md`` (usage) and ``specs/spark.md`` (what the checks mean).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from rollcheck.cli._util import add_parser, emit_json
+
+
+def register(sub: Any) -> None:
+    p = add_parser(sub, "spark", "Record real PySpark runs with injected failures, replay them "
+                   "for conformance, and run sweeps on Spark.", None)
+    p.set_defaults(handler=None)
+    ssub = p.add_subparsers(dest="spark_command", metavar="SUBCOMMAND", parser_class=type(p))
+
+    rec = add_parser(ssub, "record", "Run and record a Spark job (wordcount or nhop).", None)
+    rec.set_defaults(handler=None)
+    rsub = rec.add_subparsers(dest="job", metavar="JOB", parser_class=type(p))
+
+    wc = add_parser(rsub, "wordcount", "Stateful Structured Streaming word count with a failure.", _record_wordcount)
+    wc.add_argument("--out", required=True, help="trace file to write (rollcheck.trace/1)")
+    wc.add_argument("--batches", type=int, default=6)
+    wc.add_argument("--fail-at-batch", type=int, default=None, metavar="K")
+    wc.add_argument("--failure", choices=["task", "sink", "kill"], default=None)
+    wc.add_argument("--seed", type=int, default=0)
+    wc.add_argument("--master", default=None, help="Spark master (default local[2])")
+    wc.add_argument("--words-per-batch", type=int, default=12)
+    wc.add_argument("--no-crosscheck", action="store_true",
+                    help="skip Spark's statestore reader at the end")
+    wc.add_argument("--no-record", action="store_true", help="run without the recorder (overhead baseline)")
+    wc.add_argument("--json", action="store_true")
+
+    nh = add_parser(rsub, "nhop", "Message passing in rounds with a checkpointing protocol in the tasks.",
+                    _record_nhop)
+    nh.add_argument("--protocol", required=True, choices=["uc", "bcs", "hmnr"])
+    nh.add_argument("--out", required=True)
+    nh.add_argument("--processes", type=int, default=3)
+    nh.add_argument("--rounds", type=int, default=6)
+    nh.add_argument("--fail-process", default=None, metavar="P", help="P1 or 1")
+    nh.add_argument("--fail-round", type=int, default=None, metavar="K")
+    nh.add_argument("--topology", choices=["pipeline", "scatter", "cyclic"], default="cyclic")
+    nh.add_argument("--seed", type=int, default=0)
+    nh.add_argument("--master", default=None)
+    nh.add_argument("--engine", choices=["spark", "local"], default="spark",
+                    help="local: the same rounds without Spark (for quick checks)")
+    nh.add_argument("--json", action="store_true")
+
+    rp = add_parser(ssub, "replay", "Check a recorded trace against the reference models.", _replay)
+    rp.add_argument("trace")
+    rp.add_argument("--json", action="store_true")
+    rp.add_argument("--no-tlc", action="store_true", help="skip TLC trace validation of HMNR traces")
+
+    sw = add_parser(ssub, "sweep", "Spread seeded runs over Spark tasks; compare with one process.", _sweep)
+    sw.add_argument("--kind", choices=["protocols", "properties", "interval"], default="protocols")
+    sw.add_argument("--seeds", type=int, default=64, help="number of seeds")
+    sw.add_argument("--seed", type=int, default=0, help="first seed")
+    sw.add_argument("--size", type=int, default=1, help="work per seed (multiplier)")
+    sw.add_argument("--master", default=None)
+    sw.add_argument("--partitions", type=int, default=None, help="Spark tasks (default: 4 per core)")
+    sw.add_argument("--no-compare", action="store_true", help="skip the single-process run")
+    sw.add_argument("--json", action="store_true")
+
+    tp = add_parser(ssub, "tamper", "Write a deliberately broken copy of a trace (for testing replay).", _tamper)
+    tp.add_argument("trace")
+    tp.add_argument("--how", required=True, choices=["drop-commit", "move-resume", "delete-forced-checkpoint"])
+    tp.add_argument("-o", "--out", required=True)
+    tp.add_argument("--json", action="store_true")
+
+
+def _print(args: argparse.Namespace, obj: dict[str, Any], text: str) -> None:
+    if getattr(args, "json", False):
+        emit_json(obj)
+    else:
+        print(text)
+
+
+def _check_out(path: str) -> Path:
+    from pyimpl.errors import InvalidInputError
+
+    out = Path(path)
+    if out.parent and not out.parent.exists():
+        raise InvalidInputError("the output folder does not exist", source=str(out.parent), location="--out")
+    return out
+
+
+def _record_wordcount(args: argparse.Namespace) -> int:
+    from spark_replay.wordcount import WordcountConfig, record_wordcount
+
+    cfg = WordcountConfig(batches=args.batches, fail_at_batch=args.fail_at_batch, failure=args.failure,
+                          seed=args.seed, master=args.master, words_per_batch=args.words_per_batch,
+                          crosscheck=not args.no_crosscheck)
+    cfg.validate()
+    out = _check_out(args.out)
+    print(f"rollcheck spark record wordcount: seed={args.seed}", file=sys.stderr)
+    res = record_wordcount(cfg, out, enabled=not args.no_record)
+    _print(args, res, f"recorded {out} in {res['seconds']} s ({res['status']})")
+    return 0 if res["status"] == "done" else 1
+
+
+def _parse_proc(v: str | None) -> int | None:
+    from pyimpl.errors import InvalidInputError
+
+    if v is None:
+        return None
+    s = v[1:] if v[:1] in "Pp" else v
+    if not s.isdigit():
+        raise InvalidInputError(f"expected a process like P1 or 1, got {v!r}", location="--fail-process")
+    return int(s)
+
+
+def _record_nhop(args: argparse.Namespace) -> int:
+    from spark_replay.nhop import NhopConfig, record_nhop
+
+    cfg = NhopConfig(protocol=args.protocol, processes=args.processes, rounds=args.rounds,
+                     topology=args.topology, fail_process=_parse_proc(args.fail_process),
+                     fail_round=args.fail_round, seed=args.seed, master=args.master)
+    cfg.validate()
+    out = _check_out(args.out)
+    print(f"rollcheck spark record nhop: seed={args.seed}", file=sys.stderr)
+    res = record_nhop(cfg, out, engine=args.engine)
+    _print(args, res, f"recorded {out} in {res['seconds']} s ({res['rounds']} rounds)")
+    return 0
+
+
+def tlc_check(trace: Any) -> Any:
+    """TLC trace validation of an HMNR message-passing trace, as a replay :class:`Check`."""
+    from spark_replay.nhop_replay import derive_patterns, tlc_pattern
+    from spark_replay.replay import Check
+    from tla.trace import validate_trace
+
+    d = derive_patterns(trace)
+    pat = tlc_pattern(d)
+    if pat is None:
+        return Check("tlc-trace", False, "no valid pattern to validate", None)
+    v = validate_trace("hmnr", pat)
+    if v.status == "inconclusive":
+        return Check("tlc-trace", True, f"inconclusive (not counted): {v.reason}")
+    seq = None
+    if not v.accepted and v.first_rejected_event is not None:
+        seq = d.effective_seqs[v.first_rejected_event]
+    return Check("tlc-trace", bool(v.accepted),
+                 f"TLC {'accepts' if v.accepted else 'rejects'} the effective HMNR execution "
+                 f"({v.events} events, {v.distinct_states} states, {v.seconds:.1f} s)"
+                 + ("" if v.accepted else f"; first rejected at seq {seq}: {v.reason}"), seq)
+
+
+def replay_with_tlc(path: str, tlc: bool = True) -> Any:
+    """Replay a trace file; HMNR message-passing traces also get the TLC trace validation."""
+    from spark_replay.replay import replay_trace
+    from spark_replay.trace import read_trace
+
+    trace = read_trace(path)
+    res = replay_trace(trace)
+    if tlc and trace.source_kind == "spark-nhop" and (trace.header.get("config") or {}).get("protocol") == "hmnr":
+        res.checks.append(tlc_check(trace))
+    return res
+
+
+def _replay(args: argparse.Namespace) -> int:
+    res = replay_with_tlc(args.trace, tlc=not args.no_tlc)
+    doc = res.to_json()
+    if args.json:
+        emit_json(doc)
+    else:
+        for c in res.checks:
+            print(f"{'ok  ' if c.ok else 'FAIL'} {c.name}: {c.detail}")
+        print(("conformant" if res.conformant else f"NOT conformant (first offending seq "
+               f"{res.first_offending_seq})") + (f"; trace truncated after seq {res.truncated_after_seq}"
+                                                 if res.truncated else ""))
+    if not res.checks:
+        return 3
+    return 0 if res.conformant else 1
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    from spark_replay.sweep import run_sweep
+
+    print(f"rollcheck spark sweep: kind={args.kind} seeds={args.seed}..{args.seed + args.seeds - 1}",
+          file=sys.stderr)
+    res = run_sweep(args.kind, args.seed, args.seeds, size=args.size, master=args.master,
+                    partitions=args.partitions, compare=not args.no_compare)
+    text = [f"{args.kind}: {args.seeds} seeds on Spark in {res['spark_seconds']} s"]
+    if res.get("local_seconds") is not None:
+        text.append(f"single process {res['local_seconds']} s; speed-up {res['speedup']}x; "
+                    f"identical: {res['identical']}")
+    for row in res.get("table", []):
+        text.append("  " + ", ".join(f"{k}={v}" for k, v in row.items()))
+    _print(args, res, "\n".join(text))
+    if res.get("identical") is False or res.get("violations"):
+        return 1
+    return 0
+
+
+def _tamper(args: argparse.Namespace) -> int:
+    from pyimpl.patternio import atomic_write_text
+    from spark_replay.tamper import TAMPERS
+    from spark_replay.trace import read_trace
+
+    trace = read_trace(args.trace)
+    lines, seq = TAMPERS[args.how](trace)
+    atomic_write_text(Path(args.out), "\n".join(lines) + "\n")
+    _print(args, {"out": args.out, "expected_first_offending_seq": seq},
+           f"wrote {args.out}; the replay must flag seq {seq}")
+    return 0

@@ -1,0 +1,74 @@
+"""Deliberately broken traces: the replay must call each one non-conformant at the right event.
+
+Each function takes a parsed trace and returns ``(lines, seq)``: the text lines of a tampered trace
+(sequence numbers renumbered so that the file stays well-formed) and the ``seq`` of the first event
+that the tampering makes wrong - the event a correct replay must name as first offending:
+
+- :func:`drop_commit`: delete the ``batch_committed`` of a batch (the next ``batch_planned`` - or the
+  run's end - becomes wrong);
+- :func:`move_resume`: shift the resume batch of the first ``restart`` (the restart is wrong);
+- :func:`delete_forced_checkpoint`: delete a forced ``checkpoint`` (the delivery it preceded is
+  wrong: the protocol would force a checkpoint there).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pyimpl.errors import InvalidInputError
+from spark_replay.trace import Trace
+
+__all__ = ["drop_commit", "move_resume", "delete_forced_checkpoint", "TAMPERS", "to_lines"]
+
+
+def to_lines(header: dict[str, Any], events: list[dict[str, Any]]) -> list[str]:
+    """Serialise with fresh sequence numbers 1, 2, ..."""
+    out = [json.dumps(header)]
+    for k, e in enumerate(events, 1):
+        d = {kk: v for kk, v in e.items() if kk != "_line"}
+        d["seq"] = k
+        out.append(json.dumps(d))
+    return out
+
+
+def _delete(trace: Trace, idx: int) -> tuple[list[str], int]:
+    events = trace.events[:idx] + trace.events[idx + 1:]
+    return to_lines(trace.header, events), idx + 1  # the next event takes the deleted one's seq
+
+
+def drop_commit(trace: Trace, batch: int | None = None) -> tuple[list[str], int]:
+    """Delete the commit of ``batch`` (default: the first committed batch)."""
+    for k, e in enumerate(trace.events):
+        if e["kind"] == "batch_committed" and (batch is None or e.get("batch") == batch):
+            b = e.get("batch")
+            lines, _ = _delete(trace, k)
+            rest = trace.events[k + 1:]
+            nxt = next((j for j, x in enumerate(rest)
+                        if (x["kind"] == "batch_planned" and x.get("batch") == b + 1) or x["kind"] == "end"), None)
+            if nxt is None:
+                raise InvalidInputError("nothing after the dropped commit would be wrong")
+            return lines, k + 1 + nxt
+    raise InvalidInputError("the trace has no batch_committed event to drop")
+
+
+def move_resume(trace: Trace, delta: int = 1) -> tuple[list[str], int]:
+    """Shift the first restart's ``resume_batch`` by ``delta``."""
+    events = [dict(e) for e in trace.events]
+    for k, e in enumerate(events):
+        if e["kind"] == "restart" and isinstance(e.get("resume_batch"), int):
+            e["resume_batch"] += delta
+            return to_lines(trace.header, events), k + 1
+    raise InvalidInputError("the trace has no restart with a resume batch")
+
+
+def delete_forced_checkpoint(trace: Trace) -> tuple[list[str], int]:
+    """Delete the first forced checkpoint."""
+    for k, e in enumerate(trace.events):
+        if e["kind"] == "checkpoint" and e.get("forced"):
+            return _delete(trace, k)
+    raise InvalidInputError("the trace has no forced checkpoint")
+
+
+TAMPERS = {"drop-commit": drop_commit, "move-resume": move_resume,
+           "delete-forced-checkpoint": delete_forced_checkpoint}
