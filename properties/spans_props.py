@@ -133,7 +133,7 @@ def orders_agree(doc: dict[str, Any], seed: int,
 
 
 @prop("spans-watermark", target="spans", theorem="specs/spans.md#watermark")
-@given(doc=span_docs(max_procs=5, max_chain=4, max_edges=8), data=st.data())
+@given(doc=span_docs(max_procs=5, max_chain=5, max_edges=8, dense=True), data=st.data())
 def watermark_props(doc: dict[str, Any], data: Any,
                     update: Callable[[SpanSystem, Mapping[str, int], str], Mapping[str, int]] = update_watermark
                     ) -> None:

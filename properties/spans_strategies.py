@@ -27,7 +27,8 @@ def _nested(draw: Any, universe: list[str], k: int, first_empty: bool) -> list[l
 
 @st.composite
 def span_docs(draw: Any, max_procs: int = 4, max_chain: int = 3, max_edges: int = 6,
-              monotone: bool = True, live_p: float = 0.6) -> dict[str, Any]:
+              monotone: bool = True, live_p: float = 0.6,
+              dense: bool = False) -> dict[str, Any]:
     n = draw(st.integers(1, max_procs))
     names = [f"p{i}" for i in range(n)]
     nedges = draw(st.integers(0, max_edges))
@@ -64,7 +65,14 @@ def span_docs(draw: Any, max_procs: int = 4, max_chain: int = 3, max_edges: int 
         e: dict[str, Any] = {"name": f"e{j}", "src": src, "dst": dst, "discarded": disc}
         if "top" in procs[src]:
             e["discarded_top"] = sorted(set(disc[-1]) | set(draw(st.lists(st.sampled_from(u), max_size=2))))
-        e["processed"] = sorted(set(draw(st.lists(st.sampled_from(u), max_size=3))))
+        if dense:  # everything processed, little discarded: receivers are limited by φ alone
+            e["discarded"] = [[] for _ in disc]
+            e.pop("discarded_top", None)
+            if "top" in procs[src]:
+                e["discarded_top"] = []
+            e["processed"] = list(u)
+        else:
+            e["processed"] = sorted(set(draw(st.lists(st.sampled_from(u), max_size=3))))
         if monotone:
             e["phi"] = _nested(draw, u, k, False)
         else:

@@ -1,0 +1,86 @@
+"""Mutants of the span algorithm: deliberately broken (or costlier) variants and their checks."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from properties.mutation import MutantOutcome, mutant
+from properties.profiles import PROFILES
+from properties.registry import run_property
+from properties.spans_props import downstream_only_solver
+from pyimpl.spans.fixpoint import compile_system, run_worklist
+from pyimpl.spans.system import SpanSystem
+from pyimpl.spans.watermark import checkpoints_only
+
+__all__ = ["only_p_update", "domino_chain"]
+
+
+def _killed_by(names: list[str], profile: str, **impls: object) -> MutantOutcome:
+    total = 0
+    for name in names:
+        r = run_property(name, max_examples=PROFILES.get(profile, 60), **impls)
+        total += r.examples
+        if r.status == "fail":
+            return MutantOutcome("killed", f"{name}: {r.error}", r.counterexample, None, total)
+    return MutantOutcome("survived", f"not caught by {names}", None, None, total)
+
+
+@mutant("spans-downstream-worklist", target="spans",
+        description="worklist re-examines only the receivers of a changed processor, not its senders")
+def _downstream(profile: str) -> MutantOutcome:
+    return _killed_by(["spans-feasible", "spans-end-to-end"], profile, solver=downstream_only_solver)
+
+
+@mutant("spans-top-all-times", target="spans",
+        description="⊤ of a live processor taken as all times instead of its concrete set "
+                    "(loses an in-flight unlogged message)")
+def _top_all(profile: str) -> MutantOutcome:
+    return _killed_by(["spans-end-to-end"], profile, top_all=True)
+
+
+def only_p_update(s_new: SpanSystem, old: Mapping[str, int], p: str) -> dict[str, int]:
+    """WRONG on purpose: incremental watermark that raises only ``p`` (not its connected group)."""
+    c = compile_system(checkpoints_only(s_new))
+    idx = {n: i for i, n in enumerate(c.names)}
+    start = [c.top[idx[n]] if n == p else old.get(n, 0) for n in c.names]
+    r = run_worklist(c, start=start, initial=[idx[p]])
+    return dict(zip(c.names, r.levels, strict=True))
+
+
+@mutant("spans-watermark-only-p", target="spans",
+        description="incremental low watermark raises only the processor that checkpointed")
+def _only_p(profile: str) -> MutantOutcome:
+    return _killed_by(["spans-watermark"], profile, update=only_p_update)
+
+
+def domino_chain(n: int, k: int = 3):  # type: ignore[no-untyped-def]
+    """A chain ``P0 -> P1 -> … -> P(n-1)`` of unlogged edges where the failure of the last
+    processor rolls every processor back one level at a time (the worst case for rounds)."""
+    from pyimpl.spans.fixpoint import INF, Compiled
+
+    # each Pi has levels 0..k (k = top); C1 of edge i needs the receiver at the same level or ⊤
+    tops = [k] * (n - 1) + [0]  # the last processor failed with no checkpoint
+    cons: list[list] = [[] for _ in range(n)]
+    watch: list[list[int]] = [[] for _ in range(n)]
+    down: list[list[int]] = [[] for _ in range(n)]
+    for i in range(n - 1):
+        cons[i].append((i + 1, [x if x < k else k - 1 for x in range(k + 1)]))
+        cons[i + 1].append((i, [0] * (k + 1)))
+        watch[i + 1].append(i)
+        watch[i].append(i + 1)
+        down[i].append(i + 1)
+    _ = INF
+    return Compiled([f"P{i}" for i in range(n)], tops, cons, watch, down)
+
+
+@mutant("spans-whole-graph-rounds", target="spans", safe=True,
+        description="whole-graph rounds instead of a worklist: same answer, quadratic on domino chains")
+def _rounds(profile: str) -> MutantOutcome:
+    from pyimpl.spans.fixpoint import run_rounds
+
+    c = domino_chain(300 if profile == "verify" else 120)
+    a, b = run_worklist(c), run_rounds(c)
+    if a.levels != b.levels:
+        return MutantOutcome("survived", "rounds gave a different answer", None, None, 1)
+    return MutantOutcome("safe", f"examinations {b.examinations} vs {a.examinations}", None,
+                         b.examinations / a.examinations, 1)
