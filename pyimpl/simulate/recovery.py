@@ -9,9 +9,11 @@ Steps, all at the failure time (``specs/simulate.md#recovery``):
    volatile state.
 2. A failed process loses its message log unless logs are persistent. A rolled-back sender
    truncates its log to what its restored state has sent, and bumps its incarnation.
-3. Channel clearing (FERDiS §7.2.6): a channel is flushed **exactly when both ends roll back**
-   (case A). Upstream-only rollback (B) and downstream-only rollback (C) keep the channel.
-4. Replay (FERDiS §7.2.8): for every channel whose receiver rolled back, the sender replays from
+3. Channel clearing (FERDiS §7.2.6): the failed process's connections are lost with their
+   contents (fail-stop); any other channel is flushed **exactly when both ends roll back** (case
+   A). Upstream-only rollback (B) and downstream-only rollback (C) keep the channel.
+4. Replay (FERDiS §7.2.8): for every channel whose receiver rolled back or that was flushed, the
+   sender replays from
    the restored last-applied sequence number + 1 up to what the sender's (restored or live) state
    has sent, taking each message from the sender's log or, for unaligned Chandy–Lamport, from the
    channel state recorded in the receiver's checkpoint. A message found in neither is *lost*:
@@ -81,7 +83,8 @@ class Recovery:
 
 def lost_from_pattern(p: Pattern, line: RecoveryLine, failed: int) -> int:
     """Lost messages predicted from the pattern alone when the failed process's log is volatile:
-    the line's in-transit messages sent by the failed process to a process that rolls back.
+    the line's in-transit messages sent by the failed process (its log is gone, and what was in
+    flight on its connections was lost with them).
 
     Examples
     --------
@@ -93,9 +96,8 @@ def lost_from_pattern(p: Pattern, line: RecoveryLine, failed: int) -> int:
     >>> lost_from_pattern(p, recovery_line(p, [0], virtual=False), failed=0)
     1
     """
-    rolled = set(line.rolled_back)
     by_id = p.message_by_id
-    return sum(1 for mid in line.in_transit if by_id[mid].sender == failed and by_id[mid].receiver in rolled)
+    return sum(1 for mid in line.in_transit if by_id[mid].sender == failed)
 
 
 def recover(eng: Engine, failed: int) -> Recovery:
@@ -133,6 +135,7 @@ def recover(eng: Engine, failed: int) -> Recovery:
             eng._restart_timer(pr)
 
     cleared = 0
+    flushed: set[int] = set()
     for ch in topo.channels:
         u, v = ch.src, ch.dst
         if u in rolled:
@@ -140,9 +143,15 @@ def recover(eng: Engine, failed: int) -> Recovery:
             eng.logs[ch.index] = {s: x for s, x in eng.logs[ch.index].items() if s <= top}
             eng.undone[ch.index] = (eng.procs[u].inc, top)
         q = eng.chan[ch.index]
-        if u in rolled and v in rolled and cfg.variant.clear_channels:
+        if failed in (u, v):
+            # fail-stop: the failed instance's connections are lost with their contents
             cleared += sum(1 for m in q if not m.is_marker)
             q.clear()
+            flushed.add(ch.index)
+        elif u in rolled and v in rolled and cfg.variant.clear_channels:
+            cleared += sum(1 for m in q if not m.is_marker)
+            q.clear()
+            flushed.add(ch.index)
         elif any(m.is_marker for m in q):
             eng.chan[ch.index] = type(q)(m for m in q if not m.is_marker)
 
@@ -156,12 +165,13 @@ def recover(eng: Engine, failed: int) -> Recovery:
     lost = replayed = 0
     for ch in topo.channels:
         u, v = ch.src, ch.dst
-        if v not in rolled:
+        if v not in rolled and ch.index not in flushed:
             continue
         rv = eng.procs[v]
         recorded: dict[int, Any] = {}
-        for s, _, payload in rv.saved[rl.line[v]].recorded.get(ch.index, ()):
-            recorded[s] = payload
+        if v in rolled:
+            for s, _, payload in rv.saved[rl.line[v]].recorded.get(ch.index, ()):
+                recorded[s] = payload
         log = eng.logs[ch.index]
         first = rv.in_seq[ch.index] + cfg.variant.replay_offset
         last = eng.procs[u].out_seq[ch.index]
