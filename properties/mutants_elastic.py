@@ -1,0 +1,151 @@
+"""Deliberately broken variants of SPATE's elastic upstream backup, and the properties that kill them.
+
+Each variant replaces one rule of :class:`pyimpl.elastic.Rules` (or the slice split). A mutant is
+*killed* when at least one of its properties fails; the counterexample is the shrunk
+``rollcheck.elastic/1`` document (``rollcheck elastic simulate FILE`` replays it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import properties.elastic_props  # noqa: F401  (registers the properties)
+from properties.mutation import MutantOutcome, mutant
+from properties.registry import run_property
+from pyimpl.elastic import (
+    Checkpoint,
+    Event,
+    Rules,
+    Slice,
+    SliceRecord,
+    repartition_keyed,
+)
+
+__all__ = ["BROKEN_RULES", "ELASTIC_MUTANTS", "split_drops_last_key", "check_elastic_mutant"]
+
+
+# ---------------------------------------------------------------- the broken rules
+def l1_before_checkpoint(rec: SliceRecord, stateful: bool, succ_l0: Mapping[int, int]) -> bool:
+    """Sends L1 as soon as the successors received the output, before the next checkpoint."""
+    return all(succ_l0.get(k, 0) >= q for k, q in rec.sd.items())
+
+
+def l1_without_successor_ack(rec: SliceRecord, stateful: bool, succ_l0: Mapping[int, int]) -> bool:
+    """Sends L1 without waiting for the successors' L0 (only the checkpoint for stateful tasks)."""
+    return rec.checkpointed or not stateful
+
+
+def never_duplicate(e: Event, in_wm: Mapping[int, int]) -> bool:
+    """No deduplication by sequence number: replayed events are processed again."""
+    return False
+
+
+def repartition_loses_last_key(parts: Any, owner: Mapping[int, str]) -> dict[str, dict[int, Any]]:
+    """State split with an off-by-one range end: each new task of ≥ 2 keys loses its last key."""
+    out = repartition_keyed(parts, owner)
+    for t, d in out.items():
+        keys = sorted(k for k, o in owner.items() if o == t)
+        if len(keys) >= 2:
+            d.pop(keys[-1], None)
+    return out
+
+
+def stale_checkpoint(old: Sequence[Checkpoint], owner: Mapping[int, str], repartition: Any) -> dict[str, Checkpoint]:
+    """No dynamic checkpoint update: new tasks after scaling fall back to the initial checkpoint."""
+    return {t: Checkpoint(0, {}, {}, ()) for t in dict.fromkeys(owner.values())}
+
+
+def checkpoint_without_buffer(queue: Any, succ_l0: Mapping[int, int]) -> tuple[Slice, ...]:
+    """The checkpoint keeps the processing state only, not the unacknowledged output buffer."""
+    return ()
+
+
+def split_drops_last_key(s: Slice, owner: Mapping[int, str]) -> dict[str, Slice]:
+    """Slice split that routes each part with an exclusive upper end: the last key of a range is lost."""
+    last: dict[str, int] = {}
+    for k, t in owner.items():
+        last[t] = max(last.get(t, k), k)
+    parts: dict[str, list[Event]] = {}
+    for e in s.events:
+        t = owner[e.key]
+        if e.key == last[t] and sum(1 for o in owner.values() if o == t) > 1:
+            continue
+        parts.setdefault(t, []).append(e)
+    return {t: Slice(s.k, tuple(evs)) for t, evs in parts.items()}
+
+
+BROKEN_RULES: dict[str, Rules] = {
+    "elastic-l1-before-checkpoint": Rules(l1_ready=l1_before_checkpoint),
+    "elastic-l1-without-successor-ack": Rules(l1_ready=l1_without_successor_ack),
+    "elastic-no-dedup": Rules(is_duplicate=never_duplicate),
+    "elastic-split-loses-key": Rules(repartition=repartition_loses_last_key),
+    "elastic-stale-checkpoint": Rules(split_checkpoint=stale_checkpoint),
+    "elastic-checkpoint-without-buffer": Rules(checkpoint_buffer=checkpoint_without_buffer),
+    "elastic-lazy-l1": Rules(l1_delay=1),
+}
+
+
+@dataclass(frozen=True)
+class ElasticMutant:
+    name: str
+    description: str
+    properties: tuple[str, ...]  # the properties expected to kill it
+    impl: dict[str, Any]
+
+
+ELASTIC_MUTANTS: tuple[ElasticMutant, ...] = (
+    ElasticMutant("elastic-l1-before-checkpoint",
+                  "stateful tasks send the L1-ACK before their next checkpoint (QTP T5 reordered)",
+                  ("elastic-trim-safety", "elastic-exactly-once"),
+                  {"rules": BROKEN_RULES["elastic-l1-before-checkpoint"]}),
+    ElasticMutant("elastic-l1-without-successor-ack",
+                  "L1-ACK sent without waiting for the successors' L0-ACK",
+                  ("elastic-trim-safety", "elastic-exactly-once"),
+                  {"rules": BROKEN_RULES["elastic-l1-without-successor-ack"]}),
+    ElasticMutant("elastic-no-dedup", "receivers do not drop events by sequence number",
+                  ("elastic-exactly-once",), {"rules": BROKEN_RULES["elastic-no-dedup"]}),
+    ElasticMutant("elastic-split-loses-key", "state split on scaling loses the last key of each range",
+                  ("elastic-scaling-preserves-output",), {"rules": BROKEN_RULES["elastic-split-loses-key"]}),
+    ElasticMutant("elastic-stale-checkpoint",
+                  "checkpoint state is not split/merged on scaling (new tasks restore the initial state)",
+                  ("elastic-trim-safety", "elastic-exactly-once"),
+                  {"rules": BROKEN_RULES["elastic-stale-checkpoint"]}),
+    ElasticMutant("elastic-checkpoint-without-buffer",
+                  "a checkpoint omits the output events the successors have not acknowledged",
+                  ("elastic-exactly-once",), {"rules": BROKEN_RULES["elastic-checkpoint-without-buffer"]}),
+    ElasticMutant("elastic-lazy-l1", "L1-ACKs are held back by one ack round (queues grow past the bound)",
+                  ("elastic-queue-bound",), {"rules": BROKEN_RULES["elastic-lazy-l1"]}),
+    ElasticMutant("elastic-split-drops-boundary",
+                  "slice split (Eq. 1) drops the events of the last key of each multi-key range",
+                  ("elastic-slice-split",), {"split": split_drops_last_key}),
+)
+
+
+def check_elastic_mutant(m: ElasticMutant, profile: str = "ci") -> MutantOutcome:
+    """Run the mutant's properties; killed at the first one that fails."""
+    from properties.profiles import load_profile
+
+    load_profile(profile)
+    examples = 0
+    tried = []
+    for name in m.properties:
+        res = run_property(name, **m.impl)
+        examples += res.examples
+        if res.status == "fail":
+            return MutantOutcome("killed", f"{name}: {res.error}", res.counterexample, None, examples)
+        tried.append(f"{name}: {res.status}")
+    return MutantOutcome("survived", "; ".join(tried), None, None, examples)
+
+
+def _register(m: ElasticMutant) -> Callable[[str], MutantOutcome]:
+    def check(profile: str) -> MutantOutcome:
+        return check_elastic_mutant(m, profile)
+
+    check.__qualname__ = f"check_{m.name.replace('-', '_')}"
+    return mutant(m.name, target="elastic", description=m.description)(check)
+
+
+for _m in ELASTIC_MUTANTS:
+    _register(_m)

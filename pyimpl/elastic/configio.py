@@ -1,0 +1,116 @@
+"""The ``rollcheck.elastic/1`` document: a simulator configuration plus an optional failure.
+
+Counterexamples of the elastic properties are written in this format, and
+``rollcheck elastic simulate FILE`` replays them. Layout (``docs/elastic.md``)::
+
+    {"format": "rollcheck.elastic/1", "keys": 6, "ops": ["affine", "sum"],
+     "parallelism": [1, 2], "rounds": 10, "max_rate": 4, "ack_interval": 1,
+     "checkpoint_interval": 3, "seed": 0,
+     "scaling": [{"round": 4, "op": 2, "parallelism": 3}],
+     "failure": {"step": 57, "op": 2, "key": 1}}
+
+``failure`` may be ``null`` or absent. Every other field except ``format`` and ``ops`` has the
+default of :class:`pyimpl.elastic.Config`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pyimpl.elastic.simulator import Config, Failure, ScaleEvent
+from pyimpl.errors import InvalidInputError
+
+__all__ = ["FORMAT", "config_to_dict", "config_from_dict", "load_config"]
+
+FORMAT = "rollcheck.elastic/1"
+_INT_FIELDS = ("keys", "rounds", "max_rate", "ack_interval", "checkpoint_interval", "seed")
+
+
+def config_to_dict(cfg: Config, failure: Failure | None = None) -> dict[str, Any]:
+    """The JSON document of ``cfg`` (and ``failure``).
+
+    Examples
+    --------
+    >>> d = config_to_dict(Config(keys=3), Failure(5, 1, 2))
+    >>> config_from_dict(d) == (Config(keys=3), Failure(5, 1, 2))
+    True
+    """
+    return {
+        "format": FORMAT,
+        "keys": cfg.keys,
+        "ops": list(cfg.ops),
+        "parallelism": list(cfg.parallelism),
+        "rounds": cfg.rounds,
+        "max_rate": cfg.max_rate,
+        "ack_interval": cfg.ack_interval,
+        "checkpoint_interval": cfg.checkpoint_interval,
+        "seed": cfg.seed,
+        "scaling": [{"round": s.round, "op": s.op, "parallelism": s.parallelism} for s in cfg.scaling],
+        "failure": None if failure is None else {"step": failure.step, "op": failure.op, "key": failure.key},
+    }
+
+
+def _int(obj: dict[str, Any], name: str, where: str) -> int:
+    v = obj.get(name)
+    if not isinstance(v, int) or isinstance(v, bool):
+        raise InvalidInputError(f"must be an integer, got {v!r}", location=f"{where}{name}")
+    return v
+
+
+def config_from_dict(doc: Any, source: str | None = None) -> tuple[Config, Failure | None]:
+    """Parse and validate a ``rollcheck.elastic/1`` document; errors name the field."""
+    try:
+        if not isinstance(doc, dict):
+            raise InvalidInputError("expected a JSON object")
+        if doc.get("format") != FORMAT:
+            raise InvalidInputError(f"expected {FORMAT!r}, got {doc.get('format')!r}", location="format")
+        ops = doc.get("ops")
+        if not isinstance(ops, list) or not all(isinstance(o, str) for o in ops):
+            raise InvalidInputError("must be a list of operator names", location="ops")
+        defaults = Config(ops=tuple(ops), parallelism=tuple(1 for _ in ops))
+        kw: dict[str, Any] = {}
+        for name in _INT_FIELDS:
+            kw[name] = _int(doc, name, "") if name in doc else getattr(defaults, name)
+        par = doc.get("parallelism", list(defaults.parallelism))
+        if not isinstance(par, list) or not all(isinstance(g, int) and not isinstance(g, bool) for g in par):
+            raise InvalidInputError("must be a list of integers", location="parallelism")
+        scaling = doc.get("scaling", [])
+        if not isinstance(scaling, list):
+            raise InvalidInputError("must be a list", location="scaling")
+        evs = []
+        for j, s in enumerate(scaling):
+            if not isinstance(s, dict):
+                raise InvalidInputError("must be an object", location=f"scaling[{j}]")
+            evs.append(ScaleEvent(_int(s, "round", f"scaling[{j}]."), _int(s, "op", f"scaling[{j}]."),
+                                  _int(s, "parallelism", f"scaling[{j}].")))
+        cfg = Config(ops=tuple(ops), parallelism=tuple(par), scaling=tuple(evs), **kw)
+        cfg.validate()
+        f = doc.get("failure")
+        failure = None
+        if f is not None:
+            if not isinstance(f, dict):
+                raise InvalidInputError("must be an object or null", location="failure")
+            failure = Failure(_int(f, "step", "failure."), _int(f, "op", "failure."), _int(f, "key", "failure."))
+            if failure.step < 1:
+                raise InvalidInputError(f"must be at least 1, got {failure.step}", location="failure.step")
+            if not 1 <= failure.op <= len(cfg.ops):
+                raise InvalidInputError(f"must be in 1..{len(cfg.ops)}, got {failure.op}", location="failure.op")
+            if not 0 <= failure.key < cfg.keys:
+                raise InvalidInputError(f"must be in 0..{cfg.keys - 1}, got {failure.key}", location="failure.key")
+        return cfg, failure
+    except InvalidInputError as e:
+        raise e.with_source(source) if source else e from None
+
+
+def load_config(path: str | Path) -> tuple[Config, Failure | None]:
+    """Read a ``rollcheck.elastic/1`` file."""
+    p = Path(path)
+    try:
+        doc = json.loads(p.read_text())
+    except OSError as e:
+        raise InvalidInputError(f"cannot read: {e.strerror}", source=str(p)) from None
+    except json.JSONDecodeError as e:
+        raise InvalidInputError(f"not JSON: {e.msg}", source=str(p), location=f"line {e.lineno}") from None
+    return config_from_dict(doc, source=str(p))
