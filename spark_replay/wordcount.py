@@ -428,11 +428,12 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
 
 
 def record_wordcount(cfg: WordcountConfig, out: str | Path, *, enabled: bool = True,
-                     keep_dir: bool = False) -> dict[str, Any]:
+                     workdir: str | Path | None = None) -> dict[str, Any]:
     """Run and record the streaming job; return a summary (attempts, seconds, trace path).
 
-    The working directory (inputs, checkpoint, sink, side channel) is a temporary folder removed
-    afterwards whatever happens; the trace is the only output.
+    The working directory (inputs, ``checkpoint``, ``sink``, side channel) is a temporary folder
+    removed afterwards whatever happens, unless ``workdir`` (a path that must not exist yet) is
+    given: then it is kept for inspection. The trace is the only output.
     """
     cfg.validate()
     out = Path(out)
@@ -441,7 +442,8 @@ def record_wordcount(cfg: WordcountConfig, out: str | Path, *, enabled: bool = T
     inputs = generate_inputs(cfg)
     header = {"source": "spark-wordcount", "seed": cfg.seed,
               "config": {**asdict(cfg), "inputs": [[f"batch-{b:05d}.txt", recs] for b, recs in enumerate(inputs)]}}
-    root = Path(tempfile.mkdtemp(prefix="rollcheck-wc-"))
+    keep_dir = workdir is not None
+    root = Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix="rollcheck-wc-"))
     paths = _Paths(root)
     t0 = time.perf_counter()
     children = 0
@@ -484,9 +486,7 @@ def record_wordcount(cfg: WordcountConfig, out: str | Path, *, enabled: bool = T
                 if proc.returncode != -signal.SIGKILL:
                     raise RuntimeError(f"wordcount driver exited with {proc.returncode}")
     finally:
-        if keep_dir:
-            print(f"kept {root}", file=sys.stderr)
-        else:
+        if not keep_dir:
             shutil.rmtree(root, ignore_errors=True)
     return {"status": status, "seconds": round(time.perf_counter() - t0, 2), "trace": str(out),
             "children": children}
