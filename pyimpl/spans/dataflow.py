@@ -238,6 +238,9 @@ class Run:
     pending_ckpt: dict[str, list[T.Span]] = field(default_factory=dict)
     cause_time: dict[int, tuple[str, Any]] = field(default_factory=dict)
     acked: dict[str, set] = field(default_factory=dict)
+    released: dict[str, set] = field(default_factory=dict)
+    wm_history: list[dict[str, int]] = field(default_factory=list)
+    track_watermark: bool = False
     steps: int = 0
     next_uid: int = 1
     checkpointing: bool = True
@@ -251,6 +254,7 @@ class Run:
             r.chain[p] = [_empty_span(df, p)]
             r.pending_ckpt[p] = []
             r.acked[p] = set()
+            r.released[p] = set()
             if isinstance(op, Source):
                 q: deque = deque()
                 for t in sorted(op.batches):
@@ -339,6 +343,7 @@ class Run:
     def _publish(self) -> None:
         """Move pending checkpoints into chains once their unlogged shared-time messages are
         processed by their receivers (seq edges need no wait)."""
+        changed = False
         for p, pend in self.pending_ckpt.items():
             while pend:
                 s = pend[0]
@@ -353,6 +358,25 @@ class Run:
                 if not ok:
                     break
                 self.chain[p].append(pend.pop(0))
+                changed = True
+        if changed and self.track_watermark:
+            self.advance_watermark()
+
+    def advance_watermark(self) -> None:
+        """Recompute the low watermark; acknowledge source batches and release sink outputs whose
+        times it passes (§4.3)."""
+        from pyimpl.spans.watermark import low_watermark
+
+        built = build_system(self, set(self.df.ops), phi="normalise")
+        wm = low_watermark(built.system)
+        self.wm_history.append(wm)
+        for p, k in wm.items():
+            span = built.spans[p][k]
+            op = self.df.ops[p]
+            if isinstance(op, Source):
+                self.acked[p] |= {t for t in op.batches if t in span}
+            if isinstance(op, Sink):
+                self.released[p] |= {t for t in self.state[p] if t in span}
 
 
 def _epoch_of(t: Any) -> int:
@@ -510,6 +534,10 @@ def recover(r: Run, failed: set[str], solver: Callable[[SpanSystem], Mapping[str
     df = r.df
     at_top = {p.name: p.is_top(levels[p.name]) for p in s.processors}
     keep_span = {p: built.spans[p][levels[p]] for p in df.ops}
+    for p in df.ops:
+        gone = sorted((t for t in r.released[p] if t not in keep_span[p]), key=repr)
+        if gone:
+            raise RuntimeError(f"{p}: released output(s) at {gone[:3]} would be rolled back")
     kept_events: set[int] = set()
     for p in df.ops:
         if at_top[p]:
@@ -603,11 +631,12 @@ def exactly_once(a: Run, b: Run) -> str | None:
 
 def failure_experiment(df_factory: Callable[[], Dataflow], seed: int, fail_at: int, failed: set[str],
                        solver: Callable[[SpanSystem], Mapping[str, int]] | None = None,
-                       top_all: bool = False) -> Outcome:
+                       top_all: bool = False, track_watermark: bool = False) -> Outcome:
     """Run ``df`` with ``seed``; after ``fail_at`` deliveries fail ``failed``, recover, finish, and
     compare with the failure-free run of the same dataflow and seed."""
     ref = run_to_end(Run.start(df_factory(), seed))
     r = Run.start(df_factory(), seed)
+    r.track_watermark = track_watermark
     while r.steps < fail_at and r.step():
         pass
     r.checkpointing = False
