@@ -290,7 +290,8 @@ def optimal_interval(failure_rate: float, checkpoint_cost: float, *, branch: int
     (``scipy.special.lambertw(z, 0)``). It is the same for Eqs. 3, 4 and 10: it does not depend
     on ``R``, ``n`` or ``δ``. Near ``cλ → 0`` the argument approaches the branch point ``−1/e``
     where the formula loses digits, so the value is polished by Newton steps on the stationarity
-    condition ``x − y − expm1(−y) = 0`` (``x = cλ``, ``y = λT*``), which is the same equation.
+    condition ``x − (y + expm1(−y)) = 0`` (``x = cλ``, ``y = λT*``; a series for small ``y``),
+    which is the same equation.
     ``T* → √(2c/λ)`` as ``cλ → 0``.
 
     Parameters
@@ -333,7 +334,7 @@ def _polish(x: float, y: float) -> float:
     if not (y > 0 and math.isfinite(y)):
         y = math.sqrt(2 * x) if x < 1 else x + 1.0
     for _ in range(8):
-        g = x - y - math.expm1(-y)
+        g = x - _y_plus_expm1_neg(y)
         dg = math.expm1(-y)
         if dg == 0:
             break
@@ -346,6 +347,13 @@ def _polish(x: float, y: float) -> float:
             break
         y = y_new
     return y
+
+
+def _y_plus_expm1_neg(y: float) -> float:
+    """``y + expm1(−y)`` without cancellation (series for small ``y``)."""
+    if y < 1e-3:
+        return y * y * (0.5 - y * (1 / 6 - y * (1 / 24 - y * (1 / 120 - y / 720))))
+    return y + math.expm1(-y)
 
 
 def failure_rate_for_optimal(interval: float, checkpoint_cost: float) -> float:
