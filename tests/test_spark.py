@@ -1,0 +1,108 @@
+"""Real PySpark runs: one short streaming and one short message-passing record/replay with a failure.
+
+Both go through the CLI (a fresh process each, like a user), are replayed for conformance, and
+their traces are tampered with. The streaming run also keeps its checkpoint directory so that the
+plain-Python checkpoint reader is compared with Spark's own ``statestore``/``state-metadata``
+readers (recorded in the trace as ``state_crosscheck``) and with the trace itself.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from spark_replay.checkpoint_reader import CheckpointDir
+from spark_replay.replay import replay_file
+from spark_replay.tamper import delete_forced_checkpoint, drop_commit, move_resume
+from spark_replay.trace import read_trace
+from spark_replay.wordcount import WordcountConfig, record_wordcount
+
+pytestmark = pytest.mark.spark
+
+ROOT = Path(__file__).resolve().parent.parent
+RC = [sys.executable, "-m", "rollcheck.cli.main"]
+
+
+def _ours_in_tmp() -> set[str]:
+    return {p.name for p in Path(tempfile.gettempdir()).iterdir()
+            if p.name.startswith(("rollcheck-wc-", "rollcheck-nhop-", "rollcheck-spark-"))}
+
+
+@pytest.fixture(scope="module")
+def streaming(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("wc")
+    out = tmp / "wc.jsonl"
+    work = tmp / "work"
+    cfg = WordcountConfig(batches=4, fail_at_batch=2, failure="sink", seed=7)
+    res = record_wordcount(cfg, out, workdir=work)
+    return res, out, work
+
+
+def test_streaming_record_replay_with_sink_failure(streaming):
+    res, out, _work = streaming
+    assert res["status"] == "done"
+    r = subprocess.run([*RC, "spark", "replay", str(out), "--json"], capture_output=True, text=True, cwd=ROOT)
+    doc = json.loads(r.stdout)
+    assert r.returncode == 0, doc
+    assert doc["conformant"] and not doc["truncated"]
+    t = read_trace(out)
+    restart = t.of_kind("restart")[0]
+    assert restart["resume_batch"] == 2 and set(restart["restored_versions"].values()) == {2}
+    assert [e["batch"] for e in t.of_kind("failure")] == [2]
+
+
+def test_checkpoint_reader_agrees_with_spark_and_trace(streaming):
+    _res, out, work = streaming
+    t = read_trace(out)
+    cross = t.of_kind("state_crosscheck")[0]
+    assert cross["agree"] and cross["spark_rows"] == cross["rows"] > 0
+    ck = CheckpointDir(work / "checkpoint")
+    assert sorted(ck.commits()) == [0, 1, 2, 3] == sorted(ck.offsets())
+    files = ck.source_files(0)
+    planned = {e["batch"]: e["files"] for e in t.of_kind("batch_planned")}
+    assert {b: [Path(f).name for f in fs] for b, fs in files.items()} == planned
+    state = ck.state(0)
+    rows = sorted(([*k, *v] for part in state.values() for k, v in part.items()), key=repr)
+    assert rows == sorted(t.of_kind("final_state")[0]["rows"], key=repr)
+    assert ck.operators()[0]["operatorInfo"]["operatorName"] == "stateStoreSave"
+
+
+@pytest.mark.parametrize("tamper", [drop_commit, move_resume])
+def test_streaming_tampered(streaming, tmp_path, tamper):
+    _res, out, _work = streaming
+    lines, seq = tamper(read_trace(out))
+    p = tmp_path / "t.jsonl"
+    p.write_text("\n".join(lines) + "\n")
+    r = replay_file(p)
+    assert not r.conformant and r.first_offending_seq == seq
+
+
+def test_nhop_record_replay_with_failure(tmp_path):
+    before = _ours_in_tmp()
+    out = tmp_path / "nhop.jsonl"
+    r = subprocess.run([*RC, "spark", "record", "nhop", "--protocol", "hmnr", "--out", str(out),
+                        "--processes", "3", "--rounds", "4", "--fail-process", "P1", "--fail-round", "3",
+                        "--topology", "cyclic", "--seed", "4", "--json"],
+                       capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr[-2000:]
+    t = read_trace(out)
+    assert t.of_kind("failure") and t.of_kind("recovery") and t.of_kind("end")
+    assert t.header["config"]["engine"] == "spark"
+    r = subprocess.run([*RC, "spark", "replay", str(out), "--json"], capture_output=True, text=True, cwd=ROOT)
+    doc = json.loads(r.stdout)
+    assert r.returncode == 0 and doc["conformant"], doc
+    names = {c["name"] for c in doc["checks"]}
+    assert {"forced-checkpoints", "no-useless-checkpoints", "recovery-line", "outputs-failure-free",
+            "tlc-trace"} <= names
+    if any(e["kind"] == "checkpoint" and e.get("forced") for e in t.events):
+        lines, seq = delete_forced_checkpoint(t)
+        p = tmp_path / "t.jsonl"
+        p.write_text("\n".join(lines) + "\n")
+        bad = replay_file(p)
+        assert not bad.conformant and bad.first_offending_seq == seq
+    assert _ours_in_tmp() <= before  # no temporary folder left behind
