@@ -289,6 +289,7 @@ def _run_attempts(cfg: WordcountConfig, paths: _Paths, trace_path: Path, header:
     writer = TraceWriter(trace_path, header, enabled=enabled)
     previous = writer.previous
     status = "failed"
+    query_seconds: list[float] = []
     try:
         with spark_session(cfg.master, app_name="rollcheck-wordcount",
                            shuffle_partitions=cfg.shuffle_partitions) as spark:
@@ -299,14 +300,22 @@ def _run_attempts(cfg: WordcountConfig, paths: _Paths, trace_path: Path, header:
                 if k > 0:
                     writer.attempt += 1
                     watcher.new_attempt()
+                t_q = time.perf_counter()
                 outcome = _one_attempt(spark, F, StreamingQueryException, cfg, paths, writer, watcher)
+                query_seconds.append(time.perf_counter() - t_q)
                 if outcome == "done":
-                    _finish(spark, cfg, paths, writer)
+                    if enabled:
+                        _finish(spark, cfg, paths, writer)
                     status = "done"
                     break
     finally:
         writer.close()
+        _LAST_QUERY_SECONDS[:] = query_seconds
     return status
+
+
+#: Seconds spent in each query attempt of the last in-process recording (for the benchmark).
+_LAST_QUERY_SECONDS: list[float] = []
 
 
 def _quiet(spark: Any) -> None:
@@ -322,8 +331,9 @@ def _one_attempt(spark: Any, F: Any, SQE: type, cfg: WordcountConfig, paths: _Pa
     attempt = writer.attempt
     commits = sorted(CheckpointDir(paths.checkpoint).commits()) if paths.checkpoint.is_dir() else []
     writer.emit("attempt_start", pid=os.getpid(), committed=commits)
-    watcher.poll()
-    watcher.start()
+    if writer.enabled:
+        watcher.poll()
+        watcher.start()
     fail_marker = paths.markers / "failed"
     kill_marker = paths.markers / "kill-requested"
     first_sink = [True]
@@ -353,7 +363,8 @@ def _one_attempt(spark: Any, F: Any, SQE: type, cfg: WordcountConfig, paths: _Pa
 
     def sink(bdf: Any, bid: int) -> None:
         rows = sorted(([r[0], r[1], r[2]] for r in bdf.collect()), key=_row_order)
-        watcher.poll()
+        if writer.enabled:
+            watcher.poll()
         if first_sink[0] and attempt > 1:
             first_sink[0] = False
             restored = {str(p): v - 1 for p, v in sorted(watcher.written_this_attempt.items())}
@@ -385,7 +396,8 @@ def _one_attempt(spark: Any, F: Any, SQE: type, cfg: WordcountConfig, paths: _Pa
                 e.get("mode") == "task" for e in writer.previous):
             writer.emit("failure", batch=int(fail_marker.read_text()), mode="task")
     finally:
-        watcher.stop()
+        if writer.enabled:
+            watcher.stop()
     if outcome == "done" and attempt > 1 and first_sink[0]:
         writer.emit("restart", resume_batch=None, restored_versions={})
     return outcome
@@ -489,7 +501,7 @@ def record_wordcount(cfg: WordcountConfig, out: str | Path, *, enabled: bool = T
         if not keep_dir:
             shutil.rmtree(root, ignore_errors=True)
     return {"status": status, "seconds": round(time.perf_counter() - t0, 2), "trace": str(out),
-            "children": children}
+            "children": children, "query_seconds": [round(x, 3) for x in _LAST_QUERY_SECONDS]}
 
 
 def _child_main() -> int:
