@@ -111,13 +111,17 @@ class Config:
 
     keys: int = 6
     ops: tuple[str, ...] = ("affine", "sum")
-    parallelism: tuple[int, ...] = (1, 1)
+    parallelism: tuple[int, ...] = ()  # empty: one task per operator
     rounds: int = 10
     max_rate: int = 4
     ack_interval: int = 1
     checkpoint_interval: int = 3
     seed: int = 0
     scaling: tuple[ScaleEvent, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.parallelism:
+            object.__setattr__(self, "parallelism", tuple(1 for _ in self.ops))
 
     def validate(self) -> None:
         """Raise :class:`InvalidInputError` naming the offending field."""
