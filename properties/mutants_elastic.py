@@ -16,14 +16,17 @@ from properties.mutation import MutantOutcome, mutant
 from properties.registry import run_property
 from pyimpl.elastic import (
     Checkpoint,
+    Config,
     Event,
+    Failure,
     Rules,
+    ScaleEvent,
     Slice,
     SliceRecord,
     repartition_keyed,
 )
 
-__all__ = ["BROKEN_RULES", "ELASTIC_MUTANTS", "split_drops_last_key", "check_elastic_mutant"]
+__all__ = ["BROKEN_RULES", "WITNESSES", "ELASTIC_MUTANTS", "split_drops_last_key", "check_elastic_mutant"]
 
 
 # ---------------------------------------------------------------- the broken rules
@@ -84,6 +87,27 @@ BROKEN_RULES: dict[str, Rules] = {
     "elastic-stale-checkpoint": Rules(split_checkpoint=stale_checkpoint),
     "elastic-checkpoint-without-buffer": Rules(checkpoint_buffer=checkpoint_without_buffer),
     "elastic-lazy-l1": Rules(l1_delay=1),
+}
+
+
+# Small witnesses found by failure_sweep: with the failure, each broken rule loses or duplicates
+# output while the reference rules give exactly the failure-free output.
+WITNESSES: dict[str, tuple[Config, Failure]] = {
+    "elastic-l1-before-checkpoint": (
+        Config(keys=1, ops=("affine", "sum"), rounds=3, max_rate=1, checkpoint_interval=3, seed=4,
+               parallelism=(1, 1)), Failure(64, 2, 0)),
+    "elastic-l1-without-successor-ack": (
+        Config(keys=1, ops=("affine",), parallelism=(1,), rounds=3, max_rate=2, checkpoint_interval=3, seed=71),
+        Failure(18, 1, 0)),
+    "elastic-no-dedup": (
+        Config(keys=1, ops=("affine",), parallelism=(1,), rounds=3, max_rate=2, checkpoint_interval=3, seed=71),
+        Failure(18, 1, 0)),
+    "elastic-stale-checkpoint": (
+        Config(keys=2, ops=("count", "affine"), parallelism=(1, 1), rounds=5, max_rate=2, checkpoint_interval=2,
+               seed=29, scaling=(ScaleEvent(5, 1, 2),)), Failure(58, 1, 0)),
+    "elastic-checkpoint-without-buffer": (
+        Config(keys=1, ops=("sum",), parallelism=(1,), rounds=3, max_rate=1, checkpoint_interval=3, seed=89),
+        Failure(20, 1, 0)),
 }
 
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from properties.mutants_elastic import BROKEN_RULES
+from properties.mutants_elastic import BROKEN_RULES, WITNESSES
 from pyimpl.elastic import (
     Config,
     Event,
@@ -150,26 +150,6 @@ def test_recovery_restores_checkpoint_and_replays_upstream():
     assert rec["checkpoint_round"] == 3 and rec["replayed_events"] > 0
     assert hit.output_by_key() == clean.output_by_key() == reference_output(cfg)
     assert hit.duplicates_dropped > 0  # replayed outputs the sink already had
-
-
-# Smallest witnesses, found by failure_sweep: each broken rule loses or duplicates output.
-WITNESSES = {
-    "elastic-l1-before-checkpoint": (
-        Config(keys=1, ops=("affine", "sum"), rounds=3, max_rate=1, checkpoint_interval=3, seed=4,
-               parallelism=(1, 1)), Failure(64, 2, 0)),
-    "elastic-l1-without-successor-ack": (
-        Config(keys=1, ops=("affine",), parallelism=(1,), rounds=3, max_rate=2, checkpoint_interval=3, seed=71),
-        Failure(18, 1, 0)),
-    "elastic-no-dedup": (
-        Config(keys=1, ops=("affine",), parallelism=(1,), rounds=3, max_rate=2, checkpoint_interval=3, seed=71),
-        Failure(18, 1, 0)),
-    "elastic-stale-checkpoint": (
-        Config(keys=2, ops=("count", "affine"), parallelism=(1, 1), rounds=5, max_rate=2, checkpoint_interval=2,
-               seed=29, scaling=(ScaleEvent(5, 1, 2),)), Failure(58, 1, 0)),
-    "elastic-checkpoint-without-buffer": (
-        Config(keys=1, ops=("sum",), parallelism=(1,), rounds=3, max_rate=1, checkpoint_interval=3, seed=89),
-        Failure(20, 1, 0)),
-}
 
 
 @pytest.mark.parametrize("name", sorted(WITNESSES))

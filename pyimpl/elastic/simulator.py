@@ -74,6 +74,7 @@ __all__ = [
     "SweepResult",
     "representative_keys",
     "failure_sweep",
+    "random_config",
 ]
 
 
@@ -868,3 +869,25 @@ def failure_sweep(cfg: Config, *, rules: Rules = REFERENCE_RULES, stride: int = 
                     if stop_at_first:
                         return SweepResult(runs, clean.steps, bad, first)
     return SweepResult(runs, clean.steps, bad, first)
+
+
+def random_config(seed: int, *, max_keys: int = 6, max_ops: int = 3, max_rounds: int = 10,
+                  max_scalings: int = 3) -> Config:
+    """A seeded random pipeline with scaling events (the same seed gives the same config).
+
+    Examples
+    --------
+    >>> random_config(5) == random_config(5)
+    True
+    >>> random_config(5).validate()
+    """
+    rng = random.Random(seed)
+    keys = rng.randint(1, max_keys)
+    n = rng.randint(1, max_ops)
+    ops = tuple(rng.choice(sorted(KINDS)) for _ in range(n))
+    rounds = rng.randint(3, max_rounds)
+    scaling = tuple(ScaleEvent(rng.randint(1, rounds + 2), rng.randint(1, n), rng.randint(1, keys))
+                    for _ in range(rng.randint(0, max_scalings)))
+    return Config(keys=keys, ops=ops, parallelism=tuple(rng.randint(1, keys) for _ in range(n)),
+                  rounds=rounds, max_rate=rng.randint(1, 5), ack_interval=rng.randint(1, 3),
+                  checkpoint_interval=rng.randint(1, 4), seed=rng.randrange(2**16), scaling=scaling)

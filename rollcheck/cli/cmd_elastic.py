@@ -1,0 +1,182 @@
+"""``rollcheck elastic simulate|sweep``: SPATE elastic upstream backup (``docs/elastic.md``).
+
+``simulate`` runs one seeded pipeline (from a ``rollcheck.elastic/1`` file and/or flags), with
+its scaling events and at most one failure, and checks it against the failure-free semantics.
+``sweep`` fails every operator task at every step of seeded random pipelines.
+Exit codes: 0 all checks hold, 1 a check failed, 2 bad input, 3 nothing was examined.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from rollcheck.cli._util import add_parser, emit_json
+
+
+def register(sub: Any) -> None:
+    parser = add_parser(sub, "elastic", "SPATE elastic upstream backup: simulate pipelines with "
+                        "scaling and one failure, and check exactly-once output.", None)
+    parser.set_defaults(handler=None)
+    inner = parser.add_subparsers(dest="elastic_command", metavar="SUBCOMMAND", parser_class=type(parser))
+
+    p = add_parser(inner, "simulate", "Run one pipeline (optionally with one failure) and check it.", _simulate)
+    p.add_argument("config", nargs="?", metavar="CONFIG", help="a rollcheck.elastic/1 JSON file (flags override it)")
+    p.add_argument("--keys", type=int, help="number of keys (default 6)")
+    p.add_argument("--ops", help="comma-separated operators: affine, filter, sum, max, count (default affine,sum)")
+    p.add_argument("--parallelism", help="comma-separated initial task counts, one per operator (default 1 each)")
+    p.add_argument("--rounds", type=int, help="input rounds (default 10)")
+    p.add_argument("--rate", type=int, dest="max_rate", help="max events per round from the source (default 4)")
+    p.add_argument("--ack-interval", type=int, help="rounds between ACK exchanges (default 1)")
+    p.add_argument("--checkpoint-interval", type=int, help="rounds between checkpoints (default 3)")
+    p.add_argument("--seed", type=int, help="workload seed (default 0; printed)")
+    p.add_argument("--scale", action="append", default=None, metavar="ROUND:OP:N",
+                   help="at ROUND, operator level OP (1-based) scales to N tasks (repeatable)")
+    p.add_argument("--fail", metavar="STEP:OP:KEY", help="before STEP, the task of level OP owning KEY fails")
+    p.add_argument("--no-failure", action="store_true", help="ignore the failure of CONFIG")
+    p.add_argument("--write-config", metavar="FILE", help="also write the effective config document to FILE")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+
+    s = add_parser(inner, "sweep", "Fail every operator task at every step of seeded random pipelines.", _sweep)
+    s.add_argument("--seed", type=int, default=0, help="seed of the random pipelines (printed)")
+    s.add_argument("--configs", type=int, default=5, help="number of random pipelines (default 5)")
+    s.add_argument("--stride", type=int, default=1, help="fail at every STRIDE-th step (default 1)")
+    s.add_argument("--json", action="store_true", help="print one JSON document")
+
+
+def _colon_ints(text: str, flag: str) -> list[int]:
+    from pyimpl.errors import InvalidInputError
+
+    parts = text.split(":")
+    try:
+        vals = [int(x) for x in parts]
+    except ValueError:
+        raise InvalidInputError(f"expected integers A:B:C, got {text!r}", location=flag) from None
+    if len(vals) != 3:
+        raise InvalidInputError(f"expected three integers A:B:C, got {text!r}", location=flag)
+    return vals
+
+
+def _effective_doc(args: argparse.Namespace) -> dict[str, Any]:
+    import json
+
+    from pyimpl.elastic import FORMAT, Config, config_to_dict, load_config
+    from pyimpl.errors import InvalidInputError
+
+    if args.config:
+        cfg, failure = load_config(args.config)
+        doc = config_to_dict(cfg, failure)
+    else:
+        doc = config_to_dict(Config())
+    if args.ops is not None:
+        doc["ops"] = [o.strip() for o in args.ops.split(",") if o.strip()]
+        if args.parallelism is None:
+            doc["parallelism"] = [1] * len(doc["ops"])
+    if args.parallelism is not None:
+        try:
+            doc["parallelism"] = [int(x) for x in args.parallelism.split(",")]
+        except ValueError:
+            raise InvalidInputError(f"expected comma-separated integers, got {args.parallelism!r}",
+                                    location="--parallelism") from None
+    for name in ("keys", "rounds", "max_rate", "ack_interval", "checkpoint_interval", "seed"):
+        v = getattr(args, name)
+        if v is not None:
+            doc[name] = v
+    if args.scale is not None:
+        doc["scaling"] = []
+        for text in args.scale:
+            r, op, g = _colon_ints(text, "--scale")
+            doc["scaling"].append({"round": r, "op": op, "parallelism": g})
+    if args.fail is not None:
+        st, op, key = _colon_ints(args.fail, "--fail")
+        doc["failure"] = {"step": st, "op": op, "key": key}
+    if args.no_failure:
+        doc["failure"] = None
+    doc["format"] = FORMAT
+    json.dumps(doc)
+    return doc
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    import json
+
+    from pyimpl.elastic import config_from_dict, queue_bound, reference_output, simulate
+    from pyimpl.patternio import atomic_write_text
+
+    doc = _effective_doc(args)
+    cfg, failure = config_from_dict(doc, source=args.config or "flags")
+    print(f"rollcheck elastic simulate: seed={cfg.seed}", file=sys.stderr)
+    want = reference_output(cfg)
+    clean = simulate(cfg, check_trim=True)
+    hit = simulate(cfg, failure=failure) if failure is not None else None
+    bounds = {lv: queue_bound(cfg, lv) for lv in range(len(cfg.ops) + 1)}
+    checks: dict[str, bool | None] = {
+        "failure_free_matches_reference": clean.output_by_key() == want,
+        "exactly_once": None if hit is None else hit.output_by_key() == want,
+        "queues_within_bound": all(clean.max_queue[lv] <= b for lv, b in bounds.items()),
+        "trim_safe": not clean.violations,
+    }
+    if failure is not None and failure.step > clean.steps:
+        checks["failure_happened"] = bool(hit and hit.recoveries)
+    if args.write_config:
+        atomic_write_text(args.write_config, json.dumps(doc, indent=2) + "\n")
+    out = {
+        "seed": cfg.seed,
+        "config": doc,
+        "reference_events": sum(len(v) for v in want.values()),
+        "failure_free": clean.to_dict(),
+        "with_failure": None if hit is None else hit.to_dict(),
+        "queue_bound": {str(lv): b for lv, b in bounds.items()},
+        "checks": checks,
+        "ok": all(v is not False for v in checks.values()),
+    }
+    if args.json:
+        emit_json(out)
+    else:
+        print(f"pipeline: source -> {' -> '.join(cfg.ops)} -> sink; keys={cfg.keys} rounds={cfg.rounds} "
+              f"rate<={cfg.max_rate} A={cfg.ack_interval} C={cfg.checkpoint_interval}")
+        print(f"failure-free: {clean.steps} steps, {len(clean.sink)} sink events, "
+              f"max queue per level {clean.max_queue} (bounds {bounds})")
+        if hit is not None:
+            for r in hit.recoveries:
+                print(f"failure: {r['task']} at step {r['step']} (round {r['round']}), restored checkpoint of "
+                      f"round {r['checkpoint_round']}, replayed {r['replayed_events']} events, "
+                      f"{hit.duplicates_dropped} duplicates dropped")
+        for k, v in checks.items():
+            print(f"{k}: {'-' if v is None else ('ok' if v else 'VIOLATED')}")
+    return 0 if out["ok"] else 1
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    import time
+
+    from pyimpl.elastic import config_to_dict, failure_sweep, random_config
+    from pyimpl.errors import InconclusiveError, InvalidInputError
+
+    if args.configs < 0 or args.stride < 1:
+        raise InvalidInputError("--configs must be ≥ 0 and --stride ≥ 1", location="--configs/--stride")
+    print(f"rollcheck elastic sweep: seed={args.seed}", file=sys.stderr)
+    t0 = time.perf_counter()
+    runs, rows, bad = 0, [], []
+    for i in range(args.configs):
+        cfg = random_config(args.seed * 1_000_003 + i)
+        res = failure_sweep(cfg, stride=args.stride)
+        runs += res.runs
+        rows.append({"ops": list(cfg.ops), "keys": cfg.keys, "scalings": len(cfg.scaling),
+                     "steps": res.failure_free_steps, "runs": res.runs, "mismatches": len(res.mismatches)})
+        if res.mismatches:
+            f = res.mismatches[0]
+            bad.append({"config": config_to_dict(cfg, f if f.step else None), "detail": res.first_difference})
+    if runs == 0:
+        raise InconclusiveError("no pipeline was run (--configs 0)")
+    out = {"seed": args.seed, "configs": rows, "runs": runs, "seconds": round(time.perf_counter() - t0, 2),
+           "exactly_once": not bad, "counterexamples": bad}
+    if args.json:
+        emit_json(out)
+    else:
+        for r in rows:
+            print(f"{' -> '.join(r['ops'])}: keys={r['keys']} scalings={r['scalings']} steps={r['steps']} "
+                  f"failure runs={r['runs']} mismatches={r['mismatches']}")
+        print(f"{runs} runs in {out['seconds']} s: {'exactly once' if not bad else 'VIOLATED'}")
+    return 0 if not bad else 1
