@@ -4,7 +4,7 @@ A trace is a header line followed by one JSON object per event (``docs`` and
 ``specs/spark.md#trace-format``). Every event carries ``seq`` (1, 2, ... over the whole file,
 across attempts), ``kind``, ``run`` (the id of the recording) and ``attempt`` (1 for the first
 driver, +1 for every restart). The writer appends one line and flushes it to the operating system
-per event (``os.write`` on an ``O_APPEND`` descriptor), so a recorder killed at any point leaves a
+per event (``os.write`` on an ``O_APPEND`` descriptor); ``t`` is the wall-clock time in seconds, so a recorder killed at any point leaves a
 valid prefix, possibly followed by one incomplete line.
 
 The reader (:func:`read_trace`) accepts such a prefix: it stops at the first line that is not
@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -87,7 +88,7 @@ class TraceWriter:
                 raise InvalidInputError("a new trace needs a header", source=str(self.path))
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_TRUNC, 0o644)
-            head = {"format": TRACE_FORMAT, **header, "run": self.run}
+            head = {"format": TRACE_FORMAT, **header, "run": self.run, "t": round(time.time(), 3)}
             self._write(head)
 
     def _write(self, obj: dict[str, Any]) -> None:
@@ -100,7 +101,8 @@ class TraceWriter:
             return 0
         with self._lock:
             self.seq += 1
-            self._write({"seq": self.seq, "kind": kind, "run": self.run, "attempt": self.attempt, **fields})
+            self._write({"seq": self.seq, "kind": kind, "run": self.run, "attempt": self.attempt,
+                         "t": round(time.time(), 3), **fields})
             return self.seq
 
     def close(self) -> None:

@@ -100,16 +100,32 @@ def run(ctx: VerifyContext) -> list[Row]:
                                    f"conformant" + (" incl. TLC trace validation" if proto == "hmnr" else ""),
                                    out, time.perf_counter() - t0)
             rows.append(row)
-            if proto == "hmnr" and any(c.name == "forced-checkpoints" and c.ok for c in res.checks):
-                from spark_replay.trace import read_trace
-
-                if any(e["kind"] == "checkpoint" and e.get("forced") for e in read_trace(out).events):
-                    rows += _tamper_rows(out, ["delete-forced-checkpoint"], proto)
+            if proto == "hmnr":
+                rows += _tamper_rows(_with_forced(out, tmp, seed), ["delete-forced-checkpoint"], proto)
         # ---------------------------------------------------------------- in-process batch
         rows += _local_batch(ctx, tmp)
         if not ctx.quick:
             rows += _sweep(ctx)
     return rows
+
+
+def _with_forced(spark_trace: Path, tmp: Path, seed: int) -> Path:
+    """The Spark HMNR trace if it has a forced checkpoint, else an in-process HMNR recording that has."""
+    from spark_replay.nhop import NhopConfig, record_nhop
+    from spark_replay.trace import read_trace
+
+    def has_forced(p: Path) -> bool:
+        return any(e["kind"] == "checkpoint" and e.get("forced") for e in read_trace(p).events)
+
+    if has_forced(spark_trace):
+        return spark_trace
+    out = tmp / "nhop-hmnr-local.jsonl"
+    for k in range(50):
+        record_nhop(NhopConfig(protocol="hmnr", processes=4, rounds=6, topology="scatter", fail_process=1,
+                               fail_round=3, seed=seed * 100 + k), out, engine="local")
+        if has_forced(out):
+            break
+    return out
 
 
 def _local_batch(ctx: VerifyContext, tmp: Path) -> list[Row]:
