@@ -22,8 +22,9 @@ Model (``specs/simulate.md#engine``):
 - One fail-stop failure of a chosen process at a chosen time; recovery is instantaneous and is
   done by :mod:`pyimpl.simulate.recovery`. The pattern of everything before the failure (the
   whole run without one) is recorded event by event: :attr:`SimResult.pattern`.
-- A run that can make no progress while items wait on blocked inputs is a deadlock (aligned
-  barriers on a cycle): the run stops and reports the stuck operators; it never hangs.
+- A run in which nothing can happen any more while operators still wait for markers is a
+  deadlock (aligned barriers on a cycle): the run stops and reports the stuck operators and their
+  blocked inputs; it never hangs.
 
 Index conventions: processes as in the topology; checkpoint k of a process is C[i,k] of the
 pattern (k = 0 is the initial state). Properties: ``specs/simulate.md`` (anchors in the
@@ -87,6 +88,10 @@ class Variant:
         Unaligned Chandy–Lamport records in-flight input messages as channel state.
     timer_restart_on_forced : bool
         The basic-checkpoint timer restarts after a forced checkpoint too.
+    detect_deadlock : bool
+        Report a run stuck on blocked inputs as a deadlock.
+    volatile_logs_of_rolled_back : bool
+        With volatile logs, every rolled-back process (not only the failed one) loses its log.
     """
 
     clear_channels: bool = True
@@ -94,6 +99,8 @@ class Variant:
     replay_offset: int = 1
     record_channels: bool = True
     timer_restart_on_forced: bool = True
+    detect_deadlock: bool = True
+    volatile_logs_of_rolled_back: bool = False
 
 
 @dataclass(frozen=True)
@@ -540,8 +547,7 @@ class Engine:
         return any(pr.kind == "source" and pr.offset < self.cfg.records for pr in self.procs)
 
     def _find_deadlock(self) -> Deadlock | None:
-        if not any(self.chan):
-            return None
+        """Called when nothing can happen any more: operators still waiting for markers are stuck."""
         waiting: dict[str, tuple[str, ...]] = {}
         stuck = []
         names = self.topo.process_names
@@ -596,7 +602,7 @@ class Engine:
 
                 failed_done = True
                 self.recovery = recover(self, self.topo.resolve_process(self.cfg.fail))  # type: ignore[arg-type]
-            if not self._has_work() and any(self.chan):
+            if self.cfg.variant.detect_deadlock and self.cl is not None and not self._has_work():
                 dl = self._find_deadlock()
                 if dl is not None and dl.stuck:
                     self.deadlock = dl

@@ -113,8 +113,10 @@ def recover(eng: Engine, failed: int) -> Recovery:
     names = topo.process_names
 
     if not cfg.persistent_logs:
-        for ch in topo.outputs[failed]:
-            eng.logs[ch] = {}
+        losers = rolled if cfg.variant.volatile_logs_of_rolled_back else {failed}
+        for i in losers:
+            for ch in topo.outputs[i]:
+                eng.logs[ch] = {}
     rollback_time: dict[str, float] = {}
     for i in sorted(rolled):
         pr = eng.procs[i]
