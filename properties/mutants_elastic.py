@@ -148,19 +148,31 @@ ELASTIC_MUTANTS: tuple[ElasticMutant, ...] = (
 )
 
 
-def check_elastic_mutant(m: ElasticMutant, profile: str = "ci") -> MutantOutcome:
-    """Run the mutant's properties; killed at the first one that fails."""
+def check_elastic_mutant(m: ElasticMutant, profile: str = "ci", *, shrink: bool = True) -> MutantOutcome:
+    """Run the mutant's properties under ``profile``; killed at the first one that fails.
+
+    ``shrink=False`` skips Hypothesis's shrink phase (same verdict, faster, larger counterexample).
+    """
+    from hypothesis import Phase, settings
+
     from properties.profiles import load_profile
 
     load_profile(profile)
+    if not shrink:
+        settings.register_profile("_elastic_noshrink", settings(
+            settings.default, phases=[Phase.explicit, Phase.reuse, Phase.generate]))
+        settings.load_profile("_elastic_noshrink")
     examples = 0
     tried = []
-    for name in m.properties:
-        res = run_property(name, **m.impl)
-        examples += res.examples
-        if res.status == "fail":
-            return MutantOutcome("killed", f"{name}: {res.error}", res.counterexample, None, examples)
-        tried.append(f"{name}: {res.status}")
+    try:
+        for name in m.properties:
+            res = run_property(name, **m.impl)
+            examples += res.examples
+            if res.status == "fail":
+                return MutantOutcome("killed", f"{name}: {res.error}", res.counterexample, None, examples)
+            tried.append(f"{name}: {res.status}")
+    finally:
+        load_profile(profile)
     return MutantOutcome("survived", "; ".join(tried), None, None, examples)
 
 

@@ -181,11 +181,18 @@ def test_queue_bound_formula_and_its_tightness():
     for a in range(1, 4):
         for c in range(1, 5):
             assert retention_rounds(a, c, "stateful") <= a + max(c, 2)
-    # seed 36 emits at full rate long enough to reach the bound exactly (successor stateful)
-    cfg = Config(keys=1, ops=("sum",), rounds=12, max_rate=1, ack_interval=2, checkpoint_interval=3, seed=36)
-    assert queue_bound(cfg, 0) == 5
-    assert simulate(cfg).max_queue[0] == 5
-    assert simulate(cfg, rules=BROKEN_RULES["elastic-lazy-l1"]).max_queue[0] > 5
+    # at a constant full rate every queue reaches its bound exactly: the bound is tight
+    for a in range(1, 4):
+        for c in range(1, 5):
+            for ops in (("sum",), ("affine", "count")):
+                cfg = Config(keys=3, ops=ops, rounds=30, max_rate=2, ack_interval=a, checkpoint_interval=c,
+                             workload="constant")
+                res = simulate(cfg)
+                assert [res.max_queue[lv] for lv in range(len(ops) + 1)] == \
+                    [queue_bound(cfg, lv) for lv in range(len(ops) + 1)], (a, c, ops)
+    cfg = Config(keys=1, ops=("sum",), rounds=12, max_rate=1, ack_interval=2, checkpoint_interval=3,
+                 workload="constant")
+    assert simulate(cfg, rules=BROKEN_RULES["elastic-lazy-l1"]).max_queue[0] > queue_bound(cfg, 0)
 
 
 # ---------------------------------------------------------------- bad input and documents

@@ -5,7 +5,7 @@ Counterexamples of the elastic properties are written in this format, and
 
     {"format": "rollcheck.elastic/1", "keys": 6, "ops": ["affine", "sum"],
      "parallelism": [1, 2], "rounds": 10, "max_rate": 4, "ack_interval": 1,
-     "checkpoint_interval": 3, "seed": 0,
+     "checkpoint_interval": 3, "seed": 0, "workload": "uniform",
      "scaling": [{"round": 4, "op": 2, "parallelism": 3}],
      "failure": {"step": 57, "op": 2, "key": 1}}
 
@@ -47,6 +47,7 @@ def config_to_dict(cfg: Config, failure: Failure | None = None) -> dict[str, Any
         "ack_interval": cfg.ack_interval,
         "checkpoint_interval": cfg.checkpoint_interval,
         "seed": cfg.seed,
+        "workload": cfg.workload,
         "scaling": [{"round": s.round, "op": s.op, "parallelism": s.parallelism} for s in cfg.scaling],
         "failure": None if failure is None else {"step": failure.step, "op": failure.op, "key": failure.key},
     }
@@ -85,7 +86,10 @@ def config_from_dict(doc: Any, source: str | None = None) -> tuple[Config, Failu
                 raise InvalidInputError("must be an object", location=f"scaling[{j}]")
             evs.append(ScaleEvent(_int(s, "round", f"scaling[{j}]."), _int(s, "op", f"scaling[{j}]."),
                                   _int(s, "parallelism", f"scaling[{j}].")))
-        cfg = Config(ops=tuple(ops), parallelism=tuple(par), scaling=tuple(evs), **kw)
+        workload = doc.get("workload", "uniform")
+        if not isinstance(workload, str):
+            raise InvalidInputError(f"must be a string, got {workload!r}", location="workload")
+        cfg = Config(ops=tuple(ops), parallelism=tuple(par), scaling=tuple(evs), workload=workload, **kw)
         cfg.validate()
         f = doc.get("failure")
         failure = None

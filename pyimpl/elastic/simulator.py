@@ -105,7 +105,9 @@ class Failure:
 class Config:
     """A pipeline, its workload and its protocol parameters.
 
-    ``max_rate`` bounds the number of events the source emits per round (the input rate);
+    ``max_rate`` bounds the number of events the source emits per round (the input rate); with
+    ``workload="constant"`` the source emits exactly ``max_rate`` events every round (random keys
+    and values), with ``"uniform"`` a uniformly random number in ``0..max_rate``;
     ``ack_interval`` (A) and ``checkpoint_interval`` (C) are in rounds: L0/L1 acknowledgements
     are exchanged in rounds divisible by A, stateful tasks checkpoint in rounds divisible by C.
     """
@@ -119,6 +121,7 @@ class Config:
     checkpoint_interval: int = 3
     seed: int = 0
     scaling: tuple[ScaleEvent, ...] = ()
+    workload: str = "uniform"  # "uniform": 0..max_rate events per round; "constant": max_rate
 
     def __post_init__(self) -> None:
         if not self.parallelism:
@@ -142,6 +145,8 @@ class Config:
         for name in ("rounds", "ack_interval", "checkpoint_interval"):
             if getattr(self, name) < 1:
                 raise InvalidInputError(f"must be at least 1, got {getattr(self, name)}", location=name)
+        if self.workload not in ("uniform", "constant"):
+            raise InvalidInputError(f"must be 'uniform' or 'constant', got {self.workload!r}", location="workload")
         if self.max_rate < 0:
             raise InvalidInputError(f"must be at least 0, got {self.max_rate}", location="max_rate")
         for j, s in enumerate(self.scaling):
@@ -238,7 +243,7 @@ def source_events(cfg: Config) -> list[list[tuple[int, int]]]:
     rng = random.Random(cfg.seed)
     out = []
     for _ in range(cfg.rounds):
-        n = rng.randint(0, cfg.max_rate)
+        n = cfg.max_rate if cfg.workload == "constant" else rng.randint(0, cfg.max_rate)
         out.append([(rng.randrange(cfg.keys), rng.randrange(10)) for _ in range(n)])
     return out
 

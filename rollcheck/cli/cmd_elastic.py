@@ -31,6 +31,8 @@ def register(sub: Any) -> None:
     p.add_argument("--ack-interval", type=int, help="rounds between ACK exchanges (default 1)")
     p.add_argument("--checkpoint-interval", type=int, help="rounds between checkpoints (default 3)")
     p.add_argument("--seed", type=int, help="workload seed (default 0; printed)")
+    p.add_argument("--workload", choices=["uniform", "constant"],
+                   help="events per round: uniform in 0..rate (default) or constant = rate")
     p.add_argument("--scale", action="append", default=None, metavar="ROUND:OP:N",
                    help="at ROUND, operator level OP (1-based) scales to N tasks (repeatable)")
     p.add_argument("--fail", metavar="STEP:OP:KEY", help="before STEP, the task of level OP owning KEY fails")
@@ -79,7 +81,7 @@ def _effective_doc(args: argparse.Namespace) -> dict[str, Any]:
         except ValueError:
             raise InvalidInputError(f"expected comma-separated integers, got {args.parallelism!r}",
                                     location="--parallelism") from None
-    for name in ("keys", "rounds", "max_rate", "ack_interval", "checkpoint_interval", "seed"):
+    for name in ("keys", "rounds", "max_rate", "ack_interval", "checkpoint_interval", "seed", "workload"):
         v = getattr(args, name)
         if v is not None:
             doc[name] = v
