@@ -575,6 +575,7 @@ class Engine:
         if self.cfg.fail_at is not None:
             self.push(float(self.cfg.fail_at), _FAIL)
         failed_done = self.cfg.fail_at is None
+        last_work = 0.0
         while self.heap:
             t, _, kind, pid, extra = heapq.heappop(self.heap)
             if kind == _WAKE:
@@ -585,6 +586,7 @@ class Engine:
                 continue
             self.now = t
             if kind == _WAKE:
+                last_work = t
                 self.wake(self.procs[pid])
             elif kind == _TIMER:
                 pr = self.procs[pid]
@@ -595,7 +597,7 @@ class Engine:
             elif kind == _FAIL:
                 if not self._has_work() and not any(self.chan):
                     raise InvalidInputError(
-                        f"fail-at {self.cfg.fail_at} is after the run ended (last event at {self.now:g})",
+                        f"fail-at {self.cfg.fail_at:g} is after the run ended (last event at {last_work:g})",
                         location="--fail-at",
                     )
                 from pyimpl.simulate.recovery import recover

@@ -1,0 +1,182 @@
+"""Comparison tables like FERDiS Tables 4–6: protocol × workload × basic-checkpoint interval.
+
+For every combination the sweep runs, for each seed, the failure-free job and the same job with
+one fail-stop failure of a fixed operator instance half-way through the failure-free run, and
+averages the FERDiS metrics over the seeds. Aligned Chandy–Lamport on the cyclic query is
+reported as ``deadlock`` (FERDiS could not run coordinated checkpointing on it either).
+
+References
+----------
+.. [1] FERDiS paper, §9.2 Table 4 (regular/forced checkpoints), §9.3 Table 5 (rollback distance),
+   Table 6 (lost messages under volatile logs).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from pyimpl.errors import InvalidInputError
+from pyimpl.simulate.engine import PROTOCOL_NAMES, SimConfig, run_engine, simulate
+from pyimpl.simulate.topology import WORKLOADS
+
+__all__ = ["FAIL_AT", "SweepRow", "sweep", "to_markdown", "to_csv", "plot"]
+
+#: The failing operator instance of each workload (a stateful middle operator, like FERDiS).
+FAIL_AT = {"nexmark": "filter.0", "wordcount": "count.0", "nhop": "map0.0"}
+
+COLUMNS = ("workload", "protocol", "interval", "regular", "forced", "useless", "rollback_distance",
+           "max_rollback_distance", "rollback_time", "lost_messages", "verdict", "domino_runs", "seeds")
+
+
+@dataclass(frozen=True)
+class SweepRow:
+    """One table row: means over the seeds (``verdict``: the worst verdict seen)."""
+
+    workload: str
+    protocol: str
+    interval: float
+    regular: float
+    forced: float
+    useless: float
+    rollback_distance: float
+    max_rollback_distance: float
+    rollback_time: float
+    lost_messages: float
+    verdict: str
+    domino_runs: int
+    seeds: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {c: getattr(self, c) for c in COLUMNS}
+
+
+_RANK = {"exactly-once": 0, "at-least-once": 1, "at-most-once": 2, "none": 3, "deadlock": 4}
+
+
+def _mean(xs: Sequence[float]) -> float:
+    return round(sum(xs) / len(xs), 3) if xs else 0.0
+
+
+def sweep(workloads: Sequence[str] = tuple(WORKLOADS), protocols: Sequence[str] = PROTOCOL_NAMES,
+          intervals: Sequence[float] = (5.0, 10.0), seeds: Sequence[int] = (0, 1, 2), records: int = 120,
+          parallelism: int = 2, virtual: bool = True, persistent_logs: bool = False,
+          fraction: float = 0.5) -> list[SweepRow]:
+    """Run the sweep; one :class:`SweepRow` per (workload, protocol, interval).
+
+    Examples
+    --------
+    >>> rows = sweep(["nhop"], ["cl-aligned", "hmnr"], [5.0], seeds=[0], records=20)
+    >>> [(r.protocol, r.verdict, r.forced > 0) for r in rows]
+    [('cl-aligned', 'deadlock', False), ('hmnr', 'exactly-once', True)]
+    """
+    if not seeds:
+        raise InvalidInputError("a sweep needs at least one seed", location="--seeds")
+    if not 0 < fraction < 1:
+        raise InvalidInputError(f"failure fraction must be in (0, 1), got {fraction!r}", location="--fail-fraction")
+    rows = []
+    for wl in workloads:
+        for proto in protocols:
+            for iv in intervals:
+                base = SimConfig(wl, proto, interval=iv, parallelism=parallelism, records=records,
+                                 virtual=virtual, persistent_logs=persistent_logs)
+                base.validate()
+                acc: dict[str, list[float]] = {k: [] for k in COLUMNS[3:10]}
+                verdict, domino = "exactly-once", 0
+                for s in seeds:
+                    cfg = replace(base, seed=s)
+                    ref = run_engine(cfg)
+                    if ref.deadlock is not None:
+                        verdict = "deadlock"
+                        acc["regular"].append(ref.checkpoints["regular"])
+                        acc["forced"].append(0)
+                        continue
+                    res = simulate(replace(cfg, fail=FAIL_AT[wl], fail_at=round(fraction * ref.end_time, 6)),
+                                   reference=ref)
+                    m = res.metrics
+                    from pyimpl.simulate.metrics import compute_metrics
+
+                    free = compute_metrics(ref)
+                    acc["regular"].append(ref.checkpoints["regular"])
+                    acc["forced"].append(ref.checkpoints["forced"])
+                    acc["useless"].append(free["useless_checkpoints"])
+                    acc["rollback_distance"].append(m.get("rollback_distance", 0))
+                    acc["max_rollback_distance"].append(m.get("max_rollback_distance", 0))
+                    acc["rollback_time"].append(m.get("rollback_time", 0.0))
+                    acc["lost_messages"].append(m.get("lost_messages", 0))
+                    domino += int(bool(m.get("domino")))
+                    if _RANK[m["verdict"]] > _RANK[verdict]:
+                        verdict = m["verdict"]
+                rows.append(SweepRow(wl, proto, float(iv), *(_mean(acc[k]) for k in COLUMNS[3:10]),
+                                     verdict, domino, len(seeds)))
+    return rows
+
+
+def to_markdown(rows: Sequence[SweepRow]) -> str:
+    """The table as GitHub markdown."""
+    head = ("| workload | protocol | interval | regular | forced | useless | rollback distance (sum) "
+            "| max distance | rollback time | lost msgs | verdict | domino runs |")
+    out = [head, "|" + "---|" * 12]
+    for r in rows:
+        if r.verdict == "deadlock":
+            out.append(f"| {r.workload} | {r.protocol} | {r.interval:g} | – | – | – | – | – | – | – "
+                       "| **deadlock** | – |")
+            continue
+        out.append(f"| {r.workload} | {r.protocol} | {r.interval:g} | {r.regular:g} | {r.forced:g} | "
+                   f"{r.useless:g} | {r.rollback_distance:g} | {r.max_rollback_distance:g} | "
+                   f"{r.rollback_time:g} | {r.lost_messages:g} | {r.verdict} | {r.domino_runs}/{r.seeds} |")
+    return "\n".join(out) + "\n"
+
+
+def to_csv(rows: Sequence[SweepRow]) -> str:
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=list(COLUMNS), lineterminator="\n")
+    w.writeheader()
+    for r in rows:
+        w.writerow(r.as_dict())
+    return buf.getvalue()
+
+
+def plot(rows: Sequence[SweepRow], out: str | Path) -> Path:
+    """Bar charts (forced checkpoints, rollback distance, lost messages) written atomically."""
+    import os
+    import tempfile
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out = Path(out)
+    keys = [r for r in rows]
+    labels = [f"{r.workload}\n{r.protocol}\n@{r.interval:g}" for r in keys]
+    fig, axes = plt.subplots(3, 1, figsize=(max(8, 0.55 * len(keys)), 9), sharex=True)
+    for ax, field_, title in zip(axes, ("forced", "rollback_distance", "lost_messages"),
+                                 ("forced checkpoints (failure-free)", "rollback distance (intervals, sum)",
+                                  "lost messages (one failure)"), strict=True):
+        vals = [0 if r.verdict == "deadlock" else getattr(r, field_) for r in keys]
+        colours = ["#bbbbbb" if r.verdict == "deadlock" else
+                   {"uc": "#d95f02", "bcs": "#7570b3", "hmnr": "#1b9e77"}.get(r.protocol, "#66a61e") for r in keys]
+        ax.bar(range(len(keys)), vals, color=colours)
+        ax.set_title(title, fontsize=9)
+        for k, r in enumerate(keys):
+            if r.verdict == "deadlock":
+                ax.text(k, 0, "deadlock", rotation=90, ha="center", va="bottom", fontsize=7)
+    axes[-1].set_xticks(range(len(keys)))
+    axes[-1].set_xticklabels(labels, fontsize=6)
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=out.parent, suffix=out.suffix)
+    os.close(fd)
+    try:
+        fig.savefig(tmp, dpi=110)
+        os.replace(tmp, out)
+    finally:
+        plt.close(fig)
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return out
