@@ -471,8 +471,14 @@ def record_wordcount(cfg: WordcountConfig, out: str | Path, *, enabled: bool = T
                 children += 1
                 spec = json.dumps({"cfg": asdict(cfg), "root": str(root), "trace": str(out),
                                    "header": header, "enabled": enabled})
+                # A SIGKILLed driver cannot clean up: its temporary files (Python's and the JVM's)
+                # go under the work folder, which this process removes.
+                child_tmp = root / f"tmp-{children}"
+                child_tmp.mkdir()
+                env = {**os.environ, "TMPDIR": str(child_tmp),
+                       "JAVA_TOOL_OPTIONS": f"-Djava.io.tmpdir={child_tmp}"}
                 proc = subprocess.Popen([sys.executable, "-m", "spark_replay.wordcount", "--child"],
-                                        stdin=subprocess.PIPE, start_new_session=True)
+                                        stdin=subprocess.PIPE, start_new_session=True, env=env)
                 assert proc.stdin is not None
                 proc.stdin.write(spec.encode())
                 proc.stdin.close()

@@ -106,3 +106,11 @@ def test_nhop_record_replay_with_failure(tmp_path):
         bad = replay_file(p)
         assert not bad.conformant and bad.first_offending_seq == seq
     assert _ours_in_tmp() <= before  # no temporary folder left behind
+
+
+def test_sweep_on_spark_is_identical_to_one_process():
+    from spark_replay.sweep import run_sweep
+
+    res = run_sweep("properties", 5, 4, partitions=4)
+    assert res["identical"] is True and res["violations"] == [] and res["checked"] == 4 * 8
+    assert res["partitions"] == 4 and res["spark_seconds"] > 0

@@ -271,9 +271,11 @@ def test_failure_free_matches_simulation(tmp_path):
 
 def test_killed_recorder_leaves_truncated_conformant_prefix(tmp_path):
     out = tmp_path / "killed.jsonl"
+    (tmp_path / "tmp").mkdir()  # a SIGKILLed recorder cannot remove its work folder: keep it here
     proc = subprocess.Popen([*RC, "spark", "record", "nhop", "--protocol", "hmnr", "--engine", "local",
                              "--processes", "6", "--rounds", "3000", "--out", str(out)],
-                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env={**os.environ, "TMPDIR": str(tmp_path / "tmp")})
     try:
         deadline = time.time() + 60
         while time.time() < deadline and (not out.exists() or out.stat().st_size < 20_000):
