@@ -722,7 +722,7 @@ class Simulator:
         for s in t.queue.slices:
             self._send("data", t, lv + 1, s)
         # lines 10-18: every upstream task replays its buffered slices for v's keys.
-        replayed = 0
+        replayed = reprocess = 0
         ups = {self.owner(lv - 1, k).id for k in t.keys}
         for uid in sorted(ups):
             u = self.tasks[uid]
@@ -730,11 +730,12 @@ class Simulator:
                 piece = s.restrict(t.keys)
                 if piece.events:
                     replayed += len(piece.events)
+                    reprocess += sum(1 for e in piece.events if e.seq > t.in_wm.get(e.key, 0))
                     self.network.append(Message("data", u.id, t.id, piece))
         self.recoveries.append({
             "step": self.step, "round": self.round, "task": t.id, "level": lv,
             "checkpoint_round": ck.round if (victim.stateful and ck is not None) else None,
-            "lost_messages": len(lost_msgs), "replayed_events": replayed,
+            "lost_messages": len(lost_msgs), "replayed_events": replayed, "reprocessed_events": reprocess,
             "restored_buffer_events": len(t.queue),
         })
 
