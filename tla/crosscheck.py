@@ -1,0 +1,184 @@
+"""Cross-checks between TLC and the Python reference implementations.
+
+A counterexample TLC found for a pattern-producing model (``CIC.tla``, ``RecoveryLine.tla``) is
+turned back into a ``rollcheck.pattern/1`` file: consecutive states differ by exactly one event
+(a send adds a message, a delivery removes one from the network — with a forced checkpoint when
+the receiver's checkpoint count rose in the same step — and a checkpoint raises a count). The
+Python reference must then see the same violation:
+
+* CIC: :func:`pyimpl.zpaths.useless_checkpoints` finds a useless checkpoint, and running the same
+  protocol in Python (:func:`pyimpl.protocols.run_protocol`) over the basic schedule reproduces
+  exactly the forced checkpoints TLC's model took;
+* recovery lines: the pattern is saved and drawn; the Python reference line
+  (:func:`pyimpl.recovery.recovery_line`) must be consistent and maximal on it (it is the mutant
+  the model ran that is wrong, not the reference).
+
+Index conventions as in ``specs/conventions.md``; theorems in ``specs/tla.md#crosscheck``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pyimpl.errors import InvalidInputError
+from pyimpl.pattern import CHECKPOINT, DELIVER, SEND, Event, Pattern
+from tla.runner import TraceState
+
+__all__ = [
+    "CrossCheck",
+    "pattern_from_cic_trace",
+    "pattern_from_recovery_trace",
+    "crosscheck_cic",
+    "crosscheck_recovery",
+]
+
+
+@dataclass
+class CrossCheck:
+    """The outcome of one cross-check."""
+
+    agrees: bool
+    detail: str
+    pattern: Pattern | None = None
+    pattern_path: str | None = None
+    picture_path: str | None = None
+    facts: dict[str, Any] = field(default_factory=dict)
+
+
+def _proc_order(names: list[str]) -> dict[str, int]:
+    return {n: k for k, n in enumerate(sorted(names, key=lambda s: (len(s), s)))}
+
+
+def pattern_from_cic_trace(trace: list[TraceState]) -> Pattern:
+    """Rebuild the pattern of a ``CIC.tla`` counterexample from its state sequence.
+
+    Processes are the model values (``p0``, ``p1``, ...) in name order; message ``k`` of the
+    model is called ``m<k>``.
+
+    Raises
+    ------
+    InvalidInputError
+        If two consecutive states do not differ by exactly one event of the model.
+    """
+    if not trace:
+        raise InvalidInputError("empty counterexample", location="trace")
+    first = trace[0].values
+    order = _proc_order([str(p) for p in first["ck"]])
+    events: list[Event] = []
+    for k in range(1, len(trace)):
+        a, b = trace[k - 1].values, trace[k].values
+        if trace[k].stuttering or trace[k].back_to is not None:
+            continue
+        new = set(b["net"]) - set(a["net"])
+        gone = set(a["net"]) - set(b["net"])
+        rose = [p for p in b["ck"] if b["ck"][p] != a["ck"][p]]
+        if new and not gone:
+            (m,) = new
+            events.append(Event(order[str(m["from"])], SEND, f"m{m['id']}", order[str(m["to"])]))
+        elif gone and not new:
+            (m,) = gone
+            dst = order[str(m["to"])]
+            if rose:
+                events.append(Event(dst, CHECKPOINT, forced=True))
+            events.append(Event(dst, DELIVER, f"m{m['id']}"))
+        elif rose and len(rose) == 1:
+            events.append(Event(order[str(rose[0])], CHECKPOINT))
+        elif a != b:
+            raise InvalidInputError(f"state {k + 1} is not one CIC step away from state {k}", location="trace")
+    names = [n for n, _ in sorted(order.items(), key=lambda kv: kv[1])]
+    return Pattern(tuple(names), tuple(events))
+
+
+def pattern_from_recovery_trace(trace: list[TraceState]) -> Pattern:
+    """Rebuild the pattern of a ``RecoveryLine.tla`` counterexample (processes ``P0..``)."""
+    if not trace:
+        raise InvalidInputError("empty counterexample", location="trace")
+    ck0 = trace[0].values["ck"]
+    n = len(ck0)
+    events: list[Event] = []
+    for k in range(1, len(trace)):
+        a, b = trace[k - 1].values, trace[k].values
+        if trace[k].stuttering or trace[k].back_to is not None:
+            continue
+        ma, mb = a["msgs"], b["msgs"]
+        if len(mb) == len(ma) + 1:
+            m = mb[-1]
+            events.append(Event(int(m["s"]), SEND, f"m{len(mb)}", int(m["r"])))
+            continue
+        changed = [j for j in range(len(ma)) if ma[j] != mb[j]]
+        if changed:
+            j = changed[0]
+            events.append(Event(int(mb[j]["r"]), DELIVER, f"m{j + 1}"))
+            continue
+        diff = [i for i in b["ck"] if b["ck"][i] != a["ck"][i]]
+        if len(diff) == 1:
+            events.append(Event(int(diff[0]), CHECKPOINT))
+        elif a != b:
+            raise InvalidInputError(f"state {k + 1} is not one step away from state {k}", location="trace")
+    return Pattern(tuple(f"P{i}" for i in range(n)), tuple(events))
+
+
+def _save(p: Pattern, out_dir: Path | None, stem: str, zcycles: bool) -> tuple[str | None, str | None]:
+    if out_dir is None:
+        return None, None
+    from pyimpl.patternio import dump_pattern
+    from pyimpl.render import render_pattern
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"{stem}.json"
+    dump_pattern(p, path)
+    pic = out_dir / f"{stem}.png"
+    render_pattern(p, pic, zcycles=zcycles, title=f"TLC counterexample: {stem}")
+    return str(path), str(pic)
+
+
+def crosscheck_cic(trace: list[TraceState], protocol: str, out_dir: Path | None = None,
+                   stem: str | None = None) -> CrossCheck:
+    """Confirm a ``CIC.tla`` NoUseless counterexample with the Python reference."""
+    from pyimpl.protocols import run_protocol
+    from pyimpl.protocols.run import strip_forced
+    from pyimpl.zpaths import useless_checkpoints
+
+    p = pattern_from_cic_trace(trace)
+    useless = useless_checkpoints(p)
+    rerun = run_protocol(protocol, strip_forced(p)).pattern
+    same_forcing = rerun == p
+    path, pic = _save(p, out_dir, stem or f"cic-{protocol}", True)
+    names = [p.checkpoint_name(c) for c in useless]
+    ok = bool(useless) and same_forcing
+    detail = (
+        f"{len(p.events)} events; Python finds useless {', '.join(names) or 'none'}; "
+        f"Python {protocol} {'takes the same' if same_forcing else 'takes DIFFERENT'} forced checkpoints"
+    )
+    return CrossCheck(ok, detail, p, path, pic, {"useless": names, "same_forcing": same_forcing})
+
+
+def crosscheck_recovery(trace: list[TraceState], out_dir: Path | None = None,
+                        stem: str = "recovery-line", virtual: bool = True) -> CrossCheck:
+    """On a ``RecoveryLine.tla`` mutant counterexample, the Python line is the maximum consistent cut."""
+    from pyimpl.consistency import is_consistent
+    from pyimpl.recovery import recovery_line
+
+    p = pattern_from_recovery_trace(trace)
+    bad: list[str] = []
+    checked = 0
+    for r in range(1, p.n + 1):
+        for failed in itertools.combinations(range(p.n), r):
+            line = tuple(recovery_line(p, failed, virtual=virtual).line)
+            tops = [p.volatile_index(i) if (virtual and i not in failed) else p.last_index(i)
+                    for i in range(p.n)]
+            best = None
+            for cut in itertools.product(*(range(t + 1) for t in tops)):
+                if is_consistent(p, cut) and (best is None or all(c >= b for c, b in zip(cut, best, strict=True))):
+                    best = cut
+            checked += 1
+            if not is_consistent(p, line) or line != best:
+                bad.append(f"failed={failed}: line {line}, maximum {best}")
+    path, pic = _save(p, out_dir, stem, False)
+    ok = not bad and checked > 0
+    detail = (f"{len(p.events)} events; Python recovery line is the maximum consistent cut for all "
+              f"{checked} failure sets" if ok else "; ".join(bad))
+    return CrossCheck(ok, detail, p, path, pic, {"failure_sets": checked})
