@@ -1,0 +1,129 @@
+"""``rollcheck mutants [--profile ci|verify] [--out DIR] --json``: run the mutation catalogue.
+
+Every ``properties.mutants_*`` module is loaded; each mutant's check runs the properties it must
+break. Unsafe mutants are *killed* (their shrunk counterexample saved as ``DIR/<name>.json`` and
+drawn as ``DIR/<name>.png``) or *survived*; safe (costlier) variants are reported as *safe* with
+their cost ratio and never count as killed. Exit 1 if any unsafe mutant survived.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from rollcheck.cli._util import add_parser, emit_json
+
+__all__ = ["register", "run_catalogue"]
+
+
+def register(sub: Any) -> None:
+    p = add_parser(sub, "mutants", "Run the mutation catalogue: every deliberately broken variant must "
+                   "be killed by the properties; safe variants are reported with their cost ratio.", _run)
+    p.add_argument("--profile", choices=["ci", "verify"], default=None,
+                   help="Hypothesis budget (default: $ROLLCHECK_PROFILE or ci)")
+    p.add_argument("--out", metavar="DIR", default="report/mutants",
+                   help="where counterexamples (.json) and pictures (.png) go (default report/mutants)")
+    p.add_argument("--only", metavar="NAME", action="append", default=[],
+                   help="run only this mutant (repeatable)")
+    p.add_argument("--no-pictures", action="store_true", help="do not draw PNG pictures")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+
+
+def _save(name: str, cex: Any, out: Path, pictures: bool) -> tuple[str | None, str | None]:
+    from pyimpl.pattern import Pattern
+    from pyimpl.patternio import atomic_write_text, dump_pattern
+
+    if cex is None:
+        return None, None
+    json_path = out / f"{name}.json"
+    if isinstance(cex, Pattern):
+        dump_pattern(cex, json_path)
+        png = None
+        if pictures:
+            from pyimpl.render import render_pattern
+
+            png_path = out / f"{name}.png"
+            render_pattern(cex, png_path, zcycles=True, title=name)
+            png = str(png_path)
+        return str(json_path), png
+    try:
+        atomic_write_text(json_path, json.dumps(cex, indent=1, default=str) + "\n")
+    except (TypeError, ValueError):
+        return None, None
+    return str(json_path), None
+
+
+def run_catalogue(profile: str, out_dir: str | os.PathLike[str], only: Sequence[str] = (),
+                  pictures: bool = True, log: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+    """Run every registered mutant (or those in ``only``) and return one record per mutant."""
+    from pyimpl.errors import InvalidInputError
+
+    os.environ["ROLLCHECK_PROFILE"] = profile
+    from properties.profiles import load_profile
+
+    load_profile(profile)  # before the property modules are imported: Hypothesis reads it then
+    from properties.mutation import MutantOutcome, load_all
+
+    mutants = load_all()
+    unknown = [n for n in only if n not in mutants]
+    if unknown:
+        raise InvalidInputError(f"unknown mutant(s) {', '.join(unknown)}", location="--only")
+    out = Path(out_dir)
+    records = []
+    for name, m in mutants.items():
+        if only and name not in only:
+            continue
+        t0 = time.perf_counter()
+        try:
+            o = m.check(profile)
+        except Exception as e:  # a crashing check examined nothing we can trust
+            o = MutantOutcome("survived", f"the check crashed: {type(e).__name__}: {e}")
+        dt = time.perf_counter() - t0
+        verdict = o.verdict
+        if m.safe and verdict == "survived":
+            verdict = "safe"
+        cex, png = (None, None)
+        if verdict == "killed":
+            cex, png = _save(name, o.counterexample, out, pictures)
+        rec = {
+            "name": name, "target": m.target, "verdict": verdict,
+            "counterexample": cex, "picture": png,
+            "ratio": o.ratio if verdict == "safe" else None,
+            "safe": m.safe, "description": m.description, "detail": o.detail,
+            "examples": o.examples, "seconds": round(dt, 2),
+        }
+        records.append(rec)
+        if log:
+            log(f"{name:32s} {verdict:9s} {dt:6.1f}s  {o.detail[:110]}")
+    return records
+
+
+def _run(args: argparse.Namespace) -> int:
+    from properties.profiles import active_profile
+
+    profile = args.profile or active_profile()
+    seed = os.environ.get("ROLLCHECK_SEED")
+    print(f"mutants: profile {profile}, seed {seed if seed is not None else 'derandomised'}", file=sys.stderr)
+    records = run_catalogue(profile, args.out, args.only, not args.no_pictures,
+                            log=lambda s: print(s, file=sys.stderr, flush=True))
+    counts = {v: sum(1 for r in records if r["verdict"] == v) for v in ("killed", "survived", "safe")}
+    bad = [r["name"] for r in records if not r["safe"] and r["verdict"] != "killed"]
+    if args.json:
+        emit_json({"mutants": records, "profile": profile, **counts, "survived_unsafe": bad})
+    else:
+        for r in records:
+            extra = f" ratio {r['ratio']}" if r["ratio"] is not None else ""
+            where = f" -> {r['counterexample']}" if r["counterexample"] else ""
+            print(f"{r['name']:32s} {r['verdict']:9s}{extra}{where}")
+        print(f"{counts['killed']} killed, {counts['safe']} safe, {counts['survived']} survived")
+    if not records:
+        from pyimpl.errors import InconclusiveError
+
+        raise InconclusiveError("no mutant was run")
+    return 1 if bad else 0
