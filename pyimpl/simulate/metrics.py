@@ -79,7 +79,11 @@ def compute_metrics(res: SimResult, reference: SimResult | None = None) -> dict[
         m["cleared_messages"] = rec.cleared
         lost_p = lost_from_pattern(rec.pattern, line, rec.failed) if not res.config.persistent_logs else 0
         m["lost_messages_from_pattern"] = lost_p
-        m["domino"] = all(x == 0 for x in line.line)
+        # the domino effect: every non-source instance falls back to its initial state C[i,0]
+        # although some had later checkpoints (sources only lose their replayable offsets)
+        ops = [i for i in range(res.topology.n)
+               if res.topology.operators[res.topology.process_operator[i]].kind != "source"]
+        m["domino"] = all(line.line[i] == 0 for i in ops) and any(rec.pattern.last_index(i) > 0 for i in ops)
     if res.deadlock is not None:
         m["verdict"] = "deadlock"
     elif reference is not None:
