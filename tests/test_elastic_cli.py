@@ -31,6 +31,11 @@ def test_simulate_json_with_scaling_and_failure(capsys, tmp_path):
     assert rc2 == 0 and json.loads(out2)["with_failure"] == doc["with_failure"]
 
 
+def test_failure_beyond_the_run_is_inconclusive(capsys):
+    rc, out, _ = _run(capsys, "elastic", "simulate", "--fail", "999999:1:0", "--json")
+    assert rc == 3 and json.loads(out)["inconclusive"] is True
+
+
 def test_simulate_bad_input_exit_2(capsys, tmp_path):
     rc, _, err = _run(capsys, "elastic", "simulate", "--ops", "sum,nope")
     assert rc == 2 and "ops[1]" in err and "Traceback" not in err

@@ -119,8 +119,8 @@ def _simulate(args: argparse.Namespace) -> int:
         "queues_within_bound": all(clean.max_queue[lv] <= b for lv, b in bounds.items()),
         "trim_safe": not clean.violations,
     }
-    if failure is not None and failure.step > clean.steps:
-        checks["failure_happened"] = bool(hit and hit.recoveries)
+    # a failure step beyond the end of the run never happens: nothing about recovery was checked
+    inconclusive = hit is not None and not hit.recoveries
     if args.write_config:
         atomic_write_text(args.write_config, json.dumps(doc, indent=2) + "\n")
     out = {
@@ -132,6 +132,7 @@ def _simulate(args: argparse.Namespace) -> int:
         "queue_bound": {str(lv): b for lv, b in bounds.items()},
         "checks": checks,
         "ok": all(v is not False for v in checks.values()),
+        "inconclusive": inconclusive,
     }
     if args.json:
         emit_json(out)
@@ -147,7 +148,11 @@ def _simulate(args: argparse.Namespace) -> int:
                       f"{hit.duplicates_dropped} duplicates dropped")
         for k, v in checks.items():
             print(f"{k}: {'-' if v is None else ('ok' if v else 'VIOLATED')}")
-    return 0 if out["ok"] else 1
+        if inconclusive:
+            print(f"failure step {failure.step} is beyond the run's {hit.steps} steps: no failure happened")
+    if not out["ok"]:
+        return 1
+    return 3 if inconclusive else 0
 
 
 def _sweep(args: argparse.Namespace) -> int:
