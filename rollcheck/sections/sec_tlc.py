@@ -1,0 +1,133 @@
+"""``rollcheck verify`` section: every TLA+ model of the manifest with TLC, the cross-checks of
+its counterexamples against the Python reference, and trace validation of HMNR runs.
+
+``--quick`` and the ``ci`` profile run the small bounds; the ``verify`` profile adds the large
+ones and longer traces. Rules: ``specs/tla.md``.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from rollcheck.suite import Row, VerifyContext
+
+TITLE = "TLA+ models with TLC"
+
+_FAMILY = {
+    "ChandyLamport.tla": "chandy-lamport",
+    "RecoveryLine.tla": "recovery-line",
+    "Spans.tla": "spans",
+    "UpstreamBackup.tla": "upstream-backup",
+    "MessageLog.tla": "message-log",
+}
+
+
+def _algorithm(entry) -> str:  # type: ignore[no-untyped-def]
+    if entry.module == "CIC.tla":
+        return entry.protocol if entry.protocol in ("uc", "bcs", "hmnr") else "hmnr"
+    return _FAMILY.get(entry.module, entry.module.removesuffix(".tla"))
+
+
+def _random_pattern(n: int, steps: int, seed: int):  # type: ignore[no-untyped-def]
+    from pyimpl.pattern import PatternBuilder
+
+    r = random.Random(seed)
+    b = PatternBuilder(n)
+    pending: list[tuple[int, str]] = []
+    for _ in range(steps):
+        x = r.random()
+        if x < 0.4:
+            s = r.randrange(n)
+            d = r.choice([k for k in range(n) if k != s])
+            pending.append((d, b.send(s, d)))
+        elif x < 0.85 and pending:
+            d, m = pending.pop(r.randrange(len(pending)))
+            b.deliver(d, m)
+        else:
+            b.checkpoint(r.randrange(n))
+    return b.build()
+
+
+def run(ctx: VerifyContext) -> list[Row]:
+    from tla.crosscheck import crosscheck_cic, crosscheck_recovery
+    from tla.manifest import load_manifest, run_entry
+    from tla.runner import find_java
+
+    rows: list[Row] = []
+    small_only = ctx.quick or ctx.profile == "ci"
+    entries = [e for e in load_manifest() if e.bound == "small" or not small_only]
+    try:
+        find_java()
+    except Exception as e:  # TLCUnavailable: say so once, as inconclusive rows
+        return [Row("TLC", "TLC", "manifest", "inconclusive", 0, "states", 0.0, str(e))]
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        outcomes = list(pool.map(lambda e: run_entry(e, workers=1, timeout=900), entries))
+    for o in outcomes:
+        e, r = o.entry, o.result
+        status = "pass" if o.met else ("inconclusive" if r.status == "inconclusive" else "fail")
+        rows.append(Row(
+            _algorithm(e), "TLC", f"{e.name}: expected {e.expected}", status, r.distinct_states,
+            "states", r.seconds,
+            f"{e.description}; TLC: {r.status} ({r.message}); depth {r.depth}",
+        ))
+        ctx.log(f"tlc: {e.name}: {r.status} ({r.distinct_states} states, {r.seconds:.1f} s)")
+        if e.crosscheck and r.status == "violation" and r.trace:
+            t0 = time.monotonic()
+            out = ctx.path("tla", "counterexamples", "x").parent
+            if e.crosscheck == "cic":
+                c = crosscheck_cic(r.trace, e.protocol or "", out, e.name)
+            else:
+                c = crosscheck_recovery(r.trace, out, e.name)
+            rows.append(Row(
+                _algorithm(e), "TLC", f"{e.name}: counterexample confirmed by the Python reference",
+                "pass" if c.agrees else "fail", 1, "counterexamples", time.monotonic() - t0,
+                f"{c.detail}; pattern {c.pattern_path}", [c.picture_path] if c.picture_path else [],
+            ))
+    rows.extend(_trace_rows(ctx, small_only))
+    return rows
+
+
+def _trace_rows(ctx: VerifyContext, small: bool) -> list[Row]:
+    from pyimpl.pattern import CHECKPOINT, Pattern
+    from pyimpl.protocols import run_protocol
+    from tla.trace import validate_trace
+
+    rows: list[Row] = []
+    sizes = [(3, 300, False), (3, 60, True)] if small else [(3, 300, True), (4, 10_000, False)]
+    for proto in ("hmnr", "bcs"):
+        for n, steps, zcheck in sizes:
+            seed = ctx.seed
+            base = _random_pattern(n, steps, seed)
+            runp = run_protocol(proto, base).pattern
+            t0 = time.monotonic()
+            v = validate_trace(proto, runp, zcheck=zcheck, timeout=900)
+            ok = v.status == "accepted"
+            rows.append(Row(
+                proto, "TLC", f"trace validation accepts a Python {proto} run ({len(runp.events)} events"
+                f"{', Z-cycle check' if zcheck else ''})",
+                "pass" if ok else ("inconclusive" if v.status == "inconclusive" else "fail"),
+                len(runp.events) if ok else 0, "events", time.monotonic() - t0,
+                f"seed {seed}; {v.status}: {v.reason}",
+            ))
+            forced = [k for k, ev in enumerate(runp.events) if ev.kind == CHECKPOINT and ev.forced]
+            if not forced:
+                rows.append(Row(proto, "TLC", "trace validation rejects a tampered run", "inconclusive",
+                                0, "traces", 0.0, f"seed {seed}: the run has no forced checkpoint"))
+                continue
+            k = forced[len(forced) // 2]
+            evs = list(runp.events)
+            tampered = Pattern(runp.processes, tuple(evs[:k] + evs[k + 1 :]))
+            t0 = time.monotonic()
+            w = validate_trace(proto, tampered, timeout=900)
+            good = w.status == "rejected" and w.first_rejected_event == k
+            rows.append(Row(
+                proto, "TLC", f"trace validation rejects a tampered {proto} run at the right event",
+                "pass" if good else ("inconclusive" if w.status == "inconclusive" else "fail"),
+                1, "traces", time.monotonic() - t0,
+                f"seed {seed}: forced checkpoint events[{k}] removed; TLC: {w.status} at "
+                f"events[{w.first_rejected_event}]: {w.reason}",
+            ))
+    return rows
