@@ -212,7 +212,7 @@ class CheckpointDir:
     # ------------------------------------------------------------------ state
     def operators(self) -> dict[int, dict[str, Any]]:
         """``{operator id: metadata}`` from ``state/<op>/_metadata/metadata``."""
-        out = {}
+        out: dict[int, dict[str, Any]] = {}
         root = self.path / "state"
         if not root.is_dir():
             return out

@@ -23,12 +23,19 @@ __all__ = ["SweepTiming", "spark_sweep", "run_block"]
 
 @dataclass(frozen=True)
 class SweepTiming:
-    """Wall-clock seconds of a Spark sweep: session start-up and the job itself."""
+    """Seconds of a Spark sweep: session start-up and job (wall clock), and the tasks' own time.
+
+    ``task_wall`` and ``task_cpu`` add up the tasks' wall-clock and CPU seconds measured inside
+    the Python workers: ``task_cpu/task_wall`` well below 1 means the workers were runnable but
+    not scheduled (a busy machine), not that the computation was slower.
+    """
 
     startup: float
     job: float
     partitions: int
     master: str
+    task_wall: float = 0.0
+    task_cpu: float = 0.0
 
 
 def run_block(block: tuple[int, dict[str, Any], float, int, int, int]) -> list[tuple[int, int, float, int]]:
@@ -52,9 +59,11 @@ def _blocks(configs: Sequence[SimConfig], runs: int, horizon_failures: float, se
     return blocks
 
 
-def _partition(it: Iterator[Any]) -> Iterator[tuple[int, int, float, int]]:
+def _partition(it: Iterator[Any]) -> Iterator[tuple[int, int, float, float]]:
+    wall, cpu = time.perf_counter(), time.process_time()
     for block in it:
         yield from run_block(block)
+    yield (-1, -1, time.perf_counter() - wall, time.process_time() - cpu)  # the task's own timing
 
 
 def spark_sweep(
@@ -101,6 +110,9 @@ def spark_sweep(
         startup = 0.0
         rows, parts, used = _collect(spark, blocks, partitions)
     job = time.perf_counter() - t0 - startup
+    task_wall = sum(r[2] for r in rows if r[0] == -1)
+    task_cpu = sum(r[3] for r in rows if r[0] == -1)
+    rows = [r for r in rows if r[0] != -1]
     by_point: dict[int, list[tuple[int, float, int]]] = {}
     for point, r, u, f in rows:
         by_point.setdefault(point, []).append((r, u, f))
@@ -111,7 +123,7 @@ def spark_sweep(
             raise RuntimeError(f"point {p}: expected {runs} runs from Spark, got {len(got)}")
         out.append(summarise(p, cfg, [u for _, u, _ in got], sum(f for _, _, f in got),
                              horizon_failures / cfg.failure_rate, seed))
-    return out, SweepTiming(startup, job, parts, used)
+    return out, SweepTiming(startup, job, parts, used, task_wall, task_cpu)
 
 
 def _collect(spark: Any, blocks: list[Any], partitions: int | None) -> tuple[list[Any], int, str]:

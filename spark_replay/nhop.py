@@ -450,7 +450,7 @@ def record_nhop(cfg: NhopConfig, out: str | Path, *, enabled: bool = True,
     return {"seconds": round(time.perf_counter() - t0, 2), "rounds": rounds, "trace": str(out)}
 
 
-def _drive(cfg: NhopConfig, w: TraceWriter, dirs: _RunDirs, run_round: Any, failure_types: tuple[type, ...]) -> int:
+def _drive(cfg: NhopConfig, w: TraceWriter, dirs: _RunDirs, run_round: Any, failure_types: tuple[type[BaseException], ...]) -> int:
     """The driver loop: rounds until done, recovery after the injected failure."""
     n = cfg.processes
     states = initial_states(cfg)

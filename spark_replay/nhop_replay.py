@@ -210,16 +210,16 @@ def check_nhop(trace: Trace) -> list[Check]:
         rec = d.recovery
         failed = [d.pre.process_index(x) for x in rec.get("failed", [])]
         line = recovery_line(d.pre, failed, virtual=True)
-        want_json = line.to_json(d.pre)
+        want_json: dict[str, Any] = line.to_json(d.pre)
         got_line = rec.get("line")
         got_rb = sorted(rec.get("rolled_back", []))
         got_it = sorted(rec.get("in_transit", []))
         ok = (got_line == want_json["line"] and got_rb == sorted(want_json["rolled_back"])
               and got_it == sorted(want_json["in_transit"]))
         checks.append(Check("recovery-line", ok,
-                            (f"Spark's line {got_line} (replayed {len(got_it)} message(s)) equals the "
+                            (f"the recorded line {got_line} (replayed {len(got_it)} message(s)) equals the "
                              f"Python recovery line") if ok else
-                            f"Spark recovered to {got_line}, rolled back {got_rb}, replayed {got_it}; the "
+                            f"the run recovered to {got_line}, rolled back {got_rb}, replayed {got_it}; the "
                             f"Python recovery line is {want_json['line']}, rolled back "
                             f"{want_json['rolled_back']}, in transit {sorted(want_json['in_transit'])}",
                             None if ok else rec["seq"]))

@@ -41,7 +41,7 @@ def drop_commit(trace: Trace, batch: int | None = None) -> tuple[list[str], int]
     """Delete the commit of ``batch`` (default: the first committed batch)."""
     for k, e in enumerate(trace.events):
         if e["kind"] == "batch_committed" and (batch is None or e.get("batch") == batch):
-            b = e.get("batch")
+            b = int(e["batch"])
             lines, _ = _delete(trace, k)
             rest = trace.events[k + 1:]
             nxt = next((j for j, x in enumerate(rest)

@@ -326,7 +326,7 @@ def _quiet(spark: Any) -> None:
     spark.sparkContext.setLogLevel("OFF")
 
 
-def _one_attempt(spark: Any, F: Any, SQE: type, cfg: WordcountConfig, paths: _Paths,
+def _one_attempt(spark: Any, F: Any, SQE: type[BaseException], cfg: WordcountConfig, paths: _Paths,
                  writer: TraceWriter, watcher: _Watcher) -> str:
     attempt = writer.attempt
     commits = sorted(CheckpointDir(paths.checkpoint).commits()) if paths.checkpoint.is_dir() else []
