@@ -1,0 +1,59 @@
+"""TLA+ value parser (tla/values.py): no TLC needed."""
+
+import pytest
+
+from pyimpl.errors import InvalidInputError
+from tla.values import FrozenDict, ModelValue, parse_state, parse_value, to_jsonable
+
+
+@pytest.mark.parametrize(
+    "text, value",
+    [
+        ("42", 42),
+        ("-3", -3),
+        ('"a \\"b\\" \\\\ c"', 'a "b" \\ c'),
+        ("TRUE", True),
+        ("FALSE", False),
+        ("<<>>", ()),
+        ("<<1, <<2>>, {}>>", (1, (2,), frozenset())),
+        ("{3, 1, 2}", frozenset({1, 2, 3})),
+        ("2..4", frozenset({2, 3, 4})),
+        ("[a |-> 1, bc |-> \"x\"]", {"a": 1, "bc": "x"}),
+        ("(<<1, 2>> :> TRUE @@ <<2, 1>> :> FALSE)", {(1, 2): True, (2, 1): False}),
+        ("p1", ModelValue("p1")),
+        ("{[id |-> 1], [id |-> 2]}", frozenset({FrozenDict(id=1), FrozenDict(id=2)})),
+    ],
+)
+def test_parse_value(text, value):
+    assert parse_value(text) == value
+
+
+def test_model_value_is_distinguishable_from_string():
+    v = parse_value("{p0, \"p0\"}")
+    assert len(v) == 2 or any(isinstance(x, ModelValue) for x in v)
+    assert isinstance(parse_value("p0"), ModelValue)
+    assert not isinstance(parse_value('"p0"'), ModelValue)
+
+
+@pytest.mark.parametrize("bad", ["", "<<1, 2", "[a |-> ]", "{1,,2}", "1 2", '"open', "(1 :> 2"])
+def test_parse_value_rejects(bad):
+    with pytest.raises(InvalidInputError):
+        parse_value(bad)
+
+
+def test_parse_state_multiline_values():
+    text = "/\\ net = {[id |-> 1, pb |-> <<1,\n   2>>]}\n/\\ x = 0\n"
+    st = parse_state(text)
+    assert st["x"] == 0
+    (m,) = st["net"]
+    assert m["pb"] == (1, 2)
+
+
+def test_parse_state_rejects_garbage():
+    with pytest.raises(InvalidInputError):
+        parse_state("/\\ this is not a state")
+
+
+def test_to_jsonable_is_deterministic_and_numeric_sorted():
+    v = parse_value("[s |-> {10, 2, 1}, f |-> (2 :> \"b\" @@ 10 :> \"a\"), m |-> p0]")
+    assert to_jsonable(v) == {"s": [1, 2, 10], "f": [[2, "b"], [10, "a"]], "m": "p0"}
