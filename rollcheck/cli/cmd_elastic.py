@@ -148,7 +148,7 @@ def _simulate(args: argparse.Namespace) -> int:
                       f"{hit.duplicates_dropped} duplicates dropped")
         for k, v in checks.items():
             print(f"{k}: {'-' if v is None else ('ok' if v else 'VIOLATED')}")
-        if inconclusive:
+        if inconclusive and failure is not None and hit is not None:
             print(f"failure step {failure.step} is beyond the run's {hit.steps} steps: no failure happened")
     if not out["ok"]:
         return 1
@@ -165,7 +165,9 @@ def _sweep(args: argparse.Namespace) -> int:
         raise InvalidInputError("--configs must be ≥ 0 and --stride ≥ 1", location="--configs/--stride")
     print(f"rollcheck elastic sweep: seed={args.seed}", file=sys.stderr)
     t0 = time.perf_counter()
-    runs, rows, bad = 0, [], []
+    runs = 0
+    rows: list[dict[str, Any]] = []
+    bad: list[dict[str, Any]] = []
     for i in range(args.configs):
         cfg = random_config(args.seed * 1_000_003 + i)
         res = failure_sweep(cfg, stride=args.stride)
