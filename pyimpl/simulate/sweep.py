@@ -70,7 +70,7 @@ def sweep(workloads: Sequence[str] = tuple(WORKLOADS), protocols: Sequence[str] 
 
     Examples
     --------
-    >>> rows = sweep(["nhop"], ["cl-aligned", "hmnr"], [5.0], seeds=[0], records=20)
+    >>> rows = sweep(["nhop"], ["cl-aligned", "hmnr"], [5.0], seeds=[0], records=20, persistent_logs=True)
     >>> [(r.protocol, r.verdict, r.forced > 0) for r in rows]
     [('cl-aligned', 'deadlock', False), ('hmnr', 'exactly-once', True)]
     """
