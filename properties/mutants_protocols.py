@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hseed
 from hypothesis import strategies as st
 
@@ -28,7 +28,7 @@ from pyimpl.errors import PropertyViolation
 from pyimpl.pattern import DELIVER, SEND, Pattern
 from pyimpl.protocols import Protocol, count_schedule, get_protocol, run_protocol, strip_forced
 from pyimpl.protocols.fast import forced_deliveries
-from pyimpl.zpaths import useless_checkpoints, zcycle_checkpoints
+from pyimpl.zpaths import useless_checkpoints
 
 __all__ = ["BUDGETS", "hunt", "minimize_schedule", "random_schedules", "forced_ratio"]
 
@@ -40,14 +40,17 @@ def _budget(profile: str) -> tuple[int, int]:
     return BUDGETS.get(profile, BUDGETS["ci"])
 
 
-def hunt(strategy: st.SearchStrategy[Any], check: Callable[[Any], None], max_examples: int) -> tuple[int, Any]:
+def hunt(strategy: st.SearchStrategy[Any], check: Callable[[Any], None], max_examples: int,
+         shrink: bool = True) -> tuple[int, Any]:
     """Run ``check`` on up to ``max_examples`` Hypothesis examples; return (examples run, the
-    shrunk PropertyViolation or None). Derandomised unless ``ROLLCHECK_SEED`` is set."""
+    PropertyViolation or None), shrunk by Hypothesis when ``shrink``. Derandomised unless
+    ``ROLLCHECK_SEED`` is set (then that seed is used)."""
     counter = [0]
     env_seed = os.environ.get("ROLLCHECK_SEED")
+    phases = list(Phase) if shrink else [Phase.explicit, Phase.reuse, Phase.generate]
 
     @settings(max_examples=max_examples, derandomize=env_seed is None, database=None, deadline=None,
-              suppress_health_check=list(HealthCheck), print_blob=False)
+              suppress_health_check=list(HealthCheck), print_blob=False, phases=phases)
     @given(x=strategy)
     def search(x: Any) -> None:
         counter[0] += 1
@@ -115,33 +118,43 @@ def forced_ratio(variant: Protocol, reference: Protocol, schedules: list[Pattern
     return (a / b if b else float("inf")), a, b
 
 
-def _has_useless(protocol: Protocol) -> Callable[[Pattern], bool]:
+def _raises(check: Callable[[Pattern, Protocol], Any], variant: Protocol) -> Callable[[Pattern], bool]:
     def fails(s: Pattern) -> bool:
-        return bool(zcycle_checkpoints(run_protocol(protocol, s).pattern))
+        try:
+            check(s, variant)
+        except PropertyViolation:
+            return True
+        return False
 
     return fails
 
 
 def _kill_protocol(name: str, checks: list[tuple[str, Callable[[Pattern, Protocol], Any]]], profile: str) -> MutantOutcome:
+    """Hunt with each property in turn (no Hypothesis shrinking: the failing schedule is then
+    minimised greedily against the same property, which is much faster and gives a 1-minimal
+    counterexample)."""
     variant = get_protocol(name)
     budget, _ = _budget(profile)
     total = 0
     t0 = time.perf_counter()
     for prop_name, check in checks:
-        n, err = hunt(C.schedules, lambda p, check=check: check(p, variant), budget)
+        n, err = hunt(C.schedules, lambda p, check=check: check(p, variant), budget, shrink=False)
         total += n
         if err is None:
             continue
         out = err.counterexample
-        schedule = strip_forced(out) if isinstance(out, Pattern) else None
         detail = f"{prop_name}: {err}"
-        if schedule is not None and _has_useless(variant)(schedule):
-            small = minimize_schedule(schedule, _has_useless(variant))
-            if _has_useless(variant)(small):
+        if isinstance(out, Pattern):
+            fails = _raises(check, variant)
+            schedule = strip_forced(out)
+            if fails(schedule):
+                small = minimize_schedule(schedule, fails)
                 out = run_protocol(variant, small).pattern
-                bad = ", ".join(out.checkpoint_name(c) for c in useless_checkpoints(out))
-                detail = (f"{prop_name}: after {n} examples; minimised to {len(out)} events, "
-                          f"useless checkpoint(s) {bad}")
+                try:
+                    check(small, variant)
+                except PropertyViolation as e2:
+                    detail = f"{prop_name}: {e2}"
+                detail += f" (example {n}, minimised to {len(out)} events)"
         return MutantOutcome("killed", detail + f" ({time.perf_counter() - t0:.1f} s)", out, None, total)
     return MutantOutcome("survived", f"{total} examples, no violation of {', '.join(c for c, _ in checks)}",
                          None, None, total)
@@ -150,7 +163,7 @@ def _kill_protocol(name: str, checks: list[tuple[str, Callable[[Pattern, Protoco
 def _safe_protocol(name: str, prop_check: Callable[[Pattern, Protocol], Any], profile: str) -> MutantOutcome:
     variant = get_protocol(name)
     budget, count = _budget(profile)
-    n, err = hunt(C.schedules, lambda p: prop_check(p, variant), budget // 2)
+    n, err = hunt(C.schedules, lambda p: prop_check(p, variant), budget // 2, shrink=False)
     if err is not None:
         return MutantOutcome("killed", f"declared safe, yet: {err}", err.counterexample, None, n)
     seed = int(os.environ.get("ROLLCHECK_SEED", "0"))
