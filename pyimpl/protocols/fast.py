@@ -20,7 +20,7 @@ __all__ = ["BACKENDS", "NUMPY_THRESHOLD", "forced_deliveries"]
 
 BACKENDS = ("auto", "python", "numpy")
 #: From this many processes on, ``auto`` picks numpy for HMNR (measured in benchmarks/bench_protocols.py).
-NUMPY_THRESHOLD = 96
+NUMPY_THRESHOLD = 64
 
 
 def forced_deliveries(protocol: str, pattern: Pattern, backend: str = "auto") -> tuple[str, ...]:
