@@ -8,11 +8,12 @@ from properties.mutation import MutantOutcome, mutant
 from properties.profiles import PROFILES
 from properties.registry import run_property
 from properties.spans_props import downstream_only_solver
-from pyimpl.spans.fixpoint import compile_system, run_worklist
+from pyimpl.spans.fixpoint import compile_system, domino_chain, run_worklist
 from pyimpl.spans.system import SpanSystem
 from pyimpl.spans.watermark import checkpoints_only
 
 __all__ = ["only_p_update", "domino_chain"]
+
 
 
 def _killed_by(names: list[str], profile: str, **impls: object) -> MutantOutcome:
@@ -51,26 +52,6 @@ def only_p_update(s_new: SpanSystem, old: Mapping[str, int], p: str) -> dict[str
         description="incremental low watermark raises only the processor that checkpointed")
 def _only_p(profile: str) -> MutantOutcome:
     return _killed_by(["spans-watermark"], profile, update=only_p_update)
-
-
-def domino_chain(n: int, k: int = 3):  # type: ignore[no-untyped-def]
-    """A chain ``P0 -> P1 -> … -> P(n-1)`` of unlogged edges where the failure of the last
-    processor rolls every processor back one level at a time (the worst case for rounds)."""
-    from pyimpl.spans.fixpoint import INF, Compiled
-
-    # each Pi has levels 0..k (k = top); C1 of edge i needs the receiver at the same level or ⊤
-    tops = [k] * (n - 1) + [0]  # the last processor failed with no checkpoint
-    cons: list[list] = [[] for _ in range(n)]
-    watch: list[list[int]] = [[] for _ in range(n)]
-    down: list[list[int]] = [[] for _ in range(n)]
-    for i in range(n - 1):
-        cons[i].append((i + 1, [x if x < k else k - 1 for x in range(k + 1)]))
-        cons[i + 1].append((i, [0] * (k + 1)))
-        watch[i + 1].append(i)
-        watch[i].append(i + 1)
-        down[i].append(i + 1)
-    _ = INF
-    return Compiled([f"P{i}" for i in range(n)], tops, cons, watch, down)
 
 
 @mutant("spans-whole-graph-rounds", target="spans", safe=True,

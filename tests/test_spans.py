@@ -167,7 +167,7 @@ def test_orders_and_counts() -> None:
 
 
 def test_worklist_beats_rounds_on_domino() -> None:
-    from properties.mutants_spans import domino_chain
+    from pyimpl.spans.fixpoint import domino_chain
 
     small, big = domino_chain(40), domino_chain(80)
     w1, w2 = run_worklist(small), run_worklist(big)

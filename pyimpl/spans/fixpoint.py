@@ -39,6 +39,7 @@ __all__ = [
     "Compiled",
     "SolveResult",
     "compile_system",
+    "domino_chain",
     "run_worklist",
     "run_rounds",
     "solve",
@@ -283,3 +284,25 @@ def solve_literal(s: SpanSystem, order: str = "fifo", seed: int = 0,
                 if r not in todo:
                     todo.append(r)
     return lv
+
+
+def domino_chain(n: int, k: int = 3) -> Compiled:
+    """Compiled constraints of a chain ``P0 -> P1 -> … -> P(n-1)`` of unlogged edges whose last
+    processor failed with no checkpoint: every C1 needs the receiver at least as high as the
+    sender (⊤ needs ``k - 1``), so the rollback cascades back one processor at a time, against
+    the index order: the worst case of whole-graph rounds (``n`` rounds of ``n`` examinations).
+
+    >>> r = run_worklist(domino_chain(5)); r.levels, r.examinations
+    ([0, 0, 0, 0, 0], 11)
+    """
+    tops = [k] * (n - 1) + [0]
+    cons: list[list[tuple[int, Sequence[int]]]] = [[] for _ in range(n)]
+    watch: list[list[int]] = [[] for _ in range(n)]
+    down: list[list[int]] = [[] for _ in range(n)]
+    for i in range(n - 1):
+        cons[i].append((i + 1, [x if x < k else k - 1 for x in range(k + 1)]))
+        cons[i + 1].append((i, [0] * (k + 1)))
+        watch[i + 1].append(i)
+        watch[i].append(i + 1)
+        down[i].append(i + 1)
+    return Compiled([f"P{i}" for i in range(n)], tops, cons, watch, down)

@@ -1,0 +1,291 @@
+"""Sequence-number span systems in frontier form, compiled to flat need tables (for scale).
+
+In the sequence-number domain every span of a processor restricted to an in-edge is a prefix,
+so the metadata of edge ``e = (a, b)`` is a handful of non-decreasing integer arrays indexed by
+chain index (Falkirk Wheel §3.1–3.3):
+
+* ``sent[k]``: messages ``a`` sent on ``e`` from the events of its checkpoint ``k``
+  (``sent[0] = 0``); then ``φ_e(c_k) = {1..sent[k]}`` and, if ``e`` is unlogged,
+  ``T_D(c_k) = {1..sent[k]}`` (``T_D(⊤_a) = {1..total}``);
+* ``recv[j]``: messages of ``e`` included in ``b``'s checkpoint ``j`` (``recv[0] = 0``);
+  ``processed``: messages of ``e`` that ``b`` processed, so ``⊤_b`` holds ``{1..processed}``.
+
+C1 (owner ``a`` at ``x``) holds iff ``dmax[x] <= recv[y]`` (or both at ⊤), C2 (owner ``b`` at
+``y``) iff ``min(processed, recv[y]) <= sent[x]`` (always when ``a`` is at ⊤). Each check
+becomes a lookup in a *need table* ("the least neighbour level at which it holds", computed
+with a vectorised bisect), stored flat as bytes; the worklist then runs over flat arrays.
+:meth:`SeqSystem.to_span_system` gives the explicit-set system, so both representations can be
+compared (``specs/spans.md#frontiers``).
+
+References
+----------
+.. [1] I. Gog, M. Isard, M. Abadi. "Falkirk Wheel: Rollback Recovery for Dataflow Systems",
+   SoCC 2021, §3.1 (sequence numbers), §3.3 (the algorithm), §5.5 (the monitor's scalability).
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from pyimpl.errors import InvalidInputError
+from pyimpl.spans.system import EdgeSpec, ProcessorSpec, SpanSystem
+
+__all__ = ["SeqSystem", "FlatCompiled", "compile_seq", "run_flat", "run_bulk", "random_seq_system"]
+
+NONE = 255  # "no level works" in a need table
+
+
+@dataclass
+class SeqSystem:
+    """``n`` processors with ``K`` checkpoints each (levels ``0..K``, ⊤ = ``K+1`` when live).
+
+    Arrays: ``src, dst, logged`` (per edge), ``sent`` and ``recv`` of shape ``(E, K+1)``,
+    ``total`` and ``processed`` (per edge), ``failed`` (per processor, bool).
+    """
+
+    n: int
+    K: int
+    src: np.ndarray
+    dst: np.ndarray
+    logged: np.ndarray
+    sent: np.ndarray
+    recv: np.ndarray
+    total: np.ndarray
+    processed: np.ndarray
+    failed: np.ndarray
+
+    def top_levels(self) -> np.ndarray:
+        return np.where(self.failed, self.K, self.K + 1)
+
+    def to_span_system(self) -> SpanSystem:
+        """The explicit-set system (times ``(e, n)``) with the same constraints."""
+        procs = []
+        chains: list[list[set]] = [[set() for _ in range(self.K + 1)] for _ in range(self.n)]
+        tops: list[set] = [set() for _ in range(self.n)]
+        for e in range(len(self.src)):
+            b = int(self.dst[e])
+            for j in range(self.K + 1):
+                chains[b][j] |= {(f"e{e}", m) for m in range(1, int(self.recv[e, j]) + 1)}
+            tops[b] |= {(f"e{e}", m) for m in range(1, int(max(self.processed[e], self.recv[e, -1])) + 1)}
+        for p in range(self.n):
+            # make chains strictly increasing with a private marker time per checkpoint
+            ch = [frozenset(c | {(f"p{p}", i) for i in range(1, j + 1)}) for j, c in enumerate(chains[p])]
+            top = None if self.failed[p] else frozenset(tops[p] | ch[-1])
+            procs.append(ProcessorSpec(f"p{p}", tuple(ch), top))
+        edges = []
+        for e in range(len(self.src)):
+            a, b = int(self.src[e]), int(self.dst[e])
+            pref = [frozenset((f"e{e}", m) for m in range(1, int(k) + 1)) for k in self.sent[e]]
+            allm = frozenset((f"e{e}", m) for m in range(1, int(self.total[e]) + 1))
+            disc = tuple(frozenset() if self.logged[e] else x for x in pref)
+            dtop = None if self.failed[a] else (frozenset() if self.logged[e] else allm)
+            proc = frozenset((f"e{e}", m) for m in range(1, int(self.processed[e]) + 1))
+            edges.append(EdgeSpec(f"e{e}", f"p{a}", f"p{b}", disc, dtop, proc, tuple(pref)))
+        return SpanSystem(tuple(procs), tuple(edges))
+
+
+@dataclass
+class FlatCompiled:
+    """Constraints sorted by owner: constraint ``c`` is owned by ``owner[c]``, looks at
+    ``nbr[c]`` and holds at owner level ``x`` iff ``level[nbr[c]] >= need[c, x]``;
+    ``wlist[wstart[p]:wstart[p+1]]`` are the owners to re-examine when ``p`` changes."""
+
+    top: np.ndarray
+    L: int
+    owner: np.ndarray
+    nbr: np.ndarray
+    need: np.ndarray  # (C, L) uint8
+    cstart: np.ndarray
+    wstart: np.ndarray
+    wlist: np.ndarray
+
+
+def _count_below(vals: np.ndarray, thr: np.ndarray) -> np.ndarray:
+    """``out[e, x] = #{y : vals[e, y] < thr[e, x]}`` (= bisect_left when rows are sorted)."""
+    out = np.zeros(thr.shape, dtype=np.int16)
+    for y in range(vals.shape[1]):
+        out += vals[:, y:y + 1] < thr
+    return out
+
+
+def compile_seq(s: SeqSystem) -> FlatCompiled:
+    """Vectorised need tables of every C1 and C2 constraint of ``s``."""
+    K, E = s.K, len(s.src)
+    if K + 2 >= NONE:
+        raise InvalidInputError(f"at most {NONE - 3} checkpoints per processor in the flat form")
+    L = K + 2
+    topl = s.top_levels()
+    big = np.int64(1) << 40
+    # receiver side, levels 0..K and ⊤ (K+1); ⊤ holds the processed prefix (and the last ckpt)
+    recv = np.concatenate([s.recv, np.maximum(s.processed, s.recv[:, -1])[:, None]], axis=1)
+    no_top_b = s.failed[s.dst][:, None] & (np.arange(L) == K + 1)[None, :]
+    recv = np.where(no_top_b, big, recv)  # a failed receiver has no ⊤: never counted below
+    dmax = np.concatenate([s.sent, s.total[:, None]], axis=1)
+    dmax = np.where(s.logged[:, None], 0, dmax)
+    # C1 need[x] = min y with recv[y] >= dmax[x]  (recv non-decreasing in y; -1 marks "no ⊤")
+    need1 = _count_below(recv, dmax)  # recv is non-decreasing: a vectorised bisect
+    need1 = np.where(need1 > topl[s.dst][:, None], NONE, need1)
+    live_b = ~s.failed[s.dst]
+    need1[:, K + 1] = np.where(live_b, np.minimum(need1[:, K + 1], K + 1), need1[:, K + 1])
+    # C2 need[y] = min x with sent[x] >= min(processed, recv[y]); sent[⊤] = infinity
+    tm = np.where(no_top_b, 0, np.minimum(s.processed[:, None], recv))
+    sentx = np.concatenate([s.sent, np.full((E, 1), big)], axis=1)
+    need2 = _count_below(sentx, tm)
+    need2 = np.where(need2 > topl[s.src][:, None], NONE, need2)
+    owner = np.concatenate([s.src, s.dst])
+    nbr = np.concatenate([s.dst, s.src])
+    needs = np.concatenate([need1, need2]).astype(np.uint8)
+    order = np.argsort(owner, kind="quicksort")
+    counts = np.bincount(owner, minlength=s.n)
+    cstart = np.concatenate([[0], np.cumsum(counts)])
+    # watchers of p: owners of constraints whose neighbour is p = the same pairs reversed
+    worder = np.argsort(nbr, kind="quicksort")
+    wcounts = np.bincount(nbr, minlength=s.n)
+    wstart = np.concatenate([[0], np.cumsum(wcounts)])
+    return FlatCompiled(topl.astype(np.int64), L, owner[order], nbr[order], needs[order],
+                        cstart, wstart, owner[worder])
+
+
+def _arr(x: np.ndarray) -> array:
+    a = array("q")
+    a.frombytes(np.ascontiguousarray(x, dtype=np.int64).tobytes())
+    return a
+
+
+def run_bulk(fc: FlatCompiled) -> tuple[np.ndarray, int, int]:
+    """The worklist in bulk steps, vectorised with numpy: every step examines all processors on
+    the worklist at once (each against its neighbours' current levels), lowers them, and puts
+    the watchers of the changed ones on the next worklist. A chaotic iteration of the same
+    monotone operator, so it reaches the same greatest fixed point (``specs/spans.md#orders``).
+    Returns (levels, examinations, steps)."""
+    lvl = fc.top.copy()
+    n = len(lvl)
+    L = fc.L
+    active = np.ones(n, dtype=bool)
+    exams = steps = 0
+    counts = np.diff(fc.cstart)
+    while active.any():
+        steps += 1
+        exams += int(active.sum())
+        csel = np.repeat(active, counts)
+        own = fc.owner[csel]
+        nl = lvl[fc.nbr[csel]]
+        need = fc.need[csel]
+        best = np.zeros(n, dtype=np.int64)
+        for x in range(1, L):
+            fails = np.bincount(own, weights=(need[:, x] > nl), minlength=n)
+            okx = (fails == 0) & active & (lvl >= x)
+            best[okx] = x
+        new = np.where(active, best, lvl)
+        changed = new != lvl
+        lvl = new
+        if not changed.any():
+            break
+        ch = np.flatnonzero(changed)
+        nxt = np.zeros(n, dtype=bool)
+        idx = np.concatenate([fc.wlist[fc.wstart[p]:fc.wstart[p + 1]] for p in ch]) if len(ch) < 64 \
+            else fc.wlist[np.repeat(changed, np.diff(fc.wstart))]
+        nxt[idx] = True
+        active = nxt
+    return lvl, exams, steps
+
+
+def run_flat(fc: FlatCompiled, order: str = "fifo") -> tuple[list[int], int]:
+    """The worklist over flat tables; returns (levels, examinations). ``order="rounds"`` runs
+    whole-graph rounds instead."""
+    lvl = fc.top.tolist()
+    n = len(lvl)
+    L = fc.L
+    cstart, cnbr, wstart, wlist = _arr(fc.cstart), _arr(fc.nbr), _arr(fc.wstart), _arr(fc.wlist)
+    need = fc.need.tobytes()
+    exams = 0
+
+    def best(p: int) -> int:
+        x = lvl[p]
+        lo, hi = cstart[p], cstart[p + 1]
+        while x > 0:
+            for c in range(lo, hi):
+                if need[c * L + x] > lvl[cnbr[c]]:
+                    break
+            else:
+                return x
+            x -= 1
+        return 0
+
+    if order == "rounds":
+        changed = True
+        while changed:
+            changed = False
+            for p in range(n):
+                exams += 1
+                x = best(p)
+                if x != lvl[p]:
+                    lvl[p] = x
+                    changed = True
+        return lvl, exams
+    dq = deque(range(n))
+    inq = bytearray(b"\x01") * n
+    pop = dq.popleft if order == "fifo" else dq.pop
+    while dq:
+        p = pop()
+        inq[p] = 0
+        exams += 1
+        x = best(p)
+        if x != lvl[p]:
+            lvl[p] = x
+            for i in range(wstart[p], wstart[p + 1]):
+                r = wlist[i]
+                if not inq[r]:
+                    inq[r] = 1
+                    dq.append(r)
+    return lvl, exams
+
+
+def random_seq_system(n_edges: int, *, cyclic: bool, K: int = 4, degree: int = 4, failed: float = 0.01,
+                      logged: float = 0.5, msgs: int = 6, seed: int = 0, n_procs: int | None = None,
+                      jitter: float = 0.9) -> SeqSystem:
+    """A random sequence-number system: processors checkpoint at jittered global times
+    ``k + jitter * u`` (``jitter = 0``: aligned, as after coordinated checkpointing); each edge carries ``msgs`` messages sent at uniform times and delivered after a
+    random delay, so checkpoints of neighbours overlap as in a real run.
+
+    >>> s = random_seq_system(40, cyclic=True, seed=1)
+    >>> s.sent.shape
+    (40, 5)
+    """
+    rng = np.random.default_rng(seed)
+    n = n_procs or max(2, n_edges // degree)
+    if cyclic:
+        src = rng.integers(0, n, n_edges)
+        dst = rng.integers(0, n, n_edges)
+    else:
+        a = rng.integers(0, n, n_edges)
+        b = rng.integers(0, n, n_edges)
+        src, dst = np.minimum(a, b), np.maximum(a, b)
+        same = src == dst
+        dst = np.where(same & (dst < n - 1), dst + 1, dst)
+        src = np.where(same & (src == n - 1), src - 1, src)
+    ck = np.arange(1, K + 1)[None, :] + rng.random((n, K)) * jitter  # checkpoint times per processor
+    now = K + 1.0
+    send = np.sort(rng.random((n_edges, msgs)) * now, axis=1)
+    arrive = send + rng.random((n_edges, msgs)) * 0.8
+    sent = np.zeros((n_edges, K + 1), dtype=np.int64)
+    recv = np.zeros((n_edges, K + 1), dtype=np.int64)
+    cs, cd = ck[src], ck[dst]
+    for k in range(K):
+        sent[:, k + 1] = (send <= cs[:, k:k + 1]).sum(axis=1)
+        recv[:, k + 1] = (arrive <= cd[:, k:k + 1]).sum(axis=1)
+    # FIFO and "recv only what was sent": a receiver holds a prefix of what arrived by then
+    total = (send <= now).sum(axis=1)
+    processed = (arrive <= now).sum(axis=1)
+    fl = rng.random(n) < failed
+    lg = rng.random(n_edges) < logged
+    return SeqSystem(n, K, src, dst, lg, sent, recv, total, processed, fl)
+
+
+def _levels_dict(s: SeqSystem, levels: list[int]) -> dict[str, Any]:
+    return {f"p{i}": v for i, v in enumerate(levels)}
