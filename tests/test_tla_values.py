@@ -30,7 +30,7 @@ def test_parse_value(text, value):
 
 def test_model_value_is_distinguishable_from_string():
     v = parse_value("{p0, \"p0\"}")
-    assert len(v) == 2 or any(isinstance(x, ModelValue) for x in v)
+    assert len(v) == 2 and sum(isinstance(x, ModelValue) for x in v) == 1
     assert isinstance(parse_value("p0"), ModelValue)
     assert not isinstance(parse_value('"p0"'), ModelValue)
 

@@ -47,6 +47,16 @@ class ModelValue(str):
     def __repr__(self) -> str:
         return f"ModelValue({str.__repr__(self)})"
 
+    # A model value never equals a string (TLC keeps them apart too).
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ModelValue) and str.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    def __hash__(self) -> int:
+        return hash(("ModelValue", str(self)))
+
 
 class FrozenDict(dict):  # type: ignore[type-arg]
     """A record or function value: a ``dict`` that is hashable, so it can sit in a set."""
