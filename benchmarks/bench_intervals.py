@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import os
 import time
+from typing import Any
 
 
-def _configs(k: int) -> list[object]:
+def _configs(k: int) -> list[Any]:
     from pyimpl.interval_sim import SimConfig
     from pyimpl.intervals import optimal_interval
 

@@ -113,7 +113,7 @@ def points_from_rows(
     defaults: Mapping[str, float | None] | None = None,
 ) -> list[ProfilingPoint]:
     """Turn parsed rows into :class:`~pyimpl.intervals.ProfilingPoint` (estimating TRT when absent)."""
-    defaults = {k: v for k, v in (defaults or {}).items() if v is not None}
+    given: dict[str, float] = {k: float(v) for k, v in (defaults or {}).items() if v is not None}
     points = []
     for where, r in rows:
         for key in ("ci", "latency"):
@@ -124,7 +124,7 @@ def points_from_rows(
         if "trt" in r:
             trt = r["trt"]
         else:
-            v = {**defaults, **r}
+            v: dict[str, float] = {**given, **r}
             if "ratio" not in v and "i_avg" in v and "i_max" in v:
                 if v["i_max"] <= 0:
                     raise InvalidInputError(f"i_max must be > 0, got {v['i_max']}", location=where)

@@ -123,10 +123,11 @@ def _check_cost(checkpoint_cost: float, interval: Any) -> None:
 
 
 def _check_dag(depth: int, token_delay: float) -> None:
-    if isinstance(depth, bool) or not isinstance(depth, (int, np.integer)):
-        if not (isinstance(depth, float) and depth.is_integer()):
-            raise InvalidInputError(f"depth must be an integer >= 1, got {depth!r}", location="depth")
-    if depth < 1:
+    n: Any = depth
+    integral = isinstance(n, (int, np.integer)) or (isinstance(n, float) and n.is_integer())
+    if isinstance(n, bool) or not integral:
+        raise InvalidInputError(f"depth must be an integer >= 1, got {depth!r}", location="depth")
+    if n < 1:
         raise InvalidInputError(f"depth must be an integer >= 1, got {depth!r}", location="depth")
     d = _finite(token_delay, "token_delay")
     if np.any(d < 0):

@@ -40,7 +40,8 @@ def _paper_numbers() -> list[tuple[str, float, float, float]]:
     out.append(("Fig. 10: U(T*) with n=50, δ=0.5", 0.667, utilization(t, 0.005, 5.0, 10.0, 50, 0.5), 5e-4))
     for per_hour, gain in [(0.8475, 18.91), (0.1701, 2.4), (0.135, 1.73), (0.1161, 1.4), (0.0606, 0.5)]:
         lam = per_hour / 3600
-        kw = {"failure_rate": lam, "checkpoint_cost": 5.0, "restart_cost": 30.0, "depth": 5, "token_delay": 0.05}
+        kw: dict[str, Any] = {"failure_rate": lam, "checkpoint_cost": 5.0, "restart_cost": 30.0, "depth": 5,
+                              "token_delay": 0.05}
         ours = 100 * (utilization(optimal_interval(lam, 5.0), **kw) / utilization(1800.0, **kw) - 1)
         out.append((f"§5: % gain over 30 min at λ={per_hour}/h", gain, ours, 0.02))
     out.append(("§5: λ (per hour) for which 30 min is optimal, c=1 s", 0.0022,
