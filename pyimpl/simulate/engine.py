@@ -179,10 +179,10 @@ class Saved:
     """A checkpoint of one process (all containers are private copies)."""
 
     time: float
-    app: Any
+    app: Any  # operator state (a sink saves the length of its append-only unit list)
     out_seq: dict[int, int]
     in_seq: dict[int, int]
-    applied: dict[int, list[int]]
+    applied: dict[int, int]  # length of each append-only applied-sequence list (a prefix)
     proto: Any
     offset: int
     forced: bool
@@ -281,13 +281,14 @@ class Engine:
         self.snapshots: list[SnapshotRecord] = []
         self.deadlock: Deadlock | None = None
         self.recovery: Any = None
+        self._conns = [topo.out_connections(topo.process_operator[i]) for i in range(topo.n)]
         self.procs = [self._new_proc(i) for i in range(topo.n)]
 
     # ------------------------------------------------------------------ setup
     def _new_proc(self, i: int) -> Proc:
         topo = self.topo
         kind = topo.operators[topo.process_operator[i]].kind
-        app: Any = Counter() if kind == "sink" else {}
+        app: Any = [] if kind == "sink" else {}
         proto = self.proto.initial(i, topo.n) if self.proto else None
         pr = Proc(
             i, kind, app,
@@ -302,9 +303,11 @@ class Engine:
         return pr
 
     def _save(self, pr: Proc, forced: bool) -> Saved:
-        app = pr.app.copy() if isinstance(pr.app, Counter) else {k: v for k, v in pr.app.items()}
+        # append-only histories are saved as prefix lengths: a checkpoint is always a prefix of
+        # the live history (only a rollback truncates it, and it drops later checkpoints)
+        app = len(pr.app) if isinstance(pr.app, list) else dict(pr.app)
         return Saved(self.now, app, dict(pr.out_seq), dict(pr.in_seq),
-                     {c: list(v) for c, v in pr.applied.items()}, pr.proto, pr.offset, forced)
+                     {c: len(v) for c, v in pr.applied.items()}, pr.proto, pr.offset, forced)
 
     def push(self, t: float, kind: int, pid: int = -1, extra: int = 0) -> None:
         self._order += 1
@@ -373,7 +376,7 @@ class Engine:
         accumulates (the output the processing-semantics verdict compares)."""
         kind = pr.kind
         key, units, value = payload
-        conns = self.topo.out_connections(self.topo.process_operator[pr.pid])
+        conns = self._conns[pr.pid]
         if kind == "filter":
             return [(conns[0], payload)] if key % 2 == 0 else []
         if kind == "split":
@@ -383,7 +386,7 @@ class Engine:
             pr.app[key] = pr.app.get(key, 0) + 1
             return [(conns[0], (key, units, pr.app[key]))]
         if kind == "sink":
-            pr.app.update(units)
+            pr.app.extend(units)
             return []
         if kind == "hop-match":
             if self._is_back(ch):  # remember a (hop-bounded) neighbour; no output (FERDiS §8.1)
@@ -411,7 +414,7 @@ class Engine:
     def _emit(self, pr: Proc) -> None:
         gid, key = self._source_record(pr)
         pr.offset += 1
-        conns = self.topo.out_connections(self.topo.process_operator[pr.pid])
+        conns = self._conns[pr.pid]
         wl = self.cfg.workload
         if wl == "wordcount":
             nw = 1 + gid % 3
@@ -619,7 +622,7 @@ class Engine:
         dup = 0
         for pr in self.procs:
             if pr.kind == "sink":
-                out.update(pr.app)
+                out.update(pr.app)  # the sink's unit list
             for seqs in pr.applied.values():
                 dup += len(seqs) - len(set(seqs))
         return SimResult(

@@ -33,7 +33,6 @@ References
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -122,10 +121,14 @@ def recover(eng: Engine, failed: int) -> Recovery:
         pr = eng.procs[i]
         sv = pr.saved[rl.line[i]]
         rollback_time[names[i]] = now - sv.time
-        pr.app = sv.app.copy() if isinstance(sv.app, Counter) else dict(sv.app)
+        if isinstance(pr.app, list):
+            del pr.app[sv.app:]
+        else:
+            pr.app = dict(sv.app)
         pr.out_seq = dict(sv.out_seq)
         pr.in_seq = dict(sv.in_seq)
-        pr.applied = {c: list(v) for c, v in sv.applied.items()}
+        for c, k in sv.applied.items():
+            del pr.applied[c][k:]
         pr.proto = sv.proto
         pr.offset = sv.offset
         del pr.saved[rl.line[i] + 1:]
