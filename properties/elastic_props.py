@@ -70,8 +70,9 @@ def configs(draw: Any, *, max_keys: int = 6, max_rounds: int = 12, min_scaling: 
 
 
 @st.composite
-def failure_cases(draw: Any) -> tuple[Config, int, int, int]:
-    """A configuration, a failed operator level and key, and a phase for the failure steps.
+def failure_cases(draw: Any) -> tuple[Config, int, int, int, int]:
+    """A configuration, a failed operator level and key, a phase for the failure steps, and the
+    number of tasks that recover the failed one (1, or 2–3 for parallel recovery).
 
     The property fails that task, in separate runs with exactly one failure each, at every
     ``stride``-th step of the failure-free run starting at ``phase`` (``stride`` keeps the
@@ -82,7 +83,8 @@ def failure_cases(draw: Any) -> tuple[Config, int, int, int]:
     op = draw(st.integers(1, len(cfg.ops)))
     key = draw(st.integers(0, cfg.keys - 1))
     phase = draw(st.integers(0, 10_000))
-    return cfg, op, key, phase
+    parallel = draw(st.sampled_from([1, 1, 2, 3]))
+    return cfg, op, key, phase, parallel
 
 
 RUNS_PER_EXAMPLE = 24
@@ -115,16 +117,16 @@ def failure_steps(total: int, phase: int, runs: int = RUNS_PER_EXAMPLE) -> range
 
 @prop("elastic-exactly-once", target="elastic", theorem=f"{SPEC}#T1")
 @given(case=failure_cases())
-def exactly_once_after_failure(case: tuple[Config, int, int, int], rules: Rules = REFERENCE_RULES) -> None:
+def exactly_once_after_failure(case: tuple[Config, int, int, int, int], rules: Rules = REFERENCE_RULES) -> None:
     """T1: one failure at any step, after any scaling history, gives exactly the failure-free output."""
-    cfg, op, key, phase = case
+    cfg, op, key, phase, parallel = case
     want = reference_output(cfg)
     clean = simulate(cfg, rules=rules)
     if clean.output_by_key() != want:
         raise _violation(f"failure-free output differs from the reference: "
                          f"{_first_diff(clean.output_by_key(), want)}", cfg)
     for step in failure_steps(clean.steps, phase):
-        failure = Failure(step, op, key)
+        failure = Failure(step, op, key, parallel)
         got = simulate(cfg, failure=failure, rules=rules).output_by_key()
         if got != want:
             raise _violation(f"output after failure {failure} differs from the failure-free output: "

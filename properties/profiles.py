@@ -23,6 +23,7 @@ for _name, _n in PROFILES.items():
     settings.register_profile(
         _name, max_examples=_n, deadline=None, derandomize=_DERANDOMIZE,
         suppress_health_check=_SUPPRESS, print_blob=True, database=None,
+        report_multiple_bugs=False,
     )
 
 

@@ -174,6 +174,10 @@ def run_property(
         func(**impls)
     except AssertionError as e:
         status, error, cex = "fail", f"{type(e).__name__}: {e}", getattr(e, "counterexample", None)
+    except BaseExceptionGroup as eg:  # several distinct failures: report the first
+        first = eg.exceptions[0]
+        status, error = "fail", f"{type(first).__name__}: {first}"
+        cex = getattr(first, "counterexample", None)
     except Exception as e:  # a crash of the implementation is a failure too
         status, error = "fail", f"{type(e).__name__}: {e}"
     finally:

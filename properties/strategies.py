@@ -76,6 +76,7 @@ def patterns(
     min_processes: int = 2,
     max_processes: int = 4,
     max_actions: int = 14,
+    min_actions: int = 0,
     fifo: bool = False,
     topology: str | None = "complete",
     deliver_all: bool = False,
@@ -90,7 +91,7 @@ def patterns(
         n = max(n, 3)
     channels = topology_channels(topo, n)
     action = st.tuples(st.integers(0, 2), st.integers(0, 30), st.integers(0, 1) if forced else st.just(0))
-    actions = draw(st.lists(action, max_size=max_actions), label="actions")
+    actions = draw(st.lists(action, min_size=min_actions, max_size=max_actions), label="actions")
     return build_from_actions(n, actions, channels, fifo, deliver_all)
 
 
