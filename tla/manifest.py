@@ -79,8 +79,8 @@ def load_manifest(path: str | Path = MANIFEST_PATH) -> list[ModelEntry]:
     p = Path(path)
     try:
         doc = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as e:
-        raise InvalidInputError(f"cannot read the manifest: {e}", source=str(p)) from None
+    except (OSError, json.JSONDecodeError) as err:
+        raise InvalidInputError(f"cannot read the manifest: {err}", source=str(p)) from None
     models = doc.get("models") if isinstance(doc, dict) else None
     if not isinstance(models, list):
         raise InvalidInputError("expected an object with a list 'models'", source=str(p))

@@ -123,8 +123,9 @@ def _pattern_from_trace(text: str, source: str) -> Pattern:
         from pyimpl.patternio import pattern_from_dict
 
         return pattern_from_dict(head, source=source)
-    config = head.get("config") if isinstance(head.get("config"), dict) else {}
-    names: list[str] = [str(x) for x in config.get("processes", [])] if isinstance(config.get("processes"), list) else []
+    config: dict[str, Any] = head["config"] if isinstance(head.get("config"), dict) else {}
+    listed = config.get("processes")
+    names: list[str] = [str(x) for x in listed] if isinstance(listed, list) else []
     index = {n: k for k, n in enumerate(names)}
     raw: list[tuple[int, dict[str, Any]]] = []
     for ln, line in enumerate(lines[1:], start=2):

@@ -60,8 +60,8 @@ def run(ctx: VerifyContext) -> list[Row]:
     entries = [e for e in load_manifest() if e.bound == "small" or not small_only]
     try:
         find_java()
-    except Exception as e:  # TLCUnavailable: say so once, as inconclusive rows
-        return [Row("TLC", "TLC", "manifest", "inconclusive", 0, "states", 0.0, str(e))]
+    except Exception as err:  # TLCUnavailable: say so once, as an inconclusive row
+        return [Row("TLC", "TLC", "manifest", "inconclusive", 0, "states", 0.0, str(err))]
 
     with ThreadPoolExecutor(max_workers=2) as pool:
         outcomes = list(pool.map(lambda e: run_entry(e, workers=1, timeout=900), entries))
