@@ -235,3 +235,15 @@ def test_document_round_trip_and_errors(tmp_path):
     (tmp_path / "broken.json").write_text("{")
     with pytest.raises(InvalidInputError, match="broken.json"):
         load_config(tmp_path / "broken.json")
+
+
+def test_parallel_recovery_splits_the_failed_task_and_stays_exactly_once():
+    cfg = Config(keys=6, ops=("affine", "sum"), parallelism=(1, 1), rounds=8, max_rate=4,
+                 checkpoint_interval=3, seed=9, scaling=(ScaleEvent(3, 1, 2),))
+    clean = simulate(cfg)
+    hit = simulate(cfg, failure=Failure(clean.steps // 2, 2, 0, parallel=3))
+    (rec,) = hit.recoveries
+    assert rec["task"] != rec["recovered_by"][0] and len(rec["recovered_by"]) == 3
+    assert hit.output_by_key() == reference_output(cfg)
+    sweep = failure_sweep(cfg, stride=2, parallel=2)
+    assert sweep.mismatches == [], sweep.first_difference

@@ -31,6 +31,15 @@ def test_simulate_json_with_scaling_and_failure(capsys, tmp_path):
     assert rc2 == 0 and json.loads(out2)["with_failure"] == doc["with_failure"]
 
 
+def test_parallel_recovery_flag(capsys):
+    rc, out, _ = _run(capsys, "elastic", "simulate", "--keys", "4", "--fail", "70:2:0:2", "--json")
+    doc = json.loads(out)
+    assert rc == 0 and doc["config"]["failure"]["parallel"] == 2
+    assert len(doc["with_failure"]["recoveries"][0]["recovered_by"]) == 2
+    rc, _, err = _run(capsys, "elastic", "simulate", "--fail", "70:2:0:0")
+    assert rc == 2 and "failure.parallel" in err
+
+
 def test_failure_beyond_the_run_is_inconclusive(capsys):
     rc, out, _ = _run(capsys, "elastic", "simulate", "--fail", "999999:1:0", "--json")
     assert rc == 3 and json.loads(out)["inconclusive"] is True

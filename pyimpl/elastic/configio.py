@@ -7,9 +7,10 @@ Counterexamples of the elastic properties are written in this format, and
      "parallelism": [1, 2], "rounds": 10, "max_rate": 4, "ack_interval": 1,
      "checkpoint_interval": 3, "seed": 0, "workload": "uniform",
      "scaling": [{"round": 4, "op": 2, "parallelism": 3}],
-     "failure": {"step": 57, "op": 2, "key": 1}}
+     "failure": {"step": 57, "op": 2, "key": 1, "parallel": 1}}
 
-``failure`` may be ``null`` or absent. Every other field except ``format`` and ``ops`` has the
+``failure`` may be ``null`` or absent; its ``parallel`` (default 1) is the number of tasks that
+recover the failed task's keys (parallel recovery). Every other field except ``format`` and ``ops`` has the
 default of :class:`pyimpl.elastic.Config`.
 """
 
@@ -49,7 +50,8 @@ def config_to_dict(cfg: Config, failure: Failure | None = None) -> dict[str, Any
         "seed": cfg.seed,
         "workload": cfg.workload,
         "scaling": [{"round": s.round, "op": s.op, "parallelism": s.parallelism} for s in cfg.scaling],
-        "failure": None if failure is None else {"step": failure.step, "op": failure.op, "key": failure.key},
+        "failure": None if failure is None else {"step": failure.step, "op": failure.op, "key": failure.key,
+                                                 "parallel": failure.parallel},
     }
 
 
@@ -96,7 +98,10 @@ def config_from_dict(doc: Any, source: str | None = None) -> tuple[Config, Failu
         if f is not None:
             if not isinstance(f, dict):
                 raise InvalidInputError("must be an object or null", location="failure")
-            failure = Failure(_int(f, "step", "failure."), _int(f, "op", "failure."), _int(f, "key", "failure."))
+            failure = Failure(_int(f, "step", "failure."), _int(f, "op", "failure."), _int(f, "key", "failure."),
+                              _int(f, "parallel", "failure.") if "parallel" in f else 1)
+            if failure.parallel < 1:
+                raise InvalidInputError(f"must be at least 1, got {failure.parallel}", location="failure.parallel")
             if failure.step < 1:
                 raise InvalidInputError(f"must be at least 1, got {failure.step}", location="failure.step")
             if not 1 <= failure.op <= len(cfg.ops):

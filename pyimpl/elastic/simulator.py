@@ -94,11 +94,16 @@ class ScaleEvent:
 
 @dataclass(frozen=True)
 class Failure:
-    """Just before step ``step``, the task of operator level ``op`` that owns ``key`` crashes."""
+    """Just before step ``step``, the task of operator level ``op`` that owns ``key`` crashes.
+
+    With ``parallel > 1`` the task is recovered by that many new tasks that split its keys
+    (SPATE's parallel recovery, Algorithm 1 lines 12–14); 1 is the plain restart.
+    """
 
     step: int
     op: int
     key: int
+    parallel: int = 1
 
 
 @dataclass(frozen=True)
@@ -446,6 +451,8 @@ class Simulator:
             if not 0 <= failure.key < cfg.keys:
                 raise InvalidInputError(f"key must be in 0..{cfg.keys - 1}, got {failure.key}",
                                         location="failure.key")
+            if failure.parallel < 1:
+                raise InvalidInputError(f"must be at least 1, got {failure.parallel}", location="failure.parallel")
         self.cfg = cfg
         self.rules = rules
         self.failure = failure
@@ -539,16 +546,18 @@ class Simulator:
                 self._deliver_data(lv)
                 for t in list(self.partitions[lv].tasks):
                     self._tick()
-                    self._process(self.tasks[t])
+                    if t in self.tasks:  # a parallel recovery may have replaced it
+                        self._process(self.tasks[t])
             if r <= self.cfg.rounds:
                 self._tick()
                 self._emit()
             if r % self.cfg.checkpoint_interval == 0:
                 for lv in range(1, self.n + 1):
                     for t in list(self.partitions[lv].tasks):
-                        if self.tasks[t].stateful:
+                        if t in self.tasks and self.tasks[t].stateful:
                             self._tick()
-                            self._checkpoint(self.tasks[t])
+                            if t in self.tasks:
+                                self._checkpoint(self.tasks[t])
             if r % self.cfg.ack_interval == 0:
                 self._ack_phase()
             if r > self.cfg.rounds + self.n + 1 and not self.network:
@@ -557,12 +566,13 @@ class Simulator:
                          dict(self.max_queue), self.recoveries, self.scalings, self.violations)
 
     def _deliver_data(self, lv: int) -> None:
-        ids = set(self.partitions[lv].tasks)
         while True:
+            ids = set(self.partitions[lv].tasks)
             pending = [m for m in self.network if m.kind == "data" and m.dst in ids]
             if not pending:
                 return
             self._tick()
+            ids = set(self.partitions[lv].tasks)
             pending = [m for m in self.network if m.kind == "data" and m.dst in ids]
             if not pending:
                 return
@@ -641,6 +651,8 @@ class Simulator:
         for lv in range(self.n + 1, 0, -1):
             for tid in list(self.partitions[lv].tasks):
                 self._tick()
+                if tid not in self.tasks:
+                    continue
                 t = self.tasks[tid]
                 if t.received:
                     self._send("l0", t, lv - 1, dict(t.received))
@@ -649,7 +661,8 @@ class Simulator:
         for lv in range(self.n + 1, 0, -1):
             for tid in list(self.partitions[lv].tasks):
                 self._tick()
-                self._send_l1(self.tasks[tid])
+                if tid in self.tasks:
+                    self._send_l1(self.tasks[tid])
         self._deliver_acks("l1")
 
     def _send_l1(self, t: Task) -> None:
@@ -718,39 +731,63 @@ class Simulator:
                 succ_l1[k] = d.l1_sent[k]
         t.queue.trim(succ_l1)
         self.tasks[t.id] = t
-        # Resend the restored buffer; the successors drop what they already hold (§5.2.2).
-        for s in t.queue.slices:
-            self._send("data", t, lv + 1, s)
-        # lines 10-18: every upstream task replays its buffered slices for v's keys.
-        replayed = reprocess = 0
-        ups = {self.owner(lv - 1, k).id for k in t.keys}
-        for uid in sorted(ups):
-            u = self.tasks[uid]
-            for s in u.queue.slices:
-                piece = s.restrict(t.keys)
-                if piece.events:
-                    replayed += len(piece.events)
-                    reprocess += sum(1 for e in piece.events if e.seq > t.in_wm.get(e.key, 0))
-                    self.network.append(Message("data", u.id, t.id, piece))
+        targets = [t]
+        f = self.failure
+        if f is not None and f.parallel > 1 and len(t.keys) > 1:
+            # lines 12-14: parallel recovery re-partitions v's keys over several new tasks.
+            keys = sorted(t.keys)
+            ranges = contiguous_ranges(len(keys), min(f.parallel, len(keys)))
+            ids = self._fresh_ids(self.cfg.ops[lv - 1], len(ranges))
+            owner = {keys[i]: tid for tid, r in zip(ids, ranges, strict=True) for i in r}
+            self._repartition(lv, [t], owner)
+            targets = [self.tasks[tid] for tid in ids]
+        replayed = reprocess = restored = 0
+        for nt in targets:
+            # Resend the restored buffer; the successors drop what they already hold (§5.2.2).
+            restored += len(nt.queue)
+            for s in nt.queue.slices:
+                self._send("data", nt, lv + 1, s)
+            # lines 10-18: every upstream task replays its buffered slices for the task's keys.
+            ups = {self.owner(lv - 1, k).id for k in nt.keys}
+            for uid in sorted(ups):
+                u = self.tasks[uid]
+                for s in u.queue.slices:
+                    piece = s.restrict(nt.keys)
+                    if piece.events:
+                        replayed += len(piece.events)
+                        reprocess += sum(1 for e in piece.events if e.seq > nt.in_wm.get(e.key, 0))
+                        self.network.append(Message("data", u.id, nt.id, piece))
         self.recoveries.append({
-            "step": self.step, "round": self.round, "task": t.id, "level": lv,
+            "step": self.step, "round": self.round, "task": victim.id, "level": lv,
+            "recovered_by": [nt.id for nt in targets],
             "checkpoint_round": ck.round if (victim.stateful and ck is not None) else None,
             "lost_messages": len(lost_msgs), "replayed_events": replayed, "reprocessed_events": reprocess,
-            "restored_buffer_events": len(t.queue),
+            "restored_buffer_events": restored,
         })
 
     # ---------------------------------------------------------------- scaling (OAP)
     def _scale(self, ev: ScaleEvent) -> None:
         lv = ev.op
         old = self.level_tasks(lv)
-        if len(old) == ev.parallelism:
+        ranges = contiguous_ranges(self.cfg.keys, ev.parallelism)
+        if [sorted(t.keys) for t in old] == [list(r) for r in ranges]:
             return
-        op = self.cfg.ops[lv - 1]
-        ids = self._fresh_ids(op, ev.parallelism)
-        part = Partition(self._owner_tuple(ids))
-        owner = part.as_dict()
+        ids = self._fresh_ids(self.cfg.ops[lv - 1], ev.parallelism)
+        owner = {k: tid for tid, r in zip(ids, ranges, strict=True) for k in r}
+        moved = self._repartition(lv, old, owner)
+        self.scalings.append({"round": self.round, "level": lv, "from": [t.id for t in old], "to": ids,
+                              "resplit_in_flight": moved})
+
+    def _repartition(self, lv: int, old: list[Task], owner: Mapping[int, str]) -> int:
+        """Replace the tasks ``old`` of level ``lv`` by the owners in ``owner`` (their keys only).
+
+        The OAP adjustment: every per-key item of the old tasks' running status, their output
+        queues, IST/OST records and checkpoints are split/merged by key; in-flight data to the old
+        tasks is split by the new mapping. Returns the number of re-split in-flight messages.
+        """
+        assert {k for t in old for k in t.keys} == set(owner), "the new owners cover the old keys"
         stateful = old[0].stateful
-        assert all(not t.inbox for t in old), "inboxes are empty at round boundaries"
+        assert all(not t.inbox for t in old), "inboxes are empty when a task is repartitioned"
         states = self.rules.repartition([t.state for t in old], owner)
         in_wm = repartition_keyed([t.in_wm for t in old], owner)
         received = repartition_keyed([t.received for t in old], owner)
@@ -762,7 +799,11 @@ class Simulator:
                                              owner, self.rules.repartition) if stateful else {})
         for t in old:
             del self.tasks[t.id]
-        for tid in ids:
+        full = list(self.partitions[lv].owner)
+        for k, tid in owner.items():
+            full[k] = tid
+        part = Partition(tuple(full))
+        for tid in dict.fromkeys(owner.values()):
             keys = part.keys_of(tid)
             nt = Task(tid, lv, keys, stateful,
                       state=states.get(tid, {}), in_wm=in_wm.get(tid, {}),
@@ -780,8 +821,7 @@ class Simulator:
         for m in moved:
             for dst, piece in split_slice(m.payload, owner).items():
                 self.network.append(Message("data", m.src, dst, piece))
-        self.scalings.append({"round": self.round, "level": lv, "from": [t.id for t in old], "to": ids,
-                              "resplit_in_flight": len(moved)})
+        return len(moved)
 
     # ---------------------------------------------------------------- trim safety (invariant)
     def _check_trim(self) -> None:
@@ -845,8 +885,10 @@ def representative_keys(cfg: Config, level: int) -> list[int]:
 
 
 def failure_sweep(cfg: Config, *, rules: Rules = REFERENCE_RULES, stride: int = 1,
-                  stop_at_first: bool = False) -> SweepResult:
+                  stop_at_first: bool = False, parallel: int = 1) -> SweepResult:
     """Fail every operator task at every ``stride``-th step (one failure per run) and compare.
+
+    ``parallel`` is passed to every :class:`Failure` (parallel recovery when > 1).
 
     Each run's sink output must equal :func:`reference_output` (theorem T1 of
     ``specs/elastic.md``); the failure-free run is checked too.
@@ -864,7 +906,7 @@ def failure_sweep(cfg: Config, *, rules: Rules = REFERENCE_RULES, stride: int = 
     for step in range(1, clean.steps + 1, max(1, stride)):
         for lv in range(1, len(cfg.ops) + 1):
             for key in representative_keys(cfg, lv):
-                f = Failure(step, lv, key)
+                f = Failure(step, lv, key, parallel)
                 runs += 1
                 got = simulate(cfg, failure=f, rules=rules).output_by_key()
                 if got != want:

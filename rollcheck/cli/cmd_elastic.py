@@ -35,7 +35,8 @@ def register(sub: Any) -> None:
                    help="events per round: uniform in 0..rate (default) or constant = rate")
     p.add_argument("--scale", action="append", default=None, metavar="ROUND:OP:N",
                    help="at ROUND, operator level OP (1-based) scales to N tasks (repeatable)")
-    p.add_argument("--fail", metavar="STEP:OP:KEY", help="before STEP, the task of level OP owning KEY fails")
+    p.add_argument("--fail", metavar="STEP:OP:KEY[:PAR]",
+                   help="before STEP, the task of level OP owning KEY fails (recovered by PAR tasks, default 1)")
     p.add_argument("--no-failure", action="store_true", help="ignore the failure of CONFIG")
     p.add_argument("--write-config", metavar="FILE", help="also write the effective config document to FILE")
     p.add_argument("--json", action="store_true", help="print one JSON document")
@@ -44,10 +45,11 @@ def register(sub: Any) -> None:
     s.add_argument("--seed", type=int, default=0, help="seed of the random pipelines (printed)")
     s.add_argument("--configs", type=int, default=5, help="number of random pipelines (default 5)")
     s.add_argument("--stride", type=int, default=1, help="fail at every STRIDE-th step (default 1)")
+    s.add_argument("--parallel", type=int, default=1, help="recover each failed task with N tasks (default 1)")
     s.add_argument("--json", action="store_true", help="print one JSON document")
 
 
-def _colon_ints(text: str, flag: str) -> list[int]:
+def _colon_ints(text: str, flag: str, optional_fourth: bool = False) -> list[int]:
     from pyimpl.errors import InvalidInputError
 
     parts = text.split(":")
@@ -55,8 +57,9 @@ def _colon_ints(text: str, flag: str) -> list[int]:
         vals = [int(x) for x in parts]
     except ValueError:
         raise InvalidInputError(f"expected integers A:B:C, got {text!r}", location=flag) from None
-    if len(vals) != 3:
-        raise InvalidInputError(f"expected three integers A:B:C, got {text!r}", location=flag)
+    if len(vals) != 3 and not (optional_fourth and len(vals) == 4):
+        raise InvalidInputError(f"expected three integers A:B:C{'[:D]' if optional_fourth else ''}, "
+                                f"got {text!r}", location=flag)
     return vals
 
 
@@ -91,8 +94,8 @@ def _effective_doc(args: argparse.Namespace) -> dict[str, Any]:
             r, op, g = _colon_ints(text, "--scale")
             doc["scaling"].append({"round": r, "op": op, "parallelism": g})
     if args.fail is not None:
-        st, op, key = _colon_ints(args.fail, "--fail")
-        doc["failure"] = {"step": st, "op": op, "key": key}
+        vals = _colon_ints(args.fail, "--fail", optional_fourth=True)
+        doc["failure"] = {"step": vals[0], "op": vals[1], "key": vals[2], "parallel": vals[3] if len(vals) > 3 else 1}
     if args.no_failure:
         doc["failure"] = None
     doc["format"] = FORMAT
@@ -143,7 +146,8 @@ def _simulate(args: argparse.Namespace) -> int:
               f"max queue per level {clean.max_queue} (bounds {bounds})")
         if hit is not None:
             for r in hit.recoveries:
-                print(f"failure: {r['task']} at step {r['step']} (round {r['round']}), restored checkpoint of "
+                by = "" if r["recovered_by"] == [r["task"]] else f" recovered by {', '.join(r['recovered_by'])},"
+                print(f"failure: {r['task']} at step {r['step']} (round {r['round']}),{by} restored checkpoint of "
                       f"round {r['checkpoint_round']}, replayed {r['replayed_events']} events, "
                       f"{hit.duplicates_dropped} duplicates dropped")
         for k, v in checks.items():
@@ -161,8 +165,9 @@ def _sweep(args: argparse.Namespace) -> int:
     from pyimpl.elastic import config_to_dict, failure_sweep, random_config
     from pyimpl.errors import InconclusiveError, InvalidInputError
 
-    if args.configs < 0 or args.stride < 1:
-        raise InvalidInputError("--configs must be ≥ 0 and --stride ≥ 1", location="--configs/--stride")
+    if args.configs < 0 or args.stride < 1 or args.parallel < 1:
+        raise InvalidInputError("--configs must be ≥ 0, --stride and --parallel ≥ 1",
+                                location="--configs/--stride/--parallel")
     print(f"rollcheck elastic sweep: seed={args.seed}", file=sys.stderr)
     t0 = time.perf_counter()
     runs = 0
@@ -170,7 +175,7 @@ def _sweep(args: argparse.Namespace) -> int:
     bad: list[dict[str, Any]] = []
     for i in range(args.configs):
         cfg = random_config(args.seed * 1_000_003 + i)
-        res = failure_sweep(cfg, stride=args.stride)
+        res = failure_sweep(cfg, stride=args.stride, parallel=args.parallel)
         runs += res.runs
         rows.append({"ops": list(cfg.ops), "keys": cfg.keys, "scalings": len(cfg.scaling),
                      "steps": res.failure_free_steps, "runs": res.runs, "mismatches": len(res.mismatches)})
