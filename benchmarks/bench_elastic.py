@@ -58,7 +58,7 @@ def _recovery_table(quick: bool) -> None:
 def _throughput(quick: bool) -> None:
     from pyimpl.elastic import Config, ScaleEvent, failure_sweep, random_config, simulate
 
-    print("-- simulator throughput (keys 8, ops affine,sum,count, parallelism 2,3,2, two scalings, R=8)")
+    print("-- simulator throughput (keys 8, ops affine,sum,count, parallelism 2,3,2, two scalings, R=8, seed 1)")
     base = 20 if quick else 50
     times = {}
     for rounds in (base, 10 * base):
