@@ -30,6 +30,7 @@ def overhead(reps: int, batches: int) -> None:
     with_t: list[float] = []
     without_t: list[float] = []
     with tempfile.TemporaryDirectory(prefix="rollcheck-bench-") as d:
+        record_wordcount(cfg, Path(d) / "warm.jsonl", enabled=False)  # JVM start and JIT warm-up
         for r in range(reps):
             for enabled in ((True, False) if r % 2 == 0 else (False, True)):
                 res = record_wordcount(cfg, Path(d) / "t.jsonl", enabled=enabled)

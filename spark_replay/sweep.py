@@ -115,6 +115,12 @@ def _work(kind: str, seed: int, size: int) -> Any:
     return properties_work(seed, size)
 
 
+def _timed(kind: str, seed: int, size: int) -> tuple[int, Any, float]:
+    c0 = time.process_time()
+    r = _work(kind, seed, size)
+    return seed, r, time.process_time() - c0
+
+
 def _table(results: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
     agg: dict[tuple[str, str], dict[str, Any]] = {}
     for rows in results:
@@ -151,19 +157,22 @@ def run_sweep(kind: str, first_seed: int, seeds: int, *, size: int = 1, master: 
         sc = spark.sparkContext
         parts = partitions or min(len(seed_list), 4 * sc.defaultParallelism)
         t1 = time.perf_counter()
-        got = (sc.parallelize(seed_list, parts).map(lambda s: (s, _work(kind, s, size)))
-               .collect())
+        got = (sc.parallelize(seed_list, parts).map(lambda s: _timed(kind, s, size)).collect())
         spark_s = time.perf_counter() - t1
         used_master = sc.master
-    got_sorted = [r for _, r in sorted(got, key=lambda x: x[0])]
+    got.sort(key=lambda x: x[0])
+    got_sorted = [r for _, r, _ in got]
     res: dict[str, Any] = {"kind": kind, "seeds": seeds, "first_seed": first_seed, "size": size,
                            "master": used_master, "partitions": parts,
                            "spark_startup_seconds": round(startup, 2), "spark_seconds": round(spark_s, 2)}
+    res["spark_task_cpu_seconds"] = round(sum(c for _, _, c in got), 2)
     if compare:
         t2 = time.perf_counter()
+        c2 = time.process_time()
         local = [_work(kind, s, size) for s in seed_list]
         local_s = time.perf_counter() - t2
-        res.update(local_seconds=round(local_s, 2), speedup=round(local_s / spark_s, 2) if spark_s else None,
+        res.update(local_seconds=round(local_s, 2), local_cpu_seconds=round(time.process_time() - c2, 2),
+                   speedup=round(local_s / spark_s, 2) if spark_s else None,
                    identical=local == got_sorted)
     if kind == "protocols":
         res["table"] = _table(got_sorted)

@@ -204,6 +204,9 @@ class _Watcher:
         self.written_this_attempt: dict[int, int] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        #: Background polling period (s). Ordering does not depend on it: the sink polls
+        #: synchronously before recording, and stopping polls once more.
+        self.interval = 0.5
 
     def poll(self) -> None:
         with self.lock:
@@ -255,7 +258,7 @@ class _Watcher:
         self._stop = threading.Event()
 
     def _loop(self) -> None:
-        while not self._stop.wait(0.05):
+        while not self._stop.wait(self.interval):
             try:
                 self.poll()
             except (OSError, ValueError):
