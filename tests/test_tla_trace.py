@@ -200,3 +200,22 @@ def test_cli_tlc_missing_tool_is_inconclusive(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("ROLLCHECK_TLA_JAR", str(tmp_path / "none.jar"))
     rc, out, _ = run_cli(["tlc", str(tmp_path / "M.tla"), "--json"], capsys)
     assert rc == 3 and json.loads(out)["status"] == "inconclusive"
+
+
+@pytest.mark.tlc
+def test_recorded_nhop_trace_is_accepted_and_tampered_one_rejected(tmp_path):
+    """A trace recorded by the message-passing job (its in-process engine runs the same rounds as
+    the Spark engine) is accepted by the TLA+ model of its protocol."""
+    from spark_replay.nhop import NhopConfig, record_nhop
+
+    out = tmp_path / "hmnr.jsonl"
+    record_nhop(NhopConfig(protocol="hmnr", processes=3, rounds=6, seed=3, topology="cyclic"), out, engine="local")
+    p = load_trace_events(out)
+    assert p.processes == ("P0", "P1", "P2") and len(p.events) > 20
+    assert validate_trace("hmnr", p).accepted
+    lines = out.read_text().splitlines()
+    k = next(i for i, ln in enumerate(lines) if '"kind":"checkpoint"' in ln and '"forced":true' in ln)
+    (tmp_path / "t.jsonl").write_text("\n".join(lines[:k] + lines[k + 1 :]) + "\n")
+    w = validate_trace("hmnr", load_trace_events(tmp_path / "t.jsonl"))
+    assert w.status == "rejected"
+    assert load_trace_events(tmp_path / "t.jsonl").events[w.first_rejected_event].kind == DELIVER

@@ -79,8 +79,10 @@ def load_trace_events(path: str | Path) -> Pattern:
     """Read a pattern file or a ``rollcheck.trace/1`` file into a :class:`Pattern`.
 
     A trace file contributes its ``send``/``deliver``/``checkpoint`` lines (fields ``process``,
-    ``message``, ``to``, ``forced``; other kinds are skipped); processes are named in order of
-    first appearance unless the header's ``config.processes`` lists them. A truncated last line is
+    ``message``, ``to``, ``forced``; other kinds are skipped) up to its first ``failure`` or
+    ``restart`` line (what follows is recovery, not a run of the protocol); processes are named by
+    the header's ``config.processes`` (a list), ``config.processes_names``, ``P0..P{n-1}`` when
+    ``config.processes`` is a count, else in order of first appearance. A truncated last line is
     ignored (the trace is a valid prefix).
 
     Raises
@@ -125,6 +127,10 @@ def _pattern_from_trace(text: str, source: str) -> Pattern:
         return pattern_from_dict(head, source=source)
     config: dict[str, Any] = head["config"] if isinstance(head.get("config"), dict) else {}
     listed = config.get("processes")
+    if not isinstance(listed, list):
+        listed = config.get("processes_names")
+    if not isinstance(listed, list) and isinstance(config.get("processes"), int):
+        listed = [f"P{k}" for k in range(config["processes"])]
     names: list[str] = [str(x) for x in listed] if isinstance(listed, list) else []
     index = {n: k for k, n in enumerate(names)}
     raw: list[tuple[int, dict[str, Any]]] = []
@@ -139,6 +145,8 @@ def _pattern_from_trace(text: str, source: str) -> Pattern:
             raise InvalidInputError("not a JSON object", source=source, location=f"line {ln}") from None
         if not isinstance(obj, dict):
             raise InvalidInputError("not a JSON object", source=source, location=f"line {ln}")
+        if obj.get("kind") in ("failure", "restart"):
+            break  # a rollback follows: the protocol run proper ends here
         if obj.get("kind") in (SEND, DELIVER, CHECKPOINT):
             raw.append((ln, obj))
     events: list[Event] = []
