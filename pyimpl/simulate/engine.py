@@ -416,6 +416,7 @@ class Engine:
         pr.offset += 1
         conns = self._conns[pr.pid]
         wl = self.cfg.workload
+        payload: Any
         if wl == "wordcount":
             nw = 1 + gid % 3
             words = tuple((gid * 31 + j * 17) % VOCABULARY for j in range(nw))

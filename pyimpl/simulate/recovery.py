@@ -114,8 +114,8 @@ def recover(eng: Engine, failed: int) -> Recovery:
     if not cfg.persistent_logs:
         losers = rolled if cfg.variant.volatile_logs_of_rolled_back else {failed}
         for i in losers:
-            for ch in topo.outputs[i]:
-                eng.logs[ch] = {}
+            for c in topo.outputs[i]:
+                eng.logs[c] = {}
     rollback_time: dict[str, float] = {}
     for i in sorted(rolled):
         pr = eng.procs[i]

@@ -111,8 +111,9 @@ def sweep(workloads: Sequence[str] = tuple(WORKLOADS), protocols: Sequence[str] 
                     domino += int(bool(m.get("domino")))
                     if _RANK[m["verdict"]] > _RANK[verdict]:
                         verdict = m["verdict"]
-                rows.append(SweepRow(wl, proto, float(iv), *(_mean(acc[k]) for k in COLUMNS[3:10]),
-                                     verdict, domino, len(seeds)))
+                means = {k: _mean(acc[k]) for k in COLUMNS[3:10]}
+                rows.append(SweepRow(workload=wl, protocol=proto, interval=float(iv), verdict=verdict,
+                                     domino_runs=domino, seeds=len(seeds), **means))
     return rows
 
 
