@@ -34,7 +34,7 @@ def main(quick: bool) -> None:
             note = " (deadlock)" if (wl == "nhop" and proto == "cl-aligned") else ""
             print(f"{wl:<10} {proto:<13} {ev:>8} {s:>8.3f} {rate:>10.0f}{note}")
     print("\nscaling with parallelism (wordcount, hmnr vs uc):")
-    base = {}
+    base: dict[str, float] = {}
     for par in (1, 4, 16) if quick else (1, 4, 16, 32):
         n_rec = max(20, records // par)
         for proto in ("uc", "hmnr"):

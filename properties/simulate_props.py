@@ -11,7 +11,7 @@ is a keyword argument with the reference as default, so the mutation catalogue
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, NoReturn
 
 from hypothesis import assume, given
 from hypothesis import strategies as st
@@ -78,7 +78,7 @@ def run_case(case: SimCase, **overrides: Any) -> tuple[SimResult, SimResult]:
     return ref, res
 
 
-def _fail(message: str, p: Pattern) -> None:
+def _fail(message: str, p: Pattern) -> NoReturn:
     raise PropertyViolation(message, counterexample=p)
 
 
@@ -158,8 +158,11 @@ def sim_cl_aligned_cycle_deadlock(case: SimCase, variant: Variant = REFERENCE) -
         _fail(f"{_describe(res)}: a snapshot completed on a cycle under aligned barriers", res.pattern)
     if res.deadlock is None:
         _fail(f"{_describe(res)}: no deadlock reported", res.pattern)
-    if not res.deadlock.stuck or not all(s.startswith("map0.") for s in res.deadlock.stuck):
-        _fail(f"{_describe(res)}: stuck operators {res.deadlock.stuck} are not the cycle's map0", res.pattern)
+    map0 = tuple(f"map0.{k}" for k in range(case.config.parallelism))
+    sources = {f"map0.{k}": (f"source.{k}->map0.{k}",) for k in range(case.config.parallelism)}
+    if res.deadlock.stuck != map0 or res.deadlock.waiting != sources:
+        _fail(f"{_describe(res)}: stuck {res.deadlock.stuck} waiting on {res.deadlock.waiting}, expected "
+              f"{map0} blocked on their sources", res.pattern)
 
 
 # --------------------------------------------------------------------------- recovery
