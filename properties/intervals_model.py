@@ -42,10 +42,11 @@ def run_with(name: str, profile: str, *, shrink: bool = True, **impls: Any) -> A
 
     func = _hypothesis_wrapped(PROPERTIES[name].func)
     old = func._hypothesis_internal_use_settings
-    kw: dict[str, Any] = {"max_examples": PROFILES.get(profile, PROFILES["ci"])}
+    base = settings.get_profile(profile if profile in PROFILES else "ci")  # registered by properties.profiles
+    kw: dict[str, Any] = {}
     if not shrink:
         kw["phases"] = [Phase.explicit, Phase.reuse, Phase.generate]
-    func._hypothesis_internal_use_settings = settings(old, **kw)
+    func._hypothesis_internal_use_settings = settings(base, **kw)
     try:
         return run_property(name, **impls)
     finally:
