@@ -20,7 +20,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pyimpl.elastic.simulator import Config, Failure, ScaleEvent
+from pyimpl.elastic.config import Config, Failure, ScaleEvent
 from pyimpl.errors import InvalidInputError
 
 __all__ = ["FORMAT", "config_to_dict", "config_from_dict", "load_config"]

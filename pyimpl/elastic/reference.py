@@ -1,0 +1,128 @@
+"""The failure-free semantics (the oracle) and the queue bound of the elastic model.
+
+``reference_streams`` computes, key by key and straight from the operator definitions (no tasks,
+no partitions, no protocol), what every level of the pipeline emits; ``reference_output`` is what
+the sink must hold exactly once (``specs/elastic.md#T1``). ``retention_rounds`` and
+``queue_bound`` give the bound of ``specs/elastic.md#bound`` (SPATE §5.3.3).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+
+from pyimpl.elastic.config import Config
+from pyimpl.elastic.operators import KINDS
+from pyimpl.elastic.slices import Event
+
+__all__ = ["source_events", "reference_streams", "reference_output", "retention_rounds", "queue_bound"]
+
+
+# --------------------------------------------------------------------------------------------
+# Workload and the failure-free semantics (the oracle)
+# --------------------------------------------------------------------------------------------
+
+
+def source_events(cfg: Config) -> list[list[tuple[int, int]]]:
+    """The ``(key, value)`` pairs the source emits in rounds ``1..rounds`` (seeded, deterministic).
+
+    Examples
+    --------
+    >>> source_events(Config(keys=3, rounds=2, max_rate=2, seed=1)) == source_events(
+    ...     Config(keys=3, rounds=2, max_rate=2, seed=1))
+    True
+    """
+    rng = random.Random(cfg.seed)
+    out = []
+    for _ in range(cfg.rounds):
+        n = cfg.max_rate if cfg.workload == "constant" else rng.randint(0, cfg.max_rate)
+        out.append([(rng.randrange(cfg.keys), rng.randrange(10)) for _ in range(n)])
+    return out
+
+
+def reference_streams(cfg: Config) -> list[dict[int, list[Event]]]:
+    """Per level ``0..n``, per key, the events that level emits in a failure-free run.
+
+    Computed key by key straight from the operator definitions: no tasks, no partitions, no
+    protocol. Level ``n``'s stream is what the sink must receive exactly once.
+    """
+    per_key: dict[int, list[Event]] = {}
+    counters: dict[int, int] = {}
+    for batch in source_events(cfg):
+        for key, value in batch:
+            counters[key] = counters.get(key, 0) + 1
+            per_key.setdefault(key, []).append(Event(key, counters[key], value))
+    levels = [per_key]
+    for op in cfg.ops:
+        kind = KINDS[op]
+        nxt: dict[int, list[Event]] = {}
+        for key, evs in levels[-1].items():
+            state: int | None = None
+            outs = []
+            for e in evs:
+                state, o = kind.step(state, e.value)
+                if o is not None:
+                    outs.append(Event(key, e.seq, o))
+            nxt[key] = outs
+        levels.append(nxt)
+    return levels
+
+
+def reference_output(cfg: Config) -> dict[int, list[tuple[int, int]]]:
+    """Per key, the ``(seq, value)`` list the sink must hold after a failure-free run."""
+    last = reference_streams(cfg)[-1]
+    return {k: [(e.seq, e.value) for e in evs] for k, evs in sorted(last.items()) if evs}
+
+
+def _ceil_to(x: int, m: int) -> int:
+    return -(-x // m) * m
+
+
+def retention_rounds(ack_interval: int, checkpoint_interval: int, successor: str) -> int:
+    """The most rounds an event stays in an output queue (counting its emission round).
+
+    ``successor`` is ``"sink"``, ``"stateless"`` or ``"stateful"``: the kind of the task that
+    receives the queue's events. An event emitted in round r is processed by the successor v in
+    round r+1 and received by v's successor in round r+2; v sends the L1-ACK in the first ack
+    round (a multiple of A) that is ≥ r+2 and, when v is stateful, ≥ v's first checkpoint round
+    (a multiple of C) ≥ r+1. For the sink (reliable, no successor) the L1 goes out in the first
+    ack round ≥ r+1. The value is the maximum of ``trim_round(r) - r + 1`` over one period
+    ``lcm(A, C)`` of r; it is at most ``A + 1``, ``A + 2`` and ``A + max(C, 2)`` respectively
+    (``specs/elastic.md#bound``).
+
+    Examples
+    --------
+    >>> retention_rounds(1, 1, "sink"), retention_rounds(2, 1, "stateless")
+    (2, 4)
+    >>> retention_rounds(2, 4, "stateful"), retention_rounds(3, 3, "stateful")
+    (5, 5)
+    """
+    a, c = ack_interval, checkpoint_interval
+    if successor == "sink":
+        return a + 1
+    period = a * c // math.gcd(a, c)
+    worst = 0
+    for r in range(1, period + 1):
+        ready = r + 2 if successor == "stateless" else max(r + 2, _ceil_to(r + 1, c))
+        worst = max(worst, _ceil_to(ready, a) - r + 1)
+    return worst
+
+
+def queue_bound(cfg: Config, level: int) -> int:
+    """The bound on one task's output queue at ``level`` (0 = source) in events, failure-free (§5.3.3).
+
+    With input rate R (``max_rate``, events per round), no task's queue at ``level`` ever holds
+    more than ``R · retention_rounds(A, C, kind of level+1)`` events, whatever the scaling history.
+
+    Examples
+    --------
+    >>> cfg = Config(ops=("affine", "sum"), max_rate=4, ack_interval=2, checkpoint_interval=5)
+    >>> queue_bound(cfg, 0), queue_bound(cfg, 1), queue_bound(cfg, 2)
+    (16, 28, 12)
+    """
+    n = len(cfg.ops)
+    if level >= n:
+        succ = "sink"
+    else:
+        succ = "stateful" if KINDS[cfg.ops[level]].stateful else "stateless"
+    return cfg.max_rate * retention_rounds(cfg.ack_interval, cfg.checkpoint_interval, succ)
