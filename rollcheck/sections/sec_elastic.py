@@ -80,7 +80,7 @@ def _bound_picture(ctx: VerifyContext) -> Row:
         xs = [1, 2, 3, 4]
         bound, seen = [], []
         for a in xs:
-            cfg0 = Config(keys=2, ops=("sum",), rounds=16, max_rate=1, ack_interval=a, checkpoint_interval=c,
+            cfg0 = Config(keys=2, ops=("sum",), rounds=40, max_rate=1, ack_interval=a, checkpoint_interval=c,
                           workload="constant")
             bound.append(queue_bound(cfg0, 0))
             best = 0
@@ -102,7 +102,7 @@ def _bound_picture(ctx: VerifyContext) -> Row:
     fig.savefig(path, dpi=90)
     plt.close(fig)
     return Row(ALGO, "pyimpl", "queue length within R·W, reached at constant rate (measured maxima vs bound)",
-               "fail" if over or not tight else "pass", checked, "runs", time.perf_counter() - t0,
+               "fail" if over or tight < 12 else "pass", checked, "runs", time.perf_counter() - t0,
                f"{over} runs over the bound; bound reached in {tight} of 12 (A, C) settings", [str(path)])
 
 
