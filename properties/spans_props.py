@@ -89,12 +89,13 @@ def _fail(msg: str, s: SpanSystem) -> None:
 
 @prop("spans-feasible", target="spans", theorem="specs/spans.md#maximality")
 @given(doc=span_docs(max_procs=5, max_chain=4, max_edges=8))
-def feasible(doc: dict[str, Any], solver: Solver = reference_solver) -> None:
+def feasible(doc: dict[str, Any], solver: Callable[..., Mapping[str, int]] = reference_solver) -> None:
     s = system_from_dict(doc)
-    lv = solver(s)
-    bad = s.violations(lv)
-    if bad:
-        _fail(f"result {s.labels(lv)} violates {bad}", s)
+    for order, seed in (("fifo", 0), ("lifo", 0), ("random", 1), ("random", 2)):
+        lv = solver(s, order, seed)
+        bad = s.violations(lv)
+        if bad:
+            _fail(f"result {s.labels(lv)} ({order} order) violates {bad}", s)
 
 
 @prop("spans-greatest-brute", target="spans", theorem="specs/spans.md#maximality")
