@@ -67,6 +67,12 @@ def test_counterexample_document_of_a_mutant_replays(capsys, tmp_path):
     path.write_text(json.dumps(config_to_dict(cfg, failure)))
     rc, out, _ = _run(capsys, "elastic", "simulate", str(path), "--json")
     assert rc == 0 and json.loads(out)["checks"]["exactly_once"] is True
+    rc, out, _ = _run(capsys, "elastic", "simulate", str(path), "--json", "--mutant", "elastic-l1-before-checkpoint")
+    doc = json.loads(out)
+    assert rc == 1 and doc["rules"] == "elastic-l1-before-checkpoint"
+    assert doc["checks"]["exactly_once"] is False and doc["checks"]["trim_safe"] is False
+    rc, _, err = _run(capsys, "elastic", "simulate", str(path), "--mutant", "nope")
+    assert rc == 2 and "--mutant" in err
 
 
 def test_sweep_exactly_once_and_inconclusive(capsys):

@@ -38,6 +38,9 @@ def register(sub: Any) -> None:
     p.add_argument("--fail", metavar="STEP:OP:KEY[:PAR]",
                    help="before STEP, the task of level OP owning KEY fails (recovered by PAR tasks, default 1)")
     p.add_argument("--no-failure", action="store_true", help="ignore the failure of CONFIG")
+    p.add_argument("--mutant", metavar="NAME",
+                   help="run with the rules of a broken variant from properties/mutants_elastic.py "
+                        "(e.g. elastic-no-dedup) to reproduce its counterexample")
     p.add_argument("--write-config", metavar="FILE", help="also write the effective config document to FILE")
     p.add_argument("--json", action="store_true", help="print one JSON document")
 
@@ -106,15 +109,30 @@ def _effective_doc(args: argparse.Namespace) -> dict[str, Any]:
 def _simulate(args: argparse.Namespace) -> int:
     import json
 
-    from pyimpl.elastic import config_from_dict, queue_bound, reference_output, simulate
+    from pyimpl.elastic import (
+        REFERENCE_RULES,
+        config_from_dict,
+        queue_bound,
+        reference_output,
+        simulate,
+    )
+    from pyimpl.errors import InvalidInputError
     from pyimpl.patternio import atomic_write_text
 
     doc = _effective_doc(args)
     cfg, failure = config_from_dict(doc, source=args.config or "flags")
+    rules = REFERENCE_RULES
+    if args.mutant:
+        from properties.mutants_elastic import BROKEN_RULES
+
+        if args.mutant not in BROKEN_RULES:
+            raise InvalidInputError(f"unknown mutant {args.mutant!r}; known: {sorted(BROKEN_RULES)}",
+                                    location="--mutant")
+        rules = BROKEN_RULES[args.mutant]
     print(f"rollcheck elastic simulate: seed={cfg.seed}", file=sys.stderr)
     want = reference_output(cfg)
-    clean = simulate(cfg, check_trim=True)
-    hit = simulate(cfg, failure=failure) if failure is not None else None
+    clean = simulate(cfg, check_trim=True, rules=rules)
+    hit = simulate(cfg, failure=failure, rules=rules) if failure is not None else None
     bounds = {lv: queue_bound(cfg, lv) for lv in range(len(cfg.ops) + 1)}
     checks: dict[str, bool | None] = {
         "failure_free_matches_reference": clean.output_by_key() == want,
@@ -128,6 +146,7 @@ def _simulate(args: argparse.Namespace) -> int:
         atomic_write_text(args.write_config, json.dumps(doc, indent=2) + "\n")
     out = {
         "seed": cfg.seed,
+        "rules": args.mutant or "reference",
         "config": doc,
         "reference_events": sum(len(v) for v in want.values()),
         "failure_free": clean.to_dict(),
@@ -140,6 +159,8 @@ def _simulate(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(out)
     else:
+        if args.mutant:
+            print(f"rules: broken variant {args.mutant}")
         print(f"pipeline: source -> {' -> '.join(cfg.ops)} -> sink; keys={cfg.keys} rounds={cfg.rounds} "
               f"rate<={cfg.max_rate} A={cfg.ack_interval} C={cfg.checkpoint_interval}")
         print(f"failure-free: {clean.steps} steps, {len(clean.sink)} sink events, "
@@ -147,9 +168,10 @@ def _simulate(args: argparse.Namespace) -> int:
         if hit is not None:
             for r in hit.recoveries:
                 by = "" if r["recovered_by"] == [r["task"]] else f" recovered by {', '.join(r['recovered_by'])},"
-                print(f"failure: {r['task']} at step {r['step']} (round {r['round']}),{by} restored checkpoint of "
-                      f"round {r['checkpoint_round']}, replayed {r['replayed_events']} events, "
-                      f"{hit.duplicates_dropped} duplicates dropped")
+                ck = ("no checkpoint (stateless)" if r["checkpoint_round"] is None
+                      else f"restored checkpoint of round {r['checkpoint_round']}")
+                print(f"failure: {r['task']} at step {r['step']} (round {r['round']}),{by} {ck}, "
+                      f"replayed {r['replayed_events']} events, {hit.duplicates_dropped} duplicates dropped")
         for k, v in checks.items():
             print(f"{k}: {'-' if v is None else ('ok' if v else 'VIOLATED')}")
         if inconclusive and failure is not None and hit is not None:
