@@ -241,3 +241,16 @@ def test_cli_sweep_writes_three_files(tmp_path, capsys):
     assert rc == 0 and len(doc["rows"]) == 2
     for k in ("sweep.md", "sweep.csv", "sweep.png"):
         assert (tmp_path / k).stat().st_size > 0
+
+
+def test_case_b_with_virtual_checkpoints_is_reported_not_hidden():
+    # FERDiS §7.2.6 case B (only the upstream rolls back, the channel is kept): with virtual
+    # checkpoints a dependent sender's in-flight messages reach a receiver that kept its state.
+    # The orphan check reports them; with several inputs the re-run orders its output
+    # differently and the verdict is `none` (specs/simulate.md, "Observation").
+    cfg = SimConfig("wordcount", "hmnr", interval=3.0, parallelism=2, records=30, seed=19, fail="split",
+                    fail_at=19.0, virtual=True)
+    r = simulate(cfg)
+    assert r.orphans > 0 and r.metrics["verdict"] == "none"
+    exact = simulate(replace(cfg, virtual=False))
+    assert exact.orphans == 0 and exact.metrics["verdict"] == "exactly-once"
