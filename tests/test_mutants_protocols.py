@@ -99,3 +99,23 @@ def test_run_catalogue_records_have_the_contract_keys(tmp_path):
     recs = run_catalogue("ci", tmp_path, ["timer-restart-basic-only"], pictures=False)
     assert set(recs[0]) >= {"name", "target", "verdict", "counterexample", "picture", "ratio"}
     assert recs[0]["verdict"] == "killed"
+
+
+def test_a_hanging_check_is_cut_off(tmp_path, capsys):
+    import time as _time
+
+    from properties.mutation import mutant
+
+    @mutant("zz-test-hang", target="test", description="a check that never returns")
+    def _hang(profile):
+        _time.sleep(60)
+        return MutantOutcome("killed")
+
+    try:
+        t0 = _time.perf_counter()
+        rc = main(["mutants", "--only", "zz-test-hang", "--timeout", "1", "--out", str(tmp_path), "--json"])
+        doc = json.loads(capsys.readouterr().out)
+        assert rc == 1 and _time.perf_counter() - t0 < 30
+        assert doc["mutants"][0]["verdict"] == "survived" and "limit" in doc["mutants"][0]["detail"]
+    finally:
+        MUTANTS.pop("zz-test-hang", None)

@@ -32,6 +32,9 @@ def register(sub: Any) -> None:
     p.add_argument("--only", metavar="NAME", action="append", default=[],
                    help="run only this mutant (repeatable)")
     p.add_argument("--no-pictures", action="store_true", help="do not draw PNG pictures")
+    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                   help="per-mutant time limit (default 300 for ci, 1800 for verify); a mutant that "
+                        "runs out of time is reported as survived")
     p.add_argument("--json", action="store_true", help="print one JSON document")
 
 
@@ -59,9 +62,55 @@ def _save(name: str, cex: Any, out: Path, pictures: bool) -> tuple[str | None, s
     return str(json_path), None
 
 
+DEFAULT_TIMEOUT = {"ci": 300.0, "verify": 1800.0}
+
+
+def _check_with_timeout(m: Any, profile: str, timeout: float | None) -> Any:
+    """Run ``m.check(profile)`` in a forked child so that a hanging check cannot hang the run."""
+    import multiprocessing as mp
+
+    from properties.mutation import MutantOutcome
+
+    if timeout is None or "fork" not in mp.get_all_start_methods():
+        return m.check(profile)
+    ctx = mp.get_context("fork")
+    recv, send = ctx.Pipe(duplex=False)
+
+    def child() -> None:
+        try:
+            out: Any = m.check(profile)
+        except Exception as e:
+            out = MutantOutcome("survived", f"the check crashed: {type(e).__name__}: {e}")
+        try:
+            send.send(out)
+        except Exception as e:  # an unpicklable counterexample: keep the verdict
+            send.send(MutantOutcome(out.verdict, f"{out.detail} (counterexample not transferable: {e})",
+                                    None, out.ratio, out.examples))
+        send.close()
+
+    proc = ctx.Process(target=child, daemon=True)
+    proc.start()
+    send.close()
+    try:
+        if recv.poll(timeout):
+            return recv.recv()
+        return MutantOutcome("survived", f"no verdict within the {timeout:.0f} s limit")
+    except EOFError:
+        return MutantOutcome("survived", f"the check died (exit code {proc.exitcode})")
+    finally:
+        if proc.is_alive():
+            proc.kill()
+        proc.join(5)
+        recv.close()
+
+
 def run_catalogue(profile: str, out_dir: str | os.PathLike[str], only: Sequence[str] = (),
-                  pictures: bool = True, log: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
-    """Run every registered mutant (or those in ``only``) and return one record per mutant."""
+                  pictures: bool = True, log: Callable[[str], None] | None = None,
+                  timeout: float | None = -1.0) -> list[dict[str, Any]]:
+    """Run every registered mutant (or those in ``only``) and return one record per mutant.
+
+    Each check runs in a forked child limited to ``timeout`` seconds (-1: the profile's default,
+    None: in this process, no limit)."""
     from pyimpl.errors import InvalidInputError
 
     os.environ["ROLLCHECK_PROFILE"] = profile
@@ -75,13 +124,15 @@ def run_catalogue(profile: str, out_dir: str | os.PathLike[str], only: Sequence[
     if unknown:
         raise InvalidInputError(f"unknown mutant(s) {', '.join(unknown)}", location="--only")
     out = Path(out_dir)
+    if timeout is not None and timeout < 0:
+        timeout = DEFAULT_TIMEOUT.get(profile, 300.0)
     records = []
     for name, m in mutants.items():
         if only and name not in only:
             continue
         t0 = time.perf_counter()
         try:
-            o = m.check(profile)
+            o = _check_with_timeout(m, profile, timeout)
         except Exception as e:  # a crashing check examined nothing we can trust
             o = MutantOutcome("survived", f"the check crashed: {type(e).__name__}: {e}")
         dt = time.perf_counter() - t0
@@ -110,8 +161,13 @@ def _run(args: argparse.Namespace) -> int:
     profile = args.profile or active_profile()
     seed = os.environ.get("ROLLCHECK_SEED")
     print(f"mutants: profile {profile}, seed {seed if seed is not None else 'derandomised'}", file=sys.stderr)
+    if args.timeout is not None and args.timeout <= 0:
+        from pyimpl.errors import InvalidInputError
+
+        raise InvalidInputError(f"--timeout must be > 0, got {args.timeout}", location="--timeout")
     records = run_catalogue(profile, args.out, args.only, not args.no_pictures,
-                            log=lambda s: print(s, file=sys.stderr, flush=True))
+                            log=lambda s: print(s, file=sys.stderr, flush=True),
+                            timeout=args.timeout if args.timeout is not None else -1.0)
     counts = {v: sum(1 for r in records if r["verdict"] == v) for v in ("killed", "survived", "safe")}
     bad = [r["name"] for r in records if not r["safe"] and r["verdict"] != "killed"]
     if args.json:
