@@ -57,7 +57,7 @@ def _domino(ctx: Any) -> Any:
                          title="UC on the cyclic n-hop query: map1.0 fails, the line falls to the initial state")
     return Row("simulate: UC", "pyimpl", "kept domino example (recovery line at the initial state)",
                "pass" if ok else "fail", 1, "patterns", time.perf_counter() - t0,
-               f"line {dict(zip(p.processes, line.line, strict=True))}", [str(pic)])
+               f"line {line.to_json(p)['line']}", [str(pic)])
 
 
 def _table(ctx: Any) -> Any:
