@@ -281,8 +281,12 @@ class CheckpointDir:
         recs = parse_state_records(raw, str(f))
         return [(decode_unsafe_row(k, kf), None if v is None else decode_unsafe_row(v, vf)) for k, v in recs]
 
-    def state(self, op: int = 0, version: int | None = None) -> dict[int, dict[tuple[Any, ...], tuple[Any, ...]]]:
+    def state(self, op: int = 0, version: int | None = None, use_snapshots: bool = True
+              ) -> dict[int, dict[tuple[Any, ...], tuple[Any, ...]]]:
         """The state of every partition at ``version`` (default: the newest committed one).
+
+        With ``use_snapshots`` false every delta from version 1 is applied (an independent path
+        to the same state, for checking the snapshot decoder).
 
         The newest *committed* version is ``1 + the last batch in commits/`` (a version written by
         a batch that never committed is not final; Spark overwrites it when it re-runs the batch).
@@ -293,7 +297,8 @@ class CheckpointDir:
         out: dict[int, dict[tuple[Any, ...], tuple[Any, ...]]] = {}
         for part in self.partitions(op):
             files = self.state_versions(op, part)
-            snaps = [v for v, kinds in files.items() if "snapshot" in kinds and v <= version]
+            snaps = [v for v, kinds in files.items() if "snapshot" in kinds and v <= version
+                     and use_snapshots]
             start = max(snaps) if snaps else 0
             cur: dict[tuple[Any, ...], tuple[Any, ...]] = {}
             if snaps:

@@ -20,6 +20,9 @@ Streaming traces (``source == "spark-wordcount"``), ``specs/spark.md#streaming-c
 - ``side-channel-duplicates``: the non-idempotent side channel has one entry per batch plus
   exactly one duplicate per failure that struck after it (sink exception or driver kill).
 - ``statestore-crosscheck``: Spark's own ``statestore`` reader agreed with the Python decoder.
+- ``listener-progress``: the StreamingQueryListener's progress events (asynchronous, possibly
+  incomplete) report committed batches only, with the input rows of the batch and the number of
+  state rows of the fold up to that batch.
 
 Message-passing traces (``source == "spark-nhop"``) are checked by :mod:`spark_replay.nhop_replay`.
 """
@@ -289,6 +292,25 @@ def check_streaming(trace: Trace) -> list[Check]:
                             f"{dups} duplicate(s), exactly one per sink/kill failure" if not bad else
                             f"side channel counts {dict(counts)} differ from expected {dict(want_c)} "
                             f"at batches {bad}", None if not bad else sc["seq"]))
+    progress = trace.of_kind("progress")
+    if progress:
+        bad_p = None
+        for e in progress:
+            b = e.get("batch")
+            if b not in committed:
+                bad_p = (e["seq"], f"progress reported for batch {b}, which never committed")
+            elif e.get("input_rows") != len(inputs_by_file.get((planned.get(b) or [""])[0], [])):
+                bad_p = (e["seq"], f"batch {b}: {e.get('input_rows')} input rows reported")
+            else:
+                upto = fold_state(comm_inputs, window, list(range(committed.index(b) + 1)))
+                if e.get("state_rows") != [len(upto)]:
+                    bad_p = (e["seq"], f"batch {b}: {e.get('state_rows')} state rows reported, the fold "
+                                       f"has {len(upto)}")
+            if bad_p:
+                break
+        checks.append(Check("listener-progress", bad_p is None,
+                            bad_p[1] if bad_p else f"{len(progress)} progress event(s): committed batches "
+                            f"only, input and state row counts equal the fold", bad_p[0] if bad_p else None))
     cc = ends.get("state_crosscheck")
     if cc is not None:
         ok = bool(cc.get("agree")) and cc.get("spark_max_batch") == cc.get("max_committed")

@@ -83,6 +83,9 @@ class WordcountConfig:
     shuffle_partitions: int = 2
     crosscheck: bool = True
     max_attempts: int = 4
+    #: State store snapshot every this many deltas (Spark's default is 10); with a smaller value
+    #: the maintenance task (every second here) writes ``.snapshot`` files during short runs.
+    snapshot_every: int = 10
 
     def validate(self) -> None:
         if self.batches < 1:
@@ -214,6 +217,12 @@ class _Watcher:
             if not ck.is_dir():
                 return
             reader = CheckpointDir(ck)
+            # Spark writes commits/N, then offsets/N+1, then the state files of batch N+1: record
+            # what one poll finds in that order.
+            for b in reader._log_files("commits"):
+                if b not in self.committed:
+                    self.w.emit("batch_committed", batch=b)
+                    self.committed.add(b)
             offs = reader._log_files("offsets")
             new = [b for b in offs if b not in self.planned]
             if new:
@@ -247,10 +256,6 @@ class _Watcher:
                     if kind == "delta":
                         prev = self.written_this_attempt.get(part)
                         self.written_this_attempt[part] = v if prev is None else min(prev, v)
-            for b in reader._log_files("commits"):
-                if b not in self.committed:
-                    self.w.emit("batch_committed", batch=b)
-                    self.committed.add(b)
 
     def new_attempt(self) -> None:
         """Forget which versions the previous attempt wrote (the next restart is judged afresh)."""
@@ -294,8 +299,10 @@ def _run_attempts(cfg: WordcountConfig, paths: _Paths, trace_path: Path, header:
     status = "failed"
     query_seconds: list[float] = []
     try:
+        conf = {"spark.sql.streaming.stateStore.minDeltasForSnapshot": cfg.snapshot_every,
+                "spark.sql.streaming.stateStore.maintenanceInterval": "1s"}
         with spark_session(cfg.master, app_name="rollcheck-wordcount",
-                           shuffle_partitions=cfg.shuffle_partitions) as spark:
+                           shuffle_partitions=cfg.shuffle_partitions, conf=conf) as spark:
             _quiet(spark)
             attempts = 1 if single_attempt else cfg.max_attempts
             watcher = _Watcher(paths, writer, previous if enabled else [])
@@ -327,6 +334,29 @@ def _quiet(spark: Any) -> None:
 
     logging.getLogger("py4j").setLevel(logging.CRITICAL)
     spark.sparkContext.setLogLevel("OFF")
+
+
+def _progress_listener(writer: TraceWriter) -> Any:
+    """A StreamingQueryListener recording each batch's progress (asynchronous; none for a failed
+    batch; lost with a killed driver): an independent observation of what Spark did."""
+    from pyspark.sql.streaming import StreamingQueryListener
+
+    class _Listener(StreamingQueryListener):  # type: ignore[misc]
+        def onQueryStarted(self, event: Any) -> None:
+            pass
+
+        def onQueryProgress(self, event: Any) -> None:
+            p = event.progress
+            writer.emit("progress", batch=int(p.batchId), input_rows=int(p.numInputRows),
+                        state_rows=[int(op.numRowsTotal) for op in p.stateOperators])
+
+        def onQueryIdle(self, event: Any) -> None:
+            pass
+
+        def onQueryTerminated(self, event: Any) -> None:
+            pass
+
+    return _Listener()
 
 
 def _one_attempt(spark: Any, F: Any, SQE: type[BaseException], cfg: WordcountConfig, paths: _Paths,
@@ -388,6 +418,9 @@ def _one_attempt(spark: Any, F: Any, SQE: type[BaseException], cfg: WordcountCon
         _atomic_json(paths.sink / f"batch-{bid:05d}.json", rows)
         writer.emit("sink_written", batch=bid, rows=rows)
 
+    listener = _progress_listener(writer) if writer.enabled else None
+    if listener is not None:
+        spark.streams.addListener(listener)
     q = (agg.writeStream.outputMode("update").option("checkpointLocation", str(paths.checkpoint))
          .foreachBatch(sink).trigger(availableNow=True).start())
     try:
@@ -401,6 +434,9 @@ def _one_attempt(spark: Any, F: Any, SQE: type[BaseException], cfg: WordcountCon
     finally:
         if writer.enabled:
             watcher.stop()
+        if listener is not None:
+            time.sleep(0.2)  # the listener bus is asynchronous: let the last progress arrive
+            spark.streams.removeListener(listener)
     if outcome == "done" and attempt > 1 and first_sink[0]:
         writer.emit("restart", resume_batch=None, restored_versions={})
     return outcome

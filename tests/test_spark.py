@@ -38,7 +38,7 @@ def streaming(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("wc")
     out = tmp / "wc.jsonl"
     work = tmp / "work"
-    cfg = WordcountConfig(batches=4, fail_at_batch=2, failure="sink", seed=7)
+    cfg = WordcountConfig(batches=4, fail_at_batch=2, failure="sink", seed=7, snapshot_every=2)
     res = record_wordcount(cfg, out, workdir=work)
     return res, out, work
 
@@ -67,6 +67,12 @@ def test_checkpoint_reader_agrees_with_spark_and_trace(streaming):
     planned = {e["batch"]: e["files"] for e in t.of_kind("batch_planned")}
     assert {b: [Path(f).name for f in fs] for b, fs in files.items()} == planned
     state = ck.state(0)
+    assert state == ck.state(0, use_snapshots=False)  # snapshot + deltas == all deltas
+    for part in ck.partitions(0):
+        for v, kinds in ck.state_versions(0, part).items():
+            if "snapshot" in kinds:
+                snap = {k: val for k, val in ck.read_state_file(0, part, v, "snapshot")}
+                assert snap == ck.state(0, v, use_snapshots=False)[part]
     rows = sorted(([*k, *v] for part in state.values() for k, v in part.items()), key=repr)
     assert rows == sorted(t.of_kind("final_state")[0]["rows"], key=repr)
     assert ck.operators()[0]["operatorInfo"]["operatorName"] == "stateStoreSave"

@@ -150,6 +150,8 @@ def test_recorded_streaming_traces_conform(name):
     names = {c.name for c in r.checks}
     assert {"commit-protocol", "resume-prediction", "state-fold", "sink-exactly-once",
             "side-channel-duplicates", "statestore-crosscheck"} <= names
+    if name == "wordcount-sink.jsonl":
+        assert "listener-progress" in names
     assert not r.truncated
 
 
@@ -167,6 +169,7 @@ def test_tampered_streaming_trace_flags_first_offending_event(tmp_path, tamper):
     ("restart", lambda e: e["restored_versions"].__setitem__("1", 0), "resume-prediction"),
     ("state_crosscheck", lambda e: e.__setitem__("agree", False), "statestore-crosscheck"),
     ("batch_planned", lambda e: e.__setitem__("batch", 3), "commit-protocol"),
+    ("progress", lambda e: e.__setitem__("state_rows", [1]), "listener-progress"),
 ])
 def test_each_streaming_check_catches_a_broken_recording(tmp_path, kind, change, check):
     p = _edit(DATA / "wordcount-sink.jsonl", tmp_path / "t.jsonl", kind, change)
