@@ -25,6 +25,7 @@ from pyimpl.elastic import (
     ScaleEvent,
     Slice,
     config_to_dict,
+    merge_slices,
     queue_bound,
     reference_output,
     simulate,
@@ -179,13 +180,14 @@ def slices_and_owners(draw: Any) -> tuple[Slice, dict[int, str]]:
 
 @prop("elastic-slice-split", target="elastic", theorem=f"{SPEC}#T5")
 @given(case=slices_and_owners())
-def slice_split_is_a_partition(case: tuple[Slice, dict[int, str]], split: Any = split_slice) -> None:
-    """T5: splitting a slice by a key partition (Eq. 1) loses, duplicates and reorders nothing."""
+def slice_split_is_a_partition(case: tuple[Slice, dict[int, str]], split: Any = split_slice,
+                               merge: Any = merge_slices) -> None:
+    """T5: slice split (Eq. 1) and merge (Eq. 2) lose, duplicate and reorder nothing."""
     s, owner = case
     parts = split(s, owner)
     for t, part in parts.items():
         if part.k != s.k:
-            raise PropertyViolation(f"part for {t} has k={part.k}, slice has k={s.k}", counterexample=None)
+            raise PropertyViolation(f"part for {t} has k={part.k}, slice has k={s.k}")
         wrong = [e for e in part.events if owner[e.key] != t]
         if wrong:
             raise PropertyViolation(f"{t} got events of keys it does not own: {wrong[:3]}")
@@ -194,3 +196,11 @@ def slice_split_is_a_partition(case: tuple[Slice, dict[int, str]], split: Any = 
         got = [e for part in parts.values() for e in part.events if e.key == k]
         if got != want:
             raise PropertyViolation(f"key {k}: split gives {got}, slice has {want}")
+    merged = merge(list(parts.values()))
+    if s.events and [m.k for m in merged] != [s.k]:
+        raise PropertyViolation(f"merging the parts of slice k={s.k} gives slices {[m.k for m in merged]}")
+    for k in {e.key for e in s.events}:
+        want = [e for e in s.events if e.key == k]
+        got = [e for m in merged for e in m.events if e.key == k]
+        if got != want:
+            raise PropertyViolation(f"key {k}: merge of the split gives {got}, slice has {want}")

@@ -26,7 +26,8 @@ from pyimpl.elastic import (
     repartition_keyed,
 )
 
-__all__ = ["BROKEN_RULES", "WITNESSES", "ELASTIC_MUTANTS", "split_drops_last_key", "check_elastic_mutant"]
+__all__ = ["BROKEN_RULES", "WITNESSES", "ELASTIC_MUTANTS", "split_drops_last_key", "merge_keeps_first_part",
+           "check_elastic_mutant"]
 
 
 # ---------------------------------------------------------------- the broken rules
@@ -77,6 +78,14 @@ def split_drops_last_key(s: Slice, owner: Mapping[int, str]) -> dict[str, Slice]
             continue
         parts.setdefault(t, []).append(e)
     return {t: Slice(s.k, tuple(evs)) for t, evs in parts.items()}
+
+
+def merge_keeps_first_part(slices: Any) -> list[Slice]:
+    """Slice merge (Eq. 2) that keeps only the first part of each round ``k``."""
+    first: dict[int, Slice] = {}
+    for s in slices:
+        first.setdefault(s.k, s)
+    return [first[k] for k in sorted(first)]
 
 
 BROKEN_RULES: dict[str, Rules] = {
@@ -145,6 +154,9 @@ ELASTIC_MUTANTS: tuple[ElasticMutant, ...] = (
     ElasticMutant("elastic-split-drops-boundary",
                   "slice split (Eq. 1) drops the events of the last key of each multi-key range",
                   ("elastic-slice-split",), {"split": split_drops_last_key}),
+    ElasticMutant("elastic-merge-keeps-first",
+                  "slice merge (Eq. 2) keeps only the first part of each round",
+                  ("elastic-slice-split",), {"merge": merge_keeps_first_part}),
 )
 
 
