@@ -220,3 +220,10 @@ def test_missing_java_is_inconclusive(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))
     r = run_tlc(write_spec(tmp_path))
     assert r.status == "inconclusive" and "Java" in r.message
+
+
+def test_timeout_keeps_progress_counts():
+    out = HEADER + msg(2200, 0, "Progress(7) at 2026-11-22 01:07:27: 1,500 states generated (90,000 s/min), "
+                              "1,200 distinct states found (72,000 ds/min), 300 states left on queue.")
+    r = interpret(out, None)
+    assert r.status == "inconclusive" and (r.generated_states, r.distinct_states) == (1500, 1200)

@@ -80,6 +80,7 @@ GENERAL_ERROR = 1000
 NESTED_POSITIONS = 2103
 CONFIG_ERRORS = (2222, 2229, 2230, 2231, 2232, 2233, 2234, 5001)
 INIT_STATES = 2190
+PROGRESS = 2200
 
 _MARK = re.compile(r"@!@!@(STARTMSG (\d+):(\d+)|ENDMSG (\d+)) @!@!@\n?")
 
@@ -357,6 +358,7 @@ def interpret(
         res.message = "; ".join(str(e) for e in res.errors)
         return res
 
+    final_counts = any(m.code == FINAL_COUNTS for m in flat)
     for m in flat:
         if m.code == FINAL_COUNTS:
             nums = _INT.findall(m.text)
@@ -366,6 +368,12 @@ def interpret(
             nums = _INT.findall(m.text)
             if nums:
                 res.depth = _num(nums[-1])
+        elif m.code == PROGRESS and not final_counts:
+            # "Progress(d) at T: G states generated (r s/min), D distinct states found (...)"
+            gen = re.search(r"([\d,]+) states generated", m.text)
+            dis = re.search(r"([\d,]+) distinct states found", m.text)
+            if gen and dis:
+                res.generated_states, res.distinct_states = _num(gen.group(1)), _num(dis.group(1))
         elif m.code == INIT_STATES and not res.distinct_states:
             nums = _INT.findall(m.text.split("generated")[0])
             if nums:
