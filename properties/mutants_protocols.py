@@ -138,7 +138,10 @@ def _kill_protocol(name: str, checks: list[tuple[str, Callable[[Pattern, Protoco
     total = 0
     t0 = time.perf_counter()
     for prop_name, check in checks:
-        n, err = hunt(C.schedules, lambda p, check=check: check(p, variant), budget, shrink=False)
+        def run_check(p: Pattern, check: Callable[[Pattern, Protocol], Any] = check) -> None:
+            check(p, variant)
+
+        n, err = hunt(C.schedules, run_check, budget, shrink=False)
         total += n
         if err is None:
             continue
@@ -247,7 +250,7 @@ def run_forced_list_shifted(name: str, p: Pattern) -> Any:
         if ev.kind == DELIVER:
             by_msg[ev.message] = prev.get(ev.process, ev.message)
             prev[ev.process] = ev.message  # type: ignore[assignment]
-    shifted = [by_msg[m] for m in r.forced_messages]
+    shifted = [str(by_msg[m]) for m in r.forced_messages]
     return dataclasses.replace(r, forced_messages=tuple(shifted))
 
 

@@ -103,7 +103,7 @@ def bcs_checkpoint_indices(out: Pattern, protocol: Protocol) -> list[list[int]]:
                 lcs[i][-1] = states[i].lc
             pending_forced[i] = False
         else:
-            states[i], pbs[ev.message] = protocol.on_send(states[i], ev.to)  # type: ignore[index]
+            states[i], pbs[ev.message] = protocol.on_send(states[i], ev.to)  # type: ignore[index, arg-type]
             pending_forced[i] = False
     return lcs
 

@@ -13,6 +13,8 @@ References
 
 from __future__ import annotations
 
+from typing import Any
+
 from pyimpl.errors import InvalidInputError
 from pyimpl.pattern import CHECKPOINT, DELIVER, SEND, Pattern
 
@@ -150,7 +152,7 @@ def _hmnr_numpy(p: Pattern) -> tuple[str, ...]:
     idx = np.arange(n)
     clock[idx, idx] = 1
     key[idx, idx] = 2
-    pb: dict[str, tuple[int, object, object]] = {}
+    pb: dict[str, tuple[int, Any, Any]] = {}
     forced: list[str] = []
     maximum = np.maximum
     for ev in p.events:

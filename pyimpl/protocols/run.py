@@ -108,7 +108,7 @@ def run_protocol(protocol: str | Protocol, pattern: Pattern) -> ProtocolRun:
         i = ev.process
         kind = ev.kind
         if kind == SEND:
-            states[i], piggybacks[ev.message] = on_send(states[i], ev.to)  # type: ignore[index]
+            states[i], piggybacks[ev.message] = on_send(states[i], ev.to)  # type: ignore[index, arg-type]
             append(ev)
         elif kind == DELIVER:
             mid = ev.message
