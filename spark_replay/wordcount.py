@@ -378,7 +378,7 @@ def _one_attempt(spark: Any, F: Any, SQE: type[BaseException], cfg: WordcountCon
         k_fail = int(cfg.fail_at_batch)  # type: ignore[arg-type]
         marker = str(fail_marker)
 
-        def inject(b: int) -> int:
+        def inject(b):  # no type hints: PySpark 4 would read them as a pandas UDF
             if b == k_fail:
                 try:
                     fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
