@@ -15,6 +15,7 @@ import properties.elastic_props  # noqa: F401  (registers the properties)
 from properties.mutation import MutantOutcome, mutant
 from properties.registry import run_property
 from pyimpl.elastic import (
+    REFERENCE_RULES,
     Checkpoint,
     Config,
     Event,
@@ -26,7 +27,7 @@ from pyimpl.elastic import (
     repartition_keyed,
 )
 
-__all__ = ["BROKEN_RULES", "WITNESSES", "ELASTIC_MUTANTS", "split_drops_last_key", "merge_keeps_first_part",
+__all__ = ["run_under_profile", "SAFE_RULES", "SAFE_MUTANTS", "check_safe_elastic", "BROKEN_RULES", "WITNESSES", "ELASTIC_MUTANTS", "split_drops_last_key", "merge_keeps_first_part",
            "check_elastic_mutant"]
 
 
@@ -80,6 +81,22 @@ def split_drops_last_key(s: Slice, owner: Mapping[int, str]) -> dict[str, Slice]
     return {t: Slice(s.k, tuple(evs)) for t, evs in parts.items()}
 
 
+def l1_on_checkpoint_only(rec: SliceRecord, stateful: bool, succ_l0: Mapping[int, int]) -> bool:
+    """Safe: a stateful task sends L1 right after its checkpoint, without the successors' L0.
+
+    Correct here because the checkpoint keeps the unacknowledged outputs (its data buffer); it
+    trims upstream queues earlier (ratio < 1 of the queue sizes).
+    """
+    if stateful:
+        return rec.checkpointed
+    return all(succ_l0.get(k, 0) >= q for k, q in rec.sd.items())
+
+
+def checkpoint_whole_queue(queue: Any, succ_l0: Mapping[int, int]) -> tuple[Slice, ...]:
+    """Safe: the checkpoint stores the whole output queue, acknowledged events included."""
+    return tuple(queue.slices)
+
+
 def merge_keeps_first_part(slices: Any) -> list[Slice]:
     """Slice merge (Eq. 2) that keeps only the first part of each round ``k``."""
     first: dict[int, Slice] = {}
@@ -96,6 +113,11 @@ BROKEN_RULES: dict[str, Rules] = {
     "elastic-stale-checkpoint": Rules(split_checkpoint=stale_checkpoint),
     "elastic-checkpoint-without-buffer": Rules(checkpoint_buffer=checkpoint_without_buffer),
     "elastic-lazy-l1": Rules(l1_delay=1),
+}
+
+SAFE_RULES: dict[str, Rules] = {
+    "elastic-safe-l1-on-checkpoint-only": Rules(l1_ready=l1_on_checkpoint_only),
+    "elastic-safe-checkpoint-whole-queue": Rules(checkpoint_buffer=checkpoint_whole_queue),
 }
 
 
@@ -160,32 +182,55 @@ ELASTIC_MUTANTS: tuple[ElasticMutant, ...] = (
 )
 
 
+def _given_function(func: Any) -> Any:
+    """The ``@given`` function behind a registry runner (the runner may close over it)."""
+    if hasattr(func, "_hypothesis_internal_use_settings"):
+        return func
+    for cell in func.__closure__ or ():
+        obj = cell.cell_contents
+        if callable(obj) and hasattr(obj, "_hypothesis_internal_use_settings"):
+            return obj
+    raise TypeError(f"cannot find the Hypothesis test behind {func!r}")
+
+
+def run_under_profile(name: str, profile: str = "ci", *, shrink: bool = True, **impls: Any) -> Any:
+    """:func:`run_property` with the settings of ``profile`` (optionally without shrinking).
+
+    Hypothesis binds the default settings when ``@given`` decorates a function, so loading a
+    profile after the import does not reach the property; its own settings are set for the run.
+    """
+    from hypothesis import Phase, settings
+
+    from properties.profiles import PROFILES
+    from properties.registry import PROPERTIES
+
+    func = _given_function(PROPERTIES[name].func)
+    old = func._hypothesis_internal_use_settings
+    kw: dict[str, Any] = {}
+    if not shrink:
+        kw["phases"] = [Phase.explicit, Phase.reuse, Phase.generate]
+    func._hypothesis_internal_use_settings = settings(
+        settings.get_profile(profile if profile in PROFILES else "ci"), **kw)
+    try:
+        return run_property(name, **impls)
+    finally:
+        func._hypothesis_internal_use_settings = old
+
+
 def check_elastic_mutant(m: ElasticMutant, profile: str = "ci", *, shrink: bool = True) -> MutantOutcome:
     """Run the mutant's properties under ``profile``; killed at the first one that is violated.
 
     ``shrink=False`` skips Hypothesis's shrink phase (same verdict, faster, larger counterexample).
     """
-    from hypothesis import Phase, settings
-
-    from properties.profiles import load_profile
-
-    load_profile(profile)
-    if not shrink:
-        settings.register_profile("_elastic_noshrink", settings(
-            settings.default, phases=[Phase.explicit, Phase.reuse, Phase.generate]))
-        settings.load_profile("_elastic_noshrink")
     examples = 0
     tried = []
-    try:
-        for name in m.properties:
-            res = run_property(name, **m.impl)
-            examples += res.examples
-            # only a violated property kills; a crash of the variant or the harness does not
-            if res.status == "fail" and (res.error or "").startswith("PropertyViolation"):
-                return MutantOutcome("killed", f"{name}: {res.error}", res.counterexample, None, examples)
-            tried.append(f"{name}: {res.status}" + (f" ({res.error})" if res.error else ""))
-    finally:
-        load_profile(profile)
+    for name in m.properties:
+        res = run_under_profile(name, profile, shrink=shrink, **m.impl)
+        examples += res.examples
+        # only a violated property kills; a crash of the variant or the harness does not
+        if res.status == "fail" and (res.error or "").startswith("PropertyViolation"):
+            return MutantOutcome("killed", f"{name}: {res.error}", res.counterexample, None, examples)
+        tried.append(f"{name}: {res.status}" + (f" ({res.error})" if res.error else ""))
     return MutantOutcome("survived", "; ".join(tried), None, None, examples)
 
 
@@ -199,3 +244,56 @@ def _register(m: ElasticMutant) -> Callable[[str], MutantOutcome]:
 
 for _m in ELASTIC_MUTANTS:
     _register(_m)
+
+
+# ---------------------------------------------------------------- safe (costlier or cheaper) variants
+def _cost(rules: Rules, measure: str) -> int:
+    """Total cost over a fixed set of constant-rate pipelines: max queue sizes or checkpointed events."""
+    from pyimpl.elastic import Config, simulate
+
+    total = 0
+    for ops in (("sum",), ("affine", "sum", "count"), ("filter", "max")):
+        for a in (1, 2, 3):
+            for c in (1, 2, 4):
+                cfg = Config(keys=4, ops=ops, rounds=24, max_rate=4, ack_interval=a, checkpoint_interval=c,
+                             workload="constant", seed=a * 10 + c)
+                res = simulate(cfg, rules=rules)
+                total += sum(res.max_queue.values()) if measure == "queue" else res.checkpoint_events
+    return total
+
+
+def check_safe_elastic(name: str, measure: str, profile: str = "ci") -> MutantOutcome:
+    """A safe variant must keep T1 (exactly once) and T3 (trim safety); report its cost ratio."""
+    rules = SAFE_RULES[name]
+    examples = 0
+    for prop_name in ("elastic-exactly-once", "elastic-trim-safety"):
+        res = run_under_profile(prop_name, profile, rules=rules)
+        examples += res.examples
+        if res.status != "pass":
+            return MutantOutcome("killed", f"expected safe, but {prop_name}: {res.status} ({res.error})",
+                                 res.counterexample, None, examples)
+    ref = _cost(REFERENCE_RULES, measure)
+    ratio = _cost(rules, measure) / ref if ref else None
+    what = "sum of max queue sizes" if measure == "queue" else "events stored in checkpoints"
+    return MutantOutcome("safe", f"T1 and T3 hold; {what} relative to the reference: {ratio:.2f}",
+                         None, ratio, examples)
+
+
+SAFE_MUTANTS = (
+    ("elastic-safe-l1-on-checkpoint-only",
+     "stateful tasks send L1 at their checkpoint without waiting for the successors' L0 "
+     "(safe because checkpoints keep unacknowledged output)", "queue"),
+    ("elastic-safe-checkpoint-whole-queue", "checkpoints store the whole output queue", "checkpoint"),
+)
+
+
+def _register_safe(name: str, description: str, measure: str) -> None:
+    def check(profile: str) -> MutantOutcome:
+        return check_safe_elastic(name, measure, profile)
+
+    check.__qualname__ = f"check_{name.replace('-', '_')}"
+    mutant(name, target="elastic", description=description, safe=True)(check)
+
+
+for _name, _desc, _measure in SAFE_MUTANTS:
+    _register_safe(_name, _desc, _measure)

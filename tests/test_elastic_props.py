@@ -39,3 +39,22 @@ def test_failure_steps_cover_the_run():
     for phase in range(10):
         got |= set(failure_steps(100, phase, runs=10))
     assert got == set(range(1, 101))
+
+
+def test_safe_variants_stay_correct_and_report_their_cost():
+    from properties.mutants_elastic import SAFE_MUTANTS, check_safe_elastic
+
+    ratios = {}
+    for name, _, measure in SAFE_MUTANTS:
+        out = check_safe_elastic(name, measure)
+        assert out.verdict == "safe", out.detail
+        ratios[name] = out.ratio
+    assert ratios["elastic-safe-l1-on-checkpoint-only"] < 1 < ratios["elastic-safe-checkpoint-whole-queue"]
+
+
+def test_safe_variants_are_in_the_catalogue():
+    from properties.mutation import load_all
+
+    cat = load_all()
+    assert cat["elastic-safe-checkpoint-whole-queue"].safe
+    assert not cat["elastic-l1-before-checkpoint"].safe

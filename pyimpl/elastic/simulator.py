@@ -103,6 +103,7 @@ class RunResult:
     recoveries: list[dict[str, Any]]
     scalings: list[dict[str, Any]]
     violations: list[str]  # trim-safety violations found (only with check_trim=True)
+    checkpoint_events: int = 0  # output events stored in checkpoints (the data buffers), summed
 
     def output_by_key(self) -> dict[int, list[tuple[int, int]]]:
         out: dict[int, list[tuple[int, int]]] = {}
@@ -120,6 +121,7 @@ class RunResult:
             "recoveries": self.recoveries,
             "scalings": self.scalings,
             "trim_violations": self.violations[:10],
+            "checkpoint_buffer_events": self.checkpoint_events,
         }
 
 
@@ -175,6 +177,7 @@ class Simulator:
         self.recoveries: list[dict[str, Any]] = []
         self.scalings: list[dict[str, Any]] = []
         self.violations: list[str] = []
+        self.ckpt_events = 0
         self.emitted: list[dict[int, int]] = [{} for _ in range(self.n + 1)]  # per level, per key
         self.batches = source_events(cfg)
         self.src_counter: dict[int, int] = {}
@@ -268,7 +271,7 @@ class Simulator:
             if r > self.cfg.rounds + self.n + 1 and not self.network:
                 break
         return RunResult(self.cfg, self.step, self.round, list(self.sink_out), self.dups,
-                         dict(self.max_queue), self.recoveries, self.scalings, self.violations)
+                         dict(self.max_queue), self.recoveries, self.scalings, self.violations, self.ckpt_events)
 
     def _deliver_data(self, lv: int) -> None:
         while True:
@@ -349,6 +352,7 @@ class Simulator:
     def _checkpoint(self, t: Task) -> None:
         t.checkpoint = Checkpoint(self.round, dict(t.state), dict(t.in_wm),
                                   self.rules.checkpoint_buffer(t.queue, t.succ_l0))
+        self.ckpt_events += sum(len(s) for s in t.checkpoint.buffer)
         t.records = [SliceRecord(r.k, r.su, r.sd, True) for r in t.records]
 
     def _ack_phase(self) -> None:

@@ -39,22 +39,33 @@ def _sweep_row(ctx: VerifyContext, parallel: int = 1) -> Row:
                "; ".join(detail) if bad else "sink output equals the failure-free reference in every run")
 
 
-def _property_rows() -> list[Row]:
-    import properties.elastic_props  # noqa: F401
-    from properties.registry import PROPERTIES, run_property
+def _property_rows(ctx: VerifyContext) -> list[Row]:
+    from properties.mutants_elastic import run_under_profile
+    from properties.registry import PROPERTIES
 
     rows = []
     for name in sorted(n for n, p in PROPERTIES.items() if p.target == "elastic"):
-        res = run_property(name)
+        res = run_under_profile(name, ctx.profile)
         rows.append(Row(ALGO, "Hypothesis", f"{name} ({res.theorem})", res.status, res.examples, "examples",
                         res.seconds, res.error or ""))
     return rows
 
 
 def _mutant_rows(ctx: VerifyContext) -> list[Row]:
-    from properties.mutants_elastic import ELASTIC_MUTANTS, check_elastic_mutant
+    from properties.mutants_elastic import (
+        ELASTIC_MUTANTS,
+        SAFE_MUTANTS,
+        check_elastic_mutant,
+        check_safe_elastic,
+    )
 
     rows = []
+    for name, description, measure in SAFE_MUTANTS:
+        t0 = time.perf_counter()
+        out = check_safe_elastic(name, measure, ctx.profile)
+        rows.append(Row(ALGO, "mutants", f"{name} stays correct ({description})",
+                        "pass" if out.verdict == "safe" else "fail", out.examples, "examples",
+                        time.perf_counter() - t0, out.detail[:300]))
     for m in ELASTIC_MUTANTS:
         t0 = time.perf_counter()
         out = check_elastic_mutant(m, ctx.profile, shrink=not ctx.quick)
@@ -110,7 +121,7 @@ def run(ctx: VerifyContext) -> list[Row]:
     rows = [_sweep_row(ctx)]
     if not ctx.quick:
         rows.append(_sweep_row(ctx, parallel=2))
-    rows += _property_rows()
+    rows += _property_rows(ctx)
     rows += _mutant_rows(ctx)
     try:
         rows.append(_bound_picture(ctx))
