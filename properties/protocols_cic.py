@@ -26,6 +26,7 @@ from pyimpl.protocols import (
     BasicTimer,
     Protocol,
     count_schedule,
+    get_protocol,
     run_protocol,
 )
 from pyimpl.protocols.fast import forced_deliveries
@@ -33,6 +34,7 @@ from pyimpl.zpaths import useless_checkpoints, zcycle_checkpoints
 
 __all__ = [
     "schedules",
+    "dataflow_schedules",
     "check_no_useless",
     "check_bcs_lines",
     "check_forced_list",
@@ -44,6 +46,8 @@ __all__ = [
 
 #: The schedules every protocol property draws from (n = 2..5, non-FIFO, in-transit messages).
 schedules = basic_schedules(min_processes=2, max_processes=5, max_actions=48)
+#: Dataflow-shaped schedules: FIFO channels of a pipeline, scatter-gather, cycle or complete graph.
+dataflow_schedules = basic_schedules(min_processes=3, max_processes=5, max_actions=48, topology=None, fifo=True)
 _HMNR = HMNR()
 _BCS = BCS()
 
@@ -78,6 +82,13 @@ def hmnr_no_useless(p: Pattern, protocol: Protocol = _HMNR) -> None:
 def bcs_no_useless(p: Pattern, protocol: Protocol = _BCS) -> None:
     """BCS never leaves a useless checkpoint."""
     check_no_useless(p, protocol)
+
+
+@prop("cic-no-useless-dataflow", target="protocols", theorem="specs/protocols.md#thm-cic-no-useless")
+@given(p=dataflow_schedules, name=st.sampled_from(("bcs", "hmnr")))
+def cic_no_useless_dataflow(p: Pattern, name: str, get: Any = get_protocol) -> None:
+    """BCS and HMNR leave no useless checkpoint on FIFO dataflow topologies either."""
+    check_no_useless(p, get(name))
 
 
 def bcs_checkpoint_indices(out: Pattern, protocol: Protocol) -> list[list[int]]:

@@ -29,6 +29,7 @@ NAMES = [
     "protocol-keeps-basic",
     "protocol-fast-path-agrees",
     "basic-timer-restarts",
+    "cic-no-useless-dataflow",
 ]
 
 
@@ -55,6 +56,8 @@ BROKEN = [
     ("hmnr-no-useless/no-c1", C.schedules, lambda p: C.check_no_useless(p, get_protocol("hmnr-no-c1"))),
     ("bcs-no-useless", C.schedules, lambda p: C.check_no_useless(p, get_protocol("bcs-no-force"))),
     ("bcs-index-lines-consistent", C.schedules, lambda p: C.check_bcs_lines(p, get_protocol("bcs-no-force"))),
+    ("cic-no-useless-dataflow", st.tuples(C.dataflow_schedules, _NAMES),
+     lambda x: C.check_no_useless(x[0], get_protocol({"bcs": "bcs-no-force", "hmnr": "hmnr-no-c2"}[x[1]]))),
     ("protocol-forced-list", st.tuples(C.schedules, _NAMES),
      lambda x: C.check_forced_list(x[0], x[1], run_forced_list_shifted)),
     ("protocol-keeps-basic", st.tuples(C.schedules, _NAMES),
