@@ -297,8 +297,9 @@ def check_streaming(trace: Trace) -> list[Check]:
         bad_p = None
         for e in progress:
             b = e.get("batch")
-            if b not in committed:
-                bad_p = (e["seq"], f"progress reported for batch {b}, which never committed")
+            if b not in committed:  # conclusive only once the run ended without committing b
+                bad_p = (ends["end"]["seq"], f"progress reported for batch {b} (seq {e['seq']}), "
+                                             f"which never committed")
             elif e.get("input_rows") != len(inputs_by_file.get((planned.get(b) or [""])[0], [])):
                 bad_p = (e["seq"], f"batch {b}: {e.get('input_rows')} input rows reported")
             else:

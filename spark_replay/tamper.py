@@ -4,8 +4,8 @@ Each function takes a parsed trace and returns ``(lines, seq)``: the text lines 
 (sequence numbers renumbered so that the file stays well-formed) and the ``seq`` of the first event
 that the tampering makes wrong - the event a correct replay must name as first offending:
 
-- :func:`drop_commit`: delete the ``batch_committed`` of a batch (the next ``batch_planned`` - or the
-  run's end - becomes wrong);
+- :func:`drop_commit`: delete the ``batch_committed`` of a batch (the next ``batch_planned`` - or,
+  for the last batch, the first end-of-run record - becomes wrong);
 - :func:`move_resume`: shift the resume batch of the first ``restart`` (the restart is wrong);
 - :func:`delete_forced_checkpoint`: delete a forced ``checkpoint`` (the delivery it preceded is
   wrong: the protocol would force a checkpoint there).
@@ -18,6 +18,8 @@ from typing import Any
 
 from pyimpl.errors import InvalidInputError
 from spark_replay.trace import Trace
+
+_END = ("final_state", "sink_final", "side_channel", "state_crosscheck", "end")
 
 __all__ = ["drop_commit", "move_resume", "delete_forced_checkpoint", "TAMPERS", "to_lines"]
 
@@ -45,7 +47,7 @@ def drop_commit(trace: Trace, batch: int | None = None) -> tuple[list[str], int]
             lines, _ = _delete(trace, k)
             rest = trace.events[k + 1:]
             nxt = next((j for j, x in enumerate(rest)
-                        if (x["kind"] == "batch_planned" and x.get("batch") == b + 1) or x["kind"] == "end"), None)
+                        if (x["kind"] == "batch_planned" and x.get("batch") == b + 1) or x["kind"] in _END), None)
             if nxt is None:
                 raise InvalidInputError("nothing after the dropped commit would be wrong")
             return lines, k + 1 + nxt

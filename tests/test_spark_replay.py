@@ -162,6 +162,15 @@ def test_tampered_streaming_trace_flags_first_offending_event(tmp_path, tamper):
     assert not r.conformant and r.first_offending_seq == seq
 
 
+@pytest.mark.parametrize("name", ["wordcount-sink.jsonl", "wordcount-kill.jsonl"])
+def test_dropping_any_commit_is_flagged_where_it_first_matters(tmp_path, name):
+    t = read_trace(DATA / name)
+    for b in range(len(t.of_kind("batch_committed"))):
+        lines, seq = drop_commit(t, b)
+        r = replay_trace(parse_trace_text(("\n".join(lines) + "\n").encode()))
+        assert not r.conformant and r.first_offending_seq == seq, (b, seq, r.first_offending_seq)
+
+
 @pytest.mark.parametrize("kind, change, check", [
     ("final_state", lambda e: e["rows"][0].__setitem__(3, e["rows"][0][3] + 1), "state-fold"),
     ("sink_final", lambda e: e["batches"].pop("2"), "sink-exactly-once"),
