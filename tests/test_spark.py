@@ -33,19 +33,19 @@ def _ours_in_tmp() -> set[str]:
             if p.name.startswith(("rollcheck-wc-", "rollcheck-nhop-", "rollcheck-spark-"))}
 
 
-@pytest.fixture(scope="module")
-def streaming(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("wc")
-    out = tmp / "wc.jsonl"
-    work = tmp / "work"
+def test_streaming_record_replay_reader_and_tampering(tmp_path):
+    """One short streaming run with a sink failure: conformance, the checkpoint reader against
+    Spark's readers and the trace, tampered traces, and (same JVM) a sweep's identity.
+
+    Kept as one test so that ``pytest -n 2`` runs one Spark driver per worker, not two.
+    """
+    out = tmp_path / "wc.jsonl"
+    work = tmp_path / "work"
     cfg = WordcountConfig(batches=4, fail_at_batch=2, failure="sink", seed=7, snapshot_every=2)
     res = record_wordcount(cfg, out, workdir=work)
-    return res, out, work
-
-
-def test_streaming_record_replay_with_sink_failure(streaming):
-    res, out, _work = streaming
     assert res["status"] == "done"
+
+    # replay through the CLI
     r = subprocess.run([*RC, "spark", "replay", str(out), "--json"], capture_output=True, text=True, cwd=ROOT)
     doc = json.loads(r.stdout)
     assert r.returncode == 0, doc
@@ -55,10 +55,7 @@ def test_streaming_record_replay_with_sink_failure(streaming):
     assert restart["resume_batch"] == 2 and set(restart["restored_versions"].values()) == {2}
     assert [e["batch"] for e in t.of_kind("failure")] == [2]
 
-
-def test_checkpoint_reader_agrees_with_spark_and_trace(streaming):
-    _res, out, work = streaming
-    t = read_trace(out)
+    # the plain-Python checkpoint reader against Spark's readers and the trace
     cross = t.of_kind("state_crosscheck")[0]
     assert cross["agree"] and cross["spark_rows"] == cross["rows"] > 0
     ck = CheckpointDir(work / "checkpoint")
@@ -77,15 +74,19 @@ def test_checkpoint_reader_agrees_with_spark_and_trace(streaming):
     assert rows == sorted(t.of_kind("final_state")[0]["rows"], key=repr)
     assert ck.operators()[0]["operatorInfo"]["operatorName"] == "stateStoreSave"
 
+    # tampered copies are flagged at their first offending event
+    for tamper in (drop_commit, move_resume):
+        lines, seq = tamper(t)
+        p = tmp_path / f"{tamper.__name__}.jsonl"
+        p.write_text("\n".join(lines) + "\n")
+        bad = replay_file(p)
+        assert not bad.conformant and bad.first_offending_seq == seq
 
-@pytest.mark.parametrize("tamper", [drop_commit, move_resume])
-def test_streaming_tampered(streaming, tmp_path, tamper):
-    _res, out, _work = streaming
-    lines, seq = tamper(read_trace(out))
-    p = tmp_path / "t.jsonl"
-    p.write_text("\n".join(lines) + "\n")
-    r = replay_file(p)
-    assert not r.conformant and r.first_offending_seq == seq
+    # a seeded sweep on Spark equals the single-process run
+    from spark_replay.sweep import run_sweep
+
+    sw = run_sweep("properties", 5, 4, partitions=4)
+    assert sw["identical"] is True and sw["violations"] == [] and sw["checked"] == 4 * 8
 
 
 def test_nhop_record_replay_with_failure(tmp_path):
@@ -113,10 +114,3 @@ def test_nhop_record_replay_with_failure(tmp_path):
         assert not bad.conformant and bad.first_offending_seq == seq
     assert _ours_in_tmp() <= before  # no temporary folder left behind
 
-
-def test_sweep_on_spark_is_identical_to_one_process():
-    from spark_replay.sweep import run_sweep
-
-    res = run_sweep("properties", 5, 4, partitions=4)
-    assert res["identical"] is True and res["violations"] == [] and res["checked"] == 4 * 8
-    assert res["partitions"] == 4 and res["spark_seconds"] > 0
