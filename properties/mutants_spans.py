@@ -16,13 +16,24 @@ __all__ = ["only_p_update", "domino_chain"]
 
 
 
-def _killed_by(names: list[str], profile: str, **impls: object) -> MutantOutcome:
+def _killed_by(names: list[str], profile: str, shrink: bool = True, **impls: object) -> MutantOutcome:
+    from hypothesis import Phase, settings
+
+    prev = settings.default
+    if not shrink:  # the watermark property's shrinker is slow; the first failure is evidence enough
+        settings.register_profile("_spans_no_shrink", settings(prev, phases=[Phase.explicit, Phase.generate]))
+        settings.load_profile("_spans_no_shrink")
     total = 0
-    for name in names:
-        r = run_property(name, max_examples=PROFILES.get(profile, 60), **impls)
-        total += r.examples
-        if r.status == "fail":
-            return MutantOutcome("killed", f"{name}: {r.error}", r.counterexample, None, total)
+    try:
+        for name in names:
+            r = run_property(name, max_examples=PROFILES.get(profile, 60), **impls)
+            total += r.examples
+            if r.status == "fail":
+                return MutantOutcome("killed", f"{name}: {r.error}", r.counterexample, None, total)
+    finally:
+        if not shrink:
+            settings.register_profile("_spans_restore", prev)
+            settings.load_profile("_spans_restore")
     return MutantOutcome("survived", f"not caught by {names}", None, None, total)
 
 
@@ -51,7 +62,7 @@ def only_p_update(s_new: SpanSystem, old: Mapping[str, int], p: str) -> dict[str
 @mutant("spans-watermark-only-p", target="spans",
         description="incremental low watermark raises only the processor that checkpointed")
 def _only_p(profile: str) -> MutantOutcome:
-    return _killed_by(["spans-watermark"], profile, update=only_p_update)
+    return _killed_by(["spans-watermark"], profile, shrink=False, update=only_p_update)
 
 
 @mutant("spans-whole-graph-rounds", target="spans", safe=True,

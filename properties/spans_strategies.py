@@ -28,10 +28,10 @@ def _nested(draw: Any, universe: list[str], k: int, first_empty: bool) -> list[l
 @st.composite
 def span_docs(draw: Any, max_procs: int = 4, max_chain: int = 3, max_edges: int = 6,
               monotone: bool = True, live_p: float = 0.6,
-              dense: bool = False) -> dict[str, Any]:
-    n = draw(st.integers(1, max_procs))
+              dense: bool = False, min_procs: int = 1, min_edges: int = 0) -> dict[str, Any]:
+    n = draw(st.integers(min_procs, max_procs))
     names = [f"p{i}" for i in range(n)]
-    nedges = draw(st.integers(0, max_edges))
+    nedges = draw(st.integers(min_edges, max_edges))
     pairs = [draw(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1))) for _ in range(nedges)]
     # times on edge j belong to the destination; name them "<edge>:<n>"
     uni: dict[str, list[str]] = {p: [] for p in names}

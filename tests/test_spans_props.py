@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import Phase, settings
 
 import properties.mutants_spans as mutants_spans
 import properties.spans_props as sp
@@ -10,6 +11,17 @@ from properties.mutation import MUTANTS
 from properties.registry import PROPERTIES, run_property
 
 SPANS_PROPS = sorted(n for n in PROPERTIES if n.startswith("spans-"))
+
+
+@pytest.fixture
+def no_shrink():
+    """Finding a failure is what these tests check; shrinking it would only cost time."""
+    prev = settings.default
+    settings.register_profile("_spans_no_shrink", settings(prev, phases=[Phase.explicit, Phase.generate]))
+    settings.load_profile("_spans_no_shrink")
+    yield
+    settings.register_profile("_spans_restore", prev)
+    settings.load_profile("_spans_restore")
 
 
 def test_all_expected_properties_registered() -> None:
@@ -24,36 +36,35 @@ def test_property_passes_on_reference(name: str) -> None:
     assert r.examples > 0
 
 
-@pytest.mark.parametrize("name", ["spans-feasible", "spans-greatest-brute", "spans-greatest-z3",
-                                  "spans-orders-agree"])
-def test_fixpoint_properties_catch_a_broken_solver(name: str) -> None:
+@pytest.mark.parametrize("name", ["spans-feasible", "spans-greatest-brute", "spans-orders-agree"])
+def test_fixpoint_properties_catch_a_broken_solver(name: str, no_shrink: None) -> None:
     def keeps_top(s, order="fifo", seed=0):  # never lowers anything: infeasible when a failure matters
         return {p.name: p.top_level for p in s.processors} if order != "lifo" else sp.reference_solver(s)
 
-    r = run_property(name, solver=keeps_top)
+    r = run_property(name, max_examples=20, solver=keeps_top)
     assert r.status == "fail"
     assert r.counterexample is not None  # a rollcheck.spans/1 document
 
 
-def test_greatest_catches_a_too_cautious_solver() -> None:
+def test_greatest_catches_a_too_cautious_solver(no_shrink: None) -> None:
     def everyone_zero(s, order="fifo", seed=0):
         return {p.name: 0 for p in s.processors}
 
-    assert run_property("spans-greatest-brute", solver=everyone_zero).status == "fail"
-    assert run_property("spans-greatest-z3", solver=everyone_zero).status == "fail"
+    assert run_property("spans-greatest-brute", max_examples=20, solver=everyone_zero).status == "fail"
+    assert run_property("spans-greatest-z3", max_examples=20, solver=everyone_zero).status == "fail"
     assert run_property("spans-feasible", solver=everyone_zero).status == "pass"  # feasible, not greatest
 
 
-def test_downstream_only_worklist_is_caught() -> None:
+def test_downstream_only_worklist_is_caught(no_shrink: None) -> None:
     assert run_property("spans-end-to-end", solver=sp.downstream_only_solver).status == "fail"
 
 
-def test_top_all_times_is_caught() -> None:
+def test_top_all_times_is_caught(no_shrink: None) -> None:
     r = run_property("spans-end-to-end", top_all=True)
     assert r.status == "fail" and "lost" in (r.error or "")
 
 
-def test_watermark_only_p_is_caught() -> None:
+def test_watermark_only_p_is_caught(no_shrink: None) -> None:
     assert run_property("spans-watermark", update=mutants_spans.only_p_update).status == "fail"
 
 
