@@ -5,6 +5,7 @@ Public API: :class:`SpanSystem`, :func:`load_system`, :func:`system_from_dict`, 
 See ``specs/spans.md`` and ``docs/spans.md``.
 """
 
+from pyimpl.spans.builder import EpochEdge, EpochProcessor, build_system, epoch_system, resume_epoch
 from pyimpl.spans.fixpoint import compile_system, solve, solve_levels, solve_literal
 from pyimpl.spans.system import (
     TOP,
@@ -15,9 +16,17 @@ from pyimpl.spans.system import (
     system_from_dict,
     system_to_dict,
 )
+from pyimpl.spans.watermark import low_watermark, update_watermark
 
 __all__ = [
     "TOP",
+    "EpochEdge",
+    "EpochProcessor",
+    "build_system",
+    "epoch_system",
+    "low_watermark",
+    "resume_epoch",
+    "update_watermark",
     "EdgeSpec",
     "ProcessorSpec",
     "SpanSystem",

@@ -21,11 +21,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from pyimpl.errors import InvalidInputError
 from pyimpl.spans.system import TOP, EdgeSpec, ProcessorSpec, SpanSystem
 
-__all__ = ["EpochProcessor", "EpochEdge", "epoch_system", "resume_epoch"]
+__all__ = ["EpochProcessor", "EpochEdge", "epoch_system", "resume_epoch", "build_system"]
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,15 @@ def epoch_system(processors: Mapping[str, EpochProcessor], edges: Sequence[Epoch
         phi = tuple(c & universe for c in ps.chain)
         out.append(EdgeSpec(e.name, e.src, e.dst, disc, dtop, _upto(e.received) & universe, phi))
     return SpanSystem(tuple(procs), tuple(out))
+
+
+def build_system(run: Any, failed: set[str], top_all: bool = False, phi: str = "reject") -> Any:
+    """The span system of a recorded execution of the example executor when ``failed`` fail now
+    (see :func:`pyimpl.spans.dataflow.build_system`; returns its ``Built``: the system and the
+    span objects behind every level)."""
+    from pyimpl.spans.dataflow import build_system as _build
+
+    return _build(run, failed, top_all=top_all, phi=phi)
 
 
 def resume_epoch(s: SpanSystem, spans: Mapping[str, int | str], name: str) -> int | None:
