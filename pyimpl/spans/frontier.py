@@ -91,23 +91,29 @@ class SeqSystem:
 
 @dataclass
 class FlatCompiled:
-    """Constraints sorted by owner: constraint ``c`` is owned by ``owner[c]``, looks at
-    ``nbr[c]`` and holds at owner level ``x`` iff ``level[nbr[c]] >= need[c, x]``;
-    ``wlist[wstart[p]:wstart[p+1]]`` are the owners to re-examine when ``p`` changes."""
+    """Every constraint ``c``: owned by ``owner[c]``, looks at ``nbr[c]``, holds at owner level
+    ``x`` iff ``level[nbr[c]] >= need[c, x]``. The watchers of ``p`` (owners to re-examine when
+    ``p`` changes) are the owners of the constraints whose neighbour is ``p``."""
 
     top: np.ndarray
     L: int
     owner: np.ndarray
     nbr: np.ndarray
     need: np.ndarray  # (C, L) uint8
-    cstart: np.ndarray
-    wstart: np.ndarray
-    wlist: np.ndarray
+
+    def csr(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(cstart, nbr, need) sorted by owner, and (wstart, wlist) for the Python worklist."""
+        n = len(self.top)
+        order = np.argsort(self.owner, kind="stable")
+        cstart = np.concatenate([[0], np.cumsum(np.bincount(self.owner, minlength=n))])
+        worder = np.argsort(self.nbr, kind="stable")
+        wstart = np.concatenate([[0], np.cumsum(np.bincount(self.nbr, minlength=n))])
+        return cstart, self.nbr[order], self.need[order], wstart, self.owner[worder]
 
 
 def _count_below(vals: np.ndarray, thr: np.ndarray) -> np.ndarray:
     """``out[e, x] = #{y : vals[e, y] < thr[e, x]}`` (= bisect_left when rows are sorted)."""
-    out = np.zeros(thr.shape, dtype=np.int16)
+    out = np.zeros(thr.shape, dtype=np.uint8)
     for y in range(vals.shape[1]):
         out += vals[:, y:y + 1] < thr
     return out
@@ -120,35 +126,33 @@ def compile_seq(s: SeqSystem) -> FlatCompiled:
         raise InvalidInputError(f"at most {NONE - 3} checkpoints per processor in the flat form")
     L = K + 2
     topl = s.top_levels()
-    big = np.int64(1) << 40
+    big = np.int32(1 << 30)
+    i32 = np.int32
+    fail_dst = s.failed[s.dst]
     # receiver side, levels 0..K and ⊤ (K+1); ⊤ holds the processed prefix (and the last ckpt)
-    recv = np.concatenate([s.recv, np.maximum(s.processed, s.recv[:, -1])[:, None]], axis=1)
-    no_top_b = s.failed[s.dst][:, None] & (np.arange(L) == K + 1)[None, :]
-    recv = np.where(no_top_b, big, recv)  # a failed receiver has no ⊤: never counted below
-    dmax = np.concatenate([s.sent, s.total[:, None]], axis=1)
-    dmax = np.where(s.logged[:, None], 0, dmax)
-    # C1 need[x] = min y with recv[y] >= dmax[x]  (recv non-decreasing in y; -1 marks "no ⊤")
-    need1 = _count_below(recv, dmax)  # recv is non-decreasing: a vectorised bisect
-    need1 = np.where(need1 > topl[s.dst][:, None], NONE, need1)
-    live_b = ~s.failed[s.dst]
-    need1[:, K + 1] = np.where(live_b, np.minimum(need1[:, K + 1], K + 1), need1[:, K + 1])
+    recv = np.empty((E, L), dtype=i32)
+    recv[:, : K + 1] = s.recv
+    recv[:, K + 1] = np.where(fail_dst, big, np.maximum(s.processed, s.recv[:, -1]))  # no ⊤: never below
+    dmax = np.zeros((E, L), dtype=i32)
+    unl = ~s.logged
+    dmax[unl, : K + 1] = s.sent[unl]
+    dmax[unl, K + 1] = s.total[unl]
+    # C1 need[x] = min y with recv[y] >= dmax[x]  (recv is non-decreasing: a vectorised bisect)
+    need1 = _count_below(recv, dmax)
+    need1[need1 > topl[s.dst].astype(np.uint8)[:, None]] = NONE
+    live_b = ~fail_dst
+    need1[live_b, K + 1] = np.minimum(need1[live_b, K + 1], K + 1)  # the ⊤–⊤ exemption
     # C2 need[y] = min x with sent[x] >= min(processed, recv[y]); sent[⊤] = infinity
-    tm = np.where(no_top_b, 0, np.minimum(s.processed[:, None], recv))
-    sentx = np.concatenate([s.sent, np.full((E, 1), big)], axis=1)
+    tm = np.minimum(s.processed.astype(i32)[:, None], recv)
+    tm[fail_dst, K + 1] = 0
+    sentx = np.empty((E, L), dtype=i32)
+    sentx[:, : K + 1] = s.sent
+    sentx[:, K + 1] = big
     need2 = _count_below(sentx, tm)
-    need2 = np.where(need2 > topl[s.src][:, None], NONE, need2)
+    need2[need2 > topl[s.src].astype(np.uint8)[:, None]] = NONE
     owner = np.concatenate([s.src, s.dst])
     nbr = np.concatenate([s.dst, s.src])
-    needs = np.concatenate([need1, need2]).astype(np.uint8)
-    order = np.argsort(owner, kind="quicksort")
-    counts = np.bincount(owner, minlength=s.n)
-    cstart = np.concatenate([[0], np.cumsum(counts)])
-    # watchers of p: owners of constraints whose neighbour is p = the same pairs reversed
-    worder = np.argsort(nbr, kind="quicksort")
-    wcounts = np.bincount(nbr, minlength=s.n)
-    wstart = np.concatenate([[0], np.cumsum(wcounts)])
-    return FlatCompiled(topl.astype(np.int64), L, owner[order], nbr[order], needs[order],
-                        cstart, wstart, owner[worder])
+    return FlatCompiled(topl.astype(np.int64), L, owner, nbr, np.concatenate([need1, need2]))
 
 
 def _arr(x: np.ndarray) -> array:
@@ -168,30 +172,26 @@ def run_bulk(fc: FlatCompiled) -> tuple[np.ndarray, int, int]:
     L = fc.L
     active = np.ones(n, dtype=bool)
     exams = steps = 0
-    counts = np.diff(fc.cstart)
-    while active.any():
+    while True:
         steps += 1
         exams += int(active.sum())
-        csel = np.repeat(active, counts)
+        csel = np.flatnonzero(active[fc.owner])
         own = fc.owner[csel]
         nl = lvl[fc.nbr[csel]]
         need = fc.need[csel]
         best = np.zeros(n, dtype=np.int64)
         for x in range(1, L):
-            fails = np.bincount(own, weights=(need[:, x] > nl), minlength=n)
-            okx = (fails == 0) & active & (lvl >= x)
+            bad = own[need[:, x] > nl]
+            okx = active & (lvl >= x)
+            okx[bad] = False
             best[okx] = x
         new = np.where(active, best, lvl)
         changed = new != lvl
         lvl = new
         if not changed.any():
             break
-        ch = np.flatnonzero(changed)
-        nxt = np.zeros(n, dtype=bool)
-        idx = np.concatenate([fc.wlist[fc.wstart[p]:fc.wstart[p + 1]] for p in ch]) if len(ch) < 64 \
-            else fc.wlist[np.repeat(changed, np.diff(fc.wstart))]
-        nxt[idx] = True
-        active = nxt
+        active = np.zeros(n, dtype=bool)
+        active[fc.owner[changed[fc.nbr]]] = True
     return lvl, exams, steps
 
 
@@ -201,8 +201,9 @@ def run_flat(fc: FlatCompiled, order: str = "fifo") -> tuple[list[int], int]:
     lvl = fc.top.tolist()
     n = len(lvl)
     L = fc.L
-    cstart, cnbr, wstart, wlist = _arr(fc.cstart), _arr(fc.nbr), _arr(fc.wstart), _arr(fc.wlist)
-    need = fc.need.tobytes()
+    cs, nb, nd, ws, wl = fc.csr()
+    cstart, cnbr, wstart, wlist = _arr(cs), _arr(nb), _arr(ws), _arr(wl)
+    need = np.ascontiguousarray(nd).tobytes()
     exams = 0
 
     def best(p: int) -> int:
