@@ -270,3 +270,19 @@ def test_compiled_need_tables() -> None:
     c = compile_system(system_from_dict(EXAMPLE))
     assert c.watchers == [[1], [0]]
     assert c.downstream == [[1], []]
+
+
+def test_frontier_form_equals_explicit_sets() -> None:
+    from pyimpl.spans.frontier import compile_seq, random_seq_system, run_bulk, run_flat
+
+    differs_from_top = 0
+    for seed in range(60):
+        s = random_seq_system(12, cyclic=seed % 2 == 0, seed=seed, K=3, failed=0.3, n_procs=4,
+                              jitter=0.9 if seed % 3 else 0.0, logged=0.5)
+        ref = solve_levels(s.to_span_system()).levels
+        fc = compile_seq(s)
+        assert run_flat(fc)[0] == ref
+        assert run_flat(fc, "rounds")[0] == ref
+        assert run_bulk(fc)[0].tolist() == ref
+        differs_from_top += ref != s.top_levels().tolist()
+    assert differs_from_top > 10
