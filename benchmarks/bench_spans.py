@@ -28,14 +28,19 @@ def _fixed_point(quick: bool) -> None:
           f"{'total s':>9}{'python s':>10}{'steps':>7}  levels (most common)")
     for name, jitter, logged in (("uncoordinated", 0.9, 0.5), ("coordinated", 0.0, 1.0)):
         for cyclic in (False, True):
-            prev = None
+            prev = first = None
             for e in sizes:
                 s = random_seq_system(e, cyclic=cyclic, seed=SEED, jitter=jitter, logged=logged)
-                t0 = time.perf_counter()
-                fc = compile_seq(s)
-                t1 = time.perf_counter()
-                lv, _ex, steps = run_bulk(fc)
-                t2 = time.perf_counter()
+                best = None
+                for _rep in range(3 if e < 10**6 else 1):  # best of 3 below 10^6 edges
+                    t0 = time.perf_counter()
+                    fc = compile_seq(s)
+                    t1 = time.perf_counter()
+                    lv, _ex, steps = run_bulk(fc)
+                    t2 = time.perf_counter()
+                    if best is None or t2 - t0 < best[2] - best[0]:
+                        best = (t0, t1, t2)
+                t0, t1, t2 = best
                 py = "-"
                 if e <= (10**5 if not quick else 10**4):
                     t3 = time.perf_counter()
@@ -44,6 +49,10 @@ def _fixed_point(quick: bool) -> None:
                     assert lv2 == lv.tolist(), "python worklist and bulk worklist disagree"
                 tot = t2 - t0
                 grow = f"  x{tot / prev:.1f}/10x" if prev else ""
+                if first is None:
+                    first = tot
+                elif e == sizes[-1]:
+                    grow += f" (mean x{(tot / first) ** 0.5:.1f}/10x over 100x)"
                 prev = tot
                 common = Counter(lv.tolist()).most_common(3)
                 print(f"{name:<14}{'cyclic' if cyclic else 'DAG':<8}{e:>9}{s.n:>8}{t1 - t0:>11.2f}"
