@@ -286,3 +286,22 @@ def test_frontier_form_equals_explicit_sets() -> None:
         assert run_bulk(fc)[0].tolist() == ref
         differs_from_top += ref != s.top_levels().tolist()
     assert differs_from_top > 10
+
+
+def test_watermark_acknowledges_inputs_and_releases_outputs() -> None:
+    r = Run.start(example("epoch", 1), 1)
+    r.track_watermark = True
+    run_to_end(r)
+    assert r.acked["s1"] == {0, 1, 2} and r.acked["s2"] == {0, 1, 2}
+    assert r.released["out"] == {0, 1, 2}
+    # part way through, only what the watermark passed is acknowledged, and a failure of every
+    # processor still never needs an acknowledged batch nor rolls back a released output
+    r = Run.start(example("epoch", 1), 1)
+    r.track_watermark = True
+    while r.steps < 20 and r.step():
+        pass
+    assert r.acked["s1"] < {0, 1, 2}
+    r.checkpointing = False
+    recover(r, set(r.df.ops))          # raises if an acked batch or released output is lost
+    run_to_end(r)
+    assert exactly_once(r, run_to_end(Run.start(example("epoch", 1), 1))) is None
