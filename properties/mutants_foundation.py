@@ -141,6 +141,13 @@ def zpath_causal_only(p: Pattern, src: tuple[int, int], dst: tuple[int, int]) ->
     return None
 
 
+def zcycles_to_next(p: Pattern) -> list[Checkpoint]:
+    """Looks for a Z-path from C[i,x] to C[i,x+1] instead of back to C[i,x]."""
+    from pyimpl.zpaths import zpath
+
+    return [c for c in p.checkpoints() if zpath(p, c, (c.process, c.index + 1)) is not None]
+
+
 def consistent_off_by_one(p: Pattern, cut: Any) -> bool:
     """Counts a message delivered in the receiver's chosen interval as an orphan."""
     return not any(m.deliver_interval is not None and m.send_interval >= cut[m.sender]
@@ -226,6 +233,10 @@ BROKEN: dict[str, tuple[str, str, Callable[..., Any], str]] = {
                              "plain R-graph reachability without the message-edge condition"),
     "zpath-causal-only": ("zpath-witness", "zpath_fn", zpath_causal_only,
                           "Z-path search that follows causal chains only"),
+    "zcycle-to-next-checkpoint": ("netzer-xu-useless-iff-zcycle", "zcycles", zcycles_to_next,
+                                  "Z-cycle test that ends at C[i,x+1] instead of C[i,x]"),
+    "useless-no-volatile-z3": ("z3-useless-agrees", "useless", useless_without_volatile,
+                               "SCC test without volatile nodes, caught by the Z3 encoding"),
     "netzer-xu-causal-only": ("netzer-xu-sets", "zpath_fn", zpath_causal_only,
                               "consistency of a set judged by causal paths only"),
     "orphan-off-by-one": ("consistency-lattice", "consistent", consistent_off_by_one,

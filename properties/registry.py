@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hypothesis import given, settings
+from hypothesis.errors import Unsatisfiable
 
 __all__ = ["Property", "PropertyResult", "PROPERTIES", "prop", "run_property", "catches"]
 
@@ -54,43 +55,62 @@ class PropertyResult:
 PROPERTIES: dict[str, Property] = {}
 
 
-_IMPLS: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar("rollcheck_impls", default={})
+_IMPLS: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar("rollcheck_impls", default=None)
+_COUNTER: contextvars.ContextVar[list[int] | None] = contextvars.ContextVar("rollcheck_counter", default=None)
 
 
 def _rebuild(func: Callable[..., Any]) -> Callable[..., Any]:
-    """Turn ``@given(...) def f(x, impl=default)`` into a runnable property.
+    """Turn ``@given(...) def f(x, impl=default)`` into a runnable, example-counting property.
 
     Hypothesis refuses test functions whose parameters have defaults. The implementation
     parameters (those with defaults) are therefore removed from the signature Hypothesis sees and
-    filled in from the defaults, or from the substitutes passed to the returned runner.
+    filled in from the defaults, or from the substitutes passed to the returned runner. The
+    rebuilt test also counts the examples that ran to a verdict (for :func:`run_property`).
     """
     handle = func.hypothesis  # type: ignore[attr-defined]
     inner = handle.inner_test
     sig = inspect.signature(inner)
     defaults = {n: p.default for n, p in sig.parameters.items() if p.default is not p.empty}
-    if not defaults:
-        hyp = func
-    else:
-        given_kwargs = dict(handle._given_kwargs)
+    given_kwargs = dict(handle._given_kwargs)
+    names = [n for n, p in sig.parameters.items() if p.default is p.empty]
 
-        def core(**kw: Any) -> Any:
-            subs = _IMPLS.get()
-            full = {**defaults, **{k: v for k, v in subs.items() if k in defaults}, **kw}
-            return inner(**full)
+    def core(*args: Any, **kw: Any) -> Any:
+        # Hypothesis may pass the drawn values positionally when it replays an example
+        kw.update(zip(names, args, strict=False))
+        subs = _IMPLS.get() or {}
+        full = {**defaults, **{k: v for k, v in subs.items() if k in defaults}, **kw}
+        counter = _COUNTER.get()
+        try:
+            result = inner(**full)
+        except AssertionError:
+            if counter is not None:
+                counter[0] += 1
+            raise
+        if counter is not None:
+            counter[0] += 1  # an example that ran to a verdict (not rejected by assume())
+        return result
 
-        core.__signature__ = sig.replace(  # type: ignore[attr-defined]
-            parameters=[p for p in sig.parameters.values() if p.default is p.empty]
-        )
-        core.__name__ = inner.__name__
-        core.__qualname__ = inner.__qualname__
-        core.__module__ = inner.__module__
-        core.__doc__ = inner.__doc__
-        hyp = given(**given_kwargs)(core)
+    core.__signature__ = sig.replace(  # type: ignore[attr-defined]
+        parameters=[p for p in sig.parameters.values() if p.default is p.empty]
+    )
+    core.__name__ = inner.__name__
+    core.__qualname__ = inner.__qualname__
+    core.__module__ = inner.__module__
+    core.__doc__ = inner.__doc__
+    hyp = given(**given_kwargs)(core)
+    # Hypothesis binds settings.default when @given is applied; unless the property has its own
+    # @settings (kept as they are), use the profile that is active when the property runs.
+    own = getattr(func, "_hypothesis_internal_use_settings", None)
+    explicit = own is not None and own is not settings.default
+    if explicit:
+        hyp = own(hyp)
 
     def runner(**impls: Any) -> Any:
         unknown = set(impls) - set(defaults)
         if unknown:
             raise TypeError(f"{inner.__name__}: no implementation parameter(s) {sorted(unknown)}")
+        if not explicit:
+            hyp._hypothesis_internal_use_settings = settings.default  # type: ignore[attr-defined]
         token = _IMPLS.set(impls)
         try:
             return hyp()
@@ -127,23 +147,6 @@ def prop(name: str, *, target: str, theorem: str) -> Callable[[Callable[..., Any
     return deco
 
 
-def _counting(func: Callable[..., Any]) -> tuple[Callable[[], None], list[int]]:
-    """Wrap the inner test of a @given function so that executed examples are counted."""
-    counter = [0]
-    inner = func.hypothesis.inner_test  # type: ignore[attr-defined]
-
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        counter[0] += 1
-        return inner(*args, **kwargs)
-
-    func.hypothesis.inner_test = counted  # type: ignore[attr-defined]
-
-    def restore() -> None:
-        func.hypothesis.inner_test = inner  # type: ignore[attr-defined]
-
-    return restore, counter
-
-
 def run_property(
     p: Property | str,
     *,
@@ -155,7 +158,8 @@ def run_property(
     if isinstance(p, str):
         p = PROPERTIES[p]
     func = p.func
-    restore, counter = _counting(func)
+    counter = [0]
+    count_token = _COUNTER.set(counter)
     previous = settings.default
     if max_examples is not None:
         settings.register_profile("_rollcheck_tmp", settings(previous, max_examples=max_examples))
@@ -172,6 +176,8 @@ def run_property(
 
             hseed(seed)(func)
         func(**impls)
+    except Unsatisfiable as e:  # every example was filtered out: nothing was checked
+        status, error = "inconclusive", f"Unsatisfiable: {e}"
     except AssertionError as e:
         status, error, cex = "fail", f"{type(e).__name__}: {e}", getattr(e, "counterexample", None)
     except BaseExceptionGroup as eg:  # several distinct failures: report the first
@@ -181,7 +187,7 @@ def run_property(
     except Exception as e:  # a crash of the implementation is a failure too
         status, error = "fail", f"{type(e).__name__}: {e}"
     finally:
-        restore()
+        _COUNTER.reset(count_token)
         if max_examples is not None:
             settings.register_profile("_rollcheck_tmp", previous)
             settings.load_profile("_rollcheck_tmp")

@@ -67,7 +67,10 @@ def z3_above_line(p: Pattern, failed: Iterable[int], virtual: bool, line: Sequen
 
 
 #: Larger than the brute-force oracle can enumerate comfortably.
-medium_patterns = patterns(min_processes=2, max_processes=6, max_actions=40, topology=None)
+medium_patterns = st.one_of(
+    patterns(min_processes=2, max_processes=3, min_actions=20, max_actions=45),
+    patterns(min_processes=2, max_processes=6, max_actions=40, topology=None),
+)
 
 
 @prop("z3-useless-agrees", target="zpaths", theorem="specs/theorems.md#t2-netzer-xu")

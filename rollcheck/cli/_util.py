@@ -8,8 +8,8 @@ import sys
 from typing import Any
 
 from pyimpl.errors import InvalidInputError
-from pyimpl.patternio import atomic_write_text, load_pattern
 from pyimpl.pattern import Pattern
+from pyimpl.patternio import atomic_write_text, load_pattern
 
 __all__ = [
     "emit_json",
