@@ -573,7 +573,7 @@ def recover(r: Run, failed: set[str], solver: Callable[[SpanSystem], Mapping[str
                         redo.append(m)
             r.chan[f"in:{p}"] = redo
         r.pending_ckpt[p] = []
-        r.chain[p] = r.chain[p][: levels[p] + 1] if levels[p] < len(r.chain[p]) else r.chain[p]
+        r.chain[p] = list(built.spans[p][: levels[p] + 1])  # spans above the restored one are gone
     lost: list[tuple[str, Any]] = []
     for e in df.edges:
         if at_top[e.src] and at_top[e.dst]:
