@@ -83,6 +83,20 @@ def _check_failed(p: Pattern, failed: Iterable[int]) -> frozenset[int]:
     return out
 
 
+def _in_transit_ids(p: Pattern, line: tuple[int, ...]) -> tuple[str, ...]:
+    """Ids of the messages in transit for ``line`` (vectorised for large patterns)."""
+    if p.num_messages < 2000:
+        return tuple(m.id for m in in_transit(p, line))
+    import numpy as np
+
+    a = p.arrays
+    cut = np.asarray(line, dtype=np.int64)
+    d = a.deliver_interval
+    keep = (a.send_interval < cut[a.sender]) & ((d < 0) | (d >= cut[a.receiver]))  # type: ignore[operator,index]
+    ids = p._msg_ids
+    return tuple(ids[k] for k in np.nonzero(keep)[0])
+
+
 def _finish(p: Pattern, line: Sequence[int]) -> RecoveryLine:
     line = tuple(int(x) for x in line)
     vol = tuple(line[i] == p.volatile_index(i) for i in range(p.n))
@@ -90,7 +104,7 @@ def _finish(p: Pattern, line: Sequence[int]) -> RecoveryLine:
         line=line,
         volatile=vol,
         rolled_back=tuple(i for i in range(p.n) if not vol[i]),
-        in_transit=tuple(m.id for m in in_transit(p, line)),
+        in_transit=_in_transit_ids(p, line),
         distance=tuple(p.volatile_index(i) - line[i] for i in range(p.n)),
     )
 
