@@ -53,6 +53,11 @@ def generate(messages: int, processes: int = 50, seed: int = SEED) -> dict:
     return {"format": "rollcheck.pattern/1", "processes": names, "events": events}
 
 
+def _json_load(path: Path) -> object:
+    with open(path, encoding="utf-8") as fh:
+        return json.load(fh)
+
+
 def timed(fn, *args, **kw):
     t0 = time.perf_counter()
     out = fn(*args, **kw)
@@ -90,7 +95,7 @@ def main(quick: bool) -> None:
             path = Path(d) / f"p{m}.json"
             path.write_text(json.dumps(doc))
             del doc
-            t_json, _ = timed(lambda: json.load(open(path)))  # noqa: SIM115
+            t_json, _ = timed(_json_load, path)
             t_load, p = timed(load_pattern, path)
             t_useless, u = timed(useless_checkpoints, p)
             t_rec, _ = timed(recovery_line, p, [0])

@@ -121,17 +121,18 @@ def zpath_causal_only(p: Pattern, src: tuple[int, int], dst: tuple[int, int]) ->
     sends, _ = _sends_by_process(p)
     msgs = p.messages
     (i, x), (j, y) = src, dst
-    frontier = [(k, None) for k in sends[i] if msgs[k].send_interval >= x]
+    frontier: list[tuple[int, int | None]] = [(k, None) for k in sends[i] if msgs[k].send_interval >= x]
     parent: dict[int, int | None] = {}
     while frontier:
-        nxt = []
+        nxt: list[tuple[int, int | None]] = []
         for k, via in frontier:
             if k in parent:
                 continue
             parent[k] = via
             m = msgs[k]
             if m.receiver == j and m.deliver_interval < y:  # type: ignore[operator]
-                out, cur = [], k
+                out: list[str] = []
+                cur: int | None = k
                 while cur is not None:
                     out.append(msgs[cur].id)
                     cur = parent[cur]
@@ -259,7 +260,7 @@ def kill(prop_name: str, slot: str, broken: Callable[..., Any], profile: str) ->
     from properties.profiles import load_profile
 
     load_profile(profile)
-    r = run_property(prop_name, **{slot: broken})
+    r = run_property(prop_name, **{slot: broken})  # type: ignore[arg-type]
     if r.status == "fail":
         return MutantOutcome("killed", f"{prop_name}: {r.error}", r.counterexample, None, r.examples)
     return MutantOutcome("survived", f"{prop_name} passed {r.examples} examples", None, None, r.examples)

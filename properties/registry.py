@@ -102,7 +102,7 @@ def _rebuild(func: Callable[..., Any]) -> Callable[..., Any]:
     # @settings (kept as they are), use the profile that is active when the property runs.
     own = getattr(func, "_hypothesis_internal_use_settings", None)
     explicit = own is not None and own is not settings.default
-    if explicit:
+    if explicit and own is not None:
         hyp = own(hyp)
 
     def runner(**impls: Any) -> Any:

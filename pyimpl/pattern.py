@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from pyimpl.errors import InvalidInputError
 
@@ -67,7 +67,7 @@ class Checkpoint(NamedTuple):
     """C[process, index]; ``index == last + 1`` denotes the volatile state V[process]."""
 
     process: int
-    index: int
+    index: int  # type: ignore[assignment]  # (shadows tuple.index on purpose: the JSON key)
 
 
 @dataclass(frozen=True, eq=False)
@@ -233,11 +233,11 @@ class Pattern:
 class PatternArrays(NamedTuple):
     """Per-message integer arrays (``deliver_interval`` is -1 for messages in transit)."""
 
-    sender: object
-    receiver: object
-    send_interval: object
-    deliver_interval: object
-    last: object
+    sender: Any
+    receiver: Any
+    send_interval: Any
+    deliver_interval: Any
+    last: Any
 
 
 def _analyse(p: Pattern) -> None:

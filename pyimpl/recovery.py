@@ -92,7 +92,7 @@ def _in_transit_ids(p: Pattern, line: tuple[int, ...]) -> tuple[str, ...]:
     a = p.arrays
     cut = np.asarray(line, dtype=np.int64)
     d = a.deliver_interval
-    keep = (a.send_interval < cut[a.sender]) & ((d < 0) | (d >= cut[a.receiver]))  # type: ignore[operator,index]
+    keep = (a.send_interval < cut[a.sender]) & ((d < 0) | (d >= cut[a.receiver]))
     ids = p._msg_ids
     return tuple(ids[k] for k in np.nonzero(keep)[0])
 

@@ -183,7 +183,7 @@ def _summary(p: Pattern, plt: Any, zcycles: bool, title: str | None) -> Any:
     n = p.n
     counts = np.zeros((n, n), dtype=np.int64)
     a = p.arrays
-    np.add.at(counts, (a.sender, a.receiver), 1)  # type: ignore[arg-type]
+    np.add.at(counts, (a.sender, a.receiver), 1)
     forced = np.array([sum(p.is_forced(i, x) for x in range(1, p.last_index(i) + 1)) for i in range(n)])
     basic = np.asarray(p.last_indices) - forced
     useless = np.zeros(n, dtype=np.int64)
@@ -207,7 +207,7 @@ def _summary(p: Pattern, plt: Any, zcycles: bool, title: str | None) -> Any:
     ax2.set_ylabel("checkpoints")
     ax2.set_title("checkpoints per process")
     ax2.legend()
-    in_transit = int((a.deliver_interval < 0).sum())  # type: ignore[operator]
+    in_transit = int((a.deliver_interval < 0).sum())
     fig.suptitle(title or f"summary: {n} processes, {p.num_messages} messages "
                  f"({in_transit} in transit), {len(p.events)} events")
     return fig

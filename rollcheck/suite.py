@@ -15,6 +15,7 @@ import pkgutil
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 __all__ = ["Row", "VerifyContext", "discover_sections", "write_report", "STATUSES"]
 
@@ -55,7 +56,7 @@ class VerifyContext:
         return p
 
 
-def discover_sections() -> list[tuple[str, object]]:
+def discover_sections() -> list[tuple[str, Any]]:
     """(name, module) of every ``rollcheck.sections.sec_*`` module, in name order."""
     import rollcheck.sections as pkg
 

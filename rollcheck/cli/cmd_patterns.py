@@ -124,14 +124,14 @@ def _recovery(args: argparse.Namespace) -> int:
     fn = {"rgraph": recovery.recovery_line, "networkx": recovery.recovery_line_networkx,
           "cgraph": recovery.rollback_propagation}[args.method]
     res = fn(pat, failed, virtual=not args.no_virtual)
-    doc = res.to_json(pat)
+    doc: dict[str, Any] = res.to_json(pat)
     if args.json:
         emit_json(doc)
     else:
-        for name, x in doc["line"].items():  # type: ignore[union-attr]
+        for name, x in doc["line"].items():
             print(f"{name}: {x}")
-        print("in transit:", " ".join(doc["in_transit"]) or "none")  # type: ignore[arg-type]
-        print("rolled back:", " ".join(doc["rolled_back"]) or "none")  # type: ignore[arg-type]
+        print("in transit:", " ".join(doc["in_transit"]) or "none")
+        print("rolled back:", " ".join(doc["rolled_back"]) or "none")
     return 0
 
 
