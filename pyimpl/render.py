@@ -203,10 +203,16 @@ def _summary(p: Pattern, plt: Any, zcycles: bool, title: str | None) -> Any:
     ax2.bar(idx, forced, bottom=basic, label="forced", color="#222222")
     if zcycles:
         ax2.plot(idx, useless, "o", color="#ff7f0e", label="useless")
+    from matplotlib.ticker import MaxNLocator
+
+    for ax in (ax1, ax2):
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax1.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax2.set_xlabel("process")
     ax2.set_ylabel("checkpoints")
     ax2.set_title("checkpoints per process")
-    ax2.legend()
+    ax2.legend(loc="lower right")
     in_transit = int((a.deliver_interval < 0).sum())
     fig.suptitle(title or f"summary: {n} processes, {p.num_messages} messages "
                  f"({in_transit} in transit), {len(p.events)} events")

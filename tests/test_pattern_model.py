@@ -233,3 +233,37 @@ def test_help_is_fast_and_lazy():
     r = subprocess.run([sys.executable, "-m", "rollcheck.cli.main", "--help"], capture_output=True, text=True)
     assert r.returncode == 0 and "recovery-line" in r.stdout
     assert time.perf_counter() - t0 < 5  # generous: the machine may be loaded; measured ~0.1 s
+
+
+# ----------------------------------------------------------------------------- loader fuzzing
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=8), kids, max_size=4),
+    max_leaves=20,
+)
+_event = st.fixed_dictionaries(
+    {},
+    optional={
+        "process": st.sampled_from(["P0", "P1", "P9", 3, None]),
+        "kind": st.sampled_from(["send", "deliver", "checkpoint", "boom", 1]),
+        "message": st.sampled_from(["m0", "m1", 7]),
+        "to": st.sampled_from(["P0", "P1", "P9", None]),
+        "forced": st.sampled_from([True, False, "yes"]),
+    },
+)
+
+
+@given(doc=st.one_of(_json, st.fixed_dictionaries(
+    {"format": st.just("rollcheck.pattern/1"), "processes": st.just(["P0", "P1"]),
+     "events": st.lists(_event, max_size=8)})))
+def test_loader_fuzz_only_invalid_input_errors(doc):
+    """Arbitrary documents either load or raise InvalidInputError naming a location; nothing else."""
+    try:
+        p = pattern_from_dict(doc, "fuzz.json")
+    except InvalidInputError as e:
+        assert e.source == "fuzz.json" and e.reason
+        return
+    assert pattern_from_dict(pattern_to_dict(p)) == p
