@@ -122,11 +122,27 @@ def derive_patterns(trace: Trace) -> DerivedPatterns:
     d.pre, bad = _pattern(names, [x for x, _ in pre], [s for _, s in pre], "pre-failure")
     d.pre_seqs = [s for _, s in pre]
     d.effective_seqs = [s for _, s in kept]
-    if bad is None:
-        d.effective, bad = _pattern(names, [x for x, _ in kept], d.effective_seqs, "effective")
-    d.invalid = bad
+    d.effective, bad_eff = _pattern(names, [x for x, _ in kept], d.effective_seqs, "effective")
+    bads = [b for b in (bad, bad_eff) if b is not None]
+    d.invalid = min(bads, key=lambda c: c.offending_seq or 0) if bads else None
     d.restored_positions = {k for k, s in enumerate(d.effective_seqs) if s in restored_seqs}
     return d
+
+
+def _first_useless_prefix(p: Pattern, useless: Any) -> int:
+    """The length of the shortest prefix of ``p`` with a useless checkpoint (``p`` has one).
+
+    A Z-cycle in a prefix stays a Z-cycle when events are appended, so "some checkpoint is useless"
+    is monotone in the prefix length: binary search.
+    """
+    lo, hi = 1, len(p.events)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if useless(Pattern(p.processes, p.events[:mid])):
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
 
 
 def check_nhop(trace: Trace) -> list[Check]:
@@ -147,19 +163,21 @@ def check_nhop(trace: Trace) -> list[Check]:
     checks: list[Check] = []
     if d.invalid is not None:
         checks.append(d.invalid)
-        return checks
-    assert d.pre is not None and d.effective is not None
-    checks.append(Check("pattern-valid", True,
-                        f"pre-failure ({len(d.pre)} events) and effective ({len(d.effective)} events) "
-                        f"patterns are valid"))
+    else:
+        assert d.pre is not None and d.effective is not None
+        checks.append(Check("pattern-valid", True,
+                            f"pre-failure ({len(d.pre)} events) and effective ({len(d.effective)} "
+                            f"events) patterns are valid"))
+    # The remaining checks run on whichever patterns are valid.
+    patterns = [(what, p, seqs, fixed) for what, p, seqs, fixed in
+                (("pre-failure", d.pre, d.pre_seqs, set()),
+                 ("effective", d.effective, d.effective_seqs, d.restored_positions)) if p is not None]
     # Forced checkpoints: the Python protocol on the same basic schedule, before the failure and
     # on the effective execution (where a restored forced checkpoint is a given, basic, one: the
     # delivery it preceded was undone).
-    eff = d.effective
     bad_check: tuple[int, str] | None = None
     n_forced = 0
-    for what, p, seqs, fixed in (("pre-failure", d.pre, d.pre_seqs, set()),
-                                 ("effective", eff, d.effective_seqs, d.restored_positions)):
+    for what, p, seqs, fixed in patterns:
         basic = Pattern(p.processes, tuple(
             Event(ev.process, CHECKPOINT) if (ev.kind == CHECKPOINT and k in fixed) else ev
             for k, ev in enumerate(p.events) if not (ev.kind == CHECKPOINT and ev.forced and k not in fixed)))
@@ -191,22 +209,27 @@ def check_nhop(trace: Trace) -> list[Check]:
     # Useless checkpoints.
     if cfg.protocol in ("bcs", "hmnr"):
         bad = None
-        for name, p, seqs in (("pre-failure", d.pre, d.pre_seqs), ("effective", eff, d.effective_seqs)):
+        for name, p, seqs, _fixed in patterns:
             u = useless_checkpoints(p)
             if u:
                 c = u[0]
-                bad = (seqs[p.checkpoint_event(c.process, c.index)],
-                       f"{name} pattern: {len(u)} useless checkpoint(s), first {p.checkpoint_name(c)}")
+                k = _first_useless_prefix(p, useless_checkpoints)
+                bad = (seqs[k - 1],
+                       f"{name} pattern: {len(u)} useless checkpoint(s), first {p.checkpoint_name(c)}; "
+                       f"the first Z-cycle closes at seq {seqs[k - 1]}")
                 break
         checks.append(Check("no-useless-checkpoints", bad is None,
                             bad[1] if bad else f"no checkpoint on a Z-cycle "
-                            f"({sum(eff.last_indices)} checkpoints)", bad[0] if bad else None))
+                            f"({sum(patterns[-1][1].last_indices) if patterns else 0} checkpoints)",
+                            bad[0] if bad else None))
     else:
-        u = useless_checkpoints(eff)
-        checks.append(Check("useless-checkpoints-reported", True,
-                            f"uc guarantees nothing: {len(u)} useless checkpoint(s) in the effective pattern"))
+        if patterns:
+            what, p, _s, _f = patterns[-1]
+            checks.append(Check("useless-checkpoints-reported", True,
+                                f"uc guarantees nothing: {len(useless_checkpoints(p))} useless "
+                                f"checkpoint(s) in the {what} pattern"))
     # Recovery line.
-    if d.recovery is not None:
+    if d.recovery is not None and d.pre is not None:
         rec = d.recovery
         failed = [d.pre.process_index(x) for x in rec.get("failed", [])]
         line = recovery_line(d.pre, failed, virtual=True)
@@ -223,7 +246,7 @@ def check_nhop(trace: Trace) -> list[Check]:
                             f"Python recovery line is {want_json['line']}, rolled back "
                             f"{want_json['rolled_back']}, in transit {sorted(want_json['in_transit'])}",
                             None if ok else rec["seq"]))
-    elif d.failure is not None:
+    elif d.failure is not None and d.recovery is None:
         checks.append(Check("recovery-line", False, "a failure without a recovery", d.failure["seq"]))
     # Outputs.
     if d.end is None:

@@ -230,6 +230,24 @@ def test_nhop_delete_forced_checkpoint_is_flagged(tmp_path):
     assert [c.name for c in r.checks if not c.ok][0] == "forced-checkpoints"
 
 
+@pytest.mark.parametrize("protocol", ["bcs", "hmnr"])
+def test_deleting_any_forced_checkpoint_is_flagged_at_its_delivery(tmp_path, protocol):
+    """Every forced checkpoint of several recordings, deleted one at a time (also the ones before
+    the failure, which shift the recovery line's indices), is flagged at the delivery it preceded."""
+    tried = 0
+    for seed in range(4):
+        p = _nhop(tmp_path, protocol=protocol, topology="scatter", seed=seed, processes=4, rounds=6,
+                  fail_process=seed % 4, fail_round=2 + seed)
+        t = read_trace(p)
+        for k, e in enumerate(t.events):
+            if e["kind"] == "checkpoint" and e.get("forced"):
+                ev = t.events[:k] + t.events[k + 1:]
+                r = replay_trace(parse_trace_text(("\n".join(to_lines(t.header, ev)) + "\n").encode()))
+                assert not r.conformant and r.first_offending_seq == k + 1
+                tried += 1
+    assert tried > 0
+
+
 def _no_propagation(current, checkpoints, failed):
     """Broken recovery: only the failed process rolls back (orphans survive)."""
     line = {i: (current[i].index if i in failed else None) for i in range(len(current))}
