@@ -25,7 +25,7 @@ def no_shrink():
 
 
 def test_all_expected_properties_registered() -> None:
-    assert set(SPANS_PROPS) >= {"spans-feasible", "spans-greatest-brute", "spans-greatest-z3",
+    assert set(SPANS_PROPS) >= {"spans-feasible", "spans-greatest-brute", "spans-greatest-z3", "spans-frontier-equals-sets",
                                 "spans-orders-agree", "spans-watermark", "spans-end-to-end"}
 
 
@@ -75,3 +75,17 @@ def test_mutant_catalogue() -> None:
     out = MUTANTS["spans-whole-graph-rounds"].check("ci")
     assert out.verdict == "safe" and out.ratio is not None and out.ratio > 10
     assert MUTANTS["spans-top-all-times"].check("ci").verdict == "killed"
+
+
+def test_frontier_property_catches_a_wrong_exemption(no_shrink: None) -> None:
+    from pyimpl.spans.frontier import compile_seq
+
+    def no_top_exemption(s):  # forgets the ⊤–⊤ exemption of C1: too cautious, not the greatest
+        fc = compile_seq(s)
+        c1 = fc.need[: len(s.src)]  # C1 rows come first, one per edge
+        # an unlogged edge with a message in flight: without the exemption no receiver level works
+        c1[~s.failed[s.dst] & ~s.logged & (s.total > s.processed), s.K + 1] = 255
+        return fc
+
+    r = run_property("spans-frontier-equals-sets", max_examples=60, compile_fn=no_top_exemption)
+    assert r.status == "fail"
