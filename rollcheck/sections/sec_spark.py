@@ -99,6 +99,7 @@ def run(ctx: VerifyContext) -> list[Row]:
             row, res = _replay_row(proto, f"nhop on Spark ({topo[proto]}, P1 fails in round 3): replay "
                                    f"conformant" + (" incl. TLC trace validation" if proto == "hmnr" else ""),
                                    out, time.perf_counter() - t0)
+            row.pictures = _draw(ctx, out, proto)
             rows.append(row)
             if proto == "hmnr":
                 rows += _tamper_rows(_with_forced(out, tmp, seed), ["delete-forced-checkpoint"], proto)
@@ -107,6 +108,26 @@ def run(ctx: VerifyContext) -> list[Row]:
         if not ctx.quick:
             rows += _sweep(ctx)
     return rows
+
+
+def _draw(ctx: VerifyContext, trace_path: Path, proto: str) -> list[str]:
+    """Space-time diagram of the pre-failure pattern with the recovery line Spark restored."""
+    try:
+        from pyimpl.render import render_pattern
+        from spark_replay.nhop_replay import derive_patterns
+        from spark_replay.trace import read_trace
+
+        d = derive_patterns(read_trace(trace_path))
+        if d.pre is None or d.recovery is None:
+            return []
+        failed = [d.pre.process_index(x) for x in d.recovery.get("failed", [])]
+        out = ctx.path("spark", f"nhop-{proto}-recovery.png")
+        render_pattern(d.pre, out, failed=failed,
+                       title=f"{proto} on Spark: pattern before the failure, recovery line")
+        return [str(out)]
+    except Exception as e:  # a picture is a bonus
+        ctx.log(f"  spark: no diagram ({type(e).__name__}: {e})")
+        return []
 
 
 def _with_forced(spark_trace: Path, tmp: Path, seed: int) -> Path:
