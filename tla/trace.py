@@ -41,7 +41,10 @@ __all__ = [
 ]
 
 MODELS = Path(__file__).resolve().parent / "models"
-PROTOCOLS = ("uc", "bcs", "hmnr", "hmnr-no-c1", "hmnr-no-c2", "hmnr-merge-skip-sender")
+PROTOCOLS = (
+    "uc", "bcs", "hmnr", "hmnr-no-c1", "hmnr-no-c2", "hmnr-merge-skip-sender",
+    "hmnr-piggyback-at-delivery", "bcs-no-force", "hmnr-no-minto", "hmnr-minto-every-send", "bcs-geq",
+)
 INF = 10**9
 
 

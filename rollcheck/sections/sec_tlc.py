@@ -26,7 +26,8 @@ _FAMILY = {
 
 def _algorithm(entry) -> str:  # type: ignore[no-untyped-def]
     if entry.module == "CIC.tla":
-        return entry.protocol if entry.protocol in ("uc", "bcs", "hmnr") else "hmnr"
+        proto = entry.protocol or "hmnr"
+        return proto if proto in ("uc", "bcs", "hmnr") else proto.split("-")[0]
     return _FAMILY.get(entry.module, entry.module.removesuffix(".tla"))
 
 

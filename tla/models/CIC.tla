@@ -49,11 +49,12 @@ Send(p, q) ==
 
 Deliver(m) ==
   LET p == m.to
-      f == MustForce(p, m.from, m.pb)
+      pb == UsedPb(m.from, m.pb)
+      f == MustForce(p, m.from, pb)
       y == ck[p] + (IF f THEN 1 ELSE 0)
       r1 == IF f THEN AddEdge(reach, <<p, ck[p] + 1>>, <<p, ck[p] + 2>>) ELSE reach
   IN /\ net' = net \ {m}
-     /\ RDeliver(p, m.from, m.pb, f)
+     /\ RDeliver(p, m.from, pb, f)
      /\ reach' = AddEdge(r1, <<m.from, m.sx + 1>>, <<p, y + 1>>)
      /\ UNCHANGED <<nsent, nbasic>>
 

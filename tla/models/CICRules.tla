@@ -9,8 +9,10 @@
 (* checkpoints P_p took after its initial one, so P_p is in interval       *)
 (* I[p, ck[p]].  HMNR's own index ckpt[p][p] starts at 1 (0 = unknown).   *)
 (*                                                                         *)
-(* Protocol is one of "uc", "bcs", "hmnr" and the unsafe HMNR mutants      *)
-(* "hmnr-no-c1", "hmnr-no-c2", "hmnr-merge-skip-sender".                        *)
+(* Protocol is "uc", "bcs", "hmnr", or a variant of pyimpl.protocols:     *)
+(* unsafe "hmnr-no-c1", "hmnr-no-c2", "hmnr-merge-skip-sender",            *)
+(* "hmnr-piggyback-at-delivery", "bcs-no-force"; safe but forcing more     *)
+(* "hmnr-no-minto", "hmnr-minto-every-send", "bcs-geq".                    *)
 (***************************************************************************)
 EXTENDS Naturals
 
@@ -20,8 +22,11 @@ VARIABLES ck, clock, ckpt, taken, sent_to, min_to, lc
 
 ruleVars == <<ck, clock, ckpt, taken, sent_to, min_to, lc>>
 
-IsHMNR == Protocol \in {"hmnr", "hmnr-no-c1", "hmnr-no-c2", "hmnr-merge-skip-sender"}
-IsBCS == Protocol = "bcs"
+IsHMNR == Protocol \in {"hmnr", "hmnr-no-c1", "hmnr-no-c2", "hmnr-merge-skip-sender",
+                        "hmnr-piggyback-at-delivery", "hmnr-no-minto", "hmnr-minto-every-send"}
+IsBCS == Protocol \in {"bcs", "bcs-no-force", "bcs-geq"}
+
+Min(a, b) == IF a <= b THEN a ELSE b
 
 Max(a, b) == IF a >= b THEN a ELSE b
 
@@ -55,7 +60,10 @@ CkptH(s, p) ==
    min_to |-> [k \in Procs |-> Inf]]
 
 SendH(s, p, q) ==
-  IF s.sent_to[q] THEN s
+  IF Protocol = "hmnr-minto-every-send"
+    THEN [s EXCEPT !.sent_to = [@ EXCEPT ![q] = TRUE],
+                   !.min_to = [@ EXCEPT ![q] = Min(s.clock[q], s.clock[p])]]
+  ELSE IF s.sent_to[q] THEN s
   ELSE [s EXCEPT !.sent_to = [@ EXCEPT ![q] = TRUE], !.min_to = [@ EXCEPT ![q] = s.clock[p]]]
 
 SkipMerge(k, j) == Protocol = "hmnr-merge-skip-sender" /\ k = j
@@ -73,7 +81,8 @@ MergeH(s, p, j, m) ==
                   ELSE IF m.ckpt[k] = s.ckpt[k] THEN s.taken[k] \/ m.taken[k]
                   ELSE s.taken[k]]]
 
-C1(s, j, m) == \E k \in Procs : s.sent_to[k] /\ m.clock[j] > s.min_to[k]
+C1(s, j, m) == \E k \in Procs : s.sent_to[k]
+                                /\ (Protocol = "hmnr-no-minto" \/ m.clock[j] > s.min_to[k])
                                 /\ m.clock[j] > Max(s.clock[k], m.clock[k])
 C2(s, p, m) == m.ckpt[p] = s.ckpt[p] /\ m.taken[p]
 
@@ -82,11 +91,16 @@ Piggyback(p) ==
   IF IsHMNR THEN [clock |-> clock[p], ckpt |-> ckpt[p], taken |-> taken[p]]
   ELSE IF IsBCS THEN lc[p] ELSE 0
 
+\* The piggyback the receiver actually uses: the copy made at send time, except in the
+\* mutant that reads the sender's vectors when the message is delivered.
+UsedPb(j, pb) == IF Protocol = "hmnr-piggyback-at-delivery" THEN Piggyback(j) ELSE pb
+
 \* Does the protocol take a forced checkpoint before p delivers a message from j with
 \* piggyback pb?  Evaluated on the state *before* anything is merged.
 MustForce(p, j, pb) ==
-  CASE Protocol = "uc" -> FALSE
+  CASE Protocol \in {"uc", "bcs-no-force"} -> FALSE
     [] Protocol = "bcs" -> pb > lc[p]
+    [] Protocol = "bcs-geq" -> pb >= lc[p]
     [] Protocol = "hmnr-no-c1" -> C2(HState(p), p, pb)
     [] Protocol = "hmnr-no-c2" -> C1(HState(p), j, pb)
     [] OTHER -> C1(HState(p), j, pb) \/ C2(HState(p), p, pb)
@@ -110,5 +124,6 @@ RDeliver(p, j, pb, forced) ==
                 s1 == IF forced THEN CkptH(s0, p) ELSE s0
             IN SetH(p, MergeH(s1, p, j, pb))
        ELSE UnchangedH
-  /\ lc' = IF IsBCS /\ forced THEN [lc EXCEPT ![p] = pb] ELSE lc
+  \* BCS: a forced checkpoint does lc += 1, then lc := max(lc, m.lc).
+  /\ lc' = IF IsBCS THEN [lc EXCEPT ![p] = Max(@ + (IF forced THEN 1 ELSE 0), pb)] ELSE lc
 =============================================================================

@@ -63,11 +63,12 @@ StepDeliver ==
   /\ \E r \in net :
        /\ r.id = Ev.m
        /\ LET p == Ev.p
+              pb == UsedPb(r.from, r.pb)
               f == pend[p]
               y == ck[p] + (IF f THEN 1 ELSE 0)
               r1 == IF f THEN AddEdge(reach, <<p, ck[p] + 1>>, <<p, ck[p] + 2>>) ELSE reach
-          IN /\ MustForce(p, r.from, r.pb) = f
-             /\ RDeliver(p, r.from, r.pb, f)
+          IN /\ MustForce(p, r.from, pb) = f
+             /\ RDeliver(p, r.from, pb, f)
              /\ net' = net \ {r}
              /\ pend' = [pend EXCEPT ![p] = FALSE]
              /\ reach' = IF ZCheck THEN AddEdge(r1, <<r.from, r.sx + 1>>, <<p, y + 1>>) ELSE reach
