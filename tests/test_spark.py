@@ -9,9 +9,9 @@ readers (recorded in the trace as ``state_crosscheck``) and with the trace itsel
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -26,11 +26,6 @@ pytestmark = pytest.mark.spark
 
 ROOT = Path(__file__).resolve().parent.parent
 RC = [sys.executable, "-m", "rollcheck.cli.main"]
-
-
-def _ours_in_tmp() -> set[str]:
-    return {p.name for p in Path(tempfile.gettempdir()).iterdir()
-            if p.name.startswith(("rollcheck-wc-", "rollcheck-nhop-", "rollcheck-spark-"))}
 
 
 def test_streaming_record_replay_reader_and_tampering(tmp_path):
@@ -90,12 +85,13 @@ def test_streaming_record_replay_reader_and_tampering(tmp_path):
 
 
 def test_nhop_record_replay_with_failure(tmp_path):
-    before = _ours_in_tmp()
     out = tmp_path / "nhop.jsonl"
+    private_tmp = tmp_path / "tmp"  # the recorder's temporary folders go here: it must end empty
+    private_tmp.mkdir()
     r = subprocess.run([*RC, "spark", "record", "nhop", "--protocol", "hmnr", "--out", str(out),
                         "--processes", "3", "--rounds", "4", "--fail-process", "P1", "--fail-round", "3",
                         "--topology", "cyclic", "--seed", "4", "--json"],
-                       capture_output=True, text=True, cwd=ROOT)
+                       capture_output=True, text=True, cwd=ROOT, env={**os.environ, "TMPDIR": str(private_tmp)})
     assert r.returncode == 0, r.stderr[-2000:]
     t = read_trace(out)
     assert t.of_kind("failure") and t.of_kind("recovery") and t.of_kind("end")
@@ -112,5 +108,5 @@ def test_nhop_record_replay_with_failure(tmp_path):
         p.write_text("\n".join(lines) + "\n")
         bad = replay_file(p)
         assert not bad.conformant and bad.first_offending_seq == seq
-    assert _ours_in_tmp() <= before  # no temporary folder left behind
+    assert list(private_tmp.iterdir()) == []  # no temporary folder left behind
 
