@@ -57,3 +57,64 @@ def test_parse_state_rejects_garbage():
 def test_to_jsonable_is_deterministic_and_numeric_sorted():
     v = parse_value("[s |-> {10, 2, 1}, f |-> (2 :> \"b\" @@ 10 :> \"a\"), m |-> p0]")
     assert to_jsonable(v) == {"s": [1, 2, 10], "f": [[2, "b"], [10, "a"]], "m": "p0"}
+
+
+# ------------------------------------------------------------------ round trip (Hypothesis)
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+def to_tla(v) -> str:
+    """Print a Python value the way TLC prints the TLA+ value (the inverse of parse_value)."""
+    if isinstance(v, bool):
+        return "TRUE" if v else "FALSE"
+    if isinstance(v, ModelValue):
+        return str(v)
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, str):
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+    if isinstance(v, tuple):
+        return "<<" + ", ".join(to_tla(x) for x in v) + ">>"
+    if isinstance(v, frozenset):
+        return "{" + ", ".join(to_tla(x) for x in v) + "}"
+    if isinstance(v, dict) and v and all(isinstance(k, str) and not isinstance(k, ModelValue) for k in v):
+        return "[" + ", ".join(f"{k} |-> {to_tla(x)}" for k, x in v.items()) + "]"
+    return "(" + " @@ ".join(f"{to_tla(k)} :> {to_tla(x)}" for k, x in v.items()) + ")"
+
+
+scalars = st.one_of(
+    st.integers(-(2**31), 2**31 - 1),
+    st.booleans(),
+    st.text(st.characters(codec="ascii", exclude_categories=("Cc",)) | st.just("\n"), max_size=6),
+    st.from_regex(r"[a-z][a-z0-9_]{0,4}", fullmatch=True).map(ModelValue),
+)
+values = st.recursive(
+    scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3).map(tuple),
+        st.frozensets(inner, max_size=3),
+        st.dictionaries(st.from_regex(r"[a-z][a-z0-9]{0,3}", fullmatch=True), inner, min_size=1, max_size=3).map(FrozenDict),
+        st.dictionaries(st.integers(0, 9), inner, min_size=1, max_size=3).map(FrozenDict),
+    ),
+    max_leaves=8,
+)
+
+
+@given(values)
+def test_parse_value_round_trip(v):
+    assert parse_value(to_tla(v)) == v
+
+
+def test_round_trip_catches_a_broken_parser():
+    """The round-trip property must catch a parser that drops string escapes."""
+    import tla.values as tv
+
+    saved = dict(tv._ESCAPES)
+    try:
+        tv._ESCAPES.clear()
+        tv._ESCAPES.update({'"': '"', "\\": "\\"})  # forgets \n
+        assert parse_value(to_tla("a\nb")) != "a\nb"
+    finally:
+        tv._ESCAPES.clear()
+        tv._ESCAPES.update(saved)
