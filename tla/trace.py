@@ -101,14 +101,12 @@ def load_trace_events(path: str | Path) -> Pattern:
         text = p.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise InvalidInputError(f"cannot read: {e}", source=str(p)) from None
-    stripped = text.lstrip()
-    if stripped.startswith("{") and '"rollcheck.pattern/1"' in stripped[:4096] and "\n{" not in stripped.strip()[1:80]:
-        try:
-            doc = json.loads(text)
-        except json.JSONDecodeError:
-            doc = None
-        if isinstance(doc, dict) and doc.get("format") == "rollcheck.pattern/1":
-            return pattern_from_dict(doc, source=str(p))
+    try:
+        doc = json.loads(text)  # a pattern is one JSON document; a JSON Lines trace fails fast here
+    except json.JSONDecodeError:
+        doc = None
+    if isinstance(doc, dict) and doc.get("format") == "rollcheck.pattern/1":
+        return pattern_from_dict(doc, source=str(p))
     return _pattern_from_trace(text, str(p))
 
 
