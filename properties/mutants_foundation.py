@@ -253,16 +253,56 @@ BROKEN: dict[str, tuple[str, str, Callable[..., Any], str]] = {
 }
 
 
+def reduce_pattern(p: Pattern, still_fails: Callable[[Pattern], bool]) -> Pattern:
+    """Greedy 1-minimal reduction: drop single events (a send with its delivery) while the
+    failure persists. Much cheaper than Hypothesis's shrinker on brute-force properties."""
+    from pyimpl.pattern import DELIVER, SEND
+
+    changed = True
+    while changed:
+        changed = False
+        for k in range(len(p.events) - 1, -1, -1):
+            ev = p.events[k]
+            drop = {k}
+            if ev.kind == SEND:
+                drop |= {j for j, e in enumerate(p.events) if e.kind == DELIVER and e.message == ev.message}
+            events = [e for j, e in enumerate(p.events) if j not in drop]
+            used = sorted({e.process for e in events} | {e.to for e in events if e.to is not None})
+            if len(used) >= 2 and len(used) < p.n:  # drop processes that no longer take part
+                remap = {old: new for new, old in enumerate(used)}
+                events = [e._replace(process=remap[e.process], to=None if e.to is None else remap[e.to])
+                          for e in events]
+                cand = Pattern(tuple(p.processes[i] for i in used), tuple(events))
+            else:
+                cand = Pattern(p.processes, tuple(events))
+            if still_fails(cand):
+                p, changed = cand, True
+                break
+    return p
+
+
 def kill(prop_name: str, slot: str, broken: Callable[..., Any], profile: str) -> MutantOutcome:
-    """Run ``prop_name`` with ``broken`` in ``slot`` under ``profile``; killed iff it fails."""
+    """Run ``prop_name`` with ``broken`` in ``slot`` under ``profile``; killed iff it fails.
+
+    Under ``ci`` Hypothesis does not shrink; the first counterexample is reduced greedily instead
+    (when the property draws only a pattern). Under ``verify`` Hypothesis shrinks as usual.
+    """
+    import inspect
+
     import properties.foundation  # noqa: F401  (registers the properties)
     import properties.z3check  # noqa: F401
     from properties.profiles import load_profile
+    from properties.registry import PROPERTIES, fails_on
 
     load_profile(profile)
-    r = run_property(prop_name, **{slot: broken})  # type: ignore[arg-type]
+    shrink = profile == "verify"
+    r = run_property(prop_name, shrink=shrink, **{slot: broken})  # type: ignore[arg-type]
     if r.status == "fail":
-        return MutantOutcome("killed", f"{prop_name}: {r.error}", r.counterexample, None, r.examples)
+        cex = r.counterexample
+        params = list(inspect.signature(PROPERTIES[prop_name].func._core).parameters)  # type: ignore[attr-defined]
+        if not shrink and isinstance(cex, Pattern) and params == ["p"]:
+            cex = reduce_pattern(cex, lambda q: fails_on(prop_name, {"p": q}, **{slot: broken}))
+        return MutantOutcome("killed", f"{prop_name}: {r.error}", cex, None, r.examples)
     return MutantOutcome("survived", f"{prop_name} passed {r.examples} examples", None, None, r.examples)
 
 

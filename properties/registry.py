@@ -26,10 +26,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import Phase, given, settings
 from hypothesis.errors import Unsatisfiable
 
-__all__ = ["Property", "PropertyResult", "PROPERTIES", "prop", "run_property", "catches"]
+__all__ = ["Property", "PropertyResult", "PROPERTIES", "prop", "run_property", "fails_on", "catches"]
 
 
 @dataclass(frozen=True)
@@ -122,6 +122,8 @@ def _rebuild(func: Callable[..., Any]) -> Callable[..., Any]:
     runner.__module__ = inner.__module__
     runner.__doc__ = inner.__doc__
     runner.hypothesis = hyp.hypothesis  # type: ignore[attr-defined]
+    runner._hyp = hyp  # type: ignore[attr-defined]
+    runner._core = core  # type: ignore[attr-defined]
     runner.is_hypothesis_test = True  # type: ignore[attr-defined]
     runner.implementation_defaults = defaults  # type: ignore[attr-defined]
     return runner
@@ -152,17 +154,26 @@ def run_property(
     *,
     max_examples: int | None = None,
     seed: int | None = None,
+    shrink: bool = True,
     **impls: Any,
 ) -> PropertyResult:
-    """Run one property (optionally against substituted implementations) and count examples."""
+    """Run one property (optionally against substituted implementations) and count examples.
+
+    ``shrink=False`` skips Hypothesis's shrinking (a failure is reported as first found).
+    """
     if isinstance(p, str):
         p = PROPERTIES[p]
     func = p.func
     counter = [0]
     count_token = _COUNTER.set(counter)
     previous = settings.default
+    overrides: dict[str, Any] = {}
     if max_examples is not None:
-        settings.register_profile("_rollcheck_tmp", settings(previous, max_examples=max_examples))
+        overrides["max_examples"] = max_examples
+    if not shrink:
+        overrides["phases"] = (Phase.explicit, Phase.reuse, Phase.generate)
+    if overrides:
+        settings.register_profile("_rollcheck_tmp", settings(previous, **overrides))
         settings.load_profile("_rollcheck_tmp")
     t0 = time.perf_counter()
     status, error, cex = "pass", None, None
@@ -174,7 +185,7 @@ def run_property(
         if seed is not None:
             from hypothesis import seed as hseed
 
-            hseed(seed)(func)
+            hseed(seed)(getattr(func, "_hyp", func))
         func(**impls)
     except Unsatisfiable as e:  # every example was filtered out: nothing was checked
         status, error = "inconclusive", f"Unsatisfiable: {e}"
@@ -188,13 +199,30 @@ def run_property(
         status, error = "fail", f"{type(e).__name__}: {e}"
     finally:
         _COUNTER.reset(count_token)
-        if max_examples is not None:
+        if overrides:
             settings.register_profile("_rollcheck_tmp", previous)
             settings.load_profile("_rollcheck_tmp")
     dt = time.perf_counter() - t0
     if status == "pass" and counter[0] == 0:
         status, error = "inconclusive", "no example was executed"
     return PropertyResult(p.name, p.target, p.theorem, status, counter[0], dt, error, cex)
+
+
+def fails_on(p: Property | str, drawn: dict[str, Any], **impls: Any) -> bool:
+    """Run a property's body once on fixed drawn values; True iff it fails (for reducers)."""
+    if isinstance(p, str):
+        p = PROPERTIES[p]
+    core = p.func._core  # type: ignore[attr-defined]
+    token = _IMPLS.set(impls)
+    try:
+        core(**drawn)
+    except AssertionError:
+        return True
+    except Exception:  # a crash is not the same failure: the reducer must not drift into it
+        return False
+    finally:
+        _IMPLS.reset(token)
+    return False
 
 
 def catches(p: Property | str, max_examples: int | None = None, **impls: Any) -> bool:

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from pyimpl.pattern import Pattern, PatternBuilder
 
-__all__ = ["patterns", "topology_channels", "TOPOLOGIES", "failed_sets", "checkpoint_sets", "cuts"]
+__all__ = ["patterns", "walk_patterns", "topology_channels", "TOPOLOGIES", "failed_sets", "checkpoint_sets", "cuts"]
 
 TOPOLOGIES = ("complete", "pipeline", "scatter", "cyclic")
 
@@ -90,7 +90,7 @@ def patterns(
     if topo == "scatter":
         n = max(n, 3)
     channels = topology_channels(topo, n)
-    action = st.tuples(st.integers(0, 2), st.integers(0, 30), st.integers(0, 1) if forced else st.just(0))
+    action = st.tuples(st.sampled_from((0, 1, 2)), st.integers(0, 30), st.sampled_from((0, 1)) if forced else st.just(0))
     actions = draw(st.lists(action, min_size=min_actions, max_size=max_actions), label="actions")
     return build_from_actions(n, actions, channels, fifo, deliver_all)
 
@@ -111,3 +111,35 @@ def cuts(p: Pattern, allow_volatile: bool = True) -> st.SearchStrategy[tuple[int
     """Global checkpoints of ``p`` (index last+1 = volatile when allowed)."""
     top = [p.volatile_index(i) if allow_volatile else p.last_index(i) for i in range(p.n)]
     return st.tuples(*[st.integers(0, t) for t in top])
+
+
+@st.composite
+def walk_patterns(draw: st.DrawFn, min_processes: int = 2, max_processes: int = 4, max_steps: int = 30) -> Pattern:
+    """Patterns made by a walk of control between processes: the active process sends, a pending
+    message is delivered (control moves to its receiver), or a checkpoint is taken.
+
+    Walks return to earlier processes, so Z-cycles (and useless checkpoints) are about ten times
+    more frequent than in uniform random traffic of the same size (~14% against ~1% at 30
+    events). The choices come from Hypothesis's controlled Random, so they shrink.
+    """
+    r = draw(st.randoms(use_true_random=False), label="walk")
+    n = draw(st.integers(min_processes, max_processes), label="n")
+    steps = draw(st.integers(0, max_steps), label="steps")
+    b = PatternBuilder(n)
+    pending: list[tuple[str, int]] = []
+    cur = r.randrange(n)
+    for _ in range(steps):
+        x = r.random()
+        if x < 0.4:
+            d = r.randrange(n - 1)
+            d += d >= cur
+            pending.append((b.send(cur, d), d))
+        elif x < 0.75 and pending:
+            mid, d = pending.pop(r.randrange(len(pending)))
+            b.deliver(d, mid)
+            cur = d
+        else:
+            b.checkpoint(cur if r.random() < 0.7 else r.randrange(n))
+            if r.random() < 0.3:
+                cur = r.randrange(n)
+    return b.build()

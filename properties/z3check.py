@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from properties.foundation import expect
 from properties.registry import prop
-from properties.strategies import patterns
+from properties.strategies import patterns, walk_patterns
 from pyimpl.pattern import Pattern
 from pyimpl.recovery import recovery_line
 from pyimpl.zpaths import useless_checkpoints
@@ -68,7 +68,7 @@ def z3_above_line(p: Pattern, failed: Iterable[int], virtual: bool, line: Sequen
 
 #: Larger than the brute-force oracle can enumerate comfortably.
 medium_patterns = st.one_of(
-    patterns(min_processes=2, max_processes=3, min_actions=20, max_actions=45),
+    walk_patterns(max_processes=5, max_steps=60),
     patterns(min_processes=2, max_processes=6, max_actions=40, topology=None),
 )
 
