@@ -149,6 +149,7 @@ class Msg:
     payload: int
     pb: Any
     lr: int
+    replayed: bool = False  # re-sent from the sender's log by a recovery
 
     @property
     def id(self) -> str:
@@ -228,8 +229,10 @@ def process_round(cfg: NhopConfig, st: ProcState, inbox: list[Msg], ckdir: str |
         delivered[m.src] = m.seq
         st = replace(st, proto=proto.on_deliver(st.proto, m.src, m.pb), delivered=tuple(delivered),
                      count=st.count + 1, total=st.total + m.payload)
-        events.append({"kind": "deliver", "process": f"P{i}", "message": m.id, "from": f"P{m.src}",
-                       "chan_seq": m.seq})
+        ev = {"kind": "deliver", "process": f"P{i}", "message": m.id, "from": f"P{m.src}", "chan_seq": m.seq}
+        if m.replayed:
+            ev["replayed"] = True
+        events.append(ev)
     out: list[Msg] = []
     if st.lr < cfg.rounds:
         rng = random.Random(f"nhop:{cfg.seed}:{i}:{st.lr}")
@@ -509,7 +512,7 @@ def _recover(cfg: NhopConfig, states: list[ProcState], failed: set[int], dirs: _
         m = logs[s].get((r, q))
         if m is None:
             raise RuntimeError(f"message P{s}>P{r}#{q} is missing from P{s}'s log")
-        inbox[r].append(m)
+        inbox[r].append(replace(m, replayed=True))
     w.emit("recovery", round=rnd, failed=[f"P{i}" for i in sorted(failed)],
            line={f"P{i}": ("volatile" if line[i] is None else line[i]) for i in range(n)},
            rolled_back=[f"P{i}" for i in range(n) if line[i] is not None],

@@ -246,6 +246,19 @@ def check_nhop(trace: Trace) -> list[Check]:
                             f"Python recovery line is {want_json['line']}, rolled back "
                             f"{want_json['rolled_back']}, in transit {sorted(want_json['in_transit'])}",
                             None if ok else rec["seq"]))
+        # Every in-transit message is delivered exactly once after the recovery, from the log.
+        after = [e for e in trace.events if e["seq"] > rec["seq"] and e["kind"] == DELIVER]
+        replayed = [e["message"] for e in after if e.get("replayed")]
+        dup = sorted({m for m in replayed if replayed.count(m) > 1})
+        extra = sorted(set(replayed) - set(got_it))
+        missing = sorted(set(got_it) - set(replayed)) if d.end is not None else []
+        bad_r = next((e["seq"] for e in after if e.get("replayed") and (e["message"] in extra or e["message"] in dup)),
+                      d.end["seq"] if missing and d.end is not None else None)
+        checks.append(Check("log-replay", bad_r is None,
+                            f"{len(replayed)} in-transit message(s) replayed from the senders' logs, "
+                            f"each delivered once" if bad_r is None else
+                            f"replayed deliveries differ from the in-transit set: extra {extra}, "
+                            f"duplicated {dup}, never delivered {missing}", bad_r))
     elif d.failure is not None and d.recovery is None:
         checks.append(Check("recovery-line", False, "a failure without a recovery", d.failure["seq"]))
     # Outputs.

@@ -293,6 +293,22 @@ def test_outputs_check_catches_lost_message(tmp_path):
     assert [c.name for c in r.checks if not c.ok] == ["outputs-failure-free"]
 
 
+def test_log_replay_check_catches_an_unreplayed_message(tmp_path):
+    for seed in range(10):
+        p = _nhop(tmp_path, protocol="hmnr", topology="cyclic", seed=seed, processes=3, rounds=5,
+                  fail_process=1, fail_round=3)
+        if any(e.get("replayed") for e in read_trace(p).events):
+            break
+    assert replay_file(p).conformant
+    bad = _edit(p, tmp_path / "t.jsonl", "deliver", lambda e: None)  # unchanged copy
+    t = read_trace(bad)
+    events = [dict(e) for e in t.events]
+    first = next(e for e in events if e.get("replayed"))
+    del first["replayed"]  # delivered, but not from the log
+    r = replay_file(_write(tmp_path / "t2.jsonl", to_lines(t.header, events)))
+    assert [c.name for c in r.checks if not c.ok] == ["log-replay"]
+
+
 def test_failure_free_matches_simulation(tmp_path):
     cfg = dict(protocol="bcs", topology="scatter", seed=5, processes=4, rounds=5)
     t = read_trace(_nhop(tmp_path, **cfg))
