@@ -257,6 +257,17 @@ class _Watcher:
                         prev = self.written_this_attempt.get(part)
                         self.written_this_attempt[part] = v if prev is None else min(prev, v)
 
+    def poll_now(self) -> None:
+        """Poll synchronously, retrying if a file is caught between write and rename."""
+        for k in range(5):
+            try:
+                self.poll()
+                return
+            except (OSError, ValueError):
+                if k == 4:
+                    raise
+                time.sleep(0.05)
+
     def new_attempt(self) -> None:
         """Forget which versions the previous attempt wrote (the next restart is judged afresh)."""
         self.written_this_attempt = {}
@@ -397,7 +408,7 @@ def _one_attempt(spark: Any, F: Any, SQE: type[BaseException], cfg: WordcountCon
     def sink(bdf: Any, bid: int) -> None:
         rows = sorted(([r[0], r[1], r[2]] for r in bdf.collect()), key=_row_order)
         if writer.enabled:
-            watcher.poll()
+            watcher.poll_now()
         if first_sink[0] and attempt > 1:
             first_sink[0] = False
             restored = {str(p): v - 1 for p, v in sorted(watcher.written_this_attempt.items())}
