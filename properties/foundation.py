@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from properties import oracle as O
@@ -37,7 +37,33 @@ from pyimpl.zpaths import (
     zpath_exists_rgraph,
 )
 
-__all__ = ["expect", "small_patterns", "failed_sets_all"]
+__all__ = ["expect", "small_patterns", "failed_sets_all", "PITFALLS"]
+
+
+def _pitfall(*steps: tuple[str, int, int], n: int = 2) -> Pattern:
+    from pyimpl.pattern import PatternBuilder
+
+    b = PatternBuilder(n)
+    ids: list[str] = []
+    for op, a, c in steps:
+        if op == "s":
+            ids.append(b.send(a, c))
+        elif op == "d":
+            b.deliver(a, ids[c])
+        else:
+            b.checkpoint(a)
+    return b.build()
+
+
+#: The smallest cases of the design notes' pitfalls, kept as explicit examples:
+#: V nodes are needed (C[1,1] is useless only through V[0]); and with real checkpoints only a
+#: checkpoint on no Z-cycle can still pair with no real checkpoint.
+PITFALLS = {
+    "volatile-needed": _pitfall(("s", 0, 1), ("d", 1, 0), ("c", 1, 0), ("s", 1, 0), ("d", 0, 1)),
+    "real-only-differs": _pitfall(("s", 0, 1), ("d", 1, 0), ("c", 1, 0)),
+    # rollback propagates P0 → P1 → P2: one pass of the checkpoint-graph algorithm is not enough
+    "two-hop-propagation": _pitfall(("s", 0, 1), ("d", 1, 0), ("s", 1, 2), ("d", 2, 1), n=3),
+}
 
 #: Small enough for the brute-force oracle (every global checkpoint is enumerated). Useless
 #: checkpoints are rare in short random patterns (about 2% at 12 actions on 3 processes, 23% at
@@ -45,11 +71,15 @@ __all__ = ["expect", "small_patterns", "failed_sets_all"]
 #: with control walks (Z-cycle prone) and longer patterns; all of them shrink to few events.
 small_patterns = st.one_of(
     patterns(min_processes=2, max_processes=4, max_actions=10),
+    walk_patterns(max_processes=3, max_steps=30),
     walk_patterns(max_processes=4, max_steps=30),
     patterns(min_processes=2, max_processes=4, min_actions=16, max_actions=30),
 )
 small_with_topologies = st.one_of(
-    small_patterns,
+    patterns(min_processes=2, max_processes=4, max_actions=10),
+    walk_patterns(max_processes=3, max_steps=30),
+    walk_patterns(max_processes=4, max_steps=30),
+    patterns(min_processes=2, max_processes=4, min_actions=16, max_actions=30),
     patterns(min_processes=2, max_processes=4, min_actions=8, max_actions=24, topology=None),
 )
 
@@ -65,6 +95,8 @@ def failed_sets_all(p: Pattern) -> list[tuple[int, ...]]:
 
 
 @prop("netzer-xu-useless-iff-zcycle", target="zpaths", theorem="specs/theorems.md#t2-netzer-xu")
+@example(p=PITFALLS["volatile-needed"])
+@example(p=PITFALLS["real-only-differs"])
 @given(p=small_with_topologies)
 def netzer_xu_useless(p: Pattern, zcycles: Any = zcycle_checkpoints) -> None:
     """A checkpoint is on a Z-cycle iff no consistent global checkpoint (V allowed) contains it."""
@@ -119,6 +151,7 @@ def wang_zpath_rgraph(p: Pattern, exists_fn: Any = zpath_exists_rgraph) -> None:
 
 
 @prop("scc-useless", target="rgraph", theorem="specs/theorems.md#t4-scc")
+@example(p=PITFALLS["volatile-needed"])
 @given(p=small_patterns)
 def scc_useless(p: Pattern, useless: Any = useless_checkpoints) -> None:
     """C[i,x] is useless iff C[i,x] and C[i,x+1] share an SCC of the R-graph with V nodes; the
@@ -150,6 +183,7 @@ def recovery_line_is_max(p: Pattern, line_fn: Any = recovery_line) -> None:
 
 
 @prop("cgraph-equals-rgraph", target="recovery", theorem="specs/theorems.md#t6-checkpoint-graph")
+@example(p=PITFALLS["two-hop-propagation"])
 @given(p=small_with_topologies)
 def cgraph_equals_rgraph(p: Pattern, propagate: Any = rollback_propagation) -> None:
     """Rollback propagation on the checkpoint graph gives the R-graph recovery line."""
@@ -180,19 +214,26 @@ def consistency_lattice(p: Pattern, consistent: Any = is_consistent, clocks: Any
 
 
 @prop("wang-min-max-containing", target="recovery", theorem="specs/theorems.md#t8-wang-min-max")
-@given(data=st.data())
-def wang_min_max(data: Any, max_fn: Any = max_consistent_containing, min_fn: Any = min_consistent_containing) -> None:
+@given(p=small_patterns, rnd=st.randoms(use_true_random=False))
+def wang_min_max(p: Pattern, rnd: Any, max_fn: Any = max_consistent_containing,
+                 min_fn: Any = min_consistent_containing) -> None:
     """Wang's algorithms return the componentwise max/min of the consistent global checkpoints that
-    contain the set, or none exactly when there is none (V allowed or not)."""
-    p = data.draw(small_patterns, label="pattern")
-    s = data.draw(checkpoint_sets(p), label="checkpoints")
+    contain the set, or none exactly when there is none (V allowed or not); checked for every
+    singleton and up to 12 pairs of checkpoints of different processes."""
+    cps = p.checkpoints()
+    pairs = [(a, b) for a in cps for b in cps if a.process < b.process]
+    rnd.shuffle(pairs)
+    sets = [{a.process: a.index} for a in cps] + [{a.process: a.index, b.process: b.index} for a, b in pairs[:12]]
     for allow in (True, False):
         upper = [p.volatile_index(i) if allow else p.last_index(i) for i in range(p.n)]
-        hi, lo = max_fn(p, s.items(), allow), min_fn(p, s.items(), allow)
-        want_hi = O.brute_max_consistent(p, s, upper)
-        want_lo = O.brute_min_consistent(p, s, upper)
-        expect(hi.cut == want_hi, f"max for {s} (volatile={allow}): {hi.cut} != {want_hi}", p)
-        expect(lo.cut == want_lo, f"min for {s} (volatile={allow}): {lo.cut} != {want_lo}", p)
+        cuts = O.consistent_cuts(p, upper)
+        for s in sets:
+            sel = [c for c in cuts if all(c[i] == x for i, x in s.items())]
+            want_hi = tuple(map(max, *sel)) if len(sel) > 1 else (sel[0] if sel else None)
+            want_lo = tuple(map(min, *sel)) if len(sel) > 1 else (sel[0] if sel else None)
+            hi, lo = max_fn(p, s.items(), allow), min_fn(p, s.items(), allow)
+            expect(hi.cut == want_hi, f"max for {s} (volatile={allow}): {hi.cut} != {want_hi}", p)
+            expect(lo.cut == want_lo, f"min for {s} (volatile={allow}): {lo.cut} != {want_lo}", p)
 
 
 @prop("pattern-json-roundtrip", target="pattern", theorem="specs/formats.md#pattern")
@@ -264,21 +305,24 @@ def corrupt(doc: dict[str, Any], how: str, k: int) -> tuple[dict[str, Any], int]
 
 
 @prop("loader-rejects-invalid", target="pattern", theorem="specs/formats.md#validation")
-@given(p=patterns(max_processes=4, max_actions=16), how=st.sampled_from(CORRUPTIONS), k=st.integers(0, 50))
-def loader_rejects(p: Pattern, how: str, k: int, load: Any = pattern_from_dict) -> None:
-    """Every corrupted document is rejected with InvalidInputError naming the offending event."""
+@given(p=st.one_of(patterns(max_processes=4, max_actions=16), walk_patterns(max_steps=16)),
+       k=st.integers(0, 50))
+def loader_rejects(p: Pattern, k: int, load: Any = pattern_from_dict) -> None:
+    """Every corrupted document (each kind of corruption, near event k) is rejected with
+    InvalidInputError naming the file and the offending event."""
     doc = pattern_to_dict(p)
     if not doc["events"]:
         return
-    got = corrupt(doc, how, k)
-    if got is None:
-        return
-    bad, idx = got
-    try:
-        load(bad, "fuzz.json")
-    except InvalidInputError as e:
-        expect(e.location is not None and e.location.startswith(f"events[{idx}]"),
-               f"{how}: error at {e.location!r}, expected events[{idx}]", p)
-        expect(e.source == "fuzz.json", f"{how}: error does not name the file", p)
-        return
-    raise PropertyViolation(f"{how} at events[{idx}] was accepted", counterexample=p)
+    for how in CORRUPTIONS:
+        got = corrupt(doc, how, k)
+        if got is None:
+            continue
+        bad, idx = got
+        try:
+            load(bad, "fuzz.json")
+        except InvalidInputError as e:
+            expect(e.location is not None and e.location.startswith(f"events[{idx}]"),
+                   f"{how}: error at {e.location!r}, expected events[{idx}]", p)
+            expect(e.source == "fuzz.json", f"{how}: error does not name the file", p)
+            continue
+        raise PropertyViolation(f"{how} at events[{idx}] was accepted", counterexample=p)

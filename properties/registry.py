@@ -98,6 +98,9 @@ def _rebuild(func: Callable[..., Any]) -> Callable[..., Any]:
     core.__module__ = inner.__module__
     core.__doc__ = inner.__doc__
     hyp = given(**given_kwargs)(core)
+    explicit_examples = getattr(func, "hypothesis_explicit_examples", None)
+    if explicit_examples:  # keep @example(...) cases (applied above @given)
+        hyp.hypothesis_explicit_examples = list(explicit_examples)  # type: ignore[attr-defined]
     # Hypothesis binds settings.default when @given is applied; unless the property has its own
     # @settings (kept as they are), use the profile that is active when the property runs.
     own = getattr(func, "_hypothesis_internal_use_settings", None)

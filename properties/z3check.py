@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
-from properties.foundation import expect
+from properties.foundation import PITFALLS, expect
 from properties.registry import prop
 from properties.strategies import patterns, walk_patterns
 from pyimpl.pattern import Pattern
@@ -68,12 +68,14 @@ def z3_above_line(p: Pattern, failed: Iterable[int], virtual: bool, line: Sequen
 
 #: Larger than the brute-force oracle can enumerate comfortably.
 medium_patterns = st.one_of(
+    walk_patterns(max_processes=3, max_steps=50),
     walk_patterns(max_processes=5, max_steps=60),
     patterns(min_processes=2, max_processes=6, max_actions=40, topology=None),
 )
 
 
 @prop("z3-useless-agrees", target="zpaths", theorem="specs/theorems.md#t2-netzer-xu")
+@example(p=PITFALLS["volatile-needed"])
 @given(p=medium_patterns)
 def z3_useless_agrees(p: Pattern, useless: Any = useless_checkpoints) -> None:
     """Z3 finds a consistent global checkpoint containing C exactly when C is not useless."""
