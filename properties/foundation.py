@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from properties import oracle as O
 from properties.registry import prop
-from properties.strategies import checkpoint_sets, patterns, walk_patterns
+from properties.strategies import patterns, walk_patterns
 from pyimpl.clocks import concurrent_checkpoints, vector_clocks
 from pyimpl.consistency import is_consistent
 from pyimpl.errors import InvalidInputError, PropertyViolation
