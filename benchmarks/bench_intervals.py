@@ -32,7 +32,7 @@ def main(quick: bool) -> None:
     from spark_replay.interval_sweep import spark_sweep
     from spark_replay.session import spark_session
 
-    points, runs = (4, 250) if quick else (16, 1000)
+    points, runs = (4, 250) if quick else (16, 8000)
     cfgs = _configs(points)
     print(f"sweep: {points} configurations x {runs} runs x 2000/λ; cores={os.cpu_count()} "
           f"load average before={os.getloadavg()[0]:.1f}")

@@ -93,7 +93,7 @@ def main(quick: bool) -> None:
     overhead(reps=1 if quick else 3, batches=4 if quick else 8)
     end_to_end(batches=4 if quick else 6, modes=["sink"] if quick else ["task", "sink", "kill"])
     nhop(rounds=3 if quick else 6)
-    sweeps(seeds=8 if quick else 32, size=1 if quick else 2)
+    sweeps(seeds=8 if quick else 32, size=1 if quick else 16)
 
 
 if __name__ == "__main__":  # pragma: no cover

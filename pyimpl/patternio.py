@@ -8,6 +8,7 @@ takes. The JSON Schema in ``specs/pattern.schema.json`` documents the format and
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import tempfile
@@ -74,6 +75,19 @@ def pattern_from_dict(doc: Any, source: str | None = None) -> Pattern:
     raw = doc.get("events")
     if not isinstance(raw, list):
         raise bad(f"expected a list, got {_type_name(raw)}", "events")
+    # Millions of small tuples would trigger the cyclic garbage collector over and over; nothing
+    # built here can form a cycle, so it is paused while the pattern is built.
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _build(doc, procs, index, raw, bad, source)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
+def _build(doc: Any, procs: list[str], index: dict[str, int], raw: list[Any], bad: Any,
+           source: str | None) -> Pattern:
     events: list[Event] = []
     append = events.append
     for k, ev in enumerate(raw):

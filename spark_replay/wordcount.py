@@ -353,6 +353,8 @@ def _progress_listener(writer: TraceWriter) -> Any:
     from pyspark.sql.streaming import StreamingQueryListener
 
     class _Listener(StreamingQueryListener):  # type: ignore[misc]
+        last_batch = -1  # the last batch whose progress arrived
+
         def onQueryStarted(self, event: Any) -> None:
             pass
 
@@ -360,6 +362,7 @@ def _progress_listener(writer: TraceWriter) -> Any:
             p = event.progress
             writer.emit("progress", batch=int(p.batchId), input_rows=int(p.numInputRows),
                         state_rows=[int(op.numRowsTotal) for op in p.stateOperators])
+            self.last_batch = max(self.last_batch, int(p.batchId))
 
         def onQueryIdle(self, event: Any) -> None:
             pass
@@ -381,6 +384,7 @@ def _one_attempt(spark: Any, F: Any, SQE: type[BaseException], cfg: WordcountCon
     fail_marker = paths.markers / "failed"
     kill_marker = paths.markers / "kill-requested"
     first_sink = [True]
+    last_sunk = [-1]
 
     df = spark.readStream.option("maxFilesPerTrigger", 1).text(str(paths.inputs))
     parts = F.split(df.value, " ")
@@ -428,6 +432,7 @@ def _one_attempt(spark: Any, F: Any, SQE: type[BaseException], cfg: WordcountCon
                 time.sleep(600)  # the parent SIGKILLs this process group now
         _atomic_json(paths.sink / f"batch-{bid:05d}.json", rows)
         writer.emit("sink_written", batch=bid, rows=rows)
+        last_sunk[0] = max(last_sunk[0], bid)
 
     listener = _progress_listener(writer) if writer.enabled else None
     if listener is not None:
@@ -446,7 +451,10 @@ def _one_attempt(spark: Any, F: Any, SQE: type[BaseException], cfg: WordcountCon
         if writer.enabled:
             watcher.stop()
         if listener is not None:
-            time.sleep(0.2)  # the listener bus is asynchronous: let the last progress arrive
+            # the listener bus is asynchronous: wait (at most 0.5 s) for the last batch's progress
+            deadline = time.perf_counter() + 0.5
+            while listener.last_batch < last_sunk[0] and time.perf_counter() < deadline:
+                time.sleep(0.005)
             spark.streams.removeListener(listener)
     if outcome == "done" and attempt > 1 and first_sink[0]:
         writer.emit("restart", resume_batch=None, restored_versions={})
