@@ -26,7 +26,7 @@ def _killed_by(names: list[str], profile: str, shrink: bool = True, **impls: obj
     total = 0
     try:
         for name in names:
-            r = run_property(name, max_examples=PROFILES.get(profile, 60), **impls)
+            r = run_property(name, max_examples=PROFILES.get(profile, 60), **impls)  # type: ignore[arg-type]
             total += r.examples
             if r.status == "fail":
                 return MutantOutcome("killed", f"{name}: {r.error}", r.counterexample, None, total)

@@ -90,16 +90,16 @@ def epoch_system(processors: Mapping[str, EpochProcessor], edges: Sequence[Epoch
         procs.append(ProcessorSpec(name, chain, top))
     by = {p.name: p for p in procs}
     out = []
-    for e in edges:
-        for end in (e.src, e.dst):
+    for ed in edges:
+        for end in (ed.src, ed.dst):
             if end not in by:
-                raise InvalidInputError(f"edge {e.name}: unknown processor {end!r}", location=f"edges.{e.name}")
-        ps = by[e.src]
-        universe = _upto(e.sent)
-        disc = tuple(frozenset() if e.logged else c & universe for c in ps.chain)
-        dtop = None if ps.top is None else (frozenset() if e.logged else ps.top & universe)
+                raise InvalidInputError(f"edge {ed.name}: unknown processor {end!r}", location=f"edges.{ed.name}")
+        ps = by[ed.src]
+        universe = _upto(ed.sent)
+        disc = tuple(frozenset() if ed.logged else c & universe for c in ps.chain)
+        dtop = None if ps.top is None else (frozenset() if ed.logged else ps.top & universe)
         phi = tuple(c & universe for c in ps.chain)
-        out.append(EdgeSpec(e.name, e.src, e.dst, disc, dtop, _upto(e.received) & universe, phi))
+        out.append(EdgeSpec(ed.name, ed.src, ed.dst, disc, dtop, _upto(ed.received) & universe, phi))
     return SpanSystem(tuple(procs), tuple(out))
 
 

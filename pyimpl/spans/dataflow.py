@@ -562,7 +562,7 @@ def recover(r: Run, failed: set[str], solver: Callable[[SpanSystem], Mapping[str
             op = df.ops[p]
             assert isinstance(op, Source)
             done = {ev.msg for ev in hist}
-            redo = deque()
+            redo: deque[Any] = deque()
             for t in sorted(op.batches):
                 if t in span:
                     continue
@@ -575,20 +575,20 @@ def recover(r: Run, failed: set[str], solver: Callable[[SpanSystem], Mapping[str
         r.pending_ckpt[p] = []
         r.chain[p] = list(built.spans[p][: levels[p] + 1])  # spans above the restored one are gone
     lost: list[tuple[str, Any]] = []
-    for e in df.edges:
-        if at_top[e.src] and at_top[e.dst]:
+    for ed in df.edges:
+        if at_top[ed.src] and at_top[ed.dst]:
             continue
-        got = {ev.msg for ev in r.history[e.dst] if ev.edge == e.name}
+        got = {ev.msg for ev in r.history[ed.dst] if ev.edge == ed.name}
         q: deque = deque()
-        for m in r.sent[e.name]:
+        for m in r.sent[ed.name]:
             if m.cause not in kept_events or m.uid in got:
                 continue
-            if e.logged:
+            if ed.logged:
                 q.append(m)
             else:
-                lost.append((e.name, m.time))
-        r.chan[e.name] = q
-        r.sent[e.name] = [m for m in r.sent[e.name] if m.cause in kept_events]
+                lost.append((ed.name, m.time))
+        r.chan[ed.name] = q
+        r.sent[ed.name] = [m for m in r.sent[ed.name] if m.cause in kept_events]
     for p in df.ops:
         r.state.setdefault(p, {})
     return levels, lost, s

@@ -251,6 +251,16 @@ def solve(s: SpanSystem, order: str = "fifo", seed: int = 0) -> dict[str, int | 
     return {p.name: p.label(r.levels[i]) for i, p in enumerate(s.processors)}
 
 
+def _c1_check(s: SpanSystem, e: object, lv: dict[str, int]) -> Callable[[int], bool]:
+    """C1 of edge ``e`` as a function of the sender's level (receiver's level read at call time)."""
+    return lambda x: s.c1_holds(e, x, lv[e.dst])  # type: ignore[attr-defined,arg-type]
+
+
+def _c2_check(s: SpanSystem, e: object, lv: dict[str, int]) -> Callable[[int], bool]:
+    """C2 of edge ``e`` as a function of the receiver's level (sender's level read at call time)."""
+    return lambda y: s.c2_holds(e, y, lv[e.src])  # type: ignore[attr-defined,arg-type]
+
+
 def solve_literal(s: SpanSystem, order: str = "fifo", seed: int = 0,
                   pick: Callable[[list[int]], int] | None = None) -> dict[str, int]:
     """The paper's algorithm evaluated literally on the explicit sets (no need tables).
@@ -262,8 +272,8 @@ def solve_literal(s: SpanSystem, order: str = "fifo", seed: int = 0,
     owned: dict[str, list[tuple[str, Callable[[int], bool]]]] = {p.name: [] for p in s.processors}
     watch: dict[str, set[str]] = {p.name: set() for p in s.processors}
     for e in s.edges:
-        owned[e.src].append(("C1", (lambda x, e=e: s.c1_holds(e, x, lv[e.dst]))))
-        owned[e.dst].append(("C2", (lambda y, e=e: s.c2_holds(e, y, lv[e.src]))))
+        owned[e.src].append(("C1", _c1_check(s, e, lv)))
+        owned[e.dst].append(("C2", _c2_check(s, e, lv)))
         watch[e.dst].add(e.src)
         watch[e.src].add(e.dst)
     todo = list(s.names)

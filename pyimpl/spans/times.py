@@ -205,7 +205,7 @@ class LoopEntry(Transformer):
     """
 
     def __call__(self, s: Span, universe: Iterable[Time]) -> frozenset:
-        return frozenset(t for t in universe if s.contains(t[0]))
+        return frozenset(t for t in universe if s.contains(t[0]))  # type: ignore[index]
 
 
 @dataclass(frozen=True)
@@ -217,7 +217,7 @@ class LoopFeedback(Transformer):
     """
 
     def __call__(self, s: Span, universe: Iterable[Time]) -> frozenset:
-        return frozenset(t for t in universe if t[1] >= 1 and s.contains((t[0], t[1] - 1)))
+        return frozenset(t for t in universe if t[1] >= 1 and s.contains((t[0], t[1] - 1)))  # type: ignore[index]
 
 
 @dataclass(frozen=True)
@@ -226,7 +226,7 @@ class LoopExit(Transformer):
 
     def __call__(self, s: Span, universe: Iterable[Time]) -> frozenset:
         u = list(universe)
-        done = s.complete_epochs(u)
+        done = s.complete_epochs(u)  # type: ignore[arg-type]
         return frozenset(t for t in u if t in done)
 
 
@@ -261,7 +261,7 @@ class Bridge(Transformer):
 
     def __call__(self, s: Span, universe: Iterable[Time]) -> frozenset:
         k = self.bound(s)
-        return frozenset(t for t in universe if t[0] == self.edge and t[1] <= k)
+        return frozenset(t for t in universe if t[0] == self.edge and t[1] <= k)  # type: ignore[index]
 
 
 @dataclass(frozen=True)

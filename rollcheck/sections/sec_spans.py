@@ -10,6 +10,7 @@ here (the full run's mutation section covers them).
 
 from __future__ import annotations
 
+import functools
 import time
 
 from rollcheck.suite import Row, VerifyContext
@@ -81,7 +82,7 @@ def _e2e_row(ctx: VerifyContext) -> Row:
             for i in range(points):
                 fail_at = i * n // points
                 for p in make(seed).ops:
-                    out = failure_experiment(lambda s=seed, m=make: m(s), seed, fail_at, {p},
+                    out = failure_experiment(functools.partial(make, seed), seed, fail_at, {p},
                                              track_watermark=not ctx.quick)
                     runs += 1
                     rolled += sum(v != "top" for v in out.levels.values()) > 1
@@ -119,7 +120,7 @@ def _downstream_sweep_row(ctx: VerifyContext) -> Row:
             for i in range(4):
                 for p in make(seed).ops:
                     runs += 1
-                    out = failure_experiment(lambda s=seed, m=make: m(s), seed, i * n // 4, {p},
+                    out = failure_experiment(functools.partial(make, seed), seed, i * n // 4, {p},
                                              solver=downstream_only_solver)
                     if not out.ok:
                         return Row(ALGO, "mutants", "spans-downstream-worklist killed (end-to-end sweep)",
