@@ -28,6 +28,22 @@ def run(ctx: VerifyContext) -> list[Row]:
                         (r.error or f"checks {p.theorem}")[:300]))
         ctx.log(f"  {name}: {r.status} ({r.examples} examples, {r.seconds:.1f} s)")
 
+    # mutants: every broken variant of the foundation must be killed by its property
+    from properties.mutants_foundation import BROKEN, kill
+    from pyimpl.patternio import dump_pattern
+
+    for mname, (prop_name, slot, broken, description) in sorted(BROKEN.items()):
+        t0 = time.perf_counter()
+        out = kill(prop_name, slot, broken, ctx.profile)
+        pics: list[str] = []
+        if out.counterexample is not None:
+            dump_pattern(out.counterexample, ctx.path("foundation", "mutants", f"{mname}.json"))
+            pics.append(str(render_pattern(out.counterexample, ctx.path("foundation", "mutants", f"{mname}.png"),
+                                           zcycles=True, title=f"counterexample: {mname}")))
+        status = "pass" if out.verdict == "killed" else "fail"
+        rows.append(Row(PROPERTIES[prop_name].target, "mutants", f"{mname} killed by {prop_name}", status,
+                        out.examples, "examples", time.perf_counter() - t0, description, pics))
+
     # pyimpl: the fast (scipy) and readable (networkx) paths agree on a large generated pattern
     from benchmarks.bench_foundation import generate
     from pyimpl.patternio import pattern_from_dict
