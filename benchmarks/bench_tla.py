@@ -9,7 +9,6 @@ Numbers go to stdout as one line per run (family, bound, status, distinct states
 from __future__ import annotations
 
 import os
-import random
 import shutil
 import tempfile
 import time
@@ -91,30 +90,14 @@ def run_family(name: str, quick: bool, budget: float, workers: int) -> None:
 
 
 def run_traces(quick: bool, budget: float) -> None:
-    from pyimpl.pattern import PatternBuilder
+    from pyimpl.generate import random_pattern
     from pyimpl.protocols import run_protocol
     from tla.trace import validate_trace
-
-    def pattern(n: int, steps: int, seed: int):  # type: ignore[no-untyped-def]
-        r = random.Random(seed)
-        b = PatternBuilder(n)
-        pending: list[tuple[int, str]] = []
-        for _ in range(steps):
-            x = r.random()
-            if x < 0.4:
-                s = r.randrange(n)
-                pending.append((d := r.choice([k for k in range(n) if k != s]), b.send(s, d)))
-            elif x < 0.85 and pending:
-                d, m = pending.pop(r.randrange(len(pending)))
-                b.deliver(d, m)
-            else:
-                b.checkpoint(r.randrange(n))
-        return b.build()
 
     sizes = [(1000, False), (300, True)] if quick else [(1000, False), (10_000, False), (30_000, False),
                                                           (300, True), (1000, True), (2000, True)]
     for steps, z in sizes:
-        p = run_protocol("hmnr", pattern(4, steps, 1)).pattern
+        p = run_protocol("hmnr", random_pattern(4, steps, 1)).pattern
         t0 = time.perf_counter()
         v = validate_trace("hmnr", p, zcheck=z, timeout=budget)
         print(f"trace-validation hmnr events={len(p.events):>6d} zcheck={z!s:5s} {v.status:12s} "

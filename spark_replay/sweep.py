@@ -18,12 +18,12 @@ Kinds:
 
 from __future__ import annotations
 
-import random
 import time
 from typing import Any
 
+from pyimpl import generate
 from pyimpl.errors import InvalidInputError
-from pyimpl.pattern import Pattern, PatternBuilder
+from pyimpl.pattern import Pattern
 
 __all__ = ["random_pattern", "protocols_work", "properties_work", "run_sweep", "KINDS"]
 
@@ -31,28 +31,14 @@ KINDS = ("protocols", "properties", "interval")
 
 
 def random_pattern(seed: int, n: int, events: int) -> Pattern:
-    """A random basic schedule: sends, deliveries (any pending message, so non-FIFO), checkpoints.
+    """A random basic schedule for sweep ``seed`` (:func:`pyimpl.generate.random_pattern`).
 
     Examples
     --------
     >>> random_pattern(1, 3, 30) == random_pattern(1, 3, 30)
     True
     """
-    rng = random.Random(f"sweep-pattern:{seed}:{n}:{events}")
-    b = PatternBuilder(n)
-    pending: list[tuple[str, int]] = []
-    for _ in range(events):
-        r = rng.random()
-        if r < 0.4:
-            src = rng.randrange(n)
-            dst = rng.choice([j for j in range(n) if j != src])
-            pending.append((b.send(src, dst), dst))
-        elif r < 0.8 and pending:
-            mid, dst = pending.pop(rng.randrange(len(pending)))
-            b.deliver(dst, mid)
-        else:
-            b.checkpoint(rng.randrange(n))
-    return b.build()
+    return generate.random_pattern(n, events, f"sweep-pattern:{seed}:{n}:{events}", p_deliver=0.8)
 
 
 def _pattern_of_events(events: list[dict[str, Any]], n: int) -> Pattern:

@@ -4,35 +4,17 @@ right event; the CLI commands tlc, tlc-trace, tlc-manifest and their exit codes.
 from __future__ import annotations
 
 import json
-import random
 
 import pytest
 
 from pyimpl.errors import InvalidInputError
+from pyimpl.generate import random_pattern
 from pyimpl.pattern import CHECKPOINT, DELIVER, Pattern, PatternBuilder
 from pyimpl.patternio import dump_pattern
 from rollcheck.cli.main import main
 from tla.trace import load_trace_events, trace_module_text, validate_trace
 
 SEED = 6
-
-
-def random_pattern(n: int, steps: int, seed: int) -> Pattern:
-    r = random.Random(seed)
-    b = PatternBuilder(n)
-    pending: list[tuple[int, str]] = []
-    for _ in range(steps):
-        x = r.random()
-        if x < 0.4:
-            s = r.randrange(n)
-            d = r.choice([k for k in range(n) if k != s])
-            pending.append((d, b.send(s, d)))
-        elif x < 0.85 and pending:
-            d, m = pending.pop(r.randrange(len(pending)))
-            b.deliver(d, m)
-        else:
-            b.checkpoint(r.randrange(n))
-    return b.build()
 
 
 def protocol_run(proto: str, n: int = 3, steps: int = 80, seed: int = SEED) -> Pattern:

@@ -7,7 +7,6 @@ ones and longer traces. Rules: ``specs/tla.md``.
 
 from __future__ import annotations
 
-import random
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -29,26 +28,6 @@ def _algorithm(entry) -> str:  # type: ignore[no-untyped-def]
         proto = entry.protocol or "hmnr"
         return proto if proto in ("uc", "bcs", "hmnr") else proto.split("-")[0]
     return _FAMILY.get(entry.module, entry.module.removesuffix(".tla"))
-
-
-def _random_pattern(n: int, steps: int, seed: int):  # type: ignore[no-untyped-def]
-    from pyimpl.pattern import PatternBuilder
-
-    r = random.Random(seed)
-    b = PatternBuilder(n)
-    pending: list[tuple[int, str]] = []
-    for _ in range(steps):
-        x = r.random()
-        if x < 0.4:
-            s = r.randrange(n)
-            d = r.choice([k for k in range(n) if k != s])
-            pending.append((d, b.send(s, d)))
-        elif x < 0.85 and pending:
-            d, m = pending.pop(r.randrange(len(pending)))
-            b.deliver(d, m)
-        else:
-            b.checkpoint(r.randrange(n))
-    return b.build()
 
 
 def run(ctx: VerifyContext) -> list[Row]:
@@ -92,6 +71,7 @@ def run(ctx: VerifyContext) -> list[Row]:
 
 
 def _trace_rows(ctx: VerifyContext, small: bool) -> list[Row]:
+    from pyimpl.generate import random_pattern
     from pyimpl.pattern import CHECKPOINT, Pattern
     from pyimpl.protocols import run_protocol
     from tla.trace import validate_trace
@@ -105,7 +85,7 @@ def _trace_rows(ctx: VerifyContext, small: bool) -> list[Row]:
     for proto, sizes in plan.items():
         for n, steps, zcheck in sizes:
             seed = ctx.seed
-            base = _random_pattern(n, steps, seed)
+            base = random_pattern(n, steps, seed)
             runp = run_protocol(proto, base).pattern
             t0 = time.monotonic()
             v = validate_trace(proto, runp, zcheck=zcheck, timeout=900)
