@@ -40,6 +40,7 @@ The end-to-end theorem: ``specs/spans.md#exactly-once``.
 from __future__ import annotations
 
 import random
+from abc import ABC, abstractmethod
 from collections import Counter, deque
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
@@ -63,14 +64,15 @@ Time = Hashable
 # Operators
 # ------------------------------------------------------------------------------------------------
 
-class Op:
+class Op(ABC):
     """A deterministic operator: ``process`` updates ``state`` and returns the messages to send
     as ``(edge, time | None, payload)``; ``None`` asks for the next sequence number on a seq edge."""
 
     domain = "epoch"  # "epoch" | "loop" | "seq": the domain of the times it receives
 
+    @abstractmethod
     def process(self, state: dict, outs: list[str], time: Time, payload: Any) -> list[tuple[str, Any, Any]]:
-        raise NotImplementedError
+        """Update ``state`` for one input message and return the messages to send."""
 
 
 @dataclass

@@ -32,6 +32,7 @@ Definitions and the monotonicity theorem: ``specs/spans.md#times`` and ``specs/s
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -59,11 +60,12 @@ ALL = 1 << 60  # a loop counter bound meaning "every iteration" (a completed epo
 Time = Hashable
 
 
-class Span:
+class Span(ABC):
     """A set of logical times with exact membership."""
 
-    def contains(self, t: Time) -> bool:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abstractmethod
+    def contains(self, t: Time) -> bool:
+        """True iff time ``t`` is in the span."""
 
     def restrict(self, universe: Iterable[Time]) -> frozenset:
         """The finite set ``{t in universe : t in self}``."""
@@ -171,13 +173,14 @@ def concrete_top(last_checkpoint: Span, processed: Iterable[Time]) -> Span:
     return Union(last_checkpoint, TimeSet(frozenset(processed)))
 
 
-class Transformer:
+class Transformer(ABC):
     """φ_e: maps a span at the sender to the set of times on ``e`` it fixes (over a universe)."""
 
     monotone = True
 
-    def __call__(self, s: Span, universe: Iterable[Time]) -> frozenset:  # pragma: no cover
-        raise NotImplementedError
+    @abstractmethod
+    def __call__(self, s: Span, universe: Iterable[Time]) -> frozenset:
+        """φ(s) restricted to ``universe``."""
 
 
 @dataclass(frozen=True)
