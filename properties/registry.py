@@ -108,12 +108,17 @@ def _rebuild(func: Callable[..., Any]) -> Callable[..., Any]:
     if explicit and own is not None:
         hyp = own(hyp)
 
+    # the settings object this runner installed last: anything else was set on purpose by a caller
+    auto = [getattr(hyp, "_hypothesis_internal_use_settings", None)]
+
     def runner(**impls: Any) -> Any:
         unknown = set(impls) - set(defaults)
         if unknown:
             raise TypeError(f"{inner.__name__}: no implementation parameter(s) {sorted(unknown)}")
-        if not explicit:
+        current = getattr(hyp, "_hypothesis_internal_use_settings", None)
+        if not explicit and current is auto[0]:
             hyp._hypothesis_internal_use_settings = settings.default  # type: ignore[attr-defined]
+            auto[0] = settings.default
         token = _IMPLS.set(impls)
         try:
             return hyp()
