@@ -81,6 +81,7 @@ small_with_topologies = st.one_of(
     walk_patterns(max_processes=4, max_steps=30),
     patterns(min_processes=2, max_processes=4, min_actions=16, max_actions=30),
     patterns(min_processes=2, max_processes=4, min_actions=8, max_actions=24, topology=None),
+    patterns(min_processes=2, max_processes=4, min_actions=8, max_actions=24, fifo=True),
 )
 
 

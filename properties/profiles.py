@@ -18,7 +18,7 @@ _SUPPRESS = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filte
 
 # Without ROLLCHECK_SEED the runs are derandomised (a fixed seed per property); with it, the
 # runners apply that seed to every property (``properties.registry.run_property``).
-_DERANDOMIZE = "ROLLCHECK_SEED" not in os.environ
+_DERANDOMIZE = not os.environ.get("ROLLCHECK_SEED", "").strip()
 for _name, _n in PROFILES.items():
     settings.register_profile(
         _name, max_examples=_n, deadline=None, derandomize=_DERANDOMIZE,
