@@ -29,39 +29,11 @@ def expect(cond: bool, message: str, example: Any) -> None:
 
 
 def run_with(name: str, profile: str, *, shrink: bool = True, **impls: Any) -> Any:
-    """:func:`properties.registry.run_property` under ``profile``'s example count (optionally unshrunk).
-
-    Hypothesis binds the default settings when ``@given`` decorates a function, so loading a
-    profile afterwards does not reach an already-imported property; this sets the property's own
-    settings for the duration of the run.
-    """
-    from hypothesis import Phase, settings
-
+    """:func:`properties.registry.run_property` under ``profile`` (optionally unshrunk)."""
     from properties.profiles import PROFILES
-    from properties.registry import PROPERTIES, run_property
+    from properties.registry import run_property
 
-    func = _hypothesis_wrapped(PROPERTIES[name].func)
-    old = func._hypothesis_internal_use_settings
-    base = settings.get_profile(profile if profile in PROFILES else "ci")  # registered by properties.profiles
-    kw: dict[str, Any] = {}
-    if not shrink:
-        kw["phases"] = [Phase.explicit, Phase.reuse, Phase.generate]
-    func._hypothesis_internal_use_settings = settings(base, **kw)
-    try:
-        return run_property(name, **impls)
-    finally:
-        func._hypothesis_internal_use_settings = old
-
-
-def _hypothesis_wrapped(func: Any) -> Any:
-    """The ``@given`` function behind a registry runner (the runner closes over it)."""
-    if hasattr(func, "_hypothesis_internal_use_settings"):
-        return func
-    for cell in func.__closure__ or ():
-        obj = cell.cell_contents
-        if callable(obj) and hasattr(obj, "_hypothesis_internal_use_settings"):
-            return obj
-    raise TypeError(f"cannot find the Hypothesis test behind {func!r}")
+    return run_property(name, profile=profile if profile in PROFILES else "ci", shrink=shrink, **impls)
 
 
 def _logu(lo: float, hi: float) -> st.SearchStrategy[float]:

@@ -182,39 +182,11 @@ ELASTIC_MUTANTS: tuple[ElasticMutant, ...] = (
 )
 
 
-def _given_function(func: Any) -> Any:
-    """The ``@given`` function behind a registry runner (the runner may close over it)."""
-    if hasattr(func, "_hypothesis_internal_use_settings"):
-        return func
-    for cell in func.__closure__ or ():
-        obj = cell.cell_contents
-        if callable(obj) and hasattr(obj, "_hypothesis_internal_use_settings"):
-            return obj
-    raise TypeError(f"cannot find the Hypothesis test behind {func!r}")
-
-
 def run_under_profile(name: str, profile: str = "ci", *, shrink: bool = True, **impls: Any) -> Any:
-    """:func:`run_property` with the settings of ``profile`` (optionally without shrinking).
-
-    Hypothesis binds the default settings when ``@given`` decorates a function, so loading a
-    profile after the import does not reach the property; its own settings are set for the run.
-    """
-    from hypothesis import Phase, settings
-
+    """:func:`run_property` under ``profile`` (optionally without shrinking)."""
     from properties.profiles import PROFILES
-    from properties.registry import PROPERTIES
 
-    func = _given_function(PROPERTIES[name].func)
-    old = func._hypothesis_internal_use_settings
-    kw: dict[str, Any] = {}
-    if not shrink:
-        kw["phases"] = [Phase.explicit, Phase.reuse, Phase.generate]
-    func._hypothesis_internal_use_settings = settings(
-        settings.get_profile(profile if profile in PROFILES else "ci"), **kw)
-    try:
-        return run_property(name, **impls)
-    finally:
-        func._hypothesis_internal_use_settings = old
+    return run_property(name, profile=profile if profile in PROFILES else "ci", shrink=shrink, **impls)
 
 
 def check_elastic_mutant(m: ElasticMutant, profile: str = "ci", *, shrink: bool = True) -> MutantOutcome:

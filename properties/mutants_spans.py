@@ -15,25 +15,15 @@ from pyimpl.spans.watermark import checkpoints_only
 __all__ = ["only_p_update", "domino_chain"]
 
 
-
 def _killed_by(names: list[str], profile: str, shrink: bool = True, **impls: object) -> MutantOutcome:
-    from hypothesis import Phase, settings
-
-    prev = settings.default
-    if not shrink:  # the watermark property's shrinker is slow; the first failure is evidence enough
-        settings.register_profile("_spans_no_shrink", settings(prev, phases=[Phase.explicit, Phase.generate]))
-        settings.load_profile("_spans_no_shrink")
+    # shrink=False: the watermark property's shrinker is slow; the first failure is evidence enough
     total = 0
-    try:
-        for name in names:
-            r = run_property(name, max_examples=PROFILES.get(profile, 60), **impls)  # type: ignore[arg-type]
-            total += r.examples
-            if r.status == "fail":
-                return MutantOutcome("killed", f"{name}: {r.error}", r.counterexample, None, total)
-    finally:
-        if not shrink:
-            settings.register_profile("_spans_restore", prev)
-            settings.load_profile("_spans_restore")
+    for name in names:
+        prof = profile if profile in PROFILES else "ci"
+        r = run_property(name, profile=prof, shrink=shrink, **impls)  # type: ignore[arg-type]
+        total += r.examples
+        if r.status == "fail":
+            return MutantOutcome("killed", f"{name}: {r.error}", r.counterexample, None, total)
     return MutantOutcome("survived", f"not caught by {names}", None, None, total)
 
 

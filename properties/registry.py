@@ -163,11 +163,13 @@ def run_property(
     max_examples: int | None = None,
     seed: int | None = None,
     shrink: bool = True,
+    profile: str | None = None,
     **impls: Any,
 ) -> PropertyResult:
     """Run one property (optionally against substituted implementations) and count examples.
 
-    ``shrink=False`` skips Hypothesis's shrinking (a failure is reported as first found).
+    ``profile`` runs it under that Hypothesis profile instead of the active one; ``shrink=False``
+    skips Hypothesis's shrinking (a failure is reported as first found).
     """
     if isinstance(p, str):
         p = PROPERTIES[p]
@@ -175,13 +177,14 @@ def run_property(
     counter = [0]
     count_token = _COUNTER.set(counter)
     previous = settings.default
+    base = settings.get_profile(profile) if profile is not None else previous
     overrides: dict[str, Any] = {}
     if max_examples is not None:
         overrides["max_examples"] = max_examples
     if not shrink:
         overrides["phases"] = (Phase.explicit, Phase.reuse, Phase.generate)
-    if overrides:
-        settings.register_profile("_rollcheck_tmp", settings(previous, **overrides))
+    if overrides or base is not previous:
+        settings.register_profile("_rollcheck_tmp", settings(base, **overrides))
         settings.load_profile("_rollcheck_tmp")
     t0 = time.perf_counter()
     status, error, cex = "pass", None, None
@@ -207,7 +210,7 @@ def run_property(
         status, error = "fail", f"{type(e).__name__}: {e}"
     finally:
         _COUNTER.reset(count_token)
-        if overrides:
+        if overrides or base is not previous:
             settings.register_profile("_rollcheck_tmp", previous)
             settings.load_profile("_rollcheck_tmp")
     dt = time.perf_counter() - t0
