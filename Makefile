@@ -25,7 +25,7 @@ java:
 setup: $(STAMP) java
 
 test: setup
-	ROLLCHECK_PROFILE=$(PROFILE) $(PY) -m pytest -q -n $(PYTEST_WORKERS) -p no:cacheprovider --doctest-modules tests pyimpl
+	ROLLCHECK_PROFILE=$(PROFILE) $(PY) -P -m pytest -q -n $(PYTEST_WORKERS) -p no:cacheprovider tests
 
 verify: setup
 	ROLLCHECK_PROFILE=verify $(VENV)/bin/rollcheck verify

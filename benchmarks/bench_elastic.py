@@ -17,7 +17,7 @@ import time
 
 
 def _queue_table(quick: bool) -> None:
-    from pyimpl.elastic import Config, queue_bound, simulate
+    from rollcheck.pyimpl.elastic import Config, queue_bound, simulate
 
     rate = 20
     print(f"-- source queue (events) at constant rate R={rate}/round, successor stateful (sum); seed 0")
@@ -34,7 +34,7 @@ def _queue_table(quick: bool) -> None:
 
 
 def _recovery_table(quick: bool) -> None:
-    from pyimpl.elastic import Config, Failure, simulate
+    from rollcheck.pyimpl.elastic import Config, Failure, simulate
 
     rate = 10
     print(f"-- recovery of the stateful operator: events replayed per failure, R={rate}/round, A=1, seed 0")
@@ -56,7 +56,7 @@ def _recovery_table(quick: bool) -> None:
 
 
 def _throughput(quick: bool) -> None:
-    from pyimpl.elastic import Config, ScaleEvent, failure_sweep, random_config, simulate
+    from rollcheck.pyimpl.elastic import Config, ScaleEvent, failure_sweep, random_config, simulate
 
     print("-- simulator throughput (keys 8, ops affine,sum,count, parallelism 2,3,2, two scalings, R=8, seed 1)")
     base = 20 if quick else 50

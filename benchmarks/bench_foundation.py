@@ -17,41 +17,14 @@ from pathlib import Path
 
 import networkx as nx
 
-from pyimpl.patternio import load_pattern
-from pyimpl.patternio import pattern_from_dict as load_pattern_from_doc
-from pyimpl.recovery import recovery_line
-from pyimpl.rgraph import rgraph
-from pyimpl.zpaths import useless_checkpoints, useless_checkpoints_networkx
+from rollcheck.pyimpl.generate import pattern_document as generate
+from rollcheck.pyimpl.patternio import load_pattern
+from rollcheck.pyimpl.patternio import pattern_from_dict as load_pattern_from_doc
+from rollcheck.pyimpl.recovery import recovery_line
+from rollcheck.pyimpl.rgraph import rgraph
+from rollcheck.pyimpl.zpaths import useless_checkpoints, useless_checkpoints_networkx
 
 SEED = 20261122
-
-
-def generate(messages: int, processes: int = 50, seed: int = SEED) -> dict:
-    """A random pattern document: sends to random peers, deliveries after a random delay (a few
-    in transit at the end), one checkpoint by a random process after every 10th send."""
-    rnd = random.Random(seed)
-    names = [f"P{i}" for i in range(processes)]
-    events: list[dict] = []
-    pending: list[tuple[int, str, int]] = []  # (due step, id, receiver)
-    step = 0
-    for k in range(messages):
-        s = rnd.randrange(processes)
-        r = rnd.randrange(processes - 1)
-        r += r >= s
-        mid = f"m{k}"
-        events.append({"process": names[s], "kind": "send", "message": mid, "to": names[r]})
-        pending.append((step + rnd.randint(1, 60), mid, r))
-        step += 1
-        if len(pending) > 64 or rnd.random() < 0.9:
-            pending.sort()
-            while pending and pending[0][0] <= step:
-                _, m, rr = pending.pop(0)
-                events.append({"process": names[rr], "kind": "deliver", "message": m})
-        if k % 10 == 9:
-            events.append({"process": names[rnd.randrange(processes)], "kind": "checkpoint"})
-    for _, m, rr in pending[: len(pending) // 2]:
-        events.append({"process": names[rr], "kind": "deliver", "message": m})
-    return {"format": "rollcheck.pattern/1", "processes": names, "events": events}
 
 
 def _json_load(path: Path) -> object:
@@ -87,12 +60,12 @@ def main(quick: bool) -> None:
     print(f"{'messages':>9} {'events':>9} {'json.load s':>11} {'load+validate':>14} {'useless':>9} "
           f"{'recovery':>9} {'total/json':>10}")
     rows = []
-    warm = load_pattern_from_doc(generate(200))
+    warm = load_pattern_from_doc(generate(200, seed=SEED))
     useless_checkpoints(warm)  # import scipy and numpy before timing
     recovery_line(warm, [0])
     with tempfile.TemporaryDirectory() as d:
         for m in sizes:
-            doc = generate(m)
+            doc = generate(m, seed=SEED)
             path = Path(d) / f"p{m}.json"
             path.write_text(json.dumps(doc))
             del doc

@@ -14,8 +14,8 @@ from typing import Any
 
 
 def _configs(k: int) -> list[Any]:
-    from pyimpl.interval_sim import SimConfig
-    from pyimpl.intervals import optimal_interval
+    from rollcheck.pyimpl.interval_sim import SimConfig
+    from rollcheck.pyimpl.intervals import optimal_interval
 
     lams = (0.1, 0.05, 0.025, 0.005)
     depths = (1, 10, 25, 50)
@@ -28,9 +28,9 @@ def _configs(k: int) -> list[Any]:
 
 
 def main(quick: bool) -> None:
-    from pyimpl.interval_sim import sweep
-    from spark_replay.interval_sweep import spark_sweep
-    from spark_replay.session import spark_session
+    from rollcheck.pyimpl.interval_sim import sweep
+    from rollcheck.spark_replay.interval_sweep import spark_sweep
+    from rollcheck.spark_replay.session import spark_session
 
     points, runs = (4, 250) if quick else (16, 8000)
     cfgs = _configs(points)

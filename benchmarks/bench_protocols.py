@@ -14,9 +14,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from pyimpl.pattern import Pattern, PatternBuilder
-from pyimpl.protocols import run_protocol
-from pyimpl.protocols.fast import NUMPY_THRESHOLD, forced_deliveries
+from rollcheck.pyimpl.pattern import Pattern, PatternBuilder
+from rollcheck.pyimpl.protocols import run_protocol
+from rollcheck.pyimpl.protocols.fast import NUMPY_THRESHOLD, forced_deliveries
 
 
 def uniform_schedule(n: int, events: int, seed: int, checkpoint_rate: float = 0.1) -> Pattern:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from pyimpl.simulate import SimConfig, run_engine
+from rollcheck.pyimpl.simulate import SimConfig, run_engine
 
 
 def _rate(cfg: SimConfig, repeat: int = 1) -> tuple[float, int, float]:

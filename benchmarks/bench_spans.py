@@ -1,6 +1,6 @@
 """Falkirk Wheel fixed point at scale, and worklist against whole-graph rounds.
 
-1. Random sequence-number systems (``pyimpl.spans.frontier.random_seq_system``) with 10^4, 10^5
+1. Random sequence-number systems (``rollcheck.pyimpl.spans.frontier.random_seq_system``) with 10^4, 10^5
    and 10^6 edges, 4 checkpoints per processor, average degree 4, 1% failed, as random DAGs and
    cyclic graphs; two workloads: *uncoordinated* (jittered checkpoint times, half the edges
    logged: heavy domino effect) and *coordinated* (aligned checkpoints, every edge logged:
@@ -20,7 +20,7 @@ SEED = 1
 
 
 def _fixed_point(quick: bool) -> None:
-    from pyimpl.spans.frontier import compile_seq, random_seq_system, run_bulk, run_flat
+    from rollcheck.pyimpl.spans.frontier import compile_seq, random_seq_system, run_bulk, run_flat
 
     sizes = [10**3, 10**4, 10**5] if quick else [10**4, 10**5, 10**6]
     print(f"seed={SEED}  K=4 checkpoints/processor, degree 4, 1% failed")
@@ -60,7 +60,7 @@ def _fixed_point(quick: bool) -> None:
 
 
 def _domino(quick: bool) -> None:
-    from pyimpl.spans.fixpoint import domino_chain, run_rounds, run_worklist
+    from rollcheck.pyimpl.spans.fixpoint import domino_chain, run_rounds, run_worklist
 
     print("\ndomino chain (last processor failed, cascade against index order)")
     print(f"{'n':>6}{'worklist exams':>16}{'worklist s':>12}{'rounds exams':>14}{'rounds s':>10}{'ratio':>8}")

@@ -22,7 +22,7 @@ def _load() -> str:
 
 
 def overhead(reps: int, batches: int) -> None:
-    from spark_replay.wordcount import WordcountConfig, record_wordcount
+    from rollcheck.spark_replay.wordcount import WordcountConfig, record_wordcount
 
     cfg = WordcountConfig(batches=batches, seed=11, crosscheck=False)
     with_q: list[float] = []
@@ -44,8 +44,8 @@ def overhead(reps: int, batches: int) -> None:
 
 
 def end_to_end(batches: int, modes: list[str]) -> None:
-    from spark_replay.replay import replay_file
-    from spark_replay.wordcount import WordcountConfig, record_wordcount
+    from rollcheck.spark_replay.replay import replay_file
+    from rollcheck.spark_replay.wordcount import WordcountConfig, record_wordcount
 
     with tempfile.TemporaryDirectory(prefix="rollcheck-bench-") as d:
         for mode in modes:
@@ -62,7 +62,7 @@ def end_to_end(batches: int, modes: list[str]) -> None:
 
 def nhop(rounds: int) -> None:
     from rollcheck.cli.cmd_spark import replay_with_tlc
-    from spark_replay.nhop import NhopConfig, record_nhop
+    from rollcheck.spark_replay.nhop import NhopConfig, record_nhop
 
     with tempfile.TemporaryDirectory(prefix="rollcheck-bench-") as d:
         for engine in ("spark", "local"):
@@ -79,7 +79,7 @@ def nhop(rounds: int) -> None:
 
 
 def sweeps(seeds: int, size: int) -> None:
-    from spark_replay.sweep import run_sweep
+    from rollcheck.spark_replay.sweep import run_sweep
 
     for kind in ("protocols", "properties"):
         res = run_sweep(kind, 0, seeds, size=size)

@@ -13,8 +13,9 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
+from rollcheck.tla.manifest import MODELS_DIR
 
-MODELS = Path(__file__).resolve().parent.parent / "tla" / "models"
+MODELS = MODELS_DIR
 
 
 def _cfg(consts: dict[str, object], invariants: list[str], symmetry: bool) -> str:
@@ -68,7 +69,7 @@ FAMILIES: dict[str, tuple[str, list[str], bool, bool, list[tuple[str, dict[str, 
 
 
 def run_family(name: str, quick: bool, budget: float, workers: int) -> None:
-    from tla.runner import run_tlc
+    from rollcheck.tla.runner import run_tlc
 
     module, invs, deadlock, sym, bounds = FAMILIES[name]
     largest = None
@@ -90,9 +91,9 @@ def run_family(name: str, quick: bool, budget: float, workers: int) -> None:
 
 
 def run_traces(quick: bool, budget: float) -> None:
-    from pyimpl.generate import random_pattern
-    from pyimpl.protocols import run_protocol
-    from tla.trace import validate_trace
+    from rollcheck.pyimpl.generate import random_pattern
+    from rollcheck.pyimpl.protocols import run_protocol
+    from rollcheck.tla.trace import validate_trace
 
     sizes = [(1000, False), (300, True)] if quick else [(1000, False), (10_000, False), (30_000, False),
                                                           (300, True), (1000, True), (2000, True)]

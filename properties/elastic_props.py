@@ -2,8 +2,8 @@
 
 Every property takes the implementation under test as a keyword argument with the reference as
 default (``rules=REFERENCE_RULES`` for the protocol, ``split=split_slice`` for slice splitting),
-so :mod:`properties.mutants_elastic` can substitute broken variants. A violation raises
-:class:`pyimpl.errors.PropertyViolation` whose ``counterexample`` is a ``rollcheck.elastic/1``
+so :mod:`rollcheck.properties.mutants_elastic` can substitute broken variants. A violation raises
+:class:`rollcheck.pyimpl.errors.PropertyViolation` whose ``counterexample`` is a ``rollcheck.elastic/1``
 document that ``rollcheck elastic simulate FILE`` replays.
 """
 
@@ -14,8 +14,8 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from properties.registry import prop
-from pyimpl.elastic import (
+from rollcheck.properties.registry import prop
+from rollcheck.pyimpl.elastic import (
     KINDS,
     REFERENCE_RULES,
     Config,
@@ -31,7 +31,7 @@ from pyimpl.elastic import (
     simulate,
     split_slice,
 )
-from pyimpl.errors import PropertyViolation
+from rollcheck.pyimpl.errors import PropertyViolation
 
 __all__ = [
     "configs",

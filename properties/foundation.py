@@ -2,7 +2,7 @@
 
 Each property states the theorem of ``specs/theorems.md`` it checks and compares the reference
 implementation (substitutable through keyword arguments, so mutants can be run) against the
-independent brute-force oracle of :mod:`properties.oracle`.
+independent brute-force oracle of :mod:`rollcheck.properties.oracle`.
 """
 
 from __future__ import annotations
@@ -13,22 +13,22 @@ from typing import Any
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from properties import oracle as O
-from properties.registry import prop
-from properties.strategies import patterns, walk_patterns
-from pyimpl.clocks import concurrent_checkpoints, vector_clocks
-from pyimpl.consistency import is_consistent
-from pyimpl.errors import InvalidInputError, PropertyViolation
-from pyimpl.pattern import Pattern
-from pyimpl.patternio import pattern_from_dict, pattern_to_dict
-from pyimpl.recovery import (
+from rollcheck.properties import oracle as O
+from rollcheck.properties.registry import prop
+from rollcheck.properties.strategies import patterns, walk_patterns
+from rollcheck.pyimpl.clocks import concurrent_checkpoints, vector_clocks
+from rollcheck.pyimpl.consistency import is_consistent
+from rollcheck.pyimpl.errors import InvalidInputError, PropertyViolation
+from rollcheck.pyimpl.pattern import Pattern
+from rollcheck.pyimpl.patternio import pattern_from_dict, pattern_to_dict
+from rollcheck.pyimpl.recovery import (
     max_consistent_containing,
     min_consistent_containing,
     recovery_line,
     recovery_line_networkx,
     rollback_propagation,
 )
-from pyimpl.zpaths import (
+from rollcheck.pyimpl.zpaths import (
     is_zpath,
     useless_checkpoints,
     useless_checkpoints_networkx,
@@ -41,7 +41,7 @@ __all__ = ["expect", "small_patterns", "failed_sets_all", "PITFALLS"]
 
 
 def _pitfall(*steps: tuple[str, int, int], n: int = 2) -> Pattern:
-    from pyimpl.pattern import PatternBuilder
+    from rollcheck.pyimpl.pattern import PatternBuilder
 
     b = PatternBuilder(n)
     ids: list[str] = []

@@ -14,9 +14,9 @@ from typing import Any
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from properties.registry import prop
-from pyimpl.errors import PropertyViolation
-from pyimpl.intervals import optimal_interval, utilization
+from rollcheck.properties.registry import prop
+from rollcheck.pyimpl.errors import PropertyViolation
+from rollcheck.pyimpl.intervals import optimal_interval, utilization
 
 __all__ = ["model_params", "literal_eq10", "literal_dudt", "expect", "run_with"]
 
@@ -29,9 +29,9 @@ def expect(cond: bool, message: str, example: Any) -> None:
 
 
 def run_with(name: str, profile: str, *, shrink: bool = True, **impls: Any) -> Any:
-    """:func:`properties.registry.run_property` under ``profile`` (optionally unshrunk)."""
-    from properties.profiles import PROFILES
-    from properties.registry import run_property
+    """:func:`rollcheck.properties.registry.run_property` under ``profile`` (optionally unshrunk)."""
+    from rollcheck.properties.profiles import PROFILES
+    from rollcheck.properties.registry import run_property
 
     return run_property(name, profile=profile if profile in PROFILES else "ci", shrink=shrink, **impls)
 

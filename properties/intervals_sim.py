@@ -14,9 +14,9 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from properties.intervals_model import expect
-from properties.registry import prop
-from pyimpl.interval_sim import (
+from rollcheck.properties.intervals_model import expect
+from rollcheck.properties.registry import prop
+from rollcheck.pyimpl.interval_sim import (
     SimConfig,
     run_rng,
     simulate_dag_run,
@@ -24,7 +24,7 @@ from pyimpl.interval_sim import (
     summarise,
     token_offsets,
 )
-from pyimpl.intervals import optimal_interval, utilization
+from rollcheck.pyimpl.intervals import optimal_interval, utilization
 
 __all__ = ["sim_params", "random_dags", "Z_LIMIT"]
 

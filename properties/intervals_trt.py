@@ -9,10 +9,10 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from properties.intervals_model import expect
-from properties.registry import prop
-from pyimpl.errors import InvalidInputError
-from pyimpl.intervals import (
+from rollcheck.properties.intervals_model import expect
+from rollcheck.properties.registry import prop
+from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.intervals import (
     CASES,
     READINGS,
     ProfilingPoint,

@@ -1,6 +1,6 @@
 """Deliberately broken variants of SPATE's elastic upstream backup, and the properties that kill them.
 
-Each variant replaces one rule of :class:`pyimpl.elastic.Rules` (or the slice split). A mutant is
+Each variant replaces one rule of :class:`rollcheck.pyimpl.elastic.Rules` (or the slice split). A mutant is
 *killed* when at least one of its properties fails; the counterexample is the shrunk
 ``rollcheck.elastic/1`` document (``rollcheck elastic simulate FILE`` replays it).
 """
@@ -11,10 +11,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import properties.elastic_props  # noqa: F401  (registers the properties)
-from properties.mutation import MutantOutcome, mutant
-from properties.registry import run_property
-from pyimpl.elastic import (
+import rollcheck.properties.elastic_props  # noqa: F401  (registers the properties)
+from rollcheck.properties.mutation import MutantOutcome, mutant
+from rollcheck.properties.registry import run_property
+from rollcheck.pyimpl.elastic import (
     REFERENCE_RULES,
     Checkpoint,
     Config,
@@ -184,7 +184,7 @@ ELASTIC_MUTANTS: tuple[ElasticMutant, ...] = (
 
 def run_under_profile(name: str, profile: str = "ci", *, shrink: bool = True, **impls: Any) -> Any:
     """:func:`run_property` under ``profile`` (optionally without shrinking)."""
-    from properties.profiles import PROFILES
+    from rollcheck.properties.profiles import PROFILES
 
     return run_property(name, profile=profile if profile in PROFILES else "ci", shrink=shrink, **impls)
 
@@ -221,7 +221,7 @@ for _m in ELASTIC_MUTANTS:
 # ---------------------------------------------------------------- safe (costlier or cheaper) variants
 def _cost(rules: Rules, measure: str) -> int:
     """Total cost over a fixed set of constant-rate pipelines: max queue sizes or checkpointed events."""
-    from pyimpl.elastic import Config, simulate
+    from rollcheck.pyimpl.elastic import Config, simulate
 
     total = 0
     for ops in (("sum",), ("affine", "sum", "count"), ("filter", "max")):

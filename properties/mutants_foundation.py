@@ -12,13 +12,13 @@ from typing import Any
 
 import networkx as nx
 
-from properties.mutation import MutantOutcome, mutant
-from properties.registry import run_property
-from pyimpl.pattern import Checkpoint, Pattern
-from pyimpl.patternio import pattern_from_dict, pattern_to_dict
-from pyimpl.recovery import RecoveryLine, _finish
-from pyimpl.rgraph import rgraph
-from pyimpl.zpaths import _sends_by_process
+from rollcheck.properties.mutation import MutantOutcome, mutant
+from rollcheck.properties.registry import run_property
+from rollcheck.pyimpl.pattern import Checkpoint, Pattern
+from rollcheck.pyimpl.patternio import pattern_from_dict, pattern_to_dict
+from rollcheck.pyimpl.recovery import RecoveryLine, _finish
+from rollcheck.pyimpl.rgraph import rgraph
+from rollcheck.pyimpl.zpaths import _sends_by_process
 
 __all__ = ["BROKEN", "kill"]
 
@@ -144,7 +144,7 @@ def zpath_causal_only(p: Pattern, src: tuple[int, int], dst: tuple[int, int]) ->
 
 def zcycles_to_next(p: Pattern) -> list[Checkpoint]:
     """Looks for a Z-path from C[i,x] to C[i,x+1] instead of back to C[i,x]."""
-    from pyimpl.zpaths import zpath
+    from rollcheck.pyimpl.zpaths import zpath
 
     return [c for c in p.checkpoints() if zpath(p, c, (c.process, c.index + 1)) is not None]
 
@@ -167,7 +167,7 @@ def clocks_without_merge(p: Pattern) -> list[tuple[int, ...]]:
 
 def wang_max_without_zpath_check(p: Pattern, members: Any, allow_volatile: bool = True) -> Any:
     """Wang's max without first checking that no Z-path links the members."""
-    from pyimpl.recovery import ConsistentCheckpoint
+    from rollcheck.pyimpl.recovery import ConsistentCheckpoint
 
     s = dict(members)
     g = rgraph(p)
@@ -256,7 +256,7 @@ BROKEN: dict[str, tuple[str, str, Callable[..., Any], str]] = {
 def reduce_pattern(p: Pattern, still_fails: Callable[[Pattern], bool]) -> Pattern:
     """Greedy 1-minimal reduction: drop single events (a send with its delivery) while the
     failure persists. Much cheaper than Hypothesis's shrinker on brute-force properties."""
-    from pyimpl.pattern import DELIVER, SEND
+    from rollcheck.pyimpl.pattern import DELIVER, SEND
 
     changed = True
     while changed:
@@ -289,10 +289,10 @@ def kill(prop_name: str, slot: str, broken: Callable[..., Any], profile: str) ->
     """
     import inspect
 
-    import properties.foundation  # noqa: F401  (registers the properties)
-    import properties.z3check  # noqa: F401
-    from properties.profiles import load_profile
-    from properties.registry import PROPERTIES, fails_on
+    import rollcheck.properties.foundation  # noqa: F401  (registers the properties)
+    import rollcheck.properties.z3check  # noqa: F401
+    from rollcheck.properties.profiles import load_profile
+    from rollcheck.properties.registry import PROPERTIES, fails_on
 
     load_profile(profile)
     shrink = profile == "verify"

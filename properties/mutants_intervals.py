@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from properties.mutation import MutantOutcome, mutant
-from pyimpl.interval_sim import (
+from rollcheck.properties.mutation import MutantOutcome, mutant
+from rollcheck.pyimpl.interval_sim import (
     SimConfig,
     SimSummary,
     run_rng,
@@ -23,7 +23,7 @@ from pyimpl.interval_sim import (
     simulate_runs,
     summarise,
 )
-from pyimpl.intervals import (
+from rollcheck.pyimpl.intervals import (
     CIChoice,
     ProfilingPoint,
     TRTBreakdown,
@@ -155,9 +155,9 @@ BROKEN: dict[str, tuple[str, str, Callable[..., Any], str, str]] = {
 
 
 def _load_properties() -> None:
-    import properties.intervals_model  # noqa: F401  (registers the properties)
-    import properties.intervals_sim  # noqa: F401
-    import properties.intervals_trt  # noqa: F401
+    import rollcheck.properties.intervals_model  # noqa: F401  (registers the properties)
+    import rollcheck.properties.intervals_sim  # noqa: F401
+    import rollcheck.properties.intervals_trt  # noqa: F401
 
 
 #: Properties whose examples are expensive (simulation, many fits): their mutants are reported
@@ -167,7 +167,7 @@ NO_SHRINK = {"interval-sim-agrees", "interval-dag-sim-agrees", "trt-optimiser-op
 
 def kill(prop_name: str, slot: str, broken: Callable[..., Any], profile: str) -> MutantOutcome:
     """Run ``prop_name`` with ``broken`` in ``slot`` under ``profile``; killed iff it fails."""
-    from properties.intervals_model import run_with
+    from rollcheck.properties.intervals_model import run_with
 
     _load_properties()
     # shrink (for a minimal counterexample) only under the thorough profile, and never for the

@@ -21,14 +21,14 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hseed
 from hypothesis import strategies as st
 
-from properties import protocols_cic as C
-from properties.mutation import MutantOutcome, mutant
-from properties.strategies import build_from_actions, topology_channels
-from pyimpl.errors import PropertyViolation
-from pyimpl.pattern import DELIVER, SEND, Pattern
-from pyimpl.protocols import Protocol, count_schedule, get_protocol, run_protocol, strip_forced
-from pyimpl.protocols.fast import forced_deliveries
-from pyimpl.zpaths import useless_checkpoints
+from rollcheck.properties import protocols_cic as C
+from rollcheck.properties.mutation import MutantOutcome, mutant
+from rollcheck.properties.strategies import build_from_actions, topology_channels
+from rollcheck.pyimpl.errors import PropertyViolation
+from rollcheck.pyimpl.pattern import DELIVER, SEND, Pattern
+from rollcheck.pyimpl.protocols import Protocol, count_schedule, get_protocol, run_protocol, strip_forced
+from rollcheck.pyimpl.protocols.fast import forced_deliveries
+from rollcheck.pyimpl.zpaths import useless_checkpoints
 
 __all__ = ["BUDGETS", "hunt", "minimize_schedule", "random_schedules", "forced_ratio"]
 

@@ -1,6 +1,6 @@
 """The simulator's entries in the mutation catalogue (``rollcheck mutants``).
 
-Unsafe variants must be killed by a property of :mod:`properties.simulate_props`; the
+Unsafe variants must be killed by a property of :mod:`rollcheck.properties.simulate_props`; the
 counterexample is the pattern of the offending run. Safe variants (they stay correct but cost
 more) are reported with their checkpoint ratio against the reference on the same fixed runs.
 """
@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from properties.mutation import MutantOutcome, mutant
-from properties.registry import run_property
-from pyimpl.simulate import SimConfig, Variant, run_engine
+from rollcheck.properties.mutation import MutantOutcome, mutant
+from rollcheck.properties.registry import run_property
+from rollcheck.pyimpl.simulate import SimConfig, Variant, run_engine
 
 __all__ = ["UNSAFE", "SAFE", "kill", "cost_ratio"]
 
@@ -65,8 +65,8 @@ SAFE: dict[str, tuple[str, dict[str, Any], str, str]] = {
 
 
 def _load(profile: str) -> None:
-    import properties.simulate_props  # noqa: F401  (registers the properties)
-    from properties.profiles import load_profile
+    import rollcheck.properties.simulate_props  # noqa: F401  (registers the properties)
+    from rollcheck.properties.profiles import load_profile
 
     load_profile(profile)
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from properties.mutation import MutantOutcome, mutant
-from properties.profiles import PROFILES
-from properties.registry import run_property
-from properties.spans_props import downstream_only_solver
-from pyimpl.spans.fixpoint import compile_system, domino_chain, run_worklist
-from pyimpl.spans.system import SpanSystem
-from pyimpl.spans.watermark import checkpoints_only
+from rollcheck.properties.mutation import MutantOutcome, mutant
+from rollcheck.properties.profiles import PROFILES
+from rollcheck.properties.registry import run_property
+from rollcheck.properties.spans_props import downstream_only_solver
+from rollcheck.pyimpl.spans.fixpoint import compile_system, domino_chain, run_worklist
+from rollcheck.pyimpl.spans.system import SpanSystem
+from rollcheck.pyimpl.spans.watermark import checkpoints_only
 
 __all__ = ["only_p_update", "domino_chain"]
 
@@ -58,7 +58,7 @@ def _only_p(profile: str) -> MutantOutcome:
 @mutant("spans-whole-graph-rounds", target="spans", safe=True,
         description="whole-graph rounds instead of a worklist: same answer, quadratic on domino chains")
 def _rounds(profile: str) -> MutantOutcome:
-    from pyimpl.spans.fixpoint import run_rounds
+    from rollcheck.pyimpl.spans.fixpoint import run_rounds
 
     c = domino_chain(300 if profile == "verify" else 120)
     a, b = run_worklist(c), run_rounds(c)

@@ -54,10 +54,10 @@ def mutant(name: str, *, target: str, description: str, safe: bool = False) -> C
 
 
 def load_all() -> dict[str, Mutant]:
-    """Import every ``properties.mutants_*`` module and return the registry."""
-    import properties as pkg
+    """Import every ``rollcheck.properties.mutants_*`` module and return the registry."""
+    import rollcheck.properties as pkg
 
     for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
         if info.name.startswith("mutants_"):
-            importlib.import_module(f"properties.{info.name}")
+            importlib.import_module(f"rollcheck.properties.{info.name}")
     return MUTANTS

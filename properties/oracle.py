@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Iterator
 
-from pyimpl.pattern import Pattern
+from rollcheck.pyimpl.pattern import Pattern
 
 __all__ = [
     "MAX_CUTS",

@@ -17,7 +17,7 @@ PROFILES = {"ci": 60, "verify": 600}
 _SUPPRESS = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
 
 # Without ROLLCHECK_SEED the runs are derandomised (a fixed seed per property); with it, the
-# runners apply that seed to every property (``properties.registry.run_property``).
+# runners apply that seed to every property (``rollcheck.properties.registry.run_property``).
 _DERANDOMIZE = not os.environ.get("ROLLCHECK_SEED", "").strip()
 for _name, _n in PROFILES.items():
     settings.register_profile(

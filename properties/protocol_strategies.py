@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from properties.strategies import build_from_actions, topology_channels
-from pyimpl.pattern import Pattern
+from rollcheck.properties.strategies import build_from_actions, topology_channels
+from rollcheck.pyimpl.pattern import Pattern
 
 __all__ = ["basic_schedules", "SCHEDULE_TOPOLOGIES"]
 

@@ -3,7 +3,7 @@
 Every property takes the implementation under test as a keyword argument with the reference as
 default, so the mutation catalogue (``properties/mutants_protocols.py``) substitutes a variant:
 ``run_property("hmnr-no-useless", protocol=HMNRNoC1())``. A failure raises
-:class:`~pyimpl.errors.PropertyViolation` whose ``counterexample`` is the offending pattern (the
+:class:`~rollcheck.pyimpl.errors.PropertyViolation` whose ``counterexample`` is the offending pattern (the
 protocol's output, forced checkpoints marked).
 """
 
@@ -14,12 +14,12 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from properties.protocol_strategies import basic_schedules
-from properties.registry import prop
-from pyimpl.consistency import is_consistent
-from pyimpl.errors import PropertyViolation
-from pyimpl.pattern import CHECKPOINT, DELIVER, Event, Pattern
-from pyimpl.protocols import (
+from rollcheck.properties.protocol_strategies import basic_schedules
+from rollcheck.properties.registry import prop
+from rollcheck.pyimpl.consistency import is_consistent
+from rollcheck.pyimpl.errors import PropertyViolation
+from rollcheck.pyimpl.pattern import CHECKPOINT, DELIVER, Event, Pattern
+from rollcheck.pyimpl.protocols import (
     BCS,
     HMNR,
     PROTOCOLS,
@@ -29,8 +29,8 @@ from pyimpl.protocols import (
     get_protocol,
     run_protocol,
 )
-from pyimpl.protocols.fast import forced_deliveries
-from pyimpl.zpaths import useless_checkpoints, zcycle_checkpoints
+from rollcheck.pyimpl.protocols.fast import forced_deliveries
+from rollcheck.pyimpl.zpaths import useless_checkpoints, zcycle_checkpoints
 
 __all__ = [
     "schedules",

@@ -190,7 +190,7 @@ def run_property(
     status, error, cex = "pass", None, None
     try:
         if seed is None:
-            from properties.profiles import seed as env_seed
+            from rollcheck.properties.profiles import seed as env_seed
 
             seed = env_seed()
         if seed is not None:

@@ -5,7 +5,7 @@ matters) a failing operator instance and a failure time (a fraction of the failu
 length), runs the simulator and checks one theorem of ``specs/simulate.md``. The part under test
 is a keyword argument with the reference as default, so the mutation catalogue
 (``properties/mutants_simulate.py``) substitutes a broken variant. A failure raises
-:class:`~pyimpl.errors.PropertyViolation` carrying the run's pattern as counterexample.
+:class:`~rollcheck.pyimpl.errors.PropertyViolation` carrying the run's pattern as counterexample.
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ from typing import Any, NamedTuple, NoReturn
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from properties.registry import prop
-from pyimpl.consistency import in_transit, orphans
-from pyimpl.errors import InvalidInputError, PropertyViolation
-from pyimpl.pattern import Pattern
-from pyimpl.simulate import SimConfig, SimResult, Variant, run_engine, simulate, workload
-from pyimpl.zpaths import useless_checkpoints
+from rollcheck.properties.registry import prop
+from rollcheck.pyimpl.consistency import in_transit, orphans
+from rollcheck.pyimpl.errors import InvalidInputError, PropertyViolation
+from rollcheck.pyimpl.pattern import Pattern
+from rollcheck.pyimpl.simulate import SimConfig, SimResult, Variant, run_engine, simulate, workload
+from rollcheck.pyimpl.zpaths import useless_checkpoints
 
 __all__ = ["SimCase", "sim_cases", "run_case"]
 

@@ -14,13 +14,13 @@ from typing import Any
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from properties.registry import prop
-from properties.spans_strategies import span_docs, truncate
-from pyimpl.errors import PropertyViolation
-from pyimpl.spans.dataflow import EXAMPLES, Run, failure_experiment, run_to_end
-from pyimpl.spans.fixpoint import compile_system, run_rounds, run_worklist, solve_literal
-from pyimpl.spans.system import SpanSystem, system_from_dict, system_to_dict
-from pyimpl.spans.watermark import low_watermark, update_watermark
+from rollcheck.properties.registry import prop
+from rollcheck.properties.spans_strategies import span_docs, truncate
+from rollcheck.pyimpl.errors import PropertyViolation
+from rollcheck.pyimpl.spans.dataflow import EXAMPLES, Run, failure_experiment, run_to_end
+from rollcheck.pyimpl.spans.fixpoint import compile_system, run_rounds, run_worklist, solve_literal
+from rollcheck.pyimpl.spans.system import SpanSystem, system_from_dict, system_to_dict
+from rollcheck.pyimpl.spans.watermark import low_watermark, update_watermark
 
 __all__ = [
     "reference_solver", "downstream_only_solver", "brute_force", "greatest_by_z3",
@@ -191,7 +191,7 @@ def frontier_equals_sets(seed: int, cyclic: bool, jitter: float, procs: int, edg
                          compile_fn: Callable[..., Any] | None = None) -> None:
     """The flat frontier form (need tables from per-edge arrays) gives the same spans as the
     explicit-set system, in the Python worklist and in bulk steps."""
-    from pyimpl.spans.frontier import compile_seq, random_seq_system, run_bulk, run_flat
+    from rollcheck.pyimpl.spans.frontier import compile_seq, random_seq_system, run_bulk, run_flat
 
     s = random_seq_system(edges, cyclic=cyclic, seed=seed, K=3, failed=0.3, n_procs=procs, jitter=jitter)
     sys_ = s.to_span_system()

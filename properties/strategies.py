@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from hypothesis import strategies as st
 
-from pyimpl.pattern import Pattern, PatternBuilder
+from rollcheck.pyimpl.pattern import Pattern, PatternBuilder
 
 __all__ = ["patterns", "walk_patterns", "topology_channels", "TOPOLOGIES", "failed_sets", "checkpoint_sets", "cuts"]
 

@@ -16,12 +16,12 @@ from typing import Any
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from properties.foundation import PITFALLS, expect
-from properties.registry import prop
-from properties.strategies import patterns, walk_patterns
-from pyimpl.pattern import Pattern
-from pyimpl.recovery import recovery_line
-from pyimpl.zpaths import useless_checkpoints
+from rollcheck.properties.foundation import PITFALLS, expect
+from rollcheck.properties.registry import prop
+from rollcheck.properties.strategies import patterns, walk_patterns
+from rollcheck.pyimpl.pattern import Pattern
+from rollcheck.pyimpl.recovery import recovery_line
+from rollcheck.pyimpl.zpaths import useless_checkpoints
 
 __all__ = ["consistency_solver", "z3_contains_consistent", "z3_above_line"]
 

@@ -14,7 +14,7 @@ References
 
 from __future__ import annotations
 
-from pyimpl.pattern import DELIVER, SEND, Pattern
+from rollcheck.pyimpl.pattern import DELIVER, SEND, Pattern
 
 __all__ = ["vector_clocks", "happened_before", "checkpoint_clock", "concurrent_checkpoints"]
 
@@ -24,7 +24,7 @@ def vector_clocks(p: Pattern) -> list[tuple[int, ...]]:
 
     Examples
     --------
-    >>> from pyimpl.pattern import PatternBuilder
+    >>> from rollcheck.pyimpl.pattern import PatternBuilder
     >>> b = PatternBuilder(2); b.deliver(1, b.send(0, 1))
     >>> vector_clocks(b.build())
     [(1, 0), (1, 1)]

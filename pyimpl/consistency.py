@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pyimpl.errors import InvalidInputError
-from pyimpl.pattern import Message, Pattern
+from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.pattern import Message, Pattern
 
 __all__ = ["check_cut", "orphans", "in_transit", "is_consistent"]
 
@@ -39,7 +39,7 @@ def orphans(p: Pattern, cut: Sequence[int]) -> list[Message]:
 
     Examples
     --------
-    >>> from pyimpl.pattern import PatternBuilder
+    >>> from rollcheck.pyimpl.pattern import PatternBuilder
     >>> b = PatternBuilder(2); b.checkpoint(0); b.deliver(1, b.send(0, 1)); b.checkpoint(1)
     1
     1

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import random
 
-from pyimpl.pattern import Pattern, PatternBuilder
+from rollcheck.pyimpl.pattern import Pattern, PatternBuilder
 
-__all__ = ["random_pattern"]
+__all__ = ["pattern_document", "random_pattern"]
 
 
 def random_pattern(n: int, steps: int, seed: int | str, p_send: float = 0.4,
@@ -43,3 +43,38 @@ def random_pattern(n: int, steps: int, seed: int | str, p_send: float = 0.4,
         else:
             b.checkpoint(r.randrange(n))
     return b.build()
+
+
+def pattern_document(messages: int, processes: int = 50, seed: int = 20261122) -> dict:
+    """A large random pattern document (a ``rollcheck.pattern/1`` dict) for benchmarks and scale checks: sends to random peers, deliveries after a random delay (a few
+    in transit at the end), one checkpoint by a random process after every 10th send.
+
+    Examples
+    --------
+    >>> doc = pattern_document(100, processes=5, seed=1)
+    >>> doc["format"], len(doc["processes"]), doc == pattern_document(100, processes=5, seed=1)
+    ('rollcheck.pattern/1', 5, True)
+    """
+    rnd = random.Random(seed)
+    names = [f"P{i}" for i in range(processes)]
+    events: list[dict] = []
+    pending: list[tuple[int, str, int]] = []  # (due step, id, receiver)
+    step = 0
+    for k in range(messages):
+        s = rnd.randrange(processes)
+        r = rnd.randrange(processes - 1)
+        r += r >= s
+        mid = f"m{k}"
+        events.append({"process": names[s], "kind": "send", "message": mid, "to": names[r]})
+        pending.append((step + rnd.randint(1, 60), mid, r))
+        step += 1
+        if len(pending) > 64 or rnd.random() < 0.9:
+            pending.sort()
+            while pending and pending[0][0] <= step:
+                _, m, rr = pending.pop(0)
+                events.append({"process": names[rr], "kind": "deliver", "message": m})
+        if k % 10 == 9:
+            events.append({"process": names[rnd.randrange(processes)], "kind": "checkpoint"})
+    for _, m, rr in pending[: len(pending) // 2]:
+        events.append({"process": names[rr], "kind": "deliver", "message": m})
+    return {"format": "rollcheck.pattern/1", "processes": names, "events": events}

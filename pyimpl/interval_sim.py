@@ -44,8 +44,8 @@ from typing import Any
 
 import numpy as np
 
-from pyimpl.errors import InvalidInputError
-from pyimpl.intervals import utilization
+from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.intervals import utilization
 
 _BURN_IN_CYCLES = 20.0
 
@@ -65,7 +65,7 @@ __all__ = [
 
 @dataclass(frozen=True)
 class SimConfig:
-    """Parameters of one simulated system (units as in :mod:`pyimpl.intervals`).
+    """Parameters of one simulated system (units as in :mod:`rollcheck.pyimpl.intervals`).
 
     Examples
     --------

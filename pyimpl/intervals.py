@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.errors import InvalidInputError
 
 __all__ = [
     "utilization_no_failure",

@@ -1,8 +1,8 @@
 """Reading and writing ``rollcheck.pattern/1`` documents (``specs/formats.md``).
 
 Loading checks the document in one pass over the events (types, names, then the semantic rules
-of :class:`pyimpl.pattern.Pattern`) so that a 10^6-event file loads in about the time ``json.load``
-takes. The JSON Schema in ``specs/pattern.schema.json`` documents the format and backs
+of :class:`rollcheck.pyimpl.pattern.Pattern`) so that a 10^6-event file loads in about the time ``json.load``
+takes. The JSON Schema in ``rollcheck/pyimpl/schemas/pattern.schema.json`` (package data) documents the format and backs
 ``rollcheck validate --strict``.
 """
 
@@ -15,12 +15,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from pyimpl.errors import InvalidInputError
-from pyimpl.pattern import CHECKPOINT, DELIVER, KINDS, SEND, Event, Pattern
+from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.pattern import CHECKPOINT, DELIVER, KINDS, SEND, Event, Pattern
 
 __all__ = [
     "FORMAT",
-    "SCHEMA_PATH",
     "pattern_from_dict",
     "pattern_to_dict",
     "load_pattern",
@@ -31,7 +30,6 @@ __all__ = [
 ]
 
 FORMAT = "rollcheck.pattern/1"
-SCHEMA_PATH = Path(__file__).resolve().parent.parent / "specs" / "pattern.schema.json"
 
 
 def _type_name(v: Any) -> str:
@@ -206,10 +204,12 @@ def dump_pattern(p: Pattern, path: str | os.PathLike[str]) -> None:
 
 
 def validate_schema(doc: Any, source: str | None = None) -> None:
-    """Check ``doc`` against ``specs/pattern.schema.json`` with jsonschema (the strict mode)."""
+    """Check ``doc`` against ``rollcheck/pyimpl/schemas/pattern.schema.json`` (package data) with jsonschema (the strict mode)."""
     import jsonschema
 
-    schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    from importlib.resources import files
+
+    schema = json.loads((files("rollcheck.pyimpl.schemas") / "pattern.schema.json").read_text(encoding="utf-8"))
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(doc), key=lambda e: list(e.absolute_path))
     if errors:

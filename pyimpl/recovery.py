@@ -22,10 +22,10 @@ from dataclasses import dataclass
 
 import networkx as nx
 
-from pyimpl.consistency import in_transit
-from pyimpl.errors import InvalidInputError
-from pyimpl.pattern import Pattern
-from pyimpl.rgraph import checkpoint_graph, node_offsets, rgraph, rgraph_csr
+from rollcheck.pyimpl.consistency import in_transit
+from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.pattern import Pattern
+from rollcheck.pyimpl.rgraph import checkpoint_graph, node_offsets, rgraph, rgraph_csr
 
 __all__ = [
     "RecoveryLine",
@@ -128,7 +128,7 @@ def recovery_line(p: Pattern, failed: Iterable[int], virtual: bool = True) -> Re
 
     Examples
     --------
-    >>> from pyimpl.pattern import PatternBuilder
+    >>> from rollcheck.pyimpl.pattern import PatternBuilder
     >>> b = PatternBuilder(2); b.checkpoint(0); b.deliver(1, b.send(0, 1))
     1
     >>> recovery_line(b.build(), [0]).line     # P1 depends on m0, sent after C[0,1]
@@ -237,7 +237,7 @@ def _members(p: Pattern, members: Iterable[tuple[int, int]]) -> dict[int, int]:
 
 
 def _linked(p: Pattern, s: dict[int, int]) -> ConsistentCheckpoint | None:
-    from pyimpl.zpaths import zpath
+    from rollcheck.pyimpl.zpaths import zpath
 
     for i, x in s.items():
         for j, y in s.items():

@@ -20,8 +20,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from pyimpl.errors import InvalidInputError
-from pyimpl.pattern import Pattern
+from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.pattern import Pattern
 
 __all__ = ["render_pattern", "MAX_DETAILED_PROCESSES", "MAX_DETAILED_MESSAGES"]
 
@@ -64,7 +64,7 @@ def render_pattern(
     import matplotlib.pyplot as plt
 
     if line is None and failed:
-        from pyimpl.recovery import recovery_line
+        from rollcheck.pyimpl.recovery import recovery_line
 
         line = recovery_line(p, failed, virtual=virtual).line
     if p.n > MAX_DETAILED_PROCESSES or p.num_messages > MAX_DETAILED_MESSAGES:
@@ -108,7 +108,7 @@ def _detailed(p: Pattern, plt: Any, failed: tuple[int, ...], zcycles: bool,
     useless: list[tuple[int, int]] = []
     cycles: dict[tuple[int, int], list[str]] = {}
     if zcycles:
-        from pyimpl.zpaths import useless_checkpoints, zcycle
+        from rollcheck.pyimpl.zpaths import useless_checkpoints, zcycle
 
         useless = [tuple(c) for c in useless_checkpoints(p)]  # type: ignore[misc]
         for c in useless:
@@ -188,7 +188,7 @@ def _summary(p: Pattern, plt: Any, zcycles: bool, title: str | None) -> Any:
     basic = np.asarray(p.last_indices) - forced
     useless = np.zeros(n, dtype=np.int64)
     if zcycles:
-        from pyimpl.zpaths import useless_checkpoints
+        from rollcheck.pyimpl.zpaths import useless_checkpoints
 
         for c in useless_checkpoints(p):
             useless[c.process] += 1

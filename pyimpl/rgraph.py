@@ -18,7 +18,7 @@ from typing import Any
 
 import networkx as nx
 
-from pyimpl.pattern import Pattern
+from rollcheck.pyimpl.pattern import Pattern
 
 __all__ = ["rgraph", "checkpoint_graph", "node_offsets", "rgraph_csr"]
 
@@ -31,7 +31,7 @@ def rgraph(p: Pattern) -> nx.DiGraph:
 
     Examples
     --------
-    >>> from pyimpl.pattern import PatternBuilder
+    >>> from rollcheck.pyimpl.pattern import PatternBuilder
     >>> b = PatternBuilder(2); b.deliver(1, b.send(0, 1))
     >>> sorted(rgraph(b.build()).edges())
     [((0, 0), (0, 1)), ((0, 1), (1, 1)), ((1, 0), (1, 1))]

@@ -21,9 +21,9 @@ from collections.abc import Sequence
 
 import networkx as nx
 
-from pyimpl.errors import InvalidInputError
-from pyimpl.pattern import Checkpoint, Pattern
-from pyimpl.rgraph import node_offsets, rgraph, rgraph_csr
+from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.pattern import Checkpoint, Pattern
+from rollcheck.pyimpl.rgraph import node_offsets, rgraph, rgraph_csr
 
 __all__ = [
     "zpath",
@@ -55,7 +55,7 @@ def zpath(p: Pattern, src: tuple[int, int], dst: tuple[int, int]) -> list[str] |
 
     Examples
     --------
-    >>> from pyimpl.pattern import PatternBuilder
+    >>> from rollcheck.pyimpl.pattern import PatternBuilder
     >>> b = PatternBuilder(2)
     >>> b.deliver(1, b.send(0, 1)); b.checkpoint(1); b.deliver(0, b.send(1, 0))
     1
@@ -138,7 +138,7 @@ def useless_checkpoints(p: Pattern) -> list[Checkpoint]:
 
     Examples
     --------
-    >>> from pyimpl.pattern import PatternBuilder
+    >>> from rollcheck.pyimpl.pattern import PatternBuilder
     >>> b = PatternBuilder(2)
     >>> b.deliver(1, b.send(0, 1)); b.checkpoint(1); b.deliver(0, b.send(1, 0))
     1
@@ -188,7 +188,7 @@ def zpath_exists_rgraph(p: Pattern, src: tuple[int, int], dst: tuple[int, int], 
     at least one message edge (``specs/theorems.md#t3-wang``).
 
     A breadth-first search over (node, used-a-message-edge) states; ``graph`` defaults to
-    :func:`pyimpl.rgraph.rgraph` of ``p``.
+    :func:`rollcheck.pyimpl.rgraph.rgraph` of ``p``.
     """
     i, x = _check_checkpoint(p, src, "from")
     j, y = _check_checkpoint(p, dst, "to", volatile_ok=True)

@@ -106,7 +106,7 @@ def _matrix(rows: list[Row]) -> tuple[list[str], list[str], dict[tuple[str, str]
 
 def write_report(rows: list[Row], out_dir: Path, meta: dict[str, object]) -> tuple[Path, Path]:
     """Write ``report.md``, ``index.html`` and ``results.json`` under ``out_dir``; return md, html."""
-    from pyimpl.patternio import atomic_write_text
+    from rollcheck.pyimpl.patternio import atomic_write_text
 
     out_dir.mkdir(parents=True, exist_ok=True)
     algos, methods, cell = _matrix(rows)

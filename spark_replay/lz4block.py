@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import struct
 
-from pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.errors import InvalidInputError
 
 __all__ = ["lz4_block_decompress", "lz4_stream_decompress", "xxh32", "STREAM_SEED"]
 

@@ -25,7 +25,7 @@ whole round's job fails (``local[N]`` does not retry) and its effects are discar
 (:func:`recovery_from_counters`) reads the checkpoint files and computes the maximum consistent
 line by rollback propagation over the per-channel counters (a receiver whose delivered count from
 a sender exceeds what the sender's restored state has sent rolls back) - independently of
-:mod:`pyimpl.recovery`, against which the replay compares it. Rolled-back processes restore their
+:mod:`rollcheck.pyimpl.recovery`, against which the replay compares it. Rolled-back processes restore their
 checkpoint files; the messages in transit with respect to the line are replayed from the senders'
 logs; then the rounds continue until every process has run R logical rounds and the network is
 empty. The application state (per process: count and sum of delivered payloads) must then equal
@@ -50,8 +50,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from pyimpl.errors import InvalidInputError
-from spark_replay.trace import TraceWriter
+from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.spark_replay.trace import TraceWriter
 
 __all__ = [
     "NhopConfig",
@@ -168,7 +168,7 @@ def piggyback_json(pb: Any) -> Any:
 
 
 def initial_states(cfg: NhopConfig) -> list[ProcState]:
-    from pyimpl.protocols import get_protocol
+    from rollcheck.pyimpl.protocols import get_protocol
 
     proto = get_protocol(cfg.protocol)
     n = cfg.processes
@@ -206,7 +206,7 @@ def process_round(cfg: NhopConfig, st: ProcState, inbox: list[Msg], ckdir: str |
 
     Returns the new state, the messages sent and the events (in local order).
     """
-    from pyimpl.protocols import get_protocol
+    from rollcheck.pyimpl.protocols import get_protocol
 
     proto = get_protocol(cfg.protocol)
     events: list[dict[str, Any]] = []
@@ -429,7 +429,7 @@ def record_nhop(cfg: NhopConfig, out: str | Path, *, enabled: bool = True,
             from py4j.protocol import Py4JJavaError
             from pyspark.errors import PySparkException
 
-            from spark_replay.session import spark_session
+            from rollcheck.spark_replay.session import spark_session
 
             with spark_session(cfg.master, app_name="rollcheck-nhop", shuffle_partitions=cfg.processes) as spark:
                 import logging

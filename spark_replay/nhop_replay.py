@@ -13,13 +13,13 @@ Checks:
 
 - ``pattern-valid``: both are valid patterns (a delivery of a message whose send was undone is an
   orphan and fails here);
-- ``forced-checkpoints``: re-running the Python protocol (:func:`pyimpl.protocols.run_protocol`)
+- ``forced-checkpoints``: re-running the Python protocol (:func:`rollcheck.pyimpl.protocols.run_protocol`)
   on the effective pattern's *basic* schedule forces exactly the recorded forced checkpoints;
 - ``no-useless-checkpoints`` (BCS, HMNR): no checkpoint of either pattern is on a Z-cycle;
 - ``recovery-line``: the line, rolled-back set and replayed messages Spark's driver computed from
-  the checkpoint files equal :func:`pyimpl.recovery.recovery_line` on the pre-failure pattern;
+  the checkpoint files equal :func:`rollcheck.pyimpl.recovery.recovery_line` on the pre-failure pattern;
 - ``outputs-failure-free``: the final application state equals the failure-free run
-  (:func:`spark_replay.nhop.simulate`).
+  (:func:`rollcheck.spark_replay.nhop.simulate`).
 
 TLC trace validation of HMNR traces (the TLA+ model) is added by the CLI layer, which may import
 ``tla``.
@@ -29,10 +29,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyimpl.errors import InvalidInputError
-from pyimpl.pattern import CHECKPOINT, DELIVER, SEND, Event, Pattern
-from spark_replay.replay import Check
-from spark_replay.trace import Trace
+from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.pattern import CHECKPOINT, DELIVER, SEND, Event, Pattern
+from rollcheck.spark_replay.replay import Check
+from rollcheck.spark_replay.trace import Trace
 
 __all__ = ["check_nhop", "derive_patterns", "DerivedPatterns"]
 
@@ -147,10 +147,10 @@ def _first_useless_prefix(p: Pattern, useless: Any) -> int:
 
 def check_nhop(trace: Trace) -> list[Check]:
     """The message-passing conformance checks over a parsed trace."""
-    from pyimpl.protocols import run_protocol
-    from pyimpl.recovery import recovery_line
-    from pyimpl.zpaths import useless_checkpoints
-    from spark_replay.nhop import NhopConfig, simulate
+    from rollcheck.pyimpl.protocols import run_protocol
+    from rollcheck.pyimpl.recovery import recovery_line
+    from rollcheck.pyimpl.zpaths import useless_checkpoints
+    from rollcheck.spark_replay.nhop import NhopConfig, simulate
 
     cfg_doc = dict(trace.header.get("config") or {})
     try:

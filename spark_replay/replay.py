@@ -11,7 +11,7 @@ Streaming traces (``source == "spark-wordcount"``), ``specs/spark.md#streaming-c
 - ``commit-protocol``: batch N+1 is planned only after N committed; a batch commits after its
   sink write of the same attempt, in order; at the end every batch is committed.
 - ``resume-prediction``: at every restart, the Falkirk Wheel span model with epochs (batch ids) as
-  logical times (:func:`streaming_span_system`, solved by :func:`pyimpl.spans.solve`) predicts the
+  logical times (:func:`streaming_span_system`, solved by :func:`rollcheck.pyimpl.spans.solve`) predicts the
   resume batch and the state version each partition restores; Spark's observed values must match.
 - ``state-fold``: the final state decoded from the checkpoint equals the fold of the inputs of the
   committed batches; ``final-state-failure-free``: it equals the failure-free run's state.
@@ -24,7 +24,7 @@ Streaming traces (``source == "spark-wordcount"``), ``specs/spark.md#streaming-c
   incomplete) report committed batches only, with the input rows of the batch and the number of
   state rows of the fold up to that batch.
 
-Message-passing traces (``source == "spark-nhop"``) are checked by :mod:`spark_replay.nhop_replay`.
+Message-passing traces (``source == "spark-nhop"``) are checked by :mod:`rollcheck.spark_replay.nhop_replay`.
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pyimpl.errors import InvalidInputError
-from spark_replay.trace import Trace, read_trace
+from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.spark_replay.trace import Trace, read_trace
 
 __all__ = ["Check", "ReplayResult", "replay_trace", "replay_file", "streaming_span_system",
            "check_streaming"]
@@ -108,7 +108,7 @@ def streaming_span_system(partitions: int, planned: set[int], committed: set[int
 
     Examples
     --------
-    >>> from pyimpl.spans import solve, system_from_dict
+    >>> from rollcheck.pyimpl.spans import solve, system_from_dict
     >>> s = streaming_span_system(1, {0, 1, 2}, {0, 1}, {0: {1, 2, 3}})
     >>> solve(system_from_dict(s))
     {'source': 3, 'state0': 2, 'sink': 2}
@@ -142,7 +142,7 @@ def streaming_span_system(partitions: int, planned: set[int], committed: set[int
 
 def _predict(partitions: int, planned: set[int], committed: set[int],
              versions: dict[int, set[int]]) -> tuple[int, dict[str, int]]:
-    from pyimpl.spans import solve, system_from_dict
+    from rollcheck.pyimpl.spans import solve, system_from_dict
 
     sol = solve(system_from_dict(streaming_span_system(partitions, planned, committed, versions)))
     return int(sol["sink"]), {str(p): int(sol[f"state{p}"]) for p in range(partitions)}
@@ -150,7 +150,7 @@ def _predict(partitions: int, planned: set[int], committed: set[int],
 
 def check_streaming(trace: Trace) -> list[Check]:
     """The streaming conformance checks (module docstring) over a parsed trace."""
-    from spark_replay.wordcount import _row_order, fold_state, rollup_updates
+    from rollcheck.spark_replay.wordcount import _row_order, fold_state, rollup_updates
 
     cfg = trace.header.get("config", {})
     if not isinstance(cfg, dict) or not isinstance(cfg.get("inputs"), list):
@@ -329,7 +329,7 @@ def replay_trace(trace: Trace) -> ReplayResult:
     if src == "spark-wordcount":
         checks = check_streaming(trace)
     elif src == "spark-nhop":
-        from spark_replay.nhop_replay import check_nhop
+        from rollcheck.spark_replay.nhop_replay import check_nhop
 
         checks = check_nhop(trace)
     else:

@@ -8,12 +8,12 @@ lists must be equal and the speed-up is measured on the same seeds (``docs/spark
 Kinds:
 
 - ``protocols``: the protocol comparison table - for each seed, every protocol (uc, bcs, hmnr) on
-  every topology (:func:`spark_replay.nhop.simulate`, failure-free): basic and forced checkpoints,
+  every topology (:func:`rollcheck.spark_replay.nhop.simulate`, failure-free): basic and forced checkpoints,
   deliveries, useless checkpoints;
 - ``properties``: property runs - for each seed, random patterns (:func:`random_pattern`) run
   through BCS and HMNR must leave no useless checkpoint (any counterexample is returned);
-- ``interval``: the checkpoint-interval Monte Carlo (:mod:`spark_replay.interval_sweep`, owned by the
-  interval module) against :func:`pyimpl.interval_sim.sweep`.
+- ``interval``: the checkpoint-interval Monte Carlo (:mod:`rollcheck.spark_replay.interval_sweep`, owned by the
+  interval module) against :func:`rollcheck.pyimpl.interval_sim.sweep`.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from pyimpl import generate
-from pyimpl.errors import InvalidInputError
-from pyimpl.pattern import Pattern
+from rollcheck.pyimpl import generate
+from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.pattern import Pattern
 
 __all__ = ["random_pattern", "protocols_work", "properties_work", "run_sweep", "KINDS"]
 
@@ -31,7 +31,7 @@ KINDS = ("protocols", "properties", "interval")
 
 
 def random_pattern(seed: int, n: int, events: int) -> Pattern:
-    """A random basic schedule for sweep ``seed`` (:func:`pyimpl.generate.random_pattern`).
+    """A random basic schedule for sweep ``seed`` (:func:`rollcheck.pyimpl.generate.random_pattern`).
 
     Examples
     --------
@@ -42,7 +42,7 @@ def random_pattern(seed: int, n: int, events: int) -> Pattern:
 
 
 def _pattern_of_events(events: list[dict[str, Any]], n: int) -> Pattern:
-    from pyimpl.pattern import CHECKPOINT, DELIVER, SEND, Event
+    from rollcheck.pyimpl.pattern import CHECKPOINT, DELIVER, SEND, Event
 
     evs = []
     for e in events:
@@ -58,8 +58,8 @@ def _pattern_of_events(events: list[dict[str, Any]], n: int) -> Pattern:
 
 def protocols_work(seed: int, size: int = 1) -> list[dict[str, Any]]:
     """One seed of the protocol comparison: a row per (protocol, topology)."""
-    from pyimpl.zpaths import useless_checkpoints
-    from spark_replay.nhop import TOPOLOGIES, NhopConfig, simulate
+    from rollcheck.pyimpl.zpaths import useless_checkpoints
+    from rollcheck.spark_replay.nhop import TOPOLOGIES, NhopConfig, simulate
 
     rows = []
     for topo in TOPOLOGIES:
@@ -77,8 +77,8 @@ def protocols_work(seed: int, size: int = 1) -> list[dict[str, Any]]:
 
 def properties_work(seed: int, size: int = 1) -> dict[str, Any]:
     """One seed of property runs: BCS and HMNR leave no useless checkpoint on random patterns."""
-    from pyimpl.protocols import run_protocol
-    from pyimpl.zpaths import useless_checkpoints
+    from rollcheck.pyimpl.protocols import run_protocol
+    from rollcheck.pyimpl.zpaths import useless_checkpoints
 
     checked = 0
     bad = []
@@ -139,7 +139,7 @@ def run_sweep(kind: str, first_seed: int, seeds: int, *, size: int = 1, master: 
         raise InvalidInputError("size must be at least 1", location="--size")
     if kind == "interval":
         return _interval_sweep(first_seed, seeds, size, master, partitions, compare)
-    from spark_replay.session import spark_session
+    from rollcheck.spark_replay.session import spark_session
 
     seed_list = list(range(first_seed, first_seed + seeds))
     nblocks = max(1, min(blocks if compare else 1, len(seed_list)))
@@ -183,8 +183,8 @@ def run_sweep(kind: str, first_seed: int, seeds: int, *, size: int = 1, master: 
 
 def _interval_sweep(first_seed: int, seeds: int, size: int, master: str | None, partitions: int | None,
                     compare: bool) -> dict[str, Any]:
-    from pyimpl.interval_sim import SimConfig, sweep
-    from spark_replay.interval_sweep import spark_sweep
+    from rollcheck.pyimpl.interval_sim import SimConfig, sweep
+    from rollcheck.spark_replay.interval_sweep import spark_sweep
 
     configs = [SimConfig(interval=t, failure_rate=0.005, checkpoint_cost=5.0, restart_cost=10.0)
                for t in (20.0, 35.0, 46.45, 60.0, 90.0)]

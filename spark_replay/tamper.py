@@ -16,8 +16,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pyimpl.errors import InvalidInputError
-from spark_replay.trace import Trace
+from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.spark_replay.trace import Trace
 
 _END = ("final_state", "sink_final", "side_channel", "state_crosscheck", "end")
 

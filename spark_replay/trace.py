@@ -10,7 +10,7 @@ valid prefix, possibly followed by one incomplete line.
 The reader (:func:`read_trace`) accepts such a prefix: it stops at the first line that is not
 terminated by a newline and reports the trace as truncated after the last complete event. A
 complete line that is not a JSON object of the right shape is *malformed* and raises
-:class:`~pyimpl.errors.InvalidInputError` naming the line number (exit code 2 on the CLI).
+:class:`~rollcheck.pyimpl.errors.InvalidInputError` naming the line number (exit code 2 on the CLI).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.errors import InvalidInputError
 
 __all__ = ["TRACE_FORMAT", "TraceWriter", "Trace", "read_trace", "parse_trace_text"]
 

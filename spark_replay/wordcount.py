@@ -25,7 +25,7 @@ directory (and is polled synchronously at each sink call) and records ``batch_pl
 ``batch_committed`` when ``commits/N`` appears; the sink records ``side_effect`` and
 ``sink_written``; the driver records ``failure``, ``attempt_start``, ``restart`` (with the resume
 batch and per-partition restored state version observed) and at the end ``final_state`` (decoded
-with :mod:`spark_replay.checkpoint_reader`), ``sink_final``, ``side_channel`` and
+with :mod:`rollcheck.spark_replay.checkpoint_reader`), ``sink_final``, ``side_channel`` and
 ``state_crosscheck`` (Spark's own ``statestore`` reader against the plain-Python decoder).
 
 References
@@ -51,9 +51,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pyimpl.errors import InvalidInputError
-from spark_replay.checkpoint_reader import CheckpointDir
-from spark_replay.trace import TraceWriter
+from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.spark_replay.checkpoint_reader import CheckpointDir
+from rollcheck.spark_replay.trace import TraceWriter
 
 __all__ = [
     "WordcountConfig",
@@ -303,7 +303,7 @@ def _run_attempts(cfg: WordcountConfig, paths: _Paths, trace_path: Path, header:
     from pyspark.errors import StreamingQueryException
     from pyspark.sql import functions as F
 
-    from spark_replay.session import spark_session
+    from rollcheck.spark_replay.session import spark_session
 
     writer = TraceWriter(trace_path, header, enabled=enabled)
     previous = writer.previous
@@ -535,7 +535,7 @@ def record_wordcount(cfg: WordcountConfig, out: str | Path, *, enabled: bool = T
                 child_tmp.mkdir()
                 env = {**os.environ, "TMPDIR": str(child_tmp),
                        "JAVA_TOOL_OPTIONS": f"-Djava.io.tmpdir={child_tmp}"}
-                proc = subprocess.Popen([sys.executable, "-m", "spark_replay.wordcount", "--child"],
+                proc = subprocess.Popen([sys.executable, "-m", "rollcheck.spark_replay.wordcount", "--child"],
                                         stdin=subprocess.PIPE, start_new_session=True, env=env)
                 assert proc.stdin is not None
                 proc.stdin.write(spec.encode())

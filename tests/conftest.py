@@ -1,5 +1,5 @@
 """Test configuration: activates the Hypothesis profile named by ROLLCHECK_PROFILE (ci by default)."""
 
-from properties.profiles import load_profile
+from rollcheck.properties.profiles import load_profile
 
 load_profile()

@@ -1,4 +1,4 @@
-"""Unit and end-to-end tests of the SPATE elastic upstream backup model (pyimpl.elastic)."""
+"""Unit and end-to-end tests of the SPATE elastic upstream backup model (rollcheck.pyimpl.elastic)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from properties.mutants_elastic import BROKEN_RULES, WITNESSES
-from pyimpl.elastic import (
+from rollcheck.properties.mutants_elastic import BROKEN_RULES, WITNESSES
+from rollcheck.pyimpl.elastic import (
     Config,
     Event,
     Failure,
@@ -34,7 +34,7 @@ from pyimpl.elastic import (
     split_records,
     split_slice,
 )
-from pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.errors import InvalidInputError
 
 # ---------------------------------------------------------------- slices
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from properties.mutants_elastic import BROKEN_RULES, WITNESSES
-from pyimpl.elastic import config_to_dict, simulate
+from rollcheck.properties.mutants_elastic import BROKEN_RULES, WITNESSES
+from rollcheck.pyimpl.elastic import config_to_dict, simulate
 from rollcheck.cli.main import main
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from properties.elastic_props import failure_steps
-from properties.mutants_elastic import ELASTIC_MUTANTS, check_elastic_mutant
-from properties.registry import PROPERTIES, run_property
+from rollcheck.properties.elastic_props import failure_steps
+from rollcheck.properties.mutants_elastic import ELASTIC_MUTANTS, check_elastic_mutant
+from rollcheck.properties.registry import PROPERTIES, run_property
 
 ELASTIC_PROPS = sorted(n for n, p in PROPERTIES.items() if p.target == "elastic")
 
@@ -42,7 +42,7 @@ def test_failure_steps_cover_the_run():
 
 
 def test_safe_variants_stay_correct_and_report_their_cost():
-    from properties.mutants_elastic import SAFE_MUTANTS, check_safe_elastic
+    from rollcheck.properties.mutants_elastic import SAFE_MUTANTS, check_safe_elastic
 
     ratios = {}
     for name, _, measure in SAFE_MUTANTS:
@@ -53,7 +53,7 @@ def test_safe_variants_stay_correct_and_report_their_cost():
 
 
 def test_safe_variants_are_in_the_catalogue():
-    from properties.mutation import load_all
+    from rollcheck.properties.mutation import load_all
 
     cat = load_all()
     assert cat["elastic-safe-checkpoint-whole-queue"].safe

@@ -6,14 +6,14 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-import properties.foundation  # noqa: F401  (registers the properties)
-import properties.z3check  # noqa: F401
-from properties.mutants_foundation import BROKEN, kill
-from properties.profiles import active_profile
-from properties.registry import PROPERTIES, prop, run_property
+import rollcheck.properties.foundation  # noqa: F401  (registers the properties)
+import rollcheck.properties.z3check  # noqa: F401
+from rollcheck.properties.mutants_foundation import BROKEN, kill
+from rollcheck.properties.profiles import active_profile
+from rollcheck.properties.registry import PROPERTIES, prop, run_property
 
 FOUNDATION = [n for n, p in PROPERTIES.items()
-              if p.func.__module__ in ("properties.foundation", "properties.z3check")]
+              if p.func.__module__ in ("rollcheck.properties.foundation", "rollcheck.properties.z3check")]
 
 
 def test_foundation_properties_registered():

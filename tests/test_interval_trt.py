@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from pyimpl.errors import InvalidInputError
-from pyimpl.interval_profile import load_profile
-from pyimpl.intervals import (
+from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.interval_profile import load_profile
+from rollcheck.pyimpl.intervals import (
     ProfilingPoint,
     fit_quadratic,
     optimise_ci,

@@ -6,15 +6,15 @@ import math
 
 import pytest
 
-import properties.intervals_model  # noqa: F401  (registers the properties)
-import properties.intervals_sim  # noqa: F401
-import properties.intervals_trt  # noqa: F401
-from properties.intervals_model import run_with
-from properties.mutants_intervals import BROKEN
-from properties.mutation import MUTANTS
-from properties.registry import PROPERTIES
-from pyimpl.errors import InvalidInputError
-from pyimpl.intervals import (
+import rollcheck.properties.intervals_model  # noqa: F401  (registers the properties)
+import rollcheck.properties.intervals_sim  # noqa: F401
+import rollcheck.properties.intervals_trt  # noqa: F401
+from rollcheck.properties.intervals_model import run_with
+from rollcheck.properties.mutants_intervals import BROKEN
+from rollcheck.properties.mutation import MUTANTS
+from rollcheck.properties.registry import PROPERTIES
+from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.intervals import (
     daly_interval,
     failure_rate_for_optimal,
     optimal_interval,

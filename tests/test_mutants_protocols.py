@@ -7,12 +7,12 @@ import json
 
 import pytest
 
-from properties.mutants_protocols import minimize_schedule, random_schedules
-from properties.mutation import MUTANTS, MutantOutcome, load_all
-from pyimpl.pattern import Pattern
-from pyimpl.patternio import load_pattern
-from pyimpl.protocols import get_protocol, run_protocol
-from pyimpl.zpaths import useless_checkpoints
+from rollcheck.properties.mutants_protocols import minimize_schedule, random_schedules
+from rollcheck.properties.mutation import MUTANTS, MutantOutcome, load_all
+from rollcheck.pyimpl.pattern import Pattern
+from rollcheck.pyimpl.patternio import load_pattern
+from rollcheck.pyimpl.protocols import get_protocol, run_protocol
+from rollcheck.pyimpl.zpaths import useless_checkpoints
 from rollcheck.cli.cmd_mutants import run_catalogue
 from rollcheck.cli.main import main
 
@@ -78,7 +78,7 @@ def test_cli_writes_counterexample_and_picture(tmp_path, capsys):
 
 
 def test_cli_exit_1_when_an_unsafe_mutant_survives(tmp_path, capsys):
-    from properties.mutation import mutant
+    from rollcheck.properties.mutation import mutant
 
     @mutant("zz-test-survivor", target="test", description="a variant no property catches")
     def _survivor(profile):
@@ -104,7 +104,7 @@ def test_run_catalogue_records_have_the_contract_keys(tmp_path):
 def test_a_hanging_check_is_cut_off(tmp_path, capsys):
     import time as _time
 
-    from properties.mutation import mutant
+    from rollcheck.properties.mutation import mutant
 
     @mutant("zz-test-hang", target="test", description="a check that never returns")
     def _hang(profile):

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from pyimpl.errors import InvalidInputError
-from pyimpl.pattern import Event, Pattern, PatternBuilder
-from pyimpl.patternio import (
+from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.pattern import Event, Pattern, PatternBuilder
+from rollcheck.pyimpl.patternio import (
     atomic_write_text,
     dump_pattern,
     load_pattern,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from pyimpl.errors import InvalidInputError
-from pyimpl.pattern import PatternBuilder
-from pyimpl.protocols import (
+from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.pattern import PatternBuilder
+from rollcheck.pyimpl.protocols import (
     BCS,
     HMNR,
     PROTOCOLS,
@@ -22,14 +22,14 @@ from pyimpl.protocols import (
     run_protocol,
     strip_forced,
 )
-from pyimpl.protocols.hmnr import INF
-from pyimpl.protocols.variants import (
+from rollcheck.pyimpl.protocols.hmnr import INF
+from rollcheck.pyimpl.protocols.variants import (
     HMNRMergeSkipSender,
     HMNRNoC1,
     HMNRNoC2,
     HMNRPiggybackAtDelivery,
 )
-from pyimpl.zpaths import useless_checkpoints
+from rollcheck.pyimpl.zpaths import useless_checkpoints
 
 
 def c2_cycle():

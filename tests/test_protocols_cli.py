@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from pyimpl.pattern import PatternBuilder
-from pyimpl.patternio import dump_pattern, load_pattern
+from rollcheck.pyimpl.pattern import PatternBuilder
+from rollcheck.pyimpl.patternio import dump_pattern, load_pattern
 from rollcheck.cli.main import main
 
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from properties.mutants_protocols import random_schedules
-from properties.strategies import build_from_actions, topology_channels
-from pyimpl.errors import InvalidInputError
-from pyimpl.protocols import run_protocol
-from pyimpl.protocols.fast import forced_deliveries
+from rollcheck.properties.mutants_protocols import random_schedules
+from rollcheck.properties.strategies import build_from_actions, topology_channels
+from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.protocols import run_protocol
+from rollcheck.pyimpl.protocols.fast import forced_deliveries
 
 
 def _big(n, actions, seed):

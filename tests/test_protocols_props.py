@@ -7,19 +7,19 @@ import dataclasses
 import pytest
 from hypothesis import strategies as st
 
-import properties.protocols_cic as C
-from properties.mutants_protocols import (
+import rollcheck.properties.protocols_cic as C
+from rollcheck.properties.mutants_protocols import (
     fast_drops_last_event,
     hunt,
     run_dropping_in_transit,
     run_forced_list_shifted,
     schedule_restart_basic_only,
 )
-from properties.registry import run_property
-from pyimpl.errors import PropertyViolation
-from pyimpl.pattern import PatternBuilder
-from pyimpl.protocols import get_protocol, run_protocol
-from pyimpl.zpaths import useless_checkpoints
+from rollcheck.properties.registry import run_property
+from rollcheck.pyimpl.errors import PropertyViolation
+from rollcheck.pyimpl.pattern import PatternBuilder
+from rollcheck.pyimpl.protocols import get_protocol, run_protocol
+from rollcheck.pyimpl.zpaths import useless_checkpoints
 
 NAMES = [
     "hmnr-no-useless",

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from pyimpl.consistency import is_consistent, orphans
-from pyimpl.errors import InvalidInputError
-from pyimpl.patternio import load_pattern
-from pyimpl.recovery import recovery_line
-from pyimpl.simulate import (
+from rollcheck.pyimpl.consistency import is_consistent, orphans
+from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.patternio import load_pattern
+from rollcheck.pyimpl.recovery import recovery_line
+from rollcheck.pyimpl.simulate import (
     Connection,
     Operator,
     SimConfig,
@@ -25,8 +25,8 @@ from pyimpl.simulate import (
     simulate,
     workload,
 )
-from pyimpl.simulate.sweep import sweep, to_csv, to_markdown
-from pyimpl.zpaths import useless_checkpoints
+from rollcheck.pyimpl.simulate.sweep import sweep, to_csv, to_markdown
+from rollcheck.pyimpl.zpaths import useless_checkpoints
 from rollcheck.cli.main import main
 
 DATA = Path(__file__).parent / "data"
@@ -178,7 +178,7 @@ def test_verdicts():
 
 # --------------------------------------------------------------------------- the kept domino example
 def test_kept_uc_domino_example():
-    p = load_pattern(DATA / "uc_domino_nhop.json")
+    p = load_pattern(Path(__file__).parents[1] / "rollcheck" / "data" / "uc_domino_nhop.json")
     f = p.process_index("map1.0")
     line = recovery_line(p, [f], virtual=True)
     assert [line.line[p.process_index(n)] for n in ("map0.0", "map1.0", "sink.0")] == [0, 0, 0]

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-import properties.mutants_simulate as ms
-import properties.simulate_props  # noqa: F401  (registers the properties)
-from properties.mutation import MUTANTS
-from properties.registry import PROPERTIES, run_property
-from pyimpl.pattern import Pattern
+import rollcheck.properties.mutants_simulate as ms
+import rollcheck.properties.simulate_props  # noqa: F401  (registers the properties)
+from rollcheck.properties.mutation import MUTANTS
+from rollcheck.properties.registry import PROPERTIES, run_property
+from rollcheck.pyimpl.pattern import Pattern
 
 SIM_PROPS = sorted(n for n in PROPERTIES if n.startswith("sim-"))
 

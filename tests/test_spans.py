@@ -1,4 +1,4 @@
-"""Unit and CLI tests of pyimpl.spans (Falkirk Wheel spans)."""
+"""Unit and CLI tests of rollcheck.pyimpl.spans (Falkirk Wheel spans)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from properties.spans_props import brute_force, greatest_by_z3
-from pyimpl.errors import InvalidInputError
-from pyimpl.spans import TOP, load_system, solve, solve_literal, system_from_dict, system_to_dict
-from pyimpl.spans import times as T
-from pyimpl.spans.builder import EpochEdge, EpochProcessor, epoch_system, resume_epoch
-from pyimpl.spans.dataflow import (
+from rollcheck.properties.spans_props import brute_force, greatest_by_z3
+from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.spans import TOP, load_system, solve, solve_literal, system_from_dict, system_to_dict
+from rollcheck.pyimpl.spans import times as T
+from rollcheck.pyimpl.spans.builder import EpochEdge, EpochProcessor, epoch_system, resume_epoch
+from rollcheck.pyimpl.spans.dataflow import (
     EXAMPLES,
     Counter_,
     Dataflow,
@@ -28,8 +28,8 @@ from pyimpl.spans.dataflow import (
     recover,
     run_to_end,
 )
-from pyimpl.spans.fixpoint import compile_system, run_rounds, run_worklist, solve_levels
-from pyimpl.spans.watermark import low_watermark
+from rollcheck.pyimpl.spans.fixpoint import compile_system, run_rounds, run_worklist, solve_levels
+from rollcheck.pyimpl.spans.watermark import low_watermark
 
 EXAMPLE = {
     "format": "rollcheck.spans/1",
@@ -167,7 +167,7 @@ def test_orders_and_counts() -> None:
 
 
 def test_worklist_beats_rounds_on_domino() -> None:
-    from pyimpl.spans.fixpoint import domino_chain
+    from rollcheck.pyimpl.spans.fixpoint import domino_chain
 
     small, big = domino_chain(40), domino_chain(80)
     w1, w2 = run_worklist(small), run_worklist(big)
@@ -273,7 +273,7 @@ def test_compiled_need_tables() -> None:
 
 
 def test_frontier_form_equals_explicit_sets() -> None:
-    from pyimpl.spans.frontier import compile_seq, random_seq_system, run_bulk, run_flat
+    from rollcheck.pyimpl.spans.frontier import compile_seq, random_seq_system, run_bulk, run_flat
 
     differs_from_top = 0
     for seed in range(60):

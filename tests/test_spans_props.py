@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from hypothesis import Phase, settings
 
-import properties.mutants_spans as mutants_spans
-import properties.spans_props as sp
-from properties.mutation import MUTANTS
-from properties.registry import PROPERTIES, run_property
+import rollcheck.properties.mutants_spans as mutants_spans
+import rollcheck.properties.spans_props as sp
+from rollcheck.properties.mutation import MUTANTS
+from rollcheck.properties.registry import PROPERTIES, run_property
 
 SPANS_PROPS = sorted(n for n in PROPERTIES if n.startswith("spans-"))
 
@@ -78,7 +78,7 @@ def test_mutant_catalogue() -> None:
 
 
 def test_frontier_property_catches_a_wrong_exemption(no_shrink: None) -> None:
-    from pyimpl.spans.frontier import compile_seq
+    from rollcheck.pyimpl.spans.frontier import compile_seq
 
     def no_top_exemption(s):  # forgets the ⊤–⊤ exemption of C1: too cautious, not the greatest
         fc = compile_seq(s)

@@ -20,15 +20,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pyimpl.errors import InvalidInputError
-from spark_replay import nhop as nhop_mod
-from spark_replay.checkpoint_reader import Field, decode_unsafe_row, parse_state_records
-from spark_replay.lz4block import STREAM_SEED, lz4_block_decompress, lz4_stream_decompress, xxh32
-from spark_replay.nhop import NhopConfig, record_nhop, simulate
-from spark_replay.replay import replay_file, replay_trace
-from spark_replay.sweep import properties_work, protocols_work, random_pattern
-from spark_replay.tamper import delete_forced_checkpoint, drop_commit, move_resume, to_lines
-from spark_replay.trace import TraceWriter, parse_trace_text, read_trace
+from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.spark_replay import nhop as nhop_mod
+from rollcheck.spark_replay.checkpoint_reader import Field, decode_unsafe_row, parse_state_records
+from rollcheck.spark_replay.lz4block import STREAM_SEED, lz4_block_decompress, lz4_stream_decompress, xxh32
+from rollcheck.spark_replay.nhop import NhopConfig, record_nhop, simulate
+from rollcheck.spark_replay.replay import replay_file, replay_trace
+from rollcheck.spark_replay.sweep import properties_work, protocols_work, random_pattern
+from rollcheck.spark_replay.tamper import delete_forced_checkpoint, drop_commit, move_resume, to_lines
+from rollcheck.spark_replay.trace import TraceWriter, parse_trace_text, read_trace
 
 DATA = Path(__file__).parent / "data" / "spark"
 ROOT = Path(__file__).resolve().parent.parent
@@ -273,7 +273,7 @@ def test_broken_recovery_is_caught(tmp_path, monkeypatch):
 
 def test_broken_protocol_in_tasks_is_caught(tmp_path, monkeypatch):
     """A task that runs HMNR without C2 records forced checkpoints the real HMNR would not take."""
-    import pyimpl.protocols as protocols
+    import rollcheck.pyimpl.protocols as protocols
 
     real = protocols.get_protocol
     monkeypatch.setattr(protocols, "get_protocol",
@@ -365,7 +365,7 @@ def test_sweep_work_is_deterministic_and_catches_a_broken_protocol(monkeypatch):
     assert all(r["useless"] == 0 for r in rows if r["protocol"] in ("bcs", "hmnr"))
     assert random_pattern(4, 3, 40) == random_pattern(4, 3, 40)
     assert properties_work(1)["violations"] == []
-    import pyimpl.protocols as protocols
+    import rollcheck.pyimpl.protocols as protocols
 
     real = protocols.run_protocol
     monkeypatch.setattr(protocols, "run_protocol",

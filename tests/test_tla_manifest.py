@@ -8,9 +8,9 @@ from collections import defaultdict
 
 import pytest
 
-from pyimpl.errors import InvalidInputError
-from tla.crosscheck import crosscheck_cic, crosscheck_recovery, pattern_from_cic_trace
-from tla.manifest import MANIFEST_PATH, load_manifest, run_entry
+from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.tla.crosscheck import crosscheck_cic, crosscheck_recovery, pattern_from_cic_trace
+from rollcheck.tla.manifest import MANIFEST_PATH, load_manifest, run_entry
 
 ENTRIES = load_manifest()
 SMALL = [e for e in ENTRIES if e.bound == "small"]
@@ -63,8 +63,8 @@ def test_small_model_meets_expectation(entry, tmp_path):
 
 
 def test_crosscheck_cic_rejects_a_non_step():
-    from tla.runner import TraceState
-    from tla.values import parse_state
+    from rollcheck.tla.runner import TraceState
+    from rollcheck.tla.values import parse_state
 
     s0 = parse_state('/\\ ck = (p0 :> 0 @@ p1 :> 0)\n/\\ net = {}')
     s1 = parse_state('/\\ ck = (p0 :> 1 @@ p1 :> 1)\n/\\ net = {}')
@@ -75,8 +75,8 @@ def test_crosscheck_cic_rejects_a_non_step():
 def test_crosscheck_cic_detects_disagreement():
     """A hand-made 'counterexample' that the Python reference does not confirm: a broken variant
     of the cross-check input must be caught (no useless checkpoint, forcing differs)."""
-    from tla.runner import TraceState
-    from tla.values import parse_state
+    from rollcheck.tla.runner import TraceState
+    from rollcheck.tla.values import parse_state
 
     st = [
         '/\\ ck = (p0 :> 0 @@ p1 :> 0)\n/\\ net = {}',

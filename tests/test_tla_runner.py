@@ -7,8 +7,8 @@ import textwrap
 
 import pytest
 
-from pyimpl.errors import InvalidInputError
-from tla.runner import interpret, parse_tool_output, run_tlc
+from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.tla.runner import interpret, parse_tool_output, run_tlc
 
 
 def msg(code: int, klass: int, body: str) -> str:
@@ -63,7 +63,7 @@ def test_invariant_violation_with_multiline_trace():
 
 
 def parse_rec():
-    from tla.values import FrozenDict
+    from rollcheck.tla.values import FrozenDict
 
     return FrozenDict(a=1, b=(2, 3))
 

@@ -7,18 +7,18 @@ import json
 
 import pytest
 
-from pyimpl.errors import InvalidInputError
-from pyimpl.generate import random_pattern
-from pyimpl.pattern import CHECKPOINT, DELIVER, Pattern, PatternBuilder
-from pyimpl.patternio import dump_pattern
+from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.generate import random_pattern
+from rollcheck.pyimpl.pattern import CHECKPOINT, DELIVER, Pattern, PatternBuilder
+from rollcheck.pyimpl.patternio import dump_pattern
 from rollcheck.cli.main import main
-from tla.trace import load_trace_events, trace_module_text, validate_trace
+from rollcheck.tla.trace import load_trace_events, trace_module_text, validate_trace
 
 SEED = 6
 
 
 def protocol_run(proto: str, n: int = 3, steps: int = 80, seed: int = SEED) -> Pattern:
-    from pyimpl.protocols import run_protocol
+    from rollcheck.pyimpl.protocols import run_protocol
 
     for s in range(seed, seed + 50):
         p = run_protocol(proto, random_pattern(n, steps, s)).pattern
@@ -188,7 +188,7 @@ def test_cli_tlc_missing_tool_is_inconclusive(tmp_path, capsys, monkeypatch):
 def test_recorded_nhop_trace_is_accepted_and_tampered_one_rejected(tmp_path):
     """A trace recorded by the message-passing job (its in-process engine runs the same rounds as
     the Spark engine) is accepted by the TLA+ model of its protocol."""
-    from spark_replay.nhop import NhopConfig, record_nhop
+    from rollcheck.spark_replay.nhop import NhopConfig, record_nhop
 
     out = tmp_path / "hmnr.jsonl"
     record_nhop(NhopConfig(protocol="hmnr", processes=3, rounds=6, seed=3, topology="cyclic"), out, engine="local")

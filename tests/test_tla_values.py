@@ -2,8 +2,8 @@
 
 import pytest
 
-from pyimpl.errors import InvalidInputError
-from tla.values import FrozenDict, ModelValue, parse_state, parse_value, to_jsonable
+from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.tla.values import FrozenDict, ModelValue, parse_state, parse_value, to_jsonable
 
 
 @pytest.mark.parametrize(
@@ -108,7 +108,7 @@ def test_parse_value_round_trip(v):
 
 def test_round_trip_catches_a_broken_parser():
     """The round-trip property must catch a parser that drops string escapes."""
-    import tla.values as tv
+    import rollcheck.tla.values as tv
 
     saved = dict(tv._ESCAPES)
     try:

@@ -6,11 +6,11 @@ turned back into a ``rollcheck.pattern/1`` file: consecutive states differ by ex
 the receiver's checkpoint count rose in the same step — and a checkpoint raises a count). The
 Python reference must then see the same violation:
 
-* CIC: :func:`pyimpl.zpaths.useless_checkpoints` finds a useless checkpoint, and running the same
-  protocol in Python (:func:`pyimpl.protocols.run_protocol`) over the basic schedule reproduces
+* CIC: :func:`rollcheck.pyimpl.zpaths.useless_checkpoints` finds a useless checkpoint, and running the same
+  protocol in Python (:func:`rollcheck.pyimpl.protocols.run_protocol`) over the basic schedule reproduces
   exactly the forced checkpoints TLC's model took;
 * recovery lines: the pattern is saved and drawn; the Python reference line
-  (:func:`pyimpl.recovery.recovery_line`) must be consistent and maximal on it (it is the mutant
+  (:func:`rollcheck.pyimpl.recovery.recovery_line`) must be consistent and maximal on it (it is the mutant
   the model ran that is wrong, not the reference).
 
 Index conventions as in ``specs/conventions.md``; theorems in ``specs/tla.md#crosscheck``.
@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pyimpl.errors import InvalidInputError
-from pyimpl.pattern import CHECKPOINT, DELIVER, SEND, Event, Pattern
-from tla.runner import TraceState
+from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.pattern import CHECKPOINT, DELIVER, SEND, Event, Pattern
+from rollcheck.tla.runner import TraceState
 
 __all__ = [
     "CrossCheck",
@@ -124,8 +124,8 @@ def pattern_from_recovery_trace(trace: list[TraceState]) -> Pattern:
 def _save(p: Pattern, out_dir: Path | None, stem: str, zcycles: bool) -> tuple[str | None, str | None]:
     if out_dir is None:
         return None, None
-    from pyimpl.patternio import dump_pattern
-    from pyimpl.render import render_pattern
+    from rollcheck.pyimpl.patternio import dump_pattern
+    from rollcheck.pyimpl.render import render_pattern
 
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{stem}.json"
@@ -138,9 +138,9 @@ def _save(p: Pattern, out_dir: Path | None, stem: str, zcycles: bool) -> tuple[s
 def crosscheck_cic(trace: list[TraceState], protocol: str, out_dir: Path | None = None,
                    stem: str | None = None) -> CrossCheck:
     """Confirm a ``CIC.tla`` NoUseless counterexample with the Python reference."""
-    from pyimpl.protocols import run_protocol
-    from pyimpl.protocols.run import strip_forced
-    from pyimpl.zpaths import useless_checkpoints
+    from rollcheck.pyimpl.protocols import run_protocol
+    from rollcheck.pyimpl.protocols.run import strip_forced
+    from rollcheck.pyimpl.zpaths import useless_checkpoints
 
     p = pattern_from_cic_trace(trace)
     useless = useless_checkpoints(p)
@@ -159,8 +159,8 @@ def crosscheck_cic(trace: list[TraceState], protocol: str, out_dir: Path | None 
 def crosscheck_recovery(trace: list[TraceState], out_dir: Path | None = None,
                         stem: str = "recovery-line", virtual: bool = True) -> CrossCheck:
     """On a ``RecoveryLine.tla`` mutant counterexample, the Python line is the maximum consistent cut."""
-    from pyimpl.consistency import is_consistent
-    from pyimpl.recovery import recovery_line
+    from rollcheck.pyimpl.consistency import is_consistent
+    from rollcheck.pyimpl.recovery import recovery_line
 
     p = pattern_from_recovery_trace(trace)
     bad: list[str] = []

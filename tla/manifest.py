@@ -16,16 +16,18 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-from pyimpl.errors import InvalidInputError
-from tla.runner import TLCResult, run_tlc
+from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.tla.runner import TLCResult, run_tlc
 
 __all__ = ["MANIFEST_PATH", "MODELS_DIR", "ModelEntry", "ModelOutcome", "load_manifest", "run_entry"]
 
-MANIFEST_PATH = Path(__file__).resolve().parent / "manifest.json"
-MODELS_DIR = Path(__file__).resolve().parent / "models"
+# Package data (importlib.resources); TLC needs real files, which every filesystem install has.
+MANIFEST_PATH = Path(str(files("rollcheck.tla") / "manifest.json"))
+MODELS_DIR = Path(str(files("rollcheck.tla.models")))
 EXPECTED = ("ok", "violation", "deadlock")
 BOUNDS = ("small", "large")
 

@@ -16,7 +16,7 @@ Outcome rules (``specs/tla.md#runner``):
 * ``inconclusive`` — timeout, crash, missing jar or Java, zero distinct states, or no verdict.
 
 Parse errors of the module and unreadable configurations are *bad input*: :func:`run_tlc`
-raises :class:`~pyimpl.errors.InvalidInputError` naming ``file:line:col``.
+raises :class:`~rollcheck.pyimpl.errors.InvalidInputError` naming ``file:line:col``.
 
 In ``-tool`` mode every message is framed as ``@!@!@STARTMSG code:class @!@!@`` … ``@!@!@ENDMSG
 code @!@!@``. Messages nest (an exception message embeds another message) and a marker may start
@@ -42,8 +42,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pyimpl.errors import InvalidInputError
-from tla.values import parse_state
+from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.tla.values import parse_state
 
 __all__ = [
     "STATUSES",
@@ -140,7 +140,7 @@ class TLCResult:
 
     def to_json(self) -> dict[str, Any]:
         """The ``rollcheck tlc --json`` document (``cli-and-formats.md``) plus extra keys."""
-        from tla.values import to_jsonable
+        from rollcheck.tla.values import to_jsonable
 
         return {
             "status": self.status,

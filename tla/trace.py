@@ -26,11 +26,12 @@ import shutil
 import tempfile
 import time
 from dataclasses import dataclass, field
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-from pyimpl.errors import InvalidInputError
-from pyimpl.pattern import CHECKPOINT, DELIVER, SEND, Event, Pattern
+from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.pattern import CHECKPOINT, DELIVER, SEND, Event, Pattern
 
 __all__ = [
     "PROTOCOLS",
@@ -40,7 +41,7 @@ __all__ = [
     "validate_trace",
 ]
 
-MODELS = Path(__file__).resolve().parent / "models"
+MODELS = Path(str(files("rollcheck.tla.models")))  # package data
 PROTOCOLS = (
     "uc", "bcs", "hmnr", "hmnr-no-c1", "hmnr-no-c2", "hmnr-merge-skip-sender",
     "hmnr-piggyback-at-delivery", "bcs-no-force", "hmnr-no-minto", "hmnr-minto-every-send", "bcs-geq",
@@ -94,7 +95,7 @@ def load_trace_events(path: str | Path) -> Pattern:
         Unreadable file, not JSON, unknown format, or an invalid event (naming the line or
         ``events[k]``).
     """
-    from pyimpl.patternio import pattern_from_dict
+    from rollcheck.pyimpl.patternio import pattern_from_dict
 
     p = Path(path)
     try:
@@ -123,7 +124,7 @@ def _pattern_from_trace(text: str, source: str) -> Pattern:
         raise InvalidInputError(f"expected format 'rollcheck.trace/1' or 'rollcheck.pattern/1', got {fmt!r}",
                                 source=source, location="line 1")
     if head.get("format") == "rollcheck.pattern/1":
-        from pyimpl.patternio import pattern_from_dict
+        from rollcheck.pyimpl.patternio import pattern_from_dict
 
         return pattern_from_dict(head, source=source)
     config: dict[str, Any] = head["config"] if isinstance(head.get("config"), dict) else {}
@@ -196,7 +197,7 @@ def trace_module_text(p: Pattern) -> str:
 
     Examples
     --------
-    >>> from pyimpl.pattern import PatternBuilder
+    >>> from rollcheck.pyimpl.pattern import PatternBuilder
     >>> b = PatternBuilder(2); b.deliver(1, b.send(0, 1))
     >>> print(trace_module_text(b.build()))  # doctest: +NORMALIZE_WHITESPACE
     ---- MODULE TraceData ----
@@ -271,7 +272,7 @@ def validate_trace(
     InvalidInputError
         Unknown protocol.
     """
-    from tla.runner import run_tlc
+    from rollcheck.tla.runner import run_tlc
 
     if protocol not in PROTOCOLS:
         raise InvalidInputError(f"unknown protocol {protocol!r}; expected one of {', '.join(PROTOCOLS)}",

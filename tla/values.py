@@ -34,7 +34,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.errors import InvalidInputError
 
 __all__ = ["ModelValue", "FrozenDict", "parse_value", "parse_state", "to_jsonable"]
 

@@ -4,29 +4,29 @@ Source: Wei, Zhuang, Li, Liu, *Reliable stream data processing for elastic distr
 processing systems*, Cluster Computing 2019, §4–§5. Definitions and theorems in our own words:
 ``specs/elastic.md``. Modules:
 
-* :mod:`pyimpl.elastic.slices` — events, slices ``{k, su, sd}``, split/merge, output queues;
-* :mod:`pyimpl.elastic.partition` — key partitions and the split/merge of keyed status;
-* :mod:`pyimpl.elastic.operators` — the deterministic keyed operators;
-* :mod:`pyimpl.elastic.config` — pipeline, workload, scaling events and the failure;
-* :mod:`pyimpl.elastic.rules` — the protocol's replaceable rules and checkpoints;
-* :mod:`pyimpl.elastic.reference` — the failure-free oracle and the queue bound;
-* :mod:`pyimpl.elastic.simulator` — the seeded simulator (QTP, OAP, Algorithm 1, dedup);
-* :mod:`pyimpl.elastic.sweep` — every task failed at every step;
-* :mod:`pyimpl.elastic.configio` — the ``rollcheck.elastic/1`` document.
+* :mod:`rollcheck.pyimpl.elastic.slices` — events, slices ``{k, su, sd}``, split/merge, output queues;
+* :mod:`rollcheck.pyimpl.elastic.partition` — key partitions and the split/merge of keyed status;
+* :mod:`rollcheck.pyimpl.elastic.operators` — the deterministic keyed operators;
+* :mod:`rollcheck.pyimpl.elastic.config` — pipeline, workload, scaling events and the failure;
+* :mod:`rollcheck.pyimpl.elastic.rules` — the protocol's replaceable rules and checkpoints;
+* :mod:`rollcheck.pyimpl.elastic.reference` — the failure-free oracle and the queue bound;
+* :mod:`rollcheck.pyimpl.elastic.simulator` — the seeded simulator (QTP, OAP, Algorithm 1, dedup);
+* :mod:`rollcheck.pyimpl.elastic.sweep` — every task failed at every step;
+* :mod:`rollcheck.pyimpl.elastic.configio` — the ``rollcheck.elastic/1`` document.
 """
 
-from pyimpl.elastic.config import Config, Failure, ScaleEvent, random_config
-from pyimpl.elastic.configio import FORMAT, config_from_dict, config_to_dict, load_config
-from pyimpl.elastic.operators import KINDS, apply_operator
-from pyimpl.elastic.partition import Partition, contiguous_ranges, repartition_keyed
-from pyimpl.elastic.reference import (
+from rollcheck.pyimpl.elastic.config import Config, Failure, ScaleEvent, random_config
+from rollcheck.pyimpl.elastic.configio import FORMAT, config_from_dict, config_to_dict, load_config
+from rollcheck.pyimpl.elastic.operators import KINDS, apply_operator
+from rollcheck.pyimpl.elastic.partition import Partition, contiguous_ranges, repartition_keyed
+from rollcheck.pyimpl.elastic.reference import (
     queue_bound,
     reference_output,
     reference_streams,
     retention_rounds,
     source_events,
 )
-from pyimpl.elastic.rules import (
+from rollcheck.pyimpl.elastic.rules import (
     REFERENCE_RULES,
     Checkpoint,
     Rules,
@@ -35,8 +35,8 @@ from pyimpl.elastic.rules import (
     l1_ready,
     split_checkpoint,
 )
-from pyimpl.elastic.simulator import RunResult, Simulator, simulate
-from pyimpl.elastic.slices import (
+from rollcheck.pyimpl.elastic.simulator import RunResult, Simulator, simulate
+from rollcheck.pyimpl.elastic.slices import (
     Event,
     OutputQueue,
     Slice,
@@ -47,7 +47,7 @@ from pyimpl.elastic.slices import (
     split_records,
     split_slice,
 )
-from pyimpl.elastic.sweep import SweepResult, failure_sweep, representative_keys
+from rollcheck.pyimpl.elastic.sweep import SweepResult, failure_sweep, representative_keys
 
 __all__ = [
     "Config", "Failure", "ScaleEvent", "random_config",

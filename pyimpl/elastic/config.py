@@ -9,8 +9,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from pyimpl.elastic.operators import KINDS
-from pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.elastic.operators import KINDS
+from rollcheck.pyimpl.errors import InvalidInputError
 
 __all__ = ["ScaleEvent", "Failure", "Config", "random_config"]
 

@@ -11,7 +11,7 @@ Counterexamples of the elastic properties are written in this format, and
 
 ``failure`` may be ``null`` or absent; its ``parallel`` (default 1) is the number of tasks that
 recover the failed task's keys (parallel recovery). Every other field except ``format`` and ``ops`` has the
-default of :class:`pyimpl.elastic.Config`.
+default of :class:`rollcheck.pyimpl.elastic.Config`.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pyimpl.elastic.config import Config, Failure, ScaleEvent
-from pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.elastic.config import Config, Failure, ScaleEvent
+from rollcheck.pyimpl.errors import InvalidInputError
 
 __all__ = ["FORMAT", "config_to_dict", "config_from_dict", "load_config"]
 

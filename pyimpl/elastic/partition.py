@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
-from pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.errors import InvalidInputError
 
 __all__ = ["Partition", "contiguous_ranges", "repartition_keyed"]
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import math
 import random
 
-from pyimpl.elastic.config import Config
-from pyimpl.elastic.operators import KINDS
-from pyimpl.elastic.slices import Event
+from rollcheck.pyimpl.elastic.config import Config
+from rollcheck.pyimpl.elastic.operators import KINDS
+from rollcheck.pyimpl.elastic.slices import Event
 
 __all__ = ["source_events", "reference_streams", "reference_output", "retention_rounds", "queue_bound"]
 

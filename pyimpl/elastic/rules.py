@@ -12,8 +12,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pyimpl.elastic.partition import repartition_keyed
-from pyimpl.elastic.slices import Event, OutputQueue, Slice, SliceRecord, merge_slices
+from rollcheck.pyimpl.elastic.partition import repartition_keyed
+from rollcheck.pyimpl.elastic.slices import Event, OutputQueue, Slice, SliceRecord, merge_slices
 
 __all__ = ["Checkpoint", "l1_ready", "is_duplicate", "checkpoint_buffer", "split_checkpoint", "Rules",
            "REFERENCE_RULES"]

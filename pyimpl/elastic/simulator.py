@@ -34,12 +34,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyimpl.elastic.config import Config, Failure, ScaleEvent
-from pyimpl.elastic.operators import KINDS
-from pyimpl.elastic.partition import Partition, contiguous_ranges, repartition_keyed
-from pyimpl.elastic.reference import reference_output, reference_streams, source_events
-from pyimpl.elastic.rules import REFERENCE_RULES, Checkpoint, Rules
-from pyimpl.elastic.slices import (
+from rollcheck.pyimpl.elastic.config import Config, Failure, ScaleEvent
+from rollcheck.pyimpl.elastic.operators import KINDS
+from rollcheck.pyimpl.elastic.partition import Partition, contiguous_ranges, repartition_keyed
+from rollcheck.pyimpl.elastic.reference import reference_output, reference_streams, source_events
+from rollcheck.pyimpl.elastic.rules import REFERENCE_RULES, Checkpoint, Rules
+from rollcheck.pyimpl.elastic.slices import (
     Event,
     OutputQueue,
     Slice,
@@ -50,7 +50,7 @@ from pyimpl.elastic.slices import (
     split_records,
     split_slice,
 )
-from pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.errors import InvalidInputError
 
 __all__ = ["Task", "Message", "RunResult", "Simulator", "simulate", "Config", "Failure", "ScaleEvent",
            "reference_output"]

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pyimpl.elastic.config import Config, Failure
-from pyimpl.elastic.partition import contiguous_ranges
-from pyimpl.elastic.reference import reference_output
-from pyimpl.elastic.rules import REFERENCE_RULES, Rules
-from pyimpl.elastic.simulator import simulate
+from rollcheck.pyimpl.elastic.config import Config, Failure
+from rollcheck.pyimpl.elastic.partition import contiguous_ranges
+from rollcheck.pyimpl.elastic.reference import reference_output
+from rollcheck.pyimpl.elastic.rules import REFERENCE_RULES, Rules
+from rollcheck.pyimpl.elastic.simulator import simulate
 
 __all__ = ["SweepResult", "representative_keys", "failure_sweep"]
 
@@ -35,7 +35,7 @@ def representative_keys(cfg: Config, level: int) -> list[int]:
 
     Examples
     --------
-    >>> from pyimpl.elastic import ScaleEvent
+    >>> from rollcheck.pyimpl.elastic import ScaleEvent
     >>> representative_keys(Config(keys=6, ops=("sum",), parallelism=(2,),
     ...                            scaling=(ScaleEvent(3, 1, 3),)), 1)
     [0, 2, 3, 4]

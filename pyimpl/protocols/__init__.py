@@ -15,10 +15,10 @@ Snapshots for operator graphs: ``get_snapshot_protocol("cl-aligned" | "cl-unalig
 Basic-checkpoint policy: :class:`BasicTimer` (restarts after any checkpoint).
 """
 
-from pyimpl.protocols.base import Protocol
-from pyimpl.protocols.bcs import BCS, BCSState
-from pyimpl.protocols.catalog import PROTOCOLS, VARIANTS, get_protocol
-from pyimpl.protocols.chandy_lamport import (
+from rollcheck.pyimpl.protocols.base import Protocol
+from rollcheck.pyimpl.protocols.bcs import BCS, BCSState
+from rollcheck.pyimpl.protocols.catalog import PROTOCOLS, VARIANTS, get_protocol
+from rollcheck.pyimpl.protocols.chandy_lamport import (
     SNAPSHOT_PROTOCOLS,
     AlignedNoBlock,
     AlignedSnapshot,
@@ -28,10 +28,10 @@ from pyimpl.protocols.chandy_lamport import (
     UnalignedSnapshot,
     get_snapshot_protocol,
 )
-from pyimpl.protocols.hmnr import HMNR, HMNRPiggyback, HMNRState
-from pyimpl.protocols.run import ProtocolRun, run_protocol, strip_forced
-from pyimpl.protocols.timer import BasicTimer, count_schedule
-from pyimpl.protocols.uc import UC, UCState
+from rollcheck.pyimpl.protocols.hmnr import HMNR, HMNRPiggyback, HMNRState
+from rollcheck.pyimpl.protocols.run import ProtocolRun, run_protocol, strip_forced
+from rollcheck.pyimpl.protocols.timer import BasicTimer, count_schedule
+from rollcheck.pyimpl.protocols.uc import UC, UCState
 
 __all__ = [
     "Protocol",

@@ -1,7 +1,7 @@
 """The interface every communication-induced / uncoordinated checkpointing protocol implements.
 
 A protocol is a set of *pure* transition functions over an immutable per-process state. A driver
-(:func:`pyimpl.protocols.run.run_protocol`, or the dataflow simulator) owns the states and calls:
+(:func:`rollcheck.pyimpl.protocols.run.run_protocol`, or the dataflow simulator) owns the states and calls:
 
 - ``st = proto.initial(i, n)`` once per process (for HMNR this runs the initial-checkpoint
   procedure: the state then describes C[i,0]);

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from pyimpl.errors import InvalidInputError
-from pyimpl.protocols.base import Protocol
+from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.protocols.base import Protocol
 
 __all__ = ["BCSState", "BCS"]
 

@@ -7,12 +7,12 @@ References
 
 from __future__ import annotations
 
-from pyimpl.errors import InvalidInputError
-from pyimpl.protocols.base import Protocol
-from pyimpl.protocols.bcs import BCS
-from pyimpl.protocols.hmnr import HMNR
-from pyimpl.protocols.uc import UC
-from pyimpl.protocols.variants import SAFE_VARIANTS, UNSAFE_VARIANTS
+from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.protocols.base import Protocol
+from rollcheck.pyimpl.protocols.bcs import BCS
+from rollcheck.pyimpl.protocols.hmnr import HMNR
+from rollcheck.pyimpl.protocols.uc import UC
+from rollcheck.pyimpl.protocols.variants import SAFE_VARIANTS, UNSAFE_VARIANTS
 
 __all__ = ["PROTOCOLS", "VARIANTS", "get_protocol"]
 
@@ -44,7 +44,7 @@ def get_protocol(name: str) -> Protocol:
     >>> get_protocol("nope")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    pyimpl.errors.InvalidInputError: unknown protocol 'nope' (known: uc, bcs, hmnr; variants: ...)
+    rollcheck.pyimpl.errors.InvalidInputError: unknown protocol 'nope' (known: uc, bcs, hmnr; variants: ...)
     """
     cls = _CLASSES.get(name) if isinstance(name, str) else None
     if cls is None:

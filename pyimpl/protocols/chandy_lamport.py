@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from typing import NamedTuple
 
-from pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.errors import InvalidInputError
 
 __all__ = [
     "CHECKPOINT",

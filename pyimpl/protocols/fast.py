@@ -1,6 +1,6 @@
 """Fast decision kernels for BCS and HMNR over a whole pattern (mutable arrays, no state objects).
 
-The state machines of :mod:`pyimpl.protocols.hmnr` and :mod:`pyimpl.protocols.bcs` are the
+The state machines of :mod:`rollcheck.pyimpl.protocols.hmnr` and :mod:`rollcheck.pyimpl.protocols.bcs` are the
 reference; these kernels apply exactly the same rules with in-place lists (``python`` backend) or
 numpy vectors (``numpy`` backend, which pays only for many processes) and return the ids of the
 messages whose delivery is preceded by a forced checkpoint. ``tests/test_protocols_fast.py`` and
@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyimpl.errors import InvalidInputError
-from pyimpl.pattern import CHECKPOINT, DELIVER, SEND, Pattern
+from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.pattern import CHECKPOINT, DELIVER, SEND, Pattern
 
 __all__ = ["BACKENDS", "NUMPY_THRESHOLD", "forced_deliveries"]
 
@@ -31,7 +31,7 @@ def forced_deliveries(protocol: str, pattern: Pattern, backend: str = "auto") ->
 
     Examples
     --------
-    >>> from pyimpl.pattern import PatternBuilder
+    >>> from rollcheck.pyimpl.pattern import PatternBuilder
     >>> b = PatternBuilder(2)
     >>> b.deliver(0, b.send(1, 0)); _ = b.checkpoint(0); b.deliver(1, b.send(0, 1))
     >>> forced_deliveries("hmnr", b.build()), forced_deliveries("hmnr", b.build(), "numpy")

@@ -37,8 +37,8 @@ from __future__ import annotations
 import sys
 from typing import NamedTuple
 
-from pyimpl.errors import InvalidInputError
-from pyimpl.protocols.base import Protocol
+from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.protocols.base import Protocol
 
 __all__ = ["INF", "HMNRState", "HMNRPiggyback", "HMNR"]
 

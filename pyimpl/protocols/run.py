@@ -15,10 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyimpl.errors import InvalidInputError
-from pyimpl.pattern import CHECKPOINT, DELIVER, SEND, Event, Pattern
-from pyimpl.protocols.base import Protocol
-from pyimpl.protocols.catalog import get_protocol
+from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.pattern import CHECKPOINT, DELIVER, SEND, Event, Pattern
+from rollcheck.pyimpl.protocols.base import Protocol
+from rollcheck.pyimpl.protocols.catalog import get_protocol
 
 __all__ = ["ProtocolRun", "run_protocol", "strip_forced"]
 
@@ -58,7 +58,7 @@ def run_protocol(protocol: str | Protocol, pattern: Pattern) -> ProtocolRun:
     Parameters
     ----------
     protocol : str or Protocol
-        A name from :data:`pyimpl.protocols.PROTOCOLS` (or a variant) or a protocol object.
+        A name from :data:`rollcheck.pyimpl.protocols.PROTOCOLS` (or a variant) or a protocol object.
     pattern : Pattern
         The basic schedule.
 
@@ -76,7 +76,7 @@ def run_protocol(protocol: str | Protocol, pattern: Pattern) -> ProtocolRun:
     A causal Z-cycle (m0 delivered before C[0,1], m1 sent after it, m0 sent in the interval that
     delivers m1): HMNR's C2 forces a checkpoint before delivering m1, UC does not.
 
-    >>> from pyimpl.pattern import PatternBuilder
+    >>> from rollcheck.pyimpl.pattern import PatternBuilder
     >>> b = PatternBuilder(2)
     >>> m0 = b.send(1, 0)
     >>> b.deliver(0, m0)
@@ -135,7 +135,7 @@ def strip_forced(pattern: Pattern) -> Pattern:
 
     Examples
     --------
-    >>> from pyimpl.pattern import PatternBuilder
+    >>> from rollcheck.pyimpl.pattern import PatternBuilder
     >>> b = PatternBuilder(2)
     >>> _ = b.checkpoint(0, forced=True)
     >>> strip_forced(b.build()).events

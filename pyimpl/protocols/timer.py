@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.errors import InvalidInputError
 
 __all__ = ["BasicTimer", "count_schedule"]
 

@@ -1,7 +1,7 @@
 """Uncoordinated checkpointing (UC): basic checkpoints only, never a forced one.
 
 Every process checkpoints by its own local policy (a timer or an event count, see
-:class:`pyimpl.protocols.timer.BasicTimer`); nothing is piggybacked. Cyclic communication can make
+:class:`rollcheck.pyimpl.protocols.timer.BasicTimer`); nothing is piggybacked. Cyclic communication can make
 every checkpoint useless (the domino effect, FERDiS Fig. 7), so UC is *not* Z-cycle free.
 
 References
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from pyimpl.errors import InvalidInputError
-from pyimpl.protocols.base import Protocol
+from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.protocols.base import Protocol
 
 __all__ = ["UCState", "UC"]
 

@@ -1,6 +1,6 @@
 """Deliberately changed protocols: the mutation catalogue's variants of HMNR and BCS.
 
-Each variant is a real :class:`~pyimpl.protocols.base.Protocol` (usable by ``run_protocol``, the
+Each variant is a real :class:`~rollcheck.pyimpl.protocols.base.Protocol` (usable by ``run_protocol``, the
 simulator and ``rollcheck protocol``). Two kinds:
 
 *Unsafe* (``zcycle_free = False``; useless checkpoints appear on some schedule):
@@ -28,9 +28,9 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from pyimpl.protocols.base import Protocol
-from pyimpl.protocols.bcs import BCS, BCSState
-from pyimpl.protocols.hmnr import HMNR, HMNRPiggyback, HMNRState
+from rollcheck.pyimpl.protocols.base import Protocol
+from rollcheck.pyimpl.protocols.bcs import BCS, BCSState
+from rollcheck.pyimpl.protocols.hmnr import HMNR, HMNRPiggyback, HMNRState
 
 __all__ = [
     "HMNRNoC1",

@@ -2,7 +2,7 @@
 
 Model (``specs/simulate.md#engine``):
 
-- Every operator instance of a :class:`~pyimpl.simulate.topology.Topology` is a process. Channels
+- Every operator instance of a :class:`~rollcheck.pyimpl.simulate.topology.Topology` is a process. Channels
   are FIFO; a message's network delay is drawn from the run's seeded generator, and FIFO order is
   kept by never letting a message overtake the previous one on its channel.
 - A process handles one item at a time: it picks, among the items that have arrived on its
@@ -14,13 +14,13 @@ Model (``specs/simulate.md#engine``):
   of the checkpointed state (the log is kept apart: persistent, or volatile = lost with its
   process).
 - Protocols: ``uc``, ``bcs``, ``hmnr`` (and the mutation catalogue's variants) from
-  :mod:`pyimpl.protocols` — basic checkpoints by a per-process timer that restarts after *any*
+  :mod:`rollcheck.pyimpl.protocols` — basic checkpoints by a per-process timer that restarts after *any*
   checkpoint, forced checkpoints decided before each delivery; ``cl-aligned`` and
   ``cl-unaligned`` — a coordinator starts snapshot s+1 at the sources every ``interval`` units
   once snapshot s completed everywhere, and the operators follow
-  :mod:`pyimpl.protocols.chandy_lamport` (aligned operators hold back marked inputs).
+  :mod:`rollcheck.pyimpl.protocols.chandy_lamport` (aligned operators hold back marked inputs).
 - One fail-stop failure of a chosen process at a chosen time; recovery is instantaneous and is
-  done by :mod:`pyimpl.simulate.recovery`. The pattern of everything before the failure (the
+  done by :mod:`rollcheck.pyimpl.simulate.recovery`. The pattern of everything before the failure (the
   whole run without one) is recorded event by event: :attr:`SimResult.pattern`.
 - A run in which nothing can happen any more while operators still wait for markers is a
   deadlock (aligned barriers on a cycle): the run stops and reports the stuck operators and their
@@ -46,11 +46,11 @@ from collections import Counter, deque
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
-from pyimpl.errors import InvalidInputError
-from pyimpl.pattern import Pattern, PatternBuilder
-from pyimpl.protocols import BasicTimer, get_protocol, get_snapshot_protocol
-from pyimpl.protocols.chandy_lamport import CHECKPOINT, COMPLETE, FORWARD
-from pyimpl.simulate.topology import SHUFFLE, Topology, workload
+from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.pattern import Pattern, PatternBuilder
+from rollcheck.pyimpl.protocols import BasicTimer, get_protocol, get_snapshot_protocol
+from rollcheck.pyimpl.protocols.chandy_lamport import CHECKPOINT, COMPLETE, FORWARD
+from rollcheck.pyimpl.simulate.topology import SHUFFLE, Topology, workload
 
 __all__ = [
     "CL_PROTOCOLS",
@@ -230,7 +230,7 @@ class Deadlock(NamedTuple):
 
 @dataclass
 class SimResult:
-    """The outcome of one run (metrics are filled in by :mod:`pyimpl.simulate.metrics`)."""
+    """The outcome of one run (metrics are filled in by :mod:`rollcheck.pyimpl.simulate.metrics`)."""
 
     config: SimConfig
     topology: Topology
@@ -241,7 +241,7 @@ class SimResult:
     outputs: Counter
     snapshots: list[SnapshotRecord]
     deadlock: Deadlock | None
-    recovery: Any = None  # pyimpl.simulate.recovery.Recovery
+    recovery: Any = None  # rollcheck.pyimpl.simulate.recovery.Recovery
     orphans: int = 0  # deliveries of messages whose send the sender undid by rolling back
     duplicates: int = 0  # (channel, seq) applied more than once in a final state
     dropped: int = 0  # messages the receivers' deduplication discarded
@@ -604,7 +604,7 @@ class Engine:
                         f"fail-at {self.cfg.fail_at:g} is after the run ended (last event at {last_work:g})",
                         location="--fail-at",
                     )
-                from pyimpl.simulate.recovery import recover
+                from rollcheck.pyimpl.simulate.recovery import recover
 
                 failed_done = True
                 self.recovery = recover(self, self.topo.resolve_process(self.cfg.fail))  # type: ignore[arg-type]
@@ -645,7 +645,7 @@ def run_engine(cfg: SimConfig) -> SimResult:
 
 
 def simulate(cfg: SimConfig, reference: SimResult | None = None) -> SimResult:
-    """Run ``cfg`` and compute its FERDiS metrics (:func:`pyimpl.simulate.metrics.compute_metrics`).
+    """Run ``cfg`` and compute its FERDiS metrics (:func:`rollcheck.pyimpl.simulate.metrics.compute_metrics`).
 
     With a failure, the outputs are compared with the failure-free run of the same seed
     (``reference``, computed when not given) to establish the processing-semantics verdict.
@@ -659,7 +659,7 @@ def simulate(cfg: SimConfig, reference: SimResult | None = None) -> SimResult:
     >>> r.deadlock is not None and "map0.0" in r.deadlock.stuck
     True
     """
-    from pyimpl.simulate.metrics import compute_metrics
+    from rollcheck.pyimpl.simulate.metrics import compute_metrics
 
     res = run_engine(cfg)
     if cfg.fail is not None and res.deadlock is None and reference is None:

@@ -3,7 +3,7 @@
 Metrics (FERDiS §9, Tables 4–6): regular and forced checkpoints (initial ones not counted),
 rollback distance (intervals lost, summed and maximal over processes, and the time between the
 failure and the restored checkpoints), lost messages, useless checkpoints of the recorded pattern
-(:func:`pyimpl.zpaths.useless_checkpoints`), and the verdict.
+(:func:`rollcheck.pyimpl.zpaths.useless_checkpoints`), and the verdict.
 
 Verdict (``specs/simulate.md#verdict``): the output of a run is the multiset of source-record units
 accumulated in the sinks' final states. Compared with the failure-free run of the same seed:
@@ -21,10 +21,10 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
-from pyimpl.zpaths import useless_checkpoints
+from rollcheck.pyimpl.zpaths import useless_checkpoints
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pyimpl.simulate.engine import SimResult
+    from rollcheck.pyimpl.simulate.engine import SimResult
 
 __all__ = ["VERDICTS", "semantics", "compute_metrics"]
 
@@ -54,7 +54,7 @@ def semantics(expected: Counter, got: Counter) -> str:
 
 def compute_metrics(res: SimResult, reference: SimResult | None = None) -> dict[str, Any]:
     """The metrics dictionary of ``res`` (``reference``: the failure-free run of the same seed)."""
-    from pyimpl.simulate.recovery import lost_from_pattern
+    from rollcheck.pyimpl.simulate.recovery import lost_from_pattern
 
     m: dict[str, Any] = {
         "regular_checkpoints": res.checkpoints["regular"],

@@ -3,7 +3,7 @@
 Steps, all at the failure time (``specs/simulate.md#recovery``):
 
 1. The pattern of the run so far is closed; the recovery line is
-   :func:`pyimpl.recovery.recovery_line` for the failed process, with or without virtual
+   :func:`rollcheck.pyimpl.recovery.recovery_line` for the failed process, with or without virtual
    checkpoints (FERDiS §7.2.5). Processes whose entry is a checkpoint *roll back* to it (their
    state, per-channel sequence numbers, protocol state and source offsets); the others keep their
    volatile state.
@@ -36,11 +36,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pyimpl.pattern import Pattern
-from pyimpl.recovery import RecoveryLine, recovery_line
+from rollcheck.pyimpl.pattern import Pattern
+from rollcheck.pyimpl.recovery import RecoveryLine, recovery_line
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pyimpl.simulate.engine import Engine
+    from rollcheck.pyimpl.simulate.engine import Engine
 
 __all__ = ["Recovery", "recover", "lost_from_pattern"]
 
@@ -87,7 +87,7 @@ def lost_from_pattern(p: Pattern, line: RecoveryLine, failed: int) -> int:
 
     Examples
     --------
-    >>> from pyimpl.pattern import PatternBuilder
+    >>> from rollcheck.pyimpl.pattern import PatternBuilder
     >>> b = PatternBuilder(2); m = b.send(0, 1); b.checkpoint(0); b.checkpoint(1)
     1
     1
@@ -101,7 +101,7 @@ def lost_from_pattern(p: Pattern, line: RecoveryLine, failed: int) -> int:
 
 def recover(eng: Engine, failed: int) -> Recovery:
     """Perform the recovery of ``eng`` after ``failed`` crashed at ``eng.now`` (see module doc)."""
-    from pyimpl.simulate.engine import _WAKE, Msg
+    from rollcheck.pyimpl.simulate.engine import _WAKE, Msg
 
     cfg, topo, now = eng.cfg, eng.topo, eng.now
     assert eng.builder is not None

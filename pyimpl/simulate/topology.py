@@ -27,7 +27,7 @@ from functools import cached_property
 
 import networkx as nx
 
-from pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.errors import InvalidInputError
 
 __all__ = [
     "PIPELINE",
@@ -46,7 +46,7 @@ __all__ = [
 
 PIPELINE = "pipeline"
 SHUFFLE = "shuffle"
-#: The operator kinds the engine knows how to run (``pyimpl.simulate.engine``).
+#: The operator kinds the engine knows how to run (``rollcheck.pyimpl.simulate.engine``).
 OPERATOR_KINDS = ("source", "filter", "split", "count", "sink", "hop-match", "hop-expand")
 
 

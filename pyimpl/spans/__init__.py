@@ -1,13 +1,13 @@
 """Falkirk Wheel spans: logical times, span systems, the fixed point, the low watermark.
 
 Public API: :class:`SpanSystem`, :func:`load_system`, :func:`system_from_dict`, :func:`solve`,
-:func:`epoch_system`, and the end-to-end executor in :mod:`pyimpl.spans.dataflow`.
+:func:`epoch_system`, and the end-to-end executor in :mod:`rollcheck.pyimpl.spans.dataflow`.
 See ``specs/spans.md`` and ``docs/spans.md``.
 """
 
-from pyimpl.spans.builder import EpochEdge, EpochProcessor, build_system, epoch_system, resume_epoch
-from pyimpl.spans.fixpoint import compile_system, solve, solve_levels, solve_literal
-from pyimpl.spans.system import (
+from rollcheck.pyimpl.spans.builder import EpochEdge, EpochProcessor, build_system, epoch_system, resume_epoch
+from rollcheck.pyimpl.spans.fixpoint import compile_system, solve, solve_levels, solve_literal
+from rollcheck.pyimpl.spans.system import (
     TOP,
     EdgeSpec,
     ProcessorSpec,
@@ -16,7 +16,7 @@ from pyimpl.spans.system import (
     system_from_dict,
     system_to_dict,
 )
-from pyimpl.spans.watermark import low_watermark, update_watermark
+from rollcheck.pyimpl.spans.watermark import low_watermark, update_watermark
 
 __all__ = [
     "TOP",

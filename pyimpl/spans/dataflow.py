@@ -9,10 +9,10 @@ deliver from, so messages of different times interleave (selective rollback, §3
 Checkpoints (each joins the processor's chain of restorable spans):
 
 * ``policy="seq", every=k``: after every ``k`` deliveries, the processed prefix of each input edge
-  (a :class:`~pyimpl.spans.times.SeqFrontier`);
+  (a :class:`~rollcheck.pyimpl.spans.times.SeqFrontier`);
 * ``policy="epoch"``: whenever epoch ``E`` is complete everywhere (no message of an epoch
   ``<= E`` is pending anywhere), the span of epochs ``<= E`` (an
-  :class:`~pyimpl.spans.times.EpochFrontier`, or a :class:`~pyimpl.spans.times.LoopFrontier` with
+  :class:`~rollcheck.pyimpl.spans.times.EpochFrontier`, or a :class:`~rollcheck.pyimpl.spans.times.LoopFrontier` with
   whole epochs for loop processors). A processor that already processed later epochs takes a
   *selective* checkpoint: its state restricted to the span.
 
@@ -46,10 +46,10 @@ from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyimpl.errors import InvalidInputError
-from pyimpl.spans import times as T
-from pyimpl.spans.fixpoint import solve_levels, solve_literal
-from pyimpl.spans.system import EdgeSpec, ProcessorSpec, SpanSystem
+from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.spans import times as T
+from rollcheck.pyimpl.spans.fixpoint import solve_levels, solve_literal
+from rollcheck.pyimpl.spans.system import EdgeSpec, ProcessorSpec, SpanSystem
 
 __all__ = [
     "Op", "Source", "Map", "Counter_", "SumPerTime", "Sink", "BridgeOp", "LoopEntryOp", "LoopBody",
@@ -367,7 +367,7 @@ class Run:
     def advance_watermark(self) -> None:
         """Recompute the low watermark; acknowledge source batches and release sink outputs whose
         times it passes (§4.3)."""
-        from pyimpl.spans.watermark import low_watermark
+        from rollcheck.pyimpl.spans.watermark import low_watermark
 
         built = build_system(self, set(self.df.ops), phi="normalise")
         wm = low_watermark(built.system)
@@ -500,7 +500,7 @@ def build_system(r: Run, failed: set[str], top_all: bool = False, phi: str = "re
         edges.append(EdgeSpec(e.name, e.src, e.dst, tuple(disc(sp[i]) for i in range(k)),
                               disc(sp[k]) if live_top[e.src] else None, processed,
                               tuple(fixed(sp[i]) for i in range(k))))
-    from pyimpl.spans.system import system_from_dict, system_to_dict
+    from rollcheck.pyimpl.spans.system import system_from_dict, system_to_dict
 
     raw = SpanSystem(tuple(procs), tuple(edges))
     return Built(system_from_dict(system_to_dict(raw), phi=phi), spans)

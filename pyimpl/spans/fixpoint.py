@@ -13,7 +13,7 @@ level of the neighbour at which the constraint holds when the owner is at level 
 C2 iff φ is monotone along the sender's chain), "holds" is exactly ``level[nbr] >= need[x]``, an
 O(1) check.
 
-Index conventions: levels as in :mod:`pyimpl.spans.system` (chain index, ``len(chain)`` = ⊤).
+Index conventions: levels as in :mod:`rollcheck.pyimpl.spans.system` (chain index, ``len(chain)`` = ⊤).
 
 References
 ----------
@@ -30,8 +30,8 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from pyimpl.errors import InvalidInputError
-from pyimpl.spans.system import SpanSystem
+from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.spans.system import SpanSystem
 
 __all__ = [
     "INF",
@@ -77,7 +77,7 @@ class SolveResult:
 def compile_system(s: SpanSystem) -> Compiled:
     """Compile the constraints of ``s`` into need tables (requires monotone φ).
 
-    >>> from pyimpl.spans.system import system_from_dict
+    >>> from rollcheck.pyimpl.spans.system import system_from_dict
     >>> s = system_from_dict({"format": "rollcheck.spans/1", "processors": {
     ...   "p": {"chain": [[], ["a"]], "top": ["a", "b"]}, "q": {"chain": [[]]}},
     ...   "edges": [{"name": "e", "src": "p", "dst": "q", "discarded": [[], ["x"]],
@@ -237,7 +237,7 @@ def solve(s: SpanSystem, order: str = "fifo", seed: int = 0) -> dict[str, int | 
 
     Examples
     --------
-    >>> from pyimpl.spans.system import system_from_dict
+    >>> from rollcheck.pyimpl.spans.system import system_from_dict
     >>> s = system_from_dict({"format": "rollcheck.spans/1", "processors": {
     ...   "p": {"chain": [[], ["e1:1"], ["e1:1", "e1:2"]], "top": ["e1:1", "e1:2", "e1:3"]},
     ...   "q": {"chain": [[], ["e2:1"]]}},

@@ -32,8 +32,8 @@ from typing import Any
 
 import numpy as np
 
-from pyimpl.errors import InvalidInputError
-from pyimpl.spans.system import EdgeSpec, ProcessorSpec, SpanSystem
+from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.spans.system import EdgeSpec, ProcessorSpec, SpanSystem
 
 __all__ = ["SeqSystem", "FlatCompiled", "compile_seq", "run_flat", "run_bulk", "random_seq_system"]
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.errors import InvalidInputError
 
 __all__ = [
     "FORMAT",
@@ -132,7 +132,7 @@ class SpanSystem:
     """A validated span system (build it with :func:`system_from_dict` or :func:`load_system`).
 
     ``phi_monotone`` is False only for systems built with ``phi="keep"`` whose φ is not monotone
-    along a chain; :func:`pyimpl.spans.solve` refuses those (they have no greatest solution in
+    along a chain; :func:`rollcheck.pyimpl.spans.solve` refuses those (they have no greatest solution in
     general), the literal algorithm and brute force accept them for study.
     """
 
@@ -221,7 +221,7 @@ def system_from_dict(doc: Any, *, phi: str = "reject", source: str | None = None
     phi : {"reject", "normalise", "keep"}
         What to do when φ is not monotone along the source's chain: reject (exit 2 on the CLI),
         replace φ(c_k) by the union of φ(c_0..c_k), or keep it (for studying the failure of
-        maximality; :func:`pyimpl.spans.solve` refuses such systems).
+        maximality; :func:`rollcheck.pyimpl.spans.solve` refuses such systems).
     source : str, optional
         File name, for error messages.
 

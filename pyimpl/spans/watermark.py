@@ -25,8 +25,8 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import replace
 
-from pyimpl.spans.fixpoint import compile_system, run_worklist
-from pyimpl.spans.system import SpanSystem
+from rollcheck.pyimpl.spans.fixpoint import compile_system, run_worklist
+from rollcheck.pyimpl.spans.system import SpanSystem
 
 __all__ = ["checkpoints_only", "low_watermark", "update_watermark", "released"]
 
@@ -42,7 +42,7 @@ def low_watermark(s: SpanSystem) -> dict[str, int]:
 
     Examples
     --------
-    >>> from pyimpl.spans.system import system_from_dict
+    >>> from rollcheck.pyimpl.spans.system import system_from_dict
     >>> s = system_from_dict({"format": "rollcheck.spans/1", "processors": {
     ...   "p": {"chain": [[], [1], [1, 2]], "top": [1, 2, 3]}, "q": {"chain": [[], [1]], "top": [1]}},
     ...   "edges": [{"name": "e", "src": "p", "dst": "q", "discarded": [[], [1], [1, 2]],

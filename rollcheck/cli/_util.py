@@ -7,9 +7,9 @@ import json
 import sys
 from typing import Any
 
-from pyimpl.errors import InvalidInputError
-from pyimpl.pattern import Pattern
-from pyimpl.patternio import atomic_write_text, load_pattern
+from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.pattern import Pattern
+from rollcheck.pyimpl.patternio import atomic_write_text, load_pattern
 
 __all__ = [
     "emit_json",

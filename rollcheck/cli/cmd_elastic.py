@@ -53,7 +53,7 @@ def register(sub: Any) -> None:
 
 
 def _colon_ints(text: str, flag: str, optional_fourth: bool = False) -> list[int]:
-    from pyimpl.errors import InvalidInputError
+    from rollcheck.pyimpl.errors import InvalidInputError
 
     parts = text.split(":")
     try:
@@ -69,8 +69,8 @@ def _colon_ints(text: str, flag: str, optional_fourth: bool = False) -> list[int
 def _effective_doc(args: argparse.Namespace) -> dict[str, Any]:
     import json
 
-    from pyimpl.elastic import FORMAT, Config, config_to_dict, load_config
-    from pyimpl.errors import InvalidInputError
+    from rollcheck.pyimpl.elastic import FORMAT, Config, config_to_dict, load_config
+    from rollcheck.pyimpl.errors import InvalidInputError
 
     if args.config:
         cfg, failure = load_config(args.config)
@@ -109,21 +109,21 @@ def _effective_doc(args: argparse.Namespace) -> dict[str, Any]:
 def _simulate(args: argparse.Namespace) -> int:
     import json
 
-    from pyimpl.elastic import (
+    from rollcheck.pyimpl.elastic import (
         REFERENCE_RULES,
         config_from_dict,
         queue_bound,
         reference_output,
         simulate,
     )
-    from pyimpl.errors import InvalidInputError
-    from pyimpl.patternio import atomic_write_text
+    from rollcheck.pyimpl.errors import InvalidInputError
+    from rollcheck.pyimpl.patternio import atomic_write_text
 
     doc = _effective_doc(args)
     cfg, failure = config_from_dict(doc, source=args.config or "flags")
     rules = REFERENCE_RULES
     if args.mutant:
-        from properties.mutants_elastic import BROKEN_RULES
+        from rollcheck.properties.mutants_elastic import BROKEN_RULES
 
         if args.mutant not in BROKEN_RULES:
             raise InvalidInputError(f"unknown mutant {args.mutant!r}; known: {sorted(BROKEN_RULES)}",
@@ -184,8 +184,8 @@ def _simulate(args: argparse.Namespace) -> int:
 def _sweep(args: argparse.Namespace) -> int:
     import time
 
-    from pyimpl.elastic import config_to_dict, failure_sweep, random_config
-    from pyimpl.errors import InconclusiveError, InvalidInputError
+    from rollcheck.pyimpl.elastic import config_to_dict, failure_sweep, random_config
+    from rollcheck.pyimpl.errors import InconclusiveError, InvalidInputError
 
     if args.configs < 0 or args.stride < 1 or args.parallel < 1:
         raise InvalidInputError("--configs must be ≥ 0, --stride and --parallel ≥ 1",

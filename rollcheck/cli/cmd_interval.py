@@ -63,7 +63,7 @@ def _model_args(p: argparse.ArgumentParser, *, interval: bool) -> None:
 
 
 def _flagged(fn: Any, *a: Any, **kw: Any) -> Any:
-    from pyimpl.errors import InvalidInputError
+    from rollcheck.pyimpl.errors import InvalidInputError
 
     try:
         return fn(*a, **kw)
@@ -85,7 +85,7 @@ def _equation(args: argparse.Namespace) -> str:
 
 
 def _optimal(args: argparse.Namespace) -> int:
-    from pyimpl.intervals import optimal_interval, utilization
+    from rollcheck.pyimpl.intervals import optimal_interval, utilization
 
     t = _flagged(optimal_interval, args.failure_rate, args.checkpoint_cost)
     u = _flagged(utilization, t, **_params(args))
@@ -97,7 +97,7 @@ def _optimal(args: argparse.Namespace) -> int:
 
 
 def _utilization(args: argparse.Namespace) -> int:
-    from pyimpl.intervals import utilization
+    from rollcheck.pyimpl.intervals import utilization
 
     u = _flagged(utilization, args.interval, **_params(args))
     if args.json:
@@ -108,7 +108,7 @@ def _utilization(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from pyimpl.intervals import baseline_intervals, utilization
+    from rollcheck.pyimpl.intervals import baseline_intervals, utilization
 
     b = _flagged(baseline_intervals, args.failure_rate, args.checkpoint_cost, args.restart_cost)
     t_star = b.pop("optimal")
@@ -136,9 +136,9 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    from pyimpl.errors import InvalidInputError
-    from pyimpl.interval_sim import SimConfig, simulate_runs
-    from pyimpl.intervals import optimal_interval
+    from rollcheck.pyimpl.errors import InvalidInputError
+    from rollcheck.pyimpl.interval_sim import SimConfig, simulate_runs
+    from rollcheck.pyimpl.intervals import optimal_interval
 
     if args.runs < 2:
         raise InvalidInputError(f"need at least 2 runs for a standard error, got {args.runs}", location="--runs")
@@ -148,7 +148,7 @@ def _simulate(args: argparse.Namespace) -> int:
           file=sys.stderr)
     timing = None
     if args.spark or args.master:
-        from spark_replay.interval_sweep import spark_sweep
+        from rollcheck.spark_replay.interval_sweep import spark_sweep
 
         res, timing = _flagged(spark_sweep, [cfg], args.runs, args.horizon_failures, args.seed, master=args.master)
         s = res[0]

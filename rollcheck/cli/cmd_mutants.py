@@ -1,6 +1,6 @@
 """``rollcheck mutants [--profile ci|verify] [--out DIR] --json``: run the mutation catalogue.
 
-Every ``properties.mutants_*`` module is loaded; each mutant's check runs the properties it must
+Every ``rollcheck.properties.mutants_*`` module is loaded; each mutant's check runs the properties it must
 break. Unsafe mutants are *killed* (their shrunk counterexample saved as ``DIR/<name>.json`` and
 drawn as ``DIR/<name>.png``) or *survived*; safe (costlier) variants are reported as *safe* with
 their cost ratio and never count as killed. Exit 1 if any unsafe mutant survived.
@@ -39,8 +39,8 @@ def register(sub: Any) -> None:
 
 
 def _save(name: str, cex: Any, out: Path, pictures: bool) -> tuple[str | None, str | None]:
-    from pyimpl.pattern import Pattern
-    from pyimpl.patternio import atomic_write_text, dump_pattern
+    from rollcheck.pyimpl.pattern import Pattern
+    from rollcheck.pyimpl.patternio import atomic_write_text, dump_pattern
 
     if cex is None:
         return None, None
@@ -49,7 +49,7 @@ def _save(name: str, cex: Any, out: Path, pictures: bool) -> tuple[str | None, s
         dump_pattern(cex, json_path)
         png = None
         if pictures:
-            from pyimpl.render import render_pattern
+            from rollcheck.pyimpl.render import render_pattern
 
             png_path = out / f"{name}.png"
             render_pattern(cex, png_path, zcycles=True, title=name)
@@ -69,7 +69,7 @@ def _check_with_timeout(m: Any, profile: str, timeout: float | None) -> Any:
     """Run ``m.check(profile)`` in a forked child so that a hanging check cannot hang the run."""
     import multiprocessing as mp
 
-    from properties.mutation import MutantOutcome
+    from rollcheck.properties.mutation import MutantOutcome
 
     if timeout is None or "fork" not in mp.get_all_start_methods():
         return m.check(profile)
@@ -111,13 +111,13 @@ def run_catalogue(profile: str, out_dir: str | os.PathLike[str], only: Sequence[
 
     Each check runs in a forked child limited to ``timeout`` seconds (-1: the profile's default,
     None: in this process, no limit)."""
-    from pyimpl.errors import InvalidInputError
+    from rollcheck.pyimpl.errors import InvalidInputError
 
     os.environ["ROLLCHECK_PROFILE"] = profile
-    from properties.profiles import load_profile
+    from rollcheck.properties.profiles import load_profile
 
     load_profile(profile)  # before the property modules are imported: Hypothesis reads it then
-    from properties.mutation import MutantOutcome, load_all
+    from rollcheck.properties.mutation import MutantOutcome, load_all
 
     mutants = load_all()
     unknown = [n for n in only if n not in mutants]
@@ -156,13 +156,13 @@ def run_catalogue(profile: str, out_dir: str | os.PathLike[str], only: Sequence[
 
 
 def _run(args: argparse.Namespace) -> int:
-    from properties.profiles import active_profile
+    from rollcheck.properties.profiles import active_profile
 
     profile = args.profile or active_profile()
     seed = os.environ.get("ROLLCHECK_SEED")
     print(f"mutants: profile {profile}, seed {seed if seed is not None else 'derandomised'}", file=sys.stderr)
     if args.timeout is not None and args.timeout <= 0:
-        from pyimpl.errors import InvalidInputError
+        from rollcheck.pyimpl.errors import InvalidInputError
 
         raise InvalidInputError(f"--timeout must be > 0, got {args.timeout}", location="--timeout")
     records = run_catalogue(profile, args.out, args.only, not args.no_pictures,
@@ -179,7 +179,7 @@ def _run(args: argparse.Namespace) -> int:
             print(f"{r['name']:32s} {r['verdict']:9s}{extra}{where}")
         print(f"{counts['killed']} killed, {counts['safe']} safe, {counts['survived']} survived")
     if not records:
-        from pyimpl.errors import InconclusiveError
+        from rollcheck.pyimpl.errors import InconclusiveError
 
         raise InconclusiveError("no mutant was run")
     return 1 if bad else 0

@@ -15,7 +15,7 @@ from rollcheck.cli._util import add_parser, emit_json, load_pattern_arg, parse_c
 def register(sub: Any) -> None:
     p = add_parser(sub, "validate", "Check a rollcheck.pattern/1 file: exit 0 and 'valid', or exit 2 with the reason.", _validate)
     p.add_argument("pattern")
-    p.add_argument("--strict", action="store_true", help="also validate against specs/pattern.schema.json")
+    p.add_argument("--strict", action="store_true", help="also validate against the JSON Schema of the format")
     p.add_argument("--json", action="store_true")
 
     p = add_parser(sub, "useless", "List the useless checkpoints (those on a Z-cycle).", _useless)
@@ -53,7 +53,7 @@ def register(sub: Any) -> None:
 
 
 def _procs(pat: Any, names: list[str], flag: str) -> list[int]:
-    from pyimpl.errors import InvalidInputError
+    from rollcheck.pyimpl.errors import InvalidInputError
 
     out = []
     for name in names:
@@ -70,7 +70,7 @@ def _cp(pat: Any, c: tuple[int, int]) -> dict[str, Any]:
 def _validate(args: argparse.Namespace) -> int:
     pat = load_pattern_arg(args.pattern)
     if args.strict:
-        from pyimpl.patternio import validate_schema
+        from rollcheck.pyimpl.patternio import validate_schema
 
         with open(args.pattern, encoding="utf-8") as fh:
             validate_schema(json.load(fh), args.pattern)
@@ -84,7 +84,7 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _useless(args: argparse.Namespace) -> int:
-    from pyimpl.zpaths import useless_checkpoints, zcycle
+    from rollcheck.pyimpl.zpaths import useless_checkpoints, zcycle
 
     pat = load_pattern_arg(args.pattern)
     found = useless_checkpoints(pat)
@@ -103,7 +103,7 @@ def _useless(args: argparse.Namespace) -> int:
 
 
 def _zpath(args: argparse.Namespace) -> int:
-    from pyimpl.zpaths import zpath
+    from rollcheck.pyimpl.zpaths import zpath
 
     pat = load_pattern_arg(args.pattern)
     a = parse_checkpoint_ref(pat, args.src, "--from")
@@ -117,7 +117,7 @@ def _zpath(args: argparse.Namespace) -> int:
 
 
 def _recovery(args: argparse.Namespace) -> int:
-    from pyimpl import recovery
+    from rollcheck.pyimpl import recovery
 
     pat = load_pattern_arg(args.pattern)
     failed = _procs(pat, args.failed, "--failed")
@@ -136,7 +136,7 @@ def _recovery(args: argparse.Namespace) -> int:
 
 
 def _consistent(args: argparse.Namespace) -> int:
-    from pyimpl.recovery import max_consistent_containing, min_consistent_containing
+    from rollcheck.pyimpl.recovery import max_consistent_containing, min_consistent_containing
 
     pat = load_pattern_arg(args.pattern)
     members = [parse_checkpoint_ref(pat, r, "checkpoints") for r in args.checkpoints]
@@ -163,7 +163,7 @@ def _consistent(args: argparse.Namespace) -> int:
 
 
 def _render(args: argparse.Namespace) -> int:
-    from pyimpl.render import render_pattern
+    from rollcheck.pyimpl.render import render_pattern
 
     pat = load_pattern_arg(args.pattern)
     failed = _procs(pat, args.failed, "--failed")

@@ -24,8 +24,8 @@ def register(sub: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from pyimpl.patternio import atomic_write_text, load_pattern, pattern_to_dict
-    from pyimpl.protocols import get_protocol, run_protocol
+    from rollcheck.pyimpl.patternio import atomic_write_text, load_pattern, pattern_to_dict
+    from rollcheck.pyimpl.protocols import get_protocol, run_protocol
 
     proto = get_protocol(args.name)  # unknown name: InvalidInputError, exit 2
     p = load_pattern(args.pattern)

@@ -61,7 +61,7 @@ def register(sub: Any) -> None:
 
 
 def _names(text: str, flag: str, allowed: tuple[str, ...]) -> list[str]:
-    from pyimpl.errors import InvalidInputError
+    from rollcheck.pyimpl.errors import InvalidInputError
 
     out = [t.strip() for t in text.split(",") if t.strip()]
     bad = [t for t in out if t not in allowed]
@@ -74,9 +74,9 @@ def _names(text: str, flag: str, allowed: tuple[str, ...]) -> list[str]:
 def _run(args: argparse.Namespace) -> int:
     import sys
 
-    from pyimpl.errors import InvalidInputError
-    from pyimpl.patternio import dump_pattern
-    from pyimpl.simulate import SimConfig, simulate
+    from rollcheck.pyimpl.errors import InvalidInputError
+    from rollcheck.pyimpl.patternio import dump_pattern
+    from rollcheck.pyimpl.simulate import SimConfig, simulate
 
     if args.protocol not in PROTOCOLS:
         raise InvalidInputError(f"unknown protocol {args.protocol!r} (known: {', '.join(PROTOCOLS)})",
@@ -112,7 +112,7 @@ def _run(args: argparse.Namespace) -> int:
         dump_pattern(res.pattern, args.save_pattern)
         doc["pattern"] = args.save_pattern
     if args.render:
-        from pyimpl.render import render_pattern
+        from rollcheck.pyimpl.render import render_pattern
 
         failed = () if res.recovery is None else (res.recovery.failed,)
         render_pattern(res.pattern, args.render, failed=failed, virtual=cfg.virtual,
@@ -140,9 +140,9 @@ def _sweep(args: argparse.Namespace) -> int:
     import sys
     from pathlib import Path
 
-    from pyimpl.errors import InvalidInputError
-    from pyimpl.patternio import atomic_write_text
-    from pyimpl.simulate.sweep import plot, sweep, to_csv, to_markdown
+    from rollcheck.pyimpl.errors import InvalidInputError
+    from rollcheck.pyimpl.patternio import atomic_write_text
+    from rollcheck.pyimpl.simulate.sweep import plot, sweep, to_csv, to_markdown
 
     wls = _names(args.workloads, "--workloads", WORKLOAD_NAMES)
     protos = _names(args.protocols, "--protocols", PROTOCOLS)

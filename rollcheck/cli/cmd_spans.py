@@ -22,8 +22,8 @@ def register(sub: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from pyimpl.spans.fixpoint import solve_levels
-    from pyimpl.spans.system import load_system
+    from rollcheck.pyimpl.spans.fixpoint import solve_levels
+    from rollcheck.pyimpl.spans.system import load_system
 
     s = load_system(args.system, phi="normalise" if args.normalise_phi else "reject")
     r = solve_levels(s, args.order, args.seed)

@@ -81,7 +81,7 @@ def _print(args: argparse.Namespace, obj: dict[str, Any], text: str) -> None:
 
 
 def _check_out(path: str) -> Path:
-    from pyimpl.errors import InvalidInputError
+    from rollcheck.pyimpl.errors import InvalidInputError
 
     out = Path(path)
     if out.parent and not out.parent.exists():
@@ -90,7 +90,7 @@ def _check_out(path: str) -> Path:
 
 
 def _record_wordcount(args: argparse.Namespace) -> int:
-    from spark_replay.wordcount import WordcountConfig, record_wordcount
+    from rollcheck.spark_replay.wordcount import WordcountConfig, record_wordcount
 
     cfg = WordcountConfig(batches=args.batches, fail_at_batch=args.fail_at_batch, failure=args.failure,
                           seed=args.seed, master=args.master, words_per_batch=args.words_per_batch,
@@ -104,7 +104,7 @@ def _record_wordcount(args: argparse.Namespace) -> int:
 
 
 def _parse_proc(v: str | None) -> int | None:
-    from pyimpl.errors import InvalidInputError
+    from rollcheck.pyimpl.errors import InvalidInputError
 
     if v is None:
         return None
@@ -115,7 +115,7 @@ def _parse_proc(v: str | None) -> int | None:
 
 
 def _record_nhop(args: argparse.Namespace) -> int:
-    from spark_replay.nhop import NhopConfig, record_nhop
+    from rollcheck.spark_replay.nhop import NhopConfig, record_nhop
 
     cfg = NhopConfig(protocol=args.protocol, processes=args.processes, rounds=args.rounds,
                      topology=args.topology, fail_process=_parse_proc(args.fail_process),
@@ -130,9 +130,9 @@ def _record_nhop(args: argparse.Namespace) -> int:
 
 def tlc_check(trace: Any) -> Any:
     """TLC trace validation of an HMNR message-passing trace, as a replay :class:`Check`."""
-    from spark_replay.nhop_replay import derive_patterns, tlc_pattern
-    from spark_replay.replay import Check
-    from tla.trace import validate_trace
+    from rollcheck.spark_replay.nhop_replay import derive_patterns, tlc_pattern
+    from rollcheck.spark_replay.replay import Check
+    from rollcheck.tla.trace import validate_trace
 
     d = derive_patterns(trace)
     pat = tlc_pattern(d)
@@ -152,8 +152,8 @@ def tlc_check(trace: Any) -> Any:
 
 def replay_with_tlc(path: str, tlc: bool = True) -> Any:
     """Replay a trace file; HMNR message-passing traces also get the TLC trace validation."""
-    from spark_replay.replay import replay_trace
-    from spark_replay.trace import read_trace
+    from rollcheck.spark_replay.replay import replay_trace
+    from rollcheck.spark_replay.trace import read_trace
 
     trace = read_trace(path)
     res = replay_trace(trace)
@@ -179,7 +179,7 @@ def _replay(args: argparse.Namespace) -> int:
 
 
 def _sweep(args: argparse.Namespace) -> int:
-    from spark_replay.sweep import run_sweep
+    from rollcheck.spark_replay.sweep import run_sweep
 
     print(f"rollcheck spark sweep: kind={args.kind} seeds={args.seed}..{args.seed + args.seeds - 1}",
           file=sys.stderr)
@@ -198,9 +198,9 @@ def _sweep(args: argparse.Namespace) -> int:
 
 
 def _tamper(args: argparse.Namespace) -> int:
-    from pyimpl.patternio import atomic_write_text
-    from spark_replay.tamper import TAMPERS
-    from spark_replay.trace import read_trace
+    from rollcheck.pyimpl.patternio import atomic_write_text
+    from rollcheck.spark_replay.tamper import TAMPERS
+    from rollcheck.spark_replay.trace import read_trace
 
     trace = read_trace(args.trace)
     lines, seq = TAMPERS[args.how](trace)

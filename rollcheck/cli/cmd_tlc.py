@@ -55,7 +55,7 @@ def _positive(s: str) -> int:
 
 
 def _tlc(args: argparse.Namespace) -> int:
-    from tla.runner import run_tlc
+    from rollcheck.tla.runner import run_tlc
 
     res = run_tlc(args.module, args.config, workers=args.workers, timeout=args.timeout,
                   deadlock=not args.no_deadlock)
@@ -77,7 +77,7 @@ def _tlc(args: argparse.Namespace) -> int:
 
 
 def _trace(args: argparse.Namespace) -> int:
-    from tla.trace import load_trace_events, validate_trace
+    from rollcheck.tla.trace import load_trace_events, validate_trace
 
     pattern = load_trace_events(args.trace)
     v = validate_trace(args.protocol, pattern, zcheck=args.zcheck, timeout=args.timeout)
@@ -93,8 +93,8 @@ def _trace(args: argparse.Namespace) -> int:
 
 
 def _manifest(args: argparse.Namespace) -> int:
-    from pyimpl.errors import InvalidInputError
-    from tla.manifest import load_manifest, run_entry
+    from rollcheck.pyimpl.errors import InvalidInputError
+    from rollcheck.tla.manifest import load_manifest, run_entry
 
     entries = [e for e in load_manifest() if args.bound == "all" or e.bound == args.bound]
     if args.only:

@@ -57,7 +57,7 @@ def _reading_args(p: argparse.ArgumentParser) -> None:
 
 
 def _ratio(args: argparse.Namespace) -> float | None:
-    from pyimpl.errors import InvalidInputError
+    from rollcheck.pyimpl.errors import InvalidInputError
 
     if args.ratio is not None:
         if args.i_avg is not None or args.i_max is not None:
@@ -74,7 +74,7 @@ def _ratio(args: argparse.Namespace) -> float | None:
 
 
 def _flagged(fn: Any, *a: Any, **kw: Any) -> Any:
-    from pyimpl.errors import InvalidInputError
+    from rollcheck.pyimpl.errors import InvalidInputError
 
     try:
         return fn(*a, **kw)
@@ -85,8 +85,8 @@ def _flagged(fn: Any, *a: Any, **kw: Any) -> Any:
 
 
 def _trt(args: argparse.Namespace) -> int:
-    from pyimpl.errors import InvalidInputError
-    from pyimpl.intervals import CASES, trt_breakdown, trt_limit
+    from rollcheck.pyimpl.errors import InvalidInputError
+    from rollcheck.pyimpl.intervals import CASES, trt_breakdown, trt_limit
 
     ratio = _ratio(args)
     missing = [f for f, v in (("--ci", args.ci), ("--timeout", args.timeout), ("--recovery", args.recovery),
@@ -114,9 +114,9 @@ def _trt(args: argparse.Namespace) -> int:
 
 
 def _optimise(args: argparse.Namespace) -> int:
-    from pyimpl.errors import InvalidInputError
-    from pyimpl.interval_profile import load_profile
-    from pyimpl.intervals import optimise_ci
+    from rollcheck.pyimpl.errors import InvalidInputError
+    from rollcheck.pyimpl.interval_profile import load_profile
+    from rollcheck.pyimpl.intervals import optimise_ci
 
     defaults = {"timeout": args.timeout, "recovery": args.recovery, "warmup": args.warmup, "ratio": _ratio(args)}
     points = load_profile(args.profile, case=args.case, reading=args.reading, threshold=args.threshold,

@@ -26,7 +26,7 @@ def _run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from properties.profiles import load_profile
+    from rollcheck.properties.profiles import load_profile
     from rollcheck.suite import Row, VerifyContext, discover_sections, write_report
 
     profile = args.profile or ("ci" if args.quick else "verify")
@@ -41,7 +41,7 @@ def _run(args: argparse.Namespace) -> int:
         names = {n for n, _ in sections}
         unknown = set(args.only) - names
         if unknown:
-            from pyimpl.errors import InvalidInputError
+            from rollcheck.pyimpl.errors import InvalidInputError
 
             raise InvalidInputError(f"unknown section(s) {sorted(unknown)}; known: {sorted(names)}", location="--only")
         sections = [(n, m) for n, m in sections if n in args.only]

@@ -11,7 +11,7 @@ import pkgutil
 import sys
 from collections.abc import Sequence
 
-from pyimpl.errors import InconclusiveError, InvalidInputError, PropertyViolation
+from rollcheck.pyimpl.errors import InconclusiveError, InvalidInputError, PropertyViolation
 
 EXIT_OK = 0
 EXIT_VIOLATION = 1

@@ -18,7 +18,7 @@ ALGO = "elastic upstream backup"
 
 
 def _sweep_row(ctx: VerifyContext, parallel: int = 1) -> Row:
-    from pyimpl.elastic import failure_sweep, random_config
+    from rollcheck.pyimpl.elastic import failure_sweep, random_config
 
     n, stride = (3, 2) if ctx.quick else (12 if parallel == 1 else 4, 1)
     t0 = time.perf_counter()
@@ -40,8 +40,8 @@ def _sweep_row(ctx: VerifyContext, parallel: int = 1) -> Row:
 
 
 def _property_rows(ctx: VerifyContext) -> list[Row]:
-    from properties.mutants_elastic import run_under_profile
-    from properties.registry import PROPERTIES
+    from rollcheck.properties.mutants_elastic import run_under_profile
+    from rollcheck.properties.registry import PROPERTIES
 
     rows = []
     for name in sorted(n for n, p in PROPERTIES.items() if p.target == "elastic"):
@@ -52,7 +52,7 @@ def _property_rows(ctx: VerifyContext) -> list[Row]:
 
 
 def _mutant_rows(ctx: VerifyContext) -> list[Row]:
-    from properties.mutants_elastic import (
+    from rollcheck.properties.mutants_elastic import (
         ELASTIC_MUTANTS,
         SAFE_MUTANTS,
         check_elastic_mutant,
@@ -81,7 +81,7 @@ def _bound_picture(ctx: VerifyContext) -> Row:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from pyimpl.elastic import Config, queue_bound, simulate
+    from rollcheck.pyimpl.elastic import Config, queue_bound, simulate
 
     t0 = time.perf_counter()
     seeds = range(2 if ctx.quick else 6)

@@ -10,28 +10,28 @@ TITLE = "Foundation: patterns, Z-paths, recovery lines (Hypothesis, Z3, pyimpl)"
 
 
 def run(ctx: VerifyContext) -> list[Row]:
-    import properties.foundation  # noqa: F401  (registers the properties)
-    import properties.z3check  # noqa: F401
-    from properties.registry import PROPERTIES, run_property
-    from pyimpl.patternio import load_pattern
-    from pyimpl.recovery import recovery_line, recovery_line_networkx, rollback_propagation
-    from pyimpl.render import render_pattern
-    from pyimpl.zpaths import useless_checkpoints, useless_checkpoints_networkx
+    import rollcheck.properties.foundation  # noqa: F401  (registers the properties)
+    import rollcheck.properties.z3check  # noqa: F401
+    from rollcheck.properties.registry import PROPERTIES, run_property
+    from rollcheck.pyimpl.patternio import load_pattern
+    from rollcheck.pyimpl.recovery import recovery_line, recovery_line_networkx, rollback_propagation
+    from rollcheck.pyimpl.render import render_pattern
+    from rollcheck.pyimpl.zpaths import useless_checkpoints, useless_checkpoints_networkx
 
     rows: list[Row] = []
     for name, p in PROPERTIES.items():
-        if p.func.__module__ not in ("properties.foundation", "properties.z3check"):
+        if p.func.__module__ not in ("rollcheck.properties.foundation", "rollcheck.properties.z3check"):
             continue
         r = run_property(name)
-        method = "Z3" if p.func.__module__ == "properties.z3check" else "Hypothesis"
+        method = "Z3" if p.func.__module__ == "rollcheck.properties.z3check" else "Hypothesis"
         rows.append(Row(p.target, method, name, r.status, r.examples, "examples", r.seconds,
                         (r.error or f"checks {p.theorem}")[:300]))
         ctx.log(f"  {name}: {r.status} ({r.examples} examples, {r.seconds:.1f} s)")
 
     # mutants: every broken variant of the foundation must be killed by its property (in a full
     # run the catalogue section runs every area's mutants, so only the quick run does it here)
-    from properties.mutants_foundation import BROKEN, kill
-    from pyimpl.patternio import dump_pattern
+    from rollcheck.properties.mutants_foundation import BROKEN, kill
+    from rollcheck.pyimpl.patternio import dump_pattern
 
     for mname, (prop_name, slot, broken, description) in sorted(BROKEN.items() if ctx.quick else ()):
         t0 = time.perf_counter()
@@ -46,8 +46,8 @@ def run(ctx: VerifyContext) -> list[Row]:
                         out.examples, "examples", time.perf_counter() - t0, description, pics))
 
     # pyimpl: the fast (scipy) and readable (networkx) paths agree on a large generated pattern
-    from benchmarks.bench_foundation import generate
-    from pyimpl.patternio import pattern_from_dict
+    from rollcheck.pyimpl.generate import pattern_document as generate
+    from rollcheck.pyimpl.patternio import pattern_from_dict
 
     t0 = time.perf_counter()
     size = 20_000 if ctx.quick else 100_000
@@ -62,10 +62,10 @@ def run(ctx: VerifyContext) -> list[Row]:
 
     # pictures: the example pattern with its Z-cycles and the recovery line
     t0 = time.perf_counter()
-    from pathlib import Path
+    from importlib.resources import as_file, files
 
-    example = Path(__file__).resolve().parents[2] / "examples" / "useless.json"
-    pat = load_pattern(example)
+    with as_file(files("rollcheck.data") / "useless.json") as example:
+        pat = load_pattern(example)
     pic = render_pattern(pat, ctx.path("foundation", "useless-zcycles.png"), failed=[1], zcycles=True,
                          title="examples/useless.json: Z-cycles and the recovery line after P1 fails")
     agree = recovery_line(pat, [1]).line == rollback_propagation(pat, [1]).line

@@ -25,7 +25,7 @@ DEPTHS = (1, 10, 50)
 
 def _paper_numbers() -> list[tuple[str, float, float, float]]:
     """(what, paper value, ours, tolerance)."""
-    from pyimpl.intervals import (
+    from rollcheck.pyimpl.intervals import (
         daly_interval,
         failure_rate_for_optimal,
         optimal_interval,
@@ -65,8 +65,8 @@ def _paper_numbers() -> list[tuple[str, float, float, float]]:
 
 
 def _table(ctx: VerifyContext, runs: int, lambdas: tuple[float, ...], depths: tuple[int, ...]) -> tuple[list[Any], list[Any]]:
-    from pyimpl.interval_sim import SimConfig, sweep
-    from pyimpl.intervals import optimal_interval
+    from rollcheck.pyimpl.interval_sim import SimConfig, sweep
+    from rollcheck.pyimpl.intervals import optimal_interval
 
     cfgs = [SimConfig(optimal_interval(lam, C_MIN), lam, C_MIN, R_MIN, n, DELTA_MIN) for lam in lambdas for n in depths]
     return cfgs, sweep(cfgs, runs=runs, horizon_failures=2000, seed=ctx.seed)
@@ -80,8 +80,8 @@ def _plot(ctx: VerifyContext, name: str, title: str, depths: tuple[int, ...], la
     import matplotlib.pyplot as plt
     import numpy as np
 
-    from pyimpl.interval_sim import SimConfig, simulate_runs
-    from pyimpl.intervals import optimal_interval, utilization
+    from rollcheck.pyimpl.interval_sim import SimConfig, simulate_runs
+    from rollcheck.pyimpl.intervals import optimal_interval, utilization
 
     fig, axes = plt.subplots(1, len(lambdas), figsize=(4.2 * len(lambdas), 3.6), squeeze=False)
     worst, n_points, t0 = 0.0, 0, time.perf_counter()
@@ -121,14 +121,14 @@ def _plot(ctx: VerifyContext, name: str, title: str, depths: tuple[int, ...], la
 
 
 def run(ctx: VerifyContext) -> list[Row]:
-    import properties.intervals_model  # noqa: F401  (registers the properties)
-    import properties.intervals_sim  # noqa: F401
-    import properties.intervals_trt  # noqa: F401
-    from properties.intervals_model import run_with
-    from properties.mutants_intervals import BROKEN
-    from properties.mutation import MUTANTS
-    from properties.registry import PROPERTIES
-    from pyimpl.patternio import atomic_write_text
+    import rollcheck.properties.intervals_model  # noqa: F401  (registers the properties)
+    import rollcheck.properties.intervals_sim  # noqa: F401
+    import rollcheck.properties.intervals_trt  # noqa: F401
+    from rollcheck.properties.intervals_model import run_with
+    from rollcheck.properties.mutants_intervals import BROKEN
+    from rollcheck.properties.mutation import MUTANTS
+    from rollcheck.properties.registry import PROPERTIES
+    from rollcheck.pyimpl.patternio import atomic_write_text
 
     rows: list[Row] = []
     quick = ctx.quick
@@ -202,7 +202,7 @@ def run(ctx: VerifyContext) -> list[Row]:
         return rows
     t0 = time.perf_counter()
     try:
-        from spark_replay.interval_sweep import spark_sweep
+        from rollcheck.spark_replay.interval_sweep import spark_sweep
 
         dist, timing = spark_sweep(cfgs, runs=runs, horizon_failures=2000, seed=ctx.seed)
         same = [a.values for a in dist] == [b.values for b in sums]

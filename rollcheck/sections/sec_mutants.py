@@ -1,6 +1,6 @@
 """``rollcheck verify`` section: the mutation catalogue.
 
-Full run: every mutant of every area (``properties.mutants_*``), one row each; a killed mutant's
+Full run: every mutant of every area (``rollcheck.properties.mutants_*``), one row each; a killed mutant's
 counterexample is saved under ``report/mutants/`` as a pattern file and drawn. Quick run: only
 the protocol mutants (the other areas' sections run their own mutants in quick mode).
 """
@@ -15,7 +15,7 @@ _QUICK_TARGETS = {"hmnr", "bcs", "protocols", "timer"}
 
 
 def run(ctx: VerifyContext) -> list[Row]:
-    from properties.mutation import load_all
+    from rollcheck.properties.mutation import load_all
     from rollcheck.cli.cmd_mutants import run_catalogue
 
     mutants = load_all()

@@ -16,12 +16,12 @@ TITLE = "Checkpointing protocols (UC, BCS, HMNR): properties on random schedules
 
 
 def _property_rows() -> list[Row]:
-    import properties.protocols_cic  # noqa: F401
-    from properties.registry import PROPERTIES, run_property
+    import rollcheck.properties.protocols_cic  # noqa: F401
+    from rollcheck.properties.registry import PROPERTIES, run_property
 
     rows = []
     for name, p in PROPERTIES.items():
-        if p.func.__module__ != "properties.protocols_cic":
+        if p.func.__module__ != "rollcheck.properties.protocols_cic":
             continue
         res = run_property(name)
         rows.append(Row(p.target, "Hypothesis", f"{name} ({res.theorem})", res.status, res.examples,
@@ -30,9 +30,9 @@ def _property_rows() -> list[Row]:
 
 
 def _sweep_row(ctx: VerifyContext, name: str, count: int) -> Row:
-    from properties.mutants_protocols import random_schedules
-    from pyimpl.protocols import get_protocol, run_protocol
-    from pyimpl.zpaths import useless_checkpoints
+    from rollcheck.properties.mutants_protocols import random_schedules
+    from rollcheck.pyimpl.protocols import get_protocol, run_protocol
+    from rollcheck.pyimpl.zpaths import useless_checkpoints
 
     t0 = time.perf_counter()
     proto = get_protocol(name)

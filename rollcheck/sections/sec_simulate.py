@@ -21,8 +21,8 @@ _ALGO = {
 
 
 def run(ctx: Any) -> list[Any]:
-    import properties.simulate_props  # noqa: F401  (registers the properties)
-    from properties.registry import PROPERTIES, run_property
+    import rollcheck.properties.simulate_props  # noqa: F401  (registers the properties)
+    from rollcheck.properties.registry import PROPERTIES, run_property
     from rollcheck.suite import Row
 
     rows: list[Row] = []
@@ -39,16 +39,16 @@ def run(ctx: Any) -> list[Any]:
 
 
 def _domino(ctx: Any) -> Any:
-    from pathlib import Path
+    from importlib.resources import as_file, files
 
-    from pyimpl.patternio import load_pattern
-    from pyimpl.recovery import recovery_line
-    from pyimpl.render import render_pattern
+    from rollcheck.pyimpl.patternio import load_pattern
+    from rollcheck.pyimpl.recovery import recovery_line
+    from rollcheck.pyimpl.render import render_pattern
     from rollcheck.suite import Row
 
     t0 = time.perf_counter()
-    data = Path(__file__).resolve().parents[2] / "tests" / "data" / "uc_domino_nhop.json"
-    p = load_pattern(data)
+    with as_file(files("rollcheck.data") / "uc_domino_nhop.json") as data:
+        p = load_pattern(data)
     f = p.process_index("map1.0")
     line = recovery_line(p, [f], virtual=True)
     ops = [i for i in range(p.n) if not p.processes[i].startswith("source.")]
@@ -61,8 +61,8 @@ def _domino(ctx: Any) -> Any:
 
 
 def _table(ctx: Any) -> Any:
-    from pyimpl.patternio import atomic_write_text
-    from pyimpl.simulate.sweep import plot, sweep, to_csv, to_markdown
+    from rollcheck.pyimpl.patternio import atomic_write_text
+    from rollcheck.pyimpl.simulate.sweep import plot, sweep, to_csv, to_markdown
     from rollcheck.suite import Row
 
     t0 = time.perf_counter()
@@ -91,8 +91,8 @@ def _table(ctx: Any) -> Any:
 
 
 def _mutants(ctx: Any) -> list[Any]:
-    import properties.mutants_simulate as ms
-    from properties.mutation import MUTANTS
+    import rollcheck.properties.mutants_simulate as ms
+    from rollcheck.properties.mutation import MUTANTS
     from rollcheck.suite import Row
 
     out = []

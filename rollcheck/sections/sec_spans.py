@@ -20,7 +20,7 @@ ALGO = "spans (Falkirk Wheel)"
 
 
 def _contract_row() -> Row:
-    from pyimpl.spans import solve, system_from_dict
+    from rollcheck.pyimpl.spans import solve, system_from_dict
 
     t0 = time.perf_counter()
     doc = {"format": "rollcheck.spans/1",
@@ -36,8 +36,8 @@ def _contract_row() -> Row:
 
 
 def _property_rows() -> list[Row]:
-    import properties.spans_props  # noqa: F401
-    from properties.registry import PROPERTIES, run_property
+    import rollcheck.properties.spans_props  # noqa: F401
+    from rollcheck.properties.registry import PROPERTIES, run_property
 
     rows = []
     for name in sorted(n for n, p in PROPERTIES.items() if p.target == "spans"):
@@ -49,8 +49,8 @@ def _property_rows() -> list[Row]:
 
 
 def _non_monotone_row() -> Row:
-    from properties.spans_props import brute_force
-    from pyimpl.spans import solve_literal, system_from_dict
+    from rollcheck.properties.spans_props import brute_force
+    from rollcheck.pyimpl.spans import solve_literal, system_from_dict
 
     t0 = time.perf_counter()
     doc = {"format": "rollcheck.spans/1",
@@ -70,7 +70,7 @@ def _non_monotone_row() -> Row:
 
 
 def _e2e_row(ctx: VerifyContext) -> Row:
-    from pyimpl.spans.dataflow import EXAMPLES, Run, failure_experiment, run_to_end
+    from rollcheck.pyimpl.spans.dataflow import EXAMPLES, Run, failure_experiment, run_to_end
 
     seeds = range(ctx.seed, ctx.seed + (2 if ctx.quick else 8))
     points = 4 if ctx.quick else 10
@@ -96,7 +96,7 @@ def _e2e_row(ctx: VerifyContext) -> Row:
 
 
 def _domino_row() -> Row:
-    from pyimpl.spans.fixpoint import domino_chain, run_rounds, run_worklist
+    from rollcheck.pyimpl.spans.fixpoint import domino_chain, run_rounds, run_worklist
 
     t0 = time.perf_counter()
     c = domino_chain(400)
@@ -109,8 +109,8 @@ def _domino_row() -> Row:
 
 def _downstream_sweep_row(ctx: VerifyContext) -> Row:
     """The downstream-only worklist mutant, caught by a seeded end-to-end sweep (no shrinking)."""
-    from properties.spans_props import downstream_only_solver
-    from pyimpl.spans.dataflow import EXAMPLES, Run, failure_experiment, run_to_end
+    from rollcheck.properties.spans_props import downstream_only_solver
+    from rollcheck.pyimpl.spans.dataflow import EXAMPLES, Run, failure_experiment, run_to_end
 
     t0 = time.perf_counter()
     runs = 0
@@ -131,8 +131,8 @@ def _downstream_sweep_row(ctx: VerifyContext) -> Row:
 
 
 def _mutant_rows(ctx: VerifyContext) -> list[Row]:
-    import properties.mutants_spans  # noqa: F401
-    from properties.mutation import MUTANTS
+    import rollcheck.properties.mutants_spans  # noqa: F401
+    from rollcheck.properties.mutation import MUTANTS
 
     rows = [_downstream_sweep_row(ctx)]
     for name in ("spans-top-all-times", "spans-whole-graph-rounds"):

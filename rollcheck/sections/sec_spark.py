@@ -31,9 +31,9 @@ def _replay_row(algorithm: str, check: str, path: Path, seconds: float, tlc: boo
 
 
 def _tamper_rows(trace_path: Path, tampers: list[str], algorithm: str) -> list[Row]:
-    from spark_replay.replay import replay_trace
-    from spark_replay.tamper import TAMPERS
-    from spark_replay.trace import parse_trace_text, read_trace
+    from rollcheck.spark_replay.replay import replay_trace
+    from rollcheck.spark_replay.tamper import TAMPERS
+    from rollcheck.spark_replay.trace import parse_trace_text, read_trace
 
     rows = []
     caught = 0
@@ -53,8 +53,8 @@ def _tamper_rows(trace_path: Path, tampers: list[str], algorithm: str) -> list[R
 
 
 def run(ctx: VerifyContext) -> list[Row]:
-    from spark_replay.nhop import NhopConfig, record_nhop
-    from spark_replay.wordcount import WordcountConfig, record_wordcount
+    from rollcheck.spark_replay.nhop import NhopConfig, record_nhop
+    from rollcheck.spark_replay.wordcount import WordcountConfig, record_wordcount
 
     rows: list[Row] = []
     seed = ctx.seed
@@ -113,9 +113,9 @@ def run(ctx: VerifyContext) -> list[Row]:
 def _draw(ctx: VerifyContext, trace_path: Path, proto: str) -> list[str]:
     """Space-time diagram of the pre-failure pattern with the recovery line Spark restored."""
     try:
-        from pyimpl.render import render_pattern
-        from spark_replay.nhop_replay import derive_patterns
-        from spark_replay.trace import read_trace
+        from rollcheck.pyimpl.render import render_pattern
+        from rollcheck.spark_replay.nhop_replay import derive_patterns
+        from rollcheck.spark_replay.trace import read_trace
 
         d = derive_patterns(read_trace(trace_path))
         if d.pre is None or d.recovery is None:
@@ -132,8 +132,8 @@ def _draw(ctx: VerifyContext, trace_path: Path, proto: str) -> list[str]:
 
 def _with_forced(spark_trace: Path, tmp: Path, seed: int) -> Path:
     """The Spark HMNR trace if it has a forced checkpoint, else an in-process HMNR recording that has."""
-    from spark_replay.nhop import NhopConfig, record_nhop
-    from spark_replay.trace import read_trace
+    from rollcheck.spark_replay.nhop import NhopConfig, record_nhop
+    from rollcheck.spark_replay.trace import read_trace
 
     def has_forced(p: Path) -> bool:
         return any(e["kind"] == "checkpoint" and e.get("forced") for e in read_trace(p).events)
@@ -151,8 +151,8 @@ def _with_forced(spark_trace: Path, tmp: Path, seed: int) -> Path:
 
 def _local_batch(ctx: VerifyContext, tmp: Path) -> list[Row]:
     """The same message-passing job executed in-process over many seeds: every trace conforms."""
-    from spark_replay.nhop import TOPOLOGIES, NhopConfig, record_nhop
-    from spark_replay.replay import replay_file
+    from rollcheck.spark_replay.nhop import TOPOLOGIES, NhopConfig, record_nhop
+    from rollcheck.spark_replay.replay import replay_file
 
     per = 4 if ctx.quick else 25
     rows = []
@@ -180,7 +180,7 @@ def _local_batch(ctx: VerifyContext, tmp: Path) -> list[Row]:
 
 
 def _sweep(ctx: VerifyContext) -> list[Row]:
-    from spark_replay.sweep import run_sweep
+    from rollcheck.spark_replay.sweep import run_sweep
 
     t0 = time.perf_counter()
     res = run_sweep("protocols", ctx.seed, 16)

@@ -31,9 +31,9 @@ def _algorithm(entry) -> str:  # type: ignore[no-untyped-def]
 
 
 def run(ctx: VerifyContext) -> list[Row]:
-    from tla.crosscheck import crosscheck_cic, crosscheck_recovery
-    from tla.manifest import load_manifest, run_entry
-    from tla.runner import find_java
+    from rollcheck.tla.crosscheck import crosscheck_cic, crosscheck_recovery
+    from rollcheck.tla.manifest import load_manifest, run_entry
+    from rollcheck.tla.runner import find_java
 
     rows: list[Row] = []
     small_only = ctx.quick or ctx.profile == "ci"
@@ -71,10 +71,10 @@ def run(ctx: VerifyContext) -> list[Row]:
 
 
 def _trace_rows(ctx: VerifyContext, small: bool) -> list[Row]:
-    from pyimpl.generate import random_pattern
-    from pyimpl.pattern import CHECKPOINT, Pattern
-    from pyimpl.protocols import run_protocol
-    from tla.trace import validate_trace
+    from rollcheck.pyimpl.generate import random_pattern
+    from rollcheck.pyimpl.pattern import CHECKPOINT, Pattern
+    from rollcheck.pyimpl.protocols import run_protocol
+    from rollcheck.tla.trace import validate_trace
 
     rows: list[Row] = []
     plan = {

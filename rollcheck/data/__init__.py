@@ -1,0 +1,1 @@
+"""Example data that ``rollcheck verify`` reads at run time, shipped as package data."""
