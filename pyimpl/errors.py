@@ -3,7 +3,9 @@
 Three outcomes matter to a verification tool and each has its own type: the input was bad
 (:class:`InvalidInputError`, exit code 2 on the CLI), a property does not hold
 (:class:`PropertyViolation`, exit code 1), or nothing was actually checked
-(:class:`InconclusiveError`, exit code 3). Library code raises these instead of bare ValueErrors.
+(:class:`InconclusiveError`, exit code 3). A broken internal invariant is a bug in rollcheck itself
+(:class:`InternalError`, exit code 4). Library code raises these instead of bare ValueErrors and
+RuntimeErrors.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ __all__ = [
     "InvalidInputError",
     "PropertyViolation",
     "InconclusiveError",
+    "InternalError",
 ]
 
 
@@ -60,3 +63,10 @@ class PropertyViolation(RollcheckError, AssertionError):
 
 class InconclusiveError(RollcheckError):
     """A check examined nothing (zero examples, empty state space, missing tool, timeout)."""
+
+
+class InternalError(RollcheckError, RuntimeError):
+    """An internal invariant of rollcheck does not hold: a bug in rollcheck, not in the input.
+
+    The CLI reports it in one line with exit code 4 (the traceback only with ``--debug``).
+    """

@@ -29,6 +29,7 @@ from rollcheck.pyimpl.protocols.chandy_lamport import (
     get_snapshot_protocol,
 )
 from rollcheck.pyimpl.protocols.hmnr import HMNR, HMNRPiggyback, HMNRState
+from rollcheck.pyimpl.protocols.loader import is_builtin_spec, protocol_label, resolve_protocol
 from rollcheck.pyimpl.protocols.run import ProtocolRun, run_protocol, strip_forced
 from rollcheck.pyimpl.protocols.timer import BasicTimer, count_schedule
 from rollcheck.pyimpl.protocols.uc import UC, UCState
@@ -38,6 +39,9 @@ __all__ = [
     "PROTOCOLS",
     "VARIANTS",
     "get_protocol",
+    "resolve_protocol",
+    "is_builtin_spec",
+    "protocol_label",
     "run_protocol",
     "strip_forced",
     "ProtocolRun",

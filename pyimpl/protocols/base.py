@@ -18,7 +18,7 @@ takes after its initial one is C[i,k] of the resulting pattern.
 
 References
 ----------
-FERDiS paper §5.3 and §7.2.2; ``/work/shared/design/algorithms.md`` §1; ``specs/protocols.md``.
+FERDiS paper §5.3 and §7.2.2; ``specs/protocols.md``.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ of the checkpoint (a forced checkpoint can jump several values).
 
 References
 ----------
-FERDiS paper §5.3 and §7.2.2; ``/work/shared/design/algorithms.md`` §1; ``specs/protocols.md#bcs``.
+FERDiS paper §5.3 and §7.2.2; ``specs/protocols.md#bcs``.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 References
 ----------
-``specs/protocols.md``; ``/work/shared/design/cli-and-formats.md`` (``rollcheck protocol``).
+``specs/protocols.md``.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ precondition violation (the coordinator starts snapshot s+1 after s completed ev
 References
 ----------
 FERDiS paper §5.1, §7.2.2–7.2.3; Chandy and Lamport, "Distributed snapshots" (1985);
-``/work/shared/design/algorithms.md`` §2; ``specs/protocols.md#chandy-lamport``.
+``specs/protocols.md#chandy-lamport``.
 """
 
 from __future__ import annotations

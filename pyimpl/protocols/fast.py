@@ -8,7 +8,7 @@ the property ``protocol-fast-path-agrees`` check that every backend decides iden
 
 References
 ----------
-``/work/shared/design/algorithms.md`` §1; ``specs/protocols.md#fast``.
+``specs/protocols.md#fast``.
 """
 
 from __future__ import annotations

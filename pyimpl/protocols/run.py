@@ -7,7 +7,7 @@ inserted immediately before it.
 
 References
 ----------
-``/work/shared/design/cli-and-formats.md`` (``rollcheck protocol``); ``specs/protocols.md#run``.
+``specs/protocols.md#run``.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ the number of local events (count-based policy).
 
 References
 ----------
-FERDiS paper §5.3 and §7.2.2; ``/work/shared/design/algorithms.md`` §1 ("Local policy");
+FERDiS paper §5.3 and §7.2.2; (the "local policy");
 ``specs/protocols.md#timer``.
 """
 

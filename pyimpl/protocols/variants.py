@@ -20,7 +20,7 @@ simulator and ``rollcheck protocol``). Two kinds:
 
 References
 ----------
-``/work/shared/design/algorithms.md`` §1 ("Variants that look harmless but are not");
+``specs/protocols.md`` ("variants that look harmless but are not");
 ``specs/protocols.md#variants``.
 """
 
