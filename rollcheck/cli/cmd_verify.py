@@ -1,12 +1,22 @@
-"""``rollcheck verify``: the main job — every section, a progress display, and report/."""
+"""``rollcheck verify``: the main job — every section, progress while it runs, a verdict, and report/.
+
+On a terminal each section shows a live status line (what runs, the last thing it reported, the
+elapsed time) and the end is a table; in a log (stdout not a terminal) every check is one plain,
+untruncated line. Output of the JVMs and of Spark (which write straight to the process's file
+descriptors) goes to ``report/verify.log``, not to the terminal. The last line is the verdict, as
+pytest ends its run: ``247 checks: 245 passed, 0 failed, 2 inconclusive in 16m31s``.
+"""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from rollcheck.cli._util import add_parser
 
@@ -17,9 +27,39 @@ def register(sub: Any) -> None:
     p.add_argument("--profile", choices=["ci", "verify"], default=None,
                    help="Hypothesis profile (default: verify, or ci with --quick)")
     p.add_argument("--out", default="report", help="report folder (default: report)")
-    p.add_argument("--seed", type=int, default=0, help="seed for every random run (printed)")
+    p.add_argument("--seed", type=int, default=None,
+                   help="seed for every random run (default: $ROLLCHECK_SEED, else 0; printed)")
     p.add_argument("--only", action="append", default=[], metavar="SECTION",
                    help="run only this section (repeatable)")
+
+
+@contextlib.contextmanager
+def _captured_fds(log_path: Path) -> Iterator[IO[str]]:
+    """Send file descriptors 1 and 2 to ``log_path`` (child JVMs, Spark, py4j write there) and
+    yield a text stream on the original stderr for our own progress."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved_out, saved_err = os.dup(1), os.dup(2)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    progress = os.fdopen(os.dup(saved_err), "w", buffering=1, encoding="utf-8", errors="backslashreplace")
+    os.dup2(log_fd, 1)
+    os.dup2(log_fd, 2)
+    try:
+        yield progress
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(saved_out, 1)
+        os.dup2(saved_err, 2)
+        for fd in (saved_out, saved_err, log_fd):
+            os.close(fd)
+        progress.close()
+
+
+def _plain_line(r: Any) -> str:
+    return (f"{r.status.upper():<12} {r.algorithm} | {r.method} | {r.check} | {r.count} {r.unit} | "
+            f"{r.seconds:.1f}s" + (f" | {r.detail}" if r.detail else ""))
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -27,15 +67,13 @@ def _run(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from rollcheck.properties.profiles import load_profile
-    from rollcheck.suite import Row, VerifyContext, discover_sections, write_report
+    from rollcheck.properties.profiles import seed as env_seed
+    from rollcheck.suite import Row, VerifyContext, discover_sections, environment, summary_line, write_report
 
     profile = args.profile or ("ci" if args.quick else "verify")
     load_profile(profile)
-    console = Console(stderr=True)
+    seed = args.seed if args.seed is not None else (env_seed() or 0)
     out_dir = Path(args.out).resolve()
-    ctx = VerifyContext(profile=profile, quick=args.quick, out_dir=out_dir, seed=args.seed,
-                        log=lambda s: console.print(s, highlight=False))
-    console.print(f"rollcheck verify: profile={profile} quick={args.quick} seed={args.seed}")
     sections = discover_sections()
     if args.only:
         names = {n for n, _ in sections}
@@ -45,31 +83,67 @@ def _run(args: argparse.Namespace) -> int:
 
             raise InvalidInputError(f"unknown section(s) {sorted(unknown)}; known: {sorted(names)}", location="--only")
         sections = [(n, m) for n, m in sections if n in args.only]
+    interactive = sys.stdout.isatty()
+    log_path = out_dir / "verify.log"
+    if log_path.exists():
+        log_path.unlink()
     rows: list[Row] = []
     t_all = time.perf_counter()
-    for name, module in sections:
-        t0 = time.perf_counter()
-        console.rule(f"[bold]{getattr(module, 'TITLE', name)}")
-        try:
-            got = module.run(ctx)  # type: ignore[attr-defined]
-        except Exception as e:  # a crashing section is a failure of that section, not of the job
-            got = [Row(name, "pyimpl", "section ran", "fail", 0, "runs", time.perf_counter() - t0,
-                       f"{type(e).__name__}: {e}")]
-        rows.extend(got)
-        console.print(f"  {name}: {len(got)} checks in {time.perf_counter() - t0:.1f} s")
-    table = Table(title="rollcheck verify")
-    for col in ("algorithm", "method", "check", "result", "count", "s"):
-        table.add_column(col)
-    colour = {"pass": "green", "fail": "red", "inconclusive": "yellow"}
-    for r in rows:
-        table.add_row(r.algorithm, r.method, r.check, f"[{colour[r.status]}]{r.status}",
-                      f"{r.count} {r.unit}", f"{r.seconds:.1f}")
-    Console(file=sys.stdout).print(table)
-    meta = {"profile": profile, "quick": args.quick, "seed": args.seed,
-            "total time (s)": round(time.perf_counter() - t_all, 1),
-            "generated": time.strftime("%Y-%m-%d %H:%M:%S")}
+    with _captured_fds(log_path) as progress:
+        console = Console(file=progress, force_terminal=interactive or None, highlight=False,
+                          width=None if interactive else 10_000, soft_wrap=not interactive)
+        console.print(f"rollcheck verify: profile={profile} quick={args.quick} seed={seed} "
+                      f"(JVM and Spark output: {os.path.relpath(log_path)})")
+        for name, module in sections:
+            title = getattr(module, "TITLE", name)
+            t0 = time.perf_counter()
+            status = console.status(f"[bold]{title}[/bold]: starting") if interactive else contextlib.nullcontext()
+            with status as live:
+                def log(msg: str, _t0: float = t0, _title: str = title, _live: Any = live) -> None:
+                    elapsed = time.perf_counter() - _t0
+                    if _live is not None:
+                        _live.update(f"[bold]{_title}[/bold] ({elapsed:.0f}s): {msg}")
+                    else:
+                        console.print(f"  [{elapsed:6.1f}s] {msg}")
+                    print(f"[{name}] {msg}", file=sys.stderr)  # the log file keeps everything
+
+                ctx = VerifyContext(profile=profile, quick=args.quick, out_dir=out_dir, seed=seed, log=log)
+                if not interactive:
+                    console.print(f"== {title}")
+                try:
+                    got = module.run(ctx)  # type: ignore[attr-defined]
+                except Exception as e:  # a crashing section is a failure of that section, not of the job
+                    import traceback
+
+                    traceback.print_exc()  # into verify.log
+                    got = [Row(name, "pyimpl", "section ran", "fail", 0, "runs", time.perf_counter() - t0,
+                               f"{type(e).__name__}: {e}")]
+            rows.extend(got)
+            n_fail = sum(r.status == "fail" for r in got)
+            n_inc = sum(r.status == "inconclusive" for r in got)
+            console.print(f"{title}: {len(got)} checks, {n_fail} failed, {n_inc} inconclusive "
+                          f"in {time.perf_counter() - t0:.1f}s")
+            if not interactive:
+                for r in got:
+                    console.print(_plain_line(r), markup=False)
+    seconds = time.perf_counter() - t_all
+    verdict = summary_line(rows, seconds)
+    if interactive:
+        table = Table(title="rollcheck verify")
+        for col in ("algorithm", "method", "check", "result", "count", "s"):
+            table.add_column(col, overflow="fold")
+        colour = {"pass": "green", "fail": "red", "inconclusive": "yellow"}
+        for r in rows:
+            table.add_row(r.algorithm, r.method, r.check, f"[{colour[r.status]}]{r.status}",
+                          f"{r.count} {r.unit}", f"{r.seconds:.1f}")
+        Console().print(table)
+    meta: dict[str, object] = {"verdict": verdict, "profile": profile, "quick": args.quick, "seed": seed,
+                               "total time (s)": round(seconds, 1),
+                               "generated": time.strftime("%Y-%m-%d %H:%M:%S"),
+                               "versions": environment()}
     md, html = write_report(rows, out_dir, meta)
-    print(f"report: {md} and {html}")
+    print(f"report: {os.path.relpath(md)} and {os.path.relpath(html)}; log: {os.path.relpath(log_path)}")
+    print(verdict)
     if any(r.status == "fail" for r in rows):
         return 1
     if not rows or any(r.status == "inconclusive" for r in rows):
