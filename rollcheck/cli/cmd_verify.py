@@ -68,7 +68,14 @@ def _run(args: argparse.Namespace) -> int:
 
     from rollcheck.properties.profiles import load_profile
     from rollcheck.properties.profiles import seed as env_seed
-    from rollcheck.suite import Row, VerifyContext, discover_sections, environment, summary_line, write_report
+    from rollcheck.suite import (
+        Row,
+        VerifyContext,
+        discover_sections,
+        environment,
+        summary_line,
+        write_report,
+    )
 
     profile = args.profile or ("ci" if args.quick else "verify")
     load_profile(profile)
@@ -99,13 +106,13 @@ def _run(args: argparse.Namespace) -> int:
             t0 = time.perf_counter()
             status = console.status(f"[bold]{title}[/bold]: starting") if interactive else contextlib.nullcontext()
             with status as live:
-                def log(msg: str, _t0: float = t0, _title: str = title, _live: Any = live) -> None:
+                def log(msg: str, _t0: float = t0, _title: str = title, _live: Any = live, _name: str = name) -> None:
                     elapsed = time.perf_counter() - _t0
                     if _live is not None:
                         _live.update(f"[bold]{_title}[/bold] ({elapsed:.0f}s): {msg}")
                     else:
                         console.print(f"  [{elapsed:6.1f}s] {msg}")
-                    print(f"[{name}] {msg}", file=sys.stderr)  # the log file keeps everything
+                    print(f"[{_name}] {msg}", file=sys.stderr)  # the log file keeps everything
 
                 ctx = VerifyContext(profile=profile, quick=args.quick, out_dir=out_dir, seed=seed, log=log)
                 if not interactive:
