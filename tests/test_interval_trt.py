@@ -6,9 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-
 from rollcheck.pyimpl.errors import InvalidInputError
-from rollcheck.pyimpl.interval_profile import load_profile
 from rollcheck.pyimpl.intervals import (
     ProfilingPoint,
     fit_quadratic,
@@ -17,6 +15,8 @@ from rollcheck.pyimpl.intervals import (
     trt_breakdown,
     trt_limit,
 )
+from rollcheck.pyimpl.intervals.profile import load_profile
+
 from rollcheck.cli.main import main
 
 KW = {"timeout": 5.0, "recovery": 3.0, "warmup": 2.0, "ratio": 0.5}
