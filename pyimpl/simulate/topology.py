@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import networkx as nx
-
 from rollcheck.pyimpl.errors import InvalidInputError
 
 __all__ = [
