@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import pytest
-
 import rollcheck.properties.mutants_simulate as ms
 import rollcheck.properties.simulate_props  # noqa: F401  (registers the properties)
 from rollcheck.properties.mutation import MUTANTS
