@@ -7,6 +7,7 @@ import math
 import networkx as nx
 import numpy as np
 import pytest
+
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.intervals import optimal_interval
 from rollcheck.pyimpl.intervals.sim import (

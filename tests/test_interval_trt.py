@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
+
+from rollcheck.cli.main import main
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.intervals import (
     ProfilingPoint,
@@ -16,8 +18,6 @@ from rollcheck.pyimpl.intervals import (
     trt_limit,
 )
 from rollcheck.pyimpl.intervals.profile import load_profile
-
-from rollcheck.cli.main import main
 
 KW = {"timeout": 5.0, "recovery": 3.0, "warmup": 2.0, "ratio": 0.5}
 

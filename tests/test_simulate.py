@@ -8,6 +8,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+
+from rollcheck.cli.main import main
 from rollcheck.pyimpl.consistency import is_consistent, orphans
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.patternio import load_pattern
@@ -26,8 +28,6 @@ from rollcheck.pyimpl.simulate import (
 )
 from rollcheck.pyimpl.simulate.sweep import sweep, to_csv, to_markdown
 from rollcheck.pyimpl.zpaths import useless_checkpoints
-
-from rollcheck.cli.main import main
 
 DATA = Path(__file__).parent / "data"
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+
 from rollcheck.pyimpl.errors import InvalidInputError
 
 __all__: list[str] = []

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.intervals._validate import _finite
 

@@ -43,6 +43,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
+
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.intervals.utilization import utilization
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+
 from rollcheck.pyimpl.intervals._validate import (
     _check_common,
     _check_cost,

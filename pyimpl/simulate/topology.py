@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import networkx as nx
+
 from rollcheck.pyimpl.errors import InvalidInputError
 
 __all__ = [

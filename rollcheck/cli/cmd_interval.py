@@ -137,8 +137,8 @@ def _compare(args: argparse.Namespace) -> int:
 
 def _simulate(args: argparse.Namespace) -> int:
     from rollcheck.pyimpl.errors import InvalidInputError
-    from rollcheck.pyimpl.intervals.sim import SimConfig, simulate_runs
     from rollcheck.pyimpl.intervals import optimal_interval
+    from rollcheck.pyimpl.intervals.sim import SimConfig, simulate_runs
 
     if args.runs < 2:
         raise InvalidInputError(f"need at least 2 runs for a standard error, got {args.runs}", location="--runs")

@@ -115,8 +115,8 @@ def _trt(args: argparse.Namespace) -> int:
 
 def _optimise(args: argparse.Namespace) -> int:
     from rollcheck.pyimpl.errors import InvalidInputError
-    from rollcheck.pyimpl.intervals.profile import load_profile
     from rollcheck.pyimpl.intervals import optimise_ci
+    from rollcheck.pyimpl.intervals.profile import load_profile
 
     defaults = {"timeout": args.timeout, "recovery": args.recovery, "warmup": args.warmup, "ratio": _ratio(args)}
     points = load_profile(args.profile, case=args.case, reading=args.reading, threshold=args.threshold,
