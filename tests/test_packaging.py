@@ -38,6 +38,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.xdist_group("packaging")
+
 ROOT = Path(__file__).resolve().parent.parent
 with (ROOT / "pyproject.toml").open("rb") as _f:
     PYPROJECT = tomllib.load(_f)
