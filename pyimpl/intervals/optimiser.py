@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.errors import InternalError, InvalidInputError
 from rollcheck.pyimpl.intervals._validate import _finite
 
 __all__ = ["QuadraticFit", "fit_quadratic", "ProfilingPoint", "CIChoice", "optimise_ci"]
@@ -182,7 +182,8 @@ def optimise_ci(
             v = lat(x)
             if v < best_lat:
                 best_ci, best_lat = x, v
-    assert best_ci is not None
+    if best_ci is None:
+        raise InternalError("no candidate CI although the feasible set is not empty")
     return CIChoice(float(best_ci), float(best_lat), float(trt(best_ci)), b, (lo, hi), lat, trt, tuple(feasible))
 
 

@@ -52,7 +52,7 @@ import time
 from collections import Counter, deque
 from typing import Any
 
-from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.errors import InternalError, InvalidInputError
 from rollcheck.pyimpl.pattern import PatternBuilder
 from rollcheck.pyimpl.protocols import BasicTimer, get_snapshot_protocol
 from rollcheck.pyimpl.protocols.chandy_lamport import CHECKPOINT, COMPLETE, FORWARD
@@ -173,7 +173,8 @@ class Engine:
         return len(pr.saved) - 1
 
     def restart_timer(self, pr: Proc) -> None:
-        assert pr.timer is not None
+        if pr.timer is None:
+            raise InternalError(f"process {pr.pid} has no basic-checkpoint timer to restart")
         pr.timer = pr.timer.restart(self.now)
         pr.timer_gen += 1
         self.push(pr.timer.deadline, TIMER, pr.pid, pr.timer_gen)
@@ -284,7 +285,8 @@ class Engine:
 
     # ------------------------------------------------------------------ Chandy–Lamport
     def _cl_actions(self, pr: Proc, acts: Any) -> None:
-        assert self.cl is not None
+        if self.cl is None:
+            raise InternalError("Chandy-Lamport step in a run without a snapshot protocol")
         for a in acts:
             if a.kind == CHECKPOINT:
                 k = self.checkpoint(pr, forced=False)
@@ -301,7 +303,8 @@ class Engine:
                     self._snapshot_done(a.snapshot)
 
     def _marker(self, pr: Proc, c: int, snapshot: int) -> None:
-        assert self.cl is not None
+        if self.cl is None:
+            raise InternalError("Chandy-Lamport step in a run without a snapshot protocol")
         pr.cl, acts = self.cl.on_marker(pr.cl, c, snapshot)
         self._cl_actions(pr, acts)
 
