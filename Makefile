@@ -8,8 +8,11 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 PROFILE ?= ci
 PYTEST_WORKERS ?= 2
+# mypy does not follow setuptools' package-dir mapping (pyimpl/ is rollcheck.pyimpl): it checks a
+# tree of symlinks laid out as installed
+TYPECHECK := build/typecheck
 
-.PHONY: setup java test verify verify-quick bench lint clean
+.PHONY: setup java test verify verify-quick bench lint typecheck-tree clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,8 +27,10 @@ java:
 
 setup: $(STAMP) java
 
+# --dist loadgroup: tests marked xdist_group (the wheel build of tests/test_packaging.py) share
+# one worker; every other test is distributed as usual
 test: setup
-	ROLLCHECK_PROFILE=$(PROFILE) $(PY) -P -m pytest -q -n $(PYTEST_WORKERS) -p no:cacheprovider tests
+	ROLLCHECK_PROFILE=$(PROFILE) $(PY) -P -m pytest -q -n $(PYTEST_WORKERS) --dist loadgroup -p no:cacheprovider tests
 
 verify: setup
 	ROLLCHECK_PROFILE=verify $(VENV)/bin/rollcheck verify
@@ -36,9 +41,16 @@ verify-quick: setup
 bench: setup
 	$(PY) -m benchmarks
 
-lint: setup
-	$(VENV)/bin/ruff check pyimpl properties tla spark_replay rollcheck benchmarks tests
-	$(VENV)/bin/mypy
+typecheck-tree:
+	rm -rf $(TYPECHECK)
+	mkdir -p $(TYPECHECK)/rollcheck
+	cp -rs $(CURDIR)/rollcheck/. $(TYPECHECK)/rollcheck/
+	for d in pyimpl properties tla spark_replay; do cp -rs $(CURDIR)/$$d $(TYPECHECK)/rollcheck/$$d; done
+	find $(TYPECHECK) -name __pycache__ -prune -exec rm -rf {} +
+
+lint: setup typecheck-tree
+	$(PY) -m ruff check pyimpl properties tla spark_replay rollcheck benchmarks tests
+	cd $(TYPECHECK) && $(CURDIR)/$(PY) -m mypy --config-file $(CURDIR)/pyproject.toml --cache-dir $(CURDIR)/.mypy_cache
 
 clean:
-	rm -rf $(VENV) report .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) build report .pytest_cache .mypy_cache .ruff_cache .hypothesis

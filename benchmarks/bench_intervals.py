@@ -14,7 +14,7 @@ from typing import Any
 
 
 def _configs(k: int) -> list[Any]:
-    from rollcheck.pyimpl.interval_sim import SimConfig
+    from rollcheck.pyimpl.intervals.sim import SimConfig
     from rollcheck.pyimpl.intervals import optimal_interval
 
     lams = (0.1, 0.05, 0.025, 0.005)
@@ -28,7 +28,7 @@ def _configs(k: int) -> list[Any]:
 
 
 def main(quick: bool) -> None:
-    from rollcheck.pyimpl.interval_sim import sweep
+    from rollcheck.pyimpl.intervals.sim import sweep
     from rollcheck.spark_replay.interval_sweep import spark_sweep
     from rollcheck.spark_replay.session import spark_session
 

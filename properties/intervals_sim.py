@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from rollcheck.properties.intervals_model import expect
 from rollcheck.properties.registry import prop
-from rollcheck.pyimpl.interval_sim import (
+from rollcheck.pyimpl.intervals.sim import (
     SimConfig,
     run_rng,
     simulate_dag_run,

@@ -1,7 +1,7 @@
 """Deliberately broken variants of the checkpoint-interval models, and the properties that catch them.
 
-Each variant is a plausible mistake when typing the formulas of ``pyimpl/intervals.py`` or writing
-the simulation of ``pyimpl/interval_sim.py``; each is registered in the mutation catalogue with
+Each variant is a plausible mistake when typing the formulas of ``pyimpl/intervals/`` or writing
+the simulation of ``pyimpl/intervals/sim.py``; each is registered in the mutation catalogue with
 the property that must kill it. Nothing here is used outside tests and the catalogue.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from rollcheck.properties.mutation import MutantOutcome, mutant
-from rollcheck.pyimpl.interval_sim import (
+from rollcheck.pyimpl.intervals.sim import (
     SimConfig,
     SimSummary,
     run_rng,

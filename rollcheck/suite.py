@@ -208,7 +208,7 @@ def environment() -> dict[str, str]:
 
 def discover_sections() -> list[tuple[str, Any]]:
     """(name, module) of every ``rollcheck.sections.sec_*`` module, in name order."""
-    import rollcheck.sections as pkg
+    pkg = importlib.import_module("rollcheck.sections")  # plugins by name: sections import the suite, not back
 
     out = []
     for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):

@@ -1,9 +1,9 @@
 """Monte Carlo sweeps of the checkpoint-interval simulation spread over Spark tasks.
 
 Every run is independent and draws from its own generator
-(:func:`rollcheck.pyimpl.interval_sim.run_rng`, keyed by seed, sweep point and run index), so the result of
+(:func:`rollcheck.pyimpl.intervals.sim.run_rng`, keyed by seed, sweep point and run index), so the result of
 a sweep does not depend on the master, the number of partitions or the order in which tasks run:
-:func:`spark_sweep` returns exactly the numbers of :func:`rollcheck.pyimpl.interval_sim.sweep` for the same
+:func:`spark_sweep` returns exactly the numbers of :func:`rollcheck.pyimpl.intervals.sim.sweep` for the same
 seed (``tests/test_intervals_spark.py`` checks it). Runs are grouped into contiguous blocks, one
 block per task, and each task uses the vectorised numpy path.
 """
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rollcheck.pyimpl.errors import InvalidInputError
-from rollcheck.pyimpl.interval_sim import SimConfig, SimSummary, run_rng, simulate_run, summarise
+from rollcheck.pyimpl.intervals.sim import SimConfig, SimSummary, run_rng, simulate_run, summarise
 
 __all__ = ["SweepTiming", "spark_sweep", "run_block"]
 
@@ -77,14 +77,14 @@ def spark_sweep(
     block_size: int = 25,
     spark: Any = None,
 ) -> tuple[list[SimSummary], SweepTiming]:
-    """Run the sweep on Spark; same results as :func:`rollcheck.pyimpl.interval_sim.sweep`.
+    """Run the sweep on Spark; same results as :func:`rollcheck.pyimpl.intervals.sim.sweep`.
 
     Parameters
     ----------
     configs : sequence of SimConfig
         The sweep points (point ``p`` is the position in the sequence).
     runs, horizon_failures, seed
-        As in :func:`rollcheck.pyimpl.interval_sim.simulate_runs`.
+        As in :func:`rollcheck.pyimpl.intervals.sim.simulate_runs`.
     master : str, optional
         Spark master (``local[2]`` by default, see :func:`rollcheck.spark_replay.session.spark_session`).
     partitions : int, optional

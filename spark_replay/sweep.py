@@ -13,7 +13,7 @@ Kinds:
 - ``properties``: property runs - for each seed, random patterns (:func:`random_pattern`) run
   through BCS and HMNR must leave no useless checkpoint (any counterexample is returned);
 - ``interval``: the checkpoint-interval Monte Carlo (:mod:`rollcheck.spark_replay.interval_sweep`, owned by the
-  interval module) against :func:`rollcheck.pyimpl.interval_sim.sweep`.
+  interval module) against :func:`rollcheck.pyimpl.intervals.sim.sweep`.
 """
 
 from __future__ import annotations
@@ -183,7 +183,7 @@ def run_sweep(kind: str, first_seed: int, seeds: int, *, size: int = 1, master: 
 
 def _interval_sweep(first_seed: int, seeds: int, size: int, master: str | None, partitions: int | None,
                     compare: bool) -> dict[str, Any]:
-    from rollcheck.pyimpl.interval_sim import SimConfig, sweep
+    from rollcheck.pyimpl.intervals.sim import SimConfig, sweep
     from rollcheck.spark_replay.interval_sweep import spark_sweep
 
     configs = [SimConfig(interval=t, failure_rate=0.005, checkpoint_cost=5.0, restart_cost=10.0)

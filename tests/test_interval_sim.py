@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from rollcheck.pyimpl.errors import InvalidInputError
-from rollcheck.pyimpl.interval_sim import (
+from rollcheck.pyimpl.intervals import optimal_interval
+from rollcheck.pyimpl.intervals.sim import (
     SimConfig,
     run_rng,
     simulate_dag_run,
@@ -19,7 +20,6 @@ from rollcheck.pyimpl.interval_sim import (
     sweep,
     token_offsets,
 )
-from rollcheck.pyimpl.intervals import optimal_interval
 
 
 def test_same_seed_same_result_other_seed_other_result() -> None:

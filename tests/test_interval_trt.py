@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from rollcheck.cli.main import main
 from rollcheck.pyimpl.errors import InvalidInputError
-from rollcheck.pyimpl.interval_profile import load_profile
 from rollcheck.pyimpl.intervals import (
     ProfilingPoint,
     fit_quadratic,
@@ -17,7 +17,7 @@ from rollcheck.pyimpl.intervals import (
     trt_breakdown,
     trt_limit,
 )
-from rollcheck.cli.main import main
+from rollcheck.pyimpl.intervals.profile import load_profile
 
 KW = {"timeout": 5.0, "recovery": 3.0, "warmup": 2.0, "ratio": 0.5}
 
@@ -48,6 +48,45 @@ def test_threshold_and_limit() -> None:
     assert coarse < fine <= lim and lim - fine < 1e-8
     # U = 0: nothing arrives while catching up; the series is its first term
     assert total_recovery_time(10.0, timeout=5, recovery=3, warmup=2, ratio=0.0, case="worst") == 8 + 20
+
+
+def _brute_force_trt(ci: float, case: str, ratio: float, threshold: float, **kw: float) -> tuple[int, float]:
+    """The series term by term, from the definitions (no closed form, no cap)."""
+    e = {"best": 0.0, "average": ci / 2, "worst": ci}[case]
+    term, n, total = e + kw["timeout"] + kw["recovery"] + kw["warmup"], 1, 0.0
+    while True:
+        total += term
+        if term < threshold:
+            return n, kw["timeout"] + kw["recovery"] + total
+        term *= ratio
+        n += 1
+
+
+@pytest.mark.parametrize("ratio", [0.5, 0.9, 0.999, 0.99999])
+def test_many_terms_are_counted_not_truncated(ratio: float) -> None:
+    """Issue: the series used to stop silently at 100,001 terms (U = 0.99999 gave −37%)."""
+    kw = {"timeout": 5.0, "recovery": 3.0, "warmup": 2.0}
+    b = trt_breakdown(1000.0, case="average", ratio=ratio, **kw)
+    n, trt = _brute_force_trt(1000.0, "average", ratio, 1.0, **kw)
+    assert b.terms == n
+    assert b.trt == pytest.approx(trt, rel=1e-9)
+    lim = trt_limit(1000.0, case="average", ratio=ratio, **kw)
+    assert b.trt <= lim and lim - b.trt < ratio / (1 - ratio) + 1e-6 * lim
+
+
+def test_trt_cli_close_to_one(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["trt", "--ci", "1000", "--timeout", "0", "--recovery", "0", "--warmup", "0",
+                 "--ratio", "0.99999", "--case", "worst", "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert doc["trt"]["worst"] == pytest.approx(9.99e7, rel=1e-3)
+    assert doc["terms"]["worst"]["terms"] > 100_001
+
+
+def test_trt_overflow_is_bad_input() -> None:
+    with pytest.raises(InvalidInputError, match="overflows") as e:
+        trt_breakdown(1e300, timeout=0.0, recovery=0.0, warmup=0.0, ratio=1 - 1e-15, case="worst")
+    assert e.value.location == "ratio"
 
 
 @pytest.mark.parametrize(

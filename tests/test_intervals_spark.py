@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rollcheck.pyimpl.interval_sim import SimConfig, sweep
+from rollcheck.pyimpl.intervals.sim import SimConfig, sweep
 
 
 @pytest.mark.spark

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from rollcheck.cli.main import main
 from rollcheck.pyimpl.consistency import is_consistent, orphans
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.patternio import load_pattern
@@ -27,7 +28,6 @@ from rollcheck.pyimpl.simulate import (
 )
 from rollcheck.pyimpl.simulate.sweep import sweep, to_csv, to_markdown
 from rollcheck.pyimpl.zpaths import useless_checkpoints
-from rollcheck.cli.main import main
 
 DATA = Path(__file__).parent / "data"
 
@@ -254,3 +254,85 @@ def test_case_b_with_virtual_checkpoints_is_reported_not_hidden():
     assert r.orphans > 0 and r.metrics["verdict"] == "none"
     exact = simulate(replace(cfg, virtual=False))
     assert exact.orphans == 0 and exact.metrics["verdict"] == "exactly-once"
+
+
+# --------------------------------------------------------------------------- user protocols
+USER_PROTOCOL = '''
+from rollcheck.pyimpl.protocols import Protocol
+
+
+class ForceEveryDelivery(Protocol):
+    """Checkpoint before every delivery: no Z-path can be completed, so no useless checkpoint."""
+
+    name = "force-every-delivery"
+    zcycle_free = True
+
+    def initial(self, i, n):
+        return 0
+
+    def on_checkpoint(self, st):
+        return st
+
+    def on_send(self, st, dst):
+        return st, None
+
+    def must_force(self, st, src, piggyback):
+        return True
+
+    def on_deliver(self, st, src, piggyback):
+        return st + 1
+'''
+
+
+def _user_protocol(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    f = tmp_path / "userproto_sim.py"
+    f.write_text(USER_PROTOCOL)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return f
+
+
+@pytest.mark.parametrize("form", ["file", "module"])
+def test_simulate_accepts_user_protocol(form: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """``--protocol`` takes ``file.py:CLASS`` and ``MODULE:CLASS``; the class really drives the run:
+    every delivery of the pattern is preceded by a forced checkpoint."""
+    f = _user_protocol(tmp_path, monkeypatch)
+    spec = f"{f}:ForceEveryDelivery" if form == "file" else "userproto_sim:ForceEveryDelivery"
+    out = tmp_path / "run.json"
+    code = main(["simulate", "--workload", "wordcount", "--protocol", spec, "--records", "15",
+                 "--interval", "50", "--save-pattern", str(out), "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert doc["protocol"] == spec
+    p = load_pattern(out)
+    deliveries = sum(1 for e in p.events if e.kind == "deliver")
+    forced = sum(1 for e in p.events if e.kind == "checkpoint" and e.forced)
+    assert deliveries > 0 and forced == deliveries == doc["metrics"]["forced_checkpoints"]
+    assert doc["metrics"]["useless_checkpoints"] == 0 == len(useless_checkpoints(p))
+
+
+def test_simulate_sweep_accepts_user_protocol(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    f = _user_protocol(tmp_path, monkeypatch)
+    code = main(["simulate", "sweep", "--workloads", "nexmark", "--protocols", f"uc,{f}:ForceEveryDelivery",
+                 "--intervals", "50", "--seeds", "1", "--records", "15", "--out", str(tmp_path / "sw"), "--json"])
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert code == 0
+    by = {r["protocol"].split(":")[-1]: r for r in rows}
+    assert by["uc"]["forced"] == 0 and by["ForceEveryDelivery"]["forced"] > 0
+
+
+@pytest.mark.parametrize(
+    ("args", "flag"),
+    [(["simulate", "--protocol", "{f}:Missing"], "--protocol"),
+     (["simulate", "--protocol", "no_such_module_xyz:Cls"], "--protocol"),
+     (["simulate", "sweep", "--protocols", "uc,{f}:Missing"], "--protocols")],
+)
+def test_simulate_bad_user_protocol(args: list[str], flag: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                    capsys: pytest.CaptureFixture[str]) -> None:
+    f = _user_protocol(tmp_path, monkeypatch)
+    code = main([a.replace("{f}", str(f)) for a in args] + ["--out", str(tmp_path / "o")] * (args[1] == "sweep"))
+    err = capsys.readouterr().err
+    assert code == 2
+    assert flag in err and "Traceback" not in err and len(err.strip().splitlines()) <= 2
+    assert not (tmp_path / "o").exists()

@@ -50,7 +50,7 @@ from rollcheck.pyimpl.elastic.slices import (
     split_records,
     split_slice,
 )
-from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.errors import InternalError, InvalidInputError
 
 __all__ = ["Task", "Message", "RunResult", "Simulator", "simulate", "Config", "Failure", "ScaleEvent",
            "reference_output"]
@@ -246,7 +246,7 @@ class Simulator:
             self.round += 1
             r = self.round
             if r > limit:
-                raise RuntimeError(f"no quiescence after {limit} rounds (bug in the simulator)")
+                raise InternalError(f"no quiescence after {limit} rounds (bug in the simulator)")
             for ev in self.cfg.scaling:
                 if ev.round == r:
                     self._scale(ev)

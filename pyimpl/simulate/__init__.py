@@ -8,26 +8,40 @@ Quick reference (``specs/simulate.md``)::
     r.metrics            # regular/forced checkpoints, rollback distance, lost messages, verdict, ...
     r.deadlock           # set when aligned barriers deadlock (cyclic topologies)
 
-Modules: :mod:`~rollcheck.pyimpl.simulate.topology` (operators, pipeline/shuffle connections, workloads),
-:mod:`~rollcheck.pyimpl.simulate.engine` (event loop), :mod:`~rollcheck.pyimpl.simulate.recovery` (recovery line,
-channel clearing, log replay), :mod:`~rollcheck.pyimpl.simulate.metrics` (FERDiS metrics, verdict),
-:mod:`~rollcheck.pyimpl.simulate.sweep` (comparison tables).
+Modules, one concept each; imports only go down this list:
+
+- :mod:`~rollcheck.pyimpl.simulate.topology` — operators, pipeline/shuffle connections, the jobs;
+- :mod:`~rollcheck.pyimpl.simulate.config` — the parameters of one run (:class:`SimConfig`);
+- :mod:`~rollcheck.pyimpl.simulate.state` — channel items, process state, checkpoints, results;
+- :mod:`~rollcheck.pyimpl.simulate.workloads` — what sources emit and operators compute;
+- :mod:`~rollcheck.pyimpl.simulate.recovery` — recovery line, channel clearing, log replay;
+- :mod:`~rollcheck.pyimpl.simulate.metrics` — FERDiS metrics and the processing-semantics verdict;
+- :mod:`~rollcheck.pyimpl.simulate.engine` — the event loop, :func:`simulate`;
+- :mod:`~rollcheck.pyimpl.simulate.sweep` — comparison tables.
+
+The protocol of a run is a built-in name or a user's protocol class (``MODULE:CLASS`` or
+``path/to/file.py:CLASS``).
 """
 
-from rollcheck.pyimpl.simulate.engine import (
+from rollcheck.pyimpl.simulate.config import (
     CL_PROTOCOLS,
     PROTOCOL_NAMES,
-    Deadlock,
     SimConfig,
-    SimResult,
-    SnapshotRecord,
     Variant,
-    run_engine,
-    simulate,
+    make_protocol,
 )
+from rollcheck.pyimpl.simulate.engine import run_engine, simulate
 from rollcheck.pyimpl.simulate.metrics import VERDICTS, compute_metrics, semantics
 from rollcheck.pyimpl.simulate.recovery import Recovery, lost_from_pattern
-from rollcheck.pyimpl.simulate.topology import WORKLOADS, Channel, Connection, Operator, Topology, workload
+from rollcheck.pyimpl.simulate.state import Deadlock, SimResult, SnapshotRecord
+from rollcheck.pyimpl.simulate.topology import (
+    WORKLOADS,
+    Channel,
+    Connection,
+    Operator,
+    Topology,
+    workload,
+)
 
 __all__ = [
     "CL_PROTOCOLS",
@@ -37,6 +51,7 @@ __all__ = [
     "SimResult",
     "SnapshotRecord",
     "Variant",
+    "make_protocol",
     "run_engine",
     "simulate",
     "VERDICTS",

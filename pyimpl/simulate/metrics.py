@@ -19,12 +19,11 @@ References
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from rollcheck.pyimpl.simulate.recovery import lost_from_pattern
+from rollcheck.pyimpl.simulate.state import SimResult
 from rollcheck.pyimpl.zpaths import useless_checkpoints
-
-if TYPE_CHECKING:  # pragma: no cover
-    from rollcheck.pyimpl.simulate.engine import SimResult
 
 __all__ = ["VERDICTS", "semantics", "compute_metrics"]
 
@@ -54,8 +53,6 @@ def semantics(expected: Counter, got: Counter) -> str:
 
 def compute_metrics(res: SimResult, reference: SimResult | None = None) -> dict[str, Any]:
     """The metrics dictionary of ``res`` (``reference``: the failure-free run of the same seed)."""
-    from rollcheck.pyimpl.simulate.recovery import lost_from_pattern
-
     m: dict[str, Any] = {
         "regular_checkpoints": res.checkpoints["regular"],
         "forced_checkpoints": res.checkpoints["forced"],

@@ -34,13 +34,12 @@ References
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from rollcheck.pyimpl.errors import InternalError
 from rollcheck.pyimpl.pattern import Pattern
 from rollcheck.pyimpl.recovery import RecoveryLine, recovery_line
-
-if TYPE_CHECKING:  # pragma: no cover
-    from rollcheck.pyimpl.simulate.engine import Engine
+from rollcheck.pyimpl.simulate.state import WAKE, EngineView, Msg
 
 __all__ = ["Recovery", "recover", "lost_from_pattern"]
 
@@ -99,12 +98,17 @@ def lost_from_pattern(p: Pattern, line: RecoveryLine, failed: int) -> int:
     return sum(1 for mid in line.in_transit if by_id[mid].sender == failed)
 
 
-def recover(eng: Engine, failed: int) -> Recovery:
-    """Perform the recovery of ``eng`` after ``failed`` crashed at ``eng.now`` (see module doc)."""
-    from rollcheck.pyimpl.simulate.engine import _WAKE, Msg
+def recover(eng: EngineView, failed: int) -> Recovery:
+    """Perform the recovery of ``eng`` after ``failed`` crashed at ``eng.now`` (see module doc).
 
+    Raises
+    ------
+    InternalError
+        The engine no longer records its pattern (a second failure in one run: a bug).
+    """
     cfg, topo, now = eng.cfg, eng.topo, eng.now
-    assert eng.builder is not None
+    if eng.builder is None:
+        raise InternalError("recovery called twice in one run (the pattern was already closed)")
     pattern = eng.builder.build()
     eng.builder = None
     rl = recovery_line(pattern, [failed], virtual=cfg.virtual)
@@ -137,7 +141,7 @@ def recover(eng: Engine, failed: int) -> Recovery:
         pr.next_emit = now
         pr.skip = {}
         if pr.timer is not None:
-            eng._restart_timer(pr)
+            eng.restart_timer(pr)
 
     cleared = 0
     flushed: set[int] = set()
@@ -190,7 +194,7 @@ def recover(eng: Engine, failed: int) -> Recovery:
                 rv.skip.setdefault(ch.index, set()).add(s)
                 continue
             replayed += 1
-            eng._enqueue(Msg(ch.index, s, payload, None, None, eng.procs[u].inc, 0.0, replayed=True))
+            eng.enqueue(Msg(ch.index, s, payload, None, None, eng.procs[u].inc, 0.0, replayed=True))
     for pr in eng.procs:
-        eng.push(now, _WAKE, pr.pid)
+        eng.push(now, WAKE, pr.pid)
     return Recovery(failed, now, pattern, rl, lost, replayed, cleared, rollback_time)

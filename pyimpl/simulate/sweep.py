@@ -21,7 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from rollcheck.pyimpl.errors import InvalidInputError
-from rollcheck.pyimpl.simulate.engine import PROTOCOL_NAMES, SimConfig, run_engine, simulate
+from rollcheck.pyimpl.simulate.config import PROTOCOL_NAMES, SimConfig
+from rollcheck.pyimpl.simulate.engine import run_engine, simulate
+from rollcheck.pyimpl.simulate.metrics import compute_metrics
 from rollcheck.pyimpl.simulate.topology import WORKLOADS
 
 __all__ = ["FAIL_AT", "SweepRow", "sweep", "to_markdown", "to_csv", "plot"]
@@ -98,8 +100,6 @@ def sweep(workloads: Sequence[str] = tuple(WORKLOADS), protocols: Sequence[str] 
                     res = simulate(replace(cfg, fail=FAIL_AT[wl], fail_at=round(fraction * ref.end_time, 6)),
                                    reference=ref)
                     m = res.metrics
-                    from rollcheck.pyimpl.simulate.metrics import compute_metrics
-
                     free = compute_metrics(ref)
                     acc["regular"].append(ref.checkpoints["regular"])
                     acc["forced"].append(ref.checkpoints["forced"])

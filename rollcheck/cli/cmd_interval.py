@@ -1,7 +1,7 @@
 """``rollcheck interval optimal|utilization|compare|simulate``: checkpoint-interval models.
 
-Formulas: ``pyimpl/intervals.py`` (utilization model, Eqs. 1–10 of Jayasekara et al.);
-simulation: ``pyimpl/interval_sim.py`` and ``spark_replay/interval_sweep.py``. Units are whatever
+Formulas: ``pyimpl/intervals/`` (utilization model, Eqs. 1–10 of Jayasekara et al.);
+simulation: ``pyimpl/intervals/sim.py`` and ``spark_replay/interval_sweep.py``. Units are whatever
 the user uses, as long as they are consistent (the failure rate is per that unit).
 """
 
@@ -137,8 +137,8 @@ def _compare(args: argparse.Namespace) -> int:
 
 def _simulate(args: argparse.Namespace) -> int:
     from rollcheck.pyimpl.errors import InvalidInputError
-    from rollcheck.pyimpl.interval_sim import SimConfig, simulate_runs
     from rollcheck.pyimpl.intervals import optimal_interval
+    from rollcheck.pyimpl.intervals.sim import SimConfig, simulate_runs
 
     if args.runs < 2:
         raise InvalidInputError(f"need at least 2 runs for a standard error, got {args.runs}", location="--runs")

@@ -29,7 +29,9 @@ def register(sub: Any) -> None:
     p = add_parser(sub, "simulate", "Simulate a dataflow job under a checkpointing protocol "
                    "(deterministic, seeded); 'simulate sweep' prints FERDiS-style tables.", _run)
     p.add_argument("--workload", default="nexmark", help=f"one of {', '.join(WORKLOAD_NAMES)} (default nexmark)")
-    p.add_argument("--protocol", default="uc", help=f"one of {', '.join(PROTOCOLS)} (default uc)")
+    p.add_argument("--protocol", default="uc",
+                   help=f"one of {', '.join(PROTOCOLS)} (default uc), or your own protocol class as "
+                        "MODULE:CLASS or path/to/file.py:CLASS")
     p.add_argument("--interval", type=float, default=10.0,
                    help="basic-checkpoint interval (UC/CIC) or snapshot period (CL), > 0 (default 10)")
     p.add_argument("--fail", metavar="OP", default=None, help="failing operator instance: OP (instance 0) or OP.k")
@@ -46,7 +48,8 @@ def register(sub: Any) -> None:
     s = add_parser(inner, "sweep", "Protocol x workload x interval table, with and without one failure "
                    "(markdown + CSV + PNG), like FERDiS Tables 4-6.", _sweep)
     s.add_argument("--workloads", default=",".join(WORKLOAD_NAMES), help="comma-separated workloads")
-    s.add_argument("--protocols", default=",".join(PROTOCOLS), help="comma-separated protocols")
+    s.add_argument("--protocols", default=",".join(PROTOCOLS),
+                   help="comma-separated protocols (built-in names, MODULE:CLASS or path/to/file.py:CLASS)")
     s.add_argument("--intervals", default="5,10", help="comma-separated intervals (default 5,10)")
     s.add_argument("--seeds", type=int, default=3, help="runs per cell, seeds 0..N-1 (default 3)")
     s.add_argument("--seed", type=int, default=0, help="first seed (default 0)")
@@ -71,6 +74,27 @@ def _names(text: str, flag: str, allowed: tuple[str, ...]) -> list[str]:
     return out
 
 
+def _protocol_specs(text: str) -> list[str]:
+    """Built-in protocol names and user protocols (``MODULE:CLASS``, ``file.py:CLASS``), each checked."""
+    from rollcheck.pyimpl.errors import InvalidInputError
+    from rollcheck.pyimpl.simulate import make_protocol
+
+    out = [t.strip() for t in text.split(",") if t.strip()]
+    if not out:
+        raise InvalidInputError(f"expected a comma-separated list of protocols, got {text!r}", location="--protocols")
+    for t in out:
+        if t in PROTOCOLS:
+            continue
+        if ":" not in t:
+            raise InvalidInputError(f"unknown protocol {t!r} (known: {', '.join(PROTOCOLS)}, or MODULE:CLASS, "
+                                    "path/to/file.py:CLASS)", location="--protocols")
+        try:
+            make_protocol(t)
+        except InvalidInputError as e:
+            raise InvalidInputError(e.reason, source=e.source, location="--protocols") from None
+    return out
+
+
 def _run(args: argparse.Namespace) -> int:
     import sys
 
@@ -78,9 +102,9 @@ def _run(args: argparse.Namespace) -> int:
     from rollcheck.pyimpl.patternio import dump_pattern
     from rollcheck.pyimpl.simulate import SimConfig, simulate
 
-    if args.protocol not in PROTOCOLS:
-        raise InvalidInputError(f"unknown protocol {args.protocol!r} (known: {', '.join(PROTOCOLS)})",
-                                location="--protocol")
+    if args.protocol not in PROTOCOLS and ":" not in args.protocol:
+        raise InvalidInputError(f"unknown protocol {args.protocol!r} (known: {', '.join(PROTOCOLS)}, or "
+                                "MODULE:CLASS, path/to/file.py:CLASS)", location="--protocol")
     cfg = SimConfig(workload=args.workload, protocol=args.protocol, interval=args.interval,
                     parallelism=args.parallelism, records=args.records, gap=args.gap, delay=args.delay,
                     fail=args.fail, fail_at=args.fail_at, virtual=args.virtual,
@@ -145,7 +169,7 @@ def _sweep(args: argparse.Namespace) -> int:
     from rollcheck.pyimpl.simulate.sweep import plot, sweep, to_csv, to_markdown
 
     wls = _names(args.workloads, "--workloads", WORKLOAD_NAMES)
-    protos = _names(args.protocols, "--protocols", PROTOCOLS)
+    protos = _protocol_specs(args.protocols)
     try:
         ivs = [float(x) for x in args.intervals.split(",") if x.strip()]
     except ValueError:

@@ -2,7 +2,7 @@
 
 ``rollcheck trt --ci CI --timeout T --recovery R --warmup W (--ratio U | --i-avg A --i-max M)``
 prints the best/average/worst TRT; ``rollcheck trt optimise PROFILE --bound C`` fits latency and
-TRT over profiling points (CSV or JSON, see ``pyimpl/interval_profile.py``) and picks the CI with
+TRT over profiling points (CSV or JSON, see ``pyimpl/intervals/profile.py``) and picks the CI with
 the lowest predicted latency whose predicted TRT is at most ``C``.
 """
 
@@ -115,8 +115,8 @@ def _trt(args: argparse.Namespace) -> int:
 
 def _optimise(args: argparse.Namespace) -> int:
     from rollcheck.pyimpl.errors import InvalidInputError
-    from rollcheck.pyimpl.interval_profile import load_profile
     from rollcheck.pyimpl.intervals import optimise_ci
+    from rollcheck.pyimpl.intervals.profile import load_profile
 
     defaults = {"timeout": args.timeout, "recovery": args.recovery, "warmup": args.warmup, "ratio": _ratio(args)}
     points = load_profile(args.profile, case=args.case, reading=args.reading, threshold=args.threshold,

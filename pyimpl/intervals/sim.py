@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 
 from rollcheck.pyimpl.errors import InvalidInputError
-from rollcheck.pyimpl.intervals import utilization
+from rollcheck.pyimpl.intervals.utilization import utilization
 
 _BURN_IN_CYCLES = 20.0
 
@@ -65,7 +65,7 @@ __all__ = [
 
 @dataclass(frozen=True)
 class SimConfig:
-    """Parameters of one simulated system (units as in :mod:`rollcheck.pyimpl.intervals`).
+    """Parameters of one simulated system (units as in :mod:`rollcheck.pyimpl.intervals.utilization`).
 
     Examples
     --------

@@ -5,7 +5,7 @@ One profiling run per row/object. Columns (CSV header) or keys (JSON):
 * ``ci`` (required): the checkpoint interval of the run;
 * ``latency`` (required): its average end-to-end latency ``L_avg``;
 * ``trt`` (optional): a measured or precomputed total recovery time; when absent it is estimated
-  with the Chiron heuristic (:func:`rollcheck.pyimpl.intervals.total_recovery_time`) from
+  with the Chiron heuristic (:func:`rollcheck.pyimpl.intervals.trt.total_recovery_time`) from
   ``timeout``, ``recovery``, ``warmup`` and either ``ratio`` or both ``i_avg`` and ``i_max``
   (``ratio = i_avg/i_max``). Missing ``timeout``/``recovery``/``warmup``/``ratio`` may be supplied
   as defaults by the caller (command-line flags).
@@ -30,7 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from rollcheck.pyimpl.errors import InvalidInputError
-from rollcheck.pyimpl.intervals import ProfilingPoint, total_recovery_time
+from rollcheck.pyimpl.intervals.optimiser import ProfilingPoint
+from rollcheck.pyimpl.intervals.trt import total_recovery_time
 
 __all__ = ["FORMAT", "load_profile", "parse_rows", "points_from_rows"]
 
@@ -112,7 +113,7 @@ def points_from_rows(
     threshold: float = 1.0,
     defaults: Mapping[str, float | None] | None = None,
 ) -> list[ProfilingPoint]:
-    """Turn parsed rows into :class:`~rollcheck.pyimpl.intervals.ProfilingPoint` (estimating TRT when absent)."""
+    """Turn parsed rows into :class:`~rollcheck.pyimpl.intervals.optimiser.ProfilingPoint` (estimating TRT when absent)."""
     given: dict[str, float] = {k: float(v) for k, v in (defaults or {}).items() if v is not None}
     points = []
     for where, r in rows:
@@ -149,10 +150,11 @@ def load_profile(path: str | Path, **kw: Any) -> list[ProfilingPoint]:
 
     Examples
     --------
-    >>> import tempfile, os
-    >>> d = tempfile.mkdtemp(); f = os.path.join(d, "p.csv")
-    >>> _ = open(f, "w").write("ci,latency,trt\\n1000,900,40\\n20000,700,80\\n40000,650,130\\n")
-    >>> [p.trt for p in load_profile(f)]
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     f = Path(d, "p.csv")
+    ...     _ = f.write_text("ci,latency,trt\\n1000,900,40\\n20000,700,80\\n40000,650,130\\n")
+    ...     [p.trt for p in load_profile(f)]
     [40.0, 80.0, 130.0]
     """
     p = Path(path)
