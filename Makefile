@@ -27,10 +27,8 @@ java:
 
 setup: $(STAMP) java
 
-# --dist loadgroup: tests marked xdist_group (the wheel build of tests/test_packaging.py) share
-# one worker; every other test is distributed as usual
 test: setup
-	ROLLCHECK_PROFILE=$(PROFILE) $(PY) -P -m pytest -q -n $(PYTEST_WORKERS) --dist loadgroup -p no:cacheprovider tests
+	ROLLCHECK_PROFILE=$(PROFILE) $(PY) -P -m pytest -q -n $(PYTEST_WORKERS) -p no:cacheprovider tests
 
 verify: setup
 	ROLLCHECK_PROFILE=verify $(VENV)/bin/rollcheck verify

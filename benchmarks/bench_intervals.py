@@ -14,8 +14,8 @@ from typing import Any
 
 
 def _configs(k: int) -> list[Any]:
-    from rollcheck.pyimpl.intervals.sim import SimConfig
     from rollcheck.pyimpl.intervals import optimal_interval
+    from rollcheck.pyimpl.intervals.sim import SimConfig
 
     lams = (0.1, 0.05, 0.025, 0.005)
     depths = (1, 10, 25, 50)

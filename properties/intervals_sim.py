@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from rollcheck.properties.intervals_model import expect
 from rollcheck.properties.registry import prop
+from rollcheck.pyimpl.intervals import optimal_interval, utilization
 from rollcheck.pyimpl.intervals.sim import (
     SimConfig,
     run_rng,
@@ -24,7 +25,6 @@ from rollcheck.pyimpl.intervals.sim import (
     summarise,
     token_offsets,
 )
-from rollcheck.pyimpl.intervals import optimal_interval, utilization
 
 __all__ = ["sim_params", "random_dags", "Z_LIMIT"]
 

@@ -15,14 +15,6 @@ from typing import Any
 import numpy as np
 
 from rollcheck.properties.mutation import MutantOutcome, mutant
-from rollcheck.pyimpl.intervals.sim import (
-    SimConfig,
-    SimSummary,
-    run_rng,
-    simulate_dag_run,
-    simulate_runs,
-    summarise,
-)
 from rollcheck.pyimpl.intervals import (
     CIChoice,
     ProfilingPoint,
@@ -31,6 +23,14 @@ from rollcheck.pyimpl.intervals import (
     optimise_ci,
     trt_breakdown,
     utilization,
+)
+from rollcheck.pyimpl.intervals.sim import (
+    SimConfig,
+    SimSummary,
+    run_rng,
+    simulate_dag_run,
+    simulate_runs,
+    summarise,
 )
 
 __all__ = ["BROKEN", "kill"]

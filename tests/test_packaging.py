@@ -26,6 +26,7 @@ site-packages, not from the checkout.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -37,8 +38,6 @@ import zipfile
 from pathlib import Path
 
 import pytest
-
-pytestmark = pytest.mark.xdist_group("packaging")
 
 ROOT = Path(__file__).resolve().parent.parent
 with (ROOT / "pyproject.toml").open("rb") as _f:
@@ -91,15 +90,13 @@ class Installed:
         return res.stdout.strip()
 
 
-@pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
+def _build_and_install(base: Path) -> None:
     import setuptools
 
     major, minor = (int(x) for x in setuptools.__version__.split(".")[:2])
     assert (major, minor) >= (70, 1), (
         f"setuptools {setuptools.__version__} cannot build the wheel offline: run `make setup` "
         "(the dev extra requires setuptools>=70.1)")
-    base = tmp_path_factory.mktemp("packaging")
     src = base / "src"
     src.mkdir()
     for f in ("pyproject.toml", "README.md"):
@@ -111,19 +108,41 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
                 "-q", "-w", str(dist), str(src)], cwd=base, env=_clean_env())
     assert res.returncode == 0, res.stdout + res.stderr
     (wheel,) = dist.glob("rollcheck-*.whl")
-
     venv = base / "venv"
     res = _run([sys.executable, "-m", "venv", "--without-pip", str(venv)], cwd=base, env=_clean_env())
     assert res.returncode == 0, res.stderr
-    empty = base / "empty"
-    empty.mkdir()
-    inst = Installed(wheel, venv, empty)
+    inst = Installed(wheel, venv, base)
     ours = sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
     (inst.site / "zz-rollcheck-test-dependencies.pth").write_text("\n".join(ours) + "\n")
     res = _run([sys.executable, "-m", "pip", "--python", str(inst.python), "install", "--no-deps", "--no-index",
                 "-q", str(wheel)], cwd=base, env=_clean_env())
     assert res.returncode == 0, res.stdout + res.stderr
-    return inst
+    (base / "ready").touch()
+
+
+@pytest.fixture(scope="session")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
+    """Built once per test session: under pytest-xdist the workers share one build (a file lock
+    in the session's temporary folder; the second worker waits for the first)."""
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent  # this session's folder, common to its workers
+    base = shared / "rollcheck-packaging"
+    base.mkdir(exist_ok=True)
+    with (shared / "rollcheck-packaging.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if not (base / "ready").exists():
+                for child in base.iterdir():  # a build that failed half-way: start again
+                    shutil.rmtree(child) if child.is_dir() else child.unlink()
+                _build_and_install(base)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+    (wheel,) = (base / "dist").glob("rollcheck-*.whl")
+    # each worker runs its commands from its own empty folder (its parent takes the outputs)
+    empty = base / f"work-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}" / "empty"
+    empty.mkdir(parents=True, exist_ok=True)
+    return Installed(wheel, base / "venv", empty)
 
 
 # --------------------------------------------------------------------------- the wheel itself
@@ -268,3 +287,40 @@ def test_check_protocol_from_the_installed_wheel(installed: Installed) -> None:
     assert doc["verdict"] == "safe"
     assert doc["examples"] > 0
     assert doc["counterexample"] is None
+
+
+# (arguments, expected exit code, check of the JSON document or None); {example} is the shipped
+# example pattern, {out} a folder outside the working directory
+COMMANDS = [
+    (["useless", "{example}", "--json"], 0,
+     lambda d: d["useless"] == [{"process": "P0", "index": 2}, {"process": "P1", "index": 1},
+                                {"process": "P1", "index": 2}]),
+    (["zpath", "{example}", "--from", "P1:1", "--to", "P1:1", "--json"], 0, lambda d: d["exists"] is True),
+    (["recovery-line", "{example}", "--failed", "P1", "--json"], 0, lambda d: d["line"]["P1"] == 0),
+    (["protocol", "hmnr", "{example}", "--json"], 0, lambda d: d["protocol"] == "hmnr" and d["forced"]),
+    (["render", "{example}", "-o", "{out}/d.png", "--failed", "P1", "--zcycles"], 0, None),
+    (["interval", "optimal", "--failure-rate", "0.005", "--checkpoint-cost", "5", "--json"], 0,
+     lambda d: round(d["interval"], 3) == 46.452),
+    (["trt", "--ci", "10", "--timeout", "5", "--recovery", "3", "--warmup", "2", "--ratio", "0.5", "--json"], 0,
+     lambda d: d["trt"]["worst"] == 47.375),
+    (["simulate", "--workload", "wordcount", "--protocol", "hmnr", "--records", "15", "--json"], 0,
+     lambda d: d["metrics"]["verdict"] == "exactly-once"),
+    (["simulate", "--workload", "nhop", "--protocol", "cl-aligned", "--interval", "5", "--records", "20", "--json"], 1,
+     lambda d: d["deadlock"]["stuck"]),
+    (["validate", "{out}/missing.json"], 2, None),
+]
+
+
+@pytest.mark.parametrize(("args", "code", "check"), COMMANDS, ids=[" ".join(c[0][:2]) for c in COMMANDS])
+def test_commands_from_the_installed_wheel(args: list[str], code: int, check: object, installed: Installed) -> None:
+    out = installed.empty.parent / "out"
+    out.mkdir(exist_ok=True)
+    example = installed.resource("rollcheck.data", "useless.json")
+    res = installed.rollcheck(*[a.format(example=example, out=out) for a in args])
+    assert res.returncode == code, res.stdout[-2000:] + res.stderr[-2000:]
+    assert "Traceback" not in res.stderr
+    if check is not None:
+        assert check(json.loads(res.stdout)), res.stdout[-2000:]  # type: ignore[operator]
+    if args[0] == "render":
+        assert (out / "d.png").stat().st_size > 0
+    assert list(installed.empty.iterdir()) == []

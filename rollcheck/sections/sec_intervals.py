@@ -65,8 +65,8 @@ def _paper_numbers() -> list[tuple[str, float, float, float]]:
 
 
 def _table(ctx: VerifyContext, runs: int, lambdas: tuple[float, ...], depths: tuple[int, ...]) -> tuple[list[Any], list[Any]]:
-    from rollcheck.pyimpl.intervals.sim import SimConfig, sweep
     from rollcheck.pyimpl.intervals import optimal_interval
+    from rollcheck.pyimpl.intervals.sim import SimConfig, sweep
 
     cfgs = [SimConfig(optimal_interval(lam, C_MIN), lam, C_MIN, R_MIN, n, DELTA_MIN) for lam in lambdas for n in depths]
     return cfgs, sweep(cfgs, runs=runs, horizon_failures=2000, seed=ctx.seed)
@@ -80,8 +80,8 @@ def _plot(ctx: VerifyContext, name: str, title: str, depths: tuple[int, ...], la
     import matplotlib.pyplot as plt
     import numpy as np
 
-    from rollcheck.pyimpl.intervals.sim import SimConfig, simulate_runs
     from rollcheck.pyimpl.intervals import optimal_interval, utilization
+    from rollcheck.pyimpl.intervals.sim import SimConfig, simulate_runs
 
     fig, axes = plt.subplots(1, len(lambdas), figsize=(4.2 * len(lambdas), 3.6), squeeze=False)
     worst, n_points, t0 = 0.0, 0, time.perf_counter()
