@@ -83,11 +83,15 @@ def test_small_model_meets_expectation(entry, tmp_path):
 
 def test_every_model_has_a_type_invariant_checked_and_coverage_goals():
     modules = {e.module for e in ENTRIES}
-    assert len(modules) == 7  # TraceCheck.tla is driven by tla/trace.py, not the manifest
+    # 8 modules: these 6, TraceCheck.tla (driven by tla/trace.py) and CICRules.tla (rules only)
+    assert len(modules) == 6
     for e in ENTRIES:
         assert "INVARIANT TypeOK" in e.config_path.read_text(), e.name
     for m in modules | {"TraceCheck.tla"}:
         assert "\nTypeOK ==" in (MODELS_DIR / m).read_text(), m
+    assert "\nRulesTypeOK ==" in (MODELS_DIR / "CICRules.tla").read_text()
+    for m in ("CIC.tla", "TraceCheck.tla"):
+        assert "RulesTypeOK" in (MODELS_DIR / m).read_text().split("TypeOK ==", 1)[1][:200], m
     for m in modules:
         goals = {g for e in SMALL if e.module == m for g in e.cover}
         assert goals, f"{m}: no coverage goal at the small bound"

@@ -76,13 +76,8 @@ PbOK(pb) == IF IsHMNR THEN pb \in [clock : [Procs -> Nat], ckpt : [Procs -> Nat]
                                    taken : [Procs -> BOOLEAN]]
             ELSE pb \in Nat
 TypeOK ==
+  /\ RulesTypeOK
   /\ ck \in [Procs -> 0..(MaxBasic + MaxSends)]
-  /\ clock \in [Procs -> [Procs -> Nat]]
-  /\ ckpt \in [Procs -> [Procs -> Nat]]
-  /\ taken \in [Procs -> [Procs -> BOOLEAN]]
-  /\ sent_to \in [Procs -> [Procs -> BOOLEAN]]
-  /\ min_to \in [Procs -> [Procs -> Nat]]
-  /\ lc \in [Procs -> Nat]
   /\ nsent \in 0..MaxSends
   /\ nbasic \in 0..MaxBasic
   /\ reach \subseteq Nodes \X Nodes

@@ -44,6 +44,16 @@ RulesInit ==
   /\ min_to = [p \in Procs |-> [k \in Procs |-> IF IsHMNR THEN Inf ELSE 0]]
   /\ lc = [p \in Procs |-> 0]
 
+\* Types of the rule variables (the models' TypeOK include it).
+RulesTypeOK ==
+  /\ ck \in [Procs -> Nat]
+  /\ clock \in [Procs -> [Procs -> Nat]]
+  /\ ckpt \in [Procs -> [Procs -> Nat]]
+  /\ taken \in [Procs -> [Procs -> BOOLEAN]]
+  /\ sent_to \in [Procs -> [Procs -> BOOLEAN]]
+  /\ min_to \in [Procs -> [Procs -> Nat]]
+  /\ lc \in [Procs -> Nat]
+
 \* The HMNR control state of p as one record (pure operators below work on it).
 HState(p) == [clock |-> clock[p], ckpt |-> ckpt[p], taken |-> taken[p],
               sent_to |-> sent_to[p], min_to |-> min_to[p]]

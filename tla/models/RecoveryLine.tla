@@ -123,10 +123,9 @@ Unreached_SecondRound ==
                          /\ \A y \in (x + 1)..root[i] : <<i, y>> \in marked
           once == [i \in Procs |-> IF <<i, root[i]>> \in marked THEN latest(i) ELSE root[i]]
       IN ~ConsistentCut(once)
-\* A survivor keeps its volatile state while another process rolls back.
-Unreached_SurvivorKeepsVolatile ==
-  ~ \E F \in (SUBSET Procs) \ {{}} : \E i, j \in Procs :
-      Virtual /\ i \notin F /\ Line(F)[i] = ck[i] + 1 /\ Line(F)[j] < Top(j, F)
+\* A survivor must give up its volatile state (it received a message the failed side lost).
+Unreached_SurvivorRollsBack ==
+  ~ \E F \in (SUBSET Procs) \ {{}} : \E i \in Procs \ F : Virtual /\ Line(F)[i] < Top(i, F)
 
 \* The same by brute force over every cut (small N only).
 LineIsMaxBrute ==

@@ -93,8 +93,8 @@ Next ==
 NoUseless == \A p \in Procs : \A x \in 0..ck[p] : <<<<p, x + 1>>, <<p, x>>>> \notin reach
 
 TypeOK ==
+  /\ RulesTypeOK
   /\ i \in 1..(Len(Trace) + 1)
-  /\ ck \in [Procs -> Nat]
   /\ pend \in [Procs -> BOOLEAN]
   /\ \A r \in net : r.from \in Procs /\ r.sx \in 0..ck[r.from]
 =============================================================================
