@@ -391,3 +391,34 @@ def _alive(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z"
+
+
+# ------------------------------------------------------------------ CLI: inconclusive, never a pass
+def test_cli_tlc_without_jar_is_inconclusive(tmp_path, monkeypatch, capsys):
+    from rollcheck.cli.main import main
+
+    monkeypatch.setenv("ROLLCHECK_TLA_JAR", str(tmp_path / "missing.jar"))
+    assert main(["tlc", str(write_spec(tmp_path))]) == 3
+    assert "inconclusive" in capsys.readouterr().err
+    assert main(["tlc-manifest", "--only", "cic-hmnr-small", "--cover"]) == 3
+
+
+def test_coverage_without_tlc_is_inconclusive_not_reached(tmp_path, monkeypatch):
+    from rollcheck.tla.manifest import check_coverage, load_manifest
+
+    monkeypatch.setenv("ROLLCHECK_TLA_JAR", str(tmp_path / "missing.jar"))
+    e = next(x for x in load_manifest() if x.cover)
+    outs = check_coverage(e)
+    assert outs and all(c.status == "inconclusive" and not c.reached for c in outs)
+
+
+def test_cli_tlc_trace_of_a_user_protocol_is_inconclusive(tmp_path, capsys):
+    from rollcheck.cli.main import main
+
+    pat = tmp_path / "p.json"
+    pat.write_text('{"format": "rollcheck.pattern/1", "processes": ["P0", "P1"], "events": []}')
+    assert main(["tlc-trace", "mypkg.proto:MyProtocol", str(pat)]) == 3
+    err = capsys.readouterr().err
+    assert "inconclusive" in err and "built-in protocols with a TLA+ model" in err
+    assert main(["tlc-trace", f"{tmp_path / 'p.py'}:P", str(pat), "--json"]) == 3
+    assert '"status": "inconclusive"' in capsys.readouterr().out
