@@ -183,3 +183,21 @@ def test_crosscheck_cic_detects_disagreement():
     c = crosscheck_cic(trace, "hmnr")
     assert not c.agrees
     assert c.facts["useless"] == [] and c.facts["same_forcing"] is False
+
+
+@pytest.mark.tlc
+def test_tracecheck_rejects_a_forced_checkpoint_without_its_delivery():
+    """TraceCheck.tla: a forced checkpoint must precede a delivery of its process; a trailing one
+    (or one followed by a send) is rejected at the checkpoint itself."""
+    from rollcheck.pyimpl.pattern import CHECKPOINT, DELIVER, SEND, Event, Pattern
+    from rollcheck.tla.trace import validate_trace
+
+    base = [Event(0, SEND, "m0", 1), Event(1, DELIVER, "m0")]
+    ok = validate_trace("hmnr", Pattern(("P0", "P1"), tuple(base)), timeout=170)
+    assert ok.status == "accepted"
+    trailing = Pattern(("P0", "P1"), tuple(base + [Event(1, CHECKPOINT, forced=True)]))
+    w = validate_trace("hmnr", trailing, timeout=170)
+    assert w.status == "rejected" and w.first_rejected_event == 2
+    then_send = Pattern(("P0", "P1"), tuple(base + [Event(1, CHECKPOINT, forced=True), Event(1, SEND, "m1", 0)]))
+    w = validate_trace("hmnr", then_send, timeout=170)
+    assert w.status == "rejected" and w.first_rejected_event == 2
