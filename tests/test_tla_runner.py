@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
 import textwrap
+import time
+from pathlib import Path
 
 import pytest
-
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.tla.runner import interpret, parse_tool_output, run_tlc
 
@@ -227,3 +231,194 @@ def test_timeout_keeps_progress_counts():
                               "1,200 distinct states found (72,000 ds/min), 300 states left on queue.")
     r = interpret(out, None)
     assert r.status == "inconclusive" and (r.generated_states, r.distinct_states) == (1500, 1200)
+
+
+# ------------------------------------------------------------------ lassos, markers, cfgs
+def test_lasso_back_to_is_parsed():
+    out = (HEADER + msg(2116, 1, "Temporal properties were violated.")
+           + msg(2264, 1, "The following behavior constitutes a counter-example:")
+           + trace_state(1, "Initial predicate", "x = 0")
+           + trace_state(2, "Next line 5, col 9 to line 5, col 24 of module L", "x = 1")
+           + msg(2122, 4, "1: Back to state: <Next line 5, col 9 to line 5, col 24 of module L>\n") + COUNTS)
+    r = interpret(out, 13)
+    assert r.status == "violation"
+    last = r.trace[-1]
+    assert (last.number, last.back_to, last.action, last.values) == (3, 1, "Next", {})
+    assert r.to_json()["trace"][-1]["back_to"] == 1
+
+
+def test_initial_state_violation_keeps_the_state():
+    out = HEADER + msg(2107, 1, "Invariant Positive is violated by the initial state:\nx = 0\n")
+    r = interpret(out, 12)
+    assert r.status == "violation" and r.violated == "Positive"
+    assert [(s.number, s.action, s.values) for s in r.trace] == [(1, "Initial predicate", {"x": 0})]
+    assert r.distinct_states == 1 and "@!@!@" not in r.message
+
+
+def test_config_error_nested_in_an_exception_names_the_cfg_line():
+    out = HEADER + ("@!@!@STARTMSG 1000:1 @!@!@\nTLC threw an unexpected exception.\nThe exception was a "
+                    "tlc2.tool.ConfigFileException\n: @!@!@STARTMSG 5006:0 @!@!@\nTLC found an error in the "
+                    "configuration file at line 3\nIt was expecting a keyword, but did not find it.\n"
+                    "@!@!@ENDMSG 5006 @!@!@\n@!@!@ENDMSG 1000 @!@!@\n")
+    r = interpret(out, 150)
+    assert r.status == "error"
+    e = r.errors[0]
+    assert e.kind == "config" and e.line == 3 and "@!@!@" not in e.message
+
+
+def test_missing_module_message_has_no_markers(tmp_path):
+    (tmp_path / "M.tla").write_text("---- MODULE M ----\nEXTENDS Naturals,\n  Gone\n====\n")
+    sany = (f"Parsing file {tmp_path}/M.tla\nFile does not exist: {tmp_path}/Gone.tla\n\nFatal errors while "
+            "parsing TLA+ spec in file M\n\ntla2sany.semantic.AbortException\n*** Abort messages: 1\n\n"
+            "Unknown location\n\nCannot find source file for module Gone imported in module M.\n\n\n")
+    out = msg(2220, 0, "Starting SANY...") + sany + msg(2219, 0, "SANY finished.") + msg(3002, 1, "failed")
+    r = interpret(out, 150)
+    e = r.errors[0]
+    assert "@!@!@" not in r.message and "cannot find module Gone" in e.message
+    assert (e.file, e.line) == (f"{tmp_path}/M.tla", 3)
+
+
+# ------------------------------------------------------------------ public-style specs
+SPECS = Path(__file__).parent / "tla_specs"
+
+
+@pytest.mark.tlc
+def test_public_check_deadlock_false_is_translated(own_tmp):
+    r = run_tlc(SPECS / "DieHard.tla")  # the cfg says CHECK_DEADLOCK FALSE; TLC 2.15 rejects it
+    assert r.status == "violation" and r.violated == "NotSolved"
+    assert "-deadlock" in r.command
+    assert r.trace[-1].values["big"] == 4 and r.trace[0].values == {"small": 0, "big": 0}
+    assert os.listdir(own_tmp) == []
+
+
+@pytest.mark.tlc
+def test_public_lasso_counterexample():
+    r = run_tlc(SPECS / "HourClock.tla")
+    assert r.status == "violation" and r.violated == "temporal property"
+    last = r.trace[-1]
+    assert last.back_to is not None and 1 <= last.back_to < last.number
+    assert last.number == r.trace[-2].number + 1
+    # the loop target is a real state of the trace, the step after the last shown state
+    hours = [s.values["hr"] for s in r.trace[:-1]]
+    assert hours[last.back_to - 1] == (hours[-1] % 12) + 1
+
+
+@pytest.mark.tlc
+def test_public_multiline_cfg_with_liveness_and_check_deadlock_true():
+    r = run_tlc(SPECS / "Peterson.tla")
+    assert r.status == "ok" and r.distinct_states > 0
+    assert "-deadlock" not in r.command
+
+
+@pytest.mark.tlc
+def test_public_initial_state_violation():
+    r = run_tlc(SPECS / "BadInit.tla")
+    assert r.status == "violation" and r.violated == "Positive"
+    assert r.trace[0].values["x"] == 0 and r.trace[0].values["y"] == (1, "a")
+    assert r.distinct_states >= 1
+
+
+@pytest.mark.tlc
+def test_public_missing_module_is_located_without_markers():
+    with pytest.raises(InvalidInputError) as ei:
+        run_tlc(SPECS / "UsesMissing.tla")
+    text = str(ei.value)
+    assert "@!@!@" not in text and "NoSuchHelpers" in text
+    assert text.startswith(f"{SPECS / 'UsesMissing.tla'}:3:")
+
+
+@pytest.mark.tlc
+def test_public_parse_error_without_cfg_reports_the_module():
+    assert not (SPECS / "Broken.cfg").exists()
+    with pytest.raises(InvalidInputError) as ei:
+        run_tlc(SPECS / "Broken.tla")
+    assert str(ei.value).startswith(f"{SPECS / 'Broken.tla'}:5:") and "configuration" not in str(ei.value)
+
+
+@pytest.mark.tlc
+def test_public_cfg_error_is_attributed_to_the_cfg(tmp_path):
+    (tmp_path / "K.tla").write_text((SPECS / "BadInit.tla").read_text().replace("BadInit", "K"))
+    (tmp_path / "K.cfg").write_text("INIT Init\nNEXT Next\n\n= 3\n")
+    with pytest.raises(InvalidInputError) as ei:
+        run_tlc(tmp_path / "K.tla")
+    assert str(ei.value).startswith(f"{tmp_path / 'K.cfg'}:4:")
+    # an unknown operator named by the cfg: TLC gives no line, the cfg is still the culprit
+    (tmp_path / "K.cfg").write_text("INIT Init\nNEXT Next\nINVARIANT Positive\nFOO Bar\n")
+    with pytest.raises(InvalidInputError) as ei:
+        run_tlc(tmp_path / "K.tla")
+    assert str(ei.value).startswith(f"{tmp_path / 'K.cfg'}: configuration:") and "FOO" in str(ei.value)
+
+
+@pytest.mark.tlc
+def test_sigterm_kills_tlc_and_removes_the_temporary_folder(tmp_path):
+    env = dict(os.environ, TMPDIR=str(tmp_path))
+    cli = Path(sys.executable).with_name("rollcheck")
+    proc = subprocess.Popen([str(cli), "tlc", str(SPECS / "Slow.tla"), "--timeout", "120"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    java_pids: list[int] = []
+    while time.monotonic() < deadline and not java_pids:
+        time.sleep(0.5)
+        if any(p.name.startswith("rollcheck-tlc-") for p in tmp_path.iterdir()):
+            java_pids = _children(proc.pid)
+    assert java_pids, "TLC did not start"
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=60)
+    assert proc.returncode != 0
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith("rollcheck-tlc-")]
+    time.sleep(0.5)
+    for pid in java_pids:
+        assert not _alive(pid), f"java {pid} survived"
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                stat = (d / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                out.append(int(d.name))
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+# ------------------------------------------------------------------ CLI: inconclusive, never a pass
+def test_cli_tlc_without_jar_is_inconclusive(tmp_path, monkeypatch, capsys):
+    from rollcheck.cli.main import main
+
+    monkeypatch.setenv("ROLLCHECK_TLA_JAR", str(tmp_path / "missing.jar"))
+    assert main(["tlc", str(write_spec(tmp_path))]) == 3
+    assert "inconclusive" in capsys.readouterr().err
+    assert main(["tlc-manifest", "--only", "cic-hmnr-small", "--cover"]) == 3
+
+
+def test_coverage_without_tlc_is_inconclusive_not_reached(tmp_path, monkeypatch):
+    from rollcheck.tla.manifest import check_coverage, load_manifest
+
+    monkeypatch.setenv("ROLLCHECK_TLA_JAR", str(tmp_path / "missing.jar"))
+    e = next(x for x in load_manifest() if x.cover)
+    outs = check_coverage(e)
+    assert outs and all(c.status == "inconclusive" and not c.reached for c in outs)
+
+
+def test_cli_tlc_trace_of_a_user_protocol_is_inconclusive(tmp_path, capsys):
+    from rollcheck.cli.main import main
+
+    pat = tmp_path / "p.json"
+    pat.write_text('{"format": "rollcheck.pattern/1", "processes": ["P0", "P1"], "events": []}')
+    assert main(["tlc-trace", "mypkg.proto:MyProtocol", str(pat)]) == 3
+    err = capsys.readouterr().err
+    assert "inconclusive" in err and "built-in protocols with a TLA+ model" in err
+    assert main(["tlc-trace", f"{tmp_path / 'p.py'}:P", str(pat), "--json"]) == 3
+    assert '"status": "inconclusive"' in capsys.readouterr().out

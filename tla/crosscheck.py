@@ -10,8 +10,9 @@ Python reference must then see the same violation:
   protocol in Python (:func:`rollcheck.pyimpl.protocols.run_protocol`) over the basic schedule reproduces
   exactly the forced checkpoints TLC's model took;
 * recovery lines: the pattern is saved and drawn; the Python reference line
-  (:func:`rollcheck.pyimpl.recovery.recovery_line`) must be consistent and maximal on it (it is the mutant
-  the model ran that is wrong, not the reference).
+  (:func:`rollcheck.pyimpl.recovery.recovery_line`) must be the maximum consistent cut on it (brute
+  force), and the model's broken variant, re-encoded in Python (:func:`propagation_line`), must give
+  a different line there for some failure set: it is the mutant that is wrong, not the reference.
 
 Index conventions as in ``specs/conventions.md``; theorems in ``specs/tla.md#crosscheck``.
 """
@@ -33,6 +34,7 @@ __all__ = [
     "pattern_from_recovery_trace",
     "crosscheck_cic",
     "crosscheck_recovery",
+    "propagation_line",
 ]
 
 
@@ -156,29 +158,118 @@ def crosscheck_cic(trace: list[TraceState], protocol: str, out_dir: Path | None 
     return CrossCheck(ok, detail, p, path, pic, {"useless": names, "same_forcing": same_forcing})
 
 
+def _raw_pattern(state: dict[str, Any]) -> tuple[list[int], list[tuple[int, int, int, int]]]:
+    """(ck, [(s, r, sx, dy)]) of a ``RecoveryLine.tla`` state, with process indices as ints."""
+    ckv = state["ck"]
+    n = len(ckv)
+    ck = [int(ckv[i]) for i in range(n)]
+    msgs = [(int(m["s"]), int(m["r"]), int(m["sx"]), int(m["dy"])) for m in state["msgs"]]
+    return ck, msgs
+
+
+def _tops(ck: list[int], failed: tuple[int, ...], virtual: bool) -> list[int]:
+    return [c + 1 if (virtual and i not in failed) else c for i, c in enumerate(ck)]
+
+
+def _consistent(msgs: list[tuple[int, int, int, int]], cut: tuple[int, ...]) -> bool:
+    """No delivered message is an orphan: received before the cut, sent after it."""
+    return not any(dy >= 0 and dy < cut[r] and sx >= cut[s] for s, r, sx, dy in msgs)
+
+
+def _max_consistent(ck: list[int], msgs: list[tuple[int, int, int, int]], failed: tuple[int, ...],
+                    virtual: bool) -> tuple[int, ...]:
+    """The maximum consistent cut under the failure set, by brute force over every cut."""
+    best: tuple[int, ...] | None = None
+    for cut in itertools.product(*(range(t + 1) for t in _tops(ck, failed, virtual))):
+        if _consistent(msgs, cut) and (best is None or all(c >= b for c, b in zip(cut, best, strict=True))):
+            best = cut
+    assert best is not None  # the all-zero cut is always consistent
+    return best
+
+
+def propagation_line(ck: list[int], msgs: list[tuple[int, int, int, int]], failed: tuple[int, ...],
+                     virtual: bool, variant: str = "correct") -> tuple[int, ...]:
+    """Rollback propagation on the checkpoint graph as ``RecoveryLine.tla`` states it, including its
+    broken variants (``single-pass``: one marking round; ``no-local-edges``: no C[i,x] -> C[i,x+1]
+    edges). A second encoding of the model's ``Line(F)``, used to confirm a mutant's counterexample.
+
+    Examples
+    --------
+    >>> ck, msgs = [1, 0], [(0, 1, 1, 0)]   # P0 checkpoints, then sends m to P1
+    >>> propagation_line(ck, msgs, (0,), True)
+    (1, 0)
+    """
+    n = len(ck)
+    top = _tops(ck, failed, virtual)
+
+    def avail(node: tuple[int, int]) -> bool:
+        return node[1] <= top[node[0]]
+
+    local = [] if variant == "no-local-edges" else [((i, x), (i, x + 1)) for i in range(n) for x in range(ck[i] + 1)]
+    mess = [((s, sx), (r, dy + 1)) for s, r, sx, dy in msgs if dy >= 0]
+    succ: dict[tuple[int, int], set[tuple[int, int]]] = {}
+    for a, b in local + mess:
+        if avail(a) and avail(b):
+            succ.setdefault(a, set()).add(b)
+    root = list(top)
+    while True:
+        frontier = {b for i in range(n) for b in succ.get((i, root[i]), ())}
+        marked = set(frontier)
+        while frontier:
+            frontier = {b for a in frontier for b in succ.get(a, ()) if b not in marked}
+            marked |= frontier
+        root2 = []
+        for i in range(n):
+            if (i, root[i]) in marked:
+                unmarked = [x for x in range(root[i] + 1) if (i, x) not in marked]
+                root2.append(max(unmarked) if unmarked else 0)
+            else:
+                root2.append(root[i])
+        if root2 == root or variant == "single-pass":
+            return tuple(root2)
+        root = root2
+
+
 def crosscheck_recovery(trace: list[TraceState], out_dir: Path | None = None,
-                        stem: str = "recovery-line", virtual: bool = True) -> CrossCheck:
-    """On a ``RecoveryLine.tla`` mutant counterexample, the Python line is the maximum consistent cut."""
-    from rollcheck.pyimpl.consistency import is_consistent
+                        stem: str = "recovery-line", virtual: bool = True,
+                        variant: str | None = None) -> CrossCheck:
+    """Confirm a ``RecoveryLine.tla`` mutant counterexample with the Python reference.
+
+    On the pattern of the counterexample's last state, for every nonempty failure set: the Python
+    reference line (:func:`rollcheck.pyimpl.recovery.recovery_line`) must equal the maximum
+    consistent cut by brute force, and — when ``variant`` names the model's broken variant — that
+    variant's line (:func:`propagation_line`) must differ from it for at least one failure set:
+    the mutant, not the reference, is wrong there.
+    """
     from rollcheck.pyimpl.recovery import recovery_line
 
     p = pattern_from_recovery_trace(trace)
+    ck, msgs = _raw_pattern(trace[-1].values)
     bad: list[str] = []
+    wrong: list[str] = []
     checked = 0
     for r in range(1, p.n + 1):
         for failed in itertools.combinations(range(p.n), r):
+            best = _max_consistent(ck, msgs, failed, virtual)
             line = tuple(recovery_line(p, failed, virtual=virtual).line)
-            tops = [p.volatile_index(i) if (virtual and i not in failed) else p.last_index(i)
-                    for i in range(p.n)]
-            best = None
-            for cut in itertools.product(*(range(t + 1) for t in tops)):
-                if is_consistent(p, cut) and (best is None or all(c >= b for c, b in zip(cut, best, strict=True))):
-                    best = cut
             checked += 1
-            if not is_consistent(p, line) or line != best:
-                bad.append(f"failed={failed}: line {line}, maximum {best}")
+            if line != best:
+                bad.append(f"failed={failed}: Python line {line}, maximum consistent {best}")
+            if variant is not None:
+                mline = propagation_line(ck, msgs, failed, virtual, variant)
+                if mline != best:
+                    wrong.append(f"failed={failed}: {variant} gives {mline}, maximum consistent {best}"
+                                 f"{'' if _consistent(msgs, mline) else ' (inconsistent)'}")
     path, pic = _save(p, out_dir, stem, False)
-    ok = not bad and checked > 0
-    detail = (f"{len(p.events)} events; Python recovery line is the maximum consistent cut for all "
-              f"{checked} failure sets" if ok else "; ".join(bad))
-    return CrossCheck(ok, detail, p, path, pic, {"failure_sets": checked})
+    mutant_wrong = variant is None or bool(wrong)
+    ok = not bad and checked > 0 and mutant_wrong
+    if ok:
+        detail = (f"{len(p.events)} events; Python recovery line is the maximum consistent cut for all "
+                  f"{checked} failure sets")
+        if variant is not None:
+            detail += f"; {variant} is wrong at {wrong[0]}"
+    else:
+        detail = "; ".join(bad) or (f"{variant} gives the maximum consistent cut for every failure set "
+                                    "of this counterexample: nothing confirms it is wrong")
+    return CrossCheck(ok, detail, p, path, pic,
+                      {"failure_sets": checked, "mutant_wrong": wrong, "reference_wrong": bad})

@@ -9,12 +9,21 @@
 ``expected`` is ``ok``, ``violation`` or ``deadlock``; ``bound`` is ``small`` (``make test``, the
 quick ``verify``) or ``large`` (``make verify``). An entry *meets* its expectation when TLC's
 status equals ``expected`` — an inconclusive run (timeout, zero states, no Java) never does.
-Rules: ``specs/tla.md#manifest``.
+
+``cover`` (optional) lists *coverage goals*: state predicates ``Unreached_X`` of the model, each
+the negation of a situation the entry's invariants are meant to face (C1 forcing a checkpoint, a
+replayed duplicate, ...). :func:`check_coverage` runs TLC once per goal with the entry's constants
+and the goal as the only invariant: the goal is *reached* iff TLC violates it, so an invariant
+that passes at this bound did not pass vacuously. Rules: ``specs/tla.md#manifest`` and
+``specs/tla.md#coverage``.
 """
 
 from __future__ import annotations
 
 import json
+import re
+import shutil
+import tempfile
 from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path
@@ -23,7 +32,17 @@ from typing import Any
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.tla.runner import TLCResult, run_tlc
 
-__all__ = ["MANIFEST_PATH", "MODELS_DIR", "ModelEntry", "ModelOutcome", "load_manifest", "run_entry"]
+__all__ = [
+    "MANIFEST_PATH",
+    "MODELS_DIR",
+    "ModelEntry",
+    "ModelOutcome",
+    "CoverOutcome",
+    "load_manifest",
+    "run_entry",
+    "coverage_config",
+    "check_coverage",
+]
 
 # Package data (importlib.resources); TLC needs real files, which every filesystem install has.
 MANIFEST_PATH = Path(str(files("rollcheck.tla") / "manifest.json"))
@@ -44,6 +63,7 @@ class ModelEntry:
     crosscheck: str | None = None
     protocol: str | None = None
     description: str = ""
+    cover: tuple[str, ...] = ()
 
     @property
     def module_path(self) -> Path:
@@ -52,6 +72,12 @@ class ModelEntry:
     @property
     def config_path(self) -> Path:
         return MODELS_DIR / self.config
+
+    def constant(self, name: str) -> str | None:
+        """The value the configuration assigns to constant ``name`` (quotes removed), if any."""
+        text = self.config_path.read_text(encoding="utf-8")
+        m = re.search(rf"^\s*{re.escape(name)}\s*=\s*(.+?)\s*$", text, re.M)
+        return m.group(1).strip('"') if m else None
 
 
 @dataclass
@@ -102,10 +128,15 @@ def load_manifest(path: str | Path = MANIFEST_PATH) -> list[ModelEntry]:
         if e["name"] in names:
             raise InvalidInputError(f"duplicate name {e['name']!r}", source=str(p), location=f"{loc}.name")
         names.add(e["name"])
+        cover = e.get("cover", [])
+        if not isinstance(cover, list) or not all(
+                isinstance(c, str) and re.fullmatch(r"Unreached_\w+", c) for c in cover):
+            raise InvalidInputError("cover must be a list of names Unreached_...", source=str(p),
+                                    location=f"{loc}.cover")
         entry = ModelEntry(
             e["name"], e["module"], e["config"], e["expected"], e["bound"],
             bool(e.get("deadlock_check", True)), tuple(e.get("invariants", ())),
-            e.get("crosscheck"), e.get("protocol"), str(e.get("description", "")),
+            e.get("crosscheck"), e.get("protocol"), str(e.get("description", "")), tuple(cover),
         )
         for f in (entry.module_path, entry.config_path):
             if not f.is_file():
@@ -119,6 +150,70 @@ def run_entry(entry: ModelEntry, *, workers: int = 1, timeout: float | None = 60
     res = run_tlc(entry.module_path, entry.config_path, workers=workers, timeout=timeout,
                   deadlock=entry.deadlock_check)
     met = res.status == entry.expected and res.distinct_states > 0
-    if met and entry.expected == "violation" and entry.invariants and res.violated:
-        met = res.violated in entry.invariants
+    if met and entry.expected == "violation" and entry.invariants:
+        # A mutant is caught only by the property it is about: not by the type invariant.
+        met = res.violated in entry.invariants and res.violated != "TypeOK"
     return ModelOutcome(entry, res, met)
+
+
+@dataclass
+class CoverOutcome:
+    """Whether one coverage goal of an entry was reached (TLC violated ``Unreached_X``)."""
+
+    entry: ModelEntry
+    goal: str
+    result: TLCResult
+
+    @property
+    def reached(self) -> bool:
+        return self.result.status == "violation" and self.result.violated == self.goal
+
+    @property
+    def status(self) -> str:
+        """``reached``, ``unreached`` (TLC explored everything without reaching it) or
+        ``inconclusive`` (timeout, no Java, ...)."""
+        if self.reached:
+            return "reached"
+        return "unreached" if self.result.status == "ok" else "inconclusive"
+
+    def to_json(self) -> dict[str, Any]:
+        r = self.result
+        return {"name": self.entry.name, "goal": self.goal, "status": self.status,
+                "depth": len(r.trace) or None, "distinct_states": r.distinct_states,
+                "seconds": round(r.seconds, 2), "message": r.message}
+
+
+_PROPERTY_LINE = re.compile(r"^\s*(INVARIANTS?|PROPERT(Y|IES))\b")
+
+
+def coverage_config(entry: ModelEntry, goal: str) -> str:
+    """The text of ``entry``'s configuration with its invariants and properties replaced by
+    ``INVARIANT goal``.
+
+    Examples
+    --------
+    >>> e = next(x for x in load_manifest() if x.cover)
+    >>> text = coverage_config(e, e.cover[0])
+    >>> text.splitlines()[-1] == f"INVARIANT {e.cover[0]}"
+    True
+    """
+    lines = entry.config_path.read_text(encoding="utf-8").splitlines()
+    kept = [ln for ln in lines if not _PROPERTY_LINE.match(ln)]
+    return "\n".join(kept + [f"INVARIANT {goal}"]) + "\n"
+
+
+def check_coverage(entry: ModelEntry, *, workers: int = 1, timeout: float | None = 600.0,
+                   goals: tuple[str, ...] | None = None) -> list[CoverOutcome]:
+    """Run TLC once per coverage goal of ``entry`` (deadlock checking off: only reachability
+    matters). A missing TLC gives inconclusive outcomes, never *reached*."""
+    out: list[CoverOutcome] = []
+    tmp = Path(tempfile.mkdtemp(prefix="rollcheck-tlc-cover-"))
+    try:
+        for goal in goals if goals is not None else entry.cover:
+            cfg = tmp / f"{entry.name}--{goal}.cfg"
+            cfg.write_text(coverage_config(entry, goal), encoding="utf-8")
+            res = run_tlc(entry.module_path, cfg, workers=workers, timeout=timeout, deadlock=False)
+            out.append(CoverOutcome(entry, goal, res))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out

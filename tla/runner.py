@@ -31,13 +31,16 @@ TLC's message codes: ``tlc2.output.EC`` and ``tlc2.output.MP`` in tla2tools 2.15
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,6 +55,8 @@ __all__ = [
     "SourceError",
     "TLCResult",
     "TLCUnavailable",
+    "clean_text",
+    "parse_module",
     "find_jar",
     "find_java",
     "parse_tool_output",
@@ -78,11 +83,13 @@ SANY_END = 2219
 PARSE_FAILED = 3002
 GENERAL_ERROR = 1000
 NESTED_POSITIONS = 2103
-CONFIG_ERRORS = (2222, 2229, 2230, 2231, 2232, 2233, 2234, 5001)
+CONFIG_ERRORS = frozenset({2222, 2223, 2224, 2225, 2226, 2227, 2228, 2229, 2230, 2231, 2232, 2233,
+                           2234, 2235, *range(5001, 5100)})
 INIT_STATES = 2190
 PROGRESS = 2200
 
 _MARK = re.compile(r"@!@!@(STARTMSG (\d+):(\d+)|ENDMSG (\d+)) @!@!@\n?")
+_ANY_MARK = re.compile(r"@!@!@(?:STARTMSG \d+:\d+|ENDMSG \d+) @!@!@\n?")
 
 
 @dataclass
@@ -115,6 +122,7 @@ class SourceError:
     file: str | None = None
     line: int | None = None
     column: int | None = None
+    kind: str = "module"  # "module" (the .tla or a module it extends) or "config" (the .cfg)
 
     def __str__(self) -> str:
         where = ":".join(str(x) for x in (self.file, self.line, self.column) if x is not None)
@@ -282,8 +290,43 @@ def _module_file(module: str, parsed_files: list[str], spec_dir: Path | None) ->
     return str((spec_dir / f"{module}.tla") if spec_dir else f"{module}.tla")
 
 
+_MISSING_MODULE = re.compile(r"Cannot find source file for module (\w+)(?: imported in module (\w+))?")
+
+
+def clean_text(text: str) -> str:
+    """``text`` on one line, with any ``-tool`` markers removed.
+
+    Examples
+    --------
+    >>> clean_text("@!@!@STARTMSG 2220:0 @!@!@\\nStarting SANY...\\n@!@!@ENDMSG 2220 @!@!@\\n  x")
+    'Starting SANY... x'
+    """
+    return " ".join(_ANY_MARK.sub(" ", text).split())
+
+
+def _import_line(path: str, module: str) -> int | None:
+    """The line of ``path`` whose EXTENDS or INSTANCE names ``module`` (1-based), if any."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8", errors="replace").split("\n")
+    except OSError:
+        return None
+    word = re.compile(rf"\b{re.escape(module)}\b")
+    in_extends = False
+    for k, line in enumerate(lines, 1):
+        code = line.split("\\*", 1)[0]
+        if re.match(r"\s*EXTENDS\b", code):
+            in_extends = True
+        if word.search(code) and (in_extends or re.search(r"\bINSTANCE\b", code)):
+            return k
+        if in_extends and code.strip() and not code.rstrip().endswith(","):
+            in_extends = False
+    return None
+
+
 def _sany_errors(sany_text: str, spec_dir: Path | None) -> list[SourceError]:
-    """Locations and reasons from SANY's text (between codes 2220 and 2219)."""
+    """Locations and reasons from SANY's text (between codes 2220 and 2219, or ``tla2sany.SANY``'s
+    own output)."""
+    sany_text = _ANY_MARK.sub("", sany_text)
     files = [f.strip() for f in _PARSING_FILE.findall(sany_text)]
     errors: list[SourceError] = []
     if "***Parse Error***" in sany_text:
@@ -302,13 +345,39 @@ def _sany_errors(sany_text: str, spec_dir: Path | None) -> list[SourceError]:
         for m in _SANY_LOC.finditer(body):
             rest = body[m.end():].strip("\n").split("\n\n")[0].strip()
             errors.append(SourceError(
-                f"semantic error: {rest}" if rest else "semantic error",
+                f"semantic error: {' '.join(rest.split())}" if rest else "semantic error",
                 _module_file(m.group(3), files, spec_dir), int(m.group(1)), int(m.group(2)),
             ))
-    if not errors and ("Could not" in sany_text or "Unknown" in sany_text or "Cannot find" in sany_text):
-        lines = [ln for ln in sany_text.split("\n") if ln.strip() and not ln.startswith(("Parsing file", "Semantic processing"))]
-        errors.append(SourceError(" ".join(lines)[:400]))
+    if not errors:
+        miss = _MISSING_MODULE.search(sany_text)
+        if miss:
+            importer = miss.group(2)
+            f = _module_file(importer, files, spec_dir) if importer else None
+            errors.append(SourceError(
+                f"cannot find module {miss.group(1)}" + (f" (imported by {importer})" if importer else "")
+                + " in the module's folder or TLC's standard modules",
+                f, _import_line(f, miss.group(1)) if f else None,
+            ))
+    if not errors and ("Could not" in sany_text or "Unknown" in sany_text or "Cannot find" in sany_text
+                       or "Fatal errors" in sany_text):
+        lines = [ln.strip() for ln in sany_text.split("\n")
+                 if ln.strip() and not ln.startswith(("Parsing file", "Semantic processing", "****", "\t"))
+                 and not ln.strip().startswith(("at ", "tla2sany.", "Residual stack"))]
+        errors.append(SourceError(" ".join(lines)[:400] or "the module could not be parsed"))
     return errors
+
+
+_CFG_LINE = re.compile(r"configuration file at line (\d+)|line (\d+) of the configuration")
+
+
+def _config_errors(msgs: list[ToolMessage]) -> list[SourceError]:
+    out = []
+    for m in msgs:
+        text = clean_text(m.text)
+        loc = _CFG_LINE.search(text)
+        line = int(loc.group(1) or loc.group(2)) if loc else None
+        out.append(SourceError(f"configuration: {text}", None, line, None, kind="config"))
+    return out
 
 
 def interpret(
@@ -342,9 +411,11 @@ def interpret(
     # SANY: the text between 2220 and 2219 is loose text in the output.
     sany_text = ""
     if SANY_START in codes:
-        a = text.find("@!@!@ENDMSG 2220 @!@!@")
+        end = "@!@!@ENDMSG 2220 @!@!@"
+        a = text.find(end)
         b = text.find("@!@!@STARTMSG 2219:")
         if a >= 0:
+            a += len(end)
             sany_text = text[a:b if b > a else len(text)]
     if PARSE_FAILED in codes or "***Parse Error***" in sany_text or "Semantic errors:" in sany_text:
         res.status = "error"
@@ -354,7 +425,7 @@ def interpret(
     cfg = [m for m in flat if m.code in CONFIG_ERRORS]
     if cfg:
         res.status = "error"
-        res.errors = [SourceError("configuration: " + " ".join(m.text.split()))for m in cfg]
+        res.errors = _config_errors(cfg)
         res.message = "; ".join(str(e) for e in res.errors)
         return res
 
@@ -383,18 +454,28 @@ def interpret(
     states = [m for m in top if m.code in (TRACE_STATE, STUTTERING, BACK_TO_STATE)]
     first = 0 if trace_keep_last is None else max(0, len(states) - trace_keep_last)
     for k in range(first, len(states)):
-        res.trace.append(_trace_state(states[k], k + 1))
+        prev = res.trace[-1].number if res.trace else k
+        res.trace.append(_trace_state(states[k], k + 1, prev + 1))
 
     if codes & {INVARIANT_VIOLATED, INVARIANT_VIOLATED_INITIAL}:
         res.status = "violation"
         m = next(x for x in flat if x.code in (INVARIANT_VIOLATED, INVARIANT_VIOLATED_INITIAL))
-        res.message = " ".join(m.text.split())
+        head, _, body = m.text.strip("\n").partition("\n")
         name = re.search(r"Invariant (\S+) is violated", m.text)
         res.violated = name.group(1) if name else None
+        if m.code == INVARIANT_VIOLATED_INITIAL:
+            # "Invariant I is violated by the initial state:" followed by that state.
+            res.message = clean_text(head)
+            if not res.trace and body.strip():
+                res.trace.append(TraceState(1, "Initial predicate", parse_state(body)))
+            # TLC prints no counts here; at least the violating initial state was found.
+            res.distinct_states = max(res.distinct_states, len(res.trace))
+        else:
+            res.message = clean_text(m.text)
     elif codes & set(TEMPORAL_VIOLATED):
         res.status = "violation"
         m = next(x for x in flat if x.code in TEMPORAL_VIOLATED)
-        res.message = " ".join(m.text.split())
+        res.message = clean_text(m.text)
         res.violated = "temporal property"
     elif DEADLOCK in codes:
         res.status = "deadlock"
@@ -404,7 +485,7 @@ def interpret(
         errs = [m for m in top if m.klass == 1 and m.code not in (TRACE_FOLLOWS,)]
         parts = []
         for m in errs:
-            parts.append(" ".join((m.text + " ".join(c.text for c in m.children)).split()))
+            parts.append(clean_text(m.text + " " + " ".join(c.text for c in m.children)))
         res.message = " | ".join(parts)[:2000]
     elif NO_ERROR in codes:
         if res.distinct_states > 0:
@@ -419,16 +500,21 @@ def interpret(
     return res
 
 
-def _trace_state(m: ToolMessage, default_number: int) -> TraceState:
+def _trace_state(m: ToolMessage, default_number: int, next_number: int | None = None) -> TraceState:
     text = m.text.strip("\n")
     head = _TRACE_HEAD.match(text)
     if m.code == STUTTERING or (head and head.group(2) == "Stuttering"):
         num = int(head.group(1)) if head else default_number
         return TraceState(num, "Stuttering", {}, stuttering=True)
     if m.code == BACK_TO_STATE or (head and head.group(2).startswith("Back to state")):
-        back = re.search(r"Back to state (\d+)", text)
-        num = int(head.group(1)) if head else default_number
-        return TraceState(num, "Back to state", {}, back_to=int(back.group(1)) if back else None)
+        # TLC 2.15: "N: Back to state: <Action ...>" -- N is the state the lasso returns to.
+        back = re.match(r"\s*(\d+):\s*Back to state:?\s*(<.*?>)?", text)
+        target = int(back.group(1)) if back else None
+        action = "Back to state"
+        if back and back.group(2):
+            action = back.group(2)[1:-1].split(" line ")[0]
+        return TraceState(next_number if next_number is not None else default_number, action, {},
+                          back_to=target)
     if head is None:
         return TraceState(default_number, "", parse_state(text))
     body = text[head.end():]
@@ -439,6 +525,123 @@ def _trace_state(m: ToolMessage, default_number: int) -> TraceState:
 
 
 # ---------------------------------------------------------------------------------- running
+_CHECK_DEADLOCK = re.compile(r"\bCHECK_DEADLOCK\s+(TRUE|FALSE)\b")
+
+
+def _prepare_config(cfg: Path, tmp: Path) -> tuple[Path, bool | None]:
+    """Translate what TLC 2.15 does not know in a configuration; return the file to pass and the
+    ``CHECK_DEADLOCK`` setting it held (``None`` when absent).
+
+    ``CHECK_DEADLOCK FALSE`` (newer TLCs; common in public specs) becomes ``-deadlock``; the
+    keyword is blanked out in a copy in ``tmp`` so line numbers of later errors stay right.
+    """
+    try:
+        text = cfg.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise InvalidInputError(f"cannot read the configuration: {err}", source=str(cfg)) from None
+    found: list[str] = []
+
+    def blank(m: re.Match[str]) -> str:
+        found.append(m.group(1))
+        return " " * len(m.group(0))
+
+    kept = []
+    for line in text.split("\n"):
+        code, sep, comment = line.partition("\\*")
+        kept.append(_CHECK_DEADLOCK.sub(blank, code) + sep + comment)
+    if not found:
+        return cfg, None
+    out = tmp / cfg.name
+    out.write_text("\n".join(kept), encoding="utf-8")
+    return out, found[-1] == "TRUE"
+
+
+@contextlib.contextmanager
+def _sigterm_unwinds() -> Iterator[None]:
+    """In the main thread, while no one else handles SIGTERM, turn it into KeyboardInterrupt so
+    that the ``finally`` clauses below kill TLC and remove the temporary folder."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    prev = signal.getsignal(signal.SIGTERM)
+    if prev not in (signal.SIG_DFL, None):
+        yield
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, prev)
+
+
+@contextlib.contextmanager
+def _private_tmp() -> Iterator[Path]:
+    tmp = Path(tempfile.mkdtemp(prefix="rollcheck-tlc-"))
+    try:
+        yield tmp
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _run(cmd: list[str], cwd: Path, timeout: float | None) -> tuple[str, int | None, bool]:
+    """Run ``cmd`` in its own session; return (output, exit code, timed out). The whole process
+    group is killed on a timeout and on any exception (Ctrl-C, SIGTERM)."""
+    proc = subprocess.Popen(
+        cmd, cwd=str(cwd), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        text=True, encoding="utf-8", errors="replace", start_new_session=True,
+    )
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+        return out or "", proc.returncode, False
+    except subprocess.TimeoutExpired:
+        _kill(proc)
+        out, _ = proc.communicate()
+        return out or "", None, True
+    finally:
+        if proc.poll() is None:
+            _kill(proc)
+            try:
+                proc.communicate(timeout=10)
+            except Exception:  # noqa: BLE001 -- already unwinding; just reap the process
+                proc.wait()
+
+
+def parse_module(module: str | os.PathLike[str], *, timeout: float | None = 120.0) -> list[SourceError]:
+    """Parse ``module`` with SANY alone (no configuration needed); the errors, empty when it parses.
+
+    Returns an empty list too when Java or the jar is missing (nothing can be said then).
+    """
+    mod = Path(module)
+    try:
+        jar, java = find_jar(), find_java()
+    except TLCUnavailable:
+        return []
+    with _private_tmp() as tmp:
+        cmd = [java, "-Dfile.encoding=UTF-8", f"-Djava.io.tmpdir={tmp}", "-cp", str(jar),
+               "tla2sany.SANY", mod.name]
+        try:
+            out, _, timed_out = _run(cmd, mod.resolve().parent, timeout)
+        except OSError:
+            return []
+    if timed_out:
+        return []
+    return _sany_errors(out, mod.resolve().parent)
+
+
+def _raise_source_errors(errors: list[SourceError], mod: Path, cfg: Path) -> None:
+    first = errors[0]
+    if first.kind == "config":
+        where = f"{cfg}:{first.line}" if first.line is not None else str(cfg)
+    else:
+        where = ":".join(str(x) for x in (first.file or str(mod), first.line, first.column) if x is not None)
+    raise InvalidInputError("; ".join(e.message if i == 0 else str(e) for i, e in enumerate(errors)),
+                            source=where)
+
+
 def run_tlc(
     module: str | os.PathLike[str],
     config: str | os.PathLike[str] | None = None,
@@ -457,7 +660,8 @@ def run_tlc(
     module : path
         The ``.tla`` file.
     config : path, optional
-        The ``.cfg`` file (default: ``module`` with the suffix ``.cfg``).
+        The ``.cfg`` file (default: ``module`` with the suffix ``.cfg``). ``CHECK_DEADLOCK FALSE``
+        in it (which TLC 2.15 rejects) is honoured as ``deadlock=False``.
     workers : int
         TLC worker threads.
     timeout : float or None
@@ -473,8 +677,21 @@ def run_tlc(
     Raises
     ------
     InvalidInputError
-        The module does not exist or does not parse (``file:line:col``), or the configuration is
-        missing or wrong.
+        The module does not exist or does not parse (``file:line:col``; checked first, even when
+        the configuration is missing), or the configuration is missing or wrong (``file.cfg:line``).
+
+    Notes
+    -----
+    TLC runs in its own process group with a private temporary folder; on a timeout, Ctrl-C or
+    SIGTERM the group is killed and the folder removed before the exception propagates.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> run_tlc(Path("no-such-module.tla"))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    rollcheck.pyimpl.errors.InvalidInputError: no-such-module.tla: no such module file
     """
     mod = Path(module)
     if mod.suffix != ".tla":
@@ -482,67 +699,51 @@ def run_tlc(
     if not mod.is_file():
         raise InvalidInputError("no such module file", source=str(mod))
     cfg = Path(config) if config is not None else mod.with_suffix(".cfg")
-    if not cfg.is_file():
-        raise InvalidInputError("no such configuration file", source=str(cfg))
     if workers < 1:
         raise InvalidInputError(f"workers must be ≥ 1, got {workers}", location="--workers")
+    if not cfg.is_file():
+        # A module that does not parse is the first thing to report (SANY needs no cfg).
+        errors = parse_module(mod)
+        if errors:
+            _raise_source_errors(errors, mod, cfg)
+        raise InvalidInputError("no such configuration file", source=str(cfg))
     try:
         jar = find_jar()
         java = find_java()
     except TLCUnavailable as e:
         return TLCResult(status="inconclusive", message=str(e))
 
-    tmp = Path(tempfile.mkdtemp(prefix="rollcheck-tlc-"))
-    cmd = [
-        java, "-XX:+UseParallelGC", "-Dfile.encoding=UTF-8", f"-Djava.io.tmpdir={tmp}",
-        *(java_opts or []),
-        "-cp", str(jar), "tlc2.TLC", "-tool", "-workers", str(workers),
-        "-metadir", str(tmp / "meta"), "-config", str(cfg.resolve()),
-        *([] if deadlock else ["-deadlock"]), *(extra_args or []), mod.name,
-    ]
-    t0 = time.monotonic()
-    try:
-        proc = subprocess.Popen(
-            cmd, cwd=str(mod.resolve().parent), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            text=True, encoding="utf-8", errors="replace", start_new_session=True,
-        )
+    with _sigterm_unwinds(), _private_tmp() as tmp:
+        cfg_used, cfg_deadlock = _prepare_config(cfg, tmp)
+        check_deadlock = deadlock and cfg_deadlock is not False
+        cmd = [
+            java, "-XX:+UseParallelGC", "-Dfile.encoding=UTF-8", f"-Djava.io.tmpdir={tmp}",
+            *(java_opts or []),
+            "-cp", str(jar), "tlc2.TLC", "-tool", "-workers", str(workers),
+            "-metadir", str(tmp / "meta"), "-config", str(cfg_used.resolve()),
+            *([] if check_deadlock else ["-deadlock"]), *(extra_args or []), mod.name,
+        ]
+        t0 = time.monotonic()
         try:
-            out, _ = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            _kill(proc)
-            out, _ = proc.communicate()
-            res = interpret(out or "", None, mod.resolve().parent, trace_keep_last)
-            res.status = "inconclusive"
-            res.message = f"timeout after {timeout:g} s (TLC killed); partial: {res.message}"
-            res.seconds = time.monotonic() - t0
-            res.command = cmd
-            return res
-        except BaseException:
-            _kill(proc)
-            proc.communicate()
-            raise
-    except OSError as e:
-        return TLCResult(status="inconclusive", message=f"could not start Java: {e}", command=cmd)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    res = interpret(out, proc.returncode, mod.resolve().parent, trace_keep_last)
+            out, code, timed_out = _run(cmd, mod.resolve().parent, timeout)
+        except OSError as e:
+            return TLCResult(status="inconclusive", message=f"could not start Java: {e}", command=cmd)
+    res = interpret(out, code, mod.resolve().parent, trace_keep_last)
     res.seconds = time.monotonic() - t0
     res.command = cmd
+    if timed_out:
+        res.status = "inconclusive"
+        res.message = f"timeout after {timeout:g} s (TLC killed); partial: {res.message}"
+        return res
     if res.errors:
-        first = res.errors[0]
-        if first.message.startswith("configuration"):
-            where = str(cfg)
-        else:
-            where = ":".join(str(x) for x in (first.file or str(mod), first.line, first.column) if x is not None)
-        raise InvalidInputError("; ".join(e.message if i == 0 else str(e) for i, e in enumerate(res.errors)),
-                                source=where)
-    if res.status == "inconclusive" and proc.returncode not in (0, None) and "no verdict" in res.message:
-        res.message = f"TLC crashed (exit code {proc.returncode}): " + _tail(out)
+        _raise_source_errors(res.errors, mod, cfg)
+    if res.status == "inconclusive" and code not in (0, None) and "no verdict" in res.message:
+        res.message = f"TLC crashed (exit code {code}): " + _tail(out)
     return res
 
 
 def _tail(out: str, n: int = 400) -> str:
-    return " ".join(out[-n:].split())
+    return clean_text(out[-n:])
 
 
 def _kill(proc: subprocess.Popen[str]) -> None:

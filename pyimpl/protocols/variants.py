@@ -8,6 +8,9 @@ simulator and ``rollcheck protocol``). Two kinds:
 - ``hmnr-no-c1``: never forces on C1 (misses non-causal Z-paths);
 - ``hmnr-no-c2``: never forces on C2 (misses causal Z-cycles);
 - ``hmnr-merge-skip-sender``: the merge loop skips the sender j as well as i;
+- ``hmnr-merge-own-index``: the own clock is merged with ``m.clock[i]`` instead of ``m.clock[j]``;
+- ``hmnr-taken-overwrite``: when ``m.ckpt[k] == ckpt[k]`` the merge sets ``taken[k] = m.taken[k]``
+  instead of OR-ing it in;
 - ``hmnr-piggyback-at-delivery``: the piggyback is read from the sender's state at *delivery* time
   instead of being copied at send time;
 - ``bcs-no-force``: BCS that adopts a larger index but never takes the forced checkpoint.
@@ -36,6 +39,8 @@ __all__ = [
     "HMNRNoC1",
     "HMNRNoC2",
     "HMNRMergeSkipSender",
+    "HMNRMergeOwnIndex",
+    "HMNRTakenOverwrite",
     "HMNRPiggybackAtDelivery",
     "HMNRNoMinTo",
     "HMNRMinToEverySend",
@@ -71,6 +76,33 @@ class HMNRMergeSkipSender(HMNR):
 
     def merge_skips(self, st: HMNRState, src: int) -> tuple[int, ...]:
         return (st.i, src)
+
+
+class HMNRMergeOwnIndex(HMNR):
+    name = "hmnr-merge-own-index"
+    zcycle_free = False
+    description = "HMNR merging its own clock with m.clock[i] instead of m.clock[j]"
+
+    def on_deliver(self, st: HMNRState, src: int, pb: HMNRPiggyback) -> HMNRState:
+        out = super().on_deliver(st, src, pb)
+        i = st.i
+        clock = list(out.clock)
+        clock[i] = max(st.clock[i], pb.clock[i])
+        return out._replace(clock=tuple(clock))
+
+
+class HMNRTakenOverwrite(HMNR):
+    name = "hmnr-taken-overwrite"
+    zcycle_free = False
+    description = "HMNR whose merge overwrites taken[k] with m.taken[k] on equal ckpt[k] (no OR)"
+
+    def on_deliver(self, st: HMNRState, src: int, pb: HMNRPiggyback) -> HMNRState:
+        out = super().on_deliver(st, src, pb)
+        taken = list(out.taken)
+        for k in range(len(taken)):
+            if k != st.i and pb.ckpt[k] == st.ckpt[k]:
+                taken[k] = pb.taken[k]
+        return out._replace(taken=tuple(taken))
 
 
 class HMNRNoMinTo(HMNR):
@@ -196,6 +228,8 @@ UNSAFE_VARIANTS: tuple[type[Protocol], ...] = (
     HMNRNoC1,
     HMNRNoC2,
     HMNRMergeSkipSender,
+    HMNRMergeOwnIndex,
+    HMNRTakenOverwrite,
     HMNRPiggybackAtDelivery,
     BCSNoForce,
 )

@@ -41,6 +41,8 @@ def register(sub: Any) -> None:
     m.add_argument("--only", action="append", default=[], metavar="NAME", help="run only these entries")
     m.add_argument("--workers", type=_positive, default=1)
     m.add_argument("--timeout", type=float, default=600.0)
+    m.add_argument("--cover", action="store_true",
+                   help="also check every coverage goal of the entries (one TLC run per goal)")
     m.add_argument("--json", action="store_true")
 
 
@@ -77,8 +79,18 @@ def _tlc(args: argparse.Namespace) -> int:
 
 
 def _trace(args: argparse.Namespace) -> int:
+    from rollcheck.pyimpl.protocols import is_builtin_spec
     from rollcheck.tla.trace import load_trace_events, validate_trace
 
+    if not is_builtin_spec(args.protocol):
+        reason = (f"{args.protocol}: there is no TLA+ model of a user-supplied protocol; only the "
+                  "built-in protocols with a TLA+ model (uc, bcs, hmnr and their variants) can be "
+                  "trace-validated — check the trace with `rollcheck check` instead")
+        if args.json:
+            emit_json({"accepted": None, "first_rejected_event": None, "status": "inconclusive",
+                       "reason": reason})
+        print(f"rollcheck: inconclusive: {reason}", file=sys.stderr)
+        return 3
     pattern = load_trace_events(args.trace)
     v = validate_trace(args.protocol, pattern, zcheck=args.zcheck, timeout=args.timeout)
     if args.json:
@@ -94,7 +106,7 @@ def _trace(args: argparse.Namespace) -> int:
 
 def _manifest(args: argparse.Namespace) -> int:
     from rollcheck.pyimpl.errors import InvalidInputError
-    from rollcheck.tla.manifest import load_manifest, run_entry
+    from rollcheck.tla.manifest import check_coverage, load_manifest, run_entry
 
     entries = [e for e in load_manifest() if args.bound == "all" or e.bound == args.bound]
     if args.only:
@@ -104,6 +116,7 @@ def _manifest(args: argparse.Namespace) -> int:
                 raise InvalidInputError(f"no manifest entry {name!r} at bound {args.bound}", location="--only")
         entries = [e for e in entries if e.name in args.only]
     rows = []
+    covers = []
     for e in entries:
         o = run_entry(e, workers=args.workers, timeout=args.timeout)
         rows.append(o.to_json())
@@ -111,10 +124,23 @@ def _manifest(args: argparse.Namespace) -> int:
             print(f"{e.name:38s} expected {e.expected:9s} got {o.result.status:12s} "
                   f"{o.result.distinct_states:>9d} states depth {o.result.depth} "
                   f"{o.result.seconds:6.1f} s {'ok' if o.met else 'MISSED'}", flush=True)
+        if args.cover:
+            for c in check_coverage(e, workers=args.workers, timeout=args.timeout):
+                covers.append(c.to_json())
+                if not args.json:
+                    print(f"  cover {c.goal:36s} {c.status:12s} depth {len(c.result.trace) or '-'} "
+                          f"{c.result.seconds:6.1f} s", flush=True)
     if args.json:
-        emit_json({"bound": args.bound, "models": rows})
+        doc: dict[str, Any] = {"bound": args.bound, "models": rows}
+        if args.cover:
+            doc["coverage"] = covers
+        emit_json(doc)
     if not rows:
         return 3
-    if any(r["status"] == "inconclusive" for r in rows):
-        return 3 if all(r["met"] or r["status"] == "inconclusive" for r in rows) else 1
-    return 0 if all(r["met"] for r in rows) else 1
+    missed = [r for r in rows if not r["met"] and r["status"] != "inconclusive"]
+    missed += [c for c in covers if c["status"] == "unreached"]
+    if missed:
+        return 1
+    if any(r["status"] == "inconclusive" for r in rows) or any(c["status"] == "inconclusive" for c in covers):
+        return 3
+    return 0

@@ -69,4 +69,36 @@ Spec == Init /\ [][Next]_vars
 NoUseless == \A p \in Procs : \A x \in 0..ck[p] : <<<<p, x + 1>>, <<p, x>>>> \notin reach
 
 Sym == Permutations(Procs)
+
+\* ---- type invariant ----
+Nodes == Procs \X (0..(MaxBasic + MaxSends + 1))
+PbOK(pb) == IF IsHMNR THEN pb \in [clock : [Procs -> Nat], ckpt : [Procs -> Nat],
+                                   taken : [Procs -> BOOLEAN]]
+            ELSE pb \in Nat
+TypeOK ==
+  /\ RulesTypeOK
+  /\ ck \in [Procs -> 0..(MaxBasic + MaxSends)]
+  /\ nsent \in 0..MaxSends
+  /\ nbasic \in 0..MaxBasic
+  /\ reach \subseteq Nodes \X Nodes
+  /\ \A m \in net : /\ m.id \in 1..nsent
+                    /\ m.from \in Procs /\ m.to \in Procs /\ m.from # m.to
+                    /\ m.sx \in 0..ck[m.from]
+                    /\ PbOK(m.pb)
+
+\* ---- coverage goals (specs/tla.md#coverage) ----
+\* Each Unreached_X is an invariant that must be VIOLATED at the bound of the entries that list
+\* it: the situation X is reachable, so the checked invariants do not hold vacuously there.
+HS(m) == HState(m.to)
+PbOf(m) == UsedPb(m.from, m.pb)
+\* A delivery is enabled that the protocol forces by C1 alone (HMNR family).
+Unreached_ForcedByC1 == ~ \E m \in net : IsHMNR /\ C1(HS(m), m.from, PbOf(m)) /\ ~C2(HS(m), m.to, PbOf(m))
+\* ... by C2 alone.
+Unreached_ForcedByC2 == ~ \E m \in net : IsHMNR /\ C2(HS(m), m.to, PbOf(m)) /\ ~C1(HS(m), m.from, PbOf(m))
+\* A delivery is enabled that the protocol forces (any protocol).
+Unreached_Forced == ~ \E m \in net : MustForce(m.to, m.from, PbOf(m))
+\* A delivery whose sender is not in the receiver's latest interval (a message crossing a checkpoint).
+Unreached_CrossingMessage == ~ \E m \in net : m.sx < ck[m.from]
+\* Every process checkpointed at least once (basic or forced).
+Unreached_AllCheckpointed == ~ \A p \in Procs : ck[p] > 0
 =============================================================================

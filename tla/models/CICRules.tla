@@ -11,6 +11,9 @@
 (*                                                                         *)
 (* Protocol is "uc", "bcs", "hmnr", or a variant of pyimpl.protocols:     *)
 (* unsafe "hmnr-no-c1", "hmnr-no-c2", "hmnr-merge-skip-sender",            *)
+(* "hmnr-merge-own-index" (own clock merged with m.clock[i], not          *)
+(* m.clock[j]), "hmnr-taken-overwrite" (equal ckpt index: taken[k] :=     *)
+(* m.taken[k] instead of taken[k] \/ m.taken[k]),                          *)
 (* "hmnr-piggyback-at-delivery", "bcs-no-force"; safe but forcing more     *)
 (* "hmnr-no-minto", "hmnr-minto-every-send", "bcs-geq".                    *)
 (***************************************************************************)
@@ -23,6 +26,7 @@ VARIABLES ck, clock, ckpt, taken, sent_to, min_to, lc
 ruleVars == <<ck, clock, ckpt, taken, sent_to, min_to, lc>>
 
 IsHMNR == Protocol \in {"hmnr", "hmnr-no-c1", "hmnr-no-c2", "hmnr-merge-skip-sender",
+                        "hmnr-merge-own-index", "hmnr-taken-overwrite",
                         "hmnr-piggyback-at-delivery", "hmnr-no-minto", "hmnr-minto-every-send"}
 IsBCS == Protocol \in {"bcs", "bcs-no-force", "bcs-geq"}
 
@@ -39,6 +43,16 @@ RulesInit ==
   /\ sent_to = [p \in Procs |-> [k \in Procs |-> FALSE]]
   /\ min_to = [p \in Procs |-> [k \in Procs |-> IF IsHMNR THEN Inf ELSE 0]]
   /\ lc = [p \in Procs |-> 0]
+
+\* Types of the rule variables (the models' TypeOK include it).
+RulesTypeOK ==
+  /\ ck \in [Procs -> Nat]
+  /\ clock \in [Procs -> [Procs -> Nat]]
+  /\ ckpt \in [Procs -> [Procs -> Nat]]
+  /\ taken \in [Procs -> [Procs -> BOOLEAN]]
+  /\ sent_to \in [Procs -> [Procs -> BOOLEAN]]
+  /\ min_to \in [Procs -> [Procs -> Nat]]
+  /\ lc \in [Procs -> Nat]
 
 \* The HMNR control state of p as one record (pure operators below work on it).
 HState(p) == [clock |-> clock[p], ckpt |-> ckpt[p], taken |-> taken[p],
@@ -68,17 +82,21 @@ SendH(s, p, q) ==
 
 SkipMerge(k, j) == Protocol = "hmnr-merge-skip-sender" /\ k = j
 
+\* The entry of m.clock that the receiver p merges into its own clock: the sender's (j).
+OwnMergeIndex(p, j) == IF Protocol = "hmnr-merge-own-index" THEN p ELSE j
+
 MergeH(s, p, j, m) ==
   [s EXCEPT
      !.clock = [k \in Procs |->
-                  IF k = p THEN Max(s.clock[p], m.clock[j])
+                  IF k = p THEN Max(s.clock[p], m.clock[OwnMergeIndex(p, j)])
                   ELSE IF SkipMerge(k, j) THEN s.clock[k] ELSE Max(s.clock[k], m.clock[k])],
      !.ckpt = [k \in Procs |->
                   IF k = p \/ SkipMerge(k, j) THEN s.ckpt[k] ELSE Max(s.ckpt[k], m.ckpt[k])],
      !.taken = [k \in Procs |->
                   IF k = p \/ SkipMerge(k, j) THEN s.taken[k]
                   ELSE IF m.ckpt[k] > s.ckpt[k] THEN m.taken[k]
-                  ELSE IF m.ckpt[k] = s.ckpt[k] THEN s.taken[k] \/ m.taken[k]
+                  ELSE IF m.ckpt[k] = s.ckpt[k]
+                    THEN IF Protocol = "hmnr-taken-overwrite" THEN m.taken[k] ELSE s.taken[k] \/ m.taken[k]
                   ELSE s.taken[k]]]
 
 C1(s, j, m) == \E k \in Procs : s.sent_to[k]

@@ -87,6 +87,22 @@ Spec == Init /\ [][Next]_vars
 
 ExactlyOnce == rSum = RunningSum(rNext - 1)
 
+TypeOK ==
+  /\ sNext \in 1..(N + 1) /\ sCk \in 1..(N + 1)
+  /\ log \subseteq 1..N
+  /\ \A i \in 1..Len(chan) : chan[i] \in 1..N
+  /\ rNext \in 1..(N + 1) /\ rSum \in Nat
+  /\ rCk \in [next : 1..(N + 1), sum : Nat]
+  /\ fails \in 0..MaxFailures
+
+\* ---- coverage goals (specs/tla.md#coverage): each must be violated at its entry's bound ----
+\* A duplicate reaches R (a replay after R restored an older checkpoint).
+Unreached_Duplicate == ~ (chan # <<>> /\ Head(chan) < rNext)
+\* The log was pruned while messages were still to come.
+Unreached_Pruned == ~ \E k \in 1..(sNext - 1) : k \notin log /\ sNext <= N
+\* The run finished after a failure.
+Unreached_FinishedAfterFailure == ~ (Finished /\ fails > 0)
+
 \* A message that R still needs and S will not regenerate is in flight or in the log.
 NoLoss == \A k \in rNext..(sNext - 1) : k \in Range(chan) \/ k \in log
 =============================================================================

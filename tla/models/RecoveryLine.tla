@@ -101,6 +101,32 @@ MaxConsistent(F) == DropOrphans([i \in Procs |-> Top(i, F)])
 \* For every failure set: the line equals the maximum consistent cut.
 LineIsMaxConsistent == \A F \in (SUBSET Procs) \ {{}} : Line(F) = MaxConsistent(F)
 
+TypeOK ==
+  /\ ck \in [Procs -> 0..MaxEvents]
+  /\ nev \in 0..MaxEvents
+  /\ Len(msgs) <= MaxEvents
+  /\ \A k \in 1..Len(msgs) :
+       /\ msgs[k].s \in Procs /\ msgs[k].r \in Procs /\ msgs[k].s # msgs[k].r
+       /\ msgs[k].sx \in 0..ck[msgs[k].s] /\ msgs[k].dy \in -1..ck[msgs[k].r]
+
+\* ---- coverage goals (specs/tla.md#coverage): each must be violated at its entry's bound ----
+\* Some failure set makes the line roll a process back (an orphan exists).
+Unreached_Rollback == ~ \E F \in (SUBSET Procs) \ {{}} : \E i \in Procs : Line(F)[i] < Top(i, F)
+\* Some failure set needs two propagation rounds: a single pass leaves an orphan behind.
+Unreached_SecondRound ==
+  ~ \E F \in (SUBSET Procs) \ {{}} :
+      LET E == Edges(F)
+          root == [i \in Procs |-> Top(i, F)]
+          marked == Reach1(E, {<<i, root[i]>> : i \in Procs})
+          latest(i) == CHOOSE x \in 0..root[i] :
+                         /\ <<i, x>> \notin marked
+                         /\ \A y \in (x + 1)..root[i] : <<i, y>> \in marked
+          once == [i \in Procs |-> IF <<i, root[i]>> \in marked THEN latest(i) ELSE root[i]]
+      IN ~ConsistentCut(once)
+\* A survivor must give up its volatile state (it received a message the failed side lost).
+Unreached_SurvivorRollsBack ==
+  ~ \E F \in (SUBSET Procs) \ {{}} : \E i \in Procs \ F : Virtual /\ Line(F)[i] < Top(i, F)
+
 \* The same by brute force over every cut (small N only).
 LineIsMaxBrute ==
   \A F \in (SUBSET Procs) \ {{}} :

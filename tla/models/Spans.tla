@@ -84,6 +84,21 @@ Spec == Init /\ [][Next]_vars
 
 Assignments == {a \in [Procs -> 0..(K + 1)] : \A p \in Procs : a[p] <= Top(p)}
 
+TypeOK ==
+  /\ alive \in [Procs -> BOOLEAN]
+  /\ s \in [Procs -> 0..(K + 1)]
+  /\ \A p \in Procs : s[p] <= Top(p)
+  /\ work \subseteq Procs
+  /\ DOMAIN D = Edges /\ DOMAIN G = Edges
+
+\* ---- coverage goals (specs/tla.md#coverage): each must be violated at its entry's bound ----
+\* The worklist lowered some processor (a constraint was violated at the top).
+Unreached_Lowered == ~ \E p \in Procs : s[p] < Top(p)
+\* Some processor is re-examined after a neighbour changed (the worklist did propagate).
+Unreached_Requeued == ~ \E p \in Procs : p \in work /\ s[p] < Top(p) /\ \E q \in Procs : q # p /\ s[q] < Top(q)
+\* A run terminated with a processor at index 0 (rolled back to the beginning).
+Unreached_BottomReached == ~ (work = {} /\ \E p \in Procs : s[p] = 0)
+
 ResultCorrect ==
   work = {} =>
     /\ Feasible(s)
