@@ -46,7 +46,8 @@ def test_correct_hmnr_run_is_conformant(capsys):
     rc, doc = run_json(capsys, str(TRACE), "--reference", str(REF))
     assert rc == 0 and doc["conformant"] is True and doc["first_offending_seq"] is None
     assert [c["name"] for c in doc["checks"]] == ["pattern-valid", "forced-checkpoints", "no-useless-checkpoints",
-                                                 "recovery-line", "log-replay", "outputs-exactly-once"]
+                                                 "recovery-line", "log-replay", "outputs-exactly-once",
+                                                 "checkpoint-indices"]
     assert doc["truncated"] is False
 
 

@@ -11,9 +11,9 @@ transit, sends are undone and may be sent again under the same id, outputs are w
 Checks (``specs/formats.md#trace-checks``):
 
 ``pattern-valid``
-    the effective execution is a valid pattern at every point: checkpoint ``index`` fields follow
-    the numbering (1, 2, … per process, continuing from a restored checkpoint after a recovery) and
-    no message is delivered after its send was undone (an orphan that survived a recovery).
+    the effective execution is a valid pattern at every point: no message is delivered after its
+    send was undone (an orphan that survived a recovery); every other structural defect is bad
+    input (exit 2).
 ``forced-checkpoints`` (with a protocol)
     the protocol (any :class:`~rollcheck.pyimpl.protocols.Protocol`, driven through its transition
     functions alongside the trace) forces a checkpoint immediately before exactly the deliveries
@@ -34,6 +34,9 @@ Checks (``specs/formats.md#trace-checks``):
 ``outputs-exactly-once`` (with a reference)
     at the ``end``, the multiset of outputs of the effective execution (outputs of rolled-back work
     removed) equals the reference; a duplicate, an unexpected and a missing output are named.
+``checkpoint-indices`` (when the trace gives ``index`` fields)
+    they follow the numbering: 1, 2, … per process, continuing from the restored checkpoint after a
+    recovery (a checkpoint missing from the recording shows here too).
 
 Several failures and recoveries are supported; each recovery is checked against the effective
 execution up to it. Checking is linear in the trace plus one pattern analysis per recovery.
@@ -220,6 +223,7 @@ class TraceChecker:
         self.end_seq: int | None = None
         self.events = 0
         self.extension = 0
+        self.indexed = 0
         self._line = 1
         self._seq: int | None = None
 
@@ -406,9 +410,11 @@ class TraceChecker:
                 if idx is not None and idx != c:
                     if type(idx) is not int:
                         raise self._err("index", f"expected an integer, got {idx!r}")
-                    self._fail("pattern-valid", seq, f"seq {seq}: checkpoint index {idx}, but it is "
+                    self._fail("checkpoint-indices", seq, f"seq {seq}: checkpoint index {idx}, but it is "
                                f"checkpoint {c} of {self.names[i]}"
                                + (" (numbering continues from the restored checkpoint)" if self.recoveries else ""))
+                if idx is not None:
+                    self.indexed += 1
                 count[i] = c
                 if pend[i]:
                     self._forced_not_followed(i)
@@ -683,7 +689,7 @@ class TraceChecker:
         n_ck = sum(self.count)
         add("pattern-valid", f"{self.events} events ({self.extension} extension); the effective "
             f"execution has {len(self.evs)} events, {len(self.msg_to)} messages, {n_ck} checkpoints; "
-            f"checkpoint indices follow the numbering; no orphan delivery" + stopped)
+            "no orphan delivery" + stopped)
         if self.events == 0:
             checks[-1] = CheckResult("pattern-valid", None, "the trace has no events")
         if proto is not None:
@@ -704,6 +710,8 @@ class TraceChecker:
                                           f"{self.replayed} replayed delivery(ies) checked so far" + stopped))
         if self.reference is not None:
             self._outputs(checks)
+        add("checkpoint-indices", f"{self.indexed} checkpoint index field(s) follow the numbering (1, 2, … "
+            "per process, continuing from the restored checkpoint after a recovery)", self.indexed > 0)
         return rep
 
     def _outputs(self, checks: list[CheckResult]) -> None:

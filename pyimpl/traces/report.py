@@ -12,6 +12,9 @@ from typing import Any
 
 __all__ = ["CheckResult", "TraceReport"]
 
+#: Checks of the recording's own consistency: passing only these does not make a trace conformant.
+_FORMAT_ONLY = frozenset({"pattern-valid", "checkpoint-indices"})
+
 
 @dataclass
 class CheckResult:
@@ -41,7 +44,7 @@ class TraceReport:
 
     ``conformant`` is False when some check is violated, True when none is and at least one check
     other than ``pattern-valid`` held, and None (inconclusive) otherwise: a trace that is merely
-    well-formed has not been checked against anything.
+    well-formed (``pattern-valid``, ``checkpoint-indices``) has not been checked against anything.
     """
 
     checks: list[CheckResult] = field(default_factory=list)
@@ -55,7 +58,7 @@ class TraceReport:
     def conformant(self) -> bool | None:
         if any(c.ok is False for c in self.checks):
             return False
-        if any(c.ok is True and c.name != "pattern-valid" for c in self.checks):
+        if any(c.ok is True and c.name not in _FORMAT_ONLY for c in self.checks):
             return True
         return None
 
