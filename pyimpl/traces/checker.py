@@ -297,6 +297,7 @@ class TraceChecker:
         pre = [None] * self.n
         proc = self._proc
         mid_of = self._mid
+        pos = self.pos
         bad = self.bad
         if proto is not None:
             on_send, on_deliver = proto.on_send, proto.on_deliver
@@ -313,9 +314,17 @@ class TraceChecker:
                 self.events = n_events
                 raise self._err("kind", f"{kind!r} after the end event (seq {self.end_seq})")
             if kind == "send":
-                i = proc(obj, "process")
-                j = proc(obj, "to")
-                mid = mid_of(obj)
+                v = obj.get("process")
+                i = pos.get(v) if type(v) is str else None
+                if i is None:
+                    i = proc(obj, "process")
+                v = obj.get("to")
+                j = pos.get(v) if type(v) is str else None
+                if j is None:
+                    j = proc(obj, "to")
+                mid = obj.get("message")
+                if type(mid) is not str or not mid:
+                    mid = mid_of(obj)
                 if i == j:
                     raise self._err("to", f"self-send of message {mid!r}")
                 if mid in msg_to:
@@ -334,8 +343,13 @@ class TraceChecker:
                 append_ev(Event(i, SEND, mid, j))
                 append_seq(seq)
             elif kind == "deliver":
-                i = proc(obj, "process")
-                mid = mid_of(obj)
+                v = obj.get("process")
+                i = pos.get(v) if type(v) is str else None
+                if i is None:
+                    i = proc(obj, "process")
+                mid = obj.get("message")
+                if type(mid) is not str or not mid:
+                    mid = mid_of(obj)
                 replayed = obj.get("replayed", False)
                 if type(replayed) is not bool:
                     raise self._err("replayed", f"expected true or false (a JSON boolean), got {replayed!r}")
@@ -398,7 +412,10 @@ class TraceChecker:
                 append_ev(Event(i, DELIVER, mid))
                 append_seq(seq)
             elif kind == "checkpoint":
-                i = proc(obj, "process")
+                v = obj.get("process")
+                i = pos.get(v) if type(v) is str else None
+                if i is None:
+                    i = proc(obj, "process")
                 forced = obj.get("forced", False)
                 if type(forced) is not bool:
                     raise self._err("forced", f"expected true or false (a JSON boolean), got {forced!r}")
