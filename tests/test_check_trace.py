@@ -211,3 +211,22 @@ def test_tlc_accepts_the_example_and_rejects_the_missing_forced_checkpoint(capsy
     doc = json.loads(capsys.readouterr().out)
     tlc = next(c for c in doc["checks"] if c["name"] == "tlc-trace")
     assert tlc["ok"] is False and tlc["offending_seq"] == 15
+
+
+def test_csv_adapter_output_is_checked(capsys, tmp_path):
+    import subprocess
+    import sys
+
+    adapter = EX / "adapters" / "csv_to_trace.py"
+    csv_text = (EX / "adapters" / "sample-log.csv").read_text()
+    out = tmp_path / "run.jsonl"
+    subprocess.run([sys.executable, "-P", str(adapter), str(EX / "adapters" / "sample-log.csv"),
+                    "--protocol", "hmnr", "-o", str(out)], check=True, timeout=60, capture_output=True)
+    rc, doc = run_json(capsys, str(out))
+    assert rc == 0 and doc["conformant"] is True
+    bad_csv = tmp_path / "bad.csv"
+    bad_csv.write_text(csv_text.replace("0.50,sink,checkpoint,,,1\n", ""))  # the forced checkpoint lost
+    subprocess.run([sys.executable, "-P", str(adapter), str(bad_csv), "--protocol", "hmnr", "-o", str(out)],
+                   check=True, timeout=60, capture_output=True)
+    rc, doc = run_json(capsys, str(out))
+    assert rc == 1 and failed(doc) == {"forced-checkpoints": 10}  # sink receives m4 at seq 10
