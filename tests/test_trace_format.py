@@ -43,6 +43,7 @@ def edit(k: int, change) -> bytes:
 
 @pytest.mark.parametrize("line,change,expect", [
     (5, lambda e: e.update(kind="recv"), "line 5 (seq 4): kind: unknown kind 'recv'"),
+    (5, lambda e: e.update(kind="recv"), "did you mean 'deliver'?"),
     (5, lambda e: e.update(kind="x-note"), None),
     (5, lambda e: e.update(kind="toy.note"), None),
     (5, lambda e: e.update(kind="spark.note"), "line 5 (seq 4): kind: unknown kind 'spark.note'"),

@@ -65,6 +65,10 @@ from rollcheck.pyimpl.traces.report import CheckResult, TraceReport
 __all__ = ["CORE_KINDS", "Segment", "TraceChecker", "load_reference", "reference_from_list"]
 
 CORE_KINDS = ("send", "deliver", "checkpoint", "failure", "recovery", "output", "end")
+# other engines' words for the core kinds (only used to suggest the right one in an error)
+_SYNONYMS = {"recv": "deliver", "receive": "deliver", "delivery": "deliver", "ckpt": "checkpoint",
+             "snapshot": "checkpoint", "crash": "failure", "fail": "failure", "restart": "recovery",
+             "restore": "recovery", "emit": "output", "sink": "output"}
 
 
 @dataclass
@@ -469,7 +473,7 @@ class TraceChecker:
                 self.extension += 1
             else:
                 ext = f"'x-' or '{prefix}'" if prefix else "'x-'"
-                close = difflib.get_close_matches(kind, CORE_KINDS, n=1)
+                close = [_SYNONYMS[kind]] if kind in _SYNONYMS else difflib.get_close_matches(kind, CORE_KINDS, n=1)
                 hint = f"; did you mean {close[0]!r}?" if close else ""
                 raise self._err("kind", f"unknown kind {kind!r} (core kinds: {', '.join(CORE_KINDS)}; "
                                         f"extension kinds start with {ext}){hint}")
