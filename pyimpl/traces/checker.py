@@ -302,6 +302,8 @@ class TraceChecker:
         proc = self._proc
         mid_of = self._mid
         pos = self.pos
+        ck_events = [(Event(i, CHECKPOINT, None, None, False), Event(i, CHECKPOINT, None, None, True))
+                     for i in range(self.n)]
         bad = self.bad
         if proto is not None:
             on_send, on_deliver = proto.on_send, proto.on_deliver
@@ -448,7 +450,7 @@ class TraceChecker:
                     s = on_checkpoint(st[i])
                     st[i] = s
                     snaps[i].append(s)
-                append_ev(Event(i, CHECKPOINT, None, None, forced))
+                append_ev(ck_events[i][forced])  # shared: 2 objects per process, not one per checkpoint
                 append_seq(seq)
             elif kind == "output":
                 i = proc(obj, "process")
@@ -678,6 +680,12 @@ class TraceChecker:
         bad = self.bad
         proto = self.protocol
         final: Pattern | None = None
+        n_msgs = len(self.msg_to)
+        # the run is over: free what only the pass needed before the final pattern is built
+        self.pbs.clear()
+        self.msg_from.clear()
+        self.delivered.clear()
+        self.snaps = [s[-1:] for s in self.snaps]
         if self.keep_segments or (proto is not None and getattr(proto, "zcycle_free", False)):
             final = self._pattern()
             self._useless(final, "in the final effective execution")
@@ -709,7 +717,7 @@ class TraceChecker:
 
         n_ck = sum(self.count)
         add("pattern-valid", f"{self.events} events ({self.extension} extension); the effective "
-            f"execution has {len(self.evs)} events, {len(self.msg_to)} messages, {n_ck} checkpoints; "
+            f"execution has {len(self.evs)} events, {n_msgs} messages, {n_ck} checkpoints; "
             "no orphan delivery" + stopped)
         if self.events == 0:
             checks[-1] = CheckResult("pattern-valid", None, "the trace has no events")
