@@ -70,6 +70,11 @@ def main(quick: bool = False) -> None:
     print(f"bench_trace: seed={SEED}; ratio target <= {TARGET_RATIO:g}x json.loads of the lines", flush=True)
     rows = []
     try:
+        # the command's baseline (interpreter, numpy, scipy, networkx) on a 3-event trace
+        tiny = tmp / "tiny.jsonl"
+        write_synthetic_trace(str(tiny), 2, 3, seed=SEED, protocol="hmnr", output_every=0)
+        _tw, _tc, base, _ = _child(_WRAP, ["check", "trace", str(tiny), "--json", "--no-tlc"])
+        print(f"baseline peak RSS of check trace (imports, a 3-event trace): {base / 1024:.1f} MiB", flush=True)
         for size in sizes:
             trace, ref = tmp / f"t{size}.jsonl", tmp / f"r{size}.json"
             t0 = time.perf_counter()
