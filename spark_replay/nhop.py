@@ -31,6 +31,14 @@ logs; then the rounds continue until every process has run R logical rounds and 
 empty. The application state (per process: count and sum of delivered payloads) must then equal
 the failure-free run's.
 
+The trace (:mod:`rollcheck.spark_replay.trace`) uses the engine-neutral core vocabulary
+(``specs/formats.md#trace``): header ``processes`` and ``protocol``; ``send``, ``deliver`` (with
+``replayed`` after a recovery), ``checkpoint`` (``index``, ``forced``), ``failure``
+(``processes``), ``recovery`` (``line``, ``in_transit``), one ``output`` per process at the end
+(key ``count_sum``, value ``[count, sum]``) and ``end``; Spark's own kinds are prefixed with the source, ``spark-nhop.``
+and extra fields (``round``, ``chan_seq``, ``payload``, ``piggyback``) are ignored by the generic
+checks.
+
 References
 ----------
 FERDiS paper §5.3, §7.2.5-7.2.8 (CIC protocols, message-log replay, deduplication by sequence
@@ -221,7 +229,7 @@ def process_round(cfg: NhopConfig, st: ProcState, inbox: list[Msg], ckdir: str |
 
     for m in sorted(inbox, key=lambda m: (m.src, m.seq)):
         if m.seq <= st.delivered[m.src]:
-            events.append({"kind": "duplicate_dropped", "process": f"P{i}", "message": m.id})
+            events.append({"kind": "spark-nhop.duplicate_dropped", "process": f"P{i}", "message": m.id})
             continue
         if proto.must_force(st.proto, m.src, m.pb):
             st = checkpoint(st, True)
@@ -415,7 +423,9 @@ def record_nhop(cfg: NhopConfig, out: str | Path, *, enabled: bool = True,
     out = Path(out)
     if out.exists():
         out.unlink()
-    header = {"source": "spark-nhop", "seed": cfg.seed,
+    names = [f"P{i}" for i in range(cfg.processes)]
+    # the engine-neutral header (processes, protocol) plus Spark's own configuration
+    header = {"source": "spark-nhop", "processes": names, "protocol": cfg.protocol, "seed": cfg.seed,
               "config": {**asdict(cfg), "processes_names": [f"P{i}" for i in range(cfg.processes)],
                          "engine": engine}}
     w = TraceWriter(out, header, enabled=enabled)
@@ -477,7 +487,7 @@ def _drive(cfg: NhopConfig, w: TraceWriter, dirs: _RunDirs, run_round: Any, fail
                 raise
             f_proc = fail[0]
             fail = None
-            w.emit("failure", process=f"P{f_proc}", round=rnd)
+            w.emit("failure", processes=[f"P{f_proc}"], round=rnd)
             states, inbox = _recover(cfg, states, {f_proc}, dirs, w, rnd)
             continue
         new_inbox: dict[int, list[Msg]] = {i: [] for i in range(n)}
@@ -494,6 +504,8 @@ def _drive(cfg: NhopConfig, w: TraceWriter, dirs: _RunDirs, run_round: Any, fail
                 kind = e.pop("kind")
                 w.emit(kind, round=rnd, **e)
         inbox = new_inbox
+    for s in states:  # the application's externally visible result, one output per process
+        w.emit("output", process=f"P{s.i}", key="count_sum", value=[s.count, s.total], round=rnd)
     w.emit("end", rounds=rnd, outputs={f"P{s.i}": [s.count, s.total] for s in states},
            checkpoints={f"P{s.i}": s.index for s in states})
     return rnd

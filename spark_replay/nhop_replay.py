@@ -1,28 +1,21 @@
-"""Conformance checks of recorded message-passing runs (``source == "spark-nhop"``).
+"""Conformance checks of recorded message-passing runs: the engine-neutral checker, plus Spark's own.
 
-The trace's ``send``/``deliver``/``checkpoint`` events form a checkpoint-and-communication
-pattern. Two patterns are derived (``specs/spark.md#message-passing-conformance``):
+The message-passing job records the engine-neutral core vocabulary (``specs/formats.md#trace``:
+``send``, ``deliver`` with ``replayed``, ``checkpoint``, ``failure``, ``recovery``, ``output``,
+``end``; its own kinds are prefixed with its source, ``spark-nhop.``), so its trace is checked by the same one-pass
+checker as any engine's (:class:`rollcheck.pyimpl.traces.TraceChecker`): ``pattern-valid``,
+``forced-checkpoints`` (the protocol of the header), ``no-useless-checkpoints`` (BCS, HMNR),
+``recovery-line``, ``log-replay`` and ``outputs-exactly-once`` (reference: the failure-free run
+:func:`rollcheck.spark_replay.nhop.simulate`). One implementation serves every engine.
 
-- the *pre-failure* pattern: every event before the ``failure`` event;
-- the *effective* pattern: the execution that the recovery leaves standing - at the ``recovery``
-  event each rolled-back process loses its events after its restored checkpoint (its
-  deliveries become messages in transit, its sends are undone and later re-sent under the same
-  ids), then the events after the recovery are appended.
+Spark-specific (``specs/spark.md#message-passing-conformance``):
 
-Checks:
-
-- ``pattern-valid``: both are valid patterns (a delivery of a message whose send was undone is an
-  orphan and fails here);
-- ``forced-checkpoints``: re-running the Python protocol (:func:`rollcheck.pyimpl.protocols.run_protocol`)
-  on the effective pattern's *basic* schedule forces exactly the recorded forced checkpoints;
-- ``no-useless-checkpoints`` (BCS, HMNR): no checkpoint of either pattern is on a Z-cycle;
-- ``recovery-line``: the line, rolled-back set and replayed messages Spark's driver computed from
-  the checkpoint files equal :func:`rollcheck.pyimpl.recovery.recovery_line` on the pre-failure pattern;
-- ``outputs-failure-free``: the final application state equals the failure-free run
-  (:func:`rollcheck.spark_replay.nhop.simulate`).
+- ``outputs-failure-free``: the ``end`` record's per-process (count, sum) equals the failure-free
+  run *and* the count and payload sum of the deliveries of the effective execution (a delivery
+  deleted from the recording, or one the application state does not reflect, is caught here).
 
 TLC trace validation of HMNR traces (the TLA+ model) is added by the CLI layer, which may import
-``tla``.
+``tla``; :func:`derive_patterns` and :func:`tlc_pattern` give it the executions.
 """
 
 from __future__ import annotations
@@ -30,11 +23,11 @@ from __future__ import annotations
 from typing import Any
 
 from rollcheck.pyimpl.errors import InvalidInputError
-from rollcheck.pyimpl.pattern import CHECKPOINT, DELIVER, SEND, Event, Pattern
+from rollcheck.pyimpl.pattern import CHECKPOINT, Event, Pattern
 from rollcheck.spark_replay.replay import Check
 from rollcheck.spark_replay.trace import Trace
 
-__all__ = ["check_nhop", "derive_patterns", "DerivedPatterns"]
+__all__ = ["check_nhop", "check_core", "derive_patterns", "DerivedPatterns", "tlc_pattern"]
 
 
 class DerivedPatterns:
@@ -51,105 +44,70 @@ class DerivedPatterns:
         self.invalid: Check | None = None
         #: Positions in ``effective`` of the checkpoints that rolled-back processes restored.
         self.restored_positions: set[int] = set()
+        self.checker: Any = None
 
 
-def _event(e: dict[str, Any], pos: dict[str, int], trace: Trace) -> Event:
-    try:
-        proc = pos[e["process"]]
-        if e["kind"] == SEND:
-            return Event(proc, SEND, str(e["message"]), pos[e["to"]])
-        if e["kind"] == DELIVER:
-            return Event(proc, DELIVER, str(e["message"]))
-        return Event(proc, CHECKPOINT, None, None, bool(e.get("forced", False)))
-    except KeyError as k:
-        raise InvalidInputError(f"event seq {e['seq']} ({e['kind']}): missing or unknown {k}",
-                                source=trace.source, location=f"line {e.get('_line')}") from None
+def _run_checker(trace: Trace, protocol: str | None, reference: list[dict[str, Any]] | None) -> Any:
+    from rollcheck.pyimpl.protocols import resolve_protocol
+    from rollcheck.pyimpl.traces import TraceChecker, reference_from_list
 
-
-def _pattern(names: list[str], evs: list[Event], seqs: list[int], what: str) -> tuple[Pattern | None, Check | None]:
-    try:
-        return Pattern(tuple(names), tuple(evs)), None
-    except InvalidInputError as err:
-        loc = err.location or ""
-        seq = None
-        if loc.startswith("events["):
-            seq = seqs[int(loc[7:-1])]
-        return None, Check("pattern-valid", False, f"{what} pattern is invalid at seq {seq}: {err.reason}", seq)
+    proto = resolve_protocol(protocol) if protocol else None
+    ref = reference_from_list(reference, source="failure-free run") if reference is not None else None
+    checker = TraceChecker(trace.header, trace.source, protocol=proto, reference=ref,
+                           keep_segments=True, keep_first=True)
+    checker.run((e.get("_line", 0), e) for e in trace.events)
+    return checker
 
 
 def derive_patterns(trace: Trace) -> DerivedPatterns:
-    """Build the pre-failure and effective patterns (module docstring)."""
-    cfg = trace.header.get("config") or {}
-    names = cfg.get("processes_names")
-    if not isinstance(names, list) or not names:
-        raise InvalidInputError("header config has no processes_names", source=trace.source, location="line 1")
-    pos = {str(x): k for k, x in enumerate(names)}
+    """The pattern before the first failure and the effective execution, from the generic checker."""
+    checker = _run_checker(trace, None, None)
+    report = checker.finish(trace.truncated, trace.truncated_after_seq)
     d = DerivedPatterns()
-    kept: list[tuple[Event, int]] = []
-    pre: list[tuple[Event, int]] | None = None
-    restored_seqs: set[int] = set()
+    d.checker = checker
+    final = checker.segments[-1]
+    d.effective, d.effective_seqs, d.restored_positions = final.pattern, final.seqs, set(final.given)
+    if checker.first_pattern is not None:
+        d.pre, d.pre_seqs = checker.first_pattern[0], checker.first_pattern[1]
+    else:
+        d.pre, d.pre_seqs = d.effective, d.effective_seqs
     for e in trace.events:
         k = e["kind"]
-        if k in (SEND, DELIVER, CHECKPOINT):
-            kept.append((_event(e, pos, trace), e["seq"]))
-        elif k == "failure":
+        if k == "failure" and d.failure is None:
             d.failure = e
-            if pre is None:
-                pre = list(kept)
-        elif k == "recovery":
+        elif k == "recovery" and d.recovery is None:
             d.recovery = e
-            line = e.get("line") or {}
-            new: list[tuple[Event, int]] = []
-            count = [0] * len(names)
-            last_kept: dict[int, int] = {}
-            for ev, seq in kept:
-                x = line.get(names[ev.process], "volatile")
-                c = count[ev.process]
-                if ev.kind == CHECKPOINT:
-                    count[ev.process] += 1
-                if x != "volatile":  # keep the events up to and including C[i,x]
-                    if (ev.kind == CHECKPOINT and c + 1 > int(x)) or (ev.kind != CHECKPOINT and c >= int(x)):
-                        continue
-                new.append((ev, seq))
-                if ev.kind == CHECKPOINT:
-                    last_kept[ev.process] = seq
-            kept = new
-            restored_seqs.update(last_kept.get(names.index(pn), -1) for pn, x in line.items()
-                                 if x != "volatile" and pn in names)
         elif k == "end":
             d.end = e
-    pre = kept if pre is None else pre
-    d.pre, bad = _pattern(names, [x for x, _ in pre], [s for _, s in pre], "pre-failure")
-    d.pre_seqs = [s for _, s in pre]
-    d.effective_seqs = [s for _, s in kept]
-    d.effective, bad_eff = _pattern(names, [x for x, _ in kept], d.effective_seqs, "effective")
-    bads = [b for b in (bad, bad_eff) if b is not None]
-    d.invalid = min(bads, key=lambda c: c.offending_seq or 0) if bads else None
-    d.restored_positions = {k for k, s in enumerate(d.effective_seqs) if s in restored_seqs}
+    bad = report.check("pattern-valid")
+    if bad is not None and bad.ok is False:
+        d.invalid = Check("pattern-valid", False, bad.detail, bad.offending_seq)
     return d
 
 
-def _first_useless_prefix(p: Pattern, useless: Any) -> int:
-    """The length of the shortest prefix of ``p`` with a useless checkpoint (``p`` has one).
-
-    A Z-cycle in a prefix stays a Z-cycle when events are appended, so "some checkpoint is useless"
-    is monotone in the prefix length: binary search.
-    """
-    lo, hi = 1, len(p.events)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if useless(Pattern(p.processes, p.events[:mid])):
-            hi = mid
+def _as_checks(report: Any) -> list[Check]:
+    out = []
+    for c in report.checks:
+        if c.ok is None:
+            out.append(Check(c.name, True, f"not checked: {c.detail}"))
         else:
-            lo = mid + 1
-    return lo
+            out.append(Check(c.name, bool(c.ok), c.detail, c.offending_seq))
+    return out
+
+
+def check_core(trace: Trace, protocol: str | None = None, reference: list[dict[str, Any]] | None = None) -> list[Check]:
+    """The engine-neutral checks over a parsed trace (any engine; ``spark replay`` of other sources)."""
+    from rollcheck.pyimpl.traces import resolve_trace_protocol
+
+    if protocol is None:
+        proto = resolve_trace_protocol(None, trace.header, trace.source)
+        protocol = proto.name if proto is not None else None
+    checker = _run_checker(trace, protocol, reference)
+    return _as_checks(checker.finish(trace.truncated, trace.truncated_after_seq))
 
 
 def check_nhop(trace: Trace) -> list[Check]:
-    """The message-passing conformance checks over a parsed trace."""
-    from rollcheck.pyimpl.protocols import run_protocol
-    from rollcheck.pyimpl.recovery import recovery_line
-    from rollcheck.pyimpl.zpaths import useless_checkpoints
+    """The message-passing conformance checks over a parsed trace (module docstring)."""
     from rollcheck.spark_replay.nhop import NhopConfig, simulate
 
     cfg_doc = dict(trace.header.get("config") or {})
@@ -159,120 +117,36 @@ def check_nhop(trace: Trace) -> list[Check]:
     except (TypeError, InvalidInputError) as err:
         raise InvalidInputError(f"header config is not an nhop configuration: {err}",
                                 source=trace.source, location="line 1") from None
-    d = derive_patterns(trace)
-    checks: list[Check] = []
-    if d.invalid is not None:
-        checks.append(d.invalid)
-    else:
-        assert d.pre is not None and d.effective is not None
-        checks.append(Check("pattern-valid", True,
-                            f"pre-failure ({len(d.pre)} events) and effective ({len(d.effective)} "
-                            f"events) patterns are valid"))
-    # The remaining checks run on whichever patterns are valid.
-    patterns = [(what, p, seqs, fixed) for what, p, seqs, fixed in
-                (("pre-failure", d.pre, d.pre_seqs, set()),
-                 ("effective", d.effective, d.effective_seqs, d.restored_positions)) if p is not None]
-    # Forced checkpoints: the Python protocol on the same basic schedule, before the failure and
-    # on the effective execution (where a restored forced checkpoint is a given, basic, one: the
-    # delivery it preceded was undone).
-    bad_check: tuple[int, str] | None = None
-    n_forced = 0
-    for what, p, seqs, fixed in patterns:
-        basic = Pattern(p.processes, tuple(
-            Event(ev.process, CHECKPOINT) if (ev.kind == CHECKPOINT and k in fixed) else ev
-            for k, ev in enumerate(p.events) if not (ev.kind == CHECKPOINT and ev.forced and k not in fixed)))
-        run = run_protocol(cfg.protocol, basic)
-        n_forced = max(n_forced, run.forced_checkpoints)
-        want = [ev if k not in fixed else ev for k, ev in enumerate(run.pattern.events)]
-        got = [Event(ev.process, CHECKPOINT) if (ev.kind == CHECKPOINT and k in fixed) else ev
-               for k, ev in enumerate(p.events)]
-        i = 0
-        while i < max(len(got), len(want)):
-            a = got[i] if i < len(got) else None
-            b = want[i] if i < len(want) else None
-            if a != b:
-                seq = seqs[min(i, len(seqs) - 1)]
-                if b is not None and b.kind == CHECKPOINT and b.forced:
-                    msg = (f"{what}: the protocol forces a checkpoint of {p.processes[b.process]} before "
-                           f"the event at seq {seq}; the recording has none")
-                else:
-                    msg = f"{what}: the recording has a forced checkpoint at seq {seq} the protocol does not take"
-                bad_check = (seq, msg)
-                break
-            i += 1
-        if bad_check:
-            break
-    checks.append(Check("forced-checkpoints", bad_check is None,
-                        bad_check[1] if bad_check else
-                        f"{cfg.protocol}: re-running the Python protocol on the recorded basic schedule "
-                        f"forces the same checkpoints ({n_forced})", bad_check[0] if bad_check else None))
-    # Useless checkpoints.
-    if cfg.protocol in ("bcs", "hmnr"):
-        bad = None
-        for name, p, seqs, _fixed in patterns:
-            u = useless_checkpoints(p)
-            if u:
-                c = u[0]
-                k = _first_useless_prefix(p, useless_checkpoints)
-                bad = (seqs[k - 1],
-                       f"{name} pattern: {len(u)} useless checkpoint(s), first {p.checkpoint_name(c)}; "
-                       f"the first Z-cycle closes at seq {seqs[k - 1]}")
-                break
-        checks.append(Check("no-useless-checkpoints", bad is None,
-                            bad[1] if bad else f"no checkpoint on a Z-cycle "
-                            f"({sum(patterns[-1][1].last_indices) if patterns else 0} checkpoints)",
-                            bad[0] if bad else None))
-    else:
-        if patterns:
-            what, p, _s, _f = patterns[-1]
-            checks.append(Check("useless-checkpoints-reported", True,
-                                f"uc guarantees nothing: {len(useless_checkpoints(p))} useless "
-                                f"checkpoint(s) in the {what} pattern"))
-    # Recovery line.
-    if d.recovery is not None and d.pre is not None:
-        rec = d.recovery
-        failed = [d.pre.process_index(x) for x in rec.get("failed", [])]
-        line = recovery_line(d.pre, failed, virtual=True)
-        want_json: dict[str, Any] = line.to_json(d.pre)
-        got_line = rec.get("line")
-        got_rb = sorted(rec.get("rolled_back", []))
-        got_it = sorted(rec.get("in_transit", []))
-        ok = (got_line == want_json["line"] and got_rb == sorted(want_json["rolled_back"])
-              and got_it == sorted(want_json["in_transit"]))
-        checks.append(Check("recovery-line", ok,
-                            (f"the recorded line {got_line} (replayed {len(got_it)} message(s)) equals the "
-                             f"Python recovery line") if ok else
-                            f"the run recovered to {got_line}, rolled back {got_rb}, replayed {got_it}; the "
-                            f"Python recovery line is {want_json['line']}, rolled back "
-                            f"{want_json['rolled_back']}, in transit {sorted(want_json['in_transit'])}",
-                            None if ok else rec["seq"]))
-        # Every in-transit message is delivered exactly once after the recovery, from the log.
-        after = [e for e in trace.events if e["seq"] > rec["seq"] and e["kind"] == DELIVER]
-        replayed = [e["message"] for e in after if e.get("replayed")]
-        dup = sorted({m for m in replayed if replayed.count(m) > 1})
-        extra = sorted(set(replayed) - set(got_it))
-        missing = sorted(set(got_it) - set(replayed)) if d.end is not None else []
-        bad_r = next((e["seq"] for e in after if e.get("replayed") and (e["message"] in extra or e["message"] in dup)),
-                      d.end["seq"] if missing and d.end is not None else None)
-        checks.append(Check("log-replay", bad_r is None,
-                            f"{len(replayed)} in-transit message(s) replayed from the senders' logs, "
-                            f"each delivered once" if bad_r is None else
-                            f"replayed deliveries differ from the in-transit set: extra {extra}, "
-                            f"duplicated {dup}, never delivered {missing}", bad_r))
-    elif d.failure is not None and d.recovery is None:
-        checks.append(Check("recovery-line", False, "a failure without a recovery", d.failure["seq"]))
-    # Outputs.
-    if d.end is None:
+    ref = simulate(cfg)["outputs"]
+    reference = [{"process": p, "key": "count_sum", "value": v} for p, v in ref.items()]
+    checker = _run_checker(trace, cfg.protocol, reference)
+    report = checker.finish(trace.truncated, trace.truncated_after_seq)
+    checks = _as_checks(report)
+    end = next((e for e in trace.events if e["kind"] == "end"), None)
+    if end is None:
         last = trace.events[-1]["seq"] if trace.events else 0
         checks.append(Check("end-of-run", True, f"not reached: the recording stopped after seq {last}; "
                                                 f"the prefix was checked"))
         return checks
-    ref = simulate(cfg)["outputs"]
-    got_out = d.end.get("outputs")
-    checks.append(Check("outputs-failure-free", got_out == ref,
-                        "per-process (count, sum) of delivered payloads equal the failure-free run"
-                        if got_out == ref else f"outputs {got_out} differ from the failure-free {ref}",
-                        None if got_out == ref else d.end["seq"]))
+    payload = {str(e.get("message")): e.get("payload", 0) for e in trace.events if e["kind"] == "send"}
+    eff = checker.final_pattern()
+    got_del: dict[str, list[int]] = {p: [0, 0] for p in eff.processes}
+    for m in eff.messages:
+        if m.delivered:
+            row = got_del[eff.processes[m.receiver]]
+            row[0] += 1
+            row[1] += int(payload.get(m.id, 0))
+    got_out = end.get("outputs")
+    problems = []
+    if got_out != ref:
+        problems.append(f"outputs {got_out} differ from the failure-free {ref}")
+    if got_out != got_del:
+        problems.append(f"the deliveries of the effective execution give {got_del}, the end record "
+                        f"says {got_out}")
+    checks.append(Check("outputs-failure-free", not problems,
+                        "per-process (count, sum) of delivered payloads equal the failure-free run and "
+                        "the recorded deliveries" if not problems else "; ".join(problems),
+                        None if not problems else end["seq"]))
     return checks
 
 

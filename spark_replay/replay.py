@@ -332,8 +332,13 @@ def replay_trace(trace: Trace) -> ReplayResult:
         from rollcheck.spark_replay.nhop_replay import check_nhop
 
         checks = check_nhop(trace)
+    elif isinstance(trace.header.get("processes"), list):  # any engine's core vocabulary
+        from rollcheck.spark_replay.nhop_replay import check_core
+
+        checks = check_core(trace)
     else:
-        raise InvalidInputError(f"unknown trace source {src!r} (expected spark-wordcount or spark-nhop)",
+        raise InvalidInputError(f"unknown trace source {src!r} (expected spark-wordcount, spark-nhop, "
+                                "or an engine-neutral trace with \"processes\")",
                                 source=trace.source, location="line 1")
     # A recording that stopped before its end event (killed recorder) is a truncated trace too.
     ended = any(e["kind"] == "end" for e in trace.events)

@@ -7,6 +7,13 @@ driver, +1 for every restart). The writer appends one line and flushes it to the
 per event (``os.write`` on an ``O_APPEND`` descriptor); ``t`` is the wall-clock time in seconds, so a recorder killed at any point leaves a
 valid prefix, possibly followed by one incomplete line.
 
+The message-passing recorder writes the engine-neutral core vocabulary of ``rollcheck.trace/1``
+(``specs/formats.md#trace``: header ``processes``; ``send``, ``deliver``, ``checkpoint``,
+``failure``, ``recovery``, ``output``, ``end``); such traces are checked by
+:mod:`rollcheck.pyimpl.traces` (``rollcheck check trace``), which streams the file itself. The
+fields this writer adds to every event (``run``, ``attempt``, ``t``) are extra fields the generic
+checks ignore.
+
 The reader (:func:`read_trace`) accepts such a prefix: it stops at the first line that is not
 terminated by a newline and reports the trace as truncated after the last complete event. A
 complete line that is not a JSON object of the right shape is *malformed* and raises

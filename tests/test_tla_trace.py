@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.generate import random_pattern
 from rollcheck.pyimpl.pattern import CHECKPOINT, DELIVER, Pattern, PatternBuilder
 from rollcheck.pyimpl.patternio import dump_pattern
-from rollcheck.cli.main import main
 from rollcheck.tla.trace import load_trace_events, trace_module_text, validate_trace
+
+from rollcheck.cli.main import main
 
 SEED = 6
 
@@ -197,7 +197,42 @@ def test_recorded_nhop_trace_is_accepted_and_tampered_one_rejected(tmp_path):
     assert validate_trace("hmnr", p).accepted
     lines = out.read_text().splitlines()
     k = next(i for i, ln in enumerate(lines) if '"kind":"checkpoint"' in ln and '"forced":true' in ln)
-    (tmp_path / "t.jsonl").write_text("\n".join(lines[:k] + lines[k + 1 :]) + "\n")
+    evs = [json.loads(x) for x in lines[1:k] + lines[k + 1:]]
+    for s, e in enumerate(evs, 1):  # a trace has no seq gaps: renumber after the deletion
+        e["seq"] = s
+    (tmp_path / "t.jsonl").write_text("\n".join([lines[0], *map(json.dumps, evs)]) + "\n")
     w = validate_trace("hmnr", load_trace_events(tmp_path / "t.jsonl"))
     assert w.status == "rejected"
-    assert load_trace_events(tmp_path / "t.jsonl").events[w.first_rejected_event].kind == DELIVER
+    # the trace's own numbering: the delivery that took the deleted checkpoint's seq (line k + 1)
+    assert w.first_rejected_seq == k and w.first_rejected_event == k - 1
+    assert evs[k - 1]["kind"] == DELIVER and f"seq {k}" in w.reason
+
+
+@pytest.mark.tlc
+def test_core_trace_segments_after_a_failure_are_validated(tmp_path):
+    """Events after a failure are not ignored: every execution between failures is validated, and a
+    rejection names the seq of the trace."""
+    from rollcheck.pyimpl.traces.synth import synthetic_trace
+
+    for seed in range(40):
+        evs = list(synthetic_trace(3, 40, seed=seed, failures=[12]))
+        evs[-1].pop("reference")
+        body = evs[1:]
+        rec = next(e["seq"] for e in body if e["kind"] == "recovery")
+        late = [k for k, e in enumerate(body) if e.get("forced") and e["seq"] > rec]
+        if late:
+            break
+    f = tmp_path / "g.jsonl"
+    f.write_text("\n".join(json.dumps(e) for e in evs) + "\n")
+    p = load_trace_events(f)
+    assert len(p.segments) == 2
+    v = validate_trace("hmnr", p)
+    assert v.accepted and "2 execution(s)" in v.reason, v.reason
+    k = late[0]
+    bad = body[:k] + body[k + 1:]
+    for s, e in enumerate(bad, 1):
+        e["seq"] = s
+    f.write_text("\n".join(json.dumps(e) for e in [evs[0], *bad]) + "\n")
+    w = validate_trace("hmnr", load_trace_events(f))
+    assert w.status == "rejected" and w.first_rejected_seq == k + 1, w.reason
+    assert w.to_json()["first_rejected_seq"] == k + 1

@@ -13,6 +13,13 @@ TLC than passing it through a ``CONSTANT`` substitution.)
 Index conventions: events are numbered from 0 as ``events[k]`` in the pattern (and as ``seq - 1``
 in a trace file); the TLA+ index is ``k + 1``. Theorem and argument: ``specs/tla.md#trace``.
 
+Engine-neutral traces (header ``processes``, ``specs/formats.md#trace``) are read by
+:mod:`rollcheck.pyimpl.traces`: every execution between failures is validated — the run before
+each recovery and the final effective execution, where a checkpoint that a recovery restored is a
+given (basic) one — and a rejection names the trace's own ``seq`` and line, not a pattern index.
+What TLC adds to the Python checks: an independent second encoding of the protocol's rules
+(``CICRules.tla``), so a wrong forced-checkpoint decision must fool two implementations.
+
 References
 ----------
 H. Cirstea, M. A. Kuppe, B. Loillier, S. Merz, "Validating traces of distributed programs
@@ -35,10 +42,12 @@ from rollcheck.pyimpl.pattern import CHECKPOINT, DELIVER, SEND, Event, Pattern
 
 __all__ = [
     "PROTOCOLS",
+    "TracePattern",
     "TraceValidation",
     "load_trace_events",
     "trace_module_text",
     "validate_trace",
+    "validate_segments",
 ]
 
 MODELS = Path(str(files("rollcheck.tla.models")))  # package data
@@ -64,11 +73,17 @@ class TraceValidation:
     zcheck: bool = False
     useless_found: bool = False
     tlc: Any = field(default=None, repr=False)
+    first_rejected_seq: int | None = None
+    first_rejected_line: int | None = None
+    validated: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {
             "accepted": self.accepted,
             "first_rejected_event": self.first_rejected_event,
+            "first_rejected_seq": self.first_rejected_seq,
+            "first_rejected_line": self.first_rejected_line,
+            "validated": self.validated,
             "status": self.status,
             "protocol": self.protocol,
             "events": self.events,
@@ -79,10 +94,37 @@ class TraceValidation:
         }
 
 
+@dataclass(frozen=True, eq=False)
+class TracePattern(Pattern):
+    """The first execution of an engine-neutral trace, carrying every segment and the seqs.
+
+    :func:`validate_trace` validates all ``segments`` (not only this pattern) and reports seqs.
+    """
+
+    segments: tuple[Any, ...] = ()
+    seqs: tuple[int, ...] = ()
+    lines: dict[int, int] = field(default_factory=dict, repr=False)
+    source: str = ""
+
+
+def _load_core_trace(path: Path) -> TracePattern:
+    from rollcheck.pyimpl.traces import check_trace_file
+
+    _report, checker = check_trace_file(path, keep_segments=True)
+    segs = tuple(checker.segments)
+    first = segs[0]
+    return TracePattern(first.pattern.processes, first.pattern.events, segments=segs,
+                        seqs=tuple(first.seqs), source=str(path))
+
+
 def load_trace_events(path: str | Path) -> Pattern:
     """Read a pattern file or a ``rollcheck.trace/1`` file into a :class:`Pattern`.
 
-    A trace file contributes its ``send``/``deliver``/``checkpoint`` lines (fields ``process``,
+    An engine-neutral trace (header with ``processes``) is read strictly by
+    :mod:`rollcheck.pyimpl.traces` and returned as a :class:`TracePattern`: its first execution,
+    carrying every execution between failures for :func:`validate_trace`.
+
+    Other (older) trace files contribute its ``send``/``deliver``/``checkpoint`` lines (fields ``process``,
     ``message``, ``to``, ``forced``; other kinds are skipped) up to its first ``failure`` or
     ``restart`` line (what follows is recovery, not a run of the protocol); processes are named by
     the header's ``config.processes`` (a list), ``config.processes_names``, ``P0..P{n-1}`` when
@@ -108,6 +150,13 @@ def load_trace_events(path: str | Path) -> Pattern:
         doc = None
     if isinstance(doc, dict) and doc.get("format") == "rollcheck.pattern/1":
         return pattern_from_dict(doc, source=str(p))
+    first = text.split("\n", 1)[0]
+    try:
+        head = json.loads(first)
+    except ValueError:
+        head = None
+    if isinstance(head, dict) and head.get("format") == "rollcheck.trace/1" and "processes" in head:
+        return _load_core_trace(p)
     return _pattern_from_trace(text, str(p))
 
 
@@ -277,6 +326,9 @@ def validate_trace(
     if protocol not in PROTOCOLS:
         raise InvalidInputError(f"unknown protocol {protocol!r}; expected one of {', '.join(PROTOCOLS)}",
                                 location="PROTOCOL")
+    if isinstance(pattern, TracePattern) and pattern.segments:
+        return _validate_trace_segments(protocol, pattern.segments, zcheck=zcheck, timeout=timeout,
+                                        workers=workers)
     n_events = len(pattern.events)
     if n_events == 0:
         return TraceValidation(False, None, "inconclusive", 0, protocol, "the trace has no events")
@@ -344,3 +396,65 @@ def _previous_own(p: Pattern, k: int) -> list[Event]:
         if p.events[j].process == p.events[k].process:
             return [p.events[j]]
     return []
+
+
+def _basic_given(seg: Any) -> Pattern:
+    """The segment's pattern with the checkpoints restored by a recovery made basic."""
+    given = seg.given
+    if not given:
+        return seg.pattern
+    evs = tuple(Event(ev.process, CHECKPOINT) if (k in given and ev.kind == CHECKPOINT) else ev
+                for k, ev in enumerate(seg.pattern.events))
+    return Pattern(seg.pattern.processes, evs)
+
+
+def _validate_trace_segments(protocol: str, segments: Any, *, zcheck: bool = False,
+                             timeout: float | None = 600.0, workers: int = 1) -> TraceValidation:
+    """Validate every execution between failures; the first rejection names its seq."""
+    total = 0
+    secs = 0.0
+    states = 0
+    done: list[str] = []
+    for seg in segments:
+        v = validate_trace(protocol, _basic_given(seg), zcheck=zcheck, timeout=timeout, workers=workers)
+        total += v.events
+        secs += v.seconds
+        states += v.distinct_states
+        if v.status == "inconclusive" and v.events == 0:
+            done.append(f"{seg.label}: empty")
+            continue
+        if v.status != "accepted":
+            if v.first_rejected_event is not None:
+                k = v.first_rejected_event
+                seq = seg.seqs[k] if 0 <= k < len(seg.seqs) else None
+                v.first_rejected_seq = seq
+                v.first_rejected_event = None if seq is None else seq - 1
+                v.reason = v.reason.replace(f"events[{k}]", f"seq {seq}") + f" ({seg.label})"
+            v.events, v.seconds, v.distinct_states = total, secs, states
+            v.validated = "; ".join([*done, f"{seg.label}: {v.status}"])
+            return v
+        done.append(f"{seg.label}: {v.events} events accepted")
+    out = TraceValidation(True, None, "accepted", total, protocol,
+                          f"every event is a step of the protocol ({len(segments)} execution(s) "
+                          "between failures)", states, secs, zcheck)
+    if total == 0:
+        out.accepted, out.status, out.reason = False, "inconclusive", "the trace has no events"
+    out.validated = "; ".join(done)
+    return out
+
+
+def validate_segments(protocol: str, segments: Any, *, timeout: float | None = 300.0) -> tuple[bool | None, str, int | None]:
+    """TLC trace validation of a checker's segments as ``(ok, detail, offending seq)``.
+
+    ``ok`` is None when TLC could not decide (missing tool, timeout): never a pass.
+    """
+    if not segments:
+        return None, "no execution to validate", None
+    v = _validate_trace_segments(protocol, segments, timeout=timeout)
+    what = ("an independent TLA+ encoding of the protocol's rules (CICRules.tla) checked by TLC "
+            f"on {len(segments)} execution(s) between failures")
+    if v.status == "inconclusive":
+        return None, f"inconclusive (not counted): {v.reason}", None
+    if v.accepted:
+        return True, f"{what}: accepted ({v.events} events, {v.distinct_states} states, {v.seconds:.1f} s)", None
+    return False, f"{what}: rejected at seq {v.first_rejected_seq}: {v.reason}", v.first_rejected_seq

@@ -1,0 +1,115 @@
+"""Checking a trace file end to end, and converting its first run to a pattern.
+
+References
+----------
+``specs/formats.md#trace``; FERDiS paper §5.3 and §6.1.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.pattern import Pattern
+from rollcheck.pyimpl.traces.checker import TraceChecker, reference_from_list
+from rollcheck.pyimpl.traces.reader import TraceLines
+from rollcheck.pyimpl.traces.report import TraceReport
+
+__all__ = ["check_trace_file", "trace_to_pattern", "resolve_trace_protocol"]
+
+
+def resolve_trace_protocol(spec: str | None, header: dict[str, Any], source: str | None = None) -> Any:
+    """The protocol to check against: ``spec`` (any protocol spec) or else the header's built-in name.
+
+    A header may only name a built-in protocol: a trace file never makes rollcheck import code.
+    """
+    from rollcheck.pyimpl.protocols import is_builtin_spec, resolve_protocol
+
+    if spec:
+        return resolve_protocol(spec)
+    name = header.get("protocol")
+    if name is None:
+        return None
+    if not isinstance(name, str) or not is_builtin_spec(name):
+        raise InvalidInputError(f"protocol: the header may name a built-in protocol only, got {name!r} "
+                                "(give MODULE:CLASS with --protocol)", source=source, location="line 1")
+    try:
+        return resolve_protocol(name)
+    except InvalidInputError as e:
+        raise InvalidInputError(f"protocol: {e.reason}", source=source, location="line 1") from None
+
+
+def check_trace_file(path: str | Path, *, protocol: str | None = None, reference: Any = None,
+                     virtual: bool = True, strict: bool = False, keep_segments: bool = False,
+                     keep_first: bool = False) -> tuple[TraceReport, TraceChecker]:
+    """Stream ``path`` through a :class:`TraceChecker` and return its report (and the checker).
+
+    Parameters
+    ----------
+    path : str or Path
+        A ``rollcheck.trace/1`` file with the engine-neutral header.
+    protocol : str, optional
+        A protocol spec (built-in name, ``MODULE:CLASS``, ``file.py:CLASS``); default: the
+        header's ``protocol``.
+    reference : list, optional
+        Reference outputs, a list of ``{"process", "key", "value"}``.
+    virtual : bool
+        Survivors may keep their volatile state.
+    strict : bool
+        Also validate every line against the JSON Schema.
+
+    Raises
+    ------
+    InvalidInputError
+        A malformed trace, naming ``FILE: line N (seq S): field: reason``.
+
+    Examples
+    --------
+    >>> from importlib.resources import files
+    >>> import os, tempfile
+    >>> f = os.path.join(tempfile.mkdtemp(), "t.jsonl")
+    >>> _ = open(f, "w").write(
+    ...     '{"format": "rollcheck.trace/1", "source": "toy", "processes": ["a", "b"], "protocol": "hmnr"}\\n'
+    ...     '{"seq": 1, "kind": "send", "process": "a", "message": "m1", "to": "b"}\\n'
+    ...     '{"seq": 2, "kind": "deliver", "process": "b", "message": "m1"}\\n'
+    ...     '{"seq": 3, "kind": "end"}\\n')
+    >>> report, _ = check_trace_file(f)
+    >>> report.conformant, [(c.name, c.ok) for c in report.checks]
+    (True, [('pattern-valid', True), ('forced-checkpoints', True), ('no-useless-checkpoints', True)])
+    """
+    source = str(path)
+    validator = None
+    if strict:
+        from rollcheck.pyimpl.traces.schema import line_validator
+
+        validator = line_validator(source)
+    lines = TraceLines(path, validator=validator)
+    proto = resolve_trace_protocol(protocol, lines.header, source)
+    ref = None
+    if reference is not None:
+        names = lines.header.get("processes")
+        ref = reference_from_list(reference, names if isinstance(names, list) else None, source="reference")
+    checker = TraceChecker(lines.header, source, protocol=proto, reference=ref, virtual=virtual,
+                           keep_segments=keep_segments, keep_first=keep_first)
+    checker.run(lines)
+    report = checker.finish(lines.truncated, lines.truncated_after_seq)
+    return report, checker
+
+
+def trace_to_pattern(path: str | Path) -> Pattern:
+    """The run before the first failure (the whole effective execution if nothing failed).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> f = os.path.join(tempfile.mkdtemp(), "t.jsonl")
+    >>> _ = open(f, "w").write('{"format": "rollcheck.trace/1", "processes": ["a", "b"]}\\n'
+    ...     '{"seq": 1, "kind": "checkpoint", "process": "a", "index": 1, "forced": false}\\n')
+    >>> trace_to_pattern(f)
+    Pattern(processes=['a', 'b'], events=1, messages=0, checkpoints=[1, 0])
+    """
+    _report, checker = check_trace_file(path, keep_first=True)
+    if checker.first_pattern is not None:
+        return checker.first_pattern[0]
+    return checker.final_pattern()

@@ -1,0 +1,193 @@
+"""Streaming reader of ``rollcheck.trace/1`` files (JSON Lines) that tolerates a truncated tail.
+
+The reader goes through the file line by line and never holds more than one line: a header line,
+then one JSON object per event with ``seq`` 1, 2, … without gaps and a string ``kind``. It checks
+only the framing; the meaning of the core kinds is checked by :mod:`rollcheck.pyimpl.traces.checker`.
+
+A writer that is killed mid-line leaves a last line without its newline. Such a line is accepted
+when it is a complete JSON object (hand-written files often lack the final newline) and otherwise
+reported as *truncated* (:attr:`TraceLines.truncated`), never as an error: the trace is the valid
+prefix before it. Every other defect is an :class:`~rollcheck.pyimpl.errors.InvalidInputError`
+whose location names the line and the ``seq``: ``FILE: line N (seq S): field: reason``.
+
+References
+----------
+``specs/formats.md#trace`` (the format); the append-and-flush discipline of the recorders.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from rollcheck.pyimpl.errors import InvalidInputError
+
+__all__ = ["TRACE_FORMAT", "TraceLines", "trace_error", "location"]
+
+TRACE_FORMAT = "rollcheck.trace/1"
+_BOMS = (b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")
+
+
+def location(line: int, seq: int | None, after: int | None = None) -> str:
+    """``line N (seq S)``, or ``line N (after seq S)`` when the line's own seq is unknown.
+
+    Examples
+    --------
+    >>> location(12, 11), location(3, None, 1)
+    ('line 12 (seq 11)', 'line 3 (after seq 1)')
+    """
+    if seq is not None:
+        return f"line {line} (seq {seq})"
+    if after is not None:
+        return f"line {line} (after seq {after})"
+    return f"line {line}"
+
+
+def trace_error(source: str | None, line: int, seq: int | None, field: str | None, reason: str,
+                after: int | None = None) -> InvalidInputError:
+    """The error for a bad trace line: ``FILE: line N (seq S): field: reason``."""
+    return InvalidInputError(f"{field}: {reason}" if field else reason, source=source,
+                             location=location(line, seq, after))
+
+
+class TraceLines:
+    """The lines of a trace file, read lazily: ``header`` at once, events by iteration.
+
+    Parameters
+    ----------
+    path : str or Path
+        The trace file.
+    validator : callable, optional
+        Called as ``validator(obj, line_no, is_header)`` on every parsed line before any other
+        check (the ``--strict`` JSON-Schema mode); it raises :class:`InvalidInputError`.
+
+    Attributes
+    ----------
+    header : dict
+        The first line.
+    truncated : bool
+        True when the file ended in an incomplete line (known once iteration is finished).
+    truncated_after_seq : int or None
+        The last complete ``seq`` when truncated.
+    last_seq : int
+        The ``seq`` of the last event read.
+    lines : int
+        Number of the last line read.
+
+    Raises
+    ------
+    InvalidInputError
+        The file cannot be read or is not a trace (at construction), or a complete line is
+        malformed (during iteration).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> f = os.path.join(tempfile.mkdtemp(), "t.jsonl")
+    >>> _ = open(f, "w").write('{"format": "rollcheck.trace/1", "processes": ["a"]}\\n'
+    ...                        '{"seq": 1, "kind": "end"}\\n{"seq": 2, "ki')
+    >>> t = TraceLines(f)
+    >>> [obj["kind"] for _line, obj in t], t.truncated, t.truncated_after_seq
+    (['end'], True, 1)
+    """
+
+    def __init__(self, path: str | Path, validator: Any = None):
+        self.path = Path(path)
+        self.source = str(path)
+        self.validator = validator
+        self.truncated = False
+        self.truncated_after_seq: int | None = None
+        self.last_seq = 0
+        self.lines = 0
+        try:
+            self._fh = open(self.path, "rb")  # noqa: SIM115 (closed at the end of iteration)
+        except OSError as e:
+            raise InvalidInputError(f"cannot read trace: {e.strerror}", source=self.source) from None
+        first = self._fh.readline()
+        self.lines = 1
+        if not first.strip():
+            self._fh.close()
+            raise InvalidInputError("empty file: expected a header line", source=self.source, location="line 1")
+        if first.startswith(_BOMS):
+            self._fh.close()
+            raise trace_error(self.source, 1, None, None,
+                              "the file starts with a byte-order mark; write UTF-8 without a BOM")
+        head = self._parse(first, 1, None, header=True)
+        if head is None:  # the header itself is incomplete
+            self._fh.close()
+            raise InvalidInputError("truncated header line", source=self.source, location="line 1")
+        if head.get("format") != TRACE_FORMAT:
+            self._fh.close()
+            raise trace_error(self.source, 1, None, "format",
+                              f"expected {TRACE_FORMAT!r}, got {head.get('format')!r}")
+        if validator is not None:
+            validator(head, 1, True)
+        self.header: dict[str, Any] = head
+
+    def _parse(self, raw: bytes, line: int, after: int | None, header: bool = False) -> dict[str, Any] | None:
+        """Parse one line; None for an incomplete last line."""
+        complete = raw.endswith(b"\n")
+        try:
+            obj = json.loads(raw)
+        except UnicodeDecodeError as e:
+            if not complete:
+                return None
+            raise trace_error(self.source, line, None, None, f"not UTF-8 text (byte {e.start})",
+                              after=after) from None
+        except ValueError as e:
+            if not complete:
+                return None
+            msg = getattr(e, "msg", str(e))
+            raise trace_error(self.source, line, None, None, f"not valid JSON ({msg})", after=after) from None
+        if not isinstance(obj, dict):
+            if not complete and not header:
+                return None
+            raise trace_error(self.source, line, None, None, "a trace line must be a JSON object", after=after)
+        return obj
+
+    def __iter__(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        fh = self._fh
+        source = self.source
+        validator = self.validator
+        line = 1
+        last = 0
+        loads = json.loads
+        try:
+            for raw in fh:
+                line += 1
+                if raw.endswith(b"\n"):
+                    try:
+                        obj = loads(raw)
+                    except ValueError:  # (UnicodeDecodeError is a ValueError too)
+                        obj = self._parse(raw, line, last)
+                    if type(obj) is not dict:
+                        if not raw.strip():
+                            continue  # a blank line
+                        raise trace_error(source, line, None, None, "a trace line must be a JSON object",
+                                          after=last)
+                else:
+                    if not raw.strip():
+                        continue
+                    obj = self._parse(raw, line, last)
+                    if obj is None:
+                        self.truncated = True
+                        self.truncated_after_seq = last
+                        break
+                if validator is not None:
+                    validator(obj, line, False)
+                seq = obj.get("seq")
+                if type(seq) is not int:
+                    raise trace_error(source, line, None, "seq", f"expected an integer, got {seq!r}", after=last)
+                if seq != last + 1:
+                    raise trace_error(source, line, seq, "seq",
+                                      f"expected {last + 1} after {last} (seq numbers have no gaps)")
+                if type(obj.get("kind")) is not str:
+                    raise trace_error(source, line, seq, "kind", f"expected a string, got {obj.get('kind')!r}")
+                last = seq
+                self.last_seq = seq
+                self.lines = line
+                yield line, obj
+        finally:
+            fh.close()
