@@ -46,9 +46,13 @@ typecheck-tree:
 	for d in pyimpl properties tla spark_replay; do cp -rs $(CURDIR)/$$d $(TYPECHECK)/rollcheck/$$d; done
 	find $(TYPECHECK) -name __pycache__ -prune -exec rm -rf {} +
 
+# both tools always run; the target fails if either found something
 lint: setup typecheck-tree
-	$(PY) -m ruff check pyimpl properties tla spark_replay rollcheck benchmarks tests
-	cd $(TYPECHECK) && $(CURDIR)/$(PY) -m mypy --config-file $(CURDIR)/pyproject.toml --cache-dir $(CURDIR)/.mypy_cache
+	@status=0; \
+	$(PY) -m ruff check pyimpl properties tla spark_replay rollcheck benchmarks tests || status=1; \
+	(cd $(TYPECHECK) && $(CURDIR)/$(PY) -m mypy --config-file $(CURDIR)/pyproject.toml \
+	  --cache-dir $(CURDIR)/.mypy_cache) || status=1; \
+	exit $$status
 
 clean:
 	rm -rf $(VENV) build report .pytest_cache .mypy_cache .ruff_cache .hypothesis
