@@ -41,7 +41,7 @@ from hypothesis.errors import Unsatisfiable
 from rollcheck.properties import profiles as _profiles
 from rollcheck.properties.protocol_strategies import protocol_schedules
 from rollcheck.pyimpl.errors import InternalError, InvalidInputError, PropertyViolation
-from rollcheck.pyimpl.pattern import CHECKPOINT, DELIVER, Pattern
+from rollcheck.pyimpl.pattern import DELIVER, Pattern
 from rollcheck.pyimpl.protocols import Protocol, get_protocol, resolve_protocol, run_protocol
 from rollcheck.pyimpl.recovery import recovery_line
 from rollcheck.pyimpl.zpaths import useless_checkpoints, zcycle_checkpoints
@@ -58,6 +58,7 @@ __all__ = [
     "check_rollback_bound",
     "max_consistent_line",
     "forced_per_delivery",
+    "guarded_protocol",
 ]
 
 #: The properties in the order they are checked, with the claim that makes each apply.
@@ -188,7 +189,7 @@ class _Guarded(Protocol):
         try:
             return getattr(self.inner, method)(*args)
         except Exception as e:
-            where = f"events[{self.event}] of the schedule" if self.event >= 0 else "process set-up"
+            where = f"events[{self.event}]" if self.event >= 0 else "initial state"
             call = f"{method}({', '.join(_short(a) for a in args)})"
             raise UserCodeError(f"{call} raised {type(e).__name__}: {e}",
                                 source=f"{type(self.inner).__name__}.{method}",
@@ -214,7 +215,7 @@ class _Guarded(Protocol):
         if not (isinstance(r, tuple) and len(r) == 2):
             raise UserCodeError(f"on_send must return (state, piggyback), returned {_short(r)}",
                                 source=f"{type(self.inner).__name__}.on_send",
-                                location=f"events[{self.event}] of the schedule")
+                                location=f"events[{self.event}]")
         return r
 
     def must_force(self, st: Any, src: int, pb: Any) -> bool:
@@ -226,6 +227,12 @@ class _Guarded(Protocol):
     def on_deliver(self, st: Any, src: int, pb: Any) -> Any:
         self._after_force = False
         return self._call("on_deliver", st, src, pb)
+
+
+def guarded_protocol(protocol: Any) -> Protocol:
+    """``protocol`` (anything :func:`~rollcheck.pyimpl.protocols.resolve_protocol` accepts) wrapped
+    so that an exception in its code becomes a one-line :class:`UserCodeError` (exit code 2)."""
+    return _Guarded(resolve_protocol(protocol))
 
 
 # --- measuring ------------------------------------------------------------------------------------
@@ -532,7 +539,7 @@ def _with_input(e: UserCodeError, seen: list[Pattern], out: str | Path | None, n
         return e
     folder = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="rollcheck-"))
     path, _ = _save(seen[-1], folder, f"{_slug(name)}-error-input", False, "")
-    return UserCodeError(f"{e.reason}; the input schedule is saved in {path}", source=e.source,
+    return UserCodeError(f"{e.reason} (the schedule is saved in {path})", source=e.source,
                          location=e.location)
 
 
