@@ -562,7 +562,7 @@ def assert_protocol_safe(protocol: Any, profile: str | None = None, out: str | P
     """
     from rollcheck.testing import _config
 
-    profile = profile or _config.PROFILE or "ci"
+    profile = profile or _config.PROFILE  # None: $ROLLCHECK_PROFILE or ci
     out = out if out is not None else _config.OUT
     report = check_protocol(protocol, profile=profile, out=out, **kw)
     _config.record(report)
