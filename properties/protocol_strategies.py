@@ -70,11 +70,12 @@ def basic_schedules(
 # Z-path definition of Netzer and Xu).
 
 
-def _motif_events(cycle: list[int], brk: int, hop_ckpt: list[bool], before: int, tag: int
-                  ) -> list[tuple[str, int, int, str]]:
+def _motif_events(cycle: list[int], brk: int, hop_ckpt: list[bool], before: int, tag: int,
+                  lead: int = 0) -> list[tuple[str, int, int, str]]:
     """The events of one zig-zag motif as ``(kind, process, peer, message)`` tuples in a causal
-    order: the tail m_brk..m_{k-1} (ending at c_0), ``before`` checkpoints on c_0, then the head
-    m_0..m_{brk-1} (ending at c_brk, which sent m_brk earlier in the same interval)."""
+    order: ``lead`` checkpoints on c_brk, the tail m_brk..m_{k-1} (ending at c_0), ``before``
+    checkpoints on c_0, then the head m_0..m_{brk-1} (ending at c_brk, which sent m_brk earlier
+    in the same interval)."""
     k = len(cycle)
     ev: list[tuple[str, int, int, str]] = []
     mid = [f"z{tag}_{t}" for t in range(k)]
@@ -85,6 +86,8 @@ def _motif_events(cycle: list[int], brk: int, hop_ckpt: list[bool], before: int,
     def arrive(t: int) -> None:  # c_{t+1} delivers m_t
         ev.append(("deliver", cycle[(t + 1) % k], cycle[t], mid[t]))
 
+    # checkpoints before the non-causal send raise c_brk's indices without breaking the cycle
+    ev.extend(("checkpoint", cycle[brk], -1, "") for _ in range(lead))
     # tail: c_brk sends m_brk, then causally onwards to c_0
     for t in range(brk, k):
         if t > brk and hop_ckpt[t]:
@@ -151,7 +154,8 @@ def zigzag_schedules(
         brk = draw(st.integers(1, k - 1), label="non-causal hop")
         hop_ckpt = draw(st.lists(st.booleans(), min_size=k, max_size=k), label="checkpoints on the way")
         before = draw(st.integers(1, 3), label="checkpoints on c0")
-        streams.append(_motif_events(cycle, brk, hop_ckpt, before, tag))
+        lead = draw(st.integers(0, 2), label="checkpoints on the non-causal hop")
+        streams.append(_motif_events(cycle, brk, hop_ckpt, before, tag, lead))
     # background traffic: (kind, a, b) with kind 0 send a->b, 1 deliver a pending one, 2 checkpoint a
     noise = draw(st.lists(st.tuples(st.integers(0, 2), st.integers(0, n - 1), st.integers(0, n - 1)),
                           max_size=max_events // 3), label="background")
