@@ -224,3 +224,14 @@ def test_specs_accepted(tmp_path, monkeypatch) -> None:
     assert rt.check_protocol(f"{HERE / 'nras.py'}:NRAS", max_examples=5).verdict == "safe"
     with pytest.raises(InvalidInputError, match="no class"):
         rt.check_protocol(f"{HERE / 'nras.py'}:Nope")
+
+
+def test_zigzag_property_passes_on_references_and_catches_a_variant() -> None:
+    import rollcheck.properties.protocols_cic  # noqa: F401
+    from rollcheck.properties.registry import run_property
+    from rollcheck.pyimpl.protocols import get_protocol
+
+    ok = run_property("cic-no-useless-zigzag", profile="ci")
+    assert ok.status == "pass" and ok.examples == 60
+    broken = run_property("cic-no-useless-zigzag", profile="ci", get=lambda name: get_protocol("hmnr-no-c2"))
+    assert broken.status == "fail" and "useless" in broken.error
