@@ -27,6 +27,7 @@ FERDiS paper §5.3 (CIC protocols, Z-cycles); ``specs/protocols.md#your-protocol
 
 from __future__ import annotations
 
+import builtins
 import re
 import tempfile
 from collections.abc import Callable, Iterable
@@ -312,12 +313,12 @@ class ProtocolReport:
     useless: list[str] = field(default_factory=list)
     pattern: Pattern | None = field(default=None, repr=False)
 
-    @property
+    @builtins.property
     def ok(self) -> bool:
         """True iff the verdict is ``safe``."""
         return self.verdict == "safe"
 
-    @property
+    @builtins.property
     def exit_code(self) -> int:
         """0 safe, 1 unsafe, 3 inconclusive (the CLI's exit code)."""
         return {"safe": 0, "unsafe": 1}.get(self.verdict, 3)
