@@ -71,20 +71,13 @@ def test_plugin_options_and_artifacts(user_suite, monkeypatch) -> None:
         "lazy-index-no-useless-checkpoint.json", "lazy-index-no-useless-checkpoint.png"]
 
 
-def test_plugin_defaults(user_suite, monkeypatch) -> None:
-    monkeypatch.setenv("EXPECT_EXAMPLES", "60")
-    monkeypatch.delenv("ROLLCHECK_PROFILE", raising=False)
-    result = user_suite.runpytest_subprocess("-p", "no:cacheprovider", "-k", "nras or profile or fixture")
-    result.assert_outcomes(passed=3)
-
-
-def test_plugin_help(pytester) -> None:
-    result = pytester.runpytest_subprocess("--help")
-    result.stdout.fnmatch_lines(["*--rollcheck-profile*", "*--rollcheck-out*"])
-
-
-def test_plugin_profile_option(user_suite) -> None:
+def test_plugin_profile_option_and_defaults(user_suite) -> None:
+    """Without --rollcheck-out the artifacts go to a temporary directory named in the failure."""
     result = user_suite.runpytest_subprocess("-p", "no:cacheprovider", "--rollcheck-profile", "verify",
-                                             "-k", "lazy")
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["lazy-index: unsafe (* schedules, profile verify)*"])
+                                             "-k", "lazy or profile or fixture")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines([
+        "*AssertionError: lazy-index: unsafe*counterexample *rollcheck-*lazy-index-no-useless-checkpoint.json*",
+        "lazy-index: unsafe (* schedules, profile verify)*",
+    ])
+    assert not (user_suite.path / "artifacts").exists()

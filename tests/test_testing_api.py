@@ -161,16 +161,13 @@ def test_unsafe_user_protocols_are_caught(tmp_path, cls, min_n) -> None:
     basic = pyimpl.Pattern(cex.processes, tuple(e for e in cex.events if not e.forced))
     assert run_protocol(cls(), basic).pattern == cex
     assert len(cex.events) <= 30 + sum(1 for e in cex.events if e.forced)
-
-
-def test_saturating_index_needs_several_checkpoints(tmp_path) -> None:
-    cex = load_pattern(rt.check_protocol(U.SaturatingIndex, out=tmp_path).counterexample)
-    assert max(cex.last_index(i) for i in range(cex.n)) >= 3
+    if cls is U.SaturatingIndex:  # only wrong once some index saturates: several checkpoints
+        assert max(cex.last_index(i) for i in range(cex.n)) >= 3
 
 
 def test_same_seed_same_result(tmp_path) -> None:
-    a = rt.check_protocol(U.ForgetfulIndex, out=tmp_path / "a", seed=11)
-    b = rt.check_protocol(U.ForgetfulIndex, out=tmp_path / "b", seed=11)
+    a = rt.check_protocol(U.ForgetfulIndex, out=tmp_path / "a", seed=11, picture=False)
+    b = rt.check_protocol(U.ForgetfulIndex, out=tmp_path / "b", seed=11, picture=False)
     assert a.seed == 11 and a.examples == b.examples
     assert Path(a.counterexample).read_text() == Path(b.counterexample).read_text()
 
