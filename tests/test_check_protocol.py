@@ -106,3 +106,10 @@ def test_protocol_command_takes_a_class(tmp_path, capsys) -> None:
     assert main(["protocol", f"{HERE / 'unsafe_protocols.py'}:Crashes", str(path)]) == 2
     err = capsys.readouterr().err
     assert "Crashes.must_force" in err and str(path) in err
+
+
+def test_unwritable_out_exits_2(capsys, tmp_path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    rc = main(["check", "protocol", f"{HERE / 'unsafe_protocols.py'}:LazyIndex", "--out", str(blocker / "sub")])
+    assert rc == 2 and "cannot write the counterexample" in capsys.readouterr().err

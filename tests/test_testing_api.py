@@ -232,3 +232,8 @@ def test_zigzag_property_passes_on_references_and_catches_a_variant() -> None:
     assert ok.status == "pass" and ok.examples == 60
     broken = run_property("cic-no-useless-zigzag", profile="ci", get=lambda name: get_protocol("hmnr-no-c2"))
     assert broken.status == "fail" and "useless" in broken.error
+
+
+def test_a_nondeterministic_protocol_is_bad_input(tmp_path) -> None:
+    with pytest.raises(InvalidInputError, match="Moody: protocol: the protocol is not deterministic"):
+        rt.check_protocol(U.Moody, out=tmp_path)

@@ -37,7 +37,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hseed
-from hypothesis.errors import Unsatisfiable
+from hypothesis.errors import Flaky, Unsatisfiable
 
 from rollcheck.properties import profiles as _profiles
 from rollcheck.properties.protocol_strategies import protocol_schedules
@@ -375,9 +375,13 @@ def _slug(name: str) -> str:
 def _save(p: Pattern, out: Path, stem: str, picture: bool, title: str) -> tuple[str, str | None]:
     from rollcheck.pyimpl.patternio import dump_pattern
 
-    out.mkdir(parents=True, exist_ok=True)
     json_path = out / f"{stem}.json"
-    dump_pattern(p, json_path)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        dump_pattern(p, json_path)
+    except OSError as e:
+        raise InvalidInputError(f"cannot write the counterexample there: {e.strerror or e}",
+                                source=str(out), location="out") from None
     png: str | None = None
     if picture:
         from rollcheck.pyimpl.render import render_pattern
@@ -508,6 +512,12 @@ def check_protocol(
             violation = e
         except UserCodeError as e:
             raise _with_input(e, seen, out, name) from None
+        except Flaky as e:  # FlakyFailure is also an ExceptionGroup: catch it first
+            raise InvalidInputError(
+                "the protocol is not deterministic: the same schedule gave different outcomes "
+                f"({type(e).__name__}); keep every piece of state in the per-process state that the "
+                "methods receive and return, not in the object or the class",
+                source=type(proto).__name__, location="protocol") from None
         except Unsatisfiable as e:  # pragma: no cover - the schedules are never filtered
             report.detail = f"no schedule could be generated: {e}"
     checked = seen[: first_failure[0]] if first_failure else seen

@@ -130,3 +130,27 @@ class Crashes(Protocol):
 
     def on_deliver(self, st, src, pb):
         return st
+
+
+class Moody(Protocol):
+    """Keeps state on the class instead of in the per-process state: not a function of its input."""
+
+    name = "moody"
+    zcycle_free = True
+    calls = 0
+
+    def initial(self, i, n):
+        return None
+
+    def on_checkpoint(self, st):
+        return st
+
+    def on_send(self, st, dst):
+        return st, None
+
+    def must_force(self, st, src, pb):
+        type(self).calls += 1
+        return type(self).calls % 3 == 0
+
+    def on_deliver(self, st, src, pb):
+        return st
