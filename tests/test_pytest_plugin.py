@@ -57,6 +57,7 @@ def user_suite(pytester):
 def test_plugin_options_and_artifacts(user_suite, monkeypatch) -> None:
     monkeypatch.setenv("EXPECT_EXAMPLES", "60")
     monkeypatch.delenv("ROLLCHECK_PROFILE", raising=False)
+    monkeypatch.delenv("ROLLCHECK_SEED", raising=False)
     out = user_suite.path / "artifacts"
     result = user_suite.runpytest_subprocess("-p", "no:cacheprovider", "--rollcheck-out", str(out),
                                              "--rollcheck-profile", "ci", "-k", "not fixture")
@@ -64,8 +65,8 @@ def test_plugin_options_and_artifacts(user_suite, monkeypatch) -> None:
     result.stdout.fnmatch_lines([
         "*AssertionError: lazy-index: unsafe*counterexample*lazy-index-no-useless-checkpoint.json*",
         "*= rollcheck =*",
-        "nras: safe (60 schedules, profile ci)*",
-        "lazy-index: unsafe (* schedules, profile ci)*violated no-useless-checkpoint",
+        "nras: safe (60 schedules, profile ci, seed derandomised)*",
+        "lazy-index: unsafe (* schedules, profile ci, seed derandomised)*violated no-useless-checkpoint",
     ])
     assert sorted(p.name for p in out.iterdir()) == [
         "lazy-index-no-useless-checkpoint.json", "lazy-index-no-useless-checkpoint.png"]
@@ -78,6 +79,6 @@ def test_plugin_profile_option_and_defaults(user_suite) -> None:
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines([
         "*AssertionError: lazy-index: unsafe*counterexample *rollcheck-*lazy-index-no-useless-checkpoint.json*",
-        "lazy-index: unsafe (* schedules, profile verify)*",
+        "lazy-index: unsafe (* schedules, profile verify, seed *)*",
     ])
     assert not (user_suite.path / "artifacts").exists()
