@@ -44,8 +44,20 @@ from rollcheck.pyimpl.pattern import (
     Pattern,
     PatternBuilder,
 )
-from rollcheck.pyimpl.patternio import dump_pattern, load_pattern, loads_pattern, pattern_from_dict, pattern_to_dict
-from rollcheck.pyimpl.protocols import Protocol, ProtocolRun, get_protocol, resolve_protocol, run_protocol
+from rollcheck.pyimpl.patternio import (
+    dump_pattern,
+    load_pattern,
+    loads_pattern,
+    pattern_from_dict,
+    pattern_to_dict,
+)
+from rollcheck.pyimpl.protocols import (
+    Protocol,
+    ProtocolRun,
+    get_protocol,
+    resolve_protocol,
+    run_protocol,
+)
 from rollcheck.pyimpl.recovery import (
     RecoveryLine,
     max_consistent_containing,
