@@ -11,7 +11,6 @@ forced-checkpoint ratio against HMNR on the same seeded schedules (``specs/proto
 from __future__ import annotations
 
 import dataclasses
-import os
 import random
 import time
 from collections.abc import Callable
@@ -21,6 +20,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hseed
 from hypothesis import strategies as st
 
+from rollcheck.properties import profiles as _profiles
 from rollcheck.properties import protocols_cic as C
 from rollcheck.properties.mutation import MutantOutcome, mutant
 from rollcheck.properties.strategies import build_from_actions, topology_channels
@@ -46,7 +46,7 @@ def hunt(strategy: st.SearchStrategy[Any], check: Callable[[Any], None], max_exa
     PropertyViolation or None), shrunk by Hypothesis when ``shrink``. Derandomised unless
     ``ROLLCHECK_SEED`` is set (then that seed is used)."""
     counter = [0]
-    env_seed = os.environ.get("ROLLCHECK_SEED")
+    env_seed = _profiles.seed()
     phases = list(Phase) if shrink else [Phase.explicit, Phase.reuse, Phase.generate]
 
     @settings(max_examples=max_examples, derandomize=env_seed is None, database=None, deadline=None,
@@ -169,7 +169,7 @@ def _safe_protocol(name: str, prop_check: Callable[[Pattern, Protocol], Any], pr
     n, err = hunt(C.schedules, lambda p: prop_check(p, variant), budget // 2, shrink=False)
     if err is not None:
         return MutantOutcome("killed", f"declared safe, yet: {err}", err.counterexample, None, n)
-    seed = int(os.environ.get("ROLLCHECK_SEED", "0"))
+    seed = _profiles.seed() or 0
     schedules = random_schedules(count, seed)
     for s in schedules:
         out = run_protocol(variant, s).pattern

@@ -1,8 +1,20 @@
-"""Hypothesis profiles: ``ci`` (fast, for ``make test``) and ``verify`` (thorough, ``make verify``).
+"""Hypothesis profiles and the seed: ``ci`` (fast, ``make test``) and ``verify`` (thorough).
 
-The active profile comes from the environment variable ``ROLLCHECK_PROFILE`` (default ``ci``).
-Both are derandomised from a seed (``ROLLCHECK_SEED``, default 0) so that the same seed gives the
-same examples; the seed is printed by the runners.
+Users type the short names ``ci`` and ``verify`` (``ROLLCHECK_PROFILE``, ``--profile``); Hypothesis
+knows them as ``rollcheck-ci`` and ``rollcheck-verify``, so importing rollcheck never replaces a
+profile that the user registered under a name of their own (``ci`` included).
+
+The seed comes from ``ROLLCHECK_SEED``: unset or empty means *derandomised* (a fixed seed per
+property, the same examples on every run); an integer is applied to every property by the
+runners; anything else is bad input (exit 2 on the command line). :func:`seed` is the one reader of
+that variable.
+
+Examples
+--------
+>>> hypothesis_name("ci"), hypothesis_name("rollcheck-verify")
+('rollcheck-ci', 'rollcheck-verify')
+>>> PROFILES["ci"], PROFILES["verify"]
+(60, 600)
 """
 
 from __future__ import annotations
@@ -11,37 +23,100 @@ import os
 
 from hypothesis import HealthCheck, settings
 
-__all__ = ["PROFILES", "active_profile", "load_profile", "seed"]
+from rollcheck.pyimpl.errors import InvalidInputError
 
+__all__ = [
+    "PROFILES",
+    "PREFIX",
+    "active_profile",
+    "hypothesis_name",
+    "short_name",
+    "profile_settings",
+    "registered",
+    "load_profile",
+    "seed",
+    "seed_text",
+]
+
+#: Examples per property, by the name users type.
 PROFILES = {"ci": 60, "verify": 600}
+#: Prefix of the names rollcheck registers with Hypothesis.
+PREFIX = "rollcheck-"
 _SUPPRESS = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
 
-# Without ROLLCHECK_SEED the runs are derandomised (a fixed seed per property); with it, the
-# runners apply that seed to every property (``rollcheck.properties.registry.run_property``).
-_DERANDOMIZE = not os.environ.get("ROLLCHECK_SEED", "").strip()
+
+def seed() -> int | None:
+    """The seed from ``ROLLCHECK_SEED``; None (derandomised) when unset or empty.
+
+    Raises
+    ------
+    InvalidInputError
+        If the variable holds something other than an integer.
+
+    Examples
+    --------
+    >>> seed_text(None), seed_text(7)
+    ('derandomised', '7')
+    """
+    raw = os.environ.get("ROLLCHECK_SEED", "").strip()
+    if not raw:
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        raise InvalidInputError(f"must be an integer (or empty for derandomised runs), got {raw!r}",
+                                location="ROLLCHECK_SEED") from None
+
+
+def seed_text(value: int | None) -> str:
+    """How runners print a seed: the integer, or ``derandomised``."""
+    return "derandomised" if value is None else str(value)
+
+
+def _derandomize() -> bool:
+    try:
+        return seed() is None
+    except InvalidInputError:  # reported where the seed is used (the CLI exits 2 there)
+        return True
+
+
 for _name, _n in PROFILES.items():
     settings.register_profile(
-        _name, max_examples=_n, deadline=None, derandomize=_DERANDOMIZE,
+        PREFIX + _name, max_examples=_n, deadline=None, derandomize=_derandomize(),
         suppress_health_check=_SUPPRESS, print_blob=True, database=None,
         report_multiple_bugs=False,
     )
 
 
-def active_profile() -> str:
-    name = os.environ.get("ROLLCHECK_PROFILE", "ci")
+def short_name(name: str | None) -> str:
+    """``ci`` or ``verify`` for a name users type or a registered name; unknown names give ``ci``."""
+    if name and name.startswith(PREFIX):
+        name = name[len(PREFIX):]
     return name if name in PROFILES else "ci"
 
 
-def seed() -> int | None:
-    """The seed from ``ROLLCHECK_SEED``, or None for derandomised runs."""
-    try:
-        return int(os.environ["ROLLCHECK_SEED"])
-    except (KeyError, ValueError):
-        return None
+def hypothesis_name(name: str | None = None) -> str:
+    """The Hypothesis profile name for ``name`` (``ci`` → ``rollcheck-ci``); default: the active one."""
+    return PREFIX + short_name(name or active_profile())
+
+
+def registered(name: str) -> str:
+    """The name Hypothesis knows ``name`` by: ``ci``/``verify`` are prefixed, others kept as given."""
+    return PREFIX + name if name in PROFILES else name
+
+
+def profile_settings(name: str | None = None) -> settings:
+    """The :class:`hypothesis.settings` of rollcheck's profile ``name`` (not loaded globally)."""
+    return settings.get_profile(hypothesis_name(name))
+
+
+def active_profile() -> str:
+    """The short profile name from ``ROLLCHECK_PROFILE`` (default and fallback ``ci``)."""
+    return short_name(os.environ.get("ROLLCHECK_PROFILE", "ci"))
 
 
 def load_profile(name: str | None = None) -> str:
-    """Activate ``name`` (or the environment's profile) and return its name."""
-    name = name or active_profile()
-    settings.load_profile(name)
-    return name
+    """Activate rollcheck's profile ``name`` (or the environment's) and return its short name."""
+    short = short_name(name or active_profile())
+    settings.load_profile(PREFIX + short)
+    return short

@@ -14,7 +14,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rollcheck.properties.protocol_strategies import basic_schedules
+from rollcheck.properties.protocol_strategies import basic_schedules, protocol_schedules
 from rollcheck.properties.registry import prop
 from rollcheck.pyimpl.consistency import is_consistent
 from rollcheck.pyimpl.errors import PropertyViolation
@@ -35,6 +35,7 @@ from rollcheck.pyimpl.zpaths import useless_checkpoints, zcycle_checkpoints
 __all__ = [
     "schedules",
     "dataflow_schedules",
+    "zigzag",
     "check_no_useless",
     "check_bcs_lines",
     "check_forced_list",
@@ -48,6 +49,9 @@ __all__ = [
 schedules = basic_schedules(min_processes=2, max_processes=5, max_actions=48)
 #: Dataflow-shaped schedules: FIFO channels of a pipeline, scatter-gather, cycle or complete graph.
 dataflow_schedules = basic_schedules(min_processes=3, max_processes=5, max_actions=48, topology=None, fifo=True)
+#: Z-cycle-prone schedules (zig-zag motifs mixed with random traffic; n = 2..4, <= 30 events), the
+#: schedules of ``rollcheck check protocol`` (``specs/protocols.md#your-protocol``).
+zigzag = protocol_schedules(min_processes=2, max_processes=4, max_events=30)
 _HMNR = HMNR()
 _BCS = BCS()
 
@@ -88,6 +92,13 @@ def bcs_no_useless(p: Pattern, protocol: Protocol = _BCS) -> None:
 @given(p=dataflow_schedules, name=st.sampled_from(("bcs", "hmnr")))
 def cic_no_useless_dataflow(p: Pattern, name: str, get: Any = get_protocol) -> None:
     """BCS and HMNR leave no useless checkpoint on FIFO dataflow topologies either."""
+    check_no_useless(p, get(name))
+
+
+@prop("cic-no-useless-zigzag", target="protocols", theorem="specs/protocols.md#thm-cic-no-useless")
+@given(p=zigzag, name=st.sampled_from(("bcs", "hmnr")))
+def cic_no_useless_zigzag(p: Pattern, name: str, get: Any = get_protocol) -> None:
+    """BCS and HMNR leave no useless checkpoint on Z-cycle-prone (zig-zag) schedules either."""
     check_no_useless(p, get(name))
 
 

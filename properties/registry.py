@@ -29,6 +29,8 @@ from typing import Any
 from hypothesis import Phase, given, settings
 from hypothesis.errors import Unsatisfiable
 
+from rollcheck.properties.profiles import registered as _registered
+
 __all__ = ["Property", "PropertyResult", "PROPERTIES", "prop", "run_property", "fails_on", "catches"]
 
 
@@ -177,7 +179,7 @@ def run_property(
     counter = [0]
     count_token = _COUNTER.set(counter)
     previous = settings.default
-    base = settings.get_profile(profile) if profile is not None else previous
+    base = settings.get_profile(_registered(profile)) if profile is not None else previous
     overrides: dict[str, Any] = {}
     if max_examples is not None:
         overrides["max_examples"] = max_examples

@@ -157,9 +157,10 @@ def run_catalogue(profile: str, out_dir: str | os.PathLike[str], only: Sequence[
 
 def _run(args: argparse.Namespace) -> int:
     from rollcheck.properties.profiles import active_profile
+    from rollcheck.properties.profiles import seed as env_seed
 
     profile = args.profile or active_profile()
-    seed = os.environ.get("ROLLCHECK_SEED")
+    seed = env_seed()  # empty = derandomised; not an integer: exit 2
     print(f"mutants: profile {profile}, seed {seed if seed is not None else 'derandomised'}", file=sys.stderr)
     if args.timeout is not None and args.timeout <= 0:
         from rollcheck.pyimpl.errors import InvalidInputError

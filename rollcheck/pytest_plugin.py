@@ -1,0 +1,87 @@
+"""The ``rollcheck`` pytest plugin (entry point ``pytest11``): check your protocol in your test suite.
+
+Options
+-------
+``--rollcheck-profile ci|verify``
+    The budget of :func:`rollcheck.testing.assert_protocol_safe` (60 or 600 schedules) when a test
+    does not pass one; default ``$ROLLCHECK_PROFILE`` or ``ci``.
+``--rollcheck-out DIR``
+    Where failing checks save their counterexample (``rollcheck.pattern/1`` JSON) and its picture
+    (PNG); default: a temporary directory per check.
+
+The plugin never loads or replaces a Hypothesis profile: rollcheck's own are registered as
+``rollcheck-ci`` and ``rollcheck-verify`` and only used for rollcheck's checks, so profiles the user
+registered (``ci`` included) stay as they are. At the end of the session every protocol checked is
+listed with its verdict, forced-checkpoint rate and saved files.
+
+Examples
+--------
+A test in the user's suite::
+
+    from rollcheck.testing import assert_protocol_safe
+    from mypkg.protocols import MyProtocol
+
+    def test_my_protocol_is_safe():
+        assert_protocol_safe(MyProtocol)
+
+References
+----------
+``specs/protocols.md#your-protocol``; ``docs/your-protocol.md``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+
+__all__ = ["pytest_addoption", "pytest_configure", "pytest_terminal_summary", "rollcheck_out"]
+
+
+def pytest_addoption(parser: Any) -> None:
+    group = parser.getgroup("rollcheck", "rollcheck: checking your own checkpointing protocol")
+    group.addoption("--rollcheck-profile", choices=["ci", "verify"], default=None,
+                    dest="rollcheck_profile",
+                    help="budget of rollcheck's checks: ci = 60 schedules, verify = 600 "
+                         "(default: $ROLLCHECK_PROFILE or ci)")
+    group.addoption("--rollcheck-out", metavar="DIR", default=None, dest="rollcheck_out",
+                    help="save counterexamples (.json) and pictures (.png) of failing rollcheck checks here")
+
+
+def pytest_configure(config: Any) -> None:
+    from rollcheck.testing import _config
+
+    out = config.getoption("rollcheck_out", default=None)
+    if out:
+        out = os.path.abspath(out)  # tests may change the working directory
+    _config.configure(config.getoption("rollcheck_profile", default=None), out)
+
+
+@pytest.fixture
+def rollcheck_out(request: Any, tmp_path: Any) -> str:
+    """The directory where this test's rollcheck artifacts go (``--rollcheck-out`` or a tmp dir)."""
+    from rollcheck.testing import _config
+
+    return _config.OUT or str(tmp_path)
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: Any) -> None:
+    from rollcheck.testing import _config
+
+    if not _config.REPORTS:
+        return
+    tr = terminalreporter
+    tr.section("rollcheck")
+    for r in _config.REPORTS:
+        rate = "n/a" if r.forced_per_delivery is None else f"{r.forced_per_delivery:.3f}"
+        refs = ", ".join(f"{k} {'n/a' if v is None else f'{v:.3f}'}" for k, v in r.compared.items())
+        seed = "derandomised" if r.seed is None else r.seed
+        line = (f"{r.protocol}: {r.verdict} ({r.examples} schedules, profile {r.profile}, seed {seed}); "
+                f"forced per delivery {rate} ({refs})")
+        if r.property:
+            line += f"; violated {r.property}"
+        tr.write_line(line)
+        for label, path in (("counterexample", r.counterexample), ("picture", r.picture)):
+            if path:
+                tr.write_line(f"    {label}: {path}")

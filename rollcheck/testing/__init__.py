@@ -1,0 +1,81 @@
+"""Testing your own checkpointing protocol with rollcheck: the public, curated namespace.
+
+Like :mod:`hypothesis.strategies`, this module is the stable face of rollcheck's machinery;
+everything here is documented and kept; the modules behind it (``_check``, ``_strategies``) are
+private.
+
+- :class:`Protocol`: the base class of a protocol (pure transition functions over a per-process
+  state; the class attribute ``zcycle_free`` claims that no checkpoint is ever useless,
+  ``rollback_bound`` optionally bounds how many checkpoints a failure can cost a process).
+- :func:`check_protocol`: run every property the protocol claims on Z-cycle-prone schedules and
+  return a :class:`ProtocolReport` (verdict, shrunk counterexample file and picture, forced
+  checkpoints per delivery next to HMNR's and BCS's).
+- :func:`assert_protocol_safe`: the same, raising :class:`AssertionError` for pytest.
+- Strategies: :func:`patterns`, :func:`schedules`, :func:`zigzag_schedules`,
+  :func:`basic_schedules`, :func:`span_systems`, :func:`elastic_configs`.
+
+Examples
+--------
+>>> from rollcheck.testing import Protocol, check_protocol
+>>> class CheckpointBeforeReceive(Protocol):
+...     zcycle_free = True
+...     def initial(self, i, n): return None
+...     def on_checkpoint(self, st): return st
+...     def on_send(self, st, dst): return st, None
+...     def must_force(self, st, src, pb): return True
+...     def on_deliver(self, st, src, pb): return st
+>>> report = check_protocol(CheckpointBeforeReceive, max_examples=10)
+>>> report.verdict, report.examples, report.forced_per_delivery
+('safe', 10, 1.0)
+
+References
+----------
+FERDiS paper §5.3; ``specs/protocols.md#your-protocol``; ``docs/your-protocol.md``.
+"""
+
+from rollcheck.pyimpl.errors import InconclusiveError, InvalidInputError, PropertyViolation
+from rollcheck.pyimpl.pattern import Pattern, PatternBuilder
+from rollcheck.pyimpl.protocols.base import Protocol
+from rollcheck.pyimpl.protocols.loader import resolve_protocol
+from rollcheck.testing._check import (
+    PROTOCOL_PROPERTIES,
+    ProtocolReport,
+    ProtocolViolation,
+    UserCodeError,
+    assert_protocol_safe,
+    check_protocol,
+    forced_per_delivery,
+    max_consistent_line,
+)
+from rollcheck.testing._strategies import (
+    basic_schedules,
+    elastic_configs,
+    patterns,
+    schedules,
+    span_systems,
+    zigzag_schedules,
+)
+
+__all__ = [
+    "Protocol",
+    "check_protocol",
+    "assert_protocol_safe",
+    "ProtocolReport",
+    "PROTOCOL_PROPERTIES",
+    "forced_per_delivery",
+    "max_consistent_line",
+    "resolve_protocol",
+    "patterns",
+    "schedules",
+    "zigzag_schedules",
+    "basic_schedules",
+    "span_systems",
+    "elastic_configs",
+    "Pattern",
+    "PatternBuilder",
+    "ProtocolViolation",
+    "PropertyViolation",
+    "UserCodeError",
+    "InvalidInputError",
+    "InconclusiveError",
+]

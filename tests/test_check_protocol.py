@@ -1,0 +1,115 @@
+"""``rollcheck check protocol SPEC`` and ``rollcheck protocol MODULE:CLASS``, as in the contract."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from rollcheck.cli.main import main
+from rollcheck.pyimpl import PatternBuilder, dump_pattern, load_pattern, useless_checkpoints
+
+HERE = Path(__file__).parent / "user_protocols"
+KEYS = {"protocol", "verdict", "property", "examples", "counterexample", "picture",
+        "forced_per_delivery", "compared"}
+
+
+def _run(capsys, *argv: str) -> tuple[int, dict]:
+    rc = main(["check", "protocol", *argv, "--json"])
+    cap = capsys.readouterr()
+    _run.err = cap.err  # type: ignore[attr-defined]
+    return rc, (json.loads(cap.out) if cap.out.strip() else {})
+
+
+def test_safe_file_spec(tmp_path, capsys) -> None:
+    rc, doc = _run(capsys, f"{HERE / 'nras.py'}:NRAS", "--out", str(tmp_path / "o"))
+    assert rc == 0 and KEYS <= set(doc)
+    assert doc["protocol"] == "nras" and doc["verdict"] == "safe" and doc["property"] is None
+    assert doc["examples"] == 60 and doc["counterexample"] is None and doc["picture"] is None
+    assert set(doc["compared"]) == {"hmnr", "bcs"} and isinstance(doc["forced_per_delivery"], float)
+    assert doc["uc_useless_fraction"] >= 0.3
+    assert not (tmp_path / "o").exists()
+
+
+def test_unsafe_module_spec(tmp_path, capsys, monkeypatch) -> None:
+    monkeypatch.syspath_prepend(str(HERE))
+    sys.modules.pop("unsafe_protocols", None)
+    rc, doc = _run(capsys, "unsafe_protocols:PairwiseNRAS", "--out", str(tmp_path), "--seed", "3")
+    assert rc == 1 and doc["verdict"] == "unsafe" and doc["property"] == "no-useless-checkpoint"
+    assert doc["seed"] == 3
+    cex = load_pattern(doc["counterexample"])
+    assert useless_checkpoints(cex) and Path(doc["picture"]).stat().st_size > 0
+    assert Path(doc["counterexample"]).parent == tmp_path
+
+
+def test_builtin_and_profile(capsys, tmp_path) -> None:
+    rc, doc = _run(capsys, "bcs", "--profile", "ci", "--max-examples", "12", "--out", str(tmp_path))
+    assert rc == 0 and doc["examples"] == 12 and doc["profile"] == "ci"
+    assert doc["forced_per_delivery"] == doc["compared"]["bcs"]
+
+
+@pytest.mark.parametrize("argv", [["uc"], ["hmnr", "--max-examples", "0"]], ids=["claims-nothing", "zero"])
+def test_inconclusive(capsys, tmp_path, argv) -> None:
+    rc, doc = _run(capsys, *argv, "--out", str(tmp_path))
+    assert rc == 3 and doc["verdict"] == "inconclusive"
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("no_such_module_xyz:P", "no module named"),
+    ("nope/missing.py:P", "no such file"),
+    ("rollcheck.pyimpl.pattern:Pattern", "not a subclass"),
+    ("made-up-name", "unknown"),
+])
+def test_bad_spec_exits_2(capsys, tmp_path, spec, message) -> None:
+    rc, doc = _run(capsys, spec, "--out", str(tmp_path))
+    err = _run.err.lower()  # type: ignore[attr-defined]
+    assert rc == 2 and doc == {}
+    assert message in err and "traceback" not in err
+
+
+def test_bad_spec_message(capsys, tmp_path) -> None:
+    rc = main(["check", "protocol", "nope/missing.py:P", "--out", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert rc == 2 and "nope/missing.py:P" in err and "no such file" in err and len(err.strip().splitlines()) == 2
+
+
+def test_user_code_exception_exits_2(capsys, tmp_path) -> None:
+    rc = main(["check", "protocol", f"{HERE / 'unsafe_protocols.py'}:Crashes", "--out", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert rc == 2 and "Crashes.must_force" in err and "KeyError" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("value, rc", [("", 0), ("x1", 2)])
+def test_seed_from_environment(capsys, tmp_path, monkeypatch, value, rc) -> None:
+    monkeypatch.setenv("ROLLCHECK_SEED", value)
+    assert main(["check", "protocol", "hmnr", "--max-examples", "3", "--out", str(tmp_path)]) == rc
+
+
+def test_text_output(capsys, tmp_path) -> None:
+    assert main(["check", "protocol", f"{HERE / 'unsafe_protocols.py'}:LazyIndex", "--out", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert "lazy-index: UNSAFE" in out and "counterexample:" in out and "useless checkpoint" in out
+
+
+def test_protocol_command_takes_a_class(tmp_path, capsys) -> None:
+    b = PatternBuilder(2)
+    b.deliver(0, b.send(1, 0))
+    b.checkpoint(0)
+    b.deliver(1, b.send(0, 1))
+    path = tmp_path / "p.json"
+    dump_pattern(b.build(), path)
+    assert main(["protocol", f"{HERE / 'nras.py'}:NRAS", str(path), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["protocol"] == "nras" and doc["forced"] == ["m1"] and doc["forced_checkpoints"] == 1
+    assert main(["protocol", f"{HERE / 'unsafe_protocols.py'}:Crashes", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "Crashes.must_force" in err and str(path) in err
+
+
+def test_unwritable_out_exits_2(capsys, tmp_path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    rc = main(["check", "protocol", f"{HERE / 'unsafe_protocols.py'}:LazyIndex", "--out", str(blocker / "sub")])
+    assert rc == 2 and "cannot write the counterexample" in capsys.readouterr().err

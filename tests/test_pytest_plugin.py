@@ -1,0 +1,84 @@
+"""The ``rollcheck`` pytest plugin, run on a user's own test suite with pytest's ``pytester``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+HERE = Path(__file__).parent / "user_protocols"
+
+USER_CONFTEST = """
+from hypothesis import settings
+
+settings.register_profile("ci", max_examples=7)
+settings.load_profile("ci")
+"""
+
+USER_TESTS = """
+import os
+
+from hypothesis import settings
+
+from rollcheck.testing import assert_protocol_safe
+from nras import NRAS
+from unsafe_protocols import LazyIndex
+
+
+def test_nras_is_safe():
+    assert assert_protocol_safe(NRAS).examples == int(os.environ["EXPECT_EXAMPLES"])
+
+
+def test_lazy_index_is_safe():
+    assert_protocol_safe(LazyIndex)
+
+
+def test_my_hypothesis_profile_is_kept():
+    assert settings.get_profile("ci").max_examples == 7
+    assert settings.default.max_examples == 7
+
+
+def test_artifact_dir_fixture(rollcheck_out):
+    assert os.path.isdir(rollcheck_out)
+"""
+
+
+@pytest.fixture
+def user_suite(pytester):
+    for name in ("nras.py", "unsafe_protocols.py"):
+        pytester.makepyfile(**{name[:-3]: (HERE / name).read_text()})
+    pytester.makeconftest(USER_CONFTEST)
+    pytester.makepyfile(test_user=USER_TESTS)
+    return pytester
+
+
+def test_plugin_options_and_artifacts(user_suite, monkeypatch) -> None:
+    monkeypatch.setenv("EXPECT_EXAMPLES", "60")
+    monkeypatch.delenv("ROLLCHECK_PROFILE", raising=False)
+    monkeypatch.delenv("ROLLCHECK_SEED", raising=False)
+    out = user_suite.path / "artifacts"
+    result = user_suite.runpytest_subprocess("-p", "no:cacheprovider", "--rollcheck-out", str(out),
+                                             "--rollcheck-profile", "ci", "-k", "not fixture")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines([
+        "*AssertionError: lazy-index: unsafe*counterexample*lazy-index-no-useless-checkpoint.json*",
+        "*= rollcheck =*",
+        "nras: safe (60 schedules, profile ci, seed derandomised)*",
+        "lazy-index: unsafe (* schedules, profile ci, seed derandomised)*violated no-useless-checkpoint",
+    ])
+    assert sorted(p.name for p in out.iterdir()) == [
+        "lazy-index-no-useless-checkpoint.json", "lazy-index-no-useless-checkpoint.png"]
+
+
+def test_plugin_profile_option_and_defaults(user_suite) -> None:
+    """Without --rollcheck-out the artifacts go to a temporary directory named in the failure."""
+    result = user_suite.runpytest_subprocess("-p", "no:cacheprovider", "--rollcheck-profile", "verify",
+                                             "-k", "lazy or profile or fixture")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines([
+        "*AssertionError: lazy-index: unsafe*counterexample *rollcheck-*lazy-index-no-useless-checkpoint.json*",
+        "lazy-index: unsafe (* schedules, profile verify, seed *)*",
+    ])
+    assert not (user_suite.path / "artifacts").exists()
