@@ -201,3 +201,26 @@ def test_tracecheck_rejects_a_forced_checkpoint_without_its_delivery():
     then_send = Pattern(("P0", "P1"), tuple(base + [Event(1, CHECKPOINT, forced=True), Event(1, SEND, "m1", 0)]))
     w = validate_trace("hmnr", then_send, timeout=170)
     assert w.status == "rejected" and w.first_rejected_event == 2
+
+
+@pytest.mark.tlc
+@pytest.mark.parametrize("old,new", [
+    # the audit's injected bug: the receiver's own clock merged with m.clock[i] instead of m.clock[j]
+    ("m.clock[OwnMergeIndex(p, j)]", "m.clock[p]"),
+    # an equal-index rule that does not OR taken
+    ("ELSE s.taken[k] \\/ m.taken[k]", "ELSE m.taken[k]"),
+], ids=["merge-own-index", "taken-no-or"])
+def test_bug_injected_into_the_hmnr_rules_is_caught_by_the_small_bound(tmp_path, old, new):
+    """Edit HMNR's rules themselves (not a named variant) and run the small HMNR entry: it fails."""
+    import shutil
+
+    for f in ("CIC.tla", "CICRules.tla"):
+        shutil.copy(MODELS_DIR / f, tmp_path / f)
+    rules = (tmp_path / "CICRules.tla").read_text()
+    assert rules.count(old) == 1
+    (tmp_path / "CICRules.tla").write_text(rules.replace(old, new))
+    entry = next(e for e in SMALL if e.name == "cic-hmnr-small")
+    from rollcheck.tla.runner import run_tlc
+
+    r = run_tlc(tmp_path / "CIC.tla", entry.config_path, timeout=170, deadlock=False)
+    assert r.status == "violation" and r.violated == "NoUseless", r.message

@@ -16,7 +16,12 @@ Outcome rules (``specs/tla.md#runner``):
 * ``inconclusive`` — timeout, crash, missing jar or Java, zero distinct states, or no verdict.
 
 Parse errors of the module and unreadable configurations are *bad input*: :func:`run_tlc`
-raises :class:`~rollcheck.pyimpl.errors.InvalidInputError` naming ``file:line:col``.
+raises :class:`~rollcheck.pyimpl.errors.InvalidInputError` naming ``file:line:col`` (a missing
+``EXTENDS``-ed module: the importing line; a configuration error: ``file.cfg:line``). Without a
+configuration the module is still parsed first (SANY alone), so its parse errors win.
+``CHECK_DEADLOCK FALSE`` in a configuration (unknown to TLC 2.15) becomes ``-deadlock``. A lasso's
+last state carries ``back_to``; an initial-state violation carries that state. Timeouts, Ctrl-C
+and SIGTERM kill TLC's process group and remove the temporary folder (``specs/tla.md#runner``).
 
 In ``-tool`` mode every message is framed as ``@!@!@STARTMSG code:class @!@!@`` … ``@!@!@ENDMSG
 code @!@!@``. Messages nest (an exception message embeds another message) and a marker may start
