@@ -230,3 +230,16 @@ def test_csv_adapter_output_is_checked(capsys, tmp_path):
                    check=True, timeout=60, capture_output=True)
     rc, doc = run_json(capsys, str(out))
     assert rc == 1 and failed(doc) == {"forced-checkpoints": 10}  # sink receives m4 at seq 10
+
+
+def test_recording_stopped_between_failure_and_recovery(capsys, tmp_path):
+    h, evs = events_of(TRACE)
+    stop = next(e["seq"] for e in evs if e["kind"] == "failure")
+    rc, doc = run_json(capsys, str(write(tmp_path / "t.jsonl", h, [e for e in evs if e["seq"] <= stop])))
+    assert rc == 0 and doc["truncated"] is True and doc["truncated_after_seq"] == stop
+    rl = next(c for c in doc["checks"] if c["name"] == "recovery-line")
+    assert rl["ok"] is None and "no recovery" in rl["detail"]
+    # with an end event, the missing recovery is a violation at the failure
+    rc, doc = run_json(capsys, str(write(tmp_path / "e.jsonl", h, [e for e in evs if e["seq"] <= stop]
+                                         + [{"kind": "end"}])))
+    assert rc == 1 and failed(doc) == {"recovery-line": stop}

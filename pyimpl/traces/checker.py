@@ -727,7 +727,14 @@ class TraceChecker:
             if getattr(proto, "zcycle_free", False):
                 add("no-useless-checkpoints", f"no checkpoint on a Z-cycle in {self.useless_checked} "
                     "execution(s) (before each recovery and the final one)")
-        if self.failures or "recovery-line" in bad:
+        if self.failed and not ended and "recovery-line" not in bad:
+            pending = (f"the failure at seq {self.failure_seq} has no recovery before the recording "
+                       "stops")
+            checks.append(CheckResult("recovery-line", True if self.recoveries else None,
+                                      (f"{self.recoveries} recovery(ies) restored the recovery line "
+                                       f"({'; '.join(self.rec_details)}); " if self.recoveries else "")
+                                      + pending + stopped))
+        elif self.failures or "recovery-line" in bad:
             add("recovery-line", f"{self.recoveries} recovery(ies), each restored the maximum consistent "
                 f"line for the failed processes with its channel state: {'; '.join(self.rec_details)}")
         if self.recoveries or "log-replay" in bad:
