@@ -243,3 +243,25 @@ def test_recording_stopped_between_failure_and_recovery(capsys, tmp_path):
     rc, doc = run_json(capsys, str(write(tmp_path / "e.jsonl", h, [e for e in evs if e["seq"] <= stop]
                                          + [{"kind": "end"}])))
     assert rc == 1 and failed(doc) == {"recovery-line": stop}
+
+
+def test_spark_nhop_trace_is_a_core_trace_and_a_deleted_delivery_is_caught(capsys, tmp_path):
+    """The message-passing recorder writes the core vocabulary: check trace accepts its recording,
+    and spark replay (the same checker plus Spark's own checks) catches a deleted delivery."""
+    from rollcheck.spark_replay.nhop import NhopConfig, record_nhop
+    from rollcheck.spark_replay.replay import replay_file
+
+    out = tmp_path / "nh.jsonl"
+    record_nhop(NhopConfig(protocol="hmnr", processes=3, rounds=5, seed=4, fail_process=1, fail_round=3),
+                out, engine="local")
+    rc, doc = run_json(capsys, str(out))
+    assert rc == 0 and doc["conformant"] is True
+    assert {"recovery-line", "log-replay", "forced-checkpoints"} <= {c["name"] for c in doc["checks"]}
+    h, evs = events_of(out)
+    k = max(i for i, e in enumerate(evs) if e["kind"] == "deliver" and not e.get("replayed")
+            and not evs[i - 1].get("forced"))  # the last delivery: no decision depends on it
+    bad = write(tmp_path / "bad.jsonl", h, evs[:k] + evs[k + 1:])
+    r = replay_file(bad)
+    assert not r.conformant
+    assert [c.name for c in r.checks if not c.ok] == ["outputs-failure-free"]
+    assert r.first_offending_seq == len(evs) - 1  # the end record
