@@ -265,3 +265,24 @@ def test_spark_nhop_trace_is_a_core_trace_and_a_deleted_delivery_is_caught(capsy
     assert not r.conformant
     assert [c.name for c in r.checks if not c.ok] == ["outputs-failure-free"]
     assert r.first_offending_seq == len(evs) - 1  # the end record
+
+
+def test_no_useless_checkpoints_catches_a_protocol_that_claims_too_much(capsys, tmp_path):
+    """A user's protocol that never forces but claims zcycle_free: its forced decisions match the
+    trace, and the Z-cycle it lets through is named where it closes."""
+    proto = tmp_path / "myproto.py"
+    proto.write_text("from rollcheck.pyimpl.protocols.uc import UC\n\n"
+                     "class Optimist(UC):\n    name = 'optimist'\n    zcycle_free = True\n")
+    h = {"format": "rollcheck.trace/1", "source": "toy", "processes": ["a", "b"]}
+    evs = [{"kind": "send", "process": "b", "message": "m0", "to": "a"},
+           {"kind": "deliver", "process": "a", "message": "m0"},
+           {"kind": "checkpoint", "process": "a", "index": 1, "forced": False},
+           {"kind": "send", "process": "a", "message": "m1", "to": "b"},
+           {"kind": "deliver", "process": "b", "message": "m1"},
+           {"kind": "end"}]
+    f = write(tmp_path / "z.jsonl", h, evs)
+    rc, doc = run_json(capsys, str(f), "--protocol", f"{proto}:Optimist")
+    assert rc == 1 and failed(doc) == {"no-useless-checkpoints": 5}
+    assert "a:1" in next(c["detail"] for c in doc["checks"] if c["name"] == "no-useless-checkpoints")
+    rc, doc = run_json(capsys, str(f), "--protocol", "hmnr")  # HMNR would have forced before m1
+    assert rc == 1 and failed(doc) == {"forced-checkpoints": 5, "no-useless-checkpoints": 5}
