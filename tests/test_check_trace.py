@@ -89,6 +89,16 @@ def test_too_much_rollback_names_the_process(capsys, tmp_path):
     assert rc == 1 and failed(doc)["recovery-line"] == rec["seq"]
     detail = next(c["detail"] for c in doc["checks"] if c["name"] == "recovery-line")
     assert "too much rollback: src restored src:0" in detail
+    # the engine then delivers m0, whose send its own line undid: an orphan in the effective execution
+    assert failed(doc)["pattern-valid"] == rec["seq"] + 1
+
+
+def test_checkpoint_index_off_the_numbering(capsys, tmp_path):
+    h, evs = events_of(TRACE)
+    k = max(i for i, e in enumerate(evs) if e["kind"] == "checkpoint")
+    evs[k]["index"] += 1
+    rc, doc = run_json(capsys, str(write(tmp_path / "t.jsonl", h, evs)))
+    assert rc == 1 and failed(doc) == {"checkpoint-indices": k + 1}
 
 
 def test_wrong_in_transit_set_is_flagged(capsys, tmp_path):
