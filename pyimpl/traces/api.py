@@ -42,7 +42,7 @@ def resolve_trace_protocol(spec: str | None, header: dict[str, Any], source: str
 
 def check_trace_file(path: str | Path, *, protocol: str | None = None, reference: Any = None,
                      virtual: bool = True, strict: bool = False, keep_segments: bool = False,
-                     keep_first: bool = False) -> tuple[TraceReport, TraceChecker]:
+                     keep_first: bool = False, segment_limit: int | None = None) -> tuple[TraceReport, TraceChecker]:
     """Stream ``path`` through a :class:`TraceChecker` and return its report (and the checker).
 
     Parameters
@@ -91,7 +91,7 @@ def check_trace_file(path: str | Path, *, protocol: str | None = None, reference
         names = lines.header.get("processes")
         ref = reference_from_list(reference, names if isinstance(names, list) else None, source="reference")
     checker = TraceChecker(lines.header, source, protocol=proto, reference=ref, virtual=virtual,
-                           keep_segments=keep_segments, keep_first=keep_first)
+                           keep_segments=keep_segments, keep_first=keep_first, segment_limit=segment_limit)
     checker.run(lines)
     report = checker.finish(lines.truncated, lines.truncated_after_seq)
     return report, checker

@@ -150,6 +150,8 @@ class TraceChecker:
         Keep the pattern before each recovery and the final one as :class:`Segment` objects.
     keep_first : bool
         Keep the pattern of the run before the first failure (``rollcheck trace to-pattern``).
+    segment_limit : int, optional
+        Keep segments only while the trace has at most this many events (TLC's automatic mode).
 
     Examples
     --------
@@ -166,7 +168,8 @@ class TraceChecker:
 
     def __init__(self, header: dict[str, Any], source: str | None = None, *, protocol: Any = None,
                  reference: Counter[str] | None = None, virtual: bool = True,
-                 keep_segments: bool = False, keep_first: bool = False):
+                 keep_segments: bool = False, keep_first: bool = False,
+                 segment_limit: int | None = None):
         self.source = source
         names = header.get("processes")
         if (not isinstance(names, list) or not names
@@ -187,6 +190,7 @@ class TraceChecker:
         self.reference = reference
         self.virtual = virtual
         self.keep_segments = keep_segments
+        self.segment_limit = segment_limit
         self.keep_first = keep_first
         # effective execution
         self.evs: list[Event] = []
@@ -467,6 +471,7 @@ class TraceChecker:
             elif kind == "failure":
                 self._failure(obj, seq)
             elif kind == "recovery":
+                self.events = n_events
                 self._recovery(obj, seq)
             elif kind == "end":
                 self.ended = True
@@ -540,7 +545,7 @@ class TraceChecker:
         failed = sorted(self.failed)
         self.recoveries += 1
         self._useless(p, f"before the recovery at seq {seq}")
-        if self.keep_segments:
+        if self._keeping():
             self.segments.append(self._segment(f"before the recovery at seq {seq}", p))
         ref = recovery_line(p, failed, virtual=self.virtual)
 
@@ -665,6 +670,12 @@ class TraceChecker:
         self._fail("no-useless-checkpoints", s, f"{len(u)} useless checkpoint(s) {where} ({names}"
                    f"{', …' if len(u) > 5 else ''}): the first Z-cycle closes at seq {s}")
 
+    def _keeping(self) -> bool:
+        if self.keep_segments and self.segment_limit is not None and self.events > self.segment_limit:
+            self.segments.clear()
+            return False
+        return self.keep_segments
+
     def _segment(self, label: str, p: Pattern) -> Segment:
         seqs = self.seqs.tolist()
         given = {k for k, s in enumerate(seqs) if s in self.given_seqs}
@@ -686,10 +697,11 @@ class TraceChecker:
         self.msg_from.clear()
         self.delivered.clear()
         self.snaps = [s[-1:] for s in self.snaps]
-        if self.keep_segments or (proto is not None and getattr(proto, "zcycle_free", False)):
+        keep = self._keeping()
+        if keep or (proto is not None and getattr(proto, "zcycle_free", False)):
             final = self._pattern()
             self._useless(final, "in the final effective execution")
-            if self.keep_segments:
+            if keep:
                 self.segments.append(self._segment("final effective execution", final))
         ended = self.ended
         stopped = ("" if ended else

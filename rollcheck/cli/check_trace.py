@@ -57,7 +57,8 @@ def run(args: argparse.Namespace) -> int:
     want_tlc = args.tlc
     report, checker = check_trace_file(args.trace, protocol=args.protocol, reference=reference,
                                        virtual=not args.no_virtual, strict=args.strict,
-                                       keep_segments=want_tlc is not False)
+                                       keep_segments=want_tlc is not False,
+                                       segment_limit=None if want_tlc else TLC_AUTO_MAX_EVENTS)
     if want_tlc is not False and checker.protocol is not None:
         from rollcheck.tla.trace import validate_segments
 
