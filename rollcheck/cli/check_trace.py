@@ -58,7 +58,8 @@ def run(args: argparse.Namespace) -> int:
     report, checker = check_trace_file(args.trace, protocol=args.protocol, reference=reference,
                                        virtual=not args.no_virtual, strict=args.strict,
                                        keep_segments=want_tlc is not False,
-                                       segment_limit=None if want_tlc else TLC_AUTO_MAX_EVENTS)
+                                       segment_limit=None if want_tlc else TLC_AUTO_MAX_EVENTS,
+                                       reference_source=args.reference or "reference")
     if want_tlc is not False and checker.protocol is not None:
         from rollcheck.tla.trace import validate_segments
 
