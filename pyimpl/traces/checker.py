@@ -196,9 +196,8 @@ class TraceChecker:
         self.evs: list[Event] = []
         self.seqs = array("q")
         self.count = [0] * n
-        self.msg_to: dict[str, int] = {}
-        self.msg_from: dict[str, int] = {}
-        self.delivered: set[str] = set()
+        # message id -> (sender * n + receiver) * 2 + delivered: one small int per message standing
+        self.msgs: dict[str, int] = {}
         self.undone: dict[str, int] = {}
         self.outputs: list[tuple[int, int, str, int]] = []
         self.n_outputs = 0
@@ -292,9 +291,8 @@ class TraceChecker:
         seqs = self.seqs
         append_seq = seqs.append
         count = self.count
-        msg_to = self.msg_to
-        msg_from = self.msg_from
-        delivered = self.delivered
+        msgs = self.msgs
+        n = self.n
         undone = self.undone
         pend = self.pend
         failed = self.failed
@@ -337,15 +335,14 @@ class TraceChecker:
                     mid = mid_of(obj)
                 if i == j:
                     raise self._err("to", f"self-send of message {mid!r}")
-                if mid in msg_to:
+                if mid in msgs:
                     raise self._err("message", f"duplicate message id {mid!r} (already sent)")
                 if failed and i in failed:
                     raise self._err("process", f"{self.names[i]} failed at seq {self.failure_seq} and "
                                                "has not been recovered yet")
                 if pend[i]:
                     self._forced_not_followed(i)
-                msg_to[mid] = j
-                msg_from[mid] = i
+                msgs[mid] = (i * n + j) << 1
                 if undone:
                     undone.pop(mid, None)
                 if proto is not None:
@@ -363,21 +360,22 @@ class TraceChecker:
                 replayed = obj.get("replayed", False)
                 if type(replayed) is not bool:
                     raise self._err("replayed", f"expected true or false (a JSON boolean), got {replayed!r}")
-                to = msg_to.get(mid)
-                if to is None:
+                code = msgs.get(mid)
+                if code is None:
                     if mid in undone:
                         self._fail("pattern-valid", seq, f"seq {seq}: {self.names[i]} delivers {mid!r}, "
                                    f"whose send was undone by the recovery at seq {undone[mid]} "
                                    "(an orphan message)")
                         continue
                     raise self._err("message", f"delivery of {mid!r}, which was never sent")
+                src, to = divmod(code >> 1, n)
                 if to != i:
                     raise self._err("process", f"message {mid!r} is addressed to {self.names[to]!r}, "
                                                f"delivered by {self.names[i]!r}")
                 if failed and i in failed:
                     raise self._err("process", f"{self.names[i]} failed at seq {self.failure_seq} and "
                                                "has not been recovered yet")
-                if mid in delivered:
+                if code & 1:
                     if replayed:
                         self._fail("log-replay", seq, f"seq {seq}: {mid!r} replayed twice (already "
                                    "delivered after the recovery)")
@@ -400,7 +398,6 @@ class TraceChecker:
                                f"restored at seq {self.rec_seq} but is delivered without \"replayed\" "
                                "(not from the sender's log)")
                 if proto is not None:
-                    src = msg_from[mid]
                     pb = pbs[mid]
                     got = pend[i] != 0
                     # decided before the forced checkpoint, on the state the process had then
@@ -418,7 +415,7 @@ class TraceChecker:
                                        f"which {proto.name} does not force")
                     st[i] = on_deliver(st[i], src, pb)
                 pend[i] = 0
-                delivered.add(mid)
+                msgs[mid] = code | 1
                 append_ev(Event(i, DELIVER, mid))
                 append_seq(seq)
             elif kind == "checkpoint":
@@ -605,6 +602,7 @@ class TraceChecker:
         new_seqs = array("q")
         kept: set[str] = set()
         delivered: set[str] = set()
+        msgs = self.msgs
         for ev, s in zip(self.evs, self.seqs, strict=True):
             i = ev.process
             x = lim[i]
@@ -625,15 +623,16 @@ class TraceChecker:
                 delivered.add(ev.message)  # type: ignore[arg-type]
             new_evs.append(ev)
             new_seqs.append(s)
-        for mid in list(self.msg_to):
+        for mid in list(msgs):
             if mid not in kept:
-                del self.msg_to[mid]
-                del self.msg_from[mid]
+                del msgs[mid]
                 self.undone[mid] = seq
+            elif mid in delivered:
+                msgs[mid] |= 1
+            else:
+                msgs[mid] &= ~1
         self.evs[:] = new_evs
         self.seqs[:] = new_seqs
-        self.delivered.clear()
-        self.delivered.update(delivered)
         if self.reference is not None:
             self.outputs[:] = [o for o in self.outputs if lim[o[0]] is None or o[1] < lim[o[0]]]  # type: ignore[operator]
         for i in range(n):
@@ -691,11 +690,10 @@ class TraceChecker:
         bad = self.bad
         proto = self.protocol
         final: Pattern | None = None
-        n_msgs = len(self.msg_to)
+        n_msgs = len(self.msgs)
         # the run is over: free what only the pass needed before the final pattern is built
         self.pbs.clear()
-        self.msg_from.clear()
-        self.delivered.clear()
+        self.msgs.clear()
         self.snaps = [s[-1:] for s in self.snaps]
         keep = self._keeping()
         if keep or (proto is not None and getattr(proto, "zcycle_free", False)):
