@@ -585,8 +585,8 @@ class TraceChecker:
                        f"{', '.join(names[f] for f in failed)}: {problem}")
         else:
             self.rec_details.append(f"seq {seq}: {show(cut)}, {len(transit)} in transit")
-        if self.rec_pending:
-            pass  # messages still awaited are in transit for the new line too (their sends are kept)
+        # Messages still awaited from an earlier recovery are in transit for this line too (their
+        # sends are kept and they are undelivered), so the new set replaces the old one.
         self.rec_pending = set(transit)
         self.rec_seq = seq
         self._cut(p, cut, seq)
