@@ -73,6 +73,9 @@ def run(args: argparse.Namespace) -> int:
         else:
             ok, detail, seq = validate_segments(name, checker.segments, timeout=args.tlc_timeout)
             report.checks.append(CheckResult("tlc-trace", ok, detail, seq))
+    elif want_tlc and checker.protocol is None:
+        report.checks.append(CheckResult("tlc-trace", None, "skipped: no protocol (give --protocol or a "
+                                                            "header \"protocol\")"))
     doc = report.to_json()
     if args.json:
         emit_json(doc)
