@@ -18,7 +18,9 @@ Checks (``specs/formats.md#trace-checks``):
     the protocol (any :class:`~rollcheck.pyimpl.protocols.Protocol`, driven through its transition
     functions alongside the trace) forces a checkpoint immediately before exactly the deliveries
     that the trace shows preceded by a ``forced`` checkpoint; a rolled-back process resumes in the
-    protocol state of its restored checkpoint. The first difference is the offending ``seq``.
+    protocol state of its restored checkpoint (recomputed at each recovery by re-running the
+    transition functions over the effective execution). The first difference is the offending
+    ``seq``.
 ``no-useless-checkpoints`` (when the protocol claims ``zcycle_free``)
     :func:`~rollcheck.pyimpl.zpaths.useless_checkpoints` finds no checkpoint on a Z-cycle, in the
     execution before each recovery and in the final effective execution.
@@ -205,9 +207,8 @@ class TraceChecker:
         self.pend = [0] * n  # seq of a forced checkpoint not yet followed by its delivery
         if protocol is not None:
             self.st = [protocol.initial(i, n) for i in range(n)]
-            self.snaps: list[list[Any]] = [[s] for s in self.st]
         else:
-            self.st, self.snaps = [], []
+            self.st = []
         self.pbs: dict[str, Any] = {}
         # failures and recoveries
         self.failed: set[int] = set()
@@ -299,7 +300,6 @@ class TraceChecker:
         pbs = self.pbs
         proto = self.protocol
         st = self.st
-        snaps = self.snaps
         pre = [None] * self.n
         proc = self._proc
         mid_of = self._mid
@@ -398,7 +398,7 @@ class TraceChecker:
                                f"restored at seq {self.rec_seq} but is delivered without \"replayed\" "
                                "(not from the sender's log)")
                 if proto is not None:
-                    pb = pbs[mid]
+                    pb = pbs.pop(mid)  # only messages in flight keep their piggyback
                     got = pend[i] != 0
                     # decided before the forced checkpoint, on the state the process had then
                     want = must_force(pre[i] if got else st[i], src, pb)
@@ -448,9 +448,7 @@ class TraceChecker:
                 if proto is not None:
                     if forced:
                         pre[i] = st[i]
-                    s = on_checkpoint(st[i])
-                    st[i] = s
-                    snaps[i].append(s)
+                    st[i] = on_checkpoint(st[i])
                 append_ev(ck_events[i][forced])  # shared: 2 objects per process, not one per checkpoint
                 append_seq(seq)
             elif kind == "output":
@@ -641,9 +639,34 @@ class TraceChecker:
                 continue
             self.count[i] = x
             self.pend[i] = 0
-            if self.protocol is not None:
-                del self.snaps[i][x + 1:]
-                self.st[i] = self.snaps[i][x]
+        if self.protocol is not None:
+            self._replay_protocol()
+
+    def _replay_protocol(self) -> None:
+        """Protocol states and in-flight piggybacks of the effective execution, from the start.
+
+        Re-running the transition functions over the events that stand (in their global order,
+        checkpoints as recorded) gives each rolled-back process the state of its restored checkpoint
+        and each message in transit its piggyback again, without keeping a snapshot per checkpoint or
+        a piggyback per delivered message during the pass: one linear pass per recovery.
+        """
+        proto = self.protocol
+        n = self.n
+        st = [proto.initial(i, n) for i in range(n)]
+        pbs: dict[str, Any] = {}
+        msgs = self.msgs
+        for ev in self.evs:
+            i = ev.process
+            if ev.kind == SEND:
+                st[i], pbs[ev.message] = proto.on_send(st[i], ev.to)  # type: ignore[index]
+            elif ev.kind == DELIVER:
+                src = (msgs[ev.message] >> 1) // n  # type: ignore[index]
+                st[i] = proto.on_deliver(st[i], src, pbs.pop(ev.message))  # type: ignore[arg-type]
+            else:
+                st[i] = proto.on_checkpoint(st[i])
+        self.st[:] = st
+        self.pbs.clear()
+        self.pbs.update(pbs)
 
     # ------------------------------------------------------------------ useless checkpoints
     def _useless(self, p: Pattern, where: str) -> None:
@@ -694,7 +717,6 @@ class TraceChecker:
         # the run is over: free what only the pass needed before the final pattern is built
         self.pbs.clear()
         self.msgs.clear()
-        self.snaps = [s[-1:] for s in self.snaps]
         keep = self._keeping()
         if keep or (proto is not None and getattr(proto, "zcycle_free", False)):
             final = self._pattern()
