@@ -296,3 +296,13 @@ def test_no_useless_checkpoints_catches_a_protocol_that_claims_too_much(capsys, 
     assert "a:1" in next(c["detail"] for c in doc["checks"] if c["name"] == "no-useless-checkpoints")
     rc, doc = run_json(capsys, str(f), "--protocol", "hmnr")  # HMNR would have forced before m1
     assert rc == 1 and failed(doc) == {"forced-checkpoints": 5, "no-useless-checkpoints": 5}
+
+
+def test_spark_replay_runs_the_same_checker_on_any_engine_trace():
+    from rollcheck.spark_replay.replay import replay_file
+
+    ok = replay_file(TRACE)
+    assert ok.conformant and {c.name for c in ok.checks} >= {"recovery-line", "log-replay", "forced-checkpoints"}
+    bad = replay_file(EX / "trace-hmnr-3p-orphan.jsonl")
+    assert not bad.conformant and bad.first_offending_seq == 19
+    assert [c.name for c in bad.checks if not c.ok] == ["recovery-line"]
