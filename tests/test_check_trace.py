@@ -89,6 +89,16 @@ def test_too_much_rollback_names_the_process(capsys, tmp_path):
     assert rc == 1 and failed(doc)["recovery-line"] == rec["seq"]
     detail = next(c["detail"] for c in doc["checks"] if c["name"] == "recovery-line")
     assert "too much rollback: src restored src:0" in detail
+    # the engine then delivers m0, whose send its own line undid: an orphan in the effective execution
+    assert failed(doc)["pattern-valid"] == rec["seq"] + 1
+
+
+def test_checkpoint_index_off_the_numbering(capsys, tmp_path):
+    h, evs = events_of(TRACE)
+    k = max(i for i, e in enumerate(evs) if e["kind"] == "checkpoint")
+    evs[k]["index"] += 1
+    rc, doc = run_json(capsys, str(write(tmp_path / "t.jsonl", h, evs)))
+    assert rc == 1 and failed(doc) == {"checkpoint-indices": k + 1}
 
 
 def test_wrong_in_transit_set_is_flagged(capsys, tmp_path):
@@ -230,3 +240,69 @@ def test_csv_adapter_output_is_checked(capsys, tmp_path):
                    check=True, timeout=60, capture_output=True)
     rc, doc = run_json(capsys, str(out))
     assert rc == 1 and failed(doc) == {"forced-checkpoints": 10}  # sink receives m4 at seq 10
+
+
+def test_recording_stopped_between_failure_and_recovery(capsys, tmp_path):
+    h, evs = events_of(TRACE)
+    stop = next(e["seq"] for e in evs if e["kind"] == "failure")
+    rc, doc = run_json(capsys, str(write(tmp_path / "t.jsonl", h, [e for e in evs if e["seq"] <= stop])))
+    assert rc == 0 and doc["truncated"] is True and doc["truncated_after_seq"] == stop
+    rl = next(c for c in doc["checks"] if c["name"] == "recovery-line")
+    assert rl["ok"] is None and "no recovery" in rl["detail"]
+    # with an end event, the missing recovery is a violation at the failure
+    rc, doc = run_json(capsys, str(write(tmp_path / "e.jsonl", h, [e for e in evs if e["seq"] <= stop]
+                                         + [{"kind": "end"}])))
+    assert rc == 1 and failed(doc) == {"recovery-line": stop}
+
+
+def test_spark_nhop_trace_is_a_core_trace_and_a_deleted_delivery_is_caught(capsys, tmp_path):
+    """The message-passing recorder writes the core vocabulary: check trace accepts its recording,
+    and spark replay (the same checker plus Spark's own checks) catches a deleted delivery."""
+    from rollcheck.spark_replay.nhop import NhopConfig, record_nhop
+    from rollcheck.spark_replay.replay import replay_file
+
+    out = tmp_path / "nh.jsonl"
+    record_nhop(NhopConfig(protocol="hmnr", processes=3, rounds=5, seed=4, fail_process=1, fail_round=3),
+                out, engine="local")
+    rc, doc = run_json(capsys, str(out))
+    assert rc == 0 and doc["conformant"] is True
+    assert {"recovery-line", "log-replay", "forced-checkpoints"} <= {c["name"] for c in doc["checks"]}
+    h, evs = events_of(out)
+    k = max(i for i, e in enumerate(evs) if e["kind"] == "deliver" and not e.get("replayed")
+            and not evs[i - 1].get("forced"))  # the last delivery: no decision depends on it
+    bad = write(tmp_path / "bad.jsonl", h, evs[:k] + evs[k + 1:])
+    r = replay_file(bad)
+    assert not r.conformant
+    assert [c.name for c in r.checks if not c.ok] == ["outputs-failure-free"]
+    assert r.first_offending_seq == len(evs) - 1  # the end record
+
+
+def test_no_useless_checkpoints_catches_a_protocol_that_claims_too_much(capsys, tmp_path):
+    """A user's protocol that never forces but claims zcycle_free: its forced decisions match the
+    trace, and the Z-cycle it lets through is named where it closes."""
+    proto = tmp_path / "myproto.py"
+    proto.write_text("from rollcheck.pyimpl.protocols.uc import UC\n\n"
+                     "class Optimist(UC):\n    name = 'optimist'\n    zcycle_free = True\n")
+    h = {"format": "rollcheck.trace/1", "source": "toy", "processes": ["a", "b"]}
+    evs = [{"kind": "send", "process": "b", "message": "m0", "to": "a"},
+           {"kind": "deliver", "process": "a", "message": "m0"},
+           {"kind": "checkpoint", "process": "a", "index": 1, "forced": False},
+           {"kind": "send", "process": "a", "message": "m1", "to": "b"},
+           {"kind": "deliver", "process": "b", "message": "m1"},
+           {"kind": "end"}]
+    f = write(tmp_path / "z.jsonl", h, evs)
+    rc, doc = run_json(capsys, str(f), "--protocol", f"{proto}:Optimist")
+    assert rc == 1 and failed(doc) == {"no-useless-checkpoints": 5}
+    assert "a:1" in next(c["detail"] for c in doc["checks"] if c["name"] == "no-useless-checkpoints")
+    rc, doc = run_json(capsys, str(f), "--protocol", "hmnr")  # HMNR would have forced before m1
+    assert rc == 1 and failed(doc) == {"forced-checkpoints": 5, "no-useless-checkpoints": 5}
+
+
+def test_spark_replay_runs_the_same_checker_on_any_engine_trace():
+    from rollcheck.spark_replay.replay import replay_file
+
+    ok = replay_file(TRACE)
+    assert ok.conformant and {c.name for c in ok.checks} >= {"recovery-line", "log-replay", "forced-checkpoints"}
+    bad = replay_file(EX / "trace-hmnr-3p-orphan.jsonl")
+    assert not bad.conformant and bad.first_offending_seq == 19
+    assert [c.name for c in bad.checks if not c.ok] == ["recovery-line"]

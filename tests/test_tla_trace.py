@@ -235,4 +235,4 @@ def test_core_trace_segments_after_a_failure_are_validated(tmp_path):
     f.write_text("\n".join(json.dumps(e) for e in [evs[0], *bad]) + "\n")
     w = validate_trace("hmnr", load_trace_events(f))
     assert w.status == "rejected" and w.first_rejected_seq == k + 1, w.reason
-    assert w.to_json()["first_rejected_seq"] == k + 1
+    assert w.to_json()["first_rejected_seq"] == k + 1 and w.first_rejected_line == k + 2

@@ -71,7 +71,7 @@ def test_malformed_events_exit_2_naming_line_seq_and_field(capsys, tmp_path, lin
         return
     assert rc == 2, err
     assert err.count("\n") == 1 and "Traceback" not in err
-    assert f"t.jsonl: {expect}" in err, err
+    assert "t.jsonl: line " in err and expect in err, err
 
 
 def test_event_after_end(capsys, tmp_path):
@@ -186,3 +186,15 @@ def test_fuzz_mutated_traces_never_crash(capsys, tmp_path, data):
     if rc == 2:
         assert cap.err.count("\n") == 1 and cap.err.startswith("rollcheck: error: ")
         assert "line" in cap.err or "empty" in cap.err
+
+
+def test_a_pattern_file_and_a_bad_reference_are_named(capsys, tmp_path):
+    rc = main(["check", "trace", str(EX / "three-processes.json")])
+    assert rc == 2 and "this is a rollcheck.pattern/1 file, not a rollcheck.trace/1 trace" in capsys.readouterr().err
+    ref = tmp_path / "r.json"
+    ref.write_text('[{"process": "snk", "key": 1, "value": 2}]')
+    rc = main(["check", "trace", str(TRACE), "--reference", str(ref), "--no-tlc"])
+    assert rc == 2 and f"{ref}: [0]: process: unknown process 'snk'" in capsys.readouterr().err
+    ref.write_text("[1,")
+    rc = main(["check", "trace", str(TRACE), "--reference", str(ref), "--no-tlc"])
+    assert rc == 2 and "not valid JSON" in capsys.readouterr().err

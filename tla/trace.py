@@ -327,8 +327,14 @@ def validate_trace(
         raise InvalidInputError(f"unknown protocol {protocol!r}; expected one of {', '.join(PROTOCOLS)}",
                                 location="PROTOCOL")
     if isinstance(pattern, TracePattern) and pattern.segments:
-        return _validate_trace_segments(protocol, pattern.segments, zcheck=zcheck, timeout=timeout,
-                                        workers=workers)
+        v = _validate_trace_segments(protocol, pattern.segments, zcheck=zcheck, timeout=timeout,
+                                     workers=workers)
+        if v.first_rejected_seq is not None and pattern.source:
+            v.first_rejected_line = _line_of(pattern.source, v.first_rejected_seq)
+            if v.first_rejected_line is not None:
+                v.reason = v.reason.replace(f"seq {v.first_rejected_seq}:",
+                                            f"line {v.first_rejected_line} (seq {v.first_rejected_seq}):", 1)
+        return v
     n_events = len(pattern.events)
     if n_events == 0:
         return TraceValidation(False, None, "inconclusive", 0, protocol, "the trace has no events")
@@ -396,6 +402,19 @@ def _previous_own(p: Pattern, k: int) -> list[Event]:
         if p.events[j].process == p.events[k].process:
             return [p.events[j]]
     return []
+
+
+def _line_of(path: str, seq: int) -> int | None:
+    """The line number of event ``seq`` in a trace file (only called for a rejection)."""
+    from rollcheck.pyimpl.traces import TraceLines
+
+    try:
+        for line, obj in TraceLines(path):
+            if obj["seq"] == seq:
+                return line
+    except InvalidInputError:
+        return None
+    return None
 
 
 def _basic_given(seg: Any) -> Pattern:

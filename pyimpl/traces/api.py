@@ -42,7 +42,8 @@ def resolve_trace_protocol(spec: str | None, header: dict[str, Any], source: str
 
 def check_trace_file(path: str | Path, *, protocol: str | None = None, reference: Any = None,
                      virtual: bool = True, strict: bool = False, keep_segments: bool = False,
-                     keep_first: bool = False) -> tuple[TraceReport, TraceChecker]:
+                     keep_first: bool = False, segment_limit: int | None = None,
+                     reference_source: str = "reference") -> tuple[TraceReport, TraceChecker]:
     """Stream ``path`` through a :class:`TraceChecker` and return its report (and the checker).
 
     Parameters
@@ -89,9 +90,10 @@ def check_trace_file(path: str | Path, *, protocol: str | None = None, reference
     ref = None
     if reference is not None:
         names = lines.header.get("processes")
-        ref = reference_from_list(reference, names if isinstance(names, list) else None, source="reference")
+        ref = reference_from_list(reference, names if isinstance(names, list) else None,
+                                  source=reference_source)
     checker = TraceChecker(lines.header, source, protocol=proto, reference=ref, virtual=virtual,
-                           keep_segments=keep_segments, keep_first=keep_first)
+                           keep_segments=keep_segments, keep_first=keep_first, segment_limit=segment_limit)
     checker.run(lines)
     report = checker.finish(lines.truncated, lines.truncated_after_seq)
     return report, checker

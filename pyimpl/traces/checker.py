@@ -18,7 +18,9 @@ Checks (``specs/formats.md#trace-checks``):
     the protocol (any :class:`~rollcheck.pyimpl.protocols.Protocol`, driven through its transition
     functions alongside the trace) forces a checkpoint immediately before exactly the deliveries
     that the trace shows preceded by a ``forced`` checkpoint; a rolled-back process resumes in the
-    protocol state of its restored checkpoint. The first difference is the offending ``seq``.
+    protocol state of its restored checkpoint (recomputed at each recovery by re-running the
+    transition functions over the effective execution). The first difference is the offending
+    ``seq``.
 ``no-useless-checkpoints`` (when the protocol claims ``zcycle_free``)
     :func:`~rollcheck.pyimpl.zpaths.useless_checkpoints` finds no checkpoint on a Z-cycle, in the
     execution before each recovery and in the final effective execution.
@@ -150,6 +152,8 @@ class TraceChecker:
         Keep the pattern before each recovery and the final one as :class:`Segment` objects.
     keep_first : bool
         Keep the pattern of the run before the first failure (``rollcheck trace to-pattern``).
+    segment_limit : int, optional
+        Keep segments only while the trace has at most this many events (TLC's automatic mode).
 
     Examples
     --------
@@ -166,7 +170,8 @@ class TraceChecker:
 
     def __init__(self, header: dict[str, Any], source: str | None = None, *, protocol: Any = None,
                  reference: Counter[str] | None = None, virtual: bool = True,
-                 keep_segments: bool = False, keep_first: bool = False):
+                 keep_segments: bool = False, keep_first: bool = False,
+                 segment_limit: int | None = None):
         self.source = source
         names = header.get("processes")
         if (not isinstance(names, list) or not names
@@ -187,14 +192,14 @@ class TraceChecker:
         self.reference = reference
         self.virtual = virtual
         self.keep_segments = keep_segments
+        self.segment_limit = segment_limit
         self.keep_first = keep_first
         # effective execution
         self.evs: list[Event] = []
         self.seqs = array("q")
         self.count = [0] * n
-        self.msg_to: dict[str, int] = {}
-        self.msg_from: dict[str, int] = {}
-        self.delivered: set[str] = set()
+        # message id -> (sender * n + receiver) * 2 + delivered: one small int per message standing
+        self.msgs: dict[str, int] = {}
         self.undone: dict[str, int] = {}
         self.outputs: list[tuple[int, int, str, int]] = []
         self.n_outputs = 0
@@ -202,9 +207,8 @@ class TraceChecker:
         self.pend = [0] * n  # seq of a forced checkpoint not yet followed by its delivery
         if protocol is not None:
             self.st = [protocol.initial(i, n) for i in range(n)]
-            self.snaps: list[list[Any]] = [[s] for s in self.st]
         else:
-            self.st, self.snaps = [], []
+            self.st = []
         self.pbs: dict[str, Any] = {}
         # failures and recoveries
         self.failed: set[int] = set()
@@ -288,16 +292,14 @@ class TraceChecker:
         seqs = self.seqs
         append_seq = seqs.append
         count = self.count
-        msg_to = self.msg_to
-        msg_from = self.msg_from
-        delivered = self.delivered
+        msgs = self.msgs
+        n = self.n
         undone = self.undone
         pend = self.pend
         failed = self.failed
         pbs = self.pbs
         proto = self.protocol
         st = self.st
-        snaps = self.snaps
         pre = [None] * self.n
         proc = self._proc
         mid_of = self._mid
@@ -333,15 +335,14 @@ class TraceChecker:
                     mid = mid_of(obj)
                 if i == j:
                     raise self._err("to", f"self-send of message {mid!r}")
-                if mid in msg_to:
+                if mid in msgs:
                     raise self._err("message", f"duplicate message id {mid!r} (already sent)")
                 if failed and i in failed:
                     raise self._err("process", f"{self.names[i]} failed at seq {self.failure_seq} and "
                                                "has not been recovered yet")
                 if pend[i]:
                     self._forced_not_followed(i)
-                msg_to[mid] = j
-                msg_from[mid] = i
+                msgs[mid] = (i * n + j) << 1
                 if undone:
                     undone.pop(mid, None)
                 if proto is not None:
@@ -359,21 +360,22 @@ class TraceChecker:
                 replayed = obj.get("replayed", False)
                 if type(replayed) is not bool:
                     raise self._err("replayed", f"expected true or false (a JSON boolean), got {replayed!r}")
-                to = msg_to.get(mid)
-                if to is None:
+                code = msgs.get(mid)
+                if code is None:
                     if mid in undone:
                         self._fail("pattern-valid", seq, f"seq {seq}: {self.names[i]} delivers {mid!r}, "
                                    f"whose send was undone by the recovery at seq {undone[mid]} "
                                    "(an orphan message)")
                         continue
                     raise self._err("message", f"delivery of {mid!r}, which was never sent")
+                src, to = divmod(code >> 1, n)
                 if to != i:
                     raise self._err("process", f"message {mid!r} is addressed to {self.names[to]!r}, "
                                                f"delivered by {self.names[i]!r}")
                 if failed and i in failed:
                     raise self._err("process", f"{self.names[i]} failed at seq {self.failure_seq} and "
                                                "has not been recovered yet")
-                if mid in delivered:
+                if code & 1:
                     if replayed:
                         self._fail("log-replay", seq, f"seq {seq}: {mid!r} replayed twice (already "
                                    "delivered after the recovery)")
@@ -396,8 +398,7 @@ class TraceChecker:
                                f"restored at seq {self.rec_seq} but is delivered without \"replayed\" "
                                "(not from the sender's log)")
                 if proto is not None:
-                    src = msg_from[mid]
-                    pb = pbs[mid]
+                    pb = pbs.pop(mid)  # only messages in flight keep their piggyback
                     got = pend[i] != 0
                     # decided before the forced checkpoint, on the state the process had then
                     want = must_force(pre[i] if got else st[i], src, pb)
@@ -414,7 +415,7 @@ class TraceChecker:
                                        f"which {proto.name} does not force")
                     st[i] = on_deliver(st[i], src, pb)
                 pend[i] = 0
-                delivered.add(mid)
+                msgs[mid] = code | 1
                 append_ev(Event(i, DELIVER, mid))
                 append_seq(seq)
             elif kind == "checkpoint":
@@ -447,9 +448,7 @@ class TraceChecker:
                 if proto is not None:
                     if forced:
                         pre[i] = st[i]
-                    s = on_checkpoint(st[i])
-                    st[i] = s
-                    snaps[i].append(s)
+                    st[i] = on_checkpoint(st[i])
                 append_ev(ck_events[i][forced])  # shared: 2 objects per process, not one per checkpoint
                 append_seq(seq)
             elif kind == "output":
@@ -467,6 +466,7 @@ class TraceChecker:
             elif kind == "failure":
                 self._failure(obj, seq)
             elif kind == "recovery":
+                self.events = n_events
                 self._recovery(obj, seq)
             elif kind == "end":
                 self.ended = True
@@ -540,7 +540,7 @@ class TraceChecker:
         failed = sorted(self.failed)
         self.recoveries += 1
         self._useless(p, f"before the recovery at seq {seq}")
-        if self.keep_segments:
+        if self._keeping():
             self.segments.append(self._segment(f"before the recovery at seq {seq}", p))
         ref = recovery_line(p, failed, virtual=self.virtual)
 
@@ -583,8 +583,8 @@ class TraceChecker:
                        f"{', '.join(names[f] for f in failed)}: {problem}")
         else:
             self.rec_details.append(f"seq {seq}: {show(cut)}, {len(transit)} in transit")
-        if self.rec_pending:
-            pass  # messages still awaited are in transit for the new line too (their sends are kept)
+        # Messages still awaited from an earlier recovery are in transit for this line too (their
+        # sends are kept and they are undelivered), so the new set replaces the old one.
         self.rec_pending = set(transit)
         self.rec_seq = seq
         self._cut(p, cut, seq)
@@ -600,6 +600,7 @@ class TraceChecker:
         new_seqs = array("q")
         kept: set[str] = set()
         delivered: set[str] = set()
+        msgs = self.msgs
         for ev, s in zip(self.evs, self.seqs, strict=True):
             i = ev.process
             x = lim[i]
@@ -620,15 +621,16 @@ class TraceChecker:
                 delivered.add(ev.message)  # type: ignore[arg-type]
             new_evs.append(ev)
             new_seqs.append(s)
-        for mid in list(self.msg_to):
+        for mid in list(msgs):
             if mid not in kept:
-                del self.msg_to[mid]
-                del self.msg_from[mid]
+                del msgs[mid]
                 self.undone[mid] = seq
+            elif mid in delivered:
+                msgs[mid] |= 1
+            else:
+                msgs[mid] &= ~1
         self.evs[:] = new_evs
         self.seqs[:] = new_seqs
-        self.delivered.clear()
-        self.delivered.update(delivered)
         if self.reference is not None:
             self.outputs[:] = [o for o in self.outputs if lim[o[0]] is None or o[1] < lim[o[0]]]  # type: ignore[operator]
         for i in range(n):
@@ -637,9 +639,34 @@ class TraceChecker:
                 continue
             self.count[i] = x
             self.pend[i] = 0
-            if self.protocol is not None:
-                del self.snaps[i][x + 1:]
-                self.st[i] = self.snaps[i][x]
+        if self.protocol is not None:
+            self._replay_protocol()
+
+    def _replay_protocol(self) -> None:
+        """Protocol states and in-flight piggybacks of the effective execution, from the start.
+
+        Re-running the transition functions over the events that stand (in their global order,
+        checkpoints as recorded) gives each rolled-back process the state of its restored checkpoint
+        and each message in transit its piggyback again, without keeping a snapshot per checkpoint or
+        a piggyback per delivered message during the pass: one linear pass per recovery.
+        """
+        proto = self.protocol
+        n = self.n
+        st = [proto.initial(i, n) for i in range(n)]
+        pbs: dict[str, Any] = {}
+        msgs = self.msgs
+        for ev in self.evs:
+            i = ev.process
+            if ev.kind == SEND:
+                st[i], pbs[ev.message] = proto.on_send(st[i], ev.to)  # type: ignore[index]
+            elif ev.kind == DELIVER:
+                src = (msgs[ev.message] >> 1) // n  # type: ignore[index]
+                st[i] = proto.on_deliver(st[i], src, pbs.pop(ev.message))  # type: ignore[arg-type]
+            else:
+                st[i] = proto.on_checkpoint(st[i])
+        self.st[:] = st
+        self.pbs.clear()
+        self.pbs.update(pbs)
 
     # ------------------------------------------------------------------ useless checkpoints
     def _useless(self, p: Pattern, where: str) -> None:
@@ -665,6 +692,12 @@ class TraceChecker:
         self._fail("no-useless-checkpoints", s, f"{len(u)} useless checkpoint(s) {where} ({names}"
                    f"{', …' if len(u) > 5 else ''}): the first Z-cycle closes at seq {s}")
 
+    def _keeping(self) -> bool:
+        if self.keep_segments and self.segment_limit is not None and self.events > self.segment_limit:
+            self.segments.clear()
+            return False
+        return self.keep_segments
+
     def _segment(self, label: str, p: Pattern) -> Segment:
         seqs = self.seqs.tolist()
         given = {k for k, s in enumerate(seqs) if s in self.given_seqs}
@@ -680,16 +713,15 @@ class TraceChecker:
         bad = self.bad
         proto = self.protocol
         final: Pattern | None = None
-        n_msgs = len(self.msg_to)
+        n_msgs = len(self.msgs)
         # the run is over: free what only the pass needed before the final pattern is built
         self.pbs.clear()
-        self.msg_from.clear()
-        self.delivered.clear()
-        self.snaps = [s[-1:] for s in self.snaps]
-        if self.keep_segments or (proto is not None and getattr(proto, "zcycle_free", False)):
+        self.msgs.clear()
+        keep = self._keeping()
+        if keep or (proto is not None and getattr(proto, "zcycle_free", False)):
             final = self._pattern()
             self._useless(final, "in the final effective execution")
-            if self.keep_segments:
+            if keep:
                 self.segments.append(self._segment("final effective execution", final))
         ended = self.ended
         stopped = ("" if ended else
@@ -727,7 +759,14 @@ class TraceChecker:
             if getattr(proto, "zcycle_free", False):
                 add("no-useless-checkpoints", f"no checkpoint on a Z-cycle in {self.useless_checked} "
                     "execution(s) (before each recovery and the final one)")
-        if self.failures or "recovery-line" in bad:
+        if self.failed and not ended and "recovery-line" not in bad:
+            pending = (f"the failure at seq {self.failure_seq} has no recovery before the recording "
+                       "stops")
+            checks.append(CheckResult("recovery-line", True if self.recoveries else None,
+                                      (f"{self.recoveries} recovery(ies) restored the recovery line "
+                                       f"({'; '.join(self.rec_details)}); " if self.recoveries else "")
+                                      + pending + stopped))
+        elif self.failures or "recovery-line" in bad:
             add("recovery-line", f"{self.recoveries} recovery(ies), each restored the maximum consistent "
                 f"line for the failed processes with its channel state: {'; '.join(self.rec_details)}")
         if self.recoveries or "log-replay" in bad:

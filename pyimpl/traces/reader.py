@@ -114,17 +114,35 @@ class TraceLines:
             self._fh.close()
             raise trace_error(self.source, 1, None, None,
                               "the file starts with a byte-order mark; write UTF-8 without a BOM")
-        head = self._parse(first, 1, None, header=True)
+        try:
+            head = self._parse(first, 1, None, header=True)
+        except InvalidInputError:
+            self._fh.close()
+            self._not_a_trace()
+            raise
         if head is None:  # the header itself is incomplete
             self._fh.close()
             raise InvalidInputError("truncated header line", source=self.source, location="line 1")
         if head.get("format") != TRACE_FORMAT:
             self._fh.close()
+            if head.get("format") == "rollcheck.pattern/1":
+                self._not_a_trace()
             raise trace_error(self.source, 1, None, "format",
                               f"expected {TRACE_FORMAT!r}, got {head.get('format')!r}")
         if validator is not None:
             validator(head, 1, True)
         self.header: dict[str, Any] = head
+
+    def _not_a_trace(self) -> None:
+        """Raise a helpful error when the file is a whole-document pattern rather than a trace."""
+        try:
+            doc = json.loads(self.path.read_bytes())
+        except (OSError, ValueError):
+            return
+        if isinstance(doc, dict) and doc.get("format") == "rollcheck.pattern/1":
+            raise InvalidInputError("this is a rollcheck.pattern/1 file, not a rollcheck.trace/1 trace "
+                                    "(give it to useless, recovery-line, protocol, …)",
+                                    source=self.source, location="line 1")
 
     def _parse(self, raw: bytes, line: int, after: int | None, header: bool = False) -> dict[str, Any] | None:
         """Parse one line; None for an incomplete last line."""

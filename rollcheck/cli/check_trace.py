@@ -57,7 +57,9 @@ def run(args: argparse.Namespace) -> int:
     want_tlc = args.tlc
     report, checker = check_trace_file(args.trace, protocol=args.protocol, reference=reference,
                                        virtual=not args.no_virtual, strict=args.strict,
-                                       keep_segments=want_tlc is not False)
+                                       keep_segments=want_tlc is not False,
+                                       segment_limit=None if want_tlc else TLC_AUTO_MAX_EVENTS,
+                                       reference_source=args.reference or "reference")
     if want_tlc is not False and checker.protocol is not None:
         from rollcheck.tla.trace import validate_segments
 
@@ -71,6 +73,9 @@ def run(args: argparse.Namespace) -> int:
         else:
             ok, detail, seq = validate_segments(name, checker.segments, timeout=args.tlc_timeout)
             report.checks.append(CheckResult("tlc-trace", ok, detail, seq))
+    elif want_tlc and checker.protocol is None:
+        report.checks.append(CheckResult("tlc-trace", None, "skipped: no protocol (give --protocol or a "
+                                                            "header \"protocol\")"))
     doc = report.to_json()
     if args.json:
         emit_json(doc)
