@@ -3,7 +3,7 @@
 :func:`epoch_system` builds a system in which every time is an epoch (an integer batch id) and
 every checkpoint covers the epochs ``0..E``, the shape of a micro-batch engine such as Spark
 Structured Streaming: a restored span ``{0..E}`` means "resume at batch ``E + 1``"
-(:func:`resume_epoch`). :func:`rollcheck.pyimpl.spans.dataflow.build_system` derives a system from a run of
+(:func:`resume_epoch`). :func:`rollcheck.pyimpl.spans.executor.build_system` derives a system from a run of
 the example executor (sequence numbers, epochs, loops, bridges).
 
 Index conventions: chain index 0 is the empty span; chain index ``k >= 1`` is the ``k``-th
@@ -105,9 +105,9 @@ def epoch_system(processors: Mapping[str, EpochProcessor], edges: Sequence[Epoch
 
 def build_system(run: Any, failed: set[str], top_all: bool = False, phi: str = "reject") -> Any:
     """The span system of a recorded execution of the example executor when ``failed`` fail now
-    (see :func:`rollcheck.pyimpl.spans.dataflow.build_system`; returns its ``Built``: the system and the
+    (see :func:`rollcheck.pyimpl.spans.executor.build_system`; returns its ``Built``: the system and the
     span objects behind every level)."""
-    from rollcheck.pyimpl.spans.dataflow import build_system as _build
+    from rollcheck.pyimpl.spans.executor import build_system as _build
 
     return _build(run, failed, top_all=top_all, phi=phi)
 

@@ -245,7 +245,7 @@ def system_from_dict(doc: Any, *, phi: str = "reject", source: str | None = None
 
 def _from_dict(doc: Any, phi_mode: str) -> SpanSystem:
     if phi_mode not in ("reject", "normalise", "keep"):
-        raise ValueError(f"phi must be reject, normalise or keep, not {phi_mode!r}")
+        raise InvalidInputError(f"phi must be reject, normalise or keep, not {phi_mode!r}", location="phi")
     if not isinstance(doc, dict):
         raise InvalidInputError("a span system must be a JSON object", location="$")
     if doc.get("format") != FORMAT:

@@ -70,7 +70,7 @@ def _non_monotone_row() -> Row:
 
 
 def _e2e_row(ctx: VerifyContext) -> Row:
-    from rollcheck.pyimpl.spans.dataflow import EXAMPLES, Run, failure_experiment, run_to_end
+    from rollcheck.pyimpl.spans.executor import EXAMPLES, Run, failure_experiment, run_to_end
 
     seeds = range(ctx.seed, ctx.seed + (2 if ctx.quick else 8))
     points = 4 if ctx.quick else 10
@@ -110,7 +110,7 @@ def _domino_row() -> Row:
 def _downstream_sweep_row(ctx: VerifyContext) -> Row:
     """The downstream-only worklist mutant, caught by a seeded end-to-end sweep (no shrinking)."""
     from rollcheck.properties.spans_props import downstream_only_solver
-    from rollcheck.pyimpl.spans.dataflow import EXAMPLES, Run, failure_experiment, run_to_end
+    from rollcheck.pyimpl.spans.executor import EXAMPLES, Run, failure_experiment, run_to_end
 
     t0 = time.perf_counter()
     runs = 0
