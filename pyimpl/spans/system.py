@@ -211,7 +211,8 @@ def _sets(v: Any, loc: str) -> list[frozenset]:
     return [_set(x, f"{loc}[{i}]") for i, x in enumerate(v)]
 
 
-def system_from_dict(doc: Any, *, phi: str = "reject", source: str | None = None) -> SpanSystem:
+def system_from_dict(doc: Any, *, phi: str = "reject", source: str | None = None,
+                     semantic: bool = False) -> SpanSystem:
     """Validate a ``rollcheck.spans/1`` document and build the :class:`SpanSystem`.
 
     Parameters
@@ -224,6 +225,11 @@ def system_from_dict(doc: Any, *, phi: str = "reject", source: str | None = None
         maximality; :func:`rollcheck.pyimpl.spans.solve` refuses such systems).
     source : str, optional
         File name, for error messages.
+    semantic : bool
+        Also reject systems no execution can produce (``specs/spans.md#validity``): ``T_D`` that
+        shrinks along the source's chain or is not contained in ``T_D(⊤)``, and a live receiver
+        whose ⊤ misses a time it processed. The command line always checks these; abstract
+        instances built for studying the algorithm may leave them out.
 
     Raises
     ------
@@ -238,12 +244,12 @@ def system_from_dict(doc: Any, *, phi: str = "reject", source: str | None = None
     2
     """
     try:
-        return _from_dict(doc, phi)
+        return _from_dict(doc, phi, semantic)
     except InvalidInputError as e:
         raise (e.with_source(source) if source else e) from None
 
 
-def _from_dict(doc: Any, phi_mode: str) -> SpanSystem:
+def _from_dict(doc: Any, phi_mode: str, semantic: bool = False) -> SpanSystem:
     if phi_mode not in ("reject", "normalise", "keep"):
         raise InvalidInputError(f"phi must be reject, normalise or keep, not {phi_mode!r}", location="phi")
     if not isinstance(doc, dict):
@@ -303,6 +309,9 @@ def _from_dict(doc: Any, phi_mode: str) -> SpanSystem:
                 raise InvalidInputError(f"edge {name}: missing {f!r}", location=loc)
         src, dst = ed["src"], ed["dst"]
         for f, v in (("src", src), ("dst", dst)):
+            if not isinstance(v, str):
+                raise InvalidInputError(f"edge {name}: {f} must be a processor name (a string), got {v!r}"[:200],
+                                        location=f"{loc}.{f}")
             if v not in by_name:
                 raise InvalidInputError(f"edge {name}: unknown processor {v!r}", location=f"{loc}.{f}")
         ps = by_name[src]
@@ -324,6 +333,8 @@ def _from_dict(doc: Any, phi_mode: str) -> SpanSystem:
             raise InvalidInputError(f"edge {name}: discarded_top is required because source {src} is live",
                                     location=f"{loc}.discarded_top")
         processed = _set(ed["processed"], f"{loc}.processed")
+        if semantic:
+            _check_semantic(name, loc, discarded, dtop, processed, by_name[dst])
         for j in range(1, k):
             if not phis[j - 1] <= phis[j]:
                 if phi_mode == "reject":
@@ -340,6 +351,20 @@ def _from_dict(doc: Any, phi_mode: str) -> SpanSystem:
     if unknown_top:
         raise InvalidInputError(f"unknown field(s) {sorted(unknown_top)}", location="$")
     return SpanSystem(tuple(procs), tuple(edges), monotone)
+
+
+def _check_semantic(name: str, loc: str, discarded: list[frozenset], dtop: frozenset | None,
+                    processed: frozenset, pd: ProcessorSpec) -> None:
+    for x in range(1, len(discarded)):
+        if not discarded[x - 1] <= discarded[x]:
+            raise InvalidInputError(f"edge {name}: discarded[{x}] misses a time of discarded[{x - 1}] (the events "
+                                    "of a larger span send at least as much)", location=f"{loc}.discarded[{x}]")
+    if dtop is not None and not discarded[-1] <= dtop:
+        raise InvalidInputError(f"edge {name}: discarded_top misses a time of the last discarded entry",
+                                location=f"{loc}.discarded_top")
+    if pd.top is not None and not processed <= pd.top:
+        raise InvalidInputError(f"edge {name}: {pd.name} processed a time its top does not hold (a live "
+                                "processor's top holds every time it processed)", location=f"{loc}.processed")
 
 
 def system_to_dict(s: SpanSystem) -> dict[str, Any]:

@@ -1,0 +1,351 @@
+"""A ``rollcheck.spans/1`` document straight into flat need tables (the command path at scale).
+
+:func:`system_from_dict` builds frozensets of times for every chain element and every edge list,
+and :func:`compile_system` then tests subset relations level by level: fine for the properties,
+far too slow for 10^6 edges. Here the same document is validated in one pass and compiled directly
+into the flat form the bulk worklist runs on (:class:`~rollcheck.pyimpl.spans.frontier.FlatCompiled`):
+
+* per processor ``q``, a *rank* map ``time -> the least level of q whose span holds it`` (chain
+  index, or ``len(chain)`` for a time only in the concrete ⊤); spans are nested, so
+  ``t ∈ s_y(q)`` iff ``rank_q(t) <= y``;
+* C1 of ``e = (p, q)`` at sender level ``x``: ``T_D(s_x(p)) ⊆ s_y(q)`` iff
+  ``y >= max rank_q(T_D(s_x(p)))``, so ``need[x]`` is that maximum (``⊤``–``⊤`` exempt);
+* C2 at receiver level ``y``: ``T_M ∩ s_y(q) ⊆ φ(s_x(p))`` iff ``x >`` every
+  ``φrank_e(t)`` with ``t ∈ T_M``, ``rank_q(t) <= y``, where ``φrank_e(t)`` is the least chain index
+  whose φ holds ``t`` (``len(chain)``, i.e. ⊤ where φ is all times, when none does). A running
+  maximum over ``y`` gives the table.
+
+Only maps of (interned) times and small integer tables are built; no set of times per chain
+element survives the pass. The rules checked are those of :func:`system_from_dict` plus the
+semantic ones of ``specs/spans.md#validity`` (``T_D`` grows along the chain and is contained in
+``T_D(⊤)``; a live receiver's ⊤ holds every time it processed). Every error names the JSON path.
+
+References
+----------
+.. [1] I. Gog, M. Isard, M. Abadi. "Falkirk Wheel: Rollback Recovery for Dataflow Systems",
+   SoCC 2021, §3.3 (constraints, the fixed point), §4.1 (⊤ of live processors), §4.3 (the low
+   watermark), §5.5 (scalability of the monitor).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import dataclass
+from itertools import repeat
+from typing import Any
+
+import numpy as np
+from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.spans.frontier import FlatCompiled, run_bulk
+from rollcheck.pyimpl.spans.system import FORMAT, TOP
+
+__all__ = ["Tables", "compile_document", "solve_tables", "watermark_tables", "MAX_TIME_DEPTH"]
+
+MAX_TIME_DEPTH = 32  # nesting of a time written as an array (loop counters inside loops)
+_MISSING = 1 << 40  # "in no span of the processor"
+_FAST = frozenset({str, int})
+_PROC_FIELDS = frozenset({"chain", "top"})
+_EDGE_FIELDS = frozenset({"name", "src", "dst", "discarded", "discarded_top", "processed", "phi", "comment"})
+_TOP_FIELDS = frozenset({"format", "processors", "edges", "comment", "meta"})
+
+
+@dataclass
+class Tables:
+    """Compiled constraints of a span system.
+
+    ``names``: processors in document order; ``chain_len[i]``: chain length; ``live[i]``: has ⊤;
+    ``flat``: the need tables (levels ``0..chain_len-1`` for the chain, ``chain_len`` = ⊤).
+    """
+
+    names: list[str]
+    chain_len: np.ndarray
+    live: np.ndarray
+    flat: FlatCompiled
+
+    def label(self, i: int, level: int) -> int | str:
+        """Output label of ``level`` of processor ``i``: chain index or ``"top"``."""
+        return TOP if self.live[i] and level == self.chain_len[i] else int(level)
+
+
+def _key(t: Any, loc: str, depth: int = 0) -> Hashable:
+    tt = type(t)
+    if tt is str or tt is int:
+        return t
+    if tt is list:
+        if depth >= MAX_TIME_DEPTH:
+            raise InvalidInputError(f"a time is nested more than {MAX_TIME_DEPTH} arrays deep", location=loc)
+        return tuple(_key(x, loc, depth + 1) for x in t)
+    raise InvalidInputError(f"a time must be a string, an integer or an array, got {t!r}"[:200], location=loc)
+
+
+def _times(v: Any, loc: str) -> list:
+    """The hashable keys of a JSON array of times (the array itself when it holds only strings
+    and integers, the common case, checked at C speed)."""
+    if type(v) is not list:
+        raise InvalidInputError(f"expected an array of times, got {type(v).__name__}", location=loc)
+    if set(map(type, v)) <= _FAST:
+        return v
+    return [_key(t, f"{loc}[{i}]") for i, t in enumerate(v)]
+
+
+def _lists(v: Any, loc: str) -> list:
+    if type(v) is not list:
+        raise InvalidInputError(f"expected an array of arrays of times, got {type(v).__name__}", location=loc)
+    return v
+
+
+def _first_missing(sub: set, sup: set) -> Any:
+    return next(iter(sub - sup))
+
+
+def _show(t: Any) -> str:
+    return repr(list(t) if isinstance(t, tuple) else t)[:80]
+
+
+def compile_document(doc: Any, *, phi: str = "reject", source: str | None = None) -> Tables:
+    """Validate a ``rollcheck.spans/1`` document and compile its need tables.
+
+    Parameters
+    ----------
+    doc : dict
+        The parsed JSON document.
+    phi : {"reject", "normalise"}
+        Reject φ that is not monotone along the source's chain, or take running unions.
+    source : str, optional
+        File name, for error messages.
+
+    Returns
+    -------
+    Tables
+
+    Raises
+    ------
+    InvalidInputError
+        Naming the JSON path (``processors.p.chain[2]``, ``edges[3].phi[1]``) and the reason.
+
+    Examples
+    --------
+    >>> t = compile_document({"format": "rollcheck.spans/1", "processors": {
+    ...   "p": {"chain": [[], ["e1:1"], ["e1:1", "e1:2"]], "top": ["e1:1", "e1:2", "e1:3"]},
+    ...   "q": {"chain": [[], ["e2:1"]]}},
+    ...   "edges": [{"name": "e2", "src": "p", "dst": "q",
+    ...     "discarded": [[], ["e2:1"], ["e2:1", "e2:2"]], "discarded_top": ["e2:1", "e2:2", "e2:3"],
+    ...     "processed": ["e2:1", "e2:2"], "phi": [[], ["e2:1"], ["e2:1", "e2:2"]]}]})
+    >>> solve_tables(t)[0]
+    {'p': 1, 'q': 1}
+
+    References
+    ----------
+    Falkirk Wheel paper §3.3; ``specs/spans.md#validity``.
+    """
+    if phi not in ("reject", "normalise"):
+        raise InvalidInputError(f"phi must be reject or normalise, not {phi!r}", location="phi")
+    try:
+        return _compile(doc, phi == "normalise")
+    except InvalidInputError as e:
+        raise (e.with_source(source) if source else e) from None
+
+
+def _compile(doc: Any, normalise: bool) -> Tables:
+    if type(doc) is not dict:
+        raise InvalidInputError("a span system must be a JSON object", location="$")
+    if doc.get("format") != FORMAT:
+        raise InvalidInputError(f"format must be {FORMAT!r}, got {doc.get('format')!r}"[:200], location="format")
+    unknown = set(doc) - _TOP_FIELDS
+    if unknown:
+        raise InvalidInputError(f"unknown field(s) {sorted(unknown)}"[:200], location="$")
+    procs = doc.get("processors")
+    if type(procs) is not dict or not procs:
+        raise InvalidInputError("processors must be a non-empty object", location="processors")
+    names = list(procs)
+    index = {n: i for i, n in enumerate(names)}
+    n = len(names)
+    chain_len = np.zeros(n, dtype=np.int64)
+    live = np.zeros(n, dtype=bool)
+    ranks: list[dict] = []
+    for i, name in enumerate(names):
+        loc = f"processors.{name}"
+        pd = procs[name]
+        if type(pd) is not dict:
+            raise InvalidInputError("expected an object with 'chain' (and 'top' when live)", location=loc)
+        if not pd.keys() <= _PROC_FIELDS:
+            raise InvalidInputError(f"unknown field(s) {sorted(set(pd) - _PROC_FIELDS)}"[:200], location=loc)
+        if "chain" not in pd:
+            raise InvalidInputError("missing 'chain'", location=loc)
+        chain = _lists(pd["chain"], f"{loc}.chain")
+        if not chain:
+            raise InvalidInputError("the chain must start with the empty span c_0", location=f"{loc}.chain")
+        rank: dict = {}
+        prev_len = 0
+        for k, c in enumerate(chain):
+            cs = set(_times(c, f"{loc}.chain[{k}]"))
+            if k == 0:
+                if cs:
+                    raise InvalidInputError("c_0 must be the empty span", location=f"{loc}.chain[0]")
+                continue
+            kept = len(cs) - len(cs.difference(rank))  # |c_k ∩ c_{k-1}|
+            if kept != prev_len or len(cs) == prev_len:
+                why = (f"c_{k} misses time {_show(_first_missing(set(rank), cs))} of c_{k - 1}"
+                       if kept != prev_len else f"c_{k} equals c_{k - 1}")
+                raise InvalidInputError(f"processor {name}: chain is not strictly increasing ({why})",
+                                        location=f"{loc}.chain[{k}]")
+            rank.update(dict.fromkeys(cs.difference(rank), k))
+            prev_len = len(cs)
+        chain_len[i] = len(chain)
+        top = pd.get("top")
+        if top is not None:
+            ts = set(_times(top, f"{loc}.top"))
+            if len(ts) - len(ts.difference(rank)) != prev_len:
+                raise InvalidInputError(f"processor {name}: top must contain the last chain element",
+                                        location=f"{loc}.top")
+            rank.update(dict.fromkeys(ts.difference(rank), len(chain)))
+            live[i] = True
+        ranks.append(rank)
+    edges = doc.get("edges", [])
+    if type(edges) is not list:
+        raise InvalidInputError("edges must be an array", location="edges")
+    top = np.where(live, chain_len, chain_len - 1)
+    L = int(top.max()) + 1
+    dtype = np.uint8 if L < 250 else np.uint16 if L < 65000 else np.uint32
+    none = np.iinfo(dtype).max
+    E = len(edges)
+    need = np.zeros((2 * E, L), dtype=dtype)
+    src_i = np.zeros(E, dtype=np.int64)
+    dst_i = np.zeros(E, dtype=np.int64)
+    seen: set[str] = set()
+    for j, ed in enumerate(edges):
+        loc = f"edges[{j}]"
+        if type(ed) is not dict:
+            raise InvalidInputError("expected an edge object", location=loc)
+        if not ed.keys() <= _EDGE_FIELDS:
+            raise InvalidInputError(f"unknown field(s) {sorted(set(ed) - _EDGE_FIELDS)}"[:200], location=loc)
+        ename = ed.get("name", f"e{j}")
+        if type(ename) is not str:
+            raise InvalidInputError("edge name must be a string", location=f"{loc}.name")
+        if ename in seen:
+            raise InvalidInputError(f"duplicate edge name {ename!r}", location=f"{loc}.name")
+        seen.add(ename)
+        for f in ("src", "dst", "discarded", "processed", "phi"):
+            if f not in ed:
+                raise InvalidInputError(f"edge {ename}: missing {f!r}", location=loc)
+        ends = []
+        for f in ("src", "dst"):
+            v = ed[f]
+            if type(v) is not str:
+                raise InvalidInputError(f"edge {ename}: {f} must be a processor name (a string), got {v!r}"[:200],
+                                        location=f"{loc}.{f}")
+            if v not in index:
+                raise InvalidInputError(f"edge {ename}: unknown processor {v!r}"[:200], location=f"{loc}.{f}")
+            ends.append(index[v])
+        a, b = ends
+        src_i[j], dst_i[j] = a, b
+        ka, kb = int(chain_len[a]), int(chain_len[b])
+        live_a, live_b = bool(live[a]), bool(live[b])
+        top_a, top_b = int(top[a]), int(top[b])
+        rb = ranks[b]
+        disc = _lists(ed["discarded"], f"{loc}.discarded")
+        phis = _lists(ed["phi"], f"{loc}.phi")
+        for f, lst in (("discarded", disc), ("phi", phis)):
+            if len(lst) != ka:
+                raise InvalidInputError(f"edge {ename}: {f} has {len(lst)} entries but source "
+                                        f"{names[a]}'s chain has {ka}", location=f"{loc}.{f}")
+        # C1, owned by a: need1[x] = max rank_b over T_D(s_x(a))
+        n1 = need[j]
+        prev: set = set()
+        for x, d in enumerate(disc):
+            dl = _times(d, f"{loc}.discarded[{x}]")
+            ds = set(dl)
+            if x == 0 and ds:
+                raise InvalidInputError(f"edge {ename}: T_D(c_0) must be empty (nothing is sent before any "
+                                        "event)", location=f"{loc}.discarded[0]")
+            if not prev <= ds:
+                raise InvalidInputError(
+                    f"edge {ename}: discarded[{x}] misses time {_show(_first_missing(prev, ds))} of "
+                    f"discarded[{x - 1}] (the events of a larger span send at least as much)",
+                    location=f"{loc}.discarded[{x}]")
+            m = max(map(rb.get, ds, repeat(_MISSING)), default=0)
+            n1[x] = m if m <= top_b else none
+            prev = ds
+        dt = ed.get("discarded_top")
+        if dt is not None:
+            ds = set(_times(dt, f"{loc}.discarded_top"))
+            if not prev <= ds:
+                raise InvalidInputError(
+                    f"edge {ename}: discarded_top misses time {_show(_first_missing(prev, ds))} of the last "
+                    "discarded entry", location=f"{loc}.discarded_top")
+            if live_a:
+                m = max(map(rb.get, ds, repeat(_MISSING)), default=0)
+                if live_b:
+                    m = min(m, kb)  # both at ⊤: C1 holds
+                n1[ka] = m if m <= top_b else none
+        elif live_a:
+            raise InvalidInputError(f"edge {ename}: discarded_top is required because source {names[a]} is live",
+                                    location=f"{loc}.discarded_top")
+        # C2, owned by b: need2[y] = max φrank over T_M ∩ s_y(b)
+        phr: dict = {}
+        plen = 0
+        for x, f in enumerate(phis):
+            fs = set(_times(f, f"{loc}.phi[{x}]"))
+            if not normalise and x > 0:
+                kept = len(fs) - len(fs.difference(phr))
+                if kept != plen:
+                    raise InvalidInputError(
+                        f"edge {ename}: phi is not monotone along {names[a]}'s chain (phi[{x - 1}] ⊄ "
+                        f"phi[{x}]); use --normalise-phi to take running unions", location=f"{loc}.phi[{x}]")
+            phr.update(dict.fromkeys(fs.difference(phr), x))
+            plen = len(phr)
+        tm = set(_times(ed["processed"], f"{loc}.processed"))
+        n2 = need[E + j]
+        if tm:
+            if live_b:
+                miss = tm.difference(rb)
+                if miss:
+                    raise InvalidInputError(
+                        f"edge {ename}: {names[b]} processed time {_show(next(iter(miss)))} but its top does not "
+                        "hold it (a live processor's top holds every time it processed)",
+                        location=f"{loc}.processed")
+            phi_top = ka if live_a else _MISSING  # φ(⊤) is all times; a failed source has no ⊤
+            best = [-1] * (top_b + 1)
+            for r, fr in zip(map(rb.get, tm, repeat(_MISSING)), map(phr.get, tm, repeat(phi_top)), strict=True):
+                if r <= top_b and fr > best[r]:
+                    best[r] = fr
+            run = 0
+            for y in range(top_b + 1):
+                if best[y] > run:
+                    run = best[y]
+                n2[y] = run if run <= top_a else none
+    flat = FlatCompiled(top.astype(np.int64), L, np.concatenate([src_i, dst_i]), np.concatenate([dst_i, src_i]),
+                        need)
+    return Tables(names, chain_len, live, flat)
+
+
+def solve_tables(t: Tables) -> tuple[dict[str, int | str], int, int]:
+    """The greatest consistent spans (labels), examinations and bulk steps.
+
+    The bulk worklist (:func:`~rollcheck.pyimpl.spans.frontier.run_bulk`) is a fair chaotic
+    iteration of the fixed-point operator, so it returns the same greatest assignment as every
+    other order (``specs/spans.md#orders``).
+    """
+    levels, exams, steps = run_bulk(t.flat)
+    lv = levels.tolist()
+    return {name: t.label(i, lv[i]) for i, name in enumerate(t.names)}, exams, steps
+
+
+def watermark_tables(t: Tables) -> dict[str, int]:
+    """The low watermark: the greatest assignment over checkpoints only (no ⊤ anywhere).
+
+    Levels below ⊤ see the same constraints with or without ⊤, so the tables are reused: every
+    processor starts at its last chain index, and a need that asks for a neighbour's ⊤ cannot be met.
+
+    References
+    ----------
+    Falkirk Wheel paper §4.3; ``specs/spans.md#watermark``.
+    """
+    f = t.flat
+    ctop = (t.chain_len - 1).astype(np.int64)
+    none = np.iinfo(f.need.dtype).max
+    need = f.need.copy()
+    need[need > ctop[f.nbr][:, None]] = none
+    wm = FlatCompiled(ctop, f.L, f.owner, f.nbr, need)
+    levels, _e, _s = run_bulk(wm)
+    return {name: int(v) for name, v in zip(t.names, levels.tolist(), strict=True)}
