@@ -29,6 +29,7 @@ References
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Hashable
 from dataclasses import dataclass
 from itertools import repeat
@@ -78,14 +79,26 @@ def _key(t: Any, loc: str, depth: int = 0) -> Hashable:
     raise InvalidInputError(f"a time must be a string, an integer or an array, got {t!r}"[:200], location=loc)
 
 
-def _times(v: Any, loc: str) -> list:
-    """The hashable keys of a JSON array of times (the array itself when it holds only strings
-    and integers, the common case, checked at C speed)."""
+def _times(v: Any, loc: str) -> set:
+    """The set of hashable keys of a JSON array of times (hashed directly when it holds only
+    strings and integers, the common case, checked at C speed)."""
     if type(v) is not list:
         raise InvalidInputError(f"expected an array of times, got {type(v).__name__}", location=loc)
     if set(map(type, v)) <= _FAST:
-        return v
-    return [_key(t, f"{loc}[{i}]") for i, t in enumerate(v)]
+        return set(v)
+    return {_key(t, f"{loc}[{i}]") for i, t in enumerate(v)}
+
+
+def _times_plain(v: Any, loc: str) -> set:
+    """:func:`_times` for a document known to hold no ``true``, ``false``, ``null`` or float
+    (see ``plain`` of :func:`compile_document`): every scalar is a string or an integer, so
+    hashing the array is the whole check; an array of arrays (unhashable) takes the slow path."""
+    if type(v) is not list:
+        raise InvalidInputError(f"expected an array of times, got {type(v).__name__}", location=loc)
+    try:
+        return set(v)
+    except TypeError:
+        return _times(v, loc)
 
 
 def _lists(v: Any, loc: str) -> list:
@@ -102,7 +115,7 @@ def _show(t: Any) -> str:
     return repr(list(t) if isinstance(t, tuple) else t)[:80]
 
 
-def compile_document(doc: Any, *, phi: str = "reject", source: str | None = None) -> Tables:
+def compile_document(doc: Any, *, phi: str = "reject", source: str | None = None, plain: bool = False) -> Tables:
     """Validate a ``rollcheck.spans/1`` document and compile its need tables.
 
     Parameters
@@ -113,6 +126,10 @@ def compile_document(doc: Any, *, phi: str = "reject", source: str | None = None
         Reject φ that is not monotone along the source's chain, or take running unions.
     source : str, optional
         File name, for error messages.
+    plain : bool
+        The caller guarantees that no scalar in ``doc`` is a boolean, ``null`` or a float (e.g. the
+        file's text holds none of ``true``, ``false``, ``null`` and floats were refused while
+        parsing): the per-time type checks are then skipped.
 
     Returns
     -------
@@ -141,12 +158,12 @@ def compile_document(doc: Any, *, phi: str = "reject", source: str | None = None
     if phi not in ("reject", "normalise"):
         raise InvalidInputError(f"phi must be reject or normalise, not {phi!r}", location="phi")
     try:
-        return _compile(doc, phi == "normalise")
+        return _compile(doc, phi == "normalise", _times_plain if plain else _times)
     except InvalidInputError as e:
         raise (e.with_source(source) if source else e) from None
 
 
-def _compile(doc: Any, normalise: bool) -> Tables:
+def _compile(doc: Any, normalise: bool, _times: Any) -> Tables:
     if type(doc) is not dict:
         raise InvalidInputError("a span system must be a JSON object", location="$")
     if doc.get("format") != FORMAT:
@@ -160,8 +177,8 @@ def _compile(doc: Any, normalise: bool) -> Tables:
     names = list(procs)
     index = {n: i for i, n in enumerate(names)}
     n = len(names)
-    chain_len = np.zeros(n, dtype=np.int64)
-    live = np.zeros(n, dtype=bool)
+    chain_len = [0] * n
+    live = [False] * n
     ranks: list[dict] = []
     for i, name in enumerate(names):
         loc = f"processors.{name}"
@@ -178,7 +195,7 @@ def _compile(doc: Any, normalise: bool) -> Tables:
         rank: dict = {}
         prev_len = 0
         for k, c in enumerate(chain):
-            cs = set(_times(c, f"{loc}.chain[{k}]"))
+            cs = _times(c, f"{loc}.chain[{k}]")
             if k == 0:
                 if cs:
                     raise InvalidInputError("c_0 must be the empty span", location=f"{loc}.chain[0]")
@@ -194,7 +211,7 @@ def _compile(doc: Any, normalise: bool) -> Tables:
         chain_len[i] = len(chain)
         top = pd.get("top")
         if top is not None:
-            ts = set(_times(top, f"{loc}.top"))
+            ts = _times(top, f"{loc}.top")
             if len(ts) - len(ts.difference(rank)) != prev_len:
                 raise InvalidInputError(f"processor {name}: top must contain the last chain element",
                                         location=f"{loc}.top")
@@ -204,14 +221,14 @@ def _compile(doc: Any, normalise: bool) -> Tables:
     edges = doc.get("edges", [])
     if type(edges) is not list:
         raise InvalidInputError("edges must be an array", location="edges")
-    top = np.where(live, chain_len, chain_len - 1)
-    L = int(top.max()) + 1
-    dtype = np.uint8 if L < 250 else np.uint16 if L < 65000 else np.uint32
-    none = np.iinfo(dtype).max
+    top = [k if lv else k - 1 for k, lv in zip(chain_len, live, strict=True)]
+    L = max(top) + 1
+    code, dtype = ("B", np.uint8) if L < 250 else ("H", np.uint16) if L < 65000 else ("I", np.uint32)
+    none = int(np.iinfo(dtype).max)
     E = len(edges)
-    need = np.zeros((2 * E, L), dtype=dtype)
-    src_i = np.zeros(E, dtype=np.int64)
-    dst_i = np.zeros(E, dtype=np.int64)
+    need = array(code, bytes(array(code).itemsize * 2 * E * L))  # row c at [c*L, (c+1)*L)
+    src_i = [0] * E
+    dst_i = [0] * E
     seen: set[str] = set()
     for j, ed in enumerate(edges):
         loc = f"edges[{j}]"
@@ -239,9 +256,9 @@ def _compile(doc: Any, normalise: bool) -> Tables:
             ends.append(index[v])
         a, b = ends
         src_i[j], dst_i[j] = a, b
-        ka, kb = int(chain_len[a]), int(chain_len[b])
-        live_a, live_b = bool(live[a]), bool(live[b])
-        top_a, top_b = int(top[a]), int(top[b])
+        ka, kb = chain_len[a], chain_len[b]
+        live_a, live_b = live[a], live[b]
+        top_a, top_b = top[a], top[b]
         rb = ranks[b]
         disc = _lists(ed["discarded"], f"{loc}.discarded")
         phis = _lists(ed["phi"], f"{loc}.phi")
@@ -250,11 +267,10 @@ def _compile(doc: Any, normalise: bool) -> Tables:
                 raise InvalidInputError(f"edge {ename}: {f} has {len(lst)} entries but source "
                                         f"{names[a]}'s chain has {ka}", location=f"{loc}.{f}")
         # C1, owned by a: need1[x] = max rank_b over T_D(s_x(a))
-        n1 = need[j]
+        r1 = j * L
         prev: set = set()
         for x, d in enumerate(disc):
-            dl = _times(d, f"{loc}.discarded[{x}]")
-            ds = set(dl)
+            ds = _times(d, f"{loc}.discarded[{x}]")
             if x == 0 and ds:
                 raise InvalidInputError(f"edge {ename}: T_D(c_0) must be empty (nothing is sent before any "
                                         "event)", location=f"{loc}.discarded[0]")
@@ -264,11 +280,11 @@ def _compile(doc: Any, normalise: bool) -> Tables:
                     f"discarded[{x - 1}] (the events of a larger span send at least as much)",
                     location=f"{loc}.discarded[{x}]")
             m = max(map(rb.get, ds, repeat(_MISSING)), default=0)
-            n1[x] = m if m <= top_b else none
+            need[r1 + x] = m if m <= top_b else none
             prev = ds
         dt = ed.get("discarded_top")
         if dt is not None:
-            ds = set(_times(dt, f"{loc}.discarded_top"))
+            ds = _times(dt, f"{loc}.discarded_top")
             if not prev <= ds:
                 raise InvalidInputError(
                     f"edge {ename}: discarded_top misses time {_show(_first_missing(prev, ds))} of the last "
@@ -277,7 +293,7 @@ def _compile(doc: Any, normalise: bool) -> Tables:
                 m = max(map(rb.get, ds, repeat(_MISSING)), default=0)
                 if live_b:
                     m = min(m, kb)  # both at ⊤: C1 holds
-                n1[ka] = m if m <= top_b else none
+                need[r1 + ka] = m if m <= top_b else none
         elif live_a:
             raise InvalidInputError(f"edge {ename}: discarded_top is required because source {names[a]} is live",
                                     location=f"{loc}.discarded_top")
@@ -285,7 +301,7 @@ def _compile(doc: Any, normalise: bool) -> Tables:
         phr: dict = {}
         plen = 0
         for x, f in enumerate(phis):
-            fs = set(_times(f, f"{loc}.phi[{x}]"))
+            fs = _times(f, f"{loc}.phi[{x}]")
             if not normalise and x > 0:
                 kept = len(fs) - len(fs.difference(phr))
                 if kept != plen:
@@ -294,8 +310,8 @@ def _compile(doc: Any, normalise: bool) -> Tables:
                         f"phi[{x}]); use --normalise-phi to take running unions", location=f"{loc}.phi[{x}]")
             phr.update(dict.fromkeys(fs.difference(phr), x))
             plen = len(phr)
-        tm = set(_times(ed["processed"], f"{loc}.processed"))
-        n2 = need[E + j]
+        tm = _times(ed["processed"], f"{loc}.processed")
+        r2 = (E + j) * L
         if tm:
             if live_b:
                 miss = tm.difference(rb)
@@ -313,10 +329,12 @@ def _compile(doc: Any, normalise: bool) -> Tables:
             for y in range(top_b + 1):
                 if best[y] > run:
                     run = best[y]
-                n2[y] = run if run <= top_a else none
-    flat = FlatCompiled(top.astype(np.int64), L, np.concatenate([src_i, dst_i]), np.concatenate([dst_i, src_i]),
-                        need)
-    return Tables(names, chain_len, live, flat)
+                need[r2 + y] = run if run <= top_a else none
+    owner = np.array(src_i + dst_i, dtype=np.int64)
+    nbr = np.array(dst_i + src_i, dtype=np.int64)
+    need_np = np.frombuffer(need, dtype=dtype).reshape(2 * E, L)
+    flat = FlatCompiled(np.array(top, dtype=np.int64), L, owner, nbr, need_np)
+    return Tables(names, np.array(chain_len, dtype=np.int64), np.array(live, dtype=bool), flat)
 
 
 def solve_tables(t: Tables) -> tuple[dict[str, int | str], int, int]:

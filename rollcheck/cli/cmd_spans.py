@@ -10,6 +10,7 @@ reference solver on explicit sets instead.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import sys
 from pathlib import Path
@@ -39,8 +40,22 @@ def register(sub: Any) -> None:
                    help="write the expanded rollcheck.spans/1 system to OUT")
 
 
-def read_json(path: str) -> Any:
-    """Parse a JSON file; every failure is an :class:`InvalidInputError` naming the file."""
+class _Float(str):
+    """A JSON number with a fraction or exponent: never a valid time (unhashable, so the fast
+    path hands it to the per-time checks, which reject it naming its place)."""
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return str.__str__(self)
+
+
+def read_json(path: str) -> tuple[Any, bool]:
+    """Parse a JSON file; every failure is an :class:`InvalidInputError` naming the file.
+
+    Returns the document and whether it is *plain*: its text has no ``true``, ``false`` or
+    ``null`` (floats are parsed as unhashable markers), so every scalar is a string or an integer.
+    """
     try:
         data = Path(path).read_bytes()
     except OSError as e:
@@ -50,13 +65,15 @@ def read_json(path: str) -> Any:
     except UnicodeDecodeError as e:
         raise InvalidInputError(f"not UTF-8 text (byte {e.start})", source=path) from None
     try:
-        return json.loads(text)
+        doc = json.loads(text, parse_float=_Float)
     except json.JSONDecodeError as e:
         raise InvalidInputError(f"not JSON: {e.msg}", source=path, location=f"line {e.lineno}") from None
     except RecursionError:
         raise InvalidInputError("JSON nested too deeply", source=path) from None
     except ValueError as e:  # e.g. an integer with too many digits
         raise InvalidInputError(f"not JSON: {e}"[:200], source=path) from None
+    plain = not any(tok in data for tok in (b"true", b"false", b"null"))
+    return doc, plain
 
 
 def _text(name: str) -> str:
@@ -65,23 +82,32 @@ def _text(name: str) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
-    doc = read_json(args.system)
+    # millions of small containers: the cyclic collector would rescan them all many times
+    gc.disable()
+    try:
+        return _dispatch(args)
+    finally:
+        gc.enable()
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    doc, plain = read_json(args.system)
     fmt = doc.get("format") if isinstance(doc, dict) else None
     if fmt not in FORMATS:
         raise InvalidInputError(f"format must be one of {list(FORMATS)}, got {fmt!r}"[:200],
                                 source=args.system, location="format")
     if fmt == "rollcheck.dataflow/1":
         return _run_dataflow(args, doc)
-    return _run_system(args, doc)
+    return _run_system(args, doc, plain)
 
 
-def _run_system(args: argparse.Namespace, doc: Any) -> int:
+def _run_system(args: argparse.Namespace, doc: Any, plain: bool) -> int:
     phi = "normalise" if args.normalise_phi else "reject"
     out: dict[str, Any] = {}
     if args.order is None and not args.emit_system:
         from rollcheck.pyimpl.spans.tables import compile_document, solve_tables, watermark_tables
 
-        t = compile_document(doc, phi=phi, source=args.system)
+        t = compile_document(doc, phi=phi, source=args.system, plain=plain)
         del doc
         spans, exams, steps = solve_tables(t)
         out["spans"] = spans
