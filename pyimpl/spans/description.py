@@ -43,7 +43,14 @@ from typing import Any
 
 from rollcheck.pyimpl.errors import InternalError, InvalidInputError
 from rollcheck.pyimpl.spans.fixpoint import solve_levels
-from rollcheck.pyimpl.spans.system import TOP, EdgeSpec, ProcessorSpec, SpanSystem, system_to_dict
+from rollcheck.pyimpl.spans.system import (
+    TOP,
+    EdgeSpec,
+    ProcessorSpec,
+    SpanSystem,
+    system_to_dict,
+    validate_schema,
+)
 from rollcheck.pyimpl.spans.watermark import low_watermark
 
 __all__ = ["FORMAT", "MAX_LOOPS", "Checkpoint", "Proc", "Message", "Channel", "Description",
@@ -168,7 +175,9 @@ def description_from_dict(doc: Any, *, source: str | None = None) -> Description
     [0, 1]
     """
     try:
-        return _description(doc)
+        d = _description(doc)
+        validate_schema(doc, "dataflow")  # anything the checks above let through
+        return d
     except InvalidInputError as e:
         raise (e.with_source(source) if source else e) from None
 
@@ -261,6 +270,8 @@ def _description(doc: Any) -> Description:
     for i, f in enumerate(failed_doc):
         if type(f) is not str or f not in procs:
             raise InvalidInputError(f"unknown processor {json.dumps(f)[:60]}", location=f"failed[{i}]")
+        if f in failed:
+            raise InvalidInputError(f"processor {f} is listed twice", location=f"failed[{i}]")
         failed.add(f)
     inflight: dict[str, list[tuple[Time, str]]] = {p: [] for p in procs}
     for ch in edges:

@@ -43,6 +43,7 @@ __all__ = [
     "load_system",
     "time_from_json",
     "time_to_json",
+    "validate_schema",
 ]
 
 FORMAT = "rollcheck.spans/1"
@@ -403,3 +404,34 @@ def load_system(path: str | Path, *, phi: str = "reject") -> SpanSystem:
     except json.JSONDecodeError as e:
         raise InvalidInputError(f"not JSON: {e.msg}", source=str(path), location=f"line {e.lineno}") from None
     return system_from_dict(doc, phi=phi, source=str(path))
+
+
+def validate_schema(doc: Any, schema: str = "spans", source: str | None = None) -> None:
+    """Check ``doc`` against the JSON Schema ``<schema>.schema.json`` shipped in
+    ``rollcheck.pyimpl.schemas`` (``spans`` or ``dataflow``) with jsonschema.
+
+    Raises
+    ------
+    InvalidInputError
+        Naming the JSON path of the first error.
+
+    Examples
+    --------
+    >>> validate_schema({"format": "rollcheck.spans/1", "processors": {"p": {"chain": [[]]}}})
+    >>> validate_schema({"format": "rollcheck.spans/1", "processors": {"p": {"chain": [[1.5]]}}})
+    Traceback (most recent call last):
+    ...
+    rollcheck.pyimpl.errors.InvalidInputError: processors.p.chain[0][0]: schema: 1.5 is not valid under any of the given schemas
+    """
+    from importlib.resources import files
+
+    import jsonschema
+
+    if schema not in ("spans", "dataflow"):
+        raise InvalidInputError(f"unknown schema {schema!r}", location="schema")
+    text = (files("rollcheck.pyimpl.schemas") / f"{schema}.schema.json").read_text(encoding="utf-8")
+    validator = jsonschema.Draft202012Validator(json.loads(text))
+    err = min(validator.iter_errors(doc), key=lambda e: [str(p) for p in e.absolute_path], default=None)
+    if err is not None:
+        loc = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.absolute_path).lstrip(".")
+        raise InvalidInputError(f"schema: {err.message}"[:300], source=source, location=loc or None)

@@ -36,6 +36,9 @@ def register(sub: Any) -> None:
     p.add_argument("--stats", action="store_true", help="add examinations/decreases to the output")
     p.add_argument("--watermark", action="store_true",
                    help="also print the low watermark (always printed for a dataflow description)")
+    p.add_argument("--strict", action="store_true",
+                   help="also validate a rollcheck.spans/1 file against its JSON Schema with jsonschema (slow on "
+                   "large files; a dataflow description is always checked against its schema)")
     p.add_argument("--emit-system", metavar="OUT", default=None,
                    help="write the expanded rollcheck.spans/1 system to OUT")
 
@@ -104,6 +107,10 @@ def _dispatch(args: argparse.Namespace) -> int:
 def _run_system(args: argparse.Namespace, doc: Any, plain: bool) -> int:
     phi = "normalise" if args.normalise_phi else "reject"
     out: dict[str, Any] = {}
+    if args.strict:
+        from rollcheck.pyimpl.spans.system import validate_schema
+
+        validate_schema(doc, "spans", source=args.system)
     if args.order is None and not args.emit_system:
         from rollcheck.pyimpl.spans.tables import compile_document, solve_tables, watermark_tables
 
