@@ -62,7 +62,7 @@ def time_from_json(v: Any, location: str) -> Time:
         raise InvalidInputError(f"a time must be a string, an integer or an array, got {v!r}", location=location)
     if isinstance(v, list):
         return tuple(time_from_json(x, location) for x in v)
-    if isinstance(v, str | int):
+    if type(v) is str or type(v) is int:  # exactly: no bool, no number parsed as a marker
         return v
     raise InvalidInputError(f"a time must be a string, an integer or an array, got {v!r}", location=location)
 
