@@ -352,3 +352,44 @@ def test_description_of_a_recording_matches_the_executor(name: str, seed: int, s
     assert solve(mine) == solve(ref)
     assert low_watermark(mine) == low_watermark(ref)
     run_to_end(r)  # the recording stays a valid run
+
+
+# -- docs/spans.md shows real files and real output ------------------------------------------------
+
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "spans.md"
+
+
+def _blocks() -> list[list[str]]:
+    out, cur = [], None
+    for line in DOCS.read_text(encoding="utf-8").splitlines():
+        if line.startswith("```"):
+            if cur is None:
+                cur = []
+            else:
+                out.append(cur)
+                cur = None
+        elif cur is not None:
+            cur.append(line)
+    return out
+
+
+def test_docs_commands_print_what_the_docs_show(monkeypatch: pytest.MonkeyPatch,
+                                                capsys: pytest.CaptureFixture) -> None:
+    monkeypatch.chdir(DOCS.parent.parent)
+    shown = [b for b in _blocks() if b and b[0].startswith("$ rollcheck spans ")]
+    assert len(shown) >= 4
+    for b in shown:
+        args = b[0][len("$ rollcheck "):].split()
+        rc, out, err = _run(capsys, *args)
+        if "--json" in args:
+            assert rc == 0 and json.loads(out) == json.loads("\n".join(b[1:])), b[0]
+        else:
+            assert (out + err).splitlines() == b[1:], b[0]
+
+
+def test_docs_example_description_is_the_shipped_file(capsys: pytest.CaptureFixture) -> None:
+    blocks = [b for b in _blocks() if b and b[0].startswith("{")]
+    desc = json.loads("\n".join(blocks[0]))
+    assert desc == {k: v for k, v in EPOCHS.items() if k != "comment"}
+    rc, out, _ = _run(capsys, "spans", str(EXAMPLES / "dataflow-epochs.json"), "--json")
+    assert rc == 0 and json.loads("\n".join(blocks[1])) == json.loads(out)

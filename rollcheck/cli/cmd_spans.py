@@ -168,7 +168,8 @@ def _print(args: argparse.Namespace, out: dict[str, Any]) -> None:
         line = f"{_text(name)}: {v}"
         if procs:
             p = procs[name]
-            line += f"  ({p['restore']})"
+            if p["restore"] != "top":
+                line += f"  (restore {p['restore']})"
             if p.get("discard"):
                 line += f"; discard {json.dumps(p['discard'])}"
             for e, ts in p.get("replay", {}).items():
