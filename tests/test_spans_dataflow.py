@@ -15,7 +15,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from rollcheck.pyimpl.spans import low_watermark, solve, system_from_dict, system_to_dict
+from rollcheck.pyimpl.spans import low_watermark, solve, system_from_dict, system_to_dict, tables
+from rollcheck.pyimpl.spans.builder import random_epoch_document
 from rollcheck.pyimpl.spans.description import analyse, description_from_dict, span_system
 from rollcheck.pyimpl.spans.executor import Edge, example, run_to_end
 from rollcheck.pyimpl.spans.executor.recording import build_system
@@ -250,34 +251,6 @@ def test_strict_schema(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
 
 # -- the command path equals the reference solver -------------------------------------------------
 
-def _epoch_doc(rng: random.Random, n: int, m: int, K: int = 3) -> dict:
-    """A random span system over epochs (times 0..7), as the benchmark writes at scale."""
-    ck = [sorted(rng.sample(range(7), rng.randint(0, K))) for _ in range(n)]
-    done = [(c[-1] if c else 0) + rng.randrange(0, 3) for c in ck]
-    dead = [rng.random() < 0.3 for _ in range(n)]
-    procs = {}
-    for p in range(n):
-        d: dict = {"chain": [[]] + [list(range(e + 1)) for e in ck[p]]}
-        if not dead[p]:
-            d["top"] = list(range(max(done[p], ck[p][-1] if ck[p] else 0) + 1))
-        procs[f"p{p}"] = d
-    edges = []
-    for j in range(m):
-        a, b = rng.randrange(n), rng.randrange(n)
-        sent = done[a]
-        lg = rng.random() < 0.5
-        e: dict = {"name": f"e{j}", "src": f"p{a}", "dst": f"p{b}",
-                   "discarded": [[]] + [[] if lg else list(range(min(c, sent) + 1)) for c in ck[a]]}
-        if not dead[a]:
-            e["discarded_top"] = [] if lg else list(range(sent + 1))
-        top_b = procs[f"p{b}"].get("top")
-        upto = min(sent, len(top_b) - 1) if top_b is not None else sent
-        e["processed"] = list(range(upto + 1))
-        e["phi"] = [[]] + [list(range(min(c, sent) + 1)) for c in ck[a]]
-        edges.append(e)
-    return {"format": "rollcheck.spans/1", "processors": procs, "edges": edges}
-
-
 def _seq_doc(seed: int) -> dict:
     s = random_seq_system(40, cyclic=seed % 2 == 0, seed=seed, K=3, failed=0.2)
     return json.loads(json.dumps(system_to_dict(s.to_span_system())))
@@ -289,7 +262,7 @@ SEEDS = range(40)
 @pytest.mark.parametrize("seed", SEEDS)
 def test_command_path_equals_reference(seed: int) -> None:
     rng = random.Random(seed)
-    for doc in (_epoch_doc(rng, rng.randint(2, 12), rng.randint(0, 30)), _seq_doc(seed)):
+    for doc in (random_epoch_document(seed, rng.randint(2, 12), rng.randint(0, 30)), _seq_doc(seed)):
         s = system_from_dict(doc, semantic=True)
         t = compile_document(doc)
         assert solve_tables(t)[0] == solve(s), f"seed {seed}"
@@ -297,9 +270,25 @@ def test_command_path_equals_reference(seed: int) -> None:
         assert solve_tables(compile_document(doc, plain=True))[0] == solve(s)
 
 
+def _c2_need_without_running_max(ranks, phi_ranks, top_b):  # type: ignore[no-untyped-def]
+    """A broken C2 table: each receiver level looks only at the times of exactly that rank."""
+    best = [0] * (top_b + 1)
+    for r, f in zip(ranks, phi_ranks, strict=True):
+        if r <= top_b and f > best[r]:
+            best[r] = f
+    return best
+
+
+def test_the_comparison_catches_a_broken_c2_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tables, "_c2_need", _c2_need_without_running_max)
+    caught = [seed for seed in SEEDS
+              if solve_tables(compile_document(d := random_epoch_document(seed, 8, 20)))[0]
+              != solve(system_from_dict(d))]
+    assert caught, "the broken C2 table survived"
+
+
 def test_command_path_equals_reference_through_the_cli(tmp_path: Path) -> None:
-    rng = random.Random(7)
-    doc = _epoch_doc(rng, 30, 80)
+    doc = random_epoch_document(7, 30, 80)
     r = _subprocess("spans", _write(tmp_path, doc), "--json", "--watermark")
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)

@@ -107,6 +107,25 @@ def _lists(v: Any, loc: str) -> list:
     return v
 
 
+def _c2_need(ranks: Any, phi_ranks: Any, top_b: int) -> list[int]:
+    """C2 need per receiver level ``y = 0..top_b``: the largest φ-rank among the processed times
+    whose rank at the receiver is ``<= y`` (a running maximum; 0 when there is none).
+
+    >>> _c2_need([0, 1, 2], [3, 1, 2], 2)   # a time of rank 0 needs the sender at 3 from y = 0 on
+    [3, 3, 3]
+    """
+    best = [0] * (top_b + 1)
+    for r, f in zip(ranks, phi_ranks, strict=True):
+        if r <= top_b and f > best[r]:
+            best[r] = f
+    run = 0
+    for y in range(top_b + 1):
+        if best[y] > run:
+            run = best[y]
+        best[y] = run
+    return best
+
+
 def _first_missing(sub: set, sup: set) -> Any:
     return next(iter(sub - sup))
 
@@ -321,15 +340,9 @@ def _compile(doc: Any, normalise: bool, _times: Any) -> Tables:
                         "hold it (a live processor's top holds every time it processed)",
                         location=f"{loc}.processed")
             phi_top = ka if live_a else _MISSING  # φ(⊤) is all times; a failed source has no ⊤
-            best = [-1] * (top_b + 1)
-            for r, fr in zip(map(rb.get, tm, repeat(_MISSING)), map(phr.get, tm, repeat(phi_top)), strict=True):
-                if r <= top_b and fr > best[r]:
-                    best[r] = fr
-            run = 0
-            for y in range(top_b + 1):
-                if best[y] > run:
-                    run = best[y]
-                need[r2 + y] = run if run <= top_a else none
+            row = _c2_need(map(rb.get, tm, repeat(_MISSING)), map(phr.get, tm, repeat(phi_top)), top_b)
+            for y, v in enumerate(row):
+                need[r2 + y] = v if v <= top_a else none
     owner = np.array(src_i + dst_i, dtype=np.int64)
     nbr = np.array(dst_i + src_i, dtype=np.int64)
     need_np = np.frombuffer(need, dtype=dtype).reshape(2 * E, L)
