@@ -392,18 +392,25 @@ def system_to_dict(s: SpanSystem) -> dict[str, Any]:
     return {"format": FORMAT, "processors": procs, "edges": edges}
 
 
-def load_system(path: str | Path, *, phi: str = "reject") -> SpanSystem:
-    """Read and validate a ``rollcheck.spans/1`` file (see :func:`system_from_dict`)."""
+def load_system(path: str | Path, *, phi: str = "reject", semantic: bool = True) -> SpanSystem:
+    """Read and validate a ``rollcheck.spans/1`` file (see :func:`system_from_dict`; a file is
+    checked against the semantic rules too unless ``semantic=False``)."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_bytes().decode("utf-8")
     except OSError as e:
         raise InvalidInputError(f"cannot read: {e.strerror}", source=str(path)) from None
+    except UnicodeDecodeError as e:
+        raise InvalidInputError(f"not UTF-8 text (byte {e.start})", source=str(path)) from None
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as e:
         raise InvalidInputError(f"not JSON: {e.msg}", source=str(path), location=f"line {e.lineno}") from None
-    return system_from_dict(doc, phi=phi, source=str(path))
+    except RecursionError:
+        raise InvalidInputError("JSON nested too deeply", source=str(path)) from None
+    except ValueError as e:  # e.g. an integer with too many digits
+        raise InvalidInputError(f"not JSON: {e}"[:200], source=str(path)) from None
+    return system_from_dict(doc, phi=phi, source=str(path), semantic=semantic)
 
 
 def validate_schema(doc: Any, schema: str = "spans", source: str | None = None) -> None:
