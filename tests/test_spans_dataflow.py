@@ -256,7 +256,7 @@ def _seq_doc(seed: int) -> dict:
     return json.loads(json.dumps(system_to_dict(s.to_span_system())))
 
 
-SEEDS = range(40)
+SEEDS = range(24)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -281,10 +281,10 @@ def _c2_need_without_running_max(ranks, phi_ranks, top_b):  # type: ignore[no-un
 
 def test_the_comparison_catches_a_broken_c2_table(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(tables, "_c2_need", _c2_need_without_running_max)
-    caught = [seed for seed in SEEDS
-              if solve_tables(compile_document(d := random_epoch_document(seed, 8, 20)))[0]
-              != solve(system_from_dict(d))]
-    assert caught, "the broken C2 table survived"
+    caught = next((seed for seed in range(200)
+                   if solve_tables(compile_document(d := random_epoch_document(seed, 8, 20)))[0]
+                   != solve(system_from_dict(d))), None)
+    assert caught is not None, "the broken C2 table survived 200 seeded systems"
 
 
 def test_command_path_equals_reference_through_the_cli(tmp_path: Path) -> None:
