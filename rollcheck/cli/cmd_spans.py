@@ -53,6 +53,9 @@ class _Float(str):
         return str.__str__(self)
 
 
+_Float.__name__ = "float"  # what error messages call its type
+
+
 def read_json(path: str) -> tuple[Any, bool]:
     """Parse a JSON file; every failure is an :class:`InvalidInputError` naming the file.
 
