@@ -240,6 +240,10 @@ def test_lone_surrogate_names_print(tmp_path: Path) -> None:
     r = _subprocess("spans", str(p))
     assert r.returncode == 0, r.stderr
     assert "\\ud800: 1" in r.stdout
+    p.write_text(json.dumps(EPOCHS).replace('"agg"', '"\\udc80"'))
+    r = _subprocess("spans", str(p))
+    assert r.returncode == 0, r.stderr
+    assert "\\udc80: 1  (restore processors.\\udc80.checkpoints" in r.stdout
 
 
 def test_strict_schema(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

@@ -181,9 +181,9 @@ def _print(args: argparse.Namespace, out: dict[str, Any]) -> None:
                 line += f"; resume at epoch {p['resume_epoch']}"
         if name in wm:
             line += f"  [watermark {wm[name]}]"
-        w(line + "\n")
+        w(_text(line) + "\n")
     for k in ("acknowledge", "release"):
         for name, ts in out.get(k, {}).items():
-            w(f"{k} {_text(name)}: {json.dumps(ts)}\n")
+            w(_text(f"{k} {name}: {json.dumps(ts)}") + "\n")
     if "stats" in out:
         w(f"stats: {json.dumps(out['stats'])}\n")
