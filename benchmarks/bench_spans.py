@@ -139,6 +139,8 @@ def _child(cmd: list[str]) -> tuple[float, float, float, str]:
 
 
 _LOAD = "import json, sys, time; t = time.perf_counter(); json.load(open(sys.argv[1])); print(time.perf_counter() - t)"
+_LOAD_NOGC = ("import gc, json, resource, sys; gc.disable(); json.load(open(sys.argv[1])); "
+              "r = resource.getrusage(resource.RUSAGE_SELF); print(r.ru_utime + r.ru_stime)")
 _KERNEL = ("import json, sys, time; from rollcheck.pyimpl.spans.tables import compile_document; "
            "from rollcheck.pyimpl.spans.frontier import run_bulk; "
            "t = compile_document(json.load(open(sys.argv[1]))); t0 = time.perf_counter(); run_bulk(t.flat); "
@@ -148,11 +150,13 @@ _KERNEL = ("import json, sys, time; from rollcheck.pyimpl.spans.tables import co
 def _command_path(quick: bool) -> None:
     """json.load vs ``rollcheck spans FILE --json`` vs the kernel, side by side. Ratios use CPU
     seconds (user + system of the child process: robust on a shared machine); wall seconds are
-    shown too."""
+    shown too. ``rollcheck spans`` turns the cyclic garbage collector off while it loads (millions
+    of small lists), so ``json.load`` with the collector off is shown as well."""
     sizes = [10**3, 10**4, 10**5] if quick else [10**4, 10**5, 10**6]
     print(f"\ncommand path: rollcheck.spans/1 over epochs, seed={SEED}, K=4, degree 4, 1% failed, half logged")
-    print(f"{'edges':>9}{'MB':>6} | {'json.load cpu':>13}{'wall':>7}{'GB':>6} | {'rollcheck spans cpu':>19}"
-          f"{'wall':>7}{'GB':>6} | {'kernel s':>8} | {'cli/load':>8}{'cli x/10x':>10}{'load x/10x':>11}")
+    print(f"{'edges':>9}{'MB':>6} | {'json.load cpu':>13}{'wall':>7}{'GB':>6}{'gc off cpu':>11} | "
+          f"{'rollcheck spans cpu':>19}{'wall':>7}{'GB':>6} | {'kernel s':>8} | {'cli/load':>8}{'cli/gc off':>11}"
+          f"{'cli x/10x':>10}{'load x/10x':>11}")
     py = sys.executable
     cli = str(Path(sys.executable).with_name("rollcheck"))
     prev = None
@@ -162,13 +166,15 @@ def _command_path(quick: bool) -> None:
             write_epoch_system(path, e)
             mb = path.stat().st_size / 1e6
             wl, cl, rl, _out = _child([py, "-c", _LOAD, str(path)])
+            _w, _c, _r, outg = _child([py, "-c", _LOAD_NOGC, str(path)])
+            cg = float(outg.strip())
             wc, cc, rc, out = _child([cli, "spans", str(path), "--json"])
             json.loads(out)  # exactly one JSON document
             _w, _c, _r, outk = _child([py, "-c", _KERNEL, str(path)])
             tk = float(outk.strip())
             grow = f"{cc / prev[0]:>10.1f}{cl / prev[1]:>11.1f}" if prev else f"{'-':>10}{'-':>11}"
-            print(f"{e:>9}{mb:>6.0f} | {cl:>13.2f}{wl:>7.1f}{rl:>6.2f} | {cc:>19.2f}{wc:>7.1f}{rc:>6.2f} | "
-                  f"{tk:>8.2f} | {cc / cl:>8.1f}{grow}", flush=True)
+            print(f"{e:>9}{mb:>6.0f} | {cl:>13.2f}{wl:>7.1f}{rl:>6.2f}{cg:>11.2f} | {cc:>19.2f}{wc:>7.1f}{rc:>6.2f} | "
+                  f"{tk:>8.2f} | {cc / cl:>8.1f}{cc / cg:>11.1f}{grow}", flush=True)
             prev = (cc, cl)
             path.unlink()
 
