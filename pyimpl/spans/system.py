@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.errors import InternalError, InvalidInputError
 
 __all__ = [
     "FORMAT",
@@ -103,7 +103,7 @@ class ProcessorSpec:
         """The set of times of the span at ``level`` (⊤ for ``level == len(chain)``)."""
         if level == len(self.chain):
             if self.top is None:
-                raise IndexError(f"{self.name} is failed and has no top")
+                raise InternalError(f"{self.name} is failed and has no top (level {level} asked for)")
             return self.top
         return self.chain[level]
 
