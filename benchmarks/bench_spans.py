@@ -7,14 +7,26 @@
    rollbacks stay one checkpoint deep). Times for compiling the need tables (vectorised bisect)
    and for the bulk worklist, the growth per 10x, and the plain Python worklist where affordable.
 2. A domino chain: the worklist against whole-graph rounds (the rounds are quadratic).
+3. The command path: a ``rollcheck.spans/1`` file with 10^4, 10^5, 10^6 edges (epochs as times,
+   4 checkpoints per processor, degree 4, 1% failed, half the edges logged), side by side:
+   ``json.load`` of the file, ``rollcheck spans FILE --json`` (the user-facing command, as a
+   subprocess, wall time and peak RSS), and the kernel alone (the bulk worklist on the compiled
+   tables). Ratios to ``json.load`` and growth per 10x.
 
 Seeds are fixed and printed; the same seed gives the same systems and answers.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
 import time
 from collections import Counter
+from pathlib import Path
 
 SEED = 1
 
@@ -76,12 +88,107 @@ def _domino(quick: bool) -> None:
               f"{r.examinations / w.examinations:>8.0f}", flush=True)
 
 
+def write_epoch_system(path: Path, n_edges: int, seed: int = SEED, K: int = 4, epochs: int = 8,
+                       degree: int = 4, failed: float = 0.01, logged: float = 0.5) -> int:
+    """Write a random ``rollcheck.spans/1`` system over epochs with ``n_edges`` edges; returns the
+    number of processors. Every processor checkpoints ``K`` times (epochs ``0..ck``) and has
+    processed up to some later epoch; a sender sends every epoch it processed; a receiver has
+    processed the prefix it reached; φ is the identity (an epoch fixes itself)."""
+    rng = random.Random(seed)
+    n = max(2, n_edges // degree)
+    ck = [sorted(rng.sample(range(epochs - 1), K)) for _ in range(n)]
+    done = [c[-1] + rng.randrange(0, epochs - c[-1]) for c in ck]
+    dead = [rng.random() < failed for _ in range(n)]
+    upto = [list(range(e + 1)) for e in range(epochs + 1)]
+    with open(path, "w") as f:
+        f.write('{"format": "rollcheck.spans/1", "processors": {')
+        for p in range(n):
+            d = {"chain": [[]] + [upto[e] for e in ck[p]]}
+            if not dead[p]:
+                d["top"] = upto[done[p]]
+            f.write(("," if p else "") + f'"p{p}": ' + json.dumps(d, separators=(",", ":")))
+        f.write('}, "edges": [')
+        for j in range(n_edges):
+            a, b = rng.randrange(n), rng.randrange(n)
+            sent = done[a]
+            lg = rng.random() < logged
+            e: dict = {"name": f"e{j}", "src": f"p{a}", "dst": f"p{b}",
+                       "discarded": [[]] + [[] if lg else upto[min(c, sent)] for c in ck[a]]}
+            if not dead[a]:
+                e["discarded_top"] = [] if lg else upto[sent]
+            e["processed"] = upto[min(sent, done[b])] if not dead[b] else upto[min(sent, ck[b][-1])]
+            e["phi"] = [[]] + [upto[min(c, sent)] for c in ck[a]]
+            f.write(("," if j else "") + json.dumps(e, separators=(",", ":")))
+        f.write("]}\n")
+    return n
+
+
+def _child(cmd: list[str]) -> tuple[float, float, float, str]:
+    """Run ``cmd``; (wall seconds, CPU seconds, peak RSS of the child in GB, its stdout)."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        t0 = time.perf_counter()
+        pr = subprocess.Popen(cmd, stdout=out, stderr=err, text=True)
+        _pid, status, ru = os.wait4(pr.pid, 0)
+        wall = time.perf_counter() - t0
+        pr.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        if pr.returncode != 0:
+            raise SystemExit(f"{cmd[:3]} failed with exit {pr.returncode}: {err.read().strip()[-300:]}")
+        return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1e6, out.read()
+
+
+_LOAD = "import json, sys, time; t = time.perf_counter(); json.load(open(sys.argv[1])); print(time.perf_counter() - t)"
+_LOAD_NOGC = ("import gc, json, resource, sys; gc.disable(); json.load(open(sys.argv[1])); "
+              "r = resource.getrusage(resource.RUSAGE_SELF); print(r.ru_utime + r.ru_stime)")
+_KERNEL = ("import json, sys, time; from rollcheck.pyimpl.spans.tables import compile_document; "
+           "from rollcheck.pyimpl.spans.frontier import run_bulk; "
+           "t = compile_document(json.load(open(sys.argv[1]))); t0 = time.perf_counter(); run_bulk(t.flat); "
+           "print(time.perf_counter() - t0)")
+
+
+def _command_path(quick: bool) -> None:
+    """json.load vs ``rollcheck spans FILE --json`` vs the kernel, side by side. Ratios use CPU
+    seconds (user + system of the child process: robust on a shared machine); wall seconds are
+    shown too. ``rollcheck spans`` turns the cyclic garbage collector off while it loads (millions
+    of small lists), so ``json.load`` with the collector off is shown as well."""
+    sizes = [10**3, 10**4, 10**5] if quick else [10**4, 10**5, 10**6]
+    print(f"\ncommand path: rollcheck.spans/1 over epochs, seed={SEED}, K=4, degree 4, 1% failed, half logged")
+    print(f"{'edges':>9}{'MB':>6} | {'json.load cpu':>13}{'wall':>7}{'GB':>6}{'gc off cpu':>11} | "
+          f"{'rollcheck spans cpu':>19}{'wall':>7}{'GB':>6} | {'kernel s':>8} | {'cli/load':>8}{'cli/gc off':>11}"
+          f"{'cli x/10x':>10}{'load x/10x':>11}")
+    py = sys.executable
+    cli = str(Path(sys.executable).with_name("rollcheck"))
+    prev = None
+    with tempfile.TemporaryDirectory(prefix="bench-spans-") as tmp:
+        for e in sizes:
+            path = Path(tmp) / f"spans-{e}.json"
+            write_epoch_system(path, e)
+            mb = path.stat().st_size / 1e6
+            wl, cl, rl, _out = _child([py, "-c", _LOAD, str(path)])
+            _w, _c, _r, outg = _child([py, "-c", _LOAD_NOGC, str(path)])
+            cg = float(outg.strip())
+            wc, cc, rc, out = _child([cli, "spans", str(path), "--json"])
+            json.loads(out)  # exactly one JSON document
+            _w, _c, _r, outk = _child([py, "-c", _KERNEL, str(path)])
+            tk = float(outk.strip())
+            grow = f"{cc / prev[0]:>10.1f}{cl / prev[1]:>11.1f}" if prev else f"{'-':>10}{'-':>11}"
+            print(f"{e:>9}{mb:>6.0f} | {cl:>13.2f}{wl:>7.1f}{rl:>6.2f}{cg:>11.2f} | {cc:>19.2f}{wc:>7.1f}{rc:>6.2f} | "
+                  f"{tk:>8.2f} | {cc / cl:>8.1f}{cc / cg:>11.1f}{grow}", flush=True)
+            prev = (cc, cl)
+            path.unlink()
+
+
 def main(quick: bool) -> None:
     _fixed_point(quick)
     _domino(quick)
+    _command_path(quick)
 
 
 if __name__ == "__main__":
     import sys
 
-    main("--quick" in sys.argv)
+    if "--command-only" in sys.argv:
+        _command_path("--quick" in sys.argv)
+    else:
+        main("--quick" in sys.argv)

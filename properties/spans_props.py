@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from rollcheck.properties.registry import prop
 from rollcheck.properties.spans_strategies import span_docs, truncate
 from rollcheck.pyimpl.errors import PropertyViolation
-from rollcheck.pyimpl.spans.dataflow import EXAMPLES, Run, failure_experiment, run_to_end
+from rollcheck.pyimpl.spans.executor import EXAMPLES, Run, failure_experiment, run_to_end
 from rollcheck.pyimpl.spans.fixpoint import compile_system, run_rounds, run_worklist, solve_literal
 from rollcheck.pyimpl.spans.system import SpanSystem, system_from_dict, system_to_dict
 from rollcheck.pyimpl.spans.watermark import low_watermark, update_watermark

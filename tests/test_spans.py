@@ -8,13 +8,19 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from rollcheck.properties.spans_props import brute_force, greatest_by_z3
 from rollcheck.pyimpl.errors import InvalidInputError
-from rollcheck.pyimpl.spans import TOP, load_system, solve, solve_literal, system_from_dict, system_to_dict
+from rollcheck.pyimpl.spans import (
+    TOP,
+    load_system,
+    solve,
+    solve_literal,
+    system_from_dict,
+    system_to_dict,
+)
 from rollcheck.pyimpl.spans import times as T
 from rollcheck.pyimpl.spans.builder import EpochEdge, EpochProcessor, epoch_system, resume_epoch
-from rollcheck.pyimpl.spans.dataflow import (
+from rollcheck.pyimpl.spans.executor import (
     EXAMPLES,
     Counter_,
     Dataflow,

@@ -1,11 +1,20 @@
 """Falkirk Wheel spans: logical times, span systems, the fixed point, the low watermark.
 
 Public API: :class:`SpanSystem`, :func:`load_system`, :func:`system_from_dict`, :func:`solve`,
-:func:`epoch_system`, and the end-to-end executor in :mod:`rollcheck.pyimpl.spans.dataflow`.
+:func:`epoch_system`; dataflow descriptions (``rollcheck.dataflow/1``) in
+:mod:`rollcheck.pyimpl.spans.description`; the command path (a document straight into flat need
+tables) in :mod:`rollcheck.pyimpl.spans.tables`; the end-to-end executor in
+:mod:`rollcheck.pyimpl.spans.executor`.
 See ``specs/spans.md`` and ``docs/spans.md``.
 """
 
-from rollcheck.pyimpl.spans.builder import EpochEdge, EpochProcessor, build_system, epoch_system, resume_epoch
+from rollcheck.pyimpl.spans.builder import (
+    EpochEdge,
+    EpochProcessor,
+    build_system,
+    epoch_system,
+    resume_epoch,
+)
 from rollcheck.pyimpl.spans.fixpoint import compile_system, solve, solve_levels, solve_literal
 from rollcheck.pyimpl.spans.system import (
     TOP,

@@ -3,7 +3,7 @@
 :func:`epoch_system` builds a system in which every time is an epoch (an integer batch id) and
 every checkpoint covers the epochs ``0..E``, the shape of a micro-batch engine such as Spark
 Structured Streaming: a restored span ``{0..E}`` means "resume at batch ``E + 1``"
-(:func:`resume_epoch`). :func:`rollcheck.pyimpl.spans.dataflow.build_system` derives a system from a run of
+(:func:`resume_epoch`). :func:`rollcheck.pyimpl.spans.executor.build_system` derives a system from a run of
 the example executor (sequence numbers, epochs, loops, bridges).
 
 Index conventions: chain index 0 is the empty span; chain index ``k >= 1`` is the ``k``-th
@@ -19,6 +19,7 @@ Definitions: ``specs/spans.md#epoch-systems``.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,7 +27,7 @@ from typing import Any
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.spans.system import TOP, EdgeSpec, ProcessorSpec, SpanSystem
 
-__all__ = ["EpochProcessor", "EpochEdge", "epoch_system", "resume_epoch", "build_system"]
+__all__ = ["EpochProcessor", "EpochEdge", "epoch_system", "resume_epoch", "build_system", "random_epoch_document"]
 
 
 @dataclass(frozen=True)
@@ -105,9 +106,9 @@ def epoch_system(processors: Mapping[str, EpochProcessor], edges: Sequence[Epoch
 
 def build_system(run: Any, failed: set[str], top_all: bool = False, phi: str = "reject") -> Any:
     """The span system of a recorded execution of the example executor when ``failed`` fail now
-    (see :func:`rollcheck.pyimpl.spans.dataflow.build_system`; returns its ``Built``: the system and the
+    (see :func:`rollcheck.pyimpl.spans.executor.build_system`; returns its ``Built``: the system and the
     span objects behind every level)."""
-    from rollcheck.pyimpl.spans.dataflow import build_system as _build
+    from rollcheck.pyimpl.spans.executor import build_system as _build
 
     return _build(run, failed, top_all=top_all, phi=phi)
 
@@ -120,3 +121,44 @@ def resume_epoch(s: SpanSystem, spans: Mapping[str, int | str], name: str) -> in
         return None
     c = p.chain[int(v)]
     return max(c) + 1 if c else 0
+
+
+def random_epoch_document(seed: int, n_procs: int, n_edges: int, *, checkpoints: int = 3, epochs: int = 8,
+                          failed: float = 0.3, logged: float = 0.5) -> dict[str, Any]:
+    """A random ``rollcheck.spans/1`` document over epochs that an execution could produce.
+
+    Every processor checkpoints up to ``checkpoints`` times (epochs ``0..ck``) and has processed up
+    to a later epoch (failed ones lose ⊤); a sender sends every epoch it processed, unlogged with
+    probability ``1 - logged``; a receiver processed the prefix its ⊤ reaches; φ is the identity.
+    The same ``seed`` gives the same document.
+
+    >>> d = random_epoch_document(1, 3, 4)
+    >>> d["format"], len(d["edges"])
+    ('rollcheck.spans/1', 4)
+    """
+    if n_procs < 1 or n_edges < 0 or not 0 < epochs or checkpoints >= epochs:
+        raise InvalidInputError("need n_procs >= 1, n_edges >= 0 and checkpoints < epochs", location="arguments")
+    rng = random.Random(seed)
+    ck = [sorted(rng.sample(range(epochs - 1), rng.randint(0, checkpoints))) for _ in range(n_procs)]
+    done = [(c[-1] if c else 0) + rng.randrange(0, 3) for c in ck]
+    dead = [rng.random() < failed for _ in range(n_procs)]
+    procs: dict[str, Any] = {}
+    for p in range(n_procs):
+        d: dict[str, Any] = {"chain": [[]] + [list(range(e + 1)) for e in ck[p]]}
+        if not dead[p]:
+            d["top"] = list(range(done[p] + 1))
+        procs[f"p{p}"] = d
+    edges = []
+    for j in range(n_edges):
+        a, b = rng.randrange(n_procs), rng.randrange(n_procs)
+        sent = done[a]
+        unlogged = rng.random() >= logged
+        e: dict[str, Any] = {"name": f"e{j}", "src": f"p{a}", "dst": f"p{b}",
+                             "discarded": [[]] + [list(range(min(c, sent) + 1)) if unlogged else [] for c in ck[a]]}
+        if not dead[a]:
+            e["discarded_top"] = list(range(sent + 1)) if unlogged else []
+        upto = min(sent, done[b]) if not dead[b] else sent
+        e["processed"] = list(range(upto + 1))
+        e["phi"] = [[]] + [list(range(min(c, sent) + 1)) for c in ck[a]]
+        edges.append(e)
+    return {"format": "rollcheck.spans/1", "processors": procs, "edges": edges}

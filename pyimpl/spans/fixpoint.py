@@ -169,7 +169,7 @@ def run_worklist(c: Compiled, order: str = "fifo", seed: int = 0,
                         pool.append(r)
         return SolveResult(lvl, exams, decs)
     if order not in ("fifo", "lifo"):
-        raise ValueError(f"unknown order {order!r}; use one of {ORDERS}")
+        raise InvalidInputError(f"unknown order {order!r}; use one of {ORDERS}", location="order")
     dq = deque(todo)
     pop = dq.popleft if order == "fifo" else dq.pop
     push = dq.append

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.errors import InternalError, InvalidInputError
 
 __all__ = [
     "FORMAT",
@@ -43,6 +43,7 @@ __all__ = [
     "load_system",
     "time_from_json",
     "time_to_json",
+    "validate_schema",
 ]
 
 FORMAT = "rollcheck.spans/1"
@@ -61,7 +62,7 @@ def time_from_json(v: Any, location: str) -> Time:
         raise InvalidInputError(f"a time must be a string, an integer or an array, got {v!r}", location=location)
     if isinstance(v, list):
         return tuple(time_from_json(x, location) for x in v)
-    if isinstance(v, str | int):
+    if type(v) is str or type(v) is int:  # exactly: no bool, no number parsed as a marker
         return v
     raise InvalidInputError(f"a time must be a string, an integer or an array, got {v!r}", location=location)
 
@@ -102,7 +103,7 @@ class ProcessorSpec:
         """The set of times of the span at ``level`` (⊤ for ``level == len(chain)``)."""
         if level == len(self.chain):
             if self.top is None:
-                raise IndexError(f"{self.name} is failed and has no top")
+                raise InternalError(f"{self.name} is failed and has no top (level {level} asked for)")
             return self.top
         return self.chain[level]
 
@@ -211,7 +212,8 @@ def _sets(v: Any, loc: str) -> list[frozenset]:
     return [_set(x, f"{loc}[{i}]") for i, x in enumerate(v)]
 
 
-def system_from_dict(doc: Any, *, phi: str = "reject", source: str | None = None) -> SpanSystem:
+def system_from_dict(doc: Any, *, phi: str = "reject", source: str | None = None,
+                     semantic: bool = False) -> SpanSystem:
     """Validate a ``rollcheck.spans/1`` document and build the :class:`SpanSystem`.
 
     Parameters
@@ -224,6 +226,11 @@ def system_from_dict(doc: Any, *, phi: str = "reject", source: str | None = None
         maximality; :func:`rollcheck.pyimpl.spans.solve` refuses such systems).
     source : str, optional
         File name, for error messages.
+    semantic : bool
+        Also reject systems no execution can produce (``specs/spans.md#validity``): ``T_D`` that
+        shrinks along the source's chain or is not contained in ``T_D(⊤)``, and a live receiver
+        whose ⊤ misses a time it processed. The command line always checks these; abstract
+        instances built for studying the algorithm may leave them out.
 
     Raises
     ------
@@ -238,14 +245,14 @@ def system_from_dict(doc: Any, *, phi: str = "reject", source: str | None = None
     2
     """
     try:
-        return _from_dict(doc, phi)
+        return _from_dict(doc, phi, semantic)
     except InvalidInputError as e:
         raise (e.with_source(source) if source else e) from None
 
 
-def _from_dict(doc: Any, phi_mode: str) -> SpanSystem:
+def _from_dict(doc: Any, phi_mode: str, semantic: bool = False) -> SpanSystem:
     if phi_mode not in ("reject", "normalise", "keep"):
-        raise ValueError(f"phi must be reject, normalise or keep, not {phi_mode!r}")
+        raise InvalidInputError(f"phi must be reject, normalise or keep, not {phi_mode!r}", location="phi")
     if not isinstance(doc, dict):
         raise InvalidInputError("a span system must be a JSON object", location="$")
     if doc.get("format") != FORMAT:
@@ -303,6 +310,9 @@ def _from_dict(doc: Any, phi_mode: str) -> SpanSystem:
                 raise InvalidInputError(f"edge {name}: missing {f!r}", location=loc)
         src, dst = ed["src"], ed["dst"]
         for f, v in (("src", src), ("dst", dst)):
+            if not isinstance(v, str):
+                raise InvalidInputError(f"edge {name}: {f} must be a processor name (a string), got {v!r}"[:200],
+                                        location=f"{loc}.{f}")
             if v not in by_name:
                 raise InvalidInputError(f"edge {name}: unknown processor {v!r}", location=f"{loc}.{f}")
         ps = by_name[src]
@@ -324,6 +334,8 @@ def _from_dict(doc: Any, phi_mode: str) -> SpanSystem:
             raise InvalidInputError(f"edge {name}: discarded_top is required because source {src} is live",
                                     location=f"{loc}.discarded_top")
         processed = _set(ed["processed"], f"{loc}.processed")
+        if semantic:
+            _check_semantic(name, loc, discarded, dtop, processed, by_name[dst])
         for j in range(1, k):
             if not phis[j - 1] <= phis[j]:
                 if phi_mode == "reject":
@@ -340,6 +352,20 @@ def _from_dict(doc: Any, phi_mode: str) -> SpanSystem:
     if unknown_top:
         raise InvalidInputError(f"unknown field(s) {sorted(unknown_top)}", location="$")
     return SpanSystem(tuple(procs), tuple(edges), monotone)
+
+
+def _check_semantic(name: str, loc: str, discarded: list[frozenset], dtop: frozenset | None,
+                    processed: frozenset, pd: ProcessorSpec) -> None:
+    for x in range(1, len(discarded)):
+        if not discarded[x - 1] <= discarded[x]:
+            raise InvalidInputError(f"edge {name}: discarded[{x}] misses a time of discarded[{x - 1}] (the events "
+                                    "of a larger span send at least as much)", location=f"{loc}.discarded[{x}]")
+    if dtop is not None and not discarded[-1] <= dtop:
+        raise InvalidInputError(f"edge {name}: discarded_top misses a time of the last discarded entry",
+                                location=f"{loc}.discarded_top")
+    if pd.top is not None and not processed <= pd.top:
+        raise InvalidInputError(f"edge {name}: {pd.name} processed a time its top does not hold (a live "
+                                "processor's top holds every time it processed)", location=f"{loc}.processed")
 
 
 def system_to_dict(s: SpanSystem) -> dict[str, Any]:
@@ -366,15 +392,53 @@ def system_to_dict(s: SpanSystem) -> dict[str, Any]:
     return {"format": FORMAT, "processors": procs, "edges": edges}
 
 
-def load_system(path: str | Path, *, phi: str = "reject") -> SpanSystem:
-    """Read and validate a ``rollcheck.spans/1`` file (see :func:`system_from_dict`)."""
+def load_system(path: str | Path, *, phi: str = "reject", semantic: bool = True) -> SpanSystem:
+    """Read and validate a ``rollcheck.spans/1`` file (see :func:`system_from_dict`; a file is
+    checked against the semantic rules too unless ``semantic=False``)."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_bytes().decode("utf-8")
     except OSError as e:
         raise InvalidInputError(f"cannot read: {e.strerror}", source=str(path)) from None
+    except UnicodeDecodeError as e:
+        raise InvalidInputError(f"not UTF-8 text (byte {e.start})", source=str(path)) from None
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as e:
         raise InvalidInputError(f"not JSON: {e.msg}", source=str(path), location=f"line {e.lineno}") from None
-    return system_from_dict(doc, phi=phi, source=str(path))
+    except RecursionError:
+        raise InvalidInputError("JSON nested too deeply", source=str(path)) from None
+    except ValueError as e:  # e.g. an integer with too many digits
+        raise InvalidInputError(f"not JSON: {e}"[:200], source=str(path)) from None
+    return system_from_dict(doc, phi=phi, source=str(path), semantic=semantic)
+
+
+def validate_schema(doc: Any, schema: str = "spans", source: str | None = None) -> None:
+    """Check ``doc`` against the JSON Schema ``<schema>.schema.json`` shipped in
+    ``rollcheck.pyimpl.schemas`` (``spans`` or ``dataflow``) with jsonschema.
+
+    Raises
+    ------
+    InvalidInputError
+        Naming the JSON path of the first error.
+
+    Examples
+    --------
+    >>> validate_schema({"format": "rollcheck.spans/1", "processors": {"p": {"chain": [[]]}}})
+    >>> validate_schema({"format": "rollcheck.spans/1", "processors": {"p": {"chain": [[1.5]]}}})
+    Traceback (most recent call last):
+    ...
+    rollcheck.pyimpl.errors.InvalidInputError: processors.p.chain[0][0]: schema: 1.5 is not valid under any of the given schemas
+    """
+    from importlib.resources import files
+
+    import jsonschema
+
+    if schema not in ("spans", "dataflow"):
+        raise InvalidInputError(f"unknown schema {schema!r}", location="schema")
+    text = (files("rollcheck.pyimpl.schemas") / f"{schema}.schema.json").read_text(encoding="utf-8")
+    validator = jsonschema.Draft202012Validator(json.loads(text))
+    err = min(validator.iter_errors(doc), key=lambda e: [str(p) for p in e.absolute_path], default=None)
+    if err is not None:
+        loc = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.absolute_path).lstrip(".")
+        raise InvalidInputError(f"schema: {err.message}"[:300], source=source, location=loc or None)

@@ -4,8 +4,10 @@ Rows: the contract example of ``rollcheck spans``; the Hypothesis properties (co
 greatest by brute force and by Z3, every evaluation order agrees, low watermark, end to end);
 the kept non-monotone-φ instance; exhaustive end-to-end failure sweeps of the five example
 dataflows (every processor failed at several points, exactly once against the failure-free run);
-the worklist against whole-graph rounds on a domino chain. Quick runs also run the span mutants
-here (the full run's mutation section covers them).
+the worklist against whole-graph rounds on a domino chain; the command path (a document compiled
+straight into flat tables, bulk worklist) against the reference solver on seeded generated systems;
+a dataflow description expanded, solved and checked against its expected recovery work. Quick runs
+also run the span mutants here (the full run's mutation section covers them).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ def _contract_row() -> Row:
                       "phi": [[], ["e2:1"], ["e2:1", "e2:2"]]}]}
     got = solve(system_from_dict(doc))
     ok = got == {"p": 1, "q": 1}
-    return Row(ALGO, "pyimpl", "contract example of cli-and-formats.md", "pass" if ok else "fail", 1,
+    return Row(ALGO, "pyimpl", "contract example of the rollcheck.spans/1 format", "pass" if ok else "fail", 1,
                "systems", time.perf_counter() - t0, f"spans {got}")
 
 
@@ -70,7 +72,7 @@ def _non_monotone_row() -> Row:
 
 
 def _e2e_row(ctx: VerifyContext) -> Row:
-    from rollcheck.pyimpl.spans.dataflow import EXAMPLES, Run, failure_experiment, run_to_end
+    from rollcheck.pyimpl.spans.executor import EXAMPLES, Run, failure_experiment, run_to_end
 
     seeds = range(ctx.seed, ctx.seed + (2 if ctx.quick else 8))
     points = 4 if ctx.quick else 10
@@ -95,6 +97,58 @@ def _e2e_row(ctx: VerifyContext) -> Row:
                time.perf_counter() - t0, detail or f"{rolled} runs rolled back more than the failed processor")
 
 
+def _command_path_row(ctx: VerifyContext) -> Row:
+    """Flat tables from the document = the reference solver (spans and watermark), seeded systems."""
+    import json
+
+    from rollcheck.pyimpl.spans import low_watermark, solve, system_from_dict, system_to_dict
+    from rollcheck.pyimpl.spans.builder import random_epoch_document
+    from rollcheck.pyimpl.spans.frontier import random_seq_system
+    from rollcheck.pyimpl.spans.tables import compile_document, solve_tables, watermark_tables
+
+    t0 = time.perf_counter()
+    n = 40 if ctx.profile == "ci" else 200
+    checked = 0
+    for seed in range(ctx.seed, ctx.seed + n):
+        seq = random_seq_system(40, cyclic=seed % 2 == 0, seed=seed, K=3, failed=0.2)
+        for doc in (random_epoch_document(seed, 2 + seed % 11, seed % 31),
+                    json.loads(json.dumps(system_to_dict(seq.to_span_system())))):
+            s = system_from_dict(doc, semantic=True)
+            t = compile_document(doc)
+            got, want = solve_tables(t)[0], solve(s)
+            if got != want or watermark_tables(t) != low_watermark(s):
+                return Row(ALGO, "pyimpl", "command path (flat tables) = reference solver", "fail", checked + 1,
+                           "systems", time.perf_counter() - t0, f"seed {seed}: {got} != {want}"[:300])
+            checked += 1
+    return Row(ALGO, "pyimpl", "command path (flat tables from the document) = reference solver, spans and "
+               "watermark", "pass", checked, "systems", time.perf_counter() - t0,
+               f"seeds {ctx.seed}..{ctx.seed + n - 1}, epoch and sequence-number systems")
+
+
+DATAFLOW = {
+    "format": "rollcheck.dataflow/1",
+    "processors": {"source": {"inputs": [0, 1, 2, 3, 4], "checkpoints": {"every": 2}},
+                   "agg": {"checkpoints": {"every": 2}}, "sink": {"checkpoints": [1]}},
+    "edges": [{"name": "a", "src": "source", "dst": "agg", "logged": True,
+               "sent": [[0, 0], [1, 1], [2, 2], [3, 3], [4, 4]], "delivered": 4},
+              {"name": "b", "src": "agg", "dst": "sink", "sent": [[0, 0], [1, 1], [2, 2], [3, 3]], "delivered": 3}],
+    "failed": ["agg"],
+}
+
+
+def _dataflow_row() -> Row:
+    """The worked example of docs/spans.md: spans, replay, discard, watermark, acknowledgements."""
+    from rollcheck.pyimpl.spans.description import analyse, description_from_dict
+
+    t0 = time.perf_counter()
+    a = analyse(description_from_dict(DATAFLOW))
+    ok = (a.spans == {"source": "top", "agg": 1, "sink": 1}
+          and a.processors["agg"]["replay"] == {"a": [2, 3, 4]} and a.processors["sink"]["discard"] == [2]
+          and a.watermark == {"source": 2, "agg": 1, "sink": 1} and a.acknowledge == {"source": [0, 1, 2, 3]})
+    return Row(ALGO, "pyimpl", "dataflow description (rollcheck.dataflow/1) worked example", "pass" if ok else "fail",
+               1, "descriptions", time.perf_counter() - t0, f"spans {a.spans}, watermark {a.watermark}")
+
+
 def _domino_row() -> Row:
     from rollcheck.pyimpl.spans.fixpoint import domino_chain, run_rounds, run_worklist
 
@@ -110,7 +164,7 @@ def _domino_row() -> Row:
 def _downstream_sweep_row(ctx: VerifyContext) -> Row:
     """The downstream-only worklist mutant, caught by a seeded end-to-end sweep (no shrinking)."""
     from rollcheck.properties.spans_props import downstream_only_solver
-    from rollcheck.pyimpl.spans.dataflow import EXAMPLES, Run, failure_experiment, run_to_end
+    from rollcheck.pyimpl.spans.executor import EXAMPLES, Run, failure_experiment, run_to_end
 
     t0 = time.perf_counter()
     runs = 0
@@ -147,7 +201,7 @@ def _mutant_rows(ctx: VerifyContext) -> list[Row]:
 
 
 def run(ctx: VerifyContext) -> list[Row]:
-    rows = [_contract_row(), _non_monotone_row(), _domino_row()]
+    rows = [_contract_row(), _non_monotone_row(), _domino_row(), _command_path_row(ctx), _dataflow_row()]
     rows += _property_rows()
     rows.append(_e2e_row(ctx))
     if ctx.quick:
