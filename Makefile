@@ -28,7 +28,11 @@ java:
 setup: $(STAMP) java
 
 test: setup
-	ROLLCHECK_PROFILE=$(PROFILE) $(PY) -P -m pytest -q -n $(PYTEST_WORKERS) -p no:cacheprovider tests
+	@# A fresh TMPDIR: anything the tests leave in it fails the run (tests/conftest.py).
+	@tmp=$$(mktemp -d -t rollcheck-test-XXXXXX) && \
+	TMPDIR=$$tmp ROLLCHECK_CHECK_TMPDIR=$$tmp ROLLCHECK_PROFILE=$(PROFILE) \
+	  $(PY) -P -m pytest -q -n $(PYTEST_WORKERS) -p no:cacheprovider tests; \
+	rc=$$?; rm -rf $$tmp; exit $$rc
 
 verify: setup
 	ROLLCHECK_PROFILE=verify $(VENV)/bin/rollcheck verify
