@@ -115,18 +115,18 @@ def _escaping_streams() -> Iterator[None]:
     for stream in (sys.stdout, sys.stderr):
         reconf = getattr(stream, "reconfigure", None)
         errors = getattr(stream, "errors", None)
-        if reconf is not None and errors == "strict":
+        if reconf is not None and errors in ("strict", "surrogateescape"):
             try:
                 reconf(errors="backslashreplace")
-                changed.append(stream)
+                changed.append((stream, errors))
             except (ValueError, OSError):
                 pass
     try:
         yield
     finally:
-        for stream in changed:
+        for stream, errors in changed:
             with contextlib.suppress(ValueError, OSError):
-                stream.reconfigure(errors="strict")
+                stream.reconfigure(errors=errors)
 
 
 def _input_files(args: argparse.Namespace) -> list[str]:
@@ -149,8 +149,6 @@ def _input_shaped(e: BaseException) -> str | None:
         return f"line {e.lineno} column {e.colno}: malformed JSON: {e.msg}"
     if isinstance(e, UnicodeDecodeError):
         return f"byte {e.start}: not UTF-8 text"
-    if isinstance(e, UnicodeError):
-        return f"text that cannot be encoded or decoded ({e})"
     if isinstance(e, RecursionError):
         return "input nested too deeply"
     if isinstance(e, MemoryError):
