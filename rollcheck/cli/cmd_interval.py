@@ -193,7 +193,7 @@ def _check_simulation_bounds(args: argparse.Namespace) -> None:
         check_limit(lr, MAX_LAMBDA_RESTART, "--failure-rate/--restart-cost", allow_large=big,
                     what=f"λ·R (e^{{λR}} − 1 = {math.expm1(lr):.3g} restart attempts per failure):")
         cycles = args.runs * args.horizon_failures * math.exp(lr)
-        check_limit(cycles, MAX_CYCLES, "--runs/--horizon-failures", allow_large=big,
+        check_limit(cycles, MAX_CYCLES, "--runs/--horizon-failures/--restart-cost", allow_large=big,
                     what="runs × horizon-failures × e^{λR} =")
     else:
         check_limit(args.runs * args.horizon_failures, MAX_CYCLES, "--runs/--horizon-failures",
