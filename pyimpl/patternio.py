@@ -200,7 +200,7 @@ def loads_pattern(text: str | bytes, source: str | None = None) -> Pattern:
     >>> loads_pattern('{"format": "rollcheck.pattern/1", "processes": ["a"], "events": [], "x": NaN}')
     Traceback (most recent call last):
     ...
-    rollcheck.pyimpl.errors.InvalidInputError: line 1 column 75: NaN is not a JSON number (NaN and Infinity are not allowed)
+    rollcheck.pyimpl.errors.InvalidInputError: line 1 column 74: NaN is not a JSON number (NaN and Infinity are not allowed)
     """
     return pattern_from_dict(loads_json(text, source), source)
 
