@@ -18,9 +18,10 @@ from rollcheck.cli._util import (
     check_limit,
     check_output_path,
     emit_json,
+    progress,
 )
 
-MAX_CONFIGS = 1_000  # elastic sweep --configs (about a second per pipeline)
+MAX_CONFIGS = 100  # elastic sweep --configs (each pipeline is swept at every step: ~5-15 s each)
 MAX_SEED = 2**63 - 1
 
 
@@ -233,15 +234,18 @@ def _sweep(args: argparse.Namespace) -> int:
     runs = 0
     rows: list[dict[str, Any]] = []
     bad: list[dict[str, Any]] = []
-    for i in range(args.configs):
-        cfg = random_config(args.seed * 1_000_003 + i)
-        res = failure_sweep(cfg, stride=args.stride, parallel=args.parallel)
-        runs += res.runs
-        rows.append({"ops": list(cfg.ops), "keys": cfg.keys, "scalings": len(cfg.scaling),
-                     "steps": res.failure_free_steps, "runs": res.runs, "mismatches": len(res.mismatches)})
-        if res.mismatches:
-            f = res.mismatches[0]
-            bad.append({"config": config_to_dict(cfg, f if f.step else None), "detail": res.first_difference})
+    with progress(args.configs, "sweeping pipelines") as advance:
+        for i in range(args.configs):
+            cfg = random_config(args.seed * 1_000_003 + i)
+            res = failure_sweep(cfg, stride=args.stride, parallel=args.parallel)
+            runs += res.runs
+            rows.append({"ops": list(cfg.ops), "keys": cfg.keys, "scalings": len(cfg.scaling),
+                         "steps": res.failure_free_steps, "runs": res.runs, "mismatches": len(res.mismatches)})
+            if res.mismatches:
+                f = res.mismatches[0]
+                bad.append({"config": config_to_dict(cfg, f if f.step else None),
+                            "detail": res.first_difference})
+            advance()
     if runs == 0:
         raise InconclusiveError("no pipeline was run (--configs 0)")
     out = {"seed": args.seed, "configs": rows, "runs": runs, "seconds": round(time.perf_counter() - t0, 2),
