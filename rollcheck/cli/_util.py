@@ -179,13 +179,16 @@ def progress(total: int, description: str) -> Iterator[Any]:
         yield lambda n=1: bar.advance(task, n)
 
 
-def parse_checkpoint_ref(p: Pattern, ref: str, flag: str) -> tuple[int, int]:
-    """Parse ``P0:1`` into (process index, checkpoint index), validating both against ``p``."""
+def parse_checkpoint_ref(p: Pattern, ref: str, flag: str, source: str | None = None) -> tuple[int, int]:
+    """Parse ``P0:1`` into (process index, checkpoint index), validating both against ``p``.
+
+    Errors name ``flag`` (and ``source``, the pattern file the reference must fit).
+    """
     name, sep, idx = ref.rpartition(":")
     if not sep or not name:
         raise InvalidInputError(f"expected PROCESS:INDEX, got {safe_name(ref)}", location=flag)
     if name not in p.processes:
-        raise InvalidInputError(f"unknown process {safe_name(name)}", location=flag)
+        raise InvalidInputError(f"unknown process {safe_name(name)}", source=source, location=flag)
     i = p.processes.index(name)
     if not idx.isdigit() or len(idx) > 18:
         raise InvalidInputError(f"checkpoint index must be a non-negative integer, got {safe_name(idx)}",
@@ -193,7 +196,7 @@ def parse_checkpoint_ref(p: Pattern, ref: str, flag: str) -> tuple[int, int]:
     x = int(idx)
     if not 0 <= x <= p.last_index(i):
         raise InvalidInputError(
-            f"{safe_name(name)} has checkpoints 0..{p.last_index(i)}, not {x}", location=flag
+            f"{safe_name(name)} has checkpoints 0..{p.last_index(i)}, not {x}", source=source, location=flag
         )
     return i, x
 

@@ -140,8 +140,14 @@ def _utilization(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
+    import math
+
+    from rollcheck.pyimpl.errors import InvalidInputError
     from rollcheck.pyimpl.intervals import baseline_intervals, utilization
 
+    for t in args.against:
+        if not (math.isfinite(t) and t > 0):
+            raise InvalidInputError(f"must be a finite interval > 0, got {t}", location="--against")
     b = _flagged(baseline_intervals, args.failure_rate, args.checkpoint_cost, args.restart_cost)
     b.pop("optimal")
     t_star = _t_star(args)

@@ -65,13 +65,13 @@ def register(sub: Any) -> None:
     p.add_argument("--title")
 
 
-def _procs(pat: Any, names: list[str], flag: str) -> list[int]:
+def _procs(pat: Any, names: list[str], flag: str, source: str | None = None) -> list[int]:
     from rollcheck.pyimpl.errors import InvalidInputError
 
     out = []
     for name in names:
         if name not in pat.processes:
-            raise InvalidInputError(f"unknown process {safe_name(name)}", location=flag)
+            raise InvalidInputError(f"unknown process {safe_name(name)}", source=source, location=flag)
         out.append(pat.processes.index(name))
     return out
 
@@ -119,8 +119,8 @@ def _zpath(args: argparse.Namespace) -> int:
     from rollcheck.pyimpl.zpaths import zpath
 
     pat = load_pattern_arg(args.pattern, allow_large=args.allow_large)
-    a = parse_checkpoint_ref(pat, args.src, "--from")
-    b = parse_checkpoint_ref(pat, args.dst, "--to")
+    a = parse_checkpoint_ref(pat, args.src, "--from", args.pattern)
+    b = parse_checkpoint_ref(pat, args.dst, "--to", args.pattern)
     w = zpath(pat, a, b)
     if args.json:
         emit_json({"exists": w is not None, "messages": w or []})
@@ -133,7 +133,7 @@ def _recovery(args: argparse.Namespace) -> int:
     from rollcheck.pyimpl import recovery
 
     pat = load_pattern_arg(args.pattern, allow_large=args.allow_large)
-    failed = _procs(pat, args.failed, "--failed")
+    failed = _procs(pat, args.failed, "--failed", args.pattern)
     fn = {"rgraph": recovery.recovery_line, "networkx": recovery.recovery_line_networkx,
           "cgraph": recovery.rollback_propagation}[args.method]
     res = fn(pat, failed, virtual=not args.no_virtual)
@@ -152,7 +152,7 @@ def _consistent(args: argparse.Namespace) -> int:
     from rollcheck.pyimpl.recovery import max_consistent_containing, min_consistent_containing
 
     pat = load_pattern_arg(args.pattern, allow_large=args.allow_large)
-    members = [parse_checkpoint_ref(pat, r, "checkpoints") for r in args.checkpoints]
+    members = [parse_checkpoint_ref(pat, r, "checkpoints", args.pattern) for r in args.checkpoints]
     allow = not args.no_volatile
     hi = max_consistent_containing(pat, members, allow)
     lo = min_consistent_containing(pat, members, allow)
@@ -184,7 +184,7 @@ def _render(args: argparse.Namespace) -> int:
         raise InvalidInputError(f"output must end in .png or .svg, got {safe_name(args.out)}", location="-o")
     check_output_path(args.out, "-o")
     pat = load_pattern_arg(args.pattern, allow_large=args.allow_large)
-    failed = _procs(pat, args.failed, "--failed")
+    failed = _procs(pat, args.failed, "--failed", args.pattern)
     out = render_pattern(pat, args.out, failed=failed, zcycles=args.zcycles,
                          virtual=not args.no_virtual, title=args.title)
     print(f"wrote {out}")

@@ -530,7 +530,9 @@ def run_file_input(fmt: FileFormat, command: list[str], data: bytes | str, workd
         path.write_bytes(data)
     argv = [a.replace("{input}", str(path)).replace("{out}", str(out_dir)) for a in command]
     o = run_cli(argv, time_limit)
-    problem = check_outcome(o, names=[str(path), path.name], json_out="--json" in command,
+    # the message names the file, or the flag whose value the file does not support
+    flags = [a for a in command if a.startswith("-") and a != "--json"]
+    problem = check_outcome(o, names=[str(path), path.name, *flags], json_out="--json" in command,
                             out_dir=out_dir, in_dir=in_dir, allowed_inputs=[path.name])
     return o, problem
 
