@@ -34,6 +34,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import stat
 import sys
 from typing import Any
 
@@ -43,6 +44,7 @@ __all__ = [
     "MAX_DEPTH",
     "MAX_INT_DIGITS",
     "MAX_NAME_CHARS",
+    "MAX_STREAM_BYTES",
     "load_json_file",
     "loads_json",
     "read_input_bytes",
@@ -58,6 +60,9 @@ MAX_INT_DIGITS = 100
 
 MAX_NAME_CHARS = 80
 """Names echoed in messages are cut to this many characters (then ``…``)."""
+
+MAX_STREAM_BYTES = 2**28
+"""At most this much is read from an input that is not a regular file (a pipe, a device)."""
 
 _BOM = b"\xef\xbb\xbf"
 
@@ -114,12 +119,18 @@ def read_input_bytes(path: str | os.PathLike[str], *, max_bytes: int | None = No
         raise InvalidInputError("is a directory, not a file", source=source)
     try:
         with open(path, "rb") as fh:
-            if max_bytes is not None:
-                size = os.fstat(fh.fileno()).st_size
-                if size > max_bytes:
-                    raise InvalidInputError(f"file of {size} bytes is larger than the limit of {max_bytes} bytes",
+            st = os.fstat(fh.fileno())
+            if stat.S_ISREG(st.st_mode):
+                if max_bytes is not None and st.st_size > max_bytes:
+                    raise InvalidInputError(f"file of {st.st_size} bytes is larger than the limit of "
+                                            f"{max_bytes} bytes", source=source)
+                data = fh.read()
+            else:  # a pipe or a device (/dev/zero): read at most the limit, never for ever
+                cap = max_bytes if max_bytes is not None else MAX_STREAM_BYTES
+                data = fh.read(cap + 1)
+                if len(data) > cap:
+                    raise InvalidInputError(f"more than {cap} bytes from a stream that is not a regular file",
                                             source=source)
-            data = fh.read()
     except OSError as e:
         raise InvalidInputError(f"cannot read file: {e.strerror or e}", source=source) from None
     if not data.strip():

@@ -239,7 +239,9 @@ def load_pattern(path: str | os.PathLike[str], *, allow_large: bool = False) -> 
             f"a pattern file of {size / 2**20:.0f} MiB needs about {need / 2**30:.1f} GiB of memory, "
             f"above the limit of {MEMORY_LIMIT / 2**30:.0f} GiB (pass --allow-large to try anyway)",
             source=source)
-    data = read_input_bytes(path)
+    # a stream (pipe, device) has no size to estimate from: read at most what the limit allows
+    data = read_input_bytes(path, max_bytes=None if allow_large else
+                            (MEMORY_LIMIT - _BASE_MEMORY) // BYTES_PER_FILE_BYTE)
     text = decode_utf8(data, source)
     del data
     return loads_pattern(text, source)

@@ -434,3 +434,9 @@ def test_sigterm_during_a_long_simulation():
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 143 and "Traceback" not in err
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="needs /dev/zero")
+def test_endless_stream_is_bounded():
+    bad_input(["validate", "/dev/zero"], "/dev/zero", "not a regular file", seconds=20)
+    bad_input(["elastic", "simulate", "/dev/zero"], "/dev/zero", "not a regular file", seconds=20)
