@@ -6,6 +6,7 @@ import json
 
 from rollcheck.properties.mutants_elastic import BROKEN_RULES, WITNESSES
 from rollcheck.pyimpl.elastic import config_to_dict, simulate
+
 from rollcheck.cli.main import main
 
 

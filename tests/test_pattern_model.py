@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.pattern import Event, Pattern, PatternBuilder
 from rollcheck.pyimpl.patternio import (
@@ -21,6 +20,7 @@ from rollcheck.pyimpl.patternio import (
     pattern_to_dict,
     validate_schema,
 )
+
 from rollcheck.cli.main import main
 
 ROOT = Path(__file__).resolve().parent.parent
