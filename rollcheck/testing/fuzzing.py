@@ -391,6 +391,14 @@ def _elastic_seeds() -> list[Any]:
     ]
 
 
+def _profile_seeds() -> list[Any]:
+    from rollcheck.pyimpl.interval_profile import FORMAT
+
+    pts = [{"ci": 1000, "latency": 900, "trt": 40}, {"ci": 20000, "latency": 700, "trt": 80},
+           {"ci": 40000, "latency": 650, "trt": 130}, {"ci": 60000, "latency": 690, "trt": 190}]
+    return [{"format": FORMAT, "points": pts}, pts]
+
+
 PATTERN = FileFormat("pattern", _pattern_seeds, [
     ["validate", "{input}"],
     ["validate", "--strict", "{input}", "--json"],
@@ -403,6 +411,11 @@ PATTERN = FileFormat("pattern", _pattern_seeds, [
 SPANS = FileFormat("spans", _spans_seeds, [["spans", "{input}", "--json"], ["spans", "{input}"]])
 ELASTIC = FileFormat("elastic", _elastic_seeds, [
     ["elastic", "simulate", "{input}", "--json", "--write-config", "{out}/effective.json"],
+])
+PROFILE = FileFormat("trt profile", _profile_seeds, [
+    ["trt", "optimise", "{input}", "--bound", "150", "--json"],
+    ["trt", "optimise", "{input}", "--bound", "150", "--timeout", "5", "--recovery", "3", "--warmup", "2",
+     "--ratio", "0.5"],
 ])
 
 _NUM = ["0", "-1", "1", "0.5", "1e-300", "1e308", "-1e308", "nan", "inf", "-inf", "1e9", "1e23",
@@ -452,6 +465,7 @@ FORMATS: dict[str, FileFormat | OptionsFormat] = {
     "pattern": PATTERN,
     "spans": SPANS,
     "elastic": ELASTIC,
+    "trt profile": PROFILE,
     "options": OPTIONS,
 }
 """Every fuzzed input: add a format here (colleagues: trace, dataflow) and every runner picks it up."""
