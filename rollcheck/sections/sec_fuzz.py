@@ -6,7 +6,8 @@ and one for TLA+ value strings: ≥ 10^4 Hypothesis-mutated inputs each (300 wit
 seeded by verify's seed, run through the real CLI in-process. A row passes when every input kept
 the bad-input contract: exit 0/1/3, or exit 2 with one line naming the file or flag, within the
 time bound, nothing written, no traceback, never exit 4. The detail gives the counts (inputs,
-exit codes, tracebacks, unbounded runs) and the first findings.
+exit codes, tracebacks, unbounded runs) and the first findings. Measured: about 3.5 minutes for
+the full run (10^4 inputs × 5 rows, one core), 10–15 s with ``--quick``.
 """
 
 from __future__ import annotations
