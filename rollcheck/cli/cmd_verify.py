@@ -26,7 +26,7 @@ def register(sub: Any) -> None:
                    help="run only this section (repeatable)")
 
 
-_REPORT_FILES = ("report.md", "index.html", "results.json")
+_REPORT_FILES = ("report.md", "index.html", "results.json", "meta.json")
 
 
 def _check_out_dir(path: str, force: bool) -> Path:
@@ -119,6 +119,13 @@ def _run(args: argparse.Namespace) -> int:
             "total time (s)": round(time.perf_counter() - t_all, 1),
             "generated": time.strftime("%Y-%m-%d %H:%M:%S")}
     md, html = write_report(rows, out_dir, meta)
+    import json
+
+    from rollcheck.pyimpl.patternio import atomic_write_text
+
+    # results.json holds the rows; the run's seed and profile go next to it
+    atomic_write_text(out_dir / "meta.json", json.dumps({**meta, "seed": seed, "seed_from": seed_from,
+                                                          "hypothesis_seed": hyp}, indent=1) + "\n")
     print(f"report: {md} and {html}")
     if any(r.status == "fail" for r in rows):
         return 1
