@@ -440,3 +440,50 @@ def test_sigterm_during_a_long_simulation():
 def test_endless_stream_is_bounded():
     bad_input(["validate", "/dev/zero"], "/dev/zero", "not a regular file", seconds=20)
     bad_input(["elastic", "simulate", "/dev/zero"], "/dev/zero", "not a regular file", seconds=20)
+
+
+def _processes_mentioning(text: str) -> list[int]:
+    pids = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                if text.encode() in (d / "cmdline").read_bytes():
+                    pids.append(int(d.name))
+            except OSError:
+                pass
+    return pids
+
+
+@pytest.mark.tlc
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc to look for Java")
+def test_sigterm_stops_tlc_java_and_removes_its_folder(tmp_path):
+    """Issue 14: SIGTERM left Java running (76 s) and the rollcheck-tlc-* folder behind."""
+    from rollcheck.tla.runner import TLCUnavailable, find_jar, find_java
+
+    try:
+        find_jar()
+        find_java()
+    except TLCUnavailable as e:
+        pytest.skip(str(e))
+    import rollcheck.tla.models as models
+
+    mdir = Path(models.__file__).parent
+    proc = subprocess.Popen([sys.executable, "-P", "-m", "rollcheck.cli.main", "tlc", str(mdir / "CIC.tla"),
+                             "--config", str(mdir / "cic-hmnr-large.cfg")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "TMPDIR": str(tmp_path)})
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not _processes_mentioning(str(tmp_path) + "/rollcheck-tlc-"):
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.2)
+        assert _processes_mentioning(str(tmp_path) + "/rollcheck-tlc-"), "Java did not start"
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 143, err
+    time.sleep(0.5)
+    assert _processes_mentioning(str(tmp_path) + "/rollcheck-tlc-") == []
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith("rollcheck-tlc-")]
