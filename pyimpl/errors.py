@@ -18,6 +18,7 @@ __all__ = [
     "PropertyViolation",
     "InconclusiveError",
     "InternalError",
+    "TerminationRequested",
 ]
 
 
@@ -70,3 +71,17 @@ class InternalError(RollcheckError, RuntimeError):
 
     The CLI reports it in one line with exit code 4 (the traceback only with ``--debug``).
     """
+
+
+class TerminationRequested(KeyboardInterrupt):
+    """The process was asked to stop (SIGTERM, SIGINT): raised so that the stack unwinds.
+
+    A subclass of :class:`KeyboardInterrupt`, so every ``except KeyboardInterrupt`` / ``finally``
+    that cleans up after Ctrl-C (child processes, temporary folders, half-written files) also runs
+    when ``timeout`` or a scheduler sends SIGTERM. ``signum`` is the signal's number; the CLI exits
+    with ``128 + signum`` (130 for SIGINT, 143 for SIGTERM).
+    """
+
+    def __init__(self, signum: int):
+        self.signum = signum
+        super().__init__(f"terminated by signal {signum}")

@@ -15,13 +15,13 @@ References
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.pattern import Pattern
+from rollcheck.pyimpl.patternio import atomic_output
 
 __all__ = ["render_pattern", "MAX_DETAILED_PROCESSES", "MAX_DETAILED_MESSAGES"]
 
@@ -71,19 +71,25 @@ def render_pattern(
         fig = _summary(p, plt, zcycles, title)
     else:
         fig = _detailed(p, plt, failed, zcycles, line, title, set(highlight))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.stem}.", suffix=f".{fmt}", dir=out.parent)
-    os.close(fd)
     try:
-        fig.savefig(tmp, format=fmt, dpi=110, bbox_inches="tight")
-        os.replace(tmp, out)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+        _plain_texts(fig)
+        with atomic_output(out) as tmp:
+            fig.savefig(tmp, format=fmt, dpi=110, bbox_inches="tight")
     finally:
         plt.close(fig)
     return out
+
+
+def _plain_texts(fig: Any) -> None:
+    """Every text of ``fig`` drawn literally: no mathtext (a name like ``$\\frac$`` is not TeX),
+    lone surrogates (not encodable) written as ``\\udXXX`` escapes."""
+    from matplotlib.text import Text
+
+    for t in fig.findobj(Text):
+        t.set_parse_math(False)
+        s = t.get_text()
+        if s and not s.isascii():
+            t.set_text(s.encode("utf-8", "backslashreplace").decode("utf-8"))
 
 
 def _detailed(p: Pattern, plt: Any, failed: tuple[int, ...], zcycles: bool,

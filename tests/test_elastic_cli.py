@@ -6,6 +6,7 @@ import json
 
 from rollcheck.properties.mutants_elastic import BROKEN_RULES, WITNESSES
 from rollcheck.pyimpl.elastic import config_to_dict, simulate
+
 from rollcheck.cli.main import main
 
 
@@ -81,3 +82,30 @@ def test_sweep_exactly_once_and_inconclusive(capsys):
     assert rc == 0 and doc["exactly_once"] and doc["runs"] > 10
     rc, _, err = _run(capsys, "elastic", "sweep", "--configs", "0")
     assert rc == 3 and "inconclusive" in err
+
+
+def _retention_by_loop(a: int, c: int, successor: str) -> int:
+    """retention_rounds by its definition: the worst event over one period lcm(A, C) of rounds."""
+    import math
+
+    def ceil_to(x: int, m: int) -> int:
+        return -(-x // m) * m
+
+    if successor == "sink":
+        return a + 1
+    worst = 0
+    for r in range(1, a * c // math.gcd(a, c) + 1):
+        ready = r + 2 if successor == "stateless" else max(r + 2, ceil_to(r + 1, c))
+        worst = max(worst, ceil_to(ready, a) - r + 1)
+    return worst
+
+
+def test_retention_rounds_closed_form_matches_the_period_loop():
+    """The closed form (instant for intervals of 10^9) equals the loop over lcm(A, C)."""
+    from rollcheck.pyimpl.elastic import retention_rounds
+
+    for a in range(1, 31):
+        for c in range(1, 31):
+            for succ in ("sink", "stateless", "stateful"):
+                assert retention_rounds(a, c, succ) == _retention_by_loop(a, c, succ), (a, c, succ)
+    assert retention_rounds(10**9, 10**9 - 1, "stateful") == 2 * 10**9 - 1

@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.pattern import Event, Pattern, PatternBuilder
 from rollcheck.pyimpl.patternio import (
@@ -21,6 +20,7 @@ from rollcheck.pyimpl.patternio import (
     pattern_to_dict,
     validate_schema,
 )
+
 from rollcheck.cli.main import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -267,3 +267,46 @@ def test_loader_fuzz_only_invalid_input_errors(doc):
         assert e.source == "fuzz.json" and e.reason
         return
     assert pattern_from_dict(pattern_to_dict(p)) == p
+
+
+# ----------------------------------------------------------------------------- hardened loader
+def test_loader_reports_first_offending_event_before_a_later_field_error():
+    from rollcheck.pyimpl.patternio import loads_pattern
+
+    text = json.dumps(doc([deliver("P1", "m"), {"process": "P0", "kind": "teleport"}]))
+    with pytest.raises(InvalidInputError) as ei:
+        loads_pattern(text, "f.json")
+    assert ei.value.location == "events[0]" and ei.value.source == "f.json"
+    text = json.dumps(doc([send("P0", "m", "P1"), {"process": "P0", "kind": "teleport"}]))
+    with pytest.raises(InvalidInputError) as ei:
+        loads_pattern(text, "f.json")
+    assert ei.value.location == "events[1].kind"
+
+
+@pytest.mark.parametrize("literal", ["NaN", "Infinity", "-Infinity", "1e999", "9" * 200])
+def test_loader_rejects_non_json_numbers(literal):
+    from rollcheck.pyimpl.patternio import loads_pattern
+
+    text = json.dumps(doc([]))[:-1] + f', "x": {literal}}}'
+    with pytest.raises(InvalidInputError) as ei:
+        loads_pattern(text, "f.json")
+    assert ei.value.location.startswith("line 1 column")
+
+
+def test_check_output_path_and_modes(tmp_path):
+    from rollcheck.pyimpl.patternio import check_output_path
+
+    with pytest.raises(InvalidInputError, match="is a folder"):
+        check_output_path(tmp_path, "-o")
+    f = tmp_path / "f.txt"
+    f.write_text("x")
+    with pytest.raises(InvalidInputError, match="is a file, not a folder"):
+        check_output_path(f / "sub" / "y.json", "-o")
+    f.chmod(0o444)
+    with pytest.raises(InvalidInputError, match="write-protected"):
+        atomic_write_text(f, "new")
+    assert f.read_text() == "x"
+    f.chmod(0o604)
+    atomic_write_text(f, "new")
+    assert f.read_text() == "new" and (f.stat().st_mode & 0o777) == 0o604
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.txt"]

@@ -12,7 +12,25 @@ from dataclasses import dataclass
 from rollcheck.pyimpl.elastic.operators import KINDS
 from rollcheck.pyimpl.errors import InvalidInputError
 
-__all__ = ["ScaleEvent", "Failure", "Config", "random_config"]
+__all__ = ["ScaleEvent", "Failure", "Config", "random_config", "LIMITS"]
+
+LIMITS = {
+    "keys": 10_000,
+    "ops": 8,
+    "rounds": 200,
+    "max_rate": 1_000,
+    "events": 10_000,  # rounds · max_rate: the most source events a run may emit
+    "ack_interval": 1_000,
+    "checkpoint_interval": 1_000,
+    "scaling": 100,
+    "seed": 2**63 - 1,
+}
+"""Upper bounds of a configuration run from the CLI (``specs/elastic.md``, ``specs/cli.md``).
+
+The simulator's work grows faster than linearly in the number of rounds and events (about 3 s for
+100 rounds × 100 events, 23 s for 200 × 100, 33 s for 1,000 × 10 on one core); these bounds keep
+one run within seconds. ``rollcheck elastic simulate --allow-large`` lifts them.
+"""
 
 
 # --------------------------------------------------------------------------------------------
@@ -100,6 +118,34 @@ class Config:
                                         location=f"scaling[{j}].parallelism")
             if s.round < 1:
                 raise InvalidInputError(f"must be at least 1, got {s.round}", location=f"scaling[{j}].round")
+
+    def check_bounds(self, allow_large: bool = False) -> None:
+        """Raise :class:`InvalidInputError` naming the field that is above :data:`LIMITS`.
+
+        ``seed`` is always bounded (``|seed| < 2**63``); the others only without ``allow_large``.
+
+        Examples
+        --------
+        >>> Config(rounds=10**6).check_bounds()
+        Traceback (most recent call last):
+        ...
+        rollcheck.pyimpl.errors.InvalidInputError: rounds: 1000000 is above the limit of 200 (allow_large lifts the limits)
+        """
+        if abs(self.seed) > LIMITS["seed"]:
+            raise InvalidInputError(f"must be within ±{LIMITS['seed']}, got a number of {len(str(self.seed))} digits",
+                                    location="seed")
+        if allow_large:
+            return
+        values = {"keys": self.keys, "ops": len(self.ops), "rounds": self.rounds, "max_rate": self.max_rate,
+                  "events": self.rounds * self.max_rate, "ack_interval": self.ack_interval,
+                  "checkpoint_interval": self.checkpoint_interval, "scaling": len(self.scaling)}
+        for name, v in values.items():
+            if v > LIMITS[name]:
+                what = {"events": "rounds × max_rate", "ops": "number of operators",
+                        "scaling": "number of scaling events"}.get(name)
+                loc = {"events": "rounds", "scaling": "scaling"}.get(name, name)
+                raise InvalidInputError(f"{what + ' = ' if what else ''}{v} is above the limit of "
+                                        f"{LIMITS[name]} (allow_large lifts the limits)", location=loc)
 
 
 def random_config(seed: int, *, max_keys: int = 6, max_ops: int = 3, max_rounds: int = 10,

@@ -16,17 +16,27 @@ default of :class:`rollcheck.pyimpl.elastic.Config`.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from rollcheck.pyimpl.elastic.config import Config, Failure, ScaleEvent
 from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.jsonio import load_json_file, safe_name
 
 __all__ = ["FORMAT", "config_to_dict", "config_from_dict", "load_config"]
 
 FORMAT = "rollcheck.elastic/1"
 _INT_FIELDS = ("keys", "rounds", "max_rate", "ack_interval", "checkpoint_interval", "seed")
+_FIELDS = frozenset({"format", "ops", "parallelism", "workload", "scaling", "failure", *_INT_FIELDS})
+_SCALE_FIELDS = frozenset({"round", "op", "parallelism"})
+_FAILURE_FIELDS = frozenset({"step", "op", "key", "parallel"})
+
+
+def _no_unknown(obj: dict[str, Any], known: frozenset[str], where: str) -> None:
+    for k in obj:
+        if k not in known:
+            raise InvalidInputError(f"unknown field {safe_name(k)} (known: {', '.join(sorted(known))})",
+                                    location=f"{where}{k}" if isinstance(k, str) and len(k) < 80 else where.rstrip(".") or None)
 
 
 def config_to_dict(cfg: Config, failure: Failure | None = None) -> dict[str, Any]:
@@ -56,22 +66,42 @@ def config_to_dict(cfg: Config, failure: Failure | None = None) -> dict[str, Any
 
 
 def _int(obj: dict[str, Any], name: str, where: str) -> int:
+    if name not in obj:
+        raise InvalidInputError("missing field", location=f"{where}{name}")
     v = obj.get(name)
     if not isinstance(v, int) or isinstance(v, bool):
-        raise InvalidInputError(f"must be an integer, got {v!r}", location=f"{where}{name}")
+        raise InvalidInputError(f"must be an integer, got {safe_name(v)}", location=f"{where}{name}")
     return v
 
 
-def config_from_dict(doc: Any, source: str | None = None) -> tuple[Config, Failure | None]:
-    """Parse and validate a ``rollcheck.elastic/1`` document; errors name the field."""
+def config_from_dict(doc: Any, source: str | None = None, *,
+                     allow_large: bool = True) -> tuple[Config, Failure | None]:
+    """Parse and validate a ``rollcheck.elastic/1`` document; errors name the field.
+
+    Unknown fields are rejected. With ``allow_large=False`` (the CLI's default) the run-size bounds
+    of :data:`rollcheck.pyimpl.elastic.config.LIMITS` are enforced as well.
+
+    Examples
+    --------
+    >>> config_from_dict({"format": "rollcheck.elastic/1", "ops": ["sum"], "keyz": 3}, "c.json")
+    Traceback (most recent call last):
+    ...
+    rollcheck.pyimpl.errors.InvalidInputError: c.json: keyz: unknown field 'keyz' (known: ack_interval, checkpoint_interval, failure, format, keys, max_rate, ops, parallelism, rounds, scaling, seed, workload)
+    """
     try:
         if not isinstance(doc, dict):
-            raise InvalidInputError("expected a JSON object")
+            raise InvalidInputError(f"expected a JSON object, got {safe_name(doc)}")
         if doc.get("format") != FORMAT:
-            raise InvalidInputError(f"expected {FORMAT!r}, got {doc.get('format')!r}", location="format")
+            raise InvalidInputError(f"expected {FORMAT!r}, got {safe_name(doc.get('format'))}", location="format")
+        _no_unknown(doc, _FIELDS, "")
         ops = doc.get("ops")
         if not isinstance(ops, list) or not all(isinstance(o, str) for o in ops):
             raise InvalidInputError("must be a list of operator names", location="ops")
+        if len(ops) > 1000:
+            raise InvalidInputError(f"{len(ops)} operators is more than any pipeline can run", location="ops")
+        for i, o in enumerate(ops):
+            if len(o) > 80:
+                raise InvalidInputError(f"unknown operator {safe_name(o)}", location=f"ops[{i}]")
         defaults = Config(ops=tuple(ops), parallelism=tuple(1 for _ in ops))
         kw: dict[str, Any] = {}
         for name in _INT_FIELDS:
@@ -86,18 +116,24 @@ def config_from_dict(doc: Any, source: str | None = None) -> tuple[Config, Failu
         for j, s in enumerate(scaling):
             if not isinstance(s, dict):
                 raise InvalidInputError("must be an object", location=f"scaling[{j}]")
+            _no_unknown(s, _SCALE_FIELDS, f"scaling[{j}].")
             evs.append(ScaleEvent(_int(s, "round", f"scaling[{j}]."), _int(s, "op", f"scaling[{j}]."),
                                   _int(s, "parallelism", f"scaling[{j}].")))
         workload = doc.get("workload", "uniform")
         if not isinstance(workload, str):
-            raise InvalidInputError(f"must be a string, got {workload!r}", location="workload")
+            raise InvalidInputError(f"must be a string, got {safe_name(workload)}", location="workload")
+        if workload not in ("uniform", "constant"):
+            raise InvalidInputError(f"must be 'uniform' or 'constant', got {safe_name(workload)}",
+                                    location="workload")
         cfg = Config(ops=tuple(ops), parallelism=tuple(par), scaling=tuple(evs), workload=workload, **kw)
+        cfg.check_bounds(allow_large)
         cfg.validate()
         f = doc.get("failure")
         failure = None
         if f is not None:
             if not isinstance(f, dict):
                 raise InvalidInputError("must be an object or null", location="failure")
+            _no_unknown(f, _FAILURE_FIELDS, "failure.")
             failure = Failure(_int(f, "step", "failure."), _int(f, "op", "failure."), _int(f, "key", "failure."),
                               _int(f, "parallel", "failure.") if "parallel" in f else 1)
             if failure.parallel < 1:
@@ -113,13 +149,7 @@ def config_from_dict(doc: Any, source: str | None = None) -> tuple[Config, Failu
         raise e.with_source(source) if source else e from None
 
 
-def load_config(path: str | Path) -> tuple[Config, Failure | None]:
-    """Read a ``rollcheck.elastic/1`` file."""
-    p = Path(path)
-    try:
-        doc = json.loads(p.read_text())
-    except OSError as e:
-        raise InvalidInputError(f"cannot read: {e.strerror}", source=str(p)) from None
-    except json.JSONDecodeError as e:
-        raise InvalidInputError(f"not JSON: {e.msg}", source=str(p), location=f"line {e.lineno}") from None
-    return config_from_dict(doc, source=str(p))
+def load_config(path: str | Path, *, allow_large: bool = True) -> tuple[Config, Failure | None]:
+    """Read a ``rollcheck.elastic/1`` file (the checks of :mod:`rollcheck.pyimpl.jsonio`, at most 1 MiB)."""
+    doc = load_json_file(path, max_bytes=2**20, reject_duplicate_keys=True)
+    return config_from_dict(doc, source=str(path), allow_large=allow_large)

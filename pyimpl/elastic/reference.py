@@ -14,6 +14,7 @@ import random
 from rollcheck.pyimpl.elastic.config import Config
 from rollcheck.pyimpl.elastic.operators import KINDS
 from rollcheck.pyimpl.elastic.slices import Event
+from rollcheck.pyimpl.errors import InvalidInputError
 
 __all__ = ["source_events", "reference_streams", "reference_output", "retention_rounds", "queue_bound"]
 
@@ -96,16 +97,27 @@ def retention_rounds(ack_interval: int, checkpoint_interval: int, successor: str
     (2, 4)
     >>> retention_rounds(2, 4, "stateful"), retention_rounds(3, 3, "stateful")
     (5, 5)
+    >>> retention_rounds(10**9, 10**9 - 1, "stateful")  # instant: a closed form, not a loop
+    1999999999
     """
     a, c = ack_interval, checkpoint_interval
     if successor == "sink":
         return a + 1
-    period = a * c // math.gcd(a, c)
-    worst = 0
-    for r in range(1, period + 1):
-        ready = r + 2 if successor == "stateless" else max(r + 2, _ceil_to(r + 1, c))
-        worst = max(worst, _ceil_to(ready, a) - r + 1)
-    return worst
+    if a < 1 or c < 1:
+        raise InvalidInputError(f"intervals must be at least 1, got A={a}, C={c}", location="ack_interval")
+    if successor == "stateless":
+        # ceil_A(r+2) - (r+2) takes every value 0..A-1 as r varies: the worst is A - 1 + 3.
+        return a + 2
+    # Closed form of the maximum over one period lcm(A, C) (a loop over the period takes for ever
+    # for intervals of 10^9): with g = gcd(A, C) and s = r mod C, the gap d = ready - r is
+    # max(2, C - s) (s ≥ 1) or max(2, C) (s = 0), and ceil_A(r + d) - (r + d) ranges over the
+    # residues ≡ -(s + d) (mod g), whose largest is A - g + ((-(s + d)) mod g). The maximum of
+    # d + 1 + that over s is C + 1 + A - g (s = 0, C ≥ 2) or A + 2 (s = C - 1); see
+    # ``tests/test_elastic_cli.py`` for the check against the loop over the period.
+    g = math.gcd(a, c)
+    if c == 1:
+        return a + 2
+    return max(c + 1 + a - g, a + 2)
 
 
 def queue_bound(cfg: Config, level: int) -> int:

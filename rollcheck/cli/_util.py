@@ -1,50 +1,202 @@
-"""Helpers shared by the subcommands: JSON output, checkpoint references, atomic files."""
+"""Helpers shared by the subcommands: safe input, safe output, JSON output, limits, progress.
+
+- Input: :func:`load_json_input` is the one JSON loader for every input file (nesting and
+  integer-size caps, NaN/Infinity/BOM/non-UTF-8 rejected with the file and the place; see
+  :mod:`rollcheck.pyimpl.jsonio`).
+- Output: :func:`check_output_path` is called before any work starts for every ``-o``/``--out``;
+  files are written through :func:`atomic_write_text` / :func:`atomic_output` (a temporary file in
+  the same folder, renamed into place; the mode of a replaced file is kept, new files get the
+  umask's permissions; a write-protected file is never replaced).
+- :func:`emit_json` prints exactly one JSON document; non-finite numbers become ``null`` and the
+  document gets a ``"note"`` saying which ones (``Infinity``/``NaN`` are not JSON).
+- :func:`safe_text` makes any text one printable line (lone surrogates and control characters
+  escaped, long text cut).
+- :func:`check_limit` enforces the documented upper bound of an option before any work starts.
+- :func:`progress` shows a rich progress bar on stderr when stderr is a terminal.
+"""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import math
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.jsonio import load_json_file, safe_name
 from rollcheck.pyimpl.pattern import Pattern
-from rollcheck.pyimpl.patternio import atomic_write_text, load_pattern
+from rollcheck.pyimpl.patternio import (
+    atomic_output,
+    atomic_write_text,
+    check_output_path,
+    load_pattern,
+)
 
 __all__ = [
     "emit_json",
+    "json_safe",
     "atomic_write_text",
+    "atomic_output",
+    "check_output_path",
+    "check_limit",
+    "load_json_input",
     "load_pattern_arg",
     "parse_checkpoint_ref",
     "add_parser",
+    "add_allow_large",
+    "safe_text",
+    "safe_name",
+    "progress",
 ]
+
+MAX_MESSAGE_CHARS = 2000
+"""Messages printed by the CLI are cut to this many characters."""
+
+
+def safe_text(text: Any, limit: int = MAX_MESSAGE_CHARS) -> str:
+    """One printable line: surrogates and control characters escaped, cut after ``limit`` characters.
+
+    Examples
+    --------
+    >>> safe_text("bad name 'a\\ud800'\\nsecond line")
+    "bad name 'a\\\\ud800'\\\\nsecond line"
+    >>> safe_text("x" * 30, limit=10)
+    'xxxxxxxxxx… (30 characters)'
+    """
+    s = str(text)
+    n = len(s)
+    if n > limit:
+        s = s[:limit]
+    s = s.encode("utf-8", "backslashreplace").decode("utf-8")
+    s = "".join(ch if ch.isprintable() or ch == " " else repr(ch)[1:-1] for ch in s) if not s.isprintable() else s
+    if n > limit:
+        s += f"… ({n} characters)"
+    return s
+
+
+def json_safe(obj: Any) -> tuple[Any, list[str]]:
+    """``obj`` with every non-finite float replaced by ``None``, and the JSON paths replaced.
+
+    Examples
+    --------
+    >>> json_safe({"a": [1.0, float("inf")], "b": float("nan")})
+    ({'a': [1.0, None], 'b': None}, ['a[1] = inf', 'b = nan'])
+    """
+    notes: list[str] = []
+
+    def walk(x: Any, path: str) -> Any:
+        if isinstance(x, float):
+            if math.isfinite(x):
+                return x
+            notes.append(f"{path or '(document)'} = {x!r}")
+            return None
+        if isinstance(x, dict):
+            return {k: walk(v, f"{path}.{k}" if path else str(k)) for k, v in x.items()}
+        if isinstance(x, (list, tuple)):
+            return [walk(v, f"{path}[{i}]") for i, v in enumerate(x)]
+        return x
+
+    return walk(obj, ""), notes
 
 
 def emit_json(obj: Any) -> None:
-    """Print exactly one JSON document on stdout."""
-    sys.stdout.write(json.dumps(obj, indent=2, sort_keys=False) + "\n")
+    """Print exactly one JSON document on stdout (non-finite numbers as ``null`` with a ``"note"``).
+
+    Examples
+    --------
+    >>> emit_json({"trt": float("inf")})
+    {
+      "trt": null,
+      "note": "not finite, written as null: trt = inf"
+    }
+    """
+    safe, notes = json_safe(obj)
+    if notes:
+        note = "not finite, written as null: " + ", ".join(notes[:20])
+        if len(notes) > 20:
+            note += f", … ({len(notes)} values)"
+        if isinstance(safe, dict):
+            if "note" in safe and safe["note"]:
+                safe["note"] = f"{safe['note']}; {note}"
+            else:
+                safe["note"] = note
+        else:
+            safe = {"result": safe, "note": note}
+    sys.stdout.write(json.dumps(safe, indent=2, sort_keys=False, allow_nan=False) + "\n")
     sys.stdout.flush()
 
 
-def load_pattern_arg(path: str) -> Pattern:
-    return load_pattern(path)
+def load_json_input(path: str, *, max_bytes: int | None = None, reject_duplicate_keys: bool = True) -> Any:
+    """Read a (small) JSON input file with every safety check; errors name the file and place."""
+    return load_json_file(path, max_bytes=max_bytes, reject_duplicate_keys=reject_duplicate_keys)
 
 
-def parse_checkpoint_ref(p: Pattern, ref: str, flag: str) -> tuple[int, int]:
-    """Parse ``P0:1`` into (process index, checkpoint index), validating both against ``p``."""
+def load_pattern_arg(path: str, *, allow_large: bool = False) -> Pattern:
+    return load_pattern(path, allow_large=allow_large)
+
+
+def check_limit(value: float | int, limit: float | int, flag: str, *, allow_large: bool = False,
+                what: str = "", low: float | int | None = None) -> None:
+    """Reject ``value`` above ``limit`` (unless ``allow_large``), below ``low``, or not finite.
+
+    Examples
+    --------
+    >>> check_limit(10, 100, "--runs")
+    >>> check_limit(10**9, 100, "--runs")
+    Traceback (most recent call last):
+    ...
+    rollcheck.pyimpl.errors.InvalidInputError: --runs: 1000000000 is above the limit of 100 (pass --allow-large to run it anyway)
+    """
+    if isinstance(value, float) and not math.isfinite(value):
+        raise InvalidInputError(f"must be a finite number, got {value}", location=flag)
+    if low is not None and value < low:
+        raise InvalidInputError(f"must be at least {low}, got {value:g}" if isinstance(value, float)
+                                else f"must be at least {low}, got {value}", location=flag)
+    if value > limit and not allow_large:
+        shown = f"{value:g}" if isinstance(value, float) else str(value)
+        raise InvalidInputError(f"{what + ' ' if what else ''}{shown} is above the limit of {limit:g} "
+                                f"(pass --allow-large to run it anyway)", location=flag)
+
+
+def add_allow_large(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--allow-large", action="store_true",
+                   help="run even when an option or the input is above its documented limit (specs/cli.md)")
+
+
+@contextlib.contextmanager
+def progress(total: int, description: str) -> Iterator[Any]:
+    """A rich progress bar on stderr when it is a terminal; yields ``advance(n=1)``."""
+    if not sys.stderr.isatty() or total <= 1:
+        yield lambda n=1: None
+        return
+    from rich.progress import Progress
+
+    with Progress(transient=True, console=None) as bar:
+        task = bar.add_task(description, total=total)
+        yield lambda n=1: bar.advance(task, n)
+
+
+def parse_checkpoint_ref(p: Pattern, ref: str, flag: str, source: str | None = None) -> tuple[int, int]:
+    """Parse ``P0:1`` into (process index, checkpoint index), validating both against ``p``.
+
+    Errors name ``flag`` (and ``source``, the pattern file the reference must fit).
+    """
     name, sep, idx = ref.rpartition(":")
     if not sep or not name:
-        raise InvalidInputError(f"expected PROCESS:INDEX, got {ref!r}", location=flag)
+        raise InvalidInputError(f"expected PROCESS:INDEX, got {safe_name(ref)}", location=flag)
     if name not in p.processes:
-        raise InvalidInputError(f"unknown process {name!r}", location=flag)
+        raise InvalidInputError(f"unknown process {safe_name(name)}", source=source, location=flag)
     i = p.processes.index(name)
-    try:
-        x = int(idx)
-    except ValueError:
-        raise InvalidInputError(f"checkpoint index must be an integer, got {idx!r}", location=flag) from None
+    if not idx.isdigit() or len(idx) > 18:
+        raise InvalidInputError(f"checkpoint index must be a non-negative integer, got {safe_name(idx)}",
+                                location=flag)
+    x = int(idx)
     if not 0 <= x <= p.last_index(i):
         raise InvalidInputError(
-            f"{name} has checkpoints 0..{p.last_index(i)}, not {x}", location=flag
+            f"{safe_name(name)} has checkpoints 0..{p.last_index(i)}, not {x}", source=source, location=flag
         )
     return i, x
 
@@ -53,4 +205,6 @@ def add_parser(sub: Any, name: str, help: str, handler: Any, **kw: Any) -> argpa
     """Add a subcommand whose parsed arguments dispatch to ``handler(args)``."""
     parser: argparse.ArgumentParser = sub.add_parser(name, help=help, description=help, **kw)
     parser.set_defaults(handler=handler, _parser=parser)
+    parser.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                        help="show the traceback of an internal error")
     return parser

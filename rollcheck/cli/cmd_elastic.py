@@ -12,7 +12,17 @@ import argparse
 import sys
 from typing import Any
 
-from rollcheck.cli._util import add_parser, emit_json
+from rollcheck.cli._util import (
+    add_allow_large,
+    add_parser,
+    check_limit,
+    check_output_path,
+    emit_json,
+    progress,
+)
+
+MAX_CONFIGS = 100  # elastic sweep --configs (each pipeline is swept at every step: ~5-15 s each)
+MAX_SEED = 2**63 - 1
 
 
 def register(sub: Any) -> None:
@@ -43,6 +53,7 @@ def register(sub: Any) -> None:
                         "(e.g. elastic-no-dedup) to reproduce its counterexample")
     p.add_argument("--write-config", metavar="FILE", help="also write the effective config document to FILE")
     p.add_argument("--json", action="store_true", help="print one JSON document")
+    add_allow_large(p)
 
     s = add_parser(inner, "sweep", "Fail every operator task at every step of seeded random pipelines.", _sweep)
     s.add_argument("--seed", type=int, default=0, help="seed of the random pipelines (printed)")
@@ -50,6 +61,7 @@ def register(sub: Any) -> None:
     s.add_argument("--stride", type=int, default=1, help="fail at every STRIDE-th step (default 1)")
     s.add_argument("--parallel", type=int, default=1, help="recover each failed task with N tasks (default 1)")
     s.add_argument("--json", action="store_true", help="print one JSON document")
+    add_allow_large(s)
 
 
 def _colon_ints(text: str, flag: str, optional_fourth: bool = False) -> list[int]:
@@ -73,7 +85,7 @@ def _effective_doc(args: argparse.Namespace) -> dict[str, Any]:
     from rollcheck.pyimpl.errors import InvalidInputError
 
     if args.config:
-        cfg, failure = load_config(args.config)
+        cfg, failure = load_config(args.config, allow_large=True)  # the bounds apply to the effective config
         doc = config_to_dict(cfg, failure)
     else:
         doc = config_to_dict(Config())
@@ -106,6 +118,24 @@ def _effective_doc(args: argparse.Namespace) -> dict[str, Any]:
     return doc
 
 
+_FLAG_OF = {"keys": "--keys", "rounds": "--rounds", "max_rate": "--rate", "ack_interval": "--ack-interval",
+            "checkpoint_interval": "--checkpoint-interval", "seed": "--seed", "workload": "--workload",
+            "ops": "--ops", "parallelism": "--parallelism", "scaling": "--scale", "failure": "--fail"}
+
+
+def _as_flag_error(e: Any, args: argparse.Namespace) -> Any:
+    """Name the flag (not the config field) when the offending value came from a flag."""
+    from rollcheck.pyimpl.errors import InvalidInputError
+
+    reason = e.reason.replace("allow_large lifts the limits", "pass --allow-large to run it anyway")
+    field = (e.location or "").split(".")[0].split("[")[0]
+    attr = {"max_rate": "max_rate", "scaling": "scale", "failure": "fail"}.get(field, field)
+    if field in _FLAG_OF and (not args.config or getattr(args, attr, None) is not None):
+        return InvalidInputError(reason, location=f"{_FLAG_OF[field]} ({e.location})"
+                                 if e.location != field else _FLAG_OF[field])
+    return InvalidInputError(reason, source=args.config or None, location=e.location)
+
+
 def _simulate(args: argparse.Namespace) -> int:
     import json
 
@@ -119,8 +149,13 @@ def _simulate(args: argparse.Namespace) -> int:
     from rollcheck.pyimpl.errors import InvalidInputError
     from rollcheck.pyimpl.patternio import atomic_write_text
 
+    if args.write_config:
+        check_output_path(args.write_config, "--write-config")
     doc = _effective_doc(args)
-    cfg, failure = config_from_dict(doc, source=args.config or "flags")
+    try:
+        cfg, failure = config_from_dict(doc, source=args.config, allow_large=args.allow_large)
+    except InvalidInputError as e:
+        raise _as_flag_error(e, args) from None
     rules = REFERENCE_RULES
     if args.mutant:
         from rollcheck.properties.mutants_elastic import BROKEN_RULES
@@ -190,20 +225,27 @@ def _sweep(args: argparse.Namespace) -> int:
     if args.configs < 0 or args.stride < 1 or args.parallel < 1:
         raise InvalidInputError("--configs must be ≥ 0, --stride and --parallel ≥ 1",
                                 location="--configs/--stride/--parallel")
+    check_limit(args.configs, MAX_CONFIGS, "--configs", allow_large=args.allow_large)
+    check_limit(abs(args.seed), MAX_SEED, "--seed", allow_large=False, what="|seed|")
+    # random pipelines have at most 6 keys: more recovering tasks than keys is the same as 6
+    check_limit(args.parallel, 1_000, "--parallel", allow_large=args.allow_large)
     print(f"rollcheck elastic sweep: seed={args.seed}", file=sys.stderr)
     t0 = time.perf_counter()
     runs = 0
     rows: list[dict[str, Any]] = []
     bad: list[dict[str, Any]] = []
-    for i in range(args.configs):
-        cfg = random_config(args.seed * 1_000_003 + i)
-        res = failure_sweep(cfg, stride=args.stride, parallel=args.parallel)
-        runs += res.runs
-        rows.append({"ops": list(cfg.ops), "keys": cfg.keys, "scalings": len(cfg.scaling),
-                     "steps": res.failure_free_steps, "runs": res.runs, "mismatches": len(res.mismatches)})
-        if res.mismatches:
-            f = res.mismatches[0]
-            bad.append({"config": config_to_dict(cfg, f if f.step else None), "detail": res.first_difference})
+    with progress(args.configs, "sweeping pipelines") as advance:
+        for i in range(args.configs):
+            cfg = random_config(args.seed * 1_000_003 + i)
+            res = failure_sweep(cfg, stride=args.stride, parallel=args.parallel)
+            runs += res.runs
+            rows.append({"ops": list(cfg.ops), "keys": cfg.keys, "scalings": len(cfg.scaling),
+                         "steps": res.failure_free_steps, "runs": res.runs, "mismatches": len(res.mismatches)})
+            if res.mismatches:
+                f = res.mismatches[0]
+                bad.append({"config": config_to_dict(cfg, f if f.step else None),
+                            "detail": res.first_difference})
+            advance()
     if runs == 0:
         raise InconclusiveError("no pipeline was run (--configs 0)")
     out = {"seed": args.seed, "configs": rows, "runs": runs, "seconds": round(time.perf_counter() - t0, 2),

@@ -1,6 +1,6 @@
 """``rollcheck interval optimal|utilization|compare|simulate``: checkpoint-interval models.
 
-Formulas: ``pyimpl/intervals/`` (utilization model, Eqs. 1–10 of Jayasekara et al.);
+Formulas: ``pyimpl/intervals.py`` (utilization model, Eqs. 1–10 of Jayasekara et al.);
 simulation: ``pyimpl/intervals/sim.py`` and ``spark_replay/interval_sweep.py``. Units are whatever
 the user uses, as long as they are consistent (the failure rate is per that unit).
 """
@@ -11,7 +11,15 @@ import argparse
 import sys
 from typing import Any
 
-from rollcheck.cli._util import add_parser, emit_json
+from rollcheck.cli._util import add_allow_large, add_parser, check_limit, emit_json, progress
+
+# Upper bounds of ``interval simulate`` (specs/intervals.md, specs/cli.md), checked before any work.
+MAX_RUNS = 100_000
+MAX_HORIZON_FAILURES = 1_000_000.0
+MAX_CYCLES = 1e8  # runs × horizon_failures × e^{λR}: the expected failure/restart draws of a simulation
+MAX_LAMBDA_RESTART = 10.0  # λ·R: e^{λR} − 1 restart attempts per failure on average
+HARD_LAMBDA_RESTART = 700.0  # beyond this a restart (practically) never succeeds: e^{-λR} underflows
+MAX_SEED = 2**63 - 1
 
 _FLAGS = {
     "interval": "--interval",
@@ -49,6 +57,7 @@ def register(sub: Any) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed (printed; same seed, same result)")
     p.add_argument("--spark", action="store_true", help="spread the runs over Spark tasks")
     p.add_argument("--master", default=None, help="Spark master (default local[2]; implies --spark)")
+    add_allow_large(p)
 
 
 def _model_args(p: argparse.ArgumentParser, *, interval: bool) -> None:
@@ -62,13 +71,36 @@ def _model_args(p: argparse.ArgumentParser, *, interval: bool) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON document")
 
 
-def _flagged(fn: Any, *a: Any, **kw: Any) -> Any:
+def _flagged(fn: Any, *a: Any, _derived_interval: bool = False, **kw: Any) -> Any:
+    """Call ``fn``, naming the flag of an offending parameter; an interval the user did not pass
+    (T* computed from --failure-rate/--checkpoint-cost) is named as such."""
     from rollcheck.pyimpl.errors import InvalidInputError
 
     try:
         return fn(*a, **kw)
     except InvalidInputError as e:
-        raise InvalidInputError(e.reason, location=_FLAGS.get(e.location or "", e.location)) from None
+        loc = _FLAGS.get(e.location or "", e.location)
+        if e.location == "interval" and _derived_interval:
+            loc = "T* (computed from --failure-rate and --checkpoint-cost)"
+        raise InvalidInputError(e.reason, location=loc) from None
+
+
+def _t_star(args: argparse.Namespace) -> float:
+    """T* for the flags; when λ·c underflows double precision, its limit √(2c/λ) (exact there)."""
+    import math
+
+    from rollcheck.pyimpl.errors import InvalidInputError
+    from rollcheck.pyimpl.intervals import optimal_interval
+
+    t = _flagged(optimal_interval, args.failure_rate, args.checkpoint_cost)
+    lam, c = float(args.failure_rate), float(args.checkpoint_cost)
+    if not t > c and lam * c < 1e-200:
+        # T* = √(2c/λ)·(1 + O(√(cλ))): at this λ·c the correction is below double precision.
+        t = math.sqrt(2.0 * c) / math.sqrt(lam)
+    if not (math.isfinite(t) and t > c):
+        raise InvalidInputError(f"T* cannot be computed in double precision for λ = {lam:g} and c = {c:g}",
+                                location="--failure-rate/--checkpoint-cost")
+    return t
 
 
 def _params(args: argparse.Namespace) -> dict[str, Any]:
@@ -85,10 +117,10 @@ def _equation(args: argparse.Namespace) -> str:
 
 
 def _optimal(args: argparse.Namespace) -> int:
-    from rollcheck.pyimpl.intervals import optimal_interval, utilization
+    from rollcheck.pyimpl.intervals import utilization
 
-    t = _flagged(optimal_interval, args.failure_rate, args.checkpoint_cost)
-    u = _flagged(utilization, t, **_params(args))
+    t = _t_star(args)
+    u = _flagged(utilization, t, _derived_interval=True, **_params(args))
     if args.json:
         emit_json({"interval": t, "utilization": u, "equation": _equation(args)})
     else:
@@ -108,11 +140,18 @@ def _utilization(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
+    import math
+
+    from rollcheck.pyimpl.errors import InvalidInputError
     from rollcheck.pyimpl.intervals import baseline_intervals, utilization
 
+    for t in args.against:
+        if not (math.isfinite(t) and t > 0):
+            raise InvalidInputError(f"must be a finite interval > 0, got {t}", location="--against")
     b = _flagged(baseline_intervals, args.failure_rate, args.checkpoint_cost, args.restart_cost)
-    t_star = b.pop("optimal")
-    u_star = _flagged(utilization, t_star, **_params(args))
+    b.pop("optimal")
+    t_star = _t_star(args)
+    u_star = _flagged(utilization, t_star, _derived_interval=True, **_params(args))
     rows: dict[str, dict[str, Any]] = {}
     named = list(b.items()) + [(f"fixed:{t:g}", t) for t in args.against]
     for name, t in named:
@@ -135,15 +174,45 @@ def _compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def _simulate(args: argparse.Namespace) -> int:
-    from rollcheck.pyimpl.errors import InvalidInputError
-    from rollcheck.pyimpl.intervals import optimal_interval
-    from rollcheck.pyimpl.intervals.sim import SimConfig, simulate_runs
+def _check_simulation_bounds(args: argparse.Namespace) -> None:
+    """Every option that scales the simulation's work or memory, before any work starts."""
+    import math
 
+    from rollcheck.pyimpl.errors import InvalidInputError
+
+    big = args.allow_large
     if args.runs < 2:
         raise InvalidInputError(f"need at least 2 runs for a standard error, got {args.runs}", location="--runs")
-    t = args.interval if args.interval is not None else _flagged(optimal_interval, args.failure_rate, args.checkpoint_cost)
-    cfg = _flagged(SimConfig, t, **_params(args))
+    check_limit(args.runs, MAX_RUNS, "--runs", allow_large=big)
+    if not args.horizon_failures > 0 or not math.isfinite(args.horizon_failures):
+        raise InvalidInputError(f"must be a finite number > 0, got {args.horizon_failures}", location="--horizon-failures")
+    check_limit(args.horizon_failures, MAX_HORIZON_FAILURES, "--horizon-failures", allow_large=big)
+    if not 0 <= args.seed <= MAX_SEED:
+        raise InvalidInputError(f"must be in 0..{MAX_SEED}, got {args.seed}", location="--seed")
+    lam, r = float(args.failure_rate), float(args.restart_cost)
+    if math.isfinite(lam) and math.isfinite(r) and lam > 0 and r > 0:
+        lr = lam * r
+        if lr > HARD_LAMBDA_RESTART:
+            raise InvalidInputError(f"λ·R = {lr:g}: a restart would practically never complete "
+                                    f"(probability e^-{lr:g}); nothing to simulate",
+                                    location="--failure-rate/--restart-cost")
+        check_limit(lr, MAX_LAMBDA_RESTART, "--failure-rate/--restart-cost", allow_large=big,
+                    what=f"λ·R (e^{{λR}} − 1 = {math.expm1(lr):.3g} restart attempts per failure):")
+        cycles = args.runs * args.horizon_failures * math.exp(lr)
+        check_limit(cycles, MAX_CYCLES, "--runs/--horizon-failures/--restart-cost", allow_large=big,
+                    what="runs × horizon-failures × e^{λR} =")
+    else:
+        check_limit(args.runs * args.horizon_failures, MAX_CYCLES, "--runs/--horizon-failures",
+                    allow_large=big, what="runs × horizon-failures =")
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    from rollcheck.pyimpl.intervals.sim import SimConfig, run_rng, simulate_run, summarise
+
+    _check_simulation_bounds(args)
+    derived = args.interval is None
+    t = _t_star(args) if derived else args.interval
+    cfg = _flagged(SimConfig, t, _derived_interval=derived, **_params(args))
     print(f"rollcheck interval simulate: seed={args.seed} runs={args.runs} horizon={args.horizon_failures:g}/λ",
           file=sys.stderr)
     timing = None
@@ -153,7 +222,16 @@ def _simulate(args: argparse.Namespace) -> int:
         res, timing = _flagged(spark_sweep, [cfg], args.runs, args.horizon_failures, args.seed, master=args.master)
         s = res[0]
     else:
-        s = _flagged(simulate_runs, cfg, args.runs, args.horizon_failures, args.seed)
+        # simulate_runs, run by run, so that a long simulation shows its progress
+        horizon = args.horizon_failures / cfg.failure_rate
+        vals, fails = [], 0
+        with progress(args.runs, "simulating runs") as advance:
+            for r in range(args.runs):
+                one = _flagged(simulate_run, cfg, horizon, run_rng(args.seed, 0, r))
+                vals.append(one.utilization)
+                fails += one.failures
+                advance()
+        s = summarise(0, cfg, vals, fails, horizon, args.seed)
     out = s.to_dict()
     out["within_3_se"] = abs(s.z) <= 3
     if timing is not None:

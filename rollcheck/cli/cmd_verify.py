@@ -26,11 +26,53 @@ def register(sub: Any) -> None:
     p.add_argument("--quick", action="store_true", help="the ci profile and small bounds (under 5 minutes)")
     p.add_argument("--profile", choices=["ci", "verify"], default=None,
                    help="Hypothesis profile (default: verify, or ci with --quick)")
-    p.add_argument("--out", default="report", help="report folder (default: report)")
+    p.add_argument("--out", default="report", help="report folder (default: report); an existing folder must be "
+                   "empty or hold a previous rollcheck report (else --force)")
+    p.add_argument("--force", action="store_true",
+                   help="write into a non-empty --out folder that does not hold a previous rollcheck report")
     p.add_argument("--seed", type=int, default=None,
-                   help="seed for every random run (default: $ROLLCHECK_SEED, else 0; printed)")
+                   help="seed for every random run (default: ROLLCHECK_SEED, else 0; printed and reported)")
     p.add_argument("--only", action="append", default=[], metavar="SECTION",
                    help="run only this section (repeatable)")
+
+
+_REPORT_FILES = ("report.md", "index.html", "results.json", "verify.log")
+
+
+def _check_out_dir(path: str, force: bool) -> Path:
+    """``--out`` is checked before the run: a file, an unwritable folder, or a non-empty folder
+    that does not hold a previous rollcheck report (unless ``force``) → exit 2 up front."""
+    from rollcheck.cli._util import check_output_path
+    from rollcheck.pyimpl.errors import InvalidInputError
+
+    out = Path(path)
+    if out.exists() and not out.is_dir():
+        raise InvalidInputError(f"{path} exists and is not a folder", location="--out")
+    check_output_path(out, "--out", directory=True)
+    if out.is_dir() and any(out.iterdir()) and not force:
+        ours = False
+        try:
+            with open(out / "report.md", encoding="utf-8", errors="replace") as fh:
+                ours = fh.readline().startswith("# rollcheck verification report")
+        except OSError:
+            ours = False
+        if not ours:
+            present = [f for f in _REPORT_FILES if (out / f).exists()]
+            what = (f"holds {', '.join(present)} not written by rollcheck" if present
+                    else "is not empty and holds no previous rollcheck report")
+            raise InvalidInputError(f"{path} {what}; choose another folder or pass --force to write into it",
+                                    location="--out")
+    return out.resolve()
+
+
+def _seed(args: argparse.Namespace) -> tuple[int, str]:
+    """The seed in use and where it came from (``--seed``, ``ROLLCHECK_SEED`` or the default 0)."""
+    from rollcheck.properties.profiles import seed as env_seed
+
+    if args.seed is not None:
+        return args.seed, "--seed"
+    s = env_seed()
+    return (s, "ROLLCHECK_SEED") if s is not None else (0, "default")
 
 
 @contextlib.contextmanager
@@ -77,10 +119,12 @@ def _run(args: argparse.Namespace) -> int:
         write_report,
     )
 
+    out_dir = _check_out_dir(args.out, args.force)
+    seed, seed_from = _seed(args)
+    hyp = env_seed()
+    hyp_seed = "derandomised (no ROLLCHECK_SEED)" if hyp is None else str(hyp)
     profile = args.profile or ("ci" if args.quick else "verify")
     load_profile(profile)
-    seed = args.seed if args.seed is not None else (env_seed() or 0)
-    out_dir = Path(args.out).resolve()
     sections = discover_sections()
     if args.only:
         names = {n for n, _ in sections}
@@ -99,8 +143,8 @@ def _run(args: argparse.Namespace) -> int:
     with _captured_fds(log_path) as progress:
         console = Console(file=progress, force_terminal=interactive or None, highlight=False,
                           width=None if interactive else 10_000, soft_wrap=not interactive)
-        console.print(f"rollcheck verify: profile={profile} quick={args.quick} seed={seed} "
-                      f"(JVM and Spark output: {os.path.relpath(log_path)})")
+        console.print(f"rollcheck verify: profile={profile} quick={args.quick} seed={seed} ({seed_from}), "
+                      f"hypothesis seed={hyp_seed} (JVM and Spark output: {os.path.relpath(log_path)})")
         for name, module in sections:
             title = getattr(module, "TITLE", name)
             t0 = time.perf_counter()
@@ -144,7 +188,8 @@ def _run(args: argparse.Namespace) -> int:
             table.add_row(r.algorithm, r.method, r.check, f"[{colour[r.status]}]{r.status}",
                           f"{r.count} {r.unit}", f"{r.seconds:.1f}")
         Console().print(table)
-    meta: dict[str, object] = {"verdict": verdict, "profile": profile, "quick": args.quick, "seed": seed,
+    meta: dict[str, object] = {"verdict": verdict, "profile": profile, "quick": args.quick,
+                               "seed": seed, "seed from": seed_from, "hypothesis seed": hyp_seed,
                                "total time (s)": round(seconds, 1),
                                "generated": time.strftime("%Y-%m-%d %H:%M:%S"),
                                "versions": environment()}

@@ -1,0 +1,290 @@
+"""Reading JSON input safely: one loader for every input file of rollcheck.
+
+Every document a user hands to rollcheck (patterns, span systems, elastic configurations, traces,
+profiles) goes through :func:`load_json_file` / :func:`loads_json`, which turn every way a file can
+be malformed into one :class:`~rollcheck.pyimpl.errors.InvalidInputError` naming the file and the
+place (``byte k``, ``line l column c``) instead of a library exception:
+
+- unreadable paths (missing, a directory, no permission) and empty files;
+- a UTF-8 byte-order mark (rejected: the formats are UTF-8 *without* BOM) and bytes that are not
+  UTF-8 (the offending byte and its line);
+- malformed JSON (line and column);
+- nesting deeper than :data:`MAX_DEPTH` levels (without the cap, ~1,000 levels crash every
+  recursive reader of the document);
+- integers longer than :data:`MAX_INT_DIGITS` digits (Python refuses to convert more than 4,300
+  digits anyway, and no field of any format needs more than a few);
+- ``NaN``, ``Infinity``, ``-Infinity`` and floats that overflow to infinity (``1e999``): they are
+  not JSON (RFC 8259 §6) and no field of any format accepts them;
+- optionally, duplicate keys in an object (``reject_duplicate_keys``; off for the large formats,
+  where the check would cost as much as the parse).
+
+Names taken from the input are echoed in messages through :func:`safe_name` (lone surrogates
+escaped, control characters escaped, long names cut), so an error message is always one printable
+line of bounded length.
+
+References
+----------
+.. [1] T. Bray (ed.). The JavaScript Object Notation (JSON) Data Interchange Format. RFC 8259, §6
+   (numbers: "Numeric values that cannot be represented ... such as Infinity and NaN are not
+   permitted") and §8.1 (no byte-order mark).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import stat
+import sys
+from typing import Any
+
+from rollcheck.pyimpl.errors import InvalidInputError
+
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_INT_DIGITS",
+    "MAX_NAME_CHARS",
+    "MAX_STREAM_BYTES",
+    "load_json_file",
+    "loads_json",
+    "read_input_bytes",
+    "decode_utf8",
+    "safe_name",
+]
+
+MAX_DEPTH = 100
+"""Deepest nesting of arrays/objects accepted in an input document."""
+
+MAX_INT_DIGITS = 100
+"""Longest integer literal (digits) accepted in an input document."""
+
+MAX_NAME_CHARS = 80
+"""Names echoed in messages are cut to this many characters (then ``…``)."""
+
+MAX_STREAM_BYTES = 2**28
+"""At most this much is read from an input that is not a regular file (a pipe, a device)."""
+
+_BOM = b"\xef\xbb\xbf"
+
+
+def safe_name(value: Any, limit: int = MAX_NAME_CHARS) -> str:
+    """``repr``-like, printable, one-line, bounded text of a value taken from the input.
+
+    Lone surrogates (``"\\ud800"``, which cannot be encoded to UTF-8) and control characters are
+    written as escapes; text longer than ``limit`` characters is cut and marked with ``…``.
+
+    Examples
+    --------
+    >>> safe_name("P0")
+    "'P0'"
+    >>> safe_name("a\\ud800b")
+    "'a\\\\ud800b'"
+    >>> safe_name("x" * 100, limit=10)
+    "'xxxxxxxxxx…' (100 characters)"
+    """
+    if isinstance(value, str):
+        n = len(value)
+        cut = value[:limit]
+        text = repr(cut)  # escapes control characters and lone surrogates, keeps printable text
+        if n > limit:
+            text = text[:-1] + "…" + text[-1] + f" ({n} characters)"
+        return text
+    if isinstance(value, (list, dict)):
+        return f"a JSON {'array' if isinstance(value, list) else 'object'} of {len(value)} entries"
+    text = repr(value)
+    if len(text) > limit:
+        text = text[:limit] + f"… ({len(text)} characters)"
+    return text
+
+
+def _line_col(text: str | bytes, pos: int) -> str:
+    nl = "\n" if isinstance(text, str) else b"\n"
+    line = text.count(nl, 0, pos) + 1  # type: ignore[arg-type]
+    col = pos - (text.rfind(nl, 0, pos) + 1)  # type: ignore[arg-type]
+    return f"line {line} column {col + 1}"
+
+
+def read_input_bytes(path: str | os.PathLike[str], *, max_bytes: int | None = None) -> bytes:
+    """The bytes of an input file; unreadable, empty or (with ``max_bytes``) too large → exit 2.
+
+    Examples
+    --------
+    >>> read_input_bytes("/nonexistent/x.json")
+    Traceback (most recent call last):
+    ...
+    rollcheck.pyimpl.errors.InvalidInputError: /nonexistent/x.json: cannot read file: No such file or directory
+    """
+    source = str(path)
+    if os.path.isdir(path):
+        raise InvalidInputError("is a directory, not a file", source=source)
+    try:
+        with open(path, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            if stat.S_ISREG(st.st_mode):
+                if max_bytes is not None and st.st_size > max_bytes:
+                    raise InvalidInputError(f"file of {st.st_size} bytes is larger than the limit of "
+                                            f"{max_bytes} bytes", source=source)
+                data = fh.read()
+            else:  # a pipe or a device (/dev/zero): read at most the limit, never for ever
+                cap = max_bytes if max_bytes is not None else MAX_STREAM_BYTES
+                data = fh.read(cap + 1)
+                if len(data) > cap:
+                    raise InvalidInputError(f"more than {cap} bytes from a stream that is not a regular file",
+                                            source=source)
+    except OSError as e:
+        raise InvalidInputError(f"cannot read file: {e.strerror or e}", source=source) from None
+    if not data.strip():
+        raise InvalidInputError("empty file", source=source)
+    return data
+
+
+def decode_utf8(data: bytes, source: str | None = None) -> str:
+    """UTF-8 text of ``data``; a BOM or an invalid byte → :class:`InvalidInputError` with its place.
+
+    Examples
+    --------
+    >>> decode_utf8(b'{"a": 1}')
+    '{"a": 1}'
+    >>> decode_utf8(b'{"a":\\n "\\xff"}', "f.json")
+    Traceback (most recent call last):
+    ...
+    rollcheck.pyimpl.errors.InvalidInputError: f.json: byte 8 (line 2 column 3): not UTF-8 text (invalid byte 0xff)
+    """
+    if data.startswith(_BOM):
+        raise InvalidInputError("starts with a UTF-8 byte-order mark (BOM); save the file as UTF-8 without BOM",
+                                source=source, location="byte 0")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        bad = data[e.start:e.start + 1].hex()
+        raise InvalidInputError(f"not UTF-8 text (invalid byte 0x{bad})", source=source,
+                                location=f"byte {e.start} ({_line_col(data, e.start)})") from None
+
+
+class _Reject(Exception):
+    def __init__(self, reason: str, literal: str):
+        self.reason = reason
+        self.literal = literal
+
+
+def _parse_int(s: str) -> int:
+    digits = len(s) - (s[0] == "-")
+    if digits > MAX_INT_DIGITS:
+        raise _Reject(f"integer of {digits} digits (the limit is {MAX_INT_DIGITS})", s)
+    return int(s)
+
+
+def _parse_float(s: str) -> float:
+    if len(s) > MAX_INT_DIGITS + 30:
+        raise _Reject(f"number literal of {len(s)} characters (the limit is {MAX_INT_DIGITS + 30})", s)
+    x = float(s)
+    if not math.isfinite(x):
+        raise _Reject(f"number {s[:40]} is too large for a float (it would be infinite)", s)
+    return x
+
+
+def _parse_constant(s: str) -> Any:
+    raise _Reject(f"{s} is not a JSON number (NaN and Infinity are not allowed)", s)
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    d = dict(pairs)
+    if len(d) != len(pairs):
+        seen: set[str] = set()
+        for k, _ in pairs:
+            if k in seen:
+                raise _Reject(f"duplicate key {safe_name(k)} in an object", json.dumps(k))
+            seen.add(k)
+    return d
+
+
+def _stack_depth() -> int:
+    f = sys._getframe()
+    n = 0
+    while f is not None:
+        n += 1
+        f = f.f_back  # type: ignore[assignment]
+    return n
+
+
+def loads_json(text: str | bytes, source: str | None = None, *, reject_duplicate_keys: bool = False) -> Any:
+    """Parse one JSON document from input text under the rules of this module.
+
+    Parameters
+    ----------
+    text : str or bytes
+        The document (bytes are decoded with :func:`decode_utf8`).
+    source : str, optional
+        The file name used in messages.
+    reject_duplicate_keys : bool
+        Reject an object that names a key twice (slower: off for the large formats).
+
+    Raises
+    ------
+    InvalidInputError
+        Naming ``source``, a place in the text and the reason.
+
+    Examples
+    --------
+    >>> loads_json('{"a": [1, 2.5, "x"]}')
+    {'a': [1, 2.5, 'x']}
+    >>> loads_json('{"a": NaN}', "f.json")
+    Traceback (most recent call last):
+    ...
+    rollcheck.pyimpl.errors.InvalidInputError: f.json: line 1 column 7: NaN is not a JSON number (NaN and Infinity are not allowed)
+    >>> loads_json("[" * 1000 + "]" * 1000, "deep.json")
+    Traceback (most recent call last):
+    ...
+    rollcheck.pyimpl.errors.InvalidInputError: deep.json: nested more than 100 levels deep (arrays/objects)
+    """
+    if isinstance(text, (bytes, bytearray)):
+        text = decode_utf8(bytes(text), source)
+    if text.startswith("\ufeff"):
+        raise InvalidInputError("starts with a byte-order mark (BOM); save the file as UTF-8 without BOM",
+                                source=source, location="byte 0")
+    if not text.strip():
+        raise InvalidInputError("empty file", source=source)
+    kw: dict[str, Any] = {"parse_int": _parse_int, "parse_float": _parse_float, "parse_constant": _parse_constant}
+    if reject_duplicate_keys:
+        kw["object_pairs_hook"] = _no_duplicates
+    old = sys.getrecursionlimit()
+    # The C decoder counts its nesting against the recursion limit: a limit just above the current
+    # stack caps the nesting of the document at no cost (and a deep document fails fast).
+    cap = _stack_depth() + MAX_DEPTH + 3
+    try:
+        sys.setrecursionlimit(cap)
+        try:
+            return json.loads(text, **kw)
+        finally:
+            sys.setrecursionlimit(old)
+    except RecursionError:
+        raise InvalidInputError(f"nested more than {MAX_DEPTH} levels deep (arrays/objects)", source=source) from None
+    except json.JSONDecodeError as e:
+        raise InvalidInputError(f"malformed JSON: {e.msg}", source=source,
+                                location=f"line {e.lineno} column {e.colno}") from None
+    except _Reject as e:
+        pos = text.find(e.literal)
+        raise InvalidInputError(e.reason, source=source,
+                                location=_line_col(text, pos) if pos >= 0 else None) from None
+    except ValueError as e:  # the interpreter's own integer-size limit, should another path reach it
+        raise InvalidInputError(f"malformed number: {e}", source=source) from None
+
+
+def load_json_file(path: str | os.PathLike[str], *, max_bytes: int | None = None,
+                   reject_duplicate_keys: bool = False) -> Any:
+    """Read and parse a JSON input file (see the module notes for everything that is rejected).
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     p = os.path.join(d, "bom.json")
+    ...     _ = open(p, "wb").write(b"\\xef\\xbb\\xbf{}")
+    ...     load_json_file(p)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    rollcheck.pyimpl.errors.InvalidInputError: .../bom.json: byte 0: starts with a UTF-8 byte-order mark (BOM); ...
+    """
+    source = str(path)
+    data = read_input_bytes(path, max_bytes=max_bytes)
+    return loads_json(decode_utf8(data, source), source, reject_duplicate_keys=reject_duplicate_keys)
