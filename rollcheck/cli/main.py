@@ -179,8 +179,18 @@ def _report(kind: str, message: str) -> None:
     print(f"rollcheck: {kind}: {safe_text(message)}", file=sys.stderr)
 
 
+def _hypothesis_storage_outside_cwd() -> None:
+    """Hypothesis keeps a ``.hypothesis`` folder in the working directory; a command must not
+    leave files where the user runs it, so the CLI keeps Hypothesis' storage in the user's cache
+    folder instead (unless the user chose one with ``HYPOTHESIS_STORAGE_DIRECTORY``)."""
+    if not os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
+        cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = os.path.join(cache, "rollcheck", "hypothesis")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line ``argv`` (default ``sys.argv[1:]``) and return the exit code."""
+    _hypothesis_storage_outside_cwd()
     with _escaping_streams(), _signals():
         return _main(argv)
 
