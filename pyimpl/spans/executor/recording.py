@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.spans import times as T
 from rollcheck.pyimpl.spans.executor.graph import Edge
-from rollcheck.pyimpl.spans.executor.run import Run
 from rollcheck.pyimpl.spans.system import (
     EdgeSpec,
     ProcessorSpec,
@@ -23,6 +23,9 @@ from rollcheck.pyimpl.spans.system import (
     system_from_dict,
     system_to_dict,
 )
+
+if TYPE_CHECKING:  # the run is only annotated here; run.py imports this module lazily
+    from rollcheck.pyimpl.spans.executor.run import Run
 
 __all__ = ['Built', 'build_system']
 
