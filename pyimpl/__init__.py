@@ -25,49 +25,51 @@ References
 FERDiS paper §5.3 (Z-paths, useless checkpoints, recovery lines).
 """
 
-from rollcheck.pyimpl.clocks import happened_before, vector_clocks
-from rollcheck.pyimpl.consistency import in_transit, is_consistent, orphans
-from rollcheck.pyimpl.errors import (
-    InconclusiveError,
-    InternalError,
-    InvalidInputError,
-    PropertyViolation,
-    RollcheckError,
-)
-from rollcheck.pyimpl.pattern import (
-    CHECKPOINT,
-    DELIVER,
-    SEND,
-    Checkpoint,
-    Event,
-    Message,
-    Pattern,
-    PatternBuilder,
-)
-from rollcheck.pyimpl.patternio import (
-    dump_pattern,
-    load_pattern,
-    loads_pattern,
-    pattern_from_dict,
-    pattern_to_dict,
-)
-from rollcheck.pyimpl.protocols import (
-    Protocol,
-    ProtocolRun,
-    get_protocol,
-    resolve_protocol,
-    run_protocol,
-)
-from rollcheck.pyimpl.recovery import (
-    RecoveryLine,
-    max_consistent_containing,
-    min_consistent_containing,
-    recovery_line,
-    rollback_distance,
-)
-from rollcheck.pyimpl.render import render_pattern
-from rollcheck.pyimpl.rgraph import checkpoint_graph, rgraph
-from rollcheck.pyimpl.zpaths import is_zpath, useless_checkpoints, zcycle, zcycle_checkpoints, zpath
+# The names are loaded on first use (PEP 562), so that importing one submodule — or running
+# ``rollcheck --help`` — does not import numpy, scipy, networkx or matplotlib.
+_EXPORTS: dict[str, str] = {
+    "happened_before": "rollcheck.pyimpl.clocks",
+    "vector_clocks": "rollcheck.pyimpl.clocks",
+    "in_transit": "rollcheck.pyimpl.consistency",
+    "is_consistent": "rollcheck.pyimpl.consistency",
+    "orphans": "rollcheck.pyimpl.consistency",
+    "InconclusiveError": "rollcheck.pyimpl.errors",
+    "InternalError": "rollcheck.pyimpl.errors",
+    "InvalidInputError": "rollcheck.pyimpl.errors",
+    "PropertyViolation": "rollcheck.pyimpl.errors",
+    "RollcheckError": "rollcheck.pyimpl.errors",
+    "CHECKPOINT": "rollcheck.pyimpl.pattern",
+    "DELIVER": "rollcheck.pyimpl.pattern",
+    "SEND": "rollcheck.pyimpl.pattern",
+    "Checkpoint": "rollcheck.pyimpl.pattern",
+    "Event": "rollcheck.pyimpl.pattern",
+    "Message": "rollcheck.pyimpl.pattern",
+    "Pattern": "rollcheck.pyimpl.pattern",
+    "PatternBuilder": "rollcheck.pyimpl.pattern",
+    "dump_pattern": "rollcheck.pyimpl.patternio",
+    "load_pattern": "rollcheck.pyimpl.patternio",
+    "loads_pattern": "rollcheck.pyimpl.patternio",
+    "pattern_from_dict": "rollcheck.pyimpl.patternio",
+    "pattern_to_dict": "rollcheck.pyimpl.patternio",
+    "Protocol": "rollcheck.pyimpl.protocols",
+    "ProtocolRun": "rollcheck.pyimpl.protocols",
+    "get_protocol": "rollcheck.pyimpl.protocols",
+    "resolve_protocol": "rollcheck.pyimpl.protocols",
+    "run_protocol": "rollcheck.pyimpl.protocols",
+    "RecoveryLine": "rollcheck.pyimpl.recovery",
+    "max_consistent_containing": "rollcheck.pyimpl.recovery",
+    "min_consistent_containing": "rollcheck.pyimpl.recovery",
+    "recovery_line": "rollcheck.pyimpl.recovery",
+    "rollback_distance": "rollcheck.pyimpl.recovery",
+    "render_pattern": "rollcheck.pyimpl.render",
+    "checkpoint_graph": "rollcheck.pyimpl.rgraph",
+    "rgraph": "rollcheck.pyimpl.rgraph",
+    "is_zpath": "rollcheck.pyimpl.zpaths",
+    "useless_checkpoints": "rollcheck.pyimpl.zpaths",
+    "zcycle": "rollcheck.pyimpl.zpaths",
+    "zcycle_checkpoints": "rollcheck.pyimpl.zpaths",
+    "zpath": "rollcheck.pyimpl.zpaths",
+}
 
 __all__ = [
     # model
@@ -117,3 +119,18 @@ __all__ = [
     "InconclusiveError",
     "InternalError",
 ]
+
+
+def __getattr__(name: str) -> object:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
