@@ -13,8 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-
-from rollcheck.properties.mutation import MutantOutcome, mutant
+from rollcheck.properties.mutation import MutantSpec, register
 from rollcheck.pyimpl.interval_sim import (
     SimConfig,
     SimSummary,
@@ -33,7 +32,7 @@ from rollcheck.pyimpl.intervals import (
     utilization,
 )
 
-__all__ = ["BROKEN", "kill"]
+__all__ = ["BROKEN", "SPECS"]
 
 
 # --------------------------------------------------------------------------- broken variants
@@ -154,39 +153,13 @@ BROKEN: dict[str, tuple[str, str, Callable[..., Any], str, str]] = {
 }
 
 
-def _load_properties() -> None:
-    import rollcheck.properties.intervals_model  # noqa: F401  (registers the properties)
-    import rollcheck.properties.intervals_sim  # noqa: F401
-    import rollcheck.properties.intervals_trt  # noqa: F401
-
-
 #: Properties whose examples are expensive (simulation, many fits): their mutants are reported
 #: with the first failing example, unshrunk, to keep the catalogue run short.
 NO_SHRINK = {"interval-sim-agrees", "interval-dag-sim-agrees", "trt-optimiser-optimal"}
 
-
-def kill(prop_name: str, slot: str, broken: Callable[..., Any], profile: str) -> MutantOutcome:
-    """Run ``prop_name`` with ``broken`` in ``slot`` under ``profile``; killed iff it fails."""
-    from rollcheck.properties.intervals_model import run_with
-
-    _load_properties()
-    # shrink (for a minimal counterexample) only under the thorough profile, and never for the
-    # properties whose examples are expensive
-    r = run_with(prop_name, profile, shrink=profile == "verify" and prop_name not in NO_SHRINK, **{slot: broken})
-    if r.status == "fail":
-        return MutantOutcome("killed", f"{prop_name}: {r.error}", None, None, r.examples)
-    return MutantOutcome("survived", f"{prop_name} passed {r.examples} examples", None, None, r.examples)
-
-
-def _register(name: str, spec: tuple[str, str, Callable[..., Any], str, str]) -> None:
-    prop_name, slot, broken, target, description = spec
-
-    def check(profile: str) -> MutantOutcome:
-        return kill(prop_name, slot, broken, profile)
-
-    check.__qualname__ = f"check_{name}"
-    mutant(name, target=target, description=description)(check)
-
-
-for _name, _spec in BROKEN.items():
-    _register(_name, _spec)
+SPECS = tuple(
+    MutantSpec(name, area="intervals", description=description, kills=(prop_name,), slots={slot: broken},
+               target=target, shrink=False if prop_name in NO_SHRINK else None)
+    for name, (prop_name, slot, broken, target, description) in BROKEN.items()
+)
+register(*SPECS)
