@@ -104,6 +104,23 @@ def trt_first_term_only(ci: float, **kw: Any) -> float:
     return kw["timeout"] + kw["recovery"] + b.first_term
 
 
+def _breakdown_without_warmup(ci: float, **kw: Any) -> TRTBreakdown:
+    kw = dict(kw)
+    kw["warmup"] = 0.0  # a_1 = E + T_o + R: the warm-up W forgotten in the first term
+    return trt_breakdown(ci, **kw)
+
+
+def trt_a1_without_warmup(ci: float, **kw: Any) -> float:
+    """TRT whose first term a_1 leaves out the warm-up W (E + T_o + R)."""
+    return _breakdown_without_warmup(ci, **kw).trt
+
+
+def trt_limit_a1_without_warmup(ci: float, **kw: Any) -> float:
+    """The closed-form limit built from the same W-less a_1 (the implementation's own first term)."""
+    b = _breakdown_without_warmup(ci, **kw)
+    return kw["timeout"] + kw["recovery"] + b.first_term / (1.0 - kw["ratio"])
+
+
 def trt_ratio_inverted(ci: float, **kw: Any) -> float:
     """Uses the spare capacity 1 − U as the common ratio instead of U = I_avg/I_max."""
     kw = dict(kw)
@@ -144,6 +161,8 @@ BROKEN: dict[str, tuple[str, str, Callable[..., Any], str, str]] = {
                             "restore the source's last checkpoint, not the last system-wide one"),
     "trt-first-term-only": ("trt-limit", "trt", trt_first_term_only, "chiron-trt",
                             "catch-up series cut after the first term"),
+    "trt-a1-without-warmup": ("trt-direct-sum", "trt", trt_a1_without_warmup, "chiron-trt",
+                              "first term a_1 without the warm-up W (limit from the same a_1)"),
     "trt-ratio-inverted": ("trt-monotone", "trt", trt_ratio_inverted, "chiron-trt",
                            "common ratio 1 − U instead of U"),
     "optimiser-paper-inverse": ("trt-optimiser-optimal", "optimise", optimise_paper_inverse, "chiron-optimiser",
@@ -157,9 +176,15 @@ BROKEN: dict[str, tuple[str, str, Callable[..., Any], str, str]] = {
 #: with the first failing example, unshrunk, to keep the catalogue run short.
 NO_SHRINK = {"interval-sim-agrees", "interval-dag-sim-agrees", "trt-optimiser-optimal"}
 
+def _slots(name: str, slot: str, broken: Callable[..., Any]) -> dict[str, Any]:
+    if name == "trt-a1-without-warmup":  # the bug lives in a_1, which the limit reuses too
+        return {"trt": broken, "limit": trt_limit_a1_without_warmup}
+    return {slot: broken}
+
+
 SPECS = tuple(
-    MutantSpec(name, area="intervals", description=description, kills=(prop_name,), slots={slot: broken},
-               target=target, shrink=False if prop_name in NO_SHRINK else None)
+    MutantSpec(name, area="intervals", description=description, kills=(prop_name,),
+               slots=_slots(name, slot, broken), target=target, shrink=False if prop_name in NO_SHRINK else None)
     for name, (prop_name, slot, broken, target, description) in BROKEN.items()
 )
 register(*SPECS)
