@@ -12,7 +12,6 @@ from typing import Any
 
 from hypothesis import example, given
 from hypothesis import strategies as st
-
 from rollcheck.properties import oracle as O
 from rollcheck.properties.registry import prop
 from rollcheck.properties.strategies import patterns, walk_patterns

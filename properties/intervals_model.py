@@ -13,7 +13,6 @@ from typing import Any
 
 from hypothesis import assume, given
 from hypothesis import strategies as st
-
 from rollcheck.properties.registry import prop
 from rollcheck.pyimpl.errors import PropertyViolation
 from rollcheck.pyimpl.intervals import optimal_interval, utilization

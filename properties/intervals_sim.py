@@ -13,7 +13,6 @@ from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
-
 from rollcheck.properties.intervals_model import expect
 from rollcheck.properties.registry import prop
 from rollcheck.pyimpl.interval_sim import (

@@ -67,6 +67,20 @@ def utilization_no_restart(interval: Any, failure_rate: float, checkpoint_cost: 
     return utilization(interval, failure_rate, checkpoint_cost, 0.0, depth, token_delay)
 
 
+def utilization_no_checkpoint_cost(interval: Any, failure_rate: float, checkpoint_cost: float,
+                                   restart_cost: float = 0.0, depth: int = 1, token_delay: float = 0.0) -> Any:
+    """Eq. 10 with the checkpoint cost left out of the useful time (T instead of T − c)."""
+    u = utilization(interval, failure_rate, checkpoint_cost, restart_cost, depth, token_delay)
+    return u * interval / (interval - checkpoint_cost)
+
+
+def utilization_delta_sign_flipped(interval: Any, failure_rate: float, checkpoint_cost: float,
+                                   restart_cost: float = 0.0, depth: int = 1, token_delay: float = 0.0) -> Any:
+    """The e^{δλ} factor with the wrong sign in the exponent of the n·δ shift (U grows with δ)."""
+    u = utilization(interval, failure_rate, checkpoint_cost, restart_cost, depth, token_delay)
+    return u * math.exp(2.0 * failure_rate * token_delay * depth)
+
+
 def sim_restores_in_progress(config: SimConfig, runs: int = 250, horizon_failures: float = 2000.0, seed: int = 0,
                              point: int = 0) -> SimSummary:
     """Restores the checkpoint the source has taken even if the token has not reached the sink."""
@@ -149,6 +163,14 @@ BROKEN: dict[str, tuple[str, str, Callable[..., Any], str, str]] = {
                                   "Lambert-W formula without Newton polish: loses digits as cλ → 0"),
     "interval-young-as-optimum": ("interval-tstar-maximises", "optimal", tstar_young, "interval-model",
                                   "Young's √(2c/λ) taken as the optimum"),
+    "interval-young-not-stationary": ("interval-tstar-stationary", "optimal", tstar_young, "interval-model",
+                                      "Young's √(2c/λ) taken as the optimum (dU/dT ≠ 0 there)"),
+    "interval-young-not-argmax": ("interval-tstar-independent", "optimal", tstar_young, "interval-model",
+                                  "Young's √(2c/λ) taken as the optimum (not the numerical argmax)"),
+    "interval-no-checkpoint-cost": ("interval-utilization-unit-range", "util", utilization_no_checkpoint_cost,
+                                    "interval-model", "useful time T instead of T − c"),
+    "interval-delta-sign-flipped": ("interval-utilization-monotone", "util", utilization_delta_sign_flipped,
+                                    "interval-model", "sign error in the e^{nδλ} shift: U grows with δ"),
     "interval-dropped-delta": ("interval-dag-as-single", "util", utilization_dropped_delta, "interval-model",
                                "Eq. 10 without the e^{δλ} numerator factor"),
     "interval-restart-ignored": ("interval-eq10-literal", "util", utilization_no_restart, "interval-model",

@@ -104,6 +104,11 @@ def schedule_restart_basic_only(kinds: Any, every: int, forced_at: Any = ()) -> 
 
 
 
+def get_unsafe_variant(name: str) -> Protocol:
+    """The protocol getter of the dataflow property, handing out an unsafe variant of each protocol."""
+    return get_protocol({"bcs": "bcs-no-force", "hmnr": "hmnr-no-c2"}.get(name, name))
+
+
 # --------------------------------------------------------------------------- the catalogue
 def _unsafe(name: str, kills: tuple[str, ...], description: str, target: str, **slots: Any) -> MutantSpec:
     return MutantSpec(name, area="protocols", description=description, kills=kills, slots=slots,
@@ -128,6 +133,14 @@ SPECS = (
     _unsafe("hmnr-over-forcing", ("hmnr-forced-reference",),
             "HMNR that also forces after every send of the interval (no useless checkpoint, but forces "
             "where its rules do not)", "hmnr", protocol=OverForcingHMNR()),
+    _unsafe("bcs-over-forcing", ("bcs-forced-reference",),
+            "BCS forcing on m.lc >= lc passed off as BCS (forces where the rule does not)", "bcs",
+            protocol=get_protocol("bcs-geq")),
+    dataclasses.replace(
+        _unsafe("cic-dataflow-unsafe-variants", ("cic-no-useless-dataflow",),
+                "BCS without forcing and HMNR without C2 on FIFO dataflow topologies", "protocols",
+                get=get_unsafe_variant),
+        examples={"ci": 1500, "verify": 3000}),
     _safe("hmnr-no-minto", ("hmnr-no-useless",), "HMNR C1 without the min_to conjunct", "hmnr"),
     _safe("hmnr-minto-every-send", ("hmnr-no-useless",),
           "HMNR with min_to[k] = min(clock[k], clock[i]) recomputed at every send", "hmnr"),

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from rollcheck.properties.mutation import MutantSpec, register
 from rollcheck.properties.spans_props import downstream_only_solver, drops_inflight_solver
@@ -21,6 +22,26 @@ def only_p_update(s_new: SpanSystem, old: Mapping[str, int], p: str) -> dict[str
     start = [c.top[idx[n]] if n == p else old.get(n, 0) for n in c.names]
     r = run_worklist(c, start=start, initial=[idx[p]])
     return dict(zip(c.names, r.levels, strict=True))
+
+
+def downstream_worklist_orders(s: SpanSystem, order: str = "fifo", seed: int = 0) -> dict[str, int]:
+    """WRONG on purpose: the downstream-only worklist for the worklist orders (rounds stay right)."""
+    from rollcheck.properties.spans_props import reference_solver
+
+    if order == "rounds":
+        return reference_solver(s, order, seed)
+    return downstream_only_solver(s, order, seed)
+
+
+def frontier_without_top_exemption(s: Any) -> Any:
+    """WRONG on purpose: flat need tables without the ⊤–⊤ exemption of C1 (too cautious)."""
+    from rollcheck.pyimpl.spans.frontier import compile_seq
+
+    fc = compile_seq(s)
+    c1 = fc.need[: len(s.src)]  # C1 rows come first, one per edge
+    # an unlogged edge with a message in flight: without the exemption no receiver level works
+    c1[~s.failed[s.dst] & ~s.logged & (s.total > s.processed), s.K + 1] = 255
+    return fc
 
 
 def _rounds_cost(profile: str) -> tuple[float, str]:
@@ -43,6 +64,13 @@ SPECS = (
                            "a kept sender's lost message goes unnoticed",
                kills=("spans-greatest-brute", "spans-greatest-z3", "spans-feasible"),
                slots={"solver": drops_inflight_solver}),
+    MutantSpec("spans-orders-downstream", area="spans",
+               description="the downstream-only worklist among the evaluation orders: it disagrees with the "
+                           "literal set-based algorithm",
+               kills=("spans-orders-agree",), slots={"solver": downstream_worklist_orders}),
+    MutantSpec("spans-frontier-no-top-exemption", area="spans",
+               description="flat frontier need tables without the ⊤–⊤ exemption of C1",
+               kills=("spans-frontier-equals-sets",), slots={"compile_fn": frontier_without_top_exemption}),
     MutantSpec("spans-top-all-times", area="spans",
                description="⊤ of a live processor taken as all times instead of its concrete set "
                            "(loses an in-flight unlogged message)",

@@ -15,7 +15,6 @@ from typing import Any, NamedTuple, NoReturn
 
 from hypothesis import assume, given
 from hypothesis import strategies as st
-
 from rollcheck.properties.registry import prop
 from rollcheck.pyimpl.consistency import in_transit, orphans
 from rollcheck.pyimpl.errors import InvalidInputError, PropertyViolation

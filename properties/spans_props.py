@@ -209,12 +209,15 @@ def greatest_z3(doc: dict[str, Any], solver: Solver = reference_solver) -> None:
         _fail(f"Z3: some feasible assignment has a processor above {s.labels(lv)}", s)
 
 
-@prop("spans-orders-agree", target="spans", theorem="specs/spans.md#orders")
-@given(doc=span_docs(max_procs=6, max_chain=4, max_edges=10), seed=st.integers(0, 2**16))
+@prop("spans-orders-agree", target="spans", theorem="specs/spans.md#orders", area="spans",
+      interesting=_BETWEEN, floor=0.3)
+@given(doc=mixed_span_docs(max_procs=6, max_chain=4, max_edges=10), seed=st.integers(0, 2**16))
 def orders_agree(doc: dict[str, Any], seed: int,
                  solver: Callable[..., Mapping[str, int]] = reference_solver) -> None:
+    """FIFO, LIFO, random worklists, whole-graph rounds and the literal set algorithm agree."""
     s = system_from_dict(doc)
     results = {o: dict(solver(s, o, seed)) for o in ("fifo", "lifo", "random", "rounds")}
+    _report_between(s, results["rounds"])
     results["literal"] = solve_literal(s, "random", seed)
     if len({tuple(sorted(r.items())) for r in results.values()}) != 1:
         _fail(f"orders disagree: { {k: s.labels(v) for k, v in results.items()} }", s)

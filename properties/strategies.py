@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from hypothesis import strategies as st
-
 from rollcheck.pyimpl.pattern import Pattern, PatternBuilder
 
 __all__ = ["patterns", "walk_patterns", "topology_channels", "TOPOLOGIES", "failed_sets", "checkpoint_sets", "cuts"]

@@ -15,7 +15,6 @@ from typing import Any
 
 from hypothesis import example, given
 from hypothesis import strategies as st
-
 from rollcheck.properties.foundation import PITFALLS, expect
 from rollcheck.properties.registry import prop
 from rollcheck.properties.strategies import patterns, walk_patterns

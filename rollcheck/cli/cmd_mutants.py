@@ -149,6 +149,11 @@ def run_catalogue(profile: str, out_dir: str | os.PathLike[str], only: Sequence[
     out = Path(out_dir)
     if timeout is not None and timeout < 0:
         timeout = DEFAULT_TIMEOUT.get(profile, 300.0)
+    if pictures:  # import once here: the forked children inherit it instead of importing it each
+        import matplotlib
+
+        matplotlib.use("Agg", force=False)
+        import matplotlib.pyplot  # noqa: F401
     records = []
     for name, m in mutants.items():
         if (only and name not in only) or (areas and m.area not in areas):
