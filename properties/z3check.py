@@ -16,8 +16,8 @@ from typing import Any
 from hypothesis import example, given
 from hypothesis import strategies as st
 from rollcheck.properties.foundation import PITFALLS, expect
-from rollcheck.properties.registry import prop
-from rollcheck.properties.strategies import patterns, walk_patterns
+from rollcheck.properties.registry import interesting, prop
+from rollcheck.properties.strategies import patterns, walk_patterns, zcycle_patterns
 from rollcheck.pyimpl.pattern import Pattern
 from rollcheck.pyimpl.recovery import recovery_line
 from rollcheck.pyimpl.zpaths import useless_checkpoints
@@ -67,21 +67,26 @@ def z3_above_line(p: Pattern, failed: Iterable[int], virtual: bool, line: Sequen
 
 #: Larger than the brute-force oracle can enumerate comfortably.
 medium_patterns = st.one_of(
+    zcycle_patterns(max_processes=5, max_steps=16),
     walk_patterns(max_processes=3, max_steps=50),
     walk_patterns(max_processes=5, max_steps=60),
     patterns(min_processes=2, max_processes=6, max_actions=40, topology=None),
 )
 
 
-@prop("z3-useless-agrees", target="zpaths", theorem="specs/theorems.md#t2-netzer-xu")
+@prop("z3-useless-agrees", target="zpaths", theorem="specs/theorems.md#t2-netzer-xu", area="foundation",
+      interesting="a useless checkpoint", floor=0.25)
 @example(p=PITFALLS["volatile-needed"])
 @given(p=medium_patterns)
 def z3_useless_agrees(p: Pattern, useless: Any = useless_checkpoints) -> None:
     """Z3 finds a consistent global checkpoint containing C exactly when C is not useless."""
     flagged = {tuple(c) for c in useless(p)}
+    found = False
     for c in p.checkpoints(include_initial=False):
         exists = z3_contains_consistent(p, c)
+        found = found or not exists
         expect(exists == (tuple(c) not in flagged), f"{p.checkpoint_name(c)}: Z3 sat={exists}, useless={tuple(c) in flagged}", p)
+    interesting(found, "a useless checkpoint")
 
 
 @prop("z3-line-maximal", target="recovery", theorem="specs/theorems.md#t5-recovery-line")
