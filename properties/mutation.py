@@ -145,7 +145,7 @@ def reduce_pattern(p: Any, still_fails: Callable[[Any], bool]) -> Any:
     Examples
     --------
     >>> from rollcheck.pyimpl.pattern import PatternBuilder
-    >>> b = PatternBuilder(2); m = b.send(0, 1); b.deliver(1, m); b.checkpoint(0); b.checkpoint(1)
+    >>> b = PatternBuilder(2); m = b.send(0, 1); b.deliver(1, m); c = b.checkpoint(0); c = b.checkpoint(1)
     >>> len(reduce_pattern(b.build(), lambda q: any(e.kind == "checkpoint" for e in q.events)))
     1
     """

@@ -51,7 +51,7 @@ def raw_messages(p: Pattern) -> list[RawMessage]:
     Examples
     --------
     >>> from rollcheck.pyimpl.pattern import PatternBuilder
-    >>> b = PatternBuilder(2); b.checkpoint(0); m = b.send(0, 1); b.deliver(1, m)
+    >>> b = PatternBuilder(2); c = b.checkpoint(0); m = b.send(0, 1); b.deliver(1, m)
     >>> raw_messages(b.build())
     [RawMessage(position=0, sender=0, send_interval=1, receiver=1, deliver_interval=0)]
     """

@@ -11,9 +11,9 @@ Examples
 --------
 >>> from rollcheck.pyimpl.pattern import PatternBuilder
 >>> b = PatternBuilder(2)
->>> b.deliver(0, b.send(1, 0)); b.checkpoint(0); b.deliver(1, b.send(0, 1))
+>>> b.deliver(0, b.send(1, 0)); c = b.checkpoint(0); b.deliver(1, b.send(0, 1))
 >>> reference_forced("bcs", b.build())
-('m2',)
+('m1',)
 
 References
 ----------
