@@ -74,7 +74,8 @@ SPECS = (
     MutantSpec("spans-top-all-times", area="spans",
                description="⊤ of a live processor taken as all times instead of its concrete set "
                            "(loses an in-flight unlogged message)",
-               kills=("spans-end-to-end",), slots={"top_all": True}),
+               kills=("spans-end-to-end",), slots={"top_all": True},
+               examples={"ci": 300, "verify": 1200}),  # needs a failure with an unlogged message in flight
     MutantSpec("spans-watermark-only-p", area="spans",
                description="incremental low watermark raises only the processor that checkpointed",
                kills=("spans-watermark",), slots={"update": only_p_update}, shrink=False),
