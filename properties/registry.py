@@ -28,6 +28,7 @@ mutant: see :mod:`rollcheck.properties.mutation`).
 from __future__ import annotations
 
 import contextvars
+import copy
 import inspect
 import time
 from collections.abc import Callable
@@ -186,12 +187,17 @@ def _rebuild(func: Callable[..., Any]) -> Callable[..., Any]:
         subs = _IMPLS.get() or {}
         full = {**defaults, **{k: v for k, v in subs.items() if k in defaults}, **kw}
         counter = _COUNTER.get()
+        recorded = dict(kw)
         if counter is not None:
             counter.flag = None
+            try:  # a body may change what it was given: keep the drawn values as drawn
+                recorded = copy.deepcopy(kw)
+            except Exception:
+                pass
         try:
             result = inner(**full)
         except PropertyViolation as e:
-            e.drawn = dict(kw)  # type: ignore[attr-defined]  (the values to replay it: the reproducer)
+            e.drawn = recorded  # type: ignore[attr-defined]  (the values to replay it: the reproducer)
             _tally(counter)
             raise
         except AssertionError:
@@ -355,10 +361,14 @@ def violation_on(p: Property | str, drawn: dict[str, Any], **impls: Any) -> Prop
     (a crash is not the same failure: reducers must not drift into it)."""
     if isinstance(p, str):
         p = PROPERTIES[p]
+    import warnings
+
     core = p.func._core  # type: ignore[attr-defined]
     token = _IMPLS.set(impls)
     try:
-        core(**drawn)
+        with warnings.catch_warnings():  # assume() outside a Hypothesis run only warns
+            warnings.simplefilter("ignore")
+            core(**drawn)
     except PropertyViolation as e:
         return e
     except Exception:
