@@ -70,14 +70,14 @@ PITFALLS = {
 #: with Z-cycle motifs, control walks (Z-cycle prone) and longer patterns; all of them shrink to
 #: few events. The properties report the fraction with a useless checkpoint (floor 25%).
 small_patterns = weighted(
-    (3, zcycle_patterns(max_processes=4, max_steps=8)),
+    (5, zcycle_patterns(max_processes=4, max_steps=8)),
     (1, patterns(min_processes=2, max_processes=4, max_actions=10)),
     (1, walk_patterns(max_processes=3, max_steps=30)),
     (1, walk_patterns(max_processes=4, max_steps=30)),
     (1, patterns(min_processes=2, max_processes=4, min_actions=16, max_actions=30)),
 )
 small_with_topologies = weighted(
-    (4, zcycle_patterns(max_processes=4, max_steps=8)),
+    (7, zcycle_patterns(max_processes=4, max_steps=8)),
     (1, patterns(min_processes=2, max_processes=4, max_actions=10)),
     (1, walk_patterns(max_processes=3, max_steps=30)),
     (1, walk_patterns(max_processes=4, max_steps=30)),

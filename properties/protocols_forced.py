@@ -137,10 +137,17 @@ class OverForcingHMNR(HMNR):
         return any(st.sent_to) or super().must_force(st, src, pb)
 
 
+def forced_schedules() -> st.SearchStrategy[Pattern]:
+    """Basic schedules on 2–5 processes: half random traffic with checkpoints, half Z-cycle motifs
+    in random traffic (:func:`rollcheck.properties.strategies.zcycle_patterns`, which a CIC protocol
+    must break by forcing), so that forcing decisions happen in most of them."""
+    from rollcheck.properties.strategies import weighted, zcycle_patterns
+
+    return weighted((3, zcycle_patterns(max_processes=5, max_steps=20)), (2, _random_schedules()))
+
+
 @st.composite
-def forced_schedules(draw: Any) -> Pattern:
-    """Basic schedules on 2–5 processes with enough traffic and checkpoints that forcing decisions
-    happen (the reference forces at least once in about half of them)."""
+def _random_schedules(draw: Any) -> Pattern:
     n = draw(st.integers(2, 5), label="n")
     action = st.tuples(st.sampled_from((0, 0, 0, 1, 1, 1, 2, 2)), st.integers(0, 40), st.just(0))
     actions = draw(st.lists(action, min_size=12, max_size=48), label="actions")
@@ -178,3 +185,34 @@ def hmnr_forced_reference(p: Pattern, protocol: Any = _HMNR) -> None:
 def bcs_forced_reference(p: Pattern, protocol: Any = _BCS) -> None:
     """BCS forces exactly where its rule says (no more, no less)."""
     _compare("bcs", p, protocol)
+
+
+# ------------------------------------------------------------------------------------------------
+# Interesting-example measures for the CIC properties of protocols_cic (judged with the independent
+# reference above, never with the implementation under test).
+# ------------------------------------------------------------------------------------------------
+FORCES = "the rules force at least once"
+
+
+def _forces(p: Pattern, name: str = "hmnr", **_: Any) -> bool:
+    return bool(reference_forced(name if name in ("hmnr", "bcs") else "hmnr", p))
+
+
+def _register_measures() -> None:
+    import rollcheck.properties.protocols_cic  # noqa: F401  (registers the properties)
+    from rollcheck.properties.registry import measure
+
+    measure("hmnr-no-useless", FORCES, lambda p, **_: _forces(p, "hmnr"), floor=0.3)
+    measure("bcs-no-useless", FORCES, lambda p, **_: _forces(p, "bcs"), floor=0.3)
+    measure("bcs-index-lines-consistent", FORCES, lambda p, **_: _forces(p, "bcs"), floor=0.3)
+    measure("cic-no-useless-dataflow", FORCES, lambda p, name, **_: _forces(p, name), floor=0.1)
+    measure("protocol-forced-list", FORCES, lambda p, name, **_: _forces(p, name), floor=0.2)
+    measure("protocol-keeps-basic", "a message still in transit at the end",
+            lambda p, **_: len({e.message for e in p.events if e.kind == SEND})
+            > len({e.message for e in p.events if e.kind == DELIVER}), floor=0.2)
+    measure("protocol-fast-path-agrees", FORCES, lambda p, name, **_: _forces(p, name), floor=0.2)
+    measure("basic-timer-restarts", "a forced checkpoint inside the run, followed by a basic one",
+            lambda length, every, forced, **_: any(f + every < length for f in forced), floor=0.1)
+
+
+_register_measures()

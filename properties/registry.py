@@ -40,7 +40,7 @@ from hypothesis.errors import Unsatisfiable
 from rollcheck.pyimpl.errors import PropertyViolation
 
 __all__ = ["Property", "PropertyResult", "PROPERTIES", "AREAS", "prop", "run_property", "fails_on", "catches",
-           "interesting", "properties_of_area", "violation_on"]
+           "interesting", "properties_of_area", "violation_on", "measure"]
 
 #: The areas a property (and a mutant) belongs to; ``rollcheck verify`` has one section per area.
 AREAS = ("foundation", "protocols", "spans", "elastic", "intervals", "simulate")
@@ -156,6 +156,21 @@ def interesting(flag: bool, what: str = "interesting") -> bool:
     return flag
 
 
+#: Measures attached to properties defined elsewhere: name -> (what, fn(**drawn) -> bool, floor).
+_MEASURES: dict[str, tuple[str, Callable[..., bool], float | None]] = {}
+
+
+def measure(name: str, what: str, fn: Callable[..., bool], floor: float | None = None) -> None:
+    """Attach an interesting-example measure to the registered property ``name`` (for properties
+    whose module does not call :func:`interesting` itself): ``fn`` gets the drawn values of each
+    example and says whether it is interesting; ``floor`` as in :func:`prop`."""
+    p = PROPERTIES[name]
+    if p.interesting and p.interesting != what:
+        raise ValueError(f"property {name} already measures {p.interesting!r}")
+    _MEASURES[name] = (what, fn, floor)
+    PROPERTIES[name] = Property(p.name, p.target, p.theorem, p.func, p.area, what, floor)
+
+
 def _tally(counter: _Counter | None) -> None:
     if counter is None:
         return
@@ -176,6 +191,7 @@ def _rebuild(func: Callable[..., Any]) -> Callable[..., Any]:
     """
     handle = func.hypothesis  # type: ignore[attr-defined]
     inner = handle.inner_test
+    meta: dict[str, str] = {}
     sig = inspect.signature(inner)
     defaults = {n: p.default for n, p in sig.parameters.items() if p.default is not p.empty}
     given_kwargs = dict(handle._given_kwargs)
@@ -198,13 +214,24 @@ def _rebuild(func: Callable[..., Any]) -> Callable[..., Any]:
             result = inner(**full)
         except PropertyViolation as e:
             e.drawn = recorded  # type: ignore[attr-defined]  (the values to replay it: the reproducer)
+            _measure(counter, recorded)
             _tally(counter)
             raise
         except AssertionError:
             _tally(counter)
             raise
+        _measure(counter, recorded)
         _tally(counter)  # an example that ran to a verdict (not rejected by assume())
         return result
+
+    def _measure(counter: _Counter | None, drawn: dict[str, Any]) -> None:
+        m = _MEASURES.get(meta.get("name", ""))
+        if counter is None or m is None or counter.flag is not None:
+            return
+        try:
+            counter.flag = bool(m[1](**drawn))
+        except Exception:  # a measure that cannot judge an example does not count it
+            counter.flag = None
 
     core.__signature__ = sig.replace(  # type: ignore[attr-defined]
         parameters=[p for p in sig.parameters.values() if p.default is p.empty]
@@ -250,6 +277,7 @@ def _rebuild(func: Callable[..., Any]) -> Callable[..., Any]:
     runner._core = core  # type: ignore[attr-defined]
     runner.is_hypothesis_test = True  # type: ignore[attr-defined]
     runner.implementation_defaults = defaults  # type: ignore[attr-defined]
+    runner._meta = meta  # type: ignore[attr-defined]
     return runner
 
 
@@ -276,6 +304,7 @@ def prop(name: str, *, target: str, theorem: str, area: str | None = None, inter
         mod = runner.__module__.rsplit(".", 1)[-1]
         where = area or _MODULE_AREAS.get(mod, "foundation")
         PROPERTIES[name] = Property(name, target, theorem, runner, where, interesting, floor)
+        runner._meta["name"] = name  # type: ignore[attr-defined]
         runner.property_name = name  # type: ignore[attr-defined]
         return runner
 

@@ -100,7 +100,7 @@ def truncate(doc: dict[str, Any], lengths: dict[str, int], tops: bool = False) -
 
 
 @st.composite
-def dataflow_span_docs(draw: Any, max_product: int = 4000, attempts: int = 4) -> dict[str, Any]:
+def dataflow_span_docs(draw: Any, max_product: int = 4000, attempts: int = 6) -> dict[str, Any]:
     """Span systems recorded from a simulated dataflow execution (``pyimpl/spans/dataflow.py``).
 
     An example dataflow runs with a drawn seed; one (sometimes two) processors fail after a drawn

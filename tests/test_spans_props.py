@@ -59,4 +59,5 @@ def test_greatest_catches_a_too_cautious_solver(no_shrink: None) -> None:
 
     assert run_property("spans-greatest-brute", max_examples=20, solver=everyone_zero).status == "fail"
     assert run_property("spans-greatest-z3", max_examples=20, solver=everyone_zero).status == "fail"
-    assert run_property("spans-feasible", solver=everyone_zero).status == "pass"  # feasible, not greatest
+    # feasible, not greatest (all at level 0 is never "interesting", so the run is vacuous, not violated)
+    assert not run_property("spans-feasible", solver=everyone_zero).violated
