@@ -364,3 +364,22 @@ def loader_rejects(p: Pattern, k: int, load: Any = pattern_from_dict) -> None:
             expect(e.source == "fuzz.json", f"{how}: error does not name the file", p)
             continue
         raise PropertyViolation(f"{how} at events[{idx}] was accepted", counterexample=p)
+
+
+def _register_measures() -> None:
+    from rollcheck.properties.registry import measure
+
+    def inconsistent(p: Pattern, **_: Any) -> bool:
+        total = 1
+        for x in O.raw_last(p):
+            total *= x + 2
+        return len(O.consistent_cuts(p)) < total
+
+    measure("consistency-lattice", "an inconsistent global checkpoint", inconsistent, floor=0.25)
+    measure("pattern-json-roundtrip", "a forced checkpoint",
+            lambda p, **_: any(e.kind == "checkpoint" and e.forced for e in p.events))
+    measure("loader-rejects-invalid", "a delivery (every kind of corruption applies)",
+            lambda p, **_: any(e.kind == "deliver" for e in p.events))
+
+
+_register_measures()

@@ -148,3 +148,15 @@ def optimiser_optimal(data: tuple[list[ProfilingPoint], float], optimise: Any = 
         expect(lat(ch.ci) <= best + 1e-9 * scale,
                f"P({ch.ci}) = {lat(ch.ci)} but a sampled feasible CI reaches {best}", ex)
     expect(math.isfinite(ch.latency), "non-finite predicted latency", ex)
+
+
+def _register_measures() -> None:
+    from rollcheck.properties.registry import measure
+
+    measure("trt-monotone", "a ratio U ≥ 0.5 (several catch-up terms)", lambda p, **_: p["ratio"] >= 0.5)
+    measure("trt-limit", "a ratio U ≥ 0.5 (several catch-up terms)", lambda p, **_: p["ratio"] >= 0.5)
+    measure("trt-optimiser-optimal", "a bound below the largest profiled TRT (it excludes some CIs)",
+            lambda data, **_: data[1] < max(q.trt for q in data[0]))
+
+
+_register_measures()

@@ -291,3 +291,16 @@ def frontier_equals_sets(seed: int, cyclic: bool, jitter: float, procs: int, edg
     got_flat, got_bulk = run_flat(fc)[0], run_bulk(fc)[0].tolist()
     if got_flat != want or got_bulk != want:
         _fail(f"frontier form {got_flat} / bulk {got_bulk} != explicit sets {want}", sys_)
+
+
+def _register_measures() -> None:
+    from rollcheck.properties.registry import measure
+
+    measure("spans-watermark", "two or more processors with three or more checkpoints",
+            lambda doc, **_: sum(len(d["chain"]) >= 3 for d in doc["processors"].values()) >= 2)
+    measure("spans-end-to-end", "the failure strikes in the second half of the run",
+            lambda frac, **_: frac >= 0.5)
+    measure("spans-frontier-equals-sets", "a cyclic system", lambda cyclic, **_: cyclic)
+
+
+_register_measures()

@@ -89,13 +89,16 @@ def z3_useless_agrees(p: Pattern, useless: Any = useless_checkpoints) -> None:
     interesting(found, "a useless checkpoint")
 
 
-@prop("z3-line-maximal", target="recovery", theorem="specs/theorems.md#t5-recovery-line")
+@prop("z3-line-maximal", target="recovery", theorem="specs/theorems.md#t5-recovery-line", area="foundation",
+      interesting="a surviving process rolls back")
 @given(p=medium_patterns, data=st.data())
 def z3_line_maximal(p: Pattern, data: Any, line_fn: Any = recovery_line) -> None:
     """The recovery line is consistent and available, and Z3 finds no consistent cut above it."""
     failed = data.draw(st.frozensets(st.integers(0, p.n - 1), min_size=1), label="failed")
     virtual = data.draw(st.booleans(), label="virtual")
     line = line_fn(p, failed, virtual=virtual).line
+    interesting(any(line[i] < p.volatile_index(i) - (0 if virtual else 1) for i in range(p.n) if i not in failed),
+                "a surviving process rolls back")
     ok, above = z3_above_line(p, failed, virtual, line)
     expect(ok, f"line {line} is not consistent/available (failed={sorted(failed)}, virtual={virtual})", p)
     expect(not above, f"a consistent cut lies above {line} (failed={sorted(failed)}, virtual={virtual})", p)
