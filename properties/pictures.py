@@ -286,6 +286,8 @@ def _interval_picture(spec: Any, cex: Any, drawn: dict[str, Any] | None, detail:
     else:
         return _parameters_picture(spec, drawn, detail, out)
     ax.legend(fontsize=7)
+    if ax.get_yscale() == "linear":
+        ax.ticklabel_format(axis="y", useOffset=False)
     ax.set_title(f"{spec.name}: {spec.description}"[:100], fontsize=10)
     return _save(fig, out)
 
