@@ -77,7 +77,7 @@ small_patterns = weighted(
     (1, patterns(min_processes=2, max_processes=4, min_actions=16, max_actions=30)),
 )
 small_with_topologies = weighted(
-    (7, zcycle_patterns(max_processes=4, max_steps=8)),
+    (10, zcycle_patterns(max_processes=4, max_steps=8)),
     (1, patterns(min_processes=2, max_processes=4, max_actions=10)),
     (1, walk_patterns(max_processes=3, max_steps=30)),
     (1, walk_patterns(max_processes=4, max_steps=30)),

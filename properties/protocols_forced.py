@@ -202,9 +202,9 @@ def _register_measures() -> None:
     import rollcheck.properties.protocols_cic  # noqa: F401  (registers the properties)
     from rollcheck.properties.registry import measure
 
-    measure("hmnr-no-useless", FORCES, lambda p, **_: _forces(p, "hmnr"), floor=0.3)
-    measure("bcs-no-useless", FORCES, lambda p, **_: _forces(p, "bcs"), floor=0.3)
-    measure("bcs-index-lines-consistent", FORCES, lambda p, **_: _forces(p, "bcs"), floor=0.3)
+    measure("hmnr-no-useless", FORCES, lambda p, **_: _forces(p, "hmnr"), floor=0.15)
+    measure("bcs-no-useless", FORCES, lambda p, **_: _forces(p, "bcs"), floor=0.15)
+    measure("bcs-index-lines-consistent", FORCES, lambda p, **_: _forces(p, "bcs"), floor=0.15)
     measure("cic-no-useless-dataflow", FORCES, lambda p, name, **_: _forces(p, name), floor=0.1)
     measure("protocol-forced-list", FORCES, lambda p, name, **_: _forces(p, name), floor=0.2)
     measure("protocol-keeps-basic", "a message still in transit at the end",

@@ -17,7 +17,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 from rollcheck.properties.foundation import PITFALLS, expect
 from rollcheck.properties.registry import interesting, prop
-from rollcheck.properties.strategies import patterns, walk_patterns, zcycle_patterns
+from rollcheck.properties.strategies import patterns, walk_patterns, weighted, zcycle_patterns
 from rollcheck.pyimpl.pattern import Pattern
 from rollcheck.pyimpl.recovery import recovery_line
 from rollcheck.pyimpl.zpaths import useless_checkpoints
@@ -66,11 +66,11 @@ def z3_above_line(p: Pattern, failed: Iterable[int], virtual: bool, line: Sequen
 
 
 #: Larger than the brute-force oracle can enumerate comfortably.
-medium_patterns = st.one_of(
-    zcycle_patterns(max_processes=5, max_steps=16),
-    walk_patterns(max_processes=3, max_steps=50),
-    walk_patterns(max_processes=5, max_steps=60),
-    patterns(min_processes=2, max_processes=6, max_actions=40, topology=None),
+medium_patterns = weighted(
+    (3, zcycle_patterns(max_processes=5, max_steps=16)),
+    (1, walk_patterns(max_processes=3, max_steps=50)),
+    (1, walk_patterns(max_processes=5, max_steps=60)),
+    (1, patterns(min_processes=2, max_processes=6, max_actions=40, topology=None)),
 )
 
 
