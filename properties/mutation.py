@@ -193,6 +193,8 @@ def _reduce(spec: MutantSpec, prop_name: str, drawn: dict[str, Any] | None, cex:
     pats = [k for k, v in drawn.items() if isinstance(v, Pattern)]
     if len(pats) != 1 or len(drawn[pats[0]]) == 0:
         return cex, drawn, None
+    if any(type(v).__name__ in ("DataObject", "HypothesisRandom") for v in drawn.values()):
+        return cex, drawn, None  # values drawn interactively cannot be replayed on a smaller pattern
     key = pats[0]
     rest = {k: v for k, v in drawn.items() if k != key}
 
