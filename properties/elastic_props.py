@@ -14,7 +14,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rollcheck.properties.registry import prop
+from rollcheck.properties.registry import interesting, prop
 from rollcheck.pyimpl.elastic import (
     KINDS,
     REFERENCE_RULES,
@@ -116,7 +116,12 @@ def failure_steps(total: int, phase: int, runs: int = RUNS_PER_EXAMPLE) -> range
     return range(1 + phase % stride, total + 1, stride)
 
 
-@prop("elastic-exactly-once", target="elastic", theorem=f"{SPEC}#T1")
+REPLAY_AFTER_SCALING = "a recovery replays events"
+SCALED = "a scaling event happens during the run"
+
+
+@prop("elastic-exactly-once", target="elastic", theorem=f"{SPEC}#T1", area="elastic",
+      interesting=REPLAY_AFTER_SCALING, floor=0.3)
 @given(case=failure_cases())
 def exactly_once_after_failure(case: tuple[Config, int, int, int, int], rules: Rules = REFERENCE_RULES) -> None:
     """T1: one failure at any step, after any scaling history, gives exactly the failure-free output."""
@@ -126,38 +131,52 @@ def exactly_once_after_failure(case: tuple[Config, int, int, int, int], rules: R
     if clean.output_by_key() != want:
         raise _violation(f"failure-free output differs from the reference: "
                          f"{_first_diff(clean.output_by_key(), want)}", cfg)
+    replayed = False
     for step in failure_steps(clean.steps, phase):
         failure = Failure(step, op, key, parallel)
-        got = simulate(cfg, failure=failure, rules=rules).output_by_key()
+        res = simulate(cfg, failure=failure, rules=rules)
+        replayed = replayed or any(r.get("replayed_events", 0) for r in res.recoveries)
+        got = res.output_by_key()
         if got != want:
             raise _violation(f"output after failure {failure} differs from the failure-free output: "
                              f"{_first_diff(got, want)}", cfg, failure)
+    interesting(replayed, REPLAY_AFTER_SCALING)
 
 
-@prop("elastic-scaling-preserves-output", target="elastic", theorem=f"{SPEC}#T2")
+@prop("elastic-scaling-preserves-output", target="elastic", theorem=f"{SPEC}#T2", area="elastic",
+      interesting=SCALED, floor=0.5)
 @given(cfg=configs(min_scaling=1, max_scaling=4))
 def scaling_preserves_output(cfg: Config, rules: Rules = REFERENCE_RULES) -> None:
     """T2: with any scaling history and no failure, the sink holds exactly the reference output."""
-    got = simulate(cfg, rules=rules).output_by_key()
+    res = simulate(cfg, rules=rules)
+    interesting(bool(res.scalings), SCALED)
+    got = res.output_by_key()
     want = reference_output(cfg)
     if got != want:
         raise _violation(f"failure-free output differs from the reference: {_first_diff(got, want)}", cfg)
 
 
-@prop("elastic-trim-safety", target="elastic", theorem=f"{SPEC}#T3")
+@prop("elastic-trim-safety", target="elastic", theorem=f"{SPEC}#T3", area="elastic",
+      interesting=SCALED, floor=0.15)
 @given(cfg=configs(max_rounds=10))
 def trim_never_discards_needed(cfg: Config, rules: Rules = REFERENCE_RULES) -> None:
     """T3: at every step, every event a recovery of any operator task would replay is still queued."""
     res = simulate(cfg, rules=rules, check_trim=True)
+    interesting(bool(res.scalings), SCALED)
     if res.violations:
         raise _violation(f"trimming discarded a needed slice: {res.violations[0]}", cfg)
 
 
-@prop("elastic-queue-bound", target="elastic", theorem=f"{SPEC}#T4")
+QUEUE_FULL = "some queue reaches at least half its bound"
+
+
+@prop("elastic-queue-bound", target="elastic", theorem=f"{SPEC}#T4", area="elastic",
+      interesting=QUEUE_FULL, floor=0.3)
 @given(cfg=configs())
 def queue_within_bound(cfg: Config, rules: Rules = REFERENCE_RULES) -> None:
     """T4: without failures, each task's queue holds at most R·W events (W from A, C, successor)."""
     res = simulate(cfg, rules=rules)
+    interesting(any(2 * got >= queue_bound(cfg, lv) > 0 for lv, got in res.max_queue.items()), QUEUE_FULL)
     for lv, got in sorted(res.max_queue.items()):
         bound = queue_bound(cfg, lv)
         if got > bound:
@@ -168,8 +187,11 @@ def queue_within_bound(cfg: Config, rules: Rules = REFERENCE_RULES) -> None:
 def slices_and_owners(draw: Any) -> tuple[Slice, dict[int, str]]:
     keys = draw(st.integers(1, 8))
     tasks = draw(st.integers(1, keys))
-    owner = {k: f"t{draw(st.integers(0, tasks - 1))}" for k in range(keys)}
-    pairs = draw(st.lists(st.tuples(st.integers(0, keys - 1), st.integers(0, 9)), max_size=20))
+    if draw(st.integers(0, 3)) < 3:  # mostly contiguous key ranges, as the partitioner makes them
+        owner = {k: f"t{k * tasks // keys}" for k in range(keys)}
+    else:
+        owner = {k: f"t{draw(st.integers(0, tasks - 1))}" for k in range(keys)}
+    pairs = draw(st.lists(st.tuples(st.integers(0, keys - 1), st.integers(0, 9)), min_size=keys, max_size=20))
     counters: dict[int, int] = {}
     evs = []
     for k, v in pairs:
@@ -178,13 +200,15 @@ def slices_and_owners(draw: Any) -> tuple[Slice, dict[int, str]]:
     return Slice(draw(st.integers(1, 50)), tuple(evs)), owner
 
 
-@prop("elastic-slice-split", target="elastic", theorem=f"{SPEC}#T5")
+@prop("elastic-slice-split", target="elastic", theorem=f"{SPEC}#T5", area="elastic",
+      interesting="the slice splits into two or more non-empty parts", floor=0.3)
 @given(case=slices_and_owners())
 def slice_split_is_a_partition(case: tuple[Slice, dict[int, str]], split: Any = split_slice,
                                merge: Any = merge_slices) -> None:
     """T5: slice split (Eq. 1) and merge (Eq. 2) lose, duplicate and reorder nothing."""
     s, owner = case
     parts = split(s, owner)
+    interesting(sum(1 for t in parts.values() if t.events) >= 2, "the slice splits into two or more non-empty parts")
     for t, part in parts.items():
         if part.k != s.k:
             raise PropertyViolation(f"part for {t} has k={part.k}, slice has k={s.k}")

@@ -14,8 +14,8 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from rollcheck.properties import oracle as O
-from rollcheck.properties.registry import prop
-from rollcheck.properties.strategies import patterns, walk_patterns
+from rollcheck.properties.registry import interesting, prop
+from rollcheck.properties.strategies import patterns, walk_patterns, weighted, zcycle_patterns
 from rollcheck.pyimpl.clocks import concurrent_checkpoints, vector_clocks
 from rollcheck.pyimpl.consistency import is_consistent
 from rollcheck.pyimpl.errors import InvalidInputError, PropertyViolation
@@ -68,20 +68,23 @@ PITFALLS = {
 #: Small enough for the brute-force oracle (every global checkpoint is enumerated). Useless
 #: checkpoints are rare in short random patterns (about 2% at 12 actions on 3 processes, 23% at
 #: 30 with uniform random choices, less under Hypothesis's generator), so short patterns are mixed
-#: with control walks (Z-cycle prone) and longer patterns; all of them shrink to few events.
-small_patterns = st.one_of(
-    patterns(min_processes=2, max_processes=4, max_actions=10),
-    walk_patterns(max_processes=3, max_steps=30),
-    walk_patterns(max_processes=4, max_steps=30),
-    patterns(min_processes=2, max_processes=4, min_actions=16, max_actions=30),
+#: with Z-cycle motifs, control walks (Z-cycle prone) and longer patterns; all of them shrink to
+#: few events. The properties report the fraction with a useless checkpoint (floor 25%).
+small_patterns = weighted(
+    (5, zcycle_patterns(max_processes=4, max_steps=8)),
+    (1, patterns(min_processes=2, max_processes=4, max_actions=10)),
+    (1, walk_patterns(max_processes=3, max_steps=30)),
+    (1, walk_patterns(max_processes=4, max_steps=30)),
+    (1, patterns(min_processes=2, max_processes=4, min_actions=16, max_actions=30)),
 )
-small_with_topologies = st.one_of(
-    patterns(min_processes=2, max_processes=4, max_actions=10),
-    walk_patterns(max_processes=3, max_steps=30),
-    walk_patterns(max_processes=4, max_steps=30),
-    patterns(min_processes=2, max_processes=4, min_actions=16, max_actions=30),
-    patterns(min_processes=2, max_processes=4, min_actions=8, max_actions=24, topology=None),
-    patterns(min_processes=2, max_processes=4, min_actions=8, max_actions=24, fifo=True),
+small_with_topologies = weighted(
+    (10, zcycle_patterns(max_processes=4, max_steps=8)),
+    (1, patterns(min_processes=2, max_processes=4, max_actions=10)),
+    (1, walk_patterns(max_processes=3, max_steps=30)),
+    (1, walk_patterns(max_processes=4, max_steps=30)),
+    (1, patterns(min_processes=2, max_processes=4, min_actions=16, max_actions=30)),
+    (1, patterns(min_processes=2, max_processes=4, min_actions=8, max_actions=24, topology=None)),
+    (1, patterns(min_processes=2, max_processes=4, min_actions=8, max_actions=24, fifo=True)),
 )
 
 
@@ -95,21 +98,35 @@ def failed_sets_all(p: Pattern) -> list[tuple[int, ...]]:
     return [f for r in range(1, p.n + 1) for f in itertools.combinations(range(p.n), r)]
 
 
-@prop("netzer-xu-useless-iff-zcycle", target="zpaths", theorem="specs/theorems.md#t2-netzer-xu")
+USELESS = "a useless checkpoint"
+ZPATH = "a Z-path of two or more messages"
+ROLLBACK = "a survivor rolls back (recovery line below a live process's volatile state)"
+NO_CUT = "a set of checkpoints that no consistent global checkpoint contains"
+
+
+def _zpath_chain(p: Pattern, closure: set[tuple[int, int]] | None = None) -> bool:
+    return any(a != b for a, b in (O.zpath_closure(p) if closure is None else closure))
+
+
+@prop("netzer-xu-useless-iff-zcycle", target="zpaths", theorem="specs/theorems.md#t2-netzer-xu",
+      area="foundation", interesting=USELESS, floor=0.25)
 @example(p=PITFALLS["volatile-needed"])
 @example(p=PITFALLS["real-only-differs"])
 @given(p=small_with_topologies)
 def netzer_xu_useless(p: Pattern, zcycles: Any = zcycle_checkpoints) -> None:
     """A checkpoint is on a Z-cycle iff no consistent global checkpoint (V allowed) contains it."""
     got = {tuple(c) for c in zcycles(p)}
+    interesting(bool(O.brute_useless(p)), USELESS)
     expect(got == O.brute_useless(p), f"on Z-cycle {sorted(got)} != useless {sorted(O.brute_useless(p))}", p)
 
 
-@prop("netzer-xu-sets", target="zpaths", theorem="specs/theorems.md#t2-netzer-xu")
+@prop("netzer-xu-sets", target="zpaths", theorem="specs/theorems.md#t2-netzer-xu", area="foundation",
+      interesting=ZPATH, floor=0.25)
 @given(p=small_patterns)
 def netzer_xu_sets(p: Pattern, zpath_fn: Any = zpath) -> None:
     """A set of checkpoints extends to a consistent global checkpoint iff no Z-path links any two
     (checked for every singleton and every pair of checkpoints of different processes)."""
+    interesting(_zpath_chain(p), ZPATH)
     covered: set[tuple[int, int, int, int]] = set()
     for cut in O.consistent_cuts(p):
         for i in range(p.n):
@@ -125,12 +142,14 @@ def netzer_xu_sets(p: Pattern, zpath_fn: Any = zpath) -> None:
             expect(extends == (not linked), f"set {{{a}, {b}}}: extends={extends} but Z-linked={linked}", p)
 
 
-@prop("zpath-witness", target="zpaths", theorem="specs/theorems.md#t1-zpath")
+@prop("zpath-witness", target="zpaths", theorem="specs/theorems.md#t1-zpath", area="foundation",
+      interesting=ZPATH, floor=0.25)
 @given(p=small_patterns)
 def zpath_witness(p: Pattern, zpath_fn: Any = zpath) -> None:
     """zpath finds a Z-path exactly when one exists (closure of the Z-step relation), and each
     witness satisfies the definition."""
     closure = O.zpath_closure(p)
+    interesting(_zpath_chain(p, closure), ZPATH)
     for a in p.checkpoints():
         for b in p.checkpoints():
             w = zpath_fn(p, a, b)
@@ -140,34 +159,42 @@ def zpath_witness(p: Pattern, zpath_fn: Any = zpath) -> None:
                 expect(is_zpath(p, w, a, b), f"witness {w} is not a Z-path {a}->{b}", p)
 
 
-@prop("wang-zpath-rgraph", target="rgraph", theorem="specs/theorems.md#t3-wang")
+@prop("wang-zpath-rgraph", target="rgraph", theorem="specs/theorems.md#t3-wang", area="foundation",
+      interesting=ZPATH, floor=0.25)
 @given(p=small_patterns)
 def wang_zpath_rgraph(p: Pattern, exists_fn: Any = zpath_exists_rgraph) -> None:
     """Z-path C[i,x]→C[j,y] iff an R-graph path C[i,x+1]→C[j,y] with at least one message edge."""
     closure = O.zpath_closure(p)
+    interesting(_zpath_chain(p, closure), ZPATH)
     for a in p.checkpoints():
         for b in p.checkpoints():
             want = O.brute_zpath_exists(p, a, b, closure)
             expect(exists_fn(p, a, b) == want, f"R-graph says {not want} for Z-path {a}->{b}", p)
 
 
-@prop("scc-useless", target="rgraph", theorem="specs/theorems.md#t4-scc")
+@prop("scc-useless", target="rgraph", theorem="specs/theorems.md#t4-scc", area="foundation",
+      interesting=USELESS, floor=0.25)
 @example(p=PITFALLS["volatile-needed"])
 @given(p=small_patterns)
 def scc_useless(p: Pattern, useless: Any = useless_checkpoints) -> None:
     """C[i,x] is useless iff C[i,x] and C[i,x+1] share an SCC of the R-graph with V nodes; the
     scipy and networkx versions agree with brute force."""
     want = O.brute_useless(p)
+    interesting(bool(want), USELESS)
     got = {tuple(c) for c in useless(p)}
     expect(got == want, f"useless {sorted(got)} != brute force {sorted(want)}", p)
     expect({tuple(c) for c in useless_checkpoints_networkx(p)} == want, "networkx SCC disagrees", p)
 
 
-@prop("recovery-line-is-maximum", target="recovery", theorem="specs/theorems.md#t5-recovery-line")
+@prop("recovery-line-is-maximum", target="recovery", theorem="specs/theorems.md#t5-recovery-line",
+      area="foundation", interesting=ROLLBACK, floor=0.3)
 @given(p=small_with_topologies)
 def recovery_line_is_max(p: Pattern, line_fn: Any = recovery_line) -> None:
     """For every failed set, virtual checkpoints on and off, the line is the maximum consistent
     global checkpoint under the availability bounds; in_transit follows its definition."""
+    last = O.raw_last(p)
+    interesting(any(O.brute_recovery_line(p, (f,), True)[i] <= last[i]
+                    for f in range(p.n) for i in range(p.n) if i != f), ROLLBACK)
     for failed in failed_sets_all(p):
         for virtual in (True, False):
             want = O.brute_recovery_line(p, failed, virtual)
@@ -183,16 +210,23 @@ def recovery_line_is_max(p: Pattern, line_fn: Any = recovery_line) -> None:
             expect(nx_line == want, f"networkx line {nx_line} != {want}", p)
 
 
-@prop("cgraph-equals-rgraph", target="recovery", theorem="specs/theorems.md#t6-checkpoint-graph")
+@prop("cgraph-equals-rgraph", target="recovery", theorem="specs/theorems.md#t6-checkpoint-graph",
+      area="foundation", interesting=ROLLBACK, floor=0.3)
 @example(p=PITFALLS["two-hop-propagation"])
 @given(p=small_with_topologies)
 def cgraph_equals_rgraph(p: Pattern, propagate: Any = rollback_propagation) -> None:
-    """Rollback propagation on the checkpoint graph gives the R-graph recovery line."""
+    """Rollback propagation on the checkpoint graph gives the R-graph recovery line (and the brute
+    force's: the R-graph line is not trusted either)."""
+    last = O.raw_last(p)
+    interesting(any(O.brute_recovery_line(p, (f,), True)[i] <= last[i]
+                    for f in range(p.n) for i in range(p.n) if i != f), ROLLBACK)
     for failed in failed_sets_all(p):
         for virtual in (True, False):
             a = propagate(p, failed, virtual=virtual).line
             b = recovery_line(p, failed, virtual=virtual).line
             expect(tuple(a) == tuple(b), f"failed={failed} virtual={virtual}: cgraph {a} != rgraph {b}", p)
+            want = O.brute_recovery_line(p, failed, virtual)
+            expect(tuple(a) == want, f"failed={failed} virtual={virtual}: cgraph {a} != brute force {want}", p)
 
 
 @prop("consistency-lattice", target="consistency", theorem="specs/theorems.md#t7-lattice")
@@ -214,7 +248,8 @@ def consistency_lattice(p: Pattern, consistent: Any = is_consistent, clocks: Any
         expect(consistent(p, hi) and consistent(p, lo), f"lattice: {a} {b}", p)
 
 
-@prop("wang-min-max-containing", target="recovery", theorem="specs/theorems.md#t8-wang-min-max")
+@prop("wang-min-max-containing", target="recovery", theorem="specs/theorems.md#t8-wang-min-max",
+      area="foundation", interesting=NO_CUT, floor=0.25)
 @given(p=small_patterns, rnd=st.randoms(use_true_random=False))
 def wang_min_max(p: Pattern, rnd: Any, max_fn: Any = max_consistent_containing,
                  min_fn: Any = min_consistent_containing) -> None:
@@ -225,16 +260,19 @@ def wang_min_max(p: Pattern, rnd: Any, max_fn: Any = max_consistent_containing,
     pairs = [(a, b) for a in cps for b in cps if a.process < b.process]
     rnd.shuffle(pairs)
     sets = [{a.process: a.index} for a in cps] + [{a.process: a.index, b.process: b.index} for a, b in pairs[:12]]
+    none_found = False
     for allow in (True, False):
         upper = [p.volatile_index(i) if allow else p.last_index(i) for i in range(p.n)]
         cuts = O.consistent_cuts(p, upper)
         for s in sets:
             sel = [c for c in cuts if all(c[i] == x for i, x in s.items())]
+            none_found = none_found or not sel
             want_hi = tuple(map(max, *sel)) if len(sel) > 1 else (sel[0] if sel else None)
             want_lo = tuple(map(min, *sel)) if len(sel) > 1 else (sel[0] if sel else None)
             hi, lo = max_fn(p, s.items(), allow), min_fn(p, s.items(), allow)
             expect(hi.cut == want_hi, f"max for {s} (volatile={allow}): {hi.cut} != {want_hi}", p)
             expect(lo.cut == want_lo, f"min for {s} (volatile={allow}): {lo.cut} != {want_lo}", p)
+    interesting(none_found, NO_CUT)
 
 
 @prop("pattern-json-roundtrip", target="pattern", theorem="specs/formats.md#pattern")
@@ -327,3 +365,22 @@ def loader_rejects(p: Pattern, k: int, load: Any = pattern_from_dict) -> None:
             expect(e.source == "fuzz.json", f"{how}: error does not name the file", p)
             continue
         raise PropertyViolation(f"{how} at events[{idx}] was accepted", counterexample=p)
+
+
+def _register_measures() -> None:
+    from rollcheck.properties.registry import measure
+
+    def inconsistent(p: Pattern, **_: Any) -> bool:
+        total = 1
+        for x in O.raw_last(p):
+            total *= x + 2
+        return len(O.consistent_cuts(p)) < total
+
+    measure("consistency-lattice", "an inconsistent global checkpoint", inconsistent, floor=0.25)
+    measure("pattern-json-roundtrip", "a forced checkpoint",
+            lambda p, **_: any(e.kind == "checkpoint" and e.forced for e in p.events))
+    measure("loader-rejects-invalid", "a delivery (every kind of corruption applies)",
+            lambda p, **_: any(e.kind == "deliver" for e in p.events))
+
+
+_register_measures()

@@ -191,3 +191,17 @@ def dag_as_single(p: dict[str, float], s: float, util: Any = utilization) -> Non
     a = util(t, **p)
     b = util(t, p["failure_rate"], c, p["restart_cost"] + (p["depth"] - 1) * p["token_delay"], 1, 0.0)
     expect(abs(a - b) <= 1e-12 * max(a, b) + 1e-300, f"DAG U = {a} but single-process U with R' = {b}", {**p, "T": t})
+
+
+def _register_measures() -> None:
+    from rollcheck.properties.registry import measure
+
+    far = "cλ ≥ 0.01 (beyond Young's first-order regime)"
+    for name in ("interval-tstar-maximises", "interval-tstar-stationary", "interval-tstar-independent",
+                 "interval-utilization-unit-range", "interval-utilization-monotone", "interval-eq10-literal",
+                 "interval-dag-as-single"):
+        measure(name, far, lambda p, **_: p["checkpoint_cost"] * p["failure_rate"] >= 0.01)
+    measure("interval-tstar-young-limit", "cλ ≥ 1e-6 (Newton polish matters less)", lambda lam, x, **_: x >= 1e-6)
+
+
+_register_measures()

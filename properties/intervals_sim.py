@@ -102,3 +102,14 @@ def dag_sim_agrees(dag: Any, lam: float, x: float, rl: float, dl: float, seed: i
     expect(z <= Z_LIMIT, f"explicit DAG simulation {s.mean:.6f} (se {s.se:.2g}) vs Eq. 10 {s.model:.6f} (n = {n})",
            {"edges": sorted(dag.edges()), "nodes": dag.number_of_nodes(), "failure_rate": lam,
             "checkpoint_cost": c, "restart_cost": r, "token_delay": d, "seed": seed})
+
+
+def _register_measures() -> None:
+    from rollcheck.properties.registry import measure
+
+    measure("interval-sim-agrees", "restart cost and pipeline depth both matter (Rλ ≥ 0.1, n ≥ 2)",
+            lambda p, **_: p["restart_cost"] * p["failure_rate"] >= 0.1 and p["depth"] >= 2)
+    measure("interval-dag-sim-agrees", "a restart cost (Rλ ≥ 0.1)", lambda rl, **_: rl >= 0.1)
+
+
+_register_measures()

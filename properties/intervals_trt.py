@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rollcheck.properties.intervals_model import expect
-from rollcheck.properties.registry import prop
+from rollcheck.properties.registry import interesting, prop
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.intervals import (
     CASES,
@@ -22,7 +22,7 @@ from rollcheck.pyimpl.intervals import (
     trt_limit,
 )
 
-__all__ = ["trt_params", "profiles"]
+__all__ = ["trt_params", "profiles", "direct_trt"]
 
 SPEC = "specs/intervals.md"
 _time = st.floats(0.0, 500.0)
@@ -50,6 +50,42 @@ def trt_monotone(p: dict[str, Any], which: str, grow: float, trt: Any = total_re
     a = trt(p.pop("ci"), **p)
     b = trt(q.pop("ci"), **q)
     expect(b >= a * (1 - 1e-12), f"TRT fell from {a} to {b} when {which} grew", {**p, "grown": which, "to": q})
+
+
+def direct_trt(ci: float, timeout: float, recovery: float, warmup: float, ratio: float, case: str,
+               reading: str, threshold: float) -> tuple[float, float, int]:
+    """An independent derivation from the definitions of ``specs/intervals.md#trt``: the terms
+    ``a_k`` are summed one by one (``E`` = 0, CI/2, CI; ``a_1 = E + T_o + R + W``, times U under the
+    Eq. 2 reading; stop after the first term below the threshold), and the limit is the closed form
+    ``T_o + R + a_1/(1 − U)``. Returns (TRT, limit, terms)."""
+    e = {"best": 0.0, "average": 0.5 * ci, "worst": ci}[case]
+    a1 = (e + timeout + recovery + warmup) * (ratio if reading == "eq2" else 1.0)
+    total, term, k = 0.0, a1, 0
+    while True:
+        k += 1
+        total += term
+        if term < threshold:
+            break
+        term = a1 * ratio ** k
+    return timeout + recovery + total, timeout + recovery + a1 / (1.0 - ratio), k
+
+
+@prop("trt-direct-sum", target="chiron-trt", theorem=f"{SPEC}#trt-limit", area="intervals",
+      interesting="the catch-up series has at least 3 terms", floor=0.3)
+@given(p=trt_params())
+def trt_direct_sum(p: dict[str, Any], trt: Any = total_recovery_time, limit: Any = trt_limit) -> None:
+    """TRT equals the direct summation of the series (relative 1e-9) and the limit equals the closed
+    form from a_1 = E + T_o + R + W (relative 1e-12): a derivation that shares nothing with the
+    implementation."""
+    args = {k: v for k, v in p.items() if k != "threshold"}
+    ci = args.pop("ci")
+    want, want_lim, terms = direct_trt(ci, threshold=p["threshold"], **args)
+    interesting(terms >= 3, "the catch-up series has at least 3 terms")
+    got = trt(ci, threshold=p["threshold"], **args)
+    expect(abs(got - want) <= 1e-9 * max(1.0, abs(want)),
+           f"TRT {got} != direct sum {want} over {terms} terms", p)
+    lim = limit(ci, **args)
+    expect(abs(lim - want_lim) <= 1e-12 * max(1.0, abs(want_lim)), f"limit {lim} != closed form {want_lim}", p)
 
 
 @prop("trt-limit", target="chiron-trt", theorem=f"{SPEC}#trt-limit")
@@ -113,3 +149,15 @@ def optimiser_optimal(data: tuple[list[ProfilingPoint], float], optimise: Any = 
         expect(lat(ch.ci) <= best + 1e-9 * scale,
                f"P({ch.ci}) = {lat(ch.ci)} but a sampled feasible CI reaches {best}", ex)
     expect(math.isfinite(ch.latency), "non-finite predicted latency", ex)
+
+
+def _register_measures() -> None:
+    from rollcheck.properties.registry import measure
+
+    measure("trt-monotone", "a ratio U ≥ 0.5 (several catch-up terms)", lambda p, **_: p["ratio"] >= 0.5)
+    measure("trt-limit", "a ratio U ≥ 0.5 (several catch-up terms)", lambda p, **_: p["ratio"] >= 0.5)
+    measure("trt-optimiser-optimal", "a bound below the largest profiled TRT (it excludes some CIs)",
+            lambda data, **_: data[1] < max(q.trt for q in data[0]))
+
+
+_register_measures()

@@ -1,18 +1,18 @@
 """Deliberately broken variants of SPATE's elastic upstream backup, and the properties that kill them.
 
-Each variant replaces one rule of :class:`rollcheck.pyimpl.elastic.Rules` (or the slice split). A mutant is
-*killed* when at least one of its properties fails; the counterexample is the shrunk
-``rollcheck.elastic/1`` document (``rollcheck elastic simulate FILE`` replays it).
+Each variant replaces one rule of :class:`rollcheck.pyimpl.elastic.Rules` (or the slice split) and is
+declared as a :class:`~rollcheck.properties.mutation.MutantSpec`. A mutant is *killed* when one of
+its properties is violated; the counterexample is the ``rollcheck.elastic/1`` document
+(``rollcheck elastic simulate FILE`` replays it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import rollcheck.properties.elastic_props  # noqa: F401  (registers the properties)
-from rollcheck.properties.mutation import MutantOutcome, mutant
+from rollcheck.properties.mutation import MutantSpec, register
 from rollcheck.properties.registry import run_property
 from rollcheck.pyimpl.elastic import (
     REFERENCE_RULES,
@@ -27,8 +27,8 @@ from rollcheck.pyimpl.elastic import (
     repartition_keyed,
 )
 
-__all__ = ["run_under_profile", "SAFE_RULES", "SAFE_MUTANTS", "check_safe_elastic", "BROKEN_RULES", "WITNESSES", "ELASTIC_MUTANTS", "split_drops_last_key", "merge_keeps_first_part",
-           "check_elastic_mutant"]
+__all__ = ["run_under_profile", "SAFE_RULES", "SAFE_MUTANTS", "SAFE_SPECS", "BROKEN_RULES", "WITNESSES",
+           "ELASTIC_MUTANTS", "split_drops_last_key", "merge_keeps_first_part"]
 
 
 # ---------------------------------------------------------------- the broken rules
@@ -142,15 +142,13 @@ WITNESSES: dict[str, tuple[Config, Failure]] = {
 }
 
 
-@dataclass(frozen=True)
-class ElasticMutant:
-    name: str
-    description: str
-    properties: tuple[str, ...]  # the properties expected to kill it
-    impl: dict[str, Any]
+def ElasticMutant(name: str, description: str, properties: tuple[str, ...], impl: dict[str, Any]) -> MutantSpec:
+    """An unsafe elastic variant: ``impl`` replaces slots of the ``properties`` that must kill it."""
+    return MutantSpec(name, area="elastic", description=description, kills=properties, slots=impl,
+                      target="elastic")
 
 
-ELASTIC_MUTANTS: tuple[ElasticMutant, ...] = (
+ELASTIC_MUTANTS: tuple[MutantSpec, ...] = (
     ElasticMutant("elastic-l1-before-checkpoint",
                   "stateful tasks send the L1-ACK before their next checkpoint (QTP T5 reordered)",
                   ("elastic-trim-safety", "elastic-exactly-once"),
@@ -189,33 +187,7 @@ def run_under_profile(name: str, profile: str = "ci", *, shrink: bool = True, **
     return run_property(name, profile=profile if profile in PROFILES else "ci", shrink=shrink, **impls)
 
 
-def check_elastic_mutant(m: ElasticMutant, profile: str = "ci", *, shrink: bool = True) -> MutantOutcome:
-    """Run the mutant's properties under ``profile``; killed at the first one that is violated.
-
-    ``shrink=False`` skips Hypothesis's shrink phase (same verdict, faster, larger counterexample).
-    """
-    examples = 0
-    tried = []
-    for name in m.properties:
-        res = run_under_profile(name, profile, shrink=shrink, **m.impl)
-        examples += res.examples
-        # only a violated property kills; a crash of the variant or the harness does not
-        if res.status == "fail" and (res.error or "").startswith("PropertyViolation"):
-            return MutantOutcome("killed", f"{name}: {res.error}", res.counterexample, None, examples)
-        tried.append(f"{name}: {res.status}" + (f" ({res.error})" if res.error else ""))
-    return MutantOutcome("survived", "; ".join(tried), None, None, examples)
-
-
-def _register(m: ElasticMutant) -> Callable[[str], MutantOutcome]:
-    def check(profile: str) -> MutantOutcome:
-        return check_elastic_mutant(m, profile)
-
-    check.__qualname__ = f"check_{m.name.replace('-', '_')}"
-    return mutant(m.name, target="elastic", description=m.description)(check)
-
-
-for _m in ELASTIC_MUTANTS:
-    _register(_m)
+register(*ELASTIC_MUTANTS)
 
 
 # ---------------------------------------------------------------- safe (costlier or cheaper) variants
@@ -234,21 +206,14 @@ def _cost(rules: Rules, measure: str) -> int:
     return total
 
 
-def check_safe_elastic(name: str, measure: str, profile: str = "ci") -> MutantOutcome:
-    """A safe variant must keep T1 (exactly once) and T3 (trim safety); report its cost ratio."""
-    rules = SAFE_RULES[name]
-    examples = 0
-    for prop_name in ("elastic-exactly-once", "elastic-trim-safety"):
-        res = run_under_profile(prop_name, profile, rules=rules)
-        examples += res.examples
-        if res.status != "pass":
-            return MutantOutcome("killed", f"expected safe, but {prop_name}: {res.status} ({res.error})",
-                                 res.counterexample, None, examples)
-    ref = _cost(REFERENCE_RULES, measure)
-    ratio = _cost(rules, measure) / ref if ref else None
-    what = "sum of max queue sizes" if measure == "queue" else "events stored in checkpoints"
-    return MutantOutcome("safe", f"T1 and T3 hold; {what} relative to the reference: {ratio:.2f}",
-                         None, ratio, examples)
+def _cost_of(name: str, measure: str) -> Any:
+    def cost(profile: str) -> tuple[float, str]:
+        ref = _cost(REFERENCE_RULES, measure)
+        ratio = _cost(SAFE_RULES[name], measure) / ref if ref else float("inf")
+        what = "sum of max queue sizes" if measure == "queue" else "events stored in checkpoints"
+        return ratio, f"{what} relative to the reference: {ratio:.2f} (18 constant-rate pipelines)"
+
+    return cost
 
 
 SAFE_MUTANTS = (
@@ -259,13 +224,9 @@ SAFE_MUTANTS = (
 )
 
 
-def _register_safe(name: str, description: str, measure: str) -> None:
-    def check(profile: str) -> MutantOutcome:
-        return check_safe_elastic(name, measure, profile)
-
-    check.__qualname__ = f"check_{name.replace('-', '_')}"
-    mutant(name, target="elastic", description=description, safe=True)(check)
-
-
-for _name, _desc, _measure in SAFE_MUTANTS:
-    _register_safe(_name, _desc, _measure)
+SAFE_SPECS = tuple(
+    MutantSpec(name, area="elastic", description=description, kills=("elastic-exactly-once", "elastic-trim-safety"),
+               slots={"rules": SAFE_RULES[name]}, safe=True, cost=_cost_of(name, measure), target="elastic")
+    for name, description, measure in SAFE_MUTANTS
+)
+register(*SAFE_SPECS)

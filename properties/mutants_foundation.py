@@ -1,7 +1,8 @@
 """Deliberately broken variants of the pattern algorithms, and the properties that catch them.
 
-Each function below is a plausible mistake (the ones the design notes found by brute force); each
-is registered in the mutation catalogue with the property that must kill it. The reference
+Each function below is a plausible mistake (the ones found by brute force when the algorithms were
+written); each is declared in the mutation catalogue (:class:`~rollcheck.properties.mutation.MutantSpec`)
+with the property that must kill it and the implementation slot it replaces. The reference
 implementations live in :mod:`pyimpl`; nothing here is used outside tests and the catalogue.
 """
 
@@ -12,15 +13,14 @@ from typing import Any
 
 import networkx as nx
 
-from rollcheck.properties.mutation import MutantOutcome, mutant
-from rollcheck.properties.registry import run_property
+from rollcheck.properties.mutation import MutantSpec, register
 from rollcheck.pyimpl.pattern import Checkpoint, Pattern
 from rollcheck.pyimpl.patternio import pattern_from_dict, pattern_to_dict
 from rollcheck.pyimpl.recovery import RecoveryLine, _finish
 from rollcheck.pyimpl.rgraph import rgraph
 from rollcheck.pyimpl.zpaths import _sends_by_process
 
-__all__ = ["BROKEN", "kill"]
+__all__ = ["BROKEN", "SPECS"]
 
 
 # --------------------------------------------------------------------------- broken variants
@@ -253,69 +253,9 @@ BROKEN: dict[str, tuple[str, str, Callable[..., Any], str]] = {
 }
 
 
-def reduce_pattern(p: Pattern, still_fails: Callable[[Pattern], bool]) -> Pattern:
-    """Greedy 1-minimal reduction: drop single events (a send with its delivery) while the
-    failure persists. Much cheaper than Hypothesis's shrinker on brute-force properties."""
-    from rollcheck.pyimpl.pattern import DELIVER, SEND
-
-    changed = True
-    while changed:
-        changed = False
-        for k in range(len(p.events) - 1, -1, -1):
-            ev = p.events[k]
-            drop = {k}
-            if ev.kind == SEND:
-                drop |= {j for j, e in enumerate(p.events) if e.kind == DELIVER and e.message == ev.message}
-            events = [e for j, e in enumerate(p.events) if j not in drop]
-            used = sorted({e.process for e in events} | {e.to for e in events if e.to is not None})
-            if len(used) >= 2 and len(used) < p.n:  # drop processes that no longer take part
-                remap = {old: new for new, old in enumerate(used)}
-                events = [e._replace(process=remap[e.process], to=None if e.to is None else remap[e.to])
-                          for e in events]
-                cand = Pattern(tuple(p.processes[i] for i in used), tuple(events))
-            else:
-                cand = Pattern(p.processes, tuple(events))
-            if still_fails(cand):
-                p, changed = cand, True
-                break
-    return p
-
-
-def kill(prop_name: str, slot: str, broken: Callable[..., Any], profile: str) -> MutantOutcome:
-    """Run ``prop_name`` with ``broken`` in ``slot`` under ``profile``; killed iff it fails.
-
-    Under ``ci`` Hypothesis does not shrink; the first counterexample is reduced greedily instead
-    (when the property draws only a pattern). Under ``verify`` Hypothesis shrinks as usual.
-    """
-    import inspect
-
-    import rollcheck.properties.foundation  # noqa: F401  (registers the properties)
-    import rollcheck.properties.z3check  # noqa: F401
-    from rollcheck.properties.profiles import load_profile
-    from rollcheck.properties.registry import PROPERTIES, fails_on
-
-    load_profile(profile)
-    shrink = profile == "verify"
-    r = run_property(prop_name, shrink=shrink, **{slot: broken})  # type: ignore[arg-type]
-    if r.status == "fail":
-        cex = r.counterexample
-        params = list(inspect.signature(PROPERTIES[prop_name].func._core).parameters)  # type: ignore[attr-defined]
-        if not shrink and isinstance(cex, Pattern) and params == ["p"]:
-            cex = reduce_pattern(cex, lambda q: fails_on(prop_name, {"p": q}, **{slot: broken}))
-        return MutantOutcome("killed", f"{prop_name}: {r.error}", cex, None, r.examples)
-    return MutantOutcome("survived", f"{prop_name} passed {r.examples} examples", None, None, r.examples)
-
-
-def _register(name: str, spec: tuple[str, str, Callable[..., Any], str]) -> None:
-    prop_name, slot, broken, description = spec
-
-    def check(profile: str) -> MutantOutcome:
-        return kill(prop_name, slot, broken, profile)
-
-    check.__qualname__ = f"check_{name}"
-    target = prop_name.split("-")[0]
-    mutant(name, target=target, description=description)(check)
-
-
-for _name, _spec in BROKEN.items():
-    _register(_name, _spec)
+SPECS = tuple(
+    MutantSpec(name, area="foundation", description=description, kills=(prop_name,), slots={slot: broken},
+               target=prop_name.split("-")[0])
+    for name, (prop_name, slot, broken, description) in BROKEN.items()
+)
+register(*SPECS)

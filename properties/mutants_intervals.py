@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from rollcheck.properties.mutation import MutantOutcome, mutant
+from rollcheck.properties.mutation import MutantSpec, register
 from rollcheck.pyimpl.intervals import (
     CIChoice,
     ProfilingPoint,
@@ -33,7 +33,7 @@ from rollcheck.pyimpl.intervals.sim import (
     summarise,
 )
 
-__all__ = ["BROKEN", "kill"]
+__all__ = ["BROKEN", "SPECS"]
 
 
 # --------------------------------------------------------------------------- broken variants
@@ -66,6 +66,20 @@ def utilization_no_restart(interval: Any, failure_rate: float, checkpoint_cost: 
                            depth: int = 1, token_delay: float = 0.0) -> Any:
     """The restart cost R left out of the exponent (Eq. 3 used for Eq. 4/10)."""
     return utilization(interval, failure_rate, checkpoint_cost, 0.0, depth, token_delay)
+
+
+def utilization_no_checkpoint_cost(interval: Any, failure_rate: float, checkpoint_cost: float,
+                                   restart_cost: float = 0.0, depth: int = 1, token_delay: float = 0.0) -> Any:
+    """Eq. 10 with the checkpoint cost left out of the useful time (T instead of T − c)."""
+    u = utilization(interval, failure_rate, checkpoint_cost, restart_cost, depth, token_delay)
+    return u * interval / (interval - checkpoint_cost)
+
+
+def utilization_delta_sign_flipped(interval: Any, failure_rate: float, checkpoint_cost: float,
+                                   restart_cost: float = 0.0, depth: int = 1, token_delay: float = 0.0) -> Any:
+    """The e^{δλ} factor with the wrong sign in the exponent of the n·δ shift (U grows with δ)."""
+    u = utilization(interval, failure_rate, checkpoint_cost, restart_cost, depth, token_delay)
+    return u * math.exp(2.0 * failure_rate * token_delay * depth)
 
 
 def sim_restores_in_progress(config: SimConfig, runs: int = 250, horizon_failures: float = 2000.0, seed: int = 0,
@@ -105,6 +119,23 @@ def trt_first_term_only(ci: float, **kw: Any) -> float:
     return kw["timeout"] + kw["recovery"] + b.first_term
 
 
+def _breakdown_without_warmup(ci: float, **kw: Any) -> TRTBreakdown:
+    kw = dict(kw)
+    kw["warmup"] = 0.0  # a_1 = E + T_o + R: the warm-up W forgotten in the first term
+    return trt_breakdown(ci, **kw)
+
+
+def trt_a1_without_warmup(ci: float, **kw: Any) -> float:
+    """TRT whose first term a_1 leaves out the warm-up W (E + T_o + R)."""
+    return _breakdown_without_warmup(ci, **kw).trt
+
+
+def trt_limit_a1_without_warmup(ci: float, **kw: Any) -> float:
+    """The closed-form limit built from the same W-less a_1 (the implementation's own first term)."""
+    b = _breakdown_without_warmup(ci, **kw)
+    return kw["timeout"] + kw["recovery"] + b.first_term / (1.0 - kw["ratio"])
+
+
 def trt_ratio_inverted(ci: float, **kw: Any) -> float:
     """Uses the spare capacity 1 − U as the common ratio instead of U = I_avg/I_max."""
     kw = dict(kw)
@@ -133,6 +164,14 @@ BROKEN: dict[str, tuple[str, str, Callable[..., Any], str, str]] = {
                                   "Lambert-W formula without Newton polish: loses digits as cλ → 0"),
     "interval-young-as-optimum": ("interval-tstar-maximises", "optimal", tstar_young, "interval-model",
                                   "Young's √(2c/λ) taken as the optimum"),
+    "interval-young-not-stationary": ("interval-tstar-stationary", "optimal", tstar_young, "interval-model",
+                                      "Young's √(2c/λ) taken as the optimum (dU/dT ≠ 0 there)"),
+    "interval-young-not-argmax": ("interval-tstar-independent", "optimal", tstar_young, "interval-model",
+                                  "Young's √(2c/λ) taken as the optimum (not the numerical argmax)"),
+    "interval-no-checkpoint-cost": ("interval-utilization-unit-range", "util", utilization_no_checkpoint_cost,
+                                    "interval-model", "useful time T instead of T − c"),
+    "interval-delta-sign-flipped": ("interval-utilization-monotone", "util", utilization_delta_sign_flipped,
+                                    "interval-model", "sign error in the e^{nδλ} shift: U grows with δ"),
     "interval-dropped-delta": ("interval-dag-as-single", "util", utilization_dropped_delta, "interval-model",
                                "Eq. 10 without the e^{δλ} numerator factor"),
     "interval-restart-ignored": ("interval-eq10-literal", "util", utilization_no_restart, "interval-model",
@@ -145,6 +184,8 @@ BROKEN: dict[str, tuple[str, str, Callable[..., Any], str, str]] = {
                             "restore the source's last checkpoint, not the last system-wide one"),
     "trt-first-term-only": ("trt-limit", "trt", trt_first_term_only, "chiron-trt",
                             "catch-up series cut after the first term"),
+    "trt-a1-without-warmup": ("trt-direct-sum", "trt", trt_a1_without_warmup, "chiron-trt",
+                              "first term a_1 without the warm-up W (limit from the same a_1)"),
     "trt-ratio-inverted": ("trt-monotone", "trt", trt_ratio_inverted, "chiron-trt",
                            "common ratio 1 − U instead of U"),
     "optimiser-paper-inverse": ("trt-optimiser-optimal", "optimise", optimise_paper_inverse, "chiron-optimiser",
@@ -154,39 +195,19 @@ BROKEN: dict[str, tuple[str, str, Callable[..., Any], str, str]] = {
 }
 
 
-def _load_properties() -> None:
-    import rollcheck.properties.intervals_model  # noqa: F401  (registers the properties)
-    import rollcheck.properties.intervals_sim  # noqa: F401
-    import rollcheck.properties.intervals_trt  # noqa: F401
-
-
 #: Properties whose examples are expensive (simulation, many fits): their mutants are reported
 #: with the first failing example, unshrunk, to keep the catalogue run short.
 NO_SHRINK = {"interval-sim-agrees", "interval-dag-sim-agrees", "trt-optimiser-optimal"}
 
-
-def kill(prop_name: str, slot: str, broken: Callable[..., Any], profile: str) -> MutantOutcome:
-    """Run ``prop_name`` with ``broken`` in ``slot`` under ``profile``; killed iff it fails."""
-    from rollcheck.properties.intervals_model import run_with
-
-    _load_properties()
-    # shrink (for a minimal counterexample) only under the thorough profile, and never for the
-    # properties whose examples are expensive
-    r = run_with(prop_name, profile, shrink=profile == "verify" and prop_name not in NO_SHRINK, **{slot: broken})
-    if r.status == "fail":
-        return MutantOutcome("killed", f"{prop_name}: {r.error}", None, None, r.examples)
-    return MutantOutcome("survived", f"{prop_name} passed {r.examples} examples", None, None, r.examples)
+def _slots(name: str, slot: str, broken: Callable[..., Any]) -> dict[str, Any]:
+    if name == "trt-a1-without-warmup":  # the bug lives in a_1, which the limit reuses too
+        return {"trt": broken, "limit": trt_limit_a1_without_warmup}
+    return {slot: broken}
 
 
-def _register(name: str, spec: tuple[str, str, Callable[..., Any], str, str]) -> None:
-    prop_name, slot, broken, target, description = spec
-
-    def check(profile: str) -> MutantOutcome:
-        return kill(prop_name, slot, broken, profile)
-
-    check.__qualname__ = f"check_{name}"
-    mutant(name, target=target, description=description)(check)
-
-
-for _name, _spec in BROKEN.items():
-    _register(_name, _spec)
+SPECS = tuple(
+    MutantSpec(name, area="intervals", description=description, kills=(prop_name,),
+               slots=_slots(name, slot, broken), target=target, shrink=False if prop_name in NO_SHRINK else None)
+    for name, (prop_name, slot, broken, target, description) in BROKEN.items()
+)
+register(*SPECS)

@@ -10,11 +10,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from rollcheck.properties.mutation import MutantOutcome, mutant
-from rollcheck.properties.registry import run_property
+from rollcheck.properties.mutation import MutantSpec, register
 from rollcheck.pyimpl.simulate import SimConfig, Variant, run_engine
 
-__all__ = ["UNSAFE", "SAFE", "kill", "cost_ratio"]
+__all__ = ["UNSAFE", "SAFE", "SPECS", "cost_ratio"]
 
 #: name -> (property, keyword, broken value, description)
 UNSAFE: dict[str, tuple[str, str, Any, str]] = {
@@ -64,28 +63,6 @@ SAFE: dict[str, tuple[str, dict[str, Any], str, str]] = {
 }
 
 
-def _load(profile: str) -> None:
-    import rollcheck.properties.simulate_props  # noqa: F401  (registers the properties)
-    from rollcheck.properties.profiles import load_profile
-
-    load_profile(profile)
-
-
-def kill(prop_name: str, slot: str, broken: Any, profile: str) -> MutantOutcome:
-    """Run ``prop_name`` with ``broken`` in ``slot``; killed iff the property fails."""
-    _load(profile)
-    r = run_property(prop_name, **{slot: broken})
-    if r.status == "fail" and r.counterexample is None:
-        # Hypothesis reported several distinct failures (or a flaky replay): run once more for a
-        # single counterexample; the mutant is killed either way.
-        again = run_property(prop_name, **{slot: broken})
-        if again.status == "fail" and again.counterexample is not None:
-            r = again
-    if r.status == "fail":
-        return MutantOutcome("killed", f"{prop_name}: {r.error}", r.counterexample, None, r.examples)
-    return MutantOutcome("survived", f"{prop_name} passed {r.examples} examples", None, None, r.examples)
-
-
 def cost_ratio(reference: str, change: dict[str, Any], runs: int = 12) -> float:
     """Checkpoints (regular + forced) of the changed configuration over the reference's, summed
     over the same ``runs`` fixed wordcount and nhop runs (seeds 0..runs-1)."""
@@ -101,33 +78,24 @@ def cost_ratio(reference: str, change: dict[str, Any], runs: int = 12) -> float:
     return round(mine / ref, 3) if ref else float("nan")
 
 
-def _register_unsafe(name: str, spec: tuple[str, str, Any, str]) -> None:
-    prop_name, slot, broken, description = spec
-
-    def check(profile: str) -> MutantOutcome:
-        return kill(prop_name, slot, broken, profile)
-
-    check.__qualname__ = f"check_{name}"
-    mutant(name, target="simulate", description=description)(check)
-
-
-def _register_safe(name: str, spec: tuple[str, dict[str, Any], str, str]) -> None:
-    prop_name, change, reference, description = spec
-
-    def check(profile: str) -> MutantOutcome:
-        _load(profile)
-        r = run_property(prop_name, **change)
-        if r.status == "fail":
-            return MutantOutcome("killed", f"{prop_name}: {r.error}", r.counterexample, None, r.examples)
+def _sim_cost(reference: str, change: dict[str, Any]) -> Any:
+    def cost(profile: str) -> tuple[float, str]:
         ratio = cost_ratio(reference, change)
-        return MutantOutcome("safe", f"{prop_name} holds on {r.examples} examples; checkpoints "
-                             f"x{ratio} of {reference}", None, ratio, r.examples)
+        return ratio, f"checkpoints x{ratio} of {reference} on 12 fixed wordcount/nhop runs"
 
-    check.__qualname__ = f"check_{name}"
-    mutant(name, target="simulate", description=description, safe=True)(check)
+    return cost
 
 
-for _n, _s in UNSAFE.items():
-    _register_unsafe(_n, _s)
-for _n, _t in SAFE.items():
-    _register_safe(_n, _t)
+#: Z-cycles on simulated dataflows need a few runs: the CIC variants get a larger budget.
+_BUDGET = {"sim-cic-no-useless": {"ci": 200, "verify": 1200}}
+
+SPECS = tuple(
+    MutantSpec(name, area="simulate", description=description, kills=(prop_name,), slots={slot: broken},
+               target="simulate", examples=_BUDGET.get(prop_name))
+    for name, (prop_name, slot, broken, description) in UNSAFE.items()
+) + tuple(
+    MutantSpec(name, area="simulate", description=description, kills=(prop_name,), slots=change, safe=True,
+               cost=_sim_cost(reference, change), target="simulate")
+    for name, (prop_name, change, reference, description) in SAFE.items()
+)
+register(*SPECS)

@@ -1,43 +1,18 @@
-"""Mutants of the span algorithm: deliberately broken (or costlier) variants and their checks."""
+"""Mutants of the span algorithm: deliberately broken (or costlier) variants, declared as
+:class:`~rollcheck.properties.mutation.MutantSpec` entries of the catalogue."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
-from rollcheck.properties.mutation import MutantOutcome, mutant
-from rollcheck.properties.profiles import PROFILES
-from rollcheck.properties.registry import run_property
-from rollcheck.properties.spans_props import downstream_only_solver
+from rollcheck.properties.mutation import MutantSpec, register
+from rollcheck.properties.spans_props import downstream_only_solver, drops_inflight_solver
 from rollcheck.pyimpl.spans.fixpoint import compile_system, domino_chain, run_worklist
 from rollcheck.pyimpl.spans.system import SpanSystem
 from rollcheck.pyimpl.spans.watermark import checkpoints_only
 
-__all__ = ["only_p_update", "domino_chain"]
-
-
-def _killed_by(names: list[str], profile: str, shrink: bool = True, **impls: object) -> MutantOutcome:
-    # shrink=False: the watermark property's shrinker is slow; the first failure is evidence enough
-    total = 0
-    for name in names:
-        prof = profile if profile in PROFILES else "ci"
-        r = run_property(name, profile=prof, shrink=shrink, **impls)  # type: ignore[arg-type]
-        total += r.examples
-        if r.status == "fail":
-            return MutantOutcome("killed", f"{name}: {r.error}", r.counterexample, None, total)
-    return MutantOutcome("survived", f"not caught by {names}", None, None, total)
-
-
-@mutant("spans-downstream-worklist", target="spans",
-        description="worklist re-examines only the receivers of a changed processor, not its senders")
-def _downstream(profile: str) -> MutantOutcome:
-    return _killed_by(["spans-feasible", "spans-end-to-end"], profile, solver=downstream_only_solver)
-
-
-@mutant("spans-top-all-times", target="spans",
-        description="⊤ of a live processor taken as all times instead of its concrete set "
-                    "(loses an in-flight unlogged message)")
-def _top_all(profile: str) -> MutantOutcome:
-    return _killed_by(["spans-end-to-end"], profile, top_all=True)
+__all__ = ["only_p_update", "domino_chain", "SPECS"]
 
 
 def only_p_update(s_new: SpanSystem, old: Mapping[str, int], p: str) -> dict[str, int]:
@@ -49,20 +24,63 @@ def only_p_update(s_new: SpanSystem, old: Mapping[str, int], p: str) -> dict[str
     return dict(zip(c.names, r.levels, strict=True))
 
 
-@mutant("spans-watermark-only-p", target="spans",
-        description="incremental low watermark raises only the processor that checkpointed")
-def _only_p(profile: str) -> MutantOutcome:
-    return _killed_by(["spans-watermark"], profile, shrink=False, update=only_p_update)
+def downstream_worklist_orders(s: SpanSystem, order: str = "fifo", seed: int = 0) -> dict[str, int]:
+    """WRONG on purpose: the downstream-only worklist for the worklist orders (rounds stay right)."""
+    from rollcheck.properties.spans_props import reference_solver
+
+    if order == "rounds":
+        return reference_solver(s, order, seed)
+    return downstream_only_solver(s, order, seed)
 
 
-@mutant("spans-whole-graph-rounds", target="spans", safe=True,
-        description="whole-graph rounds instead of a worklist: same answer, quadratic on domino chains")
-def _rounds(profile: str) -> MutantOutcome:
+def frontier_without_top_exemption(s: Any) -> Any:
+    """WRONG on purpose: flat need tables without the ⊤–⊤ exemption of C1 (too cautious)."""
+    from rollcheck.pyimpl.spans.frontier import compile_seq
+
+    fc = compile_seq(s)
+    c1 = fc.need[: len(s.src)]  # C1 rows come first, one per edge
+    # an unlogged edge with a message in flight: without the exemption no receiver level works
+    c1[~s.failed[s.dst] & ~s.logged & (s.total > s.processed), s.K + 1] = 255
+    return fc
+
+
+def _rounds_cost(profile: str) -> tuple[float, str]:
+    from rollcheck.pyimpl.errors import PropertyViolation
     from rollcheck.pyimpl.spans.fixpoint import run_rounds
 
     c = domino_chain(300 if profile == "verify" else 120)
     a, b = run_worklist(c), run_rounds(c)
     if a.levels != b.levels:
-        return MutantOutcome("survived", "rounds gave a different answer", None, None, 1)
-    return MutantOutcome("safe", f"examinations {b.examinations} vs {a.examinations}", None,
-                         b.examinations / a.examinations, 1)
+        raise PropertyViolation("whole-graph rounds gave a different answer on the domino chain")
+    return b.examinations / a.examinations, f"examinations {b.examinations} vs {a.examinations} on a domino chain"
+
+
+SPECS = (
+    MutantSpec("spans-downstream-worklist", area="spans",
+               description="worklist re-examines only the receivers of a changed processor, not its senders",
+               kills=("spans-feasible", "spans-end-to-end"), slots={"solver": downstream_only_solver}),
+    MutantSpec("spans-drops-inflight", area="spans",
+               description="solver whose C1 ignores an unlogged message still in flight (T_D of ⊤ dropped): "
+                           "a kept sender's lost message goes unnoticed",
+               kills=("spans-greatest-brute", "spans-greatest-z3", "spans-feasible"),
+               slots={"solver": drops_inflight_solver}),
+    MutantSpec("spans-orders-downstream", area="spans",
+               description="the downstream-only worklist among the evaluation orders: it disagrees with the "
+                           "literal set-based algorithm",
+               kills=("spans-orders-agree",), slots={"solver": downstream_worklist_orders}),
+    MutantSpec("spans-frontier-no-top-exemption", area="spans",
+               description="flat frontier need tables without the ⊤–⊤ exemption of C1",
+               kills=("spans-frontier-equals-sets",), slots={"compile_fn": frontier_without_top_exemption}),
+    MutantSpec("spans-top-all-times", area="spans",
+               description="⊤ of a live processor taken as all times instead of its concrete set "
+                           "(loses an in-flight unlogged message)",
+               kills=("spans-end-to-end",), slots={"top_all": True},
+               examples={"ci": 300, "verify": 1200}),  # needs a failure with an unlogged message in flight
+    MutantSpec("spans-watermark-only-p", area="spans",
+               description="incremental low watermark raises only the processor that checkpointed",
+               kills=("spans-watermark",), slots={"update": only_p_update}, shrink=False),
+    MutantSpec("spans-whole-graph-rounds", area="spans", safe=True,
+               description="whole-graph rounds instead of a worklist: same answer, quadratic on domino chains",
+               kills=("spans-orders-agree",), slots={}, cost=_rounds_cost),
+)
+register(*SPECS)

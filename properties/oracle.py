@@ -1,14 +1,18 @@
 """A brute-force oracle: enumerate every global checkpoint of a small pattern.
 
-Nothing here shares code with :mod:`pyimpl` beyond the pattern model itself: orphans are tested
-from their definition and Z-paths from the transitive closure of the one-step Z relation, so the
-oracle is an independent witness for the theorems of ``specs/theorems.md``.
+Nothing here shares code with :mod:`pyimpl`: the checkpoint intervals of sends and deliveries and
+the last checkpoint index of every process are derived from the raw event list itself
+(:func:`raw_messages`, :func:`raw_last`: the k-th ``checkpoint`` event of a process ends interval
+k-1 and starts interval k), orphans are tested from their definition and Z-paths from the
+transitive closure of the one-step Z relation, so the oracle is an independent witness for the
+theorems of ``specs/theorems.md``.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Iterator
+from typing import NamedTuple
 
 from rollcheck.pyimpl.pattern import Pattern
 
@@ -23,20 +27,66 @@ __all__ = [
     "brute_recovery_line",
     "zpath_closure",
     "brute_zpath_exists",
+    "raw_messages",
+    "raw_last",
 ]
 
 MAX_CUTS = 200_000
 
 
+class RawMessage(NamedTuple):
+    """A message as read off the event list: its position among the sends, sender, interval of the
+    send, receiver, interval of the delivery (None while in transit)."""
+
+    position: int
+    sender: int
+    send_interval: int
+    receiver: int
+    deliver_interval: int | None
+
+
+def raw_messages(p: Pattern) -> list[RawMessage]:
+    """Every message of ``p`` in the order of its send event, intervals counted from the events.
+
+    Examples
+    --------
+    >>> from rollcheck.pyimpl.pattern import PatternBuilder
+    >>> b = PatternBuilder(2); c = b.checkpoint(0); m = b.send(0, 1); b.deliver(1, m)
+    >>> raw_messages(b.build())
+    [RawMessage(position=0, sender=0, send_interval=1, receiver=1, deliver_interval=0)]
+    """
+    interval = [0] * p.n
+    sends: dict[str, list] = {}
+    order: list[str] = []
+    for ev in p.events:
+        if ev.kind == "checkpoint":
+            interval[ev.process] += 1
+        elif ev.kind == "send":
+            sends[str(ev.message)] = [ev.process, interval[ev.process], ev.to, None]
+            order.append(str(ev.message))
+        elif ev.kind == "deliver":
+            sends[str(ev.message)][3] = interval[ev.process]
+    return [RawMessage(k, *sends[mid]) for k, mid in enumerate(order)]
+
+
+def raw_last(p: Pattern) -> list[int]:
+    """The index of the last real checkpoint of every process (its number of checkpoint events)."""
+    last = [0] * p.n
+    for ev in p.events:
+        if ev.kind == "checkpoint":
+            last[ev.process] += 1
+    return last
+
+
 def global_checkpoints(p: Pattern, upper: Iterable[int] | None = None) -> Iterator[tuple[int, ...]]:
     """Every cut with 0 ≤ cut[i] ≤ upper[i] (default: up to the volatile index)."""
-    ub = list(upper) if upper is not None else [p.volatile_index(i) for i in range(p.n)]
+    ub = list(upper) if upper is not None else [x + 1 for x in raw_last(p)]
     return itertools.product(*[range(u + 1) for u in ub])
 
 
-def is_orphan_free(p: Pattern, cut: tuple[int, ...]) -> bool:
+def is_orphan_free(p: Pattern, cut: tuple[int, ...], msgs: list[RawMessage] | None = None) -> bool:
     """No message sent at or after the sender's chosen checkpoint and delivered before the receiver's."""
-    for m in p.messages:
+    for m in raw_messages(p) if msgs is None else msgs:
         d = m.deliver_interval
         if d is not None and m.send_interval >= cut[m.sender] and d < cut[m.receiver]:
             return False
@@ -44,7 +94,8 @@ def is_orphan_free(p: Pattern, cut: tuple[int, ...]) -> bool:
 
 
 def consistent_cuts(p: Pattern, upper: Iterable[int] | None = None) -> list[tuple[int, ...]]:
-    return [c for c in global_checkpoints(p, upper) if is_orphan_free(p, c)]
+    msgs = [m for m in raw_messages(p) if m.deliver_interval is not None]
+    return [c for c in global_checkpoints(p, upper) if is_orphan_free(p, c, msgs)]
 
 
 def brute_useless(p: Pattern) -> set[tuple[int, int]]:
@@ -52,12 +103,13 @@ def brute_useless(p: Pattern) -> set[tuple[int, int]]:
     used: set[tuple[int, int]] = set()
     for c in consistent_cuts(p):
         used.update(enumerate(c))
-    return {(i, x) for i in range(p.n) for x in range(1, p.last_index(i) + 1) if (i, x) not in used}
+    last = raw_last(p)
+    return {(i, x) for i in range(p.n) for x in range(1, last[i] + 1) if (i, x) not in used}
 
 
 def _upper(p: Pattern, failed: Iterable[int], virtual: bool) -> list[int]:
     f = set(failed)
-    return [p.volatile_index(i) if (virtual and i not in f) else p.last_index(i) for i in range(p.n)]
+    return [x + 1 if (virtual and i not in f) else x for i, x in enumerate(raw_last(p))]
 
 
 def brute_max_consistent(p: Pattern, members: dict[int, int], upper: list[int]) -> tuple[int, ...] | None:
@@ -83,7 +135,7 @@ def brute_recovery_line(p: Pattern, failed: Iterable[int], virtual: bool) -> tup
 
 def zpath_closure(p: Pattern) -> set[tuple[int, int]]:
     """Pairs (a, b) of message positions such that a Z-path starts with a and ends with b."""
-    ms = [m for m in p.messages if m.deliver_interval is not None]
+    ms = [m for m in raw_messages(p) if m.deliver_interval is not None]
     idx = list(range(len(ms)))
     reach = {(a, a) for a in idx}
     step = {
@@ -98,7 +150,7 @@ def zpath_closure(p: Pattern) -> set[tuple[int, int]]:
         new = {(a, c) for (a, b) in reach for (b2, c) in step if b == b2} - reach
         changed = bool(new)
         reach |= new
-    return {(p.messages.index(ms[a]), p.messages.index(ms[b])) for a, b in reach}
+    return {(ms[a].position, ms[b].position) for a, b in reach}
 
 
 def brute_zpath_exists(
@@ -107,7 +159,7 @@ def brute_zpath_exists(
     """Z-path existence from the definition (first message after src, last delivered before dst)."""
     closure = zpath_closure(p) if closure is None else closure
     (i, x), (j, y) = src, dst
-    ms = p.messages
+    ms = raw_messages(p)
     for a, b in closure:
         if ms[a].sender == i and ms[a].send_interval >= x:
             d = ms[b].deliver_interval

@@ -207,3 +207,14 @@ def sim_volatile_at_most_once(case: SimCase, virtual: bool, variant: Variant = R
         if m["verdict"] not in ok:
             _fail(f"{_describe(res)}: verdict {m['verdict']} with {m['lost_messages']} lost messages",
                   res.recovery.pattern)
+
+
+def _register_measures() -> None:
+    from rollcheck.properties.registry import PROPERTIES, measure
+
+    late = "the failure strikes in the second half of the run"
+    for name in [n for n, p in PROPERTIES.items() if p.area == "simulate" and not p.interesting]:
+        measure(name, late, lambda case, **_: case.fraction >= 0.5)
+
+
+_register_measures()

@@ -14,8 +14,8 @@ from typing import Any
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from rollcheck.properties.registry import prop
-from rollcheck.properties.spans_strategies import span_docs, truncate
+from rollcheck.properties.registry import interesting, prop
+from rollcheck.properties.spans_strategies import mixed_span_docs, span_docs, truncate
 from rollcheck.pyimpl.errors import PropertyViolation
 from rollcheck.pyimpl.spans.executor import EXAMPLES, Run, failure_experiment, run_to_end
 from rollcheck.pyimpl.spans.fixpoint import compile_system, run_rounds, run_worklist, solve_literal
@@ -23,7 +23,8 @@ from rollcheck.pyimpl.spans.system import SpanSystem, system_from_dict, system_t
 from rollcheck.pyimpl.spans.watermark import low_watermark, update_watermark
 
 __all__ = [
-    "reference_solver", "downstream_only_solver", "brute_force", "greatest_by_z3",
+    "reference_solver", "downstream_only_solver", "drops_inflight_solver", "brute_force", "greatest_by_z3",
+    "definition_violations",
     "feasible", "greatest_brute", "greatest_z3", "orders_agree", "watermark_props", "end_to_end",
 ]
 
@@ -43,14 +44,64 @@ def downstream_only_solver(s: SpanSystem, order: str = "fifo", seed: int = 0) ->
     return dict(zip(c.names, r.levels, strict=True))
 
 
+def drops_inflight_solver(s: SpanSystem, order: str = "fifo", seed: int = 0) -> dict[str, int]:
+    """WRONG on purpose: the fixed point of a system whose C1 at a live sender's ⊤ uses the T_D of
+    its last checkpoint instead of ``T_D(⊤)``, so an unlogged message sent after that checkpoint and
+    still in flight is dropped from the constraint (the receiver may roll back past it)."""
+
+    class _DropsInflight(SpanSystem):
+        def c1_holds(self, e: Any, src_level: int, dst_level: int) -> bool:
+            ps = self.proc(e.src)
+            if ps.is_top(src_level) and not self.proc(e.dst).is_top(dst_level):
+                return e.discarded[-1] <= self.proc(e.dst).span(dst_level)
+            return SpanSystem.c1_holds(self, e, src_level, dst_level)
+
+    return reference_solver(_DropsInflight(s.processors, s.edges, s.phi_monotone), order, seed)
+
+
+# ------------------------------------------------------------------------------------------------
+# The independent oracle: the constraints of specs/spans.md#constraints written from the
+# definitions on the raw sets of the system (no SpanSystem.c1_holds / c2_holds / violations).
+# ------------------------------------------------------------------------------------------------
+def _level_set(p: Any, level: int) -> frozenset:
+    """The span of processor ``p`` at ``level``: chain element, or ⊤ at ``len(chain)`` (live only)."""
+    return p.chain[level] if level < len(p.chain) else p.top
+
+
+def _levels(p: Any) -> range:
+    return range(len(p.chain) + (1 if p.top is not None else 0))
+
+
+def definition_violations(s: SpanSystem, lv: Mapping[str, int]) -> list[str]:
+    """Every constraint C1/C2 of ``specs/spans.md#constraints`` that ``lv`` violates, from the sets.
+
+    C1 of ``e = (p, q)``: ``T_D(s(p)) ⊆ s(q)`` unless both are at ⊤; C2: ``T_M ∩ s(q) ⊆ φ(s(p))``
+    with ``φ(⊤)`` = all times.
+    """
+    procs = {p.name: p for p in s.processors}
+    bad = []
+    for e in s.edges:
+        p, q = procs[e.src], procs[e.dst]
+        x, y = lv[e.src], lv[e.dst]
+        p_top, q_top = x == len(p.chain), y == len(q.chain)
+        sent = e.discarded_top if p_top else e.discarded[x]
+        if not (p_top and q_top) and not set(sent or ()) <= set(_level_set(q, y)):
+            bad.append(f"C1 on edge {e.name} ({e.src}->{e.dst}): {sorted(map(str, set(sent or ()) - _level_set(q, y)))} lost")
+        if not p_top:
+            dup = (set(e.processed) & set(_level_set(q, y))) - set(e.phi[x])
+            if dup:
+                bad.append(f"C2 on edge {e.name} ({e.src}->{e.dst}): {sorted(map(str, dup))} duplicated")
+    return bad
+
+
 def brute_force(s: SpanSystem) -> list[dict[str, int]]:
-    """Every feasible assignment (small systems only)."""
+    """Every feasible assignment (small systems only), feasibility from the definitions."""
     names = s.names
-    ranges = [range(p.top_level + 1) for p in s.processors]
+    ranges = [_levels(p) for p in s.processors]
     out = []
     for combo in itertools.product(*ranges):
         lv = dict(zip(names, combo, strict=True))
-        if not s.violations(lv):
+        if not definition_violations(s, lv):
             out.append(lv)
     return out
 
@@ -58,20 +109,38 @@ def brute_force(s: SpanSystem) -> list[dict[str, int]]:
 def greatest_by_z3(s: SpanSystem, result: Mapping[str, int]) -> tuple[bool, bool]:
     """(result feasible under the Z3 encoding, some feasible assignment has a processor above it).
 
-    One integer per processor; every pair of levels at which C1 or C2 of an edge fails is
-    excluded (the inclusions are precomputed on the explicit sets)."""
+    A second encoding of the definitions: one integer level per processor and, for every time t
+    of a processor's spans, the Boolean "t ∈ s(p)" ⇔ level ≥ the first level whose span holds t
+    (spans grow along the chain and ⊤ contains the last one). C1 of an edge at source level x is
+    "every t of T_D(x) is in s(dst)" (waived when both are at ⊤); C2 at source level x below ⊤ is
+    "no t of T_M outside φ(x) is in s(dst)"."""
     import z3
 
     v = {p.name: z3.Int(p.name) for p in s.processors}
+    procs = {p.name: p for p in s.processors}
     base = []
     for p in s.processors:
-        base += [v[p.name] >= 0, v[p.name] <= p.top_level]
+        base += [v[p.name] >= 0, v[p.name] < len(_levels(p))]
+
+    def member(name: str, t: Any) -> Any:
+        p = procs[name]
+        first = next((lvl for lvl in _levels(p) if t in _level_set(p, lvl)), None)
+        return z3.BoolVal(False) if first is None else v[name] >= first
+
     for e in s.edges:
-        a, b = s.proc(e.src), s.proc(e.dst)
-        for x in range(a.top_level + 1):
-            for y in range(b.top_level + 1):
-                if not s.c1_holds(e, x, y) or not s.c2_holds(e, y, x):
-                    base.append(z3.Not(z3.And(v[e.src] == x, v[e.dst] == y)))
+        p, q = procs[e.src], procs[e.dst]
+        for x in _levels(p):
+            p_top = x == len(p.chain)
+            sent = e.discarded_top if p_top else e.discarded[x]
+            at_x = v[e.src] == x
+            need = [member(e.dst, t) for t in sorted(sent or (), key=str)]
+            if need:
+                waive = v[e.dst] == len(q.chain) if (p_top and q.top is not None) else z3.BoolVal(False)
+                base.append(z3.Implies(z3.And(at_x, z3.Not(waive)), z3.And(*need)))
+            if not p_top:
+                forbidden = [z3.Not(member(e.dst, t)) for t in sorted(set(e.processed) - set(e.phi[x]), key=str)]
+                if forbidden:
+                    base.append(z3.Implies(at_x, z3.And(*forbidden)))
     sol = z3.Solver()
     sol.add(*base)
     sol.push()
@@ -83,38 +152,57 @@ def greatest_by_z3(s: SpanSystem, result: Mapping[str, int]) -> tuple[bool, bool
     return feas, above
 
 
+def _report_between(s: SpanSystem, lv: Mapping[str, int]) -> None:
+    interesting(any(0 < lv[p.name] < p.top_level for p in s.processors), _BETWEEN)
+
+
+_BETWEEN = "a processor strictly between its first span and ⊤"
+
+
 def _fail(msg: str, s: SpanSystem) -> None:
     raise PropertyViolation(msg, counterexample=system_to_dict(s))
 
 
-@prop("spans-feasible", target="spans", theorem="specs/spans.md#maximality")
-@given(doc=span_docs(max_procs=5, max_chain=4, max_edges=8))
+@prop("spans-feasible", target="spans", theorem="specs/spans.md#maximality", area="spans",
+      interesting=_BETWEEN, floor=0.3)
+@given(doc=mixed_span_docs(max_procs=5, max_chain=4, max_edges=8))
 def feasible(doc: dict[str, Any], solver: Callable[..., Mapping[str, int]] = reference_solver) -> None:
+    """The result satisfies every constraint (checked from the definitions), in four orders."""
     s = system_from_dict(doc)
     for order, seed in (("fifo", 0), ("lifo", 0), ("random", 1), ("random", 2)):
         lv = solver(s, order, seed)
-        bad = s.violations(lv)
+        if order == "fifo":
+            _report_between(s, lv)
+        bad = definition_violations(s, lv)
         if bad:
             _fail(f"result {s.labels(lv)} ({order} order) violates {bad}", s)
 
 
-@prop("spans-greatest-brute", target="spans", theorem="specs/spans.md#maximality")
-@given(doc=span_docs(max_procs=4, max_chain=3, max_edges=6))
+@prop("spans-greatest-brute", target="spans", theorem="specs/spans.md#maximality", area="spans",
+      interesting=_BETWEEN, floor=0.3)
+@given(doc=mixed_span_docs(max_procs=4, max_chain=3, max_edges=6))
 def greatest_brute(doc: dict[str, Any], solver: Solver = reference_solver) -> None:
+    """No feasible assignment (enumerated, feasibility from the definitions) has a processor above
+    the result, and the result is feasible."""
     s = system_from_dict(doc)
     lv = solver(s)
+    _report_between(s, lv)
+    bad = definition_violations(s, lv)
+    if bad:
+        _fail(f"result {s.labels(lv)} is infeasible: {bad}", s)
     for other in brute_force(s):
         if any(other[n] > lv[n] for n in lv):
             _fail(f"feasible {s.labels(other)} has a processor above the result {s.labels(lv)}", s)
-    if s.violations(lv):
-        _fail(f"result {s.labels(lv)} is infeasible: {s.violations(lv)}", s)
 
 
-@prop("spans-greatest-z3", target="spans", theorem="specs/spans.md#maximality")
-@given(doc=span_docs(max_procs=8, max_chain=4, max_edges=14))
+@prop("spans-greatest-z3", target="spans", theorem="specs/spans.md#maximality", area="spans",
+      interesting=_BETWEEN, floor=0.3)
+@given(doc=mixed_span_docs(max_procs=8, max_chain=4, max_edges=14))
 def greatest_z3(doc: dict[str, Any], solver: Solver = reference_solver) -> None:
+    """Z3 (a second encoding of the definitions) finds the result feasible and nothing above it."""
     s = system_from_dict(doc)
     lv = solver(s)
+    _report_between(s, lv)
     feas, above = greatest_by_z3(s, lv)
     if not feas:
         _fail(f"Z3: result {s.labels(lv)} is infeasible", s)
@@ -122,12 +210,15 @@ def greatest_z3(doc: dict[str, Any], solver: Solver = reference_solver) -> None:
         _fail(f"Z3: some feasible assignment has a processor above {s.labels(lv)}", s)
 
 
-@prop("spans-orders-agree", target="spans", theorem="specs/spans.md#orders")
-@given(doc=span_docs(max_procs=6, max_chain=4, max_edges=10), seed=st.integers(0, 2**16))
+@prop("spans-orders-agree", target="spans", theorem="specs/spans.md#orders", area="spans",
+      interesting=_BETWEEN, floor=0.3)
+@given(doc=mixed_span_docs(max_procs=6, max_chain=4, max_edges=10), seed=st.integers(0, 2**16))
 def orders_agree(doc: dict[str, Any], seed: int,
                  solver: Callable[..., Mapping[str, int]] = reference_solver) -> None:
+    """FIFO, LIFO, random worklists, whole-graph rounds and the literal set algorithm agree."""
     s = system_from_dict(doc)
     results = {o: dict(solver(s, o, seed)) for o in ("fifo", "lifo", "random", "rounds")}
+    _report_between(s, results["rounds"])
     results["literal"] = solve_literal(s, "random", seed)
     if len({tuple(sorted(r.items())) for r in results.values()}) != 1:
         _fail(f"orders disagree: { {k: s.labels(v) for k, v in results.items()} }", s)
@@ -201,3 +292,16 @@ def frontier_equals_sets(seed: int, cyclic: bool, jitter: float, procs: int, edg
     got_flat, got_bulk = run_flat(fc)[0], run_bulk(fc)[0].tolist()
     if got_flat != want or got_bulk != want:
         _fail(f"frontier form {got_flat} / bulk {got_bulk} != explicit sets {want}", sys_)
+
+
+def _register_measures() -> None:
+    from rollcheck.properties.registry import measure
+
+    measure("spans-watermark", "two or more processors with three or more checkpoints",
+            lambda doc, **_: sum(len(d["chain"]) >= 3 for d in doc["processors"].values()) >= 2)
+    measure("spans-end-to-end", "the failure strikes in the second half of the run",
+            lambda frac, **_: frac >= 0.5)
+    measure("spans-frontier-equals-sets", "a cyclic system", lambda cyclic, **_: cyclic)
+
+
+_register_measures()

@@ -11,7 +11,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-__all__ = ["span_docs", "truncate"]
+__all__ = ["span_docs", "truncate", "dataflow_span_docs", "mixed_span_docs"]
 
 
 def _nested(draw: Any, universe: list[str], k: int, first_empty: bool) -> list[list[str]]:
@@ -97,3 +97,56 @@ def truncate(doc: dict[str, Any], lengths: dict[str, int], tops: bool = False) -
             ne.pop("discarded_top", None)
         edges.append(ne)
     return {"format": doc["format"], "processors": procs, "edges": edges}
+
+
+@st.composite
+def dataflow_span_docs(draw: Any, max_product: int = 4000, attempts: int = 6) -> dict[str, Any]:
+    """Span systems recorded from a simulated dataflow execution (``pyimpl/spans/dataflow.py``).
+
+    An example dataflow runs with a drawn seed; one (sometimes two) processors fail after a drawn
+    number of deliveries (mostly late, when checkpoints exist) and the system is derived from the
+    recording, so ⊤ is valid by construction (the concrete set of processed times). Up to
+    ``attempts`` failure points are drawn and the first whose rollback is non-trivial (some
+    processor lands strictly between its first span and ⊤ under the reference fixed point) is
+    kept — the selection only steers the inputs, the properties judge with independent oracles.
+    Systems whose assignment space exceeds ``max_product`` are skipped (brute force stays cheap).
+    """
+    from hypothesis import assume
+
+    from rollcheck.pyimpl.spans.dataflow import EXAMPLES, Run, build_system, run_to_end
+    from rollcheck.pyimpl.spans.fixpoint import compile_system, run_worklist
+    from rollcheck.pyimpl.spans.system import system_to_dict
+
+    name = draw(st.sampled_from(sorted(EXAMPLES)), label="dataflow")
+    seed = draw(st.integers(0, 10_000), label="seed")
+    make = EXAMPLES[name]
+    n = run_to_end(Run.start(make(seed), seed)).steps
+    assume(n > 1)
+    s = None
+    for _ in range(attempts):
+        fail_at = int(n * (1.0 - draw(st.floats(0.0, 0.5), label="fail earlier by")))
+        r = Run.start(make(seed), seed)
+        while r.steps < fail_at and r.step():
+            pass
+        r.checkpointing = False
+        two = draw(st.integers(0, 3), label="two failures") == 0
+        failed = draw(st.sets(st.sampled_from(sorted(r.df.ops)), min_size=1, max_size=1 + int(two)), label="failed")
+        s = build_system(r, set(failed)).system
+        c = compile_system(s)
+        levels = run_worklist(c).levels
+        if any(0 < lv < p.top_level for lv, p in zip(levels, s.processors, strict=True)):
+            break
+    assert s is not None
+    size = 1
+    for p in s.processors:
+        size *= p.top_level + 1
+    assume(size <= max_product)
+    return system_to_dict(s)
+
+
+@st.composite
+def mixed_span_docs(draw: Any, max_procs: int = 4, max_chain: int = 3, max_edges: int = 6) -> dict[str, Any]:
+    """Five sixths recorded from dataflow executions, one sixth random systems (cycles, self-loops)."""
+    if draw(st.integers(0, 5), label="random system") == 5:
+        return draw(span_docs(max_procs=max_procs, max_chain=max_chain, max_edges=max_edges))
+    return draw(dataflow_span_docs())

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from rollcheck.pyimpl.pattern import Pattern, PatternBuilder
 
-__all__ = ["patterns", "walk_patterns", "topology_channels", "TOPOLOGIES", "failed_sets", "checkpoint_sets", "cuts"]
+__all__ = ["patterns", "walk_patterns", "zcycle_patterns", "topology_channels", "TOPOLOGIES", "failed_sets",
+           "checkpoint_sets", "cuts", "weighted"]
 
 TOPOLOGIES = ("complete", "pipeline", "scatter", "cyclic")
 
@@ -145,3 +146,53 @@ def walk_patterns(draw: st.DrawFn, min_processes: int = 2, max_processes: int = 
             if r.random() < 0.3:
                 cur = r.randrange(n)
     return b.build()
+
+
+@st.composite
+def zcycle_patterns(draw: st.DrawFn, min_processes: int = 2, max_processes: int = 4, max_steps: int = 14) -> Pattern:
+    """Z-cycle-prone patterns: random traffic interleaved with the smallest non-causal Z-cycle
+    motif (``specs/theorems.md#t2-netzer-xu``): P_j sends m to P_i, P_i delivers m, takes a
+    checkpoint C and sends m' to P_j, and P_j delivers m' without a checkpoint since sending m —
+    the Z-path m'·m leads from C back before C, so C is useless unless noise breaks the cycle
+    (a checkpoint of P_j between the send of m and the delivery of m')."""
+    n = draw(st.integers(min_processes, max_processes), label="n")
+    b = PatternBuilder(n)
+    pending: list[tuple[str, int]] = []
+    steps = draw(st.lists(st.tuples(st.sampled_from(("motif", "send", "deliver", "checkpoint")),
+                                    st.integers(0, n - 1), st.integers(0, n - 2)),
+                          min_size=0, max_size=max_steps), label="steps")
+    for _ in range(draw(st.integers(1, 2), label="motifs")):  # at least one motif, anywhere
+        at = draw(st.integers(0, len(steps)), label="motif position")
+        steps.insert(at, ("motif", draw(st.integers(0, n - 1)), draw(st.integers(0, n - 2))))
+    for kind, i, k in steps:
+        j = k + (k >= i)  # a process other than i
+        if kind == "motif":
+            m = b.send(j, i)
+            b.deliver(i, m)
+            b.checkpoint(i)
+            m2 = b.send(i, j)
+            if draw(st.integers(0, 7), label="break the cycle") == 5:  # rarely: an interior value
+                b.checkpoint(j)
+            b.deliver(j, m2)
+        elif kind == "send":
+            pending.append((b.send(i, j), j))
+        elif kind == "deliver" and pending:
+            mid, d = pending.pop(k % len(pending))
+            b.deliver(d, mid)
+        else:
+            b.checkpoint(i)
+    return b.build()
+
+
+def weighted(*choices: tuple[int, st.SearchStrategy[Pattern]]) -> st.SearchStrategy[Pattern]:
+    """Draw from one of ``choices`` with the given integer weights (``st.one_of`` weighs equally)."""
+    table = [s for w, s in choices for _ in range(w)]
+    # Hypothesis favours the ends of an integer range: put the first (main) choice at both ends
+    if len(table) > 2:
+        table = table[1:] + table[:1]
+
+    @st.composite
+    def pick(draw: st.DrawFn) -> Pattern:
+        return draw(table[draw(st.integers(0, len(table) - 1), label="branch")])
+
+    return pick()

@@ -17,8 +17,8 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from rollcheck.properties.foundation import PITFALLS, expect
-from rollcheck.properties.registry import prop
-from rollcheck.properties.strategies import patterns, walk_patterns
+from rollcheck.properties.registry import interesting, prop
+from rollcheck.properties.strategies import patterns, walk_patterns, weighted, zcycle_patterns
 from rollcheck.pyimpl.pattern import Pattern
 from rollcheck.pyimpl.recovery import recovery_line
 from rollcheck.pyimpl.zpaths import useless_checkpoints
@@ -67,31 +67,39 @@ def z3_above_line(p: Pattern, failed: Iterable[int], virtual: bool, line: Sequen
 
 
 #: Larger than the brute-force oracle can enumerate comfortably.
-medium_patterns = st.one_of(
-    walk_patterns(max_processes=3, max_steps=50),
-    walk_patterns(max_processes=5, max_steps=60),
-    patterns(min_processes=2, max_processes=6, max_actions=40, topology=None),
+medium_patterns = weighted(
+    (3, zcycle_patterns(max_processes=5, max_steps=16)),
+    (1, walk_patterns(max_processes=3, max_steps=50)),
+    (1, walk_patterns(max_processes=5, max_steps=60)),
+    (1, patterns(min_processes=2, max_processes=6, max_actions=40, topology=None)),
 )
 
 
-@prop("z3-useless-agrees", target="zpaths", theorem="specs/theorems.md#t2-netzer-xu")
+@prop("z3-useless-agrees", target="zpaths", theorem="specs/theorems.md#t2-netzer-xu", area="foundation",
+      interesting="a useless checkpoint", floor=0.25)
 @example(p=PITFALLS["volatile-needed"])
 @given(p=medium_patterns)
 def z3_useless_agrees(p: Pattern, useless: Any = useless_checkpoints) -> None:
     """Z3 finds a consistent global checkpoint containing C exactly when C is not useless."""
     flagged = {tuple(c) for c in useless(p)}
+    found = False
     for c in p.checkpoints(include_initial=False):
         exists = z3_contains_consistent(p, c)
+        found = found or not exists
         expect(exists == (tuple(c) not in flagged), f"{p.checkpoint_name(c)}: Z3 sat={exists}, useless={tuple(c) in flagged}", p)
+    interesting(found, "a useless checkpoint")
 
 
-@prop("z3-line-maximal", target="recovery", theorem="specs/theorems.md#t5-recovery-line")
+@prop("z3-line-maximal", target="recovery", theorem="specs/theorems.md#t5-recovery-line", area="foundation",
+      interesting="a surviving process rolls back")
 @given(p=medium_patterns, data=st.data())
 def z3_line_maximal(p: Pattern, data: Any, line_fn: Any = recovery_line) -> None:
     """The recovery line is consistent and available, and Z3 finds no consistent cut above it."""
     failed = data.draw(st.frozensets(st.integers(0, p.n - 1), min_size=1), label="failed")
     virtual = data.draw(st.booleans(), label="virtual")
     line = line_fn(p, failed, virtual=virtual).line
+    interesting(any(line[i] < p.volatile_index(i) - (0 if virtual else 1) for i in range(p.n) if i not in failed),
+                "a surviving process rolls back")
     ok, above = z3_above_line(p, failed, virtual, line)
     expect(ok, f"line {line} is not consistent/available (failed={sorted(failed)}, virtual={virtual})", p)
     expect(not above, f"a consistent cut lies above {line} (failed={sorted(failed)}, virtual={virtual})", p)

@@ -15,7 +15,7 @@ References
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,7 @@ def render_pattern(
     virtual: bool = True,
     title: str | None = None,
     highlight: Iterable[str] = (),
+    other_lines: Mapping[str, tuple[int, ...]] | None = None,
 ) -> Path:
     """Draw ``p`` to ``out`` (``.png`` or ``.svg``), atomically, and return the path.
 
@@ -52,6 +53,9 @@ def render_pattern(
         A cut to draw as the recovery line (index last+1 = volatile).
     highlight : iterable of str
         Message ids to draw thick (e.g. an orphan or a witness Z-path).
+    other_lines : mapping of str to tuple of int, optional
+        Further cuts to draw, each with its label in the legend (e.g. a wrong line next to the
+        reference recovery line). Only in the detailed drawing.
     """
     out = Path(out)
     fmt = out.suffix.lower().lstrip(".")
@@ -70,7 +74,7 @@ def render_pattern(
     if p.n > MAX_DETAILED_PROCESSES or p.num_messages > MAX_DETAILED_MESSAGES:
         fig = _summary(p, plt, zcycles, title)
     else:
-        fig = _detailed(p, plt, failed, zcycles, line, title, set(highlight))
+        fig = _detailed(p, plt, failed, zcycles, line, title, set(highlight), dict(other_lines or {}))
     try:
         _plain_texts(fig)
         with atomic_output(out) as tmp:
@@ -93,7 +97,8 @@ def _plain_texts(fig: Any) -> None:
 
 
 def _detailed(p: Pattern, plt: Any, failed: tuple[int, ...], zcycles: bool,
-              line: tuple[int, ...] | None, title: str | None, highlight: set[str]) -> Any:
+              line: tuple[int, ...] | None, title: str | None, highlight: set[str],
+              other_lines: dict[str, tuple[int, ...]] | None = None) -> Any:
     from matplotlib.lines import Line2D
 
     n, T = p.n, len(p.events)
@@ -172,6 +177,11 @@ def _detailed(p: Pattern, plt: Any, failed: tuple[int, ...], zcycles: bool,
                               label=f"useless checkpoint ({len(useless)}), Z-cycle in colour"))
     if line is not None:
         handles.append(Line2D([], [], color="#d62728", ls="-.", label="recovery line"))
+    for k, (label, cut) in enumerate((other_lines or {}).items()):
+        colour = ("#1f77b4", "#9467bd", "#17becf")[k % 3]
+        ax.plot([cx(i, cut[i]) for i in range(n)], [y[i] - 0.06 * (k + 1) for i in range(n)], color=colour, lw=2,
+                ls="--", zorder=3, alpha=0.85)
+        handles.append(Line2D([], [], color=colour, ls="--", label=label))
     if failed:
         handles.append(Line2D([], [], marker="x", ls="", color="#d62728", label="failed"))
     ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.04), ncol=min(6, len(handles)),

@@ -1,19 +1,18 @@
-"""Every foundation property passes on the reference and kills its broken variants."""
+"""Every foundation property passes on the reference with enough interesting examples (its mutants
+are run by tests/test_mutation_catalogue.py)."""
 
 from __future__ import annotations
 
 import pytest
-from hypothesis import assume, given
-from hypothesis import strategies as st
-
 import rollcheck.properties.foundation  # noqa: F401  (registers the properties)
 import rollcheck.properties.z3check  # noqa: F401
-from rollcheck.properties.mutants_foundation import BROKEN, kill
-from rollcheck.properties.profiles import active_profile
-from rollcheck.properties.registry import PROPERTIES, prop, run_property
+from hypothesis import assume, given
+from hypothesis import strategies as st
+from rollcheck.properties import oracle as O
+from rollcheck.properties.registry import PROPERTIES, prop, properties_of_area, run_property
+from rollcheck.pyimpl.pattern import PatternBuilder
 
-FOUNDATION = [n for n, p in PROPERTIES.items()
-              if p.func.__module__ in ("rollcheck.properties.foundation", "rollcheck.properties.z3check")]
+FOUNDATION = properties_of_area("foundation")
 
 
 def test_foundation_properties_registered():
@@ -27,19 +26,41 @@ def test_property_holds_on_reference(name):
     r = run_property(name)
     assert r.status == "pass", r.error
     assert r.examples > 0
+    if PROPERTIES[name].floor is not None:
+        assert r.fraction is not None and r.fraction >= PROPERTIES[name].floor
 
 
-@pytest.mark.parametrize("mutant", sorted(BROKEN))
-def test_property_kills_mutant(mutant):
-    prop_name, slot, broken, _ = BROKEN[mutant]
-    outcome = kill(prop_name, slot, broken, active_profile())
-    assert outcome.verdict == "killed", outcome.detail
-    assert outcome.counterexample is not None  # the shrunk pattern, to save and draw
+def test_useless_checkpoint_floor_is_enforced():
+    """A property whose examples are too trivial fails as vacuous (and kills no mutant)."""
+    from hypothesis import given
+
+    @prop("test-vacuous", target="test", theorem="specs/theorems.md", interesting="a useless checkpoint",
+          floor=0.25)
+    @given(x=st.integers())
+    def trivial(x):
+        from rollcheck.properties.registry import interesting
+
+        interesting(False, "a useless checkpoint")
+
+    try:
+        r = run_property("test-vacuous", max_examples=20)
+        assert r.status == "fail" and r.outcome == "vacuous" and not r.violated
+        assert r.fraction == 0.0 and "floor" in (r.error or "")
+    finally:
+        PROPERTIES.pop("test-vacuous")
 
 
-def test_every_foundation_property_has_a_mutant():
-    covered = {spec[0] for spec in BROKEN.values()}
-    assert set(FOUNDATION) <= covered
+def test_oracle_reads_intervals_from_the_events():
+    b = PatternBuilder(2)
+    m1 = b.send(0, 1)
+    b.checkpoint(1)
+    b.deliver(1, m1)
+    b.checkpoint(0)
+    m2 = b.send(0, 1)
+    p = b.build()
+    msgs = O.raw_messages(p)
+    assert [(m.send_interval, m.deliver_interval) for m in msgs] == [(0, 1), (1, None)]
+    assert O.raw_last(p) == [1, 1] and m2
 
 
 def test_zero_examples_is_inconclusive():

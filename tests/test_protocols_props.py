@@ -5,16 +5,9 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from hypothesis import strategies as st
-
 import rollcheck.properties.protocols_cic as C
-from rollcheck.properties.mutants_protocols import (
-    fast_drops_last_event,
-    hunt,
-    run_dropping_in_transit,
-    run_forced_list_shifted,
-    schedule_restart_basic_only,
-)
+import rollcheck.properties.protocols_forced as F
+from rollcheck.properties.mutants_protocols import schedule_restart_basic_only
 from rollcheck.properties.registry import run_property
 from rollcheck.pyimpl.errors import PropertyViolation
 from rollcheck.pyimpl.pattern import PatternBuilder
@@ -30,6 +23,8 @@ NAMES = [
     "protocol-fast-path-agrees",
     "basic-timer-restarts",
     "cic-no-useless-dataflow",
+    "hmnr-forced-reference",
+    "bcs-forced-reference",
 ]
 
 
@@ -46,31 +41,6 @@ def _c2_cycle():
     b.checkpoint(0)
     b.deliver(1, b.send(0, 1))
     return b.build()
-
-
-# One broken variant per property. The registered property runs its check function on Hypothesis
-# examples; here the same check function is hunted without Hypothesis's (slow) shrinking phase.
-_NAMES = st.sampled_from(("bcs", "hmnr"))
-BROKEN = [
-    ("hmnr-no-useless", C.schedules, lambda p: C.check_no_useless(p, get_protocol("hmnr-no-c2"))),
-    ("hmnr-no-useless/no-c1", C.schedules, lambda p: C.check_no_useless(p, get_protocol("hmnr-no-c1"))),
-    ("bcs-no-useless", C.schedules, lambda p: C.check_no_useless(p, get_protocol("bcs-no-force"))),
-    ("bcs-index-lines-consistent", C.schedules, lambda p: C.check_bcs_lines(p, get_protocol("bcs-no-force"))),
-    ("cic-no-useless-dataflow", st.tuples(C.dataflow_schedules, _NAMES),
-     lambda x: C.check_no_useless(x[0], get_protocol({"bcs": "bcs-no-force", "hmnr": "hmnr-no-c2"}[x[1]]))),
-    ("protocol-forced-list", st.tuples(C.schedules, _NAMES),
-     lambda x: C.check_forced_list(x[0], x[1], run_forced_list_shifted)),
-    ("protocol-keeps-basic", st.tuples(C.schedules, _NAMES),
-     lambda x: C.check_keeps_basic(x[0], x[1], run_dropping_in_transit)),
-    ("protocol-fast-path-agrees", st.tuples(C.schedules, _NAMES, st.sampled_from(("python", "numpy"))),
-     lambda x: C.check_fast_agrees(x[0], x[1], x[2], fast_drops_last_event)),
-]
-
-
-@pytest.mark.parametrize("name,strategy,check", BROKEN, ids=[b[0] for b in BROKEN])
-def test_property_catches_broken_variant(name, strategy, check):
-    n, err = hunt(strategy, check, 400, shrink=False)
-    assert err is not None, f"{name} missed the broken variant in {n} examples"
 
 
 def test_registered_property_catches_broken_timer():
@@ -93,3 +63,15 @@ def test_checks_catch_known_counterexamples_directly():
 def test_bcs_checkpoint_indices_follow_adopted_lc():
     out = run_protocol("bcs", _c2_cycle()).pattern
     assert C.bcs_checkpoint_indices(out, get_protocol("bcs")) == [[0, 1], [0, 1]]
+
+
+def test_independent_reference_forces_like_the_rules():
+    p = _c2_cycle()
+    assert F.reference_forced("hmnr", p) == tuple(run_protocol("hmnr", p).forced_messages) == ("m1",)
+    assert F.reference_forced("bcs", p) == tuple(run_protocol("bcs", p).forced_messages)
+
+
+def test_forced_reference_catches_over_and_under_forcing():
+    assert run_property("hmnr-forced-reference", protocol=F.OverForcingHMNR()).violated
+    assert run_property("hmnr-forced-reference", protocol=get_protocol("hmnr-no-c2")).violated
+    assert run_property("bcs-forced-reference", protocol=get_protocol("bcs-geq")).violated

@@ -28,7 +28,7 @@ HMNR does *not* guarantee rollback-dependency trackability.
 
 References
 ----------
-FERDiS paper §5.3 and §7.2.2 (the "FI" protocol); 
+FERDiS paper §5.3 and §7.2.2 (the "FI" protocol);
 ``specs/protocols.md#hmnr``.
 """
 

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.spans.system import EdgeSpec, ProcessorSpec, SpanSystem
 

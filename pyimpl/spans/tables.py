@@ -36,6 +36,7 @@ from itertools import repeat
 from typing import Any
 
 import numpy as np
+
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.spans.frontier import FlatCompiled, run_bulk
 from rollcheck.pyimpl.spans.system import FORMAT, TOP

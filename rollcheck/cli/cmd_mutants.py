@@ -1,9 +1,12 @@
 """``rollcheck mutants [--profile ci|verify] [--out DIR] --json``: run the mutation catalogue.
 
-Every ``rollcheck.properties.mutants_*`` module is loaded; each mutant's check runs the properties it must
-break. Unsafe mutants are *killed* (their shrunk counterexample saved as ``DIR/<name>.json`` and
-drawn as ``DIR/<name>.png``) or *survived*; safe (costlier) variants are reported as *safe* with
-their cost ratio and never count as killed. Exit 1 if any unsafe mutant survived.
+Every ``rollcheck.properties.mutants_*`` module is loaded; one runner
+(:func:`rollcheck.properties.mutation.run_mutant`) runs each mutant's properties. Unsafe mutants are
+*killed* by a property violation (``killed_by``; the counterexample saved as ``DIR/<name>.json``, a
+reproducer ``DIR/<name>.replay.json`` that ``--replay`` reads back, and a picture ``DIR/<name>.png``)
+or *survived*; safe (costlier) variants are reported as *safe* with their cost ratio and never count
+as killed; *error* means the run crashed or its evidence could not be written. Exit 1 if an unsafe
+mutant survived (or a safe one was killed), 4 if any verdict is "error".
 """
 
 from __future__ import annotations
@@ -35,57 +38,75 @@ def register(sub: Any) -> None:
     p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
                    help="per-mutant time limit (default 300 for ci, 1800 for verify); a mutant that "
                         "runs out of time is reported as survived")
+    p.add_argument("--area", action="append", default=[], metavar="AREA",
+                   help="run only the mutants of this area (repeatable)")
+    p.add_argument("--replay", metavar="FILE", default=None,
+                   help="read a reproducer (NAME.replay.json) back and raise its violation again "
+                        "(exit 1 when reproduced, 3 when not)")
     p.add_argument("--json", action="store_true", help="print one JSON document")
-
-
-def _save(name: str, cex: Any, out: Path, pictures: bool) -> tuple[str | None, str | None]:
-    from rollcheck.pyimpl.pattern import Pattern
-    from rollcheck.pyimpl.patternio import atomic_write_text, dump_pattern
-
-    if cex is None:
-        return None, None
-    json_path = out / f"{name}.json"
-    if isinstance(cex, Pattern):
-        dump_pattern(cex, json_path)
-        png = None
-        if pictures:
-            from rollcheck.pyimpl.render import render_pattern
-
-            png_path = out / f"{name}.png"
-            render_pattern(cex, png_path, zcycles=True, title=name)
-            png = str(png_path)
-        return str(json_path), png
-    try:
-        atomic_write_text(json_path, json.dumps(cex, indent=1, default=str) + "\n")
-    except (TypeError, ValueError):
-        return None, None
-    return str(json_path), None
 
 
 DEFAULT_TIMEOUT = {"ci": 300.0, "verify": 1800.0}
 
 
-def _check_with_timeout(m: Any, profile: str, timeout: float | None) -> Any:
-    """Run ``m.check(profile)`` in a forked child so that a hanging check cannot hang the run."""
+def _files(spec: Any, o: Any, profile: str, seed: int | None, out: Path, pictures: bool) -> dict[str, Any]:
+    """Write the counterexample, the reproducer and the picture of a killed mutant."""
+    from rollcheck.properties.reproducer import reproducer_doc, write_reproducer
+    from rollcheck.pyimpl.pattern import Pattern
+    from rollcheck.pyimpl.patternio import atomic_write_text, dump_pattern
+
+    out.mkdir(parents=True, exist_ok=True)
+    rep = write_reproducer(out / f"{spec.name}.replay.json",
+                           reproducer_doc(spec.name, o.killed_by, profile, seed, o.drawn, o.detail))
+    cex = o.counterexample
+    cex_path: Path | None = out / f"{spec.name}.json"
+    if isinstance(cex, Pattern):
+        dump_pattern(cex, cex_path)
+    elif isinstance(cex, dict) and "format" in cex:
+        atomic_write_text(cex_path, json.dumps(cex, indent=1, default=str) + "\n")
+    else:  # parameters only: the reproducer is the file rollcheck reads back
+        cex_path = rep
+    png = None
+    if pictures:
+        from rollcheck.properties.pictures import draw_mutant
+
+        png = str(draw_mutant(spec, o, out / f"{spec.name}.png"))
+    return {"counterexample": str(cex_path), "reproducer": str(rep), "picture": png}
+
+
+def _run_one(spec: Any, profile: str, out: Path, pictures: bool) -> dict[str, Any]:
+    """Run one mutant and write its files; a plain, picklable record."""
+    from rollcheck.properties.profiles import seed as env_seed
+
+    seed = env_seed()
+    o = spec.check(profile)
+    rec: dict[str, Any] = {"verdict": o.verdict, "detail": o.detail, "examples": o.examples,
+                           "ratio": o.ratio if o.verdict == "safe" else None,
+                           "killed_by": o.killed_by, "counterexample": None, "reproducer": None, "picture": None}
+    if o.verdict == "killed":
+        try:
+            rec.update(_files(spec, o, profile, seed, out, pictures))
+        except Exception as e:  # the evidence could not be written: nothing is claimed
+            rec.update(verdict="error", detail=f"{o.detail}; writing the reproducer/picture failed: "
+                                               f"{type(e).__name__}: {e}")
+    return rec
+
+
+def _run_with_timeout(spec: Any, profile: str, out: Path, pictures: bool, timeout: float | None) -> dict[str, Any]:
+    """Run one mutant in a forked child so that a hanging check cannot hang the run."""
     import multiprocessing as mp
 
-    from rollcheck.properties.mutation import MutantOutcome
-
     if timeout is None or "fork" not in mp.get_all_start_methods():
-        return m.check(profile)
+        return _run_one(spec, profile, out, pictures)
     ctx = mp.get_context("fork")
     recv, send = ctx.Pipe(duplex=False)
 
     def child() -> None:
         try:
-            out: Any = m.check(profile)
+            rec = _run_one(spec, profile, out, pictures)
         except Exception as e:
-            out = MutantOutcome("survived", f"the check crashed: {type(e).__name__}: {e}")
-        try:
-            send.send(out)
-        except Exception as e:  # an unpicklable counterexample: keep the verdict
-            send.send(MutantOutcome(out.verdict, f"{out.detail} (counterexample not transferable: {e})",
-                                    None, out.ratio, out.examples))
+            rec = {"verdict": "error", "detail": f"the check crashed: {type(e).__name__}: {e}"}
+        send.send(rec)
         send.close()
 
     proc = ctx.Process(target=child, daemon=True)
@@ -94,9 +115,9 @@ def _check_with_timeout(m: Any, profile: str, timeout: float | None) -> Any:
     try:
         if recv.poll(timeout):
             return recv.recv()
-        return MutantOutcome("survived", f"no verdict within the {timeout:.0f} s limit")
+        return {"verdict": "survived", "detail": f"no verdict within the {timeout:.0f} s limit"}
     except EOFError:
-        return MutantOutcome("survived", f"the check died (exit code {proc.exitcode})")
+        return {"verdict": "error", "detail": f"the check died (exit code {proc.exitcode})"}
     finally:
         if proc.is_alive():
             proc.kill()
@@ -106,18 +127,20 @@ def _check_with_timeout(m: Any, profile: str, timeout: float | None) -> Any:
 
 def run_catalogue(profile: str, out_dir: str | os.PathLike[str], only: Sequence[str] = (),
                   pictures: bool = True, log: Callable[[str], None] | None = None,
-                  timeout: float | None = -1.0) -> list[dict[str, Any]]:
-    """Run every registered mutant (or those in ``only``) and return one record per mutant.
+                  timeout: float | None = -1.0, areas: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """Run every registered mutant (or those in ``only`` / of ``areas``) and return one record each.
 
     Each check runs in a forked child limited to ``timeout`` seconds (-1: the profile's default,
-    None: in this process, no limit)."""
+    None: in this process, no limit). A killed mutant always has a counterexample, a reproducer
+    and a picture (unless ``pictures`` is False); if they cannot be written its verdict is "error".
+    """
     from rollcheck.pyimpl.errors import InvalidInputError
 
     os.environ["ROLLCHECK_PROFILE"] = profile
     from rollcheck.properties.profiles import load_profile
 
     load_profile(profile)  # before the property modules are imported: Hypothesis reads it then
-    from rollcheck.properties.mutation import MutantOutcome, load_all
+    from rollcheck.properties.mutation import load_all
 
     mutants = load_all()
     unknown = [n for n in only if n not in mutants]
@@ -126,39 +149,56 @@ def run_catalogue(profile: str, out_dir: str | os.PathLike[str], only: Sequence[
     out = Path(out_dir)
     if timeout is not None and timeout < 0:
         timeout = DEFAULT_TIMEOUT.get(profile, 300.0)
+    if pictures:  # import once here: the forked children inherit it instead of importing it each
+        import matplotlib
+
+        matplotlib.use("Agg", force=False)
+        import matplotlib.pyplot  # noqa: F401
     records = []
     for name, m in mutants.items():
-        if only and name not in only:
+        if (only and name not in only) or (areas and m.area not in areas):
             continue
         t0 = time.perf_counter()
         try:
-            o = _check_with_timeout(m, profile, timeout)
-        except Exception as e:  # a crashing check examined nothing we can trust
-            o = MutantOutcome("survived", f"the check crashed: {type(e).__name__}: {e}")
+            o = _run_with_timeout(m, profile, out, pictures, timeout)
+        except Exception as e:  # a crash of the harness itself
+            o = {"verdict": "error", "detail": f"the check crashed: {type(e).__name__}: {e}"}
         dt = time.perf_counter() - t0
-        verdict = o.verdict
+        verdict = o["verdict"]
         if m.safe and verdict == "survived":
-            verdict = "safe"
-        cex, png = (None, None)
-        if verdict == "killed":
-            cex, png = _save(name, o.counterexample, out, pictures)
+            verdict = "error"  # a safe variant's check that never came back proved nothing
         rec = {
-            "name": name, "target": m.target, "verdict": verdict,
-            "counterexample": cex, "picture": png,
-            "ratio": o.ratio if verdict == "safe" else None,
-            "safe": m.safe, "description": m.description, "detail": o.detail,
-            "examples": o.examples, "seconds": round(dt, 2),
+            "name": name, "target": m.target, "area": m.area, "verdict": verdict,
+            "killed_by": o.get("killed_by") if verdict == "killed" else None,
+            "counterexample": o.get("counterexample"), "reproducer": o.get("reproducer"),
+            "picture": o.get("picture"),
+            "ratio": o.get("ratio") if verdict == "safe" else None,
+            "safe": m.safe, "description": m.description, "detail": o.get("detail", ""),
+            "examples": o.get("examples", 0), "seconds": round(dt, 2),
         }
         records.append(rec)
         if log:
-            log(f"{name:32s} {verdict:9s} {dt:6.1f}s  {o.detail[:110]}")
+            log(f"{name:34s} {verdict:9s} {dt:6.1f}s  {rec['detail'][:110]}")
     return records
+
+
+def _replay(path: str, as_json: bool) -> int:
+    from rollcheck.properties.reproducer import replay
+
+    e = replay(path)
+    if as_json:
+        emit_json({"reproduced": True, "violation": str(e)})
+    else:
+        print(f"reproduced: {e}")
+    return 1
 
 
 def _run(args: argparse.Namespace) -> int:
     from rollcheck.properties.profiles import active_profile
     from rollcheck.properties.profiles import seed as env_seed
 
+    if args.replay:
+        return _replay(args.replay, args.json)
     profile = args.profile or active_profile()
     seed = env_seed()  # empty = derandomised; not an integer: exit 2
     print(f"mutants: profile {profile}, seed {seed if seed is not None else 'derandomised'}", file=sys.stderr)
@@ -166,21 +206,35 @@ def _run(args: argparse.Namespace) -> int:
         from rollcheck.pyimpl.errors import InvalidInputError
 
         raise InvalidInputError(f"--timeout must be > 0, got {args.timeout}", location="--timeout")
+    from rollcheck.properties.registry import AREAS
+
+    bad_areas = [a for a in args.area if a not in AREAS]
+    if bad_areas:
+        from rollcheck.pyimpl.errors import InvalidInputError
+
+        raise InvalidInputError(f"unknown area(s) {bad_areas} (one of {', '.join(AREAS)})", location="--area")
     records = run_catalogue(profile, args.out, args.only, not args.no_pictures,
                             log=lambda s: print(s, file=sys.stderr, flush=True),
-                            timeout=args.timeout if args.timeout is not None else -1.0)
-    counts = {v: sum(1 for r in records if r["verdict"] == v) for v in ("killed", "survived", "safe")}
-    bad = [r["name"] for r in records if not r["safe"] and r["verdict"] != "killed"]
+                            timeout=args.timeout if args.timeout is not None else -1.0, areas=args.area)
+    counts = {v: sum(1 for r in records if r["verdict"] == v) for v in ("killed", "survived", "safe", "error")}
+    bad = [r["name"] for r in records if not r["safe"] and r["verdict"] == "survived"]
+    errors = [r["name"] for r in records if r["verdict"] == "error"]
+    safe_killed = [r["name"] for r in records if r["safe"] and r["verdict"] == "killed"]
     if args.json:
-        emit_json({"mutants": records, "profile": profile, **counts, "survived_unsafe": bad})
+        emit_json({"mutants": records, "profile": profile, "seed": seed, **counts, "survived_unsafe": bad,
+                   "errors": errors, "safe_killed": safe_killed})
     else:
         for r in records:
             extra = f" ratio {r['ratio']}" if r["ratio"] is not None else ""
             where = f" -> {r['counterexample']}" if r["counterexample"] else ""
             print(f"{r['name']:32s} {r['verdict']:9s}{extra}{where}")
-        print(f"{counts['killed']} killed, {counts['safe']} safe, {counts['survived']} survived")
+        print(f"{counts['killed']} killed, {counts['safe']} safe, {counts['survived']} survived, "
+              f"{counts['error']} error")
     if not records:
         from rollcheck.pyimpl.errors import InconclusiveError
 
         raise InconclusiveError("no mutant was run")
-    return 1 if bad else 0
+    if errors:
+        print(f"error: the catalogue could not judge {', '.join(errors)}", file=sys.stderr)
+        return 4
+    return 1 if (bad or safe_killed) else 0

@@ -44,34 +44,11 @@ def _property_rows(ctx: VerifyContext) -> list[Row]:
     from rollcheck.properties.registry import PROPERTIES
 
     rows = []
-    for name in sorted(n for n, p in PROPERTIES.items() if p.target == "elastic"):
+    for name in sorted(n for n, p in PROPERTIES.items() if p.area == "elastic"):
         res = run_under_profile(name, ctx.profile)
+        detail = "; ".join(x for x in (res.error or "", res.coverage_text()) if x)
         rows.append(Row(ALGO, "Hypothesis", f"{name} ({res.theorem})", res.status, res.examples, "examples",
-                        res.seconds, res.error or ""))
-    return rows
-
-
-def _mutant_rows(ctx: VerifyContext) -> list[Row]:
-    from rollcheck.properties.mutants_elastic import (
-        ELASTIC_MUTANTS,
-        SAFE_MUTANTS,
-        check_elastic_mutant,
-        check_safe_elastic,
-    )
-
-    rows = []
-    for name, description, measure in SAFE_MUTANTS:
-        t0 = time.perf_counter()
-        out = check_safe_elastic(name, measure, ctx.profile)
-        rows.append(Row(ALGO, "mutants", f"{name} stays correct ({description})",
-                        "pass" if out.verdict == "safe" else "fail", out.examples, "examples",
-                        time.perf_counter() - t0, out.detail[:300]))
-    for m in ELASTIC_MUTANTS:
-        t0 = time.perf_counter()
-        out = check_elastic_mutant(m, ctx.profile, shrink=not ctx.quick)
-        rows.append(Row(ALGO, "mutants", f"{m.name} killed ({m.description})",
-                        "pass" if out.verdict == "killed" else "fail", out.examples, "examples",
-                        time.perf_counter() - t0, out.detail[:300]))
+                        res.seconds, detail))
     return rows
 
 
@@ -122,7 +99,6 @@ def run(ctx: VerifyContext) -> list[Row]:
     if not ctx.quick:
         rows.append(_sweep_row(ctx, parallel=2))
     rows += _property_rows(ctx)
-    rows += _mutant_rows(ctx)
     try:
         rows.append(_bound_picture(ctx))
     except Exception as e:  # a picture that cannot be drawn is a failed row, not a crashed section

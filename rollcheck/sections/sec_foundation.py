@@ -14,36 +14,25 @@ def run(ctx: VerifyContext) -> list[Row]:
     import rollcheck.properties.z3check  # noqa: F401
     from rollcheck.properties.registry import PROPERTIES, run_property
     from rollcheck.pyimpl.patternio import load_pattern
-    from rollcheck.pyimpl.recovery import recovery_line, recovery_line_networkx, rollback_propagation
+    from rollcheck.pyimpl.recovery import (
+        recovery_line,
+        recovery_line_networkx,
+        rollback_propagation,
+    )
     from rollcheck.pyimpl.render import render_pattern
     from rollcheck.pyimpl.zpaths import useless_checkpoints, useless_checkpoints_networkx
 
     rows: list[Row] = []
     for name, p in PROPERTIES.items():
-        if p.func.__module__ not in ("rollcheck.properties.foundation", "rollcheck.properties.z3check"):
+        if p.area != "foundation":
             continue
         r = run_property(name)
         method = "Z3" if p.func.__module__ == "rollcheck.properties.z3check" else "Hypothesis"
-        rows.append(Row(p.target, method, name, r.status, r.examples, "examples", r.seconds,
-                        (r.error or f"checks {p.theorem}")[:300]))
+        detail = "; ".join(x for x in (r.error or f"checks {p.theorem}", r.coverage_text()) if x)
+        rows.append(Row(p.target, method, name, r.status, r.examples, "examples", r.seconds, detail[:300]))
         ctx.log(f"  {name}: {r.status} ({r.examples} examples, {r.seconds:.1f} s)")
 
-    # mutants: every broken variant of the foundation must be killed by its property (in a full
-    # run the catalogue section runs every area's mutants, so only the quick run does it here)
-    from rollcheck.properties.mutants_foundation import BROKEN, kill
-    from rollcheck.pyimpl.patternio import dump_pattern
-
-    for mname, (prop_name, slot, broken, description) in sorted(BROKEN.items() if ctx.quick else ()):
-        t0 = time.perf_counter()
-        out = kill(prop_name, slot, broken, ctx.profile)
-        pics: list[str] = []
-        if out.counterexample is not None:
-            dump_pattern(out.counterexample, ctx.path("foundation", "mutants", f"{mname}.json"))
-            pics.append(str(render_pattern(out.counterexample, ctx.path("foundation", "mutants", f"{mname}.png"),
-                                           zcycles=True, title=f"counterexample: {mname}")))
-        status = "pass" if out.verdict == "killed" else "fail"
-        rows.append(Row(PROPERTIES[prop_name].target, "mutants", f"{mname} killed by {prop_name}", status,
-                        out.examples, "examples", time.perf_counter() - t0, description, pics))
+    # mutants: the catalogue section (sec_mutants) runs every area's mutants, once
 
     # pyimpl: the fast (scipy) and readable (networkx) paths agree on a large generated pattern
     from rollcheck.pyimpl.generate import pattern_document as generate

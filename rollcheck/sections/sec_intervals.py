@@ -125,8 +125,6 @@ def run(ctx: VerifyContext) -> list[Row]:
     import rollcheck.properties.intervals_sim  # noqa: F401
     import rollcheck.properties.intervals_trt  # noqa: F401
     from rollcheck.properties.intervals_model import run_with
-    from rollcheck.properties.mutants_intervals import BROKEN
-    from rollcheck.properties.mutation import MUTANTS
     from rollcheck.properties.registry import PROPERTIES
     from rollcheck.pyimpl.patternio import atomic_write_text
 
@@ -145,19 +143,12 @@ def run(ctx: VerifyContext) -> list[Row]:
                     "; ".join(f"{w}: paper {p}, ours {o:.6g}" for w, p, o in bad) or "see intervals/paper_numbers.md"))
 
     # 2. properties
-    for name in sorted(n for n, p in PROPERTIES.items()
-                       if p.target in ("interval-model", "interval-sim", "chiron-trt", "chiron-optimiser")):
+    for name in sorted(n for n, p in PROPERTIES.items() if p.area == "intervals"):
         r = run_with(name, ctx.profile)
-        rows.append(Row(r.target, "Hypothesis", name, r.status, r.examples, "examples", r.seconds,
-                        (r.error or r.theorem)[:300]))
+        detail = "; ".join(x for x in (r.error or r.theorem, r.coverage_text()) if x)
+        rows.append(Row(r.target, "Hypothesis", name, r.status, r.examples, "examples", r.seconds, detail[:300]))
 
-    # 3. mutants
-    for name in sorted(BROKEN):
-        t0 = time.perf_counter()
-        m = MUTANTS[name]
-        out = m.check(ctx.profile)
-        rows.append(Row(m.target, "mutants", f"{name} killed", "pass" if out.verdict == "killed" else "fail",
-                        out.examples, "examples", time.perf_counter() - t0, f"{m.description}: {out.detail[:200]}"))
+    # 3. mutants: run once, by the catalogue section (sec_mutants)
 
     # 4. simulation vs model table
     t0 = time.perf_counter()

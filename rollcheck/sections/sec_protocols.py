@@ -17,15 +17,17 @@ TITLE = "Checkpointing protocols (UC, BCS, HMNR): properties on random schedules
 
 def _property_rows() -> list[Row]:
     import rollcheck.properties.protocols_cic  # noqa: F401
+    import rollcheck.properties.protocols_forced  # noqa: F401
     from rollcheck.properties.registry import PROPERTIES, run_property
 
     rows = []
     for name, p in PROPERTIES.items():
-        if p.func.__module__ != "rollcheck.properties.protocols_cic":
+        if p.area != "protocols":
             continue
         res = run_property(name)
+        detail = "; ".join(x for x in (res.error or "", res.coverage_text()) if x)
         rows.append(Row(p.target, "Hypothesis", f"{name} ({res.theorem})", res.status, res.examples,
-                        "examples", res.seconds, res.error or ""))
+                        "examples", res.seconds, detail))
     return rows
 
 

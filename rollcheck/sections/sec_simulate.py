@@ -26,15 +26,15 @@ def run(ctx: Any) -> list[Any]:
     from rollcheck.suite import Row
 
     rows: list[Row] = []
-    for name in sorted(n for n in PROPERTIES if n.startswith("sim-")):
+    for name in sorted(n for n, p in PROPERTIES.items() if p.area == "simulate"):
         ctx.log(f"  property {name}")
         r = run_property(name, seed=ctx.seed if ctx.profile == "verify" else None)
+        detail = "; ".join(x for x in (r.error or PROPERTIES[name].theorem, r.coverage_text()) if x)
         rows.append(Row(_ALGO.get(name, "simulate"), "Hypothesis", name, r.status, r.examples, "runs",
-                        r.seconds, r.error or PROPERTIES[name].theorem))
+                        r.seconds, detail))
     rows.append(_domino(ctx))
     rows.append(_table(ctx))
-    if not ctx.quick:
-        rows.extend(_mutants(ctx))
+    # the mutants run once, in the catalogue section (sec_mutants)
     return rows
 
 
@@ -90,17 +90,3 @@ def _table(ctx: Any) -> Any:
                "; ".join(problems) or "report/simulate/sweep.md", [str(pic)])
 
 
-def _mutants(ctx: Any) -> list[Any]:
-    import rollcheck.properties.mutants_simulate as ms
-    from rollcheck.properties.mutation import MUTANTS
-    from rollcheck.suite import Row
-
-    out = []
-    for name in list(ms.UNSAFE) + list(ms.SAFE):
-        t0 = time.perf_counter()
-        o = MUTANTS[name].check(ctx.profile)
-        ok = o.verdict == ("safe" if name in ms.SAFE else "killed")
-        detail = o.detail if o.ratio is None else f"ratio {o.ratio}; {o.detail}"
-        out.append(Row("simulate: mutants", "mutants", name, "pass" if ok else "fail", max(o.examples, 1),
-                       "runs", time.perf_counter() - t0, detail[:300]))
-    return out

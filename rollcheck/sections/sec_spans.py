@@ -42,11 +42,12 @@ def _property_rows() -> list[Row]:
     from rollcheck.properties.registry import PROPERTIES, run_property
 
     rows = []
-    for name in sorted(n for n, p in PROPERTIES.items() if p.target == "spans"):
+    for name in sorted(n for n, p in PROPERTIES.items() if p.area == "spans"):
         res = run_property(name)
         method = "Z3" if name.endswith("z3") else "Hypothesis"
+        detail = "; ".join(x for x in (res.error or "", res.coverage_text()) if x)
         rows.append(Row(ALGO, method, f"{name} ({res.theorem})", res.status, res.examples, "examples",
-                        res.seconds, res.error or ""))
+                        res.seconds, detail))
     return rows
 
 
@@ -161,49 +162,9 @@ def _domino_row() -> Row:
                f"examinations {w.examinations} vs {r.examinations} (x{r.examinations / w.examinations:.0f})")
 
 
-def _downstream_sweep_row(ctx: VerifyContext) -> Row:
-    """The downstream-only worklist mutant, caught by a seeded end-to-end sweep (no shrinking)."""
-    from rollcheck.properties.spans_props import downstream_only_solver
-    from rollcheck.pyimpl.spans.executor import EXAMPLES, Run, failure_experiment, run_to_end
-
-    t0 = time.perf_counter()
-    runs = 0
-    for seed in range(ctx.seed, ctx.seed + 20):
-        for name, make in EXAMPLES.items():
-            n = run_to_end(Run.start(make(seed), seed)).steps
-            for i in range(4):
-                for p in make(seed).ops:
-                    runs += 1
-                    out = failure_experiment(functools.partial(make, seed), seed, i * n // 4, {p},
-                                             solver=downstream_only_solver)
-                    if not out.ok:
-                        return Row(ALGO, "mutants", "spans-downstream-worklist killed (end-to-end sweep)",
-                                   "pass", runs, "failure runs", time.perf_counter() - t0,
-                                   f"{name} seed {seed} fail {p} after {i * n // 4}: {out.detail}"[:300])
-    return Row(ALGO, "mutants", "spans-downstream-worklist killed (end-to-end sweep)", "fail", runs,
-               "failure runs", time.perf_counter() - t0, "survived")
-
-
-def _mutant_rows(ctx: VerifyContext) -> list[Row]:
-    import rollcheck.properties.mutants_spans  # noqa: F401
-    from rollcheck.properties.mutation import MUTANTS
-
-    rows = [_downstream_sweep_row(ctx)]
-    for name in ("spans-top-all-times", "spans-whole-graph-rounds"):
-        m = MUTANTS[name]
-        t0 = time.perf_counter()
-        out = m.check(ctx.profile)
-        ok = out.verdict == ("safe" if m.safe else "killed")
-        rows.append(Row(ALGO, "mutants", f"{name} {'safe' if m.safe else 'killed'}: {m.description}",
-                        "pass" if ok else "fail", max(out.examples, 1), "examples", time.perf_counter() - t0,
-                        out.detail[:300]))
-    return rows
-
-
 def run(ctx: VerifyContext) -> list[Row]:
     rows = [_contract_row(), _non_monotone_row(), _domino_row(), _command_path_row(ctx), _dataflow_row()]
     rows += _property_rows()
     rows.append(_e2e_row(ctx))
-    if ctx.quick:
-        rows += _mutant_rows(ctx)
+    # the mutants run once, in the catalogue section (sec_mutants)
     return rows

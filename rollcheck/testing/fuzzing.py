@@ -393,7 +393,7 @@ def _elastic_seeds() -> list[Any]:
 
 
 def _profile_seeds() -> list[Any]:
-    from rollcheck.pyimpl.interval_profile import FORMAT
+    from rollcheck.pyimpl.intervals.profile import FORMAT
 
     pts = [{"ci": 1000, "latency": 900, "trt": 40}, {"ci": 20000, "latency": 700, "trt": 80},
            {"ci": 40000, "latency": 650, "trt": 130}, {"ci": 60000, "latency": 690, "trt": 190}]
