@@ -9,10 +9,10 @@ import json
 from pathlib import Path
 
 import pytest
-from rollcheck.pyimpl.traces import check_trace_file
-from rollcheck.pyimpl.traces.synth import synthetic_trace
 
 from rollcheck.cli.main import main
+from rollcheck.pyimpl.traces import check_trace_file
+from rollcheck.pyimpl.traces.synth import synthetic_trace
 
 EX = Path(__file__).resolve().parent.parent / "examples"
 TRACE = EX / "trace-hmnr-3p.jsonl"

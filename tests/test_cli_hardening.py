@@ -18,10 +18,10 @@ import time
 from pathlib import Path
 
 import pytest
-from rollcheck.pyimpl import patternio
 
 from rollcheck.cli._util import emit_json, json_safe
 from rollcheck.cli.main import build_parser as _REAL_BUILD
+from rollcheck.pyimpl import patternio
 from rollcheck.testing.fuzzing import run_cli
 
 PATTERN = {

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import json
 
+from rollcheck.cli.main import main
 from rollcheck.properties.mutants_elastic import BROKEN_RULES, WITNESSES
 from rollcheck.pyimpl.elastic import config_to_dict, simulate
-
-from rollcheck.cli.main import main
 
 
 def _run(capsys, *argv):

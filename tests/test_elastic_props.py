@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from rollcheck.properties.elastic_props import failure_steps
 from rollcheck.properties.registry import PROPERTIES, run_property
 

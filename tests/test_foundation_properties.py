@@ -4,10 +4,11 @@ are run by tests/test_mutation_catalogue.py)."""
 from __future__ import annotations
 
 import pytest
-import rollcheck.properties.foundation  # noqa: F401  (registers the properties)
-import rollcheck.properties.z3check  # noqa: F401
 from hypothesis import assume, given
 from hypothesis import strategies as st
+
+import rollcheck.properties.foundation  # noqa: F401  (registers the properties)
+import rollcheck.properties.z3check  # noqa: F401
 from rollcheck.properties import oracle as O
 from rollcheck.properties.registry import PROPERTIES, prop, properties_of_area, run_property
 from rollcheck.pyimpl.pattern import PatternBuilder

@@ -30,6 +30,7 @@ from fuzzing import (
 )
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from rollcheck.properties.profiles import PROFILES, active_profile
 
 # ci profile: 60 inputs per format (about 10 s each); verify profile: 600.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
+
 import rollcheck.properties.intervals_model  # noqa: F401  (registers the properties)
 import rollcheck.properties.intervals_sim  # noqa: F401
 import rollcheck.properties.intervals_trt  # noqa: F401

@@ -10,6 +10,9 @@ import os
 from pathlib import Path
 
 import pytest
+
+from rollcheck.cli.cmd_mutants import _run_one, run_catalogue
+from rollcheck.cli.main import main
 from rollcheck.properties.mutation import MUTANTS, MutantSpec, load_all, register, run_mutant
 from rollcheck.properties.registry import AREAS, PROPERTIES
 from rollcheck.properties.reproducer import replay
@@ -17,9 +20,6 @@ from rollcheck.pyimpl.errors import PropertyViolation
 from rollcheck.pyimpl.pattern import Pattern
 from rollcheck.pyimpl.patternio import load_pattern
 from rollcheck.pyimpl.zpaths import useless_checkpoints
-
-from rollcheck.cli.cmd_mutants import _run_one, run_catalogue
-from rollcheck.cli.main import main
 
 CATALOGUE = load_all()
 NAMES = sorted(CATALOGUE)

@@ -10,6 +10,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from rollcheck.cli.main import main
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.pattern import Event, Pattern, PatternBuilder
 from rollcheck.pyimpl.patternio import (
@@ -20,8 +22,6 @@ from rollcheck.pyimpl.patternio import (
     pattern_to_dict,
     validate_schema,
 )
-
-from rollcheck.cli.main import main
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "useless.json"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
+from rollcheck.cli.main import main
 from rollcheck.pyimpl.pattern import PatternBuilder
 from rollcheck.pyimpl.patternio import dump_pattern, load_pattern
-from rollcheck.cli.main import main
 
 
 def _pattern(tmp_path):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+
 import rollcheck.properties.protocols_cic as C
 import rollcheck.properties.protocols_forced as F
 from rollcheck.properties.mutants_protocols import schedule_restart_basic_only

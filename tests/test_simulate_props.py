@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import pytest
+
 import rollcheck.properties.mutants_simulate as ms
 import rollcheck.properties.simulate_props  # noqa: F401  (registers the properties)
 from rollcheck.properties.registry import PROPERTIES, run_property

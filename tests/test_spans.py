@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from rollcheck.properties.spans_props import brute_force, greatest_by_z3
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.spans import (

@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from rollcheck.cli.main import main
 from rollcheck.pyimpl.spans import low_watermark, solve, system_from_dict, system_to_dict, tables
 from rollcheck.pyimpl.spans.builder import random_epoch_document
 from rollcheck.pyimpl.spans.description import analyse, description_from_dict, span_system
@@ -24,8 +26,6 @@ from rollcheck.pyimpl.spans.executor.run import Run
 from rollcheck.pyimpl.spans.frontier import random_seq_system
 from rollcheck.pyimpl.spans.system import validate_schema
 from rollcheck.pyimpl.spans.tables import compile_document, solve_tables, watermark_tables
-
-from rollcheck.cli.main import main
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 EPOCHS = json.loads((EXAMPLES / "dataflow-epochs.json").read_text())

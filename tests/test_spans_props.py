@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
-import rollcheck.properties.spans_props as sp
 from hypothesis import Phase, settings
+
+import rollcheck.properties.spans_props as sp
 from rollcheck.properties.registry import PROPERTIES, properties_of_area, run_property
 
 SPANS_PROPS = properties_of_area("spans")

@@ -23,11 +23,21 @@ from hypothesis import strategies as st
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.spark_replay import nhop as nhop_mod
 from rollcheck.spark_replay.checkpoint_reader import Field, decode_unsafe_row, parse_state_records
-from rollcheck.spark_replay.lz4block import STREAM_SEED, lz4_block_decompress, lz4_stream_decompress, xxh32
+from rollcheck.spark_replay.lz4block import (
+    STREAM_SEED,
+    lz4_block_decompress,
+    lz4_stream_decompress,
+    xxh32,
+)
 from rollcheck.spark_replay.nhop import NhopConfig, record_nhop, simulate
 from rollcheck.spark_replay.replay import replay_file, replay_trace
 from rollcheck.spark_replay.sweep import properties_work, protocols_work, random_pattern
-from rollcheck.spark_replay.tamper import delete_forced_checkpoint, drop_commit, move_resume, to_lines
+from rollcheck.spark_replay.tamper import (
+    delete_forced_checkpoint,
+    drop_commit,
+    move_resume,
+    to_lines,
+)
 from rollcheck.spark_replay.trace import TraceWriter, parse_trace_text, read_trace
 
 DATA = Path(__file__).parent / "data" / "spark"

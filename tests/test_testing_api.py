@@ -17,7 +17,13 @@ import rollcheck.pyimpl as pyimpl
 import rollcheck.testing as rt
 from rollcheck.properties import profiles
 from rollcheck.properties.oracle import brute_recovery_line, brute_useless
-from rollcheck.pyimpl import InvalidInputError, load_pattern, recovery_line, run_protocol, useless_checkpoints
+from rollcheck.pyimpl import (
+    InvalidInputError,
+    load_pattern,
+    recovery_line,
+    run_protocol,
+    useless_checkpoints,
+)
 
 HERE = Path(__file__).parent / "user_protocols"
 
@@ -47,8 +53,14 @@ def test_public_names_exist_and_are_documented(module) -> None:
 
 
 def test_contract_imports() -> None:
-    from rollcheck.testing import Protocol, assert_protocol_safe, check_protocol, patterns, schedules  # noqa: F401
     from rollcheck.pyimpl import Pattern, PatternBuilder, recovery_line, useless_checkpoints, zpath  # noqa: F401
+    from rollcheck.testing import (  # noqa: F401
+        Protocol,
+        assert_protocol_safe,
+        check_protocol,
+        patterns,
+        schedules,
+    )
 
     assert rt.Protocol is pyimpl.Protocol
 

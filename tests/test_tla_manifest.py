@@ -7,6 +7,7 @@ import json
 from collections import defaultdict
 
 import pytest
+
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.tla.crosscheck import (
     crosscheck_cic,

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.tla.runner import interpret, parse_tool_output, run_tlc
 

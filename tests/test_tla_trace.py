@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 
 import pytest
+
+from rollcheck.cli.main import main
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.generate import random_pattern
 from rollcheck.pyimpl.pattern import CHECKPOINT, DELIVER, Pattern, PatternBuilder
 from rollcheck.pyimpl.patternio import dump_pattern
 from rollcheck.tla.trace import load_trace_events, trace_module_text, validate_trace
-
-from rollcheck.cli.main import main
 
 SEED = 6
 

@@ -1,6 +1,7 @@
 """TLA+ value parser (tla/values.py): no TLC needed."""
 
 import pytest
+
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.tla.values import FrozenDict, ModelValue, parse_state, parse_value, to_jsonable
 

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from rollcheck.pyimpl.traces import TraceLines
-from rollcheck.pyimpl.traces.schema import trace_schema
 
 from rollcheck.cli.main import main
+from rollcheck.pyimpl.traces import TraceLines
+from rollcheck.pyimpl.traces.schema import trace_schema
 
 EX = Path(__file__).resolve().parent.parent / "examples"
 TRACE = EX / "trace-hmnr-3p.jsonl"
