@@ -187,14 +187,43 @@ def test_each_streaming_check_catches_a_broken_recording(tmp_path, kind, change,
     assert check in bad and not r.conformant
 
 
-def test_killed_streaming_prefix_is_truncated_but_conformant(tmp_path):
+def test_killed_streaming_prefix_is_truncated_and_never_a_pass(tmp_path):
+    """A prefix cut before the restart checks what it has but cannot pass: the requested failure
+    was not seen to be recovered from, so the replay is inconclusive (exit 3), not conformant."""
     data = (DATA / "wordcount-kill.jsonl").read_bytes()
     cut = data.index(b'"kind":"restart"') - 20  # killed in the middle of a line
     p = tmp_path / "t.jsonl"
     p.write_bytes(data[:cut])
     r = replay_file(p)
-    assert r.truncated and r.conformant
-    assert r.to_json()["truncated"] is True
+    assert r.truncated and r.conformant is None and r.exit_code == 3
+    assert all(c.ok is not False for c in r.checks)
+    assert r.to_json()["truncated"] is True and r.to_json()["inconclusive"] is True
+    r = subprocess.run([*RC, "spark", "replay", str(p), "--json"], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 3 and json.loads(r.stdout)["conformant"] is None
+
+
+def test_requested_failure_that_did_not_happen_is_inconclusive(tmp_path):
+    """Delete the failure event (or the restart) of a conformant trace: exit 3, never 0."""
+    t = read_trace(DATA / "wordcount-sink.jsonl")
+    for kind in ("failure", "restart"):
+        events = [e for e in t.events if e["kind"] != kind]
+        r = replay_trace(parse_trace_text(("\n".join(to_lines(t.header, events)) + "\n").encode()))
+        fo = next(c for c in r.checks if c.name == "failure-observed")
+        assert fo.ok is None and r.exit_code == 3, (kind, fo)
+    # a request for another batch than the one that failed
+    header = {**t.header, "config": {**t.header["config"], "fail_at_batch": 3}}
+    r = replay_trace(parse_trace_text(("\n".join(to_lines(header, t.events)) + "\n").encode()))
+    assert r.conformant is None and "did not happen" in r.checks[0].detail
+
+
+def test_nhop_failure_requested_but_missing_is_inconclusive(tmp_path):
+    p = _nhop(tmp_path, protocol="bcs", topology="cyclic", seed=2, processes=3, rounds=4,
+              fail_process=2, fail_round=2)
+    t = read_trace(p)
+    assert replay_trace(t).conformant is True
+    events = [e for e in t.events if e["kind"] not in ("failure", "recovery")]
+    r = replay_trace(parse_trace_text(("\n".join(to_lines(t.header, events)) + "\n").encode()))
+    assert r.checks[0].name == "failure-observed" and r.checks[0].ok is None
 
 
 # ----------------------------------------------------------------------------- message passing
