@@ -13,20 +13,25 @@ then (at the chosen batch, first attempt only) injects the failure, then writes
 
 Failures at batch K (``--fail-at-batch K --failure``):
 
-- ``task``: a Python UDF raises inside a task of batch K (``local[N]`` never retries a task, so the
-  query fails); the driver restarts the query in the same process.
+- ``task``: a non-deterministic Python UDF in a filter raises inside a task of batch K (the
+  filter decides which rows survive, so the optimizer can neither drop it nor evaluate it ahead;
+  ``local[N]`` never retries a task, so the query fails); the driver restarts the query in the
+  same process. The physical plan of the failed attempt is recorded (``spark.plan``).
 - ``sink``: ``foreachBatch`` raises after the side channel was written; restart in process.
 - ``kill``: the driver runs in a child process (its own process group); at batch K it announces
   the failure and the parent SIGKILLs the whole group (driver and JVM) and starts a new child.
 
-What is recorded (``specs/spark.md#streaming-trace``): a watcher thread polls the checkpoint
-directory (and is polled synchronously at each sink call) and records ``batch_planned`` when
-``offsets/N`` appears, ``state_committed`` when a state file version appears or is rewritten,
-``batch_committed`` when ``commits/N`` appears; the sink records ``side_effect`` and
-``sink_written``; the driver records ``failure``, ``attempt_start``, ``restart`` (with the resume
-batch and per-partition restored state version observed) and at the end ``final_state`` (decoded
-with :mod:`rollcheck.spark_replay.checkpoint_reader`), ``sink_final``, ``side_channel`` and
-``state_crosscheck`` (Spark's own ``statestore`` reader against the plain-Python decoder).
+What is recorded (``specs/spark.md#streaming-trace``; engine-specific kinds carry the ``spark.``
+prefix, the failure is the core ``failure``): a watcher
+(:class:`~rollcheck.spark_replay.watcher.CheckpointWatcher`) polls the checkpoint directory (and is
+polled synchronously at each sink call) and records ``spark.batch_planned`` when ``offsets/N``
+appears, ``spark.state_committed`` when a state file version appears or is rewritten,
+``spark.batch_committed`` when ``commits/N`` appears; the sink records ``spark.side_effect`` and
+``spark.sink_written``; the driver records ``failure``, ``spark.attempt_start``, ``spark.restart``
+(with the resume batch and per-partition restored state version observed) and at the end
+``spark.final_state`` (decoded with :mod:`rollcheck.spark_replay.checkpoint_reader`),
+``spark.sink_final``, ``spark.side_channel`` and ``spark.state_crosscheck`` (Spark's own
+``statestore`` reader against the plain-Python decoder).
 
 References
 ----------
@@ -350,6 +355,10 @@ def _one_attempt(spark: Any, F: Any, SQE: type[BaseException], cfg: WordcountCon
         if cfg.failure == "task" and fail_marker.exists() and not any(
                 e.get("mode") == "task" for e in writer.previous):
             writer.emit("failure", processes=["driver"], batch=int(fail_marker.read_text()), mode="task")
+            try:  # the plan that ran, with the injecting filter in it (evidence for the tests)
+                writer.emit(PREFIX + "plan", physical=q._jsq.explainInternal(False))
+            except Exception:
+                pass
     finally:
         if writer.enabled:
             watcher.stop()
