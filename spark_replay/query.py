@@ -663,6 +663,15 @@ def record_query(cfg: QueryConfig, out: str | Path, *, workdir: str | Path | Non
               "config": {**asdict(cfg), "key": uq.key, "output_mode": uq.output_mode, "schema": uq.schema,
                          "user_sink": uq.has_sink, "input_batches": len(rows),
                          "input_rows": sum(len(b) for b in rows)}}
+    try:
+        return _record(cfg, out, root, paths, header, enabled, spark, len(rows))
+    except InvalidInputError:
+        out.unlink(missing_ok=True)  # a refused query leaves no half-written trace
+        raise
+
+
+def _record(cfg: QueryConfig, out: Path, root: Path, paths: _Paths, header: dict[str, Any], enabled: bool,
+            spark: Any, n_rows: int) -> dict[str, Any]:
     t0 = time.perf_counter()
     children = 0
     if cfg.failure != "kill":
@@ -725,7 +734,7 @@ def record_query(cfg: QueryConfig, out: str | Path, *, workdir: str | Path | Non
     return {"trace": str(out), "checkpoint": str(paths.checkpoint()), "workdir": str(root),
             "seconds": round(time.perf_counter() - t0, 2), "status": res["status"],
             "reference_seconds": res["reference_seconds"], "attempt_seconds": res["attempt_seconds"],
-            "batches": len(rows), "children": children, "seed": cfg.seed}
+            "batches": n_rows, "children": children, "seed": cfg.seed}
 
 
 def _child_main() -> int:
