@@ -433,10 +433,6 @@ def _run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: _Paths, *, ref
     if writer is not None:
         commits = sorted(CheckpointDir(ck).commits()) if ck.is_dir() else []
         writer.emit(PREFIX + "attempt_start", pid=os.getpid(), committed=commits)
-    if watcher is not None:
-        watcher.poll_now()
-        watcher.start()
-
     df = _source(spark, uq, paths)
     if failing and cfg.failure == "task":
         df = _with_task_failure(df, F, marker, int(cfg.fail_at_batch))  # type: ignore[arg-type]
@@ -445,6 +441,12 @@ def _run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: _Paths, *, ref
     except Exception as e:
         raise InvalidInputError(f"query(df) raised {type(e).__name__}: {e}", source=uq.spec,
                                 location="query") from None
+    if not getattr(result, "isStreaming", False):
+        raise InvalidInputError("query(df) must return a streaming DataFrame", source=uq.spec,
+                                location="query")
+    if watcher is not None:
+        watcher.poll_now()
+        watcher.start()
 
     def sink(bdf: Any, bid: int) -> None:
         bdf.persist()

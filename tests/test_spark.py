@@ -133,3 +133,15 @@ def test_nhop_record_replay_with_failure(tmp_path):
         assert not bad.conformant and bad.first_offending_seq == seq
     assert list(private_tmp.iterdir()) == []  # no temporary folder left behind
 
+
+
+@pytest.mark.skipif(os.environ.get("ROLLCHECK_PROFILE") != "verify",
+                    reason="two driver JVMs: run with ROLLCHECK_PROFILE=verify (and by rollcheck verify)")
+def test_wordcount_kill_of_the_driver(tmp_path):
+    out = tmp_path / "wc-kill.jsonl"
+    res = record_wordcount(WordcountConfig(batches=3, fail_at_batch=1, failure="kill", seed=4, crosscheck=False), out)
+    assert res["status"] == "done" and res["children"] == 2
+    t = read_trace(out)
+    assert [(e["mode"], e["batch"]) for e in t.of_kind("failure")] == [("kill", 1)]
+    r = replay_file(out)
+    assert r.conformant is True, [c.to_json() for c in r.checks if not c.ok]
