@@ -733,6 +733,12 @@ def _record(cfg: QueryConfig, out: Path, root: Path, paths: _Paths, header: dict
             res["attempt_seconds"] += child.get("attempt_seconds", [])
             if res["status"] == "done":
                 break
+    if res["reference_seconds"] is None and enabled and out.exists():
+        from rollcheck.spark_replay.trace import read_trace
+
+        ref = read_trace(out).of_kind(PREFIX + "reference")  # a killed first driver could not reply
+        if ref:
+            res["reference_seconds"] = ref[0].get("seconds")
     return {"trace": str(out), "checkpoint": str(paths.checkpoint()), "workdir": str(root),
             "seconds": round(time.perf_counter() - t0, 2), "status": res["status"],
             "reference_seconds": res["reference_seconds"], "attempt_seconds": res["attempt_seconds"],
