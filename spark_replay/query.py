@@ -130,7 +130,9 @@ def ddl_columns(schema: str) -> list[str]:
     >>> ddl_columns("ts TIMESTAMP, `user id` STRING, s STRUCT<a: INT, b: INT>")
     ['ts', 'user id', 's']
     """
-    parts, depth, cur = [], 0, []
+    parts: list[str] = []
+    cur: list[str] = []
+    depth = 0
     for ch in schema:
         if ch in "<(":
             depth += 1
@@ -574,8 +576,8 @@ def _drive(cfg: QueryConfig, paths: _Paths, trace: Path, header: dict[str, Any],
                 ref_s = _reference(spark, uq, cfg, paths, writer)
             watcher = CheckpointWatcher(paths.checkpoint(), writer, writer.previous) if enabled else None
             notes: dict[str, Any] = {}
-            for k in range(1 if single_attempt else cfg.max_attempts):
-                if k > 0:
+            for n in range(1 if single_attempt else cfg.max_attempts):
+                if n > 0:
                     writer.attempt += 1
                     if watcher is not None:
                         watcher.new_attempt()

@@ -91,7 +91,7 @@ class CheckpointWatcher:
 
     def _state_files(self) -> list[tuple[int, int, int, str, str, str, os.stat_result]]:
         root = self.ck / "state"
-        found = []
+        found: list[tuple[int, int, int, str, str, str, os.stat_result]] = []
         if not root.is_dir():
             return found
         for opdir in root.iterdir():
