@@ -362,8 +362,8 @@ def _with_task_failure(df: Any, F: Any, marker: Path, batch: int) -> Any:
     return df.where(F.udf(inject, "boolean").asNondeterministic()(F.input_file_name()))
 
 
-def _default_sink(bdf: Any, batch_id: int, out_dir: str) -> None:
-    rows = [plain(r) for r in bdf.collect()]
+def _default_sink(rows: list[dict[str, Any]], batch_id: int, out_dir: str) -> None:
+    """rollcheck's idempotent sink: the batch's rows replace ``batch-<id>.json`` atomically."""
     p = Path(out_dir) / f"batch-{batch_id:05d}.json"
     tmp = p.with_name("." + p.name + ".tmp")
     tmp.write_text(json.dumps(sorted(rows, key=_canon)), encoding="utf-8")
@@ -451,10 +451,14 @@ def _run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: _Paths, *, ref
         watcher.start()
 
     def sink(bdf: Any, bid: int) -> None:
-        bdf.persist()
+        # The recorder keeps the rows handed to the sink; the default sink writes the same rows
+        # (one Spark action). Only a user's sink next to the recorder reads the batch twice: cache it.
+        twice = writer is not None and uq.has_sink
+        if twice:
+            bdf.persist()
         try:
             # collecting runs the batch: its state stores commit their new versions now
-            rows = [plain(r) for r in bdf.collect()] if writer is not None else []
+            rows = [plain(r) for r in bdf.collect()] if (writer is not None or not uq.has_sink) else []
             if watcher is not None:
                 watcher.poll_now()
             if writer is not None and first_sink[0] and attempt > 1:
@@ -464,9 +468,10 @@ def _run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: _Paths, *, ref
             if uq.has_sink:
                 uq.module.sink(bdf, bid, str(out_dir))
             else:
-                _default_sink(bdf, bid, str(out_dir))
+                _default_sink(rows, bid, str(out_dir))
         finally:
-            bdf.unpersist()
+            if twice:
+                bdf.unpersist()
         if writer is not None:
             writer.emit(PREFIX + "sink_written", batch=bid, rows=rows)
         if failing and cfg.fail_at_batch == bid and cfg.failure in ("sink", "kill"):
