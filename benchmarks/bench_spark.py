@@ -1,8 +1,10 @@
 """Spark benchmarks: recording overhead, end-to-end record+failure+restart+replay, sweep speed-up.
 
-All ratios are measured side by side in one run: the streaming job with and without the recorder
-(alternating, same seed, same session settings), and every sweep on Spark and in one process on
-the same seeds. Run with ``python -m benchmarks --only spark [--quick]``.
+All ratios are measured side by side in one run: the streaming job and a user query (the example
+of ``docs/your-query.md``) with and without the recorder (alternating, same seed, same session),
+and every sweep on Spark and in one process on the same seeds. The user query's end-to-end time
+(reference run + run with the failure + restart + replay, 6 batches) is compared with its 60 s
+target. Run with ``python -m benchmarks --only spark [--quick]``.
 """
 
 from __future__ import annotations
@@ -60,9 +62,51 @@ def end_to_end(batches: int, modes: list[str]) -> None:
                   f"conformant={r.conformant} (load {_load()})")
 
 
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "queries" / "clicks_per_window.py"
+
+
+def query_overhead(reps: int) -> None:
+    """The example query with and without the recorder, alternating, in one Spark session."""
+    from rollcheck.spark_replay.query import QueryConfig, record_query, session_conf
+    from rollcheck.spark_replay.session import spark_session
+
+    cfg = QueryConfig(str(EXAMPLE), seed=5, reference=False)
+    times: dict[bool, list[float]] = {True: [], False: []}
+    with tempfile.TemporaryDirectory(prefix="rollcheck-bench-") as d, \
+            spark_session(conf=session_conf()) as spark:
+        record_query(cfg, Path(d) / "warm.jsonl", enabled=False, spark=spark)  # JIT warm-up
+        for r in range(reps):
+            for enabled in ((True, False) if r % 2 == 0 else (False, True)):
+                res = record_query(cfg, Path(d) / "t.jsonl", enabled=enabled, spark=spark)
+                times[enabled].append(sum(res["attempt_seconds"]))
+    m1, m0 = statistics.median(times[True]), statistics.median(times[False])
+    print(f"recording overhead, user query (6 batches), {reps} alternating pairs (load {_load()}): "
+          f"with recorder {m1:.2f} s, without {m0:.2f} s -> overhead {100 * (m1 / m0 - 1):+.1f}% (target <= 10%)")
+
+
+def query_end_to_end(modes: list[str]) -> None:
+    """Record (reference + failure + restart) and replay the 6-batch example query."""
+    from rollcheck.spark_replay.query import QueryConfig, record_query
+    from rollcheck.spark_replay.replay import replay_file
+
+    with tempfile.TemporaryDirectory(prefix="rollcheck-bench-") as d:
+        for mode in modes:
+            out = Path(d) / f"q-{mode}.jsonl"
+            t0 = time.perf_counter()
+            res = record_query(QueryConfig(str(EXAMPLE), failure=mode, fail_at_batch=2, seed=3), out)
+            t1 = time.perf_counter()
+            r = replay_file(out)
+            t2 = time.perf_counter()
+            print(f"user query 6 batches, {mode} failure at batch 2: record {t1 - t0:.1f} s (reference run "
+                  f"{res['reference_seconds']} s, attempts {res['attempt_seconds']} s, drivers "
+                  f"{res['children'] or 1}), replay {t2 - t1:.2f} s, total {t2 - t0:.1f} s (target <= 60 s), "
+                  f"conformant={r.conformant} (load {_load()})")
+
+
 def nhop(rounds: int) -> None:
-    from rollcheck.cli.cmd_spark import replay_with_tlc
     from rollcheck.spark_replay.nhop import NhopConfig, record_nhop
+
+    from rollcheck.cli.cmd_spark import replay_with_tlc
 
     with tempfile.TemporaryDirectory(prefix="rollcheck-bench-") as d:
         for engine in ("spark", "local"):
@@ -92,6 +136,8 @@ def sweeps(seeds: int, size: int) -> None:
 def main(quick: bool) -> None:
     overhead(reps=1 if quick else 3, batches=4 if quick else 8)
     end_to_end(batches=4 if quick else 6, modes=["sink"] if quick else ["task", "sink", "kill"])
+    query_overhead(reps=1 if quick else 3)
+    query_end_to_end(["sink"] if quick else ["task", "sink", "kill"])
     nhop(rounds=3 if quick else 6)
     sweeps(seeds=8 if quick else 32, size=1 if quick else 16)
 

@@ -9,8 +9,13 @@ HDFS-backed state store with the ``lz4`` codec), without a JVM:
 - ``state/<op>/<partition>/<V>.delta`` / ``<V>.snapshot``: state store version V (written by the
   tasks of batch V-1), an LZ4 block stream (:mod:`rollcheck.spark_replay.lz4block`) of records
   ``int32 key length, key, int32 value length (-1 = removed), value`` ending with ``-1``; keys and
-  values are UnsafeRows described by ``state/<op>/<partition>/_metadata/schema``;
-- ``state/<op>/_metadata/metadata``: the operator's name and partition count.
+  values are UnsafeRows described by ``state/<op>/<partition>/_metadata/schema``. An operator
+  with several stores (a stream-stream join keeps four) has one folder per store under each
+  partition, ``state/<op>/<partition>/<store>/``, laid out the same way;
+- ``state/<op>/_metadata/metadata``: the operator's name, its stores and partition count.
+
+Columns may be nested structs (``window()`` keys a windowed aggregation by a struct of start and
+end): the struct's slot points at a nested UnsafeRow inside the row's variable-length region.
 
 A state version V is reconstructed from the newest snapshot at or below V plus the deltas after it.
 Spark's own ``statestore`` and ``state-metadata`` data sources read the same files; the tests
@@ -30,6 +35,7 @@ from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.spark_replay.lz4block import lz4_stream_decompress
 
 __all__ = [
+    "DEFAULT_STORE",
     "Field",
     "CheckpointDir",
     "decode_unsafe_row",
@@ -40,20 +46,25 @@ _FIXED = {"long", "integer", "double", "boolean", "short", "byte", "float", "dat
 _VAR = {"string", "binary"}
 
 
+DEFAULT_STORE = "default"
+
+
 @dataclass(frozen=True)
 class Field:
-    """A top-level column of a state schema: name and Spark SQL type name."""
+    """A column of a state schema: name, Spark SQL type name and, for a struct, its columns."""
 
     name: str
     type: str
+    fields: tuple[Field, ...] | None = None
 
 
-def decode_unsafe_row(buf: bytes, fields: list[Field]) -> tuple[Any, ...]:
-    """Decode one UnsafeRow of flat fields.
+def decode_unsafe_row(buf: bytes, fields: list[Field] | tuple[Field, ...]) -> tuple[Any, ...]:
+    """Decode one UnsafeRow; a struct column decodes to a nested tuple.
 
     Layout: a null bit set of ``ceil(n / 64)`` little-endian 64-bit words, then one 8-byte slot
-    per field (numbers little-endian in the slot's low bytes; for ``string``/``binary`` the slot
-    holds ``offset << 32 | size`` of the bytes inside the row), then the variable-length data.
+    per field (numbers little-endian in the slot's low bytes; for ``string``/``binary`` and
+    ``struct`` the slot holds ``offset << 32 | size`` of the bytes inside the row: a struct is a
+    nested UnsafeRow there), then the variable-length data.
 
     Examples
     --------
@@ -63,6 +74,14 @@ def decode_unsafe_row(buf: bytes, fields: list[Field]) -> tuple[Any, ...]:
     (7, 'hi')
     >>> decode_unsafe_row(bytes([2]) + bytes(7) + bytes(16), [Field("n", "long"), Field("w", "string")])
     (0, None)
+
+    A struct column (as ``window()`` keys a windowed aggregation):
+
+    >>> inner = bytes(8) + struct.pack("<qq", 10, 20)
+    >>> outer = bytes(8) + struct.pack("<Q", (16 << 32) | len(inner)) + inner
+    >>> win = Field("window", "struct", (Field("start", "timestamp"), Field("end", "timestamp")))
+    >>> decode_unsafe_row(outer, [win])
+    ((10, 20),)
     """
     n = len(fields)
     words = (n + 63) // 64
@@ -91,13 +110,16 @@ def decode_unsafe_row(buf: bytes, fields: list[Field]) -> tuple[Any, ...]:
             out.append(struct.unpack_from("<d", buf, off)[0])
         elif t == "float":
             out.append(struct.unpack_from("<f", buf, off)[0])
-        elif t in _VAR:
+        elif t in _VAR or t == "struct":
             word = struct.unpack_from("<Q", buf, off)[0]
             start, size = word >> 32, word & 0xFFFFFFFF
             if start + size > len(buf):
                 raise InvalidInputError(f"UnsafeRow field {f.name!r} points past the row")
             raw = buf[start:start + size]
-            out.append(raw.decode("utf-8") if t == "string" else raw)
+            if t == "struct":
+                out.append(decode_unsafe_row(raw, f.fields or ()))
+            else:
+                out.append(raw.decode("utf-8") if t == "string" else raw)
         else:
             raise InvalidInputError(f"unsupported state column type {t!r} (field {f.name!r})")
     return tuple(out)
@@ -140,15 +162,18 @@ def _read_utf(data: bytes, i: int) -> tuple[str, int]:
     return data[i + 2:i + 2 + n].decode("utf-8"), i + 2 + n
 
 
+def _field(f: dict[str, Any]) -> Field:
+    t = f["type"]
+    if isinstance(t, dict) and t.get("type") == "struct":
+        return Field(f["name"], "struct", tuple(_field(x) for x in t.get("fields", [])))
+    if not isinstance(t, str):
+        raise InvalidInputError(f"state column {f['name']!r} has an unsupported type {t.get('type')!r}")
+    return Field(f["name"], t)
+
+
 def _fields(schema_json: str) -> list[Field]:
     s = json.loads(schema_json)
-    out = []
-    for f in s.get("fields", []):
-        t = f["type"]
-        if not isinstance(t, str):
-            raise InvalidInputError(f"nested state column {f['name']!r} is not supported")
-        out.append(Field(f["name"], t))
-    return out
+    return [_field(f) for f in s.get("fields", [])]
 
 
 class CheckpointDir:
@@ -227,11 +252,33 @@ class CheckpointDir:
         d = self.path / "state" / str(op)
         return sorted(int(p.name) for p in d.iterdir() if p.name.isdigit()) if d.is_dir() else []
 
-    def schema(self, op: int = 0, partition: int = 0) -> tuple[list[Field], list[Field]]:
+    def stores(self, op: int = 0) -> list[str]:
+        """The names of an operator's state stores (``["default"]`` for a single-store operator).
+
+        Taken from the operator metadata when present, else from the folders of the partitions.
+        """
+        info = self.operators().get(op, {}).get("stateStoreInfo")
+        if isinstance(info, list) and info:
+            return [str(x.get("storeName", DEFAULT_STORE)) for x in info]
+        names: set[str] = set()
+        for part in self.partitions(op):
+            d = self.path / "state" / str(op) / str(part)
+            for sub in d.iterdir():
+                if sub.is_dir() and not sub.name.startswith(("_", ".")) and not sub.name.isdigit():
+                    names.add(sub.name)
+        return sorted(names) or [DEFAULT_STORE]
+
+    def _store_dir(self, op: int, partition: int, store: str) -> Path:
+        d = self.path / "state" / str(op) / str(partition)
+        return d if store == DEFAULT_STORE else d / store
+
+    def schema(self, op: int = 0, partition: int = 0, store: str = DEFAULT_STORE
+               ) -> tuple[list[Field], list[Field]]:
         """Key and value columns of an operator's state (``_metadata/schema``, format v1/v2)."""
-        f = self.path / "state" / str(op) / str(partition) / "_metadata" / "schema"
+        f = self._store_dir(op, partition, store) / "_metadata" / "schema"
         if not f.exists():  # Spark writes the schema once, under the first partition
-            found = sorted((self.path / "state" / str(op)).glob("*/_metadata/schema"))
+            pattern = "*/_metadata/schema" if store == DEFAULT_STORE else f"*/{store}/_metadata/schema"
+            found = sorted((self.path / "state" / str(op)).glob(pattern))
             f = found[0] if found else f
         try:
             data = f.read_bytes()
@@ -256,9 +303,10 @@ class CheckpointDir:
             raise InvalidInputError(f"unsupported state schema version {version!r}", source=str(f))
         return _fields(key), _fields(val)
 
-    def state_versions(self, op: int = 0, partition: int = 0) -> dict[int, list[str]]:
+    def state_versions(self, op: int = 0, partition: int = 0, store: str = DEFAULT_STORE
+                       ) -> dict[int, list[str]]:
         """``{version: ["delta"] | ["snapshot"] | both}`` of the files present for a partition."""
-        d = self.path / "state" / str(op) / str(partition)
+        d = self._store_dir(op, partition, store)
         out: dict[int, list[str]] = {}
         if d.is_dir():
             for f in d.iterdir():
@@ -267,11 +315,12 @@ class CheckpointDir:
                     out.setdefault(int(m.group(1)), []).append(m.group(2))
         return dict(sorted(out.items()))
 
-    def read_state_file(self, op: int, partition: int, version: int, kind: str
+    def read_state_file(self, op: int, partition: int, version: int, kind: str,
+                        store: str = DEFAULT_STORE
                         ) -> list[tuple[tuple[Any, ...], tuple[Any, ...] | None]]:
         """Decoded records of one delta or snapshot file."""
-        f = self.path / "state" / str(op) / str(partition) / f"{version}.{kind}"
-        kf, vf = self.schema(op, partition)
+        f = self._store_dir(op, partition, store) / f"{version}.{kind}"
+        kf, vf = self.schema(op, partition, store)
         if not f.exists():
             raise InvalidInputError(f"missing state {kind} file", source=str(f))
         try:
@@ -281,8 +330,8 @@ class CheckpointDir:
         recs = parse_state_records(raw, str(f))
         return [(decode_unsafe_row(k, kf), None if v is None else decode_unsafe_row(v, vf)) for k, v in recs]
 
-    def state(self, op: int = 0, version: int | None = None, use_snapshots: bool = True
-              ) -> dict[int, dict[tuple[Any, ...], tuple[Any, ...]]]:
+    def state(self, op: int = 0, version: int | None = None, use_snapshots: bool = True,
+              store: str = DEFAULT_STORE) -> dict[int, dict[tuple[Any, ...], tuple[Any, ...]]]:
         """The state of every partition at ``version`` (default: the newest committed one).
 
         With ``use_snapshots`` false every delta from version 1 is applied (an independent path
@@ -296,20 +345,20 @@ class CheckpointDir:
             version = (max(commits) + 1) if commits else 0
         out: dict[int, dict[tuple[Any, ...], tuple[Any, ...]]] = {}
         for part in self.partitions(op):
-            files = self.state_versions(op, part)
+            files = self.state_versions(op, part, store)
             snaps = [v for v, kinds in files.items() if "snapshot" in kinds and v <= version
                      and use_snapshots]
             start = max(snaps) if snaps else 0
             cur: dict[tuple[Any, ...], tuple[Any, ...]] = {}
             if snaps:
-                for k, v in self.read_state_file(op, part, start, "snapshot"):
+                for k, v in self.read_state_file(op, part, start, "snapshot", store):
                     if v is not None:
                         cur[k] = v
             for v_ in range(start + 1, version + 1):
                 if "delta" not in files.get(v_, []):
                     raise InvalidInputError(f"state version {v_} of partition {part} is missing",
-                                            source=str(self.path / "state" / str(op) / str(part)))
-                for k, v in self.read_state_file(op, part, v_, "delta"):
+                                            source=str(self._store_dir(op, part, store)))
+                for k, v in self.read_state_file(op, part, v_, "delta", store):
                     if v is None:
                         cur.pop(k, None)
                     else:

@@ -1,7 +1,8 @@
 """Deliberately broken traces: the replay must call each one non-conformant at the right event.
 
 Each function takes a parsed trace and returns ``(lines, seq)``: the text lines of a tampered trace
-(sequence numbers renumbered so that the file stays well-formed) and the ``seq`` of the first event
+(sequence numbers renumbered so that the file stays well-formed; event kinds are matched with or
+without the ``spark.`` prefix) and the ``seq`` of the first event
 that the tampering makes wrong - the event a correct replay must name as first offending:
 
 - :func:`drop_commit`: delete the ``batch_committed`` of a batch (the next ``batch_planned`` - or,
@@ -18,6 +19,7 @@ from typing import Any
 
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.spark_replay.trace import Trace
+from rollcheck.spark_replay.watcher import base_kind
 
 _END = ("final_state", "sink_final", "side_channel", "state_crosscheck", "end")
 
@@ -42,12 +44,13 @@ def _delete(trace: Trace, idx: int) -> tuple[list[str], int]:
 def drop_commit(trace: Trace, batch: int | None = None) -> tuple[list[str], int]:
     """Delete the commit of ``batch`` (default: the first committed batch)."""
     for k, e in enumerate(trace.events):
-        if e["kind"] == "batch_committed" and (batch is None or e.get("batch") == batch):
+        if base_kind(e["kind"]) == "batch_committed" and (batch is None or e.get("batch") == batch):
             b = int(e["batch"])
             lines, _ = _delete(trace, k)
             rest = trace.events[k + 1:]
             nxt = next((j for j, x in enumerate(rest)
-                        if (x["kind"] == "batch_planned" and x.get("batch") == b + 1) or x["kind"] in _END), None)
+                        if (base_kind(x["kind"]) == "batch_planned" and x.get("batch") == b + 1)
+                        or base_kind(x["kind"]) in _END), None)
             if nxt is None:
                 raise InvalidInputError("nothing after the dropped commit would be wrong")
             return lines, k + 1 + nxt
@@ -58,7 +61,7 @@ def move_resume(trace: Trace, delta: int = 1) -> tuple[list[str], int]:
     """Shift the first restart's ``resume_batch`` by ``delta``."""
     events = [dict(e) for e in trace.events]
     for k, e in enumerate(events):
-        if e["kind"] == "restart" and isinstance(e.get("resume_batch"), int):
+        if base_kind(e["kind"]) == "restart" and isinstance(e.get("resume_batch"), int):
             e["resume_batch"] += delta
             return to_lines(trace.header, events), k + 1
     raise InvalidInputError("the trace has no restart with a resume batch")

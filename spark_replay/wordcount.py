@@ -13,20 +13,25 @@ then (at the chosen batch, first attempt only) injects the failure, then writes
 
 Failures at batch K (``--fail-at-batch K --failure``):
 
-- ``task``: a Python UDF raises inside a task of batch K (``local[N]`` never retries a task, so the
-  query fails); the driver restarts the query in the same process.
+- ``task``: a non-deterministic Python UDF in a filter raises inside a task of batch K (the
+  filter decides which rows survive, so the optimizer can neither drop it nor evaluate it ahead;
+  ``local[N]`` never retries a task, so the query fails); the driver restarts the query in the
+  same process. The physical plan of the failed attempt is recorded (``spark.plan``).
 - ``sink``: ``foreachBatch`` raises after the side channel was written; restart in process.
 - ``kill``: the driver runs in a child process (its own process group); at batch K it announces
   the failure and the parent SIGKILLs the whole group (driver and JVM) and starts a new child.
 
-What is recorded (``specs/spark.md#streaming-trace``): a watcher thread polls the checkpoint
-directory (and is polled synchronously at each sink call) and records ``batch_planned`` when
-``offsets/N`` appears, ``state_committed`` when a state file version appears or is rewritten,
-``batch_committed`` when ``commits/N`` appears; the sink records ``side_effect`` and
-``sink_written``; the driver records ``failure``, ``attempt_start``, ``restart`` (with the resume
-batch and per-partition restored state version observed) and at the end ``final_state`` (decoded
-with :mod:`rollcheck.spark_replay.checkpoint_reader`), ``sink_final``, ``side_channel`` and
-``state_crosscheck`` (Spark's own ``statestore`` reader against the plain-Python decoder).
+What is recorded (``specs/spark.md#streaming-trace``; engine-specific kinds carry the ``spark.``
+prefix, the failure is the core ``failure``): a watcher
+(:class:`~rollcheck.spark_replay.watcher.CheckpointWatcher`) polls the checkpoint directory (and is
+polled synchronously at each sink call) and records ``spark.batch_planned`` when ``offsets/N``
+appears, ``spark.state_committed`` when a state file version appears or is rewritten,
+``spark.batch_committed`` when ``commits/N`` appears; the sink records ``spark.side_effect`` and
+``spark.sink_written``; the driver records ``failure``, ``spark.attempt_start``, ``spark.restart``
+(with the resume batch and per-partition restored state version observed) and at the end
+``spark.final_state`` (decoded with :mod:`rollcheck.spark_replay.checkpoint_reader`),
+``spark.sink_final``, ``spark.side_channel`` and ``spark.state_crosscheck`` (Spark's own
+``statestore`` reader against the plain-Python decoder).
 
 References
 ----------
@@ -44,7 +49,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
@@ -54,6 +58,7 @@ from typing import Any
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.spark_replay.checkpoint_reader import CheckpointDir
 from rollcheck.spark_replay.trace import TraceWriter
+from rollcheck.spark_replay.watcher import PREFIX, CheckpointWatcher
 
 __all__ = [
     "WordcountConfig",
@@ -193,104 +198,6 @@ def _write_inputs(paths: _Paths, inputs: list[list[tuple[int, str]]]) -> None:
         os.utime(f, (base + b, base + b))
 
 
-class _Watcher:
-    """Polls the checkpoint directory and records what Spark wrote there."""
-
-    def __init__(self, paths: _Paths, writer: TraceWriter, previous: list[dict[str, Any]]):
-        self.ck = paths.checkpoint
-        self.w = writer
-        self.lock = threading.Lock()
-        self.planned = {e["batch"] for e in previous if e["kind"] == "batch_planned"}
-        self.committed = {e["batch"] for e in previous if e["kind"] == "batch_committed"}
-        self.state_seen: dict[str, tuple[int, int]] = {
-            e["file"]: (e["mtime_ns"], e["size"]) for e in previous if e["kind"] == "state_committed"}
-        self.written_this_attempt: dict[int, int] = {}
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        #: Background polling period (s). Ordering does not depend on it: the sink polls
-        #: synchronously before recording, and stopping polls once more.
-        self.interval = 0.5
-
-    def poll(self) -> None:
-        with self.lock:
-            ck = self.ck
-            if not ck.is_dir():
-                return
-            reader = CheckpointDir(ck)
-            # Spark writes commits/N, then offsets/N+1, then the state files of batch N+1: record
-            # what one poll finds in that order.
-            for b in reader._log_files("commits"):
-                if b not in self.committed:
-                    self.w.emit("batch_committed", batch=b)
-                    self.committed.add(b)
-            offs = reader._log_files("offsets")
-            new = [b for b in offs if b not in self.planned]
-            if new:
-                srcs = reader.source_files(0)
-                for b in new:
-                    lines = CheckpointDir._log_lines(offs[b])
-                    self.w.emit("batch_planned", batch=b,
-                                offsets=[json.loads(x) for x in lines[1:] if x != "-"],
-                                files=[os.path.basename(p) for p in srcs.get(b, [])])
-                    self.planned.add(b)
-            sdir = ck / "state" / "0"
-            if sdir.is_dir():
-                found = []
-                for pdir in sdir.iterdir():
-                    if not pdir.name.isdigit():
-                        continue
-                    for f in pdir.iterdir():
-                        if f.name.endswith((".delta", ".snapshot")) and not f.name.startswith("."):
-                            try:
-                                st = f.stat()
-                            except FileNotFoundError:
-                                continue
-                            rel = str(f.relative_to(ck))
-                            if self.state_seen.get(rel) != (st.st_mtime_ns, st.st_size):
-                                found.append((int(f.name.split(".")[0]), int(pdir.name), f.name, rel, st))
-                for v, part, name, rel, st in sorted(found):
-                    self.state_seen[rel] = (st.st_mtime_ns, st.st_size)
-                    kind = name.split(".")[1]
-                    self.w.emit("state_committed", batch=v - 1, partition=part, version=v,
-                                file_kind=kind, file=rel, mtime_ns=st.st_mtime_ns, size=st.st_size)
-                    if kind == "delta":
-                        prev = self.written_this_attempt.get(part)
-                        self.written_this_attempt[part] = v if prev is None else min(prev, v)
-
-    def poll_now(self) -> None:
-        """Poll synchronously, retrying if a file is caught between write and rename."""
-        for k in range(5):
-            try:
-                self.poll()
-                return
-            except (OSError, ValueError):
-                if k == 4:
-                    raise
-                time.sleep(0.05)
-
-    def new_attempt(self) -> None:
-        """Forget which versions the previous attempt wrote (the next restart is judged afresh)."""
-        self.written_this_attempt = {}
-        self._stop = threading.Event()
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self.interval):
-            try:
-                self.poll()
-            except (OSError, ValueError):
-                continue  # a file caught mid-rename; the next poll sees it complete
-
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._loop, name="rollcheck-watcher", daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-        self.poll()
-
-
 def _atomic_json(path: Path, obj: Any) -> None:
     tmp = path.with_name("." + path.name + ".tmp")
     tmp.write_text(json.dumps(obj), encoding="utf-8")
@@ -302,7 +209,6 @@ def _run_attempts(cfg: WordcountConfig, paths: _Paths, trace_path: Path, header:
     """Run the query (restarting it in process after a failure); return "done" or "failed"."""
     from pyspark.errors import StreamingQueryException
     from pyspark.sql import functions as F
-
     from rollcheck.spark_replay.session import spark_session
 
     writer = TraceWriter(trace_path, header, enabled=enabled)
@@ -316,7 +222,7 @@ def _run_attempts(cfg: WordcountConfig, paths: _Paths, trace_path: Path, header:
                            shuffle_partitions=cfg.shuffle_partitions, conf=conf) as spark:
             _quiet(spark)
             attempts = 1 if single_attempt else cfg.max_attempts
-            watcher = _Watcher(paths, writer, previous if enabled else [])
+            watcher = CheckpointWatcher(paths.checkpoint, writer, previous if enabled else [])
             for k in range(attempts):
                 if k > 0:
                     writer.attempt += 1
@@ -360,7 +266,7 @@ def _progress_listener(writer: TraceWriter) -> Any:
 
         def onQueryProgress(self, event: Any) -> None:
             p = event.progress
-            writer.emit("progress", batch=int(p.batchId), input_rows=int(p.numInputRows),
+            writer.emit(PREFIX + "progress", batch=int(p.batchId), input_rows=int(p.numInputRows),
                         state_rows=[int(op.numRowsTotal) for op in p.stateOperators])
             self.last_batch = max(self.last_batch, int(p.batchId))
 
@@ -374,10 +280,10 @@ def _progress_listener(writer: TraceWriter) -> Any:
 
 
 def _one_attempt(spark: Any, F: Any, SQE: type[BaseException], cfg: WordcountConfig, paths: _Paths,
-                 writer: TraceWriter, watcher: _Watcher) -> str:
+                 writer: TraceWriter, watcher: CheckpointWatcher) -> str:
     attempt = writer.attempt
     commits = sorted(CheckpointDir(paths.checkpoint).commits()) if paths.checkpoint.is_dir() else []
-    writer.emit("attempt_start", pid=os.getpid(), committed=commits)
+    writer.emit(PREFIX + "attempt_start", pid=os.getpid(), committed=commits)
     if writer.enabled:
         watcher.poll()
         watcher.start()
@@ -387,7 +293,7 @@ def _one_attempt(spark: Any, F: Any, SQE: type[BaseException], cfg: WordcountCon
     last_sunk = [-1]
 
     df = spark.readStream.option("maxFilesPerTrigger", 1).text(str(paths.inputs))
-    parts = F.split(df.value, " ")
+    parts = F.split(F.col("value"), " ")
     batch_col = parts[0].cast("int")
     if cfg.failure == "task":
         k_fail = int(cfg.fail_at_batch)  # type: ignore[arg-type]
@@ -404,7 +310,9 @@ def _one_attempt(spark: Any, F: Any, SQE: type[BaseException], cfg: WordcountCon
                 raise RuntimeError(f"rollcheck: injected task failure in batch {b}")
             return b
 
-        batch_col = F.udf(inject, "int")(batch_col)
+        # A filter on the UDF's result: the optimizer can neither drop it (the result decides
+        # which rows survive) nor evaluate it statically (non-deterministic).
+        df = df.where(F.udf(inject, "int").asNondeterministic()(batch_col) >= 0)
     df = df.select(batch_col.alias("b"), parts[1].cast("long").alias("t"), parts[2].alias("word"))
     agg = (df.withColumn("win", F.expr(f"t div {cfg.window} * {cfg.window}"))
            .rollup("word", "win").agg(F.count("*").alias("n")))
@@ -415,23 +323,23 @@ def _one_attempt(spark: Any, F: Any, SQE: type[BaseException], cfg: WordcountCon
             watcher.poll_now()
         if first_sink[0] and attempt > 1:
             first_sink[0] = False
-            restored = {str(p): v - 1 for p, v in sorted(watcher.written_this_attempt.items())}
-            writer.emit("restart", resume_batch=bid, restored_versions=restored)
+            restored = watcher.restored_versions()
+            writer.emit(PREFIX + "restart", resume_batch=bid, restored_versions=restored)
         first_sink[0] = False
         with open(paths.side, "a", encoding="utf-8") as f:
             f.write(json.dumps({"batch": bid, "attempt": attempt}) + "\n")
-        writer.emit("side_effect", batch=bid)
+        writer.emit(PREFIX + "side_effect", batch=bid)
         if cfg.fail_at_batch == bid and not fail_marker.exists():
             fail_marker.write_text(str(bid), encoding="utf-8")
             if cfg.failure == "sink":
-                writer.emit("failure", batch=bid, mode="sink")
+                writer.emit("failure", processes=["driver"], batch=bid, mode="sink")
                 raise RuntimeError(f"rollcheck: injected sink failure in batch {bid}")
             if cfg.failure == "kill":
-                writer.emit("failure", batch=bid, mode="kill")
+                writer.emit("failure", processes=["driver"], batch=bid, mode="kill")
                 kill_marker.write_text(str(os.getpid()), encoding="utf-8")
                 time.sleep(600)  # the parent SIGKILLs this process group now
         _atomic_json(paths.sink / f"batch-{bid:05d}.json", rows)
-        writer.emit("sink_written", batch=bid, rows=rows)
+        writer.emit(PREFIX + "sink_written", batch=bid, rows=rows)
         last_sunk[0] = max(last_sunk[0], bid)
 
     listener = _progress_listener(writer) if writer.enabled else None
@@ -446,7 +354,11 @@ def _one_attempt(spark: Any, F: Any, SQE: type[BaseException], cfg: WordcountCon
         outcome = "failed"
         if cfg.failure == "task" and fail_marker.exists() and not any(
                 e.get("mode") == "task" for e in writer.previous):
-            writer.emit("failure", batch=int(fail_marker.read_text()), mode="task")
+            writer.emit("failure", processes=["driver"], batch=int(fail_marker.read_text()), mode="task")
+            try:  # the plan that ran, with the injecting filter in it (evidence for the tests)
+                writer.emit(PREFIX + "plan", physical=q._jsq.explainInternal(False))
+            except Exception:
+                pass
     finally:
         if writer.enabled:
             watcher.stop()
@@ -457,7 +369,7 @@ def _one_attempt(spark: Any, F: Any, SQE: type[BaseException], cfg: WordcountCon
                 time.sleep(0.005)
             spark.streams.removeListener(listener)
     if outcome == "done" and attempt > 1 and first_sink[0]:
-        writer.emit("restart", resume_batch=None, restored_versions={})
+        writer.emit(PREFIX + "restart", resume_batch=None, restored_versions={})
     return outcome
 
 
@@ -467,23 +379,23 @@ def _finish(spark: Any, cfg: WordcountConfig, paths: _Paths, writer: TraceWriter
     version = max(commits) + 1 if commits else 0
     state = reader.state(0, version) if commits else {}
     rows = sorted(([*k, *v] for part in state.values() for k, v in part.items()), key=_row_order)
-    writer.emit("final_state", version=version, rows=rows,
+    writer.emit(PREFIX + "final_state", version=version, rows=rows,
                 partitions={str(p): len(s) for p, s in state.items()})
     sink = {}
     for f in sorted(paths.sink.glob("batch-*.json")):
         sink[str(int(f.stem.split("-")[1]))] = json.loads(f.read_text(encoding="utf-8"))
-    writer.emit("sink_final", batches=sink)
+    writer.emit(PREFIX + "sink_final", batches=sink)
     side = []
     if paths.side.exists():
         side = [json.loads(x) for x in paths.side.read_text(encoding="utf-8").splitlines() if x]
-    writer.emit("side_channel", entries=side)
+    writer.emit(PREFIX + "side_channel", entries=side)
     if cfg.crosscheck and commits:
         t0 = time.perf_counter()
         srows = spark.read.format("statestore").load(str(paths.checkpoint)).collect()
         theirs = sorted(([*r["key"], *r["value"]] for r in srows), key=_row_order)
         meta = spark.read.format("state-metadata").load(str(paths.checkpoint)).collect()
         max_batch = meta[0]["maxBatchId"] if meta else None
-        writer.emit("state_crosscheck", agree=theirs == rows, spark_rows=len(theirs), rows=len(rows),
+        writer.emit(PREFIX + "state_crosscheck", agree=theirs == rows, spark_rows=len(theirs), rows=len(rows),
                     spark_max_batch=max_batch, max_committed=max(commits),
                     seconds=round(time.perf_counter() - t0, 2))
     writer.emit("end", status="done")

@@ -15,7 +15,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from rollcheck.spark_replay.checkpoint_reader import CheckpointDir
 from rollcheck.spark_replay.replay import replay_file
 from rollcheck.spark_replay.tamper import delete_forced_checkpoint, drop_commit, move_resume
@@ -46,17 +45,19 @@ def test_streaming_record_replay_reader_and_tampering(tmp_path):
     assert r.returncode == 0, doc
     assert doc["conformant"] and not doc["truncated"]
     t = read_trace(out)
-    restart = t.of_kind("restart")[0]
+    restart = t.of_kind("spark.restart")[0]
     assert restart["resume_batch"] == 2 and set(restart["restored_versions"].values()) == {2}
     assert [e["batch"] for e in t.of_kind("failure")] == [2]
+    assert doc["checks"][0] == {"name": "failure-observed", "ok": True,
+                                "detail": doc["checks"][0]["detail"]}
 
     # the plain-Python checkpoint reader against Spark's readers and the trace
-    cross = t.of_kind("state_crosscheck")[0]
+    cross = t.of_kind("spark.state_crosscheck")[0]
     assert cross["agree"] and cross["spark_rows"] == cross["rows"] > 0
     ck = CheckpointDir(work / "checkpoint")
     assert sorted(ck.commits()) == [0, 1, 2, 3] == sorted(ck.offsets())
     files = ck.source_files(0)
-    planned = {e["batch"]: e["files"] for e in t.of_kind("batch_planned")}
+    planned = {e["batch"]: e["files"] for e in t.of_kind("spark.batch_planned")}
     assert {b: [Path(f).name for f in fs] for b, fs in files.items()} == planned
     state = ck.state(0)
     assert state == ck.state(0, use_snapshots=False)  # snapshot + deltas == all deltas
@@ -66,8 +67,12 @@ def test_streaming_record_replay_reader_and_tampering(tmp_path):
                 snap = {k: val for k, val in ck.read_state_file(0, part, v, "snapshot")}
                 assert snap == ck.state(0, v, use_snapshots=False)[part]
     rows = sorted(([*k, *v] for part in state.values() for k, v in part.items()), key=repr)
-    assert rows == sorted(t.of_kind("final_state")[0]["rows"], key=repr)
+    assert rows == sorted(t.of_kind("spark.final_state")[0]["rows"], key=repr)
     assert ck.operators()[0]["operatorInfo"]["operatorName"] == "stateStoreSave"
+    from rollcheck.spark_replay.checkpoint_check import check_checkpoint
+
+    v = check_checkpoint(work / "checkpoint", spark=False)
+    assert v["valid"] and v["last_committed"] == 3 and v["operators"][0]["rows"] == cross["rows"]
 
     # tampered copies are flagged at their first offending event
     for tamper in (drop_commit, move_resume):
@@ -82,6 +87,24 @@ def test_streaming_record_replay_reader_and_tampering(tmp_path):
 
     sw = run_sweep("properties", 5, 4, partitions=4)
     assert sw["identical"] is True and sw["violations"] == [] and sw["checked"] == 4 * 8
+
+
+def test_wordcount_task_failure_really_fails_a_task(tmp_path):
+    """The task failure used to be optimised away (a vacuous pass). Now the injecting filter is in
+    the physical plan, a task of the batch raises, the query fails and restarts; without the
+    failure event the same trace replays as inconclusive."""
+    out = tmp_path / "wc-task.jsonl"
+    res = record_wordcount(WordcountConfig(batches=3, fail_at_batch=1, failure="task", seed=2,
+                                           crosscheck=False), out)
+    assert res["status"] == "done"
+    t = read_trace(out)
+    assert [(e["mode"], e["batch"]) for e in t.of_kind("failure")] == [("task", 1)]
+    assert "BatchEvalPython" in t.of_kind("spark.plan")[0]["physical"]
+    assert len(t.of_kind("spark.attempt_start")) == 2 and t.of_kind("spark.restart")[0]["resume_batch"] == 1
+    r = replay_file(out)
+    assert r.conformant is True, [c.to_json() for c in r.checks if not c.ok]
+    # the side channel has no duplicate: the task failed before the sink ran
+    assert "0 duplicate" in next(c.detail for c in r.checks if c.name == "side-channel-duplicates")
 
 
 def test_nhop_record_replay_with_failure(tmp_path):
@@ -110,3 +133,15 @@ def test_nhop_record_replay_with_failure(tmp_path):
         assert not bad.conformant and bad.first_offending_seq == seq
     assert list(private_tmp.iterdir()) == []  # no temporary folder left behind
 
+
+
+@pytest.mark.skipif(os.environ.get("ROLLCHECK_PROFILE") != "verify",
+                    reason="two driver JVMs: run with ROLLCHECK_PROFILE=verify (and by rollcheck verify)")
+def test_wordcount_kill_of_the_driver(tmp_path):
+    out = tmp_path / "wc-kill.jsonl"
+    res = record_wordcount(WordcountConfig(batches=3, fail_at_batch=1, failure="kill", seed=4, crosscheck=False), out)
+    assert res["status"] == "done" and res["children"] == 2
+    t = read_trace(out)
+    assert [(e["mode"], e["batch"]) for e in t.of_kind("failure")] == [("kill", 1)]
+    r = replay_file(out)
+    assert r.conformant is True, [c.to_json() for c in r.checks if not c.ok]

@@ -19,7 +19,6 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.spark_replay import nhop as nhop_mod
 from rollcheck.spark_replay.checkpoint_reader import Field, decode_unsafe_row, parse_state_records
@@ -197,14 +196,45 @@ def test_each_streaming_check_catches_a_broken_recording(tmp_path, kind, change,
     assert check in bad and not r.conformant
 
 
-def test_killed_streaming_prefix_is_truncated_but_conformant(tmp_path):
+def test_killed_streaming_prefix_is_truncated_and_never_a_pass(tmp_path):
+    """A prefix cut before the restart checks what it has but cannot pass: the requested failure
+    was not seen to be recovered from, so the replay is inconclusive (exit 3), not conformant."""
     data = (DATA / "wordcount-kill.jsonl").read_bytes()
     cut = data.index(b'"kind":"restart"') - 20  # killed in the middle of a line
     p = tmp_path / "t.jsonl"
     p.write_bytes(data[:cut])
     r = replay_file(p)
-    assert r.truncated and r.conformant
-    assert r.to_json()["truncated"] is True
+    assert r.truncated and r.conformant is None and r.exit_code == 3
+    assert all(c.ok is not False for c in r.checks)
+    assert r.to_json()["truncated"] is True and r.to_json()["inconclusive"] is True
+    r = subprocess.run([*RC, "spark", "replay", str(p), "--json"], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 3 and json.loads(r.stdout)["conformant"] is None
+
+
+def test_requested_failure_that_did_not_happen_is_inconclusive(tmp_path):
+    """Delete the failure event (or the restart) of a conformant trace: exit 3, never 0."""
+    t = read_trace(DATA / "wordcount-sink.jsonl")
+    for kind in ("failure", "restart"):
+        events = [e for e in t.events if e["kind"] != kind]
+        r = replay_trace(parse_trace_text(("\n".join(to_lines(t.header, events)) + "\n").encode()))
+        fo = next(c for c in r.checks if c.name == "failure-observed")
+        assert fo.ok is None and r.exit_code != 0, (kind, fo)
+        # without the failure event, the side channel's duplicate is unexplained: a violation (1)
+        assert r.exit_code == (1 if kind == "failure" else 3), [c.to_json() for c in r.checks]
+    # a request for another batch than the one that failed
+    header = {**t.header, "config": {**t.header["config"], "fail_at_batch": 3}}
+    r = replay_trace(parse_trace_text(("\n".join(to_lines(header, t.events)) + "\n").encode()))
+    assert r.conformant is None and "did not happen" in r.checks[0].detail
+
+
+def test_nhop_failure_requested_but_missing_is_inconclusive(tmp_path):
+    p = _nhop(tmp_path, protocol="bcs", topology="cyclic", seed=2, processes=3, rounds=4,
+              fail_process=2, fail_round=2)
+    t = read_trace(p)
+    assert replay_trace(t).conformant is True
+    events = [e for e in t.events if e["kind"] not in ("failure", "recovery")]
+    r = replay_trace(parse_trace_text(("\n".join(to_lines(t.header, events)) + "\n").encode()))
+    assert r.checks[0].name == "failure-observed" and r.checks[0].ok is None
 
 
 # ----------------------------------------------------------------------------- message passing
@@ -381,3 +411,71 @@ def test_sweep_work_is_deterministic_and_catches_a_broken_protocol(monkeypatch):
     monkeypatch.setattr(protocols, "run_protocol",
                         lambda name, p: real("hmnr-no-c1" if name == "hmnr" else name, p))
     assert any(properties_work(s, 3)["violations"] for s in range(6))
+
+
+# ----------------------------------------------------------------------------- doctests, checkpoints
+@pytest.mark.parametrize("name", ["verdict", "checks", "watcher", "checkpoint_reader", "checkpoint_check",
+                                  "query", "replay", "lz4block"])
+def test_spark_replay_doctests(name):
+    import doctest
+    import importlib
+
+    mod = importlib.import_module(f"rollcheck.spark_replay.{name}")
+    res = doctest.testmod(mod, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert res.failed == 0 and res.attempted > 0, res
+
+
+def _ck(tmp_path, offsets, commits, meta='{"id": "q"}'):
+    d = tmp_path / "ck"
+    for sub, ids in (("offsets", offsets), ("commits", commits)):
+        (d / sub).mkdir(parents=True)
+        for b in ids:
+            (d / sub / str(b)).write_text('v1\n{"batchWatermarkMs":0}\n{"logOffset":0}\n')
+    if meta is not None:
+        (d / "metadata").write_text(meta)
+    return d
+
+
+@pytest.mark.parametrize("offsets, commits, meta, problem", [
+    ([0, 1, 2], [0, 1, 2], '{"id": "q"}', None),
+    ([0, 1, 2], [0, 1], '{"id": "q"}', None),                 # batch 2 in progress: a note
+    ([0, 1, 3], [0, 1], '{"id": "q"}', "not contiguous"),
+    ([0, 1, 2, 3], [0, 1], '{"id": "q"}', "at most one batch"),
+    ([0, 1], [0, 1, 2], '{"id": "q"}', "never planned"),
+    ([0, 1], [0, 1], "nonsense", "metadata"),
+])
+def test_checkpoint_log_validation(tmp_path, offsets, commits, meta, problem):
+    from rollcheck.spark_replay.checkpoint_check import check_checkpoint
+
+    res = check_checkpoint(_ck(tmp_path, offsets, commits, meta), spark=False)
+    if problem is None:
+        assert res["valid"] and res["last_committed"] == commits[-1], res
+    else:
+        assert not res["valid"] and any(problem in p for p in res["problems"]), res["problems"]
+
+
+def test_checkpoint_cli_exit_codes(tmp_path):
+    good = _ck(tmp_path, [0, 1], [0, 1])
+    r = subprocess.run([*RC, "spark", "checkpoint", str(good), "--no-spark", "--json"], capture_output=True,
+                       text=True, cwd=ROOT)
+    doc = json.loads(r.stdout)
+    assert r.returncode == 0 and doc["valid"] and doc["last_committed"] == 1 and doc["operators"] == []
+    (good / "commits" / "3").write_text("v1\n{}\n")
+    r = subprocess.run([*RC, "spark", "checkpoint", str(good), "--no-spark", "--json"], capture_output=True,
+                       text=True, cwd=ROOT)
+    assert r.returncode == 1 and json.loads(r.stdout)["problems"]
+    r = subprocess.run([*RC, "spark", "checkpoint", str(tmp_path / "nope")], capture_output=True, text=True,
+                       cwd=ROOT)
+    assert r.returncode == 2 and "nope" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_nested_struct_state_columns():
+    """A window() key: a struct inside the key row, decoded as a nested tuple; a null struct is None."""
+    win = Field("window", "struct", (Field("start", "timestamp"), Field("end", "timestamp")))
+    inner = bytes(8) + struct.pack("<qq", 5_000_000, 15_000_000)
+    user = b"ann" + bytes(5)
+    row = (bytes(8) + struct.pack("<Q", (24 << 32) | len(inner)) + struct.pack("<Q", ((24 + 24) << 32) | 3)
+           + inner + user)
+    assert decode_unsafe_row(row, [win, Field("user", "string")]) == ((5_000_000, 15_000_000), "ann")
+    null_row = bytes([1]) + bytes(7) + bytes(8) + struct.pack("<Q", (24 << 32) | 3) + user
+    assert decode_unsafe_row(null_row, [win, Field("user", "string")]) == (None, "ann")

@@ -1,6 +1,6 @@
-"""``rollcheck spark record|replay|sweep|tamper``: real PySpark runs recorded and replayed.
+"""``rollcheck spark record|replay|checkpoint|sweep|tamper``: real PySpark runs recorded and replayed.
 
-See ``docs/spark.md`` (usage) and ``specs/spark.md`` (what the checks mean).
+See ``docs/spark.md`` and ``docs/your-query.md`` (usage) and ``specs/spark.md`` (what the checks mean).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ def register(sub: Any) -> None:
     p.set_defaults(handler=None)
     ssub = p.add_subparsers(dest="spark_command", metavar="SUBCOMMAND", parser_class=type(p))
 
-    rec = add_parser(ssub, "record", "Run and record a Spark job (wordcount or nhop).", None)
+    rec = add_parser(ssub, "record", "Run and record a Spark job (wordcount, nhop or your own query).", None)
     rec.set_defaults(handler=None)
     rsub = rec.add_subparsers(dest="job", metavar="JOB", parser_class=type(p))
 
@@ -51,10 +51,36 @@ def register(sub: Any) -> None:
                     help="local: the same rounds without Spark (for quick checks)")
     nh.add_argument("--json", action="store_true")
 
+    qq = add_parser(rsub, "query", "Your own Structured Streaming query (a Python file or module with "
+                    "SCHEMA, batches, query, OUTPUT_MODE, KEY), recorded with a real injected failure.",
+                    _record_query)
+    qq.add_argument("--module", required=True, metavar="FILE.py|MODULE")
+    qq.add_argument("--out", required=True, help="trace file to write (rollcheck.trace/1)")
+    qq.add_argument("--batches", type=int, default=None, help="use the first N input batches")
+    qq.add_argument("--fail-at-batch", type=int, default=None, metavar="K", help="Spark batch id")
+    qq.add_argument("--failure", choices=["task", "sink", "kill"], default=None)
+    qq.add_argument("--seed", type=int, default=0)
+    qq.add_argument("--master", default=None, help="Spark master (default local[2])")
+    qq.add_argument("--shuffle-partitions", type=int, default=2)
+    qq.add_argument("--workdir", default=None,
+                    help="folder for inputs, checkpoints and outputs (default: OUT.work; kept)")
+    qq.add_argument("--no-reference", action="store_true",
+                    help="skip the failure-free reference run (the replay then cannot compare)")
+    qq.add_argument("--no-record", action="store_true", help="run without the recorder (overhead baseline)")
+    qq.add_argument("--json", action="store_true")
+
     rp = add_parser(ssub, "replay", "Check a recorded trace against the reference models.", _replay)
     rp.add_argument("trace")
     rp.add_argument("--json", action="store_true")
     rp.add_argument("--no-tlc", action="store_true", help="skip TLC trace validation of HMNR traces")
+
+    ck = add_parser(ssub, "checkpoint", "Validate any Structured Streaming checkpoint folder (logs, state "
+                    "versions, metadata; Spark's state reader against rollcheck's decoder).", _checkpoint)
+    ck.add_argument("dir", metavar="DIR")
+    ck.add_argument("--no-spark", action="store_true",
+                    help="skip Spark's state reader (decode with rollcheck only; reader_agrees is null)")
+    ck.add_argument("--master", default=None)
+    ck.add_argument("--json", action="store_true")
 
     sw = add_parser(ssub, "sweep", "Spread seeded runs over Spark tasks; compare with one process.", _sweep)
     sw.add_argument("--kind", choices=["protocols", "properties", "interval"], default="protocols")
@@ -101,6 +127,35 @@ def _record_wordcount(args: argparse.Namespace) -> int:
     res = record_wordcount(cfg, out, enabled=not args.no_record)
     _print(args, res, f"recorded {out} in {res['seconds']} s ({res['status']})")
     return 0 if res["status"] == "done" else 1
+
+
+def _record_query(args: argparse.Namespace) -> int:
+    from rollcheck.spark_replay.query import QueryConfig, record_query
+
+    cfg = QueryConfig(module=args.module, batches=args.batches, seed=args.seed, fail_at_batch=args.fail_at_batch,
+                      failure=args.failure, master=args.master, shuffle_partitions=args.shuffle_partitions,
+                      reference=not args.no_reference)
+    cfg.validate()
+    out = _check_out(args.out)
+    print(f"rollcheck spark record query: module={args.module} seed={args.seed}", file=sys.stderr)
+    res = record_query(cfg, out, workdir=args.workdir, enabled=not args.no_record)
+    _print(args, res, f"recorded {out} in {res['seconds']} s ({res['status']}); checkpoint folder "
+                      f"{res['checkpoint']}")
+    return 0 if res["status"] == "done" else 1
+
+
+def _checkpoint(args: argparse.Namespace) -> int:
+    from rollcheck.spark_replay.checkpoint_check import check_checkpoint
+
+    res = check_checkpoint(args.dir, spark=not args.no_spark, master=args.master)
+    lines = [f"{'valid' if res['valid'] else 'INVALID'}: last committed batch {res['last_committed']}"]
+    for op in res["operators"]:
+        lines.append(f"  operator {op['operator']} ({op.get('name')}): {op['partitions']} partition(s), "
+                     f"version {op['version']}, {op['rows']} row(s); Spark's reader agrees: "
+                     f"{op['reader_agrees']}")
+    lines += [f"  problem: {p}" for p in res["problems"]]
+    _print(args, res, "\n".join(lines))
+    return 0 if res["valid"] else 1
 
 
 def _parse_proc(v: str | None) -> int | None:
@@ -169,13 +224,11 @@ def _replay(args: argparse.Namespace) -> int:
         emit_json(doc)
     else:
         for c in res.checks:
-            print(f"{'ok  ' if c.ok else 'FAIL'} {c.name}: {c.detail}")
-        print(("conformant" if res.conformant else f"NOT conformant (first offending seq "
-               f"{res.first_offending_seq})") + (f"; trace truncated after seq {res.truncated_after_seq}"
-                                                 if res.truncated else ""))
-    if not res.checks:
-        return 3
-    return 0 if res.conformant else 1
+            print(f"{'ok  ' if c.ok else 'FAIL' if c.ok is False else '??  '} {c.name}: {c.detail}")
+        verdict = {True: "conformant", None: "INCONCLUSIVE (nothing violated, but not everything was "
+                   "exercised)"}.get(res.conformant, f"NOT conformant (first offending seq {res.first_offending_seq})")
+        print(verdict + (f"; trace truncated after seq {res.truncated_after_seq}" if res.truncated else ""))
+    return res.exit_code
 
 
 def _sweep(args: argparse.Namespace) -> int:

@@ -1,0 +1,565 @@
+"""The streaming conformance checks of ``rollcheck spark replay``, one function per named check.
+
+A streaming trace is first read into a :class:`StreamView` (one pass over the events: planned and
+committed batches, state versions, sink writes, failures, restarts and the end-of-run records);
+each check is then a function of the view returning one :class:`~rollcheck.spark_replay.verdict.Check`
+(``specs/spark.md#streaming-conformance``):
+
+- :func:`failure_observed`: the requested failure happened at the requested batch and the query
+  restarted and finished; a requested failure that did not happen is *inconclusive*;
+- :func:`commit_protocol`: batch N+1 is planned only after N committed; a batch commits after its
+  sink write of the same attempt, in order; at the end every batch is committed;
+- :func:`resume_prediction`: at every restart the Falkirk Wheel span model with batch ids as
+  logical times (:func:`streaming_span_system`) predicts the resume batch and each state store's
+  restored version; Spark's observed values must match;
+- word count only: :func:`state_fold`, :func:`final_state_failure_free`, :func:`sink_exactly_once`,
+  :func:`side_channel_duplicates`, :func:`listener_progress`, :func:`statestore_crosscheck`;
+- user queries only: :func:`output_exactly_once` (the final output equals the failure-free
+  run's; a duplicate is named with its batch and row), :func:`state_failure_free` (the operator
+  state read with Spark's own state reader equals the failure-free run's) and
+  :func:`query_statestore_crosscheck`.
+
+Event kinds are read with or without the ``spark.`` prefix (older traces have none).
+
+References
+----------
+Falkirk Wheel paper §3 (spans, the resume point of a restart); Spark Structured Streaming
+programming guide (micro-batch execution, checkpointing, foreachBatch).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.spark_replay.trace import Trace
+from rollcheck.spark_replay.verdict import Check
+from rollcheck.spark_replay.watcher import base_kind, state_key
+
+__all__ = [
+    "StreamView",
+    "streaming_span_system",
+    "failure_observed",
+    "failure_observed_nhop",
+    "commit_protocol",
+    "resume_prediction",
+    "state_fold",
+    "final_state_failure_free",
+    "sink_exactly_once",
+    "side_channel_duplicates",
+    "listener_progress",
+    "statestore_crosscheck",
+    "output_exactly_once",
+    "state_failure_free",
+    "query_statestore_crosscheck",
+    "wordcount_checks",
+    "query_checks",
+]
+
+_ENDS = ("final_state", "sink_final", "side_channel", "state_crosscheck", "reference", "output_final",
+         "state_final", "end")
+
+
+def _field(e: dict[str, Any], name: str, typ: type | tuple[type, ...], trace: Trace) -> Any:
+    v = e.get(name)
+    if not isinstance(v, typ) or isinstance(v, bool) and typ is int:
+        raise InvalidInputError(f"event seq {e['seq']} ({e['kind']}): field {name!r} missing or mistyped",
+                                source=trace.source, location=f"line {e.get('_line')}")
+    return v
+
+
+# ----------------------------------------------------------------------------- span model
+def streaming_span_system(partitions: int | list[str], planned: set[int], committed: set[int],
+                          versions: dict[Any, set[int]]) -> dict[str, Any]:
+    """The ``rollcheck.spans/1`` instance of a streaming restart, epochs as logical times.
+
+    Processors: ``source`` (the offset log: span c_k = epochs 0..k-1 planned), ``state<s>`` per
+    state store instance ``s`` (an int partition, or a :func:`~rollcheck.spark_replay.watcher.state_key`;
+    c_v = epochs folded into state version v, for the versions written whose batch committed:
+    Spark treats version v as final only once ``commits/v-1`` exists) and ``sink`` (c_k = the
+    committed batches 0..k-1). The driver restart fails every processor (no ⊤).
+    Edges: ``source → state<s>``: the file source is replayable, so it discards nothing
+    (T_D = ∅) and φ(c_k) = epochs < k; ``state<s> → sink``: once a state version v is final the
+    outputs of the epochs < v are never produced again (T_D(c_v) = φ(c_v) = epochs < v).
+    The solution's ``sink`` index is the resume batch, ``state<s>``'s the restored version.
+
+    Examples
+    --------
+    >>> from rollcheck.pyimpl.spans import solve, system_from_dict
+    >>> s = streaming_span_system(1, {0, 1, 2}, {0, 1}, {0: {1, 2, 3}})
+    >>> solve(system_from_dict(s))
+    {'source': 3, 'state0': 2, 'sink': 2}
+
+    References
+    ----------
+    Falkirk Wheel paper §3 (span systems and their greatest solution).
+    """
+    def ep(k: int) -> list[str]:
+        return [f"b{i}" for i in range(k)]
+
+    keys: list[Any] = list(range(partitions)) if isinstance(partitions, int) else list(partitions)
+    n_planned = 0
+    while n_planned in planned:
+        n_planned += 1
+    n_comm = 0
+    while n_comm in committed:
+        n_comm += 1
+    procs: dict[str, Any] = {"source": {"chain": [ep(k) for k in range(n_planned + 1)]}}
+    edges: list[dict[str, Any]] = []
+    for p in keys:
+        have = versions.get(p, set())
+        top = 0
+        while top + 1 <= n_comm and top + 1 in have:
+            top += 1
+        procs[f"state{p}"] = {"chain": [ep(v) for v in range(top + 1)]}
+        edges.append({"name": f"in{p}", "src": "source", "dst": f"state{p}",
+                      "discarded": [[] for _ in range(n_planned + 1)],
+                      "processed": ep(n_planned), "phi": [ep(k) for k in range(n_planned + 1)]})
+        edges.append({"name": f"out{p}", "src": f"state{p}", "dst": "sink",
+                      "discarded": [ep(v) for v in range(top + 1)],
+                      "processed": ep(n_comm), "phi": [ep(v) for v in range(top + 1)]})
+    procs["sink"] = {"chain": [ep(k) for k in range(n_comm + 1)]}
+    return {"format": "rollcheck.spans/1", "processors": procs, "edges": edges}
+
+
+def _predict(keys: list[str], planned: set[int], committed: set[int],
+             versions: dict[str, set[int]]) -> tuple[int, dict[str, int]]:
+    from rollcheck.pyimpl.spans import solve, system_from_dict
+
+    sol = solve(system_from_dict(streaming_span_system(keys, planned, committed, versions)))
+    return int(sol["sink"]), {k: int(sol[f"state{k}"]) for k in keys}
+
+
+# ----------------------------------------------------------------------------- the view
+@dataclass
+class StreamView:
+    """One pass over a streaming trace: what every check needs, with the first problems found
+    while reading (a check reports them)."""
+
+    trace: Trace
+    n_batches: int
+    requested: tuple[str, int] | None
+    partitions: list[str] | None
+    planned: dict[int, list[str]] = field(default_factory=dict)
+    planned_seq: dict[int, int] = field(default_factory=dict)
+    committed: list[int] = field(default_factory=list)
+    versions: dict[str, set[int]] = field(default_factory=dict)
+    sink_writes: list[dict[str, Any]] = field(default_factory=list)
+    failures: list[dict[str, Any]] = field(default_factory=list)
+    restarts: list[dict[str, Any]] = field(default_factory=list)
+    progress: list[dict[str, Any]] = field(default_factory=list)
+    ends: dict[str, dict[str, Any]] = field(default_factory=dict)
+    commit_bad: tuple[int, str] | None = None
+    resume_bad: tuple[int, str] | None = None
+
+    @property
+    def ended(self) -> bool:
+        return "end" in self.ends
+
+    @property
+    def last_seq(self) -> int:
+        return self.trace.events[-1]["seq"] if self.trace.events else 0
+
+    @classmethod
+    def read(cls, trace: Trace, n_batches: int | None, requested: tuple[str, int] | None,
+             partitions: list[str] | None) -> StreamView:
+        """Read the events; ``partitions`` fixes the state instances of the span model (None:
+        those seen in the trace). ``n_batches`` None: every planned batch must commit."""
+        v = cls(trace, -1 if n_batches is None else n_batches, requested, partitions)
+        sink_in_attempt: set[tuple[int, int]] = set()
+        snapshot: tuple[set[int], set[int], dict[str, set[int]]] | None = None
+
+        def fail_commit(e: dict[str, Any], msg: str) -> None:
+            if v.commit_bad is None:
+                v.commit_bad = (e["seq"], msg)
+
+        for e in trace.events:
+            k = base_kind(e["kind"])
+            if k == "batch_planned":
+                b = _field(e, "batch", int, trace)
+                if b in v.planned:
+                    fail_commit(e, f"batch {b} planned twice")
+                elif b != len(v.planned):
+                    fail_commit(e, f"batch {b} planned, expected batch {len(v.planned)}")
+                elif b > 0 and (b - 1) not in v.committed:
+                    fail_commit(e, f"batch {b} planned while batch {b - 1} is not committed")
+                v.planned[b] = list(e.get("files", []))
+                v.planned_seq[b] = e["seq"]
+            elif k == "state_committed":
+                _field(e, "partition", int, trace)
+                v.versions.setdefault(state_key(e), set()).add(_field(e, "version", int, trace))
+            elif k == "sink_written":
+                b = _field(e, "batch", int, trace)
+                if b not in v.planned:
+                    fail_commit(e, f"sink written for batch {b}, which was never planned")
+                elif b in v.committed:
+                    fail_commit(e, f"sink written again for committed batch {b}")
+                sink_in_attempt.add((b, e.get("attempt", 1)))
+                v.sink_writes.append(e)
+            elif k == "batch_committed":
+                b = _field(e, "batch", int, trace)
+                if b != len(v.committed):
+                    fail_commit(e, f"batch {b} committed, expected batch {len(v.committed)}")
+                elif (b, e.get("attempt", 1)) not in sink_in_attempt:
+                    fail_commit(e, f"batch {b} committed without a sink write in attempt {e.get('attempt', 1)}")
+                v.committed.append(b)
+            elif k == "failure":
+                v.failures.append(e)
+            elif k == "attempt_start":
+                snapshot = (set(v.planned), set(v.committed), {p: set(x) for p, x in v.versions.items()})
+            elif k == "restart":
+                v.restarts.append(e)
+                if snapshot is None:
+                    if v.resume_bad is None:
+                        v.resume_bad = (e["seq"], "restart without an attempt start")
+                    continue
+                got_v = {str(p): x for p, x in (e.get("restored_versions") or {}).items()}
+                keys = partitions if partitions is not None else sorted(set(snapshot[2]) | set(got_v))
+                pb, pv = _predict(keys, *snapshot)
+                got_b = e.get("resume_batch")
+                if got_b != pb or got_v != pv:
+                    if v.resume_bad is None:
+                        v.resume_bad = (e["seq"], f"span model predicts resume at batch {pb} with state "
+                                                  f"versions {pv}; Spark resumed at {got_b} with {got_v}")
+            elif k == "progress":
+                v.progress.append(e)
+            elif k in _ENDS:
+                v.ends[k] = e
+        if v.ended and v.commit_bad is None:
+            want = list(range(v.n_batches)) if v.n_batches >= 0 else sorted(v.planned)
+            if sorted(v.committed) != want:
+                v.commit_bad = (v.ends["end"]["seq"], f"run ended with committed batches {v.committed}, "
+                                                      f"expected {want}")
+        return v
+
+
+# ----------------------------------------------------------------------------- common checks
+def failure_observed(v: StreamView) -> Check:
+    """The requested failure happened (mode and batch) and the query restarted and finished.
+
+    Holds trivially when no failure was requested; inconclusive (``ok`` None) when the requested
+    failure did not happen or the trace ends before the restart: nothing about recovery was
+    checked, so the replay must not pass.
+    """
+    name = "failure-observed"
+    if v.requested is None:
+        return Check(name, True, "no failure requested (a failure-free run)")
+    mode, batch = v.requested
+    hit = [f for f in v.failures if f.get("mode") == mode and f.get("batch") == batch]
+    if not hit:
+        seen = [(f.get("mode"), f.get("batch")) for f in v.failures]
+        return Check(name, None, f"inconclusive: the requested {mode} failure at batch {batch} did not "
+                                 f"happen (failures seen: {seen or 'none'}); recovery was not exercised")
+    after = [r for r in v.restarts if r["seq"] > hit[0]["seq"]]
+    if not after:
+        return Check(name, None, f"inconclusive: the {mode} failure at batch {batch} (seq {hit[0]['seq']}) "
+                                 f"happened but the trace has no restart after it")
+    if not v.ended:
+        return Check(name, None, f"inconclusive: the {mode} failure at batch {batch} happened and the query "
+                                 f"restarted, but the run did not end (trace stops at seq {v.last_seq})")
+    return Check(name, True, f"{mode} failure at batch {batch} (seq {hit[0]['seq']}); the query restarted "
+                             f"(seq {after[0]['seq']}) and finished")
+
+
+def failure_observed_nhop(trace: Trace) -> Check:
+    """``failure-observed`` for a message-passing trace: the header's requested process failure
+    has a ``failure`` and a ``recovery`` event and the run ended."""
+    cfg = trace.header.get("config") or {}
+    name = "failure-observed"
+    proc, rnd = cfg.get("fail_process"), cfg.get("fail_round")
+    if proc is None:
+        return Check(name, True, "no failure requested (a failure-free run)")
+    fails = trace.of_kind("failure")
+    recs = [e for e in trace.of_kind("recovery") if fails and e["seq"] > fails[0]["seq"]]
+    ended = bool(trace.of_kind("end"))
+    if not fails:
+        return Check(name, None, f"inconclusive: the requested failure of P{proc} in round {rnd} did not "
+                                 f"happen; recovery was not exercised")
+    if not recs or not ended:
+        return Check(name, None, f"inconclusive: P{proc} failed (seq {fails[0]['seq']}) but the trace has "
+                                 f"{'no recovery after it' if not recs else 'no end of run'}")
+    return Check(name, True, f"P{proc} failed in round {rnd} (seq {fails[0]['seq']}); recovery at seq "
+                             f"{recs[0]['seq']}; the run finished")
+
+
+def commit_protocol(v: StreamView) -> Check:
+    """Batches planned and committed in order, each commit after its sink write (same attempt)."""
+    bad = v.commit_bad
+    return Check("commit-protocol", bad is None,
+                 bad[1] if bad else f"{len(v.planned)} batches planned, {len(v.committed)} committed in "
+                 f"order; each commit after its sink write", bad[0] if bad else None)
+
+
+def resume_prediction(v: StreamView) -> Check:
+    """Every restart resumed at the batch and state versions the span model predicts."""
+    bad = v.resume_bad
+    return Check("resume-prediction", bad is None,
+                 bad[1] if bad else f"{len(v.restarts)} restart(s); resume batch and restored state "
+                 f"versions equal the span model's", bad[0] if bad else None)
+
+
+def _not_reached(v: StreamView) -> Check:
+    return Check("end-of-run", True, f"not reached: the recording stopped after seq {v.last_seq}; "
+                                     f"the prefix was checked")
+
+
+# ----------------------------------------------------------------------------- word count
+@dataclass
+class _WordcountRef:
+    inputs_by_file: dict[str, list[tuple[int, str]]]
+    window: int
+    ref_out: dict[int, list[list[Any]]]
+    ref_state: dict[Any, int]
+    comm_inputs: list[list[tuple[int, str]]]
+
+
+def _wordcount_ref(v: StreamView) -> _WordcountRef:
+    from rollcheck.spark_replay.wordcount import rollup_updates
+
+    trace = v.trace
+    cfg = trace.header.get("config", {})
+    if not isinstance(cfg, dict) or not isinstance(cfg.get("inputs"), list):
+        raise InvalidInputError("header has no config.inputs", source=trace.source, location="line 1")
+    try:
+        inputs_by_file = {name: [(int(t), str(w)) for t, w in recs] for name, recs in cfg["inputs"]}
+        window = int(cfg["window"])
+    except (KeyError, TypeError, ValueError):
+        raise InvalidInputError("header config is malformed", source=trace.source, location="line 1") from None
+    ref_out, ref_state = rollup_updates([recs for _n, recs in cfg["inputs"]], window)
+    comm = [[r for f in v.planned.get(b, []) for r in inputs_by_file.get(f, [])] for b in v.committed]
+    return _WordcountRef(inputs_by_file, window, ref_out, ref_state, comm)
+
+
+def _rows_of(state: dict[Any, int]) -> list[list[Any]]:
+    from rollcheck.spark_replay.wordcount import _row_order
+
+    return sorted(([*key, n] for key, n in state.items()), key=_row_order)
+
+
+def state_fold(v: StreamView, ref: _WordcountRef) -> Check:
+    """The decoded final state equals the fold of the committed batches' inputs."""
+    from rollcheck.spark_replay.wordcount import fold_state
+
+    fs = v.ends.get("final_state")
+    if fs is None:
+        return Check("state-fold", False, "no final_state event", v.ends["end"]["seq"])
+    folded = _rows_of(fold_state(ref.comm_inputs, ref.window, list(range(len(ref.comm_inputs)))))
+    got = fs.get("rows")
+    return Check("state-fold", got == folded,
+                 f"decoded state ({len(got or [])} keys, version {fs.get('version')}) "
+                 + ("equals" if got == folded else "differs from")
+                 + f" the fold of the {len(v.committed)} committed batches' inputs",
+                 None if got == folded else fs["seq"])
+
+
+def final_state_failure_free(v: StreamView, ref: _WordcountRef) -> Check:
+    """The decoded final state equals the failure-free run's."""
+    fs = v.ends.get("final_state")
+    if fs is None:
+        return Check("final-state-failure-free", False, "no final_state event", v.ends["end"]["seq"])
+    got, want = fs.get("rows"), _rows_of(ref.ref_state)
+    return Check("final-state-failure-free", got == want,
+                 ("equals" if got == want else "differs from") + " the failure-free run's state",
+                 None if got == want else fs["seq"])
+
+
+def sink_exactly_once(v: StreamView, ref: _WordcountRef) -> Check:
+    """The idempotent sink holds every batch once, equal to the failure-free output."""
+    sf = v.ends.get("sink_final")
+    if sf is None:
+        return Check("sink-exactly-once", False, "no sink_final event", v.ends["end"]["seq"])
+    got_s = {int(b): rows for b, rows in (sf.get("batches") or {}).items()}
+    want_s = {b: ref.ref_out[b] for b in range(v.n_batches)}
+    bad = sorted(b for b in set(got_s) | set(want_s) if got_s.get(b) != want_s.get(b))
+    return Check("sink-exactly-once", not bad,
+                 f"{len(got_s)} batch files, each once, equal to the failure-free output"
+                 if not bad else f"sink differs from the failure-free run at batches {bad}",
+                 None if not bad else sf["seq"])
+
+
+def side_channel_duplicates(v: StreamView) -> Check:
+    """The non-idempotent side channel: one entry per batch plus one per sink/kill failure."""
+    sc = v.ends.get("side_channel")
+    if sc is None:
+        return Check("side-channel-duplicates", False, "no side_channel event", v.ends["end"]["seq"])
+    counts = Counter(int(x["batch"]) for x in sc.get("entries", []))
+    want_c = Counter(range(v.n_batches))
+    for f in v.failures:
+        if f.get("mode") in ("sink", "kill"):
+            want_c[int(f["batch"])] += 1
+    bad = sorted(b for b in set(counts) | set(want_c) if counts[b] != want_c[b])
+    dups = sum(counts.values()) - len(counts)
+    return Check("side-channel-duplicates", not bad,
+                 f"{dups} duplicate(s), exactly one per sink/kill failure" if not bad else
+                 f"side channel counts {dict(counts)} differ from expected {dict(want_c)} "
+                 f"at batches {bad}", None if not bad else sc["seq"])
+
+
+def listener_progress(v: StreamView, ref: _WordcountRef) -> Check:
+    """Spark's progress reports name committed batches only, with the fold's row counts."""
+    from rollcheck.spark_replay.wordcount import fold_state
+
+    bad_p = None
+    for e in v.progress:
+        b = e.get("batch")
+        if b not in v.committed:  # conclusive only once the run ended without committing b
+            bad_p = (v.ends["end"]["seq"], f"progress reported for batch {b} (seq {e['seq']}), "
+                                           f"which never committed")
+        elif e.get("input_rows") != len(ref.inputs_by_file.get((v.planned.get(b) or [""])[0], [])):
+            bad_p = (e["seq"], f"batch {b}: {e.get('input_rows')} input rows reported")
+        else:
+            upto = fold_state(ref.comm_inputs, ref.window, list(range(v.committed.index(b) + 1)))
+            if e.get("state_rows") != [len(upto)]:
+                bad_p = (e["seq"], f"batch {b}: {e.get('state_rows')} state rows reported, the fold "
+                                   f"has {len(upto)}")
+        if bad_p:
+            break
+    return Check("listener-progress", bad_p is None,
+                 bad_p[1] if bad_p else f"{len(v.progress)} progress event(s): committed batches "
+                 f"only, input and state row counts equal the fold", bad_p[0] if bad_p else None)
+
+
+def statestore_crosscheck(v: StreamView) -> Check:
+    """Spark's ``statestore`` reader agreed with the plain-Python decoder (word count)."""
+    cc = v.ends["state_crosscheck"]
+    ok = bool(cc.get("agree")) and cc.get("spark_max_batch") == cc.get("max_committed")
+    return Check("statestore-crosscheck", ok,
+                 f"Spark's statestore reader ({cc.get('spark_rows')} rows) "
+                 + ("agrees" if ok else "disagrees") + " with the plain-Python decoder",
+                 None if ok else cc["seq"])
+
+
+def _requested(cfg: dict[str, Any]) -> tuple[str, int] | None:
+    if cfg.get("failure") is None or cfg.get("fail_at_batch") is None:
+        return None
+    return str(cfg["failure"]), int(cfg["fail_at_batch"])
+
+
+def wordcount_checks(trace: Trace) -> list[Check]:
+    """Every check of a word-count trace (module docstring)."""
+    cfg = trace.header.get("config", {})
+    try:
+        parts = [str(p) for p in range(int(cfg["shuffle_partitions"]))]
+        n = int(cfg["batches"])
+        req = _requested(cfg)
+    except (KeyError, TypeError, ValueError):
+        raise InvalidInputError("header config is malformed", source=trace.source, location="line 1") from None
+    v = StreamView.read(trace, n, req, parts)
+    ref = _wordcount_ref(v)
+    checks = [failure_observed(v), commit_protocol(v), resume_prediction(v)]
+    if not v.ended:
+        return [*checks, _not_reached(v)]
+    checks += [state_fold(v, ref), final_state_failure_free(v, ref), sink_exactly_once(v, ref),
+               side_channel_duplicates(v)]
+    if v.progress:
+        checks.append(listener_progress(v, ref))
+    if "state_crosscheck" in v.ends:
+        checks.append(statestore_crosscheck(v))
+    return checks
+
+
+# ----------------------------------------------------------------------------- user queries
+def _canon(row: Any) -> str:
+    return json.dumps(row, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def output_exactly_once(v: StreamView) -> Check:
+    """The final output equals the failure-free run's: the same rows, each as often (a
+    duplicate is named with its batch and row), and the same last row per key.
+
+    Examples
+    --------
+    See ``tests/test_spark_query.py`` (a non-idempotent sink under a sink failure).
+    """
+    name = "output-exactly-once"
+    ref, fin = v.ends.get("reference"), v.ends.get("output_final")
+    if ref is None or fin is None:
+        return Check(name, False, "no " + ("reference" if ref is None else "output_final") + " event",
+                     v.ends["end"]["seq"])
+    key = list(v.trace.header.get("config", {}).get("key") or [])
+    want, got = Counter(map(_canon, ref.get("output", []))), Counter(map(_canon, fin.get("rows", [])))
+    extra, missing = got - want, want - got
+    if extra:
+        row = next(iter(extra))
+        hits = [e for e in v.sink_writes if row in set(map(_canon, e.get("rows", [])))]
+        batches = sorted({e["batch"] for e in hits})
+        again = [e for e in hits if sum(1 for x in hits if x["batch"] == e["batch"]) > 1]
+        seq = again[1]["seq"] if len(again) > 1 else fin["seq"]
+        where = f"of batch {batches[0]} " if batches else ""
+        return Check(name, False, f"duplicate: row {row} {where}is in the output {got[row]} time(s), the "
+                                  f"failure-free run has it {want[row]} time(s)"
+                                  + (f" (batch {again[0]['batch']} was written {len([x for x in hits if x['batch'] == again[0]['batch']])} times: a non-idempotent sink)" if again else "")
+                                  + f"; {sum(extra.values())} extra row(s) in all", seq)
+    if missing:
+        row = next(iter(missing))
+        return Check(name, False, f"lost: row {row} of the failure-free output is missing "
+                                  f"({sum(missing.values())} row(s) missing in all)", fin["seq"])
+
+    def table(rows: list[dict[str, Any]]) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for r in rows:
+            out[_canon([r.get(k) for k in key])] = _canon(r)
+        return out
+
+    if table(fin.get("rows", [])) != table(ref.get("output", [])):  # same multiset, other order
+        return Check(name, False, f"the last row per key {key} differs from the failure-free run's",
+                     fin["seq"])
+    return Check(name, True, f"{sum(got.values())} output row(s), {len(table(fin.get('rows', [])))} key(s): "
+                             f"equal to the failure-free run's, no duplicate, none lost")
+
+
+def state_failure_free(v: StreamView) -> Check:
+    """The operator state read with Spark's state reader equals the failure-free run's."""
+    name = "state-failure-free"
+    ref, fin = v.ends.get("reference"), v.ends.get("state_final")
+    if ref is None or fin is None:
+        return Check(name, False, "no " + ("reference" if ref is None else "state_final") + " event",
+                     v.ends["end"]["seq"])
+    want, got = ref.get("state") or {}, fin.get("stores") or {}
+    for store in sorted(set(want) | set(got)):
+        w, g = want.get(store), got.get(store)
+        if w is None or g is None:
+            return Check(name, False, f"state store {store} is only in the "
+                                      f"{'failure-free' if g is None else 'recorded'} run", fin["seq"])
+        if w.get("digest") != g.get("digest"):
+            diff = ""
+            if isinstance(w.get("rows"), list) and isinstance(g.get("rows"), list):
+                extra = sorted(set(g["rows"]) - set(w["rows"]))
+                lost = sorted(set(w["rows"]) - set(g["rows"]))
+                diff = (f"; e.g. {'extra ' + extra[0] if extra else 'missing ' + lost[0]}"
+                        if extra or lost else "")
+            return Check(name, False, f"state store {store}: {g.get('count')} row(s) differ from the "
+                                      f"failure-free run's {w.get('count')}{diff}", fin["seq"])
+    total = sum(int(x.get("count", 0)) for x in got.values())
+    return Check(name, True, f"{len(got)} state store(s), {total} row(s) read with Spark's state reader: "
+                             f"equal to the failure-free run's")
+
+
+def query_statestore_crosscheck(v: StreamView) -> Check:
+    """Per state store, Spark's state reader and the plain-Python decoder count the same rows."""
+    fin = v.ends["state_final"]
+    bad = [f"{s}: Spark {x.get('count')} vs decoder {x.get('decoded')}"
+           for s, x in sorted((fin.get("stores") or {}).items()) if x.get("count") != x.get("decoded")]
+    return Check("statestore-crosscheck", not bad,
+                 "; ".join(bad) if bad else f"{len(fin.get('stores') or {})} store(s): Spark's state reader "
+                 f"and the plain-Python decoder agree on every row count", fin["seq"] if bad else None)
+
+
+def query_checks(trace: Trace) -> list[Check]:
+    """Every check of a user-query trace (module docstring)."""
+    cfg = trace.header.get("config", {})
+    try:
+        req = _requested(cfg)
+    except (TypeError, ValueError):
+        raise InvalidInputError("header config is malformed", source=trace.source, location="line 1") from None
+    v = StreamView.read(trace, None, req, None)
+    checks = [failure_observed(v), commit_protocol(v), resume_prediction(v)]
+    if not v.ended:
+        return [*checks, _not_reached(v)]
+    checks += [output_exactly_once(v), state_failure_free(v)]
+    if "state_final" in v.ends:
+        checks.append(query_statestore_crosscheck(v))
+    return checks

@@ -1,0 +1,770 @@
+"""Chaos-test a user's own Structured Streaming query: record it with a real injected failure.
+
+A *query under test* is a Python file (or importable module) with (``docs/your-query.md``):
+
+- ``SCHEMA``: the input rows as a Spark DDL string, e.g. ``"ts TIMESTAMP, user STRING, amount INT"``;
+- ``batches(seed) -> list[list[tuple]]``: the input, one list of rows per micro-batch;
+- ``query(df) -> DataFrame``: the streaming transformation of the input stream (stateful allowed);
+- ``OUTPUT_MODE`` (``"append"``, ``"update"`` or ``"complete"``) and ``KEY`` (the output columns
+  that identify a row; the final output table is the last row per key);
+- optional ``sink(batch_df, batch_id, out_dir)`` and ``read_output(out_dir) -> list[dict]``: the
+  user's own ``foreachBatch`` sink and how to read back what it wrote. The default sink is
+  rollcheck's idempotent one: ``out_dir/batch-<id>.json`` replaced atomically per batch id.
+
+rollcheck owns the source (one JSON Lines file per batch, read with ``maxFilesPerTrigger=1``, so
+data batch *b* is Spark batch *b*; later batch ids are data-less batches that only advance the
+watermark), the failure injection and the recording. :func:`record_query` runs a failure-free
+*reference* run (its own checkpoint and output folder) and then the run with the failure:
+
+- ``task``: a non-deterministic Python UDF in a filter over ``input_file_name()`` raises inside a
+  task of the chosen batch (the filter decides which rows survive, so the optimizer can neither
+  drop nor pre-evaluate it; the plan is recorded as ``spark.plan``); the driver restarts the query;
+- ``sink``: raises in ``foreachBatch`` *after* the user's sink wrote the batch; restart in process;
+- ``kill``: the driver runs in a child process group; after the user's sink wrote the chosen batch
+  the parent SIGKILLs the group (driver and JVM) and starts a new driver on the same checkpoint.
+
+The trace (``source == "spark-query"``) has the streaming events of
+:mod:`rollcheck.spark_replay.watcher` plus ``spark.attempt_start``, ``spark.sink_written`` (with the
+rows handed to the sink), the core ``failure``, ``spark.restart``, ``spark.plan``, and at the end
+``spark.reference`` (the failure-free run's output and state), ``spark.output_final``,
+``spark.state_final`` (every state store read with Spark's ``statestore`` reader, with the row
+count of our own decoder) and ``end``. The checks are in :mod:`rollcheck.spark_replay.checks`.
+
+References
+----------
+Spark Structured Streaming programming guide (foreachBatch, checkpointing, watermarks, the
+``statestore`` data source); the conformance rules are in ``specs/spark.md``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import decimal
+import hashlib
+import importlib
+import importlib.util
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.spark_replay.checkpoint_reader import CheckpointDir
+from rollcheck.spark_replay.trace import TraceWriter
+from rollcheck.spark_replay.watcher import PREFIX, CheckpointWatcher
+
+__all__ = [
+    "FAILURES",
+    "OUTPUT_MODES",
+    "QueryConfig",
+    "UserQuery",
+    "load_query",
+    "ddl_columns",
+    "record_query",
+    "session_conf",
+    "read_state_stores",
+    "WORK_MARKER",
+]
+
+FAILURES = ("task", "sink", "kill")
+OUTPUT_MODES = ("append", "update", "complete")
+#: A file that marks a work folder as rollcheck's (only such a folder is ever replaced).
+WORK_MARKER = ".rollcheck-work"
+#: State stores with at most this many rows are recorded row by row (else by digest only).
+ROWS_IN_TRACE = 2000
+
+
+# ----------------------------------------------------------------------------- the user's module
+@dataclass
+class UserQuery:
+    """A loaded query module, its contract attributes checked."""
+
+    spec: str
+    module: ModuleType
+    schema: str
+    columns: list[str]
+    output_mode: str
+    key: list[str]
+
+    @property
+    def has_sink(self) -> bool:
+        return callable(getattr(self.module, "sink", None))
+
+    def batches(self, seed: int) -> list[list[tuple[Any, ...]]]:
+        """The user's input, checked: a list of batches, each a list of rows of the schema's width."""
+        try:
+            data = self.module.batches(seed)
+        except Exception as e:  # the user's code: one clear line, no traceback
+            raise InvalidInputError(f"batches({seed}) raised {type(e).__name__}: {e}", source=self.spec,
+                                    location="batches") from None
+        if not isinstance(data, list | tuple) or not data:
+            raise InvalidInputError("batches(seed) must return a non-empty list of batches",
+                                    source=self.spec, location="batches")
+        out = []
+        for b, rows in enumerate(data):
+            if not isinstance(rows, list | tuple):
+                raise InvalidInputError("a batch must be a list of rows", source=self.spec,
+                                        location=f"batches(seed)[{b}]")
+            for i, r in enumerate(rows):
+                if not isinstance(r, list | tuple) or len(r) != len(self.columns):
+                    raise InvalidInputError(f"a row must be a tuple of {len(self.columns)} values "
+                                            f"({', '.join(self.columns)})", source=self.spec,
+                                            location=f"batches(seed)[{b}][{i}]")
+            out.append([tuple(r) for r in rows])
+        return out
+
+
+def ddl_columns(schema: str) -> list[str]:
+    """The column names of a Spark DDL schema string (top-level commas only).
+
+    Examples
+    --------
+    >>> ddl_columns("ts TIMESTAMP, `user id` STRING, s STRUCT<a: INT, b: INT>")
+    ['ts', 'user id', 's']
+    """
+    parts: list[str] = []
+    cur: list[str] = []
+    depth = 0
+    for ch in schema:
+        if ch in "<(":
+            depth += 1
+        elif ch in ">)":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    parts.append("".join(cur))
+    names = []
+    for p in parts:
+        p = p.strip()
+        if not p:
+            raise InvalidInputError(f"empty column in SCHEMA {schema!r}", location="SCHEMA")
+        if p.startswith("`"):
+            end = p.find("`", 1)
+            if end < 0:
+                raise InvalidInputError(f"unbalanced backquote in SCHEMA {schema!r}", location="SCHEMA")
+            names.append(p[1:end])
+        else:
+            names.append(p.replace(":", " ").split()[0])
+    return names
+
+
+def _import(spec: str) -> ModuleType:
+    if spec.endswith(".py"):
+        path = Path(spec)
+        if not path.is_file():
+            raise InvalidInputError("query module file not found", source=spec, location="--module")
+        name = "rollcheck_user_query_" + hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:10]
+        if name in sys.modules:
+            return sys.modules[name]
+        ispec = importlib.util.spec_from_file_location(name, path)
+        assert ispec is not None and ispec.loader is not None
+        mod = importlib.util.module_from_spec(ispec)
+        sys.modules[name] = mod
+        try:
+            ispec.loader.exec_module(mod)
+        except Exception as e:
+            del sys.modules[name]
+            raise InvalidInputError(f"cannot load the query module: {type(e).__name__}: {e}",
+                                    source=spec, location="--module") from None
+        return mod
+    try:
+        return importlib.import_module(spec)
+    except ImportError as e:
+        raise InvalidInputError(f"cannot import the query module: {e}", source=spec, location="--module") from None
+
+
+def load_query(spec: str) -> UserQuery:
+    """Load ``FILE.py`` or ``MODULE`` and check the contract (module docstring).
+
+    Raises
+    ------
+    InvalidInputError
+        Naming the module and the missing or malformed attribute.
+    """
+    mod = _import(spec)
+    for name in ("SCHEMA", "batches", "query", "OUTPUT_MODE", "KEY"):
+        if not hasattr(mod, name):
+            raise InvalidInputError(f"the query module has no {name}", source=spec, location=name)
+    if not isinstance(mod.SCHEMA, str) or not mod.SCHEMA.strip():
+        raise InvalidInputError("SCHEMA must be a DDL string", source=spec, location="SCHEMA")
+    for name in ("batches", "query"):
+        if not callable(getattr(mod, name)):
+            raise InvalidInputError(f"{name} must be a function", source=spec, location=name)
+    if mod.OUTPUT_MODE not in OUTPUT_MODES:
+        raise InvalidInputError(f"OUTPUT_MODE must be one of {OUTPUT_MODES}, got {mod.OUTPUT_MODE!r}",
+                                source=spec, location="OUTPUT_MODE")
+    key = mod.KEY
+    if isinstance(key, str) or not isinstance(key, list | tuple) or not all(isinstance(k, str) for k in key):
+        raise InvalidInputError("KEY must be a list of output column names", source=spec, location="KEY")
+    has_sink, has_read = callable(getattr(mod, "sink", None)), callable(getattr(mod, "read_output", None))
+    if has_sink != has_read:
+        raise InvalidInputError("give sink and read_output together (rollcheck must read what your sink "
+                                "wrote)", source=spec, location="sink" if has_sink else "read_output")
+    cols = ddl_columns(mod.SCHEMA)
+    return UserQuery(spec, mod, mod.SCHEMA, cols, mod.OUTPUT_MODE, list(key))
+
+
+# ----------------------------------------------------------------------------- configuration
+@dataclass(frozen=True)
+class QueryConfig:
+    """Parameters of one recording (all of them go into the trace header)."""
+
+    module: str
+    batches: int | None = None
+    seed: int = 0
+    fail_at_batch: int | None = None
+    failure: str | None = None
+    master: str | None = None
+    shuffle_partitions: int = 2
+    max_attempts: int = 4
+    reference: bool = True
+
+    def validate(self, n_input: int | None = None) -> None:
+        """Check the flags; with ``n_input`` (the number of input batches) also the batch."""
+        if self.batches is not None and self.batches < 1:
+            raise InvalidInputError(f"need at least one batch, got {self.batches}", location="--batches")
+        if (self.failure is None) != (self.fail_at_batch is None):
+            raise InvalidInputError("give --fail-at-batch and --failure together", location="--failure")
+        if self.failure is not None and self.failure not in FAILURES:
+            raise InvalidInputError(f"unknown failure {self.failure!r}; use one of {FAILURES}",
+                                    location="--failure")
+        if self.fail_at_batch is not None and self.fail_at_batch < 0:
+            raise InvalidInputError("--fail-at-batch must be >= 0", location="--fail-at-batch")
+        if n_input is not None and self.fail_at_batch is not None and self.fail_at_batch > n_input:
+            # batch n_input may exist (a data-less batch that advances the watermark); beyond: never
+            raise InvalidInputError(f"--fail-at-batch {self.fail_at_batch} is beyond the input: it has "
+                                    f"{n_input} batches (ids 0..{n_input - 1}, plus at most one data-less "
+                                    f"batch {n_input})", location="--fail-at-batch")
+
+
+# ----------------------------------------------------------------------------- values
+def _json_value(v: Any) -> Any:
+    if isinstance(v, dt.datetime):
+        if v.tzinfo is not None:
+            v = v.astimezone(dt.UTC).replace(tzinfo=None)
+        return v.strftime("%Y-%m-%dT%H:%M:%S.%f")
+    if isinstance(v, dt.date):
+        return v.isoformat()
+    if isinstance(v, decimal.Decimal):
+        return str(v)
+    if isinstance(v, dict):
+        return {str(k): _json_value(x) for k, x in v.items()}
+    if isinstance(v, list | tuple):
+        return [_json_value(x) for x in v]
+    return v
+
+
+def plain(v: Any) -> Any:
+    """A Spark value as JSON-able data: rows to dicts, timestamps to ISO strings (UTC).
+
+    Examples
+    --------
+    >>> plain({"t": dt.datetime(2024, 1, 1, 0, 0, 5), "n": [1, (2, 3)]})
+    {'t': '2024-01-01T00:00:05', 'n': [1, [2, 3]]}
+    """
+    if hasattr(v, "asDict"):
+        return {k: plain(x) for k, x in v.asDict(recursive=False).items()}
+    if isinstance(v, dt.datetime):
+        return v.isoformat()
+    if isinstance(v, dt.date):
+        return v.isoformat()
+    if isinstance(v, decimal.Decimal):
+        return str(v)
+    if isinstance(v, bytes | bytearray):
+        return v.hex()
+    if isinstance(v, dict):
+        return {str(k): plain(x) for k, x in v.items()}
+    if isinstance(v, list | tuple):
+        return [plain(x) for x in v]
+    return v
+
+
+def _canon(x: Any) -> str:
+    return json.dumps(x, sort_keys=True, separators=(",", ":"), default=str)
+
+
+# ----------------------------------------------------------------------------- work folder
+@dataclass
+class _Paths:
+    root: Path
+
+    @property
+    def inputs(self) -> Path:
+        return self.root / "in"
+
+    def checkpoint(self, ref: bool = False) -> Path:
+        return self.root / ("ref-checkpoint" if ref else "checkpoint")
+
+    def out(self, ref: bool = False) -> Path:
+        return self.root / ("ref-out" if ref else "out")
+
+    @property
+    def markers(self) -> Path:
+        return self.root / "markers"
+
+
+def _prepare(root: Path, rows: list[list[tuple[Any, ...]]], columns: list[str]) -> _Paths:
+    if root.exists():
+        if not (root / WORK_MARKER).exists():
+            raise InvalidInputError("the work folder exists and is not rollcheck's; remove it or choose "
+                                    "another", source=str(root), location="--workdir")
+        shutil.rmtree(root)
+    paths = _Paths(root)
+    root.mkdir(parents=True)
+    (root / WORK_MARKER).write_text("rollcheck spark record query\n", encoding="utf-8")
+    for d in (paths.inputs, paths.out(), paths.out(True), paths.markers):
+        d.mkdir()
+    base = time.time() - 3600  # strictly increasing modification times fix the file order
+    for b, batch in enumerate(rows):
+        f = paths.inputs / f"batch-{b:05d}.json"
+        with open(f, "w", encoding="utf-8") as fh:
+            for r in batch:
+                fh.write(json.dumps(dict(zip(columns, map(_json_value, r), strict=True))) + "\n")
+        os.utime(f, (base + b, base + b))
+    return paths
+
+
+# ----------------------------------------------------------------------------- Spark side
+def _source(spark: Any, uq: UserQuery, paths: _Paths) -> Any:
+    return (spark.readStream.schema(uq.schema).option("maxFilesPerTrigger", 1)
+            .option("timestampFormat", "yyyy-MM-dd'T'HH:mm:ss.SSSSSS").option("mode", "FAILFAST")
+            .json(str(paths.inputs)))
+
+
+def _with_task_failure(df: Any, F: Any, marker: Path, batch: int) -> Any:
+    """The input with a filter whose UDF raises in a task reading batch ``batch``'s file (once:
+    the marker file is created exclusively)."""
+    target = f"batch-{batch:05d}.json"
+    mpath = str(marker)
+
+    def inject(path):  # no type hints: PySpark 4 would read them as a pandas UDF
+        if path and path.endswith(target):
+            try:
+                fd = os.open(mpath, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            except FileExistsError:
+                return True
+            os.write(fd, str(batch).encode())
+            os.close(fd)
+            raise RuntimeError(f"rollcheck: injected task failure in batch {batch}")
+        return True
+
+    return df.where(F.udf(inject, "boolean").asNondeterministic()(F.input_file_name()))
+
+
+def _default_sink(rows: list[dict[str, Any]], batch_id: int, out_dir: str) -> None:
+    """rollcheck's idempotent sink: the batch's rows replace ``batch-<id>.json`` atomically."""
+    p = Path(out_dir) / f"batch-{batch_id:05d}.json"
+    tmp = p.with_name("." + p.name + ".tmp")
+    tmp.write_text(json.dumps(sorted(rows, key=_canon)), encoding="utf-8")
+    os.replace(tmp, p)
+
+
+def _default_read(out_dir: str) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for f in sorted(Path(out_dir).glob("batch-*.json")):
+        rows.extend(json.loads(f.read_text(encoding="utf-8")))
+    return rows
+
+
+def _read_output(uq: UserQuery, out_dir: Path) -> list[dict[str, Any]]:
+    if not uq.has_sink:
+        return _default_read(str(out_dir))
+    try:
+        rows = uq.module.read_output(str(out_dir))
+    except Exception as e:
+        raise InvalidInputError(f"read_output raised {type(e).__name__}: {e}", source=uq.spec,
+                                location="read_output") from None
+    if not isinstance(rows, list | tuple) or not all(isinstance(r, dict) for r in rows):
+        raise InvalidInputError("read_output must return a list of dicts", source=uq.spec,
+                                location="read_output")
+    return [plain(r) for r in rows]
+
+
+def read_state_stores(spark: Any, checkpoint: Path) -> dict[str, dict[str, Any]]:
+    """Every state store of a checkpoint read with Spark's ``statestore`` reader, with the row
+    count of the plain-Python decoder: ``{"<op>/<store>": {"count", "digest", "decoded", "rows"?}}``."""
+    ck = CheckpointDir(checkpoint)
+    if not ck.commits():
+        return {}
+    meta = spark.read.format("state-metadata").load(str(checkpoint)).collect()
+    out: dict[str, dict[str, Any]] = {}
+    for m in meta:
+        op, store = int(m["operatorId"]), str(m["stateStoreName"])
+        rows = (spark.read.format("statestore").option("operatorId", op).option("storeName", store)
+                .load(str(checkpoint)).select("key", "value").collect())
+        canon = sorted(_canon([plain(r["key"]), plain(r["value"])]) for r in rows)
+        decoded = sum(len(p) for p in ck.state(op, store=store).values())
+        entry: dict[str, Any] = {"count": len(canon), "decoded": decoded,
+                                 "digest": hashlib.sha256("\n".join(canon).encode()).hexdigest()}
+        if len(canon) <= ROWS_IN_TRACE:
+            entry["rows"] = canon
+        out[f"{op}/{store}"] = entry
+    return out
+
+
+class _InjectedSinkFailure(RuntimeError):
+    pass
+
+
+def _run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: _Paths, *, ref: bool,
+              writer: TraceWriter | None, watcher: CheckpointWatcher | None,
+              notes: dict[str, Any] | None = None) -> str:
+    """One start of the query until it ends ("done") or fails with the injected failure
+    ("failed"); any other failure of the query is the user's and ends the recording."""
+    from pyspark.errors import StreamingQueryException
+    from pyspark.sql import functions as F
+
+    attempt = writer.attempt if writer is not None else 0
+    failing = not ref and cfg.failure is not None
+    marker = paths.markers / "failed"
+    kill_marker = paths.markers / "kill-requested"
+    first_sink = [True]
+    out_dir = paths.out(ref)
+    ck = paths.checkpoint(ref)
+    if writer is not None:
+        commits = sorted(CheckpointDir(ck).commits()) if ck.is_dir() else []
+        writer.emit(PREFIX + "attempt_start", pid=os.getpid(), committed=commits)
+    df = _source(spark, uq, paths)
+    if failing and cfg.failure == "task":
+        df = _with_task_failure(df, F, marker, int(cfg.fail_at_batch))  # type: ignore[arg-type]
+    try:
+        result = uq.module.query(df)
+    except Exception as e:
+        raise InvalidInputError(f"query(df) raised {type(e).__name__}: {e}", source=uq.spec,
+                                location="query") from None
+    if not getattr(result, "isStreaming", False):
+        raise InvalidInputError("query(df) must return a streaming DataFrame", source=uq.spec,
+                                location="query")
+    if watcher is not None:
+        watcher.poll_now()
+        watcher.start()
+
+    def sink(bdf: Any, bid: int) -> None:
+        # The recorder keeps the rows handed to the sink; the default sink writes the same rows
+        # (one Spark action). Only a user's sink next to the recorder reads the batch twice: cache it.
+        twice = writer is not None and uq.has_sink
+        if twice:
+            bdf.persist()
+        try:
+            # collecting runs the batch: its state stores commit their new versions now
+            rows = [plain(r) for r in bdf.collect()] if (writer is not None or not uq.has_sink) else []
+            if watcher is not None:
+                watcher.poll_now()
+            if writer is not None and first_sink[0] and attempt > 1:
+                writer.emit(PREFIX + "restart", resume_batch=bid,
+                            restored_versions=watcher.restored_versions() if watcher else {})
+            first_sink[0] = False
+            if uq.has_sink:
+                uq.module.sink(bdf, bid, str(out_dir))
+            else:
+                _default_sink(rows, bid, str(out_dir))
+        finally:
+            if twice:
+                bdf.unpersist()
+        if writer is not None:
+            writer.emit(PREFIX + "sink_written", batch=bid, rows=rows)
+        if failing and cfg.fail_at_batch == bid and cfg.failure in ("sink", "kill"):
+            try:
+                fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            except FileExistsError:
+                return
+            os.close(fd)
+            if writer is not None:
+                writer.emit("failure", processes=["driver"], batch=bid, mode=cfg.failure)
+            if cfg.failure == "sink":
+                raise _InjectedSinkFailure(f"rollcheck: injected sink failure in batch {bid}")
+            kill_marker.write_text(str(os.getpid()), encoding="utf-8")
+            time.sleep(600)  # the parent SIGKILLs this process group now
+
+    writer_ = (result.writeStream.outputMode(uq.output_mode).option("checkpointLocation", str(ck))
+               .foreachBatch(sink).trigger(availableNow=True))
+    try:
+        q = writer_.start()
+    except Exception as e:
+        if watcher is not None:
+            watcher.stop()
+        raise InvalidInputError(f"Spark refused the query: {type(e).__name__}: {str(e).splitlines()[0]}",
+                                source=uq.spec, location="query") from None
+    outcome = "done"
+    error: str | None = None
+    try:
+        q.awaitTermination()
+    except StreamingQueryException as e:
+        injected = failing and marker.exists() and not (paths.markers / "recovered").exists()
+        if injected:
+            outcome = "failed"
+            (paths.markers / "recovered").write_text("1", encoding="utf-8")
+        else:
+            outcome = "error"
+            error = str(e).splitlines()[0] if str(e) else type(e).__name__
+    finally:
+        if watcher is not None:
+            watcher.stop()
+    if writer is not None and failing and cfg.failure == "task" and notes is not None \
+            and not notes.get("plan"):
+        try:  # the physical plan that ran: the injection is in it (evidence, not a requirement)
+            notes["plan"] = q._jsq.explainInternal(False)
+            writer.emit(PREFIX + "plan", physical=notes["plan"])
+        except Exception:
+            pass
+    if outcome == "failed" and cfg.failure == "task" and writer is not None:
+        # the batch Spark was running: the first planned batch that did not commit
+        c = CheckpointDir(ck)
+        pending = sorted(set(c.offsets()) - set(c.commits()))
+        writer.emit("failure", processes=["driver"], batch=pending[0] if pending else None, mode="task")
+    if outcome == "done" and writer is not None and attempt > 1 and first_sink[0]:
+        writer.emit(PREFIX + "restart", resume_batch=None, restored_versions={})
+    if outcome == "error":
+        if writer is not None:
+            writer.emit(PREFIX + "query_error", message=error)
+        raise InvalidInputError(f"the query failed on its own (not an injected failure): {error}",
+                                source=uq.spec, location="query")
+    return outcome
+
+
+def _reference(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: _Paths, writer: TraceWriter) -> float:
+    t0 = time.perf_counter()
+    _run_once(spark, uq, cfg, paths, ref=True, writer=None, watcher=None)
+    seconds = time.perf_counter() - t0
+    ck = CheckpointDir(paths.checkpoint(True))
+    writer.emit(PREFIX + "reference", output=_read_output(uq, paths.out(True)),
+                state=read_state_stores(spark, paths.checkpoint(True)),
+                batches=sorted(ck.commits()), seconds=round(seconds, 3))
+    return seconds
+
+
+def _finish(spark: Any, uq: UserQuery, paths: _Paths, writer: TraceWriter) -> None:
+    writer.emit(PREFIX + "output_final", rows=_read_output(uq, paths.out()))
+    writer.emit(PREFIX + "state_final", stores=read_state_stores(spark, paths.checkpoint()))
+    writer.emit("end", status="done")
+
+
+def session_conf() -> dict[str, Any]:
+    """The Spark settings a recording needs (UTC session time zone, frequent state maintenance)."""
+    return {"spark.sql.session.timeZone": "UTC",
+            "spark.sql.streaming.stateStore.maintenanceInterval": "1s"}
+
+
+def _drive(cfg: QueryConfig, paths: _Paths, trace: Path, header: dict[str, Any], *, single_attempt: bool,
+           with_reference: bool, enabled: bool = True, spark: Any = None) -> dict[str, Any]:
+    """Run (reference and) attempts in one Spark session (``spark``, or a new one); return the
+    status and timings."""
+    from rollcheck.spark_replay.session import spark_session
+
+    uq = load_query(cfg.module)
+    _register_by_value(uq)
+    writer = TraceWriter(trace, header, enabled=enabled)
+    status, ref_s, attempts_s = "failed", None, []
+    try:
+        with contextlib.ExitStack() as stack:
+            if spark is None:
+                spark = stack.enter_context(spark_session(
+                    cfg.master, app_name="rollcheck-query", shuffle_partitions=cfg.shuffle_partitions,
+                    conf=session_conf()))
+            else:
+                for k, v in session_conf().items():
+                    spark.conf.set(k, str(v))
+                spark.conf.set("spark.sql.shuffle.partitions", str(cfg.shuffle_partitions))
+            _quiet(spark)
+            if with_reference:
+                ref_s = _reference(spark, uq, cfg, paths, writer)
+            watcher = CheckpointWatcher(paths.checkpoint(), writer, writer.previous) if enabled else None
+            notes: dict[str, Any] = {}
+            for n in range(1 if single_attempt else cfg.max_attempts):
+                if n > 0:
+                    writer.attempt += 1
+                    if watcher is not None:
+                        watcher.new_attempt()
+                t0 = time.perf_counter()
+                outcome = _run_once(spark, uq, cfg, paths, ref=False, writer=writer if enabled else None,
+                                    watcher=watcher, notes=notes)
+                attempts_s.append(time.perf_counter() - t0)
+                if outcome == "done":
+                    if enabled:
+                        _finish(spark, uq, paths, writer)
+                    status = "done"
+                    break
+    finally:
+        writer.close()
+    return {"status": status, "reference_seconds": None if ref_s is None else round(ref_s, 3),
+            "attempt_seconds": [round(x, 3) for x in attempts_s]}
+
+
+def _register_by_value(uq: UserQuery) -> None:
+    """Ship the user's functions to the Python workers by value (a file module is not importable
+    there)."""
+    from pyspark import cloudpickle
+
+    try:
+        cloudpickle.register_pickle_by_value(uq.module)
+    except ValueError:  # a module of the standard library or already registered
+        pass
+
+
+def _quiet(spark: Any) -> None:
+    import logging
+
+    logging.getLogger("py4j").setLevel(logging.CRITICAL)
+    spark.sparkContext.setLogLevel("OFF")
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+def record_query(cfg: QueryConfig, out: str | Path, *, workdir: str | Path | None = None,
+                 enabled: bool = True, spark: Any = None) -> dict[str, Any]:
+    """Record the user's query: a failure-free reference run, then the run with the failure.
+
+    Parameters
+    ----------
+    cfg : QueryConfig
+        The module, the failure and the Spark settings.
+    out : path
+        The trace file (``rollcheck.trace/1``) to write.
+    workdir : path, optional
+        The folder for the input files, checkpoints and outputs (default: ``<out>.work`` next to
+        the trace); kept afterwards. An existing folder is replaced only if it is rollcheck's.
+    enabled : bool
+        False runs the same query without recording (the overhead baseline of the benchmark).
+    spark : SparkSession, optional
+        Run in this session (``task`` and ``sink`` failures only; ``kill`` always starts its own
+        driver processes). Several recordings can so share one JVM.
+
+    Returns
+    -------
+    dict
+        ``trace``, ``checkpoint`` (the kept checkpoint folder), ``seconds`` (the whole recording),
+        ``reference_seconds``, ``attempt_seconds``, ``status``, ``batches``, ``children``.
+
+    Examples
+    --------
+    See ``docs/your-query.md``; the library of queries in ``tests/queries`` is recorded by
+    ``tests/test_spark_query.py``.
+    """
+    cfg.validate()
+    uq = load_query(cfg.module)
+    rows = uq.batches(cfg.seed)
+    if cfg.batches is not None:
+        rows = rows[: cfg.batches]
+    cfg.validate(len(rows))
+    out = Path(out)
+    root = Path(workdir) if workdir is not None else out.with_name(out.name + ".work")
+    paths = _prepare(root, rows, uq.columns)
+    if out.exists():
+        out.unlink()
+    header = {"source": "spark-query", "seed": cfg.seed, "processes": ["driver"],
+              "config": {**asdict(cfg), "key": uq.key, "output_mode": uq.output_mode, "schema": uq.schema,
+                         "user_sink": uq.has_sink, "input_batches": len(rows),
+                         "input_rows": sum(len(b) for b in rows)}}
+    try:
+        return _record(cfg, out, root, paths, header, enabled, spark, len(rows))
+    except InvalidInputError:
+        out.unlink(missing_ok=True)  # a refused query leaves no half-written trace
+        raise
+
+
+def _record(cfg: QueryConfig, out: Path, root: Path, paths: _Paths, header: dict[str, Any], enabled: bool,
+            spark: Any, n_rows: int) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    children = 0
+    if cfg.failure != "kill":
+        res = _drive(cfg, paths, out, header, single_attempt=False, with_reference=cfg.reference,
+                     enabled=enabled, spark=spark)
+    else:
+        res = {"status": "failed", "reference_seconds": None, "attempt_seconds": []}
+        if enabled:
+            TraceWriter(out, header).close()
+        for k in range(cfg.max_attempts):
+            children += 1
+            spec = json.dumps({"cfg": asdict(cfg), "root": str(root), "trace": str(out), "header": header,
+                               "reference": k == 0 and cfg.reference, "enabled": enabled})
+            child_tmp = root / f"tmp-{children}"  # a SIGKILLed driver cannot clean up after itself
+            child_tmp.mkdir()
+            env = {**os.environ, "TMPDIR": str(child_tmp), "JAVA_TOOL_OPTIONS": f"-Djava.io.tmpdir={child_tmp}"}
+            t_c = time.perf_counter()
+            proc = subprocess.Popen([sys.executable, "-m", "rollcheck.spark_replay.query", "--child"],
+                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True,
+                                    env=env)
+            assert proc.stdin is not None and proc.stdout is not None
+            proc.stdin.write(spec.encode())
+            proc.stdin.close()
+            kill_marker = paths.markers / "kill-requested"
+            try:
+                while proc.poll() is None:
+                    if kill_marker.exists():
+                        kill_marker.unlink()
+                        _kill_group(proc)
+                        break
+                    time.sleep(0.05)
+            finally:
+                if proc.poll() is None:
+                    _kill_group(proc)
+                else:
+                    try:  # the JVM may outlive a dead driver briefly: end the whole group
+                        os.killpg(proc.pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+            reply = proc.stdout.read().decode(errors="replace").strip()
+            proc.stdout.close()
+            shutil.rmtree(child_tmp, ignore_errors=True)
+            if proc.returncode == -signal.SIGKILL:
+                res["attempt_seconds"].append(round(time.perf_counter() - t_c, 3))
+                continue
+            try:
+                child = json.loads(reply.splitlines()[-1]) if reply else {}
+            except json.JSONDecodeError:
+                child = {}
+            if proc.returncode == 2 and child.get("invalid"):
+                raise InvalidInputError(child["invalid"], source=cfg.module)
+            if proc.returncode != 0:
+                raise RuntimeError(f"the query driver exited with {proc.returncode}: {child or reply[-500:]}")
+            res["status"] = child.get("status", "failed")
+            if child.get("reference_seconds") is not None:
+                res["reference_seconds"] = child["reference_seconds"]
+            res["attempt_seconds"] += child.get("attempt_seconds", [])
+            if res["status"] == "done":
+                break
+    if res["reference_seconds"] is None and enabled and out.exists():
+        from rollcheck.spark_replay.trace import read_trace
+
+        ref = read_trace(out).of_kind(PREFIX + "reference")  # a killed first driver could not reply
+        if ref:
+            res["reference_seconds"] = ref[0].get("seconds")
+    return {"trace": str(out), "checkpoint": str(paths.checkpoint()), "workdir": str(root),
+            "seconds": round(time.perf_counter() - t0, 2), "status": res["status"],
+            "reference_seconds": res["reference_seconds"], "attempt_seconds": res["attempt_seconds"],
+            "batches": n_rows, "children": children, "seed": cfg.seed}
+
+
+def _child_main() -> int:
+    spec = json.loads(sys.stdin.read())
+    cfg = QueryConfig(**spec["cfg"])
+    try:
+        res = _drive(cfg, _Paths(Path(spec["root"])), Path(spec["trace"]), spec["header"], single_attempt=True,
+                     with_reference=spec["reference"], enabled=spec["enabled"])
+    except InvalidInputError as e:
+        print(json.dumps({"invalid": str(e)}), flush=True)
+        return 2
+    print(json.dumps(res), flush=True)
+    return 0 if res["status"] == "done" else 4
+
+
+if __name__ == "__main__":  # the driver child of a kill-mode recording
+    if sys.argv[1:] == ["--child"]:
+        sys.exit(_child_main())

@@ -1,0 +1,187 @@
+"""Watch a Structured Streaming checkpoint folder and record what Spark writes there.
+
+A :class:`CheckpointWatcher` polls the folder (from a background thread, and synchronously when
+the recorder asks, e.g. at each sink call) and appends to a trace, in the order Spark writes them:
+``spark.batch_committed`` when ``commits/N`` appears, ``spark.batch_planned`` when
+``offsets/N`` appears (with the offsets and the source files of the batch) and
+``spark.state_committed`` when a state file version of any operator, partition and store appears
+or is rewritten (``specs/spark.md#streaming-trace``).
+
+References
+----------
+Spark Structured Streaming programming guide (checkpointing; the checkpoint folder layout is in
+``specs/spark.md#checkpoint-files``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from rollcheck.spark_replay.checkpoint_reader import DEFAULT_STORE, CheckpointDir
+from rollcheck.spark_replay.trace import TraceWriter
+
+__all__ = ["CheckpointWatcher", "PREFIX", "base_kind", "state_key"]
+
+#: Prefix of the engine-specific streaming event kinds (the core ``failure`` and ``end`` have none).
+PREFIX = "spark."
+
+
+def base_kind(kind: str) -> str:
+    """The streaming event kind without the engine prefix (traces recorded before the prefix
+    existed use the bare names).
+
+    Examples
+    --------
+    >>> base_kind("spark.batch_planned"), base_kind("batch_planned"), base_kind("failure")
+    ('batch_planned', 'batch_planned', 'failure')
+    """
+    return kind[len(PREFIX):] if kind.startswith(PREFIX) else kind
+
+
+def state_key(e: dict[str, Any]) -> str:
+    """The state store instance a ``state_committed`` event (or restored version) refers to:
+    ``"<partition>"`` for the default store of operator 0, ``"<op>/<partition>/<store>"`` else.
+
+    Examples
+    --------
+    >>> state_key({"partition": 1}), state_key({"operator": 0, "partition": 1, "store": "left-x"})
+    ('1', '0/1/left-x')
+    """
+    op = int(e.get("operator", 0))
+    store = str(e.get("store", DEFAULT_STORE))
+    if op == 0 and store == DEFAULT_STORE:
+        return str(e["partition"])
+    return f"{op}/{e['partition']}/{store}"
+
+
+class CheckpointWatcher:
+    """Polls a checkpoint folder and records what Spark wrote there (module docstring).
+
+    Parameters
+    ----------
+    checkpoint : Path
+        The query's ``checkpointLocation``.
+    writer : TraceWriter
+        Where the events go.
+    previous : list of dict
+        Events already in the trace (a restarted driver does not record them again).
+    """
+
+    def __init__(self, checkpoint: Path, writer: TraceWriter, previous: list[dict[str, Any]]):
+        self.ck = Path(checkpoint)
+        self.w = writer
+        self.lock = threading.Lock()
+        self.planned = {e["batch"] for e in previous if base_kind(e["kind"]) == "batch_planned"}
+        self.committed = {e["batch"] for e in previous if base_kind(e["kind"]) == "batch_committed"}
+        self.state_seen: dict[str, tuple[int, int]] = {
+            e["file"]: (e["mtime_ns"], e["size"]) for e in previous
+            if base_kind(e["kind"]) == "state_committed"}
+        #: Per state instance (:func:`state_key`), the lowest delta version written this attempt.
+        self.written_this_attempt: dict[str, int] = {}
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        #: Background polling period (s). Ordering does not depend on it: the sink polls
+        #: synchronously before recording, and stopping polls once more.
+        self.interval = 0.5
+
+    def _state_files(self) -> list[tuple[int, int, int, str, str, str, os.stat_result]]:
+        root = self.ck / "state"
+        found: list[tuple[int, int, int, str, str, str, os.stat_result]] = []
+        if not root.is_dir():
+            return found
+        for opdir in root.iterdir():
+            if not opdir.name.isdigit():
+                continue
+            for pdir in opdir.iterdir():
+                if not pdir.name.isdigit():
+                    continue
+                dirs = [(DEFAULT_STORE, pdir)] + [(s.name, s) for s in pdir.iterdir()
+                                                  if s.is_dir() and not s.name.startswith(("_", "."))]
+                for store, d in dirs:
+                    for f in d.iterdir():
+                        if f.name.endswith((".delta", ".snapshot")) and not f.name.startswith("."):
+                            try:
+                                st = f.stat()
+                            except FileNotFoundError:
+                                continue
+                            found.append((int(f.name.split(".")[0]), int(opdir.name), int(pdir.name),
+                                          store, f.name, str(f.relative_to(self.ck)), st))
+        return found
+
+    def poll(self) -> None:
+        with self.lock:
+            if not self.ck.is_dir():
+                return
+            reader = CheckpointDir(self.ck)
+            # Spark writes commits/N, then offsets/N+1, then the state files of batch N+1: record
+            # what one poll finds in that order.
+            for b in reader._log_files("commits"):
+                if b not in self.committed:
+                    self.w.emit(PREFIX + "batch_committed", batch=b)
+                    self.committed.add(b)
+            offs = reader._log_files("offsets")
+            new = [b for b in offs if b not in self.planned]
+            if new:
+                srcs = reader.source_files(0)
+                for b in new:
+                    lines = CheckpointDir._log_lines(offs[b])
+                    self.w.emit(PREFIX + "batch_planned", batch=b,
+                                offsets=[json.loads(x) for x in lines[1:] if x != "-"],
+                                files=[os.path.basename(p) for p in srcs.get(b, [])])
+                    self.planned.add(b)
+            fresh = [x for x in self._state_files() if self.state_seen.get(x[5]) != (x[6].st_mtime_ns, x[6].st_size)]
+            for v, op, part, store, name, rel, st in sorted(fresh, key=lambda x: x[:5]):
+                self.state_seen[rel] = (st.st_mtime_ns, st.st_size)
+                kind = name.split(".")[1]
+                ev: dict[str, Any] = {"batch": v - 1, "partition": part, "version": v}
+                if op != 0 or store != DEFAULT_STORE:
+                    ev.update(operator=op, store=store)
+                self.w.emit(PREFIX + "state_committed", **ev, file_kind=kind, file=rel,
+                            mtime_ns=st.st_mtime_ns, size=st.st_size)
+                if kind == "delta":
+                    key = state_key(ev)
+                    prev = self.written_this_attempt.get(key)
+                    self.written_this_attempt[key] = v if prev is None else min(prev, v)
+
+    def poll_now(self) -> None:
+        """Poll synchronously, retrying if a file is caught between write and rename."""
+        for k in range(5):
+            try:
+                self.poll()
+                return
+            except (OSError, ValueError):
+                if k == 4:
+                    raise
+                time.sleep(0.05)
+
+    def restored_versions(self) -> dict[str, int]:
+        """The state version each instance restored in this attempt: one below the first delta
+        it wrote."""
+        return {k: v - 1 for k, v in sorted(self.written_this_attempt.items())}
+
+    def new_attempt(self) -> None:
+        """Forget which versions the previous attempt wrote (the next restart is judged afresh)."""
+        self.written_this_attempt = {}
+        self._stop = threading.Event()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                self.poll()
+            except (OSError, ValueError):
+                continue  # a file caught mid-rename; the next poll sees it complete
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="rollcheck-watcher", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self.poll_now()
