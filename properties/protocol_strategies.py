@@ -9,6 +9,7 @@ deliveries are drawn more often than checkpoints, as in a real run.
 from __future__ import annotations
 
 from hypothesis import strategies as st
+
 from rollcheck.properties.strategies import build_from_actions, topology_channels
 from rollcheck.pyimpl.pattern import Pattern
 

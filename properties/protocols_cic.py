@@ -13,6 +13,7 @@ from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
+
 from rollcheck.properties.protocol_strategies import basic_schedules
 from rollcheck.properties.registry import prop
 from rollcheck.pyimpl.consistency import is_consistent
