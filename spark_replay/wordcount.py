@@ -209,6 +209,7 @@ def _run_attempts(cfg: WordcountConfig, paths: _Paths, trace_path: Path, header:
     """Run the query (restarting it in process after a failure); return "done" or "failed"."""
     from pyspark.errors import StreamingQueryException
     from pyspark.sql import functions as F
+
     from rollcheck.spark_replay.session import spark_session
 
     writer = TraceWriter(trace_path, header, enabled=enabled)

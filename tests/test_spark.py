@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from rollcheck.spark_replay.checkpoint_reader import CheckpointDir
 from rollcheck.spark_replay.replay import replay_file
 from rollcheck.spark_replay.tamper import delete_forced_checkpoint, drop_commit, move_resume

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.spark_replay.checks import StreamView, output_exactly_once
 from rollcheck.spark_replay.query import QueryConfig, load_query, record_query

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.spark_replay import nhop as nhop_mod
 from rollcheck.spark_replay.checkpoint_reader import Field, decode_unsafe_row, parse_state_records
