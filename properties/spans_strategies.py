@@ -101,7 +101,7 @@ def truncate(doc: dict[str, Any], lengths: dict[str, int], tops: bool = False) -
 
 @st.composite
 def dataflow_span_docs(draw: Any, max_product: int = 4000, attempts: int = 6) -> dict[str, Any]:
-    """Span systems recorded from a simulated dataflow execution (``pyimpl/spans/dataflow.py``).
+    """Span systems recorded from a simulated dataflow execution (``pyimpl/spans/executor/``).
 
     An example dataflow runs with a drawn seed; one (sometimes two) processors fail after a drawn
     number of deliveries (mostly late, when checkpoints exist) and the system is derived from the
@@ -113,7 +113,7 @@ def dataflow_span_docs(draw: Any, max_product: int = 4000, attempts: int = 6) ->
     """
     from hypothesis import assume
 
-    from rollcheck.pyimpl.spans.dataflow import EXAMPLES, Run, build_system, run_to_end
+    from rollcheck.pyimpl.spans.executor import EXAMPLES, Run, build_system, run_to_end
     from rollcheck.pyimpl.spans.fixpoint import compile_system, run_worklist
     from rollcheck.pyimpl.spans.system import system_to_dict
 

@@ -98,12 +98,13 @@ def test_seed_reader_rejects_garbage(monkeypatch) -> None:
         profiles.seed()
 
 
-def test_empty_seed_does_not_crash_the_protocol_mutant_hunt(monkeypatch) -> None:
-    from rollcheck.properties.mutants_protocols import hunt
+def test_empty_seed_does_not_crash_the_protocol_mutant_hunt(monkeypatch, tmp_path) -> None:
+    """``ROLLCHECK_SEED=""`` means derandomised, for the protocol mutants as everywhere."""
+    from rollcheck.cli.main import main
 
     monkeypatch.setenv("ROLLCHECK_SEED", "")
-    n, err = hunt(rt.schedules(), lambda p: None, 5, shrink=False)
-    assert n == 5 and err is None
+    rc = main(["mutants", "--only", "hmnr-no-c1", "--out", str(tmp_path / "m"), "--json"])
+    assert rc == 0
 
 
 # --- strategies -------------------------------------------------------------------------------
