@@ -3,7 +3,9 @@
 A fenced block marked ``console`` is a transcript: each line starting with ``$ `` is a command, the
 lines up to the next command are its expected output. The commands run with ``bash`` in a scratch
 copy of the repository's ``examples/`` (so ``examples/useless.json`` resolves and ``-o out.png``
-writes nowhere that matters), with the venv's ``rollcheck`` first on ``PATH``.
+writes nowhere that matters), with the venv's ``rollcheck`` first on ``PATH``. The commands of one
+block run in order in one fresh scratch directory (a block may write a file that a later command of
+the same block reads); blocks are independent of each other, so they may run in parallel.
 
 Expected output is compared after normalising: a JSON document is compared in its one-line form (the
 CLI prints indented JSON; a doc may show it on one line), other text line by line with trailing
@@ -39,6 +41,7 @@ class Example:
     command: str
     expected: list[str]
     exit_code: int
+    block: int = 0
 
     @property
     def id(self) -> str:
@@ -82,7 +85,7 @@ def _examples() -> list[Example]:
                     cont = cmd.endswith("\\")
                     m = EXIT.search(cmd)
                     code = int(m.group(1)) if m else 0
-                    current = Example(rel, start + 1 + k, cmd, [], code)
+                    current = Example(rel, start + 1 + k, cmd, [], code, start)
                     found.append(current)
                 elif current is not None:
                     current.expected.append(line)
@@ -138,25 +141,34 @@ def test_no_unrun_shell_examples() -> None:
     assert not stray, f"shell examples outside ```console blocks: {stray}"
 
 
-@pytest.fixture(scope="module")
-def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    d = tmp_path_factory.mktemp("docs-examples")
-    shutil.copytree(ROOT / "examples", d / "examples")
-    return d
+def _block_of(ex: Example) -> str:
+    return f"{ex.doc}:{ex.block}"
 
 
-@pytest.mark.parametrize("ex", EXAMPLES, ids=[e.id for e in EXAMPLES])
-def test_doc_example_runs(ex: Example, scratch: Path) -> None:
+BLOCKS: dict[str, list[Example]] = {}
+for _ex in EXAMPLES:
+    BLOCKS.setdefault(_block_of(_ex), []).append(_ex)
+
+
+def _run(ex: Example, cwd: Path) -> str | None:
+    """Run one command; return a description of the mismatch, or None."""
     env = dict(os.environ)
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
     env.setdefault("ROLLCHECK_PROFILE", "ci")
-    proc = subprocess.run(["bash", "-c", ex.command], cwd=scratch, env=env, capture_output=True,
+    proc = subprocess.run(["bash", "-c", ex.command], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=600)
-    assert proc.returncode == ex.exit_code, (
-        f"{ex.id}: `{ex.command}` exited {proc.returncode}, expected {ex.exit_code}\n"
-        f"stderr: {proc.stderr[-2000:]}"
-    )
+    if proc.returncode != ex.exit_code:
+        return (f"{ex.id}: `{ex.command}` exited {proc.returncode}, expected {ex.exit_code}\n"
+                f"stderr: {proc.stderr[-2000:]}")
     outputs = (proc.stdout, proc.stderr + proc.stdout, proc.stdout + proc.stderr)
-    assert any(_matches(ex.expected, out) for out in outputs), (
-        f"{ex.id}: `{ex.command}` printed\n{proc.stdout[-3000:]}\nexpected\n" + "\n".join(ex.expected)
-    )
+    if not any(_matches(ex.expected, out) for out in outputs):
+        return (f"{ex.id}: `{ex.command}` printed\n{(proc.stdout + proc.stderr)[-3000:]}\nexpected\n"
+                + "\n".join(ex.expected))
+    return None
+
+
+@pytest.mark.parametrize("block", list(BLOCKS), ids=list(BLOCKS))
+def test_doc_example_runs(block: str, tmp_path: Path) -> None:
+    shutil.copytree(ROOT / "examples", tmp_path / "examples")
+    failures = [msg for ex in BLOCKS[block] if (msg := _run(ex, tmp_path)) is not None]
+    assert not failures, "\n\n".join(failures)

@@ -142,8 +142,33 @@ def to_csv(rows: Sequence[SweepRow]) -> str:
     return buf.getvalue()
 
 
+_DEADLOCK = "#bbbbbb"
+_KNOWN_COLOURS = {"uc": "#d95f02", "bcs": "#7570b3", "hmnr": "#1b9e77", "cl-aligned": "#e7298a",
+                  "cl-unaligned": "#66a61e"}
+_OTHER_COLOURS = ("#e6ab02", "#a6761d", "#1f78b4", "#666666", "#fb9a99", "#b15928")
+
+
+def _protocol_colours(protocols: Sequence[str]) -> dict[str, str]:
+    """A distinct colour per protocol, in order of first appearance (known ones keep theirs).
+
+    Examples
+    --------
+    >>> _protocol_colours(["uc", "my.py:Eager", "uc", "hmnr"])
+    {'uc': '#d95f02', 'my.py:Eager': '#e6ab02', 'hmnr': '#1b9e77'}
+    """
+    out: dict[str, str] = {}
+    spare = iter(_OTHER_COLOURS)
+    for name in protocols:
+        if name not in out:
+            out[name] = _KNOWN_COLOURS.get(name) or next(spare, "#999999")
+    return out
+
+
 def plot(rows: Sequence[SweepRow], out: str | Path) -> Path:
-    """Bar charts (forced checkpoints, rollback distance, lost messages) written atomically."""
+    """Bar charts (forced checkpoints, rollback distance, lost messages) written atomically.
+
+    One colour per protocol, named in a legend above the charts (grey: the run deadlocked).
+    """
     import os
     import tempfile
 
@@ -154,22 +179,44 @@ def plot(rows: Sequence[SweepRow], out: str | Path) -> Path:
 
     out = Path(out)
     keys = [r for r in rows]
-    labels = [f"{r.workload}\n{r.protocol}\n@{r.interval:g}" for r in keys]
+    from matplotlib.patches import Patch
+
+    colour_of = _protocol_colours([r.protocol for r in keys])
     fig, axes = plt.subplots(3, 1, figsize=(max(8, 0.55 * len(keys)), 9), sharex=True)
     for ax, field_, title in zip(axes, ("forced", "rollback_distance", "lost_messages"),
                                  ("forced checkpoints (failure-free)", "rollback distance (intervals, sum)",
                                   "lost messages (one failure)"), strict=True):
         vals = [0 if r.verdict == "deadlock" else getattr(r, field_) for r in keys]
-        colours = ["#bbbbbb" if r.verdict == "deadlock" else
-                   {"uc": "#d95f02", "bcs": "#7570b3", "hmnr": "#1b9e77"}.get(r.protocol, "#66a61e") for r in keys]
+        colours = [_DEADLOCK if r.verdict == "deadlock" else colour_of[r.protocol] for r in keys]
         ax.bar(range(len(keys)), vals, color=colours)
         ax.set_title(title, fontsize=9)
         for k, r in enumerate(keys):
             if r.verdict == "deadlock":
                 ax.text(k, 0, "deadlock", rotation=90, ha="center", va="bottom", fontsize=7)
+    # under each bar its interval (the colour names the protocol), under each run of bars of one
+    # workload the workload's name, with a thin line between workloads: no label overlaps another
     axes[-1].set_xticks(range(len(keys)))
-    axes[-1].set_xticklabels(labels, fontsize=6)
-    fig.tight_layout()
+    axes[-1].set_xticklabels([f"{r.interval:g}" for r in keys], fontsize=7)
+    groups: list[tuple[str, int, int]] = []
+    for k, r in enumerate(keys):
+        if groups and groups[-1][0] == r.workload:
+            groups[-1] = (r.workload, groups[-1][1], k)
+        else:
+            groups.append((r.workload, k, k))
+    for name, first, last in groups:
+        axes[-1].annotate(name, xy=((first + last) / 2, 0), xycoords=("data", "axes fraction"),
+                          xytext=(0, -24), textcoords="offset points", ha="center", va="top",
+                          fontsize=8, fontweight="bold")
+        if first:
+            for ax in axes:
+                ax.axvline(first - 0.5, color="#999999", lw=0.6)
+    axes[-1].set_xlabel("checkpoint interval, by workload", fontsize=8, labelpad=26)
+    handles = [Patch(color=c, label=name) for name, c in colour_of.items()]
+    if any(r.verdict == "deadlock" for r in keys):
+        handles.append(Patch(color=_DEADLOCK, label="deadlock (no value)"))
+    fig.tight_layout(rect=(0, 0, 1, 0.95))
+    fig.legend(handles=handles, loc="upper center", ncol=min(len(handles), 7), fontsize=8,
+               title="protocol", title_fontsize=8, frameon=False)
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=out.parent, suffix=out.suffix)
     os.close(fd)
