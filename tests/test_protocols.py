@@ -1,4 +1,4 @@
-"""Protocol state machines: the exact rules of algorithms.md §1, run_protocol, timer, snapshots."""
+"""Protocol state machines: the exact rules of specs/protocols.md, run_protocol, timer, snapshots."""
 
 from __future__ import annotations
 

@@ -66,7 +66,7 @@ class HMNRPiggyback(NamedTuple):
 
 
 class HMNR(Protocol):
-    """The HMNR protocol, exactly as in ``algorithms.md`` §1.
+    """The HMNR protocol, exactly as stated in ``specs/protocols.md#hmnr``.
 
     Examples
     --------

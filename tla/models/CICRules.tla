@@ -3,7 +3,7 @@
 (* The rules of communication-induced checkpointing protocols, shared by   *)
 (* the model CIC.tla and by the generated trace-validation modules.        *)
 (* Source: FERDiS paper Sec. 5.3 and 7.2.2; exact rules in rollcheck's     *)
-(* design notes (algorithms.md Sec. 1), restated in specs/tla.md#cic.      *)
+(* specs/protocols.md, restated in specs/tla.md#cic.                      *)
 (*                                                                         *)
 (* Index conventions (specs/conventions.md): ck[p] is the number of        *)
 (* checkpoints P_p took after its initial one, so P_p is in interval       *)
