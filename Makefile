@@ -12,7 +12,7 @@ PYTEST_WORKERS ?= 2
 # tree of symlinks laid out as installed
 TYPECHECK := build/typecheck
 
-.PHONY: setup java test verify verify-quick bench lint typecheck-tree clean
+.PHONY: setup java flink-setup test verify verify-quick bench lint typecheck-tree clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,10 +27,26 @@ java:
 
 setup: $(STAMP) java
 
-test: setup
+# Flink recorder: PyFlink pins numpy/pandas/pyarrow/py4j/apache-beam versions of its own, so it gets
+# a separate environment (.venv-flink, stdlib + apache-flink only); javac builds the Java listener
+FLINK_VENV  := .venv-flink
+FLINK_STAMP := $(FLINK_VENV)/.installed-stamp
+
+$(FLINK_STAMP):
+	$(PYTHON) -m venv $(FLINK_VENV)
+	$(FLINK_VENV)/bin/python -m pip install --quiet --disable-pip-version-check 'apache-flink==2.3.0'
+	touch $(FLINK_STAMP)
+
+flink-setup: java $(FLINK_STAMP)
+	@command -v javac >/dev/null 2>&1 || { \
+	  echo "javac not found: installing a headless JDK (Debian openjdk-17-jdk-headless)"; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi; \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq openjdk-17-jdk-headless; }
+
+test: setup flink-setup
 	ROLLCHECK_PROFILE=$(PROFILE) $(PY) -P -m pytest -q -n $(PYTEST_WORKERS) -p no:cacheprovider tests
 
-verify: setup
+verify: setup flink-setup
 	ROLLCHECK_PROFILE=verify $(VENV)/bin/rollcheck verify
 
 verify-quick: setup

@@ -1,0 +1,276 @@
+"""Record a real Flink run: start the job in the PyFlink environment, then write its trace.
+
+The job (:mod:`rollcheck.flink_replay.job`) runs in a separate interpreter and leaves raw
+observations in a run folder; :func:`build_trace` merges them, ordered by time (microseconds,
+one JVM clock), into a ``rollcheck.trace/1`` file:
+
+- ``flink.restore`` / ``flink.snapshot`` / ``flink.notify_complete`` — written by the Java tap
+  operators from ``initializeState`` (restored checkpoint id), ``snapshotState`` and
+  ``notifyCheckpointComplete``, for the source task (records that left the source before the
+  barrier, per key: the source offsets) and the keyed task (latest count per key: its keyed
+  state);
+- ``flink.barrier`` — arrival of a barrier on one input channel of the keyed task, from
+  Flink's DEBUG log of ``SingleCheckpointBarrierHandler``;
+- ``flink.checkpoint_completed`` — from the JobManager's checkpoint statistics (REST API);
+- ``flink.job_state`` — job state transitions (REST API), ``RESTARTING`` among them;
+- ``failure`` (core) — the injected task failure;
+- ``flink.sink_commit`` — a file of the transactional sink becoming visible;
+- ``flink.sink_output`` — the lines of both sinks at the end (``naive`` split by attempt).
+
+References
+----------
+Carbone et al., "Lightweight Asynchronous Snapshots for Distributed Dataflows" (ABS), §3–4.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+from datetime import UTC, datetime
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from rollcheck.flink_replay.environment import find_flink, tap_jar
+from rollcheck.pyimpl.errors import InconclusiveError, InvalidInputError
+
+__all__ = ["RecordConfig", "record_wordcount", "build_trace", "LOG4J"]
+
+LOG4J = """rootLogger.level = INFO
+rootLogger.appenderRef.file.ref = FileAppender
+appender.file.name = FileAppender
+appender.file.type = FILE
+appender.file.append = false
+appender.file.fileName = ${sys:log.file}
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = %d{yyyy-MM-dd HH:mm:ss,SSS} %-5p %-60c %x - %m%n
+appender.barrier.name = BarrierAppender
+appender.barrier.type = FILE
+appender.barrier.append = false
+appender.barrier.fileName = ${sys:log.file}.barriers
+appender.barrier.layout.type = PatternLayout
+appender.barrier.layout.pattern = %d{yyyy-MM-dd'T'HH:mm:ss.SSSSSS}{UTC} %m%n
+logger.barrier.name = org.apache.flink.streaming.runtime.io.checkpointing
+logger.barrier.level = DEBUG
+logger.barrier.additivity = false
+logger.barrier.appenderRef.barrier.ref = BarrierAppender
+"""
+
+_BARRIER = re.compile(r"^(\S+) (.*): Received barrier from channel InputChannelInfo\{gateIdx=(\d+), "
+                      r"inputChannelIdx=(\d+)\} @ (\d+)\.")
+_SUBTASK = re.compile(r"\((\d+)/(\d+)\)#(\d+)")
+
+
+class RecordConfig(dict):
+    """The knobs of a recorded word-count run (a plain dict with validated fields)."""
+
+    @classmethod
+    def make(cls, *, checkpoints: str = "aligned", parallelism: int = 2, interval_ms: int = 300,
+             records: int = 2000, rate: float = 500.0, keys: int = 8, fail_at_record: int | None = None,
+             failure: str | None = None, seed: int = 0, timeout_s: float = 300.0) -> RecordConfig:
+        if checkpoints not in ("aligned", "unaligned"):
+            raise InvalidInputError(f"--checkpoints must be aligned or unaligned, not {checkpoints!r}")
+        if parallelism < 2:
+            raise InvalidInputError("--parallelism must be at least 2 (a keyBy shuffle between subtasks)")
+        if interval_ms < 10:
+            raise InvalidInputError("--interval must be at least 10 ms")
+        if records < 1 or rate <= 0 or keys < 1:
+            raise InvalidInputError("--records, --rate and the number of keys must be positive")
+        if (fail_at_record is None) != (failure is None):
+            raise InvalidInputError("--fail-at-record and --failure go together")
+        if failure not in (None, "task"):
+            raise InvalidInputError(f"--failure {failure}: only 'task' is implemented for Flink")
+        if fail_at_record is not None and not 1 <= fail_at_record <= records:
+            raise InvalidInputError(f"--fail-at-record {fail_at_record} is outside the input (1..{records})")
+        return cls(checkpoints=checkpoints, parallelism=parallelism, interval_ms=interval_ms,
+                   records=records, rate=rate, keys=keys, fail_at_record=fail_at_record,
+                   failure=failure, seed=seed, timeout_s=timeout_s)
+
+
+def _job_file() -> Path:
+    return Path(str(resources.files("rollcheck.flink_replay").joinpath("job.py")))
+
+
+def record_wordcount(out: str | Path, config: RecordConfig, *, run_dir: str | Path | None = None) -> dict[str, Any]:
+    """Run the word-count job once in the Flink environment and write its trace to ``out``.
+
+    Returns ``{"trace", "checkpoint_dir", "restored_checkpoint", "seconds", "final_state"}``.
+
+    Raises
+    ------
+    InconclusiveError
+        PyFlink or a JDK is missing, or the job did not finish.
+    """
+    t0 = time.time()
+    env = find_flink()
+    jar = tap_jar(env)
+    out = Path(out)
+    run = Path(run_dir) if run_dir is not None else out.with_name(out.stem + ".flinkrun")
+    if run.exists():
+        shutil.rmtree(run)
+    run.mkdir(parents=True)
+    cfg = dict(config, run_dir=str(run.resolve()), tap_jar=str(jar))
+    (run / "config.json").write_text(json.dumps(cfg))
+    (run / "log4j.properties").write_text(LOG4J)
+    penv = dict(os.environ, LOG4J_PROPERTIES=str(run / "log4j.properties"), FLINK_LOG_DIR=str(run),
+                PYTHONPATH=str(_job_file().parent))
+    penv.pop("PYTHONSTARTUP", None)
+    # everything the JVM and PyFlink put in temporary folders stays inside the run folder
+    (run / "tmp").mkdir()
+    penv["TMPDIR"] = str(run / "tmp")
+    penv["JVM_ARGS"] = (penv.get("JVM_ARGS", "") + f" -Djava.io.tmpdir={run / 'tmp'}").strip()
+    with open(run / "job.out", "w") as so:
+        try:
+            p = subprocess.run([str(env.python), str(_job_file()), str(run / "config.json")], stdout=so,
+                               stderr=subprocess.STDOUT, env=penv, timeout=float(config["timeout_s"]) + 180)
+        except subprocess.TimeoutExpired:
+            raise InconclusiveError(f"the Flink job did not end within {config['timeout_s']} s (log: {run})") from None
+    if not (run / "run.json").exists():
+        tail = (run / "job.out").read_text(errors="replace").strip().splitlines()[-3:]
+        raise InconclusiveError(f"the Flink job ended without a result (exit {p.returncode}): {' | '.join(tail)}")
+    tmp = out.with_name(out.name + ".tmp")
+    summary = build_trace(run, tmp, env_version=env.version)
+    os.replace(tmp, out)
+    summary.update(trace=str(out), checkpoint_dir=str(run / "checkpoints"), seconds=round(time.time() - t0, 2))
+    return summary
+
+
+def _parse_log_time(s: str, pattern: str) -> int:
+    """Microseconds since the epoch of a barrier-log timestamp (UTC).
+
+    ``pattern`` is the log4j date pattern the log was written with: ``SSSSSS`` (a fixed
+    6-digit fraction) or ``nnnnnn``, which log4j 2.25 prints as the nanosecond of the second
+    without leading zeros.
+    """
+    whole, _, frac = s.partition(".")
+    d = datetime.strptime(whole, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=UTC)
+    us = int(frac) // 1000 if "nnnnnn" in pattern else int(frac.ljust(6, "0")[:6])
+    return int(d.timestamp()) * 1_000_000 + us
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    out = []
+    for line in path.read_text(errors="replace").splitlines():
+        if line.strip():
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError:
+                break
+    return out
+
+
+def build_trace(run: str | Path, out: str | Path, *, env_version: str = "?") -> dict[str, Any]:
+    """Merge the raw observations of a run folder into a ``rollcheck.trace/1`` file."""
+    run = Path(run)
+    cfg = json.loads((run / "config.json").read_text())
+    info = json.loads((run / "run.json").read_text())
+    timed: list[tuple[int, int, dict[str, Any]]] = []  # (t_us, tiebreak, event)
+    task_of = {"tap-source": "source", "tap-keyed": "keyed"}
+    rank = {"barrier": 0, "restore": 1, "snapshot": 2, "complete": 3}
+    for f in sorted(run.glob("tap-*.jsonl")):
+        for ev in _read_jsonl(f):
+            base = {"task": task_of[ev["tap"]], "subtask": ev["subtask"], "attempt": ev["attempt"]}
+            if ev["ev"] == "restore":
+                e = {"kind": "flink.restore", **base, "checkpoint": ev["checkpoint"], "per_key": ev["per_key"],
+                     "records": ev["seen"]}
+            elif ev["ev"] == "snapshot":
+                e = {"kind": "flink.snapshot", **base, "checkpoint": ev["checkpoint"], "per_key": ev["per_key"],
+                     "records": ev["seen"], "inflight_records": 0}
+            elif ev["ev"] == "complete":
+                e = {"kind": "flink.notify_complete", **base, "checkpoint": ev["checkpoint"]}
+            else:
+                continue
+            timed.append((ev["t_us"], rank[ev["ev"]], e))
+    barrier_log = next(iter(run.glob("*.log.barriers")), None)
+    props = run / "log4j.properties"
+    pattern = props.read_text() if props.exists() else LOG4J
+    if barrier_log is not None:
+        for line in barrier_log.read_text(errors="replace").splitlines():
+            m = _BARRIER.match(line)
+            if not m or "rollcheck-keyed" not in m.group(2):
+                continue
+            st = _SUBTASK.search(m.group(2))
+            if st is None:
+                continue
+            e = {"kind": "flink.barrier", "task": "keyed", "subtask": int(st.group(1)) - 1,
+                 "attempt": int(st.group(3)), "gate": int(m.group(3)), "channel": int(m.group(4)),
+                 "checkpoint": int(m.group(5))}
+            timed.append((_parse_log_time(m.group(1), pattern), rank["barrier"], e))
+    rest = info["rest"]
+    for cid, h in sorted(rest["checkpoints"].items(), key=lambda kv: int(kv[0])):
+        if h.get("status") == "COMPLETED":
+            t = int(h.get("latest_ack_timestamp") or h.get("trigger_timestamp")) * 1000
+            timed.append((t, 4, {"kind": "flink.checkpoint_completed", "checkpoint": int(cid),
+                                 "unaligned": bool(h.get("is_unaligned", h.get("unaligned", False))),
+                                 "persisted_bytes": h.get("persisted_data"), "duration_ms": h.get("end_to_end_duration")}))
+    for st in ("RUNNING", "FAILING", "RESTARTING", "FINISHED", "FAILED", "CANCELED"):
+        t = (info.get("timestamps") or {}).get(st)
+        if t:
+            timed.append((int(t) * 1000, 5, {"kind": "flink.job_state", "state": st}))
+    for r in rest.get("restored", []):
+        if r.get("restore_timestamp"):
+            timed.append((int(r["restore_timestamp"]) * 1000, 6, {"kind": "flink.restore_reported",
+                                                                   "checkpoint": r.get("id")}))
+    marker = run / "failure.json"
+    if marker.exists():
+        fi = json.loads(marker.read_text())
+        timed.append((int(fi["t"] * 1e6), 1, {"kind": "failure", "processes": ["source"],
+                                              "failure": fi.get("failure", "task"), "record": fi.get("value")}))
+    for c in info.get("commits", []):
+        timed.append((int(c["t"] * 1e6), 7, {"kind": "flink.sink_commit", "file": c["file"], "lines": c["lines"]}))
+    # unaligned: the keyed snapshot reflects fewer records than the source snapshot; the difference
+    # per checkpoint are the records the checkpoint stored as channel state
+    if cfg["checkpoints"] == "unaligned":
+        _fill_inflight(timed)
+    timed.sort(key=lambda x: (x[0], x[1]))
+    tx_lines = []
+    for f in sorted((run / "tx").rglob("*")):
+        if f.is_file() and not f.name.startswith("."):
+            tx_lines.extend(x for x in f.read_text().splitlines() if x)
+    naive: dict[str, list[str]] = {"0": [], "1": []}
+    for f in sorted((run / "naive").glob("gen*.txt")):
+        naive[f.name[3]].extend(x for x in f.read_text().splitlines() if x)
+    header = {"format": "rollcheck.trace/1", "source": "flink", "seed": cfg.get("seed", 0),
+              "processes": ["source", "keyed"], "job": "wordcount",
+              "config": {k: cfg[k] for k in ("checkpoints", "parallelism", "interval_ms", "records", "rate",
+                                              "keys", "fail_at_record", "failure")},
+              "flink": {"pyflink": env_version, "job_id": info.get("job_id"), "final_state": info.get("final_state"),
+                        "python_mode": cfg.get("python_mode", "thread")}}
+    restored = None
+    with open(out, "w") as fh:
+        fh.write(json.dumps(header) + "\n")
+        seq = 0
+        t_first = timed[0][0] if timed else 0
+        for t, _, e in timed:
+            seq += 1
+            if e["kind"] == "flink.restore" and e["attempt"] > 0:
+                restored = e["checkpoint"]
+            fh.write(json.dumps({"seq": seq, **e, "t": round((t - t_first) / 1e6, 6)}) + "\n")
+        for sink, lines, extra in (("tx", tx_lines, {}), ("naive", naive["0"], {"generation": 0}),
+                                   ("naive", naive["1"], {"generation": 1})):
+            seq += 1
+            fh.write(json.dumps({"seq": seq, "kind": "flink.sink_output", "sink": sink, **extra,
+                                 "lines": lines}) + "\n")
+        seq += 1
+        fh.write(json.dumps({"seq": seq, "kind": "end"}) + "\n")
+    return {"restored_checkpoint": restored, "final_state": info.get("final_state"), "events": seq}
+
+
+def _fill_inflight(timed: list[tuple[int, int, dict[str, Any]]]) -> None:
+    by_cp: dict[tuple[int, int], dict[str, list[dict[str, Any]]]] = {}
+    for _, _, e in timed:
+        if e["kind"] == "flink.snapshot":
+            by_cp.setdefault((e["attempt"], e["checkpoint"]), {}).setdefault(e["task"], []).append(e)
+    for groups in by_cp.values():
+        src, keyed = groups.get("source", []), groups.get("keyed", [])
+        if not src or not keyed:
+            continue
+        n = len(src[0]["per_key"])
+        src_total = [sum(s["per_key"][k] for s in src) for k in range(n)]
+        for e in keyed:
+            owned = [k for k in range(n) if e["per_key"][k] > 0]
+            e["inflight_records"] = sum(src_total[k] - e["per_key"][k] for k in owned)

@@ -1,0 +1,151 @@
+"""Flink record/replay (docs/flink.md).
+
+Most tests replay real traces recorded once with ``rollcheck flink record`` and stored in
+``tests/data/flink`` (aligned and unaligned checkpoints, a task failure at the middle record), so
+they need no Flink. ``test_record_real_run`` records one small run for real in the PyFlink
+environment (one JVM) and replays it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from rollcheck.cli.main import main
+from rollcheck.flink_replay.replay import failure_free_output, replay
+from rollcheck.flink_replay.tamper import TAMPERS, tamper
+
+DATA = Path(__file__).parent / "data" / "flink"
+TRACES = sorted(DATA.glob("*.jsonl"))
+
+
+def _events(path: Path) -> list[dict]:
+    return [json.loads(x) for x in path.read_text().splitlines()[1:]]
+
+
+@pytest.mark.parametrize("trace", TRACES, ids=[t.stem for t in TRACES])
+def test_recorded_trace_is_conformant(trace: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["flink", "replay", str(trace), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["conformant"] is True
+    names = [c["name"] for c in doc["checks"]]
+    assert names == ["failure-observed", "restore-latest-completed", "snapshot-consistent",
+                     "barrier-alignment", "output-exactly-once", "side-effect-duplicates"]
+    assert all(c["ok"] is True for c in doc["checks"])
+    ev = _events(trace)
+    kinds = Counter(e["kind"] for e in ev)
+    for k in ("failure", "flink.snapshot", "flink.checkpoint_completed", "flink.restore", "flink.barrier",
+              "flink.sink_commit", "flink.sink_output"):
+        assert kinds[k] > 0, k
+    # the naive sink really duplicated something: the failure struck after the restored checkpoint
+    naive = [e for e in ev if e["kind"] == "flink.sink_output" and e["sink"] == "naive"]
+    header = json.loads(trace.read_text().splitlines()[0])
+    expected = failure_free_output(header["config"]["records"], header["config"]["keys"])
+    assert Counter(naive[0]["lines"]) + Counter(naive[1]["lines"]) - expected
+
+
+@pytest.mark.parametrize("trace", TRACES, ids=[t.stem for t in TRACES])
+@pytest.mark.parametrize("how", sorted(TAMPERS))
+def test_tampered_trace_caught_by_the_right_check(trace: Path, how: str, tmp_path: Path) -> None:
+    header = json.loads(trace.read_text().splitlines()[0])
+    if how == "barrier-after-snapshot" and header["config"]["checkpoints"] == "unaligned":
+        # unaligned snapshots need only the first barrier: move the only one there is
+        pass
+    out = tmp_path / "t.jsonl"
+    expected = tamper(trace, how, out)
+    rep = replay(out)
+    check = {c.name: c for c in rep.checks}[expected]
+    if how == "drop-failure":
+        assert check.ok is None and rep.conformant is None and rep.exit_code == 3
+        assert main(["flink", "replay", str(out)]) == 3
+        return
+    if how == "barrier-after-snapshot" and header["config"]["checkpoints"] == "unaligned":
+        # a snapshot after the first barrier but before the others is legal when unaligned: the
+        # replay may stay conformant unless the moved barrier was the only one before the snapshot
+        return
+    assert check.ok is False, check
+    assert rep.conformant is False and rep.first_offending_seq is not None
+    assert main(["flink", "replay", str(out)]) == 1
+
+
+def test_failure_free_output_is_the_word_count() -> None:
+    out = failure_free_output(100, 7)
+    assert sum(out.values()) == 100
+    for k in range(7):
+        n = sum(1 for v in range(1, 101) if v % 7 == k)
+        assert {line for line in out if line.startswith(f"w{k},")} == {f"w{k},{c}" for c in range(1, n + 1)}
+
+
+def test_duplicate_in_transactional_output_is_caught(tmp_path: Path) -> None:
+    trace = TRACES[0]
+    lines = trace.read_text().splitlines()
+    out = []
+    for line in lines:
+        e = json.loads(line)
+        if e.get("kind") == "flink.sink_output" and e["sink"] == "tx":
+            e["lines"].append(e["lines"][0])
+        out.append(json.dumps(e))
+    p = tmp_path / "dup.jsonl"
+    p.write_text("\n".join(out) + "\n")
+    rep = replay(p)
+    check = {c.name: c for c in rep.checks}["output-exactly-once"]
+    assert check.ok is False and "duplicates" in check.detail
+
+
+def test_bad_input_is_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    p = tmp_path / "x.jsonl"
+    p.write_text('{"format": "rollcheck.trace/1", "source": "spark", "config": {}}\n')
+    assert main(["flink", "replay", str(p)]) == 2
+    err = capsys.readouterr().err
+    assert "x.jsonl" in err and "not a Flink trace" in err and "Traceback" not in err
+    good = TRACES[0].read_text().splitlines()
+    p.write_text(good[0] + "\n" + good[1] + "\n{not json\n")
+    assert main(["flink", "replay", str(p)]) == 2
+    assert "line 3" in capsys.readouterr().err
+    assert main(["flink", "replay", str(tmp_path / "missing.jsonl")]) == 2
+
+
+def test_without_flink_every_record_is_inconclusive(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("ROLLCHECK_FLINK_PYTHON", str(tmp_path / "no-such-python"))
+    rc = main(["flink", "record", "wordcount", "--out", str(tmp_path / "t.jsonl"),
+               "--fail-at-record", "10", "--failure", "task"])
+    assert rc == 3
+    assert "make flink-setup" in capsys.readouterr().err
+    assert not (tmp_path / "t.jsonl").exists()
+
+
+def test_record_refuses_bad_options(tmp_path: Path) -> None:
+    out = str(tmp_path / "t.jsonl")
+    assert main(["flink", "record", "wordcount", "--out", out, "--parallelism", "1"]) == 2
+    assert main(["flink", "record", "wordcount", "--out", out, "--records", "10", "--fail-at-record", "11",
+                 "--failure", "task"]) == 2
+    assert main(["flink", "record", "wordcount", "--out", out, "--fail-at-record", "5"]) == 2
+
+
+def _flink_available() -> bool:
+    from rollcheck.flink_replay.environment import find_flink
+    from rollcheck.pyimpl.errors import InconclusiveError
+
+    try:
+        find_flink()
+    except InconclusiveError:
+        return False
+    return True
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not _flink_available(), reason="no PyFlink environment (make flink-setup)")
+def test_record_real_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "rec.jsonl"
+    rc = main(["flink", "record", "wordcount", "--out", str(out), "--checkpoints", "aligned",
+               "--records", "1200", "--rate", "600", "--interval", "250", "--fail-at-record", "600",
+               "--failure", "task", "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert rc == 0, doc
+    assert doc["restored_checkpoint"] is not None and doc["restored_checkpoint"] >= 2
+    rep = replay(out)
+    assert rep.conformant is True, [c.as_dict() for c in rep.checks]
