@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from rollcheck.flink_replay.environment import find_flink, tap_jar
+from rollcheck.flink_replay.replay import source_cut
 from rollcheck.pyimpl.errors import InconclusiveError, InvalidInputError
 
 __all__ = ["RecordConfig", "record_wordcount", "build_trace", "LOG4J"]
@@ -62,6 +63,7 @@ logger.barrier.appenderRef.barrier.ref = BarrierAppender
 
 _BARRIER = re.compile(r"^(\S+) (.*): Received barrier from channel InputChannelInfo\{gateIdx=(\d+), "
                       r"inputChannelIdx=(\d+)\} @ (\d+)\.")
+_ANNOUNCE = re.compile(r"^(\S+) (.*): Triggering checkpoint (\d+) on the barrier announcement")
 _SUBTASK = re.compile(r"\((\d+)/(\d+)\)#(\d+)")
 
 
@@ -170,7 +172,7 @@ def build_trace(run: str | Path, out: str | Path, *, env_version: str = "?") -> 
     info = json.loads((run / "run.json").read_text())
     timed: list[tuple[int, int, dict[str, Any]]] = []  # (t_us, tiebreak, event)
     task_of = {"tap-source": "source", "tap-keyed": "keyed"}
-    rank = {"barrier": 0, "restore": 1, "snapshot": 2, "complete": 3}
+    rank = {"barrier": 0, "restore": 1, "snapshot": 2, "complete": 3, "finish": 3}
     for f in sorted(run.glob("tap-*.jsonl")):
         for ev in _read_jsonl(f):
             base = {"task": task_of[ev["tap"]], "subtask": ev["subtask"], "attempt": ev["attempt"]}
@@ -180,6 +182,8 @@ def build_trace(run: str | Path, out: str | Path, *, env_version: str = "?") -> 
             elif ev["ev"] == "snapshot":
                 e = {"kind": "flink.snapshot", **base, "checkpoint": ev["checkpoint"], "per_key": ev["per_key"],
                      "records": ev["seen"], "inflight_records": 0}
+            elif ev["ev"] == "finish":
+                e = {"kind": "flink.task_finished", **base, "per_key": ev["per_key"], "records": ev["seen"]}
             elif ev["ev"] == "complete":
                 e = {"kind": "flink.notify_complete", **base, "checkpoint": ev["checkpoint"]}
             else:
@@ -191,6 +195,12 @@ def build_trace(run: str | Path, out: str | Path, *, env_version: str = "?") -> 
     if barrier_log is not None:
         for line in barrier_log.read_text(errors="replace").splitlines():
             m = _BARRIER.match(line)
+            a = _ANNOUNCE.match(line) if m is None else None
+            if a is not None and "rollcheck-keyed" in a.group(2) and (st := _SUBTASK.search(a.group(2))):
+                e = {"kind": "flink.barrier_announcement", "task": "keyed", "subtask": int(st.group(1)) - 1,
+                     "attempt": int(st.group(3)), "checkpoint": int(a.group(3))}
+                timed.append((_parse_log_time(a.group(1), pattern), rank["barrier"], e))
+                continue
             if not m or "rollcheck-keyed" not in m.group(2):
                 continue
             st = _SUBTASK.search(m.group(2))
@@ -261,16 +271,11 @@ def build_trace(run: str | Path, out: str | Path, *, env_version: str = "?") -> 
 
 
 def _fill_inflight(timed: list[tuple[int, int, dict[str, Any]]]) -> None:
-    by_cp: dict[tuple[int, int], dict[str, list[dict[str, Any]]]] = {}
-    for _, _, e in timed:
-        if e["kind"] == "flink.snapshot":
-            by_cp.setdefault((e["attempt"], e["checkpoint"]), {}).setdefault(e["task"], []).append(e)
-    for groups in by_cp.values():
-        src, keyed = groups.get("source", []), groups.get("keyed", [])
-        if not src or not keyed:
-            continue
-        n = len(src[0]["per_key"])
-        src_total = [sum(s["per_key"][k] for s in src) for k in range(n)]
-        for e in keyed:
-            owned = [k for k in range(n) if e["per_key"][k] > 0]
-            e["inflight_records"] = sum(src_total[k] - e["per_key"][k] for k in owned)
+    events = [e for _, _, e in timed]
+    for e in events:
+        if e["kind"] == "flink.snapshot" and e["task"] == "keyed":
+            cut = source_cut(events, e["attempt"], e["checkpoint"])
+            if cut is None:
+                continue
+            owned = [k for k in range(len(cut[0])) if e["per_key"][k] > 0]
+            e["inflight_records"] = sum(cut[0][k] - e["per_key"][k] for k in owned)

@@ -23,7 +23,7 @@ from typing import Any
 
 from rollcheck.pyimpl.errors import InvalidInputError
 
-__all__ = ["Check", "FlinkReplay", "read_flink_trace", "replay", "failure_free_output"]
+__all__ = ["Check", "FlinkReplay", "read_flink_trace", "replay", "failure_free_output", "source_cut"]
 
 CHECKS = ["failure-observed", "restore-latest-completed", "snapshot-consistent", "barrier-alignment",
           "output-exactly-once", "side-effect-duplicates"]
@@ -118,6 +118,29 @@ def read_flink_trace(path: str | Path) -> tuple[dict[str, Any], list[dict[str, A
             raise InvalidInputError(f"unknown event kind {kind!r}", source=str(p), location=f"line {i} (seq {ev['seq']})")
         events.append(ev)
     return header, events, truncated
+
+
+def source_cut(events: list[dict[str, Any]], attempt: int, checkpoint: int) -> tuple[list[int], set[int]] | None:
+    """Records per key that left the source before the barriers of ``checkpoint`` (all subtasks).
+
+    A source subtask that reached the end of its input before the checkpoint takes no snapshot;
+    its final counts (``flink.task_finished``) are its offsets. Returns (counts per key, the
+    source subtasks that snapshotted) or None when no source subtask took part.
+    """
+    snaps = {e["subtask"]: e for e in events if e["kind"] == "flink.snapshot" and e["task"] == "source"
+             and e["attempt"] == attempt and e["checkpoint"] == checkpoint}
+    if not snaps:
+        return None
+    finished = {e["subtask"]: e for e in events if e["kind"] == "flink.task_finished" and e["task"] == "source"
+                and e["attempt"] == attempt}
+    n = len(next(iter(snaps.values()))["per_key"])
+    total = [0] * n
+    for sub in set(snaps) | set(finished):
+        e = snaps.get(sub) or finished[sub]
+        for k in range(n):
+            total[k] += e["per_key"][k]
+    return total, set(snaps)
+
 
 
 def failure_free_output(records: int, keys: int) -> Counter[str]:
@@ -216,14 +239,14 @@ def _snapshot_check(events, completed, mode) -> Check:
     for cid in done:
         group = snaps.get(cid, [])
         attempts = {e["attempt"] for e in group}
-        src = [e for e in group if e["task"] == "source"]
         keyed = [e for e in group if e["task"] == "keyed"]
-        if not src or not keyed or len(attempts) != 1:
+        cut = source_cut(events, next(iter(attempts)), cid) if len(attempts) == 1 else None
+        if cut is None or not keyed or len(attempts) != 1:
             seq = min((e["seq"] for e in group), default=None)
-            return Check(name, False, f"checkpoint {cid} completed without one snapshot per task "
-                         f"({len(src)} source, {len(keyed)} keyed, attempts {sorted(attempts)})", seq)
-        n = len(src[0]["per_key"])
-        offsets = [sum(e["per_key"][k] for e in src) for k in range(n)]
+            return Check(name, False, f"checkpoint {cid} completed without snapshots of both tasks in one attempt "
+                         f"({len(keyed)} keyed, attempts {sorted(attempts)})", seq)
+        offsets = cut[0]
+        n = len(offsets)
         state = [sum(e["per_key"][k] for e in keyed) for k in range(n)]
         inflight = sum(int(e.get("inflight_records", 0)) for e in keyed)
         diff = [o - s for o, s in zip(offsets, state, strict=True)]
@@ -248,28 +271,42 @@ def _snapshot_check(events, completed, mode) -> Check:
 
 
 def _barrier_check(events, mode, par) -> Check:
+    """Aligned: a keyed subtask snapshots only after the barrier arrived on the channel of every
+    source subtask that took the same checkpoint (channel i of a hash-partitioned input carries
+    source subtask i; a source that already finished its input sends no barrier). Unaligned: the
+    snapshot follows the first barrier or its announcement (an overtaking priority event)."""
     name = "barrier-alignment"
-    arrived: dict[tuple[int, int, int], set[tuple[int, int]]] = {}
+    arrived: dict[tuple[int, int, int], set[int]] = {}
+    announced: set[tuple[int, int, int]] = set()
+    sources: dict[tuple[int, int], set[int]] = {}
     n_barriers = 0
     checked = 0
     for e in events:
+        if e["kind"] == "flink.snapshot" and e["task"] == "source":
+            sources.setdefault((e["attempt"], e["checkpoint"]), set()).add(e["subtask"])
+    for e in events:
         if e["kind"] == "flink.barrier":
             n_barriers += 1
-            arrived.setdefault((e["subtask"], e["attempt"], e["checkpoint"]), set()).add((e["gate"], e["channel"]))
+            arrived.setdefault((e["subtask"], e["attempt"], e["checkpoint"]), set()).add(e["channel"])
+        elif e["kind"] == "flink.barrier_announcement":
+            announced.add((e["subtask"], e["attempt"], e["checkpoint"]))
         elif e["kind"] == "flink.snapshot" and e["task"] == "keyed":
-            got = arrived.get((e["subtask"], e["attempt"], e["checkpoint"]), set())
-            if n_barriers == 0:
-                continue
-            if mode == "aligned" and len(got) < par:
-                return Check(name, False, f"keyed[{e['subtask']}] snapshotted checkpoint {e['checkpoint']} after "
-                             f"barriers on {len(got)} of {par} input channels", e["seq"])
-            if mode == "unaligned" and not got:
+            key = (e["subtask"], e["attempt"], e["checkpoint"])
+            got = arrived.get(key, set())
+            need = sources.get((e["attempt"], e["checkpoint"]), set())
+            if not need:
+                continue  # every source had finished: no barrier travels
+            if mode == "aligned" and not need <= got:
+                return Check(name, False, f"keyed[{e['subtask']}] snapshotted checkpoint {e['checkpoint']} before "
+                             f"the barrier arrived on channel(s) {sorted(need - got)} (of {par})", e["seq"])
+            if mode == "unaligned" and not got and key not in announced:
                 return Check(name, False, f"keyed[{e['subtask']}] snapshotted checkpoint {e['checkpoint']} "
-                             "before any barrier arrived", e["seq"])
+                             "before any barrier (or its announcement) arrived", e["seq"])
             checked += 1
     if n_barriers == 0:
         return Check(name, None, "no barrier arrivals recorded (Flink's DEBUG log was not captured)")
-    what = "after barriers on all input channels" if mode == "aligned" else "at or after the first barrier"
+    what = ("after the barriers of every snapshotting source on their channels" if mode == "aligned"
+            else "at or after the first barrier")
     return Check(name, True, f"{checked} keyed snapshots taken {what} ({n_barriers} barrier arrivals)")
 
 

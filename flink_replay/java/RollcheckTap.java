@@ -150,15 +150,20 @@ public class RollcheckTap extends AbstractStreamOperator<Object>
     }
 
     @Override
-    public void close() throws Exception {
-        if (perKey == null) {
-            super.close();
-            return;
+    public void finish() throws Exception {
+        // end of input (not called when the task fails): the final counts of this subtask
+        if (perKey != null) {
+            log("finish", "\"seen\":" + seen + ",\"per_key\":" + counts());
         }
-        log("close", "\"seen\":" + seen + ",\"per_key\":" + counts());
+        super.finish();
+    }
+
+    @Override
+    public void close() throws Exception {
         super.close();
         if (out != null) {
             out.close();
+            out = null;
         }
     }
 }
