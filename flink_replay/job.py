@@ -43,6 +43,8 @@ def _get(url: str) -> dict | None:
 
 
 def main(config_path: str) -> int:
+    """Run the job described by the config file; a config with ``runs`` runs each of them in turn,
+    in the same JVM (each entry overrides the base config and names its own ``run_dir``)."""
     import site
 
     # thread mode embeds CPython in the JVM (pemja): it finds pyflink, pemja and this file only
@@ -50,6 +52,21 @@ def main(config_path: str) -> int:
     paths = [os.path.dirname(os.path.abspath(__file__)), *site.getsitepackages()]
     old = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = os.pathsep.join(paths + ([old] if old else []))
+    with open(config_path) as f:
+        cfg = json.load(f)
+    if "runs" in cfg:
+        rc = 0
+        for sub in cfg["runs"]:
+            one = {k: v for k, v in cfg.items() if k != "runs"}
+            one.update(sub)
+            os.makedirs(one["run_dir"], exist_ok=True)
+            rc = max(rc, run_one(one))
+        return rc
+    return run_one(cfg)
+
+
+def run_one(cfg: dict) -> int:
+    """One execution of the word-count job; raw observations go to ``cfg["run_dir"]``."""
     from pyflink.common import Configuration, Encoder, Types, WatermarkStrategy
     from pyflink.datastream import CheckpointingMode, StreamExecutionEnvironment
     from pyflink.datastream.connectors.file_system import FileSink, RollingPolicy
@@ -60,8 +77,6 @@ def main(config_path: str) -> int:
     from pyflink.java_gateway import get_gateway
     from pyflink.util.java_utils import load_java_class
 
-    with open(config_path) as f:
-        cfg = json.load(f)
     run_dir = cfg["run_dir"]
     n_records = int(cfg["records"])
     par = int(cfg["parallelism"])
@@ -112,34 +127,100 @@ def main(config_path: str) -> int:
         return DataStream(j)
 
     per_subtask_rate = rate / par
+    absolute = cfg.get("schedule") == "absolute"
+    cap = cfg.get("source_cap")
+    cap_per_subtask = float(cap) / par if cap else None
+    fail_before_trigger = bool(cfg.get("fail_before_trigger"))
+    interval_s = int(cfg["interval_ms"]) / 1000.0
+
+    def _t0() -> float:
+        """The common start of the absolute arrival schedule (the first emission of any subtask)."""
+        path = os.path.join(run_dir, "t0")
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            for _ in range(1000):
+                with open(path) as fh:
+                    txt = fh.read()
+                if txt:
+                    return float(txt)
+                time.sleep(0.001)
+            raise RuntimeError("rollcheck: t0 file stayed empty") from None
+        t = time.time()
+        os.write(fd, repr(t).encode())
+        os.close(fd)
+        return t
 
     class Pace(MapFunction):
-        """Paces the source to ``rate`` records/s and raises once at the K-th record."""
+        """Paces the source to ``rate`` records/s and raises once at the K-th record.
+
+        ``schedule: absolute`` (recovery-time runs): record v of a split is due at
+        t0 + (v - split start)/rate_per_subtask, records whose due time passed (after a restart)
+        are emitted at most at ``source_cap`` records/s, and every emission is logged.
+        """
 
         def open(self, runtime_context: RuntimeContext) -> None:
             self.n = 0
             self.t0: float | None = None
+            self.last = 0.0
+            self.start: int | None = None
+            self.log = None
+            if absolute:
+                gen = 1 if os.path.exists(marker) else 0
+                path = os.path.join(run_dir, f"pace-gen{gen}-{uuid.uuid4().hex[:10]}.jsonl")
+                self.log = open(path, "a", buffering=1)  # noqa: SIM115 - closed in close()
+
+        def close(self) -> None:
+            if self.log is not None:
+                self.log.close()
+
+        def _split_start(self, v: int) -> int:
+            if self.start is None:
+                starts_dir = os.path.join(run_dir, "splits")
+                os.makedirs(starts_dir, exist_ok=True)
+                if not os.path.exists(marker):
+                    open(os.path.join(starts_dir, str(v)), "w").close()
+                    self.start = v
+                else:
+                    starts = sorted(int(x) for x in os.listdir(starts_dir))
+                    self.start = max(x for x in starts if x <= v)
+            return self.start
 
         def map(self, value):
             now = time.time()
-            if self.t0 is None:
-                self.t0 = now
             self.n += 1
-            due = self.t0 + self.n / per_subtask_rate
-            if due > now:
-                time.sleep(due - now)
+            if absolute:
+                if self.t0 is None:
+                    self.t0 = _t0()
+                due = self.t0 + (int(value) - self._split_start(int(value))) / per_subtask_rate
+                at = max(due, self.last + 1.0 / cap_per_subtask) if cap_per_subtask else due
+            else:
+                if self.t0 is None:
+                    self.t0 = now
+                due = at = self.t0 + self.n / per_subtask_rate
+            if at > now:
+                time.sleep(at - now)
+            self.last = max(at, now)
+            if self.log is not None:
+                self.log.write(f"{int(value)} {due:.6f} {self.last:.6f}\n")
             if fail_at is not None and self.n * par >= int(fail_at) and not os.path.exists(marker):
-                completed = [f for f in os.listdir(run_dir) if f.startswith("completed-")]
-                if len(completed) >= 2:
-                    try:
-                        fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-                    except FileExistsError:
+                names = os.listdir(run_dir)
+                completed = [f for f in names if f.startswith("completed-")]
+                if len(completed) < 2:
+                    return value
+                if fail_before_trigger:
+                    snaps = [f for f in names if f.startswith("snapshot-")]
+                    last = max(os.path.getmtime(os.path.join(run_dir, f)) for f in snaps)
+                    if time.time() < last + interval_s * 0.92:
                         return value
-                    info = {"t": time.time(), "value": int(value), "local_index": self.n,
-                            "failure": "task"}
-                    os.write(fd, json.dumps(info).encode())
-                    os.close(fd)
-                    raise RuntimeError(f"rollcheck: injected task failure at record {value}")
+                try:
+                    fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+                except FileExistsError:
+                    return value
+                info = {"t": time.time(), "value": int(value), "local_index": self.n, "failure": "task"}
+                os.write(fd, json.dumps(info).encode())
+                os.close(fd)
+                raise RuntimeError(f"rollcheck: injected task failure at record {value}")
             return value
 
     max_rate = cfg.get("max_rate")

@@ -35,19 +35,26 @@ def _older_restore(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return events
 
 
-def _barrier_after_snapshot(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    for i, e in enumerate(events):
-        if e["kind"] == "flink.snapshot" and e["task"] == "keyed":
-            key = (e["subtask"], e["attempt"], e["checkpoint"])
-            for j in range(i - 1, -1, -1):
-                b = events[j]
-                if b["kind"] == "flink.barrier" and (b["subtask"], b["attempt"], b["checkpoint"]) == key:
-                    moved = events.pop(j)
-                    events.insert(i, moved)  # i is now the snapshot's index + 0: after it
-                    return events
+def _barrier_after_snapshot(events: list[dict[str, Any]], mode: str) -> list[dict[str, Any]]:
+    """Aligned: move the last barrier before a keyed snapshot to just after it. Unaligned (where
+    the first barrier suffices): move every barrier and announcement of that snapshot after it."""
+    sources = {(e["attempt"], e["checkpoint"]) for e in events
+               if e["kind"] == "flink.snapshot" and e["task"] == "source"}
+    kinds = ("flink.barrier",) if mode == "aligned" else ("flink.barrier", "flink.barrier_announcement")
+    for e in events:
+        if e["kind"] != "flink.snapshot" or e["task"] != "keyed" or (e["attempt"], e["checkpoint"]) not in sources:
+            continue
+        key = (e["subtask"], e["attempt"], e["checkpoint"])
+        i = events.index(e)
+        before = [b for b in events[:i] if b["kind"] in kinds
+                  and (b["subtask"], b["attempt"], b["checkpoint"]) == key]
+        if not before:
+            continue
+        moved = before[-1:] if mode == "aligned" else before
+        rest = [x for x in events if not any(x is m for m in moved)]
+        j = next(k for k, x in enumerate(rest) if x is e)
+        return rest[:j + 1] + moved + rest[j + 1:]
     raise InvalidInputError("the trace has no keyed snapshot preceded by a barrier")
-
-
 def _drop_failure(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     kept = [e for e in events if e["kind"] != "failure"]
     if len(kept) == len(events):
@@ -61,8 +68,13 @@ def tamper(src: str | Path, how: str, out: str | Path) -> str:
         raise InvalidInputError(f"unknown tampering {how!r} (one of {', '.join(TAMPERS)})")
     lines = Path(src).read_text().splitlines()
     header, events = lines[0], [json.loads(x) for x in lines[1:] if x.strip()]
-    events = {"older-restore": _older_restore, "barrier-after-snapshot": _barrier_after_snapshot,
-              "drop-failure": _drop_failure}[how](events)
+    mode = json.loads(header).get("config", {}).get("checkpoints", "aligned")
+    if how == "older-restore":
+        events = _older_restore(events)
+    elif how == "barrier-after-snapshot":
+        events = _barrier_after_snapshot(events, mode)
+    else:
+        events = _drop_failure(events)
     for n, e in enumerate(events, start=1):
         e["seq"] = n
     tmp = Path(str(out) + ".tmp")

@@ -138,6 +138,9 @@ public class RollcheckTap extends AbstractStreamOperator<Object>
         flat.add(-1L);
         flat.add(seen);
         state.update(flat);
+        if (mode.equals("source")) {
+            new FileOutputStream(dir + "/snapshot-" + ctx.getCheckpointId()).close();
+        }
         log("snapshot", "\"checkpoint\":" + ctx.getCheckpointId() + ",\"seen\":" + seen
                 + ",\"per_key\":" + counts());
     }

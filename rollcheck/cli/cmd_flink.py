@@ -42,6 +42,18 @@ def register(sub: Any) -> None:
     rp.add_argument("trace")
     rp.add_argument("--json", action="store_true")
 
+    rt = add_parser(fsub, "recovery-time", "Measure failure -> caught-up time for several checkpoint "
+                    "intervals and compare with Chiron's TRT and the utilization model.", _recovery_time)
+    rt.add_argument("--intervals", required=True, metavar="MS,MS,...")
+    rt.add_argument("--rate", type=float, default=400.0, help="arrival rate λ, records/s")
+    rt.add_argument("--max-rate", type=float, default=800.0, help="service-rate cap μ, records/s")
+    rt.add_argument("--repetitions", type=int, default=3, help="failures per interval (median)")
+    rt.add_argument("--parallelism", type=int, default=2)
+    rt.add_argument("--seed", type=int, default=0)
+    rt.add_argument("--work-dir", default=None, help="where the runs are kept (default ./flink-recovery-time)")
+    rt.add_argument("--plot", default=None, metavar="PNG", help="draw measured vs predicted")
+    rt.add_argument("--json", action="store_true")
+
     tp = add_parser(fsub, "tamper", "Write a deliberately broken copy of a Flink trace.", _tamper)
     tp.add_argument("trace")
     tp.add_argument("--how", required=True, choices=["older-restore", "barrier-after-snapshot", "drop-failure"])
@@ -85,6 +97,36 @@ def _replay(args: argparse.Namespace) -> int:
                    None: "inconclusive"}[res.conformant]
         print(verdict)
     return res.exit_code
+
+
+def _recovery_time(args: argparse.Namespace) -> int:
+    import sys
+
+    from rollcheck.flink_replay.recovery import measure_recovery_times
+    from rollcheck.pyimpl.errors import InvalidInputError
+
+    try:
+        intervals = [int(x) for x in args.intervals.split(",") if x.strip()]
+    except ValueError:
+        raise InvalidInputError(f"--intervals: integers separated by commas, not {args.intervals!r}") from None
+    print(f"rollcheck flink recovery-time: seed {args.seed}", file=sys.stderr)
+    res = measure_recovery_times(intervals, rate=args.rate, max_rate=args.max_rate, repetitions=args.repetitions,
+                                 parallelism=args.parallelism, seed=args.seed, work_dir=args.work_dir,
+                                 log=lambda m: print(m, file=sys.stderr))
+    if args.plot:
+        from rollcheck.flink_replay.plot import plot_recovery
+
+        res["plot"] = str(plot_recovery(res, args.plot))
+    if args.json:
+        emit_json(res)
+    else:
+        for p in res["parameters"]:
+            print(f"interval {p['interval_ms']} ms: D={p['downtime_s']} s, E={p['checkpoint_age_s']} s, "
+                  f"mu={p['service_rate']}/s, U={p['ratio']}, checkpoint {p['checkpoint_duration_ms']} ms")
+        for r in res["runs"]:
+            print(f"interval {r['interval_ms']:>5} ms  {r['model']:<12} measured {r['measured_s']:.3f} s  "
+                  f"predicted {r['predicted_s']:.3f} s  error {100 * r['error']:+.1f} %")
+    return 0
 
 
 def _tamper(args: argparse.Namespace) -> int:
