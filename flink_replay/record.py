@@ -215,7 +215,7 @@ def build_trace(run: str | Path, out: str | Path, *, env_version: str = "?") -> 
         if h.get("status") == "COMPLETED":
             t = int(h.get("latest_ack_timestamp") or h.get("trigger_timestamp")) * 1000
             timed.append((t, 4, {"kind": "flink.checkpoint_completed", "checkpoint": int(cid),
-                                 "unaligned": bool(h.get("is_unaligned", h.get("unaligned", False))),
+                                 "type": h.get("checkpoint_type"),
                                  "persisted_bytes": h.get("persisted_data"), "duration_ms": h.get("end_to_end_duration")}))
     for st in ("RUNNING", "FAILING", "RESTARTING", "FINISHED", "FAILED", "CANCELED"):
         t = (info.get("timestamps") or {}).get(st)

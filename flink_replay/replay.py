@@ -236,6 +236,8 @@ def _snapshot_check(events, completed, mode) -> Check:
     if not done:
         return Check(name, None, "no completed checkpoint")
     inflight_total = 0
+    per_record: list[float] = []
+    completed_by_id = {e["checkpoint"]: e for e in completed}
     for cid in done:
         group = snaps.get(cid, [])
         attempts = {e["attempt"] for e in group}
@@ -259,6 +261,20 @@ def _snapshot_check(events, completed, mode) -> Check:
             return Check(name, False, f"checkpoint {cid}: source offsets - keyed state = {sum(diff)} records, "
                          f"channel state holds {inflight}", seq)
         inflight_total += inflight
+        # Flink's own count of the channel state it persisted must agree: none when aligned
+        pb = completed_by_id[cid].get("persisted_bytes")
+        if pb is not None:
+            if (pb > 0) != (inflight > 0):
+                return Check(name, False, f"checkpoint {cid}: {inflight} in-flight records, but Flink persisted "
+                             f"{pb} bytes of channel state", seq)
+            if inflight > 0:
+                per_record.append(pb / inflight)
+    if per_record:
+        med = sorted(per_record)[len(per_record) // 2]
+        bad = [r for r in per_record if not 0.6 * med <= r <= 1.5 * med]
+        if len(bad) > max(1, len(per_record) // 10):
+            return Check(name, False, f"channel-state bytes per in-flight record vary too much "
+                         f"({min(per_record):.1f}..{max(per_record):.1f}, median {med:.1f})")
     # the restored state equals the snapshot it came from
     for e in events:
         if e["kind"] == "flink.restore" and e.get("checkpoint") is not None and e.get("attempt", 0) > 0:
@@ -266,7 +282,11 @@ def _snapshot_check(events, completed, mode) -> Check:
             if orig and orig[0]["per_key"] != e["per_key"]:
                 return Check(name, False, f"{e['task']}[{e['subtask']}] restored state {e['per_key']} differs "
                              f"from snapshot {e['checkpoint']}: {orig[0]['per_key']}", e["seq"])
-    extra = f", {inflight_total} in-flight records stored as channel state" if mode == "unaligned" else ""
+    extra = ""
+    if mode == "unaligned":
+        extra = f", {inflight_total} in-flight records stored as channel state"
+        if per_record:
+            extra += f" (Flink persisted {sorted(per_record)[len(per_record) // 2]:.1f} bytes per record, median)"
     return Check(name, True, f"{len(done)} completed checkpoints are consistent cuts{extra}")
 
 
