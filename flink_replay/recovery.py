@@ -34,6 +34,7 @@ import os
 import shutil
 import statistics
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -43,9 +44,11 @@ from rollcheck.flink_replay.record import LOG4J, _job_file
 from rollcheck.pyimpl.errors import InconclusiveError, InvalidInputError
 from rollcheck.pyimpl.intervals.trt import trt_breakdown
 
-__all__ = ["measure_recovery_times", "analyse_run", "CAUGHT_UP_S"]
+__all__ = ["measure_recovery_times", "analyse_run", "CAUGHT_UP_S", "STATED_ERROR"]
 
 CAUGHT_UP_S = 0.05
+#: the largest relative error of the Chiron TRT prediction that ``rollcheck verify`` accepts
+STATED_ERROR = 0.10
 
 
 def analyse_run(run: Path, rate: float, parallelism: int) -> dict[str, Any]:
@@ -119,7 +122,13 @@ def measure_recovery_times(intervals: list[int], *, rate: float = 400.0, max_rat
     t0 = time.time()
     env = find_flink()
     jar = tap_jar(env)
-    root = Path(work_dir) if work_dir else Path.cwd() / "flink-recovery-time"
+    if work_dir is None:
+        with tempfile.TemporaryDirectory(prefix="rollcheck-flink-rt-") as d:
+            res = measure_recovery_times(intervals, rate=rate, max_rate=max_rate, repetitions=repetitions,
+                                         parallelism=parallelism, keys=keys, seed=seed, work_dir=d, log=log)
+            res["work_dir"] = None
+            return res
+    root = Path(work_dir)
     if root.exists():
         shutil.rmtree(root)
     (root / "tmp").mkdir(parents=True)
@@ -127,7 +136,7 @@ def measure_recovery_times(intervals: list[int], *, rate: float = 400.0, max_rat
     for iv in intervals:
         # the failure comes after 2 completed checkpoints and 1.5 s, then: downtime + catch-up
         fail_at = int(rate * max(1.5, 3.2 * iv / 1000.0))
-        span = fail_at / rate + 3.0 + (iv / 1000.0 + 3.0) * max_rate / (max_rate - rate)
+        span = fail_at / rate + 1.0 + (iv / 1000.0 + 2.0) * max_rate / (max_rate - rate)
         for r in range(repetitions):
             runs.append({"run_dir": str((root / f"i{iv}-r{r}").resolve()), "interval_ms": iv,
                          "records": int(rate * span), "fail_at_record": fail_at})

@@ -50,7 +50,7 @@ def register(sub: Any) -> None:
     rt.add_argument("--repetitions", type=int, default=3, help="failures per interval (median)")
     rt.add_argument("--parallelism", type=int, default=2)
     rt.add_argument("--seed", type=int, default=0)
-    rt.add_argument("--work-dir", default=None, help="where the runs are kept (default ./flink-recovery-time)")
+    rt.add_argument("--work-dir", default=None, help="keep the runs in this folder (default: a temporary folder, removed)")
     rt.add_argument("--plot", default=None, metavar="PNG", help="draw measured vs predicted")
     rt.add_argument("--json", action="store_true")
 

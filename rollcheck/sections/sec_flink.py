@@ -67,6 +67,31 @@ def _tampered(trace: Path, tmp: Path) -> Row:
                time.perf_counter() - t0, "; ".join(details))
 
 
+def _recovery_time(ctx: VerifyContext, tmp: Path) -> Row:
+    from rollcheck.flink_replay.plot import plot_recovery
+    from rollcheck.flink_replay.recovery import STATED_ERROR, measure_recovery_times
+    from rollcheck.pyimpl.errors import InconclusiveError
+
+    t0 = time.perf_counter()
+    intervals = [200, 1000] if ctx.quick else [200, 500, 1000]
+    ctx.log(f"  flink: recovery time for intervals {intervals} ms, 3 failures each")
+    try:
+        res = measure_recovery_times(intervals, work_dir=tmp / "recovery-time", seed=ctx.seed, log=ctx.log)
+    except InconclusiveError as e:
+        return Row("TRT (Chiron) on Flink", "Flink", "measured vs predicted recovery time", "inconclusive",
+                   0, "runs", time.perf_counter() - t0, str(e))
+    pictures = [str(plot_recovery(res, ctx.path("flink", "recovery-time.png")))]
+    chiron = [r for r in res["runs"] if r["model"] == "chiron-trt"]
+    ok = all(abs(r["error"]) <= STATED_ERROR for r in chiron)
+    detail = "; ".join(f"{r['interval_ms']} ms: measured {r['measured_s']:.2f} s, {r['model']} "
+                       f"{r['predicted_s']:.2f} s ({100 * r['error']:+.1f} %)" for r in res["runs"])
+    row = Row("TRT (Chiron) on Flink", "Flink", f"failure -> caught up vs Chiron TRT within "
+              f"{100 * STATED_ERROR:.0f} % (median of 3 failures per interval)", "pass" if ok else "fail",
+              3 * len(intervals), "runs", time.perf_counter() - t0, detail)
+    row.pictures = pictures
+    return row
+
+
 def run(ctx: VerifyContext) -> list[Row]:
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="rollcheck-verify-flink-") as d:
@@ -77,4 +102,5 @@ def run(ctx: VerifyContext) -> list[Row]:
         _record(ctx, tmp, "unaligned", rows)
         if aligned is not None:
             rows.append(_tampered(aligned, tmp))
+        rows.append(_recovery_time(ctx, tmp))
     return rows
