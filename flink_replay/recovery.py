@@ -10,8 +10,10 @@ it measures:
   ``CAUGHT_UP_S`` of its due time, the slowest subtask), the median of the repetitions;
 - the models' parameters: the downtime ``D`` (failure → first record emitted after the
   restart: detection, restart, state restore, warm-up), the age ``E`` of the restored checkpoint
-  at the failure (failure − its trigger time), the service rate ``μ`` during the catch-up and
-  ``U = λ/μ``; the mean checkpoint duration is reported too.
+  at the failure (failure − its trigger time), the service rate ``μ`` (measured *before* the
+  failure, while the source drains an initial backlog of ``CALIBRATE_S`` seconds of input) and
+  ``U = λ/μ``; the service rate during the catch-up and the mean checkpoint duration are reported
+  too.
 
 Predictions from those parameters:
 
@@ -47,6 +49,9 @@ from rollcheck.pyimpl.intervals.trt import trt_breakdown
 __all__ = ["measure_recovery_times", "analyse_run", "CAUGHT_UP_S", "STATED_ERROR"]
 
 CAUGHT_UP_S = 0.05
+#: seconds of input already due when a recovery-time run starts: the source drains this backlog at
+#: its capped rate, which measures the service rate μ before (and independently of) the failure
+CALIBRATE_S = 1.0
 #: the largest relative error of the Chiron TRT prediction that ``rollcheck verify`` accepts
 STATED_ERROR = 0.10
 
@@ -75,7 +80,14 @@ def analyse_run(run: Path, rate: float, parallelism: int) -> dict[str, Any]:
         raise InconclusiveError(f"{run.name}: no restored checkpoint with statistics")
     age = t_fail - hist[str(restored)]["trigger_timestamp"] / 1000.0
     durations = [h["end_to_end_duration"] for h in hist.values() if h.get("status") == "COMPLETED"]
-    firsts, caught, mus = [], [], []
+    mus = []
+    for f in run.glob("pace-gen0-*.jsonl"):
+        rows = [tuple(map(float, x.split())) for x in f.read_text().splitlines() if x.strip()]
+        done = next((i for i, (_, due, at) in enumerate(rows) if at - due <= CAUGHT_UP_S), None)
+        if done is None or done < 20:
+            raise InconclusiveError(f"{run.name}: no initial backlog to measure the service rate on")
+        mus.append(done / (rows[done][2] - rows[0][2]))
+    firsts, caught, catch_mus = [], [], []
     for f in run.glob("pace-gen1-*.jsonl"):
         rows = [tuple(map(float, x.split())) for x in f.read_text().splitlines() if x.strip()]
         if not rows:
@@ -87,12 +99,13 @@ def analyse_run(run: Path, rate: float, parallelism: int) -> dict[str, Any]:
             raise InconclusiveError(f"{run.name}: a subtask never caught up with its input")
         caught.append(rows[done][2])
         if done >= 2:
-            mus.append(done / (rows[done][2] - first))
+            catch_mus.append(done / (rows[done][2] - first))
     if not firsts or not mus:
         raise InconclusiveError(f"{run.name}: no catch-up phase was observed")
     mu = statistics.fmean(mus) * parallelism
     return {"restored_checkpoint": restored, "measured_s": max(caught) - t_fail, "downtime_s": min(firsts) - t_fail,
             "checkpoint_age_s": age, "service_rate": mu, "ratio": rate / mu,
+            "service_rate_after_restart": statistics.fmean(catch_mus) * parallelism if catch_mus else None,
             "checkpoint_duration_ms": statistics.fmean(durations) if durations else None}
 
 
@@ -132,16 +145,20 @@ def measure_recovery_times(intervals: list[int], *, rate: float = 400.0, max_rat
     if root.exists():
         shutil.rmtree(root)
     (root / "tmp").mkdir(parents=True)
-    runs = []
+    # the first job in a fresh JVM runs slower (class loading, JIT, Python start): a warm-up run
+    # with the first interval goes first and is not measured
+    runs = [{"run_dir": str((root / "warmup").resolve()), "interval_ms": intervals[0],
+             "records": int(rate * 4), "fail_at_record": None}]
     for iv in intervals:
         # the failure comes after 2 completed checkpoints and 1.5 s, then: downtime + catch-up
-        fail_at = int(rate * max(1.5, 3.2 * iv / 1000.0))
+        drain = CALIBRATE_S * max_rate / (max_rate - rate)  # the initial backlog is gone by then
+        fail_at = int(rate * (drain + max(1.0, 3.2 * iv / 1000.0)))
         span = fail_at / rate + 1.0 + (iv / 1000.0 + 2.0) * max_rate / (max_rate - rate)
         for r in range(repetitions):
             runs.append({"run_dir": str((root / f"i{iv}-r{r}").resolve()), "interval_ms": iv,
                          "records": int(rate * span), "fail_at_record": fail_at})
     cfg = {"checkpoints": "aligned", "parallelism": parallelism, "keys": keys, "rate": rate,
-           "source_cap": max_rate, "schedule": "absolute", "fail_before_trigger": True, "failure": "task",
+           "source_cap": max_rate, "schedule": "absolute", "calibrate_s": CALIBRATE_S, "fail_before_trigger": True, "failure": "task",
            "tap_jar": str(jar), "seed": seed, "timeout_s": 240, "runs": runs}
     (root / "config.json").write_text(json.dumps(cfg))
     (root / "log4j.properties").write_text(LOG4J.replace("DEBUG", "INFO"))
@@ -167,12 +184,19 @@ def measure_recovery_times(intervals: list[int], *, rate: float = 400.0, max_rat
             reps.append(analyse_run(run, rate, parallelism))
         med = {k: statistics.median(x[k] for x in reps) for k in
                ("measured_s", "downtime_s", "checkpoint_age_s", "service_rate", "ratio")}
+        after = [x["service_rate_after_restart"] for x in reps if x["service_rate_after_restart"]]
+        med["service_rate_after_restart"] = statistics.median(after) if after else None
         durs = [x["checkpoint_duration_ms"] for x in reps if x["checkpoint_duration_ms"] is not None]
         med["checkpoint_duration_ms"] = statistics.fmean(durs) if durs else None
         params.append({"interval_ms": iv, **{k: (round(v, 4) if v is not None else None) for k, v in med.items()},
                        "repetitions": [round(x["measured_s"], 4) for x in reps]})
-        for model, pred in _predict(med).items():
+        # each repetition is predicted from its own parameters; both sides are then medians
+        preds = [_predict(x) for x in reps]
+        for model in preds[0]:
+            pred = statistics.median(p[model] for p in preds)
             out.append({"interval_ms": iv, "measured_s": round(med["measured_s"], 4), "predicted_s": round(pred, 4),
-                        "model": model, "error": round((pred - med["measured_s"]) / med["measured_s"], 4)})
+                        "model": model, "error": round((pred - med["measured_s"]) / med["measured_s"], 4),
+                        "repetition_errors": [round((p[model] - x["measured_s"]) / x["measured_s"], 4)
+                                              for p, x in zip(preds, reps, strict=True)]})
     return {"runs": out, "parameters": params, "rate": rate, "max_rate": max_rate, "repetitions": repetitions,
             "seconds": round(time.time() - t0, 1), "work_dir": str(root)}

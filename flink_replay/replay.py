@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -165,8 +166,13 @@ def _fmt(c: Counter[str], limit: int = 5) -> str:
     return s + (f", ... ({len(items)} in all)" if len(items) > limit else "")
 
 
-def replay(path: str | Path) -> FlinkReplay:
-    """Run every check on a recorded Flink trace."""
+def replay(path: str | Path, *, tlc: Callable[[str | Path], Any] | None = None) -> FlinkReplay:
+    """Run every check on a recorded Flink trace.
+
+    ``tlc``, when given, validates the aligned barrier snapshots against the Chandy–Lamport
+    model (:func:`rollcheck.flink_replay.tlc.validate_with_tlc` bound to a TLC runner); its
+    verdict is part of ``barrier-alignment``.
+    """
     header, events, truncated = read_flink_trace(path)
     cfg = header["config"]
     par = int(cfg["parallelism"])
@@ -187,7 +193,16 @@ def replay(path: str | Path) -> FlinkReplay:
     # restore-latest-completed
     rep.checks.append(_restore_check(events, failure, restores, completed))
     rep.checks.append(_snapshot_check(events, completed, mode))
-    rep.checks.append(_barrier_check(events, mode, par))
+    barrier = _barrier_check(events, mode, par)
+    if tlc is not None and mode == "aligned" and barrier.ok is not False:
+        v = tlc(path)
+        if v.accepted is False:
+            barrier = Check(barrier.name, False, v.detail, v.seq)
+        elif v.accepted is True:
+            barrier.detail += f"; {v.detail}"
+        else:
+            barrier.detail += f"; TLC not run: {v.detail}"
+    rep.checks.append(barrier)
     outs = {(e["sink"], e.get("generation")): e for e in events if e["kind"] == "flink.sink_output"}
     expected = failure_free_output(int(cfg["records"]), int(cfg["keys"]))
     tx = outs.get(("tx", None))

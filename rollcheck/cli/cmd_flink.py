@@ -41,6 +41,7 @@ def register(sub: Any) -> None:
     rp = add_parser(fsub, "replay", "Check a recorded Flink trace.", _replay)
     rp.add_argument("trace")
     rp.add_argument("--json", action="store_true")
+    rp.add_argument("--no-tlc", action="store_true", help="skip TLC validation of aligned barrier snapshots")
 
     rt = add_parser(fsub, "recovery-time", "Measure failure -> caught-up time for several checkpoint "
                     "intervals and compare with Chiron's TRT and the utilization model.", _recovery_time)
@@ -83,10 +84,22 @@ def _record(args: argparse.Namespace) -> int:
     return 0 if res["final_state"] == "FINISHED" else 3
 
 
+def tlc_validator() -> Any:
+    """``validate_with_tlc`` bound to rollcheck's TLC runner and its ``ChandyLamport`` model."""
+    from importlib import resources
+    from pathlib import Path
+
+    from rollcheck.flink_replay.tlc import validate_with_tlc
+    from rollcheck.tla.runner import run_tlc
+
+    cl = Path(str(resources.files("rollcheck.tla.models").joinpath("ChandyLamport.tla")))
+    return lambda path: validate_with_tlc(path, run_tlc, cl)
+
+
 def _replay(args: argparse.Namespace) -> int:
     from rollcheck.flink_replay.replay import replay
 
-    res = replay(args.trace)
+    res = replay(args.trace, tlc=None if args.no_tlc else tlc_validator())
     if args.json:
         emit_json(res.as_dict())
     else:

@@ -18,6 +18,16 @@ TITLE = "Flink: aligned and unaligned snapshots recorded with failures, replayed
 ALGORITHM = "Chandy-Lamport snapshots (Flink)"
 
 
+def _tlc():
+    from importlib import resources
+
+    from rollcheck.flink_replay.tlc import validate_with_tlc
+    from rollcheck.tla.runner import run_tlc
+
+    cl = Path(str(resources.files("rollcheck.tla.models").joinpath("ChandyLamport.tla")))
+    return lambda path: validate_with_tlc(path, run_tlc, cl)
+
+
 def _record(ctx: VerifyContext, tmp: Path, mode: str, rows: list[Row]) -> Path | None:
     from rollcheck.flink_replay.record import RecordConfig, record_wordcount
     from rollcheck.flink_replay.replay import replay
@@ -39,11 +49,12 @@ def _record(ctx: VerifyContext, tmp: Path, mode: str, rows: list[Row]) -> Path |
         rows.append(Row(ALGORITHM, "Flink", f"record wordcount ({mode})", "fail", 0, "runs",
                         time.perf_counter() - t0, f"{type(e).__name__}: {e}"))
         return None
-    rep = replay(out)
+    rep = replay(out, tlc=_tlc())
     status = {True: "pass", False: "fail", None: "inconclusive"}[rep.conformant]
     detail = "; ".join(f"{c.name}: {c.detail}" for c in rep.checks)
     rows.append(Row(ALGORITHM, "Flink", f"wordcount, {mode} checkpoints, task failure: record "
-                    f"{res['seconds']:.0f} s, replay conformant (restored checkpoint {res['restored_checkpoint']})",
+                    f"{res['seconds']:.0f} s, replay conformant (restored checkpoint {res['restored_checkpoint']})"
+                    + (" incl. TLC validation against the Chandy-Lamport model" if mode == "aligned" else ""),
                     status, sum(c.ok is True for c in rep.checks), "checks", time.perf_counter() - t0, detail))
     return out
 
@@ -57,7 +68,7 @@ def _tampered(trace: Path, tmp: Path) -> Row:
     for how in TAMPERS:
         out = tmp / f"tampered-{how}.jsonl"
         expected = tamper(trace, how, out)
-        rep = replay(out)
+        rep = replay(out, tlc=_tlc() if how == "barrier-after-snapshot" else None)
         check = next(c for c in rep.checks if c.name == expected)
         ok = check.ok is False if how != "drop-failure" else (check.ok is None and rep.conformant is None)
         caught += ok
