@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import sys
 import threading
@@ -83,12 +84,16 @@ def run_one(cfg: dict) -> int:
     keys = int(cfg["keys"])
     rate = float(cfg["rate"])
     fail_at = cfg.get("fail_at_record")
+    failure = cfg.get("failure") or "task"
     marker = os.path.join(run_dir, "failure.json")
     naive_dir = os.path.join(run_dir, "naive")
     os.makedirs(naive_dir, exist_ok=True)
     port = _free_port()
 
     conf = Configuration()
+    if cfg.get("cluster_rest_port"):
+        # a standalone session cluster started by the recorder (separate TaskManager processes)
+        port = int(cfg["cluster_rest_port"])
     conf.set_string("python.execution-mode", cfg.get("python_mode", "thread"))
     conf.set_string("python.executable", sys.executable)
     conf.set_string("rest.port", str(port))
@@ -104,7 +109,17 @@ def run_one(cfg: dict) -> int:
     conf.set_string("restart-strategy.fixed-delay.delay", f"{int(cfg.get('restart_delay_ms', 200))} ms")
     conf.set_string("io.tmp.dirs", os.path.join(run_dir, "tmp"))
     os.makedirs(os.path.join(run_dir, "tmp"), exist_ok=True)
-    env = StreamExecutionEnvironment.get_execution_environment(conf)
+    if cfg.get("cluster_rest_port"):
+        from pyflink.java_gateway import get_gateway as _gw
+
+        gw0 = _gw()
+        jars = gw0.new_array(gw0.jvm.String, 1)
+        jars[0] = cfg["tap_jar"]
+        j_env = gw0.jvm.org.apache.flink.streaming.api.environment.StreamExecutionEnvironment \
+            .createRemoteEnvironment("127.0.0.1", port, conf._j_configuration, jars)
+        env = StreamExecutionEnvironment(j_env)
+    else:
+        env = StreamExecutionEnvironment.get_execution_environment(conf)
     env.set_parallelism(par)
     env.enable_checkpointing(int(cfg["interval_ms"]), CheckpointingMode.EXACTLY_ONCE)
     cc = env.get_checkpoint_config()
@@ -224,9 +239,13 @@ def run_one(cfg: dict) -> int:
                     fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
                 except FileExistsError:
                     return value
-                info = {"t": time.time(), "value": int(value), "local_index": self.n, "failure": "task"}
+                info = {"t": time.time(), "value": int(value), "local_index": self.n, "failure": failure,
+                        "pid": os.getpid()}
                 os.write(fd, json.dumps(info).encode())
                 os.close(fd)
+                if failure == "taskmanager":
+                    # thread mode: this function runs inside the TaskManager's JVM process
+                    os.kill(os.getpid(), signal.SIGKILL)
                 raise RuntimeError(f"rollcheck: injected task failure at record {value}")
             return value
 

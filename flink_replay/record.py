@@ -64,6 +64,7 @@ logger.barrier.appenderRef.barrier.ref = BarrierAppender
 _BARRIER = re.compile(r"^(\S+) (.*): Received barrier from channel InputChannelInfo\{gateIdx=(\d+), "
                       r"inputChannelIdx=(\d+)\} @ (\d+)\.")
 _ANNOUNCE = re.compile(r"^(\S+) (.*): Triggering checkpoint (\d+) on the barrier announcement")
+_TM_LOST = re.compile(r"^(\S+ \S+) INFO .*JobMaster .*TaskManager with id (\S+) is no longer reachable")
 _SUBTASK = re.compile(r"\((\d+)/(\d+)\)#(\d+)")
 
 
@@ -84,8 +85,8 @@ class RecordConfig(dict):
             raise InvalidInputError("--records, --rate and the number of keys must be positive")
         if (fail_at_record is None) != (failure is None):
             raise InvalidInputError("--fail-at-record and --failure go together")
-        if failure not in (None, "task"):
-            raise InvalidInputError(f"--failure {failure}: only 'task' is implemented for Flink")
+        if failure not in (None, "task", "taskmanager"):
+            raise InvalidInputError(f"--failure {failure}: one of task, taskmanager")
         if fail_at_record is not None and not 1 <= fail_at_record <= records:
             raise InvalidInputError(f"--fail-at-record {fail_at_record} is outside the input (1..{records})")
         return cls(checkpoints=checkpoints, parallelism=parallelism, interval_ms=interval_ms,
@@ -125,12 +126,22 @@ def record_wordcount(out: str | Path, config: RecordConfig, *, run_dir: str | Pa
     (run / "tmp").mkdir()
     penv["TMPDIR"] = str(run / "tmp")
     penv["JVM_ARGS"] = (penv.get("JVM_ARGS", "") + f" -Djava.io.tmpdir={run / 'tmp'}").strip()
-    with open(run / "job.out", "w") as so:
-        try:
-            p = subprocess.run([str(env.python), str(_job_file()), str(run / "config.json")], stdout=so,
-                               stderr=subprocess.STDOUT, env=penv, timeout=float(config["timeout_s"]) + 180)
-        except subprocess.TimeoutExpired:
-            raise InconclusiveError(f"the Flink job did not end within {config['timeout_s']} s (log: {run})") from None
+    cluster: list[subprocess.Popen[bytes]] = []
+    try:
+        if config.get("failure") == "taskmanager":
+            cfg["cluster_rest_port"] = _start_cluster(run, env, penv, int(config["parallelism"]), cluster)
+            (run / "config.json").write_text(json.dumps(cfg))
+        with open(run / "job.out", "w") as so:
+            try:
+                p = subprocess.run([str(env.python), str(_job_file()), str(run / "config.json")], stdout=so,
+                                   stderr=subprocess.STDOUT, env=penv, timeout=float(config["timeout_s"]) + 180)
+            except subprocess.TimeoutExpired:
+                raise InconclusiveError(f"the Flink job did not end within {config['timeout_s']} s (log: {run})") from None
+    finally:
+        for proc in cluster:  # only the JobManager and TaskManagers this call started
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=30)
     if not (run / "run.json").exists():
         tail = (run / "job.out").read_text(errors="replace").strip().splitlines()[-3:]
         raise InconclusiveError(f"the Flink job ended without a result (exit {p.returncode}): {' | '.join(tail)}")
@@ -139,6 +150,87 @@ def record_wordcount(out: str | Path, config: RecordConfig, *, run_dir: str | Pa
     os.replace(tmp, out)
     summary.update(trace=str(out), checkpoint_dir=str(run / "checkpoints"), seconds=round(time.time() - t0, 2))
     return summary
+
+
+CLUSTER_CONFIG = """jobmanager.rpc.address: localhost
+jobmanager.bind-host: localhost
+jobmanager.rpc.port: {rpc}
+jobmanager.memory.process.size: 1024m
+taskmanager.host: localhost
+taskmanager.bind-host: localhost
+taskmanager.numberOfTaskSlots: {slots}
+taskmanager.cpu.cores: 2.0
+taskmanager.memory.framework.heap.size: 128m
+taskmanager.memory.task.heap.size: 384m
+taskmanager.memory.framework.off-heap.size: 128m
+taskmanager.memory.task.off-heap.size: 0m
+taskmanager.memory.network.min: 64m
+taskmanager.memory.network.max: 64m
+taskmanager.memory.managed.size: 128m
+taskmanager.memory.jvm-metaspace.size: 256m
+taskmanager.memory.jvm-overhead.min: 192m
+taskmanager.memory.jvm-overhead.max: 192m
+rest.address: 127.0.0.1
+rest.bind-address: 127.0.0.1
+rest.port: {rest}
+heartbeat.interval: 1000
+heartbeat.timeout: 5000
+io.tmp.dirs: {tmp}
+python.execution-mode: thread
+"""
+
+
+def _start_cluster(run: Path, env: Any, penv: dict[str, str], slots: int,
+                   procs: list[subprocess.Popen[bytes]]) -> int:
+    """Start a standalone session cluster: one JobManager and two TaskManager processes.
+
+    Each TaskManager has enough slots for the whole job, so the job can restart on the survivor
+    when the other one is killed. Returns the REST port; the processes are appended to ``procs``.
+    """
+    import socket
+
+    def free() -> int:
+        with socket.socket() as sk:
+            sk.bind(("127.0.0.1", 0))
+            return int(sk.getsockname()[1])
+
+    rest, rpc = free(), free()
+    conf = run / "cluster-conf"
+    conf.mkdir()
+    (conf / "config.yaml").write_text(CLUSTER_CONFIG.format(rpc=rpc, rest=rest, slots=slots, tmp=run / "tmp"))
+    # append: the TaskManager re-initialises logging once, which would truncate the file
+    (conf / "log4j.properties").write_text(LOG4J.replace("append = false", "append = true"))
+    jars = sorted((env.pyflink_dir / "lib").glob("*.jar")) + sorted((env.pyflink_dir / "opt").glob("flink-python*.jar"))
+    cp = os.pathsep.join(str(j) for j in jars)
+    site = str(Path(env.pyflink_dir).parent)
+    tenv = dict(penv, PYTHONPATH=os.pathsep.join([str(_job_file().parent), site]))
+    mains = [("jobmanager", "org.apache.flink.runtime.entrypoint.StandaloneSessionClusterEntrypoint"),
+             ("taskmanager-0", "org.apache.flink.runtime.taskexecutor.TaskManagerRunner"),
+             ("taskmanager-1", "org.apache.flink.runtime.taskexecutor.TaskManagerRunner")]
+    for name, main in mains:
+        cmd = ["java", "-Xmx512m", "-XX:MaxDirectMemorySize=256m", f"-Dlog.file={run / (name + '.log')}",
+               f"-Dlog4j.configurationFile=file:{conf / 'log4j.properties'}", f"-Djava.io.tmpdir={run / 'tmp'}",
+               "--add-opens=java.base/java.lang=ALL-UNNAMED", "--add-opens=java.base/java.util=ALL-UNNAMED",
+               "--add-opens=java.base/java.nio=ALL-UNNAMED", "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
+               "-cp", cp, main, "--configDir", str(conf)]
+        with open(run / (name + ".out"), "wb") as out:
+            procs.append(subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=tenv,
+                                          stdin=subprocess.DEVNULL))
+    # wait until both TaskManagers registered (REST /taskmanagers)
+    import urllib.request
+
+    deadline = time.time() + 180
+    while time.time() < deadline:
+        if any(p.poll() is not None for p in procs):
+            raise InconclusiveError(f"a Flink cluster process exited at start-up (see {run})")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{rest}/taskmanagers", timeout=2) as r:
+                if len(json.loads(r.read().decode()).get("taskmanagers", [])) >= 2:
+                    return rest
+        except OSError:
+            pass
+        time.sleep(0.5)
+    raise InconclusiveError("the standalone Flink cluster did not start within 180 s")
 
 
 def _parse_log_time(s: str, pattern: str) -> int:
@@ -189,10 +281,9 @@ def build_trace(run: str | Path, out: str | Path, *, env_version: str = "?") -> 
             else:
                 continue
             timed.append((ev["t_us"], rank[ev["ev"]], e))
-    barrier_log = next(iter(run.glob("*.log.barriers")), None)
     props = run / "log4j.properties"
     pattern = props.read_text() if props.exists() else LOG4J
-    if barrier_log is not None:
+    for barrier_log in sorted(run.glob("*.log.barriers")):
         for line in barrier_log.read_text(errors="replace").splitlines():
             m = _BARRIER.match(line)
             a = _ANNOUNCE.match(line) if m is None else None
@@ -210,6 +301,15 @@ def build_trace(run: str | Path, out: str | Path, *, env_version: str = "?") -> 
                  "attempt": int(st.group(3)), "gate": int(m.group(3)), "channel": int(m.group(4)),
                  "checkpoint": int(m.group(5))}
             timed.append((_parse_log_time(m.group(1), pattern), rank["barrier"], e))
+    jm_log = run / "jobmanager.log"
+    if jm_log.exists():  # standalone cluster (failure "taskmanager"): the JobManager saw the loss
+        for line in jm_log.read_text(errors="replace").splitlines():
+            m = _TM_LOST.match(line)
+            if m:
+                d = datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f").replace(tzinfo=UTC)
+                timed.append((int(d.timestamp() * 1e6), 5, {"kind": "flink.taskmanager_lost",
+                                                            "taskmanager": m.group(2)}))
+                break
     rest = info["rest"]
     for cid, h in sorted(rest["checkpoints"].items(), key=lambda kv: int(kv[0])):
         if h.get("status") == "COMPLETED":
@@ -228,7 +328,8 @@ def build_trace(run: str | Path, out: str | Path, *, env_version: str = "?") -> 
     marker = run / "failure.json"
     if marker.exists():
         fi = json.loads(marker.read_text())
-        timed.append((int(fi["t"] * 1e6), 1, {"kind": "failure", "processes": ["source"],
+        timed.append((int(fi["t"] * 1e6), 1, {"kind": "failure", "processes": ["source"] + (
+                                                  ["keyed"] if fi.get("failure") == "taskmanager" else []),
                                               "failure": fi.get("failure", "task"), "record": fi.get("value")}))
     for c in info.get("commits", []):
         timed.append((int(c["t"] * 1e6), 7, {"kind": "flink.sink_commit", "file": c["file"], "lines": c["lines"]}))

@@ -187,8 +187,12 @@ def replay(path: str | Path, *, tlc: Callable[[str | Path], Any] | None = None) 
     elif not restores:
         rep.checks.append(Check("failure-observed", None, "a failure was recorded but the job never restarted",
                                 failure["seq"]))
+    elif failure.get("failure") == "taskmanager" and not any(e["kind"] == "flink.taskmanager_lost" for e in events):
+        rep.checks.append(Check("failure-observed", None, "a TaskManager kill was recorded but the JobManager "
+                                "never reported a TaskManager lost", failure["seq"]))
     else:
-        rep.checks.append(Check("failure-observed", True, f"failure at seq {failure['seq']} (record "
+        what = "TaskManager process killed" if failure.get("failure") == "taskmanager" else "task failure"
+        rep.checks.append(Check("failure-observed", True, f"{what} at seq {failure['seq']} (record "
                                 f"{failure.get('record')}), {len(restores)} operator restores after it"))
     # restore-latest-completed
     rep.checks.append(_restore_check(events, failure, restores, completed))

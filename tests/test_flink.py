@@ -187,3 +187,23 @@ def test_tlc_rejects_a_tampered_aligned_trace(how: str, tmp_path: Path) -> None:
     check = {c.name: c for c in rep.checks}
     assert check["barrier-alignment"].ok is False if how == "barrier-after-snapshot" else \
         check["snapshot-consistent"].ok is False
+
+
+def test_taskmanager_failure_needs_the_jobmanager_to_see_the_loss(tmp_path: Path) -> None:
+    """A recorded TaskManager kill (standalone cluster) counts only with the JobManager's report."""
+    trace = DATA / "aligned-taskmanager-failure.jsonl"
+    ev = _events(trace)
+    fail = next(e for e in ev if e["kind"] == "failure")
+    assert fail["failure"] == "taskmanager"
+    assert any(e["kind"] == "flink.taskmanager_lost" for e in ev)
+    assert {c.name: c for c in replay(trace).checks}["failure-observed"].ok is True
+    lines = trace.read_text().splitlines()
+    kept = [lines[0]] + [x for x in lines[1:] if json.loads(x)["kind"] != "flink.taskmanager_lost"]
+    for n in range(1, len(kept)):
+        e = json.loads(kept[n])
+        e["seq"] = n
+        kept[n] = json.dumps(e)
+    p = tmp_path / "t.jsonl"
+    p.write_text("\n".join(kept) + "\n")
+    rep = replay(p)
+    assert {c.name: c for c in rep.checks}["failure-observed"].ok is None and rep.exit_code == 3
