@@ -207,3 +207,12 @@ def test_taskmanager_failure_needs_the_jobmanager_to_see_the_loss(tmp_path: Path
     p.write_text("\n".join(kept) + "\n")
     rep = replay(p)
     assert {c.name: c for c in rep.checks}["failure-observed"].ok is None and rep.exit_code == 3
+
+
+@pytest.mark.parametrize("module", ["rollcheck.flink_replay.replay", "rollcheck.flink_replay.tlc"])
+def test_doctests(module: str) -> None:
+    import doctest
+    import importlib
+
+    res = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
+    assert res.attempted > 0 and res.failed == 0
