@@ -317,10 +317,10 @@ def build_trace(run: str | Path, out: str | Path, *, env_version: str = "?") -> 
             timed.append((t, 4, {"kind": "flink.checkpoint_completed", "checkpoint": int(cid),
                                  "type": h.get("checkpoint_type"),
                                  "persisted_bytes": h.get("persisted_data"), "duration_ms": h.get("end_to_end_duration")}))
-    for st in ("RUNNING", "FAILING", "RESTARTING", "FINISHED", "FAILED", "CANCELED"):
-        t = (info.get("timestamps") or {}).get(st)
-        if t:
-            timed.append((int(t) * 1000, 5, {"kind": "flink.job_state", "state": st}))
+    for state in ("RUNNING", "FAILING", "RESTARTING", "FINISHED", "FAILED", "CANCELED"):
+        ts = (info.get("timestamps") or {}).get(state)
+        if ts:
+            timed.append((int(ts) * 1000, 5, {"kind": "flink.job_state", "state": state}))
     for r in rest.get("restored", []):
         if r.get("restore_timestamp"):
             timed.append((int(r["restore_timestamp"]) * 1000, 6, {"kind": "flink.restore_reported",
@@ -338,7 +338,7 @@ def build_trace(run: str | Path, out: str | Path, *, env_version: str = "?") -> 
     if cfg["checkpoints"] == "unaligned":
         _fill_inflight(timed)
     timed.sort(key=lambda x: (x[0], x[1]))
-    tx_lines = []
+    tx_lines: list[str] = []
     for f in sorted((run / "tx").rglob("*")):
         if f.is_file() and not f.name.startswith("."):
             tx_lines.extend(x for x in f.read_text().splitlines() if x)

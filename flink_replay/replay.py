@@ -101,7 +101,7 @@ def read_flink_trace(path: str | Path) -> tuple[dict[str, Any], list[dict[str, A
     for key in ("checkpoints", "parallelism", "records", "keys"):
         if key not in cfg:
             raise InvalidInputError(f"header config lacks \"{key}\"", source=str(p), location="line 1")
-    events = []
+    events: list[dict[str, Any]] = []
     for i, raw in enumerate(complete[1:], start=2):
         if not raw.strip():
             continue
