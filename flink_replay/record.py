@@ -328,8 +328,10 @@ def build_trace(run: str | Path, out: str | Path, *, env_version: str = "?") -> 
     marker = run / "failure.json"
     if marker.exists():
         fi = json.loads(marker.read_text())
-        timed.append((int(fi["t"] * 1e6), 1, {"kind": "failure", "processes": ["source"] + (
-                                                  ["keyed"] if fi.get("failure") == "taskmanager" else []),
+        # a keyBy connects every task: Flink's failover region is the whole job, every task's
+        # state is lost and restored (the task that raised is named separately)
+        timed.append((int(fi["t"] * 1e6), 1, {"kind": "failure", "processes": ["source", "keyed"],
+                                              "failed_task": "source",
                                               "failure": fi.get("failure", "task"), "record": fi.get("value")}))
     for c in info.get("commits", []):
         timed.append((int(c["t"] * 1e6), 7, {"kind": "flink.sink_commit", "file": c["file"], "lines": c["lines"]}))
@@ -352,11 +354,29 @@ def build_trace(run: str | Path, out: str | Path, *, env_version: str = "?") -> 
               "flink": {"pyflink": env_version, "job_id": info.get("job_id"), "final_state": info.get("final_state"),
                         "python_mode": cfg.get("python_mode", "thread")}}
     restored = None
+    # the engine-neutral core next to the flink.* kinds (for `rollcheck check trace`): a
+    # `checkpoint` of every task per completed checkpoint (index = its ordinal), and after the
+    # failure a `recovery` to the line the tasks restored
+    core: list[tuple[int, dict[str, Any]]] = []
+    ordinal: dict[int, int] = {}
+    recovered = False
+    for t, _, e in timed:
+        core.append((t, e))
+        if e["kind"] == "flink.checkpoint_completed":
+            ordinal[e["checkpoint"]] = len(ordinal) + 1
+            for proc in header["processes"]:
+                core.append((t, {"kind": "checkpoint", "process": proc, "index": ordinal[e["checkpoint"]],
+                                 "forced": False}))
+        elif e["kind"] == "flink.restore" and e["attempt"] > 0 and not recovered:
+            recovered = True
+            k = ordinal.get(e["checkpoint"]) if e["checkpoint"] is not None else 0
+            line = {proc: k for proc in header["processes"]}
+            core.append((t, {"kind": "recovery", "line": line, "in_transit": []}))
     with open(out, "w") as fh:
         fh.write(json.dumps(header) + "\n")
         seq = 0
         t_first = timed[0][0] if timed else 0
-        for t, _, e in timed:
+        for t, e in core:
             seq += 1
             if e["kind"] == "flink.restore" and e["attempt"] > 0:
                 restored = e["checkpoint"]

@@ -115,7 +115,8 @@ def read_flink_trace(path: str | Path) -> tuple[dict[str, Any], list[dict[str, A
             raise InvalidInputError(f"\"seq\" {ev.get('seq')!r} where {len(events) + 1} was expected",
                                     source=str(p), location=f"line {i}")
         kind = ev["kind"]
-        if not (kind.startswith("flink.") or kind.startswith("x-") or kind in ("failure", "end")):
+        if not (kind.startswith("flink.") or kind.startswith("x-")
+                or kind in ("failure", "checkpoint", "recovery", "output", "end")):
             raise InvalidInputError(f"unknown event kind {kind!r}", source=str(p), location=f"line {i} (seq {ev['seq']})")
         events.append(ev)
     return header, events, truncated
