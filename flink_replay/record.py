@@ -393,10 +393,15 @@ def build_trace(run: str | Path, out: str | Path, *, env_version: str = "?") -> 
 
 def _fill_inflight(timed: list[tuple[int, int, dict[str, Any]]]) -> None:
     events = [e for _, _, e in timed]
+    # the keys a keyed subtask owns: every key it ever counted (early in the run a key it owns may
+    # still be at 0 in its state while all of that key's records are in flight)
+    owned: dict[int, set[int]] = {}
+    for e in events:
+        if e["kind"] in ("flink.snapshot", "flink.task_finished", "flink.restore") and e["task"] == "keyed":
+            owned.setdefault(e["subtask"], set()).update(k for k, c in enumerate(e["per_key"]) if c > 0)
     for e in events:
         if e["kind"] == "flink.snapshot" and e["task"] == "keyed":
             cut = source_cut(events, e["attempt"], e["checkpoint"])
             if cut is None:
                 continue
-            owned = [k for k in range(len(cut[0])) if e["per_key"][k] > 0]
-            e["inflight_records"] = sum(cut[0][k] - e["per_key"][k] for k in owned)
+            e["inflight_records"] = sum(cut[0][k] - e["per_key"][k] for k in owned.get(e["subtask"], set()))
