@@ -46,12 +46,14 @@ from rollcheck.flink_replay.record import LOG4J, _job_file
 from rollcheck.pyimpl.errors import InconclusiveError, InvalidInputError
 from rollcheck.pyimpl.intervals.trt import trt_breakdown
 
-__all__ = ["measure_recovery_times", "analyse_run", "CAUGHT_UP_S", "STATED_ERROR"]
+__all__ = ["measure_recovery_times", "analyse_run", "CAUGHT_UP_S", "CALIBRATE_S", "STABLE_RATE", "STATED_ERROR"]
 
 CAUGHT_UP_S = 0.05
 #: seconds of input already due when a recovery-time run starts: the source drains this backlog at
 #: its capped rate, which measures the service rate μ before (and independently of) the failure
 CALIBRATE_S = 1.0
+#: a repetition counts only if its catch-up ran within this fraction of the calibrated service rate
+STABLE_RATE = 0.10
 #: the largest relative error of the Chiron TRT prediction that ``rollcheck verify`` accepts (the
 #: median over the repetitions of (predicted − measured)/measured, each repetition predicted from
 #: its own parameters)
@@ -183,11 +185,23 @@ def measure_recovery_times(intervals: list[int], *, rate: float = 400.0, max_rat
     params: list[dict[str, Any]] = []
     for iv in intervals:
         reps = []
+        excluded = []
         for r in range(repetitions):
             run = root / f"i{iv}-r{r}"
             if not (run / "run.json").exists():
                 raise InconclusiveError(f"{run.name}: the job ended without a result (see {root / 'job.out'})")
-            reps.append(analyse_run(run, rate, parallelism))
+            x = analyse_run(run, rate, parallelism)
+            after = x["service_rate_after_restart"]
+            # the models assume one service rate; a repetition whose catch-up ran at a rate more
+            # than STABLE_RATE off the calibrated one (other load on the machine) is not a test of them
+            if after is not None and abs(after - x["service_rate"]) > STABLE_RATE * x["service_rate"]:
+                excluded.append({"run": run.name, "service_rate": round(x["service_rate"], 1),
+                                 "service_rate_after_restart": round(after, 1)})
+                continue
+            reps.append(x)
+        if len(reps) < 3:
+            raise InconclusiveError(f"interval {iv} ms: only {len(reps)} of {repetitions} repetitions ran at a "
+                                    f"stable service rate (excluded: {excluded})")
         med = {k: statistics.median(x[k] for x in reps) for k in
                ("measured_s", "downtime_s", "checkpoint_age_s", "service_rate", "ratio")}
         after = [x["service_rate_after_restart"] for x in reps if x["service_rate_after_restart"]]
@@ -195,7 +209,7 @@ def measure_recovery_times(intervals: list[int], *, rate: float = 400.0, max_rat
         durs = [x["checkpoint_duration_ms"] for x in reps if x["checkpoint_duration_ms"] is not None]
         med["checkpoint_duration_ms"] = statistics.fmean(durs) if durs else None
         params.append({"interval_ms": iv, **{k: (round(v, 4) if v is not None else None) for k, v in med.items()},
-                       "repetitions": [round(x["measured_s"], 4) for x in reps]})
+                       "repetitions": [round(x["measured_s"], 4) for x in reps], "excluded": excluded})
         # each repetition is predicted from its own parameters; both sides are then medians
         preds = [_predict(x) for x in reps]
         for model in preds[0]:

@@ -216,3 +216,41 @@ def test_doctests(module: str) -> None:
 
     res = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
     assert res.attempted > 0 and res.failed == 0
+
+
+def _pace_rows(t0: float, first_value: int, start_at: float, lam_i: float, mu_i: float, n: int) -> list[str]:
+    rows, last = [], start_at - 1.0 / mu_i
+    for v in range(first_value, first_value + n):
+        due = t0 + (v - 1) / lam_i
+        at = max(due, last + 1.0 / mu_i, start_at)
+        last = at
+        rows.append(f"{v} {due:.6f} {at:.6f}")
+    return rows
+
+
+def test_recovery_time_analysis_on_a_synthetic_run(tmp_path: Path) -> None:
+    """The measurement and the Chiron prediction on a run whose answer is known in closed form:
+    λ = 400/s, μ = 800/s (U = 0.5), so the catch-up takes as long as the backlog took to build."""
+    from rollcheck.flink_replay.recovery import _predict, analyse_run
+
+    t0, d, e = 1000.0, 0.4, 0.3
+    t_fail = t0 + 5.0
+    run = tmp_path / "i300-r0"
+    run.mkdir()
+    (run / "failure.json").write_text(json.dumps({"t": t_fail}))
+    (run / "run.json").write_text(json.dumps({"rest": {"checkpoints": {
+        "7": {"status": "COMPLETED", "trigger_timestamp": (t_fail - e) * 1000, "end_to_end_duration": 20}}}}))
+    (run / "tap-tap-source-0-1.jsonl").write_text(json.dumps({"ev": "restore", "checkpoint": 7}) + "\n")
+    for sub in (0, 1):  # both subtasks: the same schedule (the split start is value 1 in each file)
+        (run / f"pace-gen0-{sub}.jsonl").write_text("\n".join(_pace_rows(t0, 1, t0 + 1.0, 200, 400, 900)))
+        offset = int((t_fail - e - t0) * 200) + 1  # the first record after the restored checkpoint
+        (run / f"pace-gen1-{sub}.jsonl").write_text("\n".join(_pace_rows(t0, offset, t_fail + d, 200, 400, 600)))
+    x = analyse_run(run, 400.0, 2)
+    assert x["restored_checkpoint"] == 7
+    assert abs(x["downtime_s"] - d) < 0.01 and abs(x["checkpoint_age_s"] - e) < 1e-6
+    assert abs(x["service_rate"] - 800) < 5 and abs(x["ratio"] - 0.5) < 0.01
+    expected = d + (e + d)  # D + (E + D)·U/(1 − U) with U = 0.5, less the 50 ms caught-up tolerance
+    assert abs(x["measured_s"] - expected) < 0.06
+    pred = _predict(x)
+    assert abs(pred["chiron-trt"] - expected) < 0.01
+    assert abs(pred["utilization"] - (d + e)) < 0.01

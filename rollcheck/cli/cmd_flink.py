@@ -135,7 +135,8 @@ def _recovery_time(args: argparse.Namespace) -> int:
     else:
         for p in res["parameters"]:
             print(f"interval {p['interval_ms']} ms: D={p['downtime_s']} s, E={p['checkpoint_age_s']} s, "
-                  f"mu={p['service_rate']}/s, U={p['ratio']}, checkpoint {p['checkpoint_duration_ms']} ms")
+                  f"mu={p['service_rate']}/s, U={p['ratio']}, checkpoint {p['checkpoint_duration_ms']} ms, "
+                  f"{len(p['repetitions'])} repetitions, {len(p['excluded'])} excluded (unstable service rate)")
         for r in res["runs"]:
             print(f"interval {r['interval_ms']:>5} ms  {r['model']:<12} measured {r['measured_s']:.3f} s  "
                   f"predicted {r['predicted_s']:.3f} s  error {100 * r['error']:+.1f} %")
