@@ -173,6 +173,8 @@ taskmanager.memory.jvm-overhead.max: 192m
 rest.address: 127.0.0.1
 rest.bind-address: 127.0.0.1
 rest.port: {rest}
+rest.cache.checkpoint-statistics.timeout: 50 ms
+web.checkpoints.history: 1000
 heartbeat.interval: 1000
 heartbeat.timeout: 5000
 io.tmp.dirs: {tmp}
