@@ -16,6 +16,7 @@ import hashlib
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from dataclasses import dataclass
 from importlib import resources
@@ -62,6 +63,8 @@ def _candidates() -> list[Path]:
     out = []
     for base in [Path.cwd(), *Path.cwd().parents, Path(__file__).resolve().parent.parent]:
         out.append(base / ".venv-flink" / "bin" / "python")
+    # last: rollcheck's own interpreter, for one environment with the extra rollcheck[flink]
+    out.append(Path(sys.executable))
     return out
 
 
@@ -69,7 +72,8 @@ def find_flink() -> FlinkEnvironment:
     """Locate the PyFlink environment.
 
     Looks at ``ROLLCHECK_FLINK_PYTHON``, then ``.venv-flink/bin/python`` in the working
-    directory, its parents and the checkout this package was installed from.
+    directory, its parents and the checkout this package was installed from, then the running
+    interpreter (an environment with the extra ``rollcheck[flink]``).
 
     Raises
     ------
