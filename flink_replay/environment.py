@@ -3,7 +3,7 @@
 PyFlink (``apache-flink`` 2.3) pins numpy, pandas, pyarrow, py4j and apache-beam versions of
 its own, so rollcheck runs its Flink jobs in a separate virtual environment, ``.venv-flink``
 (``make flink-setup``), as a subprocess. This module finds that environment and compiles the
-small Java operator (``java/RollcheckTap.java``, shipped as package data) with ``javac``
+small Java operator (``RollcheckTap.java``, shipped as package data) with ``javac``
 against the ``flink-dist`` jar of that PyFlink installation, once, into a cache folder.
 
 Without the environment every ``rollcheck flink`` command is *inconclusive* (exit 3) and says
@@ -107,7 +107,7 @@ def tap_jar(env: FlinkEnvironment) -> Path:
     InconclusiveError
         ``javac`` is missing or the compilation failed (the message says why).
     """
-    src = resources.files("rollcheck.flink_replay").joinpath("java/RollcheckTap.java").read_bytes()
+    src = resources.files("rollcheck.flink_replay").joinpath("RollcheckTap.java").read_bytes()
     dist = env.flink_dist
     key = hashlib.sha256(src + str(dist).encode()).hexdigest()[:16]
     target = _cache_root() / key / "rollcheck-tap.jar"
