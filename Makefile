@@ -12,7 +12,7 @@ PYTEST_WORKERS ?= 2
 # tree of symlinks laid out as installed
 TYPECHECK := build/typecheck
 
-.PHONY: setup java test verify verify-quick bench lint typecheck-tree clean
+.PHONY: setup java flink-setup test verify verify-quick bench lint typecheck-tree clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,17 +27,33 @@ java:
 
 setup: $(STAMP) java
 
-test: setup
+# Flink recorder: PyFlink pins numpy/pandas/pyarrow/py4j/apache-beam versions of its own, so it gets
+# a separate environment (.venv-flink, stdlib + apache-flink only); javac builds the Java listener
+FLINK_VENV  := .venv-flink
+FLINK_STAMP := $(FLINK_VENV)/.installed-stamp
+
+$(FLINK_STAMP):
+	$(PYTHON) -m venv $(FLINK_VENV)
+	$(FLINK_VENV)/bin/python -m pip install --quiet --disable-pip-version-check 'apache-flink==2.3.0'
+	touch $(FLINK_STAMP)
+
+flink-setup: java $(FLINK_STAMP)
+	@command -v javac >/dev/null 2>&1 || { \
+	  echo "javac not found: installing a headless JDK (Debian openjdk-17-jdk-headless)"; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi; \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq openjdk-17-jdk-headless; }
+
+test: setup flink-setup
 	@# A fresh TMPDIR: anything the tests leave in it fails the run (tests/conftest.py).
 	@tmp=$$(mktemp -d -t rollcheck-test-XXXXXX) && \
 	TMPDIR=$$tmp ROLLCHECK_CHECK_TMPDIR=$$tmp ROLLCHECK_PROFILE=$(PROFILE) \
 	  $(PY) -P -m pytest -q -n $(PYTEST_WORKERS) -p no:cacheprovider tests; \
 	rc=$$?; rm -rf $$tmp; exit $$rc
 
-verify: setup
+verify: setup flink-setup
 	ROLLCHECK_PROFILE=verify $(VENV)/bin/rollcheck verify
 
-verify-quick: setup
+verify-quick: setup flink-setup
 	ROLLCHECK_PROFILE=ci $(VENV)/bin/rollcheck verify --quick
 
 bench: setup
@@ -47,13 +63,13 @@ typecheck-tree:
 	rm -rf $(TYPECHECK)
 	mkdir -p $(TYPECHECK)/rollcheck
 	cp -rs $(CURDIR)/rollcheck/. $(TYPECHECK)/rollcheck/
-	for d in pyimpl properties tla spark_replay; do cp -rs $(CURDIR)/$$d $(TYPECHECK)/rollcheck/$$d; done
+	for d in pyimpl properties tla spark_replay flink_replay; do cp -rs $(CURDIR)/$$d $(TYPECHECK)/rollcheck/$$d; done
 	find $(TYPECHECK) -name __pycache__ -prune -exec rm -rf {} +
 
 # both tools always run; the target fails if either found something
 lint: setup typecheck-tree
 	@status=0; \
-	$(PY) -m ruff check pyimpl properties tla spark_replay rollcheck benchmarks tests || status=1; \
+	$(PY) -m ruff check pyimpl properties tla spark_replay flink_replay rollcheck benchmarks tests || status=1; \
 	(cd $(TYPECHECK) && $(CURDIR)/$(PY) -m mypy --config-file $(CURDIR)/pyproject.toml \
 	  --cache-dir $(CURDIR)/.mypy_cache) || status=1; \
 	exit $$status

@@ -1,0 +1,409 @@
+"""Record a real Flink run: start the job in the PyFlink environment, then write its trace.
+
+The job (:mod:`rollcheck.flink_replay.job`) runs in a separate interpreter and leaves raw
+observations in a run folder; :func:`build_trace` merges them, ordered by time (microseconds,
+one JVM clock), into a ``rollcheck.trace/1`` file:
+
+- ``flink.restore`` / ``flink.snapshot`` / ``flink.notify_complete`` — written by the Java tap
+  operators from ``initializeState`` (restored checkpoint id), ``snapshotState`` and
+  ``notifyCheckpointComplete``, for the source task (records that left the source before the
+  barrier, per key: the source offsets) and the keyed task (latest count per key: its keyed
+  state);
+- ``flink.barrier`` — arrival of a barrier on one input channel of the keyed task, from
+  Flink's DEBUG log of ``SingleCheckpointBarrierHandler``;
+- ``flink.checkpoint_completed`` — from the JobManager's checkpoint statistics (REST API);
+- ``flink.job_state`` — job state transitions (REST API), ``RESTARTING`` among them;
+- ``failure`` (core) — the injected task failure;
+- ``flink.sink_commit`` — a file of the transactional sink becoming visible;
+- ``flink.sink_output`` — the lines of both sinks at the end (``naive`` split by attempt).
+
+References
+----------
+Carbone et al., "Lightweight Asynchronous Snapshots for Distributed Dataflows" (ABS), §3–4.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+from datetime import UTC, datetime
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from rollcheck.flink_replay.environment import find_flink, tap_jar
+from rollcheck.flink_replay.replay import source_cut
+from rollcheck.pyimpl.errors import InconclusiveError, InvalidInputError
+
+__all__ = ["RecordConfig", "record_wordcount", "build_trace", "LOG4J"]
+
+LOG4J = """rootLogger.level = INFO
+rootLogger.appenderRef.file.ref = FileAppender
+appender.file.name = FileAppender
+appender.file.type = FILE
+appender.file.append = false
+appender.file.fileName = ${sys:log.file}
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = %d{yyyy-MM-dd HH:mm:ss,SSS} %-5p %-60c %x - %m%n
+appender.barrier.name = BarrierAppender
+appender.barrier.type = FILE
+appender.barrier.append = false
+appender.barrier.fileName = ${sys:log.file}.barriers
+appender.barrier.layout.type = PatternLayout
+appender.barrier.layout.pattern = %d{yyyy-MM-dd'T'HH:mm:ss.SSSSSS}{UTC} %m%n
+logger.barrier.name = org.apache.flink.streaming.runtime.io.checkpointing
+logger.barrier.level = DEBUG
+logger.barrier.additivity = false
+logger.barrier.appenderRef.barrier.ref = BarrierAppender
+"""
+
+_BARRIER = re.compile(r"^(\S+) (.*): Received barrier from channel InputChannelInfo\{gateIdx=(\d+), "
+                      r"inputChannelIdx=(\d+)\} @ (\d+)\.")
+_ANNOUNCE = re.compile(r"^(\S+) (.*): Triggering checkpoint (\d+) on the barrier announcement")
+_TM_LOST = re.compile(r"^(\S+ \S+) INFO .*JobMaster .*TaskManager with id (\S+) is no longer reachable")
+_SUBTASK = re.compile(r"\((\d+)/(\d+)\)#(\d+)")
+
+
+class RecordConfig(dict):
+    """The knobs of a recorded word-count run (a plain dict with validated fields)."""
+
+    @classmethod
+    def make(cls, *, checkpoints: str = "aligned", parallelism: int = 2, interval_ms: int = 300,
+             records: int = 2000, rate: float = 500.0, keys: int = 8, fail_at_record: int | None = None,
+             failure: str | None = None, seed: int = 0, timeout_s: float = 300.0) -> RecordConfig:
+        if checkpoints not in ("aligned", "unaligned"):
+            raise InvalidInputError(f"--checkpoints must be aligned or unaligned, not {checkpoints!r}")
+        if parallelism < 2:
+            raise InvalidInputError("--parallelism must be at least 2 (a keyBy shuffle between subtasks)")
+        if interval_ms < 10:
+            raise InvalidInputError("--interval must be at least 10 ms")
+        if records < 1 or rate <= 0 or keys < 1:
+            raise InvalidInputError("--records, --rate and the number of keys must be positive")
+        if (fail_at_record is None) != (failure is None):
+            raise InvalidInputError("--fail-at-record and --failure go together")
+        if failure not in (None, "task", "taskmanager"):
+            raise InvalidInputError(f"--failure {failure}: one of task, taskmanager")
+        if fail_at_record is not None and not 1 <= fail_at_record <= records:
+            raise InvalidInputError(f"--fail-at-record {fail_at_record} is outside the input (1..{records})")
+        return cls(checkpoints=checkpoints, parallelism=parallelism, interval_ms=interval_ms,
+                   records=records, rate=rate, keys=keys, fail_at_record=fail_at_record,
+                   failure=failure, seed=seed, timeout_s=timeout_s)
+
+
+def _job_file() -> Path:
+    return Path(str(resources.files("rollcheck.flink_replay").joinpath("job.py")))
+
+
+def record_wordcount(out: str | Path, config: RecordConfig, *, run_dir: str | Path | None = None) -> dict[str, Any]:
+    """Run the word-count job once in the Flink environment and write its trace to ``out``.
+
+    Returns ``{"trace", "checkpoint_dir", "restored_checkpoint", "seconds", "final_state"}``.
+
+    Raises
+    ------
+    InconclusiveError
+        PyFlink or a JDK is missing, or the job did not finish.
+    """
+    t0 = time.time()
+    env = find_flink()
+    jar = tap_jar(env)
+    out = Path(out)
+    run = Path(run_dir) if run_dir is not None else out.with_name(out.stem + ".flinkrun")
+    if run.exists():
+        shutil.rmtree(run)
+    run.mkdir(parents=True)
+    cfg = dict(config, run_dir=str(run.resolve()), tap_jar=str(jar))
+    (run / "config.json").write_text(json.dumps(cfg))
+    (run / "log4j.properties").write_text(LOG4J)
+    penv = dict(os.environ, LOG4J_PROPERTIES=str(run / "log4j.properties"), FLINK_LOG_DIR=str(run),
+                PYTHONPATH=str(_job_file().parent))
+    penv.pop("PYTHONSTARTUP", None)
+    # everything the JVM and PyFlink put in temporary folders stays inside the run folder
+    (run / "tmp").mkdir()
+    penv["TMPDIR"] = str(run / "tmp")
+    penv["JVM_ARGS"] = (penv.get("JVM_ARGS", "") + f" -Djava.io.tmpdir={run / 'tmp'}").strip()
+    cluster: list[subprocess.Popen[bytes]] = []
+    try:
+        if config.get("failure") == "taskmanager":
+            cfg["cluster_rest_port"] = _start_cluster(run, env, penv, int(config["parallelism"]), cluster)
+            (run / "config.json").write_text(json.dumps(cfg))
+        with open(run / "job.out", "w") as so:
+            try:
+                p = subprocess.run([str(env.python), str(_job_file()), str(run / "config.json")], stdout=so,
+                                   stderr=subprocess.STDOUT, env=penv, timeout=float(config["timeout_s"]) + 180)
+            except subprocess.TimeoutExpired:
+                raise InconclusiveError(f"the Flink job did not end within {config['timeout_s']} s (log: {run})") from None
+    finally:
+        for proc in cluster:  # only the JobManager and TaskManagers this call started
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=30)
+    if not (run / "run.json").exists():
+        tail = (run / "job.out").read_text(errors="replace").strip().splitlines()[-3:]
+        raise InconclusiveError(f"the Flink job ended without a result (exit {p.returncode}): {' | '.join(tail)}")
+    tmp = out.with_name(out.name + ".tmp")
+    summary = build_trace(run, tmp, env_version=env.version)
+    os.replace(tmp, out)
+    summary.update(trace=str(out), checkpoint_dir=str(run / "checkpoints"), seconds=round(time.time() - t0, 2))
+    return summary
+
+
+CLUSTER_CONFIG = """jobmanager.rpc.address: localhost
+jobmanager.bind-host: localhost
+jobmanager.rpc.port: {rpc}
+jobmanager.memory.process.size: 1024m
+taskmanager.host: localhost
+taskmanager.bind-host: localhost
+taskmanager.numberOfTaskSlots: {slots}
+taskmanager.cpu.cores: 2.0
+taskmanager.memory.framework.heap.size: 128m
+taskmanager.memory.task.heap.size: 384m
+taskmanager.memory.framework.off-heap.size: 128m
+taskmanager.memory.task.off-heap.size: 0m
+taskmanager.memory.network.min: 64m
+taskmanager.memory.network.max: 64m
+taskmanager.memory.managed.size: 128m
+taskmanager.memory.jvm-metaspace.size: 256m
+taskmanager.memory.jvm-overhead.min: 192m
+taskmanager.memory.jvm-overhead.max: 192m
+rest.address: 127.0.0.1
+rest.bind-address: 127.0.0.1
+rest.port: {rest}
+rest.cache.checkpoint-statistics.timeout: 50 ms
+web.checkpoints.history: 1000
+heartbeat.interval: 1000
+heartbeat.timeout: 5000
+io.tmp.dirs: {tmp}
+python.execution-mode: thread
+"""
+
+
+def _start_cluster(run: Path, env: Any, penv: dict[str, str], slots: int,
+                   procs: list[subprocess.Popen[bytes]]) -> int:
+    """Start a standalone session cluster: one JobManager and two TaskManager processes.
+
+    Each TaskManager has enough slots for the whole job, so the job can restart on the survivor
+    when the other one is killed. Returns the REST port; the processes are appended to ``procs``.
+    """
+    import socket
+
+    def free() -> int:
+        with socket.socket() as sk:
+            sk.bind(("127.0.0.1", 0))
+            return int(sk.getsockname()[1])
+
+    rest, rpc = free(), free()
+    conf = run / "cluster-conf"
+    conf.mkdir()
+    (conf / "config.yaml").write_text(CLUSTER_CONFIG.format(rpc=rpc, rest=rest, slots=slots, tmp=run / "tmp"))
+    # append: the TaskManager re-initialises logging once, which would truncate the file
+    (conf / "log4j.properties").write_text(LOG4J.replace("append = false", "append = true"))
+    jars = sorted((env.pyflink_dir / "lib").glob("*.jar")) + sorted((env.pyflink_dir / "opt").glob("flink-python*.jar"))
+    cp = os.pathsep.join(str(j) for j in jars)
+    site = str(Path(env.pyflink_dir).parent)
+    tenv = dict(penv, PYTHONPATH=os.pathsep.join([str(_job_file().parent), site]))
+    mains = [("jobmanager", "org.apache.flink.runtime.entrypoint.StandaloneSessionClusterEntrypoint"),
+             ("taskmanager-0", "org.apache.flink.runtime.taskexecutor.TaskManagerRunner"),
+             ("taskmanager-1", "org.apache.flink.runtime.taskexecutor.TaskManagerRunner")]
+    for name, main in mains:
+        cmd = ["java", "-Xmx512m", "-XX:MaxDirectMemorySize=256m", f"-Dlog.file={run / (name + '.log')}",
+               f"-Dlog4j.configurationFile=file:{conf / 'log4j.properties'}", f"-Djava.io.tmpdir={run / 'tmp'}",
+               "--add-opens=java.base/java.lang=ALL-UNNAMED", "--add-opens=java.base/java.util=ALL-UNNAMED",
+               "--add-opens=java.base/java.nio=ALL-UNNAMED", "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
+               "-cp", cp, main, "--configDir", str(conf)]
+        with open(run / (name + ".out"), "wb") as out:
+            procs.append(subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=tenv,
+                                          stdin=subprocess.DEVNULL))
+    # wait until both TaskManagers registered (REST /taskmanagers)
+    import urllib.request
+
+    deadline = time.time() + 180
+    while time.time() < deadline:
+        if any(p.poll() is not None for p in procs):
+            raise InconclusiveError(f"a Flink cluster process exited at start-up (see {run})")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{rest}/taskmanagers", timeout=2) as r:
+                if len(json.loads(r.read().decode()).get("taskmanagers", [])) >= 2:
+                    return rest
+        except OSError:
+            pass
+        time.sleep(0.5)
+    raise InconclusiveError("the standalone Flink cluster did not start within 180 s")
+
+
+def _parse_log_time(s: str, pattern: str) -> int:
+    """Microseconds since the epoch of a barrier-log timestamp (UTC).
+
+    ``pattern`` is the log4j date pattern the log was written with: ``SSSSSS`` (a fixed
+    6-digit fraction) or ``nnnnnn``, which log4j 2.25 prints as the nanosecond of the second
+    without leading zeros.
+    """
+    whole, _, frac = s.partition(".")
+    d = datetime.strptime(whole, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=UTC)
+    us = int(frac) // 1000 if "nnnnnn" in pattern else int(frac.ljust(6, "0")[:6])
+    return int(d.timestamp()) * 1_000_000 + us
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    out = []
+    for line in path.read_text(errors="replace").splitlines():
+        if line.strip():
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError:
+                break
+    return out
+
+
+def build_trace(run: str | Path, out: str | Path, *, env_version: str = "?") -> dict[str, Any]:
+    """Merge the raw observations of a run folder into a ``rollcheck.trace/1`` file."""
+    run = Path(run)
+    cfg = json.loads((run / "config.json").read_text())
+    info = json.loads((run / "run.json").read_text())
+    timed: list[tuple[int, int, dict[str, Any]]] = []  # (t_us, tiebreak, event)
+    task_of = {"tap-source": "source", "tap-keyed": "keyed"}
+    rank = {"barrier": 0, "restore": 1, "snapshot": 2, "complete": 3, "finish": 3}
+    for f in sorted(run.glob("tap-*.jsonl")):
+        for ev in _read_jsonl(f):
+            base = {"task": task_of[ev["tap"]], "subtask": ev["subtask"], "attempt": ev["attempt"]}
+            if ev["ev"] == "restore":
+                e = {"kind": "flink.restore", **base, "checkpoint": ev["checkpoint"], "per_key": ev["per_key"],
+                     "records": ev["seen"]}
+            elif ev["ev"] == "snapshot":
+                e = {"kind": "flink.snapshot", **base, "checkpoint": ev["checkpoint"], "per_key": ev["per_key"],
+                     "records": ev["seen"], "inflight_records": 0}
+            elif ev["ev"] == "finish":
+                e = {"kind": "flink.task_finished", **base, "per_key": ev["per_key"], "records": ev["seen"]}
+            elif ev["ev"] == "complete":
+                e = {"kind": "flink.notify_complete", **base, "checkpoint": ev["checkpoint"]}
+            else:
+                continue
+            timed.append((ev["t_us"], rank[ev["ev"]], e))
+    props = run / "log4j.properties"
+    pattern = props.read_text() if props.exists() else LOG4J
+    for barrier_log in sorted(run.glob("*.log.barriers")):
+        for line in barrier_log.read_text(errors="replace").splitlines():
+            m = _BARRIER.match(line)
+            a = _ANNOUNCE.match(line) if m is None else None
+            if a is not None and "rollcheck-keyed" in a.group(2) and (st := _SUBTASK.search(a.group(2))):
+                e = {"kind": "flink.barrier_announcement", "task": "keyed", "subtask": int(st.group(1)) - 1,
+                     "attempt": int(st.group(3)), "checkpoint": int(a.group(3))}
+                timed.append((_parse_log_time(a.group(1), pattern), rank["barrier"], e))
+                continue
+            if not m or "rollcheck-keyed" not in m.group(2):
+                continue
+            st = _SUBTASK.search(m.group(2))
+            if st is None:
+                continue
+            e = {"kind": "flink.barrier", "task": "keyed", "subtask": int(st.group(1)) - 1,
+                 "attempt": int(st.group(3)), "gate": int(m.group(3)), "channel": int(m.group(4)),
+                 "checkpoint": int(m.group(5))}
+            timed.append((_parse_log_time(m.group(1), pattern), rank["barrier"], e))
+    jm_log = run / "jobmanager.log"
+    if jm_log.exists():  # standalone cluster (failure "taskmanager"): the JobManager saw the loss
+        for line in jm_log.read_text(errors="replace").splitlines():
+            m = _TM_LOST.match(line)
+            if m:
+                d = datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f").replace(tzinfo=UTC)
+                timed.append((int(d.timestamp() * 1e6), 5, {"kind": "flink.taskmanager_lost",
+                                                            "taskmanager": m.group(2)}))
+                break
+    rest = info["rest"]
+    for cid, h in sorted(rest["checkpoints"].items(), key=lambda kv: int(kv[0])):
+        if h.get("status") == "COMPLETED":
+            t = int(h.get("latest_ack_timestamp") or h.get("trigger_timestamp")) * 1000
+            timed.append((t, 4, {"kind": "flink.checkpoint_completed", "checkpoint": int(cid),
+                                 "type": h.get("checkpoint_type"),
+                                 "persisted_bytes": h.get("persisted_data"), "duration_ms": h.get("end_to_end_duration")}))
+    for state in ("RUNNING", "FAILING", "RESTARTING", "FINISHED", "FAILED", "CANCELED"):
+        ts = (info.get("timestamps") or {}).get(state)
+        if ts:
+            timed.append((int(ts) * 1000, 5, {"kind": "flink.job_state", "state": state}))
+    for r in rest.get("restored", []):
+        if r.get("restore_timestamp"):
+            timed.append((int(r["restore_timestamp"]) * 1000, 6, {"kind": "flink.restore_reported",
+                                                                   "checkpoint": r.get("id")}))
+    marker = run / "failure.json"
+    if marker.exists():
+        fi = json.loads(marker.read_text())
+        # a keyBy connects every task: Flink's failover region is the whole job, every task's
+        # state is lost and restored (the task that raised is named separately)
+        timed.append((int(fi["t"] * 1e6), 1, {"kind": "failure", "processes": ["source", "keyed"],
+                                              "failed_task": "source",
+                                              "failure": fi.get("failure", "task"), "record": fi.get("value")}))
+    for c in info.get("commits", []):
+        timed.append((int(c["t"] * 1e6), 7, {"kind": "flink.sink_commit", "file": c["file"], "lines": c["lines"]}))
+    # unaligned: the keyed snapshot reflects fewer records than the source snapshot; the difference
+    # per checkpoint are the records the checkpoint stored as channel state
+    if cfg["checkpoints"] == "unaligned":
+        _fill_inflight(timed)
+    timed.sort(key=lambda x: (x[0], x[1]))
+    tx_lines: list[str] = []
+    for f in sorted((run / "tx").rglob("*")):
+        if f.is_file() and not f.name.startswith("."):
+            tx_lines.extend(x for x in f.read_text().splitlines() if x)
+    naive: dict[str, list[str]] = {"0": [], "1": []}
+    for f in sorted((run / "naive").glob("gen*.txt")):
+        naive[f.name[3]].extend(x for x in f.read_text().splitlines() if x)
+    header = {"format": "rollcheck.trace/1", "source": "flink", "seed": cfg.get("seed", 0),
+              "processes": ["source", "keyed"], "job": "wordcount",
+              "config": {k: cfg[k] for k in ("checkpoints", "parallelism", "interval_ms", "records", "rate",
+                                              "keys", "fail_at_record", "failure")},
+              "flink": {"pyflink": env_version, "job_id": info.get("job_id"), "final_state": info.get("final_state"),
+                        "python_mode": cfg.get("python_mode", "thread")}}
+    restored = None
+    # the engine-neutral core next to the flink.* kinds (for `rollcheck check trace`): a
+    # `checkpoint` of every task per completed checkpoint (index = its ordinal), and after the
+    # failure a `recovery` to the line the tasks restored
+    core: list[tuple[int, dict[str, Any]]] = []
+    ordinal: dict[int, int] = {}
+    recovered = False
+    for t, _, e in timed:
+        core.append((t, e))
+        if e["kind"] == "flink.checkpoint_completed":
+            ordinal[e["checkpoint"]] = len(ordinal) + 1
+            for proc in header["processes"]:
+                core.append((t, {"kind": "checkpoint", "process": proc, "index": ordinal[e["checkpoint"]],
+                                 "forced": False}))
+        elif e["kind"] == "flink.restore" and e["attempt"] > 0 and not recovered:
+            recovered = True
+            k = ordinal.get(e["checkpoint"]) if e["checkpoint"] is not None else 0
+            line = {proc: k for proc in header["processes"]}
+            core.append((t, {"kind": "recovery", "line": line, "in_transit": []}))
+    with open(out, "w") as fh:
+        fh.write(json.dumps(header) + "\n")
+        seq = 0
+        t_first = timed[0][0] if timed else 0
+        for t, e in core:
+            seq += 1
+            if e["kind"] == "flink.restore" and e["attempt"] > 0:
+                restored = e["checkpoint"]
+            fh.write(json.dumps({"seq": seq, **e, "t": round((t - t_first) / 1e6, 6)}) + "\n")
+        for sink, lines, extra in (("tx", tx_lines, {}), ("naive", naive["0"], {"generation": 0}),
+                                   ("naive", naive["1"], {"generation": 1})):
+            seq += 1
+            fh.write(json.dumps({"seq": seq, "kind": "flink.sink_output", "sink": sink, **extra,
+                                 "lines": lines}) + "\n")
+        seq += 1
+        fh.write(json.dumps({"seq": seq, "kind": "end"}) + "\n")
+    return {"restored_checkpoint": restored, "final_state": info.get("final_state"), "events": seq}
+
+
+def _fill_inflight(timed: list[tuple[int, int, dict[str, Any]]]) -> None:
+    events = [e for _, _, e in timed]
+    # the keys a keyed subtask owns: every key it ever counted (early in the run a key it owns may
+    # still be at 0 in its state while all of that key's records are in flight)
+    owned: dict[int, set[int]] = {}
+    for e in events:
+        if e["kind"] in ("flink.snapshot", "flink.task_finished", "flink.restore") and e["task"] == "keyed":
+            owned.setdefault(e["subtask"], set()).update(k for k, c in enumerate(e["per_key"]) if c > 0)
+    for e in events:
+        if e["kind"] == "flink.snapshot" and e["task"] == "keyed":
+            cut = source_cut(events, e["attempt"], e["checkpoint"])
+            if cut is None:
+                continue
+            e["inflight_records"] = sum(cut[0][k] - e["per_key"][k] for k in owned.get(e["subtask"], set()))

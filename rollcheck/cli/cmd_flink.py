@@ -1,0 +1,154 @@
+"""``rollcheck flink record|replay|tamper``: real Apache Flink runs recorded and replayed.
+
+See ``docs/flink.md``. The Flink job runs in a separate PyFlink environment (``make
+flink-setup``); without it every command is inconclusive (exit 3) and says how to install it.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from rollcheck.cli._util import add_parser, emit_json
+
+
+def register(sub: Any) -> None:
+    p = add_parser(sub, "flink", "Record real Flink runs (aligned/unaligned checkpoints, injected "
+                   "failures) and replay them against the coordinated-snapshot model.", None)
+    p.set_defaults(handler=None)
+    fsub = p.add_subparsers(dest="flink_command", metavar="SUBCOMMAND", parser_class=type(p))
+
+    rec = add_parser(fsub, "record", "Run and record a Flink job.", None)
+    rec.set_defaults(handler=None)
+    rsub = rec.add_subparsers(dest="job", metavar="JOB", parser_class=type(p))
+    wc = add_parser(rsub, "wordcount", "Keyed count behind a keyBy shuffle, a transactional FileSink "
+                    "and a naive side-effect sink.", _record)
+    wc.add_argument("--out", required=True, help="trace file to write (rollcheck.trace/1)")
+    wc.add_argument("--checkpoints", choices=["aligned", "unaligned"], default="aligned")
+    wc.add_argument("--parallelism", type=int, default=2)
+    wc.add_argument("--interval", type=int, default=300, metavar="MS", help="checkpoint interval")
+    wc.add_argument("--records", type=int, default=2000)
+    wc.add_argument("--rate", type=float, default=500.0, help="source records/s (all subtasks)")
+    wc.add_argument("--max-rate", type=float, default=None, metavar="M",
+                    help="service-rate cap (used by recovery-time; accepted and recorded here)")
+    wc.add_argument("--keys", type=int, default=8, help="distinct words")
+    wc.add_argument("--fail-at-record", type=int, default=None, metavar="K")
+    wc.add_argument("--failure", choices=["task", "taskmanager"], default=None)
+    wc.add_argument("--seed", type=int, default=0)
+    wc.add_argument("--timeout", type=float, default=300.0, help="seconds before the job is cancelled")
+    wc.add_argument("--json", action="store_true")
+
+    rp = add_parser(fsub, "replay", "Check a recorded Flink trace.", _replay)
+    rp.add_argument("trace")
+    rp.add_argument("--json", action="store_true")
+    rp.add_argument("--no-tlc", action="store_true", help="skip TLC validation of aligned barrier snapshots")
+
+    rt = add_parser(fsub, "recovery-time", "Measure failure -> caught-up time for several checkpoint "
+                    "intervals and compare with Chiron's TRT and the utilization model.", _recovery_time)
+    rt.add_argument("--intervals", required=True, metavar="MS,MS,...")
+    rt.add_argument("--rate", type=float, default=400.0, help="arrival rate λ, records/s")
+    rt.add_argument("--max-rate", type=float, default=800.0, help="service-rate cap μ, records/s")
+    rt.add_argument("--repetitions", type=int, default=3, help="failures per interval (median)")
+    rt.add_argument("--parallelism", type=int, default=2)
+    rt.add_argument("--seed", type=int, default=0)
+    rt.add_argument("--work-dir", default=None, help="keep the runs in this folder (default: a temporary folder, removed)")
+    rt.add_argument("--plot", default=None, metavar="PNG", help="draw measured vs predicted")
+    rt.add_argument("--json", action="store_true")
+
+    tp = add_parser(fsub, "tamper", "Write a deliberately broken copy of a Flink trace.", _tamper)
+    tp.add_argument("trace")
+    tp.add_argument("--how", required=True, choices=["older-restore", "barrier-after-snapshot", "drop-failure"])
+    tp.add_argument("-o", "--out", required=True)
+    tp.add_argument("--json", action="store_true")
+
+
+def _record(args: argparse.Namespace) -> int:
+    import sys
+
+    from rollcheck.flink_replay.record import RecordConfig, record_wordcount
+
+    cfg = RecordConfig.make(checkpoints=args.checkpoints, parallelism=args.parallelism,
+                            interval_ms=args.interval, records=args.records, rate=args.rate, keys=args.keys,
+                            fail_at_record=args.fail_at_record, failure=args.failure, seed=args.seed,
+                            timeout_s=args.timeout)
+    if args.max_rate is not None:
+        cfg["max_rate"] = args.max_rate
+    print(f"rollcheck flink record wordcount: seed {args.seed}, {args.checkpoints} checkpoints every "
+          f"{args.interval} ms, parallelism {args.parallelism}", file=sys.stderr)
+    res = record_wordcount(args.out, cfg)
+    if args.json:
+        emit_json(res)
+    else:
+        print(f"trace {res['trace']}: {res['events']} events, job {res['final_state']}, restored checkpoint "
+              f"{res['restored_checkpoint']}, {res['seconds']} s")
+    return 0 if res["final_state"] == "FINISHED" else 3
+
+
+def tlc_validator() -> Any:
+    """``validate_with_tlc`` bound to rollcheck's TLC runner and its ``ChandyLamport`` model."""
+    from importlib import resources
+    from pathlib import Path
+
+    from rollcheck.flink_replay.tlc import validate_with_tlc
+    from rollcheck.tla.runner import run_tlc
+
+    cl = Path(str(resources.files("rollcheck.tla.models").joinpath("ChandyLamport.tla")))
+    return lambda path: validate_with_tlc(path, run_tlc, cl)
+
+
+def _replay(args: argparse.Namespace) -> int:
+    from rollcheck.flink_replay.replay import replay
+
+    res = replay(args.trace, tlc=None if args.no_tlc else tlc_validator())
+    if args.json:
+        emit_json(res.as_dict())
+    else:
+        for c in res.checks:
+            mark = {True: "ok  ", False: "FAIL", None: "n/a "}[c.ok]
+            print(f"{mark} {c.name}: {c.detail}")
+        verdict = {True: "conformant", False: f"NOT conformant (first offending seq {res.first_offending_seq})",
+                   None: "inconclusive"}[res.conformant]
+        print(verdict)
+    return res.exit_code
+
+
+def _recovery_time(args: argparse.Namespace) -> int:
+    import sys
+
+    from rollcheck.flink_replay.recovery import measure_recovery_times
+    from rollcheck.pyimpl.errors import InvalidInputError
+
+    try:
+        intervals = [int(x) for x in args.intervals.split(",") if x.strip()]
+    except ValueError:
+        raise InvalidInputError(f"--intervals: integers separated by commas, not {args.intervals!r}") from None
+    print(f"rollcheck flink recovery-time: seed {args.seed}", file=sys.stderr)
+    res = measure_recovery_times(intervals, rate=args.rate, max_rate=args.max_rate, repetitions=args.repetitions,
+                                 parallelism=args.parallelism, seed=args.seed, work_dir=args.work_dir,
+                                 log=lambda m: print(m, file=sys.stderr))
+    if args.plot:
+        from rollcheck.flink_replay.plot import plot_recovery
+
+        res["plot"] = str(plot_recovery(res, args.plot))
+    if args.json:
+        emit_json(res)
+    else:
+        for p in res["parameters"]:
+            print(f"interval {p['interval_ms']} ms: D={p['downtime_s']} s, E={p['checkpoint_age_s']} s, "
+                  f"mu={p['service_rate']}/s, U={p['ratio']}, checkpoint {p['checkpoint_duration_ms']} ms, "
+                  f"{len(p['repetitions'])} repetitions, {len(p['excluded'])} excluded (unstable service rate)")
+        for r in res["runs"]:
+            print(f"interval {r['interval_ms']:>5} ms  {r['model']:<12} measured {r['measured_s']:.3f} s  "
+                  f"predicted {r['predicted_s']:.3f} s  error {100 * r['error']:+.1f} %")
+    return 0
+
+
+def _tamper(args: argparse.Namespace) -> int:
+    from rollcheck.flink_replay.tamper import tamper
+
+    check = tamper(args.trace, args.how, args.out)
+    if args.json:
+        emit_json({"trace": args.out, "how": args.how, "expected_check": check})
+    else:
+        print(f"wrote {args.out} ({args.how}; expected to trip {check})")
+    return 0
