@@ -366,20 +366,6 @@ def _blocks() -> list[list[str]]:
     return out
 
 
-def test_docs_commands_print_what_the_docs_show(monkeypatch: pytest.MonkeyPatch,
-                                                capsys: pytest.CaptureFixture) -> None:
-    monkeypatch.chdir(DOCS.parent.parent)
-    shown = [b for b in _blocks() if b and b[0].startswith("$ rollcheck spans ")]
-    assert len(shown) >= 4
-    for b in shown:
-        args = b[0][len("$ rollcheck "):].split()
-        rc, out, err = _run(capsys, *args)
-        if "--json" in args:
-            assert rc == 0 and json.loads(out) == json.loads("\n".join(b[1:])), b[0]
-        else:
-            assert (out + err).splitlines() == b[1:], b[0]
-
-
 def test_docs_example_description_is_the_shipped_file(capsys: pytest.CaptureFixture) -> None:
     blocks = [b for b in _blocks() if b and b[0].startswith("{")]
     desc = json.loads("\n".join(blocks[0]))
