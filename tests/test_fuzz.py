@@ -39,9 +39,6 @@ FUZZ = settings(max_examples=N, deadline=None, database=None,
                 suppress_health_check=list(HealthCheck), derandomize=True)
 FILE_FORMATS = {k: v for k, v in FORMATS.items() if isinstance(v, FileFormat)}
 OPTION_FORMATS = {k: v for k, v in FORMATS.items() if isinstance(v, OptionsFormat)}
-# Known: the spans loader (pyimpl/spans, the spans front door of issue 14 item 5) raises
-# TypeError on non-string processor names; the CLI reports it as an internal error (exit 4).
-KNOWN_INTERNAL = {"spans"}
 
 
 def _file_case(name: str, tmp_path_factory: pytest.TempPathFactory):
@@ -56,7 +53,7 @@ def _file_case(name: str, tmp_path_factory: pytest.TempPathFactory):
     def case(doc, command, special):
         what, data = doc
         o, problem = run_file_input(fmt, command, special or data, work)
-        if problem and not (name in KNOWN_INTERNAL and o.code == 4):
+        if problem:
             found.append((problem, special or what, command))
 
     case()
@@ -104,16 +101,16 @@ def test_fuzz_tla_values():
     assert not found, found[:10]
 
 
-@pytest.mark.xfail(reason="rollcheck.tla.values recurses per nesting level (RecursionError), "
-                          "a known defect of the TLA+ value parser (tla/, not this branch)", strict=False)
 def test_tla_values_deep_nesting_is_bad_input():
     assert run_value_input(TLA_VALUES, "<<" * 5000 + "1" + ">>" * 5000) is None
 
 
-@pytest.mark.xfail(reason="rollcheck.tla.values converts integers of any length (ValueError over "
-                          "4,300 digits), a known defect of the TLA+ value parser (tla/)", strict=False)
 def test_tla_values_huge_integer_is_bad_input():
     assert run_value_input(TLA_VALUES, "9" * 5000) is None
+
+
+def test_tla_values_huge_range_is_bad_input():
+    assert run_value_input(TLA_VALUES, "1..1000000000000") is None
 
 
 # ----------------------------------------------------------------------------- the harness bites

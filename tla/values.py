@@ -38,6 +38,11 @@ from rollcheck.pyimpl.errors import InvalidInputError
 
 __all__ = ["ModelValue", "FrozenDict", "parse_value", "parse_state", "to_jsonable"]
 
+#: Bounds on what a printed TLA+ value may ask for (TLC never prints such values for our models):
+#: digits of one integer, elements of one ``a..b`` range.
+MAX_INT_DIGITS = 1000
+MAX_RANGE = 1_000_000
+
 
 class ModelValue(str):
     """A TLC model value (an uninterpreted constant), e.g. ``p1`` from ``CONSTANT Procs = {p1}``."""
@@ -123,6 +128,8 @@ class _Parser:
             lo = self.integer()
             if self.take(".."):
                 hi = self.integer()
+                if hi - lo + 1 > MAX_RANGE:
+                    raise self.error(f"range {lo}..{hi} has more than {MAX_RANGE} elements")
                 return frozenset(range(lo, hi + 1))
             return lo
         if c.isalpha() or c == "_":
@@ -200,6 +207,8 @@ class _Parser:
         if k == j:
             raise self.error("expected an integer")
         text = self.s[self.i : k]
+        if k - j > MAX_INT_DIGITS:
+            raise self.error(f"integer with {k - j} digits (more than {MAX_INT_DIGITS})")
         self.i = k
         return int(text)
 
@@ -234,7 +243,10 @@ def parse_value(text: str) -> Any:
     ModelValue('p1')
     """
     p = _Parser(text)
-    v = p.value()
+    try:
+        v = p.value()
+    except RecursionError:
+        raise p.error("value nested too deeply") from None
     p.ws()
     if p.i != p.n:
         raise p.error("trailing text after value")

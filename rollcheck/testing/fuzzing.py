@@ -382,6 +382,15 @@ def _spans_seeds() -> list[Any]:
     }]
 
 
+def _dataflow_seeds() -> list[Any]:
+    import json
+    from importlib.resources import files
+
+    data = files("rollcheck.data")
+    return [json.loads((data / name).read_text(encoding="utf-8"))
+            for name in ("dataflow-epochs.json", "dataflow-loop.json")]
+
+
 def _elastic_seeds() -> list[Any]:
     from rollcheck.pyimpl.elastic import Config, Failure, ScaleEvent, config_to_dict
 
@@ -410,6 +419,10 @@ PATTERN = FileFormat("pattern", _pattern_seeds, [
     ["consistent", "{input}", "P0:1", "--json"],
 ])
 SPANS = FileFormat("spans", _spans_seeds, [["spans", "{input}", "--json"], ["spans", "{input}"]])
+DATAFLOW = FileFormat("dataflow", _dataflow_seeds, [
+    ["spans", "{input}", "--json"],
+    ["spans", "{input}", "--watermark", "--emit-system", "{out}/system.json"],
+])
 ELASTIC = FileFormat("elastic", _elastic_seeds, [
     ["elastic", "simulate", "{input}", "--json", "--write-config", "{out}/effective.json"],
 ])
@@ -457,14 +470,12 @@ def _tla_parse() -> Callable[[str], Any]:
 TLA_VALUES = ValueFormat("TLA+ values", [
     '[a |-> <<1, "q">>, b |-> {2, 1}]', "(0 :> TRUE @@ 1 :> FALSE)", "1..3", "p1",
     '<<{}, <<>>, [x |-> -3]>>', '{"a", "b\\"c"}',
-], _tla_parse, skip_kinds=("range",))
-"""``range`` is skipped: ``1..1000000000000`` makes :func:`parse_value` build the whole set in C
-(no time bound can interrupt it; it exhausts memory). Known open issue of ``rollcheck.tla.values``
-(not of this harness); ``tests/test_fuzz.py`` records it as an expected failure."""
+], _tla_parse)
 
 FORMATS: dict[str, FileFormat | OptionsFormat] = {
     "pattern": PATTERN,
     "spans": SPANS,
+    "dataflow": DATAFLOW,
     "elastic": ELASTIC,
     "trt profile": PROFILE,
     "options": OPTIONS,
