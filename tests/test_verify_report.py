@@ -42,3 +42,15 @@ def test_summary_line_and_grid_names() -> None:
     assert summary_line(rows, 75) == "3 checks: 1 passed, 1 failed, 1 inconclusive in 1m15s"
     assert canonical_algorithm("zpath") == canonical_algorithm("zpaths")  # near-duplicates merged
     assert canonical_algorithm("recovery")[0] == canonical_algorithm("recovery-line")[0]
+
+
+def test_shipped_data_matches_the_examples() -> None:
+    """verify reads package data (``rollcheck/data``); the docs show ``examples/``: one content."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    shared = [p for p in (root / "rollcheck" / "data").iterdir()
+              if p.is_file() and (root / "examples" / p.name).is_file()]
+    assert len(shared) >= 10
+    for p in shared:
+        assert p.read_bytes() == (root / "examples" / p.name).read_bytes(), p.name
