@@ -57,6 +57,7 @@ def check_logs(ck: CheckpointDir) -> tuple[int | None, list[str], list[str]]:
     >>> last, problems, notes = check_logs(CheckpointDir(d))
     >>> last, problems
     (0, ['offsets: batch 2 is planned but batch 1 never committed (at most one batch may be in progress)'])
+    >>> import shutil; shutil.rmtree(d)
     """
     problems: list[str] = []
     notes: list[str] = []

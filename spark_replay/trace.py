@@ -66,6 +66,7 @@ class TraceWriter:
     >>> t = read_trace(os.path.join(d, "t.jsonl"))
     >>> [e["kind"] for e in t.events], t.truncated
     (['restart'], False)
+    >>> import shutil; shutil.rmtree(d)
     """
 
     def __init__(self, path: str | Path, header: dict[str, Any] | None = None, *, enabled: bool = True,

@@ -72,8 +72,11 @@ def test_plugin_options_and_artifacts(user_suite, monkeypatch) -> None:
         "lazy-index-no-useless-checkpoint.json", "lazy-index-no-useless-checkpoint.png"]
 
 
-def test_plugin_profile_option_and_defaults(user_suite) -> None:
+def test_plugin_profile_option_and_defaults(user_suite, monkeypatch) -> None:
     """Without --rollcheck-out the artifacts go to a temporary directory named in the failure."""
+    tmp = user_suite.path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp))  # the user's temp dir, here inside the test's folder
     result = user_suite.runpytest_subprocess("-p", "no:cacheprovider", "--rollcheck-profile", "verify",
                                              "-k", "lazy or profile or fixture")
     result.assert_outcomes(passed=2, failed=1)
@@ -82,3 +85,5 @@ def test_plugin_profile_option_and_defaults(user_suite) -> None:
         "lazy-index: unsafe (* schedules, profile verify, seed *)*",
     ])
     assert not (user_suite.path / "artifacts").exists()
+    saved = sorted(p.name for p in tmp.glob("rollcheck-*/*"))
+    assert saved == ["lazy-index-no-useless-checkpoint.json", "lazy-index-no-useless-checkpoint.png"]

@@ -78,6 +78,7 @@ def check_trace_file(path: str | Path, *, protocol: str | None = None, reference
     >>> report, _ = check_trace_file(f)
     >>> report.conformant, [(c.name, c.ok) for c in report.checks]
     (True, [('pattern-valid', True), ('forced-checkpoints', True), ('no-useless-checkpoints', True)])
+    >>> import shutil; shutil.rmtree(os.path.dirname(f))
     """
     source = str(path)
     validator = None
@@ -110,6 +111,7 @@ def trace_to_pattern(path: str | Path) -> Pattern:
     ...     '{"seq": 1, "kind": "checkpoint", "process": "a", "index": 1, "forced": false}\\n')
     >>> trace_to_pattern(f)
     Pattern(processes=['a', 'b'], events=1, messages=0, checkpoints=[1, 0])
+    >>> import shutil; shutil.rmtree(os.path.dirname(f))
     """
     _report, checker = check_trace_file(path, keep_first=True)
     if checker.first_pattern is not None:

@@ -91,6 +91,7 @@ class TraceLines:
     >>> t = TraceLines(f)
     >>> [obj["kind"] for _line, obj in t], t.truncated, t.truncated_after_seq
     (['end'], True, 1)
+    >>> import shutil; shutil.rmtree(os.path.dirname(f))
     """
 
     def __init__(self, path: str | Path, validator: Any = None):

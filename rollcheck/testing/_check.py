@@ -442,7 +442,9 @@ def check_protocol(
     >>> from rollcheck.pyimpl.protocols import UC
     >>> class Optimist(UC):          # claims what UC cannot keep
     ...     zcycle_free = True
-    >>> r = check_protocol(Optimist, picture=False)
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as out:
+    ...     r = check_protocol(Optimist, out=out, picture=False)
     >>> r.verdict, r.property, r.examples, r.useless
     ('unsafe', 'no-useless-checkpoint', 1, ['P0:1'])
 
