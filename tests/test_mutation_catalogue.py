@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from rollcheck.cli.cmd_mutants import _run_one, run_catalogue
 from rollcheck.cli.main import main
+from rollcheck.properties.catalogue import _run_one, run_catalogue
 from rollcheck.properties.mutation import MUTANTS, MutantSpec, load_all, register, run_mutant
 from rollcheck.properties.registry import AREAS, PROPERTIES
 from rollcheck.properties.reproducer import replay

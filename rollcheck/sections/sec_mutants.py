@@ -14,7 +14,7 @@ TITLE = "Mutation catalogue: broken variants killed, costlier variants safe with
 
 
 def run(ctx: VerifyContext) -> list[Row]:
-    from rollcheck.cli.cmd_mutants import run_catalogue
+    from rollcheck.properties.catalogue import run_catalogue
 
     out = ctx.path("mutants", "x").parent
     records = run_catalogue(ctx.profile, out, (), pictures=True, log=lambda s: ctx.log("  mutants: " + s))

@@ -24,7 +24,7 @@ TITLE = "Spark: recorded runs with failures, replayed for conformance"
 
 
 def _replay_row(algorithm: str, check: str, path: Path, seconds: float, tlc: bool = True) -> tuple[Row, Any]:
-    from rollcheck.cli.cmd_spark import replay_with_tlc
+    from rollcheck.spark_replay.tlc_replay import replay_with_tlc
 
     res = replay_with_tlc(str(path), tlc=tlc)
     failed = [c for c in res.checks if c.ok is not True]
