@@ -13,7 +13,7 @@ __all__ = ["replay_with_tlc", "tlc_check"]
 def tlc_check(trace: Any) -> Any:
     """TLC trace validation of an HMNR message-passing trace, as a replay :class:`Check`."""
     from rollcheck.spark_replay.nhop_replay import derive_patterns, tlc_pattern
-    from rollcheck.spark_replay.replay import Check
+    from rollcheck.spark_replay.verdict import Check
     from rollcheck.tla.trace import validate_trace
 
     d = derive_patterns(trace)
