@@ -78,6 +78,10 @@ TOPOLOGIES = ("pipeline", "scatter", "cyclic")
 PROTOCOL_NAMES = ("uc", "bcs", "hmnr")
 
 
+#: Bounds of a run (work grows with processes × rounds × fan-out; checked before any work).
+MAX_PROCESSES = 1000
+MAX_ROUNDS = 10_000
+
 @dataclass(frozen=True)
 class NhopConfig:
     """Parameters of one message-passing run (recorded in the trace header)."""
@@ -94,6 +98,26 @@ class NhopConfig:
     max_fanout: int = 2
 
     def validate(self) -> None:
+        def _int(name: str, lo: int, hi: int, optional: bool = False) -> None:
+            v = getattr(self, name)
+            if v is None and optional:
+                return
+            if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+                raise InvalidInputError(f"{name} must be an integer in {lo}..{hi}, got {v!r}"[:200],
+                                        location=f"--{name.replace('_', '-')}")
+
+        _int("processes", 2, MAX_PROCESSES)
+        _int("rounds", 1, MAX_ROUNDS)
+        _int("max_fanout", 1, MAX_PROCESSES)
+        _int("seed", 0, 2**63 - 1)
+        _int("fail_process", 0, MAX_PROCESSES, optional=True)
+        _int("fail_round", 1, MAX_ROUNDS, optional=True)
+        p = self.checkpoint_probability
+        if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 <= p <= 1:
+            raise InvalidInputError(f"checkpoint_probability must be a number in [0, 1], got {p!r}"[:200],
+                                    location="checkpoint_probability")
+        if not isinstance(self.protocol, str) or not isinstance(self.topology, str):
+            raise InvalidInputError("protocol and topology must be names", location="--protocol")
         if self.protocol not in PROTOCOL_NAMES:
             raise InvalidInputError(f"unknown protocol {self.protocol!r}; use one of {PROTOCOL_NAMES}",
                                     location="--protocol")

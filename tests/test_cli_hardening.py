@@ -486,3 +486,20 @@ def test_sigterm_stops_tlc_java_and_removes_its_folder(tmp_path):
     time.sleep(0.5)
     assert _processes_mentioning(str(tmp_path) + "/rollcheck-tlc-") == []
     assert not [p for p in tmp_path.iterdir() if p.name.startswith("rollcheck-tlc-")]
+
+
+def test_nhop_trace_header_config_is_checked(tmp_path):
+    """A recorded nhop trace whose header config is absurd is bad input (exit 2), not a crash."""
+    from rollcheck.spark_replay.nhop import NhopConfig, record_nhop
+
+    good = tmp_path / "t.jsonl"
+    record_nhop(NhopConfig(protocol="hmnr", topology="cyclic", seed=1, processes=3, rounds=3,
+                           fail_process=1, fail_round=2), good, engine="local")
+    lines = good.read_text(encoding="utf-8").splitlines()
+    for field, value in (("processes", 10**30), ("max_fanout", [1]), ("rounds", "3")):
+        header = json.loads(lines[0])
+        header["config"][field] = value
+        bad = tmp_path / f"{field}.jsonl"
+        bad.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n", encoding="utf-8")
+        o = run_cli(["spark", "replay", str(bad), "--json"])
+        assert o.code == 2 and o.stderr.count("\n") == 1 and field in o.stderr, (field, o.stderr)
