@@ -2,8 +2,10 @@
 
 Settings measured on a 2-core machine (see ``docs/spark.md``): ``local[2]``, no UI, bind to
 127.0.0.1, no console progress, log level error through a log4j2 file given to the driver JVM,
-the running interpreter for driver and workers, few shuffle partitions, and a private
-``spark.local.dir`` that is removed when the session stops.
+the running interpreter for driver and workers, few shuffle partitions, and a private folder (log
+configuration, warehouse) removed when the session stops. Spark's scratch space stays Spark's own
+(``java.io.tmpdir``), which Spark removes when its JVM exits: a ``spark.local.dir`` inside our folder
+was re-created empty by Spark's shutdown after we had removed it, leaving litter behind.
 """
 
 from __future__ import annotations
@@ -69,7 +71,6 @@ def spark_session(
         .config("spark.driver.host", "127.0.0.1")
         .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
         .config("spark.default.parallelism", str(max(2, shuffle_partitions)))
-        .config("spark.local.dir", str(tmp / "local"))
         .config("spark.sql.warehouse.dir", str(tmp / "warehouse"))
         .config("spark.driver.extraJavaOptions", java_opts)
         .config("spark.executor.extraJavaOptions", java_opts)
