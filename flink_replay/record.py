@@ -372,8 +372,8 @@ def build_trace(run: str | Path, out: str | Path, *, env_version: str = "?") -> 
         elif e["kind"] == "flink.restore" and e["attempt"] > 0 and not recovered:
             recovered = True
             k = ordinal.get(e["checkpoint"]) if e["checkpoint"] is not None else 0
-            line = {proc: k for proc in header["processes"]}
-            core.append((t, {"kind": "recovery", "line": line, "in_transit": []}))
+            restored = {proc: k for proc in header["processes"]}
+            core.append((t, {"kind": "recovery", "line": restored, "in_transit": []}))
     with open(out, "w") as fh:
         fh.write(json.dumps(header) + "\n")
         seq = 0

@@ -29,7 +29,7 @@ def _files(spec: Any, o: Any, profile: str, seed: int | None, out: Path, picture
     rep = write_reproducer(out / f"{spec.name}.replay.json",
                            reproducer_doc(spec.name, o.killed_by, profile, seed, o.drawn, o.detail))
     cex = o.counterexample
-    cex_path: Path | None = out / f"{spec.name}.json"
+    cex_path: Path = out / f"{spec.name}.json"
     if isinstance(cex, Pattern):
         dump_pattern(cex, cex_path)
     elif isinstance(cex, dict) and "format" in cex:

@@ -216,7 +216,8 @@ def _rebuild(func: Callable[..., Any]) -> Callable[..., Any]:
         try:
             result = inner(**full)
         except PropertyViolation as e:
-            e.drawn = recorded  # type: ignore[attr-defined]  (the values to replay it: the reproducer)
+            # the values to replay it: the reproducer
+            e.drawn = recorded  # type: ignore[attr-defined]
             _measure(counter, recorded)
             _tally(counter)
             raise
@@ -357,7 +358,8 @@ def run_property(
         # (set the attribute itself: hypothesis.seed() would also replace the test's settings object,
         # after which the runner could no longer switch profiles or budgets)
         hyp = getattr(func, "_hyp", func)
-        hyp._hypothesis_internal_use_seed = seed if seed is not None else zlib.crc32(p.name.encode())
+        hyp._hypothesis_internal_use_seed = (  # type: ignore[union-attr]
+            seed if seed is not None else zlib.crc32(p.name.encode()))
         func(**impls)
     except Unsatisfiable as e:  # every example was filtered out: nothing was checked
         status, error = "inconclusive", f"Unsatisfiable: {e}"

@@ -145,10 +145,10 @@ def replay(path: str | os.PathLike[str]) -> PropertyViolation:
                                 location="property")
     if doc.get("drawn"):
         drawn = decode(doc["drawn"])
-        e = violation_on(prop_name, drawn, **spec.slots)
-        if e is None:
+        err = violation_on(prop_name, drawn, **spec.slots)
+        if err is None:
             raise InconclusiveError(f"{spec.name}: {prop_name} holds on the recorded example: not reproduced")
-        return e
+        return err
     if doc.get("seed") is not None:
         os.environ["ROLLCHECK_SEED"] = str(doc["seed"])
     r = run_property(prop_name, profile=str(doc.get("profile") or "ci"), shrink=False,

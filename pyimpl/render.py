@@ -306,16 +306,16 @@ def _place_labels(p: Pattern, fig: Any, ax: Any, y: dict[int, int], x_end: float
             cands = [(x0 + t * (x1 - x0), y0 + t * (y1 - y0)) for t in _ALONG]
         boxes = [box(xc, yc, w, h) for xc, yc in cands]
         own = None if lab.end_label else lab.seg
-        b = next((o for o in boxes if free(o, own)), None) or next(
+        spot = next((o for o in boxes if free(o, own)), None) or next(
             (o for o in boxes if free(o, own, strict=False)), None)
-        if b is None:
+        if spot is None:
             placed = []
             break
-        taken.append(b)
-        placed.append((lab, b))
+        taken.append(spot)
+        placed.append((lab, spot))
     if labels and len(placed) == len(labels):
-        for lab, b in placed:
-            ax.text((b[0] + b[2]) / 2, (b[1] + b[3]) / 2, lab.text, fontsize=7, color=lab.colour,
+        for lab, bx in placed:
+            ax.text((bx[0] + bx[2]) / 2, (bx[1] + bx[3]) / 2, lab.text, fontsize=7, color=lab.colour,
                     ha="center", va="center", zorder=5,
                     bbox=dict(boxstyle="round,pad=0.1", fc="white", ec="none", alpha=0.85))
     elif labels:

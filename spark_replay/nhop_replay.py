@@ -24,8 +24,8 @@ from typing import Any
 
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.pattern import CHECKPOINT, Event, Pattern
-from rollcheck.spark_replay.verdict import Check
 from rollcheck.spark_replay.trace import Trace
+from rollcheck.spark_replay.verdict import Check
 
 __all__ = ["check_nhop", "check_core", "derive_patterns", "DerivedPatterns", "tlc_pattern"]
 

@@ -480,7 +480,8 @@ def analyse(d: Description, order: str = "fifo", seed: int = 0) -> Analysis:
     for ch in d.edges:
         if at_top[ch.src] and at_top[ch.dst]:
             continue
-        redo, lost = [], []
+        redo: list[Any] = []
+        lost: list[Any] = []
         for i, m in enumerate(ch.sent):
             if m.at not in kept[ch.src]:
                 continue  # re-sent by re-executing the sending event

@@ -85,7 +85,7 @@ def synthetic_trace(processes: int | Sequence[str] = 3, steps: int = 40, seed: i
         if step in fail_at:
             f = rng.randrange(n)
             yield ev("failure", processes=[names[f]])
-            p = Pattern(names, tuple(evs))
+            p = Pattern(tuple(names), tuple(evs))
             line = rollback_propagation(p, [f])
             cut = list(line.line)
             transit = set(line.in_transit)

@@ -139,7 +139,7 @@ def _escaping_streams() -> Iterator[None]:
     finally:
         for stream, errors in changed:
             with contextlib.suppress(ValueError, OSError):
-                stream.reconfigure(errors=errors)
+                stream.reconfigure(errors=errors)  # type: ignore[union-attr]
 
 
 def _input_files(args: argparse.Namespace) -> list[str]:

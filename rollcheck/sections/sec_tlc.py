@@ -71,13 +71,13 @@ def run(ctx: VerifyContext) -> list[Row]:
                 f"{c.detail}; pattern {c.pattern_path}", [c.picture_path] if c.picture_path else [],
             ))
     for outs in coverage:
-        for c in outs:
-            e = c.entry
-            status = {"reached": "pass", "unreached": "fail"}.get(c.status, "inconclusive")
+        for cov in outs:
+            e = cov.entry
+            status = {"reached": "pass", "unreached": "fail"}.get(cov.status, "inconclusive")
             rows.append(Row(
-                _algorithm(e), "TLC", f"{e.name}: coverage goal {c.goal.removeprefix('Unreached_')} reached",
-                status, c.result.distinct_states, "states", c.result.seconds,
-                f"TLC: {c.result.status} ({c.result.message}); a goal left unreached means the "
+                _algorithm(e), "TLC", f"{e.name}: coverage goal {cov.goal.removeprefix('Unreached_')} reached",
+                status, cov.result.distinct_states, "states", cov.result.seconds,
+                f"TLC: {cov.result.status} ({cov.result.message}); a goal left unreached means the "
                 "entry's invariants hold vacuously for that situation at this bound",
             ))
     rows.extend(_trace_rows(ctx, small_only))

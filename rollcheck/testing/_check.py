@@ -109,7 +109,7 @@ def check_no_useless(out: Pattern, name: str = "protocol") -> None:
     if useless != on_cycle:
         raise InternalError(f"the R-graph test {useless} and the Z-cycle search {on_cycle} disagree")
     if useless:
-        names = ", ".join(out.checkpoint_name(c) for c in useless)
+        names = ", ".join(out.checkpoint_name((c[0], c[1])) for c in useless)
         raise ProtocolViolation("no-useless-checkpoint", f"{name} leaves the useless checkpoint(s) {names}", out)
 
 
