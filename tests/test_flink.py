@@ -254,3 +254,27 @@ def test_recovery_time_analysis_on_a_synthetic_run(tmp_path: Path) -> None:
     pred = _predict(x)
     assert abs(pred["chiron-trt"] - expected) < 0.01
     assert abs(pred["utilization"] - (d + e)) < 0.01
+
+
+def test_checkpoint_after_the_sources_finished_is_checked_for_orphans(tmp_path):
+    """A checkpoint may complete after every source finished (downstream tasks only): its keyed state
+    must not reflect records the sources never emitted; a doctored keyed snapshot there is caught."""
+
+
+    from rollcheck.flink_replay.replay import replay
+
+    src = DATA / "unaligned-checkpoint-after-sources-finished.jsonl"
+    res = replay(src)
+    check = next(c for c in res.checks if c.name == "snapshot-consistent")
+    assert check.ok is True and "after every source had finished" in check.detail
+    lines = src.read_text(encoding="utf-8").splitlines()
+    events = [json.loads(x) for x in lines[1:]]
+    done = {e["checkpoint"] for e in events if e.get("kind") == "flink.checkpoint_completed"}
+    last = max(done)
+    k = next(i for i, e in enumerate(events) if e.get("kind") == "flink.snapshot" and e["task"] == "keyed"
+             and e["checkpoint"] == last)
+    events[k]["per_key"][0] += 10_000
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join([lines[0], *(json.dumps(e) for e in events)]) + "\n", encoding="utf-8")
+    check = next(c for c in replay(bad).checks if c.name == "snapshot-consistent")
+    assert check.ok is False and "after the sources finished" in check.detail
