@@ -372,3 +372,15 @@ def test_docs_example_description_is_the_shipped_file(capsys: pytest.CaptureFixt
     assert desc == {k: v for k, v in EPOCHS.items() if k != "comment"}
     rc, out, _ = _run(capsys, "spans", str(EXAMPLES / "dataflow-epochs.json"), "--json")
     assert rc == 0 and json.loads("\n".join(blocks[1])) == json.loads(out)
+
+
+def test_an_every_k_policy_over_huge_epochs_is_refused_up_front(tmp_path, capsys) -> None:
+    """Found by verify's fuzzing: ``every 2`` with an input at epoch 10^12 stood for 5·10^11
+    checkpoints and ran for ever; it is refused with the JSON path before any work."""
+    doc = {k: v for k, v in EPOCHS.items() if k != "edges"}
+    doc["processors"] = json.loads(json.dumps(EPOCHS["processors"]))
+    doc["processors"]["source"]["inputs"][0] = 10**12
+    path = tmp_path / "huge.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    rc, out, err = _run(capsys, "spans", str(path), "--json")
+    assert rc == 2 and out == "" and "processors.source.checkpoints" in err and "every 2" in err

@@ -62,6 +62,9 @@ MAX_LOOPS = 16
 Time = int | tuple[int, ...]
 
 
+#: An ``every k`` policy may stand for at most this many checkpoints (work grows with it).
+MAX_POLICY_CHECKPOINTS = 100_000
+
 @dataclass(frozen=True)
 class Checkpoint:
     """A checkpoint span: every time ``<= upto`` (lexicographic), or the explicit ``times``."""
@@ -294,8 +297,13 @@ def _policy(p: Proc, inflight: list[tuple[Time, str]]) -> list[Checkpoint]:
     last = max(_epoch(t) for t in p.events) - 1
     if inflight:
         last = min(last, min(_epoch(t) for t, _ in inflight) - 1)
+    epochs = range(k - 1, last + 1, k)
+    if len(epochs) > MAX_POLICY_CHECKPOINTS:
+        raise InvalidInputError(f"every {k} epochs up to epoch {last} is {len(epochs)} checkpoints "
+                                f"(more than {MAX_POLICY_CHECKPOINTS}): give the checkpoints explicitly",
+                                location=f"processors.{p.name}.checkpoints")
     out = []
-    for e in range(k - 1, last + 1, k):
+    for e in epochs:
         upto = e if p.loops == 0 else (e, *([1 << 62] * p.loops))
         out.append(Checkpoint(f"processors.{p.name}.checkpoints (every {k}: epoch {e})", upto=upto))
     return out
