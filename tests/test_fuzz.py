@@ -82,16 +82,14 @@ def test_fuzz_options(name, tmp_path):
     assert not found, "\n".join(f"{p} <- {a}" for p, a in found[:10])
 
 
-# TLA+ value strings: the parser (rollcheck.tla.values) still has three known defects, listed
-# below as expected failures; the fuzz runs without those mutation kinds.
-TLA_KNOWN = ("range", "deep", "bigint")
+# TLA+ value strings: every mutation kind, huge ranges, deep nesting and huge integers included.
 
 
 def test_fuzz_tla_values():
     found = []
 
     @FUZZ
-    @given(text=mutated_text(TLA_VALUES.seeds, TLA_KNOWN))
+    @given(text=mutated_text(TLA_VALUES.seeds))
     def case(text):
         problem = run_value_input(TLA_VALUES, text)
         if problem:
