@@ -93,7 +93,7 @@ def render_pattern(
 
 def _plain_texts(fig: Any) -> None:
     """Every text of ``fig`` drawn literally: no mathtext (a name like ``$\\frac$`` is not TeX),
-    lone surrogates (not encodable) written as ``\\udXXX`` escapes."""
+    lone surrogates (not encodable) written as backslash escapes such as ``\\ud800``."""
     from matplotlib.text import Text
 
     for t in fig.findobj(Text):
