@@ -24,12 +24,12 @@ The load average is printed at the start and at the end: quote it with the figur
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
+
+from benchmarks._cold import child as _child
+from benchmarks._cold import command_times as _command
+from benchmarks._cold import load as _load
 
 SEED = 20261122
 BASELINE_SAMPLE = 40
@@ -37,6 +37,7 @@ BASELINE_SAMPLE = 40
 _STEPS = r"""
 import gc, json, sys, time
 t = {}
+cpu0 = time.process_time()
 path = sys.argv[1]
 gc.collect()
 t0 = time.perf_counter()
@@ -54,15 +55,17 @@ t0 = time.perf_counter()
 from rollcheck.pyimpl.zpaths import useless_checkpoints
 from rollcheck.pyimpl.recovery import recovery_line
 t["import_algorithms"] = time.perf_counter() - t0
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), time.process_time()
 u = useless_checkpoints(p)
 t["useless_first"] = time.perf_counter() - t0
+t["useless_first_cpu"] = time.process_time() - c0
 t0 = time.perf_counter()
 useless_checkpoints(p)
 t["useless_second"] = time.perf_counter() - t0
 t0 = time.perf_counter()
 recovery_line(p, [0])
 t["recovery_first"] = time.perf_counter() - t0
+t["cpu_all"] = time.process_time() - cpu0
 t["events"] = len(p.events)
 t["useless"] = len(u)
 print(json.dumps(t))
@@ -80,35 +83,17 @@ if which == "searches":
     g = rgraph(p)  # built before timing: the baseline is timed on its searches only
     cps = p.checkpoints(include_initial=False)
     chosen = random.Random(seed).sample(cps, min(sample, len(cps)))
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     for i, x in chosen:
         _ = (i, x) in nx.descendants(g, (i, x + 1))
     per = (time.perf_counter() - t0) / len(chosen)
-    print(json.dumps({"estimate": per * len(cps), "checkpoints": len(cps)}))
+    per_cpu = (time.process_time() - c0) / len(chosen)
+    print(json.dumps({"estimate": per * len(cps), "estimate_cpu": per_cpu * len(cps), "checkpoints": len(cps)}))
 else:
     t0 = time.perf_counter()
     u = useless_checkpoints_networkx(p)
     print(json.dumps({"seconds": time.perf_counter() - t0, "useless": len(u)}))
 """
-
-
-def _load() -> str:
-    one, five, fifteen = os.getloadavg()
-    return f"{one:.1f} / {five:.1f} / {fifteen:.1f}"
-
-
-def _child(code: str, *args: str) -> dict:
-    out = subprocess.run([sys.executable, "-c", code, *args], check=True, capture_output=True, text=True)
-    return json.loads(out.stdout)
-
-
-def _command(*argv: str) -> float:
-    """Wall time of ``rollcheck ARGV`` as a fresh process (what a user waits for)."""
-    exe = Path(sys.executable).with_name("rollcheck")
-    cmd = [str(exe), *argv] if exe.exists() else [sys.executable, "-m", "rollcheck.cli.main", *argv]
-    t0 = time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-    return time.perf_counter() - t0
 
 
 def main(quick: bool) -> None:
@@ -129,12 +114,14 @@ def main(quick: bool) -> None:
             path.write_text(json.dumps(generate(m, seed=SEED)))
             s = _child(_STEPS, str(path))
             flags = ["--allow-large"] if m >= 10**6 else []
-            c_useless = _command("useless", str(path), "--json", *flags)
-            c_rec = _command("recovery-line", str(path), "--failed", "P0", "--json", *flags)
+            c_useless, cpu_useless = _command("useless", str(path), "--json", *flags)
+            c_rec, cpu_rec = _command("recovery-line", str(path), "--failed", "P0", "--json", *flags)
             rows.append((m, s, c_useless, c_rec))
             print(f"{m:>9} {s['events']:>9} {c_useless:>10.2f}s {c_rec:>11.2f}s {s['json_load']:>8.3f}s "
                   f"{s['load']:>10.3f}s {s['useless_first']:>10.3f}s {s['useless_second']:>10.4f}s "
-                  f"{s['recovery_first']:>11.3f}s   useless={s['useless']}", flush=True)
+                  f"{s['recovery_first']:>11.3f}s   useless={s['useless']}; CPU time: useless command "
+                  f"{cpu_useless:.2f}s, recovery-line command {cpu_rec:.2f}s, the steps' process "
+                  f"{s['cpu_all']:.2f}s", flush=True)
             if m == 10**5:
                 at_1e5 = path
         print("\nrelative to json.load of the same file (cold first calls):")
@@ -157,7 +144,9 @@ def main(quick: bool) -> None:
             print(f"speed-up at 10^5 messages ({base['checkpoints']} checkpoints):")
             print(f"  networkx one-search-per-checkpoint baseline ~{base['estimate']:.1f} s "
                   f"(sampled {BASELINE_SAMPLE} searches, scaled)")
-            print(f"  useless_checkpoints, first call (cold)  {first:.3f} s -> {base['estimate'] / first:,.0f}x faster")
+            print(f"  useless_checkpoints, first call (cold)  {first:.3f} s -> {base['estimate'] / first:,.0f}x faster"
+                  f" (CPU time: baseline ~{base['estimate_cpu']:.1f} s, first call {s['useless_first_cpu']:.3f} s -> "
+                  f"{base['estimate_cpu'] / s['useless_first_cpu']:,.0f}x)")
             print(f"  useless_checkpoints, second call (warm) {second:.4f} s -> {base['estimate'] / second:,.0f}x "
                   "(not what a user meets: the pattern's arrays are cached)")
             print(f"  readable networkx SCC version, first call {readable['seconds']:.3f} s -> the fast "

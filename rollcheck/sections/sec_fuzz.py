@@ -8,7 +8,9 @@ seeded by verify's seed, run through the real CLI in-process. A row passes when 
 the bad-input contract: exit 0/1/3, or exit 2 with one line naming the file or flag, within the
 time bound, nothing written, no traceback, never exit 4. The detail gives the counts (inputs,
 exit codes, tracebacks, unbounded runs) and the first findings. Measured: about 3.5 minutes for
-the full run (10^4 inputs × 5 rows, one core), 10–15 s with ``--quick``.
+the first five rows at full size (10^4 inputs each, one core), 10–15 s with ``--quick``; the trace
+row alone takes 4.5–7.5 minutes at full size (10^4 inputs, 28–44 ms each, measured at load average
+18–27 on the shared 2-core machine).
 """
 
 from __future__ import annotations
