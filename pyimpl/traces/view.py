@@ -77,7 +77,8 @@ class RunView:
     Attributes
     ----------
     names, pos, n : the processes; evs, seqs : the effective execution and the seq of each event;
-    count : checkpoints per process in it; msgs : message id -> ``((sender * n + receiver) << 1) |
+    count : checkpoints per process in it; events : the trace's own events read (not those an
+    adapter derived); last_seq : the last seq read; msgs : message id -> ``((sender * n + receiver) << 1) |
     delivered``; undone : message id -> seq of the recovery that undid its send; events, extension,
     failures, recoveries, ended, end_seq, failed, failure_seq, given_seqs.
 
@@ -132,6 +133,7 @@ class RunView:
         self.ended = False
         self.end_seq: int | None = None
         self.events = 0
+        self.last_seq = 0
         self.extension = 0
         self.n_outputs = 0
         self.truncated = False
@@ -206,9 +208,11 @@ class RunView:
         ck_events = [(Event(i, CHECKPOINT, None, None, False), Event(i, CHECKPOINT, None, None, True))
                      for i in range(n)]
         for line, obj in pairs:
-            self.events += 1
             kind = obj["kind"]
             seq = obj["seq"]
+            if not obj.get("derived"):  # core events an adapter derived share their origin's seq
+                self.events += 1
+                self.last_seq = seq
             self._line = line
             self._seq = seq
             if self.ended:
@@ -430,7 +434,7 @@ class RunView:
         """
         self.truncated = truncated or not self.ended
         self.truncated_after_seq = (truncated_after_seq if truncated
-                                    else (None if self.ended else self.events))
+                                    else (None if self.ended else self.last_seq))
         results: dict[str, Check] = {}
         by_plugin: dict[int, list[Check]] = {}
         order = ([c for c in self.checks if not c.after] + [c for c in self.checks if c.after])

@@ -31,6 +31,7 @@ class LogReplay(TraceCheck):
         self.pending: set[str] | None = None
         self.rec_seq: int | None = None
         self.replayed = 0
+        self.in_transit = 0  # messages in transit over all restored lines
 
     def _fail(self, seq: int, detail: str) -> None:
         if self.bad is None:
@@ -59,6 +60,7 @@ class LogReplay(TraceCheck):
         # Messages still awaited from an earlier recovery are in transit for this line too (their
         # sends are kept and they are undelivered), so the new set replaces the old one.
         self.pending = set(rec.transit)
+        self.in_transit += len(rec.transit)
         self.rec_seq = rec.seq
 
     def finish(self, v: Any, results: dict[str, Check]) -> Check:
@@ -70,10 +72,13 @@ class LogReplay(TraceCheck):
             return Check.violated(self.name, self.bad[1], offending_seq=self.bad[0])
         if not v.recoveries:
             return Check.not_applicable(self.name, "no recovery in the run: nothing to replay")
+        if not self.in_transit and not self.replayed:
+            return Check.not_applicable(self.name, f"no message in transit at the {v.recoveries} restored line(s) "
+                                        "and none replayed: nothing to replay")
         if not v.ended and self.pending:
             return Check.unchecked(self.name, f"{len(self.pending)} message(s) in transit for the line restored "
                                    f"at seq {self.rec_seq} not yet replayed when the recording stopped (after seq "
-                                   f"{v.events}); {self.replayed} replayed delivery(ies) checked so far")
+                                   f"{v.last_seq}); {self.replayed} replayed delivery(ies) checked so far")
         return Check.held(self.name, f"{self.replayed} replayed delivery(ies) after {v.recoveries} recovery(ies): "
                           "exactly the in-transit messages of each restored line, each once",
                           examined=v.recoveries)

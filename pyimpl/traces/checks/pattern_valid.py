@@ -37,7 +37,7 @@ class PatternValid(TraceCheck):
             return Check.violated(self.name, self.bad[1], offending_seq=self.bad[0])
         if v.events == 0:
             return Check.unchecked(self.name, "the trace has no events")
-        stopped = ("" if v.ended else f"; the recording stopped after seq {v.events} without an end event")
+        stopped = ("" if v.ended else f"; the recording stopped after seq {v.last_seq} without an end event")
         return Check.held(self.name, f"{v.events} events ({v.extension} extension); the effective execution "
                           f"has {len(v.evs)} events, {len(v.msgs)} messages, {sum(v.count)} checkpoints; "
                           "no orphan delivery" + stopped, examined=v.events, substantive=False)
