@@ -4,7 +4,8 @@
   checkpoint (caught by ``restore-latest-completed``);
 - ``barrier-after-snapshot``: one barrier arrival of an aligned keyed snapshot is moved to just
   after that snapshot (caught by ``barrier-alignment``);
-- ``drop-failure``: the ``failure`` event is removed (``failure-observed`` is inconclusive).
+- ``drop-failure``: the ``failure`` event (and the core ``recovery`` derived from it) is removed
+  (``failure-observed`` is unchecked: the replay is inconclusive).
 """
 
 from __future__ import annotations
@@ -56,7 +57,9 @@ def _barrier_after_snapshot(events: list[dict[str, Any]], mode: str) -> list[dic
         return rest[:j + 1] + moved + rest[j + 1:]
     raise InvalidInputError("the trace has no keyed snapshot preceded by a barrier")
 def _drop_failure(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    kept = [e for e in events if e["kind"] != "failure"]
+    # the core recovery the recorder derives from the failure goes with it (a recovery without a
+    # failure before it is not a trace)
+    kept = [e for e in events if e["kind"] not in ("failure", "recovery")]
     if len(kept) == len(events):
         raise InvalidInputError("the trace has no failure event")
     return kept

@@ -97,18 +97,14 @@ def tlc_validator() -> Any:
 
 
 def _replay(args: argparse.Namespace) -> int:
+    from rollcheck.cli.check_trace import print_report
     from rollcheck.flink_replay.replay import replay
 
     res = replay(args.trace, tlc=None if args.no_tlc else tlc_validator())
     if args.json:
-        emit_json(res.as_dict())
+        emit_json(res.to_json())
     else:
-        for c in res.checks:
-            mark = {True: "ok  ", False: "FAIL", None: "n/a "}[c.ok]
-            print(f"{mark} {c.name}: {c.detail}")
-        verdict = {True: "conformant", False: f"NOT conformant (first offending seq {res.first_offending_seq})",
-                   None: "inconclusive"}[res.conformant]
-        print(verdict)
+        print_report(res, args.trace)
     return res.exit_code
 
 
