@@ -34,7 +34,9 @@ def load() -> str:
 
 def child(code: str, *args: str) -> dict[str, Any]:
     """Run ``code`` in a fresh interpreter with ``args`` as ``sys.argv[1:]``; its JSON stdout."""
-    out = subprocess.run([sys.executable, "-c", code, *args], check=True, capture_output=True, text=True)
+    out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"benchmark child failed ({out.returncode}): {out.stderr[-2000:]}")
     return json.loads(out.stdout)
 
 

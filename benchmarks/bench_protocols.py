@@ -45,7 +45,8 @@ from rollcheck.pyimpl.patternio import load_pattern
 p = load_pattern(path)
 c0, w0 = time.process_time(), time.perf_counter()
 if path_kind == "state machine":
-        forced = list(run_protocol(name, p).forced_messages)
+    from rollcheck.pyimpl.protocols import run_protocol
+    forced = list(run_protocol(name, p).forced_messages)
 else:
     from rollcheck.pyimpl.protocols.fast import forced_deliveries
     forced = list(forced_deliveries(name, p, path_kind))
@@ -63,14 +64,14 @@ def main(quick: bool) -> None:
     import tempfile
     from pathlib import Path
 
-    from benchmarks._cold import child, command, load
+    from benchmarks._cold import child, command_times, load
     from rollcheck.pyimpl.patternio import pattern_to_dict
 
     events = 20_000 if quick else 100_000
     print(f"uniform random traffic, {events} events per schedule, seed = n; deliveries per second of "
           f"wall time (CPU time of the child in brackets); every figure a first call in a fresh "
           f"process; numpy auto-threshold n >= {NUMPY_THRESHOLD}; load average at start: {load()}")
-    print(f"{'n':>4} {'protocol':8} {'deliveries':>10} {'rollcheck protocol':>21} {'state machine':>22} "
+    print(f"{'n':>4} {'protocol':8} {'deliveries':>10} {'rollcheck protocol':>22} {'state machine':>22} "
           f"{'fast python':>22} {'fast numpy':>22} {'forced/deliv':>12}")
     with tempfile.TemporaryDirectory() as d:
         for n in (8, 32, 128):
@@ -80,11 +81,11 @@ def main(quick: bool) -> None:
             path.write_text(json.dumps(pattern_to_dict(p)))
             forced = {}
             for name in ("bcs", "hmnr"):
-                cmd = command("protocol", name, str(path), "--json")
+                cmd, cmd_cpu = command_times("protocol", name, str(path), "--json")
                 sm = child(_FIRST_CALL, str(path), name, "state machine")
                 py = child(_FIRST_CALL, str(path), name, "python")
                 assert py["forced"] == sm["forced"], f"{name} n={n}: python kernel disagrees"
-                cells = [_rate(nd, cmd), _rate(nd, sm["wall"], sm["cpu"]), _rate(nd, py["wall"], py["cpu"])]
+                cells = [_rate(nd, cmd, cmd_cpu), _rate(nd, sm["wall"], sm["cpu"]), _rate(nd, py["wall"], py["cpu"])]
                 if name == "hmnr":
                     npy = child(_FIRST_CALL, str(path), name, "numpy")
                     assert npy["forced"] == sm["forced"], f"hmnr n={n}: numpy kernel disagrees"
@@ -92,7 +93,7 @@ def main(quick: bool) -> None:
                 else:
                     cells.append(f"{'-':>21}")
                 forced[name] = len(sm["forced"])
-                print(f"{n:>4} {name:8} {nd:>10} {cells[0]:>21} {cells[1]:>22} {cells[2]:>22} {cells[3]:>22} "
-                      f"{forced[name] / nd:>12.4f}   (command {cmd:.1f} s)", flush=True)
+                print(f"{n:>4} {name:8} {nd:>10} {cells[0]:>22} {cells[1]:>22} {cells[2]:>22} {cells[3]:>22} "
+                      f"{forced[name] / nd:>12.4f}   (command {cmd:.1f} s, CPU {cmd_cpu:.1f} s)", flush=True)
             print(f"     HMNR forces {forced['hmnr'] / max(forced['bcs'], 1):.2f}x as many checkpoints as BCS at n={n}")
     print(f"load average at the end: {load()}")
