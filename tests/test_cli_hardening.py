@@ -650,3 +650,12 @@ def test_check_subcommand_that_fails_to_import_is_internal_error(monkeypatch):
     assert "TraceChecker" in o.stderr and "Traceback" not in o.stderr
     o = run_cli(["check", "protocol", "--help"])  # the other subcommand still works
     assert o.code == 0
+
+
+def test_trt_tiny_threshold_is_not_a_math_domain_error():
+    """Found by the options fuzzer: threshold / a_1 underflowed to 0 before its logarithm."""
+    o = run_cli(["trt", "--json", "--ci=1e-300", "--timeout=0.5", "--recovery=1e-300", "--warmup", "2",
+                 "--ratio", "0.5", "--threshold=5e-324"])
+    assert o.code == 0, o.stderr
+    doc = json.loads(o.stdout)
+    assert doc and "Traceback" not in o.stderr
