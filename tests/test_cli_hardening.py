@@ -659,3 +659,10 @@ def test_trt_tiny_threshold_is_not_a_math_domain_error():
     assert o.code == 0, o.stderr
     doc = json.loads(o.stdout)
     assert doc and "Traceback" not in o.stderr
+
+
+def test_interval_simulate_tiny_interval_is_bounded_up_front():
+    """Found by the options fuzzer: 5e-324 gave inf periods per run, NaN, a ValueError (exit 4)."""
+    line = bad_input(["interval", "simulate", "--json", "--failure-rate=0.5", "--checkpoint-cost=0",
+                      "--horizon-failures", "50", "--seed=3", "--interval=5e-324"], "--interval", "periods")
+    assert "limit" in line
