@@ -14,8 +14,9 @@ from typing import Any
 from rollcheck.cli._util import add_allow_large, add_parser, check_limit, emit_json, progress
 
 # Upper bounds of ``interval simulate`` (specs/intervals.md, specs/cli.md), checked before any work.
-MAX_PERIODS = 1e15
-"""Most checkpoint periods one simulated run may count (far below 2^53: counted exactly)."""
+MAX_PERIODS = 1e306
+"""Most checkpoint periods one simulated run may count: their number (horizon / interval, summed
+over a run) must stay a finite float; 5e-324 as an interval made it infinite, then NaN."""
 MAX_RUNS = 100_000
 MAX_HORIZON_FAILURES = 1_000_000.0
 MAX_CYCLES = 1e8  # runs × horizon_failures × e^{λR}: the expected failure/restart draws of a simulation
