@@ -53,10 +53,10 @@ def command_times(*argv: str, ok: tuple[int, ...] = (0,)) -> tuple[float, float]
     cmd = [str(exe), *argv] if exe.exists() else [sys.executable, "-m", "rollcheck.cli.main", *argv]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    rc = subprocess.run(cmd, stdout=subprocess.DEVNULL).returncode
+    r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     seconds = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if rc not in ok:
-        raise RuntimeError(f"rollcheck {' '.join(argv)} exited {rc}")
+    if r.returncode not in ok:
+        raise RuntimeError(f"rollcheck {' '.join(argv)} exited {r.returncode}: {r.stderr[-1000:]}")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return seconds, cpu
