@@ -59,6 +59,13 @@ def check_flink_header(header: dict[str, Any], source: str | None) -> None:
     for key in ("checkpoints", "parallelism", "records", "keys"):
         if key not in cfg:
             raise InvalidInputError(f"header config lacks \"{key}\"", source=source, location="line 1")
+    if cfg["checkpoints"] not in ("aligned", "unaligned"):
+        raise InvalidInputError(f"config.checkpoints: expected \"aligned\" or \"unaligned\", got "
+                                f"{cfg['checkpoints']!r}", source=source, location="line 1")
+    for key in ("parallelism", "records", "keys"):
+        if type(cfg[key]) is not int or cfg[key] < 1:
+            raise InvalidInputError(f"config.{key}: expected a positive integer, got {cfg[key]!r}",
+                                    source=source, location="line 1")
 
 
 def source_cut(events: list[dict[str, Any]], attempt: int, checkpoint: int) -> tuple[list[int], set[int]] | None:
@@ -147,7 +154,12 @@ class FlinkCheck(TraceCheck):
         self.fn = fn
 
     def finish(self, v: Any, results: dict[str, Check]) -> Check:
-        return self.fn(self.header, self.collector.events)
+        try:
+            return self.fn(self.header, self.collector.events)
+        except (TypeError, ValueError, KeyError, AttributeError, IndexError) as e:
+            # a field of a Flink event that is not what the recorder writes: bad input, not a crash
+            raise InvalidInputError(f"{self.name}: the trace's Flink events are malformed "
+                                    f"({type(e).__name__}: {e})", source=getattr(v, "source", None)) from None
 
 
 class BarrierTLC(TraceCheck):

@@ -65,6 +65,9 @@ __all__ = [
     "query_plugins",
 ]
 
+#: What a malformed field of an engine event raises inside a check (bad input, exit 2).
+_MALFORMED = (TypeError, ValueError, KeyError, AttributeError, IndexError)
+
 _ENDS = ("final_state", "sink_final", "side_channel", "state_crosscheck", "reference", "output_final",
          "state_final", "end")
 
@@ -522,7 +525,12 @@ class SparkStream(TraceCheck):
         self.view = view
 
     def on_event(self, v: Any, line: int, obj: dict[str, Any]) -> None:
-        self.view.feed(obj)
+        try:
+            self.view.feed(obj)
+        except _MALFORMED as e:  # a field of the engine's event that is not what the recorder writes
+            raise InvalidInputError(f"{obj['kind']}: malformed event ({type(e).__name__}: {e})",
+                                    source=self.view.source,
+                                    location=f"line {line} (seq {obj['seq']})") from None
 
     def finish(self, v: Any, results: dict[str, Check]) -> None:
         self.view.close()
@@ -548,7 +556,11 @@ class StreamCheck(TraceCheck):
         sv = self.stream.view
         if self.at_end and not sv.ended:
             return None
-        out: Check | None = self.fn(sv)
+        try:
+            out: Check | None = self.fn(sv)
+        except _MALFORMED as e:
+            raise InvalidInputError(f"{self.name}: the trace's records this check reads are malformed "
+                                    f"({type(e).__name__}: {e})", source=sv.source) from None
         return out
 
 

@@ -132,3 +132,21 @@ def test_uncut_shipped_examples_stay_conformant(capsys, name):
     extra = ["--reference", str(REF)] if name == "trace-hmnr-3p.jsonl" else []
     rc, doc = run(capsys, "check", "trace", str(EX / name), "--no-tlc", *extra)
     assert rc == 0 and doc["conformant"] is True, doc
+
+
+@pytest.mark.parametrize("name, kind, field, value", [
+    ("spark-wordcount-kill.jsonl", "spark.restart", "restored_versions", 1.5),
+    ("spark-wordcount-kill.jsonl", "spark.batch_planned", "batch", [1]),
+    ("flink-aligned-task-failure.jsonl", "flink.sink_output", "lines", 7),
+])
+def test_a_malformed_engine_event_is_bad_input_not_a_crash(capsys, tmp_path, name, kind, field, value):
+    """Engine events are untrusted input: a field of the wrong type is exit 2, one line, no traceback."""
+    lines = lines_of(EX / name)
+    k = next(i for i, x in enumerate(lines) if json.loads(x).get("kind") == kind)
+    e = json.loads(lines[k])
+    e[field] = value
+    lines[k] = json.dumps(e)
+    p = write(tmp_path / "bad.jsonl", lines)
+    assert main(["spark" if name.startswith("spark") else "flink", "replay", str(p), "--no-tlc"]) == 2
+    err = capsys.readouterr().err
+    assert "bad.jsonl" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
