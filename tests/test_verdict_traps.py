@@ -150,3 +150,12 @@ def test_a_malformed_engine_event_is_bad_input_not_a_crash(capsys, tmp_path, nam
     assert main(["spark" if name.startswith("spark") else "flink", "replay", str(p), "--no-tlc"]) == 2
     err = capsys.readouterr().err
     assert "bad.jsonl" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_checks_derived_from_a_wrong_recovery_say_so(capsys):
+    """The missing forced checkpoint (seq 15) is the root cause; the orphan delivery at seq 23 follows
+    from the wrong recovery at seq 18 and is marked as its consequence."""
+    rc, doc = run(capsys, "check", "trace", str(EX / "trace-hmnr-3p-no-forced.jsonl"), "--no-tlc")
+    by = {c["name"]: c for c in doc["checks"]}
+    assert rc == 1 and doc["first_offending_seq"] == 15 and doc["root_cause"] == "forced-checkpoints"
+    assert by["pattern-valid"]["consequence_of"] == "recovery-line" and "consequence_of" not in by["recovery-line"]
