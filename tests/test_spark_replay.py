@@ -491,3 +491,23 @@ def test_nested_struct_state_columns():
     assert decode_unsafe_row(row, [win, Field("user", "string")]) == ((5_000_000, 15_000_000), "ann")
     null_row = bytes([1]) + bytes(7) + bytes(8) + struct.pack("<Q", (24 << 32) | 3) + user
     assert decode_unsafe_row(null_row, [win, Field("user", "string")]) == (None, "ann")
+
+
+def test_spark_adapter_places_a_late_commit_before_the_failure():
+    """The killed attempt's watcher may report a commit after the failure event was written: the
+    commit was made before the failure, so the recovery to the batch Spark resumed at holds."""
+    from rollcheck.pyimpl.traces.checker import TraceChecker
+    from rollcheck.spark_replay.adapter import SparkAdapter
+
+    h = SparkAdapter().header({"format": "rollcheck.trace/1", "source": "spark", "job": "wordcount",
+                               "processes": ["driver"]})
+    evs = [{"kind": "spark.batch_committed", "batch": 0}, {"kind": "failure", "processes": ["driver"]},
+           {"kind": "spark.batch_committed", "batch": 1}, {"kind": "spark.attempt_start"},
+           {"kind": "spark.restart", "resume_batch": 2}, {"kind": "spark.batch_committed", "batch": 2},
+           {"kind": "end"}]
+    pairs = [(k + 2, {**e, "seq": k + 1}) for k, e in enumerate(evs)]
+    r = TraceChecker(h).run(SparkAdapter().events(h, pairs)).finish()
+    assert r.check("recovery-line").ok is True and r.verdict.value == "conformant"
+    bad = [(n, {**e, "resume_batch": 1} if e["kind"] == "spark.restart" else e) for n, e in pairs]
+    r = TraceChecker(h).run(SparkAdapter().events(h, bad)).finish()  # resumed a committed batch again
+    assert r.check("recovery-line").ok is False and r.first_offending_seq == 5
