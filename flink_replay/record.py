@@ -39,7 +39,9 @@ from rollcheck.flink_replay.environment import find_flink, tap_jar
 from rollcheck.flink_replay.replay import source_cut
 from rollcheck.pyimpl.errors import InconclusiveError, InvalidInputError
 
-__all__ = ["RecordConfig", "record_wordcount", "build_trace", "LOG4J"]
+__all__ = ["RecordConfig", "record", "record_wordcount", "build_trace", "LOG4J", "BACKENDS", "parse_rescale"]
+
+BACKENDS = ("hashmap", "rocksdb", "changelog")
 
 LOG4J = """rootLogger.level = INFO
 rootLogger.appenderRef.file.ref = FileAppender
@@ -68,16 +70,42 @@ _TM_LOST = re.compile(r"^(\S+ \S+) INFO .*JobMaster .*TaskManager with id (\S+) 
 _SUBTASK = re.compile(r"\((\d+)/(\d+)\)#(\d+)")
 
 
+def parse_rescale(text: str) -> tuple[int, int]:
+    """``"P1:P2"`` -> (P1, P2): fail at parallelism P1, restore at P2.
+
+    Examples
+    --------
+    >>> parse_rescale("2:3")
+    (2, 3)
+    """
+    try:
+        a, b = (int(x) for x in text.split(":"))
+    except ValueError:
+        raise InvalidInputError(f"--rescale {text!r}: expected P1:P2, two parallelisms such as 2:3") from None
+    if not (1 <= a <= 8 and 1 <= b <= 8) or a == b:
+        raise InvalidInputError(f"--rescale {text}: two different parallelisms between 1 and 8")
+    return a, b
+
+
 class RecordConfig(dict):
-    """The knobs of a recorded word-count run (a plain dict with validated fields)."""
+    """The knobs of a recorded run (a plain dict with validated fields)."""
 
     @classmethod
     def make(cls, *, checkpoints: str = "aligned", parallelism: int = 2, interval_ms: int = 300,
              records: int = 2000, rate: float = 500.0, keys: int = 8, fail_at_record: int | None = None,
-             failure: str | None = None, seed: int = 0, timeout_s: float = 300.0) -> RecordConfig:
+             failure: str | None = None, seed: int = 0, timeout_s: float = 300.0, backend: str = "hashmap",
+             rescale: tuple[int, int] | None = None, module: str | None = None,
+             call_timeout: float = 300.0) -> RecordConfig:
         if checkpoints not in ("aligned", "unaligned"):
             raise InvalidInputError(f"--checkpoints must be aligned or unaligned, not {checkpoints!r}")
-        if parallelism < 2:
+        if backend not in BACKENDS:
+            raise InvalidInputError(f"--backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
+        if rescale is not None:
+            parallelism = rescale[0]
+            if fail_at_record is None:
+                raise InvalidInputError("--rescale restores after the injected failure: give --fail-at-record "
+                                        "and --failure too")
+        elif parallelism < 2:
             raise InvalidInputError("--parallelism must be at least 2 (a keyBy shuffle between subtasks)")
         if interval_ms < 10:
             raise InvalidInputError("--interval must be at least 10 ms")
@@ -87,11 +115,24 @@ class RecordConfig(dict):
             raise InvalidInputError("--fail-at-record and --failure go together")
         if failure not in (None, "task", "taskmanager"):
             raise InvalidInputError(f"--failure {failure}: one of task, taskmanager")
-        if fail_at_record is not None and not 1 <= fail_at_record <= records:
+        if fail_at_record is not None and module is None and not 1 <= fail_at_record <= records:
             raise InvalidInputError(f"--fail-at-record {fail_at_record} is outside the input (1..{records})")
+        if fail_at_record is not None and fail_at_record < 1:
+            raise InvalidInputError(f"--fail-at-record {fail_at_record}: records count from 1")
+        if call_timeout <= 0:
+            raise InvalidInputError("--call-timeout must be positive")
+        extra: dict[str, Any] = {}
+        if module is not None:
+            path = Path(module)
+            if not path.is_file():
+                raise InvalidInputError("no such job module", source=str(module))
+            extra = {"job": "module", "module": str(path.resolve())}
+            keys = 1  # the source tap counts the user's records in one bucket
         return cls(checkpoints=checkpoints, parallelism=parallelism, interval_ms=interval_ms,
                    records=records, rate=rate, keys=keys, fail_at_record=fail_at_record,
-                   failure=failure, seed=seed, timeout_s=timeout_s)
+                   failure=failure, seed=seed, timeout_s=timeout_s, backend=backend,
+                   rescale=list(rescale) if rescale else None, max_parallelism=128,
+                   call_timeout=call_timeout, **extra)
 
 
 def _job_file() -> Path:
@@ -99,7 +140,13 @@ def _job_file() -> Path:
 
 
 def record_wordcount(out: str | Path, config: RecordConfig, *, run_dir: str | Path | None = None) -> dict[str, Any]:
-    """Run the word-count job once in the Flink environment and write its trace to ``out``.
+    """Record the word-count job (see :func:`record`)."""
+    return record(out, config, run_dir=run_dir)
+
+
+def record(out: str | Path, config: RecordConfig, *, run_dir: str | Path | None = None) -> dict[str, Any]:
+    """Run the word-count job or a user's job module once in the Flink environment and write its
+    trace to ``out`` (through ``OUT.partial``, renamed when complete).
 
     Returns ``{"trace", "checkpoint_dir", "restored_checkpoint", "seconds", "final_state"}``.
 
@@ -107,6 +154,8 @@ def record_wordcount(out: str | Path, config: RecordConfig, *, run_dir: str | Pa
     ------
     InconclusiveError
         PyFlink or a JDK is missing, or the job did not finish.
+    InvalidInputError
+        The user's job module failed, hung or returned the wrong type (named with the call).
     """
     t0 = time.time()
     env = find_flink()
@@ -129,7 +178,8 @@ def record_wordcount(out: str | Path, config: RecordConfig, *, run_dir: str | Pa
     cluster: list[subprocess.Popen[bytes]] = []
     try:
         if config.get("failure") == "taskmanager":
-            cfg["cluster_rest_port"] = _start_cluster(run, env, penv, int(config["parallelism"]), cluster)
+            slots = max(int(config["parallelism"]), *(config.get("rescale") or [1]))
+            cfg["cluster_rest_port"] = _start_cluster(run, env, penv, slots, cluster)
             (run / "config.json").write_text(json.dumps(cfg))
         with open(run / "job.out", "w") as so:
             try:
@@ -142,10 +192,15 @@ def record_wordcount(out: str | Path, config: RecordConfig, *, run_dir: str | Pa
             if proc.poll() is None:
                 proc.kill()
                 proc.wait(timeout=30)
+    user_error = run / "user-error.json"
+    if user_error.exists():
+        ue = json.loads(user_error.read_text())
+        call = ue["call"] + ("" if ue["call"] == "import" else "()")
+        raise InvalidInputError(f"{call}: {ue['error']} (the job module's own failure)", source=str(config["module"]))
     if not (run / "run.json").exists():
         tail = (run / "job.out").read_text(errors="replace").strip().splitlines()[-3:]
         raise InconclusiveError(f"the Flink job ended without a result (exit {p.returncode}): {' | '.join(tail)}")
-    tmp = out.with_name(out.name + ".tmp")
+    tmp = out.with_name(out.name + ".partial")
     summary = build_trace(run, tmp, env_version=env.version)
     os.replace(tmp, out)
     summary.update(trace=str(out), checkpoint_dir=str(run / "checkpoints"), seconds=round(time.time() - t0, 2))
@@ -270,14 +325,20 @@ def build_trace(run: str | Path, out: str | Path, *, env_version: str = "?") -> 
     for f in sorted(run.glob("tap-*.jsonl")):
         for ev in _read_jsonl(f):
             base = {"task": task_of[ev["tap"]], "subtask": ev["subtask"], "attempt": ev["attempt"]}
+            if "parallelism" in ev:
+                base["parallelism"] = ev["parallelism"]
+            # the keyed tap's keyed state: every key with its value, and the key groups Flink gave
+            # the subtask (a rescaled restore is checked key by key)
+            keyed = {k: ev[k] for k in ("keys", "key_groups", "max_parallelism") if k in ev}
+            per_key = {"per_key": ev["per_key"]} if "per_key" in ev else {}
             if ev["ev"] == "restore":
-                e = {"kind": "flink.restore", **base, "checkpoint": ev["checkpoint"], "per_key": ev["per_key"],
-                     "records": ev["seen"]}
+                e = {"kind": "flink.restore", **base, "checkpoint": ev["checkpoint"], **per_key,
+                     "records": ev["seen"], **keyed}
             elif ev["ev"] == "snapshot":
-                e = {"kind": "flink.snapshot", **base, "checkpoint": ev["checkpoint"], "per_key": ev["per_key"],
-                     "records": ev["seen"], "inflight_records": 0}
+                e = {"kind": "flink.snapshot", **base, "checkpoint": ev["checkpoint"], **per_key,
+                     "records": ev["seen"], "inflight_records": 0, **keyed}
             elif ev["ev"] == "finish":
-                e = {"kind": "flink.task_finished", **base, "per_key": ev["per_key"], "records": ev["seen"]}
+                e = {"kind": "flink.task_finished", **base, **per_key, "records": ev["seen"], **keyed}
             elif ev["ev"] == "complete":
                 e = {"kind": "flink.notify_complete", **base, "checkpoint": ev["checkpoint"]}
             else:
@@ -319,10 +380,13 @@ def build_trace(run: str | Path, out: str | Path, *, env_version: str = "?") -> 
             timed.append((t, 4, {"kind": "flink.checkpoint_completed", "checkpoint": int(cid),
                                  "type": h.get("checkpoint_type"),
                                  "persisted_bytes": h.get("persisted_data"), "duration_ms": h.get("end_to_end_duration")}))
-    for state in ("RUNNING", "FAILING", "RESTARTING", "FINISHED", "FAILED", "CANCELED"):
-        ts = (info.get("timestamps") or {}).get(state)
-        if ts:
-            timed.append((int(ts) * 1000, 5, {"kind": "flink.job_state", "state": state}))
+    jobs = info.get("jobs") or [{"timestamps": info.get("timestamps"), "job_id": info.get("job_id")}]
+    for j in jobs:
+        for state in ("RUNNING", "FAILING", "RESTARTING", "FINISHED", "FAILED", "CANCELED"):
+            ts = (j.get("timestamps") or {}).get(state)
+            if ts:
+                extra = {"job_id": j["job_id"]} if len(jobs) > 1 else {}
+                timed.append((int(ts) * 1000, 5, {"kind": "flink.job_state", "state": state, **extra}))
     for r in rest.get("restored", []):
         if r.get("restore_timestamp"):
             timed.append((int(r["restore_timestamp"]) * 1000, 6, {"kind": "flink.restore_reported",
@@ -339,22 +403,35 @@ def build_trace(run: str | Path, out: str | Path, *, env_version: str = "?") -> 
         timed.append((int(c["t"] * 1e6), 7, {"kind": "flink.sink_commit", "file": c["file"], "lines": c["lines"]}))
     # unaligned: the keyed snapshot reflects fewer records than the source snapshot; the difference
     # per checkpoint are the records the checkpoint stored as channel state
-    if cfg["checkpoints"] == "unaligned":
+    if cfg["checkpoints"] == "unaligned" and cfg.get("job") != "module":
         _fill_inflight(timed)
     timed.sort(key=lambda x: (x[0], x[1]))
-    tx_lines: list[str] = []
-    for f in sorted((run / "tx").rglob("*")):
-        if f.is_file() and not f.name.startswith("."):
-            tx_lines.extend(x for x in f.read_text().splitlines() if x)
+    tx_lines = _tx_lines(run / "tx")
     naive: dict[str, list[str]] = {"0": [], "1": []}
     for f in sorted((run / "naive").glob("gen*.txt")):
         naive[f.name[3]].extend(x for x in f.read_text().splitlines() if x)
+    module = cfg.get("job") == "module"
+    outputs: list[tuple[str, list[Any], dict[str, Any]]] = [("tx", tx_lines, {})]
+    if module:
+        # the failure-free reference run of the same job, and the user's own sink (if any)
+        outputs.append(("reference", _tx_lines(run / "reference" / "tx"), {}))
+        for name, folder in (("user", run), ("user-reference", run / "reference")):
+            if (folder / "user-sink.json").exists():
+                outputs.append((name, json.loads((folder / "user-sink.json").read_text())["rows"], {}))
+    else:
+        outputs += [("naive", naive["0"], {"generation": 0}), ("naive", naive["1"], {"generation": 1})]
+    keys = ("checkpoints", "parallelism", "interval_ms", "records", "rate", "keys", "fail_at_record", "failure",
+            "backend", "rescale", "max_parallelism")
     header = {"format": "rollcheck.trace/1", "source": "flink", "seed": cfg.get("seed", 0),
-              "processes": ["source", "keyed"], "job": "wordcount",
-              "config": {k: cfg[k] for k in ("checkpoints", "parallelism", "interval_ms", "records", "rate",
-                                              "keys", "fail_at_record", "failure")},
+              "processes": ["source", "keyed"], "job": "module" if module else "wordcount",
+              "config": {k: cfg.get(k) for k in keys},
               "flink": {"pyflink": env_version, "job_id": info.get("job_id"), "final_state": info.get("final_state"),
                         "python_mode": cfg.get("python_mode", "thread")}}
+    if module:
+        header["config"]["records"] = info.get("records", cfg.get("records"))
+        header["key"] = info.get("key")
+        header["module"] = cfg["module"]
+        header["key_format"] = "N\\x1fKEY\\x1fROW: the row's number within its KEY, KEY and the row as JSON"
     restored = None
     # the engine-neutral core next to the flink.* kinds (for `rollcheck check trace`): a
     # `checkpoint` of every task per completed checkpoint (index = its ordinal), and after the
@@ -383,14 +460,23 @@ def build_trace(run: str | Path, out: str | Path, *, env_version: str = "?") -> 
             if e["kind"] == "flink.restore" and e["attempt"] > 0:
                 restored = e["checkpoint"]
             fh.write(json.dumps({"seq": seq, **e, "t": round((t - t_first) / 1e6, 6)}) + "\n")
-        for sink, lines, extra in (("tx", tx_lines, {}), ("naive", naive["0"], {"generation": 0}),
-                                   ("naive", naive["1"], {"generation": 1})):
+        for sink, lines, extra in outputs:
             seq += 1
             fh.write(json.dumps({"seq": seq, "kind": "flink.sink_output", "sink": sink, **extra,
                                  "lines": lines}) + "\n")
         seq += 1
         fh.write(json.dumps({"seq": seq, "kind": "end"}) + "\n")
     return {"restored_checkpoint": restored, "final_state": info.get("final_state"), "events": seq}
+
+
+def _tx_lines(folder: Path) -> list[str]:
+    """The lines of the committed (visible) files of a FileSink folder."""
+    lines: list[str] = []
+    if folder.exists():
+        for f in sorted(folder.rglob("*")):
+            if f.is_file() and not f.name.startswith("."):
+                lines.extend(x for x in f.read_text().splitlines() if x)
+    return lines
 
 
 def _fill_inflight(timed: list[tuple[int, int, dict[str, Any]]]) -> None:

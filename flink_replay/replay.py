@@ -316,7 +316,9 @@ def _snapshot_check(events, completed, mode) -> Check:
     # the restored state equals the snapshot it came from
     for e in events:
         if e["kind"] == "flink.restore" and e.get("checkpoint") is not None and e.get("attempt", 0) > 0:
-            orig = [s for s in snaps.get(e["checkpoint"], []) if s["task"] == e["task"] and s["subtask"] == e["subtask"]]
+            # (a restore at another parallelism is compared key by key in rescale_checks)
+            orig = [s for s in snaps.get(e["checkpoint"], []) if s["task"] == e["task"] and s["subtask"] == e["subtask"]
+                    and s.get("parallelism") == e.get("parallelism")]
             if orig and orig[0]["per_key"] != e["per_key"]:
                 return Check(name, False, f"{e['task']}[{e['subtask']}] restored state {e['per_key']} differs "
                              f"from snapshot {e['checkpoint']}: {orig[0]['per_key']}", e["seq"])

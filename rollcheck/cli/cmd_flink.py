@@ -23,6 +23,17 @@ def register(sub: Any) -> None:
     rsub = rec.add_subparsers(dest="job", metavar="JOB", parser_class=type(p))
     wc = add_parser(rsub, "wordcount", "Keyed count behind a keyBy shuffle, a transactional FileSink "
                     "and a naive side-effect sink.", _record)
+    uj = add_parser(rsub, "job", "Your own PyFlink job: a Python file with records(seed), job(env, source), "
+                    "KEY and optional sink/read_output (docs/your-flink-job.md).", _record)
+    uj.add_argument("--module", required=True, metavar="FILE.py", help="the job module")
+    uj.add_argument("--call-timeout", type=float, default=300.0, metavar="SECONDS",
+                    help="limit for each call of the module (records, job, sink, read_output)")
+    for sp in (wc, uj):
+        _record_args(sp)
+    _register_rest(fsub)
+
+
+def _record_args(wc: Any) -> None:
     wc.add_argument("--out", required=True, help="trace file to write (rollcheck.trace/1)")
     wc.add_argument("--checkpoints", choices=["aligned", "unaligned"], default="aligned")
     wc.add_argument("--parallelism", type=int, default=2)
@@ -36,8 +47,14 @@ def register(sub: Any) -> None:
     wc.add_argument("--failure", choices=["task", "taskmanager"], default=None)
     wc.add_argument("--seed", type=int, default=0)
     wc.add_argument("--timeout", type=float, default=300.0, help="seconds before the job is cancelled")
+    wc.add_argument("--backend", choices=["hashmap", "rocksdb", "changelog"], default="hashmap",
+                    help="state backend (rocksdb: incremental checkpoints; changelog: hashmap + changelog)")
+    wc.add_argument("--rescale", default=None, metavar="P1:P2",
+                    help="fail at parallelism P1, restore from the latest checkpoint at P2")
     wc.add_argument("--json", action="store_true")
 
+
+def _register_rest(fsub: Any) -> None:
     rp = add_parser(fsub, "replay", "Check a recorded Flink trace.", _replay)
     rp.add_argument("trace")
     rp.add_argument("--json", action="store_true")
@@ -65,17 +82,22 @@ def register(sub: Any) -> None:
 def _record(args: argparse.Namespace) -> int:
     import sys
 
-    from rollcheck.flink_replay.record import RecordConfig, record_wordcount
+    from rollcheck.flink_replay.record import RecordConfig, parse_rescale, record
 
+    module = getattr(args, "module", None)
+    rescale = parse_rescale(args.rescale) if args.rescale else None
     cfg = RecordConfig.make(checkpoints=args.checkpoints, parallelism=args.parallelism,
                             interval_ms=args.interval, records=args.records, rate=args.rate, keys=args.keys,
                             fail_at_record=args.fail_at_record, failure=args.failure, seed=args.seed,
-                            timeout_s=args.timeout)
+                            timeout_s=args.timeout, backend=args.backend, rescale=rescale, module=module,
+                            call_timeout=getattr(args, "call_timeout", 300.0))
     if args.max_rate is not None:
         cfg["max_rate"] = args.max_rate
-    print(f"rollcheck flink record wordcount: seed {args.seed}, {args.checkpoints} checkpoints every "
-          f"{args.interval} ms, parallelism {args.parallelism}", file=sys.stderr)
-    res = record_wordcount(args.out, cfg)
+    what = f"job {module}" if module else "wordcount"
+    par = f"rescaled {rescale[0]} -> {rescale[1]}" if rescale else f"parallelism {args.parallelism}"
+    print(f"rollcheck flink record {what}: seed {args.seed}, {args.checkpoints} checkpoints every "
+          f"{args.interval} ms, {args.backend} state backend, {par}", file=sys.stderr)
+    res = record(args.out, cfg)
     if args.json:
         emit_json(res)
     else:
@@ -97,8 +119,11 @@ def tlc_validator() -> Any:
 
 
 def _replay(args: argparse.Namespace) -> int:
-    from rollcheck.flink_replay.replay import replay
+    from rollcheck.flink_replay.replay import read_flink_trace, replay
 
+    header = read_flink_trace(args.trace)[0]
+    if header.get("job") == "module" or (header.get("config") or {}).get("rescale"):
+        return _replay_report(args, header)
     res = replay(args.trace, tlc=None if args.no_tlc else tlc_validator())
     if args.json:
         emit_json(res.as_dict())
@@ -110,6 +135,22 @@ def _replay(args: argparse.Namespace) -> int:
                    None: "inconclusive"}[res.conformant]
         print(verdict)
     return res.exit_code
+
+
+def _replay_report(args: argparse.Namespace, header: dict[str, Any]) -> int:
+    """A user's job, or a rescaled word count: checks of the shared verdict model."""
+    from rollcheck.flink_replay.user_replay import replay_job, word_count_report
+
+    rep = replay_job(args.trace) if header.get("job") == "module" else \
+        word_count_report(args.trace, tlc=None if args.no_tlc else tlc_validator())
+    if args.json:
+        emit_json(rep.to_json())
+    else:
+        for c in rep.checks:
+            mark = {True: "ok  ", False: "FAIL", None: "n/a " if c.status.value == "not-applicable" else "??  "}[c.ok]
+            print(f"{mark} {c.name}: {c.detail}")
+        print(rep.summary())
+    return rep.exit_code
 
 
 def _recovery_time(args: argparse.Namespace) -> int:
