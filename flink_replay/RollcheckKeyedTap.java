@@ -21,6 +21,7 @@ import org.apache.flink.runtime.state.VoidNamespace;
 import org.apache.flink.streaming.api.operators.AbstractStreamOperator;
 import org.apache.flink.streaming.api.operators.OneInputStreamOperator;
 import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
+import org.apache.flink.types.Row;
 
 /**
  * A pass-through operator on a keyed stream whose only state is KEYED state (one Long per key),
@@ -122,9 +123,11 @@ public class RollcheckKeyedTap extends AbstractStreamOperator<Object>
                 b.append(',');
             }
             first = false;
-            b.append(quote(k.toString())).append(':').append(v);
+            // a one-field Row (PyFlink's key_by) is logged as its field
+            Object plain = k instanceof Row && ((Row) k).getArity() == 1 ? ((Row) k).getField(0) : k;
+            b.append(quote(String.valueOf(plain))).append(':').append(v);
             if (mode.equals("count")) {
-                perKey[(int) ((Long) k).longValue()] = v;
+                perKey[(int) ((Number) plain).longValue()] = v;
             }
         }
         if (current != null) {

@@ -1,6 +1,7 @@
 package rollcheck.flink;
 
 import org.apache.flink.api.java.functions.KeySelector;
+import org.apache.flink.types.Row;
 
 /**
  * Key selectors of rollcheck's keyed tap: the word's number of a word-count line "w3,17" (a Long,
@@ -12,14 +13,17 @@ public final class RollcheckKeys {
     private RollcheckKeys() {
     }
 
-    /** The Long key of a word-count line "w3,17". */
-    public static final class Word implements KeySelector<Object, Long> {
+    /**
+     * The key of a word-count line "w3,17": Row(3L), as PyFlink's key_by keys the Python operator
+     * before it (a one-field Row of the key), so that both share their key groups.
+     */
+    public static final class Word implements KeySelector<Object, Row> {
         private static final long serialVersionUID = 1L;
 
         @Override
-        public Long getKey(Object value) {
+        public Row getKey(Object value) {
             String s = value.toString();
-            return Long.parseLong(s.substring(1, s.indexOf(',')));
+            return Row.of(Long.parseLong(s.substring(1, s.indexOf(','))));
         }
     }
 

@@ -324,7 +324,7 @@ def execute(cfg: dict, *, user=None, restarts: bool = True, restore_path: str | 
         if mode == "count":
             keyed = gw.jvm.org.apache.flink.streaming.api.datastream.DataStreamUtils.reinterpretAsKeyedStream(
                 j_ds, load_java_class("rollcheck.flink.RollcheckKeys$Word").newInstance(),
-                Types.LONG().get_java_type_info())
+                Types.ROW([Types.LONG()]).get_java_type_info())
         else:
             keyed = j_ds.keyBy(load_java_class("rollcheck.flink.RollcheckKeys$Field").newInstance(),
                                Types.STRING().get_java_type_info())
@@ -418,6 +418,9 @@ def execute(cfg: dict, *, user=None, restarts: bool = True, restore_path: str | 
                 names = os.listdir(run_dir)
                 completed = [f for f in names if f.startswith("completed-")]
                 if len(completed) < 2:
+                    # slow down (not block: a blocked task takes no checkpoint) until two
+                    # checkpoints completed, so that the failure does strike before the input ends
+                    time.sleep(0.05)
                     return value
                 if fail_before_trigger:
                     snaps = [f for f in names if f.startswith("snapshot-")]

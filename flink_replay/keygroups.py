@@ -16,7 +16,7 @@ redistribution); Carbone et al., "State Management in Apache Flink", VLDB 2017, 
 
 from __future__ import annotations
 
-__all__ = ["java_hash", "murmur", "key_group", "operator_index", "key_group_range", "owner"]
+__all__ = ["java_hash", "row_hash", "murmur", "key_group", "operator_index", "key_group_range", "owner"]
 
 _M32 = 0xFFFFFFFF
 
@@ -76,11 +76,32 @@ def murmur(code: int) -> int:
     return -s if s != -(1 << 31) else 0
 
 
-def key_group(key: int | str, max_parallelism: int) -> int:
-    """The key group of ``key``: ``murmur(hashCode(key)) % max_parallelism``."""
+def row_hash(field: int | str) -> int:
+    """``hashCode`` of a one-field Flink ``Row`` (RowKind INSERT): 62 + the field's hash.
+
+    PyFlink's ``key_by`` keys a stream by ``Row(key)``, so the Python keyed operators' key groups
+    come from this hash (checked against Flink 2.3's ``Row.of(k).hashCode()``).
+
+    Examples
+    --------
+    >>> row_hash(0), row_hash("x0")
+    (62, 3830)
+    """
+    return _i32(62 + java_hash(field))
+
+
+def key_group(key: int | str, max_parallelism: int, *, row: bool = False) -> int:
+    """The key group of ``key``: ``murmur(hashCode(key)) % max_parallelism`` (``row``: the key
+    wrapped in a one-field ``Row``, as PyFlink's ``key_by`` does).
+
+    Examples
+    --------
+    >>> [key_group(k, 128, row=True) for k in range(4)]
+    [33, 44, 97, 104]
+    """
     if max_parallelism < 1:
         raise ValueError("max_parallelism must be positive")
-    return murmur(java_hash(key)) % max_parallelism
+    return murmur(row_hash(key) if row else java_hash(key)) % max_parallelism
 
 
 def operator_index(group: int, parallelism: int, max_parallelism: int) -> int:
@@ -109,6 +130,6 @@ def key_group_range(index: int, parallelism: int, max_parallelism: int) -> tuple
     return start, end
 
 
-def owner(key: int | str, parallelism: int, max_parallelism: int) -> int:
+def owner(key: int | str, parallelism: int, max_parallelism: int, *, row: bool = False) -> int:
     """The subtask whose keyed state holds ``key``."""
-    return operator_index(key_group(key, max_parallelism), parallelism, max_parallelism)
+    return operator_index(key_group(key, max_parallelism, row=row), parallelism, max_parallelism)

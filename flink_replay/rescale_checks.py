@@ -40,9 +40,12 @@ KEYED = "keyed-state-restored-once"
 OPERATOR = "operator-state-restored"
 
 
-def _key(header: dict[str, Any], text: str) -> int | str:
-    """The Java key behind a logged key: a Long for the word count, a String for a user's job."""
-    return int(text) if header.get("job", "wordcount") == "wordcount" else text
+def _key(header: dict[str, Any], text: str) -> tuple[int | str, bool]:
+    """The Java key behind a logged key: Row(Long) for the word count (PyFlink's key_by), a String
+    for a user's job (rollcheck's own keyBy on KEY). Returns (key, wrapped in a Row)."""
+    if header.get("job", "wordcount") == "wordcount":
+        return int(text), True
+    return text, False
 
 
 def restore_attempts(events: list[dict[str, Any]]) -> dict[int, list[dict[str, Any]]]:
@@ -122,9 +125,10 @@ def keyed_state_check(header: dict[str, Any], events: list[dict[str, Any]]) -> C
                 if v != before[k][0]:
                     return Check.violated(KEYED, f"attempt {attempt}: key {k} restored as {v}, checkpoint {cid} "
                                           f"holds {before[k][0]}", offending_seq=e["seq"])
-                want = owner(_key(header, k), par, maxp)
+                jkey, row = _key(header, k)
+                want = owner(jkey, par, maxp, row=row)
                 if want != e["subtask"]:
-                    g = key_group(_key(header, k), maxp)
+                    g = key_group(jkey, maxp, row=row)
                     return Check.violated(KEYED, f"attempt {attempt}: key {k} (key group {g}) restored by keyed["
                                           f"{e['subtask']}], its owner at parallelism {par} is keyed[{want}]",
                                           offending_seq=e["seq"])
