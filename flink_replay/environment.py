@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from rollcheck.pyimpl import children
 from rollcheck.pyimpl.errors import InconclusiveError
 
 __all__ = ["FlinkEnvironment", "find_flink", "tap_jar", "INSTALL_HINT", "JAVA_SOURCES"]
@@ -85,7 +86,7 @@ def find_flink() -> FlinkEnvironment:
         if not cand.exists():
             continue
         try:
-            r = subprocess.run([str(cand), "-c", probe], capture_output=True, text=True, timeout=120)
+            r = children.run([str(cand), "-c", probe], capture_output=True, text=True, timeout=120)
         except (OSError, subprocess.TimeoutExpired):
             continue
         if r.returncode == 0:
@@ -130,12 +131,12 @@ def tap_jar(env: FlinkEnvironment) -> Path:
             files.append(str(Path(tmp) / name))
         classes = Path(tmp) / "classes"
         classes.mkdir()
-        r = subprocess.run([javac, "-nowarn", "-d", str(classes), "-cp", str(dist), *files],
+        r = children.run([javac, "-nowarn", "-d", str(classes), "-cp", str(dist), *files],
                            capture_output=True, text=True, timeout=600)
         if r.returncode != 0:
             raise InconclusiveError(f"javac failed to build the Flink listener: {r.stderr.strip()[:400]}")
         part = Path(tmp) / "tap.jar"
-        r = subprocess.run([jar, "cf", str(part), "-C", str(classes), "."], capture_output=True,
+        r = children.run([jar, "cf", str(part), "-C", str(classes), "."], capture_output=True,
                            text=True, timeout=300)
         if r.returncode != 0:
             raise InconclusiveError(f"jar failed: {r.stderr.strip()[:400]}")

@@ -215,7 +215,7 @@ def _merge(jobs: list[dict]) -> dict:
         out["commits"].extend(j["commits"])
     out["t_start"] = jobs[0]["t_start"]
     out["jobs"] = [{k: j.get(k) for k in ("job_id", "final_state", "timestamps", "parallelism", "restored_from",
-                                          "rescale_error")} for j in jobs]
+                                          "rescale_error", "attempt_offset")} for j in jobs]
     if len(jobs) < 2:
         out["final_state"] = "NOT_RESTORED"
     return out
@@ -621,7 +621,7 @@ def execute(cfg: dict, *, user=None, restarts: bool = True, restore_path: str | 
     result = {"job_id": job_id, "final_state": final_state, "t_start": t_start, "t_end": time.time(),
               "timestamps": (job or {}).get("timestamps", {}), "rest": polls, "commits": commits,
               "pyflink_python": sys.executable, "parallelism": par, "max_attempt": max_attempt,
-              "backend": backend}
+              "backend": backend, "attempt_offset": attempt_offset}
     if user is not None:
         result["key"] = key_idx
         result["records"] = n_records

@@ -37,6 +37,7 @@ from typing import Any
 
 from rollcheck.flink_replay.environment import find_flink, tap_jar
 from rollcheck.flink_replay.replay import source_cut
+from rollcheck.pyimpl import children
 from rollcheck.pyimpl.errors import InconclusiveError, InvalidInputError
 
 __all__ = ["RecordConfig", "record", "record_wordcount", "build_trace", "LOG4J", "BACKENDS", "parse_rescale"]
@@ -175,7 +176,7 @@ def record(out: str | Path, config: RecordConfig, *, run_dir: str | Path | None 
     (run / "tmp").mkdir()
     penv["TMPDIR"] = str(run / "tmp")
     penv["JVM_ARGS"] = (penv.get("JVM_ARGS", "") + f" -Djava.io.tmpdir={run / 'tmp'}").strip()
-    cluster: list[subprocess.Popen[bytes]] = []
+    cluster: list[Any] = []
     try:
         if config.get("failure") == "taskmanager":
             slots = max(int(config["parallelism"]), *(config.get("rescale") or [1]))
@@ -183,14 +184,14 @@ def record(out: str | Path, config: RecordConfig, *, run_dir: str | Path | None 
             (run / "config.json").write_text(json.dumps(cfg))
         with open(run / "job.out", "w") as so:
             try:
-                p = subprocess.run([str(env.python), str(_job_file()), str(run / "config.json")], stdout=so,
+                p = children.run([str(env.python), str(_job_file()), str(run / "config.json")], stdout=so,
                                    stderr=subprocess.STDOUT, env=penv, timeout=float(config["timeout_s"]) + 180)
             except subprocess.TimeoutExpired:
                 raise InconclusiveError(f"the Flink job did not end within {config['timeout_s']} s (log: {run})") from None
     finally:
         for proc in cluster:  # only the JobManager and TaskManagers this call started
             if proc.poll() is None:
-                proc.kill()
+                proc.kill_group()
                 proc.wait(timeout=30)
     user_error = run / "user-error.json"
     if user_error.exists():
@@ -238,7 +239,7 @@ python.execution-mode: thread
 
 
 def _start_cluster(run: Path, env: Any, penv: dict[str, str], slots: int,
-                   procs: list[subprocess.Popen[bytes]]) -> int:
+                   procs: list[Any]) -> int:
     """Start a standalone session cluster: one JobManager and two TaskManager processes.
 
     Each TaskManager has enough slots for the whole job, so the job can restart on the survivor
@@ -271,7 +272,7 @@ def _start_cluster(run: Path, env: Any, penv: dict[str, str], slots: int,
                "--add-opens=java.base/java.nio=ALL-UNNAMED", "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
                "-cp", cp, main, "--configDir", str(conf)]
         with open(run / (name + ".out"), "wb") as out:
-            procs.append(subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=tenv,
+            procs.append(children.spawn(cmd, stdout=out, stderr=subprocess.STDOUT, env=tenv,
                                           stdin=subprocess.DEVNULL))
     # wait until both TaskManagers registered (REST /taskmanagers)
     import urllib.request
@@ -344,6 +345,10 @@ def build_trace(run: str | Path, out: str | Path, *, env_version: str = "?") -> 
             else:
                 continue
             timed.append((ev["t_us"], rank[ev["ev"]], e))
+    # Flink's log numbers the attempts of each job from 0; a job restored at another parallelism
+    # (rescaling) gets the attempt numbers after its predecessor's, as the taps do. The jobs of a
+    # rescaled run differ in parallelism, which the log line shows ("(2/3)#0").
+    offsets = {j.get("parallelism"): int(j.get("attempt_offset") or 0) for j in info.get("jobs") or []}
     props = run / "log4j.properties"
     pattern = props.read_text() if props.exists() else LOG4J
     for barrier_log in sorted(run.glob("*.log.barriers")):
@@ -352,7 +357,7 @@ def build_trace(run: str | Path, out: str | Path, *, env_version: str = "?") -> 
             a = _ANNOUNCE.match(line) if m is None else None
             if a is not None and "rollcheck-keyed" in a.group(2) and (st := _SUBTASK.search(a.group(2))):
                 e = {"kind": "flink.barrier_announcement", "task": "keyed", "subtask": int(st.group(1)) - 1,
-                     "attempt": int(st.group(3)), "checkpoint": int(a.group(3))}
+                     "attempt": int(st.group(3)) + offsets.get(int(st.group(2)), 0), "checkpoint": int(a.group(3))}
                 timed.append((_parse_log_time(a.group(1), pattern), rank["barrier"], e))
                 continue
             if not m or "rollcheck-keyed" not in m.group(2):
@@ -361,7 +366,8 @@ def build_trace(run: str | Path, out: str | Path, *, env_version: str = "?") -> 
             if st is None:
                 continue
             e = {"kind": "flink.barrier", "task": "keyed", "subtask": int(st.group(1)) - 1,
-                 "attempt": int(st.group(3)), "gate": int(m.group(3)), "channel": int(m.group(4)),
+                 "attempt": int(st.group(3)) + offsets.get(int(st.group(2)), 0), "gate": int(m.group(3)),
+                 "channel": int(m.group(4)),
                  "checkpoint": int(m.group(5))}
             timed.append((_parse_log_time(m.group(1), pattern), rank["barrier"], e))
     jm_log = run / "jobmanager.log"

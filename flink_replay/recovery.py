@@ -43,6 +43,7 @@ from typing import Any
 
 from rollcheck.flink_replay.environment import find_flink, tap_jar
 from rollcheck.flink_replay.record import LOG4J, _job_file
+from rollcheck.pyimpl import children
 from rollcheck.pyimpl.errors import InconclusiveError, InvalidInputError
 from rollcheck.pyimpl.intervals.trt import trt_breakdown
 
@@ -177,7 +178,7 @@ def measure_recovery_times(intervals: list[int], *, rate: float = 400.0, max_rat
         log(f"flink recovery-time: {len(runs)} runs in one JVM (intervals {intervals} ms, λ={rate}/s, μ={max_rate}/s)")
     with open(root / "job.out", "w") as so:
         try:
-            subprocess.run([str(env.python), str(_job_file()), str(root / "config.json")], stdout=so,
+            children.run([str(env.python), str(_job_file()), str(root / "config.json")], stdout=so,
                            stderr=subprocess.STDOUT, env=penv, timeout=300 * len(runs))
         except subprocess.TimeoutExpired:
             raise InconclusiveError("the Flink recovery-time runs did not end in time") from None

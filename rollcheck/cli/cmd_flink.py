@@ -74,7 +74,8 @@ def _register_rest(fsub: Any) -> None:
 
     tp = add_parser(fsub, "tamper", "Write a deliberately broken copy of a Flink trace.", _tamper)
     tp.add_argument("trace")
-    tp.add_argument("--how", required=True, choices=["older-restore", "barrier-after-snapshot", "drop-failure"])
+    tp.add_argument("--how", required=True, choices=["older-restore", "barrier-after-snapshot", "drop-failure",
+                                                     "lose-key", "duplicate-key", "wrong-owner", "duplicate-row"])
     tp.add_argument("-o", "--out", required=True)
     tp.add_argument("--json", action="store_true")
 
