@@ -147,6 +147,9 @@ def run_one(cfg: dict) -> int:
             _user_error(run_dir, "records", "returned no records")
             return 2
         cfg = dict(cfg, records=len(recs))
+        if cfg.get("fail_at_fraction") and cfg.get("fail_at_record") is not None:
+            # the matrix fails every job half way through its own input
+            cfg["fail_at_record"] = max(1, int(len(recs) * float(cfg["fail_at_fraction"])))
         user = (user, recs)
         if cfg.get("reference", True):
             ref_dir = os.path.join(run_dir, "reference")
@@ -264,6 +267,10 @@ def execute(cfg: dict, *, user=None, restarts: bool = True, restore_path: str | 
     conf.set_string("state.backend.type", "rocksdb" if backend == "rocksdb" else "hashmap")
     if backend == "rocksdb":
         conf.set_string("execution.checkpointing.incremental", "true")
+        # RocksDB names its info log after the flattened instance path: keep that path short
+        # (a run folder deep in the file system exceeds the 255-byte file-name limit)
+        if cfg.get("rocksdb_dir"):
+            conf.set_string("state.backend.rocksdb.localdir", cfg["rocksdb_dir"])
     if backend == "changelog":
         conf.set_string("state.changelog.enabled", "true")
         conf.set_string("state.changelog.storage", "filesystem")
@@ -625,6 +632,7 @@ def execute(cfg: dict, *, user=None, restarts: bool = True, restore_path: str | 
     if user is not None:
         result["key"] = key_idx
         result["records"] = n_records
+        result["fail_at_record"] = cfg.get("fail_at_record")
     if user is not None and os.path.exists(os.path.join(run_dir, "user-error.json")):
         result["user_error"] = True
     if user is not None and hasattr(user[0], "read_output") and final_state == "FINISHED":

@@ -29,6 +29,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 import time
 from datetime import UTC, datetime
 from importlib import resources
@@ -127,7 +128,7 @@ class RecordConfig(dict):
             path = Path(module)
             if not path.is_file():
                 raise InvalidInputError("no such job module", source=str(module))
-            extra = {"job": "module", "module": str(path.resolve())}
+            extra = {"job": "module", "module": str(path.resolve()), "module_arg": str(module)}
             keys = 1  # the source tap counts the user's records in one bucket
         return cls(checkpoints=checkpoints, parallelism=parallelism, interval_ms=interval_ms,
                    records=records, rate=rate, keys=keys, fail_at_record=fail_at_record,
@@ -167,6 +168,10 @@ def record(out: str | Path, config: RecordConfig, *, run_dir: str | Path | None 
         shutil.rmtree(run)
     run.mkdir(parents=True)
     cfg = dict(config, run_dir=str(run.resolve()), tap_jar=str(jar))
+    rocksdb_dir = None
+    if config.get("backend") == "rocksdb":
+        rocksdb_dir = tempfile.mkdtemp(prefix="rc-rdb-")
+        cfg["rocksdb_dir"] = rocksdb_dir
     (run / "config.json").write_text(json.dumps(cfg))
     (run / "log4j.properties").write_text(LOG4J)
     penv = dict(os.environ, LOG4J_PROPERTIES=str(run / "log4j.properties"), FLINK_LOG_DIR=str(run),
@@ -193,10 +198,13 @@ def record(out: str | Path, config: RecordConfig, *, run_dir: str | Path | None 
             if proc.poll() is None:
                 proc.kill_group()
                 proc.wait(timeout=30)
+        if rocksdb_dir is not None:
+            shutil.rmtree(rocksdb_dir, ignore_errors=True)
     user_error = run / "user-error.json"
     if user_error.exists():
         ue = json.loads(user_error.read_text())
         call = ue["call"] + ("" if ue["call"] == "import" else "()")
+        shutil.rmtree(run, ignore_errors=True)  # nothing half-written is left for bad input
         raise InvalidInputError(f"{call}: {ue['error']} (the job module's own failure)", source=str(config["module"]))
     if not (run / "run.json").exists():
         tail = (run / "job.out").read_text(errors="replace").strip().splitlines()[-3:]
@@ -435,8 +443,9 @@ def build_trace(run: str | Path, out: str | Path, *, env_version: str = "?") -> 
                         "python_mode": cfg.get("python_mode", "thread")}}
     if module:
         header["config"]["records"] = info.get("records", cfg.get("records"))
+        header["config"]["fail_at_record"] = info.get("fail_at_record", cfg.get("fail_at_record"))
         header["key"] = info.get("key")
-        header["module"] = cfg["module"]
+        header["module"] = cfg.get("module_arg", cfg["module"])  # as the user named it
         header["key_format"] = "N\\x1fKEY\\x1fROW: the row's number within its KEY, KEY and the row as JSON"
     restored = None
     # the engine-neutral core next to the flink.* kinds (for `rollcheck check trace`): a

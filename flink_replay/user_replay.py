@@ -110,7 +110,8 @@ def output_check(outputs: dict[str, dict[str, Any]], ended: bool) -> Check:
     name = "output-exactly-once"
     tx, ref = outputs.get("tx"), outputs.get("reference")
     if tx is None or ref is None or not ended:
-        return Check.unchecked(name, "the trace has no committed output and reference output (run cut short?)")
+        return Check.unchecked(name, "no complete committed and reference output (the run was cut short or the "
+                               "job did not finish)")
     got = parse_rows(tx["lines"], "tx output")
     want = parse_rows(ref["lines"], "reference output")
     if not want:
@@ -171,7 +172,9 @@ def user_sink_check(outputs: dict[str, dict[str, Any]], key_idx: list[int], ende
 def job_checks(header: dict[str, Any], events: list[dict[str, Any]]) -> list[Check]:
     """Every check on a user's job trace (see the module docstring)."""
     outputs = {e["sink"]: e for e in events if e["kind"] == "flink.sink_output"}
-    ended = bool(events) and events[-1]["kind"] == "end"
+    # the outputs are only complete when the (last) job finished its input
+    ended = bool(events) and events[-1]["kind"] == "end" and \
+        (header.get("flink") or {}).get("final_state", "FINISHED") == "FINISHED"
     key_idx = header.get("key") or []
     fo = failure_check(events)
     checks = [fo, restore_check(events), *rescale_checks(header, events), output_check(outputs, ended),

@@ -72,6 +72,24 @@ def _register_rest(fsub: Any) -> None:
     rt.add_argument("--plot", default=None, metavar="PNG", help="draw measured vs predicted")
     rt.add_argument("--json", action="store_true")
 
+    mx = add_parser(fsub, "matrix", "Chaos matrix: jobs x state backends x checkpoint modes x failures x "
+                    "rescalings, each cell recorded, replayed and decided.", _matrix)
+    mx.add_argument("--module", action="append", default=None, metavar="FILE.py",
+                    help="a job module (repeatable; default: the built-in wordcount)")
+    mx.add_argument("--backends", default="hashmap,rocksdb,changelog")
+    mx.add_argument("--checkpoints", default="aligned,unaligned")
+    mx.add_argument("--failures", default="task,taskmanager")
+    mx.add_argument("--rescale", action="append", default=None, metavar="P1:P2",
+                    help="also restore at another parallelism (repeatable); cells without rescaling always run")
+    mx.add_argument("--no-same", action="store_true", help="only the rescaled cells")
+    mx.add_argument("--records", type=int, default=1200, help="records of the wordcount cells")
+    mx.add_argument("--rate", type=float, default=400.0)
+    mx.add_argument("--interval", type=int, default=300, metavar="MS")
+    mx.add_argument("--seed", type=int, default=0)
+    mx.add_argument("--out", default="flink-matrix", metavar="DIR")
+    mx.add_argument("--jobs", type=int, default=1, metavar="J", help="cells run at the same time")
+    mx.add_argument("--json", action="store_true")
+
     tp = add_parser(fsub, "tamper", "Write a deliberately broken copy of a Flink trace.", _tamper)
     tp.add_argument("trace")
     tp.add_argument("--how", required=True, choices=["older-restore", "barrier-after-snapshot", "drop-failure",
@@ -183,6 +201,87 @@ def _recovery_time(args: argparse.Namespace) -> int:
             print(f"interval {r['interval_ms']:>5} ms  {r['model']:<12} measured {r['measured_s']:.3f} s  "
                   f"predicted {r['predicted_s']:.3f} s  error {100 * r['error']:+.1f} %")
     return 0
+
+
+def _matrix(args: argparse.Namespace) -> int:
+    import sys
+    from pathlib import Path
+
+    from rollcheck.flink_replay.matrix import cells, run_matrix
+    from rollcheck.flink_replay.record import BACKENDS, parse_rescale
+    from rollcheck.pyimpl.errors import InvalidInputError
+
+    def split(text: str, allowed: tuple[str, ...], flag: str) -> list[str]:
+        items = [x.strip() for x in text.split(",") if x.strip()]
+        bad = [x for x in items if x not in allowed]
+        if bad or not items:
+            raise InvalidInputError(f"{flag} {text!r}: choose from {', '.join(allowed)}")
+        return items
+
+    modules = args.module or ["wordcount"]
+    for m in modules:
+        if m != "wordcount" and not Path(m).is_file():
+            raise InvalidInputError("no such job module", source=m)
+    rescales: list[tuple[int, int] | None] = [] if args.no_same else [None]
+    rescales += [parse_rescale(r) for r in args.rescale or []]
+    if not rescales:
+        raise InvalidInputError("--no-same needs at least one --rescale")
+    if args.jobs < 1:
+        raise InvalidInputError("--jobs must be at least 1")
+    todo = cells([str(Path(m).resolve()) if m != "wordcount" else m for m in modules],
+                  split(args.backends, BACKENDS, "--backends"),
+                  split(args.checkpoints, ("aligned", "unaligned"), "--checkpoints"),
+                  split(args.failures, ("task", "taskmanager"), "--failures"), rescales)
+    print(f"rollcheck flink matrix: {len(todo)} cells, seed {args.seed}, {args.jobs} at a time, into {args.out}",
+          file=sys.stderr)
+    doc = run_matrix(todo, args.out, jobs=args.jobs, log=lambda m: print(m, file=sys.stderr, flush=True),
+                     records=args.records, rate=args.rate, interval_ms=args.interval, seed=args.seed)
+    if args.json:
+        emit_json(doc)
+    else:
+        _print_matrix(doc)
+    s = doc["summary"]
+    findings = [c for c in doc["cells"] if c["verdict"] == "not-conformant" and not c["expected_by_engine"]]
+    if findings:
+        return 1
+    return 3 if s["inconclusive"] else 0
+
+
+def _print_matrix(doc: dict[str, Any]) -> None:
+    from pathlib import Path
+
+    from rich.console import Console
+    from rich.table import Table
+
+    rows: dict[str, dict[str, Any]] = {}
+    failures: list[str] = []
+    for c in doc["cells"]:
+        cfg, f = c["config"], c["failure"]["kind"]
+        r = cfg["rescale"]
+        job = "wordcount" if c["module"] == "wordcount" else Path(c["module"]).stem
+        key = f"{job} | {cfg['backend']} | {cfg['checkpoints']} | {f'{r[0]}:{r[1]}' if r else '-'}"
+        rows.setdefault(key, {})[f] = c
+        if f not in failures:
+            failures.append(f)
+    table = Table(title="rollcheck flink matrix")
+    table.add_column("job | backend | checkpoints | rescale")
+    for f in failures:
+        table.add_column(f)
+    style = {"conformant": "green", "not-conformant": "red", "inconclusive": "yellow"}
+    for key, by in rows.items():
+        cols = []
+        for f in failures:
+            c = by.get(f)
+            if c is None:
+                cols.append("")
+                continue
+            word = c["verdict"] + (" (expected)" if c.get("expected_by_engine") else "")
+            cols.append(f"[{style[c['verdict']]}]{word}[/]" + ("" if c["verdict"] == "conformant"
+                                                                 else f"\n{c['reason'][:120]}"))
+        table.add_row(key, *cols)
+    Console().print(table)
+    s = doc["summary"]
+    print(f"{s['conformant']} conformant, {s['not_conformant']} not conformant, {s['inconclusive']} inconclusive")
 
 
 def _tamper(args: argparse.Namespace) -> int:
