@@ -36,18 +36,21 @@ public class RollcheckTap extends AbstractStreamOperator<Object>
     private final String mode;
     private final int keys;
     private final int attemptOffset;
+    private final int snapshotCostMs;
 
     private transient long[] perKey;
     private transient long seen;
     private transient ListState<Long> state;
     private transient FileOutputStream out;
 
-    public RollcheckTap(String name, String dir, String mode, Integer keys, Integer attemptOffset) {
+    public RollcheckTap(String name, String dir, String mode, Integer keys, Integer attemptOffset,
+                        Integer snapshotCostMs) {
         this.name = name;
         this.dir = dir;
         this.mode = mode;
         this.keys = keys;
         this.attemptOffset = attemptOffset;
+        this.snapshotCostMs = snapshotCostMs;
     }
 
     private int subtask() {
@@ -135,6 +138,11 @@ public class RollcheckTap extends AbstractStreamOperator<Object>
     @Override
     public void snapshotState(StateSnapshotContext ctx) throws Exception {
         super.snapshotState(ctx);
+        if (snapshotCostMs > 0) {
+            // a blocking checkpoint cost (utilization runs): the synchronous part of the
+            // snapshot holds the task for this long, as a large synchronous state copy would
+            Thread.sleep(snapshotCostMs);
+        }
         state.clear();
         List<Long> flat = new ArrayList<>();
         for (int i = 0; i < keys; i++) {

@@ -224,6 +224,79 @@ def _merge(jobs: list[dict]) -> dict:
     return out
 
 
+def _utilization_pipeline(cfg: dict, env, tap):
+    """Source -> tap (a blocking snapshot of ``snapshot_cost_ms``) -> capped work -> keyed count.
+
+    The work step serves at most ``service_rate`` records/s without catching up after a pause (a
+    checkpoint's blocking cost or a restart is time lost), logs every record it emits with its
+    time, and raises the injected failures at the scheduled times (``failure_times``, seconds
+    after the first record; one marker file each, so a failure strikes once).
+    """
+    from pyflink.common import Types, WatermarkStrategy
+    from pyflink.datastream.connectors.number_seq import NumberSequenceSource
+    from pyflink.datastream.functions import KeyedProcessFunction, MapFunction, RuntimeContext
+    from pyflink.datastream.state import ValueStateDescriptor
+
+    run_dir = cfg["run_dir"]
+    mu = float(cfg["service_rate"])
+    times = [float(t) for t in cfg.get("failure_times") or []]
+
+    class Work(MapFunction):
+        def open(self, runtime_context: RuntimeContext) -> None:
+            self.next_free = 0.0
+            done = len([f for f in os.listdir(run_dir) if f.startswith("ufail-")])
+            self.log = open(os.path.join(run_dir, f"work-{done}.log"), "a", buffering=1 << 16)  # noqa: SIM115
+            self.t0 = None
+
+        def close(self) -> None:
+            self.log.close()
+
+        def map(self, value):
+            now = time.time()
+            start = max(now, self.next_free)
+            self.next_free = start + 1.0 / mu
+            if start > now:
+                time.sleep(start - now)
+            if self.t0 is None:
+                path = os.path.join(run_dir, "t0")
+                try:
+                    fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+                    os.write(fd, repr(start).encode())
+                    os.close(fd)
+                    self.t0 = start
+                except FileExistsError:
+                    with open(path) as fh:
+                        self.t0 = float(fh.read() or start)
+            self.log.write(f"{int(value)} {start:.6f}\n")
+            k = len([f for f in os.listdir(run_dir) if f.startswith("ufail-")]) if times else 0
+            if k < len(times) and start >= self.t0 + times[k]:
+                try:
+                    fd = os.open(os.path.join(run_dir, f"ufail-{k}"), os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+                except FileExistsError:
+                    return value
+                os.write(fd, repr(start).encode())
+                os.close(fd)
+                self.log.flush()
+                raise RuntimeError(f"rollcheck: injected failure {k} at record {value}")
+            return value
+
+    class Count(KeyedProcessFunction):
+        def open(self, runtime_context: RuntimeContext) -> None:
+            self.count = runtime_context.get_state(ValueStateDescriptor("count", Types.LONG()))
+
+        def process_element(self, value, ctx):
+            c = (self.count.value() or 0) + 1
+            self.count.update(c)
+            if c % 1000 == 0:
+                yield f"k{value % 4},{c}"
+
+    ds = env.from_source(NumberSequenceSource(1, 10 ** 12), WatermarkStrategy.no_watermarks(), "rollcheck-source",
+                         type_info=Types.LONG())
+    ds = tap(ds, "tap-source", "source", Types.LONG(), 1, int(cfg.get("snapshot_cost_ms", 0)))
+    ds = ds.map(Work(), output_type=Types.LONG()).name("rollcheck-work")
+    return ds.key_by(lambda v: v % 4, key_type=Types.LONG()).process(Count(), output_type=Types.STRING())
+
+
 def execute(cfg: dict, *, user=None, restarts: bool = True, restore_path: str | None = None,
             attempt_offset: int = 0) -> dict:
     """One Flink job (word count, or the user's job when ``user`` = (module, records)); raw
@@ -279,7 +352,7 @@ def execute(cfg: dict, *, user=None, restarts: bool = True, restore_path: str | 
     if restore_path:
         conf.set_string("execution.state-recovery.path", restore_path)
     conf.set_string("restart-strategy.type", "fixed-delay" if restarts else "none")
-    conf.set_string("restart-strategy.fixed-delay.attempts", "3")
+    conf.set_string("restart-strategy.fixed-delay.attempts", str(int(cfg.get("restart_attempts", 3))))
     conf.set_string("restart-strategy.fixed-delay.delay", f"{int(cfg.get('restart_delay_ms', 200))} ms")
     conf.set_string("io.tmp.dirs", os.path.join(run_dir, "tmp"))
     os.makedirs(os.path.join(run_dir, "tmp"), exist_ok=True)
@@ -296,7 +369,8 @@ def execute(cfg: dict, *, user=None, restarts: bool = True, restore_path: str | 
         env = StreamExecutionEnvironment.get_execution_environment(conf)
     env.set_parallelism(par)
     env.set_max_parallelism(int(cfg.get("max_parallelism", 128)))
-    env.enable_checkpointing(int(cfg["interval_ms"]), CheckpointingMode.EXACTLY_ONCE)
+    if not cfg.get("no_checkpoints"):  # the failure-free baseline of a utilization sweep has none
+        env.enable_checkpointing(int(cfg["interval_ms"]), CheckpointingMode.EXACTLY_ONCE)
     cc = env.get_checkpoint_config()
     if cfg["checkpoints"] == "unaligned":
         cc.enable_unaligned_checkpoints(True)
@@ -317,8 +391,12 @@ def execute(cfg: dict, *, user=None, restarts: bool = True, restore_path: str | 
         args[4] = gw.jvm.Integer(attempt_offset)
         return args
 
-    def tap(ds, name: str, mode: str, type_info, n_keys: int = keys):
-        op = tap_class.getConstructors()[0].newInstance(_args(name, mode, n_keys))
+    def tap(ds, name: str, mode: str, type_info, n_keys: int = keys, cost_ms: int = 0):
+        args = gw.new_array(gw.jvm.Object, 6)
+        for i, a in enumerate(_args(name, mode, n_keys)):
+            args[i] = a
+        args[5] = gw.jvm.Integer(cost_ms)
+        op = tap_class.getConstructors()[0].newInstance(args)
         j = ds._j_data_stream.transform(name, type_info.get_java_type_info(), op)
         return DataStream(j)
 
@@ -488,7 +566,11 @@ def execute(cfg: dict, *, user=None, restarts: bool = True, restore_path: str | 
     tx_sink = FileSink.for_row_format(os.path.join(run_dir, "tx"), Encoder.simple_string_encoder()) \
         .with_rolling_policy(RollingPolicy.on_checkpoint_rolling_policy()).build()
     user_error: dict = {}
-    if user is None:
+    if cfg.get("job") == "utilization":
+        ds = _utilization_pipeline(cfg, env, tap)
+        ds.sink_to(tx_sink).name("rollcheck-tx-sink")
+        job_name = "rollcheck-utilization"
+    elif user is None:
         source = NumberSequenceSource(1, n_records)
         ds = env.from_source(source, WatermarkStrategy.no_watermarks(), "rollcheck-source",
                              type_info=Types.LONG())
@@ -614,6 +696,14 @@ def execute(cfg: dict, *, user=None, restarts: bool = True, restore_path: str | 
             client.cancel()
             final_state = "TIMEOUT"
             break
+        if cfg.get("stop_after_s") and os.path.exists(os.path.join(run_dir, "t0")):
+            # an unbounded job (utilization runs) ends this long after its first record
+            with open(os.path.join(run_dir, "t0")) as fh:
+                txt = fh.read()
+            if txt and time.time() > float(txt) + float(cfg["stop_after_s"]):
+                client.cancel()
+                final_state = "STOPPED"
+                break
         time.sleep(0.1)
     scan_commits()
     job = _get(f"{base}/jobs/{job_id}")

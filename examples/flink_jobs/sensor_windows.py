@@ -1,7 +1,7 @@
 """Example Flink job: event-time tumbling windows with watermarks (``docs/your-flink-job.md``).
 
-Sensor readings arrive up to 2 s out of order; watermarks allow 5 s, so no reading is late and
-the output is a pure function of the input: per sensor and 10-second window, the number of
+Sensor readings arrive up to 2 s out of order; watermarks allow 3 s, so no reading is late and
+the output is a pure function of the input: per sensor and 2-second window, the number of
 readings and their sum. Window contents are keyed state, restored with the checkpoint.
 """
 
@@ -33,9 +33,9 @@ class Summary(ProcessWindowFunction):
 
 
 def job(env, source):
-    strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_seconds(5)) \
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_seconds(3)) \
         .with_timestamp_assigner(ByEventTime())
     return (source.assign_timestamps_and_watermarks(strategy)
             .key_by(lambda r: r[0])
-            .window(TumblingEventTimeWindows.of(Time.seconds(10)))
+            .window(TumblingEventTimeWindows.of(Time.seconds(2)))
             .process(Summary()))

@@ -72,6 +72,21 @@ def _register_rest(fsub: Any) -> None:
     rt.add_argument("--plot", default=None, metavar="PNG", help="draw measured vs predicted")
     rt.add_argument("--json", action="store_true")
 
+    ut = add_parser(fsub, "utilization", "Measure utilization under injected failures across checkpoint intervals "
+                    "and compare with the utilization model (T* via Lambert W).", _utilization)
+    ut.add_argument("--intervals", required=True, metavar="MS,MS,...")
+    ut.add_argument("--failure-every", required=True, type=float, metavar="SECONDS",
+                    help="mean time between injected failures (exponential, seeded)")
+    ut.add_argument("--duration", type=float, default=60.0, metavar="S", help="measured window of each run")
+    ut.add_argument("--warmup", type=float, default=5.0, metavar="S", help="unmeasured start of each run")
+    ut.add_argument("--service-rate", type=float, default=200.0, help="records/s the job serves at most")
+    ut.add_argument("--checkpoint-cost", type=int, default=100, metavar="MS",
+                    help="blocking part of each source snapshot (the model's checkpoint cost)")
+    ut.add_argument("--seed", type=int, default=0)
+    ut.add_argument("--work-dir", default=None, help="keep the runs in this folder (default: temporary, removed)")
+    ut.add_argument("--plot", default=None, metavar="PNG", help="draw measured vs predicted utilization")
+    ut.add_argument("--json", action="store_true")
+
     mx = add_parser(fsub, "matrix", "Chaos matrix: jobs x state backends x checkpoint modes x failures x "
                     "rescalings, each cell recorded, replayed and decided.", _matrix)
     mx.add_argument("--module", action="append", default=None, metavar="FILE.py",
@@ -200,6 +215,38 @@ def _recovery_time(args: argparse.Namespace) -> int:
         for r in res["runs"]:
             print(f"interval {r['interval_ms']:>5} ms  {r['model']:<12} measured {r['measured_s']:.3f} s  "
                   f"predicted {r['predicted_s']:.3f} s  error {100 * r['error']:+.1f} %")
+    return 0
+
+
+def _utilization(args: argparse.Namespace) -> int:
+    import sys
+
+    from rollcheck.flink_replay.utilization import measure_utilization, plot_utilization
+    from rollcheck.pyimpl.errors import InvalidInputError
+
+    try:
+        intervals = [int(x) for x in args.intervals.split(",") if x.strip()]
+    except ValueError:
+        raise InvalidInputError(f"--intervals: integers separated by commas, not {args.intervals!r}") from None
+    print(f"rollcheck flink utilization: seed {args.seed}", file=sys.stderr)
+    res = measure_utilization(intervals, args.failure_every, duration_s=args.duration, warmup_s=args.warmup,
+                              service_rate=args.service_rate, snapshot_cost_ms=args.checkpoint_cost,
+                              seed=args.seed, work_dir=args.work_dir, log=lambda m: print(m, file=sys.stderr))
+    if args.plot:
+        res["plot"] = str(plot_utilization(res, args.plot))
+    if args.json:
+        emit_json(res)
+    else:
+        p = res["parameters"]
+        print(f"fitted: failure rate {p['failure_rate']}/s, checkpoint cost {p['checkpoint_cost_s']} s, "
+              f"restart cost {p['restart_cost_s']} s")
+        for r in res["runs"]:
+            print(f"interval {r['interval_ms']:>5} ms  measured {r['measured_utilization']:.4f}  "
+                  f"predicted {r['predicted_utilization']:.4f}  error {100 * r['error']:+.1f} %")
+        o = res["optimum"]
+        print(f"best interval: measured {o['measured_ms']} ms, model T* = {o['predicted_ms']} ms")
+        print(f"largest |error| {100 * res['max_abs_error']:.1f} % ({'within' if res['within_goal'] else 'outside'} "
+              f"the {100 * res['goal']:.0f} % goal)")
     return 0
 
 
