@@ -70,6 +70,9 @@ def _register_rest(fsub: Any) -> None:
     rt.add_argument("--seed", type=int, default=0)
     rt.add_argument("--work-dir", default=None, help="keep the runs in this folder (default: a temporary folder, removed)")
     rt.add_argument("--plot", default=None, metavar="PNG", help="draw measured vs predicted")
+    rt.add_argument("--target-trt", type=float, default=None, metavar="SECONDS",
+                    help="let Chiron's optimiser pick the interval for this total recovery time (the --intervals "
+                    "are the profiling runs, at least 3) and measure whether the recovery meets it")
     rt.add_argument("--json", action="store_true")
 
     ut = add_parser(fsub, "utilization", "Measure utilization under injected failures across checkpoint intervals "
@@ -198,6 +201,20 @@ def _recovery_time(args: argparse.Namespace) -> int:
     except ValueError:
         raise InvalidInputError(f"--intervals: integers separated by commas, not {args.intervals!r}") from None
     print(f"rollcheck flink recovery-time: seed {args.seed}", file=sys.stderr)
+    if args.target_trt is not None:
+        from rollcheck.flink_replay.target_trt import meet_target_trt
+
+        tr = meet_target_trt(args.target_trt, intervals, rate=args.rate, max_rate=args.max_rate,
+                             repetitions=args.repetitions, parallelism=args.parallelism, seed=args.seed,
+                             work_dir=args.work_dir, log=lambda m: print(m, file=sys.stderr))
+        if args.json:
+            emit_json(tr)
+        else:
+            for p in tr["profile"]:
+                print(f"profile {p['interval_ms']:>5} ms: TRT {p['measured_s']:.3f} s, latency {p['latency_s']:.4f} s")
+            print(f"chosen interval {tr['chosen_interval_ms']} ms, predicted TRT {tr['predicted_trt_s']} s; "
+                  f"meets target: {tr['meets_target']} ({tr['reason']})")
+        return 0 if tr["meets_target"] else 1
     res = measure_recovery_times(intervals, rate=args.rate, max_rate=args.max_rate, repetitions=args.repetitions,
                                  parallelism=args.parallelism, seed=args.seed, work_dir=args.work_dir,
                                  log=lambda m: print(m, file=sys.stderr))
