@@ -32,7 +32,7 @@ from rollcheck.flink_replay.record import BACKENDS, RecordConfig, record
 from rollcheck.pyimpl.errors import InconclusiveError
 from rollcheck.pyimpl.verdict import Report, Status
 
-__all__ = ["Cell", "cells", "run_cell", "run_matrix", "write_html", "GUARANTEES_DOC", "summarise"]
+__all__ = ["Cell", "cells", "classify", "run_cell", "run_matrix", "write_html", "GUARANTEES_DOC", "summarise"]
 
 GUARANTEES_DOC = ("Apache Flink documentation, \"Fault Tolerance Guarantees of Data Sources and Sinks\" "
                   "(docs/connectors/datastream/guarantees/): end-to-end exactly-once needs a sink that "
@@ -117,32 +117,52 @@ def run_cell(cell: Cell, out: Path, *, records: int = 1200, rate: float = 400.0,
         return res
     res["failure"]["record"] = _header(trace).get("config", {}).get("fail_at_record", fail_at)
     rep = _report(trace, cell.module)
-    v = rep.verdict.value
-    res["verdict"] = {"conformant": "conformant", "violated": "not-conformant"}.get(v, "inconclusive")
+    res.update(classify(rep))
     res["checks"] = [{"name": c.name, "status": c.status.value} for c in rep.checks]
     res["seconds"] = round(time.time() - t0, 1)
     res["restored_checkpoint"] = rec.get("restored_checkpoint")
-    if res["verdict"] == "conformant":
-        held = sum(1 for c in rep.checks if c.status is Status.HELD)
-        res["reason"] = f"{held} checks held"
-    elif res["verdict"] == "inconclusive":
-        res["reason"] = rep.why_inconclusive or "inconclusive"
-    else:
-        bad = [c for c in rep.checks if c.status is Status.VIOLATED]
-        rc = rep.root_cause
-        assert rc is not None
-        docs = [EXPECTED.get(c.name) for c in bad]
-        expected = all(docs) and all("duplicated" in c.detail for c in bad)
-        res["expected_by_engine"] = expected
-        res["reason"] = f"{rc.name}: {rc.detail}" + (f" — expected: {docs[0]}" if expected else "")
+    if res["verdict"] == "not-conformant":
         witness = out / f"{cell.ident}.witness.json"
         witness.write_text(json.dumps({"cell": cell.ident, "report": rep.to_json()}, indent=1))
         res["witness"] = str(witness)
-        if not expected:
+        if not res["expected_by_engine"]:
             from rollcheck.flink_replay.reproducer import write_reproducer
 
             res["reproducer"] = str(write_reproducer(cell, cfg, out / f"{cell.ident}.repro.py", rep))
     return res
+
+
+def classify(rep: Report) -> dict[str, Any]:
+    """A cell's ``verdict``, ``expected_by_engine`` and ``reason`` from its replay report.
+
+    A violation is expected by the engine only when every violated check is one Flink's
+    documentation says is not promised (:data:`EXPECTED`) and each shows duplicates, not losses.
+
+    Examples
+    --------
+    >>> from rollcheck.pyimpl.verdict import Check
+    >>> classify(Report([Check.held("output-exactly-once", "600 rows", examined=600),
+    ...                  Check.violated("user-sink-exactly-once", "KEY [1]: 3 rows, 2 without the failure "
+    ...                                 "(duplicated output)")]))["expected_by_engine"]
+    True
+    >>> classify(Report([Check.violated("output-exactly-once", "row 3 committed 2 times (duplicated output)")]))[
+    ...     "expected_by_engine"]
+    False
+    """
+    v = rep.verdict.value
+    verdict = {"conformant": "conformant", "violated": "not-conformant"}.get(v, "inconclusive")
+    if verdict == "conformant":
+        held = sum(1 for c in rep.checks if c.status is Status.HELD)
+        return {"verdict": verdict, "expected_by_engine": False, "reason": f"{held} checks held"}
+    if verdict == "inconclusive":
+        return {"verdict": verdict, "expected_by_engine": False, "reason": rep.why_inconclusive or "inconclusive"}
+    bad = [c for c in rep.checks if c.status is Status.VIOLATED]
+    rc = rep.root_cause
+    assert rc is not None
+    docs = [EXPECTED.get(c.name) for c in bad]
+    expected = all(docs) and all("duplicated" in c.detail for c in bad)
+    return {"verdict": verdict, "expected_by_engine": expected,
+            "reason": f"{rc.name}: {rc.detail}" + (f" — expected: {docs[0]}" if expected else "")}
 
 
 def _header(trace: Path) -> dict[str, Any]:
