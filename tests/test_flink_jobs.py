@@ -17,7 +17,14 @@ from pathlib import Path
 
 import pytest
 
-from rollcheck.flink_replay.keygroups import java_hash, key_group, key_group_range, murmur, operator_index, owner
+from rollcheck.flink_replay.keygroups import (
+    java_hash,
+    key_group,
+    key_group_range,
+    murmur,
+    operator_index,
+    owner,
+)
 from rollcheck.flink_replay.matrix import Cell, cells, classify, summarise, write_html
 from rollcheck.flink_replay.replay import read_flink_trace
 from rollcheck.flink_replay.rescale_checks import keyed_state_check, operator_state_check
