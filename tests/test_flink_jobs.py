@@ -294,3 +294,9 @@ def test_record_library_job_rescaled_for_real(tmp_path: Path) -> None:
     keyed = rep.check("keyed-state-restored-once")
     assert keyed is not None and "rescaled 2 -> 3" in keyed.detail
     assert not Path(str(out) + ".partial").exists()
+
+
+def test_verify_runs_the_tutorial_job() -> None:
+    """verify reads the library job from package data; the tutorial shows examples/: one content."""
+    assert (ROOT / "rollcheck" / "data" / "keyed_totals.py").read_bytes() == \
+        (ROOT / "examples" / "flink_jobs" / "keyed_totals.py").read_bytes()
