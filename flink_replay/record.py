@@ -24,6 +24,7 @@ Carbone et al., "Lightweight Asynchronous Snapshots for Distributed Dataflows" (
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -164,9 +165,58 @@ def record(out: str | Path, config: RecordConfig, *, run_dir: str | Path | None 
     jar = tap_jar(env)
     out = Path(out)
     run = Path(run_dir) if run_dir is not None else out.with_name(out.stem + ".flinkrun")
+    try:
+        _check_space(out.parent if str(out.parent) else Path("."))
+        return _record(out, run, config, env, jar, t0)
+    except OSError as e:
+        if e.errno in _ENV_ERRNOS:  # the environment's fault: named as such, exit 2
+            where = e.filename or str(run)
+            raise InvalidInputError(f"{(e.strerror or str(e)).lower()} (writing {where})", source=str(where)) from None
+        raise
+
+
+#: errors of the environment (not of rollcheck, not of the user's job): disk full, read-only, denied
+_ENV_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM}
+#: what a recording writes (checkpoints, logs, the trace): refuse to start with less free space
+MIN_FREE_BYTES = 64 * 1024 * 1024
+_ENV_MESSAGES = ("No space left on device", "Disk quota exceeded", "Read-only file system")
+
+
+def _check_space(folder: Path) -> None:
+    """Refuse up front (exit 2) when the output's file system has too little room for a run."""
+    probe = folder
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    st = os.statvfs(probe)
+    free = st.f_bavail * st.f_frsize
+    if free < MIN_FREE_BYTES:
+        raise InvalidInputError(f"no space left on device: {free // 1024} KB free, a Flink recording needs about "
+                                f"{MIN_FREE_BYTES // (1024 * 1024)} MB (checkpoints, logs, the trace)",
+                                source=str(folder))
+
+
+def _environment_failure(run: Path) -> str | None:
+    """The OS reason when the job's own logs show the disk filled up (or went read-only) under it."""
+    for f in [run / "job.out", *run.glob("*.log")]:
+        try:
+            text = f.read_text(errors="replace")
+        except OSError:
+            continue
+        for msg in _ENV_MESSAGES:
+            if msg in text:
+                return msg.lower()
+    return None
+
+
+def _record(out: Path, run: Path, config: RecordConfig, env: Any, jar: Path, t0: float) -> dict[str, Any]:
     if run.exists():
         shutil.rmtree(run)
     run.mkdir(parents=True)
+    # until the run ends, OUT.partial holds this run's header (a run cut short leaves it beside the
+    # previous OUT, which stays as it was); the finished trace replaces it and is renamed to OUT
+    partial = out.with_name(out.name + ".partial")
+    partial.write_text(json.dumps({"format": "rollcheck.trace/1", "source": "flink", "partial": True,
+                                   "seed": config.get("seed", 0), "processes": ["source", "keyed"]}) + "\n")
     cfg = dict(config, run_dir=str(run.resolve()), tap_jar=str(jar))
     rocksdb_dir = None
     if config.get("backend") == "rocksdb":
@@ -205,7 +255,12 @@ def record(out: str | Path, config: RecordConfig, *, run_dir: str | Path | None 
         ue = json.loads(user_error.read_text())
         call = ue["call"] + ("" if ue["call"] == "import" else "()")
         shutil.rmtree(run, ignore_errors=True)  # nothing half-written is left for bad input
+        partial.unlink(missing_ok=True)
         raise InvalidInputError(f"{call}: {ue['error']} (the job module's own failure)", source=str(config["module"]))
+    reason = _environment_failure(run)
+    if reason is not None:
+        raise InvalidInputError(f"{reason} while Flink ran (the run folder {run} and its file system)",
+                                source=str(run))
     if not (run / "run.json").exists():
         tail = (run / "job.out").read_text(errors="replace").strip().splitlines()[-3:]
         raise InconclusiveError(f"the Flink job ended without a result (exit {p.returncode}): {' | '.join(tail)}")
