@@ -15,7 +15,6 @@ Carbone et al., "Lightweight Asynchronous Snapshots for Distributed Dataflows", 
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.traces.reader import read_events
 
 __all__ = ["Check", "FlinkReplay", "read_flink_trace", "replay", "failure_free_output", "source_cut"]
 
@@ -73,53 +73,29 @@ class FlinkReplay:
 def read_flink_trace(path: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]], bool]:
     """Read a Flink ``rollcheck.trace/1`` file: (header, events, truncated).
 
+    The file is read by the one reader of the format
+    (:func:`rollcheck.pyimpl.traces.reader.read_events`); this adds the Flink header's rules.
+
     Raises
     ------
     InvalidInputError
         Unreadable file, a header that is not a Flink trace, a malformed line or a ``seq`` gap.
     """
-    p = Path(path)
-    try:
-        data = p.read_bytes()
-    except OSError as e:
-        raise InvalidInputError(f"cannot read trace: {e.strerror}", source=str(p)) from None
-    lines = data.split(b"\n")
-    truncated = bool(lines and lines[-1].strip())
-    complete = lines[:-1]
-    if not complete:
-        raise InvalidInputError("empty trace (no complete header line)", source=str(p), location="line 1")
-    try:
-        header = json.loads(complete[0])
-    except json.JSONDecodeError:
-        raise InvalidInputError("header is not JSON", source=str(p), location="line 1") from None
-    if not isinstance(header, dict) or header.get("format") != "rollcheck.trace/1":
-        raise InvalidInputError("not a rollcheck.trace/1 file", source=str(p), location="line 1")
+    lines, events = read_events(path)
+    header = lines.header
+    check_flink_header(header, str(path))
+    return header, events, lines.truncated
+
+
+def check_flink_header(header: dict[str, Any], source: str | None) -> None:
+    """Refuse a header that is not a Flink trace's (``source`` ``flink`` with a ``config``)."""
     if header.get("source") != "flink" or not isinstance(header.get("config"), dict):
         raise InvalidInputError("not a Flink trace (header \"source\" must be \"flink\" with a \"config\")",
-                                source=str(p), location="line 1")
+                                source=source, location="line 1")
     cfg = header["config"]
     for key in ("checkpoints", "parallelism", "records", "keys"):
         if key not in cfg:
-            raise InvalidInputError(f"header config lacks \"{key}\"", source=str(p), location="line 1")
-    events: list[dict[str, Any]] = []
-    for i, raw in enumerate(complete[1:], start=2):
-        if not raw.strip():
-            continue
-        try:
-            ev = json.loads(raw)
-        except json.JSONDecodeError:
-            raise InvalidInputError("line is not JSON", source=str(p), location=f"line {i}") from None
-        if not isinstance(ev, dict) or not isinstance(ev.get("kind"), str):
-            raise InvalidInputError("event without a string \"kind\"", source=str(p), location=f"line {i}")
-        if ev.get("seq") != len(events) + 1:
-            raise InvalidInputError(f"\"seq\" {ev.get('seq')!r} where {len(events) + 1} was expected",
-                                    source=str(p), location=f"line {i}")
-        kind = ev["kind"]
-        if not (kind.startswith("flink.") or kind.startswith("x-")
-                or kind in ("failure", "checkpoint", "recovery", "output", "end")):
-            raise InvalidInputError(f"unknown event kind {kind!r}", source=str(p), location=f"line {i} (seq {ev['seq']})")
-        events.append(ev)
-    return header, events, truncated
+            raise InvalidInputError(f"header config lacks \"{key}\"", source=source, location="line 1")
 
 
 def source_cut(events: list[dict[str, Any]], attempt: int, checkpoint: int) -> tuple[list[int], set[int]] | None:

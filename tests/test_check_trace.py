@@ -243,10 +243,12 @@ def test_csv_adapter_output_is_checked(capsys, tmp_path):
 
 
 def test_recording_stopped_between_failure_and_recovery(capsys, tmp_path):
+    """The recovery the user asked about was never recorded: inconclusive (exit 3), never a pass."""
     h, evs = events_of(TRACE)
     stop = next(e["seq"] for e in evs if e["kind"] == "failure")
     rc, doc = run_json(capsys, str(write(tmp_path / "t.jsonl", h, [e for e in evs if e["seq"] <= stop])))
-    assert rc == 0 and doc["truncated"] is True and doc["truncated_after_seq"] == stop
+    assert rc == 3 and doc["conformant"] is None and doc["verdict"] == "inconclusive"
+    assert doc["truncated"] is True and doc["truncated_after_seq"] == stop
     rl = next(c for c in doc["checks"] if c["name"] == "recovery-line")
     assert rl["ok"] is None and "no recovery" in rl["detail"]
     # with an end event, the missing recovery is a violation at the failure

@@ -49,13 +49,14 @@ def _validate(args: argparse.Namespace) -> int:
     from rollcheck.pyimpl.traces import check_trace_file
 
     report, _ = check_trace_file(args.trace, strict=args.strict)
-    doc = {"valid": True, "events": report.events, "truncated": report.truncated,
-           "truncated_after_seq": report.truncated_after_seq}
+    ex = report.extra
+    doc = {"valid": True, "events": ex["events"], "truncated": ex["truncated"],
+           "truncated_after_seq": ex["truncated_after_seq"]}
     if args.json:
         emit_json(doc)
     else:
-        print("valid" + (f" (truncated after seq {report.truncated_after_seq})" if report.truncated else ""))
-    if report.truncated:
+        print("valid" + (f" (truncated after seq {ex['truncated_after_seq']})" if ex["truncated"] else ""))
+    if ex["truncated"]:
         print(f"rollcheck: note: {args.trace} ends without an end event or in an incomplete line",
               file=sys.stderr)
     return 0
