@@ -32,9 +32,11 @@ from __future__ import annotations
 from typing import Any
 
 from rollcheck.flink_replay.keygroups import key_group, key_group_range, owner
+from rollcheck.pyimpl.traces.plugin import TraceCheck
 from rollcheck.pyimpl.verdict import Check
 
-__all__ = ["keyed_state_check", "operator_state_check", "rescale_checks", "restore_attempts"]
+__all__ = ["keyed_state_check", "operator_state_check", "rescale_checks", "restore_attempts",
+           "KeyedStateRestored", "OperatorStateRestored", "PLUGINS"]
 
 KEYED = "keyed-state-restored-once"
 OPERATOR = "operator-state-restored"
@@ -186,3 +188,39 @@ def operator_state_check(header: dict[str, Any], events: list[dict[str, Any]]) -
 def rescale_checks(header: dict[str, Any], events: list[dict[str, Any]]) -> list[Check]:
     """Both checks, for any Flink trace (a restore at the same parallelism included)."""
     return [keyed_state_check(header, events), operator_state_check(header, events)]
+
+
+class _FlinkEvents(TraceCheck):
+    """A plug-in of the shared trace checker that keeps the Flink events it needs (restores and
+    snapshots of the taps, the failure) and decides in :meth:`finish`."""
+
+    needs = ("flink.restore", "flink.snapshot", "failure")
+    fn: Any = None
+
+    def __init__(self) -> None:
+        self.events: list[dict[str, Any]] = []
+
+    def on_event(self, v: Any, line: int, obj: dict[str, Any]) -> None:
+        if obj.get("kind") in self.needs:
+            self.events.append(obj)
+
+    def finish(self, v: Any, results: dict[str, Check]) -> Check:
+        return type(self).fn(v.header, self.events)
+
+
+class KeyedStateRestored(_FlinkEvents):
+    """``keyed-state-restored-once`` as a trace-checker plug-in."""
+
+    name = KEYED
+    fn = staticmethod(keyed_state_check)
+
+
+class OperatorStateRestored(_FlinkEvents):
+    """``operator-state-restored`` as a trace-checker plug-in."""
+
+    name = OPERATOR
+    fn = staticmethod(operator_state_check)
+
+
+#: the plug-ins of this module, for the shared trace checker (``RunView(header, [cls() for cls in PLUGINS])``)
+PLUGINS = (KeyedStateRestored, OperatorStateRestored)

@@ -300,3 +300,19 @@ def test_verify_runs_the_tutorial_job() -> None:
     """verify reads the library job from package data; the tutorial shows examples/: one content."""
     assert (ROOT / "rollcheck" / "data" / "keyed_totals.py").read_bytes() == \
         (ROOT / "examples" / "flink_jobs" / "keyed_totals.py").read_bytes()
+
+
+def test_checks_as_trace_checker_plugins() -> None:
+    """The key-by-key checks also run as plug-ins of the shared trace checker (hooks, finish)."""
+    from types import SimpleNamespace
+
+    from rollcheck.flink_replay.rescale_checks import PLUGINS
+
+    header, events, _ = read_flink_trace(WC_RESCALE)
+    for cls in PLUGINS:
+        plugin = cls()
+        assert plugin.hooks() == ["on_event"]
+        for e in events:
+            plugin.on_event(None, e["seq"] + 1, e)
+        c = plugin.finish(SimpleNamespace(header=header), {})
+        assert c.name == cls.name and c.status is Status.HELD
