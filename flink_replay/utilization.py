@@ -19,7 +19,7 @@ The experiment, all runs in one JVM (a warm-up run first, not measured):
 - useful records of a run = the source position at the end of the window minus the position at
   its start (records rolled back by a restore are counted once, when processed again);
 - fitted from the same runs: ``λ`` = failures in the window / window length; ``R`` = mean time from a
-  failure to the first record processed after the restart; ``c`` = median pause of the work step
+  failure to the first record processed after the restart; ``c`` = mean pause of the work step
   across a snapshot minus one service time.
 
 References
@@ -136,7 +136,7 @@ def _checkpoint_costs(run: Path, times: list[float], service_time: float) -> lis
 
 
 def measure_utilization(intervals_ms: list[int], failure_every_s: float, *, duration_s: float = 60.0,
-                        warmup_s: float = 5.0, service_rate: float = 200.0, snapshot_cost_ms: int = 100,
+                        warmup_s: float = 5.0, service_rate: float = 50.0, snapshot_cost_ms: int = 100,
                         seed: int = 0, work_dir: str | Path | None = None,
                         log: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Run the sweep (see the module docstring) and compare with the model.
@@ -229,7 +229,7 @@ def measure_utilization(intervals_ms: list[int], failure_every_s: float, *, dura
         if not restarts or not costs:
             raise InconclusiveError(f"interval {iv} ms: no restart or no checkpoint could be measured")
         r_cost = statistics.fmean(restarts)
-        c = statistics.median(costs)
+        c = statistics.fmean(costs)  # the model's cost is the expected time lost per checkpoint
         t = iv / 1000.0
         measured = useful / base
         predicted = float(utilization_single(t, lam, c, r_cost)) if t > c else 0.0
@@ -241,7 +241,7 @@ def measure_utilization(intervals_ms: list[int], failure_every_s: float, *, dura
                      "restart_cost_s": round(r_cost, 4), "checkpoint_cost_s": round(c, 4),
                      "checkpoints": len(costs), "restart_costs_s": [round(x, 3) for x in restarts]})
     lam_all = statistics.fmean(f["failure_rate"] for f in fits)
-    c_all = statistics.median(f["checkpoint_cost_s"] for f in fits)
+    c_all = statistics.fmean(f["checkpoint_cost_s"] for f in fits)
     r_all = statistics.fmean(f["restart_cost_s"] for f in fits)
     t_star = optimal_interval(lam_all, c_all) if c_all > 0 else None
     best = max(out, key=lambda r: r["measured_utilization"])
