@@ -536,7 +536,8 @@ def build_trace(run: str | Path, out: str | Path, *, env_version: str = "?") -> 
                                  "lines": lines}) + "\n")
         seq += 1
         fh.write(json.dumps({"seq": seq, "kind": "end"}) + "\n")
-    return {"restored_checkpoint": restored, "final_state": info.get("final_state"), "events": seq}
+    return {"restored_checkpoint": restored, "final_state": info.get("final_state"), "events": seq,
+            "failure_injected": marker.exists()}
 
 
 def _tx_lines(folder: Path) -> list[str]:

@@ -141,6 +141,10 @@ def _record(args: argparse.Namespace) -> int:
     else:
         print(f"trace {res['trace']}: {res['events']} events, job {res['final_state']}, restored checkpoint "
               f"{res['restored_checkpoint']}, {res['seconds']} s")
+    if args.fail_at_record is not None and not res.get("failure_injected"):
+        print(f"the requested failure at record {args.fail_at_record} did not happen (the input ended first): "
+              "the trace replays as inconclusive", file=sys.stderr)
+        return 3
     return 0 if res["final_state"] == "FINISHED" else 3
 
 
