@@ -111,7 +111,8 @@ def _restart_costs(run: Path, times: list[float]) -> list[float]:
     out = []
     for f in sorted(run.glob("ufail-*")):
         tf = float(f.read_text())
-        i = bisect.bisect_right(times, tf)
+        # the failing record itself is logged (to the microsecond) at tf: the next one is the restart
+        i = bisect.bisect_right(times, tf + 1e-5)
         if i < len(times):
             out.append(times[i] - tf)
     return out
