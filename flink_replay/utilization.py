@@ -48,7 +48,7 @@ from rollcheck.pyimpl import children
 from rollcheck.pyimpl.errors import InconclusiveError, InvalidInputError
 from rollcheck.pyimpl.intervals import optimal_interval, utilization_single
 
-__all__ = ["failure_schedule", "measure_utilization", "analyse_positions", "GOAL"]
+__all__ = ["failure_schedule", "measure_utilization", "analyse_sweep", "analyse_positions", "plot_utilization", "GOAL"]
 
 GOAL = 0.05  # the issue's goal: measured within 5 % of predicted
 
@@ -200,6 +200,15 @@ def measure_utilization(intervals_ms: list[int], failure_every_s: float, *, dura
         except subprocess.TimeoutExpired:
             raise InconclusiveError("the Flink utilization runs did not end in time") from None
 
+    return analyse_sweep(root, intervals_ms, failure_every_s, duration_s=duration_s, warmup_s=warmup_s,
+                         service_rate=service_rate, snapshot_cost_ms=snapshot_cost_ms, seed=seed,
+                         scheduled=len(schedule))
+
+
+def analyse_sweep(root: Path, intervals_ms: list[int], failure_every_s: float, *, duration_s: float, warmup_s: float,
+                  service_rate: float, snapshot_cost_ms: int, seed: int, scheduled: int) -> dict[str, Any]:
+    """Measured and predicted utilization from the run folders of a sweep (see the module docstring)."""
+
     def window(run: Path) -> tuple[list[float], list[int], float, float]:
         if not (run / "run.json").exists():
             raise InconclusiveError(f"{run.name}: the job ended without a result (see {root / 'job.out'})")
@@ -253,7 +262,7 @@ def measure_utilization(intervals_ms: list[int], failure_every_s: float, *, dura
                            "restart_cost_s": round(r_all, 4), "service_rate": service_rate,
                            "snapshot_cost_ms": snapshot_cost_ms, "per_interval": fits},
             "failure_every_s": failure_every_s, "duration_s": duration_s, "warmup_s": warmup_s, "seed": seed,
-            "failures_scheduled": len(schedule), "baseline_records": base, "goal": GOAL,
+            "failures_scheduled": scheduled, "baseline_records": base, "goal": GOAL,
             "within_goal": worst_err <= GOAL, "max_abs_error": round(worst_err, 4), "work_dir": str(root)}
 
 
