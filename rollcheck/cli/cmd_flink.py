@@ -297,7 +297,7 @@ def _matrix(args: argparse.Namespace) -> int:
         raise InvalidInputError("--no-same needs at least one --rescale")
     if args.jobs < 1:
         raise InvalidInputError("--jobs must be at least 1")
-    todo = cells([str(Path(m).resolve()) if m != "wordcount" else m for m in modules],
+    todo = cells(modules,
                   split(args.backends, BACKENDS, "--backends"),
                   split(args.checkpoints, ("aligned", "unaligned"), "--checkpoints"),
                   split(args.failures, ("task", "taskmanager"), "--failures"), rescales)
