@@ -20,12 +20,17 @@ The experiment, all runs in one JVM (a warm-up run first, not measured):
   its start (records rolled back by a restore are counted once, when processed again);
 - fitted from the same runs: ``λ`` = failures in the window / window length; ``R`` = mean time from a
   failure to the first record processed after the restart; ``c`` = mean pause of the work step
-  across a snapshot minus one service time.
+  across a snapshot minus one service time; ``(n − 1)δ`` = mean time from a checkpoint's trigger to
+  its completion (Flink's end-to-end duration) minus ``c``: a checkpoint can be restored only once
+  complete, so a failure in between loses the previous period too.
+- predicted: Eq. 10 (the DAG model, ``n = 2``: Eq. 4 with ``R`` replaced by ``R + (n − 1)δ``), and
+  Eq. 4 alone (``predicted_eq4``) for comparison; ``T*`` is the same for both.
 
 References
 ----------
 S. Jayasekara, A. Harwood, S. Karunasekera, "A Utilization Model for Optimization of Checkpoint
-Intervals in Distributed Stream Processing Systems", Eq. 4, §3.4 (T* via Lambert W), Table 1.
+Intervals in Distributed Stream Processing Systems", Eqs. 4 and 10, §3.4 and §4.3 (T* via Lambert
+W), Table 1.
 """
 
 from __future__ import annotations
@@ -46,11 +51,12 @@ from rollcheck.flink_replay.environment import find_flink, tap_jar
 from rollcheck.flink_replay.record import LOG4J, _job_file
 from rollcheck.pyimpl import children
 from rollcheck.pyimpl.errors import InconclusiveError, InvalidInputError
-from rollcheck.pyimpl.intervals import optimal_interval, utilization_single
+from rollcheck.pyimpl.intervals import optimal_interval, utilization_dag, utilization_single
 
 __all__ = ["failure_schedule", "measure_utilization", "analyse_sweep", "analyse_positions", "plot_utilization", "GOAL"]
 
 GOAL = 0.05  # the issue's goal: measured within 5 % of predicted
+DEPTH = 2  # operators on the checkpoint token's path: the source (with the work step), the keyed count
 
 
 def failure_schedule(seed: int, mean_s: float, start_s: float, end_s: float) -> list[float]:
@@ -240,26 +246,38 @@ def analyse_sweep(root: Path, intervals_ms: list[int], failure_every_s: float, *
             raise InconclusiveError(f"interval {iv} ms: no restart or no checkpoint could be measured")
         r_cost = statistics.fmean(restarts)
         c = statistics.fmean(costs)  # the model's cost is the expected time lost per checkpoint
+        # a checkpoint becomes restorable when it completes, after its token passed the keyed
+        # operator and the JobManager collected the acknowledgements: Eq. 10's (n - 1)·δ
+        info = json.loads((run / "run.json").read_text())
+        e2e = [h["end_to_end_duration"] / 1000.0 for h in info["rest"]["checkpoints"].values()
+               if h.get("status") == "COMPLETED" and h.get("end_to_end_duration") is not None]
+        delay = max(0.0, statistics.fmean(e2e) - c) if e2e else 0.0
         t = iv / 1000.0
         measured = useful / base
-        predicted = float(utilization_single(t, lam, c, r_cost)) if t > c else 0.0
+        predicted = float(utilization_dag(t, lam, c, r_cost, DEPTH, delay)) if t > c else 0.0
+        single = float(utilization_single(t, lam, c, r_cost)) if t > c else 0.0
         out.append({"interval_ms": iv, "measured_utilization": round(measured, 4),
                     "predicted_utilization": round(predicted, 4),
                     "error": round((predicted - measured) / measured, 4) if measured > 0 else None,
+                    "predicted_eq4": round(single, 4),
+                    "error_eq4": round((single - measured) / measured, 4) if measured > 0 else None,
                     "useful_records": useful, "baseline_records": base})
         fits.append({"interval_ms": iv, "failure_rate": round(lam, 5), "failures": len(in_window),
                      "restart_cost_s": round(r_cost, 4), "checkpoint_cost_s": round(c, 4),
-                     "checkpoints": len(costs), "restart_costs_s": [round(x, 3) for x in restarts]})
+                     "completion_delay_s": round(delay, 4), "checkpoints": len(costs),
+                     "restart_costs_s": [round(x, 3) for x in restarts]})
     lam_all = statistics.fmean(f["failure_rate"] for f in fits)
     c_all = statistics.fmean(f["checkpoint_cost_s"] for f in fits)
     r_all = statistics.fmean(f["restart_cost_s"] for f in fits)
+    d_all = statistics.fmean(f["completion_delay_s"] for f in fits)
     t_star = optimal_interval(lam_all, c_all) if c_all > 0 else None
     best = max(out, key=lambda r: r["measured_utilization"])
     worst_err = max(abs(r["error"]) for r in out if r["error"] is not None)
     return {"runs": out, "optimum": {"measured_ms": best["interval_ms"],
                                      "predicted_ms": round(t_star * 1000, 1) if t_star else None},
             "parameters": {"failure_rate": round(lam_all, 5), "checkpoint_cost_s": round(c_all, 4),
-                           "restart_cost_s": round(r_all, 4), "service_rate": service_rate,
+                           "restart_cost_s": round(r_all, 4), "completion_delay_s": round(d_all, 4),
+                           "depth": DEPTH, "service_rate": service_rate,
                            "snapshot_cost_ms": snapshot_cost_ms, "per_interval": fits},
             "failure_every_s": failure_every_s, "duration_s": duration_s, "warmup_s": warmup_s, "seed": seed,
             "failures_scheduled": scheduled, "baseline_records": base, "goal": GOAL,
@@ -279,7 +297,8 @@ def plot_utilization(res: dict[str, Any], out: str | Path) -> Path:
     lo, hi = min(xs) * 0.8, max(xs) * 1.25
     c = p["checkpoint_cost_s"]
     grid = np.linspace(max(lo, c * 1000 * 1.05), hi, 200)
-    curve = [float(utilization_single(g / 1000, p["failure_rate"], c, p["restart_cost_s"])) for g in grid]
+    curve = [float(utilization_dag(g / 1000, p["failure_rate"], c, p["restart_cost_s"], p.get("depth", 1),
+                                   p.get("completion_delay_s", 0.0))) for g in grid]
     fig, ax = plt.subplots(figsize=(6, 4))
     ax.plot(grid, curve, "b-", label="utilization model (fitted λ, c, R)")
     ax.plot(xs, [r["predicted_utilization"] for r in res["runs"]], "bs", label="predicted (per run)")

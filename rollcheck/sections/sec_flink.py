@@ -144,7 +144,7 @@ def _utilization(ctx: VerifyContext, tmp: Path) -> Row:
 
     t0 = time.perf_counter()
     intervals = [300, 1500]
-    duration = 30.0 if ctx.quick else 60.0
+    duration = 40.0 if ctx.quick else 60.0
     ctx.log(f"  flink: utilization for intervals {intervals} ms, {duration:g} s each, failures every 6 s (mean)")
     name = "Utilization model on Flink"
     try:
