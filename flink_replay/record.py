@@ -388,13 +388,14 @@ def build_trace(run: str | Path, out: str | Path, *, env_version: str = "?") -> 
     rank = {"barrier": 0, "restore": 1, "snapshot": 2, "complete": 3, "finish": 3}
     for f in sorted(run.glob("tap-*.jsonl")):
         for ev in _read_jsonl(f):
-            base = {"task": task_of[ev["tap"]], "subtask": ev["subtask"], "attempt": ev["attempt"]}
+            base: dict[str, Any] = {"task": task_of[ev["tap"]], "subtask": ev["subtask"], "attempt": ev["attempt"]}
             if "parallelism" in ev:
                 base["parallelism"] = ev["parallelism"]
             # the keyed tap's keyed state: every key with its value, and the key groups Flink gave
             # the subtask (a rescaled restore is checked key by key)
-            keyed = {k: ev[k] for k in ("keys", "key_groups", "max_parallelism") if k in ev}
-            per_key = {"per_key": ev["per_key"]} if "per_key" in ev else {}
+            keyed: dict[str, Any] = {k: ev[k] for k in ("keys", "key_groups", "max_parallelism") if k in ev}
+            per_key: dict[str, Any] = {"per_key": ev["per_key"]} if "per_key" in ev else {}
+            e: dict[str, Any]
             if ev["ev"] == "restore":
                 e = {"kind": "flink.restore", **base, "checkpoint": ev["checkpoint"], **per_key,
                      "records": ev["seen"], **keyed}

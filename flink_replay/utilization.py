@@ -71,7 +71,8 @@ def failure_schedule(seed: int, mean_s: float, start_s: float, end_s: float) -> 
     if mean_s <= 0 or end_s <= start_s:
         raise InvalidInputError("the failure schedule needs a positive mean and a non-empty window")
     rng = random.Random(seed)
-    out, t = [], start_s
+    out: list[float] = []
+    t = start_s
     while True:
         t += rng.expovariate(1.0 / mean_s)
         if t >= end_s:
@@ -181,7 +182,7 @@ def measure_utilization(intervals_ms: list[int], failure_every_s: float, *, dura
         raise InconclusiveError(f"no failure falls in the {duration_s:g} s window with mean {failure_every_s:g} s "
                                 f"(seed {seed}): a longer --duration or another seed")
     span = warmup_s + duration_s + 1.0
-    runs = [{"run_dir": str((root / "warmup").resolve()), "interval_ms": intervals_ms[0], "failure_times": [],
+    runs: list[dict[str, Any]] = [{"run_dir": str((root / "warmup").resolve()), "interval_ms": intervals_ms[0], "failure_times": [],
              "stop_after_s": 8, "timeout_s": 150}]
     runs.append({"run_dir": str((root / "baseline").resolve()), "interval_ms": intervals_ms[0],
                  "no_checkpoints": True, "failure_times": [], "stop_after_s": span, "timeout_s": span + 150})
@@ -202,7 +203,8 @@ def measure_utilization(intervals_ms: list[int], failure_every_s: float, *, dura
     with open(root / "job.out", "w") as so:
         try:
             children.run([str(env.python), str(_job_file()), str(root / "config.json")], stdout=so,
-                         stderr=subprocess.STDOUT, env=penv, timeout=sum(r["timeout_s"] + 90 for r in runs))
+                         stderr=subprocess.STDOUT, env=penv,
+                         timeout=sum(float(r["timeout_s"]) + 90 for r in runs))
         except subprocess.TimeoutExpired:
             raise InconclusiveError("the Flink utilization runs did not end in time") from None
 
