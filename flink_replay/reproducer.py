@@ -144,7 +144,10 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--records", type=int, default=None)
     args = ap.parse_args()
-    ns = {{}}
+    # thread mode runs Python inside the JVM (pemja), which finds pyflink only through PYTHONPATH
+    import site
+    os.environ["PYTHONPATH"] = os.pathsep.join(site.getsitepackages() + [os.environ.get("PYTHONPATH", "")])
+    ns = {{"__name__": "flink_repro_job"}}
     exec(compile(JOB, "job", "exec"), ns)
     recs = ns["records"](SEED)[: args.records]
     work = tempfile.mkdtemp(prefix="flink-repro-")
