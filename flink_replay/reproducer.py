@@ -89,16 +89,20 @@ def run(ns, recs, out, par, fail, restore=None, restarts=True):
     if CHECKPOINTS == "unaligned":
         env.get_checkpoint_config().enable_unaligned_checkpoints(True)
     marker = os.path.join(out, "failed")
-    t0 = time.time()
 
     class Pace(MapFunction):
         def open(self, ctx):
             self.n = 0
+            self.first = None
 
         def map(self, i):
             self.n += 1
+            self.first = self.first or time.time()
             time.sleep(par / RATE)
-            if fail and self.n * par >= FAIL_AT and time.time() > t0 + 2 * INTERVAL_MS / 1000 + 5:
+            if fail and self.n * par >= FAIL_AT and not os.path.exists(marker):
+                if time.time() < self.first + 3 * INTERVAL_MS / 1000:
+                    time.sleep(0.05)  # slow down until checkpoints completed, then fail
+                    return recs[i]
                 try:
                     os.close(os.open(marker, os.O_CREAT | os.O_EXCL))
                 except FileExistsError:
