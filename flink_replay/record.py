@@ -507,21 +507,39 @@ def build_trace(run: str | Path, out: str | Path, *, env_version: str = "?") -> 
     # the engine-neutral core next to the flink.* kinds (for `rollcheck check trace`): a
     # `checkpoint` of every task per completed checkpoint (index = its ordinal), and after the
     # failure a `recovery` to the line the tasks restored
-    core: list[tuple[int, dict[str, Any]]] = []
+    # A process takes its part of a checkpoint when its last subtask snapshots: the core event goes
+    # there, and only for checkpoints that completed. The `failure` stands for the failure of the
+    # job's region, which Flink completes by cancelling every task: a checkpoint that completed after
+    # a task raised (another task's snapshot can still follow the raise) was taken before that, so
+    # its core events come just before the failure.
+    t_fail = next((t for t, _, e in timed if e["kind"] == "failure"), None)
+    t_rec = next((t for t, _, e in timed if e["kind"] == "flink.restore" and e["attempt"] > 0), None)
+    taken: dict[tuple[int, str], int] = {}
+    for t, _, e in timed:
+        if e["kind"] == "flink.snapshot":
+            key = (e["checkpoint"], e["task"])
+            taken[key] = max(taken.get(key, t), t)
+    core_timed: list[tuple[int, int, int, dict[str, Any]]] = []  # (t, rank, position, event)
     ordinal: dict[int, int] = {}
     recovered = False
-    for t, _, e in timed:
-        core.append((t, e))
+    for pos, (t, rank_, e) in enumerate(timed):
+        core_timed.append((t, rank_, 2 * pos, e))
         if e["kind"] == "flink.checkpoint_completed":
             ordinal[e["checkpoint"]] = len(ordinal) + 1
             for proc in header["processes"]:
-                core.append((t, {"kind": "checkpoint", "process": proc, "index": ordinal[e["checkpoint"]],
-                                 "forced": False}))
+                at = min(t, taken.get((e["checkpoint"], proc), t))
+                rk = 2
+                if t_fail is not None and at >= t_fail and (t_rec is None or t < t_rec):
+                    at, rk = t_fail, 0  # before the failure (rank 1 at the same time)
+                core_timed.append((at, rk, 2 * pos + 1, {"kind": "checkpoint", "process": proc,
+                                                        "index": ordinal[e["checkpoint"]], "forced": False}))
         elif e["kind"] == "flink.restore" and e["attempt"] > 0 and not recovered:
             recovered = True
             k = ordinal.get(e["checkpoint"]) if e["checkpoint"] is not None else 0
             restored = {proc: k for proc in header["processes"]}
-            core.append((t, {"kind": "recovery", "line": restored, "in_transit": []}))
+            core_timed.append((t, rank_, 2 * pos + 1, {"kind": "recovery", "line": restored, "in_transit": []}))
+    core_timed.sort(key=lambda x: (x[0], x[1], x[2]))
+    core: list[tuple[int, dict[str, Any]]] = [(t, e) for t, _, _, e in core_timed]
     with open(out, "w") as fh:
         fh.write(json.dumps(header) + "\n")
         seq = 0

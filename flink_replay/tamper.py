@@ -4,7 +4,8 @@
   checkpoint (caught by ``restore-latest-completed``);
 - ``barrier-after-snapshot``: one barrier arrival of an aligned keyed snapshot is moved to just
   after that snapshot (caught by ``barrier-alignment``);
-- ``drop-failure``: the ``failure`` event is removed (``failure-observed`` is inconclusive);
+- ``drop-failure``: the ``failure`` event (and the core ``recovery`` derived from it) is removed
+  (``failure-observed`` is unchecked: the replay is inconclusive);
 - ``lose-key`` / ``duplicate-key`` / ``wrong-owner``: after the failure, one key of the restored
   keyed state is dropped from its subtask's restore, also restored by a second subtask, or moved to a
   subtask that does not own its key group (caught by ``keyed-state-restored-once``);
@@ -100,7 +101,9 @@ def _barrier_after_snapshot(events: list[dict[str, Any]], mode: str) -> list[dic
 
 
 def _drop_failure(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    kept = [e for e in events if e["kind"] != "failure"]
+    # the core recovery the recorder derives from the failure goes with it (a recovery without a
+    # failure before it is not a trace)
+    kept = [e for e in events if e["kind"] not in ("failure", "recovery")]
     if len(kept) == len(events):
         raise InvalidInputError("the trace has no failure event")
     return kept

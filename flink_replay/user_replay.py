@@ -35,8 +35,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from rollcheck.flink_replay.replay import read_flink_trace
-from rollcheck.flink_replay.rescale_checks import rescale_checks
+from rollcheck.flink_replay.rescale_checks import KEYED, OPERATOR, rescale_checks
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.verdict import Check, Report
 
@@ -183,28 +182,48 @@ def job_checks(header: dict[str, Any], events: list[dict[str, Any]]) -> list[Che
 
 
 def replay_job(path: str | Path) -> Report:
-    """Read a user's job trace and run :func:`job_checks` on it.
+    """Replay a user's job trace through the shared trace checker: its generic checks on the core
+    events (``pattern-valid``, ``recovery-line``, ...) and :func:`job_checks` as plug-ins.
 
     Raises
     ------
     InvalidInputError
         Not a Flink trace of a user's job, or a malformed line.
     """
-    header, events, truncated = read_flink_trace(path)
+    from rollcheck.flink_replay.replay import FlinkCheck, FlinkEvents, check_flink_header
+    from rollcheck.pyimpl.traces.api import check_trace_lines
+    from rollcheck.pyimpl.traces.reader import TraceLines
+
+    class JobEvents(FlinkEvents):
+        """Flink's collector, also keeping the ``end`` event (the outputs are complete only then)."""
+
+        def on_event(self, v: Any, line: int, obj: dict[str, Any]) -> None:
+            if obj.get("kind") == "end":
+                self.events.append(obj)
+            else:
+                super().on_event(v, line, obj)
+
+    lines = TraceLines(path)
+    header = lines.header
+    check_flink_header(header, str(path))
     if header.get("job") != "module":
         raise InvalidInputError("not a trace of a user's Flink job (header \"job\" is not \"module\")",
                                 source=str(path), location="line 1")
-    return Report(job_checks(header, events), subject=str(path),
-                  extra={"truncated": truncated, "module": header.get("module")})
+    col = JobEvents()
+    names = ["failure-observed", "restore-latest-completed", KEYED, OPERATOR, "output-exactly-once",
+             "user-sink-exactly-once"]
+
+    def pick(name: str) -> Any:
+        return lambda h, ev: next(c for c in job_checks(h, ev) if c.name == name)
+
+    report, _ = check_trace_lines(lines, extra=[col, *(FlinkCheck(n, header, col, pick(n)) for n in names)])
+    report.extra["module"] = header.get("module")
+    return report
 
 
 def word_count_report(path: str | Path, *, tlc: Any = None) -> Report:
-    """The word count's replay (:func:`rollcheck.flink_replay.replay.replay`) as a report of the
-    shared verdict model, with the key-by-key restore checks added (rescaled runs)."""
+    """The word count's replay (:func:`rollcheck.flink_replay.replay.replay`: the shared trace
+    checker with Flink's plug-ins, the key-by-key restore checks among them)."""
     from rollcheck.flink_replay.replay import replay
 
-    header, events, truncated = read_flink_trace(path)
-    old = replay(path, tlc=tlc)
-    checks = [Check.from_ok(c.name, c.ok, c.detail, offending_seq=c.seq if c.ok is False else None)
-              for c in old.checks]
-    return Report(checks + rescale_checks(header, events), subject=str(path), extra={"truncated": truncated})
+    return replay(path, tlc=tlc)

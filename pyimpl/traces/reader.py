@@ -25,7 +25,7 @@ from typing import Any
 
 from rollcheck.pyimpl.errors import InvalidInputError
 
-__all__ = ["TRACE_FORMAT", "TraceLines", "read_events", "trace_error", "location"]
+__all__ = ["TRACE_FORMAT", "TraceLines", "read_events", "read_header", "trace_error", "location"]
 
 TRACE_FORMAT = "rollcheck.trace/1"
 _BOMS = (b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")
@@ -147,6 +147,10 @@ class TraceLines:
             validator(head, 1, True)
         self.header: dict[str, Any] = head
 
+    def close(self) -> None:
+        """Stop reading (iteration closes the file by itself at its end)."""
+        self._fh.close()
+
     def _not_a_trace(self) -> None:
         """Raise a helpful error when the file is a whole-document pattern rather than a trace."""
         try:
@@ -248,3 +252,10 @@ def read_events(path: str | Path, *, data: bytes | None = None, accept_untermina
         obj["_line"] = line
         events.append(obj)
     return lines, events
+
+
+def read_header(path: str | Path) -> dict[str, Any]:
+    """The header line of a trace (the file is closed again; events are not read)."""
+    lines = TraceLines(path)
+    lines.close()
+    return lines.header

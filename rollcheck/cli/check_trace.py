@@ -43,17 +43,38 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON document")
 
 
-def _tlc_option(args: argparse.Namespace) -> Any:
+#: Engine adapters of the built-in recorders, by header ``source``: their events mapped onto the
+#: core vocabulary before the generic checks (``MODULE:CLASS``, imported only when needed).
+ADAPTERS = {"spark": "rollcheck.spark_replay.adapter:SparkAdapter",
+            "spark-wordcount": "rollcheck.spark_replay.adapter:SparkAdapter",
+            "spark-query": "rollcheck.spark_replay.adapter:SparkAdapter"}
+
+
+def adapter_for(header: dict[str, Any]) -> Any:
+    """The built-in adapter for the header's ``source`` (None: the trace is core vocabulary)."""
+    import importlib
+
+    src = header.get("source")
+    spec = ADAPTERS.get(src) if isinstance(src, str) else None
+    if spec is None:
+        return None
+    mod, cls = spec.split(":")
+    return getattr(importlib.import_module(mod), cls)()
+
+
+def _header(path: str) -> dict[str, Any]:
+    from rollcheck.pyimpl.traces.reader import read_header
+
+    return read_header(path)
+
+
+def _tlc_option(args: argparse.Namespace, header: dict[str, Any]) -> Any:
     """The ``tlc`` option of the checker: (validate, model protocol or None, why not, requested)."""
     if args.tlc is False:
         return None
     from rollcheck.pyimpl.traces.api import resolve_trace_protocol
-    from rollcheck.pyimpl.traces.reader import TraceLines
     from rollcheck.tla.trace import PROTOCOLS, validate_segments
 
-    lines = TraceLines(args.trace)
-    header = lines.header
-    lines._fh.close()
     proto = resolve_trace_protocol(args.protocol, header, args.trace)
     if proto is None:
         if not args.tlc:
@@ -73,32 +94,39 @@ def run(args: argparse.Namespace) -> int:
     from rollcheck.pyimpl.traces import check_trace_file, load_reference
 
     reference = load_reference(args.reference) if args.reference else None
+    header = _header(args.trace)
+    adapter = adapter_for(header)
+    if adapter is not None:
+        header = adapter.header(header)
     report, _checker = check_trace_file(args.trace, protocol=args.protocol, reference=reference,
                                         virtual=not args.no_virtual, strict=args.strict,
                                         segment_limit=None if args.tlc else TLC_AUTO_MAX_EVENTS,
                                         reference_source=args.reference or "reference",
-                                        tlc=_tlc_option(args))
-    doc = report.to_json()
+                                        tlc=_tlc_option(args, header), adapter=adapter)
     if args.json:
-        emit_json(doc)
+        emit_json(report.to_json())
     else:
-        for c in report.checks:
-            mark = {"held": "ok  ", "violated": "FAIL", "unchecked": "??  ", "not-applicable": "n/a "}[c.status.value]
-            cons = f" [a consequence of {c.consequence_of}]" if c.consequence_of else ""
-            print(f"{mark} {c.name}: {c.detail}{cons}")
-        v = report.verdict.value
-        if v == "violated":
-            rc = report.root_cause
-            assert rc is not None
-            verdict = (f"NOT conformant (first offending seq {report.first_offending_seq}); root cause: "
-                       f"{rc.name} — fix it first")
-        elif v == "inconclusive":
-            verdict = f"inconclusive: {report.why_inconclusive}"
-        else:
-            verdict = "conformant"
-        trunc = (f"; trace truncated after seq {report.extra['truncated_after_seq']}"
-                 if report.extra.get("truncated") else "")
-        print(f"{args.trace}: {verdict}{trunc}")
+        print_report(report, args.trace)
     if report.exit_code == 3:
         print(f"rollcheck: inconclusive: {report.why_inconclusive}", file=sys.stderr)
     return report.exit_code
+
+
+def print_report(report: Any, name: str) -> None:
+    """The human form of a trace or replay report: one line per check, then the verdict."""
+    for c in report.checks:
+        mark = {"held": "ok  ", "violated": "FAIL", "unchecked": "??  ", "not-applicable": "n/a "}[c.status.value]
+        cons = f" [a consequence of {c.consequence_of}]" if c.consequence_of else ""
+        print(f"{mark} {c.name}: {c.detail}{cons}")
+    v = report.verdict.value
+    if v == "violated":
+        rc = report.root_cause
+        verdict = (f"NOT conformant (first offending seq {report.first_offending_seq}); root cause: "
+                   f"{rc.name if rc else '?'} — fix it first")
+    elif v == "inconclusive":
+        verdict = f"inconclusive: {report.why_inconclusive}"
+    else:
+        verdict = "conformant"
+    trunc = (f"; trace truncated after seq {report.extra['truncated_after_seq']}"
+             if report.extra.get("truncated") else "")
+    print(f"{name}: {verdict}{trunc}")

@@ -161,37 +161,30 @@ def tlc_validator() -> Any:
 
 
 def _replay(args: argparse.Namespace) -> int:
+    from rollcheck.cli.check_trace import print_report
     from rollcheck.flink_replay.replay import read_flink_trace, replay
 
     header = read_flink_trace(args.trace)[0]
-    if header.get("job") == "module" or (header.get("config") or {}).get("rescale"):
+    if header.get("job") == "module":
         return _replay_report(args, header)
     res = replay(args.trace, tlc=None if args.no_tlc else tlc_validator())
     if args.json:
-        emit_json(res.as_dict())
+        emit_json(res.to_json())
     else:
-        for c in res.checks:
-            mark = {True: "ok  ", False: "FAIL", None: "n/a "}[c.ok]
-            print(f"{mark} {c.name}: {c.detail}")
-        verdict = {True: "conformant", False: f"NOT conformant (first offending seq {res.first_offending_seq})",
-                   None: "inconclusive"}[res.conformant]
-        print(verdict)
+        print_report(res, args.trace)
     return res.exit_code
 
 
 def _replay_report(args: argparse.Namespace, header: dict[str, Any]) -> int:
     """A user's job, or a rescaled word count: checks of the shared verdict model."""
-    from rollcheck.flink_replay.user_replay import replay_job, word_count_report
+    from rollcheck.cli.check_trace import print_report
+    from rollcheck.flink_replay.user_replay import replay_job
 
-    rep = replay_job(args.trace) if header.get("job") == "module" else \
-        word_count_report(args.trace, tlc=None if args.no_tlc else tlc_validator())
+    rep = replay_job(args.trace)
     if args.json:
         emit_json(rep.to_json())
     else:
-        for c in rep.checks:
-            mark = {True: "ok  ", False: "FAIL", None: "n/a " if c.status.value == "not-applicable" else "??  "}[c.ok]
-            print(f"{mark} {c.name}: {c.detail}")
-        print(rep.summary())
+        print_report(rep, args.trace)
     return rep.exit_code
 
 

@@ -46,9 +46,12 @@ def _to_pattern(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
+    from rollcheck.cli.check_trace import _header, adapter_for
     from rollcheck.pyimpl.traces import check_trace_file
 
-    report, _ = check_trace_file(args.trace, strict=args.strict)
+    # a built-in engine's older traces (e.g. Spark's before the prefix rule) are read by its adapter
+    adapter = None if args.strict else adapter_for(_header(args.trace))
+    report, _ = check_trace_file(args.trace, strict=args.strict, adapter=adapter)
     ex = report.extra
     doc = {"valid": True, "events": ex["events"], "truncated": ex["truncated"],
            "truncated_after_seq": ex["truncated_after_seq"]}

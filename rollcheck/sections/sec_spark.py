@@ -100,8 +100,10 @@ def run(ctx: VerifyContext) -> list[Row]:
                                 time.perf_counter() - t0, f"{type(e).__name__}: {e}"))
                 continue
             row, res = _replay_row(proto, f"nhop on Spark ({topo[proto]}, P1 fails in round 3): replay "
-                                   f"conformant" + (" incl. TLC trace validation" if proto == "hmnr" else ""),
-                                   out, time.perf_counter() - t0)
+                                   f"conformant", out, time.perf_counter() - t0)
+            tlc = res.check("tlc-trace")
+            if tlc is not None and tlc.ok is True:  # claimed only when TLC ran and accepted
+                row.check += " incl. TLC trace validation"
             row.pictures = _draw(ctx, out, proto)
             rows.append(row)
             if proto == "hmnr":

@@ -90,7 +90,7 @@ class OutputsExactlyOnce(TraceCheck):
         ref = self.reference
         if not v.ended:
             return Check.unchecked(self.name, f"the run's end was not recorded (the recording stops after seq "
-                                   f"{v.events}): the outputs cannot be compared with the reference "
+                                   f"{v.last_seq}): the outputs cannot be compared with the reference "
                                    f"({v.n_outputs} output(s) so far)")
         seen: Counter[str] = Counter()
         first: tuple[int, str] | None = None

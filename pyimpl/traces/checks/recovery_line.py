@@ -91,7 +91,7 @@ class RecoveryLine(TraceCheck):
             done = (f"{v.recoveries} earlier recovery(ies) restored the recovery line "
                     f"({'; '.join(self.details)}); " if v.recoveries else "")
             return Check.unchecked(self.name, done + f"the failure at seq {v.failure_seq} has no recovery "
-                                   f"before the recording stops (after seq {v.events}): the recovery was "
+                                   f"before the recording stops (after seq {v.last_seq}): the recovery was "
                                    "never recorded")
         if not v.failures:
             return Check.not_applicable(self.name, "no failure in the run: no recovery to check")
