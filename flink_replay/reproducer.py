@@ -113,8 +113,22 @@ def run(ns, recs, out, par, fail, restore=None, restarts=True):
     ds = env.from_source(NumberSequenceSource(0, len(recs) - 1), WatermarkStrategy.no_watermarks(), "src",
                          type_info=Types.LONG()).map(Pace())
     key = ns["KEY"] if isinstance(ns["KEY"], list) else [ns["KEY"]]
-    rows = ns["job"](env, ds).map(lambda r: json.dumps([[r[i] for i in key], list(r)], default=str),
-                                  output_type=Types.STRING())
+    from pyflink.datastream.functions import KeyedProcessFunction
+    from pyflink.datastream.state import ValueStateDescriptor
+
+    class Number(KeyedProcessFunction):
+        """Numbers each key's rows in keyed state (restored with the checkpoint)."""
+
+        def open(self, ctx):
+            self.n = ctx.get_state(ValueStateDescriptor("n", Types.LONG()))
+
+        def process_element(self, r, ctx):
+            n = (self.n.value() or 0) + 1
+            self.n.update(n)
+            yield json.dumps([n, [r[i] for i in key], list(r)], default=str)
+
+    rows = ns["job"](env, ds).key_by(lambda r: json.dumps([r[i] for i in key], default=str),
+                                     key_type=Types.STRING()).process(Number(), output_type=Types.STRING())
     rows.sink_to(FileSink.for_row_format(os.path.join(out, "tx"), Encoder.simple_string_encoder())
                  .with_rolling_policy(RollingPolicy.on_checkpoint_rolling_policy()).build())
     try:
@@ -163,13 +177,25 @@ def main():
             run(ns, recs, out, RESCALE[1], fail=False, restore="file://" + latest_checkpoint(out))
         else:
             run(ns, recs, out, PAR, fail=True)
-        want, got = committed(os.path.join(work, "ref")), committed(out)
-        per = lambda rows: collections.Counter(json.dumps(k) for k, _ in rows)
-        w, g = per(want), per(got)
-        bad = sorted(k for k in set(w) | set(g) if w[k] != g[k])
-        for k in bad:
-            print("KEY %s: %d rows committed, %d without the failure (%s)" % (k, g[k], w[k],
-                  "duplicated" if g[k] > w[k] else "lost"))
+        def per_key(rows):
+            out = collections.defaultdict(list)
+            for n, k, row in rows:
+                out[json.dumps(k)].append((n, row))
+            return out
+
+        want, got = per_key(committed(os.path.join(work, "ref"))), per_key(committed(out))
+        bad = 0
+        for k in sorted(set(want) | set(got)):
+            w, g = sorted(want.get(k, [])), sorted(got.get(k, []))
+            ns_ = collections.Counter(n for n, _ in g)
+            dup = sorted(n for n, c in ns_.items() if c > 1)
+            if dup or len(g) != len(w):
+                bad += 1
+                print("KEY %s: %d rows committed, %d without the failure%s" % (
+                    k, len(g), len(w), " (row %d twice)" % dup[0] if dup else ""))
+            elif g and w and g[-1][1] != w[-1][1]:
+                bad += 1
+                print("KEY %s: final row %s, without the failure %s" % (k, g[-1][1], w[-1][1]))
         print("reproduced" if bad else "not reproduced: the output equals the failure-free output")
         return 1 if bad else 0
     finally:
