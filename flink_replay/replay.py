@@ -20,6 +20,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from rollcheck.flink_replay.rescale_checks import (
+    KEYED,
+    OPERATOR,
+    keyed_state_check,
+    operator_state_check,
+)
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.traces.api import check_trace_lines
 from rollcheck.pyimpl.traces.plugin import TraceCheck
@@ -59,6 +65,13 @@ def check_flink_header(header: dict[str, Any], source: str | None) -> None:
     for key in ("checkpoints", "parallelism", "records", "keys"):
         if key not in cfg:
             raise InvalidInputError(f"header config lacks \"{key}\"", source=source, location="line 1")
+    if cfg["checkpoints"] not in ("aligned", "unaligned"):
+        raise InvalidInputError(f"config.checkpoints: expected \"aligned\" or \"unaligned\", got "
+                                f"{cfg['checkpoints']!r}", source=source, location="line 1")
+    for key in ("parallelism", "records", "keys"):
+        if type(cfg[key]) is not int or cfg[key] < 1:
+            raise InvalidInputError(f"config.{key}: expected a positive integer, got {cfg[key]!r}",
+                                    source=source, location="line 1")
 
 
 def source_cut(events: list[dict[str, Any]], attempt: int, checkpoint: int) -> tuple[list[int], set[int]] | None:
@@ -147,7 +160,12 @@ class FlinkCheck(TraceCheck):
         self.fn = fn
 
     def finish(self, v: Any, results: dict[str, Check]) -> Check:
-        return self.fn(self.header, self.collector.events)
+        try:
+            return self.fn(self.header, self.collector.events)
+        except (TypeError, ValueError, KeyError, AttributeError, IndexError) as e:
+            # a field of a Flink event that is not what the recorder writes: bad input, not a crash
+            raise InvalidInputError(f"{self.name}: the trace's Flink events are malformed "
+                                    f"({type(e).__name__}: {e})", source=getattr(v, "source", None)) from None
 
 
 class BarrierTLC(TraceCheck):
@@ -185,7 +203,9 @@ def flink_plugins(header: dict[str, Any], path: str | Path | None = None,
     plugins: list[TraceCheck] = [ev] + [FlinkCheck(name, header, ev, fn) for name, fn in (
         ("failure-observed", _failure_check), ("restore-latest-completed", _restore_of),
         ("snapshot-consistent", _snapshot_of), ("barrier-alignment", _barrier_of),
-        ("output-exactly-once", _output_check), ("side-effect-duplicates", _duplicates_of))]
+        ("output-exactly-once", _output_check), ("side-effect-duplicates", _duplicates_of),
+        # key by key: every key of the restored checkpoint restored once, by its key group's owner
+        (KEYED, keyed_state_check), (OPERATOR, operator_state_check))]
     if tlc is not None and path is not None:
         plugins.insert(5, BarrierTLC(header, path, tlc))
     return plugins
@@ -352,7 +372,9 @@ def _snapshot_check(events, completed, mode) -> Check:
     # the restored state equals the snapshot it came from
     for e in events:
         if e["kind"] == "flink.restore" and e.get("checkpoint") is not None and e.get("attempt", 0) > 0:
-            orig = [s for s in snaps.get(e["checkpoint"], []) if s["task"] == e["task"] and s["subtask"] == e["subtask"]]
+            # (a restore at another parallelism is compared key by key in rescale_checks)
+            orig = [s for s in snaps.get(e["checkpoint"], []) if s["task"] == e["task"] and s["subtask"] == e["subtask"]
+                    and s.get("parallelism") == e.get("parallelism")]
             if orig and orig[0]["per_key"] != e["per_key"]:
                 return _bad(name, f"{e['task']}[{e['subtask']}] restored state {e['per_key']} differs "
                              f"from snapshot {e['checkpoint']}: {orig[0]['per_key']}", e["seq"])

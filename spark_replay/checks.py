@@ -49,6 +49,7 @@ __all__ = [
     "FailureObservedNhop",
     "SparkStream",
     "StreamCheck",
+    "EventListCheck",
     "end_of_run",
     "commit_protocol",
     "resume_prediction",
@@ -64,6 +65,9 @@ __all__ = [
     "wordcount_plugins",
     "query_plugins",
 ]
+
+#: What a malformed field of an engine event raises inside a check (bad input, exit 2).
+_MALFORMED = (TypeError, ValueError, KeyError, AttributeError, IndexError)
 
 _ENDS = ("final_state", "sink_final", "side_channel", "state_crosscheck", "reference", "output_final",
          "state_final", "end")
@@ -522,7 +526,12 @@ class SparkStream(TraceCheck):
         self.view = view
 
     def on_event(self, v: Any, line: int, obj: dict[str, Any]) -> None:
-        self.view.feed(obj)
+        try:
+            self.view.feed(obj)
+        except _MALFORMED as e:  # a field of the engine's event that is not what the recorder writes
+            raise InvalidInputError(f"{obj['kind']}: malformed event ({type(e).__name__}: {e})",
+                                    source=self.view.source,
+                                    location=f"line {line} (seq {obj['seq']})") from None
 
     def finish(self, v: Any, results: dict[str, Check]) -> None:
         self.view.close()
@@ -548,7 +557,11 @@ class StreamCheck(TraceCheck):
         sv = self.stream.view
         if self.at_end and not sv.ended:
             return None
-        out: Check | None = self.fn(sv)
+        try:
+            out: Check | None = self.fn(sv)
+        except _MALFORMED as e:
+            raise InvalidInputError(f"{self.name}: the trace's records this check reads are malformed "
+                                    f"({type(e).__name__}: {e})", source=sv.source) from None
         return out
 
 
@@ -637,6 +650,31 @@ def query_statestore_crosscheck(v: StreamView) -> Check:
     return _verdict("statestore-crosscheck", not bad,
                  "; ".join(bad) if bad else f"{len(fin.get('stores') or {})} store(s): Spark's state reader "
                  f"and the plain-Python decoder agree on every row count", fin["seq"] if bad else None)
+
+
+class EventListCheck(TraceCheck):
+    """A check written as ``fn(header, events) -> Check`` over the trace's own events (not the core
+    events the adapter derived), collected during the pass: the way to plug in a check that needs
+    the whole list, e.g. ``EventListCheck("kill-point", header, kill_point_struck)``."""
+
+    def __init__(self, name: str, header: dict[str, Any], fn: Any, source: str | None = None):
+        self.name = name
+        self.header = header
+        self.fn = fn
+        self.source = source
+        self.events: list[dict[str, Any]] = []
+
+    def on_event(self, v: Any, line: int, obj: dict[str, Any]) -> None:
+        if not obj.get("derived"):
+            self.events.append(obj)
+
+    def finish(self, v: Any, results: dict[str, Check]) -> Check | None:
+        try:
+            out: Check | None = self.fn(self.header, self.events)
+        except _MALFORMED as e:
+            raise InvalidInputError(f"{self.name}: the trace's records this check reads are malformed "
+                                    f"({type(e).__name__}: {e})", source=self.source) from None
+        return out
 
 
 def query_plugins(header: dict[str, Any], source: str | None) -> list[TraceCheck]:

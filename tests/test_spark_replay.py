@@ -277,7 +277,7 @@ def test_nhop_delete_forced_checkpoint_is_flagged(tmp_path):
     lines, seq = delete_forced_checkpoint(t)
     r = replay_file(_write(tmp_path / "tampered.jsonl", lines))
     assert not r.conformant and r.first_offending_seq == seq
-    assert [c.name for c in r.checks if not c.ok][0] == "forced-checkpoints"
+    assert [c.name for c in r.checks if c.ok is False][0] == "forced-checkpoints"
 
 
 @pytest.mark.parametrize("protocol", ["bcs", "hmnr"])
@@ -316,7 +316,7 @@ def test_broken_recovery_is_caught(tmp_path, monkeypatch):
         r = replay_file(p)
         caught += not r.conformant
         if not r.conformant:
-            assert {c.name for c in r.checks if not c.ok} & {"recovery-line", "pattern-valid",
+            assert {c.name for c in r.checks if c.ok is False} & {"recovery-line", "pattern-valid",
                                                              "outputs-failure-free"}
     assert caught > 0
 
@@ -340,7 +340,7 @@ def test_outputs_check_catches_lost_message(tmp_path):
               fail_process=1, fail_round=3)
     bad = _edit(p, tmp_path / "t.jsonl", "end", lambda e: e["outputs"]["P2"].__setitem__(0, 0))
     r = replay_file(bad)
-    assert [c.name for c in r.checks if not c.ok] == ["outputs-failure-free"]
+    assert [c.name for c in r.checks if c.ok is False] == ["outputs-failure-free"]
 
 
 def test_log_replay_check_catches_an_unreplayed_message(tmp_path):
@@ -356,7 +356,7 @@ def test_log_replay_check_catches_an_unreplayed_message(tmp_path):
     first = next(e for e in events if e.get("replayed"))
     del first["replayed"]  # delivered, but not from the log
     r = replay_file(_write(tmp_path / "t2.jsonl", to_lines(t.header, events)))
-    assert [c.name for c in r.checks if not c.ok] == ["log-replay"]
+    assert [c.name for c in r.checks if c.ok is False] == ["log-replay"]
 
 
 def test_failure_free_matches_simulation(tmp_path):
@@ -491,3 +491,23 @@ def test_nested_struct_state_columns():
     assert decode_unsafe_row(row, [win, Field("user", "string")]) == ((5_000_000, 15_000_000), "ann")
     null_row = bytes([1]) + bytes(7) + bytes(8) + struct.pack("<Q", (24 << 32) | 3) + user
     assert decode_unsafe_row(null_row, [win, Field("user", "string")]) == (None, "ann")
+
+
+def test_spark_adapter_places_a_late_commit_before_the_failure():
+    """The killed attempt's watcher may report a commit after the failure event was written: the
+    commit was made before the failure, so the recovery to the batch Spark resumed at holds."""
+    from rollcheck.pyimpl.traces.checker import TraceChecker
+    from rollcheck.spark_replay.adapter import SparkAdapter
+
+    h = SparkAdapter().header({"format": "rollcheck.trace/1", "source": "spark", "job": "wordcount",
+                               "processes": ["driver"]})
+    evs = [{"kind": "spark.batch_committed", "batch": 0}, {"kind": "failure", "processes": ["driver"]},
+           {"kind": "spark.batch_committed", "batch": 1}, {"kind": "spark.attempt_start"},
+           {"kind": "spark.restart", "resume_batch": 2}, {"kind": "spark.batch_committed", "batch": 2},
+           {"kind": "end"}]
+    pairs = [(k + 2, {**e, "seq": k + 1}) for k, e in enumerate(evs)]
+    r = TraceChecker(h).run(SparkAdapter().events(h, pairs)).finish()
+    assert r.check("recovery-line").ok is True and r.verdict.value == "conformant"
+    bad = [(n, {**e, "resume_batch": 1} if e["kind"] == "spark.restart" else e) for n, e in pairs]
+    r = TraceChecker(h).run(SparkAdapter().events(h, bad)).finish()  # resumed a committed batch again
+    assert r.check("recovery-line").ok is False and r.first_offending_seq == 5

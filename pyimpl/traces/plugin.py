@@ -1,7 +1,8 @@
 """The plug-in interface of the trace checker: a check is a small object fed by one streamed pass.
 
-A :class:`TraceCheck` has a ``name``, says what it ``needs`` from the trace (documentation and the
-reason it is left out when the input lacks it), and overrides the hooks it cares about. The
+A :class:`TraceCheck` has a ``name``, says what it ``needs`` from the trace (documentation: the
+registry, :func:`~rollcheck.pyimpl.traces.checks.generic_checks`, leaves a check out when its input
+is not given), and overrides the hooks it cares about. The
 checker (:class:`~rollcheck.pyimpl.traces.view.RunView`) reads the trace once, validates the core
 vocabulary, keeps the *effective execution* (what the recoveries so far left standing) and calls
 each plug-in's hooks in event order; at the end it asks every plug-in for its result, a
@@ -91,7 +92,7 @@ class TraceCheck:
         The check's name as users see it.
     needs : tuple of str
         What the check reads from the trace (core kinds, ``protocol``, ``reference``, an engine's
-        kinds); documentation, shown by ``rollcheck check trace --list-checks``.
+        kinds): documentation for whoever composes checks.
     after : tuple of str
         Names of checks whose results :meth:`finish` reads (they are finished first).
     """

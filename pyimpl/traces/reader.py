@@ -26,7 +26,7 @@ from typing import Any
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.jsonio import MAX_DEPTH, loads_json
 
-__all__ = ["TRACE_FORMAT", "TraceLines", "read_events", "trace_error", "location"]
+__all__ = ["TRACE_FORMAT", "TraceLines", "read_events", "read_header", "trace_error", "location"]
 
 TRACE_FORMAT = "rollcheck.trace/1"
 _SHALLOW = MAX_DEPTH  # a line with at most this many brackets cannot nest deeper than the bound
@@ -149,6 +149,10 @@ class TraceLines:
             validator(head, 1, True)
         self.header: dict[str, Any] = head
 
+    def close(self) -> None:
+        """Stop reading (iteration closes the file by itself at its end)."""
+        self._fh.close()
+
     def _not_a_trace(self) -> None:
         """Raise a helpful error when the file is a whole-document pattern rather than a trace."""
         try:
@@ -257,3 +261,10 @@ def read_events(path: str | Path, *, data: bytes | None = None, accept_untermina
         obj["_line"] = line
         events.append(obj)
     return lines, events
+
+
+def read_header(path: str | Path) -> dict[str, Any]:
+    """The header line of a trace (the file is closed again; events are not read)."""
+    lines = TraceLines(path)
+    lines.close()
+    return lines.header

@@ -118,6 +118,8 @@ class RunView:
         self._subs: dict[str, list[Any]] = {h: [getattr(c, h) for c in self.checks if h in c.hooks()]
                                             for h in HOOKS}
         self.keep_first = keep_first
+        self._ck_events = [(Event(i, CHECKPOINT, None, None, False), Event(i, CHECKPOINT, None, None, True))
+                           for i in range(self.n)]
         self.evs: list[Event] = []
         self.seqs = array("q")
         self.count = [0] * self.n
@@ -200,13 +202,11 @@ class RunView:
         return self
 
     def _run(self, pairs: Iterable[tuple[int, dict[str, Any]]]) -> None:
-        subs = self._subs
-        s_event, s_send, s_deliver = subs["on_event"], subs["on_send"], subs["on_deliver"]
-        s_ck, s_out, s_orphan, s_redel = subs["on_checkpoint"], subs["on_output"], subs["on_orphan"], subs["on_redeliver"]
-        evs, seqs, count, msgs, undone, pos, n = self.evs, self.seqs, self.count, self.msgs, self.undone, self.pos, self.n
-        proc, mid_of, prefix = self._proc, self._mid, self.prefix
-        ck_events = [(Event(i, CHECKPOINT, None, None, False), Event(i, CHECKPOINT, None, None, True))
-                     for i in range(n)]
+        s_event = self._subs["on_event"]
+        handlers = {"send": self._send, "deliver": self._deliver, "checkpoint": self._checkpoint,
+                    "output": self._output, "failure": self._failure, "recovery": self._recovery,
+                    "end": self._end}
+        prefix = self.prefix
         for line, obj in pairs:
             kind = obj["kind"]
             seq = obj["seq"]
@@ -219,98 +219,9 @@ class RunView:
                 raise self.err("kind", f"{kind!r} after the end event (seq {self.end_seq})")
             for f in s_event:
                 f(self, line, obj)
-            if kind == "send":
-                v = obj.get("process")
-                i = pos.get(v) if type(v) is str else None
-                if i is None:
-                    i = proc(obj, "process")
-                v = obj.get("to")
-                j = pos.get(v) if type(v) is str else None
-                if j is None:
-                    j = proc(obj, "to")
-                mid = obj.get("message")
-                if type(mid) is not str or not mid:
-                    mid = mid_of(obj)
-                if i == j:
-                    raise self.err("to", f"self-send of message {mid!r}")
-                if mid in msgs:
-                    raise self.err("message", f"duplicate message id {mid!r} (already sent)")
-                self._alive(i)
-                for f in s_send:
-                    f(self, seq, i, j, mid)
-                msgs[mid] = (i * n + j) << 1
-                if undone:
-                    undone.pop(mid, None)
-                evs.append(Event(i, SEND, mid, j))
-                seqs.append(seq)
-            elif kind == "deliver":
-                v = obj.get("process")
-                i = pos.get(v) if type(v) is str else None
-                if i is None:
-                    i = proc(obj, "process")
-                mid = obj.get("message")
-                if type(mid) is not str or not mid:
-                    mid = mid_of(obj)
-                replayed = obj.get("replayed", False)
-                if type(replayed) is not bool:
-                    raise self.err("replayed", f"expected true or false (a JSON boolean), got {replayed!r}")
-                code = msgs.get(mid)
-                if code is None:
-                    if mid in undone:
-                        for f in s_orphan:
-                            f(self, seq, i, mid, undone[mid])
-                        continue
-                    raise self.err("message", f"delivery of {mid!r}, which was never sent")
-                src, to = divmod(code >> 1, n)
-                if to != i:
-                    raise self.err("process", f"message {mid!r} is addressed to {self.names[to]!r}, "
-                                              f"delivered by {self.names[i]!r}")
-                self._alive(i)
-                if code & 1:
-                    if replayed:
-                        for f in s_redel:
-                            f(self, seq, i, mid)
-                        continue
-                    raise self.err("message", f"{mid!r} is already delivered")
-                for f in s_deliver:
-                    f(self, seq, i, src, mid, replayed)
-                msgs[mid] = code | 1
-                evs.append(Event(i, DELIVER, mid))
-                seqs.append(seq)
-            elif kind == "checkpoint":
-                v = obj.get("process")
-                i = pos.get(v) if type(v) is str else None
-                if i is None:
-                    i = proc(obj, "process")
-                forced = obj.get("forced", False)
-                if type(forced) is not bool:
-                    raise self.err("forced", f"expected true or false (a JSON boolean), got {forced!r}")
-                idx = obj.get("index")
-                if idx is not None and type(idx) is not int:
-                    raise self.err("index", f"expected an integer, got {idx!r}")
-                self._alive(i)
-                count[i] += 1
-                for f in s_ck:
-                    f(self, seq, i, forced, idx)
-                evs.append(ck_events[i][forced])  # shared: 2 objects per process, not one per checkpoint
-                seqs.append(seq)
-            elif kind == "output":
-                i = proc(obj, "process")
-                if "key" not in obj or "value" not in obj:
-                    raise self.err("key" if "key" not in obj else "value", "missing")
-                self._alive(i)
-                self.n_outputs += 1
-                for f in s_out:
-                    f(self, seq, i, obj["key"], obj["value"])
-            elif kind == "failure":
-                self._failure(obj, seq)
-            elif kind == "recovery":
-                self._recovery(obj, seq)
-            elif kind == "end":
-                self.ended = True
-                self.end_seq = seq
-                for f in subs["on_end"]:
-                    f(self, seq)
+            h = handlers.get(kind)
+            if h is not None:
+                h(obj, seq)
             elif kind.startswith("x-") or (prefix is not None and kind.startswith(prefix)):
                 self.extension += 1
             else:
@@ -319,6 +230,90 @@ class RunView:
                 hint = f"; did you mean {close[0]!r}?" if close else ""
                 raise self.err("kind", f"unknown kind {kind!r} (core kinds: {', '.join(CORE_KINDS)}; "
                                        f"extension kinds start with {ext}){hint}")
+
+    def _pid(self, obj: dict[str, Any], name: str) -> int:
+        v = obj.get(name)
+        i = self.pos.get(v) if type(v) is str else None
+        return self._proc(obj, name) if i is None else i
+
+    def _message(self, obj: dict[str, Any]) -> str:
+        mid = obj.get("message")
+        return mid if type(mid) is str and mid else self._mid(obj)
+
+    # ------------------------------------------------------------------ the core kinds
+    def _send(self, obj: dict[str, Any], seq: int) -> None:
+        i, j, mid = self._pid(obj, "process"), self._pid(obj, "to"), self._message(obj)
+        if i == j:
+            raise self.err("to", f"self-send of message {mid!r}")
+        if mid in self.msgs:
+            raise self.err("message", f"duplicate message id {mid!r} (already sent)")
+        self._alive(i)
+        for f in self._subs["on_send"]:
+            f(self, seq, i, j, mid)
+        self.msgs[mid] = (i * self.n + j) << 1
+        if self.undone:
+            self.undone.pop(mid, None)
+        self.evs.append(Event(i, SEND, mid, j))
+        self.seqs.append(seq)
+
+    def _deliver(self, obj: dict[str, Any], seq: int) -> None:
+        i, mid = self._pid(obj, "process"), self._message(obj)
+        replayed = obj.get("replayed", False)
+        if type(replayed) is not bool:
+            raise self.err("replayed", f"expected true or false (a JSON boolean), got {replayed!r}")
+        code = self.msgs.get(mid)
+        if code is None:
+            if mid in self.undone:
+                for f in self._subs["on_orphan"]:
+                    f(self, seq, i, mid, self.undone[mid])
+                return
+            raise self.err("message", f"delivery of {mid!r}, which was never sent")
+        src, to = divmod(code >> 1, self.n)
+        if to != i:
+            raise self.err("process", f"message {mid!r} is addressed to {self.names[to]!r}, "
+                                      f"delivered by {self.names[i]!r}")
+        self._alive(i)
+        if code & 1:
+            if not replayed:
+                raise self.err("message", f"{mid!r} is already delivered")
+            for f in self._subs["on_redeliver"]:
+                f(self, seq, i, mid)
+            return
+        for f in self._subs["on_deliver"]:
+            f(self, seq, i, src, mid, replayed)
+        self.msgs[mid] = code | 1
+        self.evs.append(Event(i, DELIVER, mid))
+        self.seqs.append(seq)
+
+    def _checkpoint(self, obj: dict[str, Any], seq: int) -> None:
+        i = self._pid(obj, "process")
+        forced = obj.get("forced", False)
+        if type(forced) is not bool:
+            raise self.err("forced", f"expected true or false (a JSON boolean), got {forced!r}")
+        idx = obj.get("index")
+        if idx is not None and type(idx) is not int:
+            raise self.err("index", f"expected an integer, got {idx!r}")
+        self._alive(i)
+        self.count[i] += 1
+        for f in self._subs["on_checkpoint"]:
+            f(self, seq, i, forced, idx)
+        self.evs.append(self._ck_events[i][forced])  # shared: 2 objects per process, not one per checkpoint
+        self.seqs.append(seq)
+
+    def _output(self, obj: dict[str, Any], seq: int) -> None:
+        i = self._proc(obj, "process")
+        if "key" not in obj or "value" not in obj:
+            raise self.err("key" if "key" not in obj else "value", "missing")
+        self._alive(i)
+        self.n_outputs += 1
+        for f in self._subs["on_output"]:
+            f(self, seq, i, obj["key"], obj["value"])
+
+    def _end(self, obj: dict[str, Any], seq: int) -> None:
+        self.ended = True
+        self.end_seq = seq
+        for f in self._subs["on_end"]:
+            f(self, seq)
 
     # ------------------------------------------------------------------ failure and recovery
     def _failure(self, obj: dict[str, Any], seq: int) -> None:

@@ -54,7 +54,8 @@ def adapter_for(header: dict[str, Any]) -> Any:
     """The built-in adapter for the header's ``source`` (None: the trace is core vocabulary)."""
     import importlib
 
-    spec = ADAPTERS.get(header.get("source")) if isinstance(header.get("source"), str) else None
+    src = header.get("source")
+    spec = ADAPTERS.get(src) if isinstance(src, str) else None
     if spec is None:
         return None
     mod, cls = spec.split(":")
@@ -62,11 +63,9 @@ def adapter_for(header: dict[str, Any]) -> Any:
 
 
 def _header(path: str) -> dict[str, Any]:
-    from rollcheck.pyimpl.traces.reader import TraceLines
+    from rollcheck.pyimpl.traces.reader import read_header
 
-    lines = TraceLines(path)
-    lines._fh.close()
-    return lines.header
+    return read_header(path)
 
 
 def _tlc_option(args: argparse.Namespace, header: dict[str, Any]) -> Any:

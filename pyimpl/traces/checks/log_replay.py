@@ -25,6 +25,7 @@ class LogReplay(TraceCheck):
 
     name = "log-replay"
     needs = ("recovery", "deliver.replayed")
+    after = ("recovery-line",)
 
     def __init__(self) -> None:
         self.bad: tuple[int, str] | None = None
@@ -32,10 +33,12 @@ class LogReplay(TraceCheck):
         self.rec_seq: int | None = None
         self.replayed = 0
         self.in_transit = 0  # messages in transit over all restored lines
+        self.bad_line: int | None = None  # the recovery whose line the first violation concerns
 
     def _fail(self, seq: int, detail: str) -> None:
         if self.bad is None:
             self.bad = (seq, detail)
+            self.bad_line = self.rec_seq
 
     def on_redeliver(self, v: Any, seq: int, i: int, mid: str) -> None:
         self._fail(seq, f"seq {seq}: {mid!r} replayed twice (already delivered after the recovery)")
@@ -69,7 +72,11 @@ class LogReplay(TraceCheck):
             self._fail(v.end_seq, f"{miss} in transit for the line restored at seq {self.rec_seq} "
                                   f"{'was' if len(miss) == 1 else 'were'} never replayed (end at seq {v.end_seq})")
         if self.bad is not None:
-            return Check.violated(self.name, self.bad[1], offending_seq=self.bad[0])
+            rl = results.get("recovery-line")
+            # the in-transit set of a line recovery-line found wrong is derived from that violation
+            root = ("recovery-line" if rl is not None and rl.ok is False and self.bad_line is not None
+                    and rl.offending_seq == self.bad_line else None)
+            return Check.violated(self.name, self.bad[1], offending_seq=self.bad[0], consequence_of=root)
         if not v.recoveries:
             return Check.not_applicable(self.name, "no recovery in the run: nothing to replay")
         if not self.in_transit and not self.replayed:

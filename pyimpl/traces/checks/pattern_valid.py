@@ -23,18 +23,25 @@ class PatternValid(TraceCheck):
 
     name = "pattern-valid"
     needs = ("send", "deliver", "recovery")
+    after = ("recovery-line",)
 
     def __init__(self) -> None:
         self.bad: tuple[int, str] | None = None
+        self.undone_at: int | None = None
 
     def on_orphan(self, v: Any, seq: int, i: int, mid: str, undone_at: int) -> None:
         if self.bad is None:
+            self.undone_at = undone_at
             self.bad = (seq, f"seq {seq}: {v.names[i]} delivers {mid!r}, whose send was undone by the "
                              f"recovery at seq {undone_at} (an orphan message)")
 
     def finish(self, v: Any, results: dict[str, Check]) -> Check:
         if self.bad is not None:
-            return Check.violated(self.name, self.bad[1], offending_seq=self.bad[0])
+            rl = results.get("recovery-line")
+            # the send was undone by a recovery that recovery-line found wrong: its consequence
+            root = ("recovery-line" if rl is not None and rl.ok is False and rl.offending_seq == self.undone_at
+                    else None)
+            return Check.violated(self.name, self.bad[1], offending_seq=self.bad[0], consequence_of=root)
         if v.events == 0:
             return Check.unchecked(self.name, "the trace has no events")
         stopped = ("" if v.ended else f"; the recording stopped after seq {v.last_seq} without an end event")
