@@ -204,6 +204,7 @@ def _die_with_parent() -> None:
             libc = ctypes.CDLL(None, use_errno=True)
             libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles ^C and terminates us
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the CLI's handler: terminate() just ends us
 
 
 def _worker_init() -> None:
@@ -236,7 +237,9 @@ def calibrate(proto: Protocol, label: str, call_timeout: float | None,
     calls = ProtocolCalls(proto, label, checking=True)
     total = 0
     with Watchdog(method_codes(proto), call_timeout) as dog:
-        for b in bounds:
+        # by size (each level again: a few hundred calls more), so that a failing schedule is a
+        # smallest one
+        for b in [Bound(b.processes, e) for b in bounds for e in range(1, b.events + 1)]:
             job = _Job(proto, label, b.processes, b.events, b.events, None, False, False, None,
                        call_timeout)
             try:
