@@ -169,14 +169,16 @@ def walk(n: int, max_events: int, calls: Any = None, *, prefix: tuple[Any, ...] 
         raise ValueError(f"need at least 2 processes, got {n}")
     lim = [max_events if limit is None else min(limit, max_events)]
     res = WalkResult()
+    st: list[Any] = [None] * n
     if calls is not None:
-        st: list[Any] = [calls.initial(i, n) for i in range(n)]
+        try:
+            st = [calls.initial(i, n) for i in range(n)]
+        except Exception as e:
+            raise WalkError(()) from e
         ckpt = calls.on_checkpoint
         send = calls.on_send
         force = calls.must_force
         deliver = calls.on_deliver
-    else:
-        st = [None] * n
     last = [-1] * n
     nck = [0] * n
     word: list[tuple[int, int, int]] = []

@@ -157,7 +157,8 @@ def _named_error(job: _Job, err: WalkError) -> ProtocolCodeError:
                 f"per-process state that the methods receive and return)",
                 method="?", kind="raised", source=job.label)
     return ProtocolCodeError(named.reason, method=named.method, kind=named.kind,
-                             source=named.source, location=f"events[{len(err.word) - 1}]",
+                             source=named.source,
+                             location=f"events[{len(err.word) - 1}]" if err.word else "initial state",
                              word=err.word)
 
 
@@ -331,7 +332,9 @@ def explore(proto: Protocol, label: str, bounds: Sequence[Bound] = DEFAULT_BOUND
             if deadline is not None and time.monotonic() > deadline:
                 br.complete = False
                 continue
-            split = split_depth(b.processes, limit) if (workers > 1 or spark) else None
+            # always the same split, whoever runs the tasks: counts and counterexample do not
+            # depend on the number of workers
+            split = split_depth(b.processes, limit)
             # the first levels (and the whole bound when it is small), in this process
             head = _walk_here(job, split)
             br.schedules, br.complete = head.schedules, head.complete
@@ -342,6 +345,8 @@ def explore(proto: Protocol, label: str, bounds: Sequence[Bound] = DEFAULT_BOUND
                            zcycles, rollback_bound, call_timeout)
                 if spark is not None:
                     n_s, comp, b_best = spark(job, head.frontier)
+                elif workers == 1:
+                    n_s, comp, b_best = run_tasks(job, head.frontier)
                 else:
                     if pool is None:
                         pool = multiprocessing.get_context("fork").Pool(workers, _worker_init)
