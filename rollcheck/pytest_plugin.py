@@ -78,7 +78,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: Any)
         refs = ", ".join(f"{k} {'n/a' if v is None else f'{v:.3f}'}" for k, v in r.compared.items())
         seed = "derandomised" if r.seed is None else r.seed
         line = (f"{r.protocol}: {r.verdict} ({r.examples} schedules, profile {r.profile}, seed {seed}); "
-                f"forced per delivery {rate} ({refs})")
+                f"{r.coverage()}; forced per delivery {rate} ({refs})")
         if r.property:
             line += f"; violated {r.property}"
         tr.write_line(line)

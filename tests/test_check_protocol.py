@@ -15,6 +15,13 @@ HERE = Path(__file__).parent / "user_protocols"
 KEYS = {"protocol", "verdict", "property", "examples", "counterexample", "picture",
         "forced_per_delivery", "compared"}
 
+@pytest.fixture(autouse=True)
+def _small_bounds(monkeypatch):
+    """Small exhaustive bounds: the default ones cost a minute per protocol (test_explore.py and
+    test_protocol_corpus.py cover the explorer itself)."""
+    monkeypatch.setenv("ROLLCHECK_BOUND", "2x6,3x5")
+
+
 
 def _run(capsys, *argv: str) -> tuple[int, dict]:
     rc = main(["check", "protocol", *argv, "--json"])
@@ -27,17 +34,25 @@ def test_safe_file_spec(tmp_path, capsys) -> None:
     rc, doc = _run(capsys, f"{HERE / 'nras.py'}:NRAS", "--out", str(tmp_path / "o"))
     assert rc == 0 and KEYS <= set(doc)
     assert doc["protocol"] == "nras" and doc["verdict"] == "safe" and doc["property"] is None
-    assert doc["examples"] == 60 and doc["counterexample"] is None and doc["picture"] is None
+    assert doc["random"] == {"schedules": 600, "max_processes": 6, "max_events": 60}
+    assert [(b["processes"], b["events"], b["complete"]) for b in doc["exhaustive"]] == [
+        (2, 6, True), (3, 5, True)]
+    assert doc["examples"] == 600 + sum(b["schedules"] for b in doc["exhaustive"])
+    assert doc["counterexample"] is None and doc["picture"] is None and doc["counterexample_events"] is None
     assert set(doc["compared"]) == {"hmnr", "bcs"} and isinstance(doc["forced_per_delivery"], float)
-    assert doc["uc_useless_fraction"] >= 0.3
+    assert doc["uc_useless_fraction"] > 0  # the random schedules do hold Z-cycles
+    assert doc["verdict_line"] == (f"SAFE: exhaustive 2x6 ({doc['exhaustive'][0]['schedules']} schedules), "
+                                   f"3x5 ({doc['exhaustive'][1]['schedules']}); random 600 schedules up to 6x60")
     assert not (tmp_path / "o").exists()
 
 
 def test_unsafe_module_spec(tmp_path, capsys, monkeypatch) -> None:
     monkeypatch.syspath_prepend(str(HERE))
     sys.modules.pop("unsafe_protocols", None)
-    rc, doc = _run(capsys, "unsafe_protocols:PairwiseNRAS", "--out", str(tmp_path), "--seed", "3")
+    rc, doc = _run(capsys, "unsafe_protocols:PairwiseNRAS", "--out", str(tmp_path), "--seed", "3",
+                   "--bound", "3x7")
     assert rc == 1 and doc["verdict"] == "unsafe" and doc["property"] == "no-useless-checkpoint"
+    assert doc["counterexample_events"] == 7 and doc["random"]["schedules"] == 0
     assert doc["seed"] == 3
     cex = load_pattern(doc["counterexample"])
     assert useless_checkpoints(cex) and Path(doc["picture"]).stat().st_size > 0
@@ -46,11 +61,12 @@ def test_unsafe_module_spec(tmp_path, capsys, monkeypatch) -> None:
 
 def test_builtin_and_profile(capsys, tmp_path) -> None:
     rc, doc = _run(capsys, "bcs", "--profile", "ci", "--max-examples", "12", "--out", str(tmp_path))
-    assert rc == 0 and doc["examples"] == 12 and doc["profile"] == "ci"
+    assert rc == 0 and doc["random"]["schedules"] == 12 and doc["profile"] == "ci"
     assert doc["forced_per_delivery"] == doc["compared"]["bcs"]
 
 
-@pytest.mark.parametrize("argv", [["uc"], ["hmnr", "--max-examples", "0"]], ids=["claims-nothing", "zero"])
+@pytest.mark.parametrize("argv", [["uc", "--max-examples", "20"], ["hmnr", "--max-examples", "0", "--bound", ""]],
+                         ids=["claims-nothing", "zero"])
 def test_inconclusive(capsys, tmp_path, argv) -> None:
     rc, doc = _run(capsys, *argv, "--out", str(tmp_path))
     assert rc == 3 and doc["verdict"] == "inconclusive"
@@ -90,7 +106,8 @@ def test_seed_from_environment(capsys, tmp_path, monkeypatch, value, rc) -> None
 def test_text_output(capsys, tmp_path) -> None:
     assert main(["check", "protocol", f"{HERE / 'unsafe_protocols.py'}:LazyIndex", "--out", str(tmp_path)]) == 1
     out = capsys.readouterr().out
-    assert "lazy-index: UNSAFE" in out and "counterexample:" in out and "useless checkpoint" in out
+    assert out.startswith("UNSAFE: no-useless-checkpoint: lazy-index leaves the useless checkpoint(s)")
+    assert "smallest counterexample: 5 events" in out and "counterexample:" in out
 
 
 def test_protocol_command_takes_a_class(tmp_path, capsys) -> None:

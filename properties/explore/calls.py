@@ -34,7 +34,8 @@ from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.protocols.base import Protocol, checkpoint_function
 
 __all__ = ["ProtocolCodeError", "CallTimeout", "ProtocolCalls", "Watchdog", "short_repr",
-           "DEFAULT_CALL_TIMEOUT", "method_codes"]
+           "DEFAULT_CALL_TIMEOUT", "method_codes",
+           "method_source"]
 
 #: Seconds one protocol method call may take (``--call-timeout``).
 DEFAULT_CALL_TIMEOUT = 10.0
@@ -77,6 +78,19 @@ def _rebuild(reason: str, method: str, kind: str, source: str | None, location: 
              word: Any) -> ProtocolCodeError:
     return ProtocolCodeError(reason, method=method, kind=kind, source=source, location=location,
                              word=word)
+
+
+def method_source(label: str, cls: str, method: str) -> str:
+    """How an error names the method: ``path/file.py:Class.method``, or ``Class.method``.
+
+    Examples
+    --------
+    >>> method_source("p.py:Mine", "Mine", "must_force"), method_source("Mine", "Mine", "on_send")
+    ('p.py:Mine.must_force', 'Mine.on_send')
+    """
+    if label == cls or label.endswith(f":{cls}"):
+        return f"{label}.{method}"
+    return f"{label} ({cls}.{method})"
 
 
 class CallTimeout(BaseException):
@@ -128,7 +142,7 @@ class ProtocolCalls:
     def fail(self, method: str, kind: str, reason: str) -> ProtocolCodeError:
         """A :class:`ProtocolCodeError` about ``method``."""
         return ProtocolCodeError(reason, method=method, kind=kind,
-                                 source=f"{self.label} ({self.cls}.{method})")
+                                 source=method_source(self.label, self.cls, method))
 
     def _call(self, method: str, fn: Any, args: tuple[Any, ...], watched: tuple[int, ...]) -> Any:
         before = None

@@ -41,6 +41,7 @@ from rollcheck.properties.explore.calls import (
     ProtocolCodeError,
     Watchdog,
     method_codes,
+    method_source,
 )
 from rollcheck.properties.explore.engine import Violation, WalkError, WalkResult, walk
 from rollcheck.pyimpl.protocols.base import Protocol
@@ -191,7 +192,7 @@ def _timeout(job: _Job, dog: Watchdog) -> ProtocolCodeError:
     method = dog.method or "a protocol method"
     return ProtocolCodeError(f"{method} did not return within {job.call_timeout:g} s "
                              f"(--call-timeout)", method=method, kind="timeout",
-                             source=f"{job.label} ({type(job.proto).__name__}.{method})")
+                             source=method_source(job.label, type(job.proto).__name__, method))
 
 
 # --- local worker processes ---------------------------------------------------------------------
@@ -212,8 +213,8 @@ def _worker_init() -> None:
     _die_with_parent()
 
 
-def _worker_run(args: tuple[_Job, tuple[Any, ...]]) -> tuple[str, Any]:
-    job, prefix = args
+def _worker_run(prefix: tuple[Any, ...]) -> tuple[str, Any]:
+    job = _WORKER_JOB[0]  # inherited through fork: the user's class need not be importable
     try:
         return ("ok", run_tasks(job, [prefix]))
     except ProtocolCodeError as e:
@@ -348,11 +349,12 @@ def explore(proto: Protocol, label: str, bounds: Sequence[Bound] = DEFAULT_BOUND
                 elif workers == 1:
                     n_s, comp, b_best = run_tasks(job, head.frontier)
                 else:
-                    if pool is None:
-                        pool = multiprocessing.get_context("fork").Pool(workers, _worker_init)
+                    # a pool per bound, forked after the job is set: the workers inherit it (the
+                    # user's class is never pickled); only prefixes and results cross
+                    _WORKER_JOB[:] = [job]
+                    pool = multiprocessing.get_context("fork").Pool(workers, _worker_init)
                     n_s, comp, b_best = 0, True, None
-                    for status, value in pool.imap_unordered(
-                            _worker_run, [(job, pre) for pre in head.frontier], chunksize=1):
+                    for status, value in pool.imap_unordered(_worker_run, head.frontier, chunksize=1):
                         if status == "error":
                             raise value
                         k, c, v = value
@@ -360,6 +362,10 @@ def explore(proto: Protocol, label: str, bounds: Sequence[Bound] = DEFAULT_BOUND
                         comp = comp and c
                         if v is not None and (b_best is None or v < b_best):
                             b_best = v
+                    pool.terminate()
+                    pool.join()
+                    pool = None
+                    _WORKER_JOB.clear()
                 br.schedules += n_s
                 br.complete = br.complete and comp
                 if b_best is not None and (best is None or b_best < best):
@@ -376,6 +382,7 @@ def explore(proto: Protocol, label: str, bounds: Sequence[Bound] = DEFAULT_BOUND
         if pool is not None:
             pool.terminate()
             pool.join()
+        _WORKER_JOB.clear()
     return out
 
 

@@ -50,37 +50,44 @@ def steered_schedules(draw: st.DrawFn, max_processes: int = 6, max_events: int =
     relay = draw(st.booleans(), label="relay")
     burst = draw(st.integers(1, 3), label="burst")
     size = draw(st.integers(1, max_events), label="events")
+    # one draw for all the choices (a draw per event costs more than running the protocol); each
+    # choice shrinks towards 0: deliver the oldest message, the lowest process
+    choices = draw(st.lists(st.integers(0, 1 << 16), min_size=size, max_size=size), label="choices")
     word: list[tuple[int, int, int]] = []
     transit: list[tuple[int, int, int]] = []  # (pos, src, dst)
     pending_relay: list[tuple[int, int]] = []  # (process, do not send back to)
-    while len(word) < size:
+    total = w_send + w_deliver + w_ckpt
+    k = 0
+    while len(word) < size and k < len(choices):
+        c = choices[k]
+        k += 1
         if relay and pending_relay:
             p, avoid = pending_relay.pop()
             targets = [q for q in live if q not in (p, avoid)] or [q for q in live if q != p]
-            q = targets[draw(st.integers(0, len(targets) - 1), label="relay to")]
+            q = targets[c % len(targets)]
             transit.append((len(word), p, q))
             word.append((p, SEND, q))
             continue
-        total = w_send + w_deliver + w_ckpt
-        r = draw(st.integers(0, total - 1), label="kind")
+        r, c = c % total, c // total
         if r < w_deliver and transit:
             # deliver a message in transit (any of them: channels are not FIFO)
-            t = transit.pop(draw(st.integers(0, len(transit) - 1), label="message"))
+            t = transit.pop(c % len(transit))
             word.append((t[2], DELIVER, t[0]))
             if relay and len(live) > 2:
                 pending_relay.append((t[2], t[1]))
-        elif r < w_deliver + w_send or w_ckpt == 0:
-            p = live[draw(st.integers(0, len(live) - 1), label="sender")]
+        elif r < w_deliver + w_send:
+            p = live[c % len(live)]
+            c //= len(live)
             others = [q for q in live if q != p]
             for _ in range(burst):
                 if len(word) >= size:
                     break
-                q = others[draw(st.integers(0, len(others) - 1), label="destination")]
+                q = others[c % len(others)]
+                c //= len(others)
                 transit.append((len(word), p, q))
                 word.append((p, SEND, q))
         else:
-            p = live[draw(st.integers(0, len(live) - 1), label="checkpointer")]
-            word.append((p, CKPT, 0))
+            word.append((live[c % len(live)], CKPT, 0))
     return word_to_pattern(n, word)
 
 

@@ -33,6 +33,7 @@ FERDiS paper §5.3 (CIC protocols, Z-cycles); ``specs/protocols.md#your-protocol
 from __future__ import annotations
 
 import builtins
+import os
 import re
 import tempfile
 from collections.abc import Callable, Iterable
@@ -549,7 +550,8 @@ def check_protocol(
     line : callable
         The recovery-line implementation checked by ``recovery-line-is-max-consistent``.
     bounds : str or sequence of Bound, optional
-        The exhaustive bounds (``"2x11,3x9,4x6"``, the default); ``()`` or ``""``: none.
+        The exhaustive bounds (``"2x11,3x9,4x6"``, the default, or ``ROLLCHECK_BOUND`` when set);
+        ``()`` or ``""``: none.
     budget : float, optional
         Seconds for the exhaustive phase (default 150); a bound it cuts is ``complete: False``.
     schedule : path or Pattern, optional
@@ -616,6 +618,8 @@ def check_protocol(
     if call_timeout is not None and not call_timeout > 0:
         raise InvalidInputError(f"must be > 0 seconds, got {call_timeout}", location="call-timeout")
     if bounds is None:
+        bounds = os.environ.get("ROLLCHECK_BOUND", "").strip() or None
+    if bounds is None:
         the_bounds = DEFAULT_BOUNDS
     elif isinstance(bounds, str):
         try:
@@ -668,6 +672,12 @@ def check_protocol(
             basic = word_to_pattern(n, word)
             run = run_protocol(guarded, basic)
             violation = _violation_of(run.pattern, props, name, rb, line)
+            if violation is None and run.forced_messages != run_protocol(guarded, basic).forced_messages:
+                raise InvalidInputError(
+                    "the protocol is not deterministic: the same schedule gave different outcomes; "
+                    "keep every piece of state in the per-process state that the methods receive "
+                    "and return, not in the object or the class",
+                    source=type(proto).__name__, location="protocol")
             if violation is None:  # the walk and the pattern-level checks disagree: our bug
                 raise InternalError(f"the explorer reports {ex.best.what} on {word}, but the "
                                     f"pattern-level checks find nothing")
@@ -753,7 +763,7 @@ def _random_phase(guarded: _Guarded, props: list[str], name: str, rb: int | None
     by ``target(zigzag_score)``; returns the (shrunk) violation and the schedules checked before it."""
     from hypothesis import target
 
-    from rollcheck.properties.explore.calls import CallTimeout, Watchdog, method_codes
+    from rollcheck.properties.explore.calls import CallTimeout, Watchdog, method_codes, method_source
     from rollcheck.properties.explore.steered import steered_schedules, zigzag_score
 
     seen: list[Pattern] = []
@@ -796,7 +806,7 @@ def _random_phase(guarded: _Guarded, props: list[str], name: str, rb: int | None
     except CallTimeout:
         method = dog.method or "a protocol method"
         raise UserCodeError(f"{method} did not return within {call_timeout:g} s (--call-timeout)",
-                            source=f"{guarded.label} ({type(guarded.inner).__name__}.{method})",
+                            source=method_source(guarded.label, type(guarded.inner).__name__, method),
                             location="random schedules") from None
     except Flaky:  # FlakyFailure is also an ExceptionGroup: catch it first
         raise InvalidInputError(
