@@ -860,6 +860,7 @@ def assert_protocol_safe(protocol: Any, profile: str | None = None, out: str | P
     ...
     AssertionError: uc: inconclusive ... claims neither zcycle_free nor a rollback_bound...
     """
+    __tracebackhide__ = True  # pytest shows the user's test line and the message, not our code
     from rollcheck.testing import _config
 
     profile = profile or _config.PROFILE  # None: $ROLLCHECK_PROFILE or ci
