@@ -651,9 +651,9 @@ def check_protocol(
     counted = {"exhaustive": 0, "random": 0, "given": 0}
     # 1. bounded-exhaustive
     if claims and the_bounds:
-        spark_fn = None
+        spark_fn: Any = None
         if spark:
-            from rollcheck.properties.explore.spark import spark_runner
+            from rollcheck.testing._spark import spark_runner
 
             spark_fn = spark_runner(master)
         try:
@@ -663,6 +663,9 @@ def check_protocol(
                          rollback_bound=rb, spark=spark_fn, progress=progress)
         except ProtocolCodeError as e:
             raise _user_error(e, out, name) from None
+        finally:
+            if spark_fn is not None:
+                spark_fn.close()
         report.symmetry = ex.symmetry
         report.engine = ex.engine
         report.exhaustive = [dict(b.to_json(), limit=b.limit) for b in ex.bounds]
