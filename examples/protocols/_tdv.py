@@ -38,7 +38,7 @@ class TDVProtocol(Protocol):
         return st._replace(sent=True), st.tdv
 
     def new_dependency(self, st, pb):
-        return any(a > b for a, b in zip(pb, st.tdv))
+        return any(a > b for a, b in zip(pb, st.tdv, strict=True))
 
     def on_deliver(self, st, src, pb):
         return st._replace(tdv=tuple(map(max, st.tdv, pb)))

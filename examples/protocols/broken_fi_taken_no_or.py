@@ -6,9 +6,9 @@ arrives by a second route, and C2 misses a Z-cycle.
 Smallest witness: 3 processes, 9 basic events. See the published rules in ``hmnr.py``.
 """
 
-from rollcheck.pyimpl.protocols.hmnr import HMNRState
-
 from hmnr import HMNR
+
+from rollcheck.pyimpl.protocols.hmnr import HMNRState
 
 
 class FITakenNoOr(HMNR):
@@ -19,7 +19,7 @@ class FITakenNoOr(HMNR):
         clock = list(map(max, st.clock, pb.clock))
         ckpt = list(st.ckpt)
         taken = list(st.taken)
-        for k, (a, b) in enumerate(zip(st.ckpt, pb.ckpt)):
+        for k, (a, b) in enumerate(zip(st.ckpt, pb.ckpt, strict=True)):
             if k != i and b > a:
                 ckpt[k] = b
                 taken[k] = pb.taken[k]

@@ -241,11 +241,11 @@ def calibrate(proto: Protocol, label: str, call_timeout: float | None,
     with Watchdog(method_codes(proto), call_timeout) as dog:
         # by size (each level again: a few hundred calls more), so that a failing schedule is a
         # smallest one
-        for b in [Bound(b.processes, e) for b in bounds for e in range(1, b.events + 1)]:
-            job = _Job(proto, label, b.processes, b.events, b.events, None, False, False, None,
-                       call_timeout)
+        for step in [Bound(b.processes, e) for b in bounds for e in range(1, b.events + 1)]:
+            job = _Job(proto, label, step.processes, step.events, step.events, None, False, False,
+                       None, call_timeout)
             try:
-                total += walk(b.processes, b.events, calls, zcycles=False).schedules
+                total += walk(step.processes, step.events, calls, zcycles=False).schedules
             except WalkError as e:
                 raise _named_error(job, e) from None
             except CallTimeout:

@@ -46,14 +46,14 @@ from hypothesis import seed as hseed
 from hypothesis.errors import Flaky
 
 from rollcheck.properties import profiles as _profiles
-from rollcheck.pyimpl.errors import InternalError, InvalidInputError, PropertyViolation
 from rollcheck.properties.explore.calls import DEFAULT_CALL_TIMEOUT
+from rollcheck.pyimpl.errors import InternalError, InvalidInputError, PropertyViolation
 from rollcheck.pyimpl.pattern import CHECKPOINT, DELIVER, Pattern
 from rollcheck.pyimpl.protocols import Protocol, get_protocol, resolve_protocol, run_protocol
 from rollcheck.pyimpl.protocols.base import checkpoint_function
 from rollcheck.pyimpl.protocols.run import strip_forced
-from rollcheck.pyimpl.verdict import Check, Report, decide
 from rollcheck.pyimpl.recovery import recovery_line
+from rollcheck.pyimpl.verdict import Check, Report, decide
 from rollcheck.pyimpl.zpaths import useless_checkpoints, zcycle_checkpoints
 
 __all__ = [
@@ -766,7 +766,12 @@ def _random_phase(guarded: _Guarded, props: list[str], name: str, rb: int | None
     by ``target(zigzag_score)``; returns the (shrunk) violation and the schedules checked before it."""
     from hypothesis import target
 
-    from rollcheck.properties.explore.calls import CallTimeout, Watchdog, method_codes, method_source
+    from rollcheck.properties.explore.calls import (
+        CallTimeout,
+        Watchdog,
+        method_codes,
+        method_source,
+    )
     from rollcheck.properties.explore.steered import steered_schedules, zigzag_score
 
     seen: list[Pattern] = []
