@@ -374,7 +374,7 @@ def explore(proto: Protocol, label: str, bounds: Sequence[Bound] = DEFAULT_BOUND
                 out.best, out.best_processes = best, b.processes
             br.seconds = time.monotonic() - t0
             if progress is not None:
-                progress(f"exhaustive {b}: {br.schedules} schedules in {br.seconds:.1f} s"
+                progress(f"exhaustive {b}: {br.schedules} schedule{'' if br.schedules == 1 else 's'} in {br.seconds:.1f} s"
                          + ("" if br.complete else " (budget ended it early)")
                          + (f"; smallest violation so far: {out.best.events} events"
                             if out.best is not None else ""))

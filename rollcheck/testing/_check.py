@@ -450,6 +450,11 @@ class ProtocolReport:
         return "\n".join(lines)
 
 
+def _n(count: int, noun: str) -> str:
+    """``"1 schedule"``, ``"2 schedules"``."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 def _round(v: float | None) -> float | None:
     return None if v is None else round(float(v), 4)
 
@@ -708,7 +713,7 @@ def check_protocol(
         if violation is not None:
             phase = "random"
         if progress is not None:
-            progress(f"random: {len(seen)} schedules up to {RANDOM_MAX_PROCESSES}x{RANDOM_MAX_EVENTS}")
+            progress(f"random: {_n(len(seen), 'schedule')} up to {RANDOM_MAX_PROCESSES}x{RANDOM_MAX_EVENTS}")
     report.examples = sum(counted.values())
     if seen:
         report.forced_per_delivery = forced_per_delivery(guarded, seen)
@@ -727,13 +732,13 @@ def check_protocol(
         elif prop == "recovery-line-is-max-consistent":
             n_lines = counted["random"] + counted["given"] + (1 if violation is not None else 0)
             if n_lines:
-                checks.append(Check.held(prop, f"held on {n_lines} schedules", examined=n_lines,
+                checks.append(Check.held(prop, f"held on {_n(n_lines, 'schedule')}", examined=n_lines,
                                          substantive=False))
             else:
                 checks.append(Check.not_applicable(prop, "no random or given schedule was run"))
         else:
             n_ok = report.examples
-            checks.append(Check.held(prop, f"held on {n_ok} schedules", examined=n_ok, **cover))
+            checks.append(Check.held(prop, f"held on {_n(n_ok, 'schedule')}", examined=n_ok, **cover))
     if not claims:
         checks.append(Check.unchecked(
             "claims", f"{name} claims neither zcycle_free nor a rollback_bound: only the recovery "
@@ -754,7 +759,7 @@ def check_protocol(
     elif report.examples == 0:
         report.detail = "no schedule was checked (zero examples): nothing is proven"
     else:
-        report.detail = f"{', '.join(props)} held on {report.examples} schedules"
+        report.detail = f"{', '.join(props)} held on {_n(report.examples, 'schedule')}"
     return report
 
 
