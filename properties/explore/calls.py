@@ -21,7 +21,6 @@ References
 
 from __future__ import annotations
 
-import _thread
 import ctypes
 import pickle
 import signal
@@ -280,7 +279,9 @@ class Watchdog:
                 self.fired = True
                 self.method = self.methods[frame.f_code]
                 if self._main:
-                    _thread.interrupt_main(signal.SIGALRM)
+                    # a real signal (not interrupt_main's simulated one): a blocking sleep or read
+                    # in the user's code returns with EINTR and the handler raises there
+                    signal.pthread_kill(self._target, signal.SIGALRM)
                 else:
                     ctypes.pythonapi.PyThreadState_SetAsyncExc(
                         ctypes.c_ulong(self._target), ctypes.py_object(CallTimeout))
