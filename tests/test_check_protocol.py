@@ -130,3 +130,38 @@ def test_unwritable_out_exits_2(capsys, tmp_path) -> None:
     blocker.write_text("")
     rc = main(["check", "protocol", f"{HERE / 'unsafe_protocols.py'}:LazyIndex", "--out", str(blocker / "sub")])
     assert rc == 2 and "cannot write the counterexample" in capsys.readouterr().err
+
+
+def test_budget_that_cuts_a_bound_says_so(capsys, tmp_path) -> None:
+    rc, doc = _run(capsys, "hmnr", "--bound", "2x6,3x9", "--budget", "2", "--max-examples", "5",
+                   "--out", str(tmp_path))
+    first, second = doc["exhaustive"]
+    assert first["complete"] is True and second["complete"] is False
+    assert 0 < second["schedules"] < 15077682
+    assert "3x9 (" in doc["verdict_line"] and "incomplete: the budget ended it" in doc["verdict_line"]
+    assert rc == 0 and doc["verdict"] == "safe"
+
+
+def test_given_schedule_is_run(capsys, tmp_path) -> None:
+    b = PatternBuilder(2)
+    b.deliver(0, b.send(1, 0))
+    b.checkpoint(0)
+    b.deliver(1, b.send(0, 1))
+    path = tmp_path / "paper.json"
+    dump_pattern(b.build(), path)
+    # a protocol that is wrong only on that schedule's shape, with no exhaustive phase to find it
+    rc, doc = _run(capsys, f"{HERE / 'unsafe_protocols.py'}:LazyIndex", "--bound", "",
+                   "--max-examples", "0", "--schedule", str(path), "--out", str(tmp_path / "o"))
+    assert rc == 1 and doc["schedule"] == str(path) and doc["counterexample_events"] == 5
+    assert "given schedule" in doc["verdict_line"]
+
+
+@pytest.mark.parametrize("argv, where", [(["--bound", "1x5"], "bound"), (["--bound", "3y9"], "bound"),
+                                         (["--budget", "-1"], "budget"),
+                                         (["--call-timeout", "0"], "call-timeout"),
+                                         (["--master", "local[2]"], "--master"),
+                                         (["--schedule", "nope.json"], "nope.json")])
+def test_bad_flags_exit_2(capsys, tmp_path, argv, where) -> None:
+    rc = main(["check", "protocol", "hmnr", *argv, "--out", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert rc == 2 and where in err and "Traceback" not in err
