@@ -165,3 +165,11 @@ def test_bad_flags_exit_2(capsys, tmp_path, argv, where) -> None:
     rc = main(["check", "protocol", "hmnr", *argv, "--out", str(tmp_path)])
     err = capsys.readouterr().err
     assert rc == 2 and where in err and "Traceback" not in err
+
+
+def test_random_phase_counterexample_has_no_idle_process(capsys, tmp_path) -> None:
+    rc, doc = _run(capsys, f"{HERE / 'unsafe_protocols.py'}:LazyIndex", "--bound", "",
+                   "--max-examples", "300", "--seed", "5", "--no-picture", "--out", str(tmp_path))
+    assert rc == 1 and doc["random"]["schedules"] >= 1
+    cex = load_pattern(doc["counterexample"])
+    assert {e.process for e in cex.events} == set(range(cex.n)) and useless_checkpoints(cex)

@@ -48,7 +48,7 @@ from hypothesis.errors import Flaky
 from rollcheck.properties import profiles as _profiles
 from rollcheck.properties.explore.calls import DEFAULT_CALL_TIMEOUT
 from rollcheck.pyimpl.errors import InternalError, InvalidInputError, PropertyViolation
-from rollcheck.pyimpl.pattern import CHECKPOINT, DELIVER, Pattern
+from rollcheck.pyimpl.pattern import CHECKPOINT, DELIVER, Pattern, PatternBuilder
 from rollcheck.pyimpl.protocols import Protocol, get_protocol, resolve_protocol, run_protocol
 from rollcheck.pyimpl.protocols.base import checkpoint_function
 from rollcheck.pyimpl.protocols.run import strip_forced
@@ -712,6 +712,12 @@ def check_protocol(
                          "max_events": RANDOM_MAX_EVENTS}
         if violation is not None:
             phase = "random"
+            smaller = _without_idle(violation.counterexample)
+            if smaller is not None:
+                guarded.reset()
+                v2 = _violation_of(run_protocol(guarded, smaller).pattern, props, name, rb, line)
+                if v2 is not None and v2.property == violation.property:
+                    violation = v2
         if progress is not None:
             progress(f"random: {_n(len(seen), 'schedule')} up to {RANDOM_MAX_PROCESSES}x{RANDOM_MAX_EVENTS}")
     report.examples = sum(counted.values())
@@ -761,6 +767,23 @@ def check_protocol(
     else:
         report.detail = f"{', '.join(props)} held on {_n(report.examples, 'schedule')}"
     return report
+
+
+def _without_idle(out_p: Pattern) -> Pattern | None:
+    """The basic schedule of ``out_p`` without its idle processes (None: there are none)."""
+    busy = sorted({e.process for e in out_p.events} | {e.to for e in out_p.events if e.to is not None})
+    if len(busy) == out_p.n or len(busy) < 2:
+        return None
+    new = {p: k for k, p in enumerate(busy)}
+    b = PatternBuilder([out_p.processes[p] for p in busy])
+    for e in strip_forced(out_p).events:
+        if e.kind == CHECKPOINT:
+            b.checkpoint(new[e.process])
+        elif e.kind == DELIVER:
+            b.deliver(new[e.process], e.message)
+        else:
+            b.send(new[e.process], new[e.to], e.message)
+    return b.build()
 
 
 def _random_phase(guarded: _Guarded, props: list[str], name: str, rb: int | None,
