@@ -25,6 +25,7 @@ FERDiS paper §5.3 and §7.2.2; ``specs/protocols.md``.
 
 from __future__ import annotations
 
+import functools
 import inspect
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -95,12 +96,23 @@ def checkpoint_function(proto: Any) -> Callable[[Any, bool], Any]:
     (1, 10)
     """
     fn = proto.on_checkpoint
+    inner = getattr(fn, "__func__", None)
+    if _takes_forced(inner if inner is not None else fn, inner is not None):
+        return fn  # type: ignore[no-any-return]
+    return lambda st, forced: fn(st)
+
+
+@functools.lru_cache(maxsize=256)
+def _takes_forced(fn: Any, bound: bool) -> bool:
+    """Whether ``fn`` accepts a second positional argument after ``st`` (``bound``: ``fn`` is the
+    function of a bound method, whose first parameter is the instance)."""
     try:
         sig = inspect.signature(fn)
     except (TypeError, ValueError):
-        return lambda st, forced: fn(st)
+        return False
     params = list(sig.parameters.values())
+    if bound and params and params[0].kind in (params[0].POSITIONAL_ONLY,
+                                               params[0].POSITIONAL_OR_KEYWORD):
+        params = params[1:]
     positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    if len(positional) >= 2 or any(p.kind == p.VAR_POSITIONAL for p in params):
-        return fn  # type: ignore[no-any-return]
-    return lambda st, forced: fn(st)
+    return len(positional) >= 2 or any(p.kind == p.VAR_POSITIONAL for p in params)
