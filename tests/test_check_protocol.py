@@ -167,6 +167,7 @@ def test_bad_flags_exit_2(capsys, tmp_path, argv, where) -> None:
     assert rc == 2 and where in err and "Traceback" not in err
 
 
+@pytest.mark.slow
 def test_random_phase_counterexample_has_no_idle_process(capsys, tmp_path) -> None:
     rc, doc = _run(capsys, f"{HERE / 'unsafe_protocols.py'}:LazyIndex", "--bound", "",
                    "--max-examples", "300", "--seed", "5", "--no-picture", "--out", str(tmp_path))
