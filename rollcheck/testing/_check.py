@@ -347,6 +347,9 @@ class ProtocolReport:
     random: dict[str, Any] = field(default_factory=lambda: {"schedules": 0, "max_processes": 0,
                                                             "max_events": 0})
     schedule: str | None = None
+    #: where the counterexample came from: "exhaustive" (a smallest one), "random" (shrunk), or
+    #: "the given schedule"
+    counterexample_phase: str | None = None
     symmetry: str = "not claimed"
     engine: str = "local"
 
@@ -385,6 +388,7 @@ class ProtocolReport:
             "exhaustive": list(self.exhaustive),
             "random": dict(self.random),
             "counterexample_events": self.counterexample_events,
+            "counterexample_phase": self.counterexample_phase,
             "uc_useless_fraction": _round(self.uc_useless_fraction),
             "properties": list(self.properties),
             "useless": list(self.useless),
@@ -425,7 +429,10 @@ class ProtocolReport:
         """The one line that says the verdict and what it covers (the contract's style)."""
         v = self.verdict
         if v == "unsafe":
-            size = (f"; smallest counterexample: {self.counterexample_events} events"
+            kind = ("smallest counterexample" if self.counterexample_phase == "exhaustive"
+                    else "counterexample (shrunk)" if self.counterexample_phase == "random"
+                    else "counterexample")
+            size = (f"; {kind}: {self.counterexample_events} events"
                     if self.counterexample_events is not None else "")
             return f"UNSAFE: {self.detail}{size} ({self.coverage()})"
         if v == "inconclusive":
@@ -756,6 +763,7 @@ def check_protocol(
         report.detail = str(violation)
         report.pattern = cex
         report.counterexample_events = _basic_events(cex)
+        report.counterexample_phase = phase
         report.useless = [cex.checkpoint_name(c) for c in useless_checkpoints(cex)]
         folder = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="rollcheck-"))
         report.counterexample, report.picture = _save(
@@ -792,6 +800,7 @@ def _random_phase(guarded: _Guarded, props: list[str], name: str, rb: int | None
                   ) -> tuple[ProtocolViolation | None, list[Pattern]]:
     """Hypothesis over :func:`~rollcheck.properties.explore.steered.steered_schedules`, steered
     by ``target(zigzag_score)``; returns the (shrunk) violation and the schedules checked before it."""
+    from hypothesis import strategies as st
     from hypothesis import target
 
     from rollcheck.properties.explore.calls import (
@@ -801,6 +810,7 @@ def _random_phase(guarded: _Guarded, props: list[str], name: str, rb: int | None
         method_source,
     )
     from rollcheck.properties.explore.steered import steered_schedules, zigzag_score
+    from rollcheck.properties.protocol_strategies import zigzag_schedules
 
     seen: list[Pattern] = []
     first_failure: list[int] = []
@@ -826,7 +836,8 @@ def _random_phase(guarded: _Guarded, props: list[str], name: str, rb: int | None
                     derandomize=False, print_blob=False, report_multiple_bugs=False,
                     suppress_health_check=list(HealthCheck),
                     phases=[Phase.explicit, Phase.generate, Phase.target, Phase.shrink])(
-        given(steered_schedules(RANDOM_MAX_PROCESSES, RANDOM_MAX_EVENTS))(body))
+        given(st.one_of(steered_schedules(RANDOM_MAX_PROCESSES, RANDOM_MAX_EVENTS),
+                        zigzag_schedules(2, RANDOM_MAX_PROCESSES, RANDOM_MAX_EVENTS)))(body))
     # derandomised = a fixed seed of our own: Hypothesis's derandomize derives its seed from
     # the test function's digest, which differs between calling contexts
     test = hseed(_DERANDOMISED_SEED if seed is None else seed)(test)
