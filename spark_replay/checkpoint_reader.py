@@ -268,6 +268,25 @@ class CheckpointDir:
                     names.add(sub.name)
         return sorted(names) or [DEFAULT_STORE]
 
+    def provider(self, op: int = 0) -> str:
+        """``"rocksdb"`` if the operator's state was written by the RocksDB state store provider
+        (``V.zip`` snapshots, ``V.changelog`` files or an ``SSTs`` folder), else ``"hdfs"``.
+
+        The plain-Python decoder reads only the HDFS-backed store's files; RocksDB state is read
+        with Spark's own ``statestore`` reader (which serves every provider).
+        """
+        root = self.path / "state" / str(op)
+        if not root.is_dir():
+            return "hdfs"
+        for part in root.iterdir():
+            if not part.name.isdigit() or not part.is_dir():
+                continue
+            for d in [part, *(x for x in part.iterdir() if x.is_dir())]:
+                for f in d.iterdir():
+                    if f.name == "SSTs" or re.fullmatch(r"\d+(_[0-9a-f-]+)?\.(zip|changelog)", f.name):
+                        return "rocksdb"
+        return "hdfs"
+
     def _store_dir(self, op: int, partition: int, store: str) -> Path:
         d = self.path / "state" / str(op) / str(partition)
         return d if store == DEFAULT_STORE else d / store

@@ -58,6 +58,13 @@ from typing import Any
 
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.spark_replay.checkpoint_reader import CheckpointDir
+from rollcheck.spark_replay.killpoints import (
+    KILL_REQUEST,
+    KillSupervisor,
+    record_kill,
+    state_store_conf,
+    validate_options,
+)
 from rollcheck.spark_replay.trace import TraceWriter
 from rollcheck.spark_replay.watcher import PREFIX, CheckpointWatcher
 
@@ -229,6 +236,8 @@ class QueryConfig:
     shuffle_partitions: int = 2
     max_attempts: int = 4
     reference: bool = True
+    state_store: str = "hdfs"  # killpoints.STATE_STORES
+    kill_point: str | None = None  # killpoints.KILL_POINTS (with failure "kill")
 
     def validate(self, n_input: int | None = None) -> None:
         """Check the flags; with ``n_input`` (the number of input batches) also the batch."""
@@ -239,6 +248,7 @@ class QueryConfig:
         if self.failure is not None and self.failure not in FAILURES:
             raise InvalidInputError(f"unknown failure {self.failure!r}; use one of {FAILURES}",
                                     location="--failure")
+        validate_options(self.failure, self.kill_point, self.state_store)  # killpoints.py
         if self.fail_at_batch is not None and self.fail_at_batch < 0:
             raise InvalidInputError("--fail-at-batch must be >= 0", location="--fail-at-batch")
         if n_input is not None and self.fail_at_batch is not None and self.fail_at_batch > n_input:
@@ -404,7 +414,9 @@ def read_state_stores(spark: Any, checkpoint: Path) -> dict[str, dict[str, Any]]
         rows = (spark.read.format("statestore").option("operatorId", op).option("storeName", store)
                 .load(str(checkpoint)).select("key", "value").collect())
         canon = sorted(_canon([plain(r["key"]), plain(r["value"])]) for r in rows)
-        decoded = sum(len(p) for p in ck.state(op, store=store).values())
+        # the plain decoder reads HDFS-backed files only; RocksDB state: Spark's reader alone
+        decoded = (sum(len(p) for p in ck.state(op, store=store).values())
+                   if ck.provider(op) == "hdfs" else None)
         entry: dict[str, Any] = {"count": len(canon), "decoded": decoded,
                                  "digest": hashlib.sha256("\n".join(canon).encode()).hexdigest()}
         if len(canon) <= ROWS_IN_TRACE:
@@ -415,6 +427,17 @@ def read_state_stores(spark: Any, checkpoint: Path) -> dict[str, dict[str, Any]]
 
 class _InjectedSinkFailure(RuntimeError):
     pass
+
+
+def _request_kill(paths: _Paths) -> None:
+    """Ask the supervising parent to SIGKILL this driver now (once per recording) and wait."""
+    try:
+        fd = os.open(paths.markers / "failed", os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+        return
+    os.close(fd)
+    (paths.markers / KILL_REQUEST).write_text(str(os.getpid()), encoding="utf-8")
+    time.sleep(600)  # the parent SIGKILLs this process group now
 
 
 def _run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: _Paths, *, ref: bool,
@@ -428,7 +451,6 @@ def _run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: _Paths, *, ref
     attempt = writer.attempt if writer is not None else 0
     failing = not ref and cfg.failure is not None
     marker = paths.markers / "failed"
-    kill_marker = paths.markers / "kill-requested"
     first_sink = [True]
     out_dir = paths.out(ref)
     ck = paths.checkpoint(ref)
@@ -465,6 +487,8 @@ def _run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: _Paths, *, ref
                 writer.emit(PREFIX + "restart", resume_batch=bid,
                             restored_versions=watcher.restored_versions() if watcher else {})
             first_sink[0] = False
+            if failing and cfg.failure == "kill" and cfg.kill_point == "state" and cfg.fail_at_batch == bid:
+                _request_kill(paths)  # kill point "state": the batch ran (state committed), sink not yet
             if uq.has_sink:
                 uq.module.sink(bdf, bid, str(out_dir))
             else:
@@ -474,7 +498,9 @@ def _run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: _Paths, *, ref
                 bdf.unpersist()
         if writer is not None:
             writer.emit(PREFIX + "sink_written", batch=bid, rows=rows)
-        if failing and cfg.fail_at_batch == bid and cfg.failure in ("sink", "kill"):
+        if failing and cfg.fail_at_batch == bid and cfg.failure == "kill" and cfg.kill_point in (None, "sink"):
+            _request_kill(paths)  # kill point "sink" (the default): the parent records the kill
+        if failing and cfg.fail_at_batch == bid and cfg.failure == "sink":
             try:
                 fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
             except FileExistsError:
@@ -482,10 +508,7 @@ def _run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: _Paths, *, ref
             os.close(fd)
             if writer is not None:
                 writer.emit("failure", processes=["driver"], batch=bid, mode=cfg.failure)
-            if cfg.failure == "sink":
-                raise _InjectedSinkFailure(f"rollcheck: injected sink failure in batch {bid}")
-            kill_marker.write_text(str(os.getpid()), encoding="utf-8")
-            time.sleep(600)  # the parent SIGKILLs this process group now
+            raise _InjectedSinkFailure(f"rollcheck: injected sink failure in batch {bid}")
 
     writer_ = (result.writeStream.outputMode(uq.output_mode).option("checkpointLocation", str(ck))
                .foreachBatch(sink).trigger(availableNow=True))
@@ -550,10 +573,11 @@ def _finish(spark: Any, uq: UserQuery, paths: _Paths, writer: TraceWriter) -> No
     writer.emit("end", status="done")
 
 
-def session_conf() -> dict[str, Any]:
-    """The Spark settings a recording needs (UTC session time zone, frequent state maintenance)."""
+def session_conf(state_store: str = "hdfs") -> dict[str, Any]:
+    """The Spark settings a recording needs (UTC session time zone, frequent state maintenance,
+    the state store provider)."""
     return {"spark.sql.session.timeZone": "UTC",
-            "spark.sql.streaming.stateStore.maintenanceInterval": "1s"}
+            "spark.sql.streaming.stateStore.maintenanceInterval": "1s", **state_store_conf(state_store)}
 
 
 def _drive(cfg: QueryConfig, paths: _Paths, trace: Path, header: dict[str, Any], *, single_attempt: bool,
@@ -571,9 +595,9 @@ def _drive(cfg: QueryConfig, paths: _Paths, trace: Path, header: dict[str, Any],
             if spark is None:
                 spark = stack.enter_context(spark_session(
                     cfg.master, app_name="rollcheck-query", shuffle_partitions=cfg.shuffle_partitions,
-                    conf=session_conf()))
+                    conf=session_conf(cfg.state_store)))
             else:
-                for k, v in session_conf().items():
+                for k, v in session_conf(cfg.state_store).items():
                     spark.conf.set(k, str(v))
                 spark.conf.set("spark.sql.shuffle.partitions", str(cfg.shuffle_partitions))
             _quiet(spark)
@@ -690,6 +714,8 @@ def _record(cfg: QueryConfig, out: Path, root: Path, paths: _Paths, header: dict
         res = {"status": "failed", "reference_seconds": None, "attempt_seconds": []}
         if enabled:
             TraceWriter(out, header).close()
+        supervisor = KillSupervisor(paths.checkpoint(), paths.markers, cfg.fail_at_batch,
+                                    cfg.kill_point or "sink")
         for k in range(cfg.max_attempts):
             children += 1
             spec = json.dumps({"cfg": asdict(cfg), "root": str(root), "trace": str(out), "header": header,
@@ -704,14 +730,10 @@ def _record(cfg: QueryConfig, out: Path, root: Path, paths: _Paths, header: dict
             assert proc.stdin is not None and proc.stdout is not None
             proc.stdin.write(spec.encode())
             proc.stdin.close()
-            kill_marker = paths.markers / "kill-requested"
             try:
-                while proc.poll() is None:
-                    if kill_marker.exists():
-                        kill_marker.unlink()
-                        _kill_group(proc)
-                        break
-                    time.sleep(0.05)
+                fired = supervisor.wait(proc)  # killpoints.py: the kill point, then what the logs held
+                if fired is not None and enabled:
+                    record_kill(out, paths.checkpoint(), fired)
             finally:
                 if proc.poll() is None:
                     _kill_group(proc)

@@ -59,6 +59,12 @@ def register(sub: Any) -> None:
     qq.add_argument("--batches", type=int, default=None, help="use the first N input batches")
     qq.add_argument("--fail-at-batch", type=int, default=None, metavar="K", help="Spark batch id")
     qq.add_argument("--failure", choices=["task", "sink", "kill"], default=None)
+    qq.add_argument("--kill-point", choices=["offsets", "state", "sink", "commit"], default=None,
+                    help="with --failure kill: SIGKILL the driver after the offset log entry (offsets), after "
+                         "the state store commit (state), after the sink wrote (sink, the default) or just "
+                         "before the commit log entry (commit)")
+    qq.add_argument("--state-store", choices=["hdfs", "rocksdb", "rocksdb-changelog"], default="hdfs",
+                    help="state store provider (rocksdb-changelog: RocksDB with changelog checkpointing)")
     qq.add_argument("--seed", type=int, default=0)
     qq.add_argument("--master", default=None, help="Spark master (default local[2])")
     qq.add_argument("--shuffle-partitions", type=int, default=2)
@@ -134,7 +140,7 @@ def _record_query(args: argparse.Namespace) -> int:
 
     cfg = QueryConfig(module=args.module, batches=args.batches, seed=args.seed, fail_at_batch=args.fail_at_batch,
                       failure=args.failure, master=args.master, shuffle_partitions=args.shuffle_partitions,
-                      reference=not args.no_reference)
+                      reference=not args.no_reference, state_store=args.state_store, kill_point=args.kill_point)
     cfg.validate()
     out = _check_out(args.out)
     print(f"rollcheck spark record query: module={args.module} seed={args.seed}", file=sys.stderr)
