@@ -138,7 +138,7 @@ def checkpoint_logs(checkpoint: str | Path) -> dict[str, int | None]:
     --------
     >>> import tempfile; d = Path(tempfile.mkdtemp())
     >>> for p in ("offsets/0", "offsets/1", "commits/0", "commits/.1.x.tmp"):
-    ...     (d / p).parent.mkdir(exist_ok=True); (d / p).write_text("v1")
+    ...     (d / p).parent.mkdir(exist_ok=True); _ = (d / p).write_text("v1")
     >>> checkpoint_logs(d)
     {'offsets': 1, 'commits': 0}
     >>> import shutil; shutil.rmtree(d)

@@ -51,7 +51,7 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -652,7 +652,8 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
 
 
 def record_query(cfg: QueryConfig, out: str | Path, *, workdir: str | Path | None = None,
-                 enabled: bool = True, spark: Any = None) -> dict[str, Any]:
+                 enabled: bool = True, spark: Any = None,
+                 reference_from: str | Path | None = None) -> dict[str, Any]:
     """Record the user's query: a failure-free reference run, then the run with the failure.
 
     Parameters
@@ -669,6 +670,11 @@ def record_query(cfg: QueryConfig, out: str | Path, *, workdir: str | Path | Non
     spark : SparkSession, optional
         Run in this session (``task`` and ``sink`` failures only; ``kill`` always starts its own
         driver processes). Several recordings can so share one JVM.
+    reference_from : path, optional
+        A failure-free recording of the same query (module, seed, batches, state store) whose
+        final output and state serve as this run's reference instead of a reference run of its
+        own (:func:`rollcheck.spark_replay.matrix.shared_reference`; the matrix runs it once per
+        configuration).
 
     Returns
     -------
@@ -682,6 +688,8 @@ def record_query(cfg: QueryConfig, out: str | Path, *, workdir: str | Path | Non
     ``tests/test_spark_query.py``.
     """
     cfg.validate()
+    if reference_from is not None:
+        cfg = replace(cfg, reference=False)
     uq = load_query(cfg.module)
     rows = uq.batches(cfg.seed)
     if cfg.batches is not None:
@@ -696,6 +704,10 @@ def record_query(cfg: QueryConfig, out: str | Path, *, workdir: str | Path | Non
               "config": {**asdict(cfg), "key": uq.key, "output_mode": uq.output_mode, "schema": uq.schema,
                          "user_sink": uq.has_sink, "input_batches": len(rows),
                          "input_rows": sum(len(b) for b in rows)}}
+    if reference_from is not None and enabled:  # matrix.py: the configuration's shared reference
+        from rollcheck.spark_replay.matrix import write_shared_reference
+
+        write_shared_reference(reference_from, out, header)
     try:
         return _record(cfg, out, root, paths, header, enabled, spark, len(rows))
     except InvalidInputError:
