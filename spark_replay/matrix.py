@@ -603,18 +603,21 @@ def _missed_kill(result: dict[str, Any]) -> bool:
 
 
 def run_matrix(opts: MatrixOptions, *, on_update: Callable[[list[dict[str, Any]], list[Cell], dict[str, str]], None]
-               | None = None) -> dict[str, Any]:
+               | None = None, cells: list[Cell] | None = None) -> dict[str, Any]:
     """Run every cell (module docstring); return the contract's JSON document.
 
     ``on_update(results, planned, running)`` is called whenever a cell starts or ends (the CLI's
     live table); ``DIR/index.html`` and ``DIR/matrix.json`` are rewritten after every cell.
+    ``cells`` runs a chosen slice instead of the whole product of the options. A configuration
+    with a single cell records its reference inside that cell's run (one driver fewer).
     """
     from rollcheck.spark_replay.query import load_query
 
     opts.validate()
-    planned = plan_cells(opts.modules, opts.providers, opts.failures, opts.kill_points)
+    planned = (list(cells) if cells is not None
+               else plan_cells(opts.modules, opts.providers, opts.failures, opts.kill_points))
     skipped: list[dict[str, Any]] = []
-    for m in opts.modules:  # refuse a broken module before any Spark run
+    for m in sorted({c.module for c in planned}):  # refuse a broken module before any Spark run
         uq = load_query(m)
         n = len(uq.batches(opts.seed)) if opts.batches is None else opts.batches
         if opts.fail_at_batch >= n:
@@ -657,7 +660,11 @@ def run_matrix(opts: MatrixOptions, *, on_update: Callable[[list[dict[str, Any]]
     refs: dict[str, tuple[Path | None, str | None]] = {}
     ref_events = {k: threading.Event() for k in configs}
     # work items: (config id, cell or None for the reference)
-    queue: list[tuple[str, Cell | None]] = [(k, None) for k in configs]
+    queue: list[tuple[str, Cell | None]] = [(k, None) for k, v in configs.items() if len(v) > 1]
+    for k, v in configs.items():
+        if len(v) == 1:  # its own reference run, inside the cell's recording
+            refs[k] = (None, None)
+            ref_events[k].set()
     queue += [(c.config_id, c) for c in planned]
     qlock = threading.Condition()
 
@@ -692,7 +699,7 @@ def run_matrix(opts: MatrixOptions, *, on_update: Callable[[list[dict[str, Any]]
     def do_cell(cell: Cell) -> None:
         ref, why = refs[cell.config_id]
         trace = out / f"{cell.stem}.jsonl"
-        if ref is None:
+        if ref is None and why is not None:
             res = cell_result(cell, opts, trace, error=f"inconclusive: {why}")
         else:
             tries = 0

@@ -57,7 +57,7 @@ from types import ModuleType
 from typing import Any
 
 from rollcheck.pyimpl.errors import InvalidInputError
-from rollcheck.spark_replay.checkpoint_reader import CheckpointDir
+from rollcheck.spark_replay.checkpoint_reader import CheckpointDir, spark_state_reads
 from rollcheck.spark_replay.killpoints import (
     KILL_REQUEST,
     KillSupervisor,
@@ -411,17 +411,20 @@ def read_state_stores(spark: Any, checkpoint: Path) -> dict[str, dict[str, Any]]
     out: dict[str, dict[str, Any]] = {}
     for m in meta:
         op, store = int(m["operatorId"]), str(m["stateStoreName"])
-        rows = (spark.read.format("statestore").option("operatorId", op).option("storeName", store)
-                .load(str(checkpoint)).select("key", "value").collect())
-        canon = sorted(_canon([plain(r["key"]), plain(r["value"])]) for r in rows)
-        # the plain decoder reads HDFS-backed files only; RocksDB state: Spark's reader alone
-        decoded = (sum(len(p) for p in ck.state(op, store=store).values())
-                   if ck.provider(op) == "hdfs" else None)
-        entry: dict[str, Any] = {"count": len(canon), "decoded": decoded,
-                                 "digest": hashlib.sha256("\n".join(canon).encode()).hexdigest()}
-        if len(canon) <= ROWS_IN_TRACE:
-            entry["rows"] = canon
-        out[f"{op}/{store}"] = entry
+        props = m.asDict().get("operatorProperties")
+        for var, options in spark_state_reads(props):  # transformWithState: one read per state variable
+            df = (spark.read.format("statestore").option("operatorId", op).option("storeName", store)
+                  .options(**options).load(str(checkpoint)))
+            rows = df.select(*[c for c in df.columns if c != "partition_id"]).collect()
+            canon = sorted(_canon([plain(x) for x in r]) for r in rows)
+            # the plain decoder reads HDFS-backed files only; RocksDB state: Spark's reader alone
+            decoded = (sum(len(p) for p in ck.state(op, store=store).values())
+                       if ck.provider(op) == "hdfs" and not var else None)
+            entry: dict[str, Any] = {"count": len(canon), "decoded": decoded,
+                                     "digest": hashlib.sha256("\n".join(canon).encode()).hexdigest()}
+            if len(canon) <= ROWS_IN_TRACE:
+                entry["rows"] = canon
+            out[f"{op}/{store}" + (f"/{var}" if var else "")] = entry
     return out
 
 

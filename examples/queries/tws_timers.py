@@ -21,12 +21,15 @@ OUTPUT = "user STRING, kind STRING, count LONG"
 
 
 def batches(seed):
-    """Six batches of events by four users; a user pauses now and then, so sessions close."""
+    """Five batches of events by four users (a user pauses now and then, so sessions close), then
+    one event far ahead that closes every open session."""
     rng = random.Random(seed)
     out = []
-    for b in range(6):
+    for b in range(5):
         users = rng.sample("abcd", 2)
         out.append([(T0 + dt.timedelta(seconds=b * 8 + rng.randrange(0, 4)), u) for u in users for _ in range(2)])
+    # a late-comer far ahead in event time: the watermark passes every open session's timer
+    out.append([(T0 + dt.timedelta(seconds=120), "z")])
     return out
 
 
