@@ -660,12 +660,16 @@ def run_matrix(opts: MatrixOptions, *, on_update: Callable[[list[dict[str, Any]]
     refs: dict[str, tuple[Path | None, str | None]] = {}
     ref_events = {k: threading.Event() for k in configs}
     # work items: (config id, cell or None for the reference)
-    queue: list[tuple[str, Cell | None]] = [(k, None) for k, v in configs.items() if len(v) > 1]
+    # configuration by configuration (its reference, then its cells), so that results come in early;
+    # a worker takes the first item whose reference is ready
+    queue: list[tuple[str, Cell | None]] = []
     for k, v in configs.items():
         if len(v) == 1:  # its own reference run, inside the cell's recording
             refs[k] = (None, None)
             ref_events[k].set()
-    queue += [(c.config_id, c) for c in planned]
+        else:
+            queue.append((k, None))
+        queue += [(k, c) for c in v]
     qlock = threading.Condition()
 
     def next_item() -> tuple[str, Cell | None] | None:

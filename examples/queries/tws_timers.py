@@ -4,7 +4,9 @@ time) after the user's latest event, and when the watermark passes it the user's
 closed: a ``closed`` row is emitted and the state cleared. Update mode.
 
 Needs ``protobuf`` in the Python workers' environment (the state client speaks protobuf) and the
-RocksDB state store (Spark's transformWithState runs only on ``RocksDBStateStoreProvider``).
+RocksDB state store: Spark refuses ``HDFSBackedStateStoreProvider`` for transformWithState
+(``UNSUPPORTED_FEATURE.STORE_BACKEND_NOT_SUPPORTED_FOR_TWS``), so ``STATE_STORES`` names the RocksDB
+providers only and the matrix skips the HDFS configuration.
 """
 
 import datetime as dt
