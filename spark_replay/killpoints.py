@@ -36,6 +36,7 @@ Failures with Checkpointing", "State Store" (HDFS and RocksDB state store implem
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import os
@@ -61,6 +62,7 @@ __all__ = [
     "checkpoint_logs",
     "state_files_of_version",
     "KillSupervisor",
+    "kill_tree",
     "record_kill",
     "kill_point_struck",
     "KILL_REQUEST",
@@ -248,6 +250,10 @@ class KillSupervisor:
     poll: float = 0.002
     fired: dict[str, Any] | None = None
     timings: list[float] = field(default_factory=list)
+    _pending: dict[str, Any] | None = None
+    _ino: _Inotify | None = None
+    _watching: bool = False
+    _no_inotify: bool = False
 
     def _external_hit(self, names: list[str]) -> bool:
         k = self.batch
@@ -257,52 +263,72 @@ class KillSupervisor:
             return any(n == str(k) or (n.startswith(f".{k}.") and ".tmp" in n) for n in names)
         return False
 
-    def wait(self, proc: subprocess.Popen[bytes]) -> dict[str, Any] | None:
-        """Wait until ``proc`` ends, or kill its group at the kill point; return the kill's
-        facts (``kill_point``, ``checkpoint_logs``, ``state_files``, ``batch``) or None."""
+    def watch(self, proc: subprocess.Popen[bytes]) -> bool:
+        """One round of supervision (blocks about 10 ms): kill ``proc`` and its JVM now if the
+        driver asked for it (kill points ``state`` and ``sink``) or the external kill point was
+        reached; True when it killed. The facts of the kill are kept for :meth:`take`."""
         request = self.markers / KILL_REQUEST
+        if request.exists():
+            request.unlink()
+            self._kill(proc)
+            return True
         external = self.fired is None and self.batch is not None and self.kill_point in ("offsets", "commit")
+        if not external:
+            time.sleep(0.01)
+            return False
         log_dir = self.checkpoint / ("offsets" if self.kill_point == "offsets" else "commits")
-        ino = _Inotify.open() if external else None
-        watching = False
+        if self._ino is None and not self._no_inotify:
+            self._ino = _Inotify.open()
+            self._no_inotify = self._ino is None
+        if self._ino is not None and not self._watching and log_dir.is_dir():
+            self._watching = self._ino.watch(log_dir)
+            if self._watching and self._external_hit(os.listdir(log_dir)):  # created before the watch
+                self._kill(proc)
+                return True
+        if self._ino is not None and self._watching:
+            if self._external_hit([n for _d, n in self._ino.read(0.01)]):
+                self._kill(proc)
+                return True
+            return False
+        deadline = time.monotonic() + 0.01
+        while time.monotonic() < deadline:  # no inotify (or no folder yet): poll every 2 ms
+            try:
+                names = os.listdir(log_dir)
+            except FileNotFoundError:
+                names = []
+            if self._external_hit(names):
+                self._kill(proc)
+                return True
+            time.sleep(self.poll)
+        return False
+
+    def wait(self, proc: subprocess.Popen[bytes]) -> dict[str, Any] | None:
+        """Supervise ``proc`` until it ends or is killed; the kill's facts (``kill_point``,
+        ``checkpoint_logs``, ``state_files``, ``batch``) or None."""
         try:
             while proc.poll() is None:
-                if request.exists():
-                    request.unlink()
-                    return self._kill(proc)
-                if not external:
-                    time.sleep(0.01)
-                    continue
-                if ino is not None and not watching and log_dir.is_dir():
-                    watching = ino.watch(log_dir)
-                    # a name created before the watch was added: look once
-                    if self._external_hit(os.listdir(log_dir)):
-                        return self._kill(proc)
-                if ino is not None and watching:
-                    names = [n for _d, n in ino.read(0.01)]
-                    if self._external_hit(names):
-                        return self._kill(proc)
-                else:
-                    try:
-                        names = os.listdir(log_dir)
-                    except FileNotFoundError:
-                        names = []
-                    if self._external_hit(names):
-                        return self._kill(proc)
-                    time.sleep(self.poll)
+                if self.watch(proc):
+                    return self.take()
             return None
         finally:
-            if ino is not None:
-                ino.close()
+            self.close()
 
-    def _kill(self, proc: subprocess.Popen[bytes]) -> dict[str, Any]:
+    def take(self) -> dict[str, Any] | None:
+        """The facts of the kill that just happened (once), or None."""
+        out, self._pending = self._pending, None
+        return out
+
+    def close(self) -> None:
+        if self._ino is not None:
+            self._ino.close()
+            self._ino = None
+            self._watching = False
+
+    def _kill(self, proc: subprocess.Popen[bytes]) -> None:
         t0 = time.perf_counter()
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.wait()
+        kill_tree(proc)
         self.timings.append(time.perf_counter() - t0)
+        self.close()
         try:  # the kill fires once per recording: the driver's own guard uses the same marker
             fd = os.open(self.markers / "failed", os.O_CREAT | os.O_EXCL | os.O_WRONLY)
             os.close(fd)
@@ -311,7 +337,53 @@ class KillSupervisor:
         self.fired = {"batch": self.batch, "kill_point": self.kill_point,
                       "checkpoint_logs": checkpoint_logs(self.checkpoint),
                       "state_files": state_files_of_version(self.checkpoint, (self.batch or 0) + 1)}
-        return self.fired
+        self._pending = self.fired
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every descendant of ``pid`` (Linux ``/proc/<pid>/task/<tid>/children``)."""
+    out: list[int] = []
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            tids = os.listdir(f"/proc/{p}/task")
+        except OSError:
+            continue
+        for t in tids:
+            try:
+                with open(f"/proc/{p}/task/{t}/children", encoding="ascii") as fh:
+                    kids = [int(x) for x in fh.read().split()]
+            except (OSError, ValueError):
+                continue
+            out += kids
+            todo += kids
+    return out
+
+
+def kill_tree(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL a driver and everything it started, at once: the process groups of its descendants
+    (Spark's JVM runs in a group of its own) first, then the driver's group; then reap it.
+
+    A driver whose JVM outlived it by even a few milliseconds could still write the checkpoint,
+    and the kill would not have struck where the trace says.
+    """
+    groups: list[int] = []
+    for p in [*_descendants(proc.pid), proc.pid]:
+        with contextlib.suppress(OSError):
+            g = os.getpgid(p)
+            if g not in groups and g != os.getpgrp():
+                groups.append(g)
+    for g in groups:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(g, signal.SIGKILL)
+    for p in _descendants(proc.pid) + [proc.pid]:  # a member outside those groups
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(p, signal.SIGKILL)
+    kill_group = getattr(proc, "kill_group", None)
+    if callable(kill_group):
+        kill_group()
+    proc.wait()
 
 
 def record_kill(trace: str | Path, checkpoint: str | Path, fired: dict[str, Any]) -> int:

@@ -47,8 +47,6 @@ import importlib.util
 import json
 import os
 import shutil
-import signal
-import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass, replace
@@ -57,14 +55,15 @@ from types import ModuleType
 from typing import Any
 
 from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.partialfile import partial_output
 from rollcheck.spark_replay.checkpoint_reader import CheckpointDir, spark_state_reads
 from rollcheck.spark_replay.killpoints import (
-    KILL_REQUEST,
     KillSupervisor,
     record_kill,
     state_store_conf,
     validate_options,
 )
+from rollcheck.spark_replay.supervise import child_main, request_kill, run_driver
 from rollcheck.spark_replay.trace import TraceWriter
 from rollcheck.spark_replay.watcher import PREFIX, CheckpointWatcher
 
@@ -439,8 +438,7 @@ def _request_kill(paths: _Paths) -> None:
     except FileExistsError:
         return
     os.close(fd)
-    (paths.markers / KILL_REQUEST).write_text(str(os.getpid()), encoding="utf-8")
-    time.sleep(600)  # the parent SIGKILLs this process group now
+    request_kill(paths.markers)  # the parent SIGKILLs this driver and its JVM now
 
 
 def _run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: _Paths, *, ref: bool,
@@ -646,14 +644,6 @@ def _quiet(spark: Any) -> None:
     spark.sparkContext.setLogLevel("OFF")
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    proc.wait()
-
-
 def record_query(cfg: QueryConfig, out: str | Path, *, workdir: str | Path | None = None,
                  enabled: bool = True, spark: Any = None,
                  reference_from: str | Path | None = None) -> dict[str, Any]:
@@ -664,7 +654,8 @@ def record_query(cfg: QueryConfig, out: str | Path, *, workdir: str | Path | Non
     cfg : QueryConfig
         The module, the failure and the Spark settings.
     out : path
-        The trace file (``rollcheck.trace/1``) to write.
+        The trace file (``rollcheck.trace/1``) to write: recorded as ``OUT.partial`` and renamed
+        when the run ends (an interrupted run leaves an existing ``OUT`` as it was).
     workdir : path, optional
         The folder for the input files, checkpoints and outputs (default: ``<out>.work`` next to
         the trace); kept afterwards. An existing folder is replaced only if it is rollcheck's.
@@ -701,21 +692,19 @@ def record_query(cfg: QueryConfig, out: str | Path, *, workdir: str | Path | Non
     out = Path(out)
     root = Path(workdir) if workdir is not None else out.with_name(out.name + ".work")
     paths = _prepare(root, rows, uq.columns)
-    if out.exists():
-        out.unlink()
     header = {"source": "spark-query", "seed": cfg.seed, "processes": ["driver"],
               "config": {**asdict(cfg), "key": uq.key, "output_mode": uq.output_mode, "schema": uq.schema,
                          "user_sink": uq.has_sink, "input_batches": len(rows),
                          "input_rows": sum(len(b) for b in rows)}}
-    if reference_from is not None and enabled:  # matrix.py: the configuration's shared reference
-        from rollcheck.spark_replay.matrix import write_shared_reference
+    # OUT.partial until the run ends (then renamed); a refused query leaves no fragment, an
+    # interrupted run leaves OUT as it was (pyimpl.partialfile)
+    with partial_output(out) as partial:
+        if reference_from is not None and enabled:  # matrix.py: the configuration's shared reference
+            from rollcheck.spark_replay.matrix import write_shared_reference
 
-        write_shared_reference(reference_from, out, header)
-    try:
-        return _record(cfg, out, root, paths, header, enabled, spark, len(rows))
-    except InvalidInputError:
-        out.unlink(missing_ok=True)  # a refused query leaves no half-written trace
-        raise
+            write_shared_reference(reference_from, partial, header)
+        res = _record(cfg, partial, root, paths, header, enabled, spark, len(rows))
+    return {**res, "trace": str(out)}
 
 
 def _record(cfg: QueryConfig, out: Path, root: Path, paths: _Paths, header: dict[str, Any], enabled: bool,
@@ -733,44 +722,17 @@ def _record(cfg: QueryConfig, out: Path, root: Path, paths: _Paths, header: dict
                                     cfg.kill_point or "sink")
         for k in range(cfg.max_attempts):
             children += 1
-            spec = json.dumps({"cfg": asdict(cfg), "root": str(root), "trace": str(out), "header": header,
-                               "reference": k == 0 and cfg.reference, "enabled": enabled})
-            child_tmp = root / f"tmp-{children}"  # a SIGKILLed driver cannot clean up after itself
-            child_tmp.mkdir()
-            env = {**os.environ, "TMPDIR": str(child_tmp), "JAVA_TOOL_OPTIONS": f"-Djava.io.tmpdir={child_tmp}"}
-            t_c = time.perf_counter()
-            proc = subprocess.Popen([sys.executable, "-m", "rollcheck.spark_replay.query", "--child"],
-                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True,
-                                    env=env)
-            assert proc.stdin is not None and proc.stdout is not None
-            proc.stdin.write(spec.encode())
-            proc.stdin.close()
-            try:
-                fired = supervisor.wait(proc)  # killpoints.py: the kill point, then what the logs held
-                if fired is not None and enabled:
+            spec = {"cfg": asdict(cfg), "root": str(root), "trace": str(out), "header": header,
+                    "reference": k == 0 and cfg.reference, "enabled": enabled}
+            run = run_driver("rollcheck.spark_replay.query", spec, workdir=root, n=children,
+                             markers=paths.markers, watch=supervisor.watch)  # killpoints.py strikes
+            if run.killed:
+                fired = supervisor.take()
+                if fired is not None and enabled:  # what the checkpoint logs held at the kill
                     record_kill(out, paths.checkpoint(), fired)
-            finally:
-                if proc.poll() is None:
-                    _kill_group(proc)
-                else:
-                    try:  # the JVM may outlive a dead driver briefly: end the whole group
-                        os.killpg(proc.pid, signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
-            reply = proc.stdout.read().decode(errors="replace").strip()
-            proc.stdout.close()
-            shutil.rmtree(child_tmp, ignore_errors=True)
-            if proc.returncode == -signal.SIGKILL:
-                res["attempt_seconds"].append(round(time.perf_counter() - t_c, 3))
+                res["attempt_seconds"].append(round(run.seconds, 3))
                 continue
-            try:
-                child = json.loads(reply.splitlines()[-1]) if reply else {}
-            except json.JSONDecodeError:
-                child = {}
-            if proc.returncode == 2 and child.get("invalid"):
-                raise InvalidInputError(child["invalid"], source=cfg.module)
-            if proc.returncode != 0:
-                raise RuntimeError(f"the query driver exited with {proc.returncode}: {child or reply[-500:]}")
+            child = run.reply
             res["status"] = child.get("status", "failed")
             if child.get("reference_seconds") is not None:
                 res["reference_seconds"] = child["reference_seconds"]
@@ -789,19 +751,12 @@ def _record(cfg: QueryConfig, out: Path, root: Path, paths: _Paths, header: dict
             "batches": n_rows, "children": children, "seed": cfg.seed}
 
 
-def _child_main() -> int:
-    spec = json.loads(sys.stdin.read())
+def _child_run(spec: dict[str, Any]) -> dict[str, Any]:
     cfg = QueryConfig(**spec["cfg"])
-    try:
-        res = _drive(cfg, _Paths(Path(spec["root"])), Path(spec["trace"]), spec["header"], single_attempt=True,
-                     with_reference=spec["reference"], enabled=spec["enabled"])
-    except InvalidInputError as e:
-        print(json.dumps({"invalid": str(e)}), flush=True)
-        return 2
-    print(json.dumps(res), flush=True)
-    return 0 if res["status"] == "done" else 4
+    return _drive(cfg, _Paths(Path(spec["root"])), Path(spec["trace"]), spec["header"], single_attempt=True,
+                  with_reference=spec["reference"], enabled=spec["enabled"])
 
 
 if __name__ == "__main__":  # the driver child of a kill-mode recording
     if sys.argv[1:] == ["--child"]:
-        sys.exit(_child_main())
+        sys.exit(child_main(_child_run))
