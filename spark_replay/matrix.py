@@ -491,6 +491,9 @@ def render_html(cells: list[dict[str, Any]], planned: list[Cell], out: Path, *, 
     body = "".join(f"<tr><th>{html.escape(cfg.replace('--', ' · '))}</th>{''.join(td(cfg, c) for c in cols)}</tr>"
                    for cfg in rows)
     status = "finished" if done else f"running: {len(cells)} of {len(planned)} cells done"
+    skipped = "".join(f"<li>{html.escape(x['name'])} · {html.escape(x['state_store'])}: {html.escape(x['reason'])}</li>"
+                      for x in meta.get("skipped") or [])
+    skipped = f"<p>Not run:</p><ul id=\"skipped\">{skipped}</ul>" if skipped else ""
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>rollcheck spark matrix</title>
 {'' if done else '<meta http-equiv="refresh" content="10">'}
@@ -513,6 +516,7 @@ td.cell .why {{ font-size: 70%; opacity: .9; }}
 <span style="background:{_COLORS['inconclusive']}">inconclusive</span></p>
 <table id="matrix"><thead><tr><th>query · state store</th>{head}</tr></thead>
 <tbody>{body}</tbody></table>
+{skipped}
 <p>Columns: <b>task</b> a task of the batch raises; <b>sink</b> the sink raises after it wrote;
 <b>kill:P</b> the driver is SIGKILLed at kill point P (offsets: after the offset log entry; state: after
 the state store commit; sink: after the sink wrote; commit: just before the commit log entry).</p>
