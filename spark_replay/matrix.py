@@ -48,6 +48,7 @@ from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.patternio import atomic_write_text
 from rollcheck.pyimpl.verdict import Check, Report, Status
 from rollcheck.spark_replay.killpoints import KILL_POINTS, STATE_STORES
+from rollcheck.spark_replay.shared_reference import shared_reference, write_shared_reference
 
 __all__ = [
     "PROVIDERS",
@@ -58,8 +59,6 @@ __all__ = [
     "library_modules",
     "supported_providers",
     "columns",
-    "shared_reference",
-    "write_shared_reference",
     "report_of",
     "witness",
     "expected_by_engine",
@@ -69,6 +68,8 @@ __all__ = [
     "render_html",
     "run_matrix",
     "FOREACHBATCH_DOC",
+    "shared_reference",
+    "write_shared_reference",
 ]
 
 PROVIDERS = tuple(STATE_STORES)
@@ -223,60 +224,6 @@ def supported_providers(module: str) -> list[str] | None:
         raise InvalidInputError(f"STATE_STORES must list providers among {', '.join(PROVIDERS)}",
                                 source=module, location="STATE_STORES")
     return list(declared)
-
-
-# ----------------------------------------------------------------------------- shared reference
-def shared_reference(path: str | Path, header: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The reference of a configuration, from its failure-free recording: the final output, the
-    state read with Spark's state reader and the committed batches.
-
-    With ``header`` (the new recording's), the recordings must agree on module, seed, batches,
-    state store and shuffle partitions: a reference of another query or configuration is refused.
-    """
-    from rollcheck.spark_replay.trace import read_trace
-    from rollcheck.spark_replay.watcher import base_kind
-
-    tr = read_trace(path)
-    src = str(path)
-    cfg = tr.header.get("config") or {}
-    if tr.source_kind != "spark-query":
-        raise InvalidInputError("not a recording of a query", source=src, location="line 1")
-    if cfg.get("failure") is not None:
-        raise InvalidInputError("the reference must be a failure-free recording", source=src,
-                                location="config.failure")
-    ends = {base_kind(e["kind"]): e for e in tr.events}
-    for need in ("output_final", "state_final", "end"):
-        if need not in ends:
-            raise InvalidInputError(f"the reference recording has no {need} event (did it finish?)",
-                                    source=src, location=need)
-    if header is not None:
-        mine = header.get("config") or {}
-        for k in ("module", "seed", "batches", "state_store", "shuffle_partitions", "input_rows"):
-            a, b = cfg.get(k, "hdfs" if k == "state_store" else None), mine.get(k)
-            if k == "module" and isinstance(a, str) and isinstance(b, str):
-                a, b = str(Path(a).resolve()) if a.endswith(".py") else a, \
-                    str(Path(b).resolve()) if b.endswith(".py") else b
-            if a != b:
-                raise InvalidInputError(f"the reference was recorded with {k}={a!r}, this run has {b!r}",
-                                        source=src, location=f"config.{k}")
-    committed = sorted(e["batch"] for e in tr.events if base_kind(e["kind"]) == "batch_committed")
-    return {"output": ends["output_final"].get("rows", []), "state": ends["state_final"].get("stores", {}),
-            "batches": committed, "shared_from": src}
-
-
-def write_shared_reference(path: str | Path, out: str | Path, header: dict[str, Any]) -> None:
-    """Start the trace ``out`` with its header and the shared reference (as attempt 0: the
-    recording's own attempts still count from 1)."""
-    from rollcheck.spark_replay.trace import TraceWriter
-    from rollcheck.spark_replay.watcher import PREFIX
-
-    ref = shared_reference(path, header)
-    w = TraceWriter(out, {**header, "config": {**header["config"], "reference_from": str(path)}})
-    try:
-        w.attempt = 0
-        w.emit(PREFIX + "reference", **ref)
-    finally:
-        w.close()
 
 
 # ----------------------------------------------------------------------------- one cell's verdict
@@ -734,8 +681,19 @@ def run_matrix(opts: MatrixOptions, *, on_update: Callable[[list[dict[str, Any]]
             if res["verdict"] == "not-conformant" and not res["expected_by_engine"] and opts.minimise:
                 from rollcheck.spark_replay.reproducer import minimise_and_write
 
+                def argv_for(module: str, trace: Path, c: Cell = cell) -> list[str]:
+                    o = MatrixOptions(opts.modules, batches=None, seed=opts.seed, fail_at_batch=opts.fail_at_batch,
+                                      out=opts.out, master=opts.master)
+                    return _record_argv(c, module, c.provider, o, trace, None)
+
+                def root_cause(trace: Path) -> str | None:
+                    from rollcheck.spark_replay.replay import replay_file
+
+                    rc_ = report_of(replay_file(trace)).root_cause
+                    return rc_.name if rc_ is not None else None
+
                 try:
-                    res.update(minimise_and_write(cell, opts, res, runner.run))
+                    res.update(minimise_and_write(cell, opts, res, runner.run, argv_for, root_cause))
                 except Exception as e:  # the finding stands; say why there is no reproducer
                     res["reproducer_error"] = f"{type(e).__name__}: {e}"
         with lock:

@@ -667,7 +667,7 @@ def record_query(cfg: QueryConfig, out: str | Path, *, workdir: str | Path | Non
     reference_from : path, optional
         A failure-free recording of the same query (module, seed, batches, state store) whose
         final output and state serve as this run's reference instead of a reference run of its
-        own (:func:`rollcheck.spark_replay.matrix.shared_reference`; the matrix runs it once per
+        own (:func:`rollcheck.spark_replay.shared_reference.shared_reference`; the matrix runs it once per
         configuration).
 
     Returns
@@ -700,7 +700,7 @@ def record_query(cfg: QueryConfig, out: str | Path, *, workdir: str | Path | Non
     # interrupted run leaves OUT as it was (pyimpl.partialfile)
     with partial_output(out) as partial:
         if reference_from is not None and enabled:  # matrix.py: the configuration's shared reference
-            from rollcheck.spark_replay.matrix import write_shared_reference
+            from rollcheck.spark_replay.shared_reference import write_shared_reference
 
             write_shared_reference(reference_from, partial, header)
         res = _record(cfg, partial, root, paths, header, enabled, spark, len(rows))

@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -256,12 +255,17 @@ def _module_source(module: str) -> str:
 
 
 def minimise_and_write(cell: Any, opts: Any, result: dict[str, Any],
-                       run: Callable[[list[str], float, Path], tuple[int | None, str]]) -> dict[str, Any]:
+                       run: Callable[[list[str], float, Path], tuple[int | None, str]],
+                       argv_for: Callable[[str, Path], list[str]],
+                       root_cause: Callable[[Path], str | None]) -> dict[str, Any]:
     """Shrink the finding of ``cell`` and write ``DIR/<cell>.reproducer.py``; return the fields
-    to add to the cell's entry (``reproducer``, ``minimised``)."""
-    from rollcheck.spark_replay.matrix import _record_argv, report_of
+    to add to the cell's entry (``reproducer``, ``minimised``).
+
+    ``run(argv, timeout, log)`` runs a recording, ``argv_for(module_file, trace)`` is the cell's
+    recording command for another module file, ``root_cause(trace)`` the name of the violated
+    check at the root of a replay (the matrix provides all three).
+    """
     from rollcheck.spark_replay.query import load_query
-    from rollcheck.spark_replay.replay import replay_file
 
     source = _module_source(cell.module)
     rows = load_query(cell.module).batches(opts.seed)
@@ -279,17 +283,13 @@ def minimise_and_write(cell: Any, opts: Any, result: dict[str, Any],
         mod = work / f"try{runs}.py"
         mod.write_text(module_with_rows(source, candidate), encoding="utf-8")
         trace = work / f"try{runs}.jsonl"
-        o = replace(opts, batches=None)
-        argv = _record_argv(cell, str(mod), cell.provider, o, trace, None)
-        rc, _ = run(argv, opts.cell_timeout, work / f"try{runs}.log")
+        rc, _ = run(argv_for(str(mod), trace), opts.cell_timeout, work / f"try{runs}.log")
         if rc not in (0, 1) or not trace.exists():
             return False
         try:
-            rep = report_of(replay_file(trace))
+            return root_cause(trace) == want
         except InvalidInputError:
             return False
-        rc_ = rep.root_cause
-        return rc_ is not None and rc_.name == want
 
     k = opts.fail_at_batch
     best = rows

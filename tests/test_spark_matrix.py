@@ -41,13 +41,12 @@ from rollcheck.spark_replay.matrix import (
     plan_cells,
     render_html,
     report_of,
-    shared_reference,
     summarize,
     witness,
-    write_shared_reference,
 )
 from rollcheck.spark_replay.replay import replay_file
 from rollcheck.spark_replay.reproducer import module_with_rows, reproducer_source
+from rollcheck.spark_replay.shared_reference import shared_reference, write_shared_reference
 from rollcheck.spark_replay.trace import read_trace
 
 ROOT = Path(__file__).resolve().parents[1]
