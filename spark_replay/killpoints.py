@@ -435,6 +435,8 @@ def kill_point_struck(header: dict[str, Any], events: list[dict[str, Any]]) -> C
         return Check.not_applicable(name, "no driver kill requested")
     point = point or DEFAULT_KILL_POINT
     k = cfg.get("fail_at_batch")
+    if not isinstance(k, int) or isinstance(k, bool):
+        return Check.unchecked(name, f"the header's fail_at_batch is {k!r}, not a batch id")
     kills = [e for e in events if e.get("kind") == "failure" and e.get("mode") == "kill" and e.get("batch") == k]
     if not kills:
         return Check.unchecked(name, f"no kill at batch {k} in the trace: kill point {point} not exercised")
@@ -446,7 +448,7 @@ def kill_point_struck(header: dict[str, Any], events: list[dict[str, Any]]) -> C
         return Check.unchecked(name, f"the kill (seq {f['seq']}) struck at {f.get('kill_point')}, "
                                      f"not at the requested {point}")
     logs = f.get("checkpoint_logs") or {}
-    want_commit = k - 1 if isinstance(k, int) and k > 0 else None
+    want_commit = k - 1 if k > 0 else None
     if logs.get("commits") != want_commit:
         late = isinstance(logs.get("commits"), int) and (want_commit is None or logs["commits"] > want_commit)
         return Check.unchecked(name, f"the kill struck {'after' if late else 'before'} commits/"

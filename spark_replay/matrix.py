@@ -61,6 +61,7 @@ __all__ = [
     "columns",
     "report_of",
     "witness",
+    "protocol_step",
     "expected_by_engine",
     "cell_result",
     "summarize",
@@ -246,6 +247,26 @@ def _canon(row: Any) -> str:
     return json.dumps(row, sort_keys=True, separators=(",", ":"), default=str)
 
 
+def protocol_step(failure: dict[str, Any]) -> str:
+    """Where in the micro-batch protocol a ``failure`` event struck, in words.
+
+    >>> protocol_step({"mode": "kill", "batch": 2, "kill_point": "state"})
+    'driver killed after the state stores committed batch 2, before the sink (offsets/2 written, commits/2 not)'
+    """
+    b = failure.get("batch")
+    mode, point = failure.get("mode"), failure.get("kill_point")
+    if mode == "task":
+        return f"a task of batch {b} failed, before the sink (offsets/{b} written, commits/{b} not)"
+    if mode == "sink":
+        return f"the sink raised after it wrote batch {b}, before commits/{b}"
+    where = {"offsets": f"right after offsets/{b} was written, before the batch ran",
+             "state": f"after the state stores committed batch {b}, before the sink",
+             "commit": f"after the sink wrote batch {b}, as commits/{b} was being written"}.get(
+        str(point), f"after the sink wrote batch {b}, before commits/{b}")
+    return f"driver killed {where} (offsets/{b} written, commits/{b} not)" if point == "state" or point == "offsets" \
+        else f"driver killed {where}"
+
+
 def witness(header: dict[str, Any], events: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The lost or duplicated rows of a recording against its reference, each with the batch that
     produced it, how often and in which attempts the sink wrote that batch, and the failure (the
@@ -272,8 +293,8 @@ def witness(header: dict[str, Any], events: list[dict[str, Any]]) -> dict[str, A
     if not extra and not missing:
         return None
     writes = [e for e in events if base_kind(e["kind"]) == "sink_written"]
-    fails = [{k: e.get(k) for k in ("seq", "mode", "batch", "kill_point", "checkpoint_logs") if k in e}
-             for e in events if e["kind"] == "failure"]
+    fails = [{**{k: e.get(k) for k in ("seq", "mode", "batch", "kill_point", "checkpoint_logs") if k in e},
+              "step": protocol_step(e)} for e in events if e["kind"] == "failure"]
 
     def where(row: str) -> dict[str, Any]:
         hits = [e for e in writes if row in set(map(_canon, e.get("rows", [])))]
@@ -654,6 +675,7 @@ def run_matrix(opts: MatrixOptions, *, on_update: Callable[[list[dict[str, Any]]
     def do_cell(cell: Cell) -> None:
         ref, why = refs[cell.config_id]
         trace = out / f"{cell.stem}.jsonl"
+        res: dict[str, Any]
         if ref is None and why is not None:
             res = cell_result(cell, opts, trace, error=f"inconclusive: {why}")
         else:
