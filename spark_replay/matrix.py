@@ -29,11 +29,9 @@ ForeachBatch", "State Store"); ``specs/spark.md``; ``specs/verdicts.md``.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import html
 import json
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -493,49 +491,43 @@ the state store commit; sink: after the sink wrote; commit: just before the comm
 
 
 # ----------------------------------------------------------------------------- running
-def _pdeathsig() -> None:  # pragma: no cover - runs in the child before exec
-    with contextlib.suppress(Exception):
-        ctypes.CDLL("libc.so.6").prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: die with rollcheck
-
-
 class _Runner:
-    """Runs cell recordings as child process groups; kills every one of them on exit."""
+    """Runs cell recordings as child process groups (:mod:`rollcheck.pyimpl.children`: they die
+    with rollcheck however it dies); :meth:`stop` kills every one still running."""
 
     def __init__(self) -> None:
-        self.procs: set[subprocess.Popen[bytes]] = set()
+        self.procs: set[Any] = set()
         self.lock = threading.Lock()
         self.stopping = False
 
     def run(self, argv: list[str], timeout: float, log: Path) -> tuple[int | None, str]:
+        from rollcheck.pyimpl import children
+
         log.parent.mkdir(parents=True, exist_ok=True)
         with open(log, "wb") as err:
             with self.lock:
                 if self.stopping:
                     return None, "the matrix was stopped"
-                p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err,
-                                     start_new_session=True, preexec_fn=_pdeathsig)
+                p = children.spawn(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err)
                 self.procs.add(p)
             try:
                 out, _ = p.communicate(timeout=timeout)
             except subprocess.TimeoutExpired:
-                self._kill(p)
+                p.kill_group()
                 p.communicate()
                 return None, f"timed out after {timeout:.0f} s"
             finally:
+                p.kill_group()  # stragglers of an ended recording die with its group
                 with self.lock:
                     self.procs.discard(p)
         return p.returncode, out.decode(errors="replace")
-
-    @staticmethod
-    def _kill(p: subprocess.Popen[bytes]) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(p.pid, signal.SIGKILL)
 
     def stop(self) -> None:
         with self.lock:
             self.stopping = True
             for p in list(self.procs):
-                self._kill(p)
+                with contextlib.suppress(Exception):
+                    p.kill_group()
 
 
 def _last_line(path: Path) -> str:

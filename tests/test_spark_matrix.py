@@ -394,3 +394,16 @@ def test_real_cell_non_idempotent_sink_is_expected_by_the_engine(tmp_path):
     assert cell["verdict"] == "not-conformant" and cell["expected_by_engine"] is True, cell
     assert "foreachBatch" in cell["reason"] and cell["witness"] and cell["reproducer"] is None
     assert doc["summary"]["expected_by_engine"] == 1 and (out / "index.html").exists()
+
+
+def test_runner_bounds_each_recording_in_time(tmp_path):
+    from rollcheck.spark_replay.matrix import _Runner
+
+    r = _Runner()
+    rc, out = r.run([sys.executable, "-c", "print('hi')"], 60, tmp_path / "a.log")
+    assert rc == 0 and out.strip() == "hi"
+    t0 = time.perf_counter()
+    rc, why = r.run([sys.executable, "-c", "import time; time.sleep(60)"], 1.0, tmp_path / "b.log")
+    assert rc is None and "timed out" in why and time.perf_counter() - t0 < 30
+    r.stop()
+    assert r.run([sys.executable, "-c", "pass"], 60, tmp_path / "c.log") == (None, "the matrix was stopped")
