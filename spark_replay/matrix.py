@@ -414,7 +414,7 @@ _COLORS = {"conformant": "#2e7d32", "not-conformant": "#c62828", "inconclusive":
 
 
 def render_html(cells: list[dict[str, Any]], planned: list[Cell], out: Path, *, done: bool,
-                meta: dict[str, Any]) -> str:
+                meta: dict[str, Any], running: set[tuple[str, str]] | None = None) -> str:
     """The table: one row per configuration (module × provider), one column per failure; each cell
     shows its verdict and links its trace, checks, witness and reproducer (relative links)."""
     cols: list[str] = []
@@ -438,8 +438,10 @@ def render_html(cells: list[dict[str, Any]], planned: list[Cell], out: Path, *, 
         r = by.get((cfg, col))
         if r is None:
             known = any(c.config_id == cfg and c.column == col for c in planned)
-            word = "pending" if known else ""
-            return f'<td class="cell" style="background:{_COLORS["pending"]}">{word}</td>'
+            if (cfg, col) in (running or set()):
+                return f'<td class="cell v-running" style="background:{_COLORS["running"]}">running…</td>'
+            word = "pending" if known else "not run"
+            return f'<td class="cell v-pending" style="background:{_COLORS["pending"]}">{word}</td>'
         v = r["verdict"]
         key = "expected" if v == "not-conformant" and r.get("expected_by_engine") else v
         label = {"expected": "expected (engine's contract)", "not-conformant": "FINDING"}.get(key, v)
@@ -469,6 +471,7 @@ table {{ border-collapse: collapse; }}
 th, td {{ border: 1px solid #bbb; padding: .4em .6em; vertical-align: top; }}
 td.cell {{ color: white; min-width: 9em; max-width: 16em; }}
 td.cell a {{ color: white; }}
+td.v-pending {{ color: #666; }}
 td.cell .why {{ font-size: 70%; opacity: .9; }}
 .legend span {{ display: inline-block; padding: .2em .5em; color: white; margin-right: .5em; }}
 </style></head><body>
@@ -614,7 +617,9 @@ def run_matrix(opts: MatrixOptions, *, on_update: Callable[[list[dict[str, Any]]
             doc = {"cells": list(results), "summary": summarize(results), **meta,
                    "seconds": round(time.perf_counter() - t_start, 1), "finished": done}
             atomic_write_text(out / "matrix.json", json.dumps(doc, indent=1) + "\n")
-            atomic_write_text(out / "index.html", render_html(results, planned, out, done=done, meta=meta))
+            busy = {(c.config_id, c.column) for c in planned if running.get(c.stem)}
+            atomic_write_text(out / "index.html", render_html(results, planned, out, done=done, meta=meta,
+                                                              running=busy))
             if on_update is not None:
                 on_update(list(results), planned, dict(running))
 
