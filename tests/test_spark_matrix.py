@@ -407,3 +407,31 @@ def test_runner_bounds_each_recording_in_time(tmp_path):
     assert rc is None and "timed out" in why and time.perf_counter() - t0 < 30
     r.stop()
     assert r.run([sys.executable, "-c", "pass"], 60, tmp_path / "c.log") == (None, "the matrix was stopped")
+
+
+def test_every_kill_through_the_driver_supervision_is_recorded(tmp_path, monkeypatch):
+    """The driver asks for its kill; with the kill-point watcher, the watcher (and only it) kills and
+    keeps the facts (a supervision loop that served the request itself lost the failure event)."""
+    from rollcheck.spark_replay.supervise import run_driver
+
+    pkg = tmp_path / "fakepkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "driver.py").write_text(
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from rollcheck.spark_replay.supervise import child_main, request_kill\n"
+        "def run(spec):\n"
+        "    request_kill(Path(spec['markers']))\n"
+        "if __name__ == '__main__':\n"
+        "    sys.exit(child_main(run))\n")
+    monkeypatch.setenv("PYTHONPATH", f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    for n in range(3):
+        markers = tmp_path / f"markers{n}"
+        markers.mkdir()
+        sup = KillSupervisor(tmp_path / "checkpoint", markers, 2, "sink")
+        run = run_driver("fakepkg.driver", {"markers": str(markers)}, workdir=tmp_path, n=n + 1, markers=markers,
+                         watch=sup.watch, timeout=120)
+        assert run.killed
+        facts = sup.take()
+        assert facts is not None and facts["kill_point"] == "sink"
