@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.errors import EnvironmentFault, InvalidInputError, environment_fault
 from rollcheck.pyimpl.jsonio import decode_utf8, loads_json, read_input_bytes, safe_name
 from rollcheck.pyimpl.pattern import CHECKPOINT, DELIVER, KINDS, SEND, Event, Pattern
 
@@ -318,11 +318,14 @@ def atomic_output(path: str | os.PathLike[str]) -> Iterator[Path]:
         yield Path(tmp)
         os.chmod(tmp, mode)
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as e:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        fault = environment_fault(e, str(target)) if isinstance(e, OSError) else None
+        if fault is not None:  # disk full / read-only / no permission: name the file, not the temporary
+            raise EnvironmentFault(str(target), fault.os_reason, fault.errno) from None
         raise
 
 

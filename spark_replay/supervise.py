@@ -13,9 +13,11 @@ module is the one supervision loop they share:
   removes the driver's scratch folder ``WORKDIR/tmp-N`` (its ``TMPDIR`` and ``java.io.tmpdir``: a
   SIGKILLed driver cannot clean up after itself) on every exit path.
 - :func:`child_main` is the driver side: read the spec, run the recorder's function, write the
-  reply (a JSON file in the scratch folder: the user's code may print to standard output, which
-  goes to rollcheck's standard error), and turn the recorder's errors into reply fields that the
-  parent raises again as the same error class (bad input, environment, user-code time limit).
+  reply (JSON through a pipe of its own, which needs no disk space; the driver's standard output
+  goes to rollcheck's standard error, since the user's code may print), and turn the recorder's
+  errors into reply fields that the parent raises again as the same error class (bad input,
+  environment, user-code time limit). A driver whose user code ran past its limit ends at once
+  (``os._exit``): a thread stuck in that code cannot hold it up.
 - :func:`spark_gateway_in_group` starts PySpark's JVM in a process group that dies with the
   current process (used by :func:`rollcheck.spark_replay.session.spark_session`): a recording
   that runs Spark in rollcheck's own process leaves no JVM behind when rollcheck is SIGKILLed.
@@ -37,7 +39,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -56,6 +58,7 @@ __all__ = [
     "run_driver",
     "request_kill",
     "child_main",
+    "environment_guard",
     "spark_gateway_in_group",
 ]
 
@@ -96,7 +99,7 @@ def run_driver(module: str, spec: dict[str, Any], *, workdir: Path, n: int, mark
     module : str
         The recorder module whose ``__main__`` calls :func:`child_main`.
     spec : dict
-        JSON-able arguments for the child (the key ``reply`` is added).
+        JSON-able arguments for the child (the key ``reply_fd`` is added).
     workdir : Path
         The recording's work folder; the child's scratch folder ``tmp-<n>`` is created in it and
         removed when this function returns or raises.
@@ -117,20 +120,27 @@ def run_driver(module: str, spec: dict[str, Any], *, workdir: Path, n: int, mark
     """
     scratch = workdir / f"tmp-{n}"
     scratch.mkdir(parents=True, exist_ok=False)
-    reply_file = scratch / "reply.json"
     kill_request = markers / KILL_REQUEST
     env = {**os.environ, "TMPDIR": str(scratch), "JAVA_TOOL_OPTIONS": f"-Djava.io.tmpdir={scratch}"}
     t0 = time.perf_counter()
     killed = False
+    # the reply comes through a pipe: it needs no disk space (a full disk is a reply too)
+    r, w = os.pipe()
+    reply_fd = w  # the same number in the child (pass_fds)
+    os.set_blocking(r, False)
+    chunks: list[bytes] = []
     try:
         with children.spawn([sys.executable, "-m", module, "--child"], stdin=subprocess.PIPE,
-                            stdout=_child_stdout(), env=env) as proc:
+                            stdout=_child_stdout(), env=env, pass_fds=(w,)) as proc:
+            os.close(w)
+            w = -1
             assert proc.stdin is not None
             with contextlib.suppress(BrokenPipeError):
-                proc.stdin.write(json.dumps({**spec, "reply": str(reply_file)}).encode())
+                proc.stdin.write(json.dumps({**spec, "reply_fd": reply_fd}).encode())
                 proc.stdin.close()
             deadline = None if timeout is None else time.monotonic() + timeout
             while proc.poll() is None:
+                _drain(r, chunks)
                 if kill_request.exists():
                     kill_request.unlink()
                     proc.kill_group()
@@ -142,11 +152,15 @@ def run_driver(module: str, spec: dict[str, Any], *, workdir: Path, n: int, mark
                 time.sleep(_POLL_S)
             proc.kill_group()  # stragglers of an ended driver (its JVM) die with the group
         rc = proc.returncode
+        _drain(r, chunks)
         reply: dict[str, Any] = {}
-        if not killed and reply_file.exists():
-            with contextlib.suppress(OSError, ValueError):
-                reply = json.loads(reply_file.read_text(encoding="utf-8"))
+        if not killed and chunks:
+            with contextlib.suppress(ValueError):
+                reply = json.loads(b"".join(chunks).decode("utf-8", errors="replace"))
     finally:
+        os.close(r)
+        if w >= 0:
+            os.close(w)
         shutil.rmtree(scratch, ignore_errors=True)
     seconds = time.perf_counter() - t0
     if killed or rc == -signal.SIGKILL and not reply:
@@ -155,6 +169,17 @@ def run_driver(module: str, spec: dict[str, Any], *, workdir: Path, n: int, mark
     if rc not in (0, 4) or not reply:
         raise RuntimeError(f"the Spark driver ({module}) exited with {rc}: {reply or 'no reply'}")
     return DriverOutcome(rc, False, reply, seconds)
+
+
+def _drain(fd: int, chunks: list[bytes]) -> None:
+    while True:
+        try:
+            b = os.read(fd, 65536)
+        except BlockingIOError:
+            return
+        if not b:
+            return
+        chunks.append(b)
 
 
 def _raise_from_reply(reply: dict[str, Any], spec: dict[str, Any]) -> None:
@@ -173,11 +198,20 @@ def request_kill(markers: Path) -> None:
     raise RuntimeError("the supervisor did not kill this driver within 600 s")
 
 
-def _write_reply(path: str, obj: dict[str, Any]) -> None:
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(obj, fh)
-    os.replace(tmp, path)
+def _write_reply(fd: int, obj: dict[str, Any]) -> None:
+    data = json.dumps(obj).encode()
+    while data:
+        data = data[os.write(fd, data):]
+    os.close(fd)
+
+
+def _exit_now(code: int) -> None:
+    """End the driver at once: a thread of the user's code past its limit may never return, and
+    the interpreter would wait for it. The parent kills what is left of the process group."""
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+        sys.stderr.flush()
+    os._exit(code)
 
 
 def child_main(run: Callable[[dict[str, Any]], dict[str, Any]]) -> int:
@@ -188,23 +222,44 @@ def child_main(run: Callable[[dict[str, Any]], dict[str, Any]]) -> int:
     """
     children.die_with_parent()  # set already by the parent's hook on Linux; harmless twice
     spec = json.loads(sys.stdin.read())
-    reply_path = spec["reply"]
+    reply_fd = int(spec["reply_fd"])
     try:
         res = run(spec)
     except UserCodeTimeout as e:
-        _write_reply(reply_path, {"timeout": e.fields()})
+        _write_reply(reply_fd, {"timeout": e.fields()})
+        _exit_now(2)
+    except EnvironmentFault as e:
+        _write_reply(reply_fd, {"environment": e.fields()})
         return 2
     except InvalidInputError as e:
-        _write_reply(reply_path, {"invalid": str(e)})
+        _write_reply(reply_fd, {"invalid": str(e)})
         return 2
     except Exception as e:
-        fault = environment_fault(e)
+        fault = environment_fault(e, spec.get("root"))
         if fault is None:
             raise
-        _write_reply(reply_path, {"environment": fault.fields()})
+        _write_reply(reply_fd, {"environment": fault.fields()})
         return 2
-    _write_reply(reply_path, res)
+    _write_reply(reply_fd, res)
     return 0 if res.get("status") == "done" else 4
+
+
+@contextlib.contextmanager
+def environment_guard(path: str | Path) -> Iterator[None]:
+    """Turn any error caused by the environment (a full disk, a read-only file system, a missing
+    permission; in Python or in the JVM's message) into an :class:`EnvironmentFault` naming the
+    error's own path, else ``path``: never "the query failed", never an internal error."""
+    try:
+        yield
+    except EnvironmentFault:
+        raise
+    except UserCodeTimeout:
+        raise
+    except Exception as e:
+        fault = environment_fault(e, str(path))
+        if fault is None:
+            raise
+        raise fault from None
 
 
 # ----------------------------------------------------------------------------- the JVM
