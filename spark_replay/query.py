@@ -58,7 +58,13 @@ from rollcheck.pyimpl.calllimit import DEFAULT_QUERY_CALL_TIMEOUT, call_limited,
 from rollcheck.pyimpl.errors import InvalidInputError, UserCodeTimeout, environment_fault
 from rollcheck.pyimpl.partialfile import partial_output
 from rollcheck.spark_replay.checkpoint_reader import CheckpointDir
-from rollcheck.spark_replay.supervise import child_main, environment_guard, request_kill, run_driver
+from rollcheck.spark_replay.supervise import (
+    child_main,
+    environment_guard,
+    give_up_on_user_code,
+    request_kill,
+    run_driver,
+)
 from rollcheck.spark_replay.trace import TraceWriter
 from rollcheck.spark_replay.watcher import PREFIX, CheckpointWatcher
 
@@ -533,7 +539,7 @@ def _run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: _Paths, *, ref
         # stopped in this process: give up on it after a grace period (a driver child is killed)
         while not q.awaitTermination(0.5):
             if expired_at and time.monotonic() - expired_at[0] > _SINK_GRACE_S:
-                raise UserCodeTimeout(uq.spec, "sink", uq.call_timeout)
+                give_up_on_user_code(UserCodeTimeout(uq.spec, "sink", uq.call_timeout))
     except StreamingQueryException as e:
         if expired:
             raise expired[0] from None

@@ -59,6 +59,7 @@ __all__ = [
     "request_kill",
     "child_main",
     "environment_guard",
+    "give_up_on_user_code",
     "spark_gateway_in_group",
 ]
 
@@ -214,6 +215,18 @@ def _exit_now(code: int) -> None:
     os._exit(code)
 
 
+_REPLY_FD: list[int] = []
+
+
+def give_up_on_user_code(err: UserCodeTimeout) -> None:
+    """User code past its limit cannot be stopped (a thread blocked in C code): in a driver child,
+    reply and end the process now (stopping Spark would wait for that thread); elsewhere raise."""
+    if _REPLY_FD:
+        _write_reply(_REPLY_FD[0], {"timeout": err.fields()})
+        _exit_now(2)
+    raise err
+
+
 def child_main(run: Callable[[dict[str, Any]], dict[str, Any]]) -> int:
     """The driver child's main: ``run(spec)`` with the spec read from standard input.
 
@@ -223,6 +236,7 @@ def child_main(run: Callable[[dict[str, Any]], dict[str, Any]]) -> int:
     children.die_with_parent()  # set already by the parent's hook on Linux; harmless twice
     spec = json.loads(sys.stdin.read())
     reply_fd = int(spec["reply_fd"])
+    _REPLY_FD[:] = [reply_fd]
     try:
         res = run(spec)
     except UserCodeTimeout as e:
