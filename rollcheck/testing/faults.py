@@ -9,7 +9,13 @@ this module provides the means to test it from outside, as a user would meet the
   one re-parented to init), so survivors are found by reading ``/proc/*/environ``;
 - :func:`small_fs`: a ``tmpfs`` of a few KiB (root only) for disk-full runs;
 - :data:`SCENARIOS` and :func:`run_scenarios`: the harness's scenarios (each a function returning a
-  problem or ``None``); :func:`faults_row` turns their outcome into a ``verify`` row.
+  problem or ``None``); :func:`faults_row` turns their outcome into a ``verify`` row (section
+  ``fuzz``). Quick ones (``make test``, ``verify --quick``; about 15 s): children of a SIGKILLed
+  parent die (:func:`children_die`; its broken variant :data:`PARENT_PLAIN` is caught), a query
+  module whose ``batches()`` never returns is stopped by ``--call-timeout``, ``render -o`` on a
+  full disk, ``check protocol --out`` whose picture does not fit (these two need root for a small
+  tmpfs: without it the row says so and is inconclusive). The full ``verify`` adds SIGKILL during
+  TLC and during a Spark recording (one JVM each, about a minute on an idle machine).
 
 References
 ----------
@@ -25,7 +31,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import textwrap
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -45,6 +50,10 @@ __all__ = [
     "run_cli",
     "Scenario",
     "SCENARIOS",
+    "PARENT_OURS",
+    "PARENT_PLAIN",
+    "children_die",
+    "sigkill_during",
     "run_scenarios",
     "faults_row",
 ]
@@ -168,19 +177,28 @@ class Scenario:
     needs_root: bool = False
 
 
-_PARENT = """
-    import sys, time
-    from rollcheck.pyimpl import children
-    children.spawn(["/bin/sh", "-c", "sleep 300 & sleep 301; wait"])
-    print("ready", flush=True)
-    time.sleep(600)
+#: A parent that starts a child with a grandchild through rollcheck's own launcher.
+PARENT_OURS = """
+import time
+from rollcheck.pyimpl import children
+children.spawn(["/bin/sh", "-c", "sleep 300 & sleep 301; wait"])
+print("ready", flush=True)
+time.sleep(600)
+"""
+#: The broken variant (the launcher rollcheck used before): a new session, nothing else.
+PARENT_PLAIN = """
+import subprocess, time
+subprocess.Popen(["/bin/sh", "-c", "sleep 300 & sleep 301; wait"], start_new_session=True)
+print("ready", flush=True)
+time.sleep(600)
 """
 
 
-def _children_die(work: Path) -> str | None:
+def children_die(work: Path, parent: str = PARENT_OURS) -> str | None:
+    """SIGKILL a parent that started a child and a grandchild: none may outlive it by 10 s."""
     tag = new_tag()
-    p = subprocess.Popen([sys.executable, "-c", textwrap.dedent(_PARENT)], env=tagged_env(tag),
-                         stdout=subprocess.PIPE, text=True)
+    p = subprocess.Popen([sys.executable, "-c", parent], env=tagged_env(tag), stdout=subprocess.PIPE,
+                         text=True)
     try:
         assert p.stdout is not None
         if p.stdout.readline().strip() != "ready":
@@ -197,68 +215,150 @@ def _children_die(work: Path) -> str | None:
         kill_tagged(tag)
 
 
-def _pattern(work: Path) -> Path:
-    f = work / "p.json"
-    if not f.exists():
-        r = run_cli(["generate", "--processes", "3", "--events", "40", "--seed", "1", "-o", str(f)])
-        if r.code != 0:
-            raise RuntimeError(f"rollcheck generate failed: {r.stderr.strip()[-300:]}")
-    return f
-
-
 def _expect_env_error(r: CliRun, path_part: str) -> str | None:
     lines = [x for x in r.stderr.splitlines() if x.strip()]
     if r.code != 2:
         return f"exit {r.code} (want 2): {r.stderr.strip()[-300:]}"
     if "Traceback" in r.stderr:
         return "a traceback on stderr"
-    if not any(("No space left on device" in x or "File too large" in x) and path_part in x for x in lines):
+    if not any("environment error" in x and "No space left on device" in x and path_part in x for x in lines):
         return f"no line naming {path_part!r} and the OS reason: {r.stderr.strip()[-300:]}"
     return None
 
 
-def _render_disk_full(work: Path) -> str | None:
-    pat = _pattern(work)
-    with small_fs(16) as fs:
-        (fs / "filler").write_bytes(b"\0" * (12 * 1024))
-        r = run_cli(["render", str(pat), "-o", str(fs / "pic.png")])
+def _fill(fs: Path, leave: int) -> None:
+    st = os.statvfs(fs)
+    (fs / "filler").write_bytes(b"\0" * max(0, st.f_bavail * st.f_frsize - leave))
+
+
+def _shipped(*parts: str) -> Path:
+    """A file shipped with rollcheck's examples or tests (the harness runs from a checkout)."""
+    return Path(__file__).resolve().parents[2].joinpath(*parts)
+
+
+def render_disk_full(work: Path) -> str | None:
+    """``render -o`` into a file system with 4 KiB free: exit 2 naming the picture, nothing left."""
+    with small_fs(16, str(work)) as fs:
+        _fill(fs, 4096)
+        r = run_cli(["render", str(_shipped("examples", "useless.json")), "-o", str(fs / "pic.png")])
         problem = _expect_env_error(r, "pic.png")
         if problem is None and any(p.name != "filler" for p in fs.iterdir()):
             problem = f"half-written files left: {sorted(p.name for p in fs.iterdir())}"
         return problem
 
 
-def _sigterm_prompt(work: Path) -> str | None:
-    """SIGTERM during a long command: exit 143 quickly, nothing left behind."""
-    pat = _pattern(work)
+def picture_does_not_fit(work: Path) -> str | None:
+    """``check protocol --out`` where the counterexample fits but its picture does not."""
+    with small_fs(16, str(work)) as fs:
+        _fill(fs, 8192)
+        spec = f"{_shipped('tests', 'user_protocols', 'unsafe_protocols.py')}:LazyIndex"
+        r = run_cli(["check", "protocol", spec, "--out", str(fs / "o")])
+        return _expect_env_error(r, ".png")
+
+
+_SPIN = """SCHEMA = "user STRING, n INT"
+OUTPUT_MODE = "update"
+KEY = ["user"]
+def batches(seed):
+    while True:
+        pass
+def query(df):
+    return df
+"""
+
+
+def batches_hang(work: Path) -> str | None:
+    """A query module whose ``batches()`` never returns: exit 2 naming file, method and limit."""
+    q = work / "spin_query.py"
+    q.write_text(_SPIN, encoding="utf-8")
     tag = new_tag()
-    p = subprocess.Popen([sys.executable, "-m", "rollcheck.cli.main", "check", "properties", "--examples",
-                          "100000", "--seed", "1"], env=tagged_env(tag), stdout=subprocess.DEVNULL,
-                         stderr=subprocess.PIPE, text=True, cwd=work)
-    del pat
     try:
-        time.sleep(3)
-        if p.poll() is not None:
-            return f"the command ended before the signal (exit {p.returncode})"
-        t0 = time.monotonic()
-        p.send_signal(signal.SIGTERM)
-        code = p.wait(timeout=20)
-        took = time.monotonic() - t0
-        left = wait_gone(tag, 2)
-        if code != 143:
-            return f"exit {code} after SIGTERM (want 143)"
-        if took > 2:
-            return f"took {took:.1f} s to stop after SIGTERM"
+        r = run_cli(["spark", "record", "query", "--module", str(q), "--out", str(work / "spin.jsonl"),
+                     "--call-timeout", "1"], env=tagged_env(tag), timeout=120)
+        last = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else ""
+        if r.code != 2 or not all(w in last for w in ("spin_query.py", "batches", "1 s")):
+            return f"exit {r.code}: {last[-300:]}"
+        left = wait_gone(tag, 5)
         return f"{len(left)} process(es) left" if left else None
     finally:
-        p.kill()
-        p.wait()
         kill_tagged(tag)
 
 
+_BIG_TLA = """---- MODULE Big ----
+EXTENDS Naturals
+VARIABLES x, y
+Init == x = 0 /\\ y = 0
+Next == \\/ x < 100000 /\\ x' = x + 1 /\\ UNCHANGED y
+        \\/ y < 100000 /\\ y' = y + 1 /\\ UNCHANGED x
+====
+"""
+
+
+def sigkill_during(argv: list[str], work: Path, ready: Callable[[str], bool], wait_s: float) -> str | None:
+    """Start the CLI, wait for ``ready(tag)``, SIGKILL it: no process of the run may survive 10 s."""
+    tag = new_tag()
+    env = tagged_env(tag, JAVA_TOOL_OPTIONS=f"-Djava.io.tmpdir={work}")
+    with open(work / "cli.log", "wb") as log:
+        p = subprocess.Popen([sys.executable, "-m", "rollcheck.cli.main", *argv], cwd=work, env=env,
+                             stdout=log, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + wait_s
+            while not ready(tag):
+                if p.poll() is not None or time.monotonic() > deadline:
+                    return f"the run never got going (exit {p.poll()})"
+                time.sleep(0.1)
+            p.kill()
+            p.wait()
+            left = wait_gone(tag, 10)
+            return f"{len(left)} process(es) outlived rollcheck by 10 s: {left[:2]}" if left else None
+        finally:
+            p.kill()
+            p.wait()
+            kill_tagged(tag)
+
+
+def _java_up(tag: str) -> bool:
+    return any("java" in cmd.split(" ", 1)[0] for _, cmd in tagged_processes(tag))
+
+
+def tlc_sigkill(work: Path) -> str | None:
+    """rollcheck SIGKILLed while TLC runs: TLC's JVM dies with it."""
+    if shutil.which("java") is None:
+        return "skipped: no java"
+    (work / "Big.tla").write_text(_BIG_TLA, encoding="utf-8")
+    (work / "Big.cfg").write_text("INIT Init\nNEXT Next\n", encoding="utf-8")
+    return sigkill_during(["tlc", str(work / "Big.tla")], work, _java_up, 120)
+
+
+def spark_sigkill(work: Path) -> str | None:
+    """rollcheck SIGKILLed during a kill-mode recording: driver, JVM and workers die with it; the
+    previous trace is unchanged."""
+    out = work / "o.jsonl"
+    out.write_text("previous\n", encoding="utf-8")
+    partial = work / "o.jsonl.partial"
+
+    def ready(tag: str) -> bool:
+        try:
+            lines = partial.read_bytes().count(b"\n")
+        except OSError:
+            lines = 0
+        return lines >= 3 and _java_up(tag)
+
+    problem = sigkill_during(["spark", "record", "query", "--module",
+                              str(_shipped("examples", "queries", "clicks_per_window.py")), "--out", str(out),
+                              "--fail-at-batch", "2", "--failure", "kill"], work, ready, 600)
+    if problem is None and out.read_text(encoding="utf-8") != "previous\n":
+        problem = "the previous trace was changed"
+    return problem
+
+
 SCENARIOS: list[Scenario] = [
-    Scenario("children die with a SIGKILLed parent", _children_die),
-    Scenario("render -o on a full disk: exit 2 naming the path", _render_disk_full, needs_root=True),
+    Scenario("children die with a SIGKILLed parent", children_die),
+    Scenario("batches() that never returns: --call-timeout", batches_hang),
+    Scenario("render -o on a full disk", render_disk_full, needs_root=True),
+    Scenario("check protocol --out: the picture does not fit", picture_does_not_fit, needs_root=True),
+    Scenario("SIGKILL during TLC", tlc_sigkill, quick=False),
+    Scenario("SIGKILL during a Spark recording", spark_sigkill, quick=False),
 ]
 
 
@@ -272,8 +372,10 @@ def run_scenarios(quick: bool, work: Path) -> list[tuple[str, str]]:
         if sc.needs_root and not can_mount():
             out.append((sc.name, "skipped: needs root to mount a small tmpfs"))
             continue
+        d = work / f"s{len(out)}"
+        d.mkdir(parents=True)
         try:
-            problem = sc.run(work)
+            problem = sc.run(d)
         except Exception as e:  # noqa: BLE001 -- a broken scenario is a finding, not a crash
             problem = f"the scenario itself failed: {type(e).__name__}: {e}"
         out.append((sc.name, "ok" if problem is None else problem))
