@@ -682,7 +682,11 @@ def record_query(cfg: QueryConfig, out: str | Path, *, workdir: str | Path | Non
         False runs the same query without recording (the overhead baseline of the benchmark).
     spark : SparkSession, optional
         Run in this session (``task`` and ``sink`` failures only; ``kill`` always starts its own
-        driver processes). Several recordings can so share one JVM.
+        driver processes). Several recordings can so share one JVM. Without it every driver is a
+        child process (:mod:`rollcheck.spark_replay.supervise`) whose process group dies with
+        rollcheck, and a call into the user's code past ``cfg.call_timeout`` that cannot be
+        stopped in place ends with that group; in the caller's session it is stopped as far as
+        Python allows (an exception in the calling thread, the running Spark jobs cancelled).
 
     Returns
     -------

@@ -293,7 +293,7 @@ def _end_jvm_gently(group: children.ProcessGroup, gateway: Any) -> None:
                 if proc.stdin is not None:
                     proc.stdin.close()
             with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=20)
+                proc.wait(timeout=10)
     finally:
         group.kill()
 
