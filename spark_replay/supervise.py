@@ -20,7 +20,8 @@ module is the one supervision loop they share:
   (``os._exit``): a thread stuck in that code cannot hold it up.
 - :func:`spark_gateway_in_group` starts PySpark's JVM in a process group that dies with the
   current process (used by :func:`rollcheck.spark_replay.session.spark_session`): a recording
-  that runs Spark in rollcheck's own process leaves no JVM behind when rollcheck is SIGKILLed.
+  that runs Spark in rollcheck's own process leaves no JVM behind when rollcheck is SIGKILLed. In
+  a driver child the JVM stays in the driver's own group instead: a kill takes both at once.
 
 References
 ----------
@@ -31,6 +32,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import fcntl
 import json
 import os
 import shutil
@@ -66,6 +68,8 @@ __all__ = [
 #: The file (in the markers folder) by which a driver asks to be SIGKILLed now.
 KILL_REQUEST = "kill-requested"
 _POLL_S = 0.05
+#: Bytes of pipe buffer for a driver's reply (it is read when the driver has ended).
+_REPLY_MAX = 1 << 20
 
 
 @dataclass
@@ -92,7 +96,7 @@ def _child_stdout() -> Any:
 
 
 def run_driver(module: str, spec: dict[str, Any], *, workdir: Path, n: int, markers: Path,
-               timeout: float | None = None) -> DriverOutcome:
+               timeout: float | None = None, watch: Callable[[Any], bool] | None = None) -> DriverOutcome:
     """Run one driver child ``python -m module --child`` to its end, its kill or its time limit.
 
     Parameters
@@ -111,6 +115,10 @@ def run_driver(module: str, spec: dict[str, Any], *, workdir: Path, n: int, mark
     timeout : float, optional
         Wall-clock limit for the whole driver; on expiry the group is killed and
         :class:`UserCodeTimeout` is raised (naming ``spec["module"]`` if present).
+    watch : callable, optional
+        Called with the driver's process in every round of the wait (it may block up to about
+        ``_POLL_S``); it returns True when it has killed the driver at a kill point (the kill
+        points of :mod:`rollcheck.spark_replay.killpoints`), which counts as ``killed``.
 
     Raises
     ------
@@ -122,13 +130,16 @@ def run_driver(module: str, spec: dict[str, Any], *, workdir: Path, n: int, mark
     scratch = workdir / f"tmp-{n}"
     scratch.mkdir(parents=True, exist_ok=False)
     kill_request = markers / KILL_REQUEST
-    env = {**os.environ, "TMPDIR": str(scratch), "JAVA_TOOL_OPTIONS": f"-Djava.io.tmpdir={scratch}"}
+    env = {**os.environ, "TMPDIR": str(scratch), "JAVA_TOOL_OPTIONS": f"-Djava.io.tmpdir={scratch}",
+           _SUPERVISED: "1"}
     t0 = time.perf_counter()
     killed = False
     # the reply comes through a pipe: it needs no disk space (a full disk is a reply too)
     r, w = os.pipe()
     reply_fd = w  # the same number in the child (pass_fds)
     os.set_blocking(r, False)
+    with contextlib.suppress(AttributeError, OSError):  # Linux: room for any reply (read at the end)
+        fcntl.fcntl(w, fcntl.F_SETPIPE_SZ, _REPLY_MAX)
     chunks: list[bytes] = []
     try:
         with children.spawn([sys.executable, "-m", module, "--child"], stdin=subprocess.PIPE,
@@ -141,7 +152,9 @@ def run_driver(module: str, spec: dict[str, Any], *, workdir: Path, n: int, mark
                 proc.stdin.close()
             deadline = None if timeout is None else time.monotonic() + timeout
             while proc.poll() is None:
-                _drain(r, chunks)
+                if watch is not None and watch(proc):  # killpoints.KillSupervisor struck
+                    killed = True
+                    break
                 if kill_request.exists():
                     kill_request.unlink()
                     proc.kill_group()
@@ -150,7 +163,8 @@ def run_driver(module: str, spec: dict[str, Any], *, workdir: Path, n: int, mark
                 if deadline is not None and time.monotonic() > deadline:
                     proc.kill_group()
                     raise UserCodeTimeout(str(spec.get("module", module)), "the driver", timeout or 0.0)
-                time.sleep(_POLL_S)
+                if watch is None:
+                    time.sleep(_POLL_S)
             proc.kill_group()  # stragglers of an ended driver (its JVM) die with the group
         rc = proc.returncode
         _drain(r, chunks)
@@ -200,7 +214,12 @@ def request_kill(markers: Path) -> None:
 
 
 def _write_reply(fd: int, obj: dict[str, Any]) -> None:
+    """Write the reply (cut to fit the pipe: the parent reads it when the driver has ended)."""
+    if "invalid" in obj and len(obj["invalid"]) > 4000:
+        obj = {**obj, "invalid": obj["invalid"][:4000] + " …"}
     data = json.dumps(obj).encode()
+    if len(data) > _REPLY_MAX // 2:
+        data = json.dumps({"status": obj.get("status", "failed"), "note": "reply too long"}).encode()
     while data:
         data = data[os.write(fd, data):]
     os.close(fd)
@@ -278,6 +297,8 @@ def environment_guard(path: str | Path) -> Iterator[None]:
 
 # ----------------------------------------------------------------------------- the JVM
 _JVM_LOCK = threading.Lock()
+#: Set in a driver child's environment by :func:`run_driver`.
+_SUPERVISED = "ROLLCHECK_SUPERVISED_DRIVER"
 _JVM_GROUP: list[children.ProcessGroup] = []
 
 
@@ -312,6 +333,8 @@ def spark_gateway_in_group(settings: dict[str, Any]) -> None:
     with _JVM_LOCK:
         if SparkContext._gateway is not None:  # one JVM per process: PySpark reuses it
             return
+        if os.environ.get(_SUPERVISED):  # a driver child: its JVM stays in the driver's own group,
+            return                       # which dies with rollcheck and is killed as one
         try:
             group = children.ProcessGroup()
         except OSError:
