@@ -9,6 +9,7 @@ takes. The JSON Schema in ``rollcheck/pyimpl/schemas/pattern.schema.json`` (pack
 from __future__ import annotations
 
 import contextlib
+import errno
 import gc
 import json
 import os
@@ -295,6 +296,8 @@ def check_output_path(path: str | os.PathLike[str], location: str | None = None,
     if not anc.is_dir():
         raise InvalidInputError(f"{anc} is a file, not a folder: cannot write {name}", location=location)
     if not os.access(anc, os.W_OK | os.X_OK) or _write_protected(anc.stat()):
+        if os.statvfs(anc).f_flag & os.ST_RDONLY:  # the machine's, not the user's: say so
+            raise EnvironmentFault(name, os.strerror(errno.EROFS), errno.EROFS)
         raise InvalidInputError(f"folder {anc} is not writable: cannot write {name}", location=location)
     return p
 

@@ -97,16 +97,21 @@ def test_sigkill_during_a_kill_mode_recording_kills_driver_and_jvm(tmp_path):
 @pytest.mark.spark
 @pytest.mark.slow
 def test_sigkill_during_an_in_process_recording_kills_the_jvm(tmp_path):
-    """Spark in rollcheck's own process (task failure): its JVM is in a group that dies with it."""
-    out = tmp_path / "o.jsonl"
-    partial = tmp_path / "o.jsonl.partial"
+    """Spark in rollcheck's own process (the word count with a task failure): its JVM was started
+    in a process group that dies with rollcheck."""
+    out = tmp_path / "wc.jsonl"
+    out.write_text("previous result\n", encoding="utf-8")
+    partial = tmp_path / "wc.jsonl.partial"
 
     def ready(tag: str) -> bool:
         return bool(_java(tag)) and _lines(partial) >= 2
 
-    _sigkill_during(["spark", "record", "query", "--module", str(QUERY), "--out", str(out),
-                     "--fail-at-batch", "1", "--failure", "task"], tmp_path, ready, "the recording")
-    assert not out.exists()
+    _sigkill_during(["spark", "record", "wordcount", "--out", str(out), "--batches", "6", "--fail-at-batch", "3",
+                     "--failure", "task"], tmp_path, ready, "the recording")
+    size = partial.stat().st_size
+    time.sleep(2)
+    assert partial.stat().st_size == size, "the trace grew after rollcheck was killed"
+    assert out.read_text(encoding="utf-8") == "previous result\n"
 
 
 BIG_TLA = """---- MODULE Big ----
