@@ -24,6 +24,7 @@ __all__ = [
     "EnvironmentFault",
     "UserCodeTimeout",
     "environment_fault",
+    "environment_fault_in_text",
     "ENVIRONMENT_ERRNOS",
     "PropertyViolation",
     "InconclusiveError",
@@ -203,6 +204,19 @@ def environment_fault(exc: BaseException, path: str | None = None) -> Environmen
         text = str(exc)
     except Exception:  # noqa: BLE001 -- a broken __str__ of someone else's exception
         return None
+    return environment_fault_in_text(text, path)
+
+
+def environment_fault_in_text(text: str, path: str | None = None) -> EnvironmentFault | None:
+    """The :class:`EnvironmentFault` a message reports (a JVM's stack trace, a report row's
+    detail), or None: the first OS reason of :data:`ENVIRONMENT_ERRNOS` in ``text`` and the path
+    written before it (else ``path``).
+
+    Examples
+    --------
+    >>> str(environment_fault_in_text("OSError: /r/x.png: No space left on device [ENOSPC]"))
+    '/r/x.png: No space left on device [ENOSPC] (an environment problem: free space or write elsewhere)'
+    """
     m = _REASON_RE.search(text)
     if m is None:
         return None
