@@ -199,7 +199,10 @@ def _drain(fd: int, chunks: list[bytes]) -> None:
 
 def _raise_from_reply(reply: dict[str, Any], spec: dict[str, Any]) -> None:
     if "invalid" in reply:
-        raise InvalidInputError(reply["invalid"])
+        bad = reply["invalid"]
+        if isinstance(bad, dict):  # the file and the attribute, as the driver named them
+            raise InvalidInputError(str(bad.get("reason")), source=bad.get("source"), location=bad.get("location"))
+        raise InvalidInputError(str(bad))
     if "environment" in reply:
         raise EnvironmentFault(**reply["environment"])
     if "timeout" in reply:
@@ -215,8 +218,9 @@ def request_kill(markers: Path) -> None:
 
 def _write_reply(fd: int, obj: dict[str, Any]) -> None:
     """Write the reply (cut to fit the pipe: the parent reads it when the driver has ended)."""
-    if "invalid" in obj and len(obj["invalid"]) > 4000:
-        obj = {**obj, "invalid": obj["invalid"][:4000] + " …"}
+    bad = obj.get("invalid")
+    if isinstance(bad, dict) and len(str(bad.get("reason"))) > 4000:
+        obj = {**obj, "invalid": {**bad, "reason": str(bad["reason"])[:4000] + " …"}}
     data = json.dumps(obj).encode()
     if len(data) > _REPLY_MAX // 2:
         data = json.dumps({"status": obj.get("status", "failed"), "note": "reply too long"}).encode()
@@ -265,7 +269,7 @@ def child_main(run: Callable[[dict[str, Any]], dict[str, Any]]) -> int:
         _write_reply(reply_fd, {"environment": e.fields()})
         return 2
     except InvalidInputError as e:
-        _write_reply(reply_fd, {"invalid": str(e)})
+        _write_reply(reply_fd, {"invalid": {"reason": e.reason, "source": e.source, "location": e.location}})
         return 2
     except Exception as e:
         fault = environment_fault(e, spec.get("root"))

@@ -98,6 +98,8 @@ def test_errors_cross_the_process_boundary_as_their_own_class(driver, act, cls, 
     with pytest.raises(cls) as e:
         run(act)
     assert type(e.value) is cls and text in str(e.value)
+    if act == "invalid":
+        assert (e.value.source, e.value.location) == ("q.py", "KEY")
     assert wait_gone(tag, 5) == [] and not (work / "tmp-1").exists()
 
 
