@@ -49,7 +49,8 @@ def _java(tag: str) -> list[tuple[int, str]]:
     return [(p, c) for p, c in tagged_processes(tag) if "java" in c.split(" ", 1)[0]]
 
 
-def _sigkill_during(argv: list[str], tmp: Path, ready, what: str, wait_s: float = 400) -> str:
+def _sigkill_during(argv: list[str], tmp: Path, ready, what: str, wait_s: float = 400,
+                    within: float = 10) -> str:
     tag = new_tag()
     env = tagged_env(tag, JAVA_TOOL_OPTIONS=f"-Djava.io.tmpdir={tmp / 'jtmp'}", TMPDIR=str(tmp / "ptmp"))
     (tmp / "jtmp").mkdir()
@@ -65,7 +66,7 @@ def _sigkill_during(argv: list[str], tmp: Path, ready, what: str, wait_s: float 
         p.send_signal(signal.SIGKILL)
         p.wait()
         t0 = time.monotonic()
-        left = wait_gone(tag, 10)
+        left = wait_gone(tag, within)
         assert left == [], f"alive {time.monotonic() - t0:.1f} s after SIGKILL: {left}"
         return tag
     finally:
@@ -98,7 +99,9 @@ def test_sigkill_during_a_kill_mode_recording_kills_driver_and_jvm(tmp_path):
 @pytest.mark.slow
 def test_sigkill_during_an_in_process_recording_kills_the_jvm(tmp_path):
     """Spark in rollcheck's own process (the word count with a task failure): its JVM was started
-    in a process group that dies with rollcheck."""
+    in a process group that dies with rollcheck, at once. (Left to itself, the JVM notices its
+    closed standard input and exits after its shutdown hooks, 4-5 s later on a loaded machine,
+    still writing meanwhile; hence 3 s here, stricter than the contract's 10 s.)"""
     out = tmp_path / "wc.jsonl"
     out.write_text("previous result\n", encoding="utf-8")
     partial = tmp_path / "wc.jsonl.partial"
@@ -107,7 +110,7 @@ def test_sigkill_during_an_in_process_recording_kills_the_jvm(tmp_path):
         return bool(_java(tag)) and _lines(partial) >= 2
 
     _sigkill_during(["spark", "record", "wordcount", "--out", str(out), "--batches", "6", "--fail-at-batch", "3",
-                     "--failure", "task"], tmp_path, ready, "the recording")
+                     "--failure", "task"], tmp_path, ready, "the recording", within=3)
     size = partial.stat().st_size
     time.sleep(2)
     assert partial.stat().st_size == size, "the trace grew after rollcheck was killed"
