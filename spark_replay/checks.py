@@ -542,7 +542,8 @@ def query_statestore_crosscheck(v: StreamView) -> Check:
     """Per state store, Spark's state reader and the plain-Python decoder count the same rows."""
     fin = v.ends["state_final"]
     bad = [f"{s}: Spark {x.get('count')} vs decoder {x.get('decoded')}"
-           for s, x in sorted((fin.get("stores") or {}).items()) if x.get("count") != x.get("decoded")]
+           for s, x in sorted((fin.get("stores") or {}).items())
+           if x.get("decoded") is not None and x.get("count") != x.get("decoded")]  # None: RocksDB
     return Check("statestore-crosscheck", not bad,
                  "; ".join(bad) if bad else f"{len(fin.get('stores') or {})} store(s): Spark's state reader "
                  f"and the plain-Python decoder agree on every row count", fin["seq"] if bad else None)
@@ -557,9 +558,14 @@ def query_checks(trace: Trace) -> list[Check]:
         raise InvalidInputError("header config is malformed", source=trace.source, location="line 1") from None
     v = StreamView.read(trace, None, req, None)
     checks = [failure_observed(v), commit_protocol(v), resume_prediction(v)]
+    if req is not None and req[0] == "kill":  # where the kill struck (killpoints.py)
+        from rollcheck.spark_replay.killpoints import kill_point_struck
+
+        checks.insert(1, kill_point_struck(trace.header, trace.events))  # type: ignore[arg-type]
     if not v.ended:
         return [*checks, _not_reached(v)]
     checks += [output_exactly_once(v), state_failure_free(v)]
-    if "state_final" in v.ends:
-        checks.append(query_statestore_crosscheck(v))
+    if "state_final" in v.ends and any(x.get("decoded") is not None
+                                       for x in (v.ends["state_final"].get("stores") or {}).values()):
+        checks.append(query_statestore_crosscheck(v))  # RocksDB stores (decoded None): Spark's reader only
     return checks

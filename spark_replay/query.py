@@ -49,7 +49,7 @@ import os
 import shutil
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -57,7 +57,13 @@ from typing import Any
 from rollcheck.pyimpl.calllimit import DEFAULT_QUERY_CALL_TIMEOUT, call_limited, check_limit
 from rollcheck.pyimpl.errors import InvalidInputError, UserCodeTimeout, environment_fault
 from rollcheck.pyimpl.partialfile import partial_output
-from rollcheck.spark_replay.checkpoint_reader import CheckpointDir
+from rollcheck.spark_replay.checkpoint_reader import CheckpointDir, spark_state_reads
+from rollcheck.spark_replay.killpoints import (
+    KillSupervisor,
+    record_kill,
+    state_store_conf,
+    validate_options,
+)
 from rollcheck.spark_replay.supervise import (
     child_main,
     environment_guard,
@@ -249,6 +255,8 @@ class QueryConfig:
     max_attempts: int = 4
     reference: bool = True
     call_timeout: float = DEFAULT_QUERY_CALL_TIMEOUT
+    state_store: str = "hdfs"  # killpoints.STATE_STORES
+    kill_point: str | None = None  # killpoints.KILL_POINTS (with failure "kill")
 
     def validate(self, n_input: int | None = None) -> None:
         """Check the flags; with ``n_input`` (the number of input batches) also the batch."""
@@ -260,6 +268,7 @@ class QueryConfig:
         if self.failure is not None and self.failure not in FAILURES:
             raise InvalidInputError(f"unknown failure {self.failure!r}; use one of {FAILURES}",
                                     location="--failure")
+        validate_options(self.failure, self.kill_point, self.state_store)  # killpoints.py
         if self.fail_at_batch is not None and self.fail_at_batch < 0:
             raise InvalidInputError("--fail-at-batch must be >= 0", location="--fail-at-batch")
         if n_input is not None and self.fail_at_batch is not None and self.fail_at_batch > n_input:
@@ -424,20 +433,35 @@ def read_state_stores(spark: Any, checkpoint: Path) -> dict[str, dict[str, Any]]
     out: dict[str, dict[str, Any]] = {}
     for m in meta:
         op, store = int(m["operatorId"]), str(m["stateStoreName"])
-        rows = (spark.read.format("statestore").option("operatorId", op).option("storeName", store)
-                .load(str(checkpoint)).select("key", "value").collect())
-        canon = sorted(_canon([plain(r["key"]), plain(r["value"])]) for r in rows)
-        decoded = sum(len(p) for p in ck.state(op, store=store).values())
-        entry: dict[str, Any] = {"count": len(canon), "decoded": decoded,
-                                 "digest": hashlib.sha256("\n".join(canon).encode()).hexdigest()}
-        if len(canon) <= ROWS_IN_TRACE:
-            entry["rows"] = canon
-        out[f"{op}/{store}"] = entry
+        props = m.asDict().get("operatorProperties")
+        for var, options in spark_state_reads(props):  # transformWithState: one read per state variable
+            df = (spark.read.format("statestore").option("operatorId", op).option("storeName", store)
+                  .options(**options).load(str(checkpoint)))
+            rows = df.select(*[c for c in df.columns if c != "partition_id"]).collect()
+            canon = sorted(_canon([plain(x) for x in r]) for r in rows)
+            # the plain decoder reads HDFS-backed files only; RocksDB state: Spark's reader alone
+            decoded = (sum(len(p) for p in ck.state(op, store=store).values())
+                       if ck.provider(op) == "hdfs" and not var else None)
+            entry: dict[str, Any] = {"count": len(canon), "decoded": decoded,
+                                     "digest": hashlib.sha256("\n".join(canon).encode()).hexdigest()}
+            if len(canon) <= ROWS_IN_TRACE:
+                entry["rows"] = canon
+            out[f"{op}/{store}" + (f"/{var}" if var else "")] = entry
     return out
 
 
 class _InjectedSinkFailure(RuntimeError):
     pass
+
+
+def _request_kill(paths: _Paths) -> None:
+    """Ask the supervising parent to SIGKILL this driver now (once per recording) and wait."""
+    try:
+        fd = os.open(paths.markers / "failed", os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+        return
+    os.close(fd)
+    request_kill(paths.markers)  # the parent SIGKILLs this driver and its JVM now
 
 
 def _run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: _Paths, *, ref: bool,
@@ -495,6 +519,8 @@ def _run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: _Paths, *, ref
                 writer.emit(PREFIX + "restart", resume_batch=bid,
                             restored_versions=watcher.restored_versions() if watcher else {})
             first_sink[0] = False
+            if failing and cfg.failure == "kill" and cfg.kill_point == "state" and cfg.fail_at_batch == bid:
+                _request_kill(paths)  # kill point "state": the batch ran (state committed), sink not yet
             if uq.has_sink:
                 try:
                     uq.call("sink", bdf, bid, str(out_dir), on_expire=sink_expired)
@@ -508,7 +534,9 @@ def _run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: _Paths, *, ref
                 bdf.unpersist()
         if writer is not None:
             writer.emit(PREFIX + "sink_written", batch=bid, rows=rows)
-        if failing and cfg.fail_at_batch == bid and cfg.failure in ("sink", "kill"):
+        if failing and cfg.fail_at_batch == bid and cfg.failure == "kill" and cfg.kill_point in (None, "sink"):
+            _request_kill(paths)  # kill point "sink" (the default): the parent records the kill
+        if failing and cfg.fail_at_batch == bid and cfg.failure == "sink":
             try:
                 fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
             except FileExistsError:
@@ -516,9 +544,7 @@ def _run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: _Paths, *, ref
             os.close(fd)
             if writer is not None:
                 writer.emit("failure", processes=["driver"], batch=bid, mode=cfg.failure)
-            if cfg.failure == "sink":
-                raise _InjectedSinkFailure(f"rollcheck: injected sink failure in batch {bid}")
-            request_kill(paths.markers)  # the parent SIGKILLs this driver's process group now
+            raise _InjectedSinkFailure(f"rollcheck: injected sink failure in batch {bid}")
 
     writer_ = (result.writeStream.outputMode(uq.output_mode).option("checkpointLocation", str(ck))
                .foreachBatch(sink).trigger(availableNow=True))
@@ -595,10 +621,11 @@ def _finish(spark: Any, uq: UserQuery, paths: _Paths, writer: TraceWriter) -> No
     writer.emit("end", status="done")
 
 
-def session_conf() -> dict[str, Any]:
-    """The Spark settings a recording needs (UTC session time zone, frequent state maintenance)."""
+def session_conf(state_store: str = "hdfs") -> dict[str, Any]:
+    """The Spark settings a recording needs (UTC session time zone, frequent state maintenance,
+    the state store provider)."""
     return {"spark.sql.session.timeZone": "UTC",
-            "spark.sql.streaming.stateStore.maintenanceInterval": "1s"}
+            "spark.sql.streaming.stateStore.maintenanceInterval": "1s", **state_store_conf(state_store)}
 
 
 def _drive(cfg: QueryConfig, paths: _Paths, trace: Path, header: dict[str, Any], *, single_attempt: bool,
@@ -616,9 +643,9 @@ def _drive(cfg: QueryConfig, paths: _Paths, trace: Path, header: dict[str, Any],
             if spark is None:
                 spark = stack.enter_context(spark_session(
                     cfg.master, app_name="rollcheck-query", shuffle_partitions=cfg.shuffle_partitions,
-                    conf=session_conf()))
+                    conf=session_conf(cfg.state_store)))
             else:
-                for k, v in session_conf().items():
+                for k, v in session_conf(cfg.state_store).items():
                     spark.conf.set(k, str(v))
                 spark.conf.set("spark.sql.shuffle.partitions", str(cfg.shuffle_partitions))
             _quiet(spark)
@@ -665,7 +692,8 @@ def _quiet(spark: Any) -> None:
 
 
 def record_query(cfg: QueryConfig, out: str | Path, *, workdir: str | Path | None = None,
-                 enabled: bool = True, spark: Any = None) -> dict[str, Any]:
+                 enabled: bool = True, spark: Any = None,
+                 reference_from: str | Path | None = None) -> dict[str, Any]:
     """Record the user's query: a failure-free reference run, then the run with the failure.
 
     Parameters
@@ -687,6 +715,11 @@ def record_query(cfg: QueryConfig, out: str | Path, *, workdir: str | Path | Non
         rollcheck, and a call into the user's code past ``cfg.call_timeout`` that cannot be
         stopped in place ends with that group; in the caller's session it is stopped as far as
         Python allows (an exception in the calling thread, the running Spark jobs cancelled).
+    reference_from : path, optional
+        A failure-free recording of the same query (module, seed, batches, state store) whose
+        final output and state serve as this run's reference instead of a reference run of its
+        own (:func:`rollcheck.spark_replay.shared_reference.shared_reference`; the matrix runs it once per
+        configuration).
 
     Returns
     -------
@@ -700,6 +733,8 @@ def record_query(cfg: QueryConfig, out: str | Path, *, workdir: str | Path | Non
     ``tests/test_spark_query.py``.
     """
     cfg.validate()
+    if reference_from is not None:
+        cfg = replace(cfg, reference=False)
     uq = load_query(cfg.module, cfg.call_timeout)
     rows = uq.batches(cfg.seed)
     if cfg.batches is not None:
@@ -715,6 +750,10 @@ def record_query(cfg: QueryConfig, out: str | Path, *, workdir: str | Path | Non
     # OUT.partial until the run ends (then renamed); a refused query leaves no fragment, an
     # interrupted run leaves OUT as it was (pyimpl.partialfile)
     with partial_output(out) as partial, environment_guard(root):
+        if reference_from is not None and enabled:  # matrix.py: the configuration's shared reference
+            from rollcheck.spark_replay.shared_reference import write_shared_reference
+
+            write_shared_reference(reference_from, partial, header)
         res = _record(cfg, partial, root, paths, header, enabled, spark, len(rows))
     return {**res, "trace": str(out)}
 
@@ -734,15 +773,21 @@ def _record(cfg: QueryConfig, out: Path, root: Path, paths: _Paths, header: dict
         res = {"status": "failed", "reference_seconds": None, "attempt_seconds": []}
         if enabled:
             TraceWriter(out, header).close()
+        # a kill strikes only in kill mode (batch None: the supervisor only waits)
+        supervisor = KillSupervisor(paths.checkpoint(), paths.markers, cfg.fail_at_batch if kill else None,
+                                    cfg.kill_point or "sink")
         for k in range(cfg.max_attempts if kill else 1):
             children += 1
             spec = {"cfg": asdict(cfg), "root": str(root), "trace": str(out), "header": header,
                     "reference": k == 0 and cfg.reference, "enabled": enabled, "single_attempt": kill}
             run = run_driver("rollcheck.spark_replay.query", spec, workdir=root, n=children,
-                             markers=paths.markers)
+                             markers=paths.markers, watch=supervisor.watch)  # killpoints.py strikes
             if run.killed:
                 if not kill:
                     raise RuntimeError("the Spark driver was killed from outside")
+                fired = supervisor.take()
+                if fired is not None and enabled:  # what the checkpoint logs held at the kill
+                    record_kill(out, paths.checkpoint(), fired)
                 res["attempt_seconds"].append(round(run.seconds, 3))
                 continue
             child = run.reply
