@@ -15,7 +15,8 @@ this module provides the means to test it from outside, as a user would meet the
   module whose ``batches()`` never returns is stopped by ``--call-timeout``, ``render -o`` on a
   full disk, ``check protocol --out`` whose picture does not fit (these two need root for a small
   tmpfs: without it the row says so and is inconclusive). The full ``verify`` adds SIGKILL during
-  TLC and during a Spark recording (one JVM each, about a minute on an idle machine).
+  TLC and during a Spark recording, and SIGTERM during a Spark recording (one JVM each, about a
+  minute each on an idle machine).
 
 References
 ----------
@@ -352,6 +353,47 @@ def spark_sigkill(work: Path) -> str | None:
     return problem
 
 
+def spark_sigterm(work: Path) -> str | None:
+    """SIGTERM during a kill-mode recording (the reporter's case: a good trace replaced by a
+    one-line header): exit 143, the previous trace unchanged, the fragment kept as
+    ``OUT.partial``, no scratch folder ``OUT.work/tmp-N`` and no process left."""
+    out = work / "o.jsonl"
+    out.write_text("previous\n", encoding="utf-8")
+    partial = work / "o.jsonl.partial"
+    tag = new_tag()
+    env = tagged_env(tag, JAVA_TOOL_OPTIONS=f"-Djava.io.tmpdir={work}")
+    argv = ["spark", "record", "query", "--module", str(_shipped("examples", "queries", "clicks_per_window.py")),
+            "--out", str(out), "--fail-at-batch", "2", "--failure", "kill"]
+    with open(work / "cli.log", "wb") as log:
+        p = subprocess.Popen([sys.executable, "-m", "rollcheck.cli.main", *argv], cwd=work, env=env,
+                             stdout=log, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + 600
+            while not (_java_up(tag) and partial.exists() and partial.read_bytes().count(b"\n") >= 3):
+                if p.poll() is not None or time.monotonic() > deadline:
+                    return f"the run never got going (exit {p.poll()})"
+                time.sleep(0.1)
+            p.send_signal(signal.SIGTERM)
+            code = p.wait(timeout=60)
+            left = wait_gone(tag, 10)
+        finally:
+            p.kill()
+            p.wait()
+            kill_tagged(tag)
+    problems = []
+    if code != 143:
+        problems.append(f"exit {code} (want 143)")
+    if out.read_text(encoding="utf-8") != "previous\n":
+        problems.append("the previous trace was changed")
+    if not partial.exists():
+        problems.append("no OUT.partial left")
+    if list((work / "o.jsonl.work").glob("tmp-*")):
+        problems.append("a scratch folder OUT.work/tmp-N was left")
+    if left:
+        problems.append(f"{len(left)} process(es) left")
+    return "; ".join(problems) or None
+
+
 SCENARIOS: list[Scenario] = [
     Scenario("children die with a SIGKILLed parent", children_die),
     Scenario("batches() that never returns: --call-timeout", batches_hang),
@@ -359,6 +401,7 @@ SCENARIOS: list[Scenario] = [
     Scenario("check protocol --out: the picture does not fit", picture_does_not_fit, needs_root=True),
     Scenario("SIGKILL during TLC", tlc_sigkill, quick=False),
     Scenario("SIGKILL during a Spark recording", spark_sigkill, quick=False),
+    Scenario("SIGTERM during a Spark recording", spark_sigterm, quick=False),
 ]
 
 
