@@ -120,3 +120,12 @@ def test_spark_record_query_with_300_kb_free(tmp_path):
         _one_env_line(r, str(fs), "No space left on device")
         assert not out.exists() and not (fs / "o.jsonl.partial").exists()
         assert not list((fs / "o.jsonl.work").glob("tmp-*"))
+
+
+@root_only
+@pytest.mark.slow
+def test_verify_with_16_kb_free_is_an_environment_error_not_a_failure(tmp_path):
+    """The reporter's case: ``verify --quick --only foundation --out`` on 16 KiB said FAIL, exit 1."""
+    with small_fs(16, str(tmp_path)) as fs:
+        r = _cli("verify", "--quick", "--only", "foundation", "--out", str(fs / "rep"), timeout=900)
+        _one_env_line(r, str(fs / "rep"), "No space left on device")
