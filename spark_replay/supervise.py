@@ -150,7 +150,7 @@ def run_driver(module: str, spec: dict[str, Any], *, workdir: Path, n: int, mark
             w = -1
             assert proc.stdin is not None
             with contextlib.suppress(BrokenPipeError):
-                proc.stdin.write(json.dumps({**spec, "reply_fd": reply_fd}).encode())
+                proc.stdin.write(json.dumps({**spec, "reply_fd": reply_fd, "parent": os.getpid()}).encode())
                 proc.stdin.close()
             deadline = None if timeout is None else time.monotonic() + timeout
             while proc.poll() is None:
@@ -258,8 +258,8 @@ def child_main(run: Callable[[dict[str, Any]], dict[str, Any]]) -> int:
     Exit code 0 when the reply's ``status`` is ``"done"``, 4 when the attempt ended otherwise,
     2 for bad input, environment faults and user-code time limits (in the reply).
     """
-    children.die_with_parent()  # set already by the parent's hook on Linux; harmless twice
     spec = json.loads(sys.stdin.read())
+    children.die_with_parent(parent=spec.get("parent"))  # set already by the spawn hook (main thread)
     reply_fd = int(spec["reply_fd"])
     _REPLY_FD[:] = [reply_fd]
     try:
