@@ -347,7 +347,7 @@ def spark_sigkill(work: Path) -> str | None:
 
     problem = sigkill_during(["spark", "record", "query", "--module",
                               str(_shipped("examples", "queries", "clicks_per_window.py")), "--out", str(out),
-                              "--fail-at-batch", "2", "--failure", "kill"], work, ready, 600)
+                              "--fail-at-batch", "2", "--failure", "kill", "--no-reference"], work, ready, 600)
     if problem is None and out.read_text(encoding="utf-8") != "previous\n":
         problem = "the previous trace was changed"
     return problem
@@ -363,7 +363,7 @@ def spark_sigterm(work: Path) -> str | None:
     tag = new_tag()
     env = tagged_env(tag, JAVA_TOOL_OPTIONS=f"-Djava.io.tmpdir={work}")
     argv = ["spark", "record", "query", "--module", str(_shipped("examples", "queries", "clicks_per_window.py")),
-            "--out", str(out), "--fail-at-batch", "2", "--failure", "kill"]
+            "--out", str(out), "--fail-at-batch", "2", "--failure", "kill", "--no-reference"]
     with open(work / "cli.log", "wb") as log:
         p = subprocess.Popen([sys.executable, "-m", "rollcheck.cli.main", *argv], cwd=work, env=env,
                              stdout=log, stderr=subprocess.STDOUT)
