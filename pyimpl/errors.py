@@ -198,7 +198,7 @@ def environment_fault(exc: BaseException, path: str | None = None) -> Environmen
         if isinstance(cur, OSError) and cur.errno in ENVIRONMENT_ERRNOS:
             where = cur.filename if cur.filename is not None else path
             return EnvironmentFault(os.fsdecode(where) if where is not None else "?",
-                                    cur.strerror or os.strerror(cur.errno), cur.errno)
+                                    cur.strerror or os.strerror(cur.errno or 0), cur.errno)
         cur = cur.__cause__ or cur.__context__
     try:
         text = str(exc)
