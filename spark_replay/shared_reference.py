@@ -30,7 +30,7 @@ def shared_reference(path: str | Path, header: dict[str, Any] | None = None) -> 
     tr = read_trace(path)
     src = str(path)
     cfg = tr.header.get("config") or {}
-    if tr.source_kind != "spark-query":
+    if not (tr.source_kind == "spark-query" or (tr.source_kind == "spark" and tr.header.get("job") == "query")):
         raise InvalidInputError("not a recording of a query", source=src, location="line 1")
     if cfg.get("failure") is not None:
         raise InvalidInputError("the reference must be a failure-free recording", source=src,
