@@ -686,24 +686,22 @@ def query_plugins(header: dict[str, Any], source: str | None) -> list[TraceCheck
     except (TypeError, ValueError):
         raise InvalidInputError("header config is malformed", source=source, location="line 1") from None
     stream = SparkStream(StreamView(header, source, -1, req, None))
-    plugins: list[TraceCheck] = [stream, StreamCheck("failure-observed", stream, failure_observed)]
+
+    def crosscheck(v: StreamView) -> Check | None:  # RocksDB stores (decoded None): Spark's reader only
+        stores = (v.ends["state_final"].get("stores") or {}).values() if "state_final" in v.ends else []
+        return query_statestore_crosscheck(v) if any(x.get("decoded") is not None for x in stores) else None
+
+    plugins: list[TraceCheck] = [
+        stream,
+        StreamCheck("failure-observed", stream, failure_observed),
+        StreamCheck("commit-protocol", stream, commit_protocol),
+        StreamCheck("resume-prediction", stream, resume_prediction),
+        StreamCheck("end-of-run", stream, end_of_run),
+        StreamCheck("output-exactly-once", stream, output_exactly_once, at_end=True),
+        StreamCheck("state-failure-free", stream, state_failure_free, at_end=True),
+        StreamCheck("statestore-crosscheck", stream, crosscheck, at_end=True)]
     if req is not None and req[0] == "kill":  # where the kill struck (killpoints.py)
         from rollcheck.spark_replay.killpoints import kill_point_struck
 
-        plugins.append(EventListCheck("kill-point", header, kill_point_struck, source))
-    return [*plugins,
-            StreamCheck("commit-protocol", stream, commit_protocol),
-            StreamCheck("resume-prediction", stream, resume_prediction),
-            StreamCheck("end-of-run", stream, end_of_run),
-            StreamCheck("output-exactly-once", stream, output_exactly_once, at_end=True),
-            StreamCheck("state-failure-free", stream, state_failure_free, at_end=True),
-            StreamCheck("statestore-crosscheck", stream, _decoded_crosscheck, at_end=True)]
-
-
-def _decoded_crosscheck(v: StreamView) -> Check | None:
-    """The row-count crosscheck where the plain-Python decoder read a store (RocksDB stores,
-    ``decoded`` None, are read with Spark's reader only: no check)."""
-    stores = (v.ends.get("state_final") or {}).get("stores") or {}
-    if "state_final" not in v.ends or all(x.get("decoded") is None for x in stores.values()):
-        return None
-    return query_statestore_crosscheck(v)
+        plugins.insert(2, EventListCheck("kill-point", header, kill_point_struck, source))
+    return plugins
