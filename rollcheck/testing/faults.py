@@ -204,8 +204,11 @@ def children_die(work: Path, parent: str = PARENT_OURS) -> str | None:
         assert p.stdout is not None
         if p.stdout.readline().strip() != "ready":
             return "the parent did not start its children"
-        if len(tagged_processes(tag)) < 4:
-            return "the children were not found running"
+        deadline = time.monotonic() + 10  # the parent, the shell and its two sleeps
+        while len(tagged_processes(tag)) < 4:
+            if time.monotonic() > deadline:
+                return "the children were not found running"
+            time.sleep(0.05)
         p.kill()
         p.wait()
         left = wait_gone(tag, 10)
