@@ -116,18 +116,20 @@ _GROUPS: weakref.WeakSet[ProcessGroup] = weakref.WeakSet()
 _GROUPS_LOCK = threading.Lock()
 
 
-def die_with_parent(sig: int = signal.SIGKILL) -> bool:
+def die_with_parent(sig: int = signal.SIGKILL, parent: int | None = None) -> bool:
     """Ask the kernel to send ``sig`` to this process when its parent dies (Linux).
 
-    Returns False where the parent-death signal is unavailable. If the parent is already gone
-    (this process was re-parented), the signal is sent at once.
+    Returns False where the parent-death signal is unavailable. ``parent`` is the pid the parent
+    is known to have (e.g. passed down by it): if this process's parent is another one by now (it
+    was re-parented: the parent already died), the signal is sent at once. Without ``parent``
+    only a death during this call is detected (pid 1 may be a legitimate parent in a container).
     """
     if _PRCTL is None:
         return False
-    parent = os.getppid()
+    expected = os.getppid() if parent is None else parent
     if _PRCTL(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0) != 0:
         return False
-    if os.getppid() != parent or parent == 1:
+    if os.getppid() != expected:
         os.kill(os.getpid(), sig)
     return True
 

@@ -24,6 +24,7 @@ __all__ = [
     "EnvironmentFault",
     "UserCodeTimeout",
     "environment_fault",
+    "environment_fault_in_text",
     "ENVIRONMENT_ERRNOS",
     "PropertyViolation",
     "InconclusiveError",
@@ -197,12 +198,25 @@ def environment_fault(exc: BaseException, path: str | None = None) -> Environmen
         if isinstance(cur, OSError) and cur.errno in ENVIRONMENT_ERRNOS:
             where = cur.filename if cur.filename is not None else path
             return EnvironmentFault(os.fsdecode(where) if where is not None else "?",
-                                    cur.strerror or os.strerror(cur.errno), cur.errno)
+                                    cur.strerror or os.strerror(cur.errno or 0), cur.errno)
         cur = cur.__cause__ or cur.__context__
     try:
         text = str(exc)
     except Exception:  # noqa: BLE001 -- a broken __str__ of someone else's exception
         return None
+    return environment_fault_in_text(text, path)
+
+
+def environment_fault_in_text(text: str, path: str | None = None) -> EnvironmentFault | None:
+    """The :class:`EnvironmentFault` a message reports (a JVM's stack trace, a report row's
+    detail), or None: the first OS reason of :data:`ENVIRONMENT_ERRNOS` in ``text`` and the path
+    written before it (else ``path``).
+
+    Examples
+    --------
+    >>> str(environment_fault_in_text("OSError: /r/x.png: No space left on device [ENOSPC]"))
+    '/r/x.png: No space left on device [ENOSPC] (an environment problem: free space or write elsewhere)'
+    """
     m = _REASON_RE.search(text)
     if m is None:
         return None

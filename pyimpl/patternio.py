@@ -9,6 +9,7 @@ takes. The JSON Schema in ``rollcheck/pyimpl/schemas/pattern.schema.json`` (pack
 from __future__ import annotations
 
 import contextlib
+import errno
 import gc
 import json
 import os
@@ -18,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.errors import EnvironmentFault, InvalidInputError, environment_fault
 from rollcheck.pyimpl.jsonio import decode_utf8, loads_json, read_input_bytes, safe_name
 from rollcheck.pyimpl.pattern import CHECKPOINT, DELIVER, KINDS, SEND, Event, Pattern
 
@@ -295,6 +296,8 @@ def check_output_path(path: str | os.PathLike[str], location: str | None = None,
     if not anc.is_dir():
         raise InvalidInputError(f"{anc} is a file, not a folder: cannot write {name}", location=location)
     if not os.access(anc, os.W_OK | os.X_OK) or _write_protected(anc.stat()):
+        if os.statvfs(anc).f_flag & os.ST_RDONLY:  # the machine's, not the user's: say so
+            raise EnvironmentFault(name, os.strerror(errno.EROFS), errno.EROFS)
         raise InvalidInputError(f"folder {anc} is not writable: cannot write {name}", location=location)
     return p
 
@@ -318,11 +321,14 @@ def atomic_output(path: str | os.PathLike[str]) -> Iterator[Path]:
         yield Path(tmp)
         os.chmod(tmp, mode)
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as e:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        fault = environment_fault(e, str(target)) if isinstance(e, OSError) else None
+        if fault is not None:  # disk full / read-only / no permission: name the file, not the temporary
+            raise EnvironmentFault(str(target), fault.os_reason, fault.errno) from None
         raise
 
 

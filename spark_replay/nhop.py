@@ -60,6 +60,7 @@ from typing import Any
 
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.partialfile import partial_output
+from rollcheck.spark_replay.supervise import environment_guard
 from rollcheck.spark_replay.trace import TraceWriter
 
 __all__ = [
@@ -453,7 +454,7 @@ def record_nhop(cfg: NhopConfig, out: str | Path, *, enabled: bool = True,
                          "engine": engine}}
     t0 = time.perf_counter()
     # recorded as OUT.partial, renamed when the run ends (pyimpl.partialfile)
-    with partial_output(target) as partial:
+    with partial_output(target) as partial, environment_guard(target.parent):
         rounds = _record(cfg, partial, header, enabled, engine)
     return {"seconds": round(time.perf_counter() - t0, 2), "rounds": rounds, "trace": str(target)}
 

@@ -54,7 +54,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.calllimit import DEFAULT_QUERY_CALL_TIMEOUT, call_limited, check_limit
+from rollcheck.pyimpl.errors import InvalidInputError, UserCodeTimeout, environment_fault
 from rollcheck.pyimpl.partialfile import partial_output
 from rollcheck.spark_replay.checkpoint_reader import CheckpointDir, spark_state_reads
 from rollcheck.spark_replay.killpoints import (
@@ -63,7 +64,13 @@ from rollcheck.spark_replay.killpoints import (
     state_store_conf,
     validate_options,
 )
-from rollcheck.spark_replay.supervise import child_main, request_kill, run_driver
+from rollcheck.spark_replay.supervise import (
+    child_main,
+    environment_guard,
+    give_up_on_user_code,
+    request_kill,
+    run_driver,
+)
 from rollcheck.spark_replay.trace import TraceWriter
 from rollcheck.spark_replay.watcher import PREFIX, CheckpointWatcher
 
@@ -84,6 +91,8 @@ FAILURES = ("task", "sink", "kill")
 OUTPUT_MODES = ("append", "update", "complete")
 #: A file that marks a work folder as rollcheck's (only such a folder is ever replaced).
 WORK_MARKER = ".rollcheck-work"
+#: Seconds a sink past its limit gets to stop before the recording gives up on it.
+_SINK_GRACE_S = 10.0
 #: State stores with at most this many rows are recorded row by row (else by digest only).
 ROWS_IN_TRACE = 2000
 
@@ -99,15 +108,25 @@ class UserQuery:
     columns: list[str]
     output_mode: str
     key: list[str]
+    #: seconds each call into the module may take (``--call-timeout``)
+    call_timeout: float = DEFAULT_QUERY_CALL_TIMEOUT
 
     @property
     def has_sink(self) -> bool:
         return callable(getattr(self.module, "sink", None))
 
+    def call(self, method: str, *args: Any, on_expire: Any = None) -> Any:
+        """``module.method(*args)`` within :attr:`call_timeout` (else
+        :class:`~rollcheck.pyimpl.errors.UserCodeTimeout` naming the file, the method, the limit)."""
+        return call_limited(getattr(self.module, method), *args, limit=self.call_timeout, file=self.spec,
+                            method=method, on_expire=on_expire)
+
     def batches(self, seed: int) -> list[list[tuple[Any, ...]]]:
         """The user's input, checked: a list of batches, each a list of rows of the schema's width."""
         try:
-            data = self.module.batches(seed)
+            data = self.call("batches", seed)
+        except UserCodeTimeout:
+            raise
         except Exception as e:  # the user's code: one clear line, no traceback
             raise InvalidInputError(f"batches({seed}) raised {type(e).__name__}: {e}", source=self.spec,
                                     location="batches") from None
@@ -190,7 +209,7 @@ def _import(spec: str) -> ModuleType:
         raise InvalidInputError(f"cannot import the query module: {e}", source=spec, location="--module") from None
 
 
-def load_query(spec: str) -> UserQuery:
+def load_query(spec: str, call_timeout: float = DEFAULT_QUERY_CALL_TIMEOUT) -> UserQuery:
     """Load ``FILE.py`` or ``MODULE`` and check the contract (module docstring).
 
     Raises
@@ -218,7 +237,7 @@ def load_query(spec: str) -> UserQuery:
         raise InvalidInputError("give sink and read_output together (rollcheck must read what your sink "
                                 "wrote)", source=spec, location="sink" if has_sink else "read_output")
     cols = ddl_columns(mod.SCHEMA)
-    return UserQuery(spec, mod, mod.SCHEMA, cols, mod.OUTPUT_MODE, list(key))
+    return UserQuery(spec, mod, mod.SCHEMA, cols, mod.OUTPUT_MODE, list(key), check_limit(call_timeout))
 
 
 # ----------------------------------------------------------------------------- configuration
@@ -235,11 +254,13 @@ class QueryConfig:
     shuffle_partitions: int = 2
     max_attempts: int = 4
     reference: bool = True
+    call_timeout: float = DEFAULT_QUERY_CALL_TIMEOUT
     state_store: str = "hdfs"  # killpoints.STATE_STORES
     kill_point: str | None = None  # killpoints.KILL_POINTS (with failure "kill")
 
     def validate(self, n_input: int | None = None) -> None:
         """Check the flags; with ``n_input`` (the number of input batches) also the batch."""
+        check_limit(self.call_timeout)
         if self.batches is not None and self.batches < 1:
             raise InvalidInputError(f"need at least one batch, got {self.batches}", location="--batches")
         if (self.failure is None) != (self.fail_at_batch is None):
@@ -390,7 +411,9 @@ def _read_output(uq: UserQuery, out_dir: Path) -> list[dict[str, Any]]:
     if not uq.has_sink:
         return _default_read(str(out_dir))
     try:
-        rows = uq.module.read_output(str(out_dir))
+        rows = uq.call("read_output", str(out_dir))
+    except UserCodeTimeout:
+        raise
     except Exception as e:
         raise InvalidInputError(f"read_output raised {type(e).__name__}: {e}", source=uq.spec,
                                 location="read_output") from None
@@ -453,6 +476,12 @@ def _run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: _Paths, *, ref
     failing = not ref and cfg.failure is not None
     marker = paths.markers / "failed"
     first_sink = [True]
+    expired: list[UserCodeTimeout] = []
+    expired_at: list[float] = []
+
+    def sink_expired() -> None:  # from the limit's timer: unblock a Spark action in the sink
+        expired_at.append(time.monotonic())
+        spark.sparkContext.cancelAllJobs()
     out_dir = paths.out(ref)
     ck = paths.checkpoint(ref)
     if writer is not None:
@@ -462,7 +491,9 @@ def _run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: _Paths, *, ref
     if failing and cfg.failure == "task":
         df = _with_task_failure(df, F, marker, int(cfg.fail_at_batch))  # type: ignore[arg-type]
     try:
-        result = uq.module.query(df)
+        result = uq.call("query", df)
+    except UserCodeTimeout:
+        raise
     except Exception as e:
         raise InvalidInputError(f"query(df) raised {type(e).__name__}: {e}", source=uq.spec,
                                 location="query") from None
@@ -491,7 +522,11 @@ def _run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: _Paths, *, ref
             if failing and cfg.failure == "kill" and cfg.kill_point == "state" and cfg.fail_at_batch == bid:
                 _request_kill(paths)  # kill point "state": the batch ran (state committed), sink not yet
             if uq.has_sink:
-                uq.module.sink(bdf, bid, str(out_dir))
+                try:
+                    uq.call("sink", bdf, bid, str(out_dir), on_expire=sink_expired)
+                except UserCodeTimeout as e:
+                    expired.append(e)  # Spark reports the sink's failure as the query's: say why
+                    raise
             else:
                 _default_sink(rows, bid, str(out_dir))
         finally:
@@ -518,18 +553,30 @@ def _run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: _Paths, *, ref
     except Exception as e:
         if watcher is not None:
             watcher.stop()
+        fault = environment_fault(e, str(paths.root))
+        if fault is not None:
+            raise fault from None
         raise InvalidInputError(f"Spark refused the query: {type(e).__name__}: {str(e).splitlines()[0]}",
                                 source=uq.spec, location="query") from None
     outcome = "done"
     error: str | None = None
     try:
-        q.awaitTermination()
+        # a sink past its limit normally fails the query at once; one stuck in C code cannot be
+        # stopped in this process: give up on it after a grace period (a driver child is killed)
+        while not q.awaitTermination(0.5):
+            if expired_at and time.monotonic() - expired_at[0] > _SINK_GRACE_S:
+                give_up_on_user_code(UserCodeTimeout(uq.spec, "sink", uq.call_timeout))
     except StreamingQueryException as e:
+        if expired:
+            raise expired[0] from None
         injected = failing and marker.exists() and not (paths.markers / "recovered").exists()
         if injected:
             outcome = "failed"
             (paths.markers / "recovered").write_text("1", encoding="utf-8")
         else:
+            fault = environment_fault(e, str(paths.root))
+            if fault is not None:  # a full disk is the machine's, not the query's
+                raise fault from None
             outcome = "error"
             error = str(e).splitlines()[0] if str(e) else type(e).__name__
     finally:
@@ -587,7 +634,7 @@ def _drive(cfg: QueryConfig, paths: _Paths, trace: Path, header: dict[str, Any],
     status and timings."""
     from rollcheck.spark_replay.session import spark_session
 
-    uq = load_query(cfg.module)
+    uq = load_query(cfg.module, cfg.call_timeout)
     _register_by_value(uq)
     writer = TraceWriter(trace, header, enabled=enabled)
     status, ref_s, attempts_s = "failed", None, []
@@ -663,7 +710,11 @@ def record_query(cfg: QueryConfig, out: str | Path, *, workdir: str | Path | Non
         False runs the same query without recording (the overhead baseline of the benchmark).
     spark : SparkSession, optional
         Run in this session (``task`` and ``sink`` failures only; ``kill`` always starts its own
-        driver processes). Several recordings can so share one JVM.
+        driver processes). Several recordings can so share one JVM. Without it every driver is a
+        child process (:mod:`rollcheck.spark_replay.supervise`) whose process group dies with
+        rollcheck, and a call into the user's code past ``cfg.call_timeout`` that cannot be
+        stopped in place ends with that group; in the caller's session it is stopped as far as
+        Python allows (an exception in the calling thread, the running Spark jobs cancelled).
     reference_from : path, optional
         A failure-free recording of the same query (module, seed, batches, state store) whose
         final output and state serve as this run's reference instead of a reference run of its
@@ -684,7 +735,7 @@ def record_query(cfg: QueryConfig, out: str | Path, *, workdir: str | Path | Non
     cfg.validate()
     if reference_from is not None:
         cfg = replace(cfg, reference=False)
-    uq = load_query(cfg.module)
+    uq = load_query(cfg.module, cfg.call_timeout)
     rows = uq.batches(cfg.seed)
     if cfg.batches is not None:
         rows = rows[: cfg.batches]
@@ -698,7 +749,7 @@ def record_query(cfg: QueryConfig, out: str | Path, *, workdir: str | Path | Non
                          "input_rows": sum(len(b) for b in rows)}}
     # OUT.partial until the run ends (then renamed); a refused query leaves no fragment, an
     # interrupted run leaves OUT as it was (pyimpl.partialfile)
-    with partial_output(out) as partial:
+    with partial_output(out) as partial, environment_guard(root):
         if reference_from is not None and enabled:  # matrix.py: the configuration's shared reference
             from rollcheck.spark_replay.shared_reference import write_shared_reference
 
@@ -711,22 +762,29 @@ def _record(cfg: QueryConfig, out: Path, root: Path, paths: _Paths, header: dict
             spark: Any, n_rows: int) -> dict[str, Any]:
     t0 = time.perf_counter()
     children = 0
-    if cfg.failure != "kill":
+    if cfg.failure != "kill" and spark is not None:  # in the caller's session, in this process
         res = _drive(cfg, paths, out, header, single_attempt=False, with_reference=cfg.reference,
                      enabled=enabled, spark=spark)
     else:
+        # Driver children (spark_replay.supervise): a kill needs them, and without a session of
+        # the caller's the user's code runs there too, so that a call past its limit that cannot
+        # be stopped in place (a sink blocked in C code) ends with the child's process group.
+        kill = cfg.failure == "kill"
         res = {"status": "failed", "reference_seconds": None, "attempt_seconds": []}
         if enabled:
             TraceWriter(out, header).close()
-        supervisor = KillSupervisor(paths.checkpoint(), paths.markers, cfg.fail_at_batch,
+        # a kill strikes only in kill mode (batch None: the supervisor only waits)
+        supervisor = KillSupervisor(paths.checkpoint(), paths.markers, cfg.fail_at_batch if kill else None,
                                     cfg.kill_point or "sink")
-        for k in range(cfg.max_attempts):
+        for k in range(cfg.max_attempts if kill else 1):
             children += 1
             spec = {"cfg": asdict(cfg), "root": str(root), "trace": str(out), "header": header,
-                    "reference": k == 0 and cfg.reference, "enabled": enabled}
+                    "reference": k == 0 and cfg.reference, "enabled": enabled, "single_attempt": kill}
             run = run_driver("rollcheck.spark_replay.query", spec, workdir=root, n=children,
                              markers=paths.markers, watch=supervisor.watch)  # killpoints.py strikes
             if run.killed:
+                if not kill:
+                    raise RuntimeError("the Spark driver was killed from outside")
                 fired = supervisor.take()
                 if fired is not None and enabled:  # what the checkpoint logs held at the kill
                     record_kill(out, paths.checkpoint(), fired)
@@ -753,8 +811,10 @@ def _record(cfg: QueryConfig, out: Path, root: Path, paths: _Paths, header: dict
 
 def _child_run(spec: dict[str, Any]) -> dict[str, Any]:
     cfg = QueryConfig(**spec["cfg"])
-    return _drive(cfg, _Paths(Path(spec["root"])), Path(spec["trace"]), spec["header"], single_attempt=True,
-                  with_reference=spec["reference"], enabled=spec["enabled"])
+    with environment_guard(spec["root"]):
+        return _drive(cfg, _Paths(Path(spec["root"])), Path(spec["trace"]), spec["header"],
+                      single_attempt=spec.get("single_attempt", True), with_reference=spec["reference"],
+                      enabled=spec["enabled"])
 
 
 if __name__ == "__main__":  # the driver child of a kill-mode recording

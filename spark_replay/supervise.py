@@ -13,12 +13,15 @@ module is the one supervision loop they share:
   removes the driver's scratch folder ``WORKDIR/tmp-N`` (its ``TMPDIR`` and ``java.io.tmpdir``: a
   SIGKILLed driver cannot clean up after itself) on every exit path.
 - :func:`child_main` is the driver side: read the spec, run the recorder's function, write the
-  reply (a JSON file in the scratch folder: the user's code may print to standard output, which
-  goes to rollcheck's standard error), and turn the recorder's errors into reply fields that the
-  parent raises again as the same error class (bad input, environment, user-code time limit).
+  reply (JSON through a pipe of its own, which needs no disk space; the driver's standard output
+  goes to rollcheck's standard error, since the user's code may print), and turn the recorder's
+  errors into reply fields that the parent raises again as the same error class (bad input,
+  environment, user-code time limit). A driver whose user code ran past its limit ends at once
+  (``os._exit``): a thread stuck in that code cannot hold it up.
 - :func:`spark_gateway_in_group` starts PySpark's JVM in a process group that dies with the
   current process (used by :func:`rollcheck.spark_replay.session.spark_session`): a recording
-  that runs Spark in rollcheck's own process leaves no JVM behind when rollcheck is SIGKILLed.
+  that runs Spark in rollcheck's own process leaves no JVM behind when rollcheck is SIGKILLed. In
+  a driver child the JVM stays in the driver's own group instead: a kill takes both at once.
 
 References
 ----------
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import fcntl
 import json
 import os
 import shutil
@@ -37,7 +41,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -56,12 +60,16 @@ __all__ = [
     "run_driver",
     "request_kill",
     "child_main",
+    "environment_guard",
+    "give_up_on_user_code",
     "spark_gateway_in_group",
 ]
 
 #: The file (in the markers folder) by which a driver asks to be SIGKILLed now.
 KILL_REQUEST = "kill-requested"
 _POLL_S = 0.05
+#: Bytes of pipe buffer for a driver's reply (it is read when the driver has ended).
+_REPLY_MAX = 1 << 20
 
 
 @dataclass
@@ -96,7 +104,7 @@ def run_driver(module: str, spec: dict[str, Any], *, workdir: Path, n: int, mark
     module : str
         The recorder module whose ``__main__`` calls :func:`child_main`.
     spec : dict
-        JSON-able arguments for the child (the key ``reply`` is added).
+        JSON-able arguments for the child (the key ``reply_fd`` is added).
     workdir : Path
         The recording's work folder; the child's scratch folder ``tmp-<n>`` is created in it and
         removed when this function returns or raises.
@@ -123,17 +131,26 @@ def run_driver(module: str, spec: dict[str, Any], *, workdir: Path, n: int, mark
     """
     scratch = workdir / f"tmp-{n}"
     scratch.mkdir(parents=True, exist_ok=False)
-    reply_file = scratch / "reply.json"
     kill_request = markers / KILL_REQUEST
-    env = {**os.environ, "TMPDIR": str(scratch), "JAVA_TOOL_OPTIONS": f"-Djava.io.tmpdir={scratch}"}
+    env = {**os.environ, "TMPDIR": str(scratch), "JAVA_TOOL_OPTIONS": f"-Djava.io.tmpdir={scratch}",
+           _SUPERVISED: "1"}
     t0 = time.perf_counter()
     killed = False
+    # the reply comes through a pipe: it needs no disk space (a full disk is a reply too)
+    r, w = os.pipe()
+    reply_fd = w  # the same number in the child (pass_fds)
+    os.set_blocking(r, False)
+    with contextlib.suppress(AttributeError, OSError):  # Linux: room for any reply (read at the end)
+        fcntl.fcntl(w, fcntl.F_SETPIPE_SZ, _REPLY_MAX)
+    chunks: list[bytes] = []
     try:
         with children.spawn([sys.executable, "-m", module, "--child"], stdin=subprocess.PIPE,
-                            stdout=_child_stdout(), env=env) as proc:
+                            stdout=_child_stdout(), env=env, pass_fds=(w,)) as proc:
+            os.close(w)
+            w = -1
             assert proc.stdin is not None
             with contextlib.suppress(BrokenPipeError):
-                proc.stdin.write(json.dumps({**spec, "reply": str(reply_file)}).encode())
+                proc.stdin.write(json.dumps({**spec, "reply_fd": reply_fd, "parent": os.getpid()}).encode())
                 proc.stdin.close()
             deadline = None if timeout is None else time.monotonic() + timeout
             while proc.poll() is None:
@@ -152,11 +169,15 @@ def run_driver(module: str, spec: dict[str, Any], *, workdir: Path, n: int, mark
                     time.sleep(_POLL_S)
             proc.kill_group()  # stragglers of an ended driver (its JVM) die with the group
         rc = proc.returncode
+        _drain(r, chunks)
         reply: dict[str, Any] = {}
-        if not killed and reply_file.exists():
-            with contextlib.suppress(OSError, ValueError):
-                reply = json.loads(reply_file.read_text(encoding="utf-8"))
+        if not killed and chunks:
+            with contextlib.suppress(ValueError):
+                reply = json.loads(b"".join(chunks).decode("utf-8", errors="replace"))
     finally:
+        os.close(r)
+        if w >= 0:
+            os.close(w)
         shutil.rmtree(scratch, ignore_errors=True)
     seconds = time.perf_counter() - t0
     if killed or rc == -signal.SIGKILL and not reply:
@@ -167,9 +188,23 @@ def run_driver(module: str, spec: dict[str, Any], *, workdir: Path, n: int, mark
     return DriverOutcome(rc, False, reply, seconds)
 
 
+def _drain(fd: int, chunks: list[bytes]) -> None:
+    while True:
+        try:
+            b = os.read(fd, 65536)
+        except BlockingIOError:
+            return
+        if not b:
+            return
+        chunks.append(b)
+
+
 def _raise_from_reply(reply: dict[str, Any], spec: dict[str, Any]) -> None:
     if "invalid" in reply:
-        raise InvalidInputError(reply["invalid"])
+        bad = reply["invalid"]
+        if isinstance(bad, dict):  # the file and the attribute, as the driver named them
+            raise InvalidInputError(str(bad.get("reason")), source=bad.get("source"), location=bad.get("location"))
+        raise InvalidInputError(str(bad))
     if "environment" in reply:
         raise EnvironmentFault(**reply["environment"])
     if "timeout" in reply:
@@ -183,11 +218,38 @@ def request_kill(markers: Path) -> None:
     raise RuntimeError("the supervisor did not kill this driver within 600 s")
 
 
-def _write_reply(path: str, obj: dict[str, Any]) -> None:
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(obj, fh)
-    os.replace(tmp, path)
+def _write_reply(fd: int, obj: dict[str, Any]) -> None:
+    """Write the reply (cut to fit the pipe: the parent reads it when the driver has ended)."""
+    bad = obj.get("invalid")
+    if isinstance(bad, dict) and len(str(bad.get("reason"))) > 4000:
+        obj = {**obj, "invalid": {**bad, "reason": str(bad["reason"])[:4000] + " …"}}
+    data = json.dumps(obj).encode()
+    if len(data) > _REPLY_MAX // 2:
+        data = json.dumps({"status": obj.get("status", "failed"), "note": "reply too long"}).encode()
+    while data:
+        data = data[os.write(fd, data):]
+    os.close(fd)
+
+
+def _exit_now(code: int) -> None:
+    """End the driver at once: a thread of the user's code past its limit may never return, and
+    the interpreter would wait for it. The parent kills what is left of the process group."""
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+        sys.stderr.flush()
+    os._exit(code)
+
+
+_REPLY_FD: list[int] = []
+
+
+def give_up_on_user_code(err: UserCodeTimeout) -> None:
+    """User code past its limit cannot be stopped (a thread blocked in C code): in a driver child,
+    reply and end the process now (stopping Spark would wait for that thread); elsewhere raise."""
+    if _REPLY_FD:
+        _write_reply(_REPLY_FD[0], {"timeout": err.fields()})
+        _exit_now(2)
+    raise err
 
 
 def child_main(run: Callable[[dict[str, Any]], dict[str, Any]]) -> int:
@@ -196,29 +258,53 @@ def child_main(run: Callable[[dict[str, Any]], dict[str, Any]]) -> int:
     Exit code 0 when the reply's ``status`` is ``"done"``, 4 when the attempt ended otherwise,
     2 for bad input, environment faults and user-code time limits (in the reply).
     """
-    children.die_with_parent()  # set already by the parent's hook on Linux; harmless twice
     spec = json.loads(sys.stdin.read())
-    reply_path = spec["reply"]
+    children.die_with_parent(parent=spec.get("parent"))  # set already by the spawn hook (main thread)
+    reply_fd = int(spec["reply_fd"])
+    _REPLY_FD[:] = [reply_fd]
     try:
         res = run(spec)
     except UserCodeTimeout as e:
-        _write_reply(reply_path, {"timeout": e.fields()})
+        _write_reply(reply_fd, {"timeout": e.fields()})
+        _exit_now(2)
+    except EnvironmentFault as e:
+        _write_reply(reply_fd, {"environment": e.fields()})
         return 2
     except InvalidInputError as e:
-        _write_reply(reply_path, {"invalid": str(e)})
+        _write_reply(reply_fd, {"invalid": {"reason": e.reason, "source": e.source, "location": e.location}})
         return 2
     except Exception as e:
-        fault = environment_fault(e)
+        fault = environment_fault(e, spec.get("root"))
         if fault is None:
             raise
-        _write_reply(reply_path, {"environment": fault.fields()})
+        _write_reply(reply_fd, {"environment": fault.fields()})
         return 2
-    _write_reply(reply_path, res)
+    _write_reply(reply_fd, res)
     return 0 if res.get("status") == "done" else 4
+
+
+@contextlib.contextmanager
+def environment_guard(path: str | Path) -> Iterator[None]:
+    """Turn any error caused by the environment (a full disk, a read-only file system, a missing
+    permission; in Python or in the JVM's message) into an :class:`EnvironmentFault` naming the
+    error's own path, else ``path``: never "the query failed", never an internal error."""
+    try:
+        yield
+    except EnvironmentFault:
+        raise
+    except UserCodeTimeout:
+        raise
+    except Exception as e:
+        fault = environment_fault(e, str(path))
+        if fault is None:
+            raise
+        raise fault from None
 
 
 # ----------------------------------------------------------------------------- the JVM
 _JVM_LOCK = threading.Lock()
+#: Set in a driver child's environment by :func:`run_driver`.
+_SUPERVISED = "ROLLCHECK_SUPERVISED_DRIVER"
 _JVM_GROUP: list[children.ProcessGroup] = []
 
 
@@ -234,7 +320,7 @@ def _end_jvm_gently(group: children.ProcessGroup, gateway: Any) -> None:
                 if proc.stdin is not None:
                     proc.stdin.close()
             with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=20)
+                proc.wait(timeout=10)
     finally:
         group.kill()
 
@@ -253,6 +339,8 @@ def spark_gateway_in_group(settings: dict[str, Any]) -> None:
     with _JVM_LOCK:
         if SparkContext._gateway is not None:  # one JVM per process: PySpark reuses it
             return
+        if os.environ.get(_SUPERVISED):  # a driver child: its JVM stays in the driver's own group,
+            return                       # which dies with rollcheck and is killed as one
         try:
             group = children.ProcessGroup()
         except OSError:

@@ -57,7 +57,7 @@ from typing import Any
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.partialfile import partial_output
 from rollcheck.spark_replay.checkpoint_reader import CheckpointDir
-from rollcheck.spark_replay.supervise import child_main, request_kill, run_driver
+from rollcheck.spark_replay.supervise import child_main, environment_guard, request_kill, run_driver
 from rollcheck.spark_replay.trace import TraceWriter
 from rollcheck.spark_replay.watcher import PREFIX, CheckpointWatcher
 
@@ -423,6 +423,7 @@ def record_wordcount(cfg: WordcountConfig, out: str | Path, *, enabled: bool = T
     # recorded as OUT.partial, renamed when the run ends (pyimpl.partialfile)
     with contextlib.ExitStack() as stack:
         trace = stack.enter_context(partial_output(target))
+        stack.enter_context(environment_guard(root))
         stack.callback(lambda: None if keep_dir else shutil.rmtree(root, ignore_errors=True))
         _write_inputs(paths, inputs)
         if cfg.failure != "kill":
@@ -448,8 +449,9 @@ def record_wordcount(cfg: WordcountConfig, out: str | Path, *, enabled: bool = T
 
 def _child_run(spec: dict[str, Any]) -> dict[str, Any]:
     cfg = WordcountConfig(**spec["cfg"])
-    status = _run_attempts(cfg, _Paths(Path(spec["root"])), Path(spec["trace"]), spec["header"],
-                           single_attempt=True, enabled=spec["enabled"])
+    with environment_guard(spec["root"]):
+        status = _run_attempts(cfg, _Paths(Path(spec["root"])), Path(spec["trace"]), spec["header"],
+                               single_attempt=True, enabled=spec["enabled"])
     return {"status": status}
 
 

@@ -76,7 +76,10 @@ PARENT = """
 def test_sigkill_of_the_parent_kills_children_and_grandchildren():
     p, tag = start(PARENT)
     try:
-        assert len(tagged(tag)) >= 6  # parent, 2 watchdogs (+ their cat), sh, 2 sleeps, sleep 302
+        deadline = time.monotonic() + 10  # parent, 2 watchdogs (+ their cat), sh, 2 sleeps, sleep 302
+        while len(tagged(tag)) < 6 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(tagged(tag)) >= 6
         p.kill()
         p.wait()
         assert wait_gone(tag, 10) == []

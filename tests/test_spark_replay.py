@@ -367,10 +367,11 @@ def test_failure_free_matches_simulation(tmp_path):
 
 def test_killed_recorder_leaves_a_truncated_prefix_that_never_passes(tmp_path):
     """The prefix is checked (no violation), but the end of the run was never reached: exit 3."""
-    out = tmp_path / "killed.jsonl"
+    target = tmp_path / "killed.jsonl"
+    out = tmp_path / "killed.jsonl.partial"  # a run cut short leaves its fragment beside --out
     (tmp_path / "tmp").mkdir()  # a SIGKILLed recorder cannot remove its work folder: keep it here
     proc = subprocess.Popen([*RC, "spark", "record", "nhop", "--protocol", "hmnr", "--engine", "local",
-                             "--processes", "6", "--rounds", "3000", "--out", str(out)],
+                             "--processes", "6", "--rounds", "3000", "--out", str(target)],
                             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             env={**os.environ, "TMPDIR": str(tmp_path / "tmp")})
     try:
@@ -380,6 +381,7 @@ def test_killed_recorder_leaves_a_truncated_prefix_that_never_passes(tmp_path):
     finally:
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
+    assert not target.exists()
     r = subprocess.run([*RC, "spark", "replay", str(out), "--json", "--no-tlc"], capture_output=True,
                        text=True, cwd=ROOT)
     doc = json.loads(r.stdout)

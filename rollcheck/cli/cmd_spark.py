@@ -73,6 +73,9 @@ def register(sub: Any) -> None:
     qq.add_argument("--no-reference", action="store_true",
                     help="skip the failure-free reference run (the replay then cannot compare)")
     qq.add_argument("--no-record", action="store_true", help="run without the recorder (overhead baseline)")
+    qq.add_argument("--call-timeout", type=float, default=300.0, metavar="SECONDS",
+                    help="limit per call into the query module (batches, query, sink, read_output); "
+                         "past it: exit 2 naming the file, the method and the limit (default 300)")
     qq.add_argument("--reference-from", default=None, metavar="TRACE",
                     help="a failure-free recording of the same query and settings: its final output and "
                          "state are the reference (instead of a reference run)")
@@ -163,7 +166,8 @@ def _record_query(args: argparse.Namespace) -> int:
 
     cfg = QueryConfig(module=args.module, batches=args.batches, seed=args.seed, fail_at_batch=args.fail_at_batch,
                       failure=args.failure, master=args.master, shuffle_partitions=args.shuffle_partitions,
-                      reference=not args.no_reference, state_store=args.state_store, kill_point=args.kill_point)
+                      reference=not args.no_reference, call_timeout=args.call_timeout,
+                      state_store=args.state_store, kill_point=args.kill_point)
     cfg.validate()
     out = _check_out(args.out)
     print(f"rollcheck spark record query: module={args.module} seed={args.seed}", file=sys.stderr)

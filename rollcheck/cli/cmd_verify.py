@@ -196,8 +196,24 @@ def _run(args: argparse.Namespace) -> int:
     md, html = write_report(rows, out_dir, meta)
     print(f"report: {os.path.relpath(md)} and {os.path.relpath(html)}; log: {os.path.relpath(log_path)}")
     print(verdict)
+    fault = _environment_fault(rows, out_dir)
+    if fault is not None:  # a full disk is the machine's: exit 2 naming the path, never a FAIL (1)
+        print(f"rollcheck: environment error: {fault}", file=sys.stderr)
+        return 2
     if any(r.status == "fail" for r in rows):
         return 1
     if not rows or any(r.status == "inconclusive" for r in rows):
         return 3
     return 0
+
+
+def _environment_fault(rows: list[Any], out_dir: Path) -> Any:
+    """The environment fault (disk full, read-only, no permission) that cut a row short, if any."""
+    from rollcheck.pyimpl.errors import environment_fault_in_text
+
+    for r in rows:
+        if r.status != "pass":
+            fault = environment_fault_in_text(r.detail or "", str(out_dir))
+            if fault is not None:
+                return fault
+    return None

@@ -15,6 +15,9 @@ and an exit code, never a bare traceback (``--debug`` or ``ROLLCHECK_DEBUG=1`` s
   in the readers' ``--allow-large`` limits). One that escapes to here hit no bound: the input was
   not checked where it should have been, or the code recursed on its own, so it is an internal
   error (4) like any other;
+- :class:`EnvironmentFault` and any error caused by a full disk, a read-only file system or a
+  missing permission (``ENOSPC``/``EROFS``/``EACCES``, in Python or in a JVM's message) → 2,
+  "environment error: PATH: REASON";
 - :class:`PropertyViolation` → 1, :class:`InconclusiveError` → 3;
 - :class:`InternalError` and any other exception → 4, "internal error … (a bug in rollcheck)";
 - SIGTERM is handled like SIGINT: :class:`TerminationRequested` (a ``KeyboardInterrupt``) is
@@ -38,11 +41,13 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from rollcheck.pyimpl.errors import (
+    EnvironmentFault,
     InconclusiveError,
     InternalError,
     InvalidInputError,
     PropertyViolation,
     TerminationRequested,
+    environment_fault,
 )
 
 EXIT_OK = 0
@@ -192,6 +197,21 @@ _UNBOUNDED = {
 """Why a resource error that escaped every input bound is a bug, by type."""
 
 
+def _environment(e: BaseException, debug: bool, args: argparse.Namespace | None) -> bool:
+    """Report ``e`` if the environment caused it (ENOSPC/EROFS/EACCES in an ``OSError`` or in a
+    JVM's message, :func:`~rollcheck.pyimpl.errors.environment_fault`): exit 2, not 4. An error
+    that names no path is reported with the command's output path."""
+    outs = [str(v) for k, v in (vars(args).items() if args is not None else ())
+            if k in _OUTPUT_ATTRS and isinstance(v, str) and v]
+    fault = environment_fault(e, outs[0] if outs else None)
+    if fault is None:
+        return False
+    if debug:
+        traceback.print_exc()
+    _report("environment error", str(fault))
+    return True
+
+
 def _report(kind: str, message: str) -> None:
     from rollcheck.cli._util import safe_text
 
@@ -232,6 +252,9 @@ def _main(argv: Sequence[str] | None) -> int:
         return EXIT_OK if rc is None else int(rc)
     except SystemExit:  # argparse: usage errors (2), --help/--version (0), as argparse does
         raise
+    except EnvironmentFault as e:  # disk full, read-only, no permission: the machine's, exit 2
+        _report("environment error", str(e))
+        return EXIT_INVALID
     except InvalidInputError as e:
         _report("error", str(e))
         return EXIT_INVALID
@@ -256,11 +279,15 @@ def _main(argv: Sequence[str] | None) -> int:
             os.dup2(devnull, sys.stdout.fileno())
         return EXIT_OK
     except InternalError as e:
+        if _environment(e, debug, args):
+            return EXIT_INVALID
         if debug:
             traceback.print_exc()
         _report("internal error", f"{e} (a bug in rollcheck; rerun with --debug for the traceback)")
         return EXIT_INTERNAL
     except Exception as e:
+        if _environment(e, debug, args):
+            return EXIT_INVALID
         reason = _input_shaped(e)
         if debug:
             traceback.print_exc()

@@ -139,4 +139,7 @@ def run(ctx: VerifyContext) -> list[Row]:
                 rows.append(_fuzz_options(fmt.name, fmt, n, ctx.seed, work))
         ctx.log(f"  fuzzing TLA+ value strings: {n} inputs")
         rows.append(_fuzz_tla(n, ctx.seed))
+    from rollcheck.testing.faults import faults_row  # killed, disk full, hanging user code
+
+    rows.append(faults_row(ctx.quick, ctx.seed))
     return rows
