@@ -20,6 +20,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from rollcheck.flink_replay.rescale_checks import (
+    KEYED,
+    OPERATOR,
+    keyed_state_check,
+    operator_state_check,
+)
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.traces.api import check_trace_lines
 from rollcheck.pyimpl.traces.plugin import TraceCheck
@@ -197,7 +203,9 @@ def flink_plugins(header: dict[str, Any], path: str | Path | None = None,
     plugins: list[TraceCheck] = [ev] + [FlinkCheck(name, header, ev, fn) for name, fn in (
         ("failure-observed", _failure_check), ("restore-latest-completed", _restore_of),
         ("snapshot-consistent", _snapshot_of), ("barrier-alignment", _barrier_of),
-        ("output-exactly-once", _output_check), ("side-effect-duplicates", _duplicates_of))]
+        ("output-exactly-once", _output_check), ("side-effect-duplicates", _duplicates_of),
+        # key by key: every key of the restored checkpoint restored once, by its key group's owner
+        (KEYED, keyed_state_check), (OPERATOR, operator_state_check))]
     if tlc is not None and path is not None:
         plugins.insert(5, BarrierTLC(header, path, tlc))
     return plugins
@@ -364,7 +372,9 @@ def _snapshot_check(events, completed, mode) -> Check:
     # the restored state equals the snapshot it came from
     for e in events:
         if e["kind"] == "flink.restore" and e.get("checkpoint") is not None and e.get("attempt", 0) > 0:
-            orig = [s for s in snaps.get(e["checkpoint"], []) if s["task"] == e["task"] and s["subtask"] == e["subtask"]]
+            # (a restore at another parallelism is compared key by key in rescale_checks)
+            orig = [s for s in snaps.get(e["checkpoint"], []) if s["task"] == e["task"] and s["subtask"] == e["subtask"]
+                    and s.get("parallelism") == e.get("parallelism")]
             if orig and orig[0]["per_key"] != e["per_key"]:
                 return _bad(name, f"{e['task']}[{e['subtask']}] restored state {e['per_key']} differs "
                              f"from snapshot {e['checkpoint']}: {orig[0]['per_key']}", e["seq"])

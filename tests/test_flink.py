@@ -16,7 +16,7 @@ import pytest
 
 from rollcheck.cli.main import main
 from rollcheck.flink_replay.replay import failure_free_output, replay
-from rollcheck.flink_replay.tamper import TAMPERS, tamper
+from rollcheck.flink_replay.tamper import tamper
 
 DATA = Path(__file__).parent / "data" / "flink"
 TRACES = sorted(DATA.glob("*.jsonl"))
@@ -40,7 +40,8 @@ def test_recorded_trace_is_conformant(trace: Path, capsys: pytest.CaptureFixture
     assert [n for n in names if n in flink] == flink
     tlc = next(c for c in doc["checks"] if c["name"] == "barrier-alignment-tlc")
     # TLC validates aligned runs (or could not run here: then never a pass); unaligned: not applicable
-    assert tlc["status"] in (("held", "unchecked") if "-aligned" in f"-{trace.stem}" else ("not-applicable",))
+    aligned = "-aligned" in f"-{trace.stem}" or "rescale" in trace.stem  # the rescaled run is aligned at 2
+    assert tlc["status"] in (("held", "unchecked") if aligned else ("not-applicable",))
     assert all(c["ok"] is True or c["status"] == "not-applicable"  # log-replay: nothing in transit
                for c in doc["checks"] if c["name"] != "barrier-alignment-tlc")
     ev = _events(trace)
@@ -56,7 +57,8 @@ def test_recorded_trace_is_conformant(trace: Path, capsys: pytest.CaptureFixture
 
 
 @pytest.mark.parametrize("trace", TRACES, ids=[t.stem for t in TRACES])
-@pytest.mark.parametrize("how", sorted(TAMPERS))
+# (the key-by-key tampers and the duplicated row are tested in tests/test_flink_jobs.py)
+@pytest.mark.parametrize("how", ["barrier-after-snapshot", "drop-failure", "older-restore"])
 def test_tampered_trace_caught_by_the_right_check(trace: Path, how: str, tmp_path: Path) -> None:
     out = tmp_path / "t.jsonl"
     expected = tamper(trace, how, out)
