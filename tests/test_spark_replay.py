@@ -373,14 +373,21 @@ def test_killed_recorder_leaves_a_truncated_prefix_that_never_passes(tmp_path):
                              "--processes", "6", "--rounds", "3000", "--out", str(out)],
                             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             env={**os.environ, "TMPDIR": str(tmp_path / "tmp")})
+    # the recorder writes OUT.partial until the run is over (then renames it): a killed one leaves that
+    partial = out.with_name(out.name + ".partial")
+
+    def size() -> int:
+        return max((p.stat().st_size for p in (out, partial) if p.exists()), default=0)
+
     try:
         deadline = time.time() + 60
-        while time.time() < deadline and (not out.exists() or out.stat().st_size < 20_000):
+        while time.time() < deadline and size() < 20_000:
             time.sleep(0.05)
     finally:
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
-    r = subprocess.run([*RC, "spark", "replay", str(out), "--json", "--no-tlc"], capture_output=True,
+    src = out if out.exists() else partial
+    r = subprocess.run([*RC, "spark", "replay", str(src), "--json", "--no-tlc"], capture_output=True,
                        text=True, cwd=ROOT)
     doc = json.loads(r.stdout)
     assert r.returncode == 3, r.stderr
