@@ -104,8 +104,8 @@ def query_end_to_end(modes: list[str]) -> None:
 
 
 def nhop(rounds: int) -> None:
-    from rollcheck.spark_replay.tlc_replay import replay_with_tlc
     from rollcheck.spark_replay.nhop import NhopConfig, record_nhop
+    from rollcheck.spark_replay.tlc_replay import replay_with_tlc
 
     with tempfile.TemporaryDirectory(prefix="rollcheck-bench-") as d:
         for engine in ("spark", "local"):

@@ -159,3 +159,14 @@ def test_checks_derived_from_a_wrong_recovery_say_so(capsys):
     by = {c["name"]: c for c in doc["checks"]}
     assert rc == 1 and doc["first_offending_seq"] == 15 and doc["root_cause"] == "forced-checkpoints"
     assert by["pattern-valid"]["consequence_of"] == "recovery-line" and "consequence_of" not in by["recovery-line"]
+
+
+def test_one_check_type_in_the_trace_and_replay_world():
+    """The old result types are gone: only rollcheck.pyimpl.verdict defines a check result."""
+    import re
+
+    old = re.compile(r"^class (Check|CheckResult|TraceReport|ReplayResult|FlinkReplay)\b", re.M)
+    found = [f"{p.relative_to(ROOT)}: {m.group(0)}"
+             for folder in ("pyimpl", "spark_replay", "flink_replay", "rollcheck", "tla", "properties")
+             for p in (ROOT / folder).rglob("*.py") for m in old.finditer(p.read_text(encoding="utf-8"))]
+    assert found == ["pyimpl/verdict.py: class Check"], found
