@@ -27,7 +27,7 @@ def _replay_row(algorithm: str, check: str, path: Path, seconds: float, tlc: boo
     from rollcheck.spark_replay.tlc_replay import replay_with_tlc
 
     res = replay_with_tlc(str(path), tlc=tlc)
-    failed = [c for c in res.checks if c.ok is not True]
+    failed = [c for c in res.checks if c.status.value in ("violated", "unchecked")]
     detail = "; ".join(f"{c.name}: {c.detail}" for c in failed) if failed else ", ".join(c.name for c in res.checks)
     status = {True: "pass", False: "fail"}.get(res.conformant, "inconclusive")  # type: ignore[arg-type]
     return Row(algorithm, "Spark", check, status, len(res.checks), "checks", seconds, detail), res
@@ -244,7 +244,8 @@ def _local_batch(ctx: VerifyContext, tmp: Path) -> list[Row]:
                 r = replay_file(out)
                 count += 1
                 if not r.conformant:
-                    bad.append(f"{topo} seed {s}: " + ", ".join(c.name for c in r.checks if not c.ok))
+                    bad.append(f"{topo} seed {s}: " + ", ".join(c.name for c in r.checks
+                                                                 if c.status.value in ("violated", "unchecked")))
         rows.append(Row(proto, "pyimpl", "message-passing recordings with one failure (in-process "
                         "rounds) conform: forced checkpoints, recovery line, failure-free outputs",
                         "fail" if bad else "pass", count, "traces", time.perf_counter() - t0,
