@@ -195,7 +195,13 @@ def measure_recovery_times(intervals: list[int], *, rate: float = 400.0, max_rat
             run = root / f"i{iv}-r{r}"
             if not (run / "run.json").exists():
                 raise InconclusiveError(f"{run.name}: the job ended without a result (see {root / 'job.out'})")
-            x = analyse_run(run, rate, parallelism)
+            try:
+                x = analyse_run(run, rate, parallelism)
+            except InconclusiveError as e:
+                # one repetition the machine's load disturbed (no backlog, no catch-up seen) is
+                # excluded like one whose service rate changed; too few left is inconclusive below
+                excluded.append({"run": run.name, "reason": str(e)})
+                continue
             after = x["service_rate_after_restart"]
             # the models assume one service rate; a repetition whose catch-up ran at a rate more
             # than STABLE_RATE off the calibrated one (other load on the machine) is not a test of them

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from rollcheck.flink_replay.recovery import measure_recovery_times
-from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.errors import InconclusiveError, InvalidInputError
 from rollcheck.pyimpl.intervals import ProfilingPoint, optimise_ci
 
 __all__ = ["meet_target_trt"]
@@ -34,7 +34,8 @@ def meet_target_trt(target_s: float, intervals: list[int], *, rate: float, max_r
 
     Returns ``{"target_trt_s", "chosen_interval_ms", "predicted_trt_s", "measured_s", "meets_target",
     "profile": [...], "reason"}``; when no profiled interval range can meet the target the choice is
-    null, ``meets_target`` false and ``reason`` gives the smallest predicted TRT.
+    null, ``meets_target`` false and ``reason`` gives the smallest predicted TRT; when the chosen
+    interval's runs could not be measured (too many disturbed by load) ``meets_target`` is null.
     """
     if target_s <= 0:
         raise InvalidInputError("--target-trt must be positive (seconds)")
@@ -60,8 +61,12 @@ def meet_target_trt(target_s: float, intervals: list[int], *, rate: float, max_r
     if log:
         log(f"Chiron's optimiser chose {ci} ms (predicted TRT {choice.trt:.3f} s <= {target_s} s); measuring it")
     wd2 = None if work_dir is None else Path(work_dir) / "chosen"
-    got = measure_recovery_times([ci], rate=rate, max_rate=max_rate, repetitions=repetitions,
-                                 parallelism=parallelism, seed=seed, work_dir=wd2, log=log)
+    try:
+        got = measure_recovery_times([ci], rate=rate, max_rate=max_rate, repetitions=repetitions,
+                                     parallelism=parallelism, seed=seed, work_dir=wd2, log=log)
+    except InconclusiveError as e:  # the choice stands; whether it meets the target is undecided
+        return out | {"chosen_interval_ms": ci, "predicted_trt_s": round(choice.trt, 4), "measured_s": None,
+                      "meets_target": None, "reason": f"the chosen interval could not be measured: {e}"}
     measured = float(got["parameters"][0]["measured_s"])
     meets = measured <= target_s
     reason = (f"measured TRT {measured:.3f} s {'<=' if meets else '>'} target {target_s} s at the chosen "

@@ -103,3 +103,18 @@ def test_target_missed_is_reported_with_numbers(monkeypatch: pytest.MonkeyPatch)
     assert res["chosen_interval_ms"] is None and res["meets_target"] is False and "smallest" in res["reason"]
     with pytest.raises(InvalidInputError):
         target_trt.meet_target_trt(1.2, [200, 500], rate=400, max_rate=800, repetitions=3, parallelism=2, seed=0)
+
+
+def test_target_undecided_when_the_chosen_interval_cannot_be_measured(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rollcheck.pyimpl.errors import InconclusiveError
+
+    def fake(intervals, **kw):  # type: ignore[no-untyped-def]
+        if len(intervals) == 1:
+            raise InconclusiveError("only 2 of 4 repetitions ran at a stable service rate")
+        return {"parameters": [{"interval_ms": i, "measured_s": 0.5 + i / 1000, "latency_s": 0.05 + 10 / i}
+                               for i in intervals]}
+
+    monkeypatch.setattr(target_trt, "measure_recovery_times", fake)
+    res = target_trt.meet_target_trt(1.2, [200, 500, 1000], rate=400, max_rate=800, repetitions=4, parallelism=2,
+                                     seed=0)
+    assert res["chosen_interval_ms"] == 700 and res["meets_target"] is None and "stable" in res["reason"]

@@ -318,3 +318,19 @@ def test_checks_as_trace_checker_plugins() -> None:
             plugin.on_event(None, e["seq"] + 1, e)
         c = plugin.finish(SimpleNamespace(header=header), {})
         assert c.name == cls.name and c.status is Status.HELD
+
+
+def test_user_sink_check_counts_rows_per_key() -> None:
+    from rollcheck.flink_replay.user_replay import user_sink_check
+
+    ref = {"seq": 9, "lines": [["a", 1], ["a", 2], ["b", 1]]}
+    same = user_sink_check({"user": {"seq": 8, "lines": [["b", 1], ["a", 1], ["a", 2]]}, "user-reference": ref},
+                           [0], True)
+    assert same.status is Status.HELD
+    dup = user_sink_check({"user": {"seq": 8, "lines": [["a", 1], ["a", 2], ["a", 2], ["b", 1]]},
+                           "user-reference": ref}, [0], True)
+    assert dup.status is Status.VIOLATED and "duplicated" in dup.detail and dup.offending_seq == 8
+    lost = user_sink_check({"user": {"seq": 8, "lines": [["a", 1], ["b", 1]]}, "user-reference": ref}, [0], True)
+    assert lost.status is Status.VIOLATED and "lost" in lost.detail
+    assert user_sink_check({}, [0], True).status is Status.NOT_APPLICABLE
+    assert user_sink_check({"user": ref}, [0], True).status is Status.UNCHECKED

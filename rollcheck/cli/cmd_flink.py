@@ -212,7 +212,7 @@ def _recovery_time(args: argparse.Namespace) -> int:
                 print(f"profile {p['interval_ms']:>5} ms: TRT {p['measured_s']:.3f} s, latency {p['latency_s']:.4f} s")
             print(f"chosen interval {tr['chosen_interval_ms']} ms, predicted TRT {tr['predicted_trt_s']} s; "
                   f"meets target: {tr['meets_target']} ({tr['reason']})")
-        return 0 if tr["meets_target"] else 1
+        return {True: 0, False: 1, None: 3}[tr["meets_target"]]
     res = measure_recovery_times(intervals, rate=args.rate, max_rate=args.max_rate, repetitions=args.repetitions,
                                  parallelism=args.parallelism, seed=args.seed, work_dir=args.work_dir,
                                  log=lambda m: print(m, file=sys.stderr))
