@@ -1,0 +1,248 @@
+"""Run ``rollcheck verify``'s sections side by side, each in a process of its own.
+
+The sections are independent (each writes under its own folder of the report), so the scheduler
+runs up to ``jobs`` of them at once, longest first (list scheduling by estimated time), with one
+rule on top: at most one *engine* section (Spark or Flink: a JVM of a gigabyte and timed
+recordings) at a time. CPU-bound sections (Hypothesis, Z3, simulations) run beside it and beside
+each other, so both cores stay busy while a JVM starts up or a recording waits on its source.
+
+Every section runs in a *process* (``multiprocessing`` ``spawn``: no JVM or thread is inherited),
+in a process group of its own so that the JVMs and TLC runs it starts die with it. Its file
+descriptors 1 and 2 go to ``logs/<section>.log`` of the report; its progress messages come back
+through a queue, and its rows as a pickle at the end. The rows are put back in section order, so
+the report's content does not depend on which section finished first.
+
+References
+----------
+``specs/cli.md`` (``verify``), R. L. Graham, *Bounds on multiprocessing timing anomalies*, SIAM J.
+Appl. Math. 17 (1969) (longest-processing-time-first list scheduling).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+import pickle
+import queue as queue_mod
+import signal
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["SectionJob", "SectionOutcome", "default_jobs", "plan_jobs", "run_sections"]
+
+#: Resource kinds: an ``engine`` section holds the one engine slot (Spark, Flink); ``cpu`` sections
+#: (and TLC, which is CPU-bound and small) only need a core.
+KINDS = ("cpu", "engine")
+
+
+@dataclass
+class SectionJob:
+    """One section to run: its name (``sec_<name>``), title, resource kind and estimated time."""
+
+    name: str
+    title: str
+    kind: str = "cpu"
+    estimate: float = 60.0
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"section {self.name}: kind must be one of {KINDS}, not {self.kind!r}")
+
+
+@dataclass
+class SectionOutcome:
+    """What a section produced: its rows, wall time, log file and, if it crashed, why."""
+
+    name: str
+    title: str
+    rows: list[Any] = field(default_factory=list)
+    seconds: float = 0.0
+    started: float = 0.0
+    log_path: Path | None = None
+    error: str | None = None
+
+
+def default_jobs() -> int:
+    """Sections run at once: the cores this process may use, at least 2 (a JVM section mostly
+    waits; a CPU section fills the gap)."""
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        n = os.cpu_count() or 1
+    return max(2, n)
+
+
+def plan_jobs(sections: list[tuple[str, Any]], quick: bool,
+              measured: dict[str, float] | None = None) -> list[SectionJob]:
+    """The sections as jobs, with their kind and estimated seconds.
+
+    A section module may say ``SCHEDULE = {"kind": "engine", "quick": 60, "full": 400}``;
+    otherwise :data:`rollcheck.sections.SCHEDULE` has its entry. ``measured`` (section → seconds
+    of a previous run with the same quick/full setting) overrides the estimate.
+
+    Examples
+    --------
+    >>> import types
+    >>> m = types.SimpleNamespace(TITLE="t", SCHEDULE={"kind": "engine", "quick": 5, "full": 50})
+    >>> plan_jobs([("x", m)], quick=False)
+    [SectionJob(name='x', title='t', kind='engine', estimate=50.0)]
+    """
+    from rollcheck.sections import SCHEDULE
+
+    jobs = []
+    for name, module in sections:
+        hint = getattr(module, "SCHEDULE", None) or SCHEDULE.get(name, {})
+        est = float(hint.get("quick" if quick else "full", 60.0))
+        if measured and name in measured:
+            est = float(measured[name])
+        jobs.append(SectionJob(name, str(getattr(module, "TITLE", name)), hint.get("kind", "cpu"), est))
+    return jobs
+
+
+def _pick(pending: list[SectionJob], engine_busy: bool) -> SectionJob | None:
+    """Longest pending job that may start now (an engine job only while no engine job runs)."""
+    ok = [j for j in pending if not (j.kind == "engine" and engine_busy)]
+    return max(ok, key=lambda j: (j.estimate, j.kind == "engine")) if ok else None
+
+
+def _worker(name: str, ctx_args: dict[str, Any], log_path: str, q: Any) -> None:
+    """Body of a section's process: run ``sec_<name>.run`` and send the rows back."""
+    import contextlib as _cl
+
+    with _cl.suppress(OSError):
+        os.setpgid(0, 0)  # the section's JVMs and TLC runs die with its group
+    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    t0 = time.perf_counter()
+
+    def log(msg: str) -> None:
+        q.put(("log", name, str(msg)))
+        print(f"[{time.perf_counter() - t0:7.1f}s] {msg}", file=sys.stderr, flush=True)
+
+    from rollcheck.properties.profiles import load_profile
+    from rollcheck.suite import Row, VerifyContext
+
+    load_profile(ctx_args["profile"])
+    error = None
+    try:
+        module = importlib.import_module(f"rollcheck.sections.sec_{name}")
+        ctx = VerifyContext(profile=ctx_args["profile"], quick=ctx_args["quick"], out_dir=Path(ctx_args["out_dir"]),
+                            seed=ctx_args["seed"], log=log)
+        rows = list(module.run(ctx))
+        for r in rows:
+            if not isinstance(r, Row):
+                raise TypeError(f"section {name} returned a {type(r).__name__}, not a Row")
+    except BaseException as e:  # a crashing section is a failure of that section, not of the job
+        traceback.print_exc()
+        error = f"{type(e).__name__}: {e}"
+        rows = [Row(name, "pyimpl", "section ran", "fail", 0, "runs", time.perf_counter() - t0, error)]
+    for r in rows:
+        r.section = name
+    try:
+        blob = pickle.dumps(rows)
+    except Exception as e:  # noqa: BLE001  (the rows hold something that cannot travel)
+        traceback.print_exc()
+        error = f"the rows could not be sent back: {type(e).__name__}: {e}"
+        blob = pickle.dumps([Row(name, "pyimpl", "section ran", "fail", 0, "runs", time.perf_counter() - t0,
+                                 error, section=name)])
+    sys.stdout.flush()
+    sys.stderr.flush()
+    q.put(("done", name, blob, time.perf_counter() - t0, error))
+
+
+def _kill_group(proc: Any) -> None:
+    """SIGKILL a section's process group (the section, its JVMs, TLC, Flink jobs)."""
+    if proc.pid is None:
+        return
+    with contextlib.suppress(OSError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(OSError, ValueError):
+        proc.kill()
+
+
+def run_sections(jobs: list[SectionJob], ctx_args: dict[str, Any], log_dir: Path, slots: int,
+                 on_event: Callable[[str, str, Any], None]) -> dict[str, SectionOutcome]:
+    """Run ``jobs`` with at most ``slots`` at once; return name → outcome.
+
+    ``on_event(kind, name, payload)`` is called in this process for ``"start"`` (payload: the
+    job), ``"log"`` (a progress message) and ``"done"`` (the :class:`SectionOutcome`). An
+    exception here (Ctrl-C, SIGTERM) kills every section's process group before it propagates.
+    """
+    import multiprocessing as mp
+
+    from rollcheck.suite import Row
+
+    if slots < 1:
+        raise ValueError(f"slots must be at least 1, got {slots}")
+    mpc = mp.get_context("spawn")
+    q = mpc.Queue()
+    log_dir.mkdir(parents=True, exist_ok=True)
+    pending = list(jobs)
+    running: dict[str, tuple[Any, SectionJob, float]] = {}
+    done: dict[str, SectionOutcome] = {}
+    gone_since: dict[str, float] = {}
+
+    def finish(name: str, rows: list[Any], seconds: float, error: str | None) -> None:
+        proc, job, t0 = running.pop(name)
+        proc.join(5)
+        if proc.is_alive():
+            _kill_group(proc)
+        out = SectionOutcome(name, job.title, rows, seconds, t0, log_dir / f"{name}.log", error)
+        done[name] = out
+        on_event("done", name, out)
+
+    try:
+        while pending or running:
+            while pending and len(running) < slots:
+                job = _pick(pending, any(j.kind == "engine" for _, j, _ in running.values()))
+                if job is None:
+                    break
+                pending.remove(job)
+                log_path = log_dir / f"{job.name}.log"
+                with contextlib.suppress(FileNotFoundError):
+                    log_path.unlink()
+                proc = mpc.Process(target=_worker, args=(job.name, ctx_args, str(log_path), q),
+                                   name=f"rollcheck-verify-{job.name}")
+                proc.start()
+                running[job.name] = (proc, job, time.perf_counter())
+                on_event("start", job.name, job)
+            try:
+                msg = q.get(timeout=0.25)
+            except queue_mod.Empty:
+                msg = None
+            if msg is not None:
+                if msg[0] == "log":
+                    on_event("log", msg[1], msg[2])
+                elif msg[0] == "done" and msg[1] in running:
+                    _, name, blob, seconds, error = msg
+                    finish(name, pickle.loads(blob), seconds, error)
+                continue
+            now = time.perf_counter()
+            for name, (proc, _job, t0) in list(running.items()):
+                if proc.is_alive():
+                    continue
+                # its last message may still be in the queue: give it a moment before calling it dead
+                if now - gone_since.setdefault(name, now) < 2.0:
+                    continue
+                code = proc.exitcode
+                why = (f"the section's process was killed by signal {-code} (out of memory?)" if code and code < 0
+                       else f"the section's process exited with code {code} before reporting")
+                status = "inconclusive" if code and code < 0 else "fail"
+                finish(name, [Row(name, "pyimpl", "section ran", status, 0, "runs", now - t0, why, section=name)],
+                       now - t0, why)
+    finally:
+        for proc, _job, _t0 in running.values():
+            _kill_group(proc)
+        for proc, _job, _t0 in running.values():
+            proc.join(5)
+        q.close()
+        q.join_thread()
+    return done
