@@ -243,36 +243,79 @@ def _span_picture(spec: Any, doc: dict[str, Any], detail: str, out: Path) -> Pat
 def _elastic_picture(spec: Any, doc: dict[str, Any], out: Path) -> Path:
     from rollcheck.pyimpl.elastic import simulate
     from rollcheck.pyimpl.elastic.configio import config_from_dict
+    from rollcheck.pyimpl.render import integer_axis, save_figure
 
     plt = _plt()
     cfg, failure = config_from_dict(doc)
     ref = simulate(cfg)
     rules = spec.slots.get("rules")
     mut = simulate(cfg, failure=failure, rules=rules) if rules is not None else simulate(cfg, failure=failure)
-    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4), gridspec_kw={"width_ratios": [3, 1]})
-    for res, label, marker, colour in ((ref, "reference, failure-free", "o", "#2ca02c"),
-                                       (mut, "mutant, with the failure", "x", "#d62728")):
-        ax.plot(range(len(res.sink)), [e.key * 1000 + e.seq for e in res.sink], marker, ms=5, color=colour,
-                label=f"{label} ({len(res.sink)} sink events)", ls="")
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4.6), gridspec_kw={"width_ratios": [3, 1]})
+    for res, label, marker, colour, size in ((ref, "reference, failure-free", "o", "#2ca02c", 8),
+                                             (mut, "mutant, with the failure", "x", "#d62728", 7)):
+        (pts,) = ax.plot(range(len(res.sink)), [e.key * 1000 + e.seq for e in res.sink], marker, ms=size,
+                         color=colour, label=f"{label} ({len(res.sink)} sink events)", ls="",
+                         mfc="none" if marker == "o" else colour, mew=1.8)
+        pts.set_gid("reference-output" if res is ref else "mutant-output")
+    # the failure where it happened: between the sink arrivals before it and those after it
+    said = []
     for rec in mut.recoveries:
-        step = rec.get("step")
-        if isinstance(step, int | float):
-            ax.axvline(min(step, len(mut.sink)), color="#d62728", ls=":", lw=1)
-    ax.plot([], [], color="#d62728", ls=":", label=f"failure {failure}" if failure else "recovery")
-    ax.set_xlabel("sink arrival order")
+        at = rec.get("sink_events")
+        if isinstance(at, int):
+            fl = ax.axvline(at - 0.5, color="#d62728", ls=":", lw=1.5,
+                            label=f"failure of {rec.get('task')} (after {at} sink arrival{'s' if at != 1 else ''})")
+            fl.set_gid(f"failure:{rec.get('task')}")
+            said.append(f"the failure of {rec.get('task')} after sink arrival {at - 1}" if at
+                        else f"the failure of {rec.get('task')} before the first sink arrival")
+    # the first wrong arrival: a duplicate, or an arrival the reference does not have
+    seen: set[tuple[int, int]] = set()
+    want = {(e.key, e.seq) for e in ref.sink}
+    bad = None
+    for k, e in enumerate(mut.sink):
+        if (e.key, e.seq) in seen:
+            bad = (k, e, "duplicate")
+            break
+        if (e.key, e.seq) not in want:
+            bad = (k, e, "not in the reference")
+            break
+        seen.add((e.key, e.seq))
+    if bad is None:
+        missing = sorted(want - {(e.key, e.seq) for e in mut.sink})
+        if missing:
+            key, seq = missing[0]
+            idx = next(k for k, e in enumerate(ref.sink) if (e.key, e.seq) == (key, seq))
+            (ring,) = ax.plot([idx], [key * 1000 + seq], "o", ms=18, mfc="none", mec="#ff7f0e", mew=2.5,
+                              label=f"lost: key {key}, seq {seq} (reference arrival {idx})")
+            ring.set_gid(f"lost:{key}:{seq}")
+            what = f"key {key}, seq {seq} never arrives (it is arrival {idx} of the reference)"
+        else:
+            what = "the output differs"
+    else:
+        k, e, kind = bad
+        (ring,) = ax.plot([k], [e.key * 1000 + e.seq], "o", ms=18, mfc="none", mec="#ff7f0e", mew=2.5,
+                          label=f"{kind}: key {e.key}, seq {e.seq} at arrival {k}")
+        ring.set_gid(f"{'duplicate' if kind == 'duplicate' else 'unexpected'}:{e.key}:{e.seq}")
+        what = f"{kind} key {e.key}, seq {e.seq} at sink arrival {k}"
+    ax.set_xlabel("sink arrival (0 = first)")
     ax.set_ylabel("key·1000 + sequence number")
-    ax.legend(fontsize=7, loc="upper left")
+    integer_axis(ax)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, frameon=False)
     levels = sorted(set(ref.max_queue) | set(mut.max_queue))
     w = 0.38
     ax2.bar([lv - w / 2 for lv in levels], [ref.max_queue.get(lv, 0) for lv in levels], w, color="#2ca02c",
             label="reference")
     ax2.bar([lv + w / 2 for lv in levels], [mut.max_queue.get(lv, 0) for lv in levels], w, color="#d62728",
             label="mutant")
-    ax2.set_xlabel("level")
-    ax2.set_ylabel("max queue (slices not yet L1-acknowledged)")
-    ax2.legend(fontsize=7)
+    ax2.set_xticks(levels)
+    integer_axis(ax2, "y")
+    ax2.set_xlabel("level (0 = source)")
+    ax2.set_ylabel("max queue (events not yet L1-acknowledged)")
+    ax2.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, frameon=False)
     fig.suptitle(f"{spec.name}: {spec.description}"[:110], fontsize=10)
-    return _save(fig, out)
+    caption = (f"{spec.name} is killed: {what} (orange ring). The red dotted line is "
+               + (", ".join(said) if said else "the failure") + "; green circles are the failure-free output, "
+               "red crosses the mutant's.")
+    return save_figure(fig, out, alt=f"{spec.name}: sink output of the reference and of the mutant", caption=caption)
 
 
 def _slice_picture(spec: Any, drawn: dict[str, Any], out: Path) -> Path:
