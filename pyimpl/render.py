@@ -267,8 +267,9 @@ def _detailed(p: Pattern, plt: Any, failed: tuple[int, ...], zcycles: bool,
             colour = "#d62728"
         if m.deliver_event is None:
             x1, y1 = x0 + 1.5, y0 + (y[m.receiver] - y0) * 0.45
-            ax.annotate("", xy=(x1, y1), xytext=(x0, y0),
-                        arrowprops=dict(arrowstyle="-|>", color=colour, lw=lw, ls="--"), zorder=2)
+            a = ax.annotate("", xy=(x1, y1), xytext=(x0, y0),
+                            arrowprops=dict(arrowstyle="-|>", color=colour, lw=lw, ls="--"), zorder=2)
+            _tag(a, ("offending-message:" if m.id in highlight else "message:") + m.id, m.id)
             labels.append(_Label(m.id, f"{m.id} (in transit)", colour, ((x1, y1), (x1, y1)),
                                  end_label=True))
         else:
@@ -276,8 +277,7 @@ def _detailed(p: Pattern, plt: Any, failed: tuple[int, ...], zcycles: bool,
             a = ax.annotate("", xy=(x1, y1), xytext=(x0, y0),
                             arrowprops=dict(arrowstyle="-|>", color=colour, lw=lw,
                                             shrinkA=2, shrinkB=2), zorder=2)
-            a.set_gid(("offending-message:" if m.id in highlight else "message:") + m.id)
-            a.set_label(m.id)
+            _tag(a, ("offending-message:" if m.id in highlight else "message:") + m.id, m.id)
             labels.append(_Label(m.id, m.id, colour, ((x0, y0), (x1, y1))))
             # a message on several Z-cycles: one more arrow per further cycle, beside the first,
             # in that cycle's colour and line style
@@ -288,8 +288,7 @@ def _detailed(p: Pattern, plt: Any, failed: tuple[int, ...], zcycles: bool,
                                  arrowprops=dict(arrowstyle="-|>", color=c2, lw=2.4,
                                                  ls=_CYCLE_STYLES[k % len(_CYCLE_STYLES)],
                                                  shrinkA=2, shrinkB=2), zorder=2)
-                a2.set_gid(f"zcycle-{k}:{m.id}")
-                a2.set_label(f"{m.id} (Z-cycle {k + 1})")
+                _tag(a2, f"zcycle-{k}:{m.id}", f"{m.id} (Z-cycle {k + 1})")
 
     ck_labels: list[tuple[str, float, float]] = []
     for i in range(n):
@@ -352,6 +351,16 @@ def _detailed(p: Pattern, plt: Any, failed: tuple[int, ...], zcycles: bool,
     _place_labels(p, fig, ax, y, x_end, ck_labels, labels, useless, cx)
     ax.set_title(title or f"{n} processes, {p.num_messages} messages", fontsize=11)
     return fig
+
+
+def _tag(artist: Any, gid: str, label: str) -> None:
+    """Name an artist (and, for an arrow, its patch, which is what a PNG or SVG shows)."""
+    artist.set_gid(gid)
+    artist.set_label(label)
+    patch = getattr(artist, "arrow_patch", None)
+    if patch is not None:
+        patch.set_gid(gid)
+        patch.set_label(label)
 
 
 class _Label:
