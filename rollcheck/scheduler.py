@@ -2,9 +2,12 @@
 
 The sections are independent (each writes under its own folder of the report), so the scheduler
 runs up to ``jobs`` of them at once, longest first (list scheduling by estimated time), with one
-rule on top: at most one *engine* section (Spark or Flink: a JVM of a gigabyte and timed
-recordings) at a time. CPU-bound sections (Hypothesis, Z3, simulations) run beside it and beside
-each other, so both cores stay busy while a JVM starts up or a recording waits on its source.
+rule on top: at most ``engine_slots`` *engine* sections (Spark, Flink: a JVM of a gigabyte each and
+recordings that mostly wait on their sources and timers) at a time — two by default, one when the
+machine has less than 4 GB of memory available. CPU-bound sections (Hypothesis, Z3, simulations,
+TLC) run beside them and beside each other. By default ``jobs`` is the number of usable cores
+plus one: an engine section leaves most of its core idle while a JVM starts up or a recording
+waits, and the extra CPU-bound section fills that gap.
 
 Every section runs in a *process* (``multiprocessing`` ``spawn``: no JVM or thread is inherited),
 in a process group of its own so that the JVMs and TLC runs it starts die with it. Its file
@@ -34,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SectionJob", "SectionOutcome", "default_jobs", "plan_jobs", "run_sections"]
+__all__ = ["SectionJob", "SectionOutcome", "default_engine_slots", "default_jobs", "plan_jobs", "run_sections"]
 
 #: Resource kinds: an ``engine`` section holds the one engine slot (Spark, Flink); ``cpu`` sections
 #: (and TLC, which is CPU-bound and small) only need a core.
@@ -69,13 +72,24 @@ class SectionOutcome:
 
 
 def default_jobs() -> int:
-    """Sections run at once: the cores this process may use, at least 2 (a JVM section mostly
-    waits; a CPU section fills the gap)."""
+    """Sections run at once: the cores this process may use plus one (an engine section mostly
+    waits; a CPU-bound section fills the gap), at least 2."""
     try:
         n = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         n = os.cpu_count() or 1
-    return max(2, n)
+    return max(2, n + 1)
+
+
+def default_engine_slots() -> int:
+    """Engine sections (Spark, Flink) at once: 2, or 1 with less than 4 GB of memory available."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            info = dict(line.split(":", 1) for line in fh if ":" in line)
+        avail_kb = int(info["MemAvailable"].split()[0])
+    except (OSError, KeyError, ValueError, IndexError):
+        return 1
+    return 2 if avail_kb >= 4 * 1024 * 1024 else 1
 
 
 def plan_jobs(sections: list[tuple[str, Any]], quick: bool,
@@ -105,9 +119,16 @@ def plan_jobs(sections: list[tuple[str, Any]], quick: bool,
     return jobs
 
 
-def _pick(pending: list[SectionJob], engine_busy: bool) -> SectionJob | None:
-    """Longest pending job that may start now (an engine job only while no engine job runs)."""
-    ok = [j for j in pending if not (j.kind == "engine" and engine_busy)]
+def _pick(pending: list[SectionJob], engines_running: int, engine_slots: int) -> SectionJob | None:
+    """Longest pending job that may start now (an engine job only while an engine slot is free).
+
+    Examples
+    --------
+    >>> jobs = [SectionJob("a", "a", "cpu", 10), SectionJob("s", "s", "engine", 50)]
+    >>> _pick(jobs, 0, 1).name, _pick(jobs, 1, 1).name
+    ('s', 'a')
+    """
+    ok = [j for j in pending if not (j.kind == "engine" and engines_running >= engine_slots)]
     return max(ok, key=lambda j: (j.estimate, j.kind == "engine")) if ok else None
 
 
@@ -169,8 +190,9 @@ def _kill_group(proc: Any) -> None:
 
 
 def run_sections(jobs: list[SectionJob], ctx_args: dict[str, Any], log_dir: Path, slots: int,
-                 on_event: Callable[[str, str, Any], None]) -> dict[str, SectionOutcome]:
-    """Run ``jobs`` with at most ``slots`` at once; return name → outcome.
+                 on_event: Callable[[str, str, Any], None], engine_slots: int = 1) -> dict[str, SectionOutcome]:
+    """Run ``jobs`` with at most ``slots`` at once (``engine_slots`` of them engine jobs); return
+    name → outcome.
 
     ``on_event(kind, name, payload)`` is called in this process for ``"start"`` (payload: the
     job), ``"log"`` (a progress message) and ``"done"`` (the :class:`SectionOutcome`). An
@@ -180,8 +202,8 @@ def run_sections(jobs: list[SectionJob], ctx_args: dict[str, Any], log_dir: Path
 
     from rollcheck.suite import Row
 
-    if slots < 1:
-        raise ValueError(f"slots must be at least 1, got {slots}")
+    if slots < 1 or engine_slots < 1:
+        raise ValueError(f"slots and engine_slots must be at least 1, got {slots}, {engine_slots}")
     mpc = mp.get_context("spawn")
     q = mpc.Queue()
     log_dir.mkdir(parents=True, exist_ok=True)
@@ -202,7 +224,7 @@ def run_sections(jobs: list[SectionJob], ctx_args: dict[str, Any], log_dir: Path
     try:
         while pending or running:
             while pending and len(running) < slots:
-                job = _pick(pending, any(j.kind == "engine" for _, j, _ in running.values()))
+                job = _pick(pending, sum(j.kind == "engine" for _, j, _ in running.values()), engine_slots)
                 if job is None:
                     break
                 pending.remove(job)

@@ -38,8 +38,11 @@ def register(sub: Any) -> None:
     p.add_argument("--only", action="append", default=[], metavar="SECTION",
                    help="run only this section (repeatable)")
     p.add_argument("--jobs", type=int, default=None, metavar="N",
-                   help="sections run at once, each in a process of its own (default: the usable cores, "
-                        "at least 2; at most one Spark/Flink section at a time)")
+                   help="sections run at once, each in a process of its own (default: the usable cores "
+                        "plus one, at least 2)")
+    p.add_argument("--engine-jobs", type=int, default=None, metavar="N",
+                   help="Spark/Flink sections run at once (default 2, or 1 with less than 4 GB of memory "
+                        "available)")
 
 
 _REPORT_FILES = ("report.md", "index.html", "results.json", "verify.log")
@@ -168,7 +171,8 @@ class _Progress:
                     self.console.print(_plain_line(r), markup=False)
 
 
-def _header_words(profile: str, quick: bool, seed: int, seed_from: str, hyp: int | None, jobs: int) -> dict[str, str]:
+def _header_words(profile: str, quick: bool, seed: int, seed_from: str, hyp: int | None, jobs: int,
+                  engine_jobs: int) -> dict[str, str]:
     """The report's and the terminal's header in words: run, profile, seed, Hypothesis, jobs."""
     how = {"--seed": "given with --seed", "ROLLCHECK_SEED": "from ROLLCHECK_SEED",
            "default": "the default; --seed N to change"}[seed_from]
@@ -178,7 +182,8 @@ def _header_words(profile: str, quick: bool, seed: int, seed_from: str, hyp: int
         "seed": f"{seed} ({how})",
         "Hypothesis": ("derandomised: the same examples every run (set ROLLCHECK_SEED to vary them)"
                        if hyp is None else f"seeded with {hyp} (ROLLCHECK_SEED)"),
-        "sections at once": f"{jobs} (at most one Spark/Flink section at a time)",
+        "sections at once": (f"{jobs}, each in a process of its own (at most {engine_jobs} Spark/Flink "
+                             f"section{'s' if engine_jobs != 1 else ''} at a time)"),
     }
 
 
@@ -191,7 +196,7 @@ def _run(args: argparse.Namespace) -> int:
     from rollcheck.properties.profiles import seed as env_seed
     from rollcheck.pyimpl.errors import InvalidInputError
     from rollcheck.report import write_report
-    from rollcheck.scheduler import default_jobs, plan_jobs, run_sections
+    from rollcheck.scheduler import default_engine_slots, default_jobs, plan_jobs, run_sections
     from rollcheck.suite import discover_sections, environment, format_duration, summary_line
 
     out_dir = _check_out_dir(args.out, args.force)
@@ -200,7 +205,10 @@ def _run(args: argparse.Namespace) -> int:
     profile = args.profile or ("ci" if args.quick else "verify")
     if args.jobs is not None and args.jobs < 1:
         raise InvalidInputError(f"must be at least 1, got {args.jobs}", location="--jobs")
+    if args.engine_jobs is not None and args.engine_jobs < 1:
+        raise InvalidInputError(f"must be at least 1, got {args.engine_jobs}", location="--engine-jobs")
     jobs = args.jobs or default_jobs()
+    engine_jobs = min(jobs, args.engine_jobs or default_engine_slots())
     load_profile(profile)
     sections = discover_sections()
     if args.only:
@@ -216,12 +224,12 @@ def _run(args: argparse.Namespace) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     for old in [log_path, *(log_dir.glob("*.log") if log_dir.is_dir() else [])]:
         old.unlink(missing_ok=True)
-    words = _header_words(profile, args.quick, seed, seed_from, hyp, jobs)
+    words = _header_words(profile, args.quick, seed, seed_from, hyp, jobs, engine_jobs)
     t_all = time.perf_counter()
     console = Console(file=sys.stderr, force_terminal=interactive or None,
                       highlight=False, width=None if interactive else 10_000, soft_wrap=not interactive)
     console.print(f"rollcheck verify: {words['run']}; profile {words['profile']}; seed {words['seed']}; "
-                  f"Hypothesis {words['Hypothesis']}; {words['sections at once']} sections at once"
+                  f"Hypothesis {words['Hypothesis']}; sections at once: {words['sections at once']}"
                   f" (each section's JVM and Spark output: {os.path.relpath(log_dir)}/)", markup=False)
     ctx_args = {"profile": profile, "quick": args.quick, "out_dir": str(out_dir), "seed": seed}
     with open(log_path, "a", encoding="utf-8") as log_fh:
@@ -229,7 +237,7 @@ def _run(args: argparse.Namespace) -> int:
         live = Live(get_renderable=progress.render, console=console, refresh_per_second=4,
                     transient=True) if interactive else contextlib.nullcontext()
         with live:
-            outcomes = run_sections(plan, ctx_args, log_dir, jobs, progress.event)
+            outcomes = run_sections(plan, ctx_args, log_dir, jobs, progress.event, engine_slots=engine_jobs)
     rows = [r for name, _ in sections for r in outcomes[name].rows]
     seconds = time.perf_counter() - t_all
     verdict = summary_line(rows, seconds)
@@ -244,7 +252,7 @@ def _run(args: argparse.Namespace) -> int:
         Console().print(table)
     meta: dict[str, object] = {
         "verdict": verdict, "words": words, "profile": profile, "quick": args.quick, "seed": seed,
-        "seed_from": seed_from, "hypothesis_seed": hyp, "jobs": jobs, "total_seconds": round(seconds, 1),
+        "seed_from": seed_from, "hypothesis_seed": hyp, "jobs": jobs, "engine_jobs": engine_jobs, "total_seconds": round(seconds, 1),
         "total_time": format_duration(seconds), "generated": time.strftime("%Y-%m-%d %H:%M:%S"),
         "section_seconds": {n: round(o.seconds, 1) for n, o in outcomes.items()},
         "section_titles": {n: o.title for n, o in outcomes.items()},

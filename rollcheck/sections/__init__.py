@@ -9,16 +9,18 @@ A section missing here is scheduled as ``cpu``, 60 s.
 """
 
 SCHEDULE: dict[str, dict[str, object]] = {
-    "elastic": {"kind": "cpu", "quick": 10, "full": 60},
-    "flink": {"kind": "engine", "quick": 150, "full": 420},
-    "foundation": {"kind": "cpu", "quick": 40, "full": 200},
-    "fuzz": {"kind": "cpu", "quick": 20, "full": 240},
-    "intervals": {"kind": "cpu", "quick": 30, "full": 200},
-    "mutants": {"kind": "cpu", "quick": 90, "full": 120},
-    "protocols": {"kind": "cpu", "quick": 30, "full": 150},
+    # quick: seconds of one sequential ``verify --quick`` at load 10-20 on 2 cores (the slowest we met);
+    # full: estimated from the sequential full run (34 min at load 5-7)
+    "elastic": {"kind": "cpu", "quick": 7, "full": 90},
+    "flink": {"kind": "engine", "quick": 240, "full": 480},
+    "foundation": {"kind": "cpu", "quick": 23, "full": 200},
+    "fuzz": {"kind": "cpu", "quick": 8, "full": 240},
+    "intervals": {"kind": "cpu", "quick": 8, "full": 150},
+    "mutants": {"kind": "cpu", "quick": 153, "full": 300},
+    "protocols": {"kind": "cpu", "quick": 15, "full": 150},
     "simulate": {"kind": "cpu", "quick": 20, "full": 120},
-    "spans": {"kind": "cpu", "quick": 20, "full": 120},
-    "spark": {"kind": "engine", "quick": 150, "full": 700},
-    "tlc": {"kind": "cpu", "quick": 60, "full": 300},
-    "yours": {"kind": "cpu", "quick": 20, "full": 60},
+    "spans": {"kind": "cpu", "quick": 98, "full": 200},
+    "spark": {"kind": "engine", "quick": 312, "full": 900},
+    "tlc": {"kind": "cpu", "quick": 120, "full": 400},
+    "yours": {"kind": "cpu", "quick": 9, "full": 40},
 }
