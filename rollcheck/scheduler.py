@@ -52,8 +52,11 @@ class SectionJob:
     title: str
     kind: str = "cpu"
     estimate: float = 60.0
+    module: str = ""  # the module whose run(ctx) is the section (default rollcheck.sections.sec_<name>)
 
     def __post_init__(self) -> None:
+        if not self.module:
+            self.module = f"rollcheck.sections.sec_{self.name}"
         if self.kind not in KINDS:
             raise ValueError(f"section {self.name}: kind must be one of {KINDS}, not {self.kind!r}")
 
@@ -105,7 +108,7 @@ def plan_jobs(sections: list[tuple[str, Any]], quick: bool,
     >>> import types
     >>> m = types.SimpleNamespace(TITLE="t", SCHEDULE={"kind": "engine", "quick": 5, "full": 50})
     >>> plan_jobs([("x", m)], quick=False)
-    [SectionJob(name='x', title='t', kind='engine', estimate=50.0)]
+    [SectionJob(name='x', title='t', kind='engine', estimate=50.0, module='rollcheck.sections.sec_x')]
     """
     from rollcheck.sections import SCHEDULE
 
@@ -132,12 +135,19 @@ def _pick(pending: list[SectionJob], engines_running: int, engine_slots: int) ->
     return max(ok, key=lambda j: (j.estimate, j.kind == "engine")) if ok else None
 
 
-def _worker(name: str, ctx_args: dict[str, Any], log_path: str, q: Any) -> None:
-    """Body of a section's process: run ``sec_<name>.run`` and send the rows back."""
+def _worker(name: str, module_name: str, ctx_args: dict[str, Any], log_path: str, q: Any) -> None:
+    """Body of a section's process: run ``module_name.run`` and send the rows back."""
     import contextlib as _cl
 
     with _cl.suppress(OSError):
         os.setpgid(0, 0)  # the section's JVMs and TLC runs die with its group
+    from rollcheck.pyimpl.errors import TerminationRequested
+
+    def _term(signum: int, _frame: Any) -> None:  # clean up as on Ctrl-C: finally blocks stop the JVMs
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        raise TerminationRequested(signum)
+
+    signal.signal(signal.SIGTERM, _term)
     fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     os.dup2(fd, 1)
     os.dup2(fd, 2)
@@ -154,7 +164,7 @@ def _worker(name: str, ctx_args: dict[str, Any], log_path: str, q: Any) -> None:
     load_profile(ctx_args["profile"])
     error = None
     try:
-        module = importlib.import_module(f"rollcheck.sections.sec_{name}")
+        module = importlib.import_module(module_name)
         ctx = VerifyContext(profile=ctx_args["profile"], quick=ctx_args["quick"], out_dir=Path(ctx_args["out_dir"]),
                             seed=ctx_args["seed"], log=log)
         rows = list(module.run(ctx))
@@ -179,14 +189,14 @@ def _worker(name: str, ctx_args: dict[str, Any], log_path: str, q: Any) -> None:
     q.put(("done", name, blob, time.perf_counter() - t0, error))
 
 
-def _kill_group(proc: Any) -> None:
-    """SIGKILL a section's process group (the section, its JVMs, TLC, Flink jobs)."""
+def _kill_group(proc: Any, sig: int = signal.SIGKILL) -> None:
+    """Signal a section's process group (the section, its JVMs, TLC, Flink jobs)."""
     if proc.pid is None:
         return
     with contextlib.suppress(OSError):
-        os.killpg(proc.pid, signal.SIGKILL)
+        os.killpg(proc.pid, sig)
     with contextlib.suppress(OSError, ValueError):
-        proc.kill()
+        os.kill(proc.pid, sig)
 
 
 def run_sections(jobs: list[SectionJob], ctx_args: dict[str, Any], log_dir: Path, slots: int,
@@ -231,7 +241,7 @@ def run_sections(jobs: list[SectionJob], ctx_args: dict[str, Any], log_dir: Path
                 log_path = log_dir / f"{job.name}.log"
                 with contextlib.suppress(FileNotFoundError):
                     log_path.unlink()
-                proc = mpc.Process(target=_worker, args=(job.name, ctx_args, str(log_path), q),
+                proc = mpc.Process(target=_worker, args=(job.name, job.module, ctx_args, str(log_path), q),
                                    name=f"rollcheck-verify-{job.name}")
                 proc.start()
                 running[job.name] = (proc, job, time.perf_counter())
@@ -261,10 +271,15 @@ def run_sections(jobs: list[SectionJob], ctx_args: dict[str, Any], log_dir: Path
                 finish(name, [Row(name, "pyimpl", "section ran", status, 0, "runs", now - t0, why, section=name)],
                        now - t0, why)
     finally:
+        # interrupted: SIGTERM lets each section stop what it started (its finally blocks), then
+        # whatever is left of its group is killed
         for proc, _job, _t0 in running.values():
+            _kill_group(proc, signal.SIGTERM)
+        deadline = time.monotonic() + 5.0
+        for proc, _job, _t0 in running.values():
+            proc.join(max(0.0, deadline - time.monotonic()))
             _kill_group(proc)
-        for proc, _job, _t0 in running.values():
-            proc.join(5)
+            proc.join(2)
         q.close()
         q.join_thread()
     return done
