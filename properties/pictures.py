@@ -29,7 +29,6 @@ from __future__ import annotations
 import math
 import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -52,19 +51,17 @@ def _plt() -> Any:
     return plt
 
 
-def _save(fig: Any, out: Path) -> Path:
-    plt = _plt()
+def _save(fig: Any, out: Path, caption: str = "", alt: str = "") -> Path:
+    from rollcheck.pyimpl.render import save_figure
+
     out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=out.parent, suffix=out.suffix)
-    os.close(fd)
-    try:
-        fig.savefig(tmp, dpi=110, bbox_inches="tight")
-        os.replace(tmp, out)
-    finally:
-        plt.close(fig)
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return out
+    return save_figure(fig, out, alt=alt, caption=caption)
+
+
+def _why(spec: Any, detail: str) -> str:
+    """``<mutant> is killed: <the violation, without the property's prefix>``."""
+    text = re.sub(r"^[\w-]+: PropertyViolation: ", "", detail or "").strip()
+    return f"{spec.name} is killed: {text[:240]}" if text else f"{spec.name} is killed"
 
 
 # --------------------------------------------------------------------------- patterns
@@ -183,6 +180,8 @@ def _pattern_evidence(spec: Any, p: Any, detail: str) -> dict[str, Any]:
     m = _USELESS.search(detail)
     if m:
         out["why"] = f"{spec.name} is killed: useless checkpoint(s) {m.group(1).strip()}"
+    else:
+        out["why"] = _why(spec, detail)
     return out
 
 
@@ -218,9 +217,11 @@ def _span_picture(spec: Any, doc: dict[str, Any], detail: str, out: Path) -> Pat
     for e in s.edges:
         a, b = x[e.src], x[e.dst]
         bad = e.name in offending
-        ax.annotate("", xy=(b, -0.35), xytext=(a, -0.35),
-                    arrowprops={"arrowstyle": "->", "color": "#d62728" if bad else "#1f77b4", "lw": 2.2 if bad else 1,
-                                "connectionstyle": "arc3,rad=-0.35" if a != b else "arc3,rad=-2.5"})
+        arr = ax.annotate("", xy=(b, -0.35), xytext=(a, -0.35),
+                          arrowprops={"arrowstyle": "->", "color": "#d62728" if bad else "#1f77b4",
+                                      "lw": 2.2 if bad else 1,
+                                      "connectionstyle": "arc3,rad=-0.35" if a != b else "arc3,rad=-2.5"})
+        arr.arrow_patch.set_gid(("offending-edge:" if bad else "edge:") + e.name)
     ax.plot([x[n] for n in names], [ref[n] for n in names], "o", ms=13, mfc="none", mec="#2ca02c", mew=2.5, zorder=3)
     if mut is not None:
         ax.plot([x[n] for n in names], [mut[n] for n in names], "x", ms=12, color="#d62728", mew=2.5, zorder=4)
@@ -236,7 +237,16 @@ def _span_picture(spec: Any, doc: dict[str, Any], detail: str, out: Path) -> Pat
     ax.set_ylabel("level")
     ax.set_xticks([])
     ax.set_title(f"{spec.name}: span system", fontsize=10)
-    return _save(fig, out)
+    from rollcheck.pyimpl.render import save_figure
+
+    wrong = [n for n in names if mut is not None and mut[n] != ref[n]]
+    caption = (f"{spec.name} is killed: "
+               + (f"offending edge{'s' if len(offending) > 1 else ''} {', '.join(sorted(offending))} (red)"
+                  if offending else "the mutant's spans differ from the reference")
+               + (f"; the mutant restores {', '.join(f'{n} at level {mut[n]}' for n in wrong)} where the greatest "
+                  f"consistent spans are {', '.join(f'{n} at {ref[n]}' for n in wrong)}" if wrong and mut else "")
+               + ". Green rings: the reference's spans; red crosses: the mutant's.")
+    return save_figure(fig, out, alt=f"{spec.name}: span diagram", caption=caption)
 
 
 # --------------------------------------------------------------------------- elastic
@@ -341,7 +351,10 @@ def _slice_picture(spec: Any, drawn: dict[str, Any], out: Path) -> Path:
     ax.set_ylabel("sequence number")
     ax.legend(fontsize=7)
     ax.set_title(f"{spec.name}: slice split (Eq. 1) and merge (Eq. 2)", fontsize=10)
-    return _save(fig, out)
+    return _save(fig, out, f"{spec.name} is killed: the merge of the mutant's parts (red triangles, "
+                           f"{len(ev)} events) should give back the slice (grey circles, {len(s.events)} events); "
+                           "a circle without a triangle is an event lost by the split.",
+                 f"{spec.name}: a slice, the mutant's split parts and their merge")
 
 
 # --------------------------------------------------------------------------- intervals
@@ -426,7 +439,8 @@ def _interval_picture(spec: Any, cex: Any, drawn: dict[str, Any] | None, detail:
     if ax.get_yscale() == "linear":
         ax.ticklabel_format(axis="y", useOffset=False)
     ax.set_title(f"{spec.name}: {spec.description}"[:100], fontsize=10)
-    return _save(fig, out)
+    return _save(fig, out, _why(spec, detail) + ". Green: the reference; red dotted: the mutant; the vertical "
+                 "lines mark the optima or the counterexample's interval.", f"{spec.name}: reference and mutant curves")
 
 
 # --------------------------------------------------------------------------- timer and fallback
@@ -450,7 +464,9 @@ def _timer_picture(spec: Any, drawn: dict[str, Any], out: Path) -> Path:
     ax.set_xlabel(f"event (period every = {every})")
     ax.legend(fontsize=8, loc="upper right")
     ax.set_title(f"{spec.name}: {spec.description}"[:100], fontsize=10)
-    return _save(fig, out)
+    return _save(fig, out, f"{spec.name} is killed: its basic checkpoints (white diamonds, lower row) are not the "
+                 f"reference timer's (upper row) around the forced ones (black) at {forced_at[:6]}.",
+                 f"{spec.name}: checkpoint timer of the reference and of the mutant")
 
 
 def _parameters_picture(spec: Any, drawn: dict[str, Any] | None, detail: str, out: Path) -> Path:
@@ -462,7 +478,8 @@ def _parameters_picture(spec: Any, drawn: dict[str, Any] | None, detail: str, ou
     ax.plot([], [], " ", label=f"violation: {detail[:90]}")
     ax.legend(loc="lower left", fontsize=7, frameon=False)
     ax.set_title(f"{spec.name}: the violating example", fontsize=10)
-    return _save(fig, out)
+    return _save(fig, out, _why(spec, detail) + " (the values the property was called with are listed).",
+                 f"{spec.name}: the violating example's values")
 
 
 def draw_mutant(spec: Any, outcome: Any, out: str | os.PathLike[str]) -> Path:

@@ -540,8 +540,8 @@ def _summary(p: Pattern, plt: Any, zcycles: bool, title: str | None, highlight: 
     idx = np.arange(n)
     ax2.bar(idx, basic, label="basic", color="#bbbbbb", edgecolor="black")
     ax2.bar(idx, forced, bottom=basic, label="forced", color="#222222")
-    if zcycles:
-        ax2.plot(idx, useless, "o", color="#ff7f0e", label="useless")
+    if zcycles and useless.any():
+        ax2.plot(idx, useless, "o", color="#ff7f0e", label=f"useless ({int(useless.sum())})")
     from matplotlib.ticker import MaxNLocator
 
     for ax in (ax1, ax2):
