@@ -236,6 +236,9 @@ def _span_picture(spec: Any, doc: dict[str, Any], detail: str, out: Path) -> Pat
     ax.set_ylim(-1.0, max(p.top_level for p in s.processors) + 0.6)
     ax.set_ylabel("level")
     ax.set_xticks([])
+    from rollcheck.pyimpl.render import integer_axis
+
+    integer_axis(ax, "y")
     ax.set_title(f"{spec.name}: span system", fontsize=10)
     from rollcheck.pyimpl.render import save_figure
 
