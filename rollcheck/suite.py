@@ -142,6 +142,9 @@ class Row:
             checks = [_check_from_status(check, status, self.count, detail)]
             if status == "pass" and self.count == 0:
                 self.detail = (detail + "; " if detail else "") + "nothing was examined"
+            env = environment_failure(detail) if status == "fail" else None
+            if env is not None:
+                self.detail = f"environment failure ({env}), not a finding: {detail}"
         else:
             checks = list(checks)
             for c in checks:
