@@ -135,11 +135,12 @@ def _cell_status(rows: list[Row], idx: list[int]) -> str:
 
 
 def _cell_text(rows: list[Row], idx: list[int]) -> str:
-    """``pass — 2 checks; examined 14 checks, 3 examples`` (pluralised)."""
+    """``pass — 2 checks; examined 14 sub-checks, 3 examples`` (pluralised)."""
     counts: dict[str, int] = {}
     for i in idx:
         counts[rows[i].unit] = counts.get(rows[i].unit, 0) + rows[i].count
-    examined = ", ".join(plural(v, k) for k, v in counts.items())
+    # a row counting the checks it ran (a replay's) counts "sub-checks": not the grid's checks
+    examined = ", ".join(plural(v, "sub-checks" if k == "checks" else k) for k, v in counts.items())
     return f"{_cell_status(rows, idx)} — {plural(len(idx), 'checks')}; examined {examined}"
 
 
@@ -147,12 +148,14 @@ def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "x"
 
 
-def _figures(r: Row) -> list[tuple[str, str, str]]:
-    """(path, alt, caption) of each picture of a row."""
+def _figures(r: Row, out_dir: Path) -> list[tuple[str, str, str]]:
+    """(path relative to the report, alt, caption) of each picture of a row."""
     out = []
     for k, p in enumerate(r.pictures):
         cap = r.captions[k] if k < len(r.captions) else ""
-        alt, stored = picture_text(Path(p)) if not cap else ("", "")
+        alt, stored = picture_text(out_dir / p)
+        if cap:
+            stored = cap
         cap = cap or stored or f"{r.check}: the picture drawn for this check ({r.status})."
         alt = alt or f"Picture of {r.algorithm}, {r.method}: {r.check}"
         out.append((p, alt, cap))
@@ -287,7 +290,7 @@ def write_report(rows: list[Row], out_dir: Path, meta: dict[str, Any]) -> tuple[
             d = r.detail.replace("|", "\\|").replace("\n", " ")
             md.append(f"| <a id=\"{ids[id(r)]}\"></a> | {r.algorithm} | {r.method} | {r.check} | **{r.status}** | "
                       f"{plural(r.count, r.unit)} | {r.seconds:.1f} | {d} |")
-            for p, alt, cap in _figures(r):
+            for p, alt, cap in _figures(r, out_dir):
                 figs.append(f"![{alt}]({p})\n\n*{r.check}* — {cap}\n")
         if figs:
             md += ["", *figs]
@@ -353,7 +356,7 @@ def write_report(rows: list[Row], out_dir: Path, meta: dict[str, Any]) -> tuple[
             h.append(f"<tr id='{ids[id(r)]}'><td>{esc(r.algorithm)}</td><td>{esc(r.method)}</td><td>{esc(r.check)}</td>"
                      f"<td class='{r.status}'>{r.status}</td><td>{esc(plural(r.count, r.unit))}</td>"
                      f"<td>{r.seconds:.1f}</td><td class='detail'>{_linkify(r.detail, out_dir)}</td></tr>")
-            figs = _figures(r)
+            figs = _figures(r, out_dir)
             if figs:
                 h.append("<tr><td colspan='7'>")
                 for p, alt, cap in figs:
