@@ -356,10 +356,10 @@ def write_report(rows: list[Row], out_dir: Path, meta: dict[str, Any]) -> tuple[
             h.append(f"<tr id='{ids[id(r)]}'><td>{esc(r.algorithm)}</td><td>{esc(r.method)}</td><td>{esc(r.check)}</td>"
                      f"<td class='{r.status}'>{r.status}</td><td>{esc(plural(r.count, r.unit))}</td>"
                      f"<td>{r.seconds:.1f}</td><td class='detail'>{_linkify(r.detail, out_dir)}</td></tr>")
-            figs = _figures(r, out_dir)
-            if figs:
+            row_figs = _figures(r, out_dir)
+            if row_figs:
                 h.append("<tr><td colspan='7'>")
-                for p, alt, cap in figs:
+                for p, alt, cap in row_figs:
                     h.append(f"<figure><img src='{esc(p)}' alt='{esc(alt)}'><figcaption><b>{esc(r.check)}</b>: "
                              f"{esc(cap)}</figcaption></figure>")
                 h.append("</td></tr>")

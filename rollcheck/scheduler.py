@@ -114,11 +114,11 @@ def plan_jobs(sections: list[tuple[str, Any]], quick: bool,
 
     jobs = []
     for name, module in sections:
-        hint = getattr(module, "SCHEDULE", None) or SCHEDULE.get(name, {})
+        hint: dict[str, Any] = dict(getattr(module, "SCHEDULE", None) or SCHEDULE.get(name, {}))
         est = float(hint.get("quick" if quick else "full", 60.0))
         if measured and name in measured:
             est = float(measured[name])
-        jobs.append(SectionJob(name, str(getattr(module, "TITLE", name)), hint.get("kind", "cpu"), est))
+        jobs.append(SectionJob(name, str(getattr(module, "TITLE", name)), str(hint.get("kind", "cpu")), est))
     return jobs
 
 
