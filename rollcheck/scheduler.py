@@ -52,11 +52,15 @@ class SectionJob:
     title: str
     kind: str = "cpu"
     estimate: float = 60.0
-    module: str = ""  # the module whose run(ctx) is the section (default rollcheck.sections.sec_<name>)
+    module: str = ""  # the module whose run(ctx) is the section (default rollcheck.sections.sec_<section>)
+    section: str = ""  # the section the job is (a part of); default: name
+    part: str | None = None  # the part of the section this job runs (None: all of it)
 
     def __post_init__(self) -> None:
+        if not self.section:
+            self.section = self.name
         if not self.module:
-            self.module = f"rollcheck.sections.sec_{self.name}"
+            self.module = f"rollcheck.sections.sec_{self.section}"
         if self.kind not in KINDS:
             raise ValueError(f"section {self.name}: kind must be one of {KINDS}, not {self.kind!r}")
 
@@ -100,15 +104,16 @@ def plan_jobs(sections: list[tuple[str, Any]], quick: bool,
     """The sections as jobs, with their kind and estimated seconds.
 
     A section module may say ``SCHEDULE = {"kind": "engine", "quick": 60, "full": 400}``;
-    otherwise :data:`rollcheck.sections.SCHEDULE` has its entry. ``measured`` (section → seconds
-    of a previous run with the same quick/full setting) overrides the estimate.
+    otherwise :data:`rollcheck.sections.SCHEDULE` has its entry. ``measured`` (job → seconds of a
+    previous run with the same quick/full setting) overrides the estimate. A section with
+    ``PARTS`` becomes one job per part, named ``<section>.<part>``, each estimated at its share.
 
     Examples
     --------
     >>> import types
     >>> m = types.SimpleNamespace(TITLE="t", SCHEDULE={"kind": "engine", "quick": 5, "full": 50})
     >>> plan_jobs([("x", m)], quick=False)
-    [SectionJob(name='x', title='t', kind='engine', estimate=50.0, module='rollcheck.sections.sec_x')]
+    [SectionJob(name='x', title='t', kind='engine', estimate=50.0, module='rollcheck.sections.sec_x', section='x', part=None)]
     """
     from rollcheck.sections import SCHEDULE
 
@@ -116,9 +121,14 @@ def plan_jobs(sections: list[tuple[str, Any]], quick: bool,
     for name, module in sections:
         hint: dict[str, Any] = dict(getattr(module, "SCHEDULE", None) or SCHEDULE.get(name, {}))
         est = float(hint.get("quick" if quick else "full", 60.0))
-        if measured and name in measured:
-            est = float(measured[name])
-        jobs.append(SectionJob(name, str(getattr(module, "TITLE", name)), str(hint.get("kind", "cpu")), est))
+        kind = str(hint.get("kind", "cpu"))
+        title = str(getattr(module, "TITLE", name))
+        parts = [str(p) for p in getattr(module, "PARTS", ()) or ()]
+        for part in parts or [None]:
+            job = name if part is None else f"{name}.{part}"
+            e = float(measured[job]) if measured and job in measured else est / max(1, len(parts))
+            jobs.append(SectionJob(job, title if part is None else f"{title} [{part}]", kind, e,
+                                   f"rollcheck.sections.sec_{name}", name, part))
     return jobs
 
 
@@ -135,7 +145,8 @@ def _pick(pending: list[SectionJob], engines_running: int, engine_slots: int) ->
     return max(ok, key=lambda j: (j.estimate, j.kind == "engine")) if ok else None
 
 
-def _worker(name: str, module_name: str, ctx_args: dict[str, Any], log_path: str, q: Any) -> None:
+def _worker(name: str, module_name: str, section: str, part: str | None, ctx_args: dict[str, Any],
+            log_path: str, q: Any) -> None:
     """Body of a section's process: run ``module_name.run`` and send the rows back."""
     import contextlib as _cl
 
@@ -166,7 +177,7 @@ def _worker(name: str, module_name: str, ctx_args: dict[str, Any], log_path: str
     try:
         module = importlib.import_module(module_name)
         ctx = VerifyContext(profile=ctx_args["profile"], quick=ctx_args["quick"], out_dir=Path(ctx_args["out_dir"]),
-                            seed=ctx_args["seed"], log=log)
+                            seed=ctx_args["seed"], log=log, part=part)
         rows = list(module.run(ctx))
         for r in rows:
             if not isinstance(r, Row):
@@ -174,16 +185,17 @@ def _worker(name: str, module_name: str, ctx_args: dict[str, Any], log_path: str
     except BaseException as e:  # a crashing section is a failure of that section, not of the job
         traceback.print_exc()
         error = f"{type(e).__name__}: {e}"
-        rows = [Row(name, "pyimpl", "section ran", "fail", 0, "runs", time.perf_counter() - t0, error)]
+        rows = [Row(section, "pyimpl", f"section ran{f' (part {part})' if part else ''}", "fail", 0, "runs",
+                    time.perf_counter() - t0, error)]
     for r in rows:
-        r.section = name
+        r.section = section
     try:
         blob = pickle.dumps(rows)
     except Exception as e:  # noqa: BLE001  (the rows hold something that cannot travel)
         traceback.print_exc()
         error = f"the rows could not be sent back: {type(e).__name__}: {e}"
-        blob = pickle.dumps([Row(name, "pyimpl", "section ran", "fail", 0, "runs", time.perf_counter() - t0,
-                                 error, section=name)])
+        blob = pickle.dumps([Row(section, "pyimpl", "section ran", "fail", 0, "runs", time.perf_counter() - t0,
+                                 error, section=section)])
     sys.stdout.flush()
     sys.stderr.flush()
     q.put(("done", name, blob, time.perf_counter() - t0, error))
@@ -241,7 +253,8 @@ def run_sections(jobs: list[SectionJob], ctx_args: dict[str, Any], log_dir: Path
                 log_path = log_dir / f"{job.name}.log"
                 with contextlib.suppress(FileNotFoundError):
                     log_path.unlink()
-                proc = mpc.Process(target=_worker, args=(job.name, job.module, ctx_args, str(log_path), q),
+                proc = mpc.Process(target=_worker, args=(job.name, job.module, job.section, job.part, ctx_args,
+                                                         str(log_path), q),
                                    name=f"rollcheck-verify-{job.name}")
                 proc.start()
                 running[job.name] = (proc, job, time.perf_counter())
@@ -268,7 +281,8 @@ def run_sections(jobs: list[SectionJob], ctx_args: dict[str, Any], log_dir: Path
                 why = (f"the section's process was killed by signal {-code} (out of memory?)" if code and code < 0
                        else f"the section's process exited with code {code} before reporting")
                 status = "inconclusive" if code and code < 0 else "fail"
-                finish(name, [Row(name, "pyimpl", "section ran", status, 0, "runs", now - t0, why, section=name)],
+                sec = _job.section
+                finish(name, [Row(sec, "pyimpl", "section ran", status, 0, "runs", now - t0, why, section=sec)],
                        now - t0, why)
     finally:
         # interrupted: SIGTERM lets each section stop what it started (its finally blocks), then

@@ -1,7 +1,8 @@
 """The main job's building blocks: result rows, sections, and the report writer.
 
 ``rollcheck verify`` runs every *section*: a module ``rollcheck/sections/sec_<name>.py`` with
-``TITLE: str`` and ``run(ctx: VerifyContext) -> list[Row]``. Each row is one algorithm checked by
+``TITLE: str`` and ``run(ctx: VerifyContext) -> list[Row]`` (optionally ``PARTS``, names of parts
+the scheduler runs side by side, each call running ``ctx.part``). Each row is one algorithm checked by
 one method (pyimpl, Hypothesis, Z3, TLC, Spark) with its verdict and the count of things examined.
 A row that examined nothing must say ``inconclusive``.
 """
@@ -198,11 +199,22 @@ class Row:
 
 @dataclass
 class VerifyContext:
+    """What a section's ``run(ctx)`` gets: the run's settings, where to write, how to log.
+
+    ``part`` is set when the section declares ``PARTS`` (names of independent parts the
+    scheduler may run side by side): the part this call runs; None runs them all.
+    """
+
     profile: str  # "ci" or "verify"
     quick: bool
     out_dir: Path  # report/ ; sections put pictures and files under it
     seed: int
     log: Callable[[str], None] = print
+    part: str | None = None
+
+    def runs(self, part: str) -> bool:
+        """Whether this call runs ``part`` of its section."""
+        return self.part is None or self.part == part
 
     def path(self, *parts: str) -> Path:
         p = self.out_dir.joinpath(*parts)

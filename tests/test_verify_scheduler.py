@@ -107,6 +107,20 @@ def test_plan_uses_measured_times_and_schedule_hints() -> None:
     assert plan["spark"].kind == "engine" and plan["yours"].kind == "cpu" and plan["yours"].estimate == 3.5
     with pytest.raises(ValueError):
         SectionJob("x", "x", "gpu")
+    parted = types.SimpleNamespace(TITLE="M", PARTS=("a", "b"), SCHEDULE={"kind": "cpu", "quick": 100})
+    jobs = plan_jobs([("mutants", parted)], quick=True, measured={"mutants.b": 70.0})
+    assert [(j.name, j.section, j.part, j.estimate) for j in jobs] == [("mutants.a", "mutants", "a", 50.0),
+                                                                     ("mutants.b", "mutants", "b", 70.0)]
+    assert all(j.module == "rollcheck.sections.sec_mutants" for j in jobs)
+
+
+def test_mutant_parts_cover_every_area() -> None:
+    from rollcheck.properties.mutation import MUTANTS, load_all
+    from rollcheck.sections.sec_mutants import PARTS, _areas
+
+    load_all()
+    covered = [a for p in PARTS for a in _areas(p)]
+    assert sorted(covered) == sorted({m.area for m in MUTANTS.values()}) and len(covered) == len(set(covered))
 
 
 def test_row_status_comes_from_its_checks() -> None:

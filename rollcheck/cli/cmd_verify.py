@@ -98,7 +98,7 @@ def _previous_times(out_dir: Path, quick: bool) -> dict[str, float]:
         doc = json.loads((out_dir / "results.json").read_text(encoding="utf-8"))
         if bool(doc.get("quick")) != quick:
             return {}
-        return {str(k): float(v) for k, v in dict(doc.get("section_seconds", {})).items()}
+        return {str(k): float(v) for k, v in dict(doc.get("job_seconds") or doc.get("section_seconds") or {}).items()}
     except (OSError, ValueError, TypeError, AttributeError):
         return {}
 
@@ -171,6 +171,14 @@ class _Progress:
                     self.console.print(_plain_line(r), markup=False)
 
 
+def _section_seconds(plan: list[Any], outcomes: dict[str, Any]) -> dict[str, float]:
+    """Seconds per section: a section run in parts counts the sum of its parts' times."""
+    out: dict[str, float] = {}
+    for j in plan:
+        out[j.section] = round(out.get(j.section, 0.0) + outcomes[j.name].seconds, 1)
+    return out
+
+
 def _header_words(profile: str, quick: bool, seed: int, seed_from: str, hyp: int | None, jobs: int,
                   engine_jobs: int) -> dict[str, str]:
     """The report's and the terminal's header in words: run, profile, seed, Hypothesis, jobs."""
@@ -238,7 +246,7 @@ def _run(args: argparse.Namespace) -> int:
                     transient=True) if interactive else contextlib.nullcontext()
         with live:
             outcomes = run_sections(plan, ctx_args, log_dir, jobs, progress.event, engine_slots=engine_jobs)
-    rows = [r for name, _ in sections for r in outcomes[name].rows]
+    rows = [r for name, _ in sections for j in plan if j.section == name for r in outcomes[j.name].rows]
     seconds = time.perf_counter() - t_all
     verdict = summary_line(rows, seconds)
     if interactive:
@@ -254,8 +262,9 @@ def _run(args: argparse.Namespace) -> int:
         "verdict": verdict, "words": words, "profile": profile, "quick": args.quick, "seed": seed,
         "seed_from": seed_from, "hypothesis_seed": hyp, "jobs": jobs, "engine_jobs": engine_jobs, "total_seconds": round(seconds, 1),
         "total_time": format_duration(seconds), "generated": time.strftime("%Y-%m-%d %H:%M:%S"),
-        "section_seconds": {n: round(o.seconds, 1) for n, o in outcomes.items()},
-        "section_titles": {n: o.title for n, o in outcomes.items()},
+        "section_seconds": _section_seconds(plan, outcomes),
+        "job_seconds": {n: round(o.seconds, 1) for n, o in outcomes.items()},
+        "section_titles": {name: str(getattr(m, "TITLE", name)) for name, m in sections},
         "versions": environment(),
     }
     try:
