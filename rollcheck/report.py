@@ -156,7 +156,8 @@ def _figures(r: Row, out_dir: Path) -> list[tuple[str, str, str]]:
         alt, stored = picture_text(out_dir / p)
         if cap:
             stored = cap
-        cap = cap or stored or f"{r.check}: the picture drawn for this check ({r.status})."
+        cap = cap or stored or (f"The evidence of this check ({r.status}); read it with the row's detail: "
+                                f"{r.detail[:300]}" if r.detail else f"The evidence of this check ({r.status}).")
         alt = alt or f"Picture of {r.algorithm}, {r.method}: {r.check}"
         out.append((p, alt, cap))
     return out

@@ -151,6 +151,6 @@ def test_sections_put_failures_then_inconclusive_then_killed_mutants_first(tmp_p
     assert "<details class='section' id='sec-foundation' open>" in text  # a failing section opens
     assert "<details class='section' id='sec-mutants'>" in text
     assert "<figcaption><b>example drawn</b>: orphan m" in text  # the caption stored in the PNG
-    assert "the picture drawn for this check" not in text  # no picture without its own caption
+    assert "The evidence of this check" not in text  # both pictures carry their own caption
     md = (out / "report.md").read_text(encoding="utf-8")
     assert "[Failed checks (1)](#failed)" in md and "examined 1 pattern" in md
