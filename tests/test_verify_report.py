@@ -60,3 +60,11 @@ def test_shipped_data_matches_the_examples() -> None:
     assert len(shared) >= 10
     for p in shared:
         assert p.read_bytes() == (root / "examples" / p.name).read_bytes(), p.name
+
+
+def test_bad_jobs_is_bad_input(tmp_path, capsys) -> None:
+    for flag in ("--jobs", "--engine-jobs"):
+        rc = main(["verify", "--quick", "--only", "yours", "--out", str(tmp_path / "r"), flag, "0"])
+        err = capsys.readouterr().err
+        assert rc == 2 and flag in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "r").exists()  # nothing written
