@@ -10,7 +10,9 @@ plus one: an engine section leaves most of its core idle while a JVM starts up o
 waits, and the extra CPU-bound section fills that gap.
 
 Every section runs in a *process* (``multiprocessing`` ``spawn``: no JVM or thread is inherited),
-in a process group of its own so that the JVMs and TLC runs it starts die with it. Its file
+in a process group of its own so that the JVMs and TLC runs it starts die with it; the scheduler
+also keeps track of every process a section starts (some start their JVMs in sessions of their
+own) and kills what is left of them when the run ends or is interrupted. Its file
 descriptors 1 and 2 go to ``logs/<section>.log`` of the report; its progress messages come back
 through a queue, and its rows as a pickle at the end. The rows are put back in section order, so
 the report's content does not depend on which section finished first.
@@ -201,6 +203,50 @@ def _worker(name: str, module_name: str, section: str, part: str | None, ctx_arg
     q.put(("done", name, blob, time.perf_counter() - t0, error))
 
 
+def _proc_table() -> dict[int, tuple[int, str]]:
+    """pid → (parent pid, start time) of every process (Linux ``/proc``; {} elsewhere)."""
+    out: dict[int, tuple[int, str]] = {}
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return out
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", encoding="ascii", errors="replace") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+            out[int(name)] = (int(fields[1]), fields[19])
+        except (OSError, IndexError, ValueError):
+            continue
+    return out
+
+
+def _descendants(roots: list[int], table: dict[int, tuple[int, str]]) -> set[tuple[int, str]]:
+    """(pid, start time) of every descendant of ``roots`` (start times guard against pid reuse)."""
+    kids: dict[int, list[int]] = {}
+    for pid, (ppid, _start) in table.items():
+        kids.setdefault(ppid, []).append(pid)
+    found: set[tuple[int, str]] = set()
+    todo = list(roots)
+    while todo:
+        for c in kids.get(todo.pop(), []):
+            if (c, table[c][1]) not in found:
+                found.add((c, table[c][1]))
+                todo.append(c)
+    return found
+
+
+def _kill_tracked(tracked: set[tuple[int, str]]) -> None:
+    """SIGKILL every tracked process that is still the same process (a JVM or TLC run a section
+    started in a session of its own is not in the section's group)."""
+    table = _proc_table()
+    for pid, start in tracked:
+        if table.get(pid, (0, ""))[1] == start:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+
+
 def _kill_group(proc: Any, sig: int = signal.SIGKILL) -> None:
     """Signal a section's process group (the section, its JVMs, TLC, Flink jobs)."""
     if proc.pid is None:
@@ -233,6 +279,8 @@ def run_sections(jobs: list[SectionJob], ctx_args: dict[str, Any], log_dir: Path
     running: dict[str, tuple[Any, SectionJob, float]] = {}
     done: dict[str, SectionOutcome] = {}
     gone_since: dict[str, float] = {}
+    tracked: set[tuple[int, str]] = set()  # every process the sections started, seen so far
+    last_scan = 0.0
 
     def finish(name: str, rows: list[Any], seconds: float, error: str | None) -> None:
         proc, job, t0 = running.pop(name)
@@ -259,6 +307,9 @@ def run_sections(jobs: list[SectionJob], ctx_args: dict[str, Any], log_dir: Path
                 proc.start()
                 running[job.name] = (proc, job, time.perf_counter())
                 on_event("start", job.name, job)
+            if time.monotonic() - last_scan > 1.0:
+                last_scan = time.monotonic()
+                tracked |= _descendants([p.pid for p, _j, _t in running.values() if p.pid], _proc_table())
             try:
                 msg = q.get(timeout=0.25)
             except queue_mod.Empty:
@@ -287,6 +338,8 @@ def run_sections(jobs: list[SectionJob], ctx_args: dict[str, Any], log_dir: Path
     finally:
         # interrupted: SIGTERM lets each section stop what it started (its finally blocks), then
         # whatever is left of its group is killed
+        table = _proc_table()
+        tracked |= _descendants([p.pid for p, _j, _t in running.values() if p.pid], table)
         for proc, _job, _t0 in running.values():
             _kill_group(proc, signal.SIGTERM)
         deadline = time.monotonic() + 5.0
@@ -294,6 +347,8 @@ def run_sections(jobs: list[SectionJob], ctx_args: dict[str, Any], log_dir: Path
             proc.join(max(0.0, deadline - time.monotonic()))
             _kill_group(proc)
             proc.join(2)
+        # and whatever the sections started in sessions of their own and left behind
+        _kill_tracked(tracked)
         q.close()
         q.join_thread()
     return done

@@ -28,6 +28,8 @@ BODY = {
     "dies": "import os; os._exit(3)",
     "diskfull": "raise OSError(28, 'No space left on device', 'report/x.png')",
     "notarow": "return ['not a row']",
+    "leaker": "import subprocess; p = subprocess.Popen(['sleep', '300'], start_new_session=True); "
+              "time.sleep(2.5); return [Row('x', 'pyimpl', 'leak', 'pass', 1, detail=str(p.pid))]",
 }
 
 
@@ -137,3 +139,22 @@ def test_row_status_comes_from_its_checks() -> None:
         Row("a", "pyimpl", "c", "maybe", 1)
     assert Row("a", "pyimpl", "c", "fail", 1, detail="[Errno 122] Disk quota exceeded").status == "inconclusive"
     assert sys.modules["rollcheck.suite"].Row is Row
+
+
+def test_a_process_left_behind_in_a_session_of_its_own_is_killed(fake_sections: str, tmp_path: Path) -> None:
+    import os
+
+    out, _ = _run([SectionJob("leaker", "leaker", "cpu", 1.0, f"{fake_sections}.leaker")], tmp_path, slots=1)
+    pid = int(out["leaker"].rows[0].detail)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                if fh.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    break  # killed, not yet reaped by its new parent
+        except FileNotFoundError:
+            break
+        time.sleep(0.2)
+    else:
+        os.kill(pid, 9)
+        pytest.fail("the section's detached child outlived the run")
