@@ -77,7 +77,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: Any)
         rate = "n/a" if r.forced_per_delivery is None else f"{r.forced_per_delivery:.3f}"
         refs = ", ".join(f"{k} {'n/a' if v is None else f'{v:.3f}'}" for k, v in r.compared.items())
         seed = "derandomised" if r.seed is None else r.seed
-        line = (f"{r.protocol}: {r.verdict} ({r.examples} schedule{'' if r.examples == 1 else 's'}, profile {r.profile}, seed {seed}); "
+        line = (f"{r.protocol}: {r.verdict} ({r.examples} schedules, profile {r.profile}, seed {seed}); "
                 f"forced per delivery {rate} ({refs})")
         if r.property:
             line += f"; violated {r.property}"
