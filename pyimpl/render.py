@@ -181,11 +181,12 @@ def save_figure(fig: Any, out: str | os.PathLike[str], *, alt: str = "", caption
     out = Path(out)
     fmt = out.suffix.lower().lstrip(".") or "png"
     meta: dict[str, str] = {}
+
     if fmt in ("png", "svg"):
         if alt:
-            meta["Title"] = alt
+            meta["Title"] = _clean(alt)
         if caption:
-            meta["Description"] = caption
+            meta["Description"] = _clean(caption)
     try:
         with atomic_output(out) as tmp:
             fig.savefig(tmp, format=fmt, dpi=dpi, bbox_inches="tight" if tight else None,
@@ -296,27 +297,27 @@ def _detailed(p: Pattern, plt: Any, failed: tuple[int, ...], zcycles: bool,
             forced = p.is_forced(i, x)
             (mk,) = ax.plot(cx(i, x), y[i], marker="D", ms=9, mec="black",
                             mfc="#222222" if forced else "white", zorder=4)
-            mk.set_gid(f"checkpoint:{p.processes[i]}:{x}")
+            mk.set_gid(_clean(f"checkpoint:{p.processes[i]}:{x}"))
             ck_labels.append((f"C{x}", cx(i, x), y[i]))
         ax.plot(x_end, y[i], marker="o", ms=6, mec="black", mfc="#bbbbbb", zorder=4)
         ax.annotate("V", (x_end, y[i]), xytext=(9, 0), textcoords="offset points", fontsize=8,
                     va="center")  # clear of the failure cross
         if i in failed:
             (fx,) = ax.plot(x_end, y[i], marker="x", ms=13, mew=3, color="#d62728", zorder=6)
-            fx.set_gid(f"failure:{p.processes[i]}")
-            fx.set_label(f"failure of {p.processes[i]}")
+            fx.set_gid(_clean(f"failure:{p.processes[i]}"))
+            fx.set_label(_clean(f"failure of {p.processes[i]}"))
     for i, x in useless:
         (rg,) = ax.plot(cx(i, x), y[i], marker="o", ms=19, mfc="none", mec="#ff7f0e", mew=2.2, zorder=3)
-        rg.set_gid(f"useless:{p.processes[i]}:{x}")
+        rg.set_gid(_clean(f"useless:{p.processes[i]}:{x}"))
     for i, x in marks or []:
         (rg,) = ax.plot(cx(i, x), y[i], marker="o", ms=23, mfc="none", mec="#d62728", mew=2.6, zorder=3)
-        rg.set_gid(f"offending-checkpoint:{p.processes[i]}:{x}")
-        rg.set_label(f"{p.processes[i]}:C{x}")
+        rg.set_gid(_clean(f"offending-checkpoint:{p.processes[i]}:{x}"))
+        rg.set_label(_clean(f"{p.processes[i]}:C{x}"))
     if line is not None:
         xs = [cx(i, line[i]) for i in range(n)]
         ys = [y[i] for i in range(n)]
         (rl,) = ax.plot(xs, ys, color="#d62728", lw=2, ls="-.", zorder=3, alpha=0.8)
-        rl.set_gid("recovery-line")
+        rl.set_gid(_clean("recovery-line"))
     handles = [
         Line2D([], [], marker="D", ls="", mfc="white", mec="black", label="basic checkpoint"),
         Line2D([], [], marker="D", ls="", mfc="#222222", mec="black", label="forced checkpoint"),
@@ -339,7 +340,7 @@ def _detailed(p: Pattern, plt: Any, failed: tuple[int, ...], zcycles: bool,
         colour = ("#1f77b4", "#9467bd", "#17becf")[k % 3]
         (cl,) = ax.plot([cx(i, cut[i]) for i in range(n)], [y[i] - 0.06 * (k + 1) for i in range(n)], color=colour,
                         lw=2, ls="--", zorder=3, alpha=0.85)
-        cl.set_gid(f"cut:{label}")
+        cl.set_gid(_clean(f"cut:{label}"))
         handles.append(Line2D([], [], color=colour, ls="--", label=label))
     if failed:
         handles.append(Line2D([], [], marker="x", ls="", color="#d62728", label="failed process"))
@@ -353,13 +354,19 @@ def _detailed(p: Pattern, plt: Any, failed: tuple[int, ...], zcycles: bool,
     return fig
 
 
+def _clean(text: str) -> str:
+    """``text`` with lone surrogates (names from the input) as backslash escapes: encodable."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def _tag(artist: Any, gid: str, label: str) -> None:
     """Name an artist (and, for an arrow, its patch, which is what a PNG or SVG shows)."""
-    artist.set_gid(gid)
+    gid, label = _clean(gid), _clean(label)
+    artist.set_gid(_clean(gid))
     artist.set_label(label)
     patch = getattr(artist, "arrow_patch", None)
     if patch is not None:
-        patch.set_gid(gid)
+        patch.set_gid(_clean(gid))
         patch.set_label(label)
 
 
@@ -528,7 +535,7 @@ def _summary(p: Pattern, plt: Any, zcycles: bool, title: str | None, highlight: 
     for m in p.messages:
         if highlight and m.id in highlight:
             r = Rectangle((m.receiver - 0.5, m.sender - 0.5), 1, 1, fill=False, ec="#d62728", lw=2.5, zorder=5)
-            r.set_gid(f"offending-message:{m.id}")
+            r.set_gid(_clean(f"offending-message:{m.id}"))
             ax1.add_patch(r)
     if highlight:
         ax1.plot([], [], "s", mfc="none", mec="#d62728", mew=2, label=f"channel of {_names(sorted(highlight), 3)}")
