@@ -1,7 +1,7 @@
 """Wall time of ``rollcheck verify`` per section, recorded so that a regression is visible.
 
-Runs ``rollcheck verify --quick`` (``ROLLCHECK_BENCH_VERIFY_FULL=1``: the full run) into a
-temporary folder, reads the section times from its ``results.json`` and appends one record to
+Runs ``rollcheck verify --quick`` (``ROLLCHECK_BENCH_VERIFY_FULL=1``: the full run;
+``ROLLCHECK_BENCH_VERIFY_ONLY=spark,flink``: those sections only) into a temporary folder, reads the section times from its ``results.json`` and appends one record to
 ``benchmarks/results/verify-sections.json``: when, the commit, the load average before and after,
 the number of cores, the total and every section's time. It prints each section next to its
 budget (``rollcheck.sections.SCHEDULE``) and to the previous record of the same kind, marking a
@@ -49,6 +49,11 @@ def main(quick: bool) -> None:
         cmd = [sys.executable, "-m", "rollcheck.cli.main", "verify", "--out", str(out), "--seed", "0"]
         if kind == "quick":
             cmd.append("--quick")
+        only = [x for x in os.environ.get("ROLLCHECK_BENCH_VERIFY_ONLY", "").split(",") if x.strip()]
+        for name in only:
+            cmd += ["--only", name.strip()]
+        if only:
+            kind += " --only " + ",".join(only)
         t0 = time.perf_counter()
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=3 * 3600)
         wall = time.perf_counter() - t0
@@ -65,12 +70,13 @@ def main(quick: bool) -> None:
               "exit_code": proc.returncode, "sections": secs}
     history = _load()
     previous = next((r for r in reversed(history) if r.get("kind") == kind), None)
-    print(f"verify {'--quick' if kind == 'quick' else '(full)'}: {wall:.0f} s wall (target {TARGET[kind]:.0f} s), "
+    target = TARGET.get(kind.split()[0], 0.0)
+    print(f"verify ({kind}): {wall:.0f} s wall (target for the whole run {target:.0f} s), "
           f"exit {proc.returncode}, load {load0[0]:.1f} -> {load1[0]:.1f}, {record['cores']} cores, "
           f"{record['jobs']} sections at once")
     print(f"{'section':<12} {'seconds':>8} {'budget':>8} {'previous':>9}")
     for name, s in sorted(secs.items(), key=lambda kv: -kv[1]):
-        budget = float(SCHEDULE.get(name, {}).get(kind, 0) or 0)
+        budget = float(SCHEDULE.get(name, {}).get(kind.split()[0], 0) or 0)
         prev = (previous or {}).get("sections", {}).get(name)
         mark = " SLOWER" if prev and s > 1.25 * prev else ""
         print(f"{name:<12} {s:8.1f} {budget:8.0f} {prev if prev is not None else '-':>9}{mark}")
