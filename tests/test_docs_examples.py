@@ -203,3 +203,16 @@ def test_left_behind_detects_an_unignored_file(tmp_path: Path) -> None:
     (tmp_path / "out" / "run.json").write_text("{}", encoding="utf-8")
     (tmp_path / "run.json").write_text("{}", encoding="utf-8")
     assert _left_behind(tmp_path, set()) == ["run.json"]
+
+
+def test_every_example_file_named_in_the_docs_ships() -> None:
+    """A file the README or a doc names under ``examples/`` (or passes to ``--module`` in the
+    README) exists, so a command shown in a ``text`` block, not run here, still runs as written."""
+    missing = []
+    for path in DOCS:
+        text = path.read_text(encoding="utf-8")
+        names = set(re.findall(r"(?<![\w/.])examples/[\w./-]*\w\.\w+", text))
+        if path.name == "README.md":
+            names |= {n for n in re.findall(r"--module\s+(\S+\.py)", text) if not re.fullmatch(r"[A-Z_]+\.py", n)}
+        missing += [f"{path.relative_to(ROOT)}: {n}" for n in sorted(names) if not (ROOT / n).exists()]
+    assert not missing, missing
