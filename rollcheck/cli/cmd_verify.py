@@ -26,7 +26,7 @@ from rollcheck.cli._util import add_parser
 
 def register(sub: Any) -> None:
     p = add_parser(sub, "verify", "Run every check (properties, Z3, mutants, TLC, Spark) and write report/.", _run)
-    p.add_argument("--quick", action="store_true", help="the ci profile and small bounds (under 5 minutes)")
+    p.add_argument("--quick", action="store_true", help="the ci profile and small bounds (minutes instead of the full run's tens of minutes)")
     p.add_argument("--profile", choices=["ci", "verify"], default=None,
                    help="Hypothesis profile (default: verify, or ci with --quick)")
     p.add_argument("--out", default="report", help="report folder (default: report); an existing folder must be "
