@@ -188,7 +188,7 @@ def _header_words(profile: str, quick: bool, seed: int, seed_from: str, hyp: int
         "run": "quick run (small bounds)" if quick else "full run",
         "profile": profile,
         "seed": f"{seed} ({how})",
-        "Hypothesis": ("derandomised: the same examples every run (set ROLLCHECK_SEED to vary them)"
+        "Hypothesis": ("derandomised (the same examples every run; set ROLLCHECK_SEED to vary them)"
                        if hyp is None else f"seeded with {hyp} (ROLLCHECK_SEED)"),
         "sections at once": (f"{jobs}, each in a process of its own (at most {engine_jobs} Spark/Flink "
                              f"section{'s' if engine_jobs != 1 else ''} at a time)"),
