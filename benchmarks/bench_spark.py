@@ -104,7 +104,7 @@ def query_end_to_end(modes: list[str]) -> None:
 
 
 def nhop(rounds: int) -> None:
-    from rollcheck.cli.cmd_spark import replay_with_tlc
+    from rollcheck.spark_replay.tlc_replay import replay_with_tlc
     from rollcheck.spark_replay.nhop import NhopConfig, record_nhop
 
     with tempfile.TemporaryDirectory(prefix="rollcheck-bench-") as d:

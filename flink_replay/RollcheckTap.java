@@ -35,17 +35,22 @@ public class RollcheckTap extends AbstractStreamOperator<Object>
     private final String dir;
     private final String mode;
     private final int keys;
+    private final int attemptOffset;
+    private final int snapshotCostMs;
 
     private transient long[] perKey;
     private transient long seen;
     private transient ListState<Long> state;
     private transient FileOutputStream out;
 
-    public RollcheckTap(String name, String dir, String mode, int keys) {
+    public RollcheckTap(String name, String dir, String mode, Integer keys, Integer attemptOffset,
+                        Integer snapshotCostMs) {
         this.name = name;
         this.dir = dir;
         this.mode = mode;
         this.keys = keys;
+        this.attemptOffset = attemptOffset;
+        this.snapshotCostMs = snapshotCostMs;
     }
 
     private int subtask() {
@@ -53,7 +58,9 @@ public class RollcheckTap extends AbstractStreamOperator<Object>
     }
 
     private int attempt() {
-        return getRuntimeContext().getTaskInfo().getAttemptNumber();
+        // a job restored from a retained checkpoint (rescaling) starts again at attempt 0:
+        // the recorder numbers its attempts after those of the job it replaces
+        return attemptOffset + getRuntimeContext().getTaskInfo().getAttemptNumber();
     }
 
     private String counts() {
@@ -75,7 +82,9 @@ public class RollcheckTap extends AbstractStreamOperator<Object>
         Instant now = Instant.now();
         long us = now.getEpochSecond() * 1000000L + now.getNano() / 1000;
         String line = "{\"ev\":\"" + ev + "\",\"tap\":\"" + name + "\",\"subtask\":" + subtask()
-                + ",\"attempt\":" + attempt() + ",\"t_us\":" + us + "," + rest + "}\n";
+                + ",\"attempt\":" + attempt() + ",\"parallelism\":"
+                + getRuntimeContext().getTaskInfo().getNumberOfParallelSubtasks()
+                + ",\"t_us\":" + us + "," + rest + "}\n";
         out.write(line.getBytes(StandardCharsets.UTF_8));
         out.flush();
     }
@@ -90,10 +99,12 @@ public class RollcheckTap extends AbstractStreamOperator<Object>
         for (Long v : state.get()) {
             restored.add(v);
         }
-        // the state is a flat list [key, value, key, value, ..., -1, seen]
-        for (int i = 0; i + 1 < restored.size(); i += 2) {
-            long k = restored.get(i);
-            long v = restored.get(i + 1);
+        // one entry per key: ((key + 1) << 40) + count, and (0 << 40) + seen. Each entry stands
+        // alone, so a restore at another parallelism (list entries redistributed round-robin)
+        // still sums to the totals over all subtasks.
+        for (Long e : restored) {
+            long k = (e >> 40) - 1;
+            long v = e & ((1L << 40) - 1);
             if (k == -1) {
                 seen += v;
             } else if (mode.equals("source")) {
@@ -127,15 +138,18 @@ public class RollcheckTap extends AbstractStreamOperator<Object>
     @Override
     public void snapshotState(StateSnapshotContext ctx) throws Exception {
         super.snapshotState(ctx);
+        if (snapshotCostMs > 0) {
+            // a blocking checkpoint cost (utilization runs): the synchronous part of the
+            // snapshot holds the task for this long, as a large synchronous state copy would
+            Thread.sleep(snapshotCostMs);
+        }
         state.clear();
         List<Long> flat = new ArrayList<>();
         for (int i = 0; i < keys; i++) {
             if (perKey[i] != 0) {
-                flat.add((long) i);
-                flat.add(perKey[i]);
+                flat.add(((long) (i + 1) << 40) + perKey[i]);
             }
         }
-        flat.add(-1L);
         flat.add(seen);
         state.update(flat);
         if (mode.equals("source")) {

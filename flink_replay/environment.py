@@ -22,9 +22,10 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from rollcheck.pyimpl import children
 from rollcheck.pyimpl.errors import InconclusiveError
 
-__all__ = ["FlinkEnvironment", "find_flink", "INSTALL_HINT"]
+__all__ = ["FlinkEnvironment", "find_flink", "tap_jar", "INSTALL_HINT", "JAVA_SOURCES"]
 
 INSTALL_HINT = ("install it with `make flink-setup` (a separate .venv-flink with apache-flink 2.3 "
                 "and a JDK), or point ROLLCHECK_FLINK_PYTHON at a Python that has pyflink")
@@ -85,7 +86,7 @@ def find_flink() -> FlinkEnvironment:
         if not cand.exists():
             continue
         try:
-            r = subprocess.run([str(cand), "-c", probe], capture_output=True, text=True, timeout=120)
+            r = children.run([str(cand), "-c", probe], capture_output=True, text=True, timeout=120)
         except (OSError, subprocess.TimeoutExpired):
             continue
         if r.returncode == 0:
@@ -99,17 +100,21 @@ def _cache_root() -> Path:
     return Path(base) / "rollcheck" / "flink"
 
 
+JAVA_SOURCES = ("RollcheckTap.java", "RollcheckKeyedTap.java", "RollcheckKeys.java")
+
+
 def tap_jar(env: FlinkEnvironment) -> Path:
-    """Compile ``RollcheckTap.java`` against ``flink-dist`` (once; cached by content).
+    """Compile the Java operators (``JAVA_SOURCES``) against ``flink-dist`` (once; cached by content).
 
     Raises
     ------
     InconclusiveError
         ``javac`` is missing or the compilation failed (the message says why).
     """
-    src = resources.files("rollcheck.flink_replay").joinpath("RollcheckTap.java").read_bytes()
+    pkg = resources.files("rollcheck.flink_replay")
+    srcs = {name: pkg.joinpath(name).read_bytes() for name in JAVA_SOURCES}
     dist = env.flink_dist
-    key = hashlib.sha256(src + str(dist).encode()).hexdigest()[:16]
+    key = hashlib.sha256(b"".join(srcs.values()) + str(dist).encode()).hexdigest()[:16]
     target = _cache_root() / key / "rollcheck-tap.jar"
     if target.exists():
         return target
@@ -120,16 +125,18 @@ def tap_jar(env: FlinkEnvironment) -> Path:
                                 "checkpoint listener): install openjdk-17-jdk-headless or run `make flink-setup`")
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
-        java_file = Path(tmp) / "RollcheckTap.java"
-        java_file.write_bytes(src)
+        files = []
+        for name, src in srcs.items():
+            (Path(tmp) / name).write_bytes(src)
+            files.append(str(Path(tmp) / name))
         classes = Path(tmp) / "classes"
         classes.mkdir()
-        r = subprocess.run([javac, "-nowarn", "-d", str(classes), "-cp", str(dist), str(java_file)],
+        r = children.run([javac, "-nowarn", "-d", str(classes), "-cp", str(dist), *files],
                            capture_output=True, text=True, timeout=600)
         if r.returncode != 0:
             raise InconclusiveError(f"javac failed to build the Flink listener: {r.stderr.strip()[:400]}")
         part = Path(tmp) / "tap.jar"
-        r = subprocess.run([jar, "cf", str(part), "-C", str(classes), "."], capture_output=True,
+        r = children.run([jar, "cf", str(part), "-C", str(classes), "."], capture_output=True,
                            text=True, timeout=300)
         if r.returncode != 0:
             raise InconclusiveError(f"jar failed: {r.stderr.strip()[:400]}")

@@ -12,10 +12,21 @@ records/s and raises once at record K, a ``keyBy`` shuffle to a keyed count (Pyt
 ``ValueState``), a naive side-effect sink (a Python map appending a line per record to a file), a
 second tap (mode ``keyed``) that logs the latest count per key, and a transactional ``FileSink``.
 A thread polls the MiniCluster REST API for checkpoint statistics and job state transitions.
+
+``job: "module"`` runs a user's job instead (``records(seed)``, ``job(env, source)``, ``KEY``,
+optional ``sink``/``read_output``): the same checkpointed source and pacing, the user's records
+by index, the user's ``job``, then rollcheck's keyed tap (keyed by ``KEY``) and a transactional
+``FileSink``; a failure-free reference run comes first, in the same JVM.
+
+``backend`` selects the state backend (``hashmap``, ``rocksdb`` — incremental checkpoints — or
+``changelog``: hashmap with the changelog state backend on the file system). ``rescale: [P1, P2]``
+runs the job at P1 without restarts, lets the injected failure fail it, and starts it again at P2
+from the latest retained checkpoint (key groups redistributed).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -51,10 +62,12 @@ def main(config_path: str) -> int:
     # thread mode embeds CPython in the JVM (pemja): it finds pyflink, pemja and this file only
     # through PYTHONPATH, which the gateway JVM inherits from this process
     paths = [os.path.dirname(os.path.abspath(__file__)), *site.getsitepackages()]
-    old = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = os.pathsep.join(paths + ([old] if old else []))
     with open(config_path) as f:
         cfg = json.load(f)
+    if cfg.get("module"):
+        paths.insert(0, os.path.dirname(os.path.abspath(cfg["module"])))
+    old = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(paths + ([old] if old else []))
     if "runs" in cfg:
         rc = 0
         for sub in cfg["runs"]:
@@ -66,8 +79,228 @@ def main(config_path: str) -> int:
     return run_one(cfg)
 
 
+class UserCodeError(Exception):
+    """The user's module failed, hung or returned something of the wrong type (named by the call)."""
+
+
+def _user_error(run_dir: str, call: str, message: str) -> None:
+    with open(os.path.join(run_dir, "user-error.json.tmp"), "w") as f:
+        json.dump({"call": call, "error": message}, f)
+    os.replace(os.path.join(run_dir, "user-error.json.tmp"), os.path.join(run_dir, "user-error.json"))
+
+
+def _call(run_dir: str, what: str, limit: float, fn, *args):
+    """Call the user's ``fn`` with a time limit (SIGALRM in this, the main, thread)."""
+
+    def _alarm(signum, frame):  # noqa: ARG001 - signal handler signature
+        raise TimeoutError(f"did not return within {limit:g} s")
+
+    old = signal.signal(signal.SIGALRM, _alarm)
+    signal.setitimer(signal.ITIMER_REAL, limit)
+    try:
+        return fn(*args)
+    except TimeoutError as e:
+        _user_error(run_dir, what, str(e))
+        raise UserCodeError(what) from None
+    except Exception as e:  # noqa: BLE001 - the user's code failed on its own
+        _user_error(run_dir, what, f"raised {type(e).__name__}: {e}")
+        raise UserCodeError(what) from None
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def load_user_module(path: str):
+    """Import the user's job file by path; its functions are pickled by value for the workers."""
+    import cloudpickle
+
+    name = "rollcheck_user_" + os.path.splitext(os.path.basename(path))[0].replace("-", "_")
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise UserCodeError("import")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    cloudpickle.register_pickle_by_value(mod)
+    return mod
+
+
 def run_one(cfg: dict) -> int:
-    """One execution of the word-count job; raw observations go to ``cfg["run_dir"]``."""
+    """One recorded run: a reference run first for a user's job, then the run itself (for
+    ``rescale`` two jobs: the one that fails at P1, the one restored at P2)."""
+    run_dir = cfg["run_dir"]
+    user = None
+    if cfg.get("job") == "module":
+        limit = float(cfg.get("call_timeout", 300))
+        try:
+            user = _call(run_dir, "import", limit, load_user_module, cfg["module"])
+            recs = _call(run_dir, "records", limit, user.records, int(cfg.get("seed", 0)))
+        except UserCodeError:
+            return 2
+        if not isinstance(recs, list) or not all(isinstance(r, tuple) for r in recs):
+            bad = next((i for i, r in enumerate(recs) if not isinstance(r, tuple)), None) \
+                if isinstance(recs, list) else None
+            _user_error(run_dir, "records", f"must return a list of tuples, got {type(recs).__name__}"
+                        + (f" with element [{bad}] of type {type(recs[bad]).__name__}" if bad is not None else ""))
+            return 2
+        if not recs:
+            _user_error(run_dir, "records", "returned no records")
+            return 2
+        cfg = dict(cfg, records=len(recs))
+        if cfg.get("fail_at_fraction") and cfg.get("fail_at_record") is not None:
+            # the matrix fails every job half way through its own input
+            cfg["fail_at_record"] = max(1, int(len(recs) * float(cfg["fail_at_fraction"])))
+        user = (user, recs)
+        if cfg.get("reference", True):
+            ref_dir = os.path.join(run_dir, "reference")
+            os.makedirs(ref_dir, exist_ok=True)
+            ref = dict(cfg, run_dir=ref_dir, fail_at_record=None, failure=None, rescale=None,
+                       cluster_rest_port=None)
+            info = execute(ref, user=user)
+            _write_json(os.path.join(ref_dir, "run.json"), info)
+            if info.get("user_error") or info["final_state"] != "FINISHED":
+                return 2 if info.get("user_error") else 1
+    if cfg.get("rescale"):
+        p1, p2 = (int(x) for x in cfg["rescale"])
+        first = execute(dict(cfg, parallelism=p1), user=user, restarts=False)
+        jobs = [first]
+        if not first.get("user_error"):
+            path = _latest_retained(first, os.path.join(run_dir, "checkpoints"))
+            if path is None:
+                first["rescale_error"] = "no retained completed checkpoint to restore from"
+            else:
+                second = execute(dict(cfg, parallelism=p2), user=user, restore_path=path,
+                                 attempt_offset=first["max_attempt"] + 1)
+                second["restored_from"] = path
+                jobs.append(second)
+        info = _merge(jobs)
+    else:
+        info = execute(cfg, user=user)
+        info["jobs"] = [{k: info.get(k) for k in ("job_id", "final_state", "timestamps", "parallelism")}]
+    _write_json(os.path.join(run_dir, "run.json"), info)
+    if info.get("user_error"):
+        return 2
+    return 0 if info["final_state"] == "FINISHED" else 1
+
+
+def _write_json(path: str, obj: dict) -> None:
+    with open(path + ".tmp", "w") as f:
+        json.dump(obj, f)
+    os.replace(path + ".tmp", path)
+
+
+def _latest_retained(info: dict, base: str) -> str | None:
+    """The retained folder of the latest checkpoint the failed job completed."""
+    done = [h for h in info["rest"]["checkpoints"].values() if h.get("status") == "COMPLETED"]
+    for h in sorted(done, key=lambda h: -int(h["id"])):
+        path = h.get("external_path") or ""
+        local = path[len("file:"):] if path.startswith("file:") else path
+        if local and os.path.exists(os.path.join(local, "_metadata")):
+            return path
+    for root, dirs, _files in os.walk(base):
+        chk = sorted((d for d in dirs if d.startswith("chk-") and os.path.exists(os.path.join(root, d, "_metadata"))),
+                     key=lambda d: -int(d[4:]))
+        if chk:
+            return "file://" + os.path.join(root, chk[0])
+    return None
+
+
+def _merge(jobs: list[dict]) -> dict:
+    """One run.json for the jobs of a rescaled run (checkpoint ids continue across the restore)."""
+    last = jobs[-1]
+    out = dict(last)
+    out["rest"] = {"checkpoints": {}, "restored": [], "states": []}
+    out["commits"] = []
+    for j in jobs:
+        out["rest"]["checkpoints"].update(j["rest"]["checkpoints"])
+        out["rest"]["restored"].extend(j["rest"]["restored"])
+        out["rest"]["states"].extend(j["rest"]["states"])
+        out["commits"].extend(j["commits"])
+    out["t_start"] = jobs[0]["t_start"]
+    out["jobs"] = [{k: j.get(k) for k in ("job_id", "final_state", "timestamps", "parallelism", "restored_from",
+                                          "rescale_error", "attempt_offset")} for j in jobs]
+    if len(jobs) < 2:
+        out["final_state"] = "NOT_RESTORED"
+    return out
+
+
+def _utilization_pipeline(cfg: dict, env, tap):
+    """Source -> tap (a blocking snapshot of ``snapshot_cost_ms``) -> capped work -> keyed count.
+
+    The work step serves at most ``service_rate`` records/s without catching up after a pause (a
+    checkpoint's blocking cost or a restart is time lost), logs every record it emits with its
+    time, and raises the injected failures at the scheduled times (``failure_times``, seconds
+    after the first record; one marker file each, so a failure strikes once).
+    """
+    from pyflink.common import Types, WatermarkStrategy
+    from pyflink.datastream.connectors.number_seq import NumberSequenceSource
+    from pyflink.datastream.functions import KeyedProcessFunction, MapFunction, RuntimeContext
+    from pyflink.datastream.state import ValueStateDescriptor
+
+    run_dir = cfg["run_dir"]
+    mu = float(cfg["service_rate"])
+    times = [float(t) for t in cfg.get("failure_times") or []]
+
+    class Work(MapFunction):
+        def open(self, runtime_context: RuntimeContext) -> None:
+            self.next_free = 0.0
+            done = len([f for f in os.listdir(run_dir) if f.startswith("ufail-")])
+            self.log = open(os.path.join(run_dir, f"work-{done}.log"), "a", buffering=1 << 16)  # noqa: SIM115
+            self.t0 = None
+
+        def close(self) -> None:
+            self.log.close()
+
+        def map(self, value):
+            now = time.time()
+            start = max(now, self.next_free)
+            self.next_free = start + 1.0 / mu
+            if start > now:
+                time.sleep(start - now)
+            if self.t0 is None:
+                path = os.path.join(run_dir, "t0")
+                try:
+                    fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+                    os.write(fd, repr(start).encode())
+                    os.close(fd)
+                    self.t0 = start
+                except FileExistsError:
+                    with open(path) as fh:
+                        self.t0 = float(fh.read() or start)
+            self.log.write(f"{int(value)} {start:.6f}\n")
+            k = len([f for f in os.listdir(run_dir) if f.startswith("ufail-")]) if times else 0
+            if k < len(times) and start >= self.t0 + times[k]:
+                try:
+                    fd = os.open(os.path.join(run_dir, f"ufail-{k}"), os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+                except FileExistsError:
+                    return value
+                os.write(fd, repr(start).encode())
+                os.close(fd)
+                self.log.flush()
+                raise RuntimeError(f"rollcheck: injected failure {k} at record {value}")
+            return value
+
+    class Count(KeyedProcessFunction):
+        def open(self, runtime_context: RuntimeContext) -> None:
+            self.count = runtime_context.get_state(ValueStateDescriptor("count", Types.LONG()))
+
+        def process_element(self, value, ctx):
+            c = (self.count.value() or 0) + 1
+            self.count.update(c)
+            if c % 1000 == 0:
+                yield f"k{value % 4},{c}"
+
+    ds = env.from_source(NumberSequenceSource(1, 10 ** 12), WatermarkStrategy.no_watermarks(), "rollcheck-source",
+                         type_info=Types.LONG())
+    ds = tap(ds, "tap-source", "source", Types.LONG(), 1, int(cfg.get("snapshot_cost_ms", 0)))
+    ds = ds.map(Work(), output_type=Types.LONG()).name("rollcheck-work")
+    return ds.key_by(lambda v: v % 4, key_type=Types.LONG()).process(Count(), output_type=Types.STRING())
+
+
+def execute(cfg: dict, *, user=None, restarts: bool = True, restore_path: str | None = None,
+            attempt_offset: int = 0) -> dict:
+    """One Flink job (word count, or the user's job when ``user`` = (module, records)); raw
+    observations go to ``cfg["run_dir"]``; returns what the REST poller and the sink saw."""
     from pyflink.common import Configuration, Encoder, Types, WatermarkStrategy
     from pyflink.datastream import CheckpointingMode, StreamExecutionEnvironment
     from pyflink.datastream.connectors.file_system import FileSink, RollingPolicy
@@ -103,9 +336,23 @@ def run_one(cfg: dict) -> int:
     conf.set_string("web.checkpoints.history", "1000")
     conf.set_string("execution.checkpointing.dir", "file://" + os.path.join(run_dir, "checkpoints"))
     conf.set_string("execution.checkpointing.num-retained", "1000")
-    conf.set_string("state.backend.type", "hashmap")
-    conf.set_string("restart-strategy.type", "fixed-delay")
-    conf.set_string("restart-strategy.fixed-delay.attempts", "3")
+    backend = cfg.get("backend") or "hashmap"
+    conf.set_string("state.backend.type", "rocksdb" if backend == "rocksdb" else "hashmap")
+    if backend == "rocksdb":
+        conf.set_string("execution.checkpointing.incremental", "true")
+        # RocksDB names its info log after the flattened instance path: keep that path short
+        # (a run folder deep in the file system exceeds the 255-byte file-name limit)
+        if cfg.get("rocksdb_dir"):
+            conf.set_string("state.backend.rocksdb.localdir", cfg["rocksdb_dir"])
+    if backend == "changelog":
+        conf.set_string("state.changelog.enabled", "true")
+        conf.set_string("state.changelog.storage", "filesystem")
+        conf.set_string("state.changelog.dstl.dfs.base-path", "file://" + os.path.join(run_dir, "changelog"))
+    conf.set_string("execution.checkpointing.externalized-checkpoint-retention", "RETAIN_ON_CANCELLATION")
+    if restore_path:
+        conf.set_string("execution.state-recovery.path", restore_path)
+    conf.set_string("restart-strategy.type", "fixed-delay" if restarts else "none")
+    conf.set_string("restart-strategy.fixed-delay.attempts", str(int(cfg.get("restart_attempts", 3))))
     conf.set_string("restart-strategy.fixed-delay.delay", f"{int(cfg.get('restart_delay_ms', 200))} ms")
     conf.set_string("io.tmp.dirs", os.path.join(run_dir, "tmp"))
     os.makedirs(os.path.join(run_dir, "tmp"), exist_ok=True)
@@ -121,7 +368,9 @@ def run_one(cfg: dict) -> int:
     else:
         env = StreamExecutionEnvironment.get_execution_environment(conf)
     env.set_parallelism(par)
-    env.enable_checkpointing(int(cfg["interval_ms"]), CheckpointingMode.EXACTLY_ONCE)
+    env.set_max_parallelism(int(cfg.get("max_parallelism", 128)))
+    if not cfg.get("no_checkpoints"):  # the failure-free baseline of a utilization sweep has none
+        env.enable_checkpointing(int(cfg["interval_ms"]), CheckpointingMode.EXACTLY_ONCE)
     cc = env.get_checkpoint_config()
     if cfg["checkpoints"] == "unaligned":
         cc.enable_unaligned_checkpoints(True)
@@ -131,15 +380,40 @@ def run_one(cfg: dict) -> int:
     gw = get_gateway()
     tap_class = load_java_class("rollcheck.flink.RollcheckTap")
 
-    def tap(ds, name: str, mode: str, type_info):
-        args = gw.new_array(gw.jvm.Object, 4)
+    keyed_tap_class = load_java_class("rollcheck.flink.RollcheckKeyedTap")
+
+    def _args(name: str, mode: str, n_keys: int):
+        args = gw.new_array(gw.jvm.Object, 5)
         args[0] = name
         args[1] = run_dir
         args[2] = mode
-        args[3] = gw.jvm.Integer(keys)
+        args[3] = gw.jvm.Integer(n_keys)
+        args[4] = gw.jvm.Integer(attempt_offset)
+        return args
+
+    def tap(ds, name: str, mode: str, type_info, n_keys: int = keys, cost_ms: int = 0):
+        args = gw.new_array(gw.jvm.Object, 6)
+        for i, a in enumerate(_args(name, mode, n_keys)):
+            args[i] = a
+        args[5] = gw.jvm.Integer(cost_ms)
         op = tap_class.getConstructors()[0].newInstance(args)
         j = ds._j_data_stream.transform(name, type_info.get_java_type_info(), op)
         return DataStream(j)
+
+    def keyed_tap(ds, name: str, mode: str, type_info, n_keys: int):
+        """rollcheck's keyed tap (keyed state only): ``count`` reinterprets the stream as keyed by
+        the word's number (same key groups as the Python keyed operator it is chained to),
+        ``rows`` keys it by the user's KEY (a shuffle)."""
+        op = keyed_tap_class.getConstructors()[0].newInstance(_args(name, mode, n_keys))
+        j_ds = ds._j_data_stream
+        if mode == "count":
+            keyed = gw.jvm.org.apache.flink.streaming.api.datastream.DataStreamUtils.reinterpretAsKeyedStream(
+                j_ds, load_java_class("rollcheck.flink.RollcheckKeys$Word").newInstance(),
+                Types.ROW([Types.LONG()]).get_java_type_info())
+        else:
+            keyed = j_ds.keyBy(load_java_class("rollcheck.flink.RollcheckKeys$Field").newInstance(),
+                               Types.STRING().get_java_type_info())
+        return DataStream(keyed.transform(name, type_info.get_java_type_info(), op))
 
     per_subtask_rate = rate / par
     absolute = cfg.get("schedule") == "absolute"
@@ -229,6 +503,9 @@ def run_one(cfg: dict) -> int:
                 names = os.listdir(run_dir)
                 completed = [f for f in names if f.startswith("completed-")]
                 if len(completed) < 2:
+                    # slow down (not block: a blocked task takes no checkpoint) until two
+                    # checkpoints completed, so that the failure does strike before the input ends
+                    time.sleep(0.05)
                     return value
                 if fail_before_trigger:
                     snaps = [f for f in names if f.startswith("snapshot-")]
@@ -286,21 +563,83 @@ def run_one(cfg: dict) -> int:
         def close(self) -> None:
             self.f.close()
 
-    source = NumberSequenceSource(1, n_records)
-    ds = env.from_source(source, WatermarkStrategy.no_watermarks(), "rollcheck-source",
-                         type_info=Types.LONG())
-    ds = tap(ds, "tap-source", "source", Types.LONG())
-    ds = ds.map(Pace(), output_type=Types.LONG()).name("rollcheck-pace")
-    ds = ds.key_by(lambda v: v % keys, key_type=Types.LONG())
-    ds = ds.process(Count(), output_type=Types.STRING()).name("rollcheck-keyed")
-    ds = ds.map(NaiveSink(), output_type=Types.STRING()).name("rollcheck-naive-sink")
-    ds = tap(ds, "tap-keyed", "keyed", Types.STRING())
-    sink = FileSink.for_row_format(os.path.join(run_dir, "tx"), Encoder.simple_string_encoder()) \
+    tx_sink = FileSink.for_row_format(os.path.join(run_dir, "tx"), Encoder.simple_string_encoder()) \
         .with_rolling_policy(RollingPolicy.on_checkpoint_rolling_policy()).build()
-    ds.sink_to(sink).name("rollcheck-tx-sink")
+    user_error: dict = {}
+    if cfg.get("job") == "utilization":
+        ds = _utilization_pipeline(cfg, env, tap)
+        ds.sink_to(tx_sink).name("rollcheck-tx-sink")
+        job_name = "rollcheck-utilization"
+    elif user is None:
+        source = NumberSequenceSource(1, n_records)
+        ds = env.from_source(source, WatermarkStrategy.no_watermarks(), "rollcheck-source",
+                             type_info=Types.LONG())
+        ds = tap(ds, "tap-source", "source", Types.LONG())
+        ds = ds.map(Pace(), output_type=Types.LONG()).name("rollcheck-pace")
+        ds = ds.key_by(lambda v: v % keys, key_type=Types.LONG())
+        ds = ds.process(Count(), output_type=Types.STRING()).name("rollcheck-keyed")
+        ds = ds.map(NaiveSink(), output_type=Types.STRING()).name("rollcheck-naive-sink")
+        ds = keyed_tap(ds, "tap-keyed", "count", Types.STRING(), keys)
+        ds.sink_to(tx_sink).name("rollcheck-tx-sink")
+        job_name = "rollcheck-wordcount"
+    else:
+        module, recs = user
+        key_spec = getattr(module, "KEY", None)
+        key_idx = [key_spec] if isinstance(key_spec, int) else list(key_spec or [])
+        module_path = cfg["module"]
+        error_path = os.path.join(run_dir, "user-error.json")
+
+        class Input(MapFunction):
+            """The user's record number ``value`` (0-based) of ``records(seed)``."""
+
+            def map(self, value):
+                return recs[int(value)]
+
+        class Output(MapFunction):
+            """A row of the user's output: type-checked, keyed by ``KEY``, written as JSON."""
+
+            def map(self, value):
+                row = tuple(value) if isinstance(value, (tuple, list)) or hasattr(value, "_values") else value
+                if not isinstance(row, tuple) or any(i >= len(row) for i in key_idx):
+                    if not os.path.exists(error_path):
+                        msg = (f"job() output must be tuples with the KEY fields {key_idx}, got "
+                               f"{type(value).__name__} {value!r:.80}")
+                        with open(error_path + ".tmp", "w") as f:
+                            json.dump({"call": "job", "error": msg}, f)
+                        os.replace(error_path + ".tmp", error_path)
+                    raise RuntimeError(f"rollcheck: {module_path}: bad output row {value!r:.80}")
+                key = json.dumps([row[i] for i in key_idx], default=str)
+                return key + "\x1f" + json.dumps(list(row), default=str)
+
+        source = NumberSequenceSource(0, n_records - 1)
+        ds = env.from_source(source, WatermarkStrategy.no_watermarks(), "rollcheck-source",
+                             type_info=Types.LONG())
+        ds = tap(ds, "tap-source", "source", Types.LONG(), 1)
+        ds = ds.map(Pace(), output_type=Types.LONG()).name("rollcheck-pace")
+        ds = ds.map(Input()).name("rollcheck-input")
+        limit = float(cfg.get("call_timeout", 300))
+        try:
+            out = _call(run_dir, "job", limit, module.job, env, ds)
+        except UserCodeError:
+            return {"user_error": True, "final_state": "NOT_RUN"}
+        if not isinstance(out, DataStream):
+            _user_error(run_dir, "job", f"must return a DataStream, got {type(out).__name__}")
+            return {"user_error": True, "final_state": "NOT_RUN"}
+        if hasattr(module, "sink"):
+            user_out = os.path.join(run_dir, "user-sink")
+            os.makedirs(user_out, exist_ok=True)
+            try:
+                _call(run_dir, "sink", limit, module.sink, out, user_out)
+            except UserCodeError:
+                return {"user_error": True, "final_state": "NOT_RUN"}
+        ds = out.map(Output(), output_type=Types.STRING()).name("rollcheck-output")
+        ds = keyed_tap(ds, "tap-keyed", "rows", Types.STRING(), 0)
+        ds.sink_to(tx_sink).name("rollcheck-tx-sink")
+        job_name = "rollcheck-user-job"
+        del user_error
 
     t_start = time.time()
-    client = env.execute_async("rollcheck-wordcount")
+    client = env.execute_async(job_name)
     job_id = str(client.get_job_id())
     base = f"http://127.0.0.1:{port}"
     polls: dict = {"checkpoints": {}, "restored": [], "states": []}
@@ -357,6 +696,14 @@ def run_one(cfg: dict) -> int:
             client.cancel()
             final_state = "TIMEOUT"
             break
+        if cfg.get("stop_after_s") and os.path.exists(os.path.join(run_dir, "t0")):
+            # an unbounded job (utilization runs) ends this long after its first record
+            with open(os.path.join(run_dir, "t0")) as fh:
+                txt = fh.read()
+            if txt and time.time() > float(txt) + float(cfg["stop_after_s"]):
+                client.cancel()
+                final_state = "STOPPED"
+                break
         time.sleep(0.1)
     scan_commits()
     job = _get(f"{base}/jobs/{job_id}")
@@ -364,13 +711,33 @@ def run_one(cfg: dict) -> int:
     if chk is not None:
         for h in chk.get("history", []):
             polls["checkpoints"][str(h["id"])] = h
-    out = {"job_id": job_id, "final_state": final_state, "t_start": t_start, "t_end": time.time(),
-           "timestamps": (job or {}).get("timestamps", {}), "rest": polls, "commits": commits,
-           "pyflink_python": sys.executable}
-    with open(os.path.join(run_dir, "run.json.tmp"), "w") as f:
-        json.dump(out, f)
-    os.replace(os.path.join(run_dir, "run.json.tmp"), os.path.join(run_dir, "run.json"))
-    return 0 if final_state == "FINISHED" else 1
+    max_attempt = 0
+    for name in os.listdir(run_dir):
+        if name.startswith("tap-") and name.endswith(".jsonl"):
+            max_attempt = max(max_attempt, int(name[:-len(".jsonl")].rsplit("-", 1)[1]))
+    result = {"job_id": job_id, "final_state": final_state, "t_start": t_start, "t_end": time.time(),
+              "timestamps": (job or {}).get("timestamps", {}), "rest": polls, "commits": commits,
+              "pyflink_python": sys.executable, "parallelism": par, "max_attempt": max_attempt,
+              "backend": backend, "attempt_offset": attempt_offset}
+    if user is not None:
+        result["key"] = key_idx
+        result["records"] = n_records
+        result["fail_at_record"] = cfg.get("fail_at_record")
+    if user is not None and os.path.exists(os.path.join(run_dir, "user-error.json")):
+        result["user_error"] = True
+    if user is not None and hasattr(user[0], "read_output") and final_state == "FINISHED":
+        try:
+            rows = _call(run_dir, "read_output", float(cfg.get("call_timeout", 300)), user[0].read_output,
+                         os.path.join(run_dir, "user-sink"))
+        except UserCodeError:
+            result["user_error"] = True
+            return result
+        if not isinstance(rows, list) or not all(isinstance(r, (tuple, list)) for r in rows):
+            _user_error(run_dir, "read_output", "must return a list of tuples")
+            result["user_error"] = True
+            return result
+        _write_json(os.path.join(run_dir, "user-sink.json"), {"rows": [list(r) for r in rows]})
+    return result
 
 
 if __name__ == "__main__":

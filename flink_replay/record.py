@@ -24,11 +24,13 @@ Carbone et al., "Lightweight Asynchronous Snapshots for Distributed Dataflows" (
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
 import shutil
 import subprocess
+import tempfile
 import time
 from datetime import UTC, datetime
 from importlib import resources
@@ -37,9 +39,12 @@ from typing import Any
 
 from rollcheck.flink_replay.environment import find_flink, tap_jar
 from rollcheck.flink_replay.replay import source_cut
+from rollcheck.pyimpl import children
 from rollcheck.pyimpl.errors import InconclusiveError, InvalidInputError
 
-__all__ = ["RecordConfig", "record_wordcount", "build_trace", "LOG4J"]
+__all__ = ["RecordConfig", "record", "record_wordcount", "build_trace", "LOG4J", "BACKENDS", "parse_rescale"]
+
+BACKENDS = ("hashmap", "rocksdb", "changelog")
 
 LOG4J = """rootLogger.level = INFO
 rootLogger.appenderRef.file.ref = FileAppender
@@ -68,16 +73,42 @@ _TM_LOST = re.compile(r"^(\S+ \S+) INFO .*JobMaster .*TaskManager with id (\S+) 
 _SUBTASK = re.compile(r"\((\d+)/(\d+)\)#(\d+)")
 
 
+def parse_rescale(text: str) -> tuple[int, int]:
+    """``"P1:P2"`` -> (P1, P2): fail at parallelism P1, restore at P2.
+
+    Examples
+    --------
+    >>> parse_rescale("2:3")
+    (2, 3)
+    """
+    try:
+        a, b = (int(x) for x in text.split(":"))
+    except ValueError:
+        raise InvalidInputError(f"--rescale {text!r}: expected P1:P2, two parallelisms such as 2:3") from None
+    if not (1 <= a <= 8 and 1 <= b <= 8) or a == b:
+        raise InvalidInputError(f"--rescale {text}: two different parallelisms between 1 and 8")
+    return a, b
+
+
 class RecordConfig(dict):
-    """The knobs of a recorded word-count run (a plain dict with validated fields)."""
+    """The knobs of a recorded run (a plain dict with validated fields)."""
 
     @classmethod
     def make(cls, *, checkpoints: str = "aligned", parallelism: int = 2, interval_ms: int = 300,
              records: int = 2000, rate: float = 500.0, keys: int = 8, fail_at_record: int | None = None,
-             failure: str | None = None, seed: int = 0, timeout_s: float = 300.0) -> RecordConfig:
+             failure: str | None = None, seed: int = 0, timeout_s: float = 300.0, backend: str = "hashmap",
+             rescale: tuple[int, int] | None = None, module: str | None = None,
+             call_timeout: float = 300.0) -> RecordConfig:
         if checkpoints not in ("aligned", "unaligned"):
             raise InvalidInputError(f"--checkpoints must be aligned or unaligned, not {checkpoints!r}")
-        if parallelism < 2:
+        if backend not in BACKENDS:
+            raise InvalidInputError(f"--backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
+        if rescale is not None:
+            parallelism = rescale[0]
+            if fail_at_record is None:
+                raise InvalidInputError("--rescale restores after the injected failure: give --fail-at-record "
+                                        "and --failure too")
+        elif parallelism < 2:
             raise InvalidInputError("--parallelism must be at least 2 (a keyBy shuffle between subtasks)")
         if interval_ms < 10:
             raise InvalidInputError("--interval must be at least 10 ms")
@@ -87,11 +118,24 @@ class RecordConfig(dict):
             raise InvalidInputError("--fail-at-record and --failure go together")
         if failure not in (None, "task", "taskmanager"):
             raise InvalidInputError(f"--failure {failure}: one of task, taskmanager")
-        if fail_at_record is not None and not 1 <= fail_at_record <= records:
+        if fail_at_record is not None and module is None and not 1 <= fail_at_record <= records:
             raise InvalidInputError(f"--fail-at-record {fail_at_record} is outside the input (1..{records})")
+        if fail_at_record is not None and fail_at_record < 1:
+            raise InvalidInputError(f"--fail-at-record {fail_at_record}: records count from 1")
+        if call_timeout <= 0:
+            raise InvalidInputError("--call-timeout must be positive")
+        extra: dict[str, Any] = {}
+        if module is not None:
+            path = Path(module)
+            if not path.is_file():
+                raise InvalidInputError("no such job module", source=str(module))
+            extra = {"job": "module", "module": str(path.resolve()), "module_arg": str(module)}
+            keys = 1  # the source tap counts the user's records in one bucket
         return cls(checkpoints=checkpoints, parallelism=parallelism, interval_ms=interval_ms,
                    records=records, rate=rate, keys=keys, fail_at_record=fail_at_record,
-                   failure=failure, seed=seed, timeout_s=timeout_s)
+                   failure=failure, seed=seed, timeout_s=timeout_s, backend=backend,
+                   rescale=list(rescale) if rescale else None, max_parallelism=128,
+                   call_timeout=call_timeout, **extra)
 
 
 def _job_file() -> Path:
@@ -99,7 +143,13 @@ def _job_file() -> Path:
 
 
 def record_wordcount(out: str | Path, config: RecordConfig, *, run_dir: str | Path | None = None) -> dict[str, Any]:
-    """Run the word-count job once in the Flink environment and write its trace to ``out``.
+    """Record the word-count job (see :func:`record`)."""
+    return record(out, config, run_dir=run_dir)
+
+
+def record(out: str | Path, config: RecordConfig, *, run_dir: str | Path | None = None) -> dict[str, Any]:
+    """Run the word-count job or a user's job module once in the Flink environment and write its
+    trace to ``out`` (through ``OUT.partial``, renamed when complete).
 
     Returns ``{"trace", "checkpoint_dir", "restored_checkpoint", "seconds", "final_state"}``.
 
@@ -107,16 +157,71 @@ def record_wordcount(out: str | Path, config: RecordConfig, *, run_dir: str | Pa
     ------
     InconclusiveError
         PyFlink or a JDK is missing, or the job did not finish.
+    InvalidInputError
+        The user's job module failed, hung or returned the wrong type (named with the call).
     """
     t0 = time.time()
     env = find_flink()
     jar = tap_jar(env)
     out = Path(out)
     run = Path(run_dir) if run_dir is not None else out.with_name(out.stem + ".flinkrun")
+    try:
+        _check_space(out.parent if str(out.parent) else Path("."))
+        return _record(out, run, config, env, jar, t0)
+    except OSError as e:
+        if e.errno in _ENV_ERRNOS:  # the environment's fault: named as such, exit 2
+            where = e.filename or str(run)
+            raise InvalidInputError(f"{(e.strerror or str(e)).lower()} (writing {where})", source=str(where)) from None
+        raise
+
+
+#: errors of the environment (not of rollcheck, not of the user's job): disk full, read-only, denied
+_ENV_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM}
+#: what a recording writes (checkpoints, logs, the trace): refuse to start with less free space
+MIN_FREE_BYTES = 64 * 1024 * 1024
+_ENV_MESSAGES = ("No space left on device", "Disk quota exceeded", "Read-only file system")
+
+
+def _check_space(folder: Path) -> None:
+    """Refuse up front (exit 2) when the output's file system has too little room for a run."""
+    probe = folder
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    st = os.statvfs(probe)
+    free = st.f_bavail * st.f_frsize
+    if free < MIN_FREE_BYTES:
+        raise InvalidInputError(f"no space left on device: {free // 1024} KB free, a Flink recording needs about "
+                                f"{MIN_FREE_BYTES // (1024 * 1024)} MB (checkpoints, logs, the trace)",
+                                source=str(folder))
+
+
+def _environment_failure(run: Path) -> str | None:
+    """The OS reason when the job's own logs show the disk filled up (or went read-only) under it."""
+    for f in [run / "job.out", *run.glob("*.log")]:
+        try:
+            text = f.read_text(errors="replace")
+        except OSError:
+            continue
+        for msg in _ENV_MESSAGES:
+            if msg in text:
+                return msg.lower()
+    return None
+
+
+def _record(out: Path, run: Path, config: RecordConfig, env: Any, jar: Path, t0: float) -> dict[str, Any]:
     if run.exists():
         shutil.rmtree(run)
     run.mkdir(parents=True)
+    # until the run ends, OUT.partial holds this run's header (a run cut short leaves it beside the
+    # previous OUT, which stays as it was); the finished trace replaces it and is renamed to OUT
+    partial = out.with_name(out.name + ".partial")
+    partial.write_text(json.dumps({"format": "rollcheck.trace/1", "source": "flink", "partial": True,
+                                   "seed": config.get("seed", 0), "processes": ["source", "keyed"]}) + "\n")
     cfg = dict(config, run_dir=str(run.resolve()), tap_jar=str(jar))
+    rocksdb_dir = None
+    if config.get("backend") == "rocksdb":
+        rocksdb_dir = tempfile.mkdtemp(prefix="rc-rdb-")
+        cfg["rocksdb_dir"] = rocksdb_dir
     (run / "config.json").write_text(json.dumps(cfg))
     (run / "log4j.properties").write_text(LOG4J)
     penv = dict(os.environ, LOG4J_PROPERTIES=str(run / "log4j.properties"), FLINK_LOG_DIR=str(run),
@@ -126,26 +231,40 @@ def record_wordcount(out: str | Path, config: RecordConfig, *, run_dir: str | Pa
     (run / "tmp").mkdir()
     penv["TMPDIR"] = str(run / "tmp")
     penv["JVM_ARGS"] = (penv.get("JVM_ARGS", "") + f" -Djava.io.tmpdir={run / 'tmp'}").strip()
-    cluster: list[subprocess.Popen[bytes]] = []
+    cluster: list[Any] = []
     try:
         if config.get("failure") == "taskmanager":
-            cfg["cluster_rest_port"] = _start_cluster(run, env, penv, int(config["parallelism"]), cluster)
+            slots = max(int(config["parallelism"]), *(config.get("rescale") or [1]))
+            cfg["cluster_rest_port"] = _start_cluster(run, env, penv, slots, cluster)
             (run / "config.json").write_text(json.dumps(cfg))
         with open(run / "job.out", "w") as so:
             try:
-                p = subprocess.run([str(env.python), str(_job_file()), str(run / "config.json")], stdout=so,
+                p = children.run([str(env.python), str(_job_file()), str(run / "config.json")], stdout=so,
                                    stderr=subprocess.STDOUT, env=penv, timeout=float(config["timeout_s"]) + 180)
             except subprocess.TimeoutExpired:
                 raise InconclusiveError(f"the Flink job did not end within {config['timeout_s']} s (log: {run})") from None
     finally:
         for proc in cluster:  # only the JobManager and TaskManagers this call started
             if proc.poll() is None:
-                proc.kill()
+                proc.kill_group()
                 proc.wait(timeout=30)
+        if rocksdb_dir is not None:
+            shutil.rmtree(rocksdb_dir, ignore_errors=True)
+    user_error = run / "user-error.json"
+    if user_error.exists():
+        ue = json.loads(user_error.read_text())
+        call = ue["call"] + ("" if ue["call"] == "import" else "()")
+        shutil.rmtree(run, ignore_errors=True)  # nothing half-written is left for bad input
+        partial.unlink(missing_ok=True)
+        raise InvalidInputError(f"{call}: {ue['error']} (the job module's own failure)", source=str(config["module"]))
+    reason = _environment_failure(run)
+    if reason is not None:
+        raise InvalidInputError(f"{reason} while Flink ran (the run folder {run} and its file system)",
+                                source=str(run))
     if not (run / "run.json").exists():
         tail = (run / "job.out").read_text(errors="replace").strip().splitlines()[-3:]
         raise InconclusiveError(f"the Flink job ended without a result (exit {p.returncode}): {' | '.join(tail)}")
-    tmp = out.with_name(out.name + ".tmp")
+    tmp = out.with_name(out.name + ".partial")
     summary = build_trace(run, tmp, env_version=env.version)
     os.replace(tmp, out)
     summary.update(trace=str(out), checkpoint_dir=str(run / "checkpoints"), seconds=round(time.time() - t0, 2))
@@ -183,7 +302,7 @@ python.execution-mode: thread
 
 
 def _start_cluster(run: Path, env: Any, penv: dict[str, str], slots: int,
-                   procs: list[subprocess.Popen[bytes]]) -> int:
+                   procs: list[Any]) -> int:
     """Start a standalone session cluster: one JobManager and two TaskManager processes.
 
     Each TaskManager has enough slots for the whole job, so the job can restart on the survivor
@@ -216,7 +335,7 @@ def _start_cluster(run: Path, env: Any, penv: dict[str, str], slots: int,
                "--add-opens=java.base/java.nio=ALL-UNNAMED", "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
                "-cp", cp, main, "--configDir", str(conf)]
         with open(run / (name + ".out"), "wb") as out:
-            procs.append(subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=tenv,
+            procs.append(children.spawn(cmd, stdout=out, stderr=subprocess.STDOUT, env=tenv,
                                           stdin=subprocess.DEVNULL))
     # wait until both TaskManagers registered (REST /taskmanagers)
     import urllib.request
@@ -269,20 +388,31 @@ def build_trace(run: str | Path, out: str | Path, *, env_version: str = "?") -> 
     rank = {"barrier": 0, "restore": 1, "snapshot": 2, "complete": 3, "finish": 3}
     for f in sorted(run.glob("tap-*.jsonl")):
         for ev in _read_jsonl(f):
-            base = {"task": task_of[ev["tap"]], "subtask": ev["subtask"], "attempt": ev["attempt"]}
+            base: dict[str, Any] = {"task": task_of[ev["tap"]], "subtask": ev["subtask"], "attempt": ev["attempt"]}
+            if "parallelism" in ev:
+                base["parallelism"] = ev["parallelism"]
+            # the keyed tap's keyed state: every key with its value, and the key groups Flink gave
+            # the subtask (a rescaled restore is checked key by key)
+            keyed: dict[str, Any] = {k: ev[k] for k in ("keys", "key_groups", "max_parallelism") if k in ev}
+            per_key: dict[str, Any] = {"per_key": ev["per_key"]} if "per_key" in ev else {}
+            e: dict[str, Any]
             if ev["ev"] == "restore":
-                e = {"kind": "flink.restore", **base, "checkpoint": ev["checkpoint"], "per_key": ev["per_key"],
-                     "records": ev["seen"]}
+                e = {"kind": "flink.restore", **base, "checkpoint": ev["checkpoint"], **per_key,
+                     "records": ev["seen"], **keyed}
             elif ev["ev"] == "snapshot":
-                e = {"kind": "flink.snapshot", **base, "checkpoint": ev["checkpoint"], "per_key": ev["per_key"],
-                     "records": ev["seen"], "inflight_records": 0}
+                e = {"kind": "flink.snapshot", **base, "checkpoint": ev["checkpoint"], **per_key,
+                     "records": ev["seen"], "inflight_records": 0, **keyed}
             elif ev["ev"] == "finish":
-                e = {"kind": "flink.task_finished", **base, "per_key": ev["per_key"], "records": ev["seen"]}
+                e = {"kind": "flink.task_finished", **base, **per_key, "records": ev["seen"], **keyed}
             elif ev["ev"] == "complete":
                 e = {"kind": "flink.notify_complete", **base, "checkpoint": ev["checkpoint"]}
             else:
                 continue
             timed.append((ev["t_us"], rank[ev["ev"]], e))
+    # Flink's log numbers the attempts of each job from 0; a job restored at another parallelism
+    # (rescaling) gets the attempt numbers after its predecessor's, as the taps do. The jobs of a
+    # rescaled run differ in parallelism, which the log line shows ("(2/3)#0").
+    offsets = {j.get("parallelism"): int(j.get("attempt_offset") or 0) for j in info.get("jobs") or []}
     props = run / "log4j.properties"
     pattern = props.read_text() if props.exists() else LOG4J
     for barrier_log in sorted(run.glob("*.log.barriers")):
@@ -291,7 +421,7 @@ def build_trace(run: str | Path, out: str | Path, *, env_version: str = "?") -> 
             a = _ANNOUNCE.match(line) if m is None else None
             if a is not None and "rollcheck-keyed" in a.group(2) and (st := _SUBTASK.search(a.group(2))):
                 e = {"kind": "flink.barrier_announcement", "task": "keyed", "subtask": int(st.group(1)) - 1,
-                     "attempt": int(st.group(3)), "checkpoint": int(a.group(3))}
+                     "attempt": int(st.group(3)) + offsets.get(int(st.group(2)), 0), "checkpoint": int(a.group(3))}
                 timed.append((_parse_log_time(a.group(1), pattern), rank["barrier"], e))
                 continue
             if not m or "rollcheck-keyed" not in m.group(2):
@@ -300,7 +430,8 @@ def build_trace(run: str | Path, out: str | Path, *, env_version: str = "?") -> 
             if st is None:
                 continue
             e = {"kind": "flink.barrier", "task": "keyed", "subtask": int(st.group(1)) - 1,
-                 "attempt": int(st.group(3)), "gate": int(m.group(3)), "channel": int(m.group(4)),
+                 "attempt": int(st.group(3)) + offsets.get(int(st.group(2)), 0), "gate": int(m.group(3)),
+                 "channel": int(m.group(4)),
                  "checkpoint": int(m.group(5))}
             timed.append((_parse_log_time(m.group(1), pattern), rank["barrier"], e))
     jm_log = run / "jobmanager.log"
@@ -319,10 +450,13 @@ def build_trace(run: str | Path, out: str | Path, *, env_version: str = "?") -> 
             timed.append((t, 4, {"kind": "flink.checkpoint_completed", "checkpoint": int(cid),
                                  "type": h.get("checkpoint_type"),
                                  "persisted_bytes": h.get("persisted_data"), "duration_ms": h.get("end_to_end_duration")}))
-    for state in ("RUNNING", "FAILING", "RESTARTING", "FINISHED", "FAILED", "CANCELED"):
-        ts = (info.get("timestamps") or {}).get(state)
-        if ts:
-            timed.append((int(ts) * 1000, 5, {"kind": "flink.job_state", "state": state}))
+    jobs = info.get("jobs") or [{"timestamps": info.get("timestamps"), "job_id": info.get("job_id")}]
+    for j in jobs:
+        for state in ("RUNNING", "FAILING", "RESTARTING", "FINISHED", "FAILED", "CANCELED"):
+            ts = (j.get("timestamps") or {}).get(state)
+            if ts:
+                extra = {"job_id": j["job_id"]} if len(jobs) > 1 else {}
+                timed.append((int(ts) * 1000, 5, {"kind": "flink.job_state", "state": state, **extra}))
     for r in rest.get("restored", []):
         if r.get("restore_timestamp"):
             timed.append((int(r["restore_timestamp"]) * 1000, 6, {"kind": "flink.restore_reported",
@@ -339,41 +473,73 @@ def build_trace(run: str | Path, out: str | Path, *, env_version: str = "?") -> 
         timed.append((int(c["t"] * 1e6), 7, {"kind": "flink.sink_commit", "file": c["file"], "lines": c["lines"]}))
     # unaligned: the keyed snapshot reflects fewer records than the source snapshot; the difference
     # per checkpoint are the records the checkpoint stored as channel state
-    if cfg["checkpoints"] == "unaligned":
+    if cfg["checkpoints"] == "unaligned" and cfg.get("job") != "module":
         _fill_inflight(timed)
     timed.sort(key=lambda x: (x[0], x[1]))
-    tx_lines: list[str] = []
-    for f in sorted((run / "tx").rglob("*")):
-        if f.is_file() and not f.name.startswith("."):
-            tx_lines.extend(x for x in f.read_text().splitlines() if x)
+    tx_lines = _tx_lines(run / "tx")
     naive: dict[str, list[str]] = {"0": [], "1": []}
     for f in sorted((run / "naive").glob("gen*.txt")):
         naive[f.name[3]].extend(x for x in f.read_text().splitlines() if x)
+    module = cfg.get("job") == "module"
+    outputs: list[tuple[str, list[Any], dict[str, Any]]] = [("tx", tx_lines, {})]
+    if module:
+        # the failure-free reference run of the same job, and the user's own sink (if any)
+        outputs.append(("reference", _tx_lines(run / "reference" / "tx"), {}))
+        for name, folder in (("user", run), ("user-reference", run / "reference")):
+            if (folder / "user-sink.json").exists():
+                outputs.append((name, json.loads((folder / "user-sink.json").read_text())["rows"], {}))
+    else:
+        outputs += [("naive", naive["0"], {"generation": 0}), ("naive", naive["1"], {"generation": 1})]
+    keys = ("checkpoints", "parallelism", "interval_ms", "records", "rate", "keys", "fail_at_record", "failure",
+            "backend", "rescale", "max_parallelism")
     header = {"format": "rollcheck.trace/1", "source": "flink", "seed": cfg.get("seed", 0),
-              "processes": ["source", "keyed"], "job": "wordcount",
-              "config": {k: cfg[k] for k in ("checkpoints", "parallelism", "interval_ms", "records", "rate",
-                                              "keys", "fail_at_record", "failure")},
+              "processes": ["source", "keyed"], "job": "module" if module else "wordcount",
+              "config": {k: cfg.get(k) for k in keys},
               "flink": {"pyflink": env_version, "job_id": info.get("job_id"), "final_state": info.get("final_state"),
                         "python_mode": cfg.get("python_mode", "thread")}}
+    if module:
+        header["config"]["records"] = info.get("records", cfg.get("records"))
+        header["config"]["fail_at_record"] = info.get("fail_at_record", cfg.get("fail_at_record"))
+        header["key"] = info.get("key")
+        header["module"] = cfg.get("module_arg", cfg["module"])  # as the user named it
+        header["key_format"] = "N\\x1fKEY\\x1fROW: the row's number within its KEY, KEY and the row as JSON"
     restored = None
     # the engine-neutral core next to the flink.* kinds (for `rollcheck check trace`): a
     # `checkpoint` of every task per completed checkpoint (index = its ordinal), and after the
     # failure a `recovery` to the line the tasks restored
-    core: list[tuple[int, dict[str, Any]]] = []
+    # A process takes its part of a checkpoint when its last subtask snapshots: the core event goes
+    # there, and only for checkpoints that completed. The `failure` stands for the failure of the
+    # job's region, which Flink completes by cancelling every task: a checkpoint that completed after
+    # a task raised (another task's snapshot can still follow the raise) was taken before that, so
+    # its core events come just before the failure.
+    t_fail = next((t for t, _, e in timed if e["kind"] == "failure"), None)
+    t_rec = next((t for t, _, e in timed if e["kind"] == "flink.restore" and e["attempt"] > 0), None)
+    taken: dict[tuple[int, str], int] = {}
+    for t, _, e in timed:
+        if e["kind"] == "flink.snapshot":
+            key = (e["checkpoint"], e["task"])
+            taken[key] = max(taken.get(key, t), t)
+    core_timed: list[tuple[int, int, int, dict[str, Any]]] = []  # (t, rank, position, event)
     ordinal: dict[int, int] = {}
     recovered = False
-    for t, _, e in timed:
-        core.append((t, e))
+    for pos, (t, rank_, e) in enumerate(timed):
+        core_timed.append((t, rank_, 2 * pos, e))
         if e["kind"] == "flink.checkpoint_completed":
             ordinal[e["checkpoint"]] = len(ordinal) + 1
             for proc in header["processes"]:
-                core.append((t, {"kind": "checkpoint", "process": proc, "index": ordinal[e["checkpoint"]],
-                                 "forced": False}))
+                at = min(t, taken.get((e["checkpoint"], proc), t))
+                rk = 2
+                if t_fail is not None and at >= t_fail and (t_rec is None or t < t_rec):
+                    at, rk = t_fail, 0  # before the failure (rank 1 at the same time)
+                core_timed.append((at, rk, 2 * pos + 1, {"kind": "checkpoint", "process": proc,
+                                                        "index": ordinal[e["checkpoint"]], "forced": False}))
         elif e["kind"] == "flink.restore" and e["attempt"] > 0 and not recovered:
             recovered = True
             k = ordinal.get(e["checkpoint"]) if e["checkpoint"] is not None else 0
             restored = {proc: k for proc in header["processes"]}
-            core.append((t, {"kind": "recovery", "line": restored, "in_transit": []}))
+            core_timed.append((t, rank_, 2 * pos + 1, {"kind": "recovery", "line": restored, "in_transit": []}))
+    core_timed.sort(key=lambda x: (x[0], x[1], x[2]))
+    core: list[tuple[int, dict[str, Any]]] = [(t, e) for t, _, _, e in core_timed]
     with open(out, "w") as fh:
         fh.write(json.dumps(header) + "\n")
         seq = 0
@@ -383,14 +549,24 @@ def build_trace(run: str | Path, out: str | Path, *, env_version: str = "?") -> 
             if e["kind"] == "flink.restore" and e["attempt"] > 0:
                 restored = e["checkpoint"]
             fh.write(json.dumps({"seq": seq, **e, "t": round((t - t_first) / 1e6, 6)}) + "\n")
-        for sink, lines, extra in (("tx", tx_lines, {}), ("naive", naive["0"], {"generation": 0}),
-                                   ("naive", naive["1"], {"generation": 1})):
+        for sink, lines, extra in outputs:
             seq += 1
             fh.write(json.dumps({"seq": seq, "kind": "flink.sink_output", "sink": sink, **extra,
                                  "lines": lines}) + "\n")
         seq += 1
         fh.write(json.dumps({"seq": seq, "kind": "end"}) + "\n")
-    return {"restored_checkpoint": restored, "final_state": info.get("final_state"), "events": seq}
+    return {"restored_checkpoint": restored, "final_state": info.get("final_state"), "events": seq,
+            "failure_injected": marker.exists()}
+
+
+def _tx_lines(folder: Path) -> list[str]:
+    """The lines of the committed (visible) files of a FileSink folder."""
+    lines: list[str] = []
+    if folder.exists():
+        for f in sorted(folder.rglob("*")):
+            if f.is_file() and not f.name.startswith("."):
+                lines.extend(x for x in f.read_text().splitlines() if x)
+    return lines
 
 
 def _fill_inflight(timed: list[tuple[int, int, dict[str, Any]]]) -> None:

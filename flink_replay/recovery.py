@@ -43,6 +43,7 @@ from typing import Any
 
 from rollcheck.flink_replay.environment import find_flink, tap_jar
 from rollcheck.flink_replay.record import LOG4J, _job_file
+from rollcheck.pyimpl import children
 from rollcheck.pyimpl.errors import InconclusiveError, InvalidInputError
 from rollcheck.pyimpl.intervals.trt import trt_breakdown
 
@@ -85,11 +86,14 @@ def analyse_run(run: Path, rate: float, parallelism: int) -> dict[str, Any]:
     age = t_fail - hist[str(restored)]["trigger_timestamp"] / 1000.0
     durations = [h["end_to_end_duration"] for h in hist.values() if h.get("status") == "COMPLETED"]
     mus = []
+    delays: list[float] = []
     for f in run.glob("pace-gen0-*.jsonl"):
         rows = [tuple(map(float, x.split())) for x in f.read_text().splitlines() if x.strip()]
         done = next((i for i, (_, due, at) in enumerate(rows) if at - due <= CAUGHT_UP_S), None)
         if done is None or done < 20:
             raise InconclusiveError(f"{run.name}: no initial backlog to measure the service rate on")
+        # steady state before the failure: how late each record left the source (Chiron's latency)
+        delays += [at - due for _, due, at in rows[done:]]
         # the first third of the drain includes the operators' warm-up: the rate is taken after it
         a = done // 3
         mus.append((done - a) / (rows[done][2] - rows[a][2]))
@@ -112,7 +116,8 @@ def analyse_run(run: Path, rate: float, parallelism: int) -> dict[str, Any]:
     return {"restored_checkpoint": restored, "measured_s": max(caught) - t_fail, "downtime_s": min(firsts) - t_fail,
             "checkpoint_age_s": age, "service_rate": mu, "ratio": rate / mu,
             "service_rate_after_restart": statistics.fmean(catch_mus) * parallelism if catch_mus else None,
-            "checkpoint_duration_ms": statistics.fmean(durations) if durations else None}
+            "checkpoint_duration_ms": statistics.fmean(durations) if durations else None,
+            "latency_s": statistics.fmean(delays) if delays else None}
 
 
 def _predict(p: dict[str, float]) -> dict[str, float]:
@@ -177,7 +182,7 @@ def measure_recovery_times(intervals: list[int], *, rate: float = 400.0, max_rat
         log(f"flink recovery-time: {len(runs)} runs in one JVM (intervals {intervals} ms, λ={rate}/s, μ={max_rate}/s)")
     with open(root / "job.out", "w") as so:
         try:
-            subprocess.run([str(env.python), str(_job_file()), str(root / "config.json")], stdout=so,
+            children.run([str(env.python), str(_job_file()), str(root / "config.json")], stdout=so,
                            stderr=subprocess.STDOUT, env=penv, timeout=300 * len(runs))
         except subprocess.TimeoutExpired:
             raise InconclusiveError("the Flink recovery-time runs did not end in time") from None
@@ -206,6 +211,8 @@ def measure_recovery_times(intervals: list[int], *, rate: float = 400.0, max_rat
                ("measured_s", "downtime_s", "checkpoint_age_s", "service_rate", "ratio")}
         after = [x["service_rate_after_restart"] for x in reps if x["service_rate_after_restart"]]
         med["service_rate_after_restart"] = statistics.median(after) if after else None
+        lats = [x["latency_s"] for x in reps if x.get("latency_s") is not None]
+        med["latency_s"] = statistics.fmean(lats) if lats else None
         durs = [x["checkpoint_duration_ms"] for x in reps if x["checkpoint_duration_ms"] is not None]
         med["checkpoint_duration_ms"] = statistics.fmean(durs) if durs else None
         params.append({"interval_ms": iv, **{k: (round(v, 4) if v is not None else None) for k, v in med.items()},

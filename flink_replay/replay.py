@@ -15,111 +15,63 @@ Carbone et al., "Lightweight Asynchronous Snapshots for Distributed Dataflows", 
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rollcheck.flink_replay.rescale_checks import (
+    KEYED,
+    OPERATOR,
+    keyed_state_check,
+    operator_state_check,
+)
 from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.traces.api import check_trace_lines
+from rollcheck.pyimpl.traces.plugin import TraceCheck
+from rollcheck.pyimpl.traces.reader import TraceLines, read_events
+from rollcheck.pyimpl.verdict import Check, Report
 
-__all__ = ["Check", "FlinkReplay", "read_flink_trace", "replay", "failure_free_output", "source_cut"]
+__all__ = ["FlinkEvents", "FlinkCheck", "BarrierTLC", "flink_plugins", "read_flink_trace", "replay",
+           "failure_free_output", "source_cut", "check_flink_header"]
 
 CHECKS = ["failure-observed", "restore-latest-completed", "snapshot-consistent", "barrier-alignment",
           "output-exactly-once", "side-effect-duplicates"]
 
 
-@dataclass
-class Check:
-    name: str
-    ok: bool | None
-    detail: str
-    seq: int | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "ok": self.ok, "detail": self.detail}
-
-
-@dataclass
-class FlinkReplay:
-    checks: list[Check] = field(default_factory=list)
-    truncated: bool = False
-
-    @property
-    def conformant(self) -> bool | None:
-        fo = next((c for c in self.checks if c.name == "failure-observed"), None)
-        if any(c.ok is False for c in self.checks):
-            return False
-        if fo is None or fo.ok is None:
-            return None
-        return True
-
-    @property
-    def first_offending_seq(self) -> int | None:
-        seqs = [c.seq for c in self.checks if c.ok is False and c.seq is not None]
-        return min(seqs) if seqs else None
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"conformant": self.conformant, "truncated": self.truncated,
-                "checks": [c.as_dict() for c in self.checks], "first_offending_seq": self.first_offending_seq}
-
-    @property
-    def exit_code(self) -> int:
-        c = self.conformant
-        return 0 if c is True else (1 if c is False else 3)
-
-
 def read_flink_trace(path: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]], bool]:
     """Read a Flink ``rollcheck.trace/1`` file: (header, events, truncated).
+
+    The file is read by the one reader of the format
+    (:func:`rollcheck.pyimpl.traces.reader.read_events`); this adds the Flink header's rules.
 
     Raises
     ------
     InvalidInputError
         Unreadable file, a header that is not a Flink trace, a malformed line or a ``seq`` gap.
     """
-    p = Path(path)
-    try:
-        data = p.read_bytes()
-    except OSError as e:
-        raise InvalidInputError(f"cannot read trace: {e.strerror}", source=str(p)) from None
-    lines = data.split(b"\n")
-    truncated = bool(lines and lines[-1].strip())
-    complete = lines[:-1]
-    if not complete:
-        raise InvalidInputError("empty trace (no complete header line)", source=str(p), location="line 1")
-    try:
-        header = json.loads(complete[0])
-    except json.JSONDecodeError:
-        raise InvalidInputError("header is not JSON", source=str(p), location="line 1") from None
-    if not isinstance(header, dict) or header.get("format") != "rollcheck.trace/1":
-        raise InvalidInputError("not a rollcheck.trace/1 file", source=str(p), location="line 1")
+    lines, events = read_events(path)
+    header = lines.header
+    check_flink_header(header, str(path))
+    return header, events, lines.truncated
+
+
+def check_flink_header(header: dict[str, Any], source: str | None) -> None:
+    """Refuse a header that is not a Flink trace's (``source`` ``flink`` with a ``config``)."""
     if header.get("source") != "flink" or not isinstance(header.get("config"), dict):
         raise InvalidInputError("not a Flink trace (header \"source\" must be \"flink\" with a \"config\")",
-                                source=str(p), location="line 1")
+                                source=source, location="line 1")
     cfg = header["config"]
     for key in ("checkpoints", "parallelism", "records", "keys"):
         if key not in cfg:
-            raise InvalidInputError(f"header config lacks \"{key}\"", source=str(p), location="line 1")
-    events: list[dict[str, Any]] = []
-    for i, raw in enumerate(complete[1:], start=2):
-        if not raw.strip():
-            continue
-        try:
-            ev = json.loads(raw)
-        except json.JSONDecodeError:
-            raise InvalidInputError("line is not JSON", source=str(p), location=f"line {i}") from None
-        if not isinstance(ev, dict) or not isinstance(ev.get("kind"), str):
-            raise InvalidInputError("event without a string \"kind\"", source=str(p), location=f"line {i}")
-        if ev.get("seq") != len(events) + 1:
-            raise InvalidInputError(f"\"seq\" {ev.get('seq')!r} where {len(events) + 1} was expected",
-                                    source=str(p), location=f"line {i}")
-        kind = ev["kind"]
-        if not (kind.startswith("flink.") or kind.startswith("x-")
-                or kind in ("failure", "checkpoint", "recovery", "output", "end")):
-            raise InvalidInputError(f"unknown event kind {kind!r}", source=str(p), location=f"line {i} (seq {ev['seq']})")
-        events.append(ev)
-    return header, events, truncated
+            raise InvalidInputError(f"header config lacks \"{key}\"", source=source, location="line 1")
+    if cfg["checkpoints"] not in ("aligned", "unaligned"):
+        raise InvalidInputError(f"config.checkpoints: expected \"aligned\" or \"unaligned\", got "
+                                f"{cfg['checkpoints']!r}", source=source, location="line 1")
+    for key in ("parallelism", "records", "keys"):
+        if type(cfg[key]) is not int or cfg[key] < 1:
+            raise InvalidInputError(f"config.{key}: expected a positive integer, got {cfg[key]!r}",
+                                    source=source, location="line 1")
 
 
 def source_cut(events: list[dict[str, Any]], attempt: int, checkpoint: int) -> tuple[list[int], set[int]] | None:
@@ -151,6 +103,10 @@ def source_cut(events: list[dict[str, Any]], attempt: int, checkpoint: int) -> t
 
 
 
+def _bad(name: str, detail: str, seq: int | None = None) -> Check:
+    return Check.violated(name, detail, offending_seq=seq)
+
+
 def failure_free_output(records: int, keys: int) -> Counter[str]:
     """The word-count sink lines of a run without failures, from the input alone.
 
@@ -173,72 +129,172 @@ def _fmt(c: Counter[str], limit: int = 5) -> str:
     return s + (f", ... ({len(items)} in all)" if len(items) > limit else "")
 
 
-def replay(path: str | Path, *, tlc: Callable[[str | Path], Any] | None = None) -> FlinkReplay:
-    """Run every check on a recorded Flink trace.
+class FlinkEvents(TraceCheck):
+    """Collects the Flink events the checks read (a collector: reports nothing itself)."""
+
+    name = "flink-events"
+    needs = ("flink.*", "failure")
+
+    def __init__(self) -> None:
+        self.events: list[dict[str, Any]] = []
+
+    def on_event(self, v: Any, line: int, obj: dict[str, Any]) -> None:
+        k = obj["kind"]
+        if not obj.get("derived") and (k.startswith("flink.") or k == "failure"):
+            self.events.append(obj)
+
+    def finish(self, v: Any, results: dict[str, Check]) -> None:
+        return None
+
+
+class FlinkCheck(TraceCheck):
+    """One Flink check as a plug-in: ``fn(header, events) -> Check`` over the collected events."""
+
+    after = ("flink-events",)
+
+    def __init__(self, name: str, header: dict[str, Any], collector: FlinkEvents,
+                 fn: Callable[[dict[str, Any], list[dict[str, Any]]], Check]):
+        self.name = name
+        self.header = header
+        self.collector = collector
+        self.fn = fn
+
+    def finish(self, v: Any, results: dict[str, Check]) -> Check:
+        try:
+            return self.fn(self.header, self.collector.events)
+        except (TypeError, ValueError, KeyError, AttributeError, IndexError) as e:
+            # a field of a Flink event that is not what the recorder writes: bad input, not a crash
+            raise InvalidInputError(f"{self.name}: the trace's Flink events are malformed "
+                                    f"({type(e).__name__}: {e})", source=getattr(v, "source", None)) from None
+
+
+class BarrierTLC(TraceCheck):
+    """``barrier-alignment-tlc``: the aligned snapshots walked through the Chandy–Lamport model by TLC.
+
+    Not applicable to unaligned checkpoints or parallelism other than 2 (what the model covers);
+    *unchecked* when TLC could not run or decide (never a pass, and no claim of TLC validation).
+    """
+
+    name = "barrier-alignment-tlc"
+    needs = ("flink.barrier", "flink.snapshot", "TLC")
+
+    def __init__(self, header: dict[str, Any], path: str | Path, tlc: Callable[[str | Path], Any]):
+        self.header = header
+        self.path = path
+        self.tlc = tlc
+
+    def finish(self, v: Any, results: dict[str, Check]) -> Check:
+        cfg = self.header["config"]
+        if cfg["checkpoints"] != "aligned" or int(cfg["parallelism"]) != 2:
+            return Check.not_applicable(self.name, "the Chandy–Lamport model covers aligned checkpoints at "
+                                                   "parallelism 2 only")
+        res = self.tlc(self.path)
+        if res.accepted is True:
+            return Check.held(self.name, res.detail)
+        if res.accepted is False:
+            return Check.violated(self.name, res.detail, offending_seq=res.seq)
+        return Check.unchecked(self.name, f"TLC did not validate the snapshots: {res.detail}")
+
+
+def flink_plugins(header: dict[str, Any], path: str | Path | None = None,
+                  tlc: Callable[[str | Path], Any] | None = None) -> list[TraceCheck]:
+    """Flink's check plug-ins (module docstring), in reporting order."""
+    ev = FlinkEvents()
+    plugins: list[TraceCheck] = [ev] + [FlinkCheck(name, header, ev, fn) for name, fn in (
+        ("failure-observed", _failure_check), ("restore-latest-completed", _restore_of),
+        ("snapshot-consistent", _snapshot_of), ("barrier-alignment", _barrier_of),
+        ("output-exactly-once", _output_check), ("side-effect-duplicates", _duplicates_of),
+        # key by key: every key of the restored checkpoint restored once, by its key group's owner
+        (KEYED, keyed_state_check), (OPERATOR, operator_state_check))]
+    if tlc is not None and path is not None:
+        plugins.insert(5, BarrierTLC(header, path, tlc))
+    return plugins
+
+
+def replay(path: str | Path, *, tlc: Callable[[str | Path], Any] | None = None) -> Report:
+    """Run every check on a recorded Flink trace: the shared trace checker's generic checks on the
+    core events, plus Flink's plug-ins.
 
     ``tlc``, when given, validates the aligned barrier snapshots against the Chandy–Lamport
-    model (:func:`rollcheck.flink_replay.tlc.validate_with_tlc` bound to a TLC runner); its
-    verdict is part of ``barrier-alignment``.
+    model (:func:`rollcheck.flink_replay.tlc.validate_with_tlc` bound to a TLC runner): the
+    ``barrier-alignment-tlc`` check.
     """
-    header, events, truncated = read_flink_trace(path)
-    cfg = header["config"]
-    par = int(cfg["parallelism"])
-    mode = cfg["checkpoints"]
-    rep = FlinkReplay(truncated=truncated)
+    lines = TraceLines(path)
+    check_flink_header(lines.header, str(path))
+    report, _ = check_trace_lines(lines, extra=flink_plugins(lines.header, path, tlc))
+    return report
+
+
+def _failures(events: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, list[dict[str, Any]],
+                                                     list[dict[str, Any]]]:
     failure = next((e for e in events if e["kind"] == "failure"), None)
     restores = [e for e in events if e["kind"] == "flink.restore" and e.get("attempt", 0) > 0]
     completed = [e for e in events if e["kind"] == "flink.checkpoint_completed"]
-    # failure-observed
+    return failure, restores, completed
+
+
+def _failure_check(header: dict[str, Any], events: list[dict[str, Any]]) -> Check:
+    name = "failure-observed"
+    failure, restores, _ = _failures(events)
     if failure is None:
-        rep.checks.append(Check("failure-observed", None, "no failure event: nothing about recovery can be checked"))
-    elif not restores:
-        rep.checks.append(Check("failure-observed", None, "a failure was recorded but the job never restarted",
-                                failure["seq"]))
-    elif failure.get("failure") == "taskmanager" and not any(e["kind"] == "flink.taskmanager_lost" for e in events):
-        rep.checks.append(Check("failure-observed", None, "a TaskManager kill was recorded but the JobManager "
-                                "never reported a TaskManager lost", failure["seq"]))
-    else:
-        what = "TaskManager process killed" if failure.get("failure") == "taskmanager" else "task failure"
-        rep.checks.append(Check("failure-observed", True, f"{what} at seq {failure['seq']} (record "
-                                f"{failure.get('record')}), {len(restores)} operator restores after it"))
-    # restore-latest-completed
-    rep.checks.append(_restore_check(events, failure, restores, completed))
-    rep.checks.append(_snapshot_check(events, completed, mode))
-    barrier = _barrier_check(events, mode, par)
-    if tlc is not None and mode == "aligned" and barrier.ok is not False:
-        v = tlc(path)
-        if v.accepted is False:
-            barrier = Check(barrier.name, False, v.detail, v.seq)
-        elif v.accepted is True:
-            barrier.detail += f"; {v.detail}"
-        else:
-            barrier.detail += f"; TLC not run: {v.detail}"
-    rep.checks.append(barrier)
-    outs = {(e["sink"], e.get("generation")): e for e in events if e["kind"] == "flink.sink_output"}
+        return Check.unchecked(name, "no failure event: nothing about recovery can be checked")
+    if not restores:
+        return Check.unchecked(name, f"a failure was recorded (seq {failure['seq']}) but the job never restarted")
+    if failure.get("failure") == "taskmanager" and not any(e["kind"] == "flink.taskmanager_lost" for e in events):
+        return Check.unchecked(name, f"a TaskManager kill was recorded (seq {failure['seq']}) but the JobManager "
+                                     "never reported a TaskManager lost")
+    what = "TaskManager process killed" if failure.get("failure") == "taskmanager" else "task failure"
+    return Check.held(name, f"{what} at seq {failure['seq']} (record {failure.get('record')}), {len(restores)} "
+                            "operator restores after it")
+
+
+def _restore_of(header: dict[str, Any], events: list[dict[str, Any]]) -> Check:
+    failure, restores, completed = _failures(events)
+    return _restore_check(events, failure, restores, completed)
+
+
+def _snapshot_of(header: dict[str, Any], events: list[dict[str, Any]]) -> Check:
+    return _snapshot_check(events, _failures(events)[2], header["config"]["checkpoints"])
+
+
+def _barrier_of(header: dict[str, Any], events: list[dict[str, Any]]) -> Check:
+    cfg = header["config"]
+    return _barrier_check(events, cfg["checkpoints"], int(cfg["parallelism"]))
+
+
+def _sink_outputs(events: list[dict[str, Any]]) -> dict[tuple[Any, Any], dict[str, Any]]:
+    return {(e["sink"], e.get("generation")): e for e in events if e["kind"] == "flink.sink_output"}
+
+
+def _output_check(header: dict[str, Any], events: list[dict[str, Any]]) -> Check:
+    name = "output-exactly-once"
+    cfg = header["config"]
     expected = failure_free_output(int(cfg["records"]), int(cfg["keys"]))
-    tx = outs.get(("tx", None))
+    tx = _sink_outputs(events).get(("tx", None))
     if tx is None:
-        rep.checks.append(Check("output-exactly-once", None, "no transactional sink output recorded"))
-    else:
-        got = Counter(tx["lines"])
-        if got == expected:
-            rep.checks.append(Check("output-exactly-once", True, f"{sum(got.values())} lines = failure-free output"))
-        else:
-            rep.checks.append(Check("output-exactly-once", False,
-                                    f"duplicates: [{_fmt(got - expected)}]; missing: [{_fmt(expected - got)}]",
-                                    tx["seq"]))
-    rep.checks.append(_duplicates_check(outs, expected, restores, failure))
-    return rep
+        return Check.unchecked(name, "no transactional sink output recorded: exactly-once cannot be checked")
+    got = Counter(tx["lines"])
+    if got == expected:
+        return Check.held(name, f"{sum(got.values())} lines = failure-free output")
+    return Check.violated(name, f"duplicates: [{_fmt(got - expected)}]; missing: [{_fmt(expected - got)}]",
+                          offending_seq=tx["seq"])
+
+
+def _duplicates_of(header: dict[str, Any], events: list[dict[str, Any]]) -> Check:
+    cfg = header["config"]
+    failure, restores, _ = _failures(events)
+    expected = failure_free_output(int(cfg["records"]), int(cfg["keys"]))
+    return _duplicates_check(_sink_outputs(events), expected, restores, failure)
 
 
 def _restore_check(events, failure, restores, completed) -> Check:
     name = "restore-latest-completed"
     if failure is None or not restores:
-        return Check(name, None, "no restore after a failure")
+        return Check.unchecked(name, "no restore after a failure")
     ids = {e["checkpoint"] for e in restores}
     first = min(restores, key=lambda e: e["seq"])
     if len(ids) != 1:
-        return Check(name, False, f"operators restored different checkpoints: {sorted(map(str, ids))}", first["seq"])
+        return _bad(name, f"operators restored different checkpoints: {sorted(map(str, ids))}", first["seq"])
     rid = ids.pop()
     restart = next((e for e in events if e["kind"] == "flink.job_state" and e["state"] == "RESTARTING"), None)
     limit = restart["seq"] if restart is not None else first["seq"]
@@ -246,9 +302,9 @@ def _restore_check(events, failure, restores, completed) -> Check:
     before_failure = [e["checkpoint"] for e in completed if e["seq"] < failure["seq"]]
     latest = max(before_restart) if before_restart else None
     if rid != latest or (before_failure and (rid is None or rid < max(before_failure))):
-        return Check(name, False, f"restored checkpoint {rid}, but the latest completed before the restart was "
+        return _bad(name, f"restored checkpoint {rid}, but the latest completed before the restart was "
                      f"{latest} (before the failure: {max(before_failure) if before_failure else None})", first["seq"])
-    return Check(name, True, f"restored checkpoint {rid} = latest completed before the restart "
+    return Check.held(name, f"restored checkpoint {rid} = latest completed before the restart "
                  f"({len(before_restart)} completed)")
 
 
@@ -260,7 +316,7 @@ def _snapshot_check(events, completed, mode) -> Check:
             snaps.setdefault(e["checkpoint"], []).append(e)
     done = sorted({e["checkpoint"] for e in completed})
     if not done:
-        return Check(name, None, "no completed checkpoint")
+        return Check.unchecked(name, "no completed checkpoint")
     inflight_total = 0
     after_end = 0
     per_record: list[float] = []
@@ -272,7 +328,7 @@ def _snapshot_check(events, completed, mode) -> Check:
         cut = source_cut(events, next(iter(attempts)), cid) if len(attempts) == 1 else None
         if cut is None or not keyed or len(attempts) != 1:
             seq = min((e["seq"] for e in group), default=None)
-            return Check(name, False, f"checkpoint {cid} completed without snapshots of both tasks in one attempt "
+            return _bad(name, f"checkpoint {cid} completed without snapshots of both tasks in one attempt "
                          f"({len(keyed)} keyed, attempts {sorted(attempts)})", seq)
         offsets = cut[0]
         n = len(offsets)
@@ -287,23 +343,23 @@ def _snapshot_check(events, completed, mode) -> Check:
             # no record the sources did not emit.
             if any(d < 0 for d in diff):
                 k = next(i for i, d in enumerate(diff) if d < 0)
-                return Check(name, False, f"checkpoint {cid} (after the sources finished): key w{k} keyed state "
+                return _bad(name, f"checkpoint {cid} (after the sources finished): key w{k} keyed state "
                              f"holds {state[k]} records, the sources emitted {offsets[k]}", seq)
             after_end += 1
             continue
         if mode == "aligned" and (any(diff) or inflight):
             k = next(i for i, d in enumerate(diff) if d) if any(diff) else 0
-            return Check(name, False, f"checkpoint {cid}: key w{k} source offsets imply {offsets[k]} records, "
+            return _bad(name, f"checkpoint {cid}: key w{k} source offsets imply {offsets[k]} records, "
                          f"keyed state holds {state[k]} (inflight {inflight})", seq)
         if mode == "unaligned" and (any(d < 0 for d in diff) or sum(diff) != inflight):
-            return Check(name, False, f"checkpoint {cid}: source offsets - keyed state = {sum(diff)} records, "
+            return _bad(name, f"checkpoint {cid}: source offsets - keyed state = {sum(diff)} records, "
                          f"channel state holds {inflight}", seq)
         inflight_total += inflight
         # Flink's own count of the channel state it persisted must agree: none when aligned
         pb = completed_by_id[cid].get("persisted_bytes")
         if pb is not None:
             if (pb > 0) != (inflight > 0):
-                return Check(name, False, f"checkpoint {cid}: {inflight} in-flight records, but Flink persisted "
+                return _bad(name, f"checkpoint {cid}: {inflight} in-flight records, but Flink persisted "
                              f"{pb} bytes of channel state", seq)
             if inflight > 0:
                 per_record.append(pb / inflight)
@@ -311,14 +367,16 @@ def _snapshot_check(events, completed, mode) -> Check:
         med = sorted(per_record)[len(per_record) // 2]
         bad = [r for r in per_record if not 0.6 * med <= r <= 1.5 * med]
         if len(bad) > max(1, len(per_record) // 10):
-            return Check(name, False, f"channel-state bytes per in-flight record vary too much "
+            return _bad(name, f"channel-state bytes per in-flight record vary too much "
                          f"({min(per_record):.1f}..{max(per_record):.1f}, median {med:.1f})")
     # the restored state equals the snapshot it came from
     for e in events:
         if e["kind"] == "flink.restore" and e.get("checkpoint") is not None and e.get("attempt", 0) > 0:
-            orig = [s for s in snaps.get(e["checkpoint"], []) if s["task"] == e["task"] and s["subtask"] == e["subtask"]]
+            # (a restore at another parallelism is compared key by key in rescale_checks)
+            orig = [s for s in snaps.get(e["checkpoint"], []) if s["task"] == e["task"] and s["subtask"] == e["subtask"]
+                    and s.get("parallelism") == e.get("parallelism")]
             if orig and orig[0]["per_key"] != e["per_key"]:
-                return Check(name, False, f"{e['task']}[{e['subtask']}] restored state {e['per_key']} differs "
+                return _bad(name, f"{e['task']}[{e['subtask']}] restored state {e['per_key']} differs "
                              f"from snapshot {e['checkpoint']}: {orig[0]['per_key']}", e["seq"])
     extra = ""
     if mode == "unaligned":
@@ -328,7 +386,7 @@ def _snapshot_check(events, completed, mode) -> Check:
     if after_end:
         extra += (f"; {after_end} more completed after every source had finished (downstream tasks only): "
                   "no orphan in their keyed state")
-    return Check(name, True, f"{len(done) - after_end} completed checkpoints are consistent cuts{extra}")
+    return Check.held(name, f"{len(done) - after_end} completed checkpoints are consistent cuts{extra}")
 
 
 def _barrier_check(events, mode, par) -> Check:
@@ -358,28 +416,28 @@ def _barrier_check(events, mode, par) -> Check:
             if not need:
                 continue  # every source had finished: no barrier travels
             if mode == "aligned" and not need <= got:
-                return Check(name, False, f"keyed[{e['subtask']}] snapshotted checkpoint {e['checkpoint']} before "
+                return _bad(name, f"keyed[{e['subtask']}] snapshotted checkpoint {e['checkpoint']} before "
                              f"the barrier arrived on channel(s) {sorted(need - got)} (of {par})", e["seq"])
             if mode == "unaligned" and not got and key not in announced:
-                return Check(name, False, f"keyed[{e['subtask']}] snapshotted checkpoint {e['checkpoint']} "
+                return _bad(name, f"keyed[{e['subtask']}] snapshotted checkpoint {e['checkpoint']} "
                              "before any barrier (or its announcement) arrived", e["seq"])
             checked += 1
     if n_barriers == 0:
-        return Check(name, None, "no barrier arrivals recorded (Flink's DEBUG log was not captured)")
+        return Check.unchecked(name, "no barrier arrivals recorded (Flink's DEBUG log was not captured)")
     what = ("after the barriers of every snapshotting source on their channels" if mode == "aligned"
             else "at or after the first barrier")
-    return Check(name, True, f"{checked} keyed snapshots taken {what} ({n_barriers} barrier arrivals)")
+    return Check.held(name, f"{checked} keyed snapshots taken {what} ({n_barriers} barrier arrivals)")
 
 
 def _duplicates_check(outs, expected, restores, failure) -> Check:
     name = "side-effect-duplicates"
     g0, g1 = outs.get(("naive", 0)), outs.get(("naive", 1))
     if g0 is None or g1 is None or failure is None or not restores:
-        return Check(name, None, "no naive sink output or no restore")
+        return Check.unchecked(name, "no naive sink output or no restore")
     got = Counter(g0["lines"]) + Counter(g1["lines"])
     missing = expected - got
     if missing:
-        return Check(name, False, f"the naive sink lost lines: [{_fmt(missing)}]", g1["seq"])
+        return _bad(name, f"the naive sink lost lines: [{_fmt(missing)}]", g1["seq"])
     dups = got - expected
     # the records replayed since the restored checkpoint: per key, the counts after the restored
     # keyed state up to the highest count the first attempt reached
@@ -397,6 +455,6 @@ def _duplicates_check(outs, expected, restores, failure) -> Check:
         for c in range(restored.get(k, 0) + 1, top + 1):
             replayed[f"w{k},{c}"] += 1
     if dups == replayed:
-        return Check(name, True, f"{sum(dups.values())} duplicates = the records replayed since the restored checkpoint")
-    return Check(name, False, f"duplicates not explained by the replay: [{_fmt(dups - replayed)}]; replayed but "
+        return Check.held(name, f"{sum(dups.values())} duplicates = the records replayed since the restored checkpoint")
+    return _bad(name, f"duplicates not explained by the replay: [{_fmt(dups - replayed)}]; replayed but "
                  f"not duplicated: [{_fmt(replayed - dups)}]", g1["seq"])

@@ -4,7 +4,13 @@
   checkpoint (caught by ``restore-latest-completed``);
 - ``barrier-after-snapshot``: one barrier arrival of an aligned keyed snapshot is moved to just
   after that snapshot (caught by ``barrier-alignment``);
-- ``drop-failure``: the ``failure`` event is removed (``failure-observed`` is inconclusive).
+- ``drop-failure``: the ``failure`` event (and the core ``recovery`` derived from it) is removed
+  (``failure-observed`` is unchecked: the replay is inconclusive);
+- ``lose-key`` / ``duplicate-key`` / ``wrong-owner``: after the failure, one key of the restored
+  keyed state is dropped from its subtask's restore, also restored by a second subtask, or moved to a
+  subtask that does not own its key group (caught by ``keyed-state-restored-once``);
+- ``duplicate-row``: one committed row of a user's job appears twice in the transactional sink's
+  output (caught by ``output-exactly-once``).
 """
 
 from __future__ import annotations
@@ -18,7 +24,44 @@ from rollcheck.pyimpl.errors import InvalidInputError
 __all__ = ["TAMPERS", "tamper"]
 
 TAMPERS = {"older-restore": "restore-latest-completed", "barrier-after-snapshot": "barrier-alignment",
-           "drop-failure": "failure-observed"}
+           "drop-failure": "failure-observed", "lose-key": "keyed-state-restored-once",
+           "duplicate-key": "keyed-state-restored-once", "wrong-owner": "keyed-state-restored-once",
+           "duplicate-row": "output-exactly-once"}
+
+
+def _keyed_restores(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    rs = [e for e in events if e["kind"] == "flink.restore" and e.get("attempt", 0) > 0
+          and e["task"] == "keyed" and e.get("keys")]
+    if not rs:
+        raise InvalidInputError("the trace has no key-by-key keyed restore after a failure")
+    return rs
+
+
+def _key_tamper(events: list[dict[str, Any]], how: str) -> list[dict[str, Any]]:
+    """Change the restored keys of the first restoring keyed subtasks (see the module docstring)."""
+    rs = _keyed_restores(events)
+    src = rs[0]
+    key = sorted(src["keys"])[0]
+    value = src["keys"][key]
+    others = [e for e in rs if e["attempt"] == src["attempt"] and e["subtask"] != src["subtask"]]
+    if how == "lose-key":
+        del src["keys"][key]
+    elif not others:
+        raise InvalidInputError("the restore has a single keyed subtask: no other subtask to move a key to")
+    elif how == "duplicate-key":
+        others[0]["keys"][key] = value
+    else:  # wrong-owner: the key moves to another subtask
+        del src["keys"][key]
+        others[0]["keys"][key] = value
+    return events
+
+
+def _duplicate_row(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    tx = next((e for e in events if e["kind"] == "flink.sink_output" and e.get("sink") == "tx"), None)
+    if tx is None or not tx["lines"]:
+        raise InvalidInputError("the trace has no committed transactional output")
+    tx["lines"].append(tx["lines"][len(tx["lines"]) // 2])
+    return events
 
 
 def _older_restore(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -55,8 +98,12 @@ def _barrier_after_snapshot(events: list[dict[str, Any]], mode: str) -> list[dic
         j = next(k for k, x in enumerate(rest) if x is e)
         return rest[:j + 1] + moved + rest[j + 1:]
     raise InvalidInputError("the trace has no keyed snapshot preceded by a barrier")
+
+
 def _drop_failure(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    kept = [e for e in events if e["kind"] != "failure"]
+    # the core recovery the recorder derives from the failure goes with it (a recovery without a
+    # failure before it is not a trace)
+    kept = [e for e in events if e["kind"] not in ("failure", "recovery")]
     if len(kept) == len(events):
         raise InvalidInputError("the trace has no failure event")
     return kept
@@ -73,6 +120,10 @@ def tamper(src: str | Path, how: str, out: str | Path) -> str:
         events = _older_restore(events)
     elif how == "barrier-after-snapshot":
         events = _barrier_after_snapshot(events, mode)
+    elif how in ("lose-key", "duplicate-key", "wrong-owner"):
+        events = _key_tamper(events, how)
+    elif how == "duplicate-row":
+        events = _duplicate_row(events)
     else:
         events = _drop_failure(events)
     for n, e in enumerate(events, start=1):

@@ -47,11 +47,13 @@ class TLCVerdict:
     seconds: float = 0.0
 
 
-def _owned(events: list[dict[str, Any]], keys: int) -> dict[int, set[int]]:
-    own: dict[int, set[int]] = {}
+def _owned(events: list[dict[str, Any]], keys: int) -> dict[tuple[int, int], set[int]]:
+    """The keys each keyed subtask owns, per attempt (a restore at another parallelism moves them)."""
+    own: dict[tuple[int, int], set[int]] = {}
     for e in events:
         if e["kind"] == "flink.snapshot" and e["task"] == "keyed":
-            own.setdefault(e["subtask"], set()).update(k for k in range(keys) if e["per_key"][k] > 0)
+            own.setdefault((e["subtask"], e["attempt"]), set()).update(
+                k for k in range(keys) if e["per_key"][k] > 0)
     return own
 
 
@@ -74,7 +76,7 @@ def cl_segments(header: dict[str, Any], events: list[dict[str, Any]]) -> tuple[l
         if snap["kind"] != "flink.snapshot" or snap["task"] != "keyed":
             continue
         j, a, c = snap["subtask"], snap["attempt"], snap["checkpoint"]
-        mine = own.get(j, set())
+        mine = own.get((j, a), set())
         srcs = [e for e in events if e["kind"] == "flink.snapshot" and e["task"] == "source"
                 and e["attempt"] == a and e["checkpoint"] == c]
         if sorted(e["subtask"] for e in srcs) != [0, 1]:

@@ -1,12 +1,15 @@
 """The streaming conformance checks of ``rollcheck spark replay``, one function per named check.
 
-A streaming trace is first read into a :class:`StreamView` (one pass over the events: planned and
+A streaming trace feeds a :class:`StreamView` (one pass over the events, through the shared trace
+checker: the :class:`SparkStream` plug-in reads Spark's events as they stream by — planned and
 committed batches, state versions, sink writes, failures, restarts and the end-of-run records);
-each check is then a function of the view returning one :class:`~rollcheck.spark_replay.verdict.Check`
-(``specs/spark.md#streaming-conformance``):
+each check is then a plug-in (:class:`StreamCheck`) over the view returning one
+:class:`~rollcheck.pyimpl.verdict.Check` (``specs/spark.md#streaming-conformance``):
 
 - :func:`failure_observed`: the requested failure happened at the requested batch and the query
-  restarted and finished; a requested failure that did not happen is *inconclusive*;
+  restarted and finished; a requested failure that did not happen is *unchecked* (exit 3);
+- :func:`end_of_run`: a recording that stopped before its end records leaves the end-of-run checks
+  *unchecked*, never passed;
 - :func:`commit_protocol`: batch N+1 is planned only after N committed; a batch commits after its
   sink write of the same attempt, in order; at the end every batch is committed;
 - :func:`resume_prediction`: at every restart the Falkirk Wheel span model with batch ids as
@@ -35,15 +38,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rollcheck.pyimpl.errors import InvalidInputError
-from rollcheck.spark_replay.trace import Trace
-from rollcheck.spark_replay.verdict import Check
+from rollcheck.pyimpl.traces.plugin import TraceCheck
+from rollcheck.pyimpl.verdict import Check
 from rollcheck.spark_replay.watcher import base_kind, state_key
 
 __all__ = [
     "StreamView",
     "streaming_span_system",
     "failure_observed",
-    "failure_observed_nhop",
+    "FailureObservedNhop",
+    "SparkStream",
+    "StreamCheck",
+    "EventListCheck",
+    "end_of_run",
     "commit_protocol",
     "resume_prediction",
     "state_fold",
@@ -55,19 +62,22 @@ __all__ = [
     "output_exactly_once",
     "state_failure_free",
     "query_statestore_crosscheck",
-    "wordcount_checks",
-    "query_checks",
+    "wordcount_plugins",
+    "query_plugins",
 ]
+
+#: What a malformed field of an engine event raises inside a check (bad input, exit 2).
+_MALFORMED = (TypeError, ValueError, KeyError, AttributeError, IndexError)
 
 _ENDS = ("final_state", "sink_final", "side_channel", "state_crosscheck", "reference", "output_final",
          "state_final", "end")
 
 
-def _field(e: dict[str, Any], name: str, typ: type | tuple[type, ...], trace: Trace) -> Any:
+def _field(e: dict[str, Any], name: str, typ: type | tuple[type, ...], source: str | None) -> Any:
     v = e.get(name)
     if not isinstance(v, typ) or isinstance(v, bool) and typ is int:
         raise InvalidInputError(f"event seq {e['seq']} ({e['kind']}): field {name!r} missing or mistyped",
-                                source=trace.source, location=f"line {e.get('_line')}")
+                                source=source, location=f"line {e.get('_line')} (seq {e['seq']})")
     return v
 
 
@@ -136,10 +146,11 @@ def _predict(keys: list[str], planned: set[int], committed: set[int],
 # ----------------------------------------------------------------------------- the view
 @dataclass
 class StreamView:
-    """One pass over a streaming trace: what every check needs, with the first problems found
-    while reading (a check reports them)."""
+    """One pass over a streaming trace, fed event by event: what every check needs, with the first
+    problems found while reading (a check reports them)."""
 
-    trace: Trace
+    header: dict[str, Any]
+    source: str | None
     n_batches: int
     requested: tuple[str, int] | None
     partitions: list[str] | None
@@ -154,141 +165,169 @@ class StreamView:
     ends: dict[str, dict[str, Any]] = field(default_factory=dict)
     commit_bad: tuple[int, str] | None = None
     resume_bad: tuple[int, str] | None = None
+    last_seq: int = 0
+    _sink_in_attempt: set[tuple[int, int]] = field(default_factory=set)
+    _snapshot: tuple[set[int], set[int], dict[str, set[int]]] | None = None
 
     @property
     def ended(self) -> bool:
         return "end" in self.ends
 
-    @property
-    def last_seq(self) -> int:
-        return self.trace.events[-1]["seq"] if self.trace.events else 0
+    def _fail_commit(self, e: dict[str, Any], msg: str) -> None:
+        if self.commit_bad is None:
+            self.commit_bad = (e["seq"], msg)
+
+    def feed(self, e: dict[str, Any]) -> None:
+        """Read one event (derived core events of the adapter are skipped)."""
+        if e.get("derived"):
+            return
+        self.last_seq = e["seq"]
+        k = base_kind(e["kind"])
+        src = self.source
+        if k == "batch_planned":
+            b = _field(e, "batch", int, src)
+            if b in self.planned:
+                self._fail_commit(e, f"batch {b} planned twice")
+            elif b != len(self.planned):
+                self._fail_commit(e, f"batch {b} planned, expected batch {len(self.planned)}")
+            elif b > 0 and (b - 1) not in self.committed:
+                self._fail_commit(e, f"batch {b} planned while batch {b - 1} is not committed")
+            self.planned[b] = list(e.get("files", []))
+            self.planned_seq[b] = e["seq"]
+        elif k == "state_committed":
+            _field(e, "partition", int, src)
+            self.versions.setdefault(state_key(e), set()).add(_field(e, "version", int, src))
+        elif k == "sink_written":
+            b = _field(e, "batch", int, src)
+            if b not in self.planned:
+                self._fail_commit(e, f"sink written for batch {b}, which was never planned")
+            elif b in self.committed:
+                self._fail_commit(e, f"sink written again for committed batch {b}")
+            self._sink_in_attempt.add((b, e.get("attempt", 1)))
+            self.sink_writes.append(e)
+        elif k == "batch_committed":
+            b = _field(e, "batch", int, src)
+            if b != len(self.committed):
+                self._fail_commit(e, f"batch {b} committed, expected batch {len(self.committed)}")
+            elif (b, e.get("attempt", 1)) not in self._sink_in_attempt:
+                self._fail_commit(e, f"batch {b} committed without a sink write in attempt {e.get('attempt', 1)}")
+            self.committed.append(b)
+        elif k == "failure":
+            self.failures.append(e)
+        elif k == "attempt_start":
+            self._snapshot = (set(self.planned), set(self.committed), {p: set(x) for p, x in self.versions.items()})
+        elif k == "restart":
+            self.restarts.append(e)
+            if self._snapshot is None:
+                if self.resume_bad is None:
+                    self.resume_bad = (e["seq"], "restart without an attempt start")
+                return
+            got_v = {str(p): x for p, x in (e.get("restored_versions") or {}).items()}
+            keys = self.partitions if self.partitions is not None else sorted(set(self._snapshot[2]) | set(got_v))
+            pb, pv = _predict(keys, *self._snapshot)
+            got_b = e.get("resume_batch")
+            if (got_b != pb or got_v != pv) and self.resume_bad is None:
+                self.resume_bad = (e["seq"], f"span model predicts resume at batch {pb} with state "
+                                             f"versions {pv}; Spark resumed at {got_b} with {got_v}")
+        elif k == "progress":
+            self.progress.append(e)
+        elif k in _ENDS:
+            self.ends[k] = e
+
+    def close(self) -> StreamView:
+        """After the last event: at the end of the run every batch must be committed."""
+        if self.ended and self.commit_bad is None:
+            want = list(range(self.n_batches)) if self.n_batches >= 0 else sorted(self.planned)
+            if sorted(self.committed) != want:
+                self.commit_bad = (self.ends["end"]["seq"], f"run ended with committed batches {self.committed}, "
+                                                            f"expected {want}")
+        return self
 
     @classmethod
-    def read(cls, trace: Trace, n_batches: int | None, requested: tuple[str, int] | None,
-             partitions: list[str] | None) -> StreamView:
-        """Read the events; ``partitions`` fixes the state instances of the span model (None:
+    def read(cls, header: dict[str, Any], events: list[dict[str, Any]], n_batches: int | None,
+             requested: tuple[str, int] | None, partitions: list[str] | None,
+             source: str | None = None) -> StreamView:
+        """Read a list of events; ``partitions`` fixes the state instances of the span model (None:
         those seen in the trace). ``n_batches`` None: every planned batch must commit."""
-        v = cls(trace, -1 if n_batches is None else n_batches, requested, partitions)
-        sink_in_attempt: set[tuple[int, int]] = set()
-        snapshot: tuple[set[int], set[int], dict[str, set[int]]] | None = None
+        v = cls(header, source, -1 if n_batches is None else n_batches, requested, partitions)
+        for e in events:
+            v.feed(e)
+        return v.close()
 
-        def fail_commit(e: dict[str, Any], msg: str) -> None:
-            if v.commit_bad is None:
-                v.commit_bad = (e["seq"], msg)
 
-        for e in trace.events:
-            k = base_kind(e["kind"])
-            if k == "batch_planned":
-                b = _field(e, "batch", int, trace)
-                if b in v.planned:
-                    fail_commit(e, f"batch {b} planned twice")
-                elif b != len(v.planned):
-                    fail_commit(e, f"batch {b} planned, expected batch {len(v.planned)}")
-                elif b > 0 and (b - 1) not in v.committed:
-                    fail_commit(e, f"batch {b} planned while batch {b - 1} is not committed")
-                v.planned[b] = list(e.get("files", []))
-                v.planned_seq[b] = e["seq"]
-            elif k == "state_committed":
-                _field(e, "partition", int, trace)
-                v.versions.setdefault(state_key(e), set()).add(_field(e, "version", int, trace))
-            elif k == "sink_written":
-                b = _field(e, "batch", int, trace)
-                if b not in v.planned:
-                    fail_commit(e, f"sink written for batch {b}, which was never planned")
-                elif b in v.committed:
-                    fail_commit(e, f"sink written again for committed batch {b}")
-                sink_in_attempt.add((b, e.get("attempt", 1)))
-                v.sink_writes.append(e)
-            elif k == "batch_committed":
-                b = _field(e, "batch", int, trace)
-                if b != len(v.committed):
-                    fail_commit(e, f"batch {b} committed, expected batch {len(v.committed)}")
-                elif (b, e.get("attempt", 1)) not in sink_in_attempt:
-                    fail_commit(e, f"batch {b} committed without a sink write in attempt {e.get('attempt', 1)}")
-                v.committed.append(b)
-            elif k == "failure":
-                v.failures.append(e)
-            elif k == "attempt_start":
-                snapshot = (set(v.planned), set(v.committed), {p: set(x) for p, x in v.versions.items()})
-            elif k == "restart":
-                v.restarts.append(e)
-                if snapshot is None:
-                    if v.resume_bad is None:
-                        v.resume_bad = (e["seq"], "restart without an attempt start")
-                    continue
-                got_v = {str(p): x for p, x in (e.get("restored_versions") or {}).items()}
-                keys = partitions if partitions is not None else sorted(set(snapshot[2]) | set(got_v))
-                pb, pv = _predict(keys, *snapshot)
-                got_b = e.get("resume_batch")
-                if got_b != pb or got_v != pv:
-                    if v.resume_bad is None:
-                        v.resume_bad = (e["seq"], f"span model predicts resume at batch {pb} with state "
-                                                  f"versions {pv}; Spark resumed at {got_b} with {got_v}")
-            elif k == "progress":
-                v.progress.append(e)
-            elif k in _ENDS:
-                v.ends[k] = e
-        if v.ended and v.commit_bad is None:
-            want = list(range(v.n_batches)) if v.n_batches >= 0 else sorted(v.planned)
-            if sorted(v.committed) != want:
-                v.commit_bad = (v.ends["end"]["seq"], f"run ended with committed batches {v.committed}, "
-                                                      f"expected {want}")
-        return v
+def _verdict(name: str, ok: bool | None, detail: str, seq: int | None = None) -> Check:
+    """held (``ok`` true) or violated (false, at ``seq``); None is refused here: say why with
+    ``Check.unchecked`` / ``Check.not_applicable``."""
+    if ok is None:
+        raise ValueError(f"{name}: an undecided check must be unchecked or not applicable")
+    return Check.held(name, detail) if ok else Check.violated(name, detail, offending_seq=seq)
 
 
 # ----------------------------------------------------------------------------- common checks
 def failure_observed(v: StreamView) -> Check:
     """The requested failure happened (mode and batch) and the query restarted and finished.
 
-    Holds trivially when no failure was requested; inconclusive (``ok`` None) when the requested
-    failure did not happen or the trace ends before the restart: nothing about recovery was
+    Not applicable when no failure was requested; *unchecked* when the requested failure did not
+    happen or the trace ends before the restart or the end of the run: nothing about recovery was
     checked, so the replay must not pass.
     """
     name = "failure-observed"
     if v.requested is None:
-        return Check(name, True, "no failure requested (a failure-free run)")
+        return Check.not_applicable(name, "no failure requested (a failure-free run)")
     mode, batch = v.requested
     hit = [f for f in v.failures if f.get("mode") == mode and f.get("batch") == batch]
     if not hit:
         seen = [(f.get("mode"), f.get("batch")) for f in v.failures]
-        return Check(name, None, f"inconclusive: the requested {mode} failure at batch {batch} did not "
-                                 f"happen (failures seen: {seen or 'none'}); recovery was not exercised")
+        return Check.unchecked(name, f"the requested {mode} failure at batch {batch} did not happen (failures "
+                                     f"seen: {seen or 'none'}); recovery was not exercised")
     after = [r for r in v.restarts if r["seq"] > hit[0]["seq"]]
     if not after:
-        return Check(name, None, f"inconclusive: the {mode} failure at batch {batch} (seq {hit[0]['seq']}) "
-                                 f"happened but the trace has no restart after it")
+        return Check.unchecked(name, f"the {mode} failure at batch {batch} (seq {hit[0]['seq']}) happened but "
+                                     "the trace has no restart after it")
     if not v.ended:
-        return Check(name, None, f"inconclusive: the {mode} failure at batch {batch} happened and the query "
-                                 f"restarted, but the run did not end (trace stops at seq {v.last_seq})")
-    return Check(name, True, f"{mode} failure at batch {batch} (seq {hit[0]['seq']}); the query restarted "
-                             f"(seq {after[0]['seq']}) and finished")
+        return Check.unchecked(name, f"the {mode} failure at batch {batch} happened and the query restarted, "
+                                     f"but the run did not end (trace stops at seq {v.last_seq})")
+    return Check.held(name, f"{mode} failure at batch {batch} (seq {hit[0]['seq']}); the query restarted "
+                            f"(seq {after[0]['seq']}) and finished")
 
 
-def failure_observed_nhop(trace: Trace) -> Check:
+class FailureObservedNhop(TraceCheck):
     """``failure-observed`` for a message-passing trace: the header's requested process failure
-    has a ``failure`` and a ``recovery`` event and the run ended."""
-    cfg = trace.header.get("config") or {}
+    has a ``failure`` and a ``recovery`` event and the run ended (else unchecked)."""
+
     name = "failure-observed"
-    proc, rnd = cfg.get("fail_process"), cfg.get("fail_round")
-    if proc is None:
-        return Check(name, True, "no failure requested (a failure-free run)")
-    fails = trace.of_kind("failure")
-    recs = [e for e in trace.of_kind("recovery") if fails and e["seq"] > fails[0]["seq"]]
-    ended = bool(trace.of_kind("end"))
-    if not fails:
-        return Check(name, None, f"inconclusive: the requested failure of P{proc} in round {rnd} did not "
-                                 f"happen; recovery was not exercised")
-    if not recs or not ended:
-        return Check(name, None, f"inconclusive: P{proc} failed (seq {fails[0]['seq']}) but the trace has "
-                                 f"{'no recovery after it' if not recs else 'no end of run'}")
-    return Check(name, True, f"P{proc} failed in round {rnd} (seq {fails[0]['seq']}); recovery at seq "
-                             f"{recs[0]['seq']}; the run finished")
+    needs = ("config.fail_process", "failure", "recovery", "end")
+
+    def __init__(self, header: dict[str, Any]):
+        cfg = header.get("config") or {}
+        self.proc, self.rnd = cfg.get("fail_process"), cfg.get("fail_round")
+        self.fail: int | None = None
+        self.rec: int | None = None
+
+    def on_event(self, v: Any, line: int, obj: dict[str, Any]) -> None:
+        if obj["kind"] == "failure" and self.fail is None:
+            self.fail = obj["seq"]
+        elif obj["kind"] == "recovery" and self.fail is not None and self.rec is None:
+            self.rec = obj["seq"]
+
+    def finish(self, v: Any, results: dict[str, Check]) -> Check:
+        name, proc, rnd = self.name, self.proc, self.rnd
+        if proc is None:
+            return Check.not_applicable(name, "no failure requested (a failure-free run)")
+        if self.fail is None:
+            return Check.unchecked(name, f"the requested failure of P{proc} in round {rnd} did not happen; "
+                                         "recovery was not exercised")
+        if self.rec is None or not v.ended:
+            return Check.unchecked(name, f"P{proc} failed (seq {self.fail}) but the trace has "
+                                         f"{'no recovery after it' if self.rec is None else 'no end of run'}")
+        return Check.held(name, f"P{proc} failed in round {rnd} (seq {self.fail}); recovery at seq {self.rec}; "
+                                "the run finished")
 
 
 def commit_protocol(v: StreamView) -> Check:
     """Batches planned and committed in order, each commit after its sink write (same attempt)."""
     bad = v.commit_bad
-    return Check("commit-protocol", bad is None,
+    return _verdict("commit-protocol", bad is None,
                  bad[1] if bad else f"{len(v.planned)} batches planned, {len(v.committed)} committed in "
                  f"order; each commit after its sink write", bad[0] if bad else None)
 
@@ -296,14 +335,18 @@ def commit_protocol(v: StreamView) -> Check:
 def resume_prediction(v: StreamView) -> Check:
     """Every restart resumed at the batch and state versions the span model predicts."""
     bad = v.resume_bad
-    return Check("resume-prediction", bad is None,
+    return _verdict("resume-prediction", bad is None,
                  bad[1] if bad else f"{len(v.restarts)} restart(s); resume batch and restored state "
                  f"versions equal the span model's", bad[0] if bad else None)
 
 
-def _not_reached(v: StreamView) -> Check:
-    return Check("end-of-run", True, f"not reached: the recording stopped after seq {v.last_seq}; "
-                                     f"the prefix was checked")
+def end_of_run(v: StreamView) -> Check | None:
+    """``end-of-run``: the checks of the run's end records could not run when the recording stopped
+    first (*unchecked*, never a pass); nothing to report when the run ended."""
+    if v.ended:
+        return None
+    return Check.unchecked("end-of-run", f"not reached: the recording stopped after seq {v.last_seq}; the "
+                                         "prefix was checked, the end-of-run checks could not run")
 
 
 # ----------------------------------------------------------------------------- word count
@@ -319,15 +362,14 @@ class _WordcountRef:
 def _wordcount_ref(v: StreamView) -> _WordcountRef:
     from rollcheck.spark_replay.wordcount import rollup_updates
 
-    trace = v.trace
-    cfg = trace.header.get("config", {})
+    cfg = v.header.get("config", {})
     if not isinstance(cfg, dict) or not isinstance(cfg.get("inputs"), list):
-        raise InvalidInputError("header has no config.inputs", source=trace.source, location="line 1")
+        raise InvalidInputError("header has no config.inputs", source=v.source, location="line 1")
     try:
         inputs_by_file = {name: [(int(t), str(w)) for t, w in recs] for name, recs in cfg["inputs"]}
         window = int(cfg["window"])
     except (KeyError, TypeError, ValueError):
-        raise InvalidInputError("header config is malformed", source=trace.source, location="line 1") from None
+        raise InvalidInputError("header config is malformed", source=v.source, location="line 1") from None
     ref_out, ref_state = rollup_updates([recs for _n, recs in cfg["inputs"]], window)
     comm = [[r for f in v.planned.get(b, []) for r in inputs_by_file.get(f, [])] for b in v.committed]
     return _WordcountRef(inputs_by_file, window, ref_out, ref_state, comm)
@@ -345,10 +387,10 @@ def state_fold(v: StreamView, ref: _WordcountRef) -> Check:
 
     fs = v.ends.get("final_state")
     if fs is None:
-        return Check("state-fold", False, "no final_state event", v.ends["end"]["seq"])
+        return _verdict("state-fold", False, "no final_state event", v.ends["end"]["seq"])
     folded = _rows_of(fold_state(ref.comm_inputs, ref.window, list(range(len(ref.comm_inputs)))))
     got = fs.get("rows")
-    return Check("state-fold", got == folded,
+    return _verdict("state-fold", got == folded,
                  f"decoded state ({len(got or [])} keys, version {fs.get('version')}) "
                  + ("equals" if got == folded else "differs from")
                  + f" the fold of the {len(v.committed)} committed batches' inputs",
@@ -359,9 +401,9 @@ def final_state_failure_free(v: StreamView, ref: _WordcountRef) -> Check:
     """The decoded final state equals the failure-free run's."""
     fs = v.ends.get("final_state")
     if fs is None:
-        return Check("final-state-failure-free", False, "no final_state event", v.ends["end"]["seq"])
+        return _verdict("final-state-failure-free", False, "no final_state event", v.ends["end"]["seq"])
     got, want = fs.get("rows"), _rows_of(ref.ref_state)
-    return Check("final-state-failure-free", got == want,
+    return _verdict("final-state-failure-free", got == want,
                  ("equals" if got == want else "differs from") + " the failure-free run's state",
                  None if got == want else fs["seq"])
 
@@ -370,11 +412,11 @@ def sink_exactly_once(v: StreamView, ref: _WordcountRef) -> Check:
     """The idempotent sink holds every batch once, equal to the failure-free output."""
     sf = v.ends.get("sink_final")
     if sf is None:
-        return Check("sink-exactly-once", False, "no sink_final event", v.ends["end"]["seq"])
+        return _verdict("sink-exactly-once", False, "no sink_final event", v.ends["end"]["seq"])
     got_s = {int(b): rows for b, rows in (sf.get("batches") or {}).items()}
     want_s = {b: ref.ref_out[b] for b in range(v.n_batches)}
     bad = sorted(b for b in set(got_s) | set(want_s) if got_s.get(b) != want_s.get(b))
-    return Check("sink-exactly-once", not bad,
+    return _verdict("sink-exactly-once", not bad,
                  f"{len(got_s)} batch files, each once, equal to the failure-free output"
                  if not bad else f"sink differs from the failure-free run at batches {bad}",
                  None if not bad else sf["seq"])
@@ -384,7 +426,7 @@ def side_channel_duplicates(v: StreamView) -> Check:
     """The non-idempotent side channel: one entry per batch plus one per sink/kill failure."""
     sc = v.ends.get("side_channel")
     if sc is None:
-        return Check("side-channel-duplicates", False, "no side_channel event", v.ends["end"]["seq"])
+        return _verdict("side-channel-duplicates", False, "no side_channel event", v.ends["end"]["seq"])
     counts = Counter(int(x["batch"]) for x in sc.get("entries", []))
     want_c = Counter(range(v.n_batches))
     for f in v.failures:
@@ -392,7 +434,7 @@ def side_channel_duplicates(v: StreamView) -> Check:
             want_c[int(f["batch"])] += 1
     bad = sorted(b for b in set(counts) | set(want_c) if counts[b] != want_c[b])
     dups = sum(counts.values()) - len(counts)
-    return Check("side-channel-duplicates", not bad,
+    return _verdict("side-channel-duplicates", not bad,
                  f"{dups} duplicate(s), exactly one per sink/kill failure" if not bad else
                  f"side channel counts {dict(counts)} differ from expected {dict(want_c)} "
                  f"at batches {bad}", None if not bad else sc["seq"])
@@ -417,7 +459,7 @@ def listener_progress(v: StreamView, ref: _WordcountRef) -> Check:
                                    f"has {len(upto)}")
         if bad_p:
             break
-    return Check("listener-progress", bad_p is None,
+    return _verdict("listener-progress", bad_p is None,
                  bad_p[1] if bad_p else f"{len(v.progress)} progress event(s): committed batches "
                  f"only, input and state row counts equal the fold", bad_p[0] if bad_p else None)
 
@@ -426,7 +468,7 @@ def statestore_crosscheck(v: StreamView) -> Check:
     """Spark's ``statestore`` reader agreed with the plain-Python decoder (word count)."""
     cc = v.ends["state_crosscheck"]
     ok = bool(cc.get("agree")) and cc.get("spark_max_batch") == cc.get("max_committed")
-    return Check("statestore-crosscheck", ok,
+    return _verdict("statestore-crosscheck", ok,
                  f"Spark's statestore reader ({cc.get('spark_rows')} rows) "
                  + ("agrees" if ok else "disagrees") + " with the plain-Python decoder",
                  None if ok else cc["seq"])
@@ -438,27 +480,89 @@ def _requested(cfg: dict[str, Any]) -> tuple[str, int] | None:
     return str(cfg["failure"]), int(cfg["fail_at_batch"])
 
 
-def wordcount_checks(trace: Trace) -> list[Check]:
-    """Every check of a word-count trace (module docstring)."""
-    cfg = trace.header.get("config", {})
+def wordcount_plugins(header: dict[str, Any], source: str | None) -> list[TraceCheck]:
+    """The plug-ins of a word-count trace (module docstring)."""
+    cfg = header.get("config", {})
     try:
         parts = [str(p) for p in range(int(cfg["shuffle_partitions"]))]
         n = int(cfg["batches"])
         req = _requested(cfg)
     except (KeyError, TypeError, ValueError):
-        raise InvalidInputError("header config is malformed", source=trace.source, location="line 1") from None
-    v = StreamView.read(trace, n, req, parts)
-    ref = _wordcount_ref(v)
-    checks = [failure_observed(v), commit_protocol(v), resume_prediction(v)]
-    if not v.ended:
-        return [*checks, _not_reached(v)]
-    checks += [state_fold(v, ref), final_state_failure_free(v, ref), sink_exactly_once(v, ref),
-               side_channel_duplicates(v)]
-    if v.progress:
-        checks.append(listener_progress(v, ref))
-    if "state_crosscheck" in v.ends:
-        checks.append(statestore_crosscheck(v))
-    return checks
+        raise InvalidInputError("header config is malformed", source=source, location="line 1") from None
+    stream = SparkStream(StreamView(header, source, n, req, parts))
+    refs: list[_WordcountRef] = []
+
+    def ref(v: StreamView) -> _WordcountRef:
+        if not refs:
+            refs.append(_wordcount_ref(v))
+        return refs[0]
+
+    def if_any(kind: str, fn: Any) -> Any:
+        return lambda v: fn(v) if (v.progress if kind == "progress" else kind in v.ends) else None
+
+    return [stream,
+            StreamCheck("failure-observed", stream, failure_observed),
+            StreamCheck("commit-protocol", stream, commit_protocol),
+            StreamCheck("resume-prediction", stream, resume_prediction),
+            StreamCheck("end-of-run", stream, end_of_run),
+            StreamCheck("state-fold", stream, lambda v: state_fold(v, ref(v)), at_end=True),
+            StreamCheck("final-state-failure-free", stream, lambda v: final_state_failure_free(v, ref(v)),
+                        at_end=True),
+            StreamCheck("sink-exactly-once", stream, lambda v: sink_exactly_once(v, ref(v)), at_end=True),
+            StreamCheck("side-channel-duplicates", stream, side_channel_duplicates, at_end=True),
+            StreamCheck("listener-progress", stream, if_any("progress", lambda v: listener_progress(v, ref(v))),
+                        at_end=True),
+            StreamCheck("statestore-crosscheck", stream, if_any("state_crosscheck", statestore_crosscheck),
+                        at_end=True)]
+
+
+class SparkStream(TraceCheck):
+    """Feeds a :class:`StreamView` from the trace (a collector: reports nothing itself)."""
+
+    name = "spark-stream"
+    needs = ("spark.*", "failure", "end")
+
+    def __init__(self, view: StreamView):
+        self.view = view
+
+    def on_event(self, v: Any, line: int, obj: dict[str, Any]) -> None:
+        try:
+            self.view.feed(obj)
+        except _MALFORMED as e:  # a field of the engine's event that is not what the recorder writes
+            raise InvalidInputError(f"{obj['kind']}: malformed event ({type(e).__name__}: {e})",
+                                    source=self.view.source,
+                                    location=f"line {line} (seq {obj['seq']})") from None
+
+    def finish(self, v: Any, results: dict[str, Check]) -> None:
+        self.view.close()
+        return None
+
+
+class StreamCheck(TraceCheck):
+    """One Spark streaming check as a plug-in: ``fn(view) -> Check | None`` after the last event.
+
+    ``at_end``: the check reads the run's end records; a recording that stopped before them
+    leaves it out (``end-of-run`` says so, unchecked).
+    """
+
+    after = ("spark-stream",)
+
+    def __init__(self, name: str, stream: SparkStream, fn: Any, *, at_end: bool = False):
+        self.name = name
+        self.stream = stream
+        self.fn = fn
+        self.at_end = at_end
+
+    def finish(self, v: Any, results: dict[str, Check]) -> Check | None:
+        sv = self.stream.view
+        if self.at_end and not sv.ended:
+            return None
+        try:
+            out: Check | None = self.fn(sv)
+        except _MALFORMED as e:
+            raise InvalidInputError(f"{self.name}: the trace's records this check reads are malformed "
+                                    f"({type(e).__name__}: {e})", source=sv.source) from None
+        return out
 
 
 # ----------------------------------------------------------------------------- user queries
@@ -477,9 +581,9 @@ def output_exactly_once(v: StreamView) -> Check:
     name = "output-exactly-once"
     ref, fin = v.ends.get("reference"), v.ends.get("output_final")
     if ref is None or fin is None:
-        return Check(name, False, "no " + ("reference" if ref is None else "output_final") + " event",
+        return _verdict(name, False, "no " + ("reference" if ref is None else "output_final") + " event",
                      v.ends["end"]["seq"])
-    key = list(v.trace.header.get("config", {}).get("key") or [])
+    key = list(v.header.get("config", {}).get("key") or [])
     want, got = Counter(map(_canon, ref.get("output", []))), Counter(map(_canon, fin.get("rows", [])))
     extra, missing = got - want, want - got
     if extra:
@@ -489,13 +593,13 @@ def output_exactly_once(v: StreamView) -> Check:
         again = [e for e in hits if sum(1 for x in hits if x["batch"] == e["batch"]) > 1]
         seq = again[1]["seq"] if len(again) > 1 else fin["seq"]
         where = f"of batch {batches[0]} " if batches else ""
-        return Check(name, False, f"duplicate: row {row} {where}is in the output {got[row]} time(s), the "
+        return _verdict(name, False, f"duplicate: row {row} {where}is in the output {got[row]} time(s), the "
                                   f"failure-free run has it {want[row]} time(s)"
                                   + (f" (batch {again[0]['batch']} was written {len([x for x in hits if x['batch'] == again[0]['batch']])} times: a non-idempotent sink)" if again else "")
                                   + f"; {sum(extra.values())} extra row(s) in all", seq)
     if missing:
         row = next(iter(missing))
-        return Check(name, False, f"lost: row {row} of the failure-free output is missing "
+        return _verdict(name, False, f"lost: row {row} of the failure-free output is missing "
                                   f"({sum(missing.values())} row(s) missing in all)", fin["seq"])
 
     def table(rows: list[dict[str, Any]]) -> dict[str, str]:
@@ -505,9 +609,9 @@ def output_exactly_once(v: StreamView) -> Check:
         return out
 
     if table(fin.get("rows", [])) != table(ref.get("output", [])):  # same multiset, other order
-        return Check(name, False, f"the last row per key {key} differs from the failure-free run's",
+        return _verdict(name, False, f"the last row per key {key} differs from the failure-free run's",
                      fin["seq"])
-    return Check(name, True, f"{sum(got.values())} output row(s), {len(table(fin.get('rows', [])))} key(s): "
+    return _verdict(name, True, f"{sum(got.values())} output row(s), {len(table(fin.get('rows', [])))} key(s): "
                              f"equal to the failure-free run's, no duplicate, none lost")
 
 
@@ -516,13 +620,13 @@ def state_failure_free(v: StreamView) -> Check:
     name = "state-failure-free"
     ref, fin = v.ends.get("reference"), v.ends.get("state_final")
     if ref is None or fin is None:
-        return Check(name, False, "no " + ("reference" if ref is None else "state_final") + " event",
+        return _verdict(name, False, "no " + ("reference" if ref is None else "state_final") + " event",
                      v.ends["end"]["seq"])
     want, got = ref.get("state") or {}, fin.get("stores") or {}
     for store in sorted(set(want) | set(got)):
         w, g = want.get(store), got.get(store)
         if w is None or g is None:
-            return Check(name, False, f"state store {store} is only in the "
+            return _verdict(name, False, f"state store {store} is only in the "
                                       f"{'failure-free' if g is None else 'recorded'} run", fin["seq"])
         if w.get("digest") != g.get("digest"):
             diff = ""
@@ -531,10 +635,10 @@ def state_failure_free(v: StreamView) -> Check:
                 lost = sorted(set(w["rows"]) - set(g["rows"]))
                 diff = (f"; e.g. {'extra ' + extra[0] if extra else 'missing ' + lost[0]}"
                         if extra or lost else "")
-            return Check(name, False, f"state store {store}: {g.get('count')} row(s) differ from the "
+            return _verdict(name, False, f"state store {store}: {g.get('count')} row(s) differ from the "
                                       f"failure-free run's {w.get('count')}{diff}", fin["seq"])
     total = sum(int(x.get("count", 0)) for x in got.values())
-    return Check(name, True, f"{len(got)} state store(s), {total} row(s) read with Spark's state reader: "
+    return _verdict(name, True, f"{len(got)} state store(s), {total} row(s) read with Spark's state reader: "
                              f"equal to the failure-free run's")
 
 
@@ -543,23 +647,50 @@ def query_statestore_crosscheck(v: StreamView) -> Check:
     fin = v.ends["state_final"]
     bad = [f"{s}: Spark {x.get('count')} vs decoder {x.get('decoded')}"
            for s, x in sorted((fin.get("stores") or {}).items()) if x.get("count") != x.get("decoded")]
-    return Check("statestore-crosscheck", not bad,
+    return _verdict("statestore-crosscheck", not bad,
                  "; ".join(bad) if bad else f"{len(fin.get('stores') or {})} store(s): Spark's state reader "
                  f"and the plain-Python decoder agree on every row count", fin["seq"] if bad else None)
 
 
-def query_checks(trace: Trace) -> list[Check]:
-    """Every check of a user-query trace (module docstring)."""
-    cfg = trace.header.get("config", {})
+class EventListCheck(TraceCheck):
+    """A check written as ``fn(header, events) -> Check`` over the trace's own events (not the core
+    events the adapter derived), collected during the pass: the way to plug in a check that needs
+    the whole list, e.g. ``EventListCheck("kill-point", header, kill_point_struck)``."""
+
+    def __init__(self, name: str, header: dict[str, Any], fn: Any, source: str | None = None):
+        self.name = name
+        self.header = header
+        self.fn = fn
+        self.source = source
+        self.events: list[dict[str, Any]] = []
+
+    def on_event(self, v: Any, line: int, obj: dict[str, Any]) -> None:
+        if not obj.get("derived"):
+            self.events.append(obj)
+
+    def finish(self, v: Any, results: dict[str, Check]) -> Check | None:
+        try:
+            out: Check | None = self.fn(self.header, self.events)
+        except _MALFORMED as e:
+            raise InvalidInputError(f"{self.name}: the trace's records this check reads are malformed "
+                                    f"({type(e).__name__}: {e})", source=self.source) from None
+        return out
+
+
+def query_plugins(header: dict[str, Any], source: str | None) -> list[TraceCheck]:
+    """The plug-ins of a user-query trace (module docstring)."""
+    cfg = header.get("config", {})
     try:
         req = _requested(cfg)
     except (TypeError, ValueError):
-        raise InvalidInputError("header config is malformed", source=trace.source, location="line 1") from None
-    v = StreamView.read(trace, None, req, None)
-    checks = [failure_observed(v), commit_protocol(v), resume_prediction(v)]
-    if not v.ended:
-        return [*checks, _not_reached(v)]
-    checks += [output_exactly_once(v), state_failure_free(v)]
-    if "state_final" in v.ends:
-        checks.append(query_statestore_crosscheck(v))
-    return checks
+        raise InvalidInputError("header config is malformed", source=source, location="line 1") from None
+    stream = SparkStream(StreamView(header, source, -1, req, None))
+    return [stream,
+            StreamCheck("failure-observed", stream, failure_observed),
+            StreamCheck("commit-protocol", stream, commit_protocol),
+            StreamCheck("resume-prediction", stream, resume_prediction),
+            StreamCheck("end-of-run", stream, end_of_run),
+            StreamCheck("output-exactly-once", stream, output_exactly_once, at_end=True),
+            StreamCheck("state-failure-free", stream, state_failure_free, at_end=True),
+            StreamCheck("statestore-crosscheck", stream,
+                        lambda v: query_statestore_crosscheck(v) if "state_final" in v.ends else None, at_end=True)]

@@ -2,20 +2,24 @@
 
 The message-passing job records the engine-neutral core vocabulary (``specs/formats.md#trace``:
 ``send``, ``deliver`` with ``replayed``, ``checkpoint``, ``failure``, ``recovery``, ``output``,
-``end``; its own kinds are prefixed with its source, ``spark-nhop.``), so its trace is checked by the same one-pass
-checker as any engine's (:class:`rollcheck.pyimpl.traces.TraceChecker`): ``pattern-valid``,
+``end``; its own kinds are prefixed with its source, ``spark-nhop.``), so its trace is checked by
+the same one-pass checker as any engine's (:mod:`rollcheck.pyimpl.traces`): ``pattern-valid``,
 ``forced-checkpoints`` (the protocol of the header), ``no-useless-checkpoints`` (BCS, HMNR),
 ``recovery-line``, ``log-replay`` and ``outputs-exactly-once`` (reference: the failure-free run
 :func:`rollcheck.spark_replay.nhop.simulate`). One implementation serves every engine.
 
-Spark-specific (``specs/spark.md#message-passing-conformance``):
+Spark-specific plug-ins (``specs/spark.md#message-passing-conformance``):
 
-- ``outputs-failure-free``: the ``end`` record's per-process (count, sum) equals the failure-free
-  run *and* the count and payload sum of the deliveries of the effective execution (a delivery
-  deleted from the recording, or one the application state does not reflect, is caught here).
+- ``failure-observed`` (:class:`~rollcheck.spark_replay.checks.FailureObservedNhop`);
+- ``outputs-failure-free`` (:class:`OutputsFailureFree`): the ``end`` record's per-process
+  (count, sum) equals the failure-free run *and* the count and payload sum of the deliveries of
+  the effective execution (a delivery deleted from the recording, or one the application state
+  does not reflect, is caught here);
+- ``end-of-run``: a recording that stopped before its ``end`` leaves the end checks unchecked.
 
-TLC trace validation of HMNR traces (the TLA+ model) is added by the CLI layer, which may import
-``tla``; :func:`derive_patterns` and :func:`tlc_pattern` give it the executions.
+TLC trace validation of the executions (the TLA+ model) is the generic ``tlc-trace`` plug-in,
+bound by :mod:`rollcheck.spark_replay.tlc_replay`; :func:`derive_patterns` and :func:`tlc_pattern`
+give other tools the executions.
 """
 
 from __future__ import annotations
@@ -24,10 +28,13 @@ from typing import Any
 
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.pattern import CHECKPOINT, Event, Pattern
+from rollcheck.pyimpl.traces.plugin import TraceCheck
+from rollcheck.pyimpl.verdict import Check
+from rollcheck.spark_replay.checks import FailureObservedNhop
 from rollcheck.spark_replay.trace import Trace
-from rollcheck.spark_replay.verdict import Check
 
-__all__ = ["check_nhop", "check_core", "derive_patterns", "DerivedPatterns", "tlc_pattern"]
+__all__ = ["nhop_setup", "OutputsFailureFree", "EndOfRun", "derive_patterns", "DerivedPatterns",
+           "tlc_pattern"]
 
 
 class DerivedPatterns:
@@ -47,21 +54,12 @@ class DerivedPatterns:
         self.checker: Any = None
 
 
-def _run_checker(trace: Trace, protocol: str | None, reference: list[dict[str, Any]] | None) -> Any:
-    from rollcheck.pyimpl.protocols import resolve_protocol
-    from rollcheck.pyimpl.traces import TraceChecker, reference_from_list
-
-    proto = resolve_protocol(protocol) if protocol else None
-    ref = reference_from_list(reference, source="failure-free run") if reference is not None else None
-    checker = TraceChecker(trace.header, trace.source, protocol=proto, reference=ref,
-                           keep_segments=True, keep_first=True)
-    checker.run((e.get("_line", 0), e) for e in trace.events)
-    return checker
-
-
 def derive_patterns(trace: Trace) -> DerivedPatterns:
     """The pattern before the first failure and the effective execution, from the generic checker."""
-    checker = _run_checker(trace, None, None)
+    from rollcheck.pyimpl.traces import TraceChecker
+
+    checker = TraceChecker(trace.header, trace.source, keep_segments=True, keep_first=True)
+    checker.run((e.get("_line", 0), e) for e in trace.events)
     report = checker.finish(trace.truncated, trace.truncated_after_seq)
     d = DerivedPatterns()
     d.checker = checker
@@ -81,73 +79,80 @@ def derive_patterns(trace: Trace) -> DerivedPatterns:
             d.end = e
     bad = report.check("pattern-valid")
     if bad is not None and bad.ok is False:
-        d.invalid = Check("pattern-valid", False, bad.detail, bad.offending_seq)
+        d.invalid = bad
     return d
 
 
-def _as_checks(report: Any) -> list[Check]:
-    out = []
-    for c in report.checks:
-        if c.ok is None:
-            out.append(Check(c.name, True, f"not checked: {c.detail}"))
-        else:
-            out.append(Check(c.name, bool(c.ok), c.detail, c.offending_seq))
-    return out
+class EndOfRun(TraceCheck):
+    """``end-of-run``: unchecked when the recording stopped before its ``end`` (else nothing)."""
+
+    name = "end-of-run"
+    needs = ("end",)
+
+    def finish(self, v: Any, results: dict[str, Check]) -> Check | None:
+        if v.ended:
+            return None
+        return Check.unchecked(self.name, f"not reached: the recording stopped after seq {v.last_seq}; the prefix "
+                                          "was checked, the end-of-run checks could not run")
 
 
-def check_core(trace: Trace, protocol: str | None = None, reference: list[dict[str, Any]] | None = None) -> list[Check]:
-    """The engine-neutral checks over a parsed trace (any engine; ``spark replay`` of other sources)."""
-    from rollcheck.pyimpl.traces import resolve_trace_protocol
+class OutputsFailureFree(TraceCheck):
+    """The ``end`` record's per-process (count, sum) against the failure-free run and the deliveries
+    of the effective execution (module docstring)."""
 
-    if protocol is None:
-        proto = resolve_trace_protocol(None, trace.header, trace.source)
-        protocol = proto.name if proto is not None else None
-    checker = _run_checker(trace, protocol, reference)
-    return _as_checks(checker.finish(trace.truncated, trace.truncated_after_seq))
+    name = "outputs-failure-free"
+    needs = ("send.payload", "deliver", "end.outputs")
+
+    def __init__(self, reference: dict[str, Any]):
+        self.ref = reference
+        self.payload: dict[str, Any] = {}
+        self.end: dict[str, Any] | None = None
+
+    def on_event(self, v: Any, line: int, obj: dict[str, Any]) -> None:
+        k = obj["kind"]
+        if k == "send":
+            self.payload[str(obj.get("message"))] = obj.get("payload", 0)
+        elif k == "end":
+            self.end = obj
+
+    def finish(self, v: Any, results: dict[str, Check]) -> Check | None:
+        end = self.end
+        if end is None:
+            return None  # end-of-run says the end was not recorded
+        eff = v.pattern()
+        got_del: dict[str, list[int]] = {p: [0, 0] for p in eff.processes}
+        for m in eff.messages:
+            if m.delivered:
+                row = got_del[eff.processes[m.receiver]]
+                row[0] += 1
+                row[1] += int(self.payload.get(m.id, 0))
+        got_out = end.get("outputs")
+        problems = []
+        if got_out != self.ref:
+            problems.append(f"outputs {got_out} differ from the failure-free {self.ref}")
+        if got_out != got_del:
+            problems.append(f"the deliveries of the effective execution give {got_del}, the end record "
+                            f"says {got_out}")
+        if problems:
+            return Check.violated(self.name, "; ".join(problems), offending_seq=end["seq"])
+        return Check.held(self.name, "per-process (count, sum) of delivered payloads equal the failure-free run "
+                          "and the recorded deliveries", examined=len(got_del))
 
 
-def check_nhop(trace: Trace) -> list[Check]:
-    """The message-passing conformance checks over a parsed trace (module docstring)."""
+def nhop_setup(header: dict[str, Any], source: str | None) -> tuple[str, list[dict[str, Any]], list[TraceCheck]]:
+    """For a message-passing trace: (protocol name, reference outputs, Spark's plug-ins)."""
     from rollcheck.spark_replay.nhop import NhopConfig, simulate
 
-    cfg_doc = dict(trace.header.get("config") or {})
+    cfg_doc = dict(header.get("config") or {})
     try:
         cfg = NhopConfig(**{k: v for k, v in cfg_doc.items() if k in NhopConfig.__dataclass_fields__})
         cfg.validate()
     except (TypeError, InvalidInputError) as err:
         raise InvalidInputError(f"header config is not an nhop configuration: {err}",
-                                source=trace.source, location="line 1") from None
+                                source=source, location="line 1") from None
     ref = simulate(cfg)["outputs"]
     reference = [{"process": p, "key": "count_sum", "value": v} for p, v in ref.items()]
-    checker = _run_checker(trace, cfg.protocol, reference)
-    report = checker.finish(trace.truncated, trace.truncated_after_seq)
-    checks = _as_checks(report)
-    end = next((e for e in trace.events if e["kind"] == "end"), None)
-    if end is None:
-        last = trace.events[-1]["seq"] if trace.events else 0
-        checks.append(Check("end-of-run", True, f"not reached: the recording stopped after seq {last}; "
-                                                f"the prefix was checked"))
-        return checks
-    payload = {str(e.get("message")): e.get("payload", 0) for e in trace.events if e["kind"] == "send"}
-    eff = checker.final_pattern()
-    got_del: dict[str, list[int]] = {p: [0, 0] for p in eff.processes}
-    for m in eff.messages:
-        if m.delivered:
-            row = got_del[eff.processes[m.receiver]]
-            row[0] += 1
-            row[1] += int(payload.get(m.id, 0))
-    got_out = end.get("outputs")
-    problems = []
-    if got_out != ref:
-        problems.append(f"outputs {got_out} differ from the failure-free {ref}")
-    if got_out != got_del:
-        problems.append(f"the deliveries of the effective execution give {got_del}, the end record "
-                        f"says {got_out}")
-    checks.append(Check("outputs-failure-free", not problems,
-                        "per-process (count, sum) of delivered payloads equal the failure-free run and "
-                        "the recorded deliveries" if not problems else "; ".join(problems),
-                        None if not problems else end["seq"]))
-    return checks
+    return cfg.protocol, reference, [FailureObservedNhop(header), OutputsFailureFree(ref), EndOfRun()]
 
 
 def tlc_pattern(d: DerivedPatterns) -> Pattern | None:

@@ -23,7 +23,7 @@ watermark), the failure injection and the recording. :func:`record_query` runs a
 - ``kill``: the driver runs in a child process group; after the user's sink wrote the chosen batch
   the parent SIGKILLs the group (driver and JVM) and starts a new driver on the same checkpoint.
 
-The trace (``source == "spark-query"``) has the streaming events of
+The trace (``"source": "spark", "job": "query"``) has the streaming events of
 :mod:`rollcheck.spark_replay.watcher` plus ``spark.attempt_start``, ``spark.sink_written`` (with the
 rows handed to the sink), the core ``failure``, ``spark.restart``, ``spark.plan``, and at the end
 ``spark.reference`` (the failure-free run's output and state), ``spark.output_final``,
@@ -668,7 +668,7 @@ def record_query(cfg: QueryConfig, out: str | Path, *, workdir: str | Path | Non
     paths = _prepare(root, rows, uq.columns)
     if out.exists():
         out.unlink()
-    header = {"source": "spark-query", "seed": cfg.seed, "processes": ["driver"],
+    header = {"source": "spark", "job": "query", "seed": cfg.seed, "processes": ["driver"],
               "config": {**asdict(cfg), "key": uq.key, "output_mode": uq.output_mode, "schema": uq.schema,
                          "user_sink": uq.has_sink, "input_batches": len(rows),
                          "input_rows": sum(len(b) for b in rows)}}

@@ -1,45 +1,67 @@
-"""Conformance of recorded Spark runs against the reference models (``rollcheck spark replay``).
+"""Conformance of recorded Spark runs (``rollcheck spark replay``): the shared trace checker plus
+Spark's plug-ins.
 
-A trace is replayed event by event; each check is a small model that consumes the events in order
-and, when the recording contradicts it, names the *first offending event* (its ``seq``). The
-verdict (:class:`~rollcheck.spark_replay.verdict.ReplayResult`) is conformant iff every check holds,
-not conformant when one is violated (``first_offending_seq`` is the smallest offending ``seq``) and
-inconclusive when none is violated but one could not be checked - a requested failure that did
-not happen is never a pass. A truncated trace (killed recorder) is replayed up to its last
-complete event; checks that need the end of the run are then reported as not reached.
+Every Spark trace is checked by the one trace checker of :mod:`rollcheck.pyimpl.traces`: the
+generic checks on the core vocabulary, and Spark's own checks as plug-ins reading Spark's events
+in the same pass. The verdict is a :class:`~rollcheck.pyimpl.verdict.Report` (one rule for every
+command): violated if a check is; inconclusive if a check the trace calls for could not run (a
+requested failure that did not happen, a recording stopped before its end) or nothing was
+examined; conformant otherwise. ``first_offending_seq`` is the root cause's.
 
-Dispatch on the header's ``source``:
+Dispatch on the header (:func:`~rollcheck.spark_replay.adapter.spark_job`):
 
-- ``spark-wordcount`` (the built-in streaming word count) and ``spark-query`` (a user's own
-  Structured Streaming query): :mod:`rollcheck.spark_replay.checks`;
-- ``spark-nhop`` (message passing): :func:`rollcheck.spark_replay.nhop_replay.check_nhop`, plus
-  ``failure-observed`` (:func:`rollcheck.spark_replay.checks.failure_observed_nhop`), added here.
+- streaming jobs (``source: spark`` with ``job: wordcount | query``; older traces: ``spark-wordcount``,
+  ``spark-query``): the :class:`~rollcheck.spark_replay.adapter.SparkAdapter` maps them onto the
+  core vocabulary; plug-ins :func:`~rollcheck.spark_replay.checks.wordcount_plugins` or
+  :func:`~rollcheck.spark_replay.checks.query_plugins`;
+- ``spark-nhop`` (message passing, already the core vocabulary): the header's protocol, the
+  failure-free outputs as reference, and :func:`~rollcheck.spark_replay.nhop_replay.nhop_setup`'s
+  plug-ins;
+- any other engine-neutral trace (``processes`` in the header): the generic checks.
 
 ``specs/spark.md#streaming-conformance`` defines every check.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 from rollcheck.pyimpl.errors import InvalidInputError
-from rollcheck.spark_replay.checks import (
-    failure_observed_nhop,
-    query_checks,
-    streaming_span_system,
-    wordcount_checks,
-)
-from rollcheck.spark_replay.trace import Trace, read_trace
-from rollcheck.spark_replay.verdict import Check, ReplayResult
+from rollcheck.pyimpl.traces.api import check_trace_lines
+from rollcheck.pyimpl.traces.reader import TraceLines
+from rollcheck.pyimpl.verdict import Report
+from rollcheck.spark_replay.adapter import SparkAdapter, spark_job
+from rollcheck.spark_replay.checks import query_plugins, streaming_span_system, wordcount_plugins
+from rollcheck.spark_replay.trace import Trace
 
-__all__ = ["Check", "ReplayResult", "replay_trace", "replay_file", "streaming_span_system", "SOURCES"]
+__all__ = ["replay_trace", "replay_file", "replay_lines", "streaming_span_system", "SOURCES"]
 
-#: The trace sources this module replays.
-SOURCES = ("spark-wordcount", "spark-query", "spark-nhop")
+#: The trace sources this module replays (plus any engine-neutral trace).
+SOURCES = ("spark", "spark-wordcount", "spark-query", "spark-nhop")
 
 
-def replay_trace(trace: Trace) -> ReplayResult:
-    """Check a parsed trace; dispatch on the header's ``source`` (module docstring).
+class _Events:
+    """A parsed :class:`Trace` as the checker reads a file (header, pairs, truncation)."""
+
+    def __init__(self, trace: Trace):
+        self.header = trace.header
+        self.source = trace.source or "<trace>"
+        self.trace = trace
+        self.truncated = trace.truncated
+        self.truncated_after_seq = trace.truncated_after_seq
+
+    def __iter__(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        for e in self.trace.events:
+            yield e.get("_line", 0), e
+
+
+def replay_lines(lines: Any, *, tlc: Callable[[str], Any] | None = None) -> Report:
+    """Check an opened trace (``lines`` as :class:`~rollcheck.pyimpl.traces.reader.TraceLines`).
+
+    ``tlc(protocol)``, when given, returns the checker's ``tlc`` option for a message-passing trace
+    of that protocol (:func:`rollcheck.spark_replay.tlc_replay.tlc_option`).
 
     Examples
     --------
@@ -47,33 +69,41 @@ def replay_trace(trace: Trace) -> ReplayResult:
     >>> replay_trace(parse_trace_text(b'{"format":"rollcheck.trace/1","source":"other"}\\n'))
     Traceback (most recent call last):
     ...
-    rollcheck.pyimpl.errors.InvalidInputError: line 1: unknown trace source 'other' (expected spark-wordcount, spark-query, spark-nhop, or an engine-neutral trace with "processes")
+    rollcheck.pyimpl.errors.InvalidInputError: line 1: unknown trace source 'other' (expected spark with a job, spark-wordcount, spark-query, spark-nhop, or an engine-neutral trace with "processes")
     """
-    src = trace.source_kind
-    if src == "spark-wordcount":
-        checks = wordcount_checks(trace)
-    elif src == "spark-query":
-        checks = query_checks(trace)
-    elif src == "spark-nhop":
-        from rollcheck.spark_replay.nhop_replay import check_nhop
+    header, source = lines.header, lines.source
+    job = spark_job(header)
+    protocol = reference = tlc_opt = adapter = None
+    extra: list[Any] = []
+    if job in ("wordcount", "query"):
+        adapter = SparkAdapter()
+        h = adapter.header(header)
+        extra = wordcount_plugins(h, source) if job == "wordcount" else query_plugins(h, source)
+    elif job == "nhop":
+        from rollcheck.spark_replay.nhop_replay import nhop_setup
 
-        checks = [failure_observed_nhop(trace), *check_nhop(trace)]
-    elif isinstance(trace.header.get("processes"), list):  # any engine's core vocabulary
-        from rollcheck.spark_replay.nhop_replay import check_core
-
-        checks = check_core(trace)
+        protocol, reference, extra = nhop_setup(header, source)
+        if tlc is not None:
+            tlc_opt = tlc(protocol)
+    elif isinstance(header.get("processes"), list):  # any engine's core vocabulary
+        pass
     else:
-        raise InvalidInputError(f"unknown trace source {src!r} (expected spark-wordcount, spark-query, "
-                                "spark-nhop, or an engine-neutral trace with \"processes\")",
-                                source=trace.source, location="line 1")
-    # A recording that stopped before its end event (killed recorder) is a truncated trace too.
-    ended = any(e["kind"] == "end" for e in trace.events)
-    truncated = trace.truncated or not ended
-    after = trace.truncated_after_seq if trace.truncated else (
-        None if ended else (trace.events[-1]["seq"] if trace.events else 0))
-    return ReplayResult(src, checks, truncated, after, len(trace.events))
+        raise InvalidInputError(f"unknown trace source {header.get('source', '')!r} (expected spark with a job, "
+                                "spark-wordcount, spark-query, spark-nhop, or an engine-neutral trace with "
+                                "\"processes\")", source=None if source == "<trace>" else source,
+                                location="line 1")
+    report, _ = check_trace_lines(lines, protocol=protocol, reference=reference, extra=extra, adapter=adapter,
+                                  tlc=tlc_opt, reference_source="the failure-free run")
+    report.extra["job"] = job
+    report.extra["inconclusive"] = report.verdict.value == "inconclusive"
+    return report
 
 
-def replay_file(path: str | Path) -> ReplayResult:
-    """Read and check a trace file (see :func:`replay_trace`)."""
-    return replay_trace(read_trace(path))
+def replay_trace(trace: Trace, *, tlc: Callable[[str], Any] | None = None) -> Report:
+    """Check a parsed trace (see :func:`replay_lines`)."""
+    return replay_lines(_Events(trace), tlc=tlc)
+
+
+def replay_file(path: str | Path, *, tlc: Callable[[str], Any] | None = None) -> Report:
+    """Read and check a trace file, streaming it (see :func:`replay_lines`)."""
+    return replay_lines(TraceLines(path), tlc=tlc)

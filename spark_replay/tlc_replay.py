@@ -1,44 +1,33 @@
-"""Replaying a Spark trace together with TLC's trace validation (HMNR message-passing traces).
+"""Replaying a Spark trace together with TLC's trace validation (message-passing traces).
 
-A TLC that could not run (no Java, no jar, a timeout) gives an inconclusive check, never a pass.
+TLC validates the executions between failures against the protocol's TLA+ model through the
+generic ``tlc-trace`` plug-in of the trace checker. A TLC that could not run (no Java, no jar, a
+timeout) leaves the check *unchecked* (the replay is inconclusive), never a pass; a protocol
+without a TLA+ model makes it not applicable.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["replay_with_tlc", "tlc_check"]
+__all__ = ["replay_with_tlc", "tlc_option"]
 
 
-def tlc_check(trace: Any) -> Any:
-    """TLC trace validation of an HMNR message-passing trace, as a replay :class:`Check`."""
-    from rollcheck.spark_replay.nhop_replay import derive_patterns, tlc_pattern
-    from rollcheck.spark_replay.verdict import Check
-    from rollcheck.tla.trace import validate_trace
+def tlc_option(protocol: str | None, timeout: float | None = 300.0) -> Any:
+    """The trace checker's ``tlc`` option for ``protocol``: (validate, model name or None, why not, requested)."""
+    from rollcheck.tla.trace import PROTOCOLS, validate_segments
 
-    d = derive_patterns(trace)
-    pat = tlc_pattern(d)
-    if pat is None:
-        return Check("tlc-trace", False, "no valid pattern to validate", None)
-    v = validate_trace("hmnr", pat)
-    if v.status == "inconclusive":
-        return Check("tlc-trace", None, f"inconclusive: {v.reason}")
-    seq = None
-    if not v.accepted and v.first_rejected_event is not None:
-        seq = d.effective_seqs[v.first_rejected_event]
-    return Check("tlc-trace", bool(v.accepted),
-                 f"TLC {'accepts' if v.accepted else 'rejects'} the effective HMNR execution "
-                 f"({v.events} events, {v.distinct_states} states, {v.seconds:.1f} s)"
-                 + ("" if v.accepted else f"; first rejected at seq {seq}: {v.reason}"), seq)
+    if protocol is None or protocol not in PROTOCOLS:
+        return (None, None, f"no TLA+ model of {protocol!r}", False)
+
+    def validate(name: str, segments: Any) -> Any:
+        return validate_segments(name, segments, timeout=timeout)
+
+    return (validate, protocol, "", False)
 
 
 def replay_with_tlc(path: str, tlc: bool = True) -> Any:
-    """Replay a trace file; HMNR message-passing traces also get the TLC trace validation."""
-    from rollcheck.spark_replay.replay import replay_trace
-    from rollcheck.spark_replay.trace import read_trace
+    """Replay a trace file; message-passing traces also get TLC trace validation (``tlc``)."""
+    from rollcheck.spark_replay.replay import replay_file
 
-    trace = read_trace(path)
-    res = replay_trace(trace)
-    if tlc and trace.source_kind == "spark-nhop" and (trace.header.get("config") or {}).get("protocol") == "hmnr":
-        res.checks.append(tlc_check(trace))
-    return res
+    return replay_file(path, tlc=tlc_option if tlc else None)

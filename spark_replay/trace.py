@@ -14,7 +14,8 @@ The message-passing recorder writes the engine-neutral core vocabulary of ``roll
 fields this writer adds to every event (``run``, ``attempt``, ``t``) are extra fields the generic
 checks ignore.
 
-The reader (:func:`read_trace`) accepts such a prefix: it stops at the first line that is not
+The reader (:func:`read_trace`, a list over :class:`rollcheck.pyimpl.traces.reader.TraceLines`, the
+one reader of the format) accepts such a prefix: it stops at the first line that is not
 terminated by a newline and reports the trace as truncated after the last complete event. A
 complete line that is not a JSON object of the right shape is *malformed* and raises
 :class:`~rollcheck.pyimpl.errors.InvalidInputError` naming the line number (exit code 2 on the CLI).
@@ -32,10 +33,9 @@ from pathlib import Path
 from typing import Any
 
 from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.traces.reader import TRACE_FORMAT, read_events
 
 __all__ = ["TRACE_FORMAT", "TraceWriter", "Trace", "read_trace", "parse_trace_text"]
-
-TRACE_FORMAT = "rollcheck.trace/1"
 
 
 class TraceWriter:
@@ -147,51 +147,10 @@ class Trace:
 
 def parse_trace_text(data: bytes, source: str | None = None) -> Trace:
     """Parse the bytes of a trace file (see :func:`read_trace`)."""
-    trace: Trace | None = None
-    pos = 0
-    line_no = 0
-    last_seq = 0
-    events: list[dict[str, Any]] = []
-    truncated = False
-    while pos < len(data):
-        end = data.find(b"\n", pos)
-        if end < 0:  # incomplete last line: a killed writer
-            truncated = True
-            break
-        line_no += 1
-        raw = data[pos:end]
-        loc = f"line {line_no}"
-        try:
-            obj = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise InvalidInputError(f"malformed JSON ({e.msg if hasattr(e, 'msg') else e})",
-                                    source=source, location=loc) from None
-        if not isinstance(obj, dict):
-            raise InvalidInputError("a trace line must be a JSON object", source=source, location=loc)
-        if trace is None:
-            if obj.get("format") != TRACE_FORMAT:
-                raise InvalidInputError(f"first line must have \"format\": \"{TRACE_FORMAT}\"",
-                                        source=source, location=loc)
-            trace = Trace(header=obj, source=source)
-        else:
-            seq = obj.get("seq")
-            if type(seq) is not int:
-                raise InvalidInputError("event without an integer \"seq\"", source=source, location=loc)
-            if seq != last_seq + 1:
-                raise InvalidInputError(f"\"seq\" {seq} does not follow {last_seq}", source=source, location=loc)
-            if not isinstance(obj.get("kind"), str):
-                raise InvalidInputError("event without a string \"kind\"", source=source, location=loc)
-            last_seq = seq
-            obj["_line"] = line_no
-            events.append(obj)
-        pos = end + 1
-    if trace is None:
-        raise InvalidInputError("empty trace (no complete header line)", source=source, location="line 1")
-    trace.events = events
-    trace.truncated = truncated
-    trace.truncated_after_seq = last_seq if truncated else None
-    trace.complete_bytes = pos
-    return trace
+    lines, events = read_events(source or "<trace>", data=data, accept_unterminated=False)
+    return Trace(header=lines.header, events=events, truncated=lines.truncated,
+                 truncated_after_seq=lines.truncated_after_seq if lines.truncated else None,
+                 complete_bytes=lines.complete_bytes, source=source)
 
 
 def read_trace(path: str | Path) -> Trace:
@@ -209,8 +168,7 @@ def read_trace(path: str | Path) -> Trace:
     (1, True, 1)
     """
     p = Path(path)
-    try:
-        data = p.read_bytes()
-    except OSError as e:
-        raise InvalidInputError(f"cannot read trace: {e.strerror}", source=str(p)) from None
-    return parse_trace_text(data, source=str(p))
+    lines, events = read_events(p, accept_unterminated=False)
+    return Trace(header=lines.header, events=events, truncated=lines.truncated,
+                 truncated_after_seq=lines.truncated_after_seq if lines.truncated else None,
+                 complete_bytes=lines.complete_bytes, source=str(p))

@@ -423,7 +423,7 @@ def record_wordcount(cfg: WordcountConfig, out: str | Path, *, enabled: bool = T
     if out.exists():
         out.unlink()
     inputs = generate_inputs(cfg)
-    header = {"source": "spark-wordcount", "seed": cfg.seed,
+    header = {"source": "spark", "job": "wordcount", "processes": ["driver"], "seed": cfg.seed,
               "config": {**asdict(cfg), "inputs": [[f"batch-{b:05d}.txt", recs] for b, recs in enumerate(inputs)]}}
     keep_dir = workdir is not None
     root = Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix="rollcheck-wc-"))

@@ -16,7 +16,7 @@ import pytest
 
 from rollcheck.cli.main import main
 from rollcheck.flink_replay.replay import failure_free_output, replay
-from rollcheck.flink_replay.tamper import TAMPERS, tamper
+from rollcheck.flink_replay.tamper import tamper
 
 DATA = Path(__file__).parent / "data" / "flink"
 TRACES = sorted(DATA.glob("*.jsonl"))
@@ -28,13 +28,22 @@ def _events(path: Path) -> list[dict]:
 
 @pytest.mark.parametrize("trace", TRACES, ids=[t.stem for t in TRACES])
 def test_recorded_trace_is_conformant(trace: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["flink", "replay", str(trace), "--json"]) == 0
+    rc = main(["flink", "replay", str(trace), "--json"])
     doc = json.loads(capsys.readouterr().out)
-    assert doc["conformant"] is True
+    tlc_ran = all(c["status"] != "unchecked" for c in doc["checks"])
+    assert rc == (0 if tlc_ran else 3) and doc["conformant"] is (True if tlc_ran else None)
     names = [c["name"] for c in doc["checks"]]
-    assert names == ["failure-observed", "restore-latest-completed", "snapshot-consistent",
-                     "barrier-alignment", "output-exactly-once", "side-effect-duplicates"]
-    assert all(c["ok"] is True for c in doc["checks"])
+    # the shared checker's generic checks on the core events, then Flink's own plug-ins
+    assert names[:3] == ["pattern-valid", "recovery-line", "log-replay"]
+    flink = ["failure-observed", "restore-latest-completed", "snapshot-consistent", "barrier-alignment",
+             "barrier-alignment-tlc", "output-exactly-once", "side-effect-duplicates"]
+    assert [n for n in names if n in flink] == flink
+    tlc = next(c for c in doc["checks"] if c["name"] == "barrier-alignment-tlc")
+    # TLC validates aligned runs (or could not run here: then never a pass); unaligned: not applicable
+    aligned = "-aligned" in f"-{trace.stem}" or "rescale" in trace.stem  # the rescaled run is aligned at 2
+    assert tlc["status"] in (("held", "unchecked") if aligned else ("not-applicable",))
+    assert all(c["ok"] is True or c["status"] == "not-applicable"  # log-replay: nothing in transit
+               for c in doc["checks"] if c["name"] != "barrier-alignment-tlc")
     ev = _events(trace)
     kinds = Counter(e["kind"] for e in ev)
     for k in ("failure", "flink.snapshot", "flink.checkpoint_completed", "flink.restore", "flink.barrier",
@@ -48,14 +57,15 @@ def test_recorded_trace_is_conformant(trace: Path, capsys: pytest.CaptureFixture
 
 
 @pytest.mark.parametrize("trace", TRACES, ids=[t.stem for t in TRACES])
-@pytest.mark.parametrize("how", sorted(TAMPERS))
+# (the key-by-key tampers and the duplicated row are tested in tests/test_flink_jobs.py)
+@pytest.mark.parametrize("how", ["barrier-after-snapshot", "drop-failure", "older-restore"])
 def test_tampered_trace_caught_by_the_right_check(trace: Path, how: str, tmp_path: Path) -> None:
     out = tmp_path / "t.jsonl"
     expected = tamper(trace, how, out)
     rep = replay(out)
     check = {c.name: c for c in rep.checks}[expected]
     if how == "drop-failure":
-        assert check.ok is None and rep.conformant is None and rep.exit_code == 3
+        assert check.status.value == "unchecked" and rep.conformant is None and rep.exit_code == 3
         assert main(["flink", "replay", str(out), "--no-tlc"]) == 3
         return
     assert check.ok is False, check
@@ -185,6 +195,7 @@ def test_tlc_rejects_a_tampered_aligned_trace(how: str, tmp_path: Path) -> None:
     assert v.accepted is False and v.seq is not None, v.detail
     rep = replay(out, tlc=_tlc())
     check = {c.name: c for c in rep.checks}
+    assert check["barrier-alignment-tlc"].ok is False  # the model's own verdict, next to the Python checks
     assert check["barrier-alignment"].ok is False if how == "barrier-after-snapshot" else \
         check["snapshot-consistent"].ok is False
 
@@ -206,7 +217,7 @@ def test_taskmanager_failure_needs_the_jobmanager_to_see_the_loss(tmp_path: Path
     p = tmp_path / "t.jsonl"
     p.write_text("\n".join(kept) + "\n")
     rep = replay(p)
-    assert {c.name: c for c in rep.checks}["failure-observed"].ok is None and rep.exit_code == 3
+    assert {c.name: c for c in rep.checks}["failure-observed"].status.value == "unchecked" and rep.exit_code == 3
 
 
 @pytest.mark.parametrize("module", ["rollcheck.flink_replay.replay", "rollcheck.flink_replay.tlc"])

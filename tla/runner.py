@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rollcheck.pyimpl import children
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.tla.values import parse_state
 
@@ -593,26 +594,25 @@ def _private_tmp() -> Iterator[Path]:
 
 
 def _run(cmd: list[str], cwd: Path, timeout: float | None) -> tuple[str, int | None, bool]:
-    """Run ``cmd`` in its own session; return (output, exit code, timed out). The whole process
-    group is killed on a timeout and on any exception (Ctrl-C, SIGTERM)."""
-    proc = subprocess.Popen(
+    """Run ``cmd`` in a process group that dies with rollcheck (:mod:`rollcheck.pyimpl.children`);
+    return (output, exit code, timed out). The whole group (TLC's JVM and anything it started) is
+    killed on a timeout, on any exception (Ctrl-C, SIGTERM), after TLC ends, and by the kernel or
+    the group's watchdog if rollcheck itself is killed."""
+    proc = children.spawn(
         cmd, cwd=str(cwd), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        text=True, encoding="utf-8", errors="replace", start_new_session=True,
+        text=True, encoding="utf-8", errors="replace",
     )
     try:
         out, _ = proc.communicate(timeout=timeout)
         return out or "", proc.returncode, False
     except subprocess.TimeoutExpired:
-        _kill(proc)
+        proc.kill_group()
         out, _ = proc.communicate()
         return out or "", None, True
     finally:
-        if proc.poll() is None:
-            _kill(proc)
-            try:
-                proc.communicate(timeout=10)
-            except Exception:  # noqa: BLE001 -- already unwinding; just reap the process
-                proc.wait()
+        proc.kill_group()
+        if proc.stdout is not None:
+            proc.stdout.close()
 
 
 def parse_module(module: str | os.PathLike[str], *, timeout: float | None = 120.0) -> list[SourceError]:
@@ -749,10 +749,3 @@ def run_tlc(
 
 def _tail(out: str, n: int = 400) -> str:
     return clean_text(out[-n:])
-
-
-def _kill(proc: subprocess.Popen[str]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        proc.kill()

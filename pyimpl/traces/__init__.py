@@ -6,10 +6,14 @@ Quick reference::
     report.conformant, report.first_offending_seq, [c.to_json() for c in report.checks]
     pattern = trace_to_pattern("run.jsonl")          # the run before the first failure
 
-Modules: :mod:`~rollcheck.pyimpl.traces.reader` (streaming, truncation-tolerant reader),
-:mod:`~rollcheck.pyimpl.traces.checker` (one-pass validation and the checks),
-:mod:`~rollcheck.pyimpl.traces.report` (the verdict), :mod:`~rollcheck.pyimpl.traces.schema`
-(the JSON Schema, strict mode), :mod:`~rollcheck.pyimpl.traces.api` (files in, report out).
+Modules: :mod:`~rollcheck.pyimpl.traces.reader` (the one streaming, truncation-tolerant reader),
+:mod:`~rollcheck.pyimpl.traces.view` (the one pass: core vocabulary validated, effective execution
+kept, plug-ins fed), :mod:`~rollcheck.pyimpl.traces.plugin` (the check plug-in interface),
+:mod:`~rollcheck.pyimpl.traces.checks` (the generic checks, one module each),
+:mod:`~rollcheck.pyimpl.traces.checker` (generic + engine plug-ins around one view),
+:mod:`~rollcheck.pyimpl.traces.schema` (the JSON Schema, strict mode),
+:mod:`~rollcheck.pyimpl.traces.api` (files in, report out). The verdict is
+:class:`rollcheck.pyimpl.verdict.Report`.
 
 References
 ----------
@@ -24,19 +28,22 @@ from rollcheck.pyimpl.traces.checker import (
     load_reference,
     reference_from_list,
 )
-from rollcheck.pyimpl.traces.reader import TRACE_FORMAT, TraceLines, trace_error
-from rollcheck.pyimpl.traces.report import CheckResult, TraceReport
+from rollcheck.pyimpl.traces.plugin import Recovery, TraceCheck
+from rollcheck.pyimpl.traces.reader import TRACE_FORMAT, TraceLines, read_events, trace_error
+from rollcheck.pyimpl.traces.view import RunView
 
 __all__ = [
     "CORE_KINDS",
     "TRACE_FORMAT",
-    "CheckResult",
+    "Recovery",
+    "RunView",
     "Segment",
+    "TraceCheck",
     "TraceChecker",
     "TraceLines",
-    "TraceReport",
     "check_trace_file",
     "load_reference",
+    "read_events",
     "reference_from_list",
     "resolve_trace_protocol",
     "trace_error",

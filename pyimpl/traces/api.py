@@ -14,9 +14,9 @@ from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.pattern import Pattern
 from rollcheck.pyimpl.traces.checker import TraceChecker, reference_from_list
 from rollcheck.pyimpl.traces.reader import TraceLines
-from rollcheck.pyimpl.traces.report import TraceReport
+from rollcheck.pyimpl.verdict import Report
 
-__all__ = ["check_trace_file", "trace_to_pattern", "resolve_trace_protocol"]
+__all__ = ["check_trace_file", "check_trace_lines", "trace_to_pattern", "resolve_trace_protocol"]
 
 
 def resolve_trace_protocol(spec: str | None, header: dict[str, Any], source: str | None = None) -> Any:
@@ -43,7 +43,8 @@ def resolve_trace_protocol(spec: str | None, header: dict[str, Any], source: str
 def check_trace_file(path: str | Path, *, protocol: str | None = None, reference: Any = None,
                      virtual: bool = True, strict: bool = False, keep_segments: bool = False,
                      keep_first: bool = False, segment_limit: int | None = None,
-                     reference_source: str = "reference") -> tuple[TraceReport, TraceChecker]:
+                     reference_source: str = "reference", tlc: Any = None,
+                     extra: Any = (), adapter: Any = None) -> tuple[Report, TraceChecker]:
     """Stream ``path`` through a :class:`TraceChecker` and return its report (and the checker).
 
     Parameters
@@ -59,6 +60,13 @@ def check_trace_file(path: str | Path, *, protocol: str | None = None, reference
         Survivors may keep their volatile state.
     strict : bool
         Also validate every line against the JSON Schema.
+    tlc : tuple, optional
+        ``(validate, model protocol or None, why not, requested)``: the ``tlc-trace`` check.
+    extra : list of TraceCheck
+        An engine adapter's own check plug-ins.
+    adapter : Adapter, optional
+        Maps the engine's header and events onto the core vocabulary
+        (:class:`~rollcheck.pyimpl.traces.adapter.Adapter`).
 
     Raises
     ------
@@ -77,7 +85,7 @@ def check_trace_file(path: str | Path, *, protocol: str | None = None, reference
     ...     '{"seq": 3, "kind": "end"}\\n')
     >>> report, _ = check_trace_file(f)
     >>> report.conformant, [(c.name, c.ok) for c in report.checks]
-    (True, [('pattern-valid', True), ('forced-checkpoints', True), ('no-useless-checkpoints', True)])
+    (True, [('pattern-valid', True), ('forced-checkpoints', True), ('no-useless-checkpoints', True), ('recovery-line', None), ('log-replay', None)])
     >>> import shutil; shutil.rmtree(os.path.dirname(f))
     """
     source = str(path)
@@ -87,15 +95,31 @@ def check_trace_file(path: str | Path, *, protocol: str | None = None, reference
 
         validator = line_validator(source)
     lines = TraceLines(path, validator=validator)
-    proto = resolve_trace_protocol(protocol, lines.header, source)
+    return check_trace_lines(lines, protocol=protocol, reference=reference, virtual=virtual,
+                             keep_segments=keep_segments, keep_first=keep_first,
+                             segment_limit=segment_limit, reference_source=reference_source, tlc=tlc,
+                             extra=extra, adapter=adapter)
+
+
+def check_trace_lines(lines: Any, *, protocol: str | None = None, reference: Any = None,
+                      virtual: bool = True, keep_segments: bool = False, keep_first: bool = False,
+                      segment_limit: int | None = None, reference_source: str = "reference",
+                      tlc: Any = None, extra: Any = (), adapter: Any = None) -> tuple[Report, TraceChecker]:
+    """:func:`check_trace_file` on an already opened trace: ``lines`` has ``header``, ``source``,
+    iterates ``(line, event)`` pairs and then knows ``truncated`` and ``truncated_after_seq``
+    (a :class:`~rollcheck.pyimpl.traces.reader.TraceLines`)."""
+    source = lines.source
+    header = lines.header if adapter is None else adapter.header(lines.header)
+    proto = resolve_trace_protocol(protocol, header, source)
     ref = None
     if reference is not None:
-        names = lines.header.get("processes")
+        names = header.get("processes")
         ref = reference_from_list(reference, names if isinstance(names, list) else None,
                                   source=reference_source)
-    checker = TraceChecker(lines.header, source, protocol=proto, reference=ref, virtual=virtual,
-                           keep_segments=keep_segments, keep_first=keep_first, segment_limit=segment_limit)
-    checker.run(lines)
+    checker = TraceChecker(header, source, protocol=proto, reference=ref, virtual=virtual,
+                           keep_segments=keep_segments, keep_first=keep_first, segment_limit=segment_limit,
+                           tlc=tlc, extra=extra)
+    checker.run(lines if adapter is None else adapter.events(header, lines))
     report = checker.finish(lines.truncated, lines.truncated_after_seq)
     return report, checker
 

@@ -17,6 +17,7 @@ References
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,7 +25,7 @@ from typing import Any
 
 from rollcheck.pyimpl.errors import InvalidInputError
 
-__all__ = ["TRACE_FORMAT", "TraceLines", "trace_error", "location"]
+__all__ = ["TRACE_FORMAT", "TraceLines", "read_events", "read_header", "trace_error", "location"]
 
 TRACE_FORMAT = "rollcheck.trace/1"
 _BOMS = (b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")
@@ -59,6 +60,12 @@ class TraceLines:
     ----------
     path : str or Path
         The trace file.
+    data : bytes, optional
+        The trace's bytes (``path`` then only names it in messages).
+    accept_unterminated : bool
+        Accept a last line without its newline when it is a complete JSON object (hand-written
+        files). False: any unterminated last line is the incomplete tail of a killed writer
+        (the recorders' own reader, which continues such a file).
     validator : callable, optional
         Called as ``validator(obj, line_no, is_header)`` on every parsed line before any other
         check (the ``--strict`` JSON-Schema mode); it raises :class:`InvalidInputError`.
@@ -75,6 +82,8 @@ class TraceLines:
         The ``seq`` of the last event read.
     lines : int
         Number of the last line read.
+    complete_bytes : int
+        Bytes up to the end of the last event read (where a writer continues the file).
 
     Raises
     ------
@@ -94,20 +103,24 @@ class TraceLines:
     >>> import shutil; shutil.rmtree(os.path.dirname(f))
     """
 
-    def __init__(self, path: str | Path, validator: Any = None):
+    def __init__(self, path: str | Path, validator: Any = None, *, data: bytes | None = None,
+                 accept_unterminated: bool = True):
         self.path = Path(path)
         self.source = str(path)
         self.validator = validator
+        self.accept_unterminated = accept_unterminated
         self.truncated = False
         self.truncated_after_seq: int | None = None
         self.last_seq = 0
         self.lines = 0
+        self._data = data
         try:
-            self._fh = open(self.path, "rb")  # noqa: SIM115 (closed at the end of iteration)
+            self._fh: Any = io.BytesIO(data) if data is not None else open(self.path, "rb")  # noqa: SIM115
         except OSError as e:
             raise InvalidInputError(f"cannot read trace: {e.strerror}", source=self.source) from None
         first = self._fh.readline()
         self.lines = 1
+        self.complete_bytes = len(first)
         if not first.strip():
             self._fh.close()
             raise InvalidInputError("empty file: expected a header line", source=self.source, location="line 1")
@@ -134,10 +147,14 @@ class TraceLines:
             validator(head, 1, True)
         self.header: dict[str, Any] = head
 
+    def close(self) -> None:
+        """Stop reading (iteration closes the file by itself at its end)."""
+        self._fh.close()
+
     def _not_a_trace(self) -> None:
         """Raise a helpful error when the file is a whole-document pattern rather than a trace."""
         try:
-            doc = json.loads(self.path.read_bytes())
+            doc = json.loads(self._data if self._data is not None else self.path.read_bytes())
         except (OSError, ValueError):
             return
         if isinstance(doc, dict) and doc.get("format") == "rollcheck.pattern/1":
@@ -173,9 +190,12 @@ class TraceLines:
         line = 1
         last = 0
         loads = json.loads
+        pos = self.complete_bytes
+        strict_tail = not self.accept_unterminated
         try:
             for raw in fh:
                 line += 1
+                pos += len(raw)
                 if raw.endswith(b"\n"):
                     try:
                         obj = loads(raw)
@@ -189,7 +209,7 @@ class TraceLines:
                 else:
                     if not raw.strip():
                         continue
-                    obj = self._parse(raw, line, last)
+                    obj = None if strict_tail else self._parse(raw, line, last)
                     if obj is None:
                         self.truncated = True
                         self.truncated_after_seq = last
@@ -207,6 +227,35 @@ class TraceLines:
                 last = seq
                 self.last_seq = seq
                 self.lines = line
+                self.complete_bytes = pos
                 yield line, obj
         finally:
             fh.close()
+
+
+def read_events(path: str | Path, *, data: bytes | None = None, accept_unterminated: bool = True,
+                validator: Any = None) -> tuple[TraceLines, list[dict[str, Any]]]:
+    """Read a whole trace: the reader (header, ``truncated``, ...) and its events in a list.
+
+    Each event gets its line number as ``"_line"``. This is :class:`TraceLines` (the one reader
+    of ``rollcheck.trace/1``) for callers that need the events more than once.
+
+    Examples
+    --------
+    >>> t, evs = read_events("t.jsonl", data=b'{"format": "rollcheck.trace/1"}\\n{"seq": 1, "kind": "end"}\\n')
+    >>> [(e["kind"], e["_line"]) for e in evs], t.truncated, t.complete_bytes
+    ([('end', 2)], False, 58)
+    """
+    lines = TraceLines(path, validator, data=data, accept_unterminated=accept_unterminated)
+    events = []
+    for line, obj in lines:
+        obj["_line"] = line
+        events.append(obj)
+    return lines, events
+
+
+def read_header(path: str | Path) -> dict[str, Any]:
+    """The header line of a trace (the file is closed again; events are not read)."""
+    lines = TraceLines(path)
+    lines.close()
+    return lines.header

@@ -1,7 +1,9 @@
 """``rollcheck check trace``: check an engine's ``rollcheck.trace/1`` trace (any engine).
 
-Exit codes: 0 conformant, 1 a check found a violation (the first offending seq is named),
-2 unreadable or malformed trace (``FILE: line N (seq S): field: reason``), 3 nothing checkable.
+Exit codes: 0 conformant, 1 a check found a violation (the root cause's offending seq is named),
+2 unreadable or malformed trace (``FILE: line N (seq S): field: reason``), 3 inconclusive (nothing
+examined, or a check the trace calls for could not run: a failure without its recovery, a
+reference but no end of run, a TLC that could not start).
 TLC trace validation runs by default for traces of at most :data:`TLC_AUTO_MAX_EVENTS` events
 whose protocol has a TLA+ model (``--tlc`` forces it, ``--no-tlc`` skips it).
 """
@@ -41,54 +43,90 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON document")
 
 
-def _tlc_protocol(args: argparse.Namespace, header: dict[str, Any]) -> str | None:
-    from rollcheck.tla.trace import PROTOCOLS
+#: Engine adapters of the built-in recorders, by header ``source``: their events mapped onto the
+#: core vocabulary before the generic checks (``MODULE:CLASS``, imported only when needed).
+ADAPTERS = {"spark": "rollcheck.spark_replay.adapter:SparkAdapter",
+            "spark-wordcount": "rollcheck.spark_replay.adapter:SparkAdapter",
+            "spark-query": "rollcheck.spark_replay.adapter:SparkAdapter"}
 
-    spec = args.protocol if args.protocol else header.get("protocol")
-    if isinstance(spec, str) and spec in PROTOCOLS:
-        return spec
-    return None
+
+def adapter_for(header: dict[str, Any]) -> Any:
+    """The built-in adapter for the header's ``source`` (None: the trace is core vocabulary)."""
+    import importlib
+
+    src = header.get("source")
+    spec = ADAPTERS.get(src) if isinstance(src, str) else None
+    if spec is None:
+        return None
+    mod, cls = spec.split(":")
+    return getattr(importlib.import_module(mod), cls)()
+
+
+def _header(path: str) -> dict[str, Any]:
+    from rollcheck.pyimpl.traces.reader import read_header
+
+    return read_header(path)
+
+
+def _tlc_option(args: argparse.Namespace, header: dict[str, Any]) -> Any:
+    """The ``tlc`` option of the checker: (validate, model protocol or None, why not, requested)."""
+    if args.tlc is False:
+        return None
+    from rollcheck.pyimpl.traces.api import resolve_trace_protocol
+    from rollcheck.tla.trace import PROTOCOLS, validate_segments
+
+    proto = resolve_trace_protocol(args.protocol, header, args.trace)
+    if proto is None:
+        if not args.tlc:
+            return None
+        return (None, None, "no protocol (give --protocol or a header \"protocol\")", True)
+    name = getattr(proto, "name", None)
+    if name not in PROTOCOLS:
+        return (None, None, f"no TLA+ model of {name!r}", bool(args.tlc))
+
+    def validate(protocol: str, segments: Any) -> Any:
+        return validate_segments(protocol, segments, timeout=args.tlc_timeout)
+
+    return (validate, name, "", bool(args.tlc))
 
 
 def run(args: argparse.Namespace) -> int:
-    from rollcheck.pyimpl.traces import CheckResult, check_trace_file, load_reference
+    from rollcheck.pyimpl.traces import check_trace_file, load_reference
 
     reference = load_reference(args.reference) if args.reference else None
-    want_tlc = args.tlc
-    report, checker = check_trace_file(args.trace, protocol=args.protocol, reference=reference,
-                                       virtual=not args.no_virtual, strict=args.strict,
-                                       keep_segments=want_tlc is not False,
-                                       segment_limit=None if want_tlc else TLC_AUTO_MAX_EVENTS,
-                                       reference_source=args.reference or "reference")
-    if want_tlc is not False and checker.protocol is not None:
-        from rollcheck.tla.trace import validate_segments
-
-        name = _tlc_protocol(args, {"protocol": getattr(checker.protocol, "name", None)})
-        if name is None:
-            report.checks.append(CheckResult("tlc-trace", None, f"skipped: no TLA+ model of "
-                                             f"{checker.protocol.name!r}"))
-        elif want_tlc is None and report.events > TLC_AUTO_MAX_EVENTS:
-            report.checks.append(CheckResult("tlc-trace", None, f"skipped: {report.events} events > "
-                                             f"{TLC_AUTO_MAX_EVENTS} (give --tlc to run it)"))
-        else:
-            ok, detail, seq = validate_segments(name, checker.segments, timeout=args.tlc_timeout)
-            report.checks.append(CheckResult("tlc-trace", ok, detail, seq))
-    elif want_tlc and checker.protocol is None:
-        report.checks.append(CheckResult("tlc-trace", None, "skipped: no protocol (give --protocol or a "
-                                                            "header \"protocol\")"))
-    doc = report.to_json()
+    header = _header(args.trace)
+    adapter = adapter_for(header)
+    if adapter is not None:
+        header = adapter.header(header)
+    report, _checker = check_trace_file(args.trace, protocol=args.protocol, reference=reference,
+                                        virtual=not args.no_virtual, strict=args.strict,
+                                        segment_limit=None if args.tlc else TLC_AUTO_MAX_EVENTS,
+                                        reference_source=args.reference or "reference",
+                                        tlc=_tlc_option(args, header), adapter=adapter)
     if args.json:
-        emit_json(doc)
+        emit_json(report.to_json())
     else:
-        for c in report.checks:
-            mark = {True: "ok  ", False: "FAIL", None: "--  "}[c.ok]
-            print(f"{mark} {c.name}: {c.detail}")
-        verdict = {True: "conformant", False: f"NOT conformant (first offending seq {report.first_offending_seq})",
-                   None: "inconclusive: nothing was checked beyond the format (give --protocol or "
-                         "--reference, or record a failure and its recovery)"}[report.conformant]
-        trunc = (f"; trace truncated after seq {report.truncated_after_seq}" if report.truncated else "")
-        print(f"{args.trace}: {verdict}{trunc}")
-    if report.conformant is None:
-        print("rollcheck: inconclusive: nothing was checked beyond the format", file=sys.stderr)
-        return 3
-    return 0 if report.conformant else 1
+        print_report(report, args.trace)
+    if report.exit_code == 3:
+        print(f"rollcheck: inconclusive: {report.why_inconclusive}", file=sys.stderr)
+    return report.exit_code
+
+
+def print_report(report: Any, name: str) -> None:
+    """The human form of a trace or replay report: one line per check, then the verdict."""
+    for c in report.checks:
+        mark = {"held": "ok  ", "violated": "FAIL", "unchecked": "??  ", "not-applicable": "n/a "}[c.status.value]
+        cons = f" [a consequence of {c.consequence_of}]" if c.consequence_of else ""
+        print(f"{mark} {c.name}: {c.detail}{cons}")
+    v = report.verdict.value
+    if v == "violated":
+        rc = report.root_cause
+        verdict = (f"NOT conformant (first offending seq {report.first_offending_seq}); root cause: "
+                   f"{rc.name if rc else '?'} — fix it first")
+    elif v == "inconclusive":
+        verdict = f"inconclusive: {report.why_inconclusive}"
+    else:
+        verdict = "conformant"
+    trunc = (f"; trace truncated after seq {report.extra['truncated_after_seq']}"
+             if report.extra.get("truncated") else "")
+    print(f"{name}: {verdict}{trunc}")

@@ -23,6 +23,17 @@ def register(sub: Any) -> None:
     rsub = rec.add_subparsers(dest="job", metavar="JOB", parser_class=type(p))
     wc = add_parser(rsub, "wordcount", "Keyed count behind a keyBy shuffle, a transactional FileSink "
                     "and a naive side-effect sink.", _record)
+    uj = add_parser(rsub, "job", "Your own PyFlink job: a Python file with records(seed), job(env, source), "
+                    "KEY and optional sink/read_output (docs/your-flink-job.md).", _record)
+    uj.add_argument("--module", required=True, metavar="FILE.py", help="the job module")
+    uj.add_argument("--call-timeout", type=float, default=300.0, metavar="SECONDS",
+                    help="limit for each call of the module (records, job, sink, read_output)")
+    for sp in (wc, uj):
+        _record_args(sp)
+    _register_rest(fsub)
+
+
+def _record_args(wc: Any) -> None:
     wc.add_argument("--out", required=True, help="trace file to write (rollcheck.trace/1)")
     wc.add_argument("--checkpoints", choices=["aligned", "unaligned"], default="aligned")
     wc.add_argument("--parallelism", type=int, default=2)
@@ -36,8 +47,14 @@ def register(sub: Any) -> None:
     wc.add_argument("--failure", choices=["task", "taskmanager"], default=None)
     wc.add_argument("--seed", type=int, default=0)
     wc.add_argument("--timeout", type=float, default=300.0, help="seconds before the job is cancelled")
+    wc.add_argument("--backend", choices=["hashmap", "rocksdb", "changelog"], default="hashmap",
+                    help="state backend (rocksdb: incremental checkpoints; changelog: hashmap + changelog)")
+    wc.add_argument("--rescale", default=None, metavar="P1:P2",
+                    help="fail at parallelism P1, restore from the latest checkpoint at P2")
     wc.add_argument("--json", action="store_true")
 
+
+def _register_rest(fsub: Any) -> None:
     rp = add_parser(fsub, "replay", "Check a recorded Flink trace.", _replay)
     rp.add_argument("trace")
     rp.add_argument("--json", action="store_true")
@@ -53,11 +70,49 @@ def register(sub: Any) -> None:
     rt.add_argument("--seed", type=int, default=0)
     rt.add_argument("--work-dir", default=None, help="keep the runs in this folder (default: a temporary folder, removed)")
     rt.add_argument("--plot", default=None, metavar="PNG", help="draw measured vs predicted")
+    rt.add_argument("--target-trt", type=float, default=None, metavar="SECONDS",
+                    help="let Chiron's optimiser pick the interval for this total recovery time (the --intervals "
+                    "are the profiling runs, at least 3) and measure whether the recovery meets it")
     rt.add_argument("--json", action="store_true")
+
+    ut = add_parser(fsub, "utilization", "Measure utilization under injected failures across checkpoint intervals "
+                    "and compare with the utilization model (T* via Lambert W).", _utilization)
+    ut.add_argument("--intervals", required=True, metavar="MS,MS,...")
+    ut.add_argument("--failure-every", required=True, type=float, metavar="SECONDS",
+                    help="mean time between injected failures (exponential, seeded)")
+    ut.add_argument("--duration", type=float, default=60.0, metavar="S", help="measured window of each run")
+    ut.add_argument("--warmup", type=float, default=5.0, metavar="S", help="unmeasured start of each run")
+    ut.add_argument("--service-rate", type=float, default=50.0,
+                    help="records/s the job serves at most (low, so that the machine's load does not set the pace)")
+    ut.add_argument("--checkpoint-cost", type=int, default=100, metavar="MS",
+                    help="blocking part of each source snapshot (the model's checkpoint cost)")
+    ut.add_argument("--seed", type=int, default=0)
+    ut.add_argument("--work-dir", default=None, help="keep the runs in this folder (default: temporary, removed)")
+    ut.add_argument("--plot", default=None, metavar="PNG", help="draw measured vs predicted utilization")
+    ut.add_argument("--json", action="store_true")
+
+    mx = add_parser(fsub, "matrix", "Chaos matrix: jobs x state backends x checkpoint modes x failures x "
+                    "rescalings, each cell recorded, replayed and decided.", _matrix)
+    mx.add_argument("--module", action="append", default=None, metavar="FILE.py",
+                    help="a job module (repeatable; default: the built-in wordcount)")
+    mx.add_argument("--backends", default="hashmap,rocksdb,changelog")
+    mx.add_argument("--checkpoints", default="aligned,unaligned")
+    mx.add_argument("--failures", default="task,taskmanager")
+    mx.add_argument("--rescale", action="append", default=None, metavar="P1:P2",
+                    help="also restore at another parallelism (repeatable); cells without rescaling always run")
+    mx.add_argument("--no-same", action="store_true", help="only the rescaled cells")
+    mx.add_argument("--records", type=int, default=1200, help="records of the wordcount cells")
+    mx.add_argument("--rate", type=float, default=400.0)
+    mx.add_argument("--interval", type=int, default=300, metavar="MS")
+    mx.add_argument("--seed", type=int, default=0)
+    mx.add_argument("--out", default="flink-matrix", metavar="DIR")
+    mx.add_argument("--jobs", type=int, default=1, metavar="J", help="cells run at the same time")
+    mx.add_argument("--json", action="store_true")
 
     tp = add_parser(fsub, "tamper", "Write a deliberately broken copy of a Flink trace.", _tamper)
     tp.add_argument("trace")
-    tp.add_argument("--how", required=True, choices=["older-restore", "barrier-after-snapshot", "drop-failure"])
+    tp.add_argument("--how", required=True, choices=["older-restore", "barrier-after-snapshot", "drop-failure",
+                                                     "lose-key", "duplicate-key", "wrong-owner", "duplicate-row"])
     tp.add_argument("-o", "--out", required=True)
     tp.add_argument("--json", action="store_true")
 
@@ -65,22 +120,31 @@ def register(sub: Any) -> None:
 def _record(args: argparse.Namespace) -> int:
     import sys
 
-    from rollcheck.flink_replay.record import RecordConfig, record_wordcount
+    from rollcheck.flink_replay.record import RecordConfig, parse_rescale, record
 
+    module = getattr(args, "module", None)
+    rescale = parse_rescale(args.rescale) if args.rescale else None
     cfg = RecordConfig.make(checkpoints=args.checkpoints, parallelism=args.parallelism,
                             interval_ms=args.interval, records=args.records, rate=args.rate, keys=args.keys,
                             fail_at_record=args.fail_at_record, failure=args.failure, seed=args.seed,
-                            timeout_s=args.timeout)
+                            timeout_s=args.timeout, backend=args.backend, rescale=rescale, module=module,
+                            call_timeout=getattr(args, "call_timeout", 300.0))
     if args.max_rate is not None:
         cfg["max_rate"] = args.max_rate
-    print(f"rollcheck flink record wordcount: seed {args.seed}, {args.checkpoints} checkpoints every "
-          f"{args.interval} ms, parallelism {args.parallelism}", file=sys.stderr)
-    res = record_wordcount(args.out, cfg)
+    what = f"job {module}" if module else "wordcount"
+    par = f"rescaled {rescale[0]} -> {rescale[1]}" if rescale else f"parallelism {args.parallelism}"
+    print(f"rollcheck flink record {what}: seed {args.seed}, {args.checkpoints} checkpoints every "
+          f"{args.interval} ms, {args.backend} state backend, {par}", file=sys.stderr)
+    res = record(args.out, cfg)
     if args.json:
         emit_json(res)
     else:
         print(f"trace {res['trace']}: {res['events']} events, job {res['final_state']}, restored checkpoint "
               f"{res['restored_checkpoint']}, {res['seconds']} s")
+    if args.fail_at_record is not None and not res.get("failure_injected"):
+        print(f"the requested failure at record {args.fail_at_record} did not happen (the input ended first): "
+              "the trace replays as inconclusive", file=sys.stderr)
+        return 3
     return 0 if res["final_state"] == "FINISHED" else 3
 
 
@@ -97,19 +161,31 @@ def tlc_validator() -> Any:
 
 
 def _replay(args: argparse.Namespace) -> int:
-    from rollcheck.flink_replay.replay import replay
+    from rollcheck.cli.check_trace import print_report
+    from rollcheck.flink_replay.replay import read_flink_trace, replay
 
+    header = read_flink_trace(args.trace)[0]
+    if header.get("job") == "module":
+        return _replay_report(args, header)
     res = replay(args.trace, tlc=None if args.no_tlc else tlc_validator())
     if args.json:
-        emit_json(res.as_dict())
+        emit_json(res.to_json())
     else:
-        for c in res.checks:
-            mark = {True: "ok  ", False: "FAIL", None: "n/a "}[c.ok]
-            print(f"{mark} {c.name}: {c.detail}")
-        verdict = {True: "conformant", False: f"NOT conformant (first offending seq {res.first_offending_seq})",
-                   None: "inconclusive"}[res.conformant]
-        print(verdict)
+        print_report(res, args.trace)
     return res.exit_code
+
+
+def _replay_report(args: argparse.Namespace, header: dict[str, Any]) -> int:
+    """A user's job, or a rescaled word count: checks of the shared verdict model."""
+    from rollcheck.cli.check_trace import print_report
+    from rollcheck.flink_replay.user_replay import replay_job
+
+    rep = replay_job(args.trace)
+    if args.json:
+        emit_json(rep.to_json())
+    else:
+        print_report(rep, args.trace)
+    return rep.exit_code
 
 
 def _recovery_time(args: argparse.Namespace) -> int:
@@ -123,6 +199,20 @@ def _recovery_time(args: argparse.Namespace) -> int:
     except ValueError:
         raise InvalidInputError(f"--intervals: integers separated by commas, not {args.intervals!r}") from None
     print(f"rollcheck flink recovery-time: seed {args.seed}", file=sys.stderr)
+    if args.target_trt is not None:
+        from rollcheck.flink_replay.target_trt import meet_target_trt
+
+        tr = meet_target_trt(args.target_trt, intervals, rate=args.rate, max_rate=args.max_rate,
+                             repetitions=args.repetitions, parallelism=args.parallelism, seed=args.seed,
+                             work_dir=args.work_dir, log=lambda m: print(m, file=sys.stderr))
+        if args.json:
+            emit_json(tr)
+        else:
+            for p in tr["profile"]:
+                print(f"profile {p['interval_ms']:>5} ms: TRT {p['measured_s']:.3f} s, latency {p['latency_s']:.4f} s")
+            print(f"chosen interval {tr['chosen_interval_ms']} ms, predicted TRT {tr['predicted_trt_s']} s; "
+                  f"meets target: {tr['meets_target']} ({tr['reason']})")
+        return 0 if tr["meets_target"] else 1
     res = measure_recovery_times(intervals, rate=args.rate, max_rate=args.max_rate, repetitions=args.repetitions,
                                  parallelism=args.parallelism, seed=args.seed, work_dir=args.work_dir,
                                  log=lambda m: print(m, file=sys.stderr))
@@ -141,6 +231,119 @@ def _recovery_time(args: argparse.Namespace) -> int:
             print(f"interval {r['interval_ms']:>5} ms  {r['model']:<12} measured {r['measured_s']:.3f} s  "
                   f"predicted {r['predicted_s']:.3f} s  error {100 * r['error']:+.1f} %")
     return 0
+
+
+def _utilization(args: argparse.Namespace) -> int:
+    import sys
+
+    from rollcheck.flink_replay.utilization import measure_utilization, plot_utilization
+    from rollcheck.pyimpl.errors import InvalidInputError
+
+    try:
+        intervals = [int(x) for x in args.intervals.split(",") if x.strip()]
+    except ValueError:
+        raise InvalidInputError(f"--intervals: integers separated by commas, not {args.intervals!r}") from None
+    print(f"rollcheck flink utilization: seed {args.seed}", file=sys.stderr)
+    res = measure_utilization(intervals, args.failure_every, duration_s=args.duration, warmup_s=args.warmup,
+                              service_rate=args.service_rate, snapshot_cost_ms=args.checkpoint_cost,
+                              seed=args.seed, work_dir=args.work_dir, log=lambda m: print(m, file=sys.stderr))
+    if args.plot:
+        res["plot"] = str(plot_utilization(res, args.plot))
+    if args.json:
+        emit_json(res)
+    else:
+        p = res["parameters"]
+        print(f"fitted: failure rate {p['failure_rate']}/s, checkpoint cost {p['checkpoint_cost_s']} s, "
+              f"restart cost {p['restart_cost_s']} s")
+        for r in res["runs"]:
+            print(f"interval {r['interval_ms']:>5} ms  measured {r['measured_utilization']:.4f}  "
+                  f"predicted {r['predicted_utilization']:.4f}  error {100 * r['error']:+.1f} %")
+        o = res["optimum"]
+        print(f"best interval: measured {o['measured_ms']} ms, model T* = {o['predicted_ms']} ms")
+        print(f"largest |error| {100 * res['max_abs_error']:.1f} % ({'within' if res['within_goal'] else 'outside'} "
+              f"the {100 * res['goal']:.0f} % goal)")
+    return 0
+
+
+def _matrix(args: argparse.Namespace) -> int:
+    import sys
+    from pathlib import Path
+
+    from rollcheck.flink_replay.matrix import cells, run_matrix
+    from rollcheck.flink_replay.record import BACKENDS, parse_rescale
+    from rollcheck.pyimpl.errors import InvalidInputError
+
+    def split(text: str, allowed: tuple[str, ...], flag: str) -> list[str]:
+        items = [x.strip() for x in text.split(",") if x.strip()]
+        bad = [x for x in items if x not in allowed]
+        if bad or not items:
+            raise InvalidInputError(f"{flag} {text!r}: choose from {', '.join(allowed)}")
+        return items
+
+    modules = args.module or ["wordcount"]
+    for m in modules:
+        if m != "wordcount" and not Path(m).is_file():
+            raise InvalidInputError("no such job module", source=m)
+    rescales: list[tuple[int, int] | None] = [] if args.no_same else [None]
+    rescales += [parse_rescale(r) for r in args.rescale or []]
+    if not rescales:
+        raise InvalidInputError("--no-same needs at least one --rescale")
+    if args.jobs < 1:
+        raise InvalidInputError("--jobs must be at least 1")
+    todo = cells(modules,
+                  split(args.backends, BACKENDS, "--backends"),
+                  split(args.checkpoints, ("aligned", "unaligned"), "--checkpoints"),
+                  split(args.failures, ("task", "taskmanager"), "--failures"), rescales)
+    print(f"rollcheck flink matrix: {len(todo)} cells, seed {args.seed}, {args.jobs} at a time, into {args.out}",
+          file=sys.stderr)
+    doc = run_matrix(todo, args.out, jobs=args.jobs, log=lambda m: print(m, file=sys.stderr, flush=True),
+                     records=args.records, rate=args.rate, interval_ms=args.interval, seed=args.seed)
+    if args.json:
+        emit_json(doc)
+    else:
+        _print_matrix(doc)
+    s = doc["summary"]
+    findings = [c for c in doc["cells"] if c["verdict"] == "not-conformant" and not c["expected_by_engine"]]
+    if findings:
+        return 1
+    return 3 if s["inconclusive"] else 0
+
+
+def _print_matrix(doc: dict[str, Any]) -> None:
+    from pathlib import Path
+
+    from rich.console import Console
+    from rich.table import Table
+
+    rows: dict[str, dict[str, Any]] = {}
+    failures: list[str] = []
+    for c in doc["cells"]:
+        cfg, f = c["config"], c["failure"]["kind"]
+        r = cfg["rescale"]
+        job = "wordcount" if c["module"] == "wordcount" else Path(c["module"]).stem
+        key = f"{job} | {cfg['backend']} | {cfg['checkpoints']} | {f'{r[0]}:{r[1]}' if r else '-'}"
+        rows.setdefault(key, {})[f] = c
+        if f not in failures:
+            failures.append(f)
+    table = Table(title="rollcheck flink matrix")
+    table.add_column("job | backend | checkpoints | rescale")
+    for f in failures:
+        table.add_column(f)
+    style = {"conformant": "green", "not-conformant": "red", "inconclusive": "yellow"}
+    for key, by in rows.items():
+        cols = []
+        for f in failures:
+            c = by.get(f)
+            if c is None:
+                cols.append("")
+                continue
+            word = c["verdict"] + (" (expected)" if c.get("expected_by_engine") else "")
+            cols.append(f"[{style[c['verdict']]}]{word}[/]" + ("" if c["verdict"] == "conformant"
+                                                                 else f"\n{c['reason'][:120]}"))
+        table.add_row(key, *cols)
+    Console().print(table)
+    s = doc["summary"]
+    print(f"{s['conformant']} conformant, {s['not_conformant']} not conformant, {s['inconclusive']} inconclusive")
 
 
 def _tamper(args: argparse.Namespace) -> int:

@@ -184,18 +184,14 @@ def _record_nhop(args: argparse.Namespace) -> int:
 
 
 def _replay(args: argparse.Namespace) -> int:
+    from rollcheck.cli.check_trace import print_report
     from rollcheck.spark_replay.tlc_replay import replay_with_tlc
 
     res = replay_with_tlc(args.trace, tlc=not args.no_tlc)
-    doc = res.to_json()
     if args.json:
-        emit_json(doc)
+        emit_json(res.to_json())
     else:
-        for c in res.checks:
-            print(f"{'ok  ' if c.ok else 'FAIL' if c.ok is False else '??  '} {c.name}: {c.detail}")
-        verdict = {True: "conformant", None: "INCONCLUSIVE (nothing violated, but not everything was "
-                   "exercised)"}.get(res.conformant, f"NOT conformant (first offending seq {res.first_offending_seq})")
-        print(verdict + (f"; trace truncated after seq {res.truncated_after_seq}" if res.truncated else ""))
+        print_report(res, args.trace)
     return res.exit_code
 
 

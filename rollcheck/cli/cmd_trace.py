@@ -46,16 +46,20 @@ def _to_pattern(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
+    from rollcheck.cli.check_trace import _header, adapter_for
     from rollcheck.pyimpl.traces import check_trace_file
 
-    report, _ = check_trace_file(args.trace, strict=args.strict)
-    doc = {"valid": True, "events": report.events, "truncated": report.truncated,
-           "truncated_after_seq": report.truncated_after_seq}
+    # a built-in engine's older traces (e.g. Spark's before the prefix rule) are read by its adapter
+    adapter = None if args.strict else adapter_for(_header(args.trace))
+    report, _ = check_trace_file(args.trace, strict=args.strict, adapter=adapter)
+    ex = report.extra
+    doc = {"valid": True, "events": ex["events"], "truncated": ex["truncated"],
+           "truncated_after_seq": ex["truncated_after_seq"]}
     if args.json:
         emit_json(doc)
     else:
-        print("valid" + (f" (truncated after seq {report.truncated_after_seq})" if report.truncated else ""))
-    if report.truncated:
+        print("valid" + (f" (truncated after seq {ex['truncated_after_seq']})" if ex["truncated"] else ""))
+    if ex["truncated"]:
         print(f"rollcheck: note: {args.trace} ends without an end event or in an incomplete line",
               file=sys.stderr)
     return 0

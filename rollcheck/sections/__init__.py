@@ -2,7 +2,7 @@
 
 :data:`SCHEDULE` tells the scheduler (``rollcheck.scheduler``) what each section needs: its kind
 (``engine`` for the Spark and Flink sections, which hold a JVM of a gigabyte and run timed
-recordings, one at a time; ``cpu`` for the rest, TLC included) and its wall time in seconds,
+recordings; two at a time by default; ``cpu`` for the rest, TLC included) and its wall time in seconds,
 quick and full, as measured on a 2-core machine under load (``make bench`` re-measures them;
 ``benchmarks/bench_verify.py``). A section module may carry its own ``SCHEDULE`` dict instead.
 A section missing here is scheduled as ``cpu``, 60 s.

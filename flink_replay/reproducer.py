@@ -1,0 +1,226 @@
+"""A standalone reproducer for a Flink matrix finding: a script that uses only pyflink.
+
+The script carries the job (the user's module source, or a plain keyed count standing for the
+built-in word count), runs it once without a failure and once with the failure of the cell (same
+state backend, checkpoint mode, parallelism and rescaling), reads both transactional outputs and
+prints the rows that were lost or duplicated; it exits 1 when it shows the problem, 0 when the run
+was clean. It imports nothing of rollcheck, so it can be attached to a report to the Flink project.
+
+A TaskManager kill becomes a task failure in the script (its MiniCluster is one process); the
+failure strikes at the same record, after two checkpoint intervals. The script carries the whole
+input; ``--records N`` cuts it to the first N records, to shrink the case by hand (rollcheck does
+not re-run Flink to minimise it).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+__all__ = ["write_reproducer", "WORDCOUNT_SOURCE"]
+
+WORDCOUNT_SOURCE = '''
+from pyflink.common import Types
+from pyflink.datastream.functions import KeyedProcessFunction
+from pyflink.datastream.state import ValueStateDescriptor
+
+KEY = [0]
+
+
+def records(seed):
+    return [(f"w{v % 8}", v) for v in range(1, 1201)]
+
+
+class Count(KeyedProcessFunction):
+    def open(self, ctx):
+        self.n = ctx.get_state(ValueStateDescriptor("n", Types.LONG()))
+
+    def process_element(self, value, ctx):
+        n = (self.n.value() or 0) + 1
+        self.n.update(n)
+        yield value[0], n
+
+
+def job(env, source):
+    return source.key_by(lambda r: r[0], key_type=Types.STRING()).process(Count())
+'''
+
+TEMPLATE = '''"""Standalone reproducer (pyflink only): {title}
+
+Configuration: state backend {backend}, {checkpoints} checkpoints every {interval} ms, parallelism
+{par}{rescale_text}, failure: {failure} at record {fail_at}.
+Seen by rollcheck: {finding}
+
+Run with the Python of a PyFlink installation:  python {name} [--records N]
+Exit 1: the output after the failure differs from the failure-free output (printed); 0: it does not.
+"""
+import argparse, collections, json, os, shutil, sys, tempfile, time
+
+JOB = {job_source!r}
+BACKEND, CHECKPOINTS, INTERVAL_MS, PAR, RESCALE = {backend!r}, {checkpoints!r}, {interval}, {par}, {rescale!r}
+FAIL_AT, SEED, RATE = {fail_at}, {seed}, {rate}
+
+
+def run(ns, recs, out, par, fail, restore=None, restarts=True):
+    from pyflink.common import Configuration, Encoder, Types, WatermarkStrategy
+    from pyflink.datastream import CheckpointingMode, StreamExecutionEnvironment
+    from pyflink.datastream.connectors.file_system import FileSink, RollingPolicy
+    from pyflink.datastream.connectors.number_seq import NumberSequenceSource
+    from pyflink.datastream.functions import MapFunction
+    conf = Configuration()
+    conf.set_string("python.execution-mode", "thread")
+    conf.set_string("python.executable", sys.executable)
+    conf.set_string("state.backend.type", "rocksdb" if BACKEND == "rocksdb" else "hashmap")
+    if BACKEND == "rocksdb":
+        conf.set_string("execution.checkpointing.incremental", "true")
+    if BACKEND == "changelog":
+        conf.set_string("state.changelog.enabled", "true")
+        conf.set_string("state.changelog.storage", "filesystem")
+        conf.set_string("state.changelog.dstl.dfs.base-path", "file://" + os.path.join(out, "changelog"))
+    conf.set_string("execution.checkpointing.dir", "file://" + os.path.join(out, "chk"))
+    conf.set_string("execution.checkpointing.externalized-checkpoint-retention", "RETAIN_ON_CANCELLATION")
+    conf.set_string("restart-strategy.type", "fixed-delay" if restarts else "none")
+    if restore:
+        conf.set_string("execution.state-recovery.path", restore)
+    env = StreamExecutionEnvironment.get_execution_environment(conf)
+    env.set_parallelism(par)
+    env.set_max_parallelism(128)
+    env.enable_checkpointing(INTERVAL_MS, CheckpointingMode.EXACTLY_ONCE)
+    if CHECKPOINTS == "unaligned":
+        env.get_checkpoint_config().enable_unaligned_checkpoints(True)
+    marker = os.path.join(out, "failed")
+
+    class Pace(MapFunction):
+        def open(self, ctx):
+            self.n = 0
+            self.first = None
+
+        def map(self, i):
+            self.n += 1
+            self.first = self.first or time.time()
+            time.sleep(par / RATE)
+            if fail and self.n * par >= FAIL_AT and not os.path.exists(marker):
+                if time.time() < self.first + 3 * INTERVAL_MS / 1000:
+                    time.sleep(0.05)  # slow down until checkpoints completed, then fail
+                    return recs[i]
+                try:
+                    os.close(os.open(marker, os.O_CREAT | os.O_EXCL))
+                except FileExistsError:
+                    return recs[i]
+                raise RuntimeError("injected failure at record %d" % i)
+            return recs[i]
+
+    ds = env.from_source(NumberSequenceSource(0, len(recs) - 1), WatermarkStrategy.no_watermarks(), "src",
+                         type_info=Types.LONG()).map(Pace())
+    key = ns["KEY"] if isinstance(ns["KEY"], list) else [ns["KEY"]]
+    from pyflink.datastream.functions import KeyedProcessFunction
+    from pyflink.datastream.state import ValueStateDescriptor
+
+    class Number(KeyedProcessFunction):
+        """Numbers each key's rows in keyed state (restored with the checkpoint)."""
+
+        def open(self, ctx):
+            self.n = ctx.get_state(ValueStateDescriptor("n", Types.LONG()))
+
+        def process_element(self, r, ctx):
+            n = (self.n.value() or 0) + 1
+            self.n.update(n)
+            yield json.dumps([n, [r[i] for i in key], list(r)], default=str)
+
+    rows = ns["job"](env, ds).key_by(lambda r: json.dumps([r[i] for i in key], default=str),
+                                     key_type=Types.STRING()).process(Number(), output_type=Types.STRING())
+    rows.sink_to(FileSink.for_row_format(os.path.join(out, "tx"), Encoder.simple_string_encoder())
+                 .with_rolling_policy(RollingPolicy.on_checkpoint_rolling_policy()).build())
+    try:
+        env.execute("reproducer")
+    except Exception as e:  # the failed job of a rescale
+        if restarts:
+            raise
+        print("job failed as injected:", str(e).splitlines()[0][:120])
+
+
+def committed(out):
+    rows = []
+    for root, _, files in os.walk(os.path.join(out, "tx")):
+        for f in files:
+            if not f.startswith("."):
+                rows += [json.loads(x) for x in open(os.path.join(root, f)) if x.strip()]
+    return rows
+
+
+def latest_checkpoint(out):
+    best = None
+    for root, dirs, _ in os.walk(os.path.join(out, "chk")):
+        for d in dirs:
+            if d.startswith("chk-") and os.path.exists(os.path.join(root, d, "_metadata")):
+                if best is None or int(d[4:]) > int(os.path.basename(best)[4:]):
+                    best = os.path.join(root, d)
+    return best
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--records", type=int, default=None)
+    args = ap.parse_args()
+    # thread mode runs Python inside the JVM (pemja), which finds pyflink only through PYTHONPATH
+    import site
+    os.environ["PYTHONPATH"] = os.pathsep.join(site.getsitepackages() + [os.environ.get("PYTHONPATH", "")])
+    ns = {{"__name__": "flink_repro_job"}}
+    exec(compile(JOB, "job", "exec"), ns)
+    recs = ns["records"](SEED)[: args.records]
+    work = tempfile.mkdtemp(prefix="flink-repro-")
+    try:
+        run(ns, recs, os.path.join(work, "ref"), RESCALE[0] if RESCALE else PAR, fail=False)
+        out = os.path.join(work, "run")
+        if RESCALE:
+            run(ns, recs, out, RESCALE[0], fail=True, restarts=False)
+            run(ns, recs, out, RESCALE[1], fail=False, restore="file://" + latest_checkpoint(out))
+        else:
+            run(ns, recs, out, PAR, fail=True)
+        def per_key(rows):
+            out = collections.defaultdict(list)
+            for n, k, row in rows:
+                out[json.dumps(k)].append((n, row))
+            return out
+
+        want, got = per_key(committed(os.path.join(work, "ref"))), per_key(committed(out))
+        bad = 0
+        for k in sorted(set(want) | set(got)):
+            w, g = sorted(want.get(k, [])), sorted(got.get(k, []))
+            ns_ = collections.Counter(n for n, _ in g)
+            dup = sorted(n for n, c in ns_.items() if c > 1)
+            if dup or len(g) != len(w):
+                bad += 1
+                print("KEY %s: %d rows committed, %d without the failure%s" % (
+                    k, len(g), len(w), " (row %d twice)" % dup[0] if dup else ""))
+            elif g and w and g[-1][1] != w[-1][1]:
+                bad += 1
+                print("KEY %s: final row %s, without the failure %s" % (k, g[-1][1], w[-1][1]))
+        print("reproduced" if bad else "not reproduced: the output equals the failure-free output")
+        return 1 if bad else 0
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+'''
+
+
+def write_reproducer(cell: Any, cfg: dict[str, Any], path: Path, report: Any) -> Path:
+    """Write the standalone script for ``cell`` (a :class:`rollcheck.flink_replay.matrix.Cell`)."""
+    source = WORDCOUNT_SOURCE if cell.module == "wordcount" else Path(cell.module).read_text()
+    rc = report.root_cause
+    finding = f"{rc.name}: {rc.detail}" if rc is not None else "not conformant"
+    rescale = tuple(cfg["rescale"]) if cfg.get("rescale") else None
+    text = TEMPLATE.format(title=f"{cell.job} under a {cell.failure} failure", backend=cell.backend,
+                           checkpoints=cell.checkpoints, interval=int(cfg["interval_ms"]),
+                           par=int(cfg["parallelism"]),
+                           rescale_text=f" (restored at {rescale[1]})" if rescale else "",
+                           failure=cell.failure, fail_at=int(cfg.get("fail_at_record") or 1),
+                           finding=finding.replace('"""', "'''")[:400], name=path.name, job_source=source,
+                           rescale=rescale, seed=int(cfg.get("seed", 0)), rate=float(cfg.get("rate", 400.0)))
+    tmp = path.with_name(path.name + ".partial")
+    tmp.write_text(text)
+    tmp.replace(path)
+    return path

@@ -1,0 +1,226 @@
+"""State restored after a failure, key by key: nothing lost, nothing duplicated, the right owner.
+
+A Flink restore hands keyed state out by key group: after a restore at parallelism P2 (the same
+as before the failure, or another one — rescaling), every key of the restored checkpoint must be
+restored exactly once, with the value it had in the checkpoint, by the subtask that owns its key
+group at P2. Operator (non-keyed) list state is redistributed round-robin instead: its entries,
+summed over the subtasks, must equal the checkpoint's.
+
+The recorder's keyed tap (``RollcheckKeyedTap``, keyed state only) logs every key it holds at each
+snapshot and right after each restore, read from the state backend, with the key-group range Flink
+gave the subtask. These checks compare that against the checkpoint's snapshots and against the
+key-group assignment recomputed by :mod:`rollcheck.flink_replay.keygroups` — not against Flink's
+own report of it, which is cross-checked separately.
+
+Checks (all :class:`rollcheck.pyimpl.verdict.Check`):
+
+``keyed-state-restored-once``
+    every key of the restored checkpoint restored exactly once, same value, by its key group's
+    owner at the new parallelism; no key restored that the checkpoint did not hold.
+``operator-state-restored``
+    the source tap's operator state (records per key that left the source), summed over the
+    restoring subtasks, equals the checkpoint's.
+
+References
+----------
+Carbone et al., "State Management in Apache Flink", VLDB 2017, §3.3 (key groups, rescaling);
+Apache Flink documentation, "Working with State" (operator list state redistribution on rescale).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rollcheck.flink_replay.keygroups import key_group, key_group_range, owner
+from rollcheck.pyimpl.traces.plugin import TraceCheck
+from rollcheck.pyimpl.verdict import Check
+
+__all__ = ["keyed_state_check", "operator_state_check", "rescale_checks", "restore_attempts",
+           "KeyedStateRestored", "OperatorStateRestored", "PLUGINS"]
+
+KEYED = "keyed-state-restored-once"
+OPERATOR = "operator-state-restored"
+
+
+def _key(header: dict[str, Any], text: str) -> tuple[int | str, bool]:
+    """The Java key behind a logged key: Row(Long) for the word count (PyFlink's key_by), a String
+    for a user's job (rollcheck's own keyBy on KEY). Returns (key, wrapped in a Row)."""
+    if header.get("job", "wordcount") == "wordcount":
+        return int(text), True
+    return text, False
+
+
+def restore_attempts(events: list[dict[str, Any]]) -> dict[int, list[dict[str, Any]]]:
+    """Restores after a failure (attempt > 0), grouped by attempt."""
+    out: dict[int, list[dict[str, Any]]] = {}
+    for e in events:
+        if e["kind"] == "flink.restore" and e.get("attempt", 0) > 0:
+            out.setdefault(e["attempt"], []).append(e)
+    return out
+
+
+def keyed_state_check(header: dict[str, Any], events: list[dict[str, Any]]) -> Check:
+    """``keyed-state-restored-once`` (see the module docstring)."""
+    cfg = header.get("config", {})
+    rescaled = bool(cfg.get("rescale"))
+    attempts = restore_attempts(events)
+    if not attempts:
+        if rescaled or any(e["kind"] == "failure" for e in events):
+            return Check.unchecked(KEYED, "no restore after the failure: nothing to compare")
+        return Check.not_applicable(KEYED, "no failure in the run, so no restore")
+    keyed_restores = [e for es in attempts.values() for e in es if e["task"] == "keyed"]
+    if not keyed_restores:
+        return Check.unchecked(KEYED, "no keyed subtask completed a restore after the failure")
+    if any("keys" not in e for e in keyed_restores):
+        why = "the trace has no key-by-key keyed state (recorded before the keyed tap existed)"
+        return Check.unchecked(KEYED, why) if rescaled else Check.not_applicable(KEYED, why)
+    examined = 0
+    moved = 0
+    for attempt, restores in sorted(attempts.items()):
+        keyed = [e for e in restores if e["task"] == "keyed"]
+        cids = {e["checkpoint"] for e in keyed}
+        if len(cids) != 1:
+            return Check.violated(KEYED, f"attempt {attempt}: keyed subtasks restored different checkpoints "
+                                  f"{sorted(map(str, cids))}", offending_seq=min(e["seq"] for e in keyed))
+        cid = cids.pop()
+        par = keyed[0].get("parallelism")
+        maxp = keyed[0].get("max_parallelism")
+        if not isinstance(par, int) or not isinstance(maxp, int):
+            return Check.unchecked(KEYED, f"attempt {attempt}: the restores do not say their parallelism")
+        subtasks = sorted(e["subtask"] for e in keyed)
+        if subtasks != list(range(par)):
+            return Check.violated(KEYED, f"attempt {attempt}: keyed subtasks {subtasks} restored, expected "
+                                  f"0..{par - 1} at parallelism {par}", offending_seq=max(e["seq"] for e in keyed))
+        if cid is None:
+            if any(e["keys"] for e in keyed):
+                e = next(e for e in keyed if e["keys"])
+                return Check.violated(KEYED, f"attempt {attempt}: no checkpoint restored, yet keyed[{e['subtask']}] "
+                                      f"holds {len(e['keys'])} keys", offending_seq=e["seq"])
+            continue
+        # the checkpoint's keyed state: the union of the keyed snapshots that took it
+        snaps = [e for e in events if e["kind"] == "flink.snapshot" and e["task"] == "keyed"
+                 and e["checkpoint"] == cid]
+        if not snaps or any("keys" not in e for e in snaps):
+            return Check.unchecked(KEYED, f"attempt {attempt}: checkpoint {cid} was restored but its keyed "
+                                   "snapshots were not recorded key by key")
+        before: dict[str, tuple[int, int]] = {}
+        for s in snaps:
+            for k, v in s["keys"].items():
+                if k in before:
+                    return Check.violated(KEYED, f"checkpoint {cid}: key {k} in the snapshots of keyed["
+                                          f"{before[k][1]}] and keyed[{s['subtask']}]", offending_seq=s["seq"])
+                before[k] = (v, s["subtask"])
+        seen: dict[str, dict[str, Any]] = {}
+        for e in sorted(keyed, key=lambda x: x["seq"]):
+            lo, hi = key_group_range(e["subtask"], par, maxp)
+            if e.get("key_groups") is not None and list(e["key_groups"]) != [lo, hi]:
+                return Check.violated(KEYED, f"attempt {attempt}: Flink gave keyed[{e['subtask']}] key groups "
+                                      f"{e['key_groups']}, the assignment at parallelism {par} of {maxp} is "
+                                      f"[{lo}, {hi}]", offending_seq=e["seq"])
+            for k, v in e["keys"].items():
+                if k in seen:
+                    return Check.violated(KEYED, f"attempt {attempt}: key {k} restored twice, by keyed["
+                                          f"{seen[k]['subtask']}] and keyed[{e['subtask']}] (duplicated state)",
+                                          offending_seq=e["seq"])
+                seen[k] = e
+                if k not in before:
+                    return Check.violated(KEYED, f"attempt {attempt}: keyed[{e['subtask']}] restored key {k} = {v}, "
+                                          f"which checkpoint {cid} does not hold", offending_seq=e["seq"])
+                if v != before[k][0]:
+                    return Check.violated(KEYED, f"attempt {attempt}: key {k} restored as {v}, checkpoint {cid} "
+                                          f"holds {before[k][0]}", offending_seq=e["seq"])
+                jkey, row = _key(header, k)
+                want = owner(jkey, par, maxp, row=row)
+                if want != e["subtask"]:
+                    g = key_group(jkey, maxp, row=row)
+                    return Check.violated(KEYED, f"attempt {attempt}: key {k} (key group {g}) restored by keyed["
+                                          f"{e['subtask']}], its owner at parallelism {par} is keyed[{want}]",
+                                          offending_seq=e["seq"])
+                moved += before[k][1] != e["subtask"]
+                examined += 1
+        lost = sorted(set(before) - set(seen))
+        if lost:
+            last = max(e["seq"] for e in keyed)
+            return Check.violated(KEYED, f"attempt {attempt}: {len(lost)} keys of checkpoint {cid} restored by no "
+                                  f"subtask (lost state), e.g. {lost[0]} = {before[lost[0]][0]}", offending_seq=last)
+    if examined == 0:
+        return Check.unchecked(KEYED, "the restored checkpoint held no keyed state: nothing to compare")
+    where = (f"rescaled {cfg['rescale'][0]} -> {cfg['rescale'][1]}, {moved} keys changed subtask"
+             if rescaled else f"{moved} keys changed subtask")
+    return Check.held(KEYED, f"{examined} keys restored exactly once, with their checkpointed values, by the "
+                      f"owner of their key group ({where})", examined=examined)
+
+
+def operator_state_check(header: dict[str, Any], events: list[dict[str, Any]]) -> Check:
+    """``operator-state-restored``: the source tap's list state survives redistribution."""
+    attempts = restore_attempts(events)
+    if not attempts:
+        if any(e["kind"] == "failure" for e in events):
+            return Check.unchecked(OPERATOR, "no restore after the failure")
+        return Check.not_applicable(OPERATOR, "no failure in the run, so no restore")
+    examined = 0
+    for attempt, restores in sorted(attempts.items()):
+        src = [e for e in restores if e["task"] == "source"]
+        cids = {e["checkpoint"] for e in src}
+        if not src or len(cids) != 1 or None in cids:
+            continue
+        cid = cids.pop()
+        snaps = [e for e in events if e["kind"] == "flink.snapshot" and e["task"] == "source"
+                 and e["checkpoint"] == cid]
+        if not snaps or len(snaps) != snaps[0].get("parallelism", len(snaps)):
+            continue  # a source subtask had finished before the checkpoint: not comparable
+        n = len(snaps[0]["per_key"])
+        want = [sum(s["per_key"][k] for s in snaps) for k in range(n)]
+        got = [sum(e["per_key"][k] for e in src) for k in range(n)]
+        if got != want:
+            k = next(i for i in range(n) if got[i] != want[i])
+            what = "lost" if got[k] < want[k] else "duplicated"
+            return Check.violated(OPERATOR, f"attempt {attempt}: the source subtasks restored {got[k]} records of "
+                                  f"bucket {k}, checkpoint {cid} holds {want[k]} ({what} operator state)",
+                                  offending_seq=max(e["seq"] for e in src))
+        examined += len(src)
+    if examined == 0:
+        return Check.unchecked(OPERATOR, "no source restore from a checkpoint to compare")
+    return Check.held(OPERATOR, f"{examined} source subtask restores sum to their checkpoint's operator state",
+                      examined=examined)
+
+
+def rescale_checks(header: dict[str, Any], events: list[dict[str, Any]]) -> list[Check]:
+    """Both checks, for any Flink trace (a restore at the same parallelism included)."""
+    return [keyed_state_check(header, events), operator_state_check(header, events)]
+
+
+class _FlinkEvents(TraceCheck):
+    """A plug-in of the shared trace checker that keeps the Flink events it needs (restores and
+    snapshots of the taps, the failure) and decides in :meth:`finish`."""
+
+    needs = ("flink.restore", "flink.snapshot", "failure")
+    fn: Any = None
+
+    def __init__(self) -> None:
+        self.events: list[dict[str, Any]] = []
+
+    def on_event(self, v: Any, line: int, obj: dict[str, Any]) -> None:
+        if obj.get("kind") in self.needs:
+            self.events.append(obj)
+
+    def finish(self, v: Any, results: dict[str, Check]) -> Check:
+        return type(self).fn(v.header, self.events)
+
+
+class KeyedStateRestored(_FlinkEvents):
+    """``keyed-state-restored-once`` as a trace-checker plug-in."""
+
+    name = KEYED
+    fn = staticmethod(keyed_state_check)
+
+
+class OperatorStateRestored(_FlinkEvents):
+    """``operator-state-restored`` as a trace-checker plug-in."""
+
+    name = OPERATOR
+    fn = staticmethod(operator_state_check)
+
+
+#: the plug-ins of this module, for the shared trace checker (``RunView(header, [cls() for cls in PLUGINS])``)
+PLUGINS = (KeyedStateRestored, OperatorStateRestored)
