@@ -77,11 +77,16 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: Any)
         rate = "n/a" if r.forced_per_delivery is None else f"{r.forced_per_delivery:.3f}"
         refs = ", ".join(f"{k} {'n/a' if v is None else f'{v:.3f}'}" for k, v in r.compared.items())
         seed = "derandomised" if r.seed is None else r.seed
-        line = (f"{r.protocol}: {r.verdict} ({r.examples} schedules, profile {r.profile}, seed {seed}); "
-                f"forced per delivery {rate} ({refs})")
+        line = (f"{r.protocol}: {r.verdict} ({_n(r.examples, 'schedule')}, profile {r.profile}, seed {seed}); "
+                f"{r.coverage()}; forced per delivery {rate} ({refs})")
         if r.property:
             line += f"; violated {r.property}"
         tr.write_line(line)
         for label, path in (("counterexample", r.counterexample), ("picture", r.picture)):
             if path:
                 tr.write_line(f"    {label}: {path}")
+
+
+def _n(count: int, noun: str) -> str:
+    """``"1 schedule"``, ``"2 schedules"``."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"

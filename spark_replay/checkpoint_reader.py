@@ -36,6 +36,7 @@ from rollcheck.spark_replay.lz4block import lz4_stream_decompress
 
 __all__ = [
     "DEFAULT_STORE",
+    "spark_state_reads",
     "Field",
     "CheckpointDir",
     "decode_unsafe_row",
@@ -47,6 +48,44 @@ _VAR = {"string", "binary"}
 
 
 DEFAULT_STORE = "default"
+
+
+def spark_state_reads(operator_properties: str | None) -> list[tuple[str, dict[str, str]]]:
+    """How to read one operator's state with Spark's ``statestore`` source: ``[(suffix, options)]``.
+
+    Most operators have one read (suffix ``""``, no option). A ``transformWithState`` operator
+    keeps one column family per state variable, and Spark's reader needs ``stateVarName`` for each
+    (its ``operatorProperties`` in the ``state-metadata`` source lists them); its timers are read
+    with ``readRegisteredTimers``.
+
+    Examples
+    --------
+    >>> props = ('{"stateVariables":[{"stateName":"count","stateVariableType":"ValueState"},'
+    ...          '{"stateName":"$eventTimers_keyToTimestamp","stateVariableType":"TimerState"}]}')
+    >>> spark_state_reads(props)
+    [('count', {'stateVarName': 'count'}), ('timers', {'readRegisteredTimers': 'true'})]
+    >>> spark_state_reads(None)
+    [('', {})]
+    """
+    try:
+        props = json.loads(operator_properties) if operator_properties else {}
+    except json.JSONDecodeError:
+        props = {}
+    variables = props.get("stateVariables") if isinstance(props, dict) else None
+    if not isinstance(variables, list) or not variables:
+        return [("", {})]
+    out: list[tuple[str, dict[str, str]]] = []
+    timers = False
+    for v in variables:
+        if not isinstance(v, dict) or not isinstance(v.get("stateName"), str):
+            continue
+        if v.get("stateVariableType") == "TimerState":
+            timers = True
+        else:
+            out.append((v["stateName"], {"stateVarName": v["stateName"]}))
+    if timers:
+        out.append(("timers", {"readRegisteredTimers": "true"}))
+    return out or [("", {})]
 
 
 @dataclass(frozen=True)
@@ -267,6 +306,25 @@ class CheckpointDir:
                 if sub.is_dir() and not sub.name.startswith(("_", ".")) and not sub.name.isdigit():
                     names.add(sub.name)
         return sorted(names) or [DEFAULT_STORE]
+
+    def provider(self, op: int = 0) -> str:
+        """``"rocksdb"`` if the operator's state was written by the RocksDB state store provider
+        (``V.zip`` snapshots, ``V.changelog`` files or an ``SSTs`` folder), else ``"hdfs"``.
+
+        The plain-Python decoder reads only the HDFS-backed store's files; RocksDB state is read
+        with Spark's own ``statestore`` reader (which serves every provider).
+        """
+        root = self.path / "state" / str(op)
+        if not root.is_dir():
+            return "hdfs"
+        for part in root.iterdir():
+            if not part.name.isdigit() or not part.is_dir():
+                continue
+            for d in [part, *(x for x in part.iterdir() if x.is_dir())]:
+                for f in d.iterdir():
+                    if f.name == "SSTs" or re.fullmatch(r"\d+(_[0-9a-f-]+)?\.(zip|changelog)", f.name):
+                        return "rocksdb"
+        return "hdfs"
 
     def _store_dir(self, op: int, partition: int, store: str) -> Path:
         d = self.path / "state" / str(op) / str(partition)

@@ -646,7 +646,8 @@ def query_statestore_crosscheck(v: StreamView) -> Check:
     """Per state store, Spark's state reader and the plain-Python decoder count the same rows."""
     fin = v.ends["state_final"]
     bad = [f"{s}: Spark {x.get('count')} vs decoder {x.get('decoded')}"
-           for s, x in sorted((fin.get("stores") or {}).items()) if x.get("count") != x.get("decoded")]
+           for s, x in sorted((fin.get("stores") or {}).items())
+           if x.get("decoded") is not None and x.get("count") != x.get("decoded")]  # None: RocksDB
     return _verdict("statestore-crosscheck", not bad,
                  "; ".join(bad) if bad else f"{len(fin.get('stores') or {})} store(s): Spark's state reader "
                  f"and the plain-Python decoder agree on every row count", fin["seq"] if bad else None)
@@ -685,12 +686,22 @@ def query_plugins(header: dict[str, Any], source: str | None) -> list[TraceCheck
     except (TypeError, ValueError):
         raise InvalidInputError("header config is malformed", source=source, location="line 1") from None
     stream = SparkStream(StreamView(header, source, -1, req, None))
-    return [stream,
-            StreamCheck("failure-observed", stream, failure_observed),
-            StreamCheck("commit-protocol", stream, commit_protocol),
-            StreamCheck("resume-prediction", stream, resume_prediction),
-            StreamCheck("end-of-run", stream, end_of_run),
-            StreamCheck("output-exactly-once", stream, output_exactly_once, at_end=True),
-            StreamCheck("state-failure-free", stream, state_failure_free, at_end=True),
-            StreamCheck("statestore-crosscheck", stream,
-                        lambda v: query_statestore_crosscheck(v) if "state_final" in v.ends else None, at_end=True)]
+
+    def crosscheck(v: StreamView) -> Check | None:  # RocksDB stores (decoded None): Spark's reader only
+        stores = (v.ends["state_final"].get("stores") or {}).values() if "state_final" in v.ends else []
+        return query_statestore_crosscheck(v) if any(x.get("decoded") is not None for x in stores) else None
+
+    plugins: list[TraceCheck] = [
+        stream,
+        StreamCheck("failure-observed", stream, failure_observed),
+        StreamCheck("commit-protocol", stream, commit_protocol),
+        StreamCheck("resume-prediction", stream, resume_prediction),
+        StreamCheck("end-of-run", stream, end_of_run),
+        StreamCheck("output-exactly-once", stream, output_exactly_once, at_end=True),
+        StreamCheck("state-failure-free", stream, state_failure_free, at_end=True),
+        StreamCheck("statestore-crosscheck", stream, crosscheck, at_end=True)]
+    if req is not None and req[0] == "kill":  # where the kill struck (killpoints.py)
+        from rollcheck.spark_replay.killpoints import kill_point_struck
+
+        plugins.insert(2, EventListCheck("kill-point", header, kill_point_struck, source))
+    return plugins

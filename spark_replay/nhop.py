@@ -59,6 +59,7 @@ from pathlib import Path
 from typing import Any
 
 from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.partialfile import partial_output
 from rollcheck.spark_replay.trace import TraceWriter
 
 __all__ = [
@@ -444,17 +445,22 @@ def record_nhop(cfg: NhopConfig, out: str | Path, *, enabled: bool = True,
     the identical rounds in this process (used by fast tests and as the sweep baseline).
     """
     cfg.validate()
-    out = Path(out)
-    if out.exists():
-        out.unlink()
+    target = Path(out)
     names = [f"P{i}" for i in range(cfg.processes)]
     # the engine-neutral header (processes, protocol) plus Spark's own configuration
     header = {"source": "spark-nhop", "processes": names, "protocol": cfg.protocol, "seed": cfg.seed,
               "config": {**asdict(cfg), "processes_names": [f"P{i}" for i in range(cfg.processes)],
                          "engine": engine}}
+    t0 = time.perf_counter()
+    # recorded as OUT.partial, renamed when the run ends (pyimpl.partialfile)
+    with partial_output(target) as partial:
+        rounds = _record(cfg, partial, header, enabled, engine)
+    return {"seconds": round(time.perf_counter() - t0, 2), "rounds": rounds, "trace": str(target)}
+
+
+def _record(cfg: NhopConfig, out: Path, header: dict[str, Any], enabled: bool, engine: str) -> int:
     w = TraceWriter(out, header, enabled=enabled)
     dirs = _RunDirs(Path(tempfile.mkdtemp(prefix="rollcheck-nhop-")))
-    t0 = time.perf_counter()
     try:
         if engine == "local":
             rounds = _drive(cfg, w, dirs, lambda rnd, fail, recs: _local_round(cfg, rnd, dirs, fail, recs),
@@ -484,7 +490,7 @@ def record_nhop(cfg: NhopConfig, out: str | Path, *, enabled: bool = True,
     finally:
         w.close()
         shutil.rmtree(dirs.root, ignore_errors=True)
-    return {"seconds": round(time.perf_counter() - t0, 2), "rounds": rounds, "trace": str(out)}
+    return rounds
 
 
 def _drive(cfg: NhopConfig, w: TraceWriter, dirs: _RunDirs, run_round: Any, failure_types: tuple[type[BaseException], ...]) -> int:

@@ -47,17 +47,23 @@ import importlib.util
 import json
 import os
 import shutil
-import signal
-import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from rollcheck.pyimpl.errors import InvalidInputError
-from rollcheck.spark_replay.checkpoint_reader import CheckpointDir
+from rollcheck.pyimpl.partialfile import partial_output
+from rollcheck.spark_replay.checkpoint_reader import CheckpointDir, spark_state_reads
+from rollcheck.spark_replay.killpoints import (
+    KillSupervisor,
+    record_kill,
+    state_store_conf,
+    validate_options,
+)
+from rollcheck.spark_replay.supervise import child_main, request_kill, run_driver
 from rollcheck.spark_replay.trace import TraceWriter
 from rollcheck.spark_replay.watcher import PREFIX, CheckpointWatcher
 
@@ -229,6 +235,8 @@ class QueryConfig:
     shuffle_partitions: int = 2
     max_attempts: int = 4
     reference: bool = True
+    state_store: str = "hdfs"  # killpoints.STATE_STORES
+    kill_point: str | None = None  # killpoints.KILL_POINTS (with failure "kill")
 
     def validate(self, n_input: int | None = None) -> None:
         """Check the flags; with ``n_input`` (the number of input batches) also the batch."""
@@ -239,6 +247,7 @@ class QueryConfig:
         if self.failure is not None and self.failure not in FAILURES:
             raise InvalidInputError(f"unknown failure {self.failure!r}; use one of {FAILURES}",
                                     location="--failure")
+        validate_options(self.failure, self.kill_point, self.state_store)  # killpoints.py
         if self.fail_at_batch is not None and self.fail_at_batch < 0:
             raise InvalidInputError("--fail-at-batch must be >= 0", location="--fail-at-batch")
         if n_input is not None and self.fail_at_batch is not None and self.fail_at_batch > n_input:
@@ -401,20 +410,35 @@ def read_state_stores(spark: Any, checkpoint: Path) -> dict[str, dict[str, Any]]
     out: dict[str, dict[str, Any]] = {}
     for m in meta:
         op, store = int(m["operatorId"]), str(m["stateStoreName"])
-        rows = (spark.read.format("statestore").option("operatorId", op).option("storeName", store)
-                .load(str(checkpoint)).select("key", "value").collect())
-        canon = sorted(_canon([plain(r["key"]), plain(r["value"])]) for r in rows)
-        decoded = sum(len(p) for p in ck.state(op, store=store).values())
-        entry: dict[str, Any] = {"count": len(canon), "decoded": decoded,
-                                 "digest": hashlib.sha256("\n".join(canon).encode()).hexdigest()}
-        if len(canon) <= ROWS_IN_TRACE:
-            entry["rows"] = canon
-        out[f"{op}/{store}"] = entry
+        props = m.asDict().get("operatorProperties")
+        for var, options in spark_state_reads(props):  # transformWithState: one read per state variable
+            df = (spark.read.format("statestore").option("operatorId", op).option("storeName", store)
+                  .options(**options).load(str(checkpoint)))
+            rows = df.select(*[c for c in df.columns if c != "partition_id"]).collect()
+            canon = sorted(_canon([plain(x) for x in r]) for r in rows)
+            # the plain decoder reads HDFS-backed files only; RocksDB state: Spark's reader alone
+            decoded = (sum(len(p) for p in ck.state(op, store=store).values())
+                       if ck.provider(op) == "hdfs" and not var else None)
+            entry: dict[str, Any] = {"count": len(canon), "decoded": decoded,
+                                     "digest": hashlib.sha256("\n".join(canon).encode()).hexdigest()}
+            if len(canon) <= ROWS_IN_TRACE:
+                entry["rows"] = canon
+            out[f"{op}/{store}" + (f"/{var}" if var else "")] = entry
     return out
 
 
 class _InjectedSinkFailure(RuntimeError):
     pass
+
+
+def _request_kill(paths: _Paths) -> None:
+    """Ask the supervising parent to SIGKILL this driver now (once per recording) and wait."""
+    try:
+        fd = os.open(paths.markers / "failed", os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+        return
+    os.close(fd)
+    request_kill(paths.markers)  # the parent SIGKILLs this driver and its JVM now
 
 
 def _run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: _Paths, *, ref: bool,
@@ -428,7 +452,6 @@ def _run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: _Paths, *, ref
     attempt = writer.attempt if writer is not None else 0
     failing = not ref and cfg.failure is not None
     marker = paths.markers / "failed"
-    kill_marker = paths.markers / "kill-requested"
     first_sink = [True]
     out_dir = paths.out(ref)
     ck = paths.checkpoint(ref)
@@ -465,6 +488,8 @@ def _run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: _Paths, *, ref
                 writer.emit(PREFIX + "restart", resume_batch=bid,
                             restored_versions=watcher.restored_versions() if watcher else {})
             first_sink[0] = False
+            if failing and cfg.failure == "kill" and cfg.kill_point == "state" and cfg.fail_at_batch == bid:
+                _request_kill(paths)  # kill point "state": the batch ran (state committed), sink not yet
             if uq.has_sink:
                 uq.module.sink(bdf, bid, str(out_dir))
             else:
@@ -474,7 +499,9 @@ def _run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: _Paths, *, ref
                 bdf.unpersist()
         if writer is not None:
             writer.emit(PREFIX + "sink_written", batch=bid, rows=rows)
-        if failing and cfg.fail_at_batch == bid and cfg.failure in ("sink", "kill"):
+        if failing and cfg.fail_at_batch == bid and cfg.failure == "kill" and cfg.kill_point in (None, "sink"):
+            _request_kill(paths)  # kill point "sink" (the default): the parent records the kill
+        if failing and cfg.fail_at_batch == bid and cfg.failure == "sink":
             try:
                 fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
             except FileExistsError:
@@ -482,10 +509,7 @@ def _run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: _Paths, *, ref
             os.close(fd)
             if writer is not None:
                 writer.emit("failure", processes=["driver"], batch=bid, mode=cfg.failure)
-            if cfg.failure == "sink":
-                raise _InjectedSinkFailure(f"rollcheck: injected sink failure in batch {bid}")
-            kill_marker.write_text(str(os.getpid()), encoding="utf-8")
-            time.sleep(600)  # the parent SIGKILLs this process group now
+            raise _InjectedSinkFailure(f"rollcheck: injected sink failure in batch {bid}")
 
     writer_ = (result.writeStream.outputMode(uq.output_mode).option("checkpointLocation", str(ck))
                .foreachBatch(sink).trigger(availableNow=True))
@@ -550,10 +574,11 @@ def _finish(spark: Any, uq: UserQuery, paths: _Paths, writer: TraceWriter) -> No
     writer.emit("end", status="done")
 
 
-def session_conf() -> dict[str, Any]:
-    """The Spark settings a recording needs (UTC session time zone, frequent state maintenance)."""
+def session_conf(state_store: str = "hdfs") -> dict[str, Any]:
+    """The Spark settings a recording needs (UTC session time zone, frequent state maintenance,
+    the state store provider)."""
     return {"spark.sql.session.timeZone": "UTC",
-            "spark.sql.streaming.stateStore.maintenanceInterval": "1s"}
+            "spark.sql.streaming.stateStore.maintenanceInterval": "1s", **state_store_conf(state_store)}
 
 
 def _drive(cfg: QueryConfig, paths: _Paths, trace: Path, header: dict[str, Any], *, single_attempt: bool,
@@ -571,9 +596,9 @@ def _drive(cfg: QueryConfig, paths: _Paths, trace: Path, header: dict[str, Any],
             if spark is None:
                 spark = stack.enter_context(spark_session(
                     cfg.master, app_name="rollcheck-query", shuffle_partitions=cfg.shuffle_partitions,
-                    conf=session_conf()))
+                    conf=session_conf(cfg.state_store)))
             else:
-                for k, v in session_conf().items():
+                for k, v in session_conf(cfg.state_store).items():
                     spark.conf.set(k, str(v))
                 spark.conf.set("spark.sql.shuffle.partitions", str(cfg.shuffle_partitions))
             _quiet(spark)
@@ -619,16 +644,9 @@ def _quiet(spark: Any) -> None:
     spark.sparkContext.setLogLevel("OFF")
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    proc.wait()
-
-
 def record_query(cfg: QueryConfig, out: str | Path, *, workdir: str | Path | None = None,
-                 enabled: bool = True, spark: Any = None) -> dict[str, Any]:
+                 enabled: bool = True, spark: Any = None,
+                 reference_from: str | Path | None = None) -> dict[str, Any]:
     """Record the user's query: a failure-free reference run, then the run with the failure.
 
     Parameters
@@ -636,7 +654,8 @@ def record_query(cfg: QueryConfig, out: str | Path, *, workdir: str | Path | Non
     cfg : QueryConfig
         The module, the failure and the Spark settings.
     out : path
-        The trace file (``rollcheck.trace/1``) to write.
+        The trace file (``rollcheck.trace/1``) to write: recorded as ``OUT.partial`` and renamed
+        when the run ends (an interrupted run leaves an existing ``OUT`` as it was).
     workdir : path, optional
         The folder for the input files, checkpoints and outputs (default: ``<out>.work`` next to
         the trace); kept afterwards. An existing folder is replaced only if it is rollcheck's.
@@ -645,6 +664,11 @@ def record_query(cfg: QueryConfig, out: str | Path, *, workdir: str | Path | Non
     spark : SparkSession, optional
         Run in this session (``task`` and ``sink`` failures only; ``kill`` always starts its own
         driver processes). Several recordings can so share one JVM.
+    reference_from : path, optional
+        A failure-free recording of the same query (module, seed, batches, state store) whose
+        final output and state serve as this run's reference instead of a reference run of its
+        own (:func:`rollcheck.spark_replay.shared_reference.shared_reference`; the matrix runs it once per
+        configuration).
 
     Returns
     -------
@@ -658,6 +682,8 @@ def record_query(cfg: QueryConfig, out: str | Path, *, workdir: str | Path | Non
     ``tests/test_spark_query.py``.
     """
     cfg.validate()
+    if reference_from is not None:
+        cfg = replace(cfg, reference=False)
     uq = load_query(cfg.module)
     rows = uq.batches(cfg.seed)
     if cfg.batches is not None:
@@ -666,17 +692,19 @@ def record_query(cfg: QueryConfig, out: str | Path, *, workdir: str | Path | Non
     out = Path(out)
     root = Path(workdir) if workdir is not None else out.with_name(out.name + ".work")
     paths = _prepare(root, rows, uq.columns)
-    if out.exists():
-        out.unlink()
     header = {"source": "spark", "job": "query", "seed": cfg.seed, "processes": ["driver"],
               "config": {**asdict(cfg), "key": uq.key, "output_mode": uq.output_mode, "schema": uq.schema,
                          "user_sink": uq.has_sink, "input_batches": len(rows),
                          "input_rows": sum(len(b) for b in rows)}}
-    try:
-        return _record(cfg, out, root, paths, header, enabled, spark, len(rows))
-    except InvalidInputError:
-        out.unlink(missing_ok=True)  # a refused query leaves no half-written trace
-        raise
+    # OUT.partial until the run ends (then renamed); a refused query leaves no fragment, an
+    # interrupted run leaves OUT as it was (pyimpl.partialfile)
+    with partial_output(out) as partial:
+        if reference_from is not None and enabled:  # matrix.py: the configuration's shared reference
+            from rollcheck.spark_replay.shared_reference import write_shared_reference
+
+            write_shared_reference(reference_from, partial, header)
+        res = _record(cfg, partial, root, paths, header, enabled, spark, len(rows))
+    return {**res, "trace": str(out)}
 
 
 def _record(cfg: QueryConfig, out: Path, root: Path, paths: _Paths, header: dict[str, Any], enabled: bool,
@@ -690,50 +718,21 @@ def _record(cfg: QueryConfig, out: Path, root: Path, paths: _Paths, header: dict
         res = {"status": "failed", "reference_seconds": None, "attempt_seconds": []}
         if enabled:
             TraceWriter(out, header).close()
+        supervisor = KillSupervisor(paths.checkpoint(), paths.markers, cfg.fail_at_batch,
+                                    cfg.kill_point or "sink")
         for k in range(cfg.max_attempts):
             children += 1
-            spec = json.dumps({"cfg": asdict(cfg), "root": str(root), "trace": str(out), "header": header,
-                               "reference": k == 0 and cfg.reference, "enabled": enabled})
-            child_tmp = root / f"tmp-{children}"  # a SIGKILLed driver cannot clean up after itself
-            child_tmp.mkdir()
-            env = {**os.environ, "TMPDIR": str(child_tmp), "JAVA_TOOL_OPTIONS": f"-Djava.io.tmpdir={child_tmp}"}
-            t_c = time.perf_counter()
-            proc = subprocess.Popen([sys.executable, "-m", "rollcheck.spark_replay.query", "--child"],
-                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True,
-                                    env=env)
-            assert proc.stdin is not None and proc.stdout is not None
-            proc.stdin.write(spec.encode())
-            proc.stdin.close()
-            kill_marker = paths.markers / "kill-requested"
-            try:
-                while proc.poll() is None:
-                    if kill_marker.exists():
-                        kill_marker.unlink()
-                        _kill_group(proc)
-                        break
-                    time.sleep(0.05)
-            finally:
-                if proc.poll() is None:
-                    _kill_group(proc)
-                else:
-                    try:  # the JVM may outlive a dead driver briefly: end the whole group
-                        os.killpg(proc.pid, signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
-            reply = proc.stdout.read().decode(errors="replace").strip()
-            proc.stdout.close()
-            shutil.rmtree(child_tmp, ignore_errors=True)
-            if proc.returncode == -signal.SIGKILL:
-                res["attempt_seconds"].append(round(time.perf_counter() - t_c, 3))
+            spec = {"cfg": asdict(cfg), "root": str(root), "trace": str(out), "header": header,
+                    "reference": k == 0 and cfg.reference, "enabled": enabled}
+            run = run_driver("rollcheck.spark_replay.query", spec, workdir=root, n=children,
+                             markers=paths.markers, watch=supervisor.watch)  # killpoints.py strikes
+            if run.killed:
+                fired = supervisor.take()
+                if fired is not None and enabled:  # what the checkpoint logs held at the kill
+                    record_kill(out, paths.checkpoint(), fired)
+                res["attempt_seconds"].append(round(run.seconds, 3))
                 continue
-            try:
-                child = json.loads(reply.splitlines()[-1]) if reply else {}
-            except json.JSONDecodeError:
-                child = {}
-            if proc.returncode == 2 and child.get("invalid"):
-                raise InvalidInputError(child["invalid"], source=cfg.module)
-            if proc.returncode != 0:
-                raise RuntimeError(f"the query driver exited with {proc.returncode}: {child or reply[-500:]}")
+            child = run.reply
             res["status"] = child.get("status", "failed")
             if child.get("reference_seconds") is not None:
                 res["reference_seconds"] = child["reference_seconds"]
@@ -752,19 +751,12 @@ def _record(cfg: QueryConfig, out: Path, root: Path, paths: _Paths, header: dict
             "batches": n_rows, "children": children, "seed": cfg.seed}
 
 
-def _child_main() -> int:
-    spec = json.loads(sys.stdin.read())
+def _child_run(spec: dict[str, Any]) -> dict[str, Any]:
     cfg = QueryConfig(**spec["cfg"])
-    try:
-        res = _drive(cfg, _Paths(Path(spec["root"])), Path(spec["trace"]), spec["header"], single_attempt=True,
-                     with_reference=spec["reference"], enabled=spec["enabled"])
-    except InvalidInputError as e:
-        print(json.dumps({"invalid": str(e)}), flush=True)
-        return 2
-    print(json.dumps(res), flush=True)
-    return 0 if res["status"] == "done" else 4
+    return _drive(cfg, _Paths(Path(spec["root"])), Path(spec["trace"]), spec["header"], single_attempt=True,
+                  with_reference=spec["reference"], enabled=spec["enabled"])
 
 
 if __name__ == "__main__":  # the driver child of a kill-mode recording
     if sys.argv[1:] == ["--child"]:
-        sys.exit(_child_main())
+        sys.exit(child_main(_child_run))

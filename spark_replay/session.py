@@ -80,6 +80,9 @@ def spark_session(
     )
     for k, v in (conf or {}).items():
         builder = builder.config(k, str(v))
+    from rollcheck.spark_replay.supervise import spark_gateway_in_group
+
+    spark_gateway_in_group(dict(builder._options))  # the JVM dies with this process, however it dies
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     try:

@@ -41,12 +41,11 @@ the conformance rules are in ``specs/spark.md``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -56,7 +55,9 @@ from pathlib import Path
 from typing import Any
 
 from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.partialfile import partial_output
 from rollcheck.spark_replay.checkpoint_reader import CheckpointDir
+from rollcheck.spark_replay.supervise import child_main, request_kill, run_driver
 from rollcheck.spark_replay.trace import TraceWriter
 from rollcheck.spark_replay.watcher import PREFIX, CheckpointWatcher
 
@@ -289,7 +290,6 @@ def _one_attempt(spark: Any, F: Any, SQE: type[BaseException], cfg: WordcountCon
         watcher.poll()
         watcher.start()
     fail_marker = paths.markers / "failed"
-    kill_marker = paths.markers / "kill-requested"
     first_sink = [True]
     last_sunk = [-1]
 
@@ -337,8 +337,7 @@ def _one_attempt(spark: Any, F: Any, SQE: type[BaseException], cfg: WordcountCon
                 raise RuntimeError(f"rollcheck: injected sink failure in batch {bid}")
             if cfg.failure == "kill":
                 writer.emit("failure", processes=["driver"], batch=bid, mode="kill")
-                kill_marker.write_text(str(os.getpid()), encoding="utf-8")
-                time.sleep(600)  # the parent SIGKILLs this process group now
+                request_kill(paths.markers)  # the parent SIGKILLs this driver's process group now
         _atomic_json(paths.sink / f"batch-{bid:05d}.json", rows)
         writer.emit(PREFIX + "sink_written", batch=bid, rows=rows)
         last_sunk[0] = max(last_sunk[0], bid)
@@ -402,26 +401,17 @@ def _finish(spark: Any, cfg: WordcountConfig, paths: _Paths, writer: TraceWriter
     writer.emit("end", status="done")
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    proc.wait()
-
-
 def record_wordcount(cfg: WordcountConfig, out: str | Path, *, enabled: bool = True,
                      workdir: str | Path | None = None) -> dict[str, Any]:
     """Run and record the streaming job; return a summary (attempts, seconds, trace path).
 
     The working directory (inputs, ``checkpoint``, ``sink``, side channel) is a temporary folder
     removed afterwards whatever happens, unless ``workdir`` (a path that must not exist yet) is
-    given: then it is kept for inspection. The trace is the only output.
+    given: then it is kept for inspection. The trace is the only output: recorded as
+    ``OUT.partial`` and renamed when the run ends (an interrupted run leaves ``OUT`` as it was).
     """
     cfg.validate()
-    out = Path(out)
-    if out.exists():
-        out.unlink()
+    target = Path(out)
     inputs = generate_inputs(cfg)
     header = {"source": "spark", "job": "wordcount", "processes": ["driver"], "seed": cfg.seed,
               "config": {**asdict(cfg), "inputs": [[f"batch-{b:05d}.txt", recs] for b, recs in enumerate(inputs)]}}
@@ -430,65 +420,39 @@ def record_wordcount(cfg: WordcountConfig, out: str | Path, *, enabled: bool = T
     paths = _Paths(root)
     t0 = time.perf_counter()
     children = 0
-    try:
+    # recorded as OUT.partial, renamed when the run ends (pyimpl.partialfile)
+    with contextlib.ExitStack() as stack:
+        trace = stack.enter_context(partial_output(target))
+        stack.callback(lambda: None if keep_dir else shutil.rmtree(root, ignore_errors=True))
         _write_inputs(paths, inputs)
         if cfg.failure != "kill":
-            status = _run_attempts(cfg, paths, out, header, single_attempt=False, enabled=enabled)
+            status = _run_attempts(cfg, paths, trace, header, single_attempt=False, enabled=enabled)
         else:
             status = "failed"
             if enabled:  # the first child continues this file; write the header now
-                TraceWriter(out, header).close()
+                TraceWriter(trace, header).close()
             for _ in range(cfg.max_attempts):
                 children += 1
-                spec = json.dumps({"cfg": asdict(cfg), "root": str(root), "trace": str(out),
-                                   "header": header, "enabled": enabled})
-                # A SIGKILLed driver cannot clean up: its temporary files (Python's and the JVM's)
-                # go under the work folder, which this process removes.
-                child_tmp = root / f"tmp-{children}"
-                child_tmp.mkdir()
-                env = {**os.environ, "TMPDIR": str(child_tmp),
-                       "JAVA_TOOL_OPTIONS": f"-Djava.io.tmpdir={child_tmp}"}
-                proc = subprocess.Popen([sys.executable, "-m", "rollcheck.spark_replay.wordcount", "--child"],
-                                        stdin=subprocess.PIPE, start_new_session=True, env=env)
-                assert proc.stdin is not None
-                proc.stdin.write(spec.encode())
-                proc.stdin.close()
-                kill_marker = paths.markers / "kill-requested"
-                try:
-                    while proc.poll() is None:
-                        if kill_marker.exists():
-                            kill_marker.unlink()
-                            _kill_group(proc)
-                            break
-                        time.sleep(0.05)
-                finally:
-                    if proc.poll() is None:
-                        _kill_group(proc)
-                    else:
-                        try:  # the JVM may outlive a dead driver briefly: end the whole group
-                            os.killpg(proc.pid, signal.SIGKILL)
-                        except ProcessLookupError:
-                            pass
-                if proc.returncode == 0:
+                spec = {"cfg": asdict(cfg), "root": str(root), "trace": str(trace), "header": header,
+                        "enabled": enabled}
+                run = run_driver("rollcheck.spark_replay.wordcount", spec, workdir=root, n=children,
+                                 markers=paths.markers)
+                if not run.killed and run.reply.get("status") == "done":
                     status = "done"
                     break
-                if proc.returncode != -signal.SIGKILL:
-                    raise RuntimeError(f"wordcount driver exited with {proc.returncode}")
-    finally:
-        if not keep_dir:
-            shutil.rmtree(root, ignore_errors=True)
-    return {"status": status, "seconds": round(time.perf_counter() - t0, 2), "trace": str(out),
+                if not run.killed:
+                    raise RuntimeError(f"wordcount driver ended with {run.reply}")
+    return {"status": status, "seconds": round(time.perf_counter() - t0, 2), "trace": str(target),
             "children": children, "query_seconds": [round(x, 3) for x in _LAST_QUERY_SECONDS]}
 
 
-def _child_main() -> int:
-    spec = json.loads(sys.stdin.read())
+def _child_run(spec: dict[str, Any]) -> dict[str, Any]:
     cfg = WordcountConfig(**spec["cfg"])
     status = _run_attempts(cfg, _Paths(Path(spec["root"])), Path(spec["trace"]), spec["header"],
                            single_attempt=True, enabled=spec["enabled"])
-    return 0 if status == "done" else 4
+    return {"status": status}
 
 
 if __name__ == "__main__":  # the driver child of a kill-mode recording
     if sys.argv[1:] == ["--child"]:
-        sys.exit(_child_main())
+        sys.exit(child_main(_child_run))

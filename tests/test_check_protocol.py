@@ -15,6 +15,13 @@ HERE = Path(__file__).parent / "user_protocols"
 KEYS = {"protocol", "verdict", "property", "examples", "counterexample", "picture",
         "forced_per_delivery", "compared"}
 
+@pytest.fixture(autouse=True)
+def _small_bounds(monkeypatch):
+    """Small exhaustive bounds: the default ones cost a minute per protocol (test_explore.py and
+    test_protocol_corpus.py cover the explorer itself)."""
+    monkeypatch.setenv("ROLLCHECK_BOUND", "2x6,3x5")
+
+
 
 def _run(capsys, *argv: str) -> tuple[int, dict]:
     rc = main(["check", "protocol", *argv, "--json"])
@@ -27,17 +34,25 @@ def test_safe_file_spec(tmp_path, capsys) -> None:
     rc, doc = _run(capsys, f"{HERE / 'nras.py'}:NRAS", "--out", str(tmp_path / "o"))
     assert rc == 0 and KEYS <= set(doc)
     assert doc["protocol"] == "nras" and doc["verdict"] == "safe" and doc["property"] is None
-    assert doc["examples"] == 60 and doc["counterexample"] is None and doc["picture"] is None
+    assert doc["random"] == {"schedules": 600, "max_processes": 6, "max_events": 60}
+    assert [(b["processes"], b["events"], b["complete"]) for b in doc["exhaustive"]] == [
+        (2, 6, True), (3, 5, True)]
+    assert doc["examples"] == 600 + sum(b["schedules"] for b in doc["exhaustive"])
+    assert doc["counterexample"] is None and doc["picture"] is None and doc["counterexample_events"] is None
     assert set(doc["compared"]) == {"hmnr", "bcs"} and isinstance(doc["forced_per_delivery"], float)
-    assert doc["uc_useless_fraction"] >= 0.3
+    assert doc["uc_useless_fraction"] > 0  # the random schedules do hold Z-cycles
+    assert doc["verdict_line"] == (f"SAFE: exhaustive 2x6 ({doc['exhaustive'][0]['schedules']} schedules), "
+                                   f"3x5 ({doc['exhaustive'][1]['schedules']}); random 600 schedules up to 6x60")
     assert not (tmp_path / "o").exists()
 
 
 def test_unsafe_module_spec(tmp_path, capsys, monkeypatch) -> None:
     monkeypatch.syspath_prepend(str(HERE))
     sys.modules.pop("unsafe_protocols", None)
-    rc, doc = _run(capsys, "unsafe_protocols:PairwiseNRAS", "--out", str(tmp_path), "--seed", "3")
+    rc, doc = _run(capsys, "unsafe_protocols:PairwiseNRAS", "--out", str(tmp_path), "--seed", "3",
+                   "--bound", "3x7")
     assert rc == 1 and doc["verdict"] == "unsafe" and doc["property"] == "no-useless-checkpoint"
+    assert doc["counterexample_events"] == 7 and doc["random"]["schedules"] == 0
     assert doc["seed"] == 3
     cex = load_pattern(doc["counterexample"])
     assert useless_checkpoints(cex) and Path(doc["picture"]).stat().st_size > 0
@@ -46,11 +61,12 @@ def test_unsafe_module_spec(tmp_path, capsys, monkeypatch) -> None:
 
 def test_builtin_and_profile(capsys, tmp_path) -> None:
     rc, doc = _run(capsys, "bcs", "--profile", "ci", "--max-examples", "12", "--out", str(tmp_path))
-    assert rc == 0 and doc["examples"] == 12 and doc["profile"] == "ci"
+    assert rc == 0 and doc["random"]["schedules"] == 12 and doc["profile"] == "ci"
     assert doc["forced_per_delivery"] == doc["compared"]["bcs"]
 
 
-@pytest.mark.parametrize("argv", [["uc"], ["hmnr", "--max-examples", "0"]], ids=["claims-nothing", "zero"])
+@pytest.mark.parametrize("argv", [["uc", "--max-examples", "20"], ["hmnr", "--max-examples", "0", "--bound", ""]],
+                         ids=["claims-nothing", "zero"])
 def test_inconclusive(capsys, tmp_path, argv) -> None:
     rc, doc = _run(capsys, *argv, "--out", str(tmp_path))
     assert rc == 3 and doc["verdict"] == "inconclusive"
@@ -90,7 +106,8 @@ def test_seed_from_environment(capsys, tmp_path, monkeypatch, value, rc) -> None
 def test_text_output(capsys, tmp_path) -> None:
     assert main(["check", "protocol", f"{HERE / 'unsafe_protocols.py'}:LazyIndex", "--out", str(tmp_path)]) == 1
     out = capsys.readouterr().out
-    assert "lazy-index: UNSAFE" in out and "counterexample:" in out and "useless checkpoint" in out
+    assert out.startswith("UNSAFE: no-useless-checkpoint: lazy-index leaves the useless checkpoint(s)")
+    assert "smallest counterexample: 5 events" in out and "counterexample:" in out
 
 
 def test_protocol_command_takes_a_class(tmp_path, capsys) -> None:
@@ -113,3 +130,47 @@ def test_unwritable_out_exits_2(capsys, tmp_path) -> None:
     blocker.write_text("")
     rc = main(["check", "protocol", f"{HERE / 'unsafe_protocols.py'}:LazyIndex", "--out", str(blocker / "sub")])
     assert rc == 2 and "cannot write the counterexample" in capsys.readouterr().err
+
+
+def test_budget_that_cuts_a_bound_says_so(capsys, tmp_path) -> None:
+    rc, doc = _run(capsys, "hmnr", "--bound", "2x6,3x9", "--budget", "2", "--max-examples", "5",
+                   "--out", str(tmp_path))
+    first, second = doc["exhaustive"]
+    assert first["complete"] is True and second["complete"] is False
+    assert 0 < second["schedules"] < 15077682
+    assert "3x9 (" in doc["verdict_line"] and "incomplete: the budget ended it" in doc["verdict_line"]
+    assert rc == 0 and doc["verdict"] == "safe"
+
+
+def test_given_schedule_is_run(capsys, tmp_path) -> None:
+    b = PatternBuilder(2)
+    b.deliver(0, b.send(1, 0))
+    b.checkpoint(0)
+    b.deliver(1, b.send(0, 1))
+    path = tmp_path / "paper.json"
+    dump_pattern(b.build(), path)
+    # a protocol that is wrong only on that schedule's shape, with no exhaustive phase to find it
+    rc, doc = _run(capsys, f"{HERE / 'unsafe_protocols.py'}:LazyIndex", "--bound", "",
+                   "--max-examples", "0", "--schedule", str(path), "--out", str(tmp_path / "o"))
+    assert rc == 1 and doc["schedule"] == str(path) and doc["counterexample_events"] == 5
+    assert "given schedule" in doc["verdict_line"]
+
+
+@pytest.mark.parametrize("argv, where", [(["--bound", "1x5"], "bound"), (["--bound", "3y9"], "bound"),
+                                         (["--budget", "-1"], "budget"),
+                                         (["--call-timeout", "0"], "call-timeout"),
+                                         (["--master", "local[2]"], "--master"),
+                                         (["--schedule", "nope.json"], "nope.json")])
+def test_bad_flags_exit_2(capsys, tmp_path, argv, where) -> None:
+    rc = main(["check", "protocol", "hmnr", *argv, "--out", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert rc == 2 and where in err and "Traceback" not in err
+
+
+@pytest.mark.slow
+def test_random_phase_counterexample_has_no_idle_process(capsys, tmp_path) -> None:
+    rc, doc = _run(capsys, f"{HERE / 'unsafe_protocols.py'}:LazyIndex", "--bound", "",
+                   "--max-examples", "300", "--seed", "5", "--no-picture", "--out", str(tmp_path))
+    assert rc == 1 and doc["random"]["schedules"] >= 1
+    cex = load_pattern(doc["counterexample"])
+    assert {e.process for e in cex.events} == set(range(cex.n)) and useless_checkpoints(cex)

@@ -10,6 +10,13 @@ pytest_plugins = ["pytester"]
 
 HERE = Path(__file__).parent / "user_protocols"
 
+
+@pytest.fixture(autouse=True)
+def _small_bounds(monkeypatch):
+    """Small exhaustive bounds: the default ones cost a minute per protocol (test_explore.py and
+    test_protocol_corpus.py cover the explorer itself)."""
+    monkeypatch.setenv("ROLLCHECK_BOUND", "2x6,3x5")
+
 USER_CONFTEST = """
 from hypothesis import settings
 
@@ -26,9 +33,8 @@ from rollcheck.testing import assert_protocol_safe
 from nras import NRAS
 from unsafe_protocols import LazyIndex
 
-
 def test_nras_is_safe():
-    assert assert_protocol_safe(NRAS).examples == int(os.environ["EXPECT_EXAMPLES"])
+    assert assert_protocol_safe(NRAS).random["schedules"] == int(os.environ["EXPECT_EXAMPLES"])
 
 
 def test_lazy_index_is_safe():
@@ -55,7 +61,7 @@ def user_suite(pytester):
 
 
 def test_plugin_options_and_artifacts(user_suite, monkeypatch) -> None:
-    monkeypatch.setenv("EXPECT_EXAMPLES", "60")
+    monkeypatch.setenv("EXPECT_EXAMPLES", "600")
     monkeypatch.delenv("ROLLCHECK_PROFILE", raising=False)
     monkeypatch.delenv("ROLLCHECK_SEED", raising=False)
     out = user_suite.path / "artifacts"
@@ -65,11 +71,14 @@ def test_plugin_options_and_artifacts(user_suite, monkeypatch) -> None:
     result.stdout.fnmatch_lines([
         "*AssertionError: lazy-index: unsafe*counterexample*lazy-index-no-useless-checkpoint.json*",
         "*= rollcheck =*",
-        "nras: safe (60 schedules, profile ci, seed derandomised)*",
+        "nras: safe (* schedules, profile ci, seed derandomised)*exhaustive 2x6*random 600 schedules*",
         "lazy-index: unsafe (* schedules, profile ci, seed derandomised)*violated no-useless-checkpoint",
     ])
     assert sorted(p.name for p in out.iterdir()) == [
         "lazy-index-no-useless-checkpoint.json", "lazy-index-no-useless-checkpoint.png"]
+    # the failure shows the verdict and the counterexample, not rollcheck's own source
+    text = result.stdout.str()
+    assert "_check.py" not in text and "def assert_protocol_safe" not in text
 
 
 def test_plugin_profile_option_and_defaults(user_suite, monkeypatch) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.pattern import CHECKPOINT, DELIVER, SEND, Event, Pattern
-from rollcheck.pyimpl.protocols.base import Protocol
+from rollcheck.pyimpl.protocols.base import Protocol, checkpoint_function
 from rollcheck.pyimpl.protocols.catalog import get_protocol
 
 __all__ = ["ProtocolRun", "run_protocol", "strip_forced"]
@@ -96,7 +96,7 @@ def run_protocol(protocol: str | Protocol, pattern: Pattern) -> ProtocolRun:
     states = [proto.initial(i, n) for i in range(n)]
     on_send = proto.on_send
     on_deliver = proto.on_deliver
-    on_checkpoint = proto.on_checkpoint
+    on_checkpoint = checkpoint_function(proto)
     must_force = proto.must_force
     sender = {m.id: m.sender for m in pattern.messages}
     piggybacks: dict[str, Any] = {}
@@ -116,14 +116,14 @@ def run_protocol(protocol: str | Protocol, pattern: Pattern) -> ProtocolRun:
             pb = piggybacks[mid]  # type: ignore[index]
             st = states[i]
             if must_force(st, src, pb):
-                st = on_checkpoint(st)
+                st = on_checkpoint(st, True)
                 append(Event(i, CHECKPOINT, None, None, True))
                 forced.append(mid)  # type: ignore[arg-type]
             states[i] = on_deliver(st, src, pb)
             append(ev)
         else:
             assert kind == CHECKPOINT
-            states[i] = on_checkpoint(states[i])
+            states[i] = on_checkpoint(states[i], False)
             basic += 1
             append(ev if not ev.forced else Event(i, CHECKPOINT))
     out = Pattern(pattern.processes, tuple(events))

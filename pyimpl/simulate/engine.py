@@ -55,6 +55,7 @@ from typing import Any
 from rollcheck.pyimpl.errors import InternalError, InvalidInputError
 from rollcheck.pyimpl.pattern import PatternBuilder
 from rollcheck.pyimpl.protocols import BasicTimer, get_snapshot_protocol
+from rollcheck.pyimpl.protocols.base import checkpoint_function
 from rollcheck.pyimpl.protocols.chandy_lamport import CHECKPOINT, COMPLETE, FORWARD
 from rollcheck.pyimpl.simulate.config import (
     CL_PROTOCOLS,
@@ -160,7 +161,7 @@ class Engine:
     # ------------------------------------------------------------------ checkpoints
     def checkpoint(self, pr: Proc, forced: bool) -> int:
         if self.proto is not None:
-            pr.proto = self.proto.on_checkpoint(pr.proto)
+            pr.proto = checkpoint_function(self.proto)(pr.proto, forced)
         pr.saved.append(self._save(pr, forced))
         if forced:
             self.forced += 1

@@ -24,6 +24,7 @@ from typing import Any
 
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.pattern import CHECKPOINT, DELIVER, SEND, Event, Pattern
+from rollcheck.pyimpl.protocols.base import checkpoint_function
 
 __all__ = ["synthetic_trace", "write_synthetic_trace"]
 
@@ -119,7 +120,7 @@ def synthetic_trace(processes: int | Sequence[str] = 3, steps: int = 40, seed: i
             mid, src, dst, pb, replayed = flight.pop(k)
             if proto.must_force(st[dst], src, pb):
                 count[dst] += 1
-                st[dst] = proto.on_checkpoint(st[dst])
+                st[dst] = checkpoint_function(proto)(st[dst], True)
                 snaps[dst].append(st[dst])
                 evs.append(Event(dst, CHECKPOINT, None, None, True))
                 yield ev("checkpoint", process=names[dst], index=count[dst], forced=True)
@@ -146,7 +147,7 @@ def synthetic_trace(processes: int | Sequence[str] = 3, steps: int = 40, seed: i
         else:
             i = rng.randrange(n)
             count[i] += 1
-            st[i] = proto.on_checkpoint(st[i])
+            st[i] = checkpoint_function(proto)(st[i], False)
             snaps[i].append(st[i])
             evs.append(Event(i, CHECKPOINT))
             yield ev("checkpoint", process=names[i], index=count[i], forced=False)
@@ -155,7 +156,7 @@ def synthetic_trace(processes: int | Sequence[str] = 3, steps: int = 40, seed: i
         mid, src, dst, pb, replayed = flight.pop(0)
         if proto.must_force(st[dst], src, pb):
             count[dst] += 1
-            st[dst] = proto.on_checkpoint(st[dst])
+            st[dst] = checkpoint_function(proto)(st[dst], True)
             snaps[dst].append(st[dst])
             evs.append(Event(dst, CHECKPOINT, None, None, True))
             yield ev("checkpoint", process=names[dst], index=count[dst], forced=True)

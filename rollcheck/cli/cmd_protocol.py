@@ -4,6 +4,10 @@ The pattern's checkpoints are the basic ones; the protocol decides at every deli
 forced checkpoint precedes it (``specs/protocols.md#run``). NAME is a built-in protocol (``uc``,
 ``bcs``, ``hmnr``), a variant of the mutation catalogue (``hmnr-no-c1``, ``bcs-geq``, ...),
 ``MODULE:CLASS`` or ``path/to/file.py:CLASS`` (``specs/protocols.md#your-protocol``).
+
+Exit codes: 0, or 1 when a protocol that claims ``zcycle_free`` leaves a useless checkpoint on the
+pattern (the JSON then names them under ``"useless"``), 2 for bad input or a failure of the
+protocol's own code.
 """
 
 from __future__ import annotations
@@ -39,6 +43,10 @@ def _run(args: argparse.Namespace) -> int:
         r = run_protocol(proto, p)
     except UserCodeError as e:
         raise UserCodeError(f"{e.reason} (input {args.pattern})", source=e.source, location=e.location) from None
+    from rollcheck.pyimpl.zpaths import useless_checkpoints
+
+    claims = bool(getattr(proto, "zcycle_free", False))
+    useless = [r.pattern.checkpoint_name(c) for c in useless_checkpoints(r.pattern)] if claims else []
     doc = pattern_to_dict(r.pattern)
     if args.out:
         atomic_write_text(args.out, json.dumps(doc, indent=1) + "\n")
@@ -49,6 +57,8 @@ def _run(args: argparse.Namespace) -> int:
             "pattern": doc,
             "basic_checkpoints": r.basic_checkpoints,
             "forced_checkpoints": r.forced_checkpoints,
+            "zcycle_free_claimed": claims,
+            "useless": useless,
         })
     else:
         deliveries = sum(1 for e in p.events if e.kind == "deliver")
@@ -58,4 +68,7 @@ def _run(args: argparse.Namespace) -> int:
             print("forced before: " + ", ".join(r.forced_messages))
         if args.out:
             print(f"wrote {args.out}")
-    return 0
+        if useless:
+            print(f"UNSAFE: {r.protocol} claims zcycle_free but leaves the useless checkpoint(s) "
+                  f"{', '.join(useless)}")
+    return 1 if useless else 0

@@ -59,6 +59,12 @@ def register(sub: Any) -> None:
     qq.add_argument("--batches", type=int, default=None, help="use the first N input batches")
     qq.add_argument("--fail-at-batch", type=int, default=None, metavar="K", help="Spark batch id")
     qq.add_argument("--failure", choices=["task", "sink", "kill"], default=None)
+    qq.add_argument("--kill-point", choices=["offsets", "state", "sink", "commit"], default=None,
+                    help="with --failure kill: SIGKILL the driver after the offset log entry (offsets), after "
+                         "the state store commit (state), after the sink wrote (sink, the default) or just "
+                         "before the commit log entry (commit)")
+    qq.add_argument("--state-store", choices=["hdfs", "rocksdb", "rocksdb-changelog"], default="hdfs",
+                    help="state store provider (rocksdb-changelog: RocksDB with changelog checkpointing)")
     qq.add_argument("--seed", type=int, default=0)
     qq.add_argument("--master", default=None, help="Spark master (default local[2])")
     qq.add_argument("--shuffle-partitions", type=int, default=2)
@@ -67,7 +73,30 @@ def register(sub: Any) -> None:
     qq.add_argument("--no-reference", action="store_true",
                     help="skip the failure-free reference run (the replay then cannot compare)")
     qq.add_argument("--no-record", action="store_true", help="run without the recorder (overhead baseline)")
+    qq.add_argument("--reference-from", default=None, metavar="TRACE",
+                    help="a failure-free recording of the same query and settings: its final output and "
+                         "state are the reference (instead of a reference run)")
     qq.add_argument("--json", action="store_true")
+
+    mx = add_parser(ssub, "matrix", "Chaos matrix: every query module x state store provider x failure x "
+                    "kill point, each cell recorded and replayed (docs/spark-matrix.md).", _matrix)
+    mx.add_argument("--module", action="append", default=None, metavar="FILE.py|MODULE",
+                    help="a query module (repeat; default: the query library in examples/queries)")
+    mx.add_argument("--providers", default="hdfs,rocksdb,rocksdb-changelog",
+                    help="state store providers, comma-separated")
+    mx.add_argument("--failures", default="task,sink,kill", help="failures, comma-separated")
+    mx.add_argument("--kill-points", default="offsets,state,sink,commit",
+                    help="kill points of the kill failure, comma-separated")
+    mx.add_argument("--batches", type=int, default=None, help="use the first N input batches")
+    mx.add_argument("--fail-at-batch", type=int, default=2, metavar="K", help="the batch every failure strikes")
+    mx.add_argument("--seed", type=int, default=0)
+    mx.add_argument("--out", default="spark-matrix", metavar="DIR",
+                    help="folder for traces, checks, witnesses, reproducers and index.html")
+    mx.add_argument("--jobs", type=int, default=1, help="cells at once (each Spark driver needs ~1 GB)")
+    mx.add_argument("--master", default=None)
+    mx.add_argument("--cell-timeout", type=float, default=900.0, metavar="S", help="seconds per recording")
+    mx.add_argument("--no-minimise", action="store_true", help="do not minimise findings")
+    mx.add_argument("--json", action="store_true")
 
     rp = add_parser(ssub, "replay", "Check a recorded trace against the reference models.", _replay)
     rp.add_argument("trace")
@@ -134,11 +163,12 @@ def _record_query(args: argparse.Namespace) -> int:
 
     cfg = QueryConfig(module=args.module, batches=args.batches, seed=args.seed, fail_at_batch=args.fail_at_batch,
                       failure=args.failure, master=args.master, shuffle_partitions=args.shuffle_partitions,
-                      reference=not args.no_reference)
+                      reference=not args.no_reference, state_store=args.state_store, kill_point=args.kill_point)
     cfg.validate()
     out = _check_out(args.out)
     print(f"rollcheck spark record query: module={args.module} seed={args.seed}", file=sys.stderr)
-    res = record_query(cfg, out, workdir=args.workdir, enabled=not args.no_record)
+    res = record_query(cfg, out, workdir=args.workdir, enabled=not args.no_record,
+                       reference_from=args.reference_from)
     _print(args, res, f"recorded {out} in {res['seconds']} s ({res['status']}); checkpoint folder "
                       f"{res['checkpoint']}")
     return 0 if res["status"] == "done" else 1
@@ -225,3 +255,38 @@ def _tamper(args: argparse.Namespace) -> int:
     _print(args, {"out": args.out, "expected_first_offending_seq": seq},
            f"wrote {args.out}; the replay must flag seq {seq}")
     return 0
+
+
+def _split(v: str, flag: str) -> list[str]:
+    from rollcheck.pyimpl.errors import InvalidInputError
+
+    items = [x.strip() for x in v.split(",") if x.strip()]
+    if not items:
+        raise InvalidInputError("empty list", location=flag)
+    return items
+
+
+def _matrix(args: argparse.Namespace) -> int:
+    from rollcheck.spark_replay.matrix import MatrixOptions, library_modules, run_matrix
+
+    opts = MatrixOptions(modules=args.module or library_modules(), providers=_split(args.providers, "--providers"),
+                         failures=_split(args.failures, "--failures"),
+                         kill_points=_split(args.kill_points, "--kill-points"), batches=args.batches,
+                         seed=args.seed, fail_at_batch=args.fail_at_batch, out=Path(args.out), jobs=args.jobs,
+                         master=args.master, cell_timeout=args.cell_timeout, minimise=not args.no_minimise)
+    opts.validate()
+    print(f"rollcheck spark matrix: seed={args.seed} jobs={args.jobs} out={args.out}", file=sys.stderr)
+    from rollcheck.cli.spark_matrix_view import MatrixView
+
+    with MatrixView() as view:
+        res = run_matrix(opts, on_update=view.update)
+    from rollcheck.spark_replay.matrix import exit_code
+
+    if args.json:
+        emit_json(res)
+    else:
+        s = res["summary"]
+        print(f"{len(res['cells'])} cells in {res['seconds']} s: {s['conformant']} conformant, "
+              f"{s['not_conformant']} not conformant ({s['expected_by_engine']} expected by the engine's contract, "
+              f"{s['findings']} finding(s)), {s['inconclusive']} inconclusive; table: {res['index']}")
+    return exit_code(res["cells"])

@@ -3,7 +3,8 @@
 Rows: the Hypothesis properties of ``specs/protocols.md`` (no useless checkpoint under BCS and
 HMNR, BCS index lines consistent, forced list, basic schedule kept, fast kernels agree, timer), and
 a seeded pyimpl sweep that runs every protocol on random schedules and checks the output with the
-foundation's SCC test (UC is expected to leave useless checkpoints: the row reports how often).
+foundation's SCC test (UC is expected to leave useless checkpoints: the row reports how often), and
+the bounded-exhaustive explorer on BCS, HMNR and HMNR without C2 (``specs/protocols.md#exhaustive``).
 """
 
 from __future__ import annotations
@@ -58,7 +59,36 @@ def _sweep_row(ctx: VerifyContext, name: str, count: int) -> Row:
     return Row(name, "pyimpl", check, status, count, "schedules", time.perf_counter() - t0, detail)
 
 
+def _exhaustive_rows(ctx: VerifyContext) -> list[Row]:
+    """Every schedule up to a bound (``rollcheck.properties.explore``): BCS and HMNR have no
+    useless checkpoint on any of them; HMNR without C2 is caught with its smallest witness."""
+    from rollcheck.properties.explore import explore, parse_bounds
+    from rollcheck.pyimpl.protocols import get_protocol
+
+    bounds = parse_bounds("2x8,3x6" if ctx.quick else "2x10,3x8,4x6")
+    rows = []
+    for name, expect in (("bcs", None), ("hmnr", None), ("hmnr-no-c2", 5)):
+        t0 = time.perf_counter()
+        e = explore(get_protocol(name), name, bounds)
+        total = sum(b.schedules for b in e.bounds)
+        cover = ", ".join(f"{b.bound} ({b.schedules}{'' if b.complete else ', incomplete'})"
+                          for b in e.bounds)
+        if expect is None:
+            ok = e.best is None and all(b.complete for b in e.bounds)
+            check = f"no useless checkpoint on every schedule up to {', '.join(map(str, bounds))}"
+            detail = f"exhaustive {cover}" + ("" if e.best is None else f"; violation {e.best.word}")
+        else:
+            ok = e.best is not None and e.best.events == expect
+            check = f"{name} caught on the same bounds, with its smallest witness ({expect} events)"
+            detail = (f"smallest counterexample {e.best.events if e.best else None} events on "
+                      f"{e.best_processes} processes; exhaustive {cover}")
+        ctx.log(f"  protocols: exhaustive {name}: {detail}")
+        rows.append(Row(name.split("-")[0], "exhaustive", check, "pass" if ok else "fail", total, "schedules",
+                        time.perf_counter() - t0, detail))
+    return rows
+
+
 def run(ctx: VerifyContext) -> list[Row]:
     count = 200 if ctx.quick else 3000
     rows = [_sweep_row(ctx, name, count) for name in ("uc", "bcs", "hmnr")]
-    return rows + _property_rows()
+    return rows + _exhaustive_rows(ctx) + _property_rows()

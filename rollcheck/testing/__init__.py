@@ -6,10 +6,12 @@ private.
 
 - :class:`Protocol`: the base class of a protocol (pure transition functions over a per-process
   state; the class attribute ``zcycle_free`` claims that no checkpoint is ever useless,
-  ``rollback_bound`` optionally bounds how many checkpoints a failure can cost a process).
-- :func:`check_protocol`: run every property the protocol claims on Z-cycle-prone schedules and
-  return a :class:`ProtocolReport` (verdict, shrunk counterexample file and picture, forced
-  checkpoints per delivery next to HMNR's and BCS's).
+  ``rollback_bound`` optionally bounds how many checkpoints a failure can cost a process,
+  ``symmetric`` lets the explorer check one schedule per renaming of the processes).
+- :func:`check_protocol`: run every property the protocol claims on every schedule up to the
+  bounds (default 2x11, 3x9, 4x6), then on random ones steered at the protocol, and return a
+  :class:`ProtocolReport` (verdict and what it covered, smallest counterexample file and picture,
+  forced checkpoints per delivery next to HMNR's and BCS's).
 - :func:`assert_protocol_safe`: the same, raising :class:`AssertionError` for pytest.
 - Strategies: :func:`patterns`, :func:`schedules`, :func:`zigzag_schedules`,
   :func:`basic_schedules`, :func:`span_systems`, :func:`elastic_configs`.
@@ -24,9 +26,12 @@ Examples
 ...     def on_send(self, st, dst): return st, None
 ...     def must_force(self, st, src, pb): return True
 ...     def on_deliver(self, st, src, pb): return st
->>> report = check_protocol(CheckpointBeforeReceive, max_examples=10)
->>> report.verdict, report.examples, report.forced_per_delivery
-('safe', 10, 1.0)
+>>> report = check_protocol(CheckpointBeforeReceive, bounds="2x6,3x5", max_examples=10)
+>>> report.verdict, report.forced_per_delivery
+('safe', 1.0)
+>>> report.verdict_line()
+'SAFE: exhaustive 2x6 (3020 schedules), 3x5 (14218); random 10 schedules up to 6x60'
+
 
 References
 ----------

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from rollcheck.pyimpl.pattern import DELIVER, SEND
+from rollcheck.pyimpl.protocols.base import checkpoint_function
 from rollcheck.pyimpl.traces.plugin import Recovery, TraceCheck
 from rollcheck.pyimpl.verdict import Check
 
@@ -67,7 +68,7 @@ class ForcedCheckpoints(TraceCheck):
             self.recorded += 1
             self.pend[i] = seq
             self.pre[i] = self.st[i]
-        self.st[i] = self.protocol.on_checkpoint(self.st[i])
+        self.st[i] = checkpoint_function(self.protocol)(self.st[i], forced)
 
     def on_deliver(self, v: Any, seq: int, i: int, src: int, mid: str, replayed: bool) -> None:
         proto = self.protocol
@@ -114,7 +115,7 @@ class ForcedCheckpoints(TraceCheck):
             elif ev.kind == DELIVER:
                 st[i] = proto.on_deliver(st[i], v.sender_of(ev.message), pbs.pop(ev.message))
             else:
-                st[i] = proto.on_checkpoint(st[i])
+                st[i] = checkpoint_function(proto)(st[i], bool(ev.forced))
         self.st[:] = st
         self.pbs = pbs
 

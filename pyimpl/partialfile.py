@@ -1,0 +1,86 @@
+"""Results that appear whole or not at all: a recording writes ``OUT.partial``, renamed when done.
+
+A recording (a Spark or Flink trace) is written while the run goes on, event by event, possibly by
+several processes in turn (a restarted driver continues its predecessor's file). Written straight
+to ``OUT``, an interrupted re-run would replace a good trace with a fragment. So a recording goes
+to ``OUT.partial`` and :func:`partial_output` renames it to ``OUT`` only when the run ended:
+
+- success: ``OUT.partial`` replaces ``OUT`` (one ``rename``: readers see the old or the new file);
+- cut short (SIGTERM, SIGINT, an internal error, the recorder killed): ``OUT`` stays as it was
+  and the run's own fragment stays beside it as ``OUT.partial`` for inspection (a later
+  ``rollcheck`` command reads ``OUT``, never the fragment);
+- refused (:class:`~rollcheck.pyimpl.errors.InvalidInputError`, including an environment fault
+  such as a full disk): ``OUT`` stays as it was and the fragment is removed.
+
+A stale ``OUT.partial`` of an earlier interrupted run is removed when a new run starts.
+
+Examples
+--------
+>>> import os, tempfile
+>>> d = tempfile.mkdtemp(); out = os.path.join(d, "t.jsonl")
+>>> with partial_output(out) as tmp:
+...     _ = open(tmp, "w").write("new\\n")
+>>> open(out).read(), os.path.exists(out + ".partial")
+('new\\n', False)
+>>> try:
+...     with partial_output(out) as tmp:
+...         _ = open(tmp, "w").write("frag")
+...         raise KeyboardInterrupt
+... except KeyboardInterrupt:
+...     pass
+>>> open(out).read(), open(out + ".partial").read()
+('new\\n', 'frag')
+>>> import shutil; shutil.rmtree(d)
+
+References
+----------
+``specs/cli.md`` ("Faults the commands survive": atomic results).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from rollcheck.pyimpl.errors import InvalidInputError
+
+__all__ = ["PARTIAL_SUFFIX", "partial_path", "partial_output"]
+
+#: The suffix of a recording in progress (or cut short).
+PARTIAL_SUFFIX = ".partial"
+
+
+def partial_path(out: str | os.PathLike[str]) -> Path:
+    """``OUT.partial`` for ``OUT``.
+
+    Examples
+    --------
+    >>> str(partial_path("/x/o.jsonl"))
+    '/x/o.jsonl.partial'
+    """
+    p = Path(out)
+    return p.with_name(p.name + PARTIAL_SUFFIX)
+
+
+@contextlib.contextmanager
+def partial_output(out: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield ``OUT.partial`` (removed first if stale); rename it to ``OUT`` when the block ends
+    normally, remove it on :class:`InvalidInputError`, keep it on any other way out.
+
+    If the block wrote nothing on a normal end, ``OUT`` is left untouched (a run that records
+    nothing does not erase an earlier result).
+    """
+    target = Path(out)
+    tmp = partial_path(target)
+    with contextlib.suppress(FileNotFoundError):
+        tmp.unlink()
+    try:
+        yield tmp
+    except InvalidInputError:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+    if tmp.exists():
+        os.replace(tmp, target)

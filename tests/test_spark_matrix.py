@@ -1,0 +1,437 @@
+"""The Spark chaos matrix: cells, kill points, shared references, verdicts, witness, the table.
+
+Everything but the last two tests runs without Spark (about 2 s): real recorded traces
+(``tests/data/spark/spark-query-kill-*.jsonl``) and doctored copies of them stand for cells. The
+kill supervisor is tested against a fake driver that writes a checkpoint's logs. One real cell
+(``spark``, ``slow``: about 2-4 minutes on a loaded 2-core machine) runs the non-idempotent
+``foreachBatch`` sink under a sink failure through ``rollcheck spark matrix``. The table is
+rendered in headless Chromium when it is installed (required when ``CI=true``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.verdict import Status
+from rollcheck.spark_replay.killpoints import (
+    KILL_POINTS,
+    KillSupervisor,
+    checkpoint_logs,
+    kill_point_struck,
+    state_files_of_version,
+    validate_options,
+)
+from rollcheck.spark_replay.matrix import (
+    Cell,
+    MatrixOptions,
+    cell_result,
+    columns,
+    exit_code,
+    expected_by_engine,
+    plan_cells,
+    render_html,
+    report_of,
+    summarize,
+    witness,
+)
+from rollcheck.spark_replay.replay import replay_file
+from rollcheck.spark_replay.reproducer import module_with_rows, reproducer_source
+from rollcheck.spark_replay.shared_reference import shared_reference, write_shared_reference
+from rollcheck.spark_replay.trace import read_trace
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "tests" / "data" / "spark"
+COMMIT = DATA / "spark-query-kill-commit.jsonl"
+OFFSETS = DATA / "spark-query-kill-offsets-rocksdb.jsonl"
+LIB = ROOT / "examples" / "queries"
+
+
+def _lines(path: Path) -> list[dict]:
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+
+
+def _write(path: Path, objs: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(o) + "\n" for o in objs))
+    return path
+
+
+def _doctor(src: Path, dst: Path, fn) -> Path:
+    objs = _lines(src)
+    return _write(dst, [objs[0], *[fn(o) for o in objs[1:]]])
+
+
+# ----------------------------------------------------------------------------- planning
+def test_plan_is_the_product_in_protocol_order():
+    cells = plan_cells(["a.py", "b.py"], ["hdfs", "rocksdb"], ["kill", "task", "sink"], list(KILL_POINTS))
+    assert len(cells) == 2 * 2 * (2 + 4)
+    assert [c.column for c in cells[:6]] == ["task", "sink", "kill:offsets", "kill:state", "kill:sink",
+                                             "kill:commit"]
+    assert {c.config_id for c in cells} == {"a--hdfs", "a--rocksdb", "b--hdfs", "b--rocksdb"}
+    assert columns(["kill"], ["commit"]) == ["kill:commit"]
+
+
+@pytest.mark.parametrize("args, where", [
+    (([], ["hdfs"], ["task"], []), "--module"),
+    ((["a.py"], ["mem"], ["task"], []), "--providers"),
+    ((["a.py"], ["hdfs"], ["oom"], []), "--failures"),
+    ((["a.py"], ["hdfs"], ["kill"], ["later"]), "--kill-points"),
+    ((["a.py"], ["hdfs"], ["kill"], []), "--failures"),
+    ((["x/a.py", "y/a.py"], ["hdfs"], ["task"], []), "--module"),
+])
+def test_plan_refuses_bad_options(args, where):
+    with pytest.raises(InvalidInputError) as e:
+        plan_cells(*args)
+    assert where in str(e.value)
+
+
+def test_options_validate():
+    with pytest.raises(InvalidInputError, match="--fail-at-batch"):
+        MatrixOptions(["a.py"], batches=2, fail_at_batch=2).validate()
+    with pytest.raises(InvalidInputError, match="--jobs"):
+        MatrixOptions(["a.py"], jobs=0).validate()
+    with pytest.raises(InvalidInputError, match="needs --failure kill"):
+        validate_options("sink", "state", "hdfs")
+    with pytest.raises(InvalidInputError, match="--state-store"):
+        validate_options(None, None, "memory")
+
+
+def test_cli_refuses_bad_provider_before_any_spark_run():
+    r = subprocess.run([sys.executable, "-m", "rollcheck.cli.main", "spark", "matrix", "--providers", "leveldb",
+                        "--json"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2, r.stderr
+    assert "leveldb" in r.stderr and "Traceback" not in r.stderr
+
+
+# ----------------------------------------------------------------------------- the kill-point check
+def test_real_kill_traces_prove_their_kill_point():
+    for path, point in ((COMMIT, "commit"), (OFFSETS, "offsets")):
+        tr = read_trace(path)
+        c = kill_point_struck(tr.header, tr.events)
+        assert c.status is Status.HELD, c.detail
+        assert point in tr.header["config"]["kill_point"]
+        rep = report_of(replay_file(path))
+        assert rep.verdict.value == "conformant", rep.summary()
+
+
+@pytest.mark.parametrize("logs, point, sunk, nstate, fragment", [
+    ({"offsets": 2, "commits": 2}, "commit", True, 2, "after commits/2"),       # struck too late
+    ({"offsets": 1, "commits": 1}, "offsets", False, 0, "offset log at 1"),     # struck too early
+    ({"offsets": 2, "commits": 1}, "offsets", True, 0, "sink had written"),    # after the sink
+    ({"offsets": 2, "commits": 1}, "sink", False, 2, "had not written"),       # before the sink
+    ({"offsets": 2, "commits": 1}, "offsets", False, 2, "state file(s) of version 3"),
+    ({"offsets": 2, "commits": 1}, "state", False, 0, "had not committed"),
+])
+def test_kill_struck_elsewhere_is_unchecked(logs, point, sunk, nstate, fragment):
+    header = {"config": {"failure": "kill", "fail_at_batch": 2, "kill_point": point}}
+    ev = [{"seq": 1, "kind": "spark.state_committed", "batch": 0, "partition": 0, "version": 1}]
+    if sunk:
+        ev.append({"seq": 2, "kind": "spark.sink_written", "batch": 2, "attempt": 1, "rows": []})
+    ev.append({"seq": 3, "kind": "failure", "mode": "kill", "batch": 2, "attempt": 1, "kill_point": point,
+               "checkpoint_logs": logs, "state_files": nstate})
+    c = kill_point_struck(header, ev)
+    assert c.status is Status.UNCHECKED and fragment in c.detail, c.detail
+
+
+def test_kill_point_check_applies_only_to_kills_and_needs_the_evidence():
+    assert kill_point_struck({"config": {"failure": "sink"}}, []).status is Status.NOT_APPLICABLE
+    h = {"config": {"failure": "kill", "fail_at_batch": 1}}
+    assert kill_point_struck(h, []).status is Status.UNCHECKED
+    old = [{"seq": 4, "kind": "failure", "mode": "kill", "batch": 1, "attempt": 1}]
+    assert "no checkpoint_logs" in kill_point_struck(h, old).detail
+
+
+def test_doctored_late_kill_makes_the_replay_inconclusive(tmp_path):
+    """Mutant: the recorder claims a commit-point kill, but commits/2 existed at the kill."""
+    bad = _doctor(COMMIT, tmp_path / "late.jsonl", lambda o: {**o, "checkpoint_logs": {"offsets": 2, "commits": 2}}
+                  if o.get("kind") == "failure" else o)
+    rep = report_of(replay_file(bad))
+    assert rep.verdict.value == "inconclusive"
+    assert "kill-point" in (rep.why_inconclusive or "")
+
+
+# ----------------------------------------------------------------------------- the supervisor
+_FAKE_DRIVER = r"""
+import os, sys, time, uuid
+ck, point = sys.argv[1], sys.argv[2]
+for d in ("offsets", "commits"):
+    os.makedirs(os.path.join(ck, d), exist_ok=True)
+def put(d, name):
+    tmp = os.path.join(ck, d, ".%s.%s.tmp" % (name, uuid.uuid4().hex))
+    open(tmp, "w").write("v1\n{}\n")
+    time.sleep(0.3 if (d == "commits" and name == "2") else 0.0)
+    os.rename(tmp, os.path.join(ck, d, name))
+for b in range(4):
+    put("offsets", str(b)); time.sleep(0.2)
+    os.makedirs(os.path.join(ck, "state", "0", "0"), exist_ok=True)
+    open(os.path.join(ck, "state", "0", "0", "%d.delta" % (b + 1)), "w").close(); time.sleep(0.2)
+    put("commits", str(b)); time.sleep(0.2)
+"""
+
+
+@pytest.mark.parametrize("point, logs, nstate", [("offsets", {"offsets": 2, "commits": 1}, 0),
+                                                 ("commit", {"offsets": 2, "commits": 1}, 1)])
+def test_supervisor_kills_at_the_external_kill_points(tmp_path, point, logs, nstate):
+    ck, markers = tmp_path / "checkpoint", tmp_path / "markers"
+    markers.mkdir()
+    proc = subprocess.Popen([sys.executable, "-c", _FAKE_DRIVER, str(ck), point], start_new_session=True)
+    sup = KillSupervisor(ck, markers, 2, point)
+    fired = sup.wait(proc)
+    assert fired is not None and proc.returncode is not None
+    assert fired["checkpoint_logs"] == logs and fired["state_files"] == nstate
+    assert checkpoint_logs(ck) == logs and (markers / "failed").exists()
+    assert sup.wait(subprocess.Popen([sys.executable, "-c", "pass"])) is None  # once per recording
+
+
+def test_supervisor_kills_on_request(tmp_path):
+    ck, markers = tmp_path / "checkpoint", tmp_path / "markers"
+    markers.mkdir()
+    code = f"import os,time; open({str(markers / 'kill-requested')!r},'w').write('1'); time.sleep(60)"
+    proc = subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
+    t0 = time.perf_counter()
+    fired = KillSupervisor(ck, markers, 1, "state").wait(proc)
+    assert fired is not None and fired["kill_point"] == "state" and time.perf_counter() - t0 < 30
+    assert fired["checkpoint_logs"] == {"offsets": None, "commits": None}
+
+
+def test_state_files_of_every_provider_count(tmp_path):
+    for rel in ("state/0/0/3.delta", "state/0/1/3.zip", "state/0/1/3_0e1f-aa.zip", "state/1/0/left/3.changelog",
+                "state/0/0/2.delta", "state/0/_metadata/3.delta"):
+        p = tmp_path / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text("")
+    assert state_files_of_version(tmp_path, 3) == 4
+
+
+# ----------------------------------------------------------------------------- shared reference
+def test_shared_reference_from_a_failure_free_run(tmp_path):
+    objs = _lines(COMMIT)
+    head = {**objs[0], "config": {**objs[0]["config"], "failure": None, "fail_at_batch": None,
+                                  "kill_point": None}}
+    keep = [o for o in objs[1:] if o["kind"] in ("spark.batch_committed", "spark.output_final",
+                                                  "spark.state_final", "end")]
+    keep = [{**o, "seq": i} for i, o in enumerate(keep, 1)]
+    ref = _write(tmp_path / "ref.jsonl", [head, *keep])
+    got = shared_reference(ref, objs[0])
+    want = next(o for o in objs[1:] if o["kind"] == "spark.output_final")["rows"]
+    assert got["output"] == want and got["batches"] == list(range(7))
+    out = tmp_path / "cell.jsonl"
+    write_shared_reference(ref, out, objs[0])
+    ev = read_trace(out).events
+    assert [e["kind"] for e in ev] == ["spark.reference"] and ev[0]["attempt"] == 0
+    with pytest.raises(InvalidInputError, match="seed"):
+        shared_reference(ref, {"config": {**objs[0]["config"], "seed": 7}})
+    with pytest.raises(InvalidInputError, match="failure-free"):
+        shared_reference(COMMIT)
+    _write(tmp_path / "cut.jsonl", [head, *keep[:-3]])
+    with pytest.raises(InvalidInputError, match="output_final"):
+        shared_reference(tmp_path / "cut.jsonl")
+
+
+# ----------------------------------------------------------------------------- verdicts per cell
+def _duplicated(tmp_path: Path, user_sink: bool, lose: bool = False) -> Path:
+    """The commit-kill trace doctored: the sink was handed batch 2 again and wrote it twice."""
+    objs = _lines(COMMIT)
+    objs[0]["config"]["user_sink"] = user_sink
+    fin = next(o for o in objs[1:] if o["kind"] == "spark.output_final")
+    again = [o for o in objs[1:] if o["kind"] == "spark.sink_written" and o["batch"] == 2]
+    assert len(again) == 2 and again[0]["rows"]
+    fin["rows"] = fin["rows"] + [again[0]["rows"][0]]
+    if lose:
+        fin["rows"] = fin["rows"][1:]
+    return _write(tmp_path / "dup.jsonl", objs)
+
+
+def test_duplicate_of_a_rerun_batch_by_a_users_sink_is_expected(tmp_path):
+    path = _duplicated(tmp_path, user_sink=True)
+    tr, rep = read_trace(path), report_of(replay_file(path))
+    w = witness(tr.header, tr.events)
+    assert w is not None and w["duplicated"][0]["batch"] == 2 and w["duplicated"][0]["written_in_attempts"] == [1, 2]
+    why = expected_by_engine(rep, tr.header, w)
+    assert why is not None and "Using Foreach and ForeachBatch" in why and "at-least-once" in why
+
+
+@pytest.mark.parametrize("user_sink, lose", [(False, False), (True, True)])
+def test_other_violations_are_findings(tmp_path, user_sink, lose):
+    path = _duplicated(tmp_path, user_sink=user_sink, lose=lose)
+    tr, rep = read_trace(path), report_of(replay_file(path))
+    assert rep.verdict.value == "violated"
+    assert expected_by_engine(rep, tr.header, witness(tr.header, tr.events)) is None
+
+
+def test_cell_result_files_and_reasons(tmp_path):
+    opts = MatrixOptions(["q.py"], out=tmp_path)
+    cell = Cell("tests/queries/windowed_agg.py", "hdfs", "kill", "commit")
+    (tmp_path / cell.config_id).mkdir()
+    good = cell_result(cell, opts, COMMIT)
+    assert good["verdict"] == "conformant" and good["witness"] is None
+    assert json.loads(Path(good["checks"]).read_text())["verdict"] == "conformant"
+    dup = cell_result(cell, opts, _duplicated(tmp_path, user_sink=True))
+    assert dup["verdict"] == "not-conformant" and dup["expected_by_engine"] is True
+    wit = json.loads(Path(dup["witness"]).read_text())
+    assert wit["duplicated"][0]["batch"] == 2 and wit["failures"][0]["kill_point"] == "commit"
+    bad = cell_result(cell, opts, _duplicated(tmp_path, user_sink=False))
+    assert bad["reason"].startswith("finding:") and bad["expected_by_engine"] is False
+    cut = tmp_path / "cut.jsonl"
+    cut.write_text("".join(COMMIT.read_text().splitlines(keepends=True)[:12]))
+    assert cell_result(cell, opts, cut)["verdict"] == "inconclusive"
+    err = cell_result(cell, opts, tmp_path / "none.jsonl", error="inconclusive: timed out after 9 s")
+    assert err["verdict"] == "inconclusive" and err["trace"] is None
+    cells = [good, dup, bad, err]
+    assert summarize(cells) == {"conformant": 1, "not_conformant": 2, "inconclusive": 1,
+                                "expected_by_engine": 1, "findings": 1}
+    assert exit_code(cells) == 1 and exit_code([good, dup]) == 0 and exit_code([good, err]) == 3
+
+
+# ----------------------------------------------------------------------------- the table
+class _Table(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: list[list[str]] = []
+        self.links: list[str] = []
+        self._in = False
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "tr":
+            self.rows.append([])
+        if tag in ("td", "th") and self.rows:
+            self.rows[-1].append("")
+            self._in = True
+        if tag == "a":
+            self.links.append(dict(attrs)["href"])
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th"):
+            self._in = False
+
+    def handle_data(self, data):
+        if self._in and self.rows and self.rows[-1]:
+            self.rows[-1][-1] += data
+
+
+def _table(tmp_path: Path) -> tuple[str, list]:
+    opts = MatrixOptions(["q.py"], out=tmp_path)
+    planned = plan_cells(["tests/queries/windowed_agg.py"], ["hdfs", "rocksdb"], ["task", "kill"], ["commit"])
+    (tmp_path / planned[0].config_id).mkdir()
+    res = [cell_result(planned[1], opts, COMMIT), cell_result(planned[0], opts, _duplicated(tmp_path, True))]
+    res[1]["column"] = "task"
+    return render_html(res, planned, tmp_path, done=True, meta={"seed": 0, "fail_at_batch": 2}), planned
+
+
+def test_html_has_one_row_per_configuration_and_relative_links(tmp_path):
+    text, planned = _table(tmp_path)
+    t = _Table()
+    t.feed(text)
+    assert t.rows[0] == ["query · state store", "task", "kill:commit"]
+    assert [r[0] for r in t.rows[1:]] == ["windowed_agg · hdfs", "windowed_agg · rocksdb"]
+    assert t.rows[1][1].startswith("expected") and t.rows[1][2].startswith("conformant")
+    assert t.rows[2][1:] == ["pending", "pending"]
+    assert t.links and all(not h.startswith("/") for h in t.links)
+    for h in t.links:
+        if not h.endswith(".jsonl"):
+            assert (tmp_path / h).exists(), h
+
+
+def _chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+
+
+def test_html_renders_in_headless_chromium(tmp_path):
+    exe = _chromium()
+    if exe is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("headless Chromium is required when CI=true (make chromium installs it)")
+        pytest.skip("Chromium is not installed (make chromium installs it)")
+    text, _ = _table(tmp_path)
+    page = tmp_path / "index.html"
+    page.write_text(text)
+    js = ("<script>document.title = 'cells=' + document.querySelectorAll('#matrix td.cell').length + "
+          "';links=' + document.querySelectorAll('#matrix a').length;</script></body>")
+    page.write_text(text.replace("</body>", js))
+    r = subprocess.run([exe, "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={tmp_path / 'p'}",
+                        "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-500:]
+    assert "<title>cells=4;links=" in r.stdout and "windowed_agg · rocksdb" in r.stdout
+
+
+# ----------------------------------------------------------------------------- the reproducer
+def test_reproducer_is_standalone_and_carries_the_minimised_input():
+    src = (LIB / "foreachbatch_append.py").read_text()
+    rows = [[("p", 1)], [("q", 2), ("p", 3)], [("r", 4)]]
+    mod = module_with_rows(src, rows)
+    ns: dict = {"__name__": "x"}
+    exec(compile(mod, "m.py", "exec"), ns)
+    assert ns["batches"](0) == rows
+    text = reproducer_source(src, rows, failure="kill", kill_point="commit", fail_at=1, state_store="rocksdb",
+                             title="t", reason="lost row")
+    imports = {ln.split()[1].split(".")[0] for ln in text.splitlines() if ln.startswith(("import ", "from "))}
+    assert imports <= {"json", "os", "signal", "subprocess", "sys", "tempfile", "time"}
+    assert "import rollcheck" not in text and "from rollcheck" not in text
+    assert "RocksDBStateStoreProvider" in text and "KILL_POINT = 'commit'" in text
+
+
+# ----------------------------------------------------------------------------- one real cell
+@pytest.mark.spark
+@pytest.mark.slow
+def test_real_cell_non_idempotent_sink_is_expected_by_the_engine(tmp_path):
+    out = tmp_path / "m"
+    r = subprocess.run([sys.executable, "-m", "rollcheck.cli.main", "spark", "matrix", "--module",
+                        str(LIB / "foreachbatch_append.py"), "--providers", "hdfs", "--failures", "sink",
+                        "--batches", "3", "--fail-at-batch", "1", "--out", str(out), "--json"],
+                       capture_output=True, text=True, timeout=1200)
+    assert r.returncode == 0, r.stderr[-2000:]
+    doc = json.loads(r.stdout)
+    (cell,) = doc["cells"]
+    assert cell["verdict"] == "not-conformant" and cell["expected_by_engine"] is True, cell
+    assert "foreachBatch" in cell["reason"] and cell["witness"] and cell["reproducer"] is None
+    assert doc["summary"]["expected_by_engine"] == 1 and (out / "index.html").exists()
+
+
+def test_runner_bounds_each_recording_in_time(tmp_path):
+    from rollcheck.spark_replay.matrix import _Runner
+
+    r = _Runner()
+    rc, out = r.run([sys.executable, "-c", "print('hi')"], 60, tmp_path / "a.log")
+    assert rc == 0 and out.strip() == "hi"
+    t0 = time.perf_counter()
+    rc, why = r.run([sys.executable, "-c", "import time; time.sleep(60)"], 1.0, tmp_path / "b.log")
+    assert rc is None and "timed out" in why and time.perf_counter() - t0 < 30
+    r.stop()
+    assert r.run([sys.executable, "-c", "pass"], 60, tmp_path / "c.log") == (None, "the matrix was stopped")
+
+
+def test_every_kill_through_the_driver_supervision_is_recorded(tmp_path, monkeypatch):
+    """The driver asks for its kill; with the kill-point watcher, the watcher (and only it) kills and
+    keeps the facts (a supervision loop that served the request itself lost the failure event)."""
+    from rollcheck.spark_replay.supervise import run_driver
+
+    pkg = tmp_path / "fakepkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "driver.py").write_text(
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from rollcheck.spark_replay.supervise import child_main, request_kill\n"
+        "def run(spec):\n"
+        "    request_kill(Path(spec['markers']))\n"
+        "if __name__ == '__main__':\n"
+        "    sys.exit(child_main(run))\n")
+    monkeypatch.setenv("PYTHONPATH", f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    for n in range(3):
+        markers = tmp_path / f"markers{n}"
+        markers.mkdir()
+        sup = KillSupervisor(tmp_path / "checkpoint", markers, 2, "sink")
+        run = run_driver("fakepkg.driver", {"markers": str(markers)}, workdir=tmp_path, n=n + 1, markers=markers,
+                         watch=sup.watch, timeout=120)
+        assert run.killed
+        facts = sup.take()
+        assert facts is not None and facts["kill_point"] == "sink"
