@@ -6,8 +6,10 @@
 2. Recovery work against C (SPATE §7.2.2, Fig. 13b): events replayed per recovery, averaged over a
    failure of the stateful operator at every step of the run.
 3. Simulator and sweep throughput: steps per second and single-failure runs per second, and how
-   the run time grows when the input rounds grow 10×.
-All measured side by side in one run; seeds are printed.
+   the run time grows when the input rounds grow 10×; next to each, what a user meets: the wall
+   (and CPU) time of ``rollcheck elastic simulate FILE --json`` and ``rollcheck elastic sweep``
+   on the same work, as fresh processes (``benchmarks/_cold.py``).
+All measured side by side in one run; seeds and the load average are printed.
 """
 
 from __future__ import annotations
@@ -56,7 +58,19 @@ def _recovery_table(quick: bool) -> None:
 
 
 def _throughput(quick: bool) -> None:
-    from rollcheck.pyimpl.elastic import Config, ScaleEvent, failure_sweep, random_config, simulate
+    import json
+    import tempfile
+    from pathlib import Path
+
+    from benchmarks._cold import command_times, load
+    from rollcheck.pyimpl.elastic import (
+        Config,
+        ScaleEvent,
+        config_to_dict,
+        failure_sweep,
+        random_config,
+        simulate,
+    )
 
     print("-- simulator throughput (keys 8, ops affine,sum,count, parallelism 2,3,2, two scalings, R=8, seed 1)")
     base = 20 if quick else 50
@@ -69,20 +83,31 @@ def _throughput(quick: bool) -> None:
         res = simulate(cfg)
         dt = time.perf_counter() - t0
         times[rounds] = dt
+        with tempfile.TemporaryDirectory() as d:
+            f = Path(d) / "config.json"
+            f.write_text(json.dumps(config_to_dict(cfg, None)))
+            wall, cpu = command_times("elastic", "simulate", str(f), "--json", "--allow-large")
         print(f"   rounds={rounds:>5}: {res.steps:>7} steps, {len(res.sink):>6} sink events in {dt:.3f} s "
-              f"({res.steps / dt:,.0f} steps/s)")
+              f"({res.steps / dt:,.0f} steps/s in process); the command `rollcheck elastic simulate` "
+              f"{wall:.2f} s wall, {cpu:.2f} s CPU ({res.steps / wall:,.0f} steps per wall second)")
     print(f"   growth for 10x rounds: {times[10 * base] / times[base]:.1f}x (linear would be 10x)")
     n = 2 if quick else 4
     t0 = time.perf_counter()
     runs = 0
-    for i in range(n):
-        runs += failure_sweep(random_config(1000 + i)).runs
+    for i in range(n):  # the pipelines `rollcheck elastic sweep --seed 1000` draws
+        runs += failure_sweep(random_config(1000 * 1_000_003 + i)).runs
     dt = time.perf_counter() - t0
-    print(f"-- exhaustive single-failure sweep: {n} random pipelines (seeds 1000..{1000 + n - 1}), "
-          f"{runs} runs in {dt:.2f} s ({runs / dt:,.0f} runs/s)")
+    print(f"-- exhaustive single-failure sweep: {n} random pipelines (those of --seed 1000), "
+          f"{runs} runs in {dt:.2f} s ({runs / dt:,.0f} runs/s in process)")
+    wall, cpu = command_times("elastic", "sweep", "--seed", "1000", "--configs", str(n), "--json", ok=(0, 1, 3))
+    print(f"   the command `rollcheck elastic sweep --seed 1000 --configs {n}`: {wall:.2f} s wall, {cpu:.2f} s CPU; "
+          f"load average now {load()}")
 
 
 def main(quick: bool) -> None:
+    from benchmarks._cold import load
+
+    print(f"load average at start: {load()}")
     _queue_table(quick)
     _recovery_table(quick)
     _throughput(quick)

@@ -67,7 +67,10 @@ def main(quick: bool = False) -> None:
 
     sizes = [100_000] if quick else [100_000, 1_000_000]
     tmp = Path(tempfile.mkdtemp(prefix="rollcheck-bench-trace-"))
-    print(f"bench_trace: seed={SEED}; ratio target <= {TARGET_RATIO:g}x json.loads of the lines", flush=True)
+    from benchmarks._cold import load
+
+    print(f"bench_trace: seed={SEED}; ratio target <= {TARGET_RATIO:g}x json.loads of the lines; "
+          f"load average at start: {load()}", flush=True)
     rows = []
     try:
         # the command's baseline (interpreter, numpy, scipy, networkx) on a 3-event trace
@@ -98,6 +101,7 @@ def main(quick: bool = False) -> None:
         if len(rows) == 2:
             (n0, _l0, _c0, l0, c0), (n1, _l1, _c1, l1, c1) = rows
             print(f"growth x{n1 / n0:.1f} events (CPU): json.loads x{l1 / l0:.1f}, check trace x{c1 / c0:.1f}")
+        print(f"load average at the end: {load()}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

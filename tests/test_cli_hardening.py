@@ -375,12 +375,60 @@ def test_input_shaped_library_errors_are_exit_2_naming_the_file(monkeypatch, tmp
     o = run_cli(["probe", f])
     assert o.code == 2 and f in o.stderr and "byte 0" in o.stderr
 
-    def deep(args):
-        return json.loads("[" * 100_000 + "]" * 100_000)
 
-    _command(monkeypatch, deep)
+
+# Issue 19: RecursionError / OverflowError / MemoryError are bad input only where an input bound
+# was hit (the reader raises InvalidInputError there); one that escapes every bound is a bug.
+@pytest.mark.parametrize("error", [RecursionError("maximum recursion depth exceeded"),
+                                   OverflowError("int too large to convert to float"),
+                                   MemoryError()], ids=["recursion", "overflow", "memory"])
+def test_resource_errors_outside_an_input_bound_are_exit_4(monkeypatch, tmp_path, error):
+    f = write(tmp_path, "x.json", b"[]")
+
+    def boom(args):
+        raise error
+
+    _command(monkeypatch, boom)
     o = run_cli(["probe", f])
-    assert o.code == 2 and f in o.stderr and "nested" in o.stderr
+    assert o.code == 4 and "internal error" in o.stderr and "no input bound" in o.stderr, o.stderr
+    assert "Traceback" not in o.stderr
+
+
+def test_an_unbounded_library_recursion_is_exit_4_not_bad_input(monkeypatch, tmp_path):
+    """A reader that forgot its bound (plain json.loads on a deep document) is caught as a bug."""
+    f = write(tmp_path, "x.json", b"[]")
+    _command(monkeypatch, lambda args: json.loads("[" * 100_000 + "]" * 100_000))
+    o = run_cli(["probe", f])
+    assert o.code == 4 and "RecursionError" in o.stderr
+
+
+def test_internal_recursion_bug_in_a_real_command_is_exit_4(monkeypatch, tmp_path):
+    """A recursion bug inside ``useless`` on a valid, small pattern: exit 4, not "bad input"."""
+    import rollcheck.pyimpl.zpaths as zpaths
+
+    def runaway(pattern, *a, **k):
+        return runaway(pattern)
+
+    monkeypatch.setattr(zpaths, "useless_checkpoints", runaway)
+    f = write(tmp_path, "ok.json", PATTERN)
+    o = run_cli(["useless", f, "--json"])
+    assert o.code == 4 and "internal error: RecursionError" in o.stderr, o.stderr
+    assert ": error:" not in o.stderr
+
+
+@pytest.mark.parametrize("argv, data", [
+    (lambda f: ["validate", f], b"[" * 100_000 + b"]" * 100_000),
+    (lambda f: ["useless", f], b'{"format": "rollcheck.pattern/1", "processes": ' + b"[" * 5000
+     + b"]" * 5000 + b"}"),
+    (lambda f: ["check", "trace", f, "--no-tlc"], b'{"format": "rollcheck.trace/1", "processes": '
+     + b"[" * 5000 + b"]" * 5000 + b"}\n"),
+    (lambda f: ["trace", "validate", f], b'{"format": "rollcheck.trace/1", "processes": ["a"]}\n'
+     + b'{"seq": 1, "process": "a", "kind": "checkpoint", "x": ' + b"[" * 5000 + b"]" * 5000 + b"}\n"),
+    (lambda f: ["spans", f, "--json"], b"[" * 100_000 + b"]" * 100_000),
+], ids=["validate", "useless", "check-trace", "trace-validate", "spans"])
+def test_deeply_nested_input_hits_the_bound_exit_2_naming_the_file(tmp_path, argv, data):
+    f = write(tmp_path, "deep.json", data)
+    bad_input(argv(f), f, "nested")
 
 
 SIGTERM_PROBE = textwrap.dedent("""
@@ -503,3 +551,118 @@ def test_nhop_trace_header_config_is_checked(tmp_path):
         bad.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n", encoding="utf-8")
         o = run_cli(["spark", "replay", str(bad), "--json"])
         assert o.code == 2 and o.stderr.count("\n") == 1 and field in o.stderr, (field, o.stderr)
+
+
+# ----------------------------------------------------------------------------- issue 19: loose ends
+def _all_parsers(parser, path=()):
+    import argparse
+
+    yield path, parser
+    for a in parser._actions:
+        if isinstance(a, argparse._SubParsersAction):
+            for name, sp in a.choices.items():
+                yield from _all_parsers(sp, (*path, name))
+
+
+def test_every_numeric_option_refuses_non_finite_values():
+    """Walk every (sub)command: each option whose type yields a float refuses nan, inf and 1e309."""
+    import argparse
+
+    parser = _REAL_BUILD()
+    numeric = []
+    for path, p in _all_parsers(parser):
+        assert type(p).__name__ == "_Parser", path  # every subcommand parses with the refusing parser
+        for a in p._actions:
+            if a.type is None or not a.option_strings:
+                continue
+            try:
+                v = a.type("1e309")
+            except Exception:  # noqa: BLE001 - not a float-valued option
+                continue
+            if not isinstance(v, float):
+                continue
+            numeric.append((" ".join(path), a.option_strings[-1]))
+            for text in ("1e309", "nan", "inf", "-Infinity"):
+                with pytest.raises(argparse.ArgumentError, match="finite"):
+                    p._get_value(a, text)
+            assert p._get_value(a, "2.5") == 2.5
+    assert len(numeric) >= 30, numeric  # the walk reached the numeric options of every family
+    assert ("trt", "--i-max") in numeric and ("check trace", "--tlc-timeout") in numeric
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["trt", "--ci", "10", "--timeout", "5", "--recovery", "3", "--warmup", "2", "--i-avg", "1",
+      "--i-max", "1e309"], "--i-max"),
+    (["trt", "--ci", "nan", "--timeout", "5", "--recovery", "3", "--warmup", "2", "--ratio", "0.5"], "--ci"),
+    (["interval", "optimal", "--failure-rate", "inf", "--checkpoint-cost", "1"], "--failure-rate"),
+    (["tlc-trace", "hmnr", "x.jsonl", "--timeout", "1e400"], "--timeout"),
+    (["check", "trace", "x.jsonl", "--tlc-timeout", "NaN"], "--tlc-timeout"),
+])
+def test_non_finite_option_is_exit_2_naming_the_flag(argv, flag):
+    o = run_cli(argv)
+    assert o.code == 2 and "Traceback" not in o.stderr
+    assert f"argument {flag}" in o.stderr and "finite" in o.stderr, o.stderr
+
+
+def _trace_file(tmp_path, head):
+    f = tmp_path / "big.jsonl"
+    f.write_text(json.dumps(head) + "\n" + json.dumps({"seq": 1, "kind": "checkpoint", "process": "P0"}) + "\n")
+    return str(f)
+
+
+@pytest.mark.parametrize("head, field", [
+    ({"format": "rollcheck.trace/1", "config": {"processes": 300_000_000}}, "config.processes"),
+    ({"format": "rollcheck.trace/1", "config": {"processes_names": ["p"] * 5000}}, "config.processes_names"),
+    ({"format": "rollcheck.trace/1", "processes": [f"p{i}" for i in range(1001)]}, "processes"),
+])
+def test_tlc_trace_header_sizes_bounded_up_front(tmp_path, head, field):
+    f = _trace_file(tmp_path, head)
+    line = bad_input(["tlc-trace", "hmnr", f], f, f"{field}:", "above the limit", "--allow-large", seconds=5)
+    assert "line 1" in line
+
+
+def test_tlc_trace_header_bound_lifted_by_allow_large(tmp_path):
+    from rollcheck.tla.trace import MAX_PROCESSES, load_trace_events
+
+    f = _trace_file(tmp_path, {"format": "rollcheck.trace/1", "config": {"processes": MAX_PROCESSES + 1}})
+    p = load_trace_events(f, allow_large=True)
+    assert len(p.processes) == MAX_PROCESSES + 1
+
+
+def test_check_subcommand_that_fails_to_import_is_internal_error(monkeypatch):
+    """A ``check`` subcommand whose module does not import is exit 4 when run, not dropped (2)."""
+    import importlib
+
+    import rollcheck.cli.main as cli_main
+
+    real_import = importlib.import_module
+
+    def failing(name, *a, **k):
+        if name == "rollcheck.cli.check_trace":
+            raise ImportError("cannot import name 'TraceChecker' (simulated broken install)")
+        return real_import(name, *a, **k)
+
+    monkeypatch.setattr(importlib, "import_module", failing)
+    monkeypatch.setattr(cli_main, "build_parser", lambda: _REAL_BUILD())  # a fresh parser
+    o = run_cli(["check", "trace", "examples/trace-hmnr-3p.jsonl", "--no-tlc"])
+    assert o.code == 4, o.stderr
+    assert "internal error" in o.stderr and "check_trace failed to import" in o.stderr
+    assert "TraceChecker" in o.stderr and "Traceback" not in o.stderr
+    o = run_cli(["check", "protocol", "--help"])  # the other subcommand still works
+    assert o.code == 0
+
+
+def test_trt_tiny_threshold_is_not_a_math_domain_error():
+    """Found by the options fuzzer: threshold / a_1 underflowed to 0 before its logarithm."""
+    o = run_cli(["trt", "--json", "--ci=1e-300", "--timeout=0.5", "--recovery=1e-300", "--warmup", "2",
+                 "--ratio", "0.5", "--threshold=5e-324"])
+    assert o.code == 0, o.stderr
+    doc = json.loads(o.stdout)
+    assert doc and "Traceback" not in o.stderr
+
+
+def test_interval_simulate_tiny_interval_is_bounded_up_front():
+    """Found by the options fuzzer: 5e-324 gave inf periods per run, NaN, a ValueError (exit 4)."""
+    line = bad_input(["interval", "simulate", "--json", "--failure-rate=0.5", "--checkpoint-cost=0",
+                      "--horizon-failures", "50", "--seed=3", "--interval=5e-324"], "--interval", "periods")
+    assert "limit" in line

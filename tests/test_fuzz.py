@@ -48,7 +48,7 @@ def _file_case(name: str, tmp_path_factory: pytest.TempPathFactory):
     found: list[tuple[str, str, list[str]]] = []
 
     @FUZZ
-    @given(doc=mutated_document(seeds), command=st.sampled_from(fmt.commands),
+    @given(doc=mutated_document(seeds, fmt.lines), command=st.sampled_from(fmt.commands),
            special=st.sampled_from([None] * 18 + list(fmt.special)))
     def case(doc, command, special):
         what, data = doc
@@ -171,6 +171,56 @@ def test_mutator_makes_bad_and_good_inputs():
 
     case()
     assert {"valid", "nan", "bom", "bad_utf8", "truncate", "replace", "nest"} <= notes
+
+
+def test_eight_formats_are_fuzzed():
+    """Issue 19: the newest user-facing parser, ``rollcheck.trace/1``, is fuzzed with the others."""
+    assert set(FORMATS) == {"pattern", "spans", "dataflow", "elastic", "trt profile", "trace", "options"}
+    trace = FORMATS["trace"]
+    assert trace.lines and trace.suffix == ".jsonl"
+    used = {" ".join(c[:2]) for c in trace.commands}
+    assert used == {"check trace", "trace validate", "trace to-pattern"}
+    assert all("--no-tlc" in c for c in trace.commands if c[0] == "check")
+
+
+def test_trace_mutator_writes_json_lines_and_reaches_the_checker():
+    """Seeds are written one object per line; renumbered line mutations keep the seq framing, so
+    some mutated traces get past the reader to the checker (exit 0 or 1, not only 2)."""
+    fmt = FORMATS["trace"]
+    seeds = fmt.seeds()
+    notes: set[str] = set()
+    framed = 0
+
+    @settings(max_examples=200, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
+    @given(mutated_document(seeds, True))
+    def case(doc):
+        nonlocal framed
+        what, data = doc
+        notes.update(w.split(" ")[0] for w in what.split("; "))
+        if what == "valid seed":
+            lines = data.decode().splitlines()
+            assert json.loads(lines[0])["format"] == "rollcheck.trace/1"
+            assert [json.loads(x)["seq"] for x in lines[1:]] == list(range(1, len(lines)))
+        if "renumber seq" in what:
+            framed += 1
+
+    case()
+    assert {"valid", "truncate", "renumber", "drop", "repeat", "swap", "move"} <= notes, notes
+    assert framed > 5
+
+
+def test_harness_catches_a_crash_in_the_trace_checker(monkeypatch, tmp_path):
+    """A recursion bug planted in the trace checker is an internal error the fuzzer reports."""
+    import rollcheck.pyimpl.traces as traces
+
+    def runaway(*a, **k):
+        return runaway(*a, **k)
+
+    monkeypatch.setattr(traces, "check_trace_file", runaway)
+    fmt = FORMATS["trace"]
+    data = "".join(json.dumps(x) + "\n" for x in fmt.seeds()[0]).encode()
+    o, problem = run_file_input(fmt, fmt.commands[0], data, tmp_path)
+    assert problem is not None and "exit code 4" in problem and "RecursionError" in problem, (problem, o)
 
 
 def test_run_cli_reports_the_code(tmp_path):

@@ -41,6 +41,7 @@ from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.pattern import CHECKPOINT, DELIVER, SEND, Event, Pattern
 
 __all__ = [
+    "MAX_PROCESSES",
     "PROTOCOLS",
     "TracePattern",
     "TraceValidation",
@@ -56,6 +57,14 @@ PROTOCOLS = (
     "hmnr-piggyback-at-delivery", "bcs-no-force", "hmnr-no-minto", "hmnr-minto-every-send", "bcs-geq",
 )
 INF = 10**9
+MAX_PROCESSES = 1000
+"""Most processes a trace or pattern may name for TLC trace validation (``allow_large`` lifts it).
+
+The model's state holds n × n matrices (``ckpt``, ``taken``, ``sent_to``, ``min_to``) and TLC
+evaluates every step over all of them: 1,000 processes are already 4 million entries per state. A
+header that announces more (``config.processes: 300000000``) is refused before anything is built,
+naming the field, instead of running without bound.
+"""
 
 
 @dataclass
@@ -117,7 +126,15 @@ def _load_core_trace(path: Path) -> TracePattern:
                         seqs=tuple(first.seqs), source=str(path))
 
 
-def load_trace_events(path: str | Path) -> Pattern:
+def _check_processes(count: int, source: str, field: str, allow_large: bool, location: str = "line 1") -> None:
+    """Refuse a declared process count above :data:`MAX_PROCESSES` (unless ``allow_large``)."""
+    if count > MAX_PROCESSES and not allow_large:
+        raise InvalidInputError(f"{field}: {count} processes is above the limit of {MAX_PROCESSES} for TLC "
+                                "trace validation (pass --allow-large to run it anyway)",
+                                source=source, location=location)
+
+
+def load_trace_events(path: str | Path, *, allow_large: bool = False) -> Pattern:
     """Read a pattern file or a ``rollcheck.trace/1`` file into a :class:`Pattern`.
 
     An engine-neutral trace (header with ``processes``) is read strictly by
@@ -131,11 +148,16 @@ def load_trace_events(path: str | Path) -> Pattern:
     ``config.processes`` is a count, else in order of first appearance. A truncated last line is
     ignored (the trace is a valid prefix).
 
+    The sizes a header declares are bounded before anything is built: at most
+    :data:`MAX_PROCESSES` processes (``config.processes`` as a count or a list,
+    ``config.processes_names``, the engine-neutral ``processes``, a pattern's ``processes``),
+    unless ``allow_large``.
+
     Raises
     ------
     InvalidInputError
-        Unreadable file, not JSON, unknown format, or an invalid event (naming the line or
-        ``events[k]``).
+        Unreadable file, not JSON, unknown format, a header size above its limit (naming the
+        field), or an invalid event (naming the line or ``events[k]``).
     """
     from rollcheck.pyimpl.patternio import pattern_from_dict
 
@@ -149,18 +171,22 @@ def load_trace_events(path: str | Path) -> Pattern:
     except json.JSONDecodeError:
         doc = None
     if isinstance(doc, dict) and doc.get("format") == "rollcheck.pattern/1":
+        if isinstance(doc.get("processes"), list):
+            _check_processes(len(doc["processes"]), str(p), "processes", allow_large, location="")
         return pattern_from_dict(doc, source=str(p))
     first = text.split("\n", 1)[0]
     try:
         head = json.loads(first)
-    except ValueError:
+    except (ValueError, RecursionError):
         head = None
     if isinstance(head, dict) and head.get("format") == "rollcheck.trace/1" and "processes" in head:
+        if isinstance(head["processes"], list):
+            _check_processes(len(head["processes"]), str(p), "processes", allow_large)
         return _load_core_trace(p)
-    return _pattern_from_trace(text, str(p))
+    return _pattern_from_trace(text, str(p), allow_large)
 
 
-def _pattern_from_trace(text: str, source: str) -> Pattern:
+def _pattern_from_trace(text: str, source: str, allow_large: bool = False) -> Pattern:
     lines = text.split("\n")
     if not lines or not lines[0].strip():
         raise InvalidInputError("empty file", source=source)
@@ -177,6 +203,10 @@ def _pattern_from_trace(text: str, source: str) -> Pattern:
 
         return pattern_from_dict(head, source=source)
     config: dict[str, Any] = head["config"] if isinstance(head.get("config"), dict) else {}
+    for key in ("processes", "processes_names"):  # every size the header declares, bounded up front
+        v = config.get(key)
+        if isinstance(v, list) or (isinstance(v, int) and not isinstance(v, bool)):
+            _check_processes(len(v) if isinstance(v, list) else v, source, f"config.{key}", allow_large)
     listed = config.get("processes")
     if not isinstance(listed, list):
         listed = config.get("processes_names")
@@ -227,6 +257,7 @@ def _pattern_from_trace(text: str, source: str) -> Pattern:
             events.append(Event(pr, DELIVER, str(mid)))
         else:
             events.append(Event(pr, CHECKPOINT, forced=bool(obj.get("forced", False))))
+    _check_processes(len(names), source, "processes (named by the events)", allow_large, location="")
     try:
         return Pattern(tuple(names) or ("P0",), tuple(events))
     except InvalidInputError as e:

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 from collections.abc import Mapping
 from pathlib import Path
@@ -32,6 +31,7 @@ from typing import Any
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.intervals.optimiser import ProfilingPoint
 from rollcheck.pyimpl.intervals.trt import total_recovery_time
+from rollcheck.pyimpl.jsonio import loads_json
 
 __all__ = ["FORMAT", "load_profile", "parse_rows", "points_from_rows"]
 
@@ -61,9 +61,10 @@ def parse_rows(text: str, *, kind: str) -> list[tuple[str, dict[str, float]]]:
     rows: list[tuple[str, dict[str, float]]] = []
     if kind == "json":
         try:
-            doc = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise InvalidInputError(f"not valid JSON: {e.msg} (line {e.lineno})") from None
+            doc = loads_json(text)  # bounded: nesting, integer digits, NaN/Infinity
+        except InvalidInputError as e:
+            raise InvalidInputError(e.reason.replace("malformed JSON", "not valid JSON", 1),
+                                    location=e.location) from None
         prefix = "points"
         if isinstance(doc, dict):
             fmt = doc.get("format")

@@ -146,7 +146,9 @@ def _terms(a1: float, ratio: float, threshold: float) -> int:
     def below(k: int) -> bool:  # a_k < threshold
         return a1 * ratio ** (k - 1) < threshold
 
-    n = 2 + max(0, math.floor(math.log(threshold / a1) / math.log(ratio)))
+    # log(threshold) − log(a_1), not log(threshold / a_1): the quotient underflows to 0 for a tiny
+    # threshold (5e-324 / 2.5), a math domain error
+    n = 2 + max(0, math.floor((math.log(threshold) - math.log(a1)) / math.log(ratio)))
     while not below(n):
         n += 1
     while n > 2 and below(n - 1):

@@ -24,10 +24,12 @@ from pathlib import Path
 from typing import Any
 
 from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.jsonio import MAX_DEPTH, loads_json
 
 __all__ = ["TRACE_FORMAT", "TraceLines", "read_events", "read_header", "trace_error", "location"]
 
 TRACE_FORMAT = "rollcheck.trace/1"
+_SHALLOW = MAX_DEPTH  # a line with at most this many brackets cannot nest deeper than the bound
 _BOMS = (b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")
 
 
@@ -154,8 +156,8 @@ class TraceLines:
     def _not_a_trace(self) -> None:
         """Raise a helpful error when the file is a whole-document pattern rather than a trace."""
         try:
-            doc = json.loads(self._data if self._data is not None else self.path.read_bytes())
-        except (OSError, ValueError):
+            doc = loads_json(self._data if self._data is not None else self.path.read_bytes())
+        except (OSError, ValueError):  # (InvalidInputError is a ValueError)
             return
         if isinstance(doc, dict) and doc.get("format") == "rollcheck.pattern/1":
             raise InvalidInputError("this is a rollcheck.pattern/1 file, not a rollcheck.trace/1 trace "
@@ -163,20 +165,21 @@ class TraceLines:
                                     source=self.source, location="line 1")
 
     def _parse(self, raw: bytes, line: int, after: int | None, header: bool = False) -> dict[str, Any] | None:
-        """Parse one line; None for an incomplete last line."""
+        """Parse one line under the input bounds of :func:`~rollcheck.pyimpl.jsonio.loads_json`
+        (nesting, NaN/Infinity, integer digits); None for an incomplete last line."""
         complete = raw.endswith(b"\n")
         try:
-            obj = json.loads(raw)
-        except UnicodeDecodeError as e:
-            if not complete:
-                return None
-            raise trace_error(self.source, line, None, None, f"not UTF-8 text (byte {e.start})",
-                              after=after) from None
-        except ValueError as e:
-            if not complete:
-                return None
-            msg = getattr(e, "msg", str(e))
-            raise trace_error(self.source, line, None, None, f"not valid JSON ({msg})", after=after) from None
+            obj = loads_json(raw)
+        except InvalidInputError as e:
+            cut = e.reason.startswith(("malformed JSON", "not UTF-8"))
+            if not complete and cut:
+                return None  # a writer killed mid-line (or mid-character)
+            reason = e.reason
+            if reason.startswith("malformed JSON: "):
+                reason = f"not valid JSON ({reason[len('malformed JSON: '):]})"
+            elif reason.startswith("not UTF-8") and e.location:
+                reason = f"not UTF-8 text ({e.location.split(' (')[0]})"
+            raise trace_error(self.source, line, None, None, reason, after=after) from None
         if not isinstance(obj, dict):
             if not complete and not header:
                 return None
@@ -197,10 +200,16 @@ class TraceLines:
                 line += 1
                 pos += len(raw)
                 if raw.endswith(b"\n"):
-                    try:
-                        obj = loads(raw)
-                    except ValueError:  # (UnicodeDecodeError is a ValueError too)
+                    # the plain decoder for the common line; one that may be deep, non-finite or
+                    # malformed goes through the bounded one (exact message, no RecursionError)
+                    if (raw.count(b"[") + raw.count(b"{") > _SHALLOW or b"NaN" in raw
+                            or b"Infinity" in raw):
                         obj = self._parse(raw, line, last)
+                    else:
+                        try:
+                            obj = loads(raw)
+                        except ValueError:  # (UnicodeDecodeError is a ValueError too)
+                            obj = self._parse(raw, line, last)
                     if type(obj) is not dict:
                         if not raw.strip():
                             continue  # a blank line

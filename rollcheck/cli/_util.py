@@ -11,7 +11,9 @@
   document gets a ``"note"`` saying which ones (``Infinity``/``NaN`` are not JSON).
 - :func:`safe_text` makes any text one printable line (lone surrogates and control characters
   escaped, long text cut).
-- :func:`check_limit` enforces the documented upper bound of an option before any work starts.
+- :func:`check_limit` enforces the documented upper bound of an option before any work starts;
+  :func:`refuse_non_finite` (called by the CLI's argument parser on every option value) refuses
+  ``nan``, ``inf`` and overflowing literals such as ``1e309`` for every numeric option.
 - :func:`progress` shows a rich progress bar on stderr when stderr is a terminal.
 """
 
@@ -42,6 +44,7 @@ __all__ = [
     "atomic_output",
     "check_output_path",
     "check_limit",
+    "refuse_non_finite",
     "load_json_input",
     "load_pattern_arg",
     "parse_checkpoint_ref",
@@ -159,6 +162,36 @@ def check_limit(value: float | int, limit: float | int, flag: str, *, allow_larg
         shown = f"{value:g}" if isinstance(value, float) else str(value)
         raise InvalidInputError(f"{what + ' ' if what else ''}{shown} is above the limit of {limit:g} "
                                 f"(pass --allow-large to run it anyway)", location=flag)
+
+
+def refuse_non_finite(action: argparse.Action, value: Any, arg_string: str) -> Any:
+    """``value`` (an option value after its ``type``), or a usage error when it is a float that is
+    not finite.
+
+    Python's ``float`` accepts ``nan``, ``inf``, ``-Infinity`` and rounds ``1e309`` to infinity; no
+    numeric option of rollcheck means anything by them (an infinite rate, period or timeout would
+    give an infinite or undefined result, or a run without end), so the argument parser refuses
+    them for every option, whatever its ``type`` function.
+
+    Raises
+    ------
+    argparse.ArgumentError
+        Naming the option (the parser turns it into exit 2 with one line).
+
+    Examples
+    --------
+    >>> import argparse
+    >>> act = argparse.ArgumentParser().add_argument("--i-max", type=float)
+    >>> refuse_non_finite(act, 2.5, "2.5")
+    2.5
+    >>> refuse_non_finite(act, float("inf"), "1e309")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentError: argument --i-max: must be a finite number, got '1e309'
+    """
+    if isinstance(value, float) and not math.isfinite(value):
+        raise argparse.ArgumentError(action, f"must be a finite number, got {safe_text(arg_string, 40)!r}")
+    return value
 
 
 def add_allow_large(p: argparse.ArgumentParser) -> None:

@@ -2,7 +2,8 @@
 
 Each subcommand lives in its own module (``rollcheck.cli.check_<name>``) exposing
 ``HELP``, ``add_arguments(parser)`` and ``run(args) -> int``; this module only wires them up, so the
-heavy imports happen in the handlers.
+heavy imports happen in the handlers. A subcommand whose module fails to import stays on the
+command line and reports an internal error (exit 4) when run: never silently dropped.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import importlib
 from typing import Any
 
 from rollcheck.cli._util import add_parser
+from rollcheck.pyimpl.errors import InternalError
 
 SUBCOMMANDS = ("protocol", "trace")
 
@@ -24,9 +26,8 @@ def register(sub: Any) -> None:
     for name in SUBCOMMANDS:
         try:
             module = importlib.import_module(f"rollcheck.cli.check_{name}")
-        except ModuleNotFoundError as e:
-            if e.name != f"rollcheck.cli.check_{name}":
-                raise
+        except Exception as e:  # noqa: BLE001 - reported when the subcommand is run (exit 4)
+            _broken(csub, name, e)
             continue
         sp = add_parser(csub, name, module.HELP, _dispatch(module))
         module.add_arguments(sp)
@@ -37,3 +38,20 @@ def _dispatch(module: Any) -> Any:
         return int(module.run(args) or 0)
 
     return handler
+
+
+def _broken(csub: Any, name: str, error: Exception) -> None:
+    """Register ``check NAME`` whose module failed to import: running it is an internal error.
+
+    A subcommand of :data:`SUBCOMMANDS` is part of rollcheck; one whose module does not import
+    (missing, a syntax error, a broken import inside it) is a bug in the installation, so
+    ``rollcheck check NAME`` says so with exit 4 instead of vanishing from the command line (which
+    would read as a usage error, exit 2) — and the other commands keep working.
+    """
+    why = f"{type(error).__name__}: {error}"
+
+    def handler(args: argparse.Namespace) -> int:
+        raise InternalError(f"check {name}: its module rollcheck.cli.check_{name} failed to import ({why})")
+
+    sp = add_parser(csub, name, f"(unavailable: its module failed to import: {why})", handler)
+    sp.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)

@@ -14,6 +14,9 @@ from typing import Any
 from rollcheck.cli._util import add_allow_large, add_parser, check_limit, emit_json, progress
 
 # Upper bounds of ``interval simulate`` (specs/intervals.md, specs/cli.md), checked before any work.
+MAX_PERIODS = 1e306
+"""Most checkpoint periods one simulated run may count: their number (horizon / interval, summed
+over a run) must stay a finite float; 5e-324 as an interval made it infinite, then NaN."""
 MAX_RUNS = 100_000
 MAX_HORIZON_FAILURES = 1_000_000.0
 MAX_CYCLES = 1e8  # runs × horizon_failures × e^{λR}: the expected failure/restart draws of a simulation
@@ -213,6 +216,13 @@ def _simulate(args: argparse.Namespace) -> int:
     derived = args.interval is None
     t = _t_star(args) if derived else args.interval
     cfg = _flagged(SimConfig, t, _derived_interval=derived, **_params(args))
+    from rollcheck.pyimpl.errors import InvalidInputError
+
+    periods = args.horizon_failures / cfg.failure_rate / cfg.interval
+    if not periods <= MAX_PERIODS:  # the count of completed periods would overflow (NaN)
+        raise InvalidInputError(f"interval {cfg.interval:g} gives {periods:.3g} checkpoint periods per run "
+                                f"(horizon {args.horizon_failures:g}/λ); the limit is {MAX_PERIODS:g}",
+                                location="--interval" if not derived else "--failure-rate/--checkpoint-cost")
     print(f"rollcheck interval simulate: seed={args.seed} runs={args.runs} horizon={args.horizon_failures:g}/λ",
           file=sys.stderr)
     timing = None

@@ -13,7 +13,7 @@ import argparse
 import sys
 from typing import Any
 
-from rollcheck.cli._util import add_parser, emit_json
+from rollcheck.cli._util import add_allow_large, add_parser, emit_json
 
 EXIT = {"ok": 0, "violation": 1, "deadlock": 1, "error": 2, "inconclusive": 3}
 
@@ -35,6 +35,7 @@ def register(sub: Any) -> None:
                    help="also check that no checkpoint is useless (quadratic: short traces only)")
     t.add_argument("--timeout", type=float, default=600.0)
     t.add_argument("--json", action="store_true")
+    add_allow_large(t)
 
     m = add_parser(sub, "tlc-manifest", "Run every model of tla/manifest.json at a bound.", _manifest)
     m.add_argument("--bound", choices=("small", "large", "all"), default="small")
@@ -91,7 +92,7 @@ def _trace(args: argparse.Namespace) -> int:
                        "reason": reason})
         print(f"rollcheck: inconclusive: {reason}", file=sys.stderr)
         return 3
-    pattern = load_trace_events(args.trace)
+    pattern = load_trace_events(args.trace, allow_large=args.allow_large)
     v = validate_trace(args.protocol, pattern, zcheck=args.zcheck, timeout=args.timeout)
     if args.json:
         emit_json(v.to_json())

@@ -7,8 +7,14 @@ in rollcheck), 130/143 interrupted by SIGINT/SIGTERM.
 and an exit code, never a bare traceback (``--debug`` or ``ROLLCHECK_DEBUG=1`` shows it):
 
 - :class:`InvalidInputError` → 2, and so are the library errors that only bad input produces
-  (``UnicodeDecodeError``, ``json.JSONDecodeError``, ``RecursionError``, ``MemoryError``,
-  ``OverflowError``, Python's integer-size limit): the message names the input file(s);
+  (``UnicodeDecodeError``, ``json.JSONDecodeError``, Python's integer-size limit): the message
+  names the input file(s);
+- ``RecursionError``, ``OverflowError`` and ``MemoryError`` are bad input (2) only where an input
+  bound was hit, and there the reader raises :class:`InvalidInputError` naming the file and the
+  bound (nesting depth in :mod:`rollcheck.pyimpl.jsonio` and :mod:`rollcheck.tla.values`, sizes
+  in the readers' ``--allow-large`` limits). One that escapes to here hit no bound: the input was
+  not checked where it should have been, or the code recursed on its own, so it is an internal
+  error (4) like any other;
 - :class:`PropertyViolation` → 1, :class:`InconclusiveError` → 3;
 - :class:`InternalError` and any other exception → 4, "internal error … (a bug in rollcheck)";
 - SIGTERM is handled like SIGINT: :class:`TerminationRequested` (a ``KeyboardInterrupt``) is
@@ -52,6 +58,12 @@ _OUTPUT_ATTRS = {"out", "output", "write_config", "emit_system", "o"}
 
 
 class _Parser(argparse.ArgumentParser):
+    def _get_value(self, action: argparse.Action, arg_string: str) -> Any:
+        # every numeric option of every command: a non-finite value is a usage error (exit 2)
+        from rollcheck.cli._util import refuse_non_finite
+
+        return refuse_non_finite(action, super()._get_value(action, arg_string), arg_string)
+
     def error(self, message: str) -> None:  # type: ignore[override]
         from rollcheck.cli._util import safe_text
 
@@ -157,20 +169,27 @@ def _input_files(args: argparse.Namespace) -> list[str]:
 
 
 def _input_shaped(e: BaseException) -> str | None:
-    """The reason to print when ``e`` is a library error that only bad input produces, else None."""
+    """The reason to print when ``e`` is a library error that only bad input produces, else None.
+
+    ``RecursionError``, ``OverflowError`` and ``MemoryError`` are not among them: bad input that
+    would raise them is stopped at an input bound (an :class:`InvalidInputError`), so one that
+    reaches :func:`main` is a bug (exit 4).
+    """
     if isinstance(e, json.JSONDecodeError):
         return f"line {e.lineno} column {e.colno}: malformed JSON: {e.msg}"
     if isinstance(e, UnicodeDecodeError):
         return f"byte {e.start}: not UTF-8 text"
-    if isinstance(e, RecursionError):
-        return "input nested too deeply"
-    if isinstance(e, MemoryError):
-        return "not enough memory for this input (see the limits in specs/cli.md; --allow-large where offered)"
-    if isinstance(e, OverflowError):
-        return f"a number in the input is too large ({e})"
     if isinstance(e, ValueError) and "integer string conversion" in str(e):
         return "an integer in the input has too many digits"
     return None
+
+
+_UNBOUNDED = {
+    RecursionError: "the recursion limit was reached where no input bound applies",
+    OverflowError: "a number overflowed where no input bound applies",
+    MemoryError: "memory ran out where no input bound applies",
+}
+"""Why a resource error that escaped every input bound is a bug, by type."""
 
 
 def _report(kind: str, message: str) -> None:
@@ -250,8 +269,9 @@ def _main(argv: Sequence[str] | None) -> int:
             where = ", ".join(files) if files else "input"
             _report("error", f"{where}: {reason}")
             return EXIT_INVALID
-        _report("internal error", f"{type(e).__name__}: {e} (a bug in rollcheck; rerun with --debug "
-                                  f"for the traceback)")
+        why = next((w for t, w in _UNBOUNDED.items() if isinstance(e, t)), None)
+        text = f"{type(e).__name__}: {e}" + (f"; {why}" if why else "")
+        _report("internal error", f"{text} (a bug in rollcheck; rerun with --debug for the traceback)")
         return EXIT_INTERNAL
 
 

@@ -3,9 +3,10 @@
 Each row runs the public face exactly as a user would and checks that its verdict is *earned*:
 
 - ``check protocol`` on a user-written protocol with an off-by-one index rule (shipped as package
-  data, ``rollcheck/data/my_index.py``) must come out unsafe, with a saved counterexample in which
-  an independent computation (the SCC characterisation of useless checkpoints) finds the useless
-  checkpoint it names; the corrected protocol (``my_index_fixed.py``) must come out safe, with its
+  data, ``rollcheck/data/my_index.py``) must come out unsafe, with a saved counterexample whose
+  useless checkpoints are confirmed by an independent method — a brute-force Z-cycle search from
+  the definitions (:func:`confirm_counterexample`), not the SCC pass that found them — which must
+  also reject a doctored copy of the counterexample; the corrected protocol (``my_index_fixed.py``) must come out safe, with its
   forced-checkpoint rate next to HMNR's and BCS's.
 - ``check trace`` on a 3-process HMNR run of an engine that is not Spark must be conformant, and each
   broken variant (a missing forced checkpoint, too little rollback, a message not replayed, a
@@ -19,8 +20,10 @@ References
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from importlib.resources import as_file, files
 from pathlib import Path
+from typing import Any
 
 from rollcheck.suite import Row, VerifyContext
 
@@ -37,6 +40,73 @@ _BROKEN = {
 #: the check -> the algorithm of the report's grid it exercises
 _ALGORITHM = {None: "recovery-line", "forced-checkpoints": "hmnr", "recovery-line": "recovery-line",
               "log-replay": "message-log", "outputs-exactly-once": "message-log"}
+
+
+#: Above this many delivered messages the Z-cycle closure (cubic) is not attempted.
+MAX_ORACLE_MESSAGES = 400
+
+
+def _zcycle_useless(p: Any, names: Sequence[str]) -> dict[str, bool]:
+    """For each named checkpoint ``P:x``: is it on a Z-cycle, searched from the definitions?
+
+    Independent of :func:`~rollcheck.pyimpl.zpaths.useless_checkpoints` (which produced the
+    counterexample: an SCC pass over the R-graph): the brute-force oracle of
+    :mod:`rollcheck.properties.oracle` reads the checkpoint intervals of every message off the raw
+    event list and closes the one-step Z relation transitively; C[i,x] is useless iff a Z-path
+    leaves it (a message sent at or after C[i,x]) and returns to it (a message delivered to P_i
+    before C[i,x]) — Netzer and Xu's theorem, ``specs/theorems.md#t2-netzer-xu``.
+    """
+    from rollcheck.properties.oracle import brute_zpath_exists, zpath_closure
+
+    closure = zpath_closure(p)
+    out = {}
+    for name in names:
+        proc, _, idx = name.rpartition(":")
+        c = (p.processes.index(proc), int(idx))
+        out[name] = brute_zpath_exists(p, c, c, closure)
+    return out
+
+
+def _doctored(p: Any, name: str) -> Any:
+    """``p`` with every delivery to the named checkpoint's process before that checkpoint removed
+    (the messages stay in transit): no Z-path can return to the checkpoint, so it is not useless."""
+    from rollcheck.pyimpl.pattern import CHECKPOINT, DELIVER, Pattern
+
+    proc, _, idx = name.rpartition(":")
+    i, x = p.processes.index(proc), int(idx)
+    seen, events = 0, []
+    for ev in p.events:
+        if ev.process == i and ev.kind == CHECKPOINT:
+            seen += 1
+        if ev.process == i and ev.kind == DELIVER and seen < x:
+            continue
+        events.append(ev)
+    return Pattern(p.processes, tuple(events))
+
+
+def confirm_counterexample(p: Any, useless: Sequence[str]) -> tuple[bool, str]:
+    """Confirm that every checkpoint ``useless`` names is useless in ``p`` by an independent
+    method (:func:`_zcycle_useless`), and that the same confirmation rejects a doctored copy of
+    the counterexample (the first named checkpoint's incoming deliveries removed).
+
+    Returns ``(confirmed, what was done)``; not confirmed when the list is empty, the pattern is too
+    large for the oracle, a named checkpoint has no Z-cycle, or the doctored copy is "confirmed" too
+    (a confirmation that cannot fail is no confirmation).
+    """
+    if not useless:
+        return False, "the report names no useless checkpoint"
+    delivered = sum(1 for m in p.messages if m.deliver_interval is not None)
+    if delivered > MAX_ORACLE_MESSAGES:
+        return False, f"not confirmed: {delivered} delivered messages exceed the oracle's {MAX_ORACLE_MESSAGES}"
+    verdicts = _zcycle_useless(p, useless)
+    missing = [n for n, on_cycle in verdicts.items() if not on_cycle]
+    if missing:
+        return False, f"no Z-cycle through {missing} (brute-force Z-path closure)"
+    doctored = _doctored(p, useless[0])
+    if _zcycle_useless(doctored, useless[:1])[useless[0]]:
+        return False, f"the doctored counterexample (deliveries before {useless[0]} removed) was confirmed too"
+    return True, (f"a Z-cycle through each of {list(useless)} found by the brute-force Z-path closure; "
+                  f"a doctored copy (deliveries to {useless[0].rpartition(':')[0]} before it removed) rejected")
 
 
 def _protocol_rows(ctx: VerifyContext) -> list[Row]:
@@ -66,8 +136,10 @@ def _protocol_rows(ctx: VerifyContext) -> list[Row]:
             else:
                 p = load_pattern(rep.counterexample)
                 found = sorted(p.checkpoint_name(c) for c in useless_checkpoints(p))
-                ok = ok and bool(found) and set(rep.useless) <= set(found)
-                detail += f"; counterexample holds useless {found} (report names {rep.useless})"
+                confirmed, note = confirm_counterexample(p, rep.useless)
+                ok = ok and bool(found) and set(rep.useless) <= set(found) and confirmed
+                detail += (f"; counterexample holds useless {found} (report names {rep.useless}); "
+                           f"independent check: {note}")
                 if rep.picture:
                     pictures.append(rep.picture)
         rows.append(Row("useless (a user's protocol)", METHOD, f"check protocol {fname}: expected {expect}",

@@ -14,7 +14,8 @@ bounded time, nothing written, never a traceback, never exit 4. Valid input may 
   a hard per-input time bound (SIGALRM); :func:`check_outcome` — the contract above.
 - :data:`FORMATS` — one entry per input format (a :class:`FileFormat`: valid seeds and the
   commands that read it) or option family (:class:`OptionsFormat`); pointing the harness at a new
-  format is one entry. :data:`TLA_VALUES` fuzzes :func:`rollcheck.tla.values.parse_value`.
+  format is one entry (``lines=True`` for JSON Lines such as ``rollcheck.trace/1``).
+  :data:`TLA_VALUES` fuzzes :func:`rollcheck.tla.values.parse_value`.
 
 ``tests/test_fuzz.py`` runs a ci-sized fuzz of every entry; ``rollcheck verify`` (section
 ``fuzz``) runs ≥ 10^4 inputs per format and reports the counts.
@@ -259,8 +260,14 @@ def _structural(draw: Any, doc: Any) -> tuple[Any, str]:
     return _set(doc, path, copy.deepcopy(draw(st.sampled_from(_ODD_VALUES)))), f"replace {where}"
 
 
-def _dump(doc: Any, compact: bool) -> bytes:
-    text = json.dumps(doc, separators=(",", ":") if compact else None, ensure_ascii=False)
+def _dump(doc: Any, compact: bool, lines: bool = False) -> bytes:
+    """The file bytes of ``doc``: one JSON document, or (``lines``) one JSON value per line when
+    ``doc`` is a list (a JSON Lines trace: header, then events)."""
+    sep = (",", ":") if compact else None
+    if lines and isinstance(doc, list):
+        text = "".join(json.dumps(x, separators=sep, ensure_ascii=False) + "\n" for x in doc)
+    else:
+        text = json.dumps(doc, separators=sep, ensure_ascii=False)
     return text.encode("utf-8", "surrogatepass")  # lone surrogates become bytes that are not UTF-8
 
 
@@ -298,10 +305,13 @@ def _byte_mutation(draw: Any, data: bytes) -> tuple[bytes, str]:
 
 
 @st.composite
-def mutated_document(draw: Any, seeds: Sequence[Any]) -> tuple[str, bytes]:
+def mutated_document(draw: Any, seeds: Sequence[Any], lines: bool = False) -> tuple[str, bytes]:
     """A strategy of ``(description, file bytes)``: a seed with 0–3 structural and 0–1 byte mutations.
 
     The seeds themselves (no mutation) are among the values drawn, so valid input is exercised too.
+    With ``lines`` a seed is a list of objects written one per line (JSON Lines): the structural
+    mutations of the list drop, duplicate and reorder lines, those of its items change fields, and
+    the byte-level ``truncate`` cuts the file mid-line, as a killed writer does.
     """
     doc = copy.deepcopy(draw(st.sampled_from(list(seeds))))
     notes = []
@@ -310,7 +320,27 @@ def mutated_document(draw: Any, seeds: Sequence[Any]) -> tuple[str, bytes]:
         notes.append(what)
         if what.startswith("nest"):
             break  # keep the document shallow enough for deepcopy and json.dumps
-    data = _dump(doc, draw(st.booleans()))
+    if lines and isinstance(doc, list) and len(doc) > 2 and draw(st.booleans()):
+        # a line-level mutation: what a buggy engine or a bad merge of two logs writes
+        i = draw(st.integers(1, len(doc) - 1))
+        kind = draw(st.sampled_from(["drop line", "repeat line", "swap lines", "move line"]))
+        if kind == "drop line":
+            del doc[i]
+        elif kind == "repeat line":
+            doc.insert(i, copy.deepcopy(doc[i]))
+        elif kind == "swap lines" and i + 1 < len(doc):
+            doc[i], doc[i + 1] = doc[i + 1], doc[i]
+        else:
+            doc.insert(draw(st.integers(1, len(doc) - 1)), doc.pop(i))
+        notes.append(kind)
+    if lines and notes and isinstance(doc, list) and draw(st.booleans()):
+        # renumber the events 1, 2, … so that a dropped, repeated or reordered line reaches the
+        # checker instead of stopping at the reader's "seq numbers have no gaps"
+        for i, item in enumerate(doc[1:], start=1):
+            if isinstance(item, dict):
+                item["seq"] = i
+        notes.append("renumber seq")
+    data = _dump(doc, draw(st.booleans()), lines)
     data, what = _byte_mutation(draw, data)
     if what:
         notes.append(what)
@@ -335,6 +365,7 @@ class FileFormat:
     commands: list[list[str]]
     suffix: str = ".json"
     special: tuple[str, ...] = ("directory", "missing")
+    lines: bool = False  # JSON Lines: each seed is a list of objects, written one per line
 
 
 @dataclass
@@ -409,6 +440,29 @@ def _profile_seeds() -> list[Any]:
     return [{"format": FORMAT, "points": pts}, pts]
 
 
+def _trace_seeds() -> list[Any]:
+    """The shipped ``rollcheck.trace/1`` examples (a correct run and four broken ones) and seeded
+    synthetic runs of other protocols, sizes and failures, as lists of lines."""
+    from importlib.resources import files
+
+    from rollcheck.pyimpl.traces.synth import synthetic_trace
+
+    data = files("rollcheck.data")
+    seeds: list[Any] = [
+        [json.loads(ln) for ln in (data / name).read_text(encoding="utf-8").splitlines() if ln.strip()]
+        for name in ("trace-hmnr-3p.jsonl", "trace-hmnr-3p-orphan.jsonl", "trace-hmnr-3p-no-forced.jsonl",
+                     "trace-hmnr-3p-not-replayed.jsonl", "trace-hmnr-3p-duplicate-output.jsonl")]
+    for k, (n, protocol, failures) in enumerate([(2, "bcs", (12,)), (4, "uc", (10, 25)), (3, "hmnr", ())]):
+        seeds.append(list(synthetic_trace(n, 30, seed=k, protocol=protocol, failures=failures)))
+    return seeds
+
+
+def _trace_reference() -> str:
+    from importlib.resources import files
+
+    return str(files("rollcheck.data") / "trace-hmnr-3p.reference.json")
+
+
 PATTERN = FileFormat("pattern", _pattern_seeds, [
     ["validate", "{input}"],
     ["validate", "--strict", "{input}", "--json"],
@@ -431,6 +485,19 @@ PROFILE = FileFormat("trt profile", _profile_seeds, [
     ["trt", "optimise", "{input}", "--bound", "150", "--timeout", "5", "--recovery", "3", "--warmup", "2",
      "--ratio", "0.5"],
 ])
+
+TRACE = FileFormat("trace", _trace_seeds, [
+    ["check", "trace", "{input}", "--no-tlc"],
+    ["check", "trace", "{input}", "--no-tlc", "--json"],
+    ["check", "trace", "{input}", "--no-tlc", "--reference", _trace_reference()],
+    ["check", "trace", "{input}", "--no-tlc", "--protocol", "bcs", "--no-virtual", "--json"],
+    ["trace", "validate", "{input}"],
+    ["trace", "validate", "--strict", "{input}", "--json"],
+    ["trace", "to-pattern", "{input}", "-o", "{out}/pattern.json"],
+    ["trace", "to-pattern", "{input}", "-o", "{out}/pattern.json", "--json"],
+], suffix=".jsonl", lines=True)
+"""``rollcheck.trace/1`` (JSON Lines) through ``check trace`` (without TLC: a JVM per input would
+bound nothing but the fuzzer's speed), ``trace validate`` and ``trace to-pattern``."""
 
 _NUM = ["0", "-1", "1", "0.5", "1e-300", "1e308", "-1e308", "nan", "inf", "-inf", "1e9", "1e23",
         "abc", "", "1" * 5000, "0x10", "1_000", "2", "10", "-0", "5e-324", "0.999999999999"]
@@ -478,9 +545,12 @@ FORMATS: dict[str, FileFormat | OptionsFormat] = {
     "dataflow": DATAFLOW,
     "elastic": ELASTIC,
     "trt profile": PROFILE,
+    "trace": TRACE,
     "options": OPTIONS,
 }
-"""Every fuzzed input: add a format here (colleagues: trace, dataflow) and every runner picks it up."""
+"""Every fuzzed input: add a format here and every runner picks it up (with :data:`TLA_VALUES`,
+eight formats: pattern, span system, dataflow, elastic configuration, TRT profile, trace, numeric
+options, TLA+ values)."""
 
 
 @st.composite
@@ -556,9 +626,11 @@ def run_file_input(fmt: FileFormat, command: list[str], data: bytes | str, workd
         path.write_bytes(data)
     argv = [a.replace("{input}", str(path)).replace("{out}", str(out_dir)) for a in command]
     o = run_cli(argv, time_limit)
-    # the message names the file, or the flag whose value the file does not support
+    # the message names the file, or the flag whose value the file does not support, or another
+    # input file the command was given (a reference the trace does not fit)
     flags = [a for a in command if a.startswith("-") and a != "--json"]
-    problem = check_outcome(o, names=[str(path), path.name, *flags], json_out="--json" in command,
+    others = [a for a in command if "{" not in a and not a.startswith("-") and Path(a).is_file()]
+    problem = check_outcome(o, names=[str(path), path.name, *flags, *others], json_out="--json" in command,
                             out_dir=out_dir, in_dir=in_dir, allowed_inputs=[path.name])
     return o, problem
 
