@@ -12,7 +12,7 @@ PYTEST_WORKERS ?= 2
 # tree of symlinks laid out as installed
 TYPECHECK := build/typecheck
 
-.PHONY: setup java flink-setup test verify verify-quick bench lint typecheck-tree clean
+.PHONY: setup java chromium flink-setup test verify verify-quick bench bench-verify lint typecheck-tree clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,13 @@ java:
 	  echo "Java not found: installing a headless JRE (Debian openjdk-17-jre-headless)"; \
 	  if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi; \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq openjdk-17-jre-headless; }
+
+# headless Chromium renders verify's report in the tests (tests/test_report_browser.py)
+chromium:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || { \
+	  echo "Chromium not found: installing it (Debian chromium) for the report's browser test"; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi; \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium; }
 
 setup: $(STAMP) java
 
@@ -43,7 +50,7 @@ flink-setup: java $(FLINK_STAMP)
 	  if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi; \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq openjdk-17-jdk-headless; }
 
-test: setup flink-setup
+test: setup flink-setup chromium
 	@# A fresh TMPDIR: anything the tests leave in it fails the run (tests/conftest.py).
 	@tmp=$$(mktemp -d -t rollcheck-test-XXXXXX) && \
 	TMPDIR=$$tmp ROLLCHECK_CHECK_TMPDIR=$$tmp ROLLCHECK_PROFILE=$(PROFILE) \
@@ -58,6 +65,11 @@ verify-quick: setup flink-setup
 
 bench: setup
 	$(PY) -m benchmarks
+
+# the section times of `verify --quick` (FULL=1: of the full run), recorded in
+# benchmarks/results/verify-sections.json next to the previous measurements
+bench-verify: setup flink-setup
+	ROLLCHECK_BENCH_VERIFY_FULL=$(FULL) $(PY) -m benchmarks --only verify
 
 typecheck-tree:
 	rm -rf $(TYPECHECK)

@@ -120,6 +120,16 @@ def netzer_xu_useless(p: Pattern, zcycles: Any = zcycle_checkpoints) -> None:
     expect(got == O.brute_useless(p), f"on Z-cycle {sorted(got)} != useless {sorted(O.brute_useless(p))}", p)
 
 
+def _netzer_xu_message(a: Any, b: Any, extends: bool, linked: bool) -> str:
+    """The Netzer–Xu violation in words: ``{C[0,1], C[1,2]} extends to no consistent global
+    checkpoint, yet no Z-path links them`` (a singleton is named once)."""
+    what = f"{{{a}}}" if a == b else f"{{{a}, {b}}}"
+    them = "it to itself" if a == b else "them"
+    if extends:
+        return f"{what} extends to a consistent global checkpoint, yet a Z-path links {them}"
+    return f"{what} extends to no consistent global checkpoint, yet no Z-path links {them}"
+
+
 @prop("netzer-xu-sets", target="zpaths", theorem="specs/theorems.md#t2-netzer-xu", area="foundation",
       interesting=ZPATH, floor=0.25)
 @given(p=small_patterns)
@@ -139,7 +149,7 @@ def netzer_xu_sets(p: Pattern, zpath_fn: Any = zpath) -> None:
                 continue
             linked = any(zpath_fn(p, u, v) is not None for u in (a, b) for v in (a, b))
             extends = (a.process, a.index, b.process, b.index) in covered
-            expect(extends == (not linked), f"set {{{a}, {b}}}: extends={extends} but Z-linked={linked}", p)
+            expect(extends == (not linked), _netzer_xu_message(a, b, extends, linked), p)
 
 
 @prop("zpath-witness", target="zpaths", theorem="specs/theorems.md#t1-zpath", area="foundation",

@@ -29,7 +29,6 @@ from __future__ import annotations
 import math
 import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -52,23 +51,21 @@ def _plt() -> Any:
     return plt
 
 
-def _save(fig: Any, out: Path) -> Path:
-    plt = _plt()
+def _save(fig: Any, out: Path, caption: str = "", alt: str = "") -> Path:
+    from rollcheck.pyimpl.render import save_figure
+
     out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=out.parent, suffix=out.suffix)
-    os.close(fd)
-    try:
-        fig.savefig(tmp, dpi=110, bbox_inches="tight")
-        os.replace(tmp, out)
-    finally:
-        plt.close(fig)
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return out
+    return save_figure(fig, out, alt=alt, caption=caption)
+
+
+def _why(spec: Any, detail: str) -> str:
+    """``<mutant> is killed: <the violation, without the property's prefix>``."""
+    text = re.sub(r"^[\w-]+: PropertyViolation: ", "", detail or "").strip()
+    return f"{spec.name} is killed: {text[:240]}" if text else f"{spec.name} is killed"
 
 
 # --------------------------------------------------------------------------- patterns
-def _pattern_picture(spec: Any, cex: Any, drawn: dict[str, Any] | None, out: Path) -> Path:
+def _pattern_picture(spec: Any, cex: Any, drawn: dict[str, Any] | None, out: Path, detail: str = "") -> Path:
     from rollcheck.pyimpl.recovery import recovery_line
     from rollcheck.pyimpl.render import render_pattern
 
@@ -88,9 +85,104 @@ def _pattern_picture(spec: Any, cex: Any, drawn: dict[str, Any] | None, out: Pat
                     except Exception:
                         continue
                     if mut != ref:
+                        why = (f"{spec.name} is killed: after {', '.join(cex.processes[i] for i in failed)} "
+                               f"fail{'s' if len(failed) == 1 else ''}, the mutant's line (dashed) differs from the "
+                               "recovery line (red dash-dot)")
                         return render_pattern(cex, out, failed=failed, line=ref, virtual=virtual, zcycles=True,
-                                              title=title, other_lines={"mutant's line": mut})
-    return render_pattern(cex, out, zcycles=True, title=title)
+                                              title=title, other_lines={"mutant's line": mut}, why=why)
+    found = _pattern_evidence(spec, cex, detail)
+    cex, title = _crop_to_evidence(cex, found, title)
+    return render_pattern(cex, out, zcycles=True, title=title, **found)
+
+
+def _crop_to_evidence(p: Any, found: dict[str, Any], title: str) -> tuple[Any, str]:
+    """A pattern too large to draw event by event, cut down to its evidence: the sender and the
+    receiver of the first orphan, up to their snapshot checkpoints and the orphan's delivery, so
+    that the diagram can show and name them (the caption says what was left out)."""
+    from rollcheck.pyimpl.pattern import CHECKPOINT, DELIVER, SEND, Event, Pattern
+    from rollcheck.pyimpl.render import MAX_DETAILED_MESSAGES, MAX_DETAILED_PROCESSES
+
+    cuts = list((found.get("other_lines") or {}).items())
+    if (p.num_messages <= MAX_DETAILED_MESSAGES and p.n <= MAX_DETAILED_PROCESSES) or len(cuts) != 1:
+        return p, title
+    label, cut = cuts[0]
+    by_id = p.message_by_id
+    first = next((by_id[m] for m in found.get("highlight", []) if m in by_id), None)
+    if first is None or first.deliver_event is None:
+        return p, title
+    keep = sorted({first.sender, first.receiver})
+    end = max([first.deliver_event] + [p.checkpoint_event(i, cut[i]) for i in keep if cut[i] <= p.last_index(i)])
+    new_index = {old: k for k, old in enumerate(keep)}
+    events = []
+    for e in p.events[: end + 1]:
+        if e.process not in new_index:
+            continue
+        if e.kind == CHECKPOINT:
+            events.append(Event(new_index[e.process], CHECKPOINT, forced=e.forced))
+        elif e.kind == SEND and e.to in new_index:
+            events.append(Event(new_index[e.process], SEND, e.message, new_index[e.to]))
+        elif e.kind == DELIVER and e.message in by_id and by_id[e.message].sender in new_index:
+            events.append(Event(new_index[e.process], DELIVER, e.message))
+    q = Pattern(tuple(p.processes[i] for i in keep), tuple(events))
+    if q.num_messages > MAX_DETAILED_MESSAGES:
+        return p, title
+    kept = {m.id for m in q.messages}
+    found["other_lines"] = {label: tuple(cut[i] for i in keep)}
+    found["highlight"] = [m for m in found.get("highlight", []) if m in kept]
+    found["why"] = found.get("why", "") + (f". Drawn: only {' and '.join(q.processes)} (the orphan's sender and "
+                                           f"receiver), their events up to the snapshot; the whole run has "
+                                           f"{p.n} processes and {p.num_messages} messages")
+    return q, title
+
+
+_SNAPSHOT = re.compile(r"snapshot (\d+) cut \(([\d, ]+)\):? (?:has )?orphans \[([^\]]*)\]")
+_RESTORES = re.compile(r"restores C\[(\d+),(\d+)\], not its last checkpoint (\d+) \(line \(([\d, ]+)\)\)")
+_FAILED = re.compile(r"fail=([^@\s]+)@")
+_USELESS = re.compile(r"useless checkpoints?(?:\(s\))? \[?([\w.:, ']+)\]?")
+
+
+def _ints(text: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", text))
+
+
+def _pattern_evidence(spec: Any, p: Any, detail: str) -> dict[str, Any]:
+    """What the violation in ``detail`` names, as arguments of ``render_pattern``: the snapshot
+    cut with its orphans, the failure with the recovery line and the wrongly restored checkpoint,
+    or the useless checkpoints; and a ``why`` sentence naming them for the caption."""
+    out: dict[str, Any] = {}
+    m = _SNAPSHOT.search(detail)
+    if m:
+        k, cut = int(m.group(1)), _ints(m.group(2))
+        orphans = re.findall(r"m\d+", m.group(3))
+        if len(cut) == p.n:
+            out["other_lines"] = {f"snapshot {k}": cut}
+        if orphans:
+            out["highlight"] = orphans
+            first = orphans[0] + (f" (and {len(orphans) - 1} more)" if len(orphans) > 1 else "")
+            out["why"] = (f"{spec.name} is killed: orphan {first} in snapshot {k} — sent after its sender's "
+                          f"snapshot and delivered before its receiver's")
+        else:
+            out["why"] = f"{spec.name} is killed: snapshot {k} is inconsistent"
+        return out
+    m = _RESTORES.search(detail)
+    if m:
+        f, restored, last, line = int(m.group(1)), int(m.group(2)), int(m.group(3)), _ints(m.group(4))
+        fm = _FAILED.search(detail)
+        name = fm.group(1) if fm else None
+        if name is not None and name in p.processes:
+            f = p.process_index(name)
+        if 0 <= f < p.n and len(line) == p.n:
+            out.update(failed=(f,), line=line, highlight_checkpoints=[(f, restored)])
+            out["why"] = (f"{spec.name} is killed: {p.processes[f]} fails and the recovery line rolls it back to "
+                          f"C{restored}, not its last checkpoint C{last} (ringed in red): the rollback propagates "
+                          "along the Z-cycles below (domino effect)")
+        return out
+    m = _USELESS.search(detail)
+    if m:
+        out["why"] = f"{spec.name} is killed: useless checkpoint(s) {m.group(1).strip()}"
+    else:
+        out["why"] = _why(spec, detail)
+    return out
 
 
 # --------------------------------------------------------------------------- spans
@@ -125,9 +217,11 @@ def _span_picture(spec: Any, doc: dict[str, Any], detail: str, out: Path) -> Pat
     for e in s.edges:
         a, b = x[e.src], x[e.dst]
         bad = e.name in offending
-        ax.annotate("", xy=(b, -0.35), xytext=(a, -0.35),
-                    arrowprops={"arrowstyle": "->", "color": "#d62728" if bad else "#1f77b4", "lw": 2.2 if bad else 1,
-                                "connectionstyle": "arc3,rad=-0.35" if a != b else "arc3,rad=-2.5"})
+        arr = ax.annotate("", xy=(b, -0.35), xytext=(a, -0.35),
+                          arrowprops={"arrowstyle": "->", "color": "#d62728" if bad else "#1f77b4",
+                                      "lw": 2.2 if bad else 1,
+                                      "connectionstyle": "arc3,rad=-0.35" if a != b else "arc3,rad=-2.5"})
+        arr.arrow_patch.set_gid(("offending-edge:" if bad else "edge:") + e.name)
     ax.plot([x[n] for n in names], [ref[n] for n in names], "o", ms=13, mfc="none", mec="#2ca02c", mew=2.5, zorder=3)
     if mut is not None:
         ax.plot([x[n] for n in names], [mut[n] for n in names], "x", ms=12, color="#d62728", mew=2.5, zorder=4)
@@ -142,44 +236,99 @@ def _span_picture(spec: Any, doc: dict[str, Any], detail: str, out: Path) -> Pat
     ax.set_ylim(-1.0, max(p.top_level for p in s.processors) + 0.6)
     ax.set_ylabel("level")
     ax.set_xticks([])
+    from rollcheck.pyimpl.render import integer_axis
+
+    integer_axis(ax, "y")
     ax.set_title(f"{spec.name}: span system", fontsize=10)
-    return _save(fig, out)
+    from rollcheck.pyimpl.render import save_figure
+
+    wrong = [n for n in names if mut is not None and mut[n] != ref[n]]
+    caption = (f"{spec.name} is killed: "
+               + (f"offending edge{'s' if len(offending) > 1 else ''} {', '.join(sorted(offending))} (red)"
+                  if offending else "the mutant's spans differ from the reference")
+               + (f"; the mutant restores {', '.join(f'{n} at level {mut[n]}' for n in wrong)} where the greatest "
+                  f"consistent spans are {', '.join(f'{n} at {ref[n]}' for n in wrong)}" if wrong and mut else "")
+               + ". Green rings: the reference's spans; red crosses: the mutant's.")
+    return save_figure(fig, out, alt=f"{spec.name}: span diagram", caption=caption)
 
 
 # --------------------------------------------------------------------------- elastic
 def _elastic_picture(spec: Any, doc: dict[str, Any], out: Path) -> Path:
     from rollcheck.pyimpl.elastic import simulate
     from rollcheck.pyimpl.elastic.configio import config_from_dict
+    from rollcheck.pyimpl.render import integer_axis, save_figure
 
     plt = _plt()
     cfg, failure = config_from_dict(doc)
     ref = simulate(cfg)
     rules = spec.slots.get("rules")
     mut = simulate(cfg, failure=failure, rules=rules) if rules is not None else simulate(cfg, failure=failure)
-    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4), gridspec_kw={"width_ratios": [3, 1]})
-    for res, label, marker, colour in ((ref, "reference, failure-free", "o", "#2ca02c"),
-                                       (mut, "mutant, with the failure", "x", "#d62728")):
-        ax.plot(range(len(res.sink)), [e.key * 1000 + e.seq for e in res.sink], marker, ms=5, color=colour,
-                label=f"{label} ({len(res.sink)} sink events)", ls="")
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4.6), gridspec_kw={"width_ratios": [3, 1]})
+    for res, label, marker, colour, size in ((ref, "reference, failure-free", "o", "#2ca02c", 8),
+                                             (mut, "mutant, with the failure", "x", "#d62728", 7)):
+        (pts,) = ax.plot(range(len(res.sink)), [e.key * 1000 + e.seq for e in res.sink], marker, ms=size,
+                         color=colour, label=f"{label} ({len(res.sink)} sink events)", ls="",
+                         mfc="none" if marker == "o" else colour, mew=1.8)
+        pts.set_gid("reference-output" if res is ref else "mutant-output")
+    # the failure where it happened: between the sink arrivals before it and those after it
+    said = []
     for rec in mut.recoveries:
-        step = rec.get("step")
-        if isinstance(step, int | float):
-            ax.axvline(min(step, len(mut.sink)), color="#d62728", ls=":", lw=1)
-    ax.plot([], [], color="#d62728", ls=":", label=f"failure {failure}" if failure else "recovery")
-    ax.set_xlabel("sink arrival order")
+        at = rec.get("sink_events")
+        if isinstance(at, int):
+            fl = ax.axvline(at - 0.5, color="#d62728", ls=":", lw=1.5,
+                            label=f"failure of {rec.get('task')} (after {at} sink arrival{'s' if at != 1 else ''})")
+            fl.set_gid(f"failure:{rec.get('task')}")
+            said.append(f"the failure of {rec.get('task')} after sink arrival {at - 1}" if at
+                        else f"the failure of {rec.get('task')} before the first sink arrival")
+    # the first wrong arrival: a duplicate, or an arrival the reference does not have
+    seen: set[tuple[int, int]] = set()
+    want = {(e.key, e.seq) for e in ref.sink}
+    bad = None
+    for k, e in enumerate(mut.sink):
+        if (e.key, e.seq) in seen:
+            bad = (k, e, "duplicate")
+            break
+        if (e.key, e.seq) not in want:
+            bad = (k, e, "not in the reference")
+            break
+        seen.add((e.key, e.seq))
+    if bad is None:
+        missing = sorted(want - {(e.key, e.seq) for e in mut.sink})
+        if missing:
+            key, seq = missing[0]
+            idx = next(k for k, e in enumerate(ref.sink) if (e.key, e.seq) == (key, seq))
+            (ring,) = ax.plot([idx], [key * 1000 + seq], "o", ms=18, mfc="none", mec="#ff7f0e", mew=2.5,
+                              label=f"lost: key {key}, seq {seq} (reference arrival {idx})")
+            ring.set_gid(f"lost:{key}:{seq}")
+            what = f"key {key}, seq {seq} never arrives (it is arrival {idx} of the reference)"
+        else:
+            what = "the output differs"
+    else:
+        k, e, kind = bad
+        (ring,) = ax.plot([k], [e.key * 1000 + e.seq], "o", ms=18, mfc="none", mec="#ff7f0e", mew=2.5,
+                          label=f"{kind}: key {e.key}, seq {e.seq} at arrival {k}")
+        ring.set_gid(f"{'duplicate' if kind == 'duplicate' else 'unexpected'}:{e.key}:{e.seq}")
+        what = f"{kind} key {e.key}, seq {e.seq} at sink arrival {k}"
+    ax.set_xlabel("sink arrival (0 = first)")
     ax.set_ylabel("key·1000 + sequence number")
-    ax.legend(fontsize=7, loc="upper left")
+    integer_axis(ax)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, frameon=False)
     levels = sorted(set(ref.max_queue) | set(mut.max_queue))
     w = 0.38
     ax2.bar([lv - w / 2 for lv in levels], [ref.max_queue.get(lv, 0) for lv in levels], w, color="#2ca02c",
             label="reference")
     ax2.bar([lv + w / 2 for lv in levels], [mut.max_queue.get(lv, 0) for lv in levels], w, color="#d62728",
             label="mutant")
-    ax2.set_xlabel("level")
-    ax2.set_ylabel("max queue (slices not yet L1-acknowledged)")
-    ax2.legend(fontsize=7)
+    ax2.set_xticks(levels)
+    integer_axis(ax2, "y")
+    ax2.set_xlabel("level (0 = source)")
+    ax2.set_ylabel("max queue (events not yet L1-acknowledged)")
+    ax2.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, frameon=False)
     fig.suptitle(f"{spec.name}: {spec.description}"[:110], fontsize=10)
-    return _save(fig, out)
+    caption = (f"{spec.name} is killed: {what} (orange ring). The red dotted line is "
+               + (", ".join(said) if said else "the failure") + "; green circles are the failure-free output, "
+               "red crosses the mutant's.")
+    return save_figure(fig, out, alt=f"{spec.name}: sink output of the reference and of the mutant", caption=caption)
 
 
 def _slice_picture(spec: Any, drawn: dict[str, Any], out: Path) -> Path:
@@ -205,7 +354,10 @@ def _slice_picture(spec: Any, drawn: dict[str, Any], out: Path) -> Path:
     ax.set_ylabel("sequence number")
     ax.legend(fontsize=7)
     ax.set_title(f"{spec.name}: slice split (Eq. 1) and merge (Eq. 2)", fontsize=10)
-    return _save(fig, out)
+    return _save(fig, out, f"{spec.name} is killed: the merge of the mutant's parts (red triangles, "
+                           f"{len(ev)} events) should give back the slice (grey circles, {len(s.events)} events); "
+                           "a circle without a triangle is an event lost by the split.",
+                 f"{spec.name}: a slice, the mutant's split parts and their merge")
 
 
 # --------------------------------------------------------------------------- intervals
@@ -290,7 +442,8 @@ def _interval_picture(spec: Any, cex: Any, drawn: dict[str, Any] | None, detail:
     if ax.get_yscale() == "linear":
         ax.ticklabel_format(axis="y", useOffset=False)
     ax.set_title(f"{spec.name}: {spec.description}"[:100], fontsize=10)
-    return _save(fig, out)
+    return _save(fig, out, _why(spec, detail) + ". Green: the reference; red dotted: the mutant; the vertical "
+                 "lines mark the optima or the counterexample's interval.", f"{spec.name}: reference and mutant curves")
 
 
 # --------------------------------------------------------------------------- timer and fallback
@@ -314,7 +467,9 @@ def _timer_picture(spec: Any, drawn: dict[str, Any], out: Path) -> Path:
     ax.set_xlabel(f"event (period every = {every})")
     ax.legend(fontsize=8, loc="upper right")
     ax.set_title(f"{spec.name}: {spec.description}"[:100], fontsize=10)
-    return _save(fig, out)
+    return _save(fig, out, f"{spec.name} is killed: its basic checkpoints (white diamonds, lower row) are not the "
+                 f"reference timer's (upper row) around the forced ones (black) at {forced_at[:6]}.",
+                 f"{spec.name}: checkpoint timer of the reference and of the mutant")
 
 
 def _parameters_picture(spec: Any, drawn: dict[str, Any] | None, detail: str, out: Path) -> Path:
@@ -326,7 +481,8 @@ def _parameters_picture(spec: Any, drawn: dict[str, Any] | None, detail: str, ou
     ax.plot([], [], " ", label=f"violation: {detail[:90]}")
     ax.legend(loc="lower left", fontsize=7, frameon=False)
     ax.set_title(f"{spec.name}: the violating example", fontsize=10)
-    return _save(fig, out)
+    return _save(fig, out, _why(spec, detail) + " (the values the property was called with are listed).",
+                 f"{spec.name}: the violating example's values")
 
 
 def draw_mutant(spec: Any, outcome: Any, out: str | os.PathLike[str]) -> Path:
@@ -336,7 +492,7 @@ def draw_mutant(spec: Any, outcome: Any, out: str | os.PathLike[str]) -> Path:
     out = Path(out)
     cex, drawn, detail = outcome.counterexample, outcome.drawn or {}, outcome.detail
     if isinstance(cex, Pattern):
-        return _pattern_picture(spec, cex, drawn, out)
+        return _pattern_picture(spec, cex, drawn, out, detail)
     if isinstance(cex, dict) and cex.get("format") == "rollcheck.spans/1":
         return _span_picture(spec, cex, detail, out)
     if isinstance(cex, dict) and cex.get("format") == "rollcheck.elastic/1":

@@ -30,11 +30,13 @@ from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.pattern import Pattern
 from rollcheck.pyimpl.patternio import atomic_output
 
-__all__ = ["render_pattern", "MAX_DETAILED_PROCESSES", "MAX_DETAILED_MESSAGES"]
+__all__ = ["render_pattern", "save_figure", "integer_axis", "MAX_DETAILED_PROCESSES", "MAX_DETAILED_MESSAGES"]
 
 MAX_DETAILED_PROCESSES = 12
 MAX_DETAILED_MESSAGES = 150
 _CYCLE_COLOURS = ["#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2"]
+_COLOUR_NAMES = ["red", "blue", "green", "purple", "orange", "brown", "pink"]
+_CYCLE_STYLES = ["-", "--", ":", "-."]
 
 
 def render_pattern(
@@ -47,6 +49,9 @@ def render_pattern(
     title: str | None = None,
     highlight: Iterable[str] = (),
     other_lines: Mapping[str, tuple[int, ...]] | None = None,
+    highlight_checkpoints: Iterable[tuple[int, int]] = (),
+    caption: str | None = None,
+    why: str = "",
 ) -> Path:
     """Draw ``p`` to ``out`` (``.png`` or ``.svg``), atomically, and return the path.
 
@@ -62,7 +67,20 @@ def render_pattern(
         Message ids to draw thick (e.g. an orphan or a witness Z-path).
     other_lines : mapping of str to tuple of int, optional
         Further cuts to draw, each with its label in the legend (e.g. a wrong line next to the
-        reference recovery line). Only in the detailed drawing.
+        reference recovery line, or a snapshot with orphans).
+    highlight_checkpoints : iterable of (process, index)
+        Checkpoints to ring in red (e.g. the one a failed process wrongly restores).
+    caption : str, optional
+        What to look at; by default one is written from what is drawn (the failure, the line,
+        the useless checkpoints and their Z-cycles, the highlighted messages). Stored in the PNG
+        (see :func:`save_figure`).
+    why : str
+        A sentence put in front of the default caption (what the picture is evidence of).
+
+    Every element a reader must find carries a matplotlib ``gid``: ``message:m3``,
+    ``offending-message:m36``, ``checkpoint:P0:2``, ``offending-checkpoint:P1:2``,
+    ``useless:P0:2``, ``zcycle-1:m11`` (the second Z-cycle's arrow for m11), ``recovery-line``,
+    ``cut:<label>``, ``failure:P1``.
     """
     out = Path(out)
     fmt = out.suffix.lower().lstrip(".")
@@ -78,17 +96,114 @@ def render_pattern(
         from rollcheck.pyimpl.recovery import recovery_line
 
         line = recovery_line(p, failed, virtual=virtual).line
+    highlight = [h for h in highlight if isinstance(h, str)]
+    marks = [tuple(c) for c in highlight_checkpoints]
+    drawn: dict[str, Any] = {}
     if p.n > MAX_DETAILED_PROCESSES or p.num_messages > MAX_DETAILED_MESSAGES:
-        fig = _summary(p, plt, zcycles, title)
+        fig = _summary(p, plt, zcycles, title, set(highlight), drawn)
     else:
-        fig = _detailed(p, plt, failed, zcycles, line, title, set(highlight), dict(other_lines or {}))
+        fig = _detailed(p, plt, failed, zcycles, line, title, set(highlight), dict(other_lines or {}),
+                        marks, drawn)  # type: ignore[arg-type]
+    text = caption if caption is not None else _caption(p, failed, line, highlight, marks,
+                                                          dict(other_lines or {}), drawn, why)
+    alt = (title or f"space-time diagram of {p.n} processes") + ": " + text
+    _plain_texts(fig)
+    return save_figure(fig, out, alt=alt[:300], caption=text)
+
+
+def _names(items: list[str], most: int = 4) -> str:
+    """``m3, m5 and m7``; ``m3, m5, m7, m9 and 4 more``."""
+    if len(items) <= most:
+        return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+    return ", ".join(items[:most]) + f" and {len(items) - most} more"
+
+
+def _caption(p: Pattern, failed: tuple[int, ...], line: tuple[int, ...] | None, highlight: list[str],
+             marks: list[tuple[int, ...]], other_lines: dict[str, tuple[int, ...]], drawn: dict[str, Any],
+             why: str) -> str:
+    """The default caption: what to look at, naming every highlighted element."""
+    parts = [why.rstrip(". ") + "." if why else ""]
+    if failed:
+        parts.append(f"{_names([p.processes[i] for i in failed])} fail{'s' if len(failed) == 1 else ''} "
+                     "(red cross at the end of the line).")
+    if line is not None:
+        restored = [f"{p.processes[i]}:{'V' if line[i] == p.volatile_index(i) else f'C{line[i]}'}"
+                    for i in range(p.n)]
+        parts.append(f"The recovery line (red dash-dot) restores {', '.join(restored)}.")
+    for label, cut in other_lines.items():
+        parts.append(f"The {label} (dashed) is the cut {', '.join(f'{p.processes[i]}:C{cut[i]}' for i in range(p.n))}.")
+    if highlight and drawn.get("summary"):
+        parts.append(f"Look at {_names(highlight)} (the channels that carry them are boxed in red).")
+    elif highlight:
+        parts.append(f"Look at {_names(highlight)} (thick red arrow{'s' if len(highlight) > 1 else ''}, "
+                     "labelled).")
+    if marks:
+        parts.append(f"Ringed in red: {_names([f'{p.processes[i]}:C{x}' for i, x in marks])}.")
+    cycles = drawn.get("cycles") or {}
+    if cycles:
+        desc = [f"{p.processes[c[0]]}:C{c[1]} (Z-cycle {' → '.join(w)}, {_COLOUR_NAMES[k % len(_COLOUR_NAMES)]})"
+                for k, (c, w) in enumerate(cycles.items())]
+        parts.append(f"Useless checkpoint{'s' if len(desc) > 1 else ''} (orange ring): {'; '.join(desc)}.")
+        shared = drawn.get("shared") or []
+        if shared:
+            parts.append(f"{_names(shared)} belong{'s' if len(shared) == 1 else ''} to more than one Z-cycle: "
+                         "drawn once per cycle, side by side.")
+    elif drawn.get("zcycles"):
+        parts.append("No checkpoint is useless.")
+    if drawn.get("summary"):
+        parts.append("Too large to draw event by event: messages per channel (highlighted channels carry the "
+                     "named messages) and checkpoints per process.")
+    return " ".join(x for x in parts if x).strip() or f"{p.n} processes, {p.num_messages} messages."
+
+
+def save_figure(fig: Any, out: str | os.PathLike[str], *, alt: str = "", caption: str = "",
+                dpi: int = 110, tight: bool = True) -> Path:
+    """Write ``fig`` to ``out`` atomically with its alt text and caption, and close it.
+
+    A PNG keeps ``alt`` as its ``Title`` text and ``caption`` (what to look at in the picture) as
+    its ``Description`` text; an SVG keeps them as its title and description. The report of
+    ``rollcheck verify`` shows them under the picture.
+
+    Examples
+    --------
+    >>> import tempfile, matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import matplotlib.pyplot as plt
+    >>> from PIL import Image
+    >>> fig, ax = plt.subplots()
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     out = save_figure(fig, Path(d) / "x.png", alt="a line", caption="look at the line")
+    ...     Image.open(out).text["Description"]
+    'look at the line'
+    """
+    import matplotlib.pyplot as plt
+
+    out = Path(out)
+    fmt = out.suffix.lower().lstrip(".") or "png"
+    meta: dict[str, str] = {}
+
+    if fmt in ("png", "svg"):
+        if alt:
+            meta["Title"] = _clean(alt)
+        if caption:
+            meta["Description"] = _clean(caption)
     try:
-        _plain_texts(fig)
         with atomic_output(out) as tmp:
-            fig.savefig(tmp, format=fmt, dpi=110, bbox_inches="tight")
+            fig.savefig(tmp, format=fmt, dpi=dpi, bbox_inches="tight" if tight else None,
+                        metadata=meta or None)
     finally:
         plt.close(fig)
     return out
+
+
+def integer_axis(ax: Any, which: str = "both") -> None:
+    """Integer ticks on an axis that counts things (events, levels, arrivals)."""
+    from matplotlib.ticker import MaxNLocator
+
+    if which in ("x", "both"):
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    if which in ("y", "both"):
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
 
 
 def _plain_texts(fig: Any) -> None:
@@ -105,7 +220,8 @@ def _plain_texts(fig: Any) -> None:
 
 def _detailed(p: Pattern, plt: Any, failed: tuple[int, ...], zcycles: bool,
               line: tuple[int, ...] | None, title: str | None, highlight: set[str],
-              other_lines: dict[str, tuple[int, ...]] | None = None) -> Any:
+              other_lines: dict[str, tuple[int, ...]] | None = None,
+              marks: list[tuple[int, int]] | None = None, drawn: dict[str, Any] | None = None) -> Any:
     from matplotlib.lines import Line2D
 
     n, T = p.n, len(p.events)
@@ -134,9 +250,14 @@ def _detailed(p: Pattern, plt: Any, failed: tuple[int, ...], zcycles: bool,
             if w:
                 cycles[c] = w
     cyc_colour: dict[str, str] = {}
+    in_cycles: dict[str, list[int]] = {}
     for k, (_c, w) in enumerate(cycles.items()):
         for mid in w:
             cyc_colour.setdefault(mid, _CYCLE_COLOURS[k % len(_CYCLE_COLOURS)])
+            in_cycles.setdefault(mid, []).append(k)
+    shared = sorted((m for m, ks in in_cycles.items() if len(ks) > 1), key=lambda m: (len(m), m))
+    if drawn is not None:
+        drawn.update(cycles=cycles, shared=shared, zcycles=zcycles)
 
     labels: list[_Label] = []
     for m in p.messages:
@@ -147,52 +268,82 @@ def _detailed(p: Pattern, plt: Any, failed: tuple[int, ...], zcycles: bool,
             colour = "#d62728"
         if m.deliver_event is None:
             x1, y1 = x0 + 1.5, y0 + (y[m.receiver] - y0) * 0.45
-            ax.annotate("", xy=(x1, y1), xytext=(x0, y0),
-                        arrowprops=dict(arrowstyle="-|>", color=colour, lw=lw, ls="--"), zorder=2)
+            a = ax.annotate("", xy=(x1, y1), xytext=(x0, y0),
+                            arrowprops=dict(arrowstyle="-|>", color=colour, lw=lw, ls="--"), zorder=2)
+            _tag(a, ("offending-message:" if m.id in highlight else "message:") + m.id, m.id)
             labels.append(_Label(m.id, f"{m.id} (in transit)", colour, ((x1, y1), (x1, y1)),
                                  end_label=True))
         else:
             x1, y1 = m.deliver_event, y[m.receiver]
-            ax.annotate("", xy=(x1, y1), xytext=(x0, y0),
-                        arrowprops=dict(arrowstyle="-|>", color=colour, lw=lw,
-                                        shrinkA=2, shrinkB=2), zorder=2)
+            a = ax.annotate("", xy=(x1, y1), xytext=(x0, y0),
+                            arrowprops=dict(arrowstyle="-|>", color=colour, lw=lw,
+                                            shrinkA=2, shrinkB=2), zorder=2)
+            _tag(a, ("offending-message:" if m.id in highlight else "message:") + m.id, m.id)
             labels.append(_Label(m.id, m.id, colour, ((x0, y0), (x1, y1))))
+            # a message on several Z-cycles: one more arrow per further cycle, beside the first,
+            # in that cycle's colour and line style
+            for j, k in enumerate(in_cycles.get(m.id, [])[1:], start=1):
+                off = 0.4 * j
+                c2 = _CYCLE_COLOURS[k % len(_CYCLE_COLOURS)]
+                a2 = ax.annotate("", xy=(x1 + off, y1), xytext=(x0 + off, y0),
+                                 arrowprops=dict(arrowstyle="-|>", color=c2, lw=2.4,
+                                                 ls=_CYCLE_STYLES[k % len(_CYCLE_STYLES)],
+                                                 shrinkA=2, shrinkB=2), zorder=2)
+                _tag(a2, f"zcycle-{k}:{m.id}", f"{m.id} (Z-cycle {k + 1})")
 
     ck_labels: list[tuple[str, float, float]] = []
     for i in range(n):
         for x in range(p.last_index(i) + 1):
             forced = p.is_forced(i, x)
-            ax.plot(cx(i, x), y[i], marker="D", ms=9, mec="black",
-                    mfc="#222222" if forced else "white", zorder=4)
+            (mk,) = ax.plot(cx(i, x), y[i], marker="D", ms=9, mec="black",
+                            mfc="#222222" if forced else "white", zorder=4)
+            mk.set_gid(_clean(f"checkpoint:{p.processes[i]}:{x}"))
             ck_labels.append((f"C{x}", cx(i, x), y[i]))
         ax.plot(x_end, y[i], marker="o", ms=6, mec="black", mfc="#bbbbbb", zorder=4)
         ax.annotate("V", (x_end, y[i]), xytext=(9, 0), textcoords="offset points", fontsize=8,
                     va="center")  # clear of the failure cross
         if i in failed:
-            ax.plot(x_end, y[i], marker="x", ms=13, mew=3, color="#d62728", zorder=6)
+            (fx,) = ax.plot(x_end, y[i], marker="x", ms=13, mew=3, color="#d62728", zorder=6)
+            fx.set_gid(_clean(f"failure:{p.processes[i]}"))
+            fx.set_label(_clean(f"failure of {p.processes[i]}"))
     for i, x in useless:
-        ax.plot(cx(i, x), y[i], marker="o", ms=19, mfc="none", mec="#ff7f0e", mew=2.2, zorder=3)
+        (rg,) = ax.plot(cx(i, x), y[i], marker="o", ms=19, mfc="none", mec="#ff7f0e", mew=2.2, zorder=3)
+        rg.set_gid(_clean(f"useless:{p.processes[i]}:{x}"))
+    for i, x in marks or []:
+        (rg,) = ax.plot(cx(i, x), y[i], marker="o", ms=23, mfc="none", mec="#d62728", mew=2.6, zorder=3)
+        rg.set_gid(_clean(f"offending-checkpoint:{p.processes[i]}:{x}"))
+        rg.set_label(_clean(f"{p.processes[i]}:C{x}"))
     if line is not None:
         xs = [cx(i, line[i]) for i in range(n)]
         ys = [y[i] for i in range(n)]
-        ax.plot(xs, ys, color="#d62728", lw=2, ls="-.", zorder=3, alpha=0.8)
+        (rl,) = ax.plot(xs, ys, color="#d62728", lw=2, ls="-.", zorder=3, alpha=0.8)
+        rl.set_gid(_clean("recovery-line"))
     handles = [
         Line2D([], [], marker="D", ls="", mfc="white", mec="black", label="basic checkpoint"),
         Line2D([], [], marker="D", ls="", mfc="#222222", mec="black", label="forced checkpoint"),
         Line2D([], [], marker="o", ls="", mfc="#bbbbbb", mec="black", label="volatile state V"),
     ]
-    if zcycles:
+    if useless:
         handles.append(Line2D([], [], marker="o", ls="", mfc="none", mec="#ff7f0e", mew=2,
-                              label=f"useless checkpoint ({len(useless)}), Z-cycle in colour"))
+                              label=f"useless checkpoint ({len(useless)}), its Z-cycle in colour"))
+    if shared:
+        handles.append(Line2D([], [], color="#1f77b4", ls="--", lw=2,
+                              label=f"{_names(shared, 2)}: on several Z-cycles, one arrow per cycle"))
+    if highlight:
+        handles.append(Line2D([], [], color="#d62728", lw=2.4, label="offending message"))
+    if marks:
+        handles.append(Line2D([], [], marker="o", ls="", mfc="none", mec="#d62728", mew=2.4,
+                              label="offending checkpoint"))
     if line is not None:
         handles.append(Line2D([], [], color="#d62728", ls="-.", label="recovery line"))
     for k, (label, cut) in enumerate((other_lines or {}).items()):
         colour = ("#1f77b4", "#9467bd", "#17becf")[k % 3]
-        ax.plot([cx(i, cut[i]) for i in range(n)], [y[i] - 0.06 * (k + 1) for i in range(n)], color=colour, lw=2,
-                ls="--", zorder=3, alpha=0.85)
+        (cl,) = ax.plot([cx(i, cut[i]) for i in range(n)], [y[i] - 0.06 * (k + 1) for i in range(n)], color=colour,
+                        lw=2, ls="--", zorder=3, alpha=0.85)
+        cl.set_gid(_clean(f"cut:{label}"))
         handles.append(Line2D([], [], color=colour, ls="--", label=label))
     if failed:
-        handles.append(Line2D([], [], marker="x", ls="", color="#d62728", label="failed"))
+        handles.append(Line2D([], [], marker="x", ls="", color="#d62728", label="failed process"))
     ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.04), ncol=min(6, len(handles)),
               fontsize=8, frameon=False)
     ax.set_xlim(-3.2, x_end + 1.2)
@@ -201,6 +352,22 @@ def _detailed(p: Pattern, plt: Any, failed: tuple[int, ...], zcycles: bool,
     _place_labels(p, fig, ax, y, x_end, ck_labels, labels, useless, cx)
     ax.set_title(title or f"{n} processes, {p.num_messages} messages", fontsize=11)
     return fig
+
+
+def _clean(text: str) -> str:
+    """``text`` with lone surrogates (names from the input) as backslash escapes: encodable."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _tag(artist: Any, gid: str, label: str) -> None:
+    """Name an artist (and, for an arrow, its patch, which is what a PNG or SVG shows)."""
+    gid, label = _clean(gid), _clean(label)
+    artist.set_gid(_clean(gid))
+    artist.set_label(label)
+    patch = getattr(artist, "arrow_patch", None)
+    if patch is not None:
+        patch.set_gid(_clean(gid))
+        patch.set_label(label)
 
 
 class _Label:
@@ -343,7 +510,8 @@ def _message_table(p: Pattern, fig: Any, ax: Any, x_end: float) -> None:
                 va="top", ha="left")
 
 
-def _summary(p: Pattern, plt: Any, zcycles: bool, title: str | None) -> Any:
+def _summary(p: Pattern, plt: Any, zcycles: bool, title: str | None, highlight: set[str] | None = None,
+             drawn: dict[str, Any] | None = None) -> Any:
     import numpy as np
 
     n = p.n
@@ -360,6 +528,18 @@ def _summary(p: Pattern, plt: Any, zcycles: bool, title: str | None) -> Any:
             useless[c.process] += 1
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 5.5))
     im = ax1.imshow(counts, cmap="viridis")
+    if drawn is not None:
+        drawn["summary"] = True
+    from matplotlib.patches import Rectangle
+
+    for m in p.messages:
+        if highlight and m.id in highlight:
+            r = Rectangle((m.receiver - 0.5, m.sender - 0.5), 1, 1, fill=False, ec="#d62728", lw=2.5, zorder=5)
+            r.set_gid(_clean(f"offending-message:{m.id}"))
+            ax1.add_patch(r)
+    if highlight:
+        ax1.plot([], [], "s", mfc="none", mec="#d62728", mew=2, label=f"channel of {_names(sorted(highlight), 3)}")
+        ax1.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), fontsize=8, frameon=False)
     ax1.set_title("messages per channel (sender row → receiver column)")
     ax1.set_xlabel("receiver")
     ax1.set_ylabel("sender")
@@ -367,8 +547,8 @@ def _summary(p: Pattern, plt: Any, zcycles: bool, title: str | None) -> Any:
     idx = np.arange(n)
     ax2.bar(idx, basic, label="basic", color="#bbbbbb", edgecolor="black")
     ax2.bar(idx, forced, bottom=basic, label="forced", color="#222222")
-    if zcycles:
-        ax2.plot(idx, useless, "o", color="#ff7f0e", label="useless")
+    if zcycles and useless.any():
+        ax2.plot(idx, useless, "o", color="#ff7f0e", label=f"useless ({int(useless.sum())})")
     from matplotlib.ticker import MaxNLocator
 
     for ax in (ax1, ax2):

@@ -1,21 +1,23 @@
 """The main job's building blocks: result rows, sections, and the report writer.
 
 ``rollcheck verify`` runs every *section*: a module ``rollcheck/sections/sec_<name>.py`` with
-``TITLE: str`` and ``run(ctx: VerifyContext) -> list[Row]``. Each row is one algorithm checked by
+``TITLE: str`` and ``run(ctx: VerifyContext) -> list[Row]`` (optionally ``PARTS``, names of parts
+the scheduler runs side by side, each call running ``ctx.part``). Each row is one algorithm checked by
 one method (pyimpl, Hypothesis, Z3, TLC, Spark) with its verdict and the count of things examined.
 A row that examined nothing must say ``inconclusive``.
 """
 
 from __future__ import annotations
 
-import html
 import importlib
-import json
 import pkgutil
+import re
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from rollcheck.pyimpl.verdict import Check, Status, Verdict, decide
 
 __all__ = [
     "ALGORITHMS",
@@ -25,41 +27,194 @@ __all__ = [
     "canonical_algorithm",
     "discover_sections",
     "environment",
+    "environment_failure",
     "format_duration",
+    "plural",
     "summary_line",
-    "write_report",
 ]
 
 STATUSES = ("pass", "fail", "inconclusive")
 
+#: An ``OSError`` of the machine, not of the code under test: the text a crashed row's detail
+#: carries when the disk filled up, a quota ran out or the folder became read-only.
+_ENVIRONMENT_FAILURE = re.compile(
+    r"\[Errno (28|122|30)\]|No space left on device|Disk quota exceeded|Read-only file system")
 
-@dataclass
+
+def environment_failure(text: str) -> str | None:
+    """The environment failure ``text`` reports (disk full, quota, read-only), or None.
+
+    Examples
+    --------
+    >>> environment_failure("OSError: [Errno 28] No space left on device: 'report/x.png'")
+    'disk full'
+    >>> environment_failure("AssertionError: orphan m36") is None
+    True
+    """
+    m = _ENVIRONMENT_FAILURE.search(text or "")
+    if m is None:
+        return None
+    if m.group(1) == "122" or "quota" in m.group(0).lower():
+        return "disk quota exceeded"
+    if m.group(1) == "30" or "Read-only" in m.group(0):
+        return "read-only file system"
+    return "disk full"
+
+
+def _check_from_status(name: str, status: str, count: int, detail: str) -> Check:
+    """The one check a row built from the legacy ``status`` word stands for.
+
+    ``pass`` is a check that held after examining ``count`` things (none examined: unchecked);
+    ``fail`` a violation, unless its detail names an environment failure (a full disk is not a
+    finding: unchecked); ``inconclusive`` an unchecked check.
+    """
+    if status not in STATUSES:
+        raise ValueError(f"bad status {status!r} (one of {', '.join(STATUSES)})")
+    if status == "pass":
+        return Check.held(name, detail, examined=count)
+    if status == "fail":
+        env = environment_failure(detail)
+        if env is not None:
+            return Check.unchecked(name, f"environment failure ({env}), not a finding: {detail}")
+        return Check.violated(name, detail or "failed", examined=count or None)
+    return Check.unchecked(name, detail or "not examined")
+
+
 class Row:
-    algorithm: str
-    method: str  # "pyimpl" | "Hypothesis" | "Z3" | "TLC" | "Spark" | "mutants"
-    check: str
-    status: str  # "pass" | "fail" | "inconclusive"
-    count: int = 0
-    unit: str = "examples"
-    seconds: float = 0.0
-    detail: str = ""
-    pictures: list[str] = field(default_factory=list)
+    """One algorithm checked by one method: its checks, the verdict they earn, and its evidence.
 
-    def __post_init__(self) -> None:
-        if self.status not in STATUSES:
-            raise ValueError(f"bad status {self.status!r}")
-        if self.status == "pass" and self.count == 0:
-            self.status = "inconclusive"
-            self.detail = (self.detail + "; " if self.detail else "") + "nothing was examined"
+    The row's ``status`` is :func:`rollcheck.pyimpl.verdict.decide` over its checks, in the
+    words of a verify row (``pass`` / ``fail`` / ``inconclusive``). A section builds a row either
+    from its checks (``checks=[...]``) or, as most do, from one status word, which stands for one
+    check named after the row (see ``_check_from_status``): a ``pass`` that examined nothing
+    (``count == 0``) is inconclusive, and a ``fail`` whose detail names a full disk is an
+    environment failure, inconclusive too.
+
+    Parameters
+    ----------
+    algorithm, method, check : str
+        What was checked, how (``pyimpl``, ``Hypothesis``, ``Z3``, ``TLC``, ``Spark``, ...), and
+        the check's one-line description.
+    status : str, optional
+        ``pass`` / ``fail`` / ``inconclusive``; omitted when ``checks`` are given (given with
+        them, it must agree with their verdict).
+    count, unit : int, str
+        How many things were examined (``"examples"``, ``"states"``, ...).
+    seconds : float
+        Wall time of the row.
+    detail : str
+        One line a reader needs to judge the row.
+    pictures : list of str
+        Pictures showing the row's evidence (copied into the report's ``pictures/``).
+    checks : list of Check, optional
+        The row's checks.
+    captions : list of str, optional
+        One caption per picture (what to look at); else the caption stored in the PNG.
+    section : str
+        The verify section that produced the row (set by the scheduler).
+
+    Examples
+    --------
+    >>> Row("zpath", "Hypothesis", "no Z-cycle", "pass", 0).status
+    'inconclusive'
+    >>> Row("bcs", "pyimpl", "p", "fail", 1, detail="OSError: [Errno 28] No space left on device").status
+    'inconclusive'
+    >>> Row("bcs", "TLC", "t", checks=[Check.held("inv", "ok", examined=9)]).status
+    'pass'
+    """
+
+    def __init__(self, algorithm: str, method: str, check: str, status: str | None = None, count: int = 0,
+                 unit: str = "examples", seconds: float = 0.0, detail: str = "",
+                 pictures: list[str] | None = None, *, checks: list[Check] | None = None,
+                 captions: list[str] | None = None, section: str = "") -> None:
+        self.algorithm = algorithm
+        self.method = method  # "pyimpl" | "Hypothesis" | "Z3" | "TLC" | "Spark" | "mutants" | ...
+        self.check = check
+        self.count = int(count)
+        self.unit = unit
+        self.seconds = float(seconds)
+        self.detail = detail
+        self.pictures = [str(p) for p in (pictures or [])]
+        self.captions = list(captions or [])
+        self.section = section
+        if checks is None:
+            if status is None:
+                raise ValueError(f"row {check!r}: give a status or its checks")
+            checks = [_check_from_status(check, status, self.count, detail)]
+            if status == "pass" and self.count == 0:
+                self.detail = (detail + "; " if detail else "") + "nothing was examined"
+            env = environment_failure(detail) if status == "fail" else None
+            if env is not None:
+                self.detail = f"environment failure ({env}), not a finding: {detail}"
+        else:
+            checks = list(checks)
+            for c in checks:
+                if not isinstance(c, Check):
+                    raise TypeError(f"row {check!r}: checks must be Check objects, not {type(c).__name__}")
+            if status is not None and status != decide(checks).word("row"):
+                raise ValueError(f"row {check!r}: status {status!r} disagrees with its checks "
+                                 f"({decide(checks).word('row')})")
+        self.checks: list[Check] = checks
+
+    @property
+    def verdict(self) -> Verdict:
+        """:func:`decide` over the row's checks."""
+        return decide(self.checks)
+
+    @property
+    def status(self) -> str:
+        """``pass`` / ``fail`` / ``inconclusive``: the verdict in a verify row's words."""
+        return self.verdict.word("row")
+
+    @status.setter
+    def status(self, value: str) -> None:
+        # a section that overrules its row (a recording that did not finish) replaces its checks
+        self.checks = [_check_from_status(self.check, value, self.count, self.detail)]
+
+    @property
+    def environment_failure(self) -> str | None:
+        """The environment failure (disk full, ...) that left this row unchecked, if any."""
+        for c in self.checks:
+            if c.status is Status.UNCHECKED and c.detail.startswith("environment failure"):
+                return environment_failure(c.detail) or "environment"
+        return None
+
+    def to_json(self) -> dict[str, Any]:
+        """The row as ``results.json`` holds it."""
+        return {"algorithm": self.algorithm, "method": self.method, "check": self.check,
+                "status": self.status, "count": self.count, "unit": self.unit,
+                "seconds": round(self.seconds, 3), "detail": self.detail, "pictures": list(self.pictures),
+                "captions": list(self.captions), "section": self.section,
+                "checks": [c.to_json() for c in self.checks]}
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Row) and self.to_json() == other.to_json()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (f"Row({self.algorithm!r}, {self.method!r}, {self.check!r}, {self.status!r}, {self.count}, "
+                f"{self.unit!r})")
 
 
 @dataclass
 class VerifyContext:
+    """What a section's ``run(ctx)`` gets: the run's settings, where to write, how to log.
+
+    ``part`` is set when the section declares ``PARTS`` (names of independent parts the
+    scheduler may run side by side): the part this call runs; None runs them all.
+    """
+
     profile: str  # "ci" or "verify"
     quick: bool
     out_dir: Path  # report/ ; sections put pictures and files under it
     seed: int
     log: Callable[[str], None] = print
+    part: str | None = None
+
+    def runs(self, part: str) -> bool:
+        """Whether this call runs ``part`` of its section."""
+        return self.part is None or self.part == part
 
     def path(self, *parts: str) -> Path:
         p = self.out_dir.joinpath(*parts)
@@ -141,7 +296,7 @@ def summary_line(rows: list[Row], seconds: float) -> str:
     '2 checks: 1 passed, 0 failed, 1 inconclusive in 16m31s'
     """
     n = {st: sum(r.status == st for r in rows) for st in STATUSES}
-    return (f"{len(rows)} checks: {n['pass']} passed, {n['fail']} failed, "
+    return (f"{plural(len(rows), 'checks')}: {n['pass']} passed, {n['fail']} failed, "
             f"{n['inconclusive']} inconclusive in {format_duration(seconds)}")
 
 
@@ -217,193 +372,31 @@ def discover_sections() -> list[tuple[str, Any]]:
     return out
 
 
-def _md_table(rows: list[Row]) -> str:
-    lines = [
-        "| algorithm | method | check | result | count | time (s) | detail |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for r in rows:
-        detail = r.detail.replace("|", "\\|").replace("\n", " ")
-        lines.append(
-            f"| {r.algorithm} | {r.method} | {r.check} | **{r.status}** | {r.count} {r.unit} "
-            f"| {r.seconds:.1f} | {detail} |"
-        )
-    return "\n".join(lines)
+def plural(n: int, word: str) -> str:
+    """``n`` and ``word``, singular for one: ``1 pattern``, ``2 patterns``, ``1 failure run``.
 
+    ``word`` is given in the plural (a row's unit) or the singular; both come out right.
 
-def _matrix(rows: list[Row]) -> tuple[list[str], list[str], dict[tuple[str, str], str]]:
-    algos = sorted({r.algorithm for r in rows})
-    methods = [m for m in ("pyimpl", "Hypothesis", "Z3", "mutants", "TLC", "Spark") if any(r.method == m for r in rows)]
-    methods += sorted({r.method for r in rows} - set(methods))
-    cell: dict[tuple[str, str], str] = {}
-    for a in algos:
-        for m in methods:
-            sel = [r for r in rows if r.algorithm == a and r.method == m]
-            if not sel:
-                continue
-            if any(r.status == "fail" for r in sel):
-                st = "fail"
-            elif any(r.status == "inconclusive" for r in sel):
-                st = "inconclusive"
-            else:
-                st = "pass"
-            counts: dict[str, int] = {}
-            for r in sel:
-                counts[r.unit] = counts.get(r.unit, 0) + r.count
-            cell[(a, m)] = st + " (" + ", ".join(f"{v} {k}" for k, v in counts.items()) + ")"
-    return algos, methods, cell
-
-
-def _copy_pictures(rows: list[Row], out_dir: Path) -> None:
-    """Copy every picture a row shows into ``out_dir/pictures/`` and point the row at the copy.
-
-    A report must not change when a later command overwrites the files it showed, and it holds
-    relative paths only.
+    Examples
+    --------
+    >>> plural(1, "patterns"), plural(2, "pattern"), plural(1, "failure runs"), plural(0, "check")
+    ('1 pattern', '2 patterns', '1 failure run', '0 checks')
+    >>> plural(1, "assignments"), plural(3, "status"), plural(1, "states")
+    ('1 assignment', '3 statuses', '1 state')
     """
-    import shutil
-
-    pic_dir = out_dir / "pictures"
-    for r in rows:
-        kept: list[str] = []
-        for p in r.pictures:
-            src = Path(p)
-            if not src.is_absolute():
-                src = (out_dir / src) if (out_dir / src).exists() else src.resolve()
-            if not src.exists():
-                continue
-            try:
-                rel = src.resolve().relative_to(out_dir.resolve())
-            except ValueError:
-                pic_dir.mkdir(parents=True, exist_ok=True)
-                target = pic_dir / src.name
-                k = 1
-                while target.exists() and target.resolve() != src.resolve():
-                    target = pic_dir / f"{src.stem}-{k}{src.suffix}"
-                    k += 1
-                shutil.copyfile(src, target)
-                rel = target.relative_to(out_dir)
-            kept.append(rel.as_posix())
-        r.pictures = kept
-
-
-def _grid(rows: list[Row]) -> tuple[list[tuple[str, str]], list[str], dict[tuple[str, str], str]]:
-    algos: list[tuple[str, str]] = []
-    by_row: dict[int, str] = {}
-    for i, r in enumerate(rows):
-        algo, source = canonical_algorithm(r.algorithm)
-        by_row[i] = algo
-        if (algo, source) not in algos:
-            algos.append((algo, source))
-    order = {name: k for k, (name, _, _) in enumerate(ALGORITHMS)}
-    algos.sort(key=lambda a: (order.get(a[0], len(order)), a[0]))
-    methods = [m for m in ("pyimpl", "Hypothesis", "Z3", "mutants", "TLC", "Spark", "fuzz", "your system")
-               if any(r.method == m for r in rows)]
-    methods += sorted({r.method for r in rows} - set(methods))
-    cell: dict[tuple[str, str], str] = {}
-    for a, _ in algos:
-        for m in methods:
-            sel = [r for i, r in enumerate(rows) if by_row[i] == a and r.method == m]
-            if not sel:
-                continue
-            if any(r.status == "fail" for r in sel):
-                st = "fail"
-            elif any(r.status == "inconclusive" for r in sel):
-                st = "inconclusive"
-            else:
-                st = "pass"
-            counts: dict[str, int] = {}
-            for r in sel:
-                counts[r.unit] = counts.get(r.unit, 0) + r.count
-            cell[(a, m)] = f"{st} ({len(sel)} check{'s' if len(sel) != 1 else ''}; " + ", ".join(f"{v} {k}" for k, v in counts.items()) + ")"
-    return algos, methods, cell
-
-
-def write_report(rows: list[Row], out_dir: Path, meta: dict[str, object]) -> tuple[Path, Path]:
-    """Write ``report.md``, ``index.html`` and ``results.json`` under ``out_dir``; return md, html.
-
-    The first lines answer "is it correct, how thoroughly, with which versions": the verdict line,
-    the profile, seed and commit, then the tool versions (``meta["versions"]``, a dict).
-    """
-    from rollcheck.pyimpl.patternio import atomic_write_text
-
-    out_dir.mkdir(parents=True, exist_ok=True)
-    _copy_pictures(rows, out_dir)
-    algos, methods, cell = _grid(rows)
-    meta = dict(meta)
-    versions = meta.pop("versions", {})
-    verdict = str(meta.pop("verdict", ""))
-    failed = [r for r in rows if r.status == "fail"]
-    inconclusive = [r for r in rows if r.status == "inconclusive"]
-    md = ["# rollcheck verification report", "", f"**{verdict}**", ""]
-    md += [f"- {k}: {v}" for k, v in meta.items()]
-    if isinstance(versions, dict) and versions:
-        md += ["- versions: " + ", ".join(f"{k} {v}" for k, v in versions.items())]
-    for title, sel in (("Failed", failed), ("Inconclusive", inconclusive)):
-        if sel:
-            md += ["", f"## {title}", ""]
-            md += [f"- {r.algorithm} / {r.method} / {r.check}: {r.detail}" for r in sel]
-    md += ["", "## Algorithm × method", ""]
-    md.append("| algorithm | source | " + " | ".join(methods) + " |")
-    md.append("|---|---|" + "---|" * len(methods))
-    for a, src in algos:
-        md.append(f"| {a} | {src} | " + " | ".join(cell.get((a, m), "–") for m in methods) + " |")
-    md += ["", "## Every check", "", _md_table(rows), ""]
-    pics = [(r, p) for r in rows for p in r.pictures]
-    if pics:
-        md += ["## Pictures", ""]
-        for r, p in pics:
-            md.append(f"### {r.algorithm}: {r.check}\n\n![{r.check}]({p})\n")
-    md_path = out_dir / "report.md"
-    atomic_write_text(md_path, "\n".join(md))
-
-    esc = html.escape
-    vclass = "fail" if failed else ("inconclusive" if inconclusive or not rows else "pass")
-    h = [
-        "<!doctype html><html><head><meta charset='utf-8'><title>rollcheck report</title>",
-        "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
-        "td,th{border:1px solid #999;padding:4px 8px;font-size:90%}.pass{background:#d9f2d9}"
-        ".fail{background:#f7c6c6}.inconclusive{background:#fbe8b0}img{max-width:900px}"
-        ".verdict{font-size:140%;padding:.5em 1em;display:inline-block}</style>",
-        "</head><body><h1>rollcheck verification report</h1>",
-        f"<p class='verdict {vclass}'>{esc(verdict)}</p><ul>",
-    ]
-    h += [f"<li>{esc(str(k))}: {esc(str(v))}</li>" for k, v in meta.items()]
-    if isinstance(versions, dict) and versions:
-        h.append("<li>versions: " + esc(", ".join(f"{k} {v}" for k, v in versions.items())) + "</li>")
-    h.append("</ul>")
-    for title, sel in (("Failed", failed), ("Inconclusive", inconclusive)):
-        if sel:
-            h.append(f"<h2>{title}</h2><ul>")
-            h += [f"<li>{esc(r.algorithm)} / {esc(r.method)} / {esc(r.check)}: {esc(r.detail)}</li>" for r in sel]
-            h.append("</ul>")
-    h.append("<h2>Algorithm × method</h2><table><tr><th>algorithm</th><th>source</th>")
-    h += [f"<th>{esc(m)}</th>" for m in methods]
-    h.append("</tr>")
-    for a, src in algos:
-        h.append(f"<tr><td>{esc(a)}</td><td>{esc(src)}</td>")
-        for m in methods:
-            c = cell.get((a, m), "–")
-            h.append(f"<td class='{c.split(' ')[0]}'>{esc(c)}</td>")
-        h.append("</tr>")
-    h.append("</table><h2>Every check</h2><table><tr><th>algorithm</th><th>method</th><th>check</th>"
-             "<th>result</th><th>count</th><th>time (s)</th><th>detail</th></tr>")
-    for r in rows:
-        h.append(
-            f"<tr><td>{esc(r.algorithm)}</td><td>{esc(r.method)}</td><td>{esc(r.check)}</td>"
-            f"<td class='{r.status}'>{r.status}</td><td>{r.count} {esc(r.unit)}</td>"
-            f"<td>{r.seconds:.1f}</td><td>{esc(r.detail)}</td></tr>"
-        )
-    h.append("</table>")
-    if pics:
-        h.append("<h2>Pictures</h2>")
-        for r, p in pics:
-            h.append(f"<h3>{esc(r.algorithm)}: {esc(r.check)}</h3><img src='{esc(p)}'>")
-    h.append("</body></html>")
-    html_path = out_dir / "index.html"
-    atomic_write_text(html_path, "\n".join(h))
-    doc = {"verdict": verdict, **{str(k): v for k, v in meta.items()}, "versions": versions,
-           "rows": [asdict(r) for r in rows]}
-    atomic_write_text(out_dir / "results.json", json.dumps(doc, indent=1, default=str))
-    for f in (md_path, html_path, out_dir / "results.json"):
-        f.chmod(0o644)
-    return md_path, html_path
+    w = word.strip()
+    if n == 1:
+        if w.endswith("ies"):
+            return f"{n} {w[:-3]}y"
+        if w.endswith("ses") and w[:-2].endswith(("ss", "us")):
+            return f"{n} {w[:-2]}"
+        if w.endswith("s") and not w.endswith(("ss", "us")):
+            return f"{n} {w[:-1]}"
+        return f"{n} {w}"
+    if w.endswith("s") and not w.endswith(("ss", "us")):
+        return f"{n} {w}"
+    if w.endswith(("ss", "us", "x", "ch", "sh")):
+        return f"{n} {w}es"
+    if w.endswith("y") and w[-2:-1] not in "aeiou":
+        return f"{n} {w[:-1]}ies"
+    return f"{n} {w}s"

@@ -25,10 +25,15 @@ def test_verify_section_report_verdict_and_versions(tmp_path, capsys) -> None:
     assert md[0] == "# rollcheck verification report"
     assert md[2] == f"**{last}**"  # the report opens with the same verdict
     text = "\n".join(md)
-    for needle in ("- seed: 3", "- profile: ci", "hypothesis", "z3-solver", "commit", "| your system |"):
+    for needle in ("- seed: 3 (given with --seed)", "- profile: ci", "- run: quick run", "hypothesis", "z3-solver",
+                   "commit", "| your system |", "## <a id=\"sec-yours\"></a>", "logs/yours.log"):
         assert needle in text, needle
+    for python_ism in ("quick: True", "quick: False", "seed: 3\n", "seed from"):
+        assert python_ism not in text, python_ism
     doc = json.loads((out / "results.json").read_text(encoding="utf-8"))
     assert doc["verdict"] == last and doc["seed"] == 3 and len(doc["rows"]) == 7
+    assert all(r["section"] == "yours" and r["checks"] for r in doc["rows"])
+    assert (out / "logs" / "yours.log").is_file() and doc["section_seconds"]["yours"] > 0
     assert doc["versions"]["python"] and doc["versions"]["hypothesis"]
     pictures = [p for r in doc["rows"] for p in r["pictures"]]
     assert pictures and all(not p.startswith("/") and (out / p).is_file() for p in pictures)
@@ -40,6 +45,7 @@ def test_summary_line_and_grid_names() -> None:
     rows = [Row("zpath", "Hypothesis", "a", "pass", 3), Row("zpaths", "Z3", "b", "fail", 1),
             Row("x", "TLC", "c", "inconclusive", 0)]
     assert summary_line(rows, 75) == "3 checks: 1 passed, 1 failed, 1 inconclusive in 1m15s"
+    assert summary_line(rows[:1], 5) == "1 check: 1 passed, 0 failed, 0 inconclusive in 5.0s"
     assert canonical_algorithm("zpath") == canonical_algorithm("zpaths")  # near-duplicates merged
     assert canonical_algorithm("recovery")[0] == canonical_algorithm("recovery-line")[0]
 
@@ -54,3 +60,11 @@ def test_shipped_data_matches_the_examples() -> None:
     assert len(shared) >= 10
     for p in shared:
         assert p.read_bytes() == (root / "examples" / p.name).read_bytes(), p.name
+
+
+def test_bad_jobs_is_bad_input(tmp_path, capsys) -> None:
+    for flag in ("--jobs", "--engine-jobs"):
+        rc = main(["verify", "--quick", "--only", "yours", "--out", str(tmp_path / "r"), flag, "0"])
+        err = capsys.readouterr().err
+        assert rc == 2 and flag in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "r").exists()  # nothing written

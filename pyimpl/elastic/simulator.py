@@ -468,6 +468,7 @@ class Simulator:
                         self.network.append(Message("data", u.id, nt.id, piece))
         self.recoveries.append({
             "step": self.step, "round": self.round, "task": victim.id, "level": lv,
+            "sink_events": len(self.sink_out),  # arrivals at the sink before the failure
             "recovered_by": [nt.id for nt in targets],
             "checkpoint_round": ck.round if (victim.stateful and ck is not None) else None,
             "lost_messages": len(lost_msgs), "replayed_events": replayed, "reprocessed_events": reprocess,

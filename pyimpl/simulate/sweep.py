@@ -169,13 +169,12 @@ def plot(rows: Sequence[SweepRow], out: str | Path) -> Path:
 
     One colour per protocol, named in a legend above the charts (grey: the run deadlocked).
     """
-    import os
-    import tempfile
-
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    from rollcheck.pyimpl.render import integer_axis, save_figure
 
     out = Path(out)
     keys = [r for r in rows]
@@ -190,6 +189,7 @@ def plot(rows: Sequence[SweepRow], out: str | Path) -> Path:
         colours = [_DEADLOCK if r.verdict == "deadlock" else colour_of[r.protocol] for r in keys]
         ax.bar(range(len(keys)), vals, color=colours)
         ax.set_title(title, fontsize=9)
+        integer_axis(ax, "y")  # counts
         for k, r in enumerate(keys):
             if r.verdict == "deadlock":
                 ax.text(k, 0, "deadlock", rotation=90, ha="center", va="bottom", fontsize=7)
@@ -217,14 +217,13 @@ def plot(rows: Sequence[SweepRow], out: str | Path) -> Path:
     fig.tight_layout(rect=(0, 0, 1, 0.95))
     fig.legend(handles=handles, loc="upper center", ncol=min(len(handles), 7), fontsize=8,
                title="protocol", title_fontsize=8, frameon=False)
+    dead = sorted({f"{r.protocol} on {r.workload}" for r in keys if r.verdict == "deadlock"})
+    useless = sorted({f"{r.protocol} on {r.workload}" for r in keys if getattr(r, "useless", 0)})
+    caption = ("One bar per protocol, workload and interval. Compare the protocols' bars within a workload: "
+               "forced checkpoints (top) are what CIC pays, rollback distance (middle) and lost messages "
+               "(bottom) what a failure costs."
+               + (f" Runs with useless checkpoints: {', '.join(useless)}." if useless else "")
+               + (f" Deadlocked (grey, no value): {', '.join(dead)}." if dead else ""))
     out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=out.parent, suffix=out.suffix)
-    os.close(fd)
-    try:
-        fig.savefig(tmp, dpi=110)
-        os.replace(tmp, out)
-    finally:
-        plt.close(fig)
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return out
+    return save_figure(fig, out, alt="Protocol comparison: forced checkpoints, rollback distance and lost "
+                       "messages per workload and interval", caption=caption, tight=False)

@@ -1,10 +1,14 @@
 """``rollcheck verify``: the main job — every section, progress while it runs, a verdict, and report/.
 
-On a terminal each section shows a live status line (what runs, the last thing it reported, the
-elapsed time) and the end is a table; in a log (stdout not a terminal) every check is one plain,
-untruncated line. Output of the JVMs and of Spark (which write straight to the process's file
-descriptors) goes to ``report/verify.log``, not to the terminal. The last line is the verdict, as
-pytest ends its run: ``247 checks: 245 passed, 0 failed, 2 inconclusive in 16m31s``.
+Independent sections run side by side, each in a process of its own (``rollcheck.scheduler``:
+longest first, CPU-bound sections beside the one Spark or Flink section running at a time). On a
+terminal every running section has a live line (its title, elapsed time and the last thing it
+reported) and the end is a table; in a log (stdout not a terminal) every progress message is one
+plain line prefixed by its section, and every check one untruncated line. Output of the JVMs and
+of Spark (which write straight to the process's file descriptors) goes to
+``report/logs/<section>.log``, one file per section; ``report/verify.log`` keeps every progress
+line. The last line is the verdict, as pytest ends its run:
+``247 checks: 245 passed, 0 failed, 2 inconclusive in 16m31s``.
 """
 
 from __future__ import annotations
@@ -14,7 +18,6 @@ import contextlib
 import os
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -23,7 +26,7 @@ from rollcheck.cli._util import add_parser
 
 def register(sub: Any) -> None:
     p = add_parser(sub, "verify", "Run every check (properties, Z3, mutants, TLC, Spark) and write report/.", _run)
-    p.add_argument("--quick", action="store_true", help="the ci profile and small bounds (under 5 minutes)")
+    p.add_argument("--quick", action="store_true", help="the ci profile and small bounds (minutes instead of the full run's tens of minutes)")
     p.add_argument("--profile", choices=["ci", "verify"], default=None,
                    help="Hypothesis profile (default: verify, or ci with --quick)")
     p.add_argument("--out", default="report", help="report folder (default: report); an existing folder must be "
@@ -34,6 +37,12 @@ def register(sub: Any) -> None:
                    help="seed for every random run (default: ROLLCHECK_SEED, else 0; printed and reported)")
     p.add_argument("--only", action="append", default=[], metavar="SECTION",
                    help="run only this section (repeatable)")
+    p.add_argument("--jobs", type=int, default=None, metavar="N",
+                   help="sections run at once, each in a process of its own (default: the usable cores "
+                        "plus one, at least 2)")
+    p.add_argument("--engine-jobs", type=int, default=None, metavar="N",
+                   help="Spark/Flink sections run at once (default 2, or 1 with less than 4 GB of memory "
+                        "available)")
 
 
 _REPORT_FILES = ("report.md", "index.html", "results.json", "verify.log")
@@ -75,108 +84,169 @@ def _seed(args: argparse.Namespace) -> tuple[int, str]:
     return (s, "ROLLCHECK_SEED") if s is not None else (0, "default")
 
 
-@contextlib.contextmanager
-def _captured_fds(log_path: Path) -> Iterator[IO[str]]:
-    """Send file descriptors 1 and 2 to ``log_path`` (child JVMs, Spark, py4j write there) and
-    yield a text stream on the original stderr for our own progress."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    saved_out, saved_err = os.dup(1), os.dup(2)
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    progress = os.fdopen(os.dup(saved_err), "w", buffering=1, encoding="utf-8", errors="backslashreplace")
-    os.dup2(log_fd, 1)
-    os.dup2(log_fd, 2)
-    try:
-        yield progress
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os.dup2(saved_out, 1)
-        os.dup2(saved_err, 2)
-        for fd in (saved_out, saved_err, log_fd):
-            os.close(fd)
-        progress.close()
-
-
 def _plain_line(r: Any) -> str:
     return (f"{r.status.upper():<12} {r.algorithm} | {r.method} | {r.check} | {r.count} {r.unit} | "
             f"{r.seconds:.1f}s" + (f" | {r.detail}" if r.detail else ""))
 
 
+def _previous_times(out_dir: Path, quick: bool) -> dict[str, float]:
+    """Section wall times of the previous report in ``out_dir`` with the same quick/full setting
+    (the scheduler's best estimate of this run's), or {}."""
+    import json
+
+    try:
+        doc = json.loads((out_dir / "results.json").read_text(encoding="utf-8"))
+        if bool(doc.get("quick")) != quick:
+            return {}
+        return {str(k): float(v) for k, v in dict(doc.get("job_seconds") or doc.get("section_seconds") or {}).items()}
+    except (OSError, ValueError, TypeError, AttributeError):
+        return {}
+
+
+class _Progress:
+    """What the terminal (or the log) shows while the sections run."""
+
+    def __init__(self, console: Any, interactive: bool, log_fh: IO[str], titles: dict[str, str]) -> None:
+        self.console = console
+        self.interactive = interactive
+        self.log_fh = log_fh
+        self.titles = titles
+        self.running: dict[str, list[Any]] = {}  # name -> [t0, last message]
+        self.finished = 0
+        self.t0 = time.perf_counter()
+
+    def _log(self, line: str) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            self.log_fh.write(line + "\n")
+            self.log_fh.flush()
+
+    def render(self) -> Any:
+        from rich.table import Table
+
+        t = Table(show_header=True, header_style="bold", box=None, expand=False,
+                  title=f"{self.finished}/{len(self.titles)} sections done, {len(self.running)} running, "
+                        f"{time.perf_counter() - self.t0:.0f}s", title_justify="left")
+        t.add_column("section", no_wrap=True)
+        t.add_column("s", justify="right", no_wrap=True)
+        t.add_column("last message", overflow="ellipsis", no_wrap=True)
+        now = time.perf_counter()
+        for name, (t0, msg) in self.running.items():
+            t.add_row(f"[bold]{name}[/bold]", f"{now - t0:.0f}", msg)
+        return t
+
+    def event(self, kind: str, name: str, payload: Any) -> None:
+        now = time.perf_counter()
+        if kind == "start":
+            self.running[name] = [now, "starting"]
+            self._log(f"[{name}] started: {self.titles[name]}")
+            if not self.interactive:
+                self.console.print(f"== {self.titles[name]} (section {name}, started at "
+                                   f"{now - self.t0:.0f}s)", markup=False)
+        elif kind == "log":
+            if name in self.running:
+                self.running[name][1] = str(payload).strip()
+                elapsed = now - self.running[name][0]
+            else:
+                elapsed = 0.0
+            self._log(f"[{name}] {payload}")
+            if not self.interactive:
+                self.console.print(f"  [{name} {elapsed:6.1f}s] {str(payload).strip()}", markup=False)
+        elif kind == "done":
+            self.running.pop(name, None)
+            self.finished += 1
+            got = payload.rows
+            n_fail = sum(r.status == "fail" for r in got)
+            n_inc = sum(r.status == "inconclusive" for r in got)
+            from rollcheck.suite import plural
+
+            line = (f"{self.titles[name]}: {plural(len(got), 'check')}, {n_fail} failed, {n_inc} inconclusive "
+                    f"in {payload.seconds:.1f}s (log: logs/{name}.log)")
+            self._log(f"[{name}] done: {line}" + (f"; crashed: {payload.error}" if payload.error else ""))
+            colour = "red" if n_fail else ("yellow" if n_inc else "green")
+            if self.interactive:
+                self.console.print(f"[{colour}]✓[/{colour}] {line}", markup=True, highlight=False)
+            else:
+                self.console.print(line, markup=False)
+                for r in got:
+                    self.console.print(_plain_line(r), markup=False)
+
+
+def _section_seconds(plan: list[Any], outcomes: dict[str, Any]) -> dict[str, float]:
+    """Seconds per section: a section run in parts counts the sum of its parts' times."""
+    out: dict[str, float] = {}
+    for j in plan:
+        out[j.section] = round(out.get(j.section, 0.0) + outcomes[j.name].seconds, 1)
+    return out
+
+
+def _header_words(profile: str, quick: bool, seed: int, seed_from: str, hyp: int | None, jobs: int,
+                  engine_jobs: int) -> dict[str, str]:
+    """The report's and the terminal's header in words: run, profile, seed, Hypothesis, jobs."""
+    how = {"--seed": "given with --seed", "ROLLCHECK_SEED": "from ROLLCHECK_SEED",
+           "default": "the default; --seed N to change"}[seed_from]
+    return {
+        "run": "quick run (small bounds)" if quick else "full run",
+        "profile": profile,
+        "seed": f"{seed} ({how})",
+        "Hypothesis": ("derandomised (the same examples every run; set ROLLCHECK_SEED to vary them)"
+                       if hyp is None else f"seeded with {hyp} (ROLLCHECK_SEED)"),
+        "sections at once": (f"{jobs}, each in a process of its own (at most {engine_jobs} Spark/Flink "
+                             f"section{'s' if engine_jobs != 1 else ''} at a time)"),
+    }
+
+
 def _run(args: argparse.Namespace) -> int:
     from rich.console import Console
+    from rich.live import Live
     from rich.table import Table
 
     from rollcheck.properties.profiles import load_profile
     from rollcheck.properties.profiles import seed as env_seed
-    from rollcheck.suite import (
-        Row,
-        VerifyContext,
-        discover_sections,
-        environment,
-        summary_line,
-        write_report,
-    )
+    from rollcheck.pyimpl.errors import InvalidInputError
+    from rollcheck.report import write_report
+    from rollcheck.scheduler import default_engine_slots, default_jobs, plan_jobs, run_sections
+    from rollcheck.suite import discover_sections, environment, format_duration, summary_line
 
     out_dir = _check_out_dir(args.out, args.force)
     seed, seed_from = _seed(args)
     hyp = env_seed()
-    hyp_seed = "derandomised (no ROLLCHECK_SEED)" if hyp is None else str(hyp)
     profile = args.profile or ("ci" if args.quick else "verify")
+    if args.jobs is not None and args.jobs < 1:
+        raise InvalidInputError(f"must be at least 1, got {args.jobs}", location="--jobs")
+    if args.engine_jobs is not None and args.engine_jobs < 1:
+        raise InvalidInputError(f"must be at least 1, got {args.engine_jobs}", location="--engine-jobs")
+    jobs = args.jobs or default_jobs()
+    engine_jobs = min(jobs, args.engine_jobs or default_engine_slots())
     load_profile(profile)
     sections = discover_sections()
     if args.only:
         names = {n for n, _ in sections}
         unknown = set(args.only) - names
         if unknown:
-            from rollcheck.pyimpl.errors import InvalidInputError
-
             raise InvalidInputError(f"unknown section(s) {sorted(unknown)}; known: {sorted(names)}", location="--only")
         sections = [(n, m) for n, m in sections if n in args.only]
+    plan = plan_jobs(sections, args.quick, _previous_times(out_dir, args.quick))
     interactive = sys.stdout.isatty()
     log_path = out_dir / "verify.log"
-    if log_path.exists():
-        log_path.unlink()
-    rows: list[Row] = []
+    log_dir = out_dir / "logs"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for old in [log_path, *(log_dir.glob("*.log") if log_dir.is_dir() else [])]:
+        old.unlink(missing_ok=True)
+    words = _header_words(profile, args.quick, seed, seed_from, hyp, jobs, engine_jobs)
     t_all = time.perf_counter()
-    with _captured_fds(log_path) as progress:
-        console = Console(file=progress, force_terminal=interactive or None, highlight=False,
-                          width=None if interactive else 10_000, soft_wrap=not interactive)
-        console.print(f"rollcheck verify: profile={profile} quick={args.quick} seed={seed} ({seed_from}), "
-                      f"hypothesis seed={hyp_seed} (JVM and Spark output: {os.path.relpath(log_path)})")
-        for name, module in sections:
-            title = getattr(module, "TITLE", name)
-            t0 = time.perf_counter()
-            status = console.status(f"[bold]{title}[/bold]: starting") if interactive else contextlib.nullcontext()
-            with status as live:
-                def log(msg: str, _t0: float = t0, _title: str = title, _live: Any = live, _name: str = name) -> None:
-                    elapsed = time.perf_counter() - _t0
-                    if _live is not None:
-                        _live.update(f"[bold]{_title}[/bold] ({elapsed:.0f}s): {msg}")
-                    else:
-                        console.print(f"  [{elapsed:6.1f}s] {msg}")
-                    print(f"[{_name}] {msg}", file=sys.stderr)  # the log file keeps everything
-
-                ctx = VerifyContext(profile=profile, quick=args.quick, out_dir=out_dir, seed=seed, log=log)
-                if not interactive:
-                    console.print(f"== {title}")
-                try:
-                    got = module.run(ctx)  # type: ignore[attr-defined]
-                except Exception as e:  # a crashing section is a failure of that section, not of the job
-                    import traceback
-
-                    traceback.print_exc()  # into verify.log
-                    got = [Row(name, "pyimpl", "section ran", "fail", 0, "runs", time.perf_counter() - t0,
-                               f"{type(e).__name__}: {e}")]
-            rows.extend(got)
-            n_fail = sum(r.status == "fail" for r in got)
-            n_inc = sum(r.status == "inconclusive" for r in got)
-            console.print(f"{title}: {len(got)} checks, {n_fail} failed, {n_inc} inconclusive "
-                          f"in {time.perf_counter() - t0:.1f}s")
-            if not interactive:
-                for r in got:
-                    console.print(_plain_line(r), markup=False)
+    console = Console(file=sys.stderr, force_terminal=interactive or None,
+                      highlight=False, width=None if interactive else 10_000, soft_wrap=not interactive)
+    console.print(f"rollcheck verify: {words['run']}; profile {words['profile']}; seed {words['seed']}; "
+                  f"Hypothesis {words['Hypothesis']}; sections at once: {words['sections at once']}"
+                  f" (each section's JVM and Spark output: {os.path.relpath(log_dir)}/)", markup=False)
+    ctx_args = {"profile": profile, "quick": args.quick, "out_dir": str(out_dir), "seed": seed}
+    with open(log_path, "a", encoding="utf-8") as log_fh:
+        progress = _Progress(console, interactive, log_fh, {j.name: j.title for j in plan})
+        live = Live(get_renderable=progress.render, console=console, refresh_per_second=4,
+                    transient=True) if interactive else contextlib.nullcontext()
+        with live:
+            outcomes = run_sections(plan, ctx_args, log_dir, jobs, progress.event, engine_slots=engine_jobs)
+    rows = [r for name, _ in sections for j in plan if j.section == name for r in outcomes[j.name].rows]
     seconds = time.perf_counter() - t_all
     verdict = summary_line(rows, seconds)
     if interactive:
@@ -188,13 +258,28 @@ def _run(args: argparse.Namespace) -> int:
             table.add_row(r.algorithm, r.method, r.check, f"[{colour[r.status]}]{r.status}",
                           f"{r.count} {r.unit}", f"{r.seconds:.1f}")
         Console().print(table)
-    meta: dict[str, object] = {"verdict": verdict, "profile": profile, "quick": args.quick,
-                               "seed": seed, "seed from": seed_from, "hypothesis seed": hyp_seed,
-                               "total time (s)": round(seconds, 1),
-                               "generated": time.strftime("%Y-%m-%d %H:%M:%S"),
-                               "versions": environment()}
-    md, html = write_report(rows, out_dir, meta)
-    print(f"report: {os.path.relpath(md)} and {os.path.relpath(html)}; log: {os.path.relpath(log_path)}")
+    meta: dict[str, object] = {
+        "verdict": verdict, "words": words, "profile": profile, "quick": args.quick, "seed": seed,
+        "seed_from": seed_from, "hypothesis_seed": hyp, "jobs": jobs, "engine_jobs": engine_jobs, "total_seconds": round(seconds, 1),
+        "total_time": format_duration(seconds), "generated": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "section_seconds": _section_seconds(plan, outcomes),
+        "job_seconds": {n: round(o.seconds, 1) for n, o in outcomes.items()},
+        "section_titles": {name: str(getattr(m, "TITLE", name)) for name, m in sections},
+        "versions": environment(),
+    }
+    try:
+        md, html = write_report(rows, out_dir, meta)
+    except OSError as e:
+        from rollcheck.suite import environment_failure
+
+        env = environment_failure(f"[Errno {e.errno}] {e.strerror}")
+        if env is None:
+            raise
+        print(f"rollcheck verify: the report could not be written to {os.path.relpath(out_dir)}: {env} "
+              f"(an environment failure, not a finding); {verdict}", file=sys.stderr)
+        return 3
+    print(f"report: {os.path.relpath(md)} and {os.path.relpath(html)}; logs: {os.path.relpath(log_path)}, "
+          f"{os.path.relpath(log_dir)}/")
     print(verdict)
     fault = _environment_fault(rows, out_dir)
     if fault is not None:  # a full disk is the machine's: exit 2 naming the path, never a FAIL (1)

@@ -83,10 +83,13 @@ def _plot(ctx: VerifyContext, name: str, title: str, depths: tuple[int, ...], la
     from rollcheck.pyimpl.intervals import optimal_interval, utilization
     from rollcheck.pyimpl.intervals.sim import SimConfig, simulate_runs
 
-    fig, axes = plt.subplots(1, len(lambdas), figsize=(4.2 * len(lambdas), 3.6), squeeze=False)
+    # at most two panels a row, each large enough to read at the report's width
+    ncol = min(2, len(lambdas))
+    nrow = -(-len(lambdas) // ncol)
+    fig, axes = plt.subplots(nrow, ncol, figsize=(5.6 * ncol, 4.0 * nrow), squeeze=False)
     worst, n_points, t0 = 0.0, 0, time.perf_counter()
     for k, lam in enumerate(lambdas):
-        ax = axes[0][k]
+        ax = axes[k // ncol][k % ncol]
         t_star = optimal_interval(lam, C_MIN)
         ts = np.linspace(C_MIN * 1.05, max(4 * t_star, 60.0), 300)
         sim_ts = np.geomspace(C_MIN * 1.4, max(3.5 * t_star, 50.0), points)
@@ -103,20 +106,23 @@ def _plot(ctx: VerifyContext, name: str, title: str, depths: tuple[int, ...], la
                 worst = max(worst, abs(s.z))
                 n_points += 1
             ax.errorbar(sim_ts, means, yerr=sds, fmt="o", ms=3, capsize=2, color=line.get_color())
-        ax.axvline(t_star, color="grey", ls=":", lw=1)
-        ax.set_title(f"λ = {lam}/min (T* = {t_star:.1f})", fontsize=9)
-        ax.set_xlabel("checkpoint interval T (min)")
+        ax.axvline(t_star, color="grey", ls=":", lw=1.2, label=f"T* = {t_star:.1f}")
+        ax.set_title(f"λ = {lam}/min", fontsize=11)
+        ax.set_xlabel("checkpoint interval T (min)", fontsize=10)
         ax.set_ylim(bottom=0)
-        if k == 0:
-            ax.set_ylabel("utilization U")
-        ax.legend(fontsize=7)
-    fig.suptitle(title, fontsize=10)
+        if k % ncol == 0:
+            ax.set_ylabel("utilization U", fontsize=10)
+        ax.tick_params(labelsize=9)
+        ax.legend(fontsize=8, loc="lower right")
+    fig.suptitle(title, fontsize=12)
     fig.tight_layout()
+    from rollcheck.pyimpl.render import save_figure
+
     path = ctx.path("intervals", name)
-    tmp = path.with_suffix(".tmp.png")
-    fig.savefig(tmp, dpi=110)
-    plt.close(fig)
-    tmp.replace(path)
+    save_figure(fig, path, dpi=100, alt=title,
+                caption=f"Lines: the model's U(T); dots with bars: simulated mean ± sd ({runs} runs a point). "
+                        f"Each dot should sit on its line (largest deviation {worst:.2f} standard errors over "
+                        f"{n_points} points, limit 4); the dotted vertical line is the optimum T*.")
     return str(path), n_points, worst, time.perf_counter() - t0
 
 

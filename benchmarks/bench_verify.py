@@ -1,0 +1,90 @@
+"""Wall time of ``rollcheck verify`` per section, recorded so that a regression is visible.
+
+Runs ``rollcheck verify --quick`` (``ROLLCHECK_BENCH_VERIFY_FULL=1``: the full run;
+``ROLLCHECK_BENCH_VERIFY_ONLY=spark,flink``: those sections only) into a temporary folder, reads the section times from its ``results.json`` and appends one record to
+``benchmarks/results/verify-sections.json``: when, the commit, the load average before and after,
+the number of cores, the total and every section's time. It prints each section next to its
+budget (``rollcheck.sections.SCHEDULE``) and to the previous record of the same kind, marking a
+section more than 25 % slower than last time, and the total against the target (4 minutes quick,
+20 minutes full, on 2 cores). Times depend on the machine's load: compare records taken at a
+similar load (both are printed).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+RESULTS = Path(__file__).resolve().parent / "results" / "verify-sections.json"
+TARGET = {"quick": 240.0, "full": 1200.0}
+
+
+def _load() -> list[dict]:
+    try:
+        return list(json.loads(RESULTS.read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        return []
+
+
+def _commit() -> str:
+    try:
+        return subprocess.run(["git", "-C", str(RESULTS.parents[2]), "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True, timeout=10).stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def main(quick: bool) -> None:
+    from rollcheck.sections import SCHEDULE
+
+    kind = "full" if os.environ.get("ROLLCHECK_BENCH_VERIFY_FULL") == "1" else "quick"
+    load0 = os.getloadavg()
+    with tempfile.TemporaryDirectory(prefix="rollcheck-bench-verify-") as d:
+        out = Path(d) / "report"
+        cmd = [sys.executable, "-m", "rollcheck.cli.main", "verify", "--out", str(out), "--seed", "0"]
+        if kind == "quick":
+            cmd.append("--quick")
+        only = [x for x in os.environ.get("ROLLCHECK_BENCH_VERIFY_ONLY", "").split(",") if x.strip()]
+        for name in only:
+            cmd += ["--only", name.strip()]
+        if only:
+            kind += " --only " + ",".join(only)
+        t0 = time.perf_counter()
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=3 * 3600)
+        wall = time.perf_counter() - t0
+        try:
+            doc = json.loads((out / "results.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            print(f"verify wrote no results (exit {proc.returncode}): {proc.stderr[-1000:]}")
+            return
+    load1 = os.getloadavg()
+    secs = {str(k): float(v) for k, v in doc.get("section_seconds", {}).items()}
+    record = {"when": time.strftime("%Y-%m-%d %H:%M:%S"), "kind": kind, "commit": _commit(),
+              "cores": len(os.sched_getaffinity(0)), "jobs": doc.get("jobs"), "load_before": round(load0[0], 1),
+              "load_after": round(load1[0], 1), "total_seconds": round(wall, 1), "verdict": doc.get("verdict"),
+              "exit_code": proc.returncode, "sections": secs}
+    history = _load()
+    previous = next((r for r in reversed(history) if r.get("kind") == kind), None)
+    target = TARGET.get(kind.split()[0], 0.0)
+    print(f"verify ({kind}): {wall:.0f} s wall (target for the whole run {target:.0f} s), "
+          f"exit {proc.returncode}, load {load0[0]:.1f} -> {load1[0]:.1f}, {record['cores']} cores, "
+          f"{record['jobs']} sections at once")
+    print(f"{'section':<12} {'seconds':>8} {'budget':>8} {'previous':>9}")
+    for name, s in sorted(secs.items(), key=lambda kv: -kv[1]):
+        budget = float(SCHEDULE.get(name, {}).get(kind.split()[0], 0) or 0)
+        prev = (previous or {}).get("sections", {}).get(name)
+        mark = " SLOWER" if prev and s > 1.25 * prev else ""
+        print(f"{name:<12} {s:8.1f} {budget:8.0f} {prev if prev is not None else '-':>9}{mark}")
+    if previous:
+        print(f"previous {kind} record: {previous['total_seconds']} s at load {previous['load_before']} "
+              f"({previous['when']}, {previous['commit']})")
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    tmp = RESULTS.with_suffix(".tmp")
+    tmp.write_text(json.dumps(history + [record], indent=1), encoding="utf-8")
+    tmp.replace(RESULTS)
+    print(f"recorded in {RESULTS.relative_to(RESULTS.parents[2])}")

@@ -1,0 +1,354 @@
+"""Run ``rollcheck verify``'s sections side by side, each in a process of its own.
+
+The sections are independent (each writes under its own folder of the report), so the scheduler
+runs up to ``jobs`` of them at once, longest first (list scheduling by estimated time), with one
+rule on top: at most ``engine_slots`` *engine* sections (Spark, Flink: a JVM of a gigabyte each and
+recordings that mostly wait on their sources and timers) at a time — two by default, one when the
+machine has less than 4 GB of memory available. CPU-bound sections (Hypothesis, Z3, simulations,
+TLC) run beside them and beside each other. By default ``jobs`` is the number of usable cores
+plus one: an engine section leaves most of its core idle while a JVM starts up or a recording
+waits, and the extra CPU-bound section fills that gap.
+
+Every section runs in a *process* (``multiprocessing`` ``spawn``: no JVM or thread is inherited),
+in a process group of its own so that the JVMs and TLC runs it starts die with it; the scheduler
+also keeps track of every process a section starts (some start their JVMs in sessions of their
+own) and kills what is left of them when the run ends or is interrupted. Its file
+descriptors 1 and 2 go to ``logs/<section>.log`` of the report; its progress messages come back
+through a queue, and its rows as a pickle at the end. The rows are put back in section order, so
+the report's content does not depend on which section finished first.
+
+References
+----------
+``specs/cli.md`` (``verify``), R. L. Graham, *Bounds on multiprocessing timing anomalies*, SIAM J.
+Appl. Math. 17 (1969) (longest-processing-time-first list scheduling).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+import pickle
+import queue as queue_mod
+import signal
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["SectionJob", "SectionOutcome", "default_engine_slots", "default_jobs", "plan_jobs", "run_sections"]
+
+#: Resource kinds: an ``engine`` section holds the one engine slot (Spark, Flink); ``cpu`` sections
+#: (and TLC, which is CPU-bound and small) only need a core.
+KINDS = ("cpu", "engine")
+
+
+@dataclass
+class SectionJob:
+    """One section to run: its name (``sec_<name>``), title, resource kind and estimated time."""
+
+    name: str
+    title: str
+    kind: str = "cpu"
+    estimate: float = 60.0
+    module: str = ""  # the module whose run(ctx) is the section (default rollcheck.sections.sec_<section>)
+    section: str = ""  # the section the job is (a part of); default: name
+    part: str | None = None  # the part of the section this job runs (None: all of it)
+
+    def __post_init__(self) -> None:
+        if not self.section:
+            self.section = self.name
+        if not self.module:
+            self.module = f"rollcheck.sections.sec_{self.section}"
+        if self.kind not in KINDS:
+            raise ValueError(f"section {self.name}: kind must be one of {KINDS}, not {self.kind!r}")
+
+
+@dataclass
+class SectionOutcome:
+    """What a section produced: its rows, wall time, log file and, if it crashed, why."""
+
+    name: str
+    title: str
+    rows: list[Any] = field(default_factory=list)
+    seconds: float = 0.0
+    started: float = 0.0
+    log_path: Path | None = None
+    error: str | None = None
+
+
+def default_jobs() -> int:
+    """Sections run at once: the cores this process may use plus one (an engine section mostly
+    waits; a CPU-bound section fills the gap), at least 2."""
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        n = os.cpu_count() or 1
+    return max(2, n + 1)
+
+
+def default_engine_slots() -> int:
+    """Engine sections (Spark, Flink) at once: 2, or 1 with less than 4 GB of memory available."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            info = dict(line.split(":", 1) for line in fh if ":" in line)
+        avail_kb = int(info["MemAvailable"].split()[0])
+    except (OSError, KeyError, ValueError, IndexError):
+        return 1
+    return 2 if avail_kb >= 4 * 1024 * 1024 else 1
+
+
+def plan_jobs(sections: list[tuple[str, Any]], quick: bool,
+              measured: dict[str, float] | None = None) -> list[SectionJob]:
+    """The sections as jobs, with their kind and estimated seconds.
+
+    A section module may say ``SCHEDULE = {"kind": "engine", "quick": 60, "full": 400}``;
+    otherwise :data:`rollcheck.sections.SCHEDULE` has its entry. ``measured`` (job → seconds of a
+    previous run with the same quick/full setting) overrides the estimate. A section with
+    ``PARTS`` becomes one job per part, named ``<section>.<part>``, each estimated at its share.
+
+    Examples
+    --------
+    >>> import types
+    >>> m = types.SimpleNamespace(TITLE="t", SCHEDULE={"kind": "engine", "quick": 5, "full": 50})
+    >>> plan_jobs([("x", m)], quick=False)
+    [SectionJob(name='x', title='t', kind='engine', estimate=50.0, module='rollcheck.sections.sec_x', section='x', part=None)]
+    """
+    from rollcheck.sections import SCHEDULE
+
+    jobs = []
+    for name, module in sections:
+        hint: dict[str, Any] = dict(getattr(module, "SCHEDULE", None) or SCHEDULE.get(name, {}))
+        est = float(hint.get("quick" if quick else "full", 60.0))
+        kind = str(hint.get("kind", "cpu"))
+        title = str(getattr(module, "TITLE", name))
+        parts = [str(p) for p in getattr(module, "PARTS", ()) or ()]
+        for part in parts or [None]:
+            job = name if part is None else f"{name}.{part}"
+            e = float(measured[job]) if measured and job in measured else est / max(1, len(parts))
+            jobs.append(SectionJob(job, title if part is None else f"{title} [{part}]", kind, e,
+                                   f"rollcheck.sections.sec_{name}", name, part))
+    return jobs
+
+
+def _pick(pending: list[SectionJob], engines_running: int, engine_slots: int) -> SectionJob | None:
+    """Longest pending job that may start now (an engine job only while an engine slot is free).
+
+    Examples
+    --------
+    >>> jobs = [SectionJob("a", "a", "cpu", 10), SectionJob("s", "s", "engine", 50)]
+    >>> _pick(jobs, 0, 1).name, _pick(jobs, 1, 1).name
+    ('s', 'a')
+    """
+    ok = [j for j in pending if not (j.kind == "engine" and engines_running >= engine_slots)]
+    return max(ok, key=lambda j: (j.estimate, j.kind == "engine")) if ok else None
+
+
+def _worker(name: str, module_name: str, section: str, part: str | None, ctx_args: dict[str, Any],
+            log_path: str, q: Any) -> None:
+    """Body of a section's process: run ``module_name.run`` and send the rows back."""
+    import contextlib as _cl
+
+    with _cl.suppress(OSError):
+        os.setpgid(0, 0)  # the section's JVMs and TLC runs die with its group
+    from rollcheck.pyimpl.errors import TerminationRequested
+
+    def _term(signum: int, _frame: Any) -> None:  # clean up as on Ctrl-C: finally blocks stop the JVMs
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        raise TerminationRequested(signum)
+
+    signal.signal(signal.SIGTERM, _term)
+    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    t0 = time.perf_counter()
+
+    def log(msg: str) -> None:
+        q.put(("log", name, str(msg)))
+        print(f"[{time.perf_counter() - t0:7.1f}s] {msg}", file=sys.stderr, flush=True)
+
+    from rollcheck.properties.profiles import load_profile
+    from rollcheck.suite import Row, VerifyContext
+
+    load_profile(ctx_args["profile"])
+    error = None
+    try:
+        module = importlib.import_module(module_name)
+        ctx = VerifyContext(profile=ctx_args["profile"], quick=ctx_args["quick"], out_dir=Path(ctx_args["out_dir"]),
+                            seed=ctx_args["seed"], log=log, part=part)
+        rows = list(module.run(ctx))
+        for r in rows:
+            if not isinstance(r, Row):
+                raise TypeError(f"section {name} returned a {type(r).__name__}, not a Row")
+    except BaseException as e:  # a crashing section is a failure of that section, not of the job
+        traceback.print_exc()
+        error = f"{type(e).__name__}: {e}"
+        rows = [Row(section, "pyimpl", f"section ran{f' (part {part})' if part else ''}", "fail", 0, "runs",
+                    time.perf_counter() - t0, error)]
+    for r in rows:
+        r.section = section
+    try:
+        blob = pickle.dumps(rows)
+    except Exception as e:  # noqa: BLE001  (the rows hold something that cannot travel)
+        traceback.print_exc()
+        error = f"the rows could not be sent back: {type(e).__name__}: {e}"
+        blob = pickle.dumps([Row(section, "pyimpl", "section ran", "fail", 0, "runs", time.perf_counter() - t0,
+                                 error, section=section)])
+    sys.stdout.flush()
+    sys.stderr.flush()
+    q.put(("done", name, blob, time.perf_counter() - t0, error))
+
+
+def _proc_table() -> dict[int, tuple[int, str]]:
+    """pid → (parent pid, start time) of every process (Linux ``/proc``; {} elsewhere)."""
+    out: dict[int, tuple[int, str]] = {}
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return out
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", encoding="ascii", errors="replace") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+            out[int(name)] = (int(fields[1]), fields[19])
+        except (OSError, IndexError, ValueError):
+            continue
+    return out
+
+
+def _descendants(roots: list[int], table: dict[int, tuple[int, str]]) -> set[tuple[int, str]]:
+    """(pid, start time) of every descendant of ``roots`` (start times guard against pid reuse)."""
+    kids: dict[int, list[int]] = {}
+    for pid, (ppid, _start) in table.items():
+        kids.setdefault(ppid, []).append(pid)
+    found: set[tuple[int, str]] = set()
+    todo = list(roots)
+    while todo:
+        for c in kids.get(todo.pop(), []):
+            if (c, table[c][1]) not in found:
+                found.add((c, table[c][1]))
+                todo.append(c)
+    return found
+
+
+def _kill_tracked(tracked: set[tuple[int, str]]) -> None:
+    """SIGKILL every tracked process that is still the same process (a JVM or TLC run a section
+    started in a session of its own is not in the section's group)."""
+    table = _proc_table()
+    for pid, start in tracked:
+        if table.get(pid, (0, ""))[1] == start:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _kill_group(proc: Any, sig: int = signal.SIGKILL) -> None:
+    """Signal a section's process group (the section, its JVMs, TLC, Flink jobs)."""
+    if proc.pid is None:
+        return
+    with contextlib.suppress(OSError):
+        os.killpg(proc.pid, sig)
+    with contextlib.suppress(OSError, ValueError):
+        os.kill(proc.pid, sig)
+
+
+def run_sections(jobs: list[SectionJob], ctx_args: dict[str, Any], log_dir: Path, slots: int,
+                 on_event: Callable[[str, str, Any], None], engine_slots: int = 1) -> dict[str, SectionOutcome]:
+    """Run ``jobs`` with at most ``slots`` at once (``engine_slots`` of them engine jobs); return
+    name → outcome.
+
+    ``on_event(kind, name, payload)`` is called in this process for ``"start"`` (payload: the
+    job), ``"log"`` (a progress message) and ``"done"`` (the :class:`SectionOutcome`). An
+    exception here (Ctrl-C, SIGTERM) kills every section's process group before it propagates.
+    """
+    import multiprocessing as mp
+
+    from rollcheck.suite import Row
+
+    if slots < 1 or engine_slots < 1:
+        raise ValueError(f"slots and engine_slots must be at least 1, got {slots}, {engine_slots}")
+    mpc = mp.get_context("spawn")
+    q = mpc.Queue()
+    log_dir.mkdir(parents=True, exist_ok=True)
+    pending = list(jobs)
+    running: dict[str, tuple[Any, SectionJob, float]] = {}
+    done: dict[str, SectionOutcome] = {}
+    gone_since: dict[str, float] = {}
+    tracked: set[tuple[int, str]] = set()  # every process the sections started, seen so far
+    last_scan = 0.0
+
+    def finish(name: str, rows: list[Any], seconds: float, error: str | None) -> None:
+        proc, job, t0 = running.pop(name)
+        proc.join(5)
+        if proc.is_alive():
+            _kill_group(proc)
+        out = SectionOutcome(name, job.title, rows, seconds, t0, log_dir / f"{name}.log", error)
+        done[name] = out
+        on_event("done", name, out)
+
+    try:
+        while pending or running:
+            while pending and len(running) < slots:
+                job = _pick(pending, sum(j.kind == "engine" for _, j, _ in running.values()), engine_slots)
+                if job is None:
+                    break
+                pending.remove(job)
+                log_path = log_dir / f"{job.name}.log"
+                with contextlib.suppress(FileNotFoundError):
+                    log_path.unlink()
+                proc = mpc.Process(target=_worker, args=(job.name, job.module, job.section, job.part, ctx_args,
+                                                         str(log_path), q),
+                                   name=f"rollcheck-verify-{job.name}")
+                proc.start()
+                running[job.name] = (proc, job, time.perf_counter())
+                on_event("start", job.name, job)
+            if time.monotonic() - last_scan > 1.0:
+                last_scan = time.monotonic()
+                tracked |= _descendants([p.pid for p, _j, _t in running.values() if p.pid], _proc_table())
+            try:
+                msg = q.get(timeout=0.25)
+            except queue_mod.Empty:
+                msg = None
+            if msg is not None:
+                if msg[0] == "log":
+                    on_event("log", msg[1], msg[2])
+                elif msg[0] == "done" and msg[1] in running:
+                    _, name, blob, seconds, error = msg
+                    finish(name, pickle.loads(blob), seconds, error)
+                continue
+            now = time.perf_counter()
+            for name, (proc, _job, t0) in list(running.items()):
+                if proc.is_alive():
+                    continue
+                # its last message may still be in the queue: give it a moment before calling it dead
+                if now - gone_since.setdefault(name, now) < 2.0:
+                    continue
+                code = proc.exitcode
+                why = (f"the section's process was killed by signal {-code} (out of memory?)" if code and code < 0
+                       else f"the section's process exited with code {code} before reporting")
+                status = "inconclusive" if code and code < 0 else "fail"
+                sec = _job.section
+                finish(name, [Row(sec, "pyimpl", "section ran", status, 0, "runs", now - t0, why, section=sec)],
+                       now - t0, why)
+    finally:
+        # interrupted: SIGTERM lets each section stop what it started (its finally blocks), then
+        # whatever is left of its group is killed
+        table = _proc_table()
+        tracked |= _descendants([p.pid for p, _j, _t in running.values() if p.pid], table)
+        for proc, _job, _t0 in running.values():
+            _kill_group(proc, signal.SIGTERM)
+        deadline = time.monotonic() + 5.0
+        for proc, _job, _t0 in running.values():
+            proc.join(max(0.0, deadline - time.monotonic()))
+            _kill_group(proc)
+            proc.join(2)
+        # and whatever the sections started in sessions of their own and left behind
+        _kill_tracked(tracked)
+        q.close()
+        q.join_thread()
+    return done
