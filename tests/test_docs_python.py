@@ -35,6 +35,14 @@ for name, fn in list(ns.items()):
         fn()
 """
 
+# for snippets that run in the PyFlink environment, where rollcheck is not installed
+PLAIN_DRIVER = """
+import sys
+sys.path.insert(0, "examples")
+source = open(sys.argv[1], encoding="utf-8").read()
+exec(compile(source, sys.argv[2], "exec"), {"__name__": "__docs__"})
+"""
+
 
 def _python_blocks() -> list[tuple[str, int, str]]:
     found = []
@@ -69,7 +77,13 @@ def test_python_block_runs(doc: str, line: int, code: str, tmp_path: Path) -> No
     (tmp_path / "snippet.py").write_text(code, encoding="utf-8")
     env = dict(os.environ)
     env.setdefault("ROLLCHECK_PROFILE", "ci")
-    proc = subprocess.run([sys.executable, "-P", "-c", DRIVER, "snippet.py", f"{doc}:{line}"],
+    python, driver = sys.executable, DRIVER
+    if re.search(r"^\s*(from|import) pyflink\b", code, re.M):
+        # a PyFlink job runs in the separate PyFlink environment (stdlib + apache-flink only)
+        from rollcheck.flink_replay.environment import find_flink
+
+        python, driver = str(find_flink().python), PLAIN_DRIVER
+    proc = subprocess.run([python, "-P", "-c", driver, "snippet.py", f"{doc}:{line}"],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, f"{doc}:{line}: the snippet failed\n{proc.stderr[-3000:]}"
 

@@ -158,16 +158,26 @@ def test_run_returns_like_subprocess_run_and_leaves_no_straggler():
 
 
 def test_groups_are_tracked_and_kill_all_ends_them():
-    g = children.ProcessGroup()
-    p = g.spawn(["sleep", "309"])
-    assert g in children.live_groups()
-    assert children.kill_all() >= 1
-    assert not g.alive and p.returncode == -signal.SIGKILL
-    assert g not in children.live_groups()
-    with pytest.raises(ValueError):
-        g.spawn(["true"])
-    with pytest.raises(ValueError):
-        children.spawn(["true"], start_new_session=True)
+    # kill_all() ends *every* group of the calling process: run it in a fresh interpreter, not in
+    # this test worker (whose other groups, e.g. a Spark session's JVM, must survive)
+    code = textwrap.dedent("""
+        import signal
+        import pytest
+        from rollcheck.pyimpl import children
+        g = children.ProcessGroup()
+        p = g.spawn(["sleep", "309"])
+        assert g in children.live_groups()
+        assert children.kill_all() >= 1
+        assert not g.alive and p.returncode == -signal.SIGKILL
+        assert g not in children.live_groups()
+        with pytest.raises(ValueError):
+            g.spawn(["true"])
+        with pytest.raises(ValueError):
+            children.spawn(["true"], start_new_session=True)
+        print("ok")
+    """)
+    r = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
 
 
 def test_a_child_started_from_a_thread_survives_the_thread():
