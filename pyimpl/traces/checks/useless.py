@@ -33,7 +33,7 @@ class NoUselessCheckpoints(TraceCheck):
     def _check(self, p: Pattern, seqs: Any, where: str) -> None:
         from rollcheck.pyimpl.zpaths import useless_checkpoints
 
-        if self.bad is not None:
+        if self.bad is not None or not p.events:  # an empty execution examines nothing
             return
         self.checked += 1
         u = useless_checkpoints(p)
@@ -59,5 +59,7 @@ class NoUselessCheckpoints(TraceCheck):
             self._check(v.pattern(), v.seqs, "in the final effective execution")
         if self.bad is not None:
             return Check.violated(self.name, self.bad[1], offending_seq=self.bad[0])
+        if not self.checked:
+            return Check.unchecked(self.name, "no execution with events: nothing to examine")
         return Check.held(self.name, f"no checkpoint on a Z-cycle in {self.checked} execution(s) (before each "
                           "recovery and the final one)", examined=self.checked)
