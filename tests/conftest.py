@@ -28,7 +28,15 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     left = sorted(p for p in os.listdir(root) if not p.startswith(_KEEP))
     if left:
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-        msg = f"tests left {len(left)} entries in the temp directory: {', '.join(left[:20])}"
+        def inside(name: str) -> str:  # what a left folder holds names the test that left it
+            path = os.path.join(root, name)
+            if not os.path.isdir(path):
+                return name
+            found = [os.path.relpath(os.path.join(d, f), root)
+                     for d, _, fs in os.walk(path) for f in fs][:5]
+            return f"{name} ({', '.join(found) or 'empty'})"
+
+        msg = f"tests left {len(left)} entries in the temp directory: {', '.join(map(inside, left[:20]))}"
         if reporter is not None:
             reporter.write_line(msg, red=True)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED

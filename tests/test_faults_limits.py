@@ -103,6 +103,13 @@ def query(df):
 '''
 
 
+def _private_tmp(tmp_path):
+    """A temporary folder for a child whose group is killed (it cannot remove its own)."""
+    d = tmp_path / "ptmp"
+    d.mkdir(exist_ok=True)
+    return d
+
+
 def test_cli_batches_that_never_returns_is_exit_2_naming_file_method_and_limit(tmp_path):
     q = tmp_path / "spin.py"
     q.write_text(SPIN_QUERY, encoding="utf-8")
@@ -113,7 +120,7 @@ def test_cli_batches_that_never_returns_is_exit_2_naming_file_method_and_limit(t
     try:
         r = subprocess.run([*RC, "spark", "record", "query", "--module", str(q), "--out", str(out),
                             "--call-timeout", "1.5"], capture_output=True, text=True, cwd=ROOT,
-                           env=tagged_env(tag), timeout=120)
+                           env=tagged_env(tag, TMPDIR=str(_private_tmp(tmp_path))), timeout=120)
         took = time.monotonic() - t0
         assert r.returncode == 2, r.stderr
         last = r.stderr.strip().splitlines()[-1]
@@ -169,7 +176,8 @@ def test_cli_sink_blocked_inside_spark_is_exit_2_and_leaves_nothing(tmp_path):
     try:
         r = subprocess.run([*RC, "spark", "record", "query", "--module", str(q), "--out", str(tmp_path / "o.jsonl"),
                             "--call-timeout", "15", "--no-reference"], capture_output=True, text=True,
-                           cwd=ROOT, env=tagged_env(tag, JAVA_TOOL_OPTIONS=f"-Djava.io.tmpdir={tmp_path}"),
+                           cwd=ROOT, env=tagged_env(tag, JAVA_TOOL_OPTIONS=f"-Djava.io.tmpdir={tmp_path}",
+                                                       TMPDIR=str(_private_tmp(tmp_path))),
                            timeout=900)
         assert r.returncode == 2, r.stderr[-2000:]
         last = r.stderr.strip().splitlines()[-1]

@@ -40,13 +40,21 @@ def _processes_mentioning(text: str) -> list[str]:
 
 
 @pytest.mark.slow
+def _private_tmp(tmp_path: Path) -> Path:
+    d = tmp_path / "ptmp"
+    d.mkdir(exist_ok=True)
+    return d
+
+
 def test_sigkill_during_recording_leaves_no_process_and_keeps_the_old_trace(tmp_path: Path) -> None:
     out = tmp_path / "o.jsonl"
     out.write_text("the previous trace\n")
     run = tmp_path / "o.flinkrun"
     proc = subprocess.Popen([*CLI, "flink", "record", "wordcount", "--out", str(out), "--records", "20000",
                              "--rate", "400", "--fail-at-record", "15000", "--failure", "task"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT,
+                            # a SIGKILLed job cannot remove its temporary folders: keep them here
+                            env={**os.environ, "TMPDIR": str(_private_tmp(tmp_path))})
     try:
         deadline = time.time() + 300
         while time.time() < deadline and not list(run.glob("tap-*.jsonl")):  # the job is running
