@@ -224,6 +224,65 @@ def _merge(jobs: list[dict]) -> dict:
     return out
 
 
+#: PyFlink's embedded keyed operators and rollcheck's subclasses that also log their keyed state
+_STATE_LOGGED = {"EmbeddedPythonKeyedProcessOperator": "rollcheck.flink.RollcheckStateLog$KeyedProcess",
+                 "EmbeddedPythonWindowOperator": "rollcheck.flink.RollcheckStateLog$Window",
+                 "EmbeddedPythonKeyedCoProcessOperator": "rollcheck.flink.RollcheckStateLog$KeyedCoProcess"}
+
+
+class _user_state_log:
+    """While the user's ``job()`` builds its graph, PyFlink's keyed operators are made as
+    rollcheck's subclasses (``RollcheckStateLog``): the same operators, which also log their keyed
+    state key by key at every snapshot and after a restore (``ustate-*.jsonl`` in the run folder).
+
+    PyFlink names the operator classes through ``get_gateway().jvm`` in ``data_stream``; only that
+    module's lookup is redirected, and only for the three keyed operator classes.
+    """
+
+    def __init__(self, run_dir: str, attempt_offset: int) -> None:
+        self.run_dir = run_dir
+        self.attempt_offset = attempt_offset
+
+    def __enter__(self):
+        import pyflink.datastream.data_stream as dsmod
+        from pyflink.util.java_utils import load_java_class
+
+        self.mod = dsmod
+        self.real = real = dsmod.get_gateway
+        run_dir, offset = self.run_dir, self.attempt_offset
+
+        def maker(java_name: str):
+            def make(*args):
+                gw = real()
+                arr = gw.new_array(gw.jvm.Object, len(args) + 2)
+                for i, a in enumerate(args):
+                    arr[i] = a
+                arr[len(args)] = run_dir
+                arr[len(args) + 1] = gw.jvm.Integer(offset)
+                return load_java_class(java_name).getConstructors()[0].newInstance(arr)
+            return make
+
+        class Jvm:
+            def __init__(self, jvm) -> None:
+                self._jvm = jvm
+
+            def __getattr__(self, name: str):
+                if name in _STATE_LOGGED:
+                    return maker(_STATE_LOGGED[name])
+                return getattr(self._jvm, name)
+
+        class Gateway:
+            def __getattr__(self, name: str):
+                gw = real()
+                return Jvm(gw.jvm) if name == "jvm" else getattr(gw, name)
+
+        dsmod.get_gateway = Gateway
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.mod.get_gateway = self.real
+
+
 def _utilization_pipeline(cfg: dict, env, tap):
     """Source -> tap (a blocking snapshot of ``snapshot_cost_ms``) -> capped work -> keyed count.
 
@@ -619,7 +678,8 @@ def execute(cfg: dict, *, user=None, restarts: bool = True, restore_path: str | 
         ds = ds.map(Input()).name("rollcheck-input")
         limit = float(cfg.get("call_timeout", 300))
         try:
-            out = _call(run_dir, "job", limit, module.job, env, ds)
+            with _user_state_log(run_dir, attempt_offset):
+                out = _call(run_dir, "job", limit, module.job, env, ds)
         except UserCodeError:
             return {"user_error": True, "final_state": "NOT_RUN"}
         if not isinstance(out, DataStream):

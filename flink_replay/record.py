@@ -409,6 +409,14 @@ def build_trace(run: str | Path, out: str | Path, *, env_version: str = "?") -> 
             else:
                 continue
             timed.append((ev["t_us"], rank[ev["ev"]], e))
+    # the user's keyed operators, key by key (RollcheckStateLog): at every snapshot, after restores
+    for f in sorted(run.glob("ustate-*.jsonl")):
+        for ev in _read_jsonl(f):
+            name = re.sub(r" \(\d+/\d+\)#\d+$", "", ev["name"])  # the task name ends with "(i/P)#attempt"
+            e = {"kind": "flink.user_state", "phase": ev["ev"], "operator": ev["operator"], "name": name,
+                 **{k: ev[k] for k in ("subtask", "attempt", "parallelism", "max_parallelism", "key_groups",
+                                       "checkpoint", "backend", "states")}}
+            timed.append((ev["t_us"], rank[ev["ev"]], e))
     # Flink's log numbers the attempts of each job from 0; a job restored at another parallelism
     # (rescaling) gets the attempt numbers after its predecessor's, as the taps do. The jobs of a
     # rescaled run differ in parallelism, which the log line shows ("(2/3)#0").
@@ -476,6 +484,10 @@ def build_trace(run: str | Path, out: str | Path, *, env_version: str = "?") -> 
     if cfg["checkpoints"] == "unaligned" and cfg.get("job") != "module":
         _fill_inflight(timed)
     timed.sort(key=lambda x: (x[0], x[1]))
+    errors = run / "ustate-errors.log"
+    if errors.exists() and timed:  # a dump of the user's keyed state failed: said, at the end
+        for line in errors.read_text(errors="replace").splitlines()[:5]:
+            timed.append((timed[-1][0], 9, {"kind": "flink.user_state_error", "error": line[:300]}))
     tx_lines = _tx_lines(run / "tx")
     naive: dict[str, list[str]] = {"0": [], "1": []}
     for f in sorted((run / "naive").glob("gen*.txt")):
@@ -503,6 +515,8 @@ def build_trace(run: str | Path, out: str | Path, *, env_version: str = "?") -> 
         header["key"] = info.get("key")
         header["module"] = cfg.get("module_arg", cfg["module"])  # as the user named it
         header["key_format"] = "N\\x1fKEY\\x1fROW: the row's number within its KEY, KEY and the row as JSON"
+        # the user's keyed operators were logged key by key (RollcheckStateLog)
+        header["user_state_log"] = True
     restored = None
     # the engine-neutral core next to the flink.* kinds (for `rollcheck check trace`): a
     # `checkpoint` of every task per completed checkpoint (index = its ordinal), and after the

@@ -12,8 +12,9 @@ state, restored with the checkpoint), and a transactional ``FileSink`` commits t
 ``restore-latest-completed``
     every task restored the same checkpoint, the latest completed before the restore (and not
     older than any completed before the failure).
-``keyed-state-restored-once``, ``operator-state-restored``
-    :mod:`rollcheck.flink_replay.rescale_checks` (rescaled restores included).
+``keyed-state-restored-once``, ``operator-state-restored``, ``user-state-restored-once``
+    :mod:`rollcheck.flink_replay.rescale_checks` (rescaled restores included): rollcheck's keyed
+    tap, the source's operator state, and the keyed state of the user's own operators, key by key.
 ``output-exactly-once``
     per KEY, the committed rows are numbered 1..n without a duplicate or a gap, n is the number of
     rows the reference run produced for the key, and the last row equals the reference's last row.
@@ -35,7 +36,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from rollcheck.flink_replay.rescale_checks import KEYED, OPERATOR, rescale_checks
+from rollcheck.flink_replay.rescale_checks import KEYED, OPERATOR, USER, rescale_checks
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.verdict import Check, Report
 
@@ -210,7 +211,7 @@ def replay_job(path: str | Path) -> Report:
         raise InvalidInputError("not a trace of a user's Flink job (header \"job\" is not \"module\")",
                                 source=str(path), location="line 1")
     col = JobEvents()
-    names = ["failure-observed", "restore-latest-completed", KEYED, OPERATOR, "output-exactly-once",
+    names = ["failure-observed", "restore-latest-completed", KEYED, OPERATOR, USER, "output-exactly-once",
              "user-sink-exactly-once"]
 
     def pick(name: str) -> Any:

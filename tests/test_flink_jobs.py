@@ -131,7 +131,7 @@ def test_user_job_trace_is_conformant() -> None:
     assert rep.verdict.value == "conformant", rep.summary()
     names = [c.name for c in rep.checks]
     mine = ["failure-observed", "restore-latest-completed", "keyed-state-restored-once",
-            "operator-state-restored", "output-exactly-once", "user-sink-exactly-once"]
+            "operator-state-restored", "user-state-restored-once", "output-exactly-once", "user-sink-exactly-once"]
     # the shared trace checker's generic checks on the core events come first
     assert names[:2] == ["pattern-valid", "recovery-line"] and [n for n in names if n in mine] == mine
     assert rep.check("output-exactly-once").examined == 600  # type: ignore[union-attr]
@@ -295,6 +295,8 @@ def test_record_library_job_rescaled_for_real(tmp_path: Path) -> None:
     assert rep.verdict.value == "conformant", rep.summary()
     keyed = rep.check("keyed-state-restored-once")
     assert keyed is not None and "rescaled 2 -> 3" in keyed.detail
+    user = rep.check("user-state-restored-once")   # the job's own KeyedProcessFunction, key by key
+    assert user is not None and user.status is Status.HELD and user.examined == 24, user.detail
     assert not Path(str(out) + ".partial").exists()
 
 
@@ -317,7 +319,9 @@ def test_checks_as_trace_checker_plugins() -> None:
         for e in events:
             plugin.on_event(None, e["seq"] + 1, e)
         c = plugin.finish(SimpleNamespace(header=header), {})
-        assert c.name == cls.name and c.status is Status.HELD
+        # the user operators' state is a user job's: not applicable to the word count
+        want = Status.NOT_APPLICABLE if cls.name == "user-state-restored-once" else Status.HELD
+        assert c.name == cls.name and c.status is want
 
 
 def test_user_sink_check_counts_rows_per_key() -> None:
