@@ -40,7 +40,8 @@ import org.apache.flink.types.Row;
  *
  * rollcheck swaps PyFlink's embedded (thread mode) keyed operators for the subclasses below, which
  * behave the same and additionally log, per registered key-value state: every key (rendered with
- * its type: "rs:" a one-field Row of a String, "rl:" of a Long, "s:" String, "l:" Long, "o:" other),
+ * its type: "rs:" a one-field Row of a String, "rl:" of a Long, "rb:" of a byte array (hex), "s:" String,
+ * "l:" Long, "o:" other),
  * its key group as Flink computes it, and the key's state (namespaces and values, shown as is
  * when short, else as a CRC32 of the rendering). One file per operator, subtask and attempt:
  * ustate-OPERATORID-SUBTASK-ATTEMPT.jsonl.
@@ -111,6 +112,9 @@ public final class RollcheckStateLog {
             }
             if (f instanceof Long) {
                 return "rl:" + f;
+            }
+            if (f instanceof byte[]) {
+                return "rb:" + hex((byte[]) f); // PyFlink's key_by without key_type: the pickled key
             }
         }
         if (k instanceof String) {

@@ -146,6 +146,9 @@ def run_one(cfg: dict) -> int:
         if not recs:
             _user_error(run_dir, "records", "returned no records")
             return 2
+        if cfg.get("max_records"):
+            # a finding being shrunk: the first N records of the user's input only
+            recs = recs[: int(cfg["max_records"])]
         cfg = dict(cfg, records=len(recs))
         if cfg.get("fail_at_fraction") and cfg.get("fail_at_record") is not None:
             # the matrix fails every job half way through its own input
@@ -205,6 +208,16 @@ def _latest_retained(info: dict, base: str) -> str | None:
     return None
 
 
+def _root_cause_text(text: str) -> str | None:
+    """The innermost ``Caused by`` of a Java exception text (the job's own failure, not the restart
+    strategy's wrapper), on one line."""
+    if not text.strip():
+        return None
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    caused = [ln[len("Caused by: "):] for ln in lines if ln.startswith("Caused by: ")]
+    return (caused[-1] if caused else lines[0])[:400]
+
+
 def _merge(jobs: list[dict]) -> dict:
     """One run.json for the jobs of a rescaled run (checkpoint ids continue across the restore)."""
     last = jobs[-1]
@@ -218,7 +231,7 @@ def _merge(jobs: list[dict]) -> dict:
         out["commits"].extend(j["commits"])
     out["t_start"] = jobs[0]["t_start"]
     out["jobs"] = [{k: j.get(k) for k in ("job_id", "final_state", "timestamps", "parallelism", "restored_from",
-                                          "rescale_error", "attempt_offset")} for j in jobs]
+                                          "rescale_error", "attempt_offset", "failure_cause")} for j in jobs]
     if len(jobs) < 2:
         out["final_state"] = "NOT_RESTORED"
     return out
@@ -410,6 +423,12 @@ def execute(cfg: dict, *, user=None, restarts: bool = True, restore_path: str | 
     conf.set_string("execution.checkpointing.externalized-checkpoint-retention", "RETAIN_ON_CANCELLATION")
     if restore_path:
         conf.set_string("execution.state-recovery.path", restore_path)
+        if backend == "changelog":
+            # the changelog backend cannot take the full snapshot that Flink forces after a restore in
+            # the default NO_CLAIM mode (its first checkpoint fails: "does not support enforcing a full
+            # snapshot"); Flink's documentation (State Backends, changelog limitations: "NO_CLAIM mode
+            # not supported") says to restore it in CLAIM mode
+            conf.set_string("execution.state-recovery.claim-mode", "CLAIM")
     conf.set_string("restart-strategy.type", "fixed-delay" if restarts else "none")
     conf.set_string("restart-strategy.fixed-delay.attempts", str(int(cfg.get("restart_attempts", 3))))
     conf.set_string("restart-strategy.fixed-delay.delay", f"{int(cfg.get('restart_delay_ms', 200))} ms")
@@ -720,6 +739,7 @@ def execute(cfg: dict, *, user=None, restarts: bool = True, restore_path: str | 
                 commits.append({"t": time.time(), "file": os.path.relpath(path, tx_dir), "lines": n})
 
     last_state = None
+    failure_cause = None
     misses = 0
     done = threading.Event()
     final_state = "UNKNOWN"
@@ -732,8 +752,9 @@ def execute(cfg: dict, *, user=None, restarts: bool = True, restore_path: str | 
             try:
                 client.get_job_execution_result().result()
                 final_state = "FINISHED"
-            except Exception:  # noqa: BLE001 - any error from the job means it failed
+            except Exception as e:  # noqa: BLE001 - any error from the job means it failed
                 final_state = "FAILED"
+                failure_cause = _root_cause_text(str(e))
             break
         if job is not None:
             state = job.get("state")
@@ -743,6 +764,9 @@ def execute(cfg: dict, *, user=None, restarts: bool = True, restore_path: str | 
                 last_state = state
             if state in ("FINISHED", "FAILED", "CANCELED"):
                 final_state = state
+                if state == "FAILED":
+                    exc = _get(f"{base}/jobs/{job_id}/exceptions") or {}
+                    failure_cause = _root_cause_text(str(exc.get("root-exception") or ""))
                 done.set()
         chk = _get(f"{base}/jobs/{job_id}/checkpoints")
         if chk is not None:
@@ -778,7 +802,7 @@ def execute(cfg: dict, *, user=None, restarts: bool = True, restore_path: str | 
     result = {"job_id": job_id, "final_state": final_state, "t_start": t_start, "t_end": time.time(),
               "timestamps": (job or {}).get("timestamps", {}), "rest": polls, "commits": commits,
               "pyflink_python": sys.executable, "parallelism": par, "max_attempt": max_attempt,
-              "backend": backend, "attempt_offset": attempt_offset}
+              "backend": backend, "attempt_offset": attempt_offset, "failure_cause": failure_cause}
     if user is not None:
         result["key"] = key_idx
         result["records"] = n_records

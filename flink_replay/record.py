@@ -296,6 +296,7 @@ rest.cache.checkpoint-statistics.timeout: 50 ms
 web.checkpoints.history: 1000
 heartbeat.interval: 1000
 heartbeat.timeout: 5000
+pekko.startup-timeout: 90 s
 io.tmp.dirs: {tmp}
 python.execution-mode: thread
 """
@@ -503,12 +504,14 @@ def build_trace(run: str | Path, out: str | Path, *, env_version: str = "?") -> 
     else:
         outputs += [("naive", naive["0"], {"generation": 0}), ("naive", naive["1"], {"generation": 1})]
     keys = ("checkpoints", "parallelism", "interval_ms", "records", "rate", "keys", "fail_at_record", "failure",
-            "backend", "rescale", "max_parallelism")
+            "backend", "rescale", "max_parallelism", "max_records")
     header = {"format": "rollcheck.trace/1", "source": "flink", "seed": cfg.get("seed", 0),
               "processes": ["source", "keyed"], "job": "module" if module else "wordcount",
               "config": {k: cfg.get(k) for k in keys},
               "flink": {"pyflink": env_version, "job_id": info.get("job_id"), "final_state": info.get("final_state"),
                         "python_mode": cfg.get("python_mode", "thread")}}
+    if info.get("failure_cause") and info.get("final_state") != "FINISHED":
+        header["flink"]["failure_cause"] = info["failure_cause"]  # why the (last) job did not finish
     if module:
         header["config"]["records"] = info.get("records", cfg.get("records"))
         header["config"]["fail_at_record"] = info.get("fail_at_record", cfg.get("fail_at_record"))
