@@ -132,6 +132,7 @@ def run_one(cfg: dict) -> int:
     user = None
     if cfg.get("job") == "module":
         limit = float(cfg.get("call_timeout", 300))
+        import cloudpickle  # noqa: F401 - rollcheck's own import, outside the time limit of the user's import
         try:
             user = _call(run_dir, "import", limit, load_user_module, cfg["module"])
             recs = _call(run_dir, "records", limit, user.records, int(cfg.get("seed", 0)))

@@ -165,7 +165,7 @@ def shrink_finding(cell: Cell, cfg: dict[str, Any], out: Path, check: str, full:
 
 
 def run_cell(cell: Cell, out: Path, *, records: int = 1200, rate: float = 400.0, interval_ms: int = 300,
-             seed: int = 0, timeout_s: float = 300.0, shrink_runs: int = 4) -> dict[str, Any]:
+             seed: int = 0, timeout_s: float = 600.0, shrink_runs: int = 4) -> dict[str, Any]:
     """Record and replay one cell; the contract's cell object (a finding of a user's job is shrunk
     by up to ``shrink_runs`` re-runs, :func:`shrink_finding`)."""
     trace = out / f"{cell.ident}.jsonl"
