@@ -1,5 +1,6 @@
 """The utilization picture verify's report embeds: measured against predicted, drawn from a result
-of ``flink utilization`` (the numbers of the 40 s sweep in docs/flink.md; no Flink runs, ~1 s)."""
+of ``flink utilization`` (the numbers of the 40 s sweep in docs/flink.md; no Flink runs; a few seconds,
+mostly importing matplotlib)."""
 
 from __future__ import annotations
 
