@@ -261,24 +261,36 @@ def summarise(results: list[dict[str, Any]]) -> dict[str, int]:
 
 
 def run_matrix(all_cells: list[Cell], out: str | Path, *, jobs: int = 1,
-               log: Callable[[str], None] = lambda m: None, **kw: Any) -> dict[str, Any]:
-    """Run every cell (``jobs`` at a time); write ``out/matrix.json`` and ``out/index.html``."""
+               log: Callable[[str], None] = lambda m: None, spread_seed: int | None = None,
+               **kw: Any) -> dict[str, Any]:
+    """Run every cell (``jobs`` at a time); write ``out/matrix.json`` and ``out/index.html`` after
+    each cell (the table keeps its order). ``spread_seed``: run the cells in an order shuffled with
+    this seed, so that a matrix cut short has covered every dimension about evenly."""
+    import random
+    import threading
     from concurrent.futures import ThreadPoolExecutor
 
+    order = list(range(len(all_cells)))
+    if spread_seed is not None:
+        random.Random(spread_seed).shuffle(order)
     outdir = Path(out)
     outdir.mkdir(parents=True, exist_ok=True)
     results: list[dict[str, Any] | None] = [None] * len(all_cells)
+    lock = threading.Lock()  # one writer of matrix.json at a time (its .partial file is shared)
+    n = len(all_cells)
 
     def one(i: int) -> None:
         c = all_cells[i]
-        log(f"[{i + 1}/{len(all_cells)}] {c.ident} ...")
+        log(f"[cell {i + 1}/{n}] {c.ident} ...")
         r = run_cell(c, outdir, **kw)
-        results[i] = r
-        log(f"[{i + 1}/{len(all_cells)}] {c.ident}: {r['verdict']} ({r.get('seconds')} s) {r['reason'][:160]}")
-        _write(outdir, [x for x in results if x is not None])
+        with lock:
+            results[i] = r
+            done = sum(x is not None for x in results)
+            log(f"[{done}/{n} done] {c.ident}: {r['verdict']} ({r.get('seconds')} s) {r['reason'][:160]}")
+            _write(outdir, [x for x in results if x is not None])
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        list(pool.map(one, range(len(all_cells))))
+        list(pool.map(one, order))
     done = [r for r in results if r is not None]
     return _write(outdir, done)
 

@@ -107,6 +107,9 @@ def _register_rest(fsub: Any) -> None:
     mx.add_argument("--seed", type=int, default=0)
     mx.add_argument("--out", default="flink-matrix", metavar="DIR")
     mx.add_argument("--jobs", type=int, default=1, metavar="J", help="cells run at the same time")
+    mx.add_argument("--spread", type=int, default=None, metavar="SEED",
+                    help="run the cells in an order shuffled with this seed (a matrix cut short covers every "
+                    "dimension about evenly); the table keeps its order")
     mx.add_argument("--shrink-runs", type=int, default=4, metavar="K",
                     help="re-runs that shrink a finding of a job module to its fewest records (0: none)")
     mx.add_argument("--json", action="store_true")
@@ -302,7 +305,7 @@ def _matrix(args: argparse.Namespace) -> int:
           file=sys.stderr)
     doc = run_matrix(todo, args.out, jobs=args.jobs, log=lambda m: print(m, file=sys.stderr, flush=True),
                      records=args.records, rate=args.rate, interval_ms=args.interval, seed=args.seed,
-                     shrink_runs=max(0, args.shrink_runs))
+                     shrink_runs=max(0, args.shrink_runs), spread_seed=args.spread)
     if args.json:
         emit_json(doc)
     else:
