@@ -441,8 +441,17 @@ def execute(cfg: dict, *, user=None, restarts: bool = True, restore_path: str | 
         gw0 = _gw()
         jars = gw0.new_array(gw0.jvm.String, 1)
         jars[0] = cfg["tap_jar"]
-        j_env = gw0.jvm.org.apache.flink.streaming.api.environment.StreamExecutionEnvironment \
-            .createRemoteEnvironment("127.0.0.1", port, conf._j_configuration, jars)
+        if restore_path:
+            # a remote environment replaces the configuration's claim mode by its own restore settings
+            # (NO_CLAIM): give them explicitly, so that the changelog backend is restored in CLAIM mode
+            claim = gw0.jvm.org.apache.flink.core.execution.RecoveryClaimMode
+            srs = gw0.jvm.org.apache.flink.runtime.jobgraph.SavepointRestoreSettings.forPath(
+                restore_path, False, claim.CLAIM if backend == "changelog" else claim.NO_CLAIM)
+            j_env = gw0.jvm.org.apache.flink.streaming.api.environment.RemoteStreamEnvironment(
+                "127.0.0.1", port, conf._j_configuration, jars, gw0.new_array(gw0.jvm.java.net.URL, 0), srs)
+        else:
+            j_env = gw0.jvm.org.apache.flink.streaming.api.environment.StreamExecutionEnvironment \
+                .createRemoteEnvironment("127.0.0.1", port, conf._j_configuration, jars)
         env = StreamExecutionEnvironment(j_env)
     else:
         env = StreamExecutionEnvironment.get_execution_environment(conf)
