@@ -338,3 +338,20 @@ def test_user_sink_check_counts_rows_per_key() -> None:
     assert lost.status is Status.VIOLATED and "lost" in lost.detail
     assert user_sink_check({}, [0], True).status is Status.NOT_APPLICABLE
     assert user_sink_check({"user": ref}, [0], True).status is Status.UNCHECKED
+
+
+def test_a_failed_job_names_flinks_root_cause() -> None:
+    """A job that did not finish: the trace header carries Flink's innermost cause, and the
+    unchecked output check says it (the matrix's reason for an inconclusive cell)."""
+    from rollcheck.flink_replay.job import _root_cause_text
+    from rollcheck.flink_replay.user_replay import output_check
+
+    text = ("org.apache.flink.runtime.JobException: Recovery is suppressed by FixedDelayRestartBackoffTimeStrategy\n"
+            "\tat org.apache.flink...\nCaused by: java.lang.Exception: Error while triggering checkpoint 6\n"
+            "Caused by: java.lang.IllegalStateException: Configured state backend does not support enforcing a "
+            "full snapshot.\n\tat org.apache.flink.streaming.runtime.tasks.StreamTask")
+    cause = _root_cause_text(text)
+    assert cause is not None and cause.startswith("java.lang.IllegalStateException: Configured state backend")
+    assert _root_cause_text("") is None and _root_cause_text("boom") == "boom"
+    c = output_check({}, False, cause)
+    assert c.status is Status.UNCHECKED and "Flink: java.lang.IllegalStateException" in c.detail
