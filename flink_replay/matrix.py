@@ -289,8 +289,18 @@ def run_matrix(all_cells: list[Cell], out: str | Path, *, jobs: int = 1,
             log(f"[{done}/{n} done] {c.ident}: {r['verdict']} ({r.get('seconds')} s) {r['reason'][:160]}")
             _write(outdir, [x for x in results if x is not None])
 
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+    pool = ThreadPoolExecutor(max_workers=max(1, jobs))
+    try:
         list(pool.map(one, order))
+    except BaseException:
+        # interrupted (SIGINT/SIGTERM arrive in this thread): no new cell starts, the running cells'
+        # Flink processes are stopped so that their threads end now, not when the cells would have
+        from rollcheck.pyimpl import children
+
+        pool.shutdown(wait=False, cancel_futures=True)
+        children.kill_all()
+        raise
+    pool.shutdown()
     done = [r for r in results if r is not None]
     return _write(outdir, done)
 
