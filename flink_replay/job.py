@@ -193,8 +193,33 @@ def _write_json(path: str, obj: dict) -> None:
     os.replace(path + ".tmp", path)
 
 
+def _on_disk_completed(info: dict, base: str) -> dict[str, dict]:
+    """The failed job's completed checkpoints as its checkpoint folder shows them (``chk-N`` with a
+    ``_metadata`` file, written when the checkpoint completes), as REST-like history entries.
+
+    The REST poll can miss a checkpoint that completed just before the job failed; the folder
+    cannot. The completion time is the ``_metadata`` file's modification time.
+    """
+    out: dict[str, dict] = {}
+    folder = os.path.join(base, str(info.get("job_id") or ""))
+    if not info.get("job_id") or not os.path.isdir(folder):
+        return out
+    for d in os.listdir(folder):
+        meta = os.path.join(folder, d, "_metadata")
+        if d.startswith("chk-") and d[4:].isdigit() and os.path.exists(meta):
+            t_ms = int(os.path.getmtime(meta) * 1000)
+            out[d[4:]] = {"id": int(d[4:]), "status": "COMPLETED", "latest_ack_timestamp": t_ms,
+                          "trigger_timestamp": t_ms, "external_path": "file:" + os.path.join(folder, d),
+                          "seen_on_disk_only": True}
+    return out
+
+
 def _latest_retained(info: dict, base: str) -> str | None:
-    """The retained folder of the latest checkpoint the failed job completed."""
+    """The retained folder of the latest checkpoint the failed job completed: the newest of those
+    the REST poll saw and those its checkpoint folder holds (the poll can miss the last one)."""
+    for cid, h in _on_disk_completed(info, base).items():
+        if info["rest"]["checkpoints"].get(cid, {}).get("status") != "COMPLETED":
+            info["rest"]["checkpoints"][cid] = h  # completed, though the poll did not see it
     done = [h for h in info["rest"]["checkpoints"].values() if h.get("status") == "COMPLETED"]
     for h in sorted(done, key=lambda h: -int(h["id"])):
         path = h.get("external_path") or ""

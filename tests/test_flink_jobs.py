@@ -355,3 +355,20 @@ def test_a_failed_job_names_flinks_root_cause() -> None:
     assert _root_cause_text("") is None and _root_cause_text("boom") == "boom"
     c = output_check({}, False, cause)
     assert c.status is Status.UNCHECKED and "Flink: java.lang.IllegalStateException" in c.detail
+
+
+def test_rescale_restores_the_latest_completed_checkpoint_even_if_rest_missed_it(tmp_path: Path) -> None:
+    """The failed job completed chk-3 just before it failed and the REST poll saw only 1 and 2:
+    the restore must still start from chk-3 (the matrix found output duplicated by restoring 2),
+    and the trace must show chk-3 as completed."""
+    from rollcheck.flink_replay.job import _latest_retained
+
+    base = tmp_path / "checkpoints"
+    for n in (1, 2, 3):
+        (base / "j1" / f"chk-{n}").mkdir(parents=True)
+        (base / "j1" / f"chk-{n}" / "_metadata").write_text("m")
+    (base / "j1" / "chk-4").mkdir()  # in progress at the failure: no _metadata
+    rest = {str(n): {"id": n, "status": "COMPLETED", "external_path": f"file:{base}/j1/chk-{n}"} for n in (1, 2)}
+    info = {"job_id": "j1", "rest": {"checkpoints": rest}}
+    assert _latest_retained(info, str(base)) == f"file:{base}/j1/chk-3"
+    assert info["rest"]["checkpoints"]["3"]["status"] == "COMPLETED" and "4" not in info["rest"]["checkpoints"]
