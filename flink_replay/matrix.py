@@ -315,6 +315,7 @@ def _write(outdir: Path, done: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 _COLOUR = {"conformant": "#c8efc8", "not-conformant": "#f5b5b5", "inconclusive": "#f3e3a8"}
+_EXPECTED_COLOUR = "#cddcf3"  # not conformant, as Flink's documentation says it will be: not a finding
 
 
 def write_html(doc: dict[str, Any], path: Path) -> Path:
@@ -350,7 +351,8 @@ def write_html(doc: dict[str, Any], path: Path) -> Path:
             for k in ("witness", "reproducer"):
                 if c.get(k):
                     links.append(f"<a href='{html.escape(Path(c[k]).name)}'>{k}</a>")
-            parts.append(f"<td style='background:{_COLOUR[c['verdict']]}'><b>{html.escape(word)}</b><br>"
+            colour = _EXPECTED_COLOUR if c.get("expected_by_engine") else _COLOUR[c["verdict"]]
+            parts.append(f"<td style='background:{colour}'><b>{html.escape(word)}</b><br>"
                          f"{html.escape(c['reason'][:300])}<br>{' '.join(links)}</td>")
         parts.append("</tr>")
     parts.append("</table>")
