@@ -266,9 +266,10 @@ def protocol_step(failure: dict[str, Any]) -> str:
 
 
 def witness(header: dict[str, Any], events: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The lost or duplicated rows of a recording against its reference, each with the batch that
-    produced it, how often and in which attempts the sink wrote that batch, and the failure (the
-    step of the commit protocol where it struck). None when the output equals the reference.
+    """The lost or duplicated rows of a recording against its reference, each with the batch whose
+    rows handed to the sink hold it (None: never handed to the sink as such), the attempts in which
+    the sink was handed it, and the failure (the step of the commit protocol where it struck). None
+    when the output equals the reference.
 
     Examples
     --------
@@ -303,7 +304,7 @@ def witness(header: dict[str, Any], events: list[dict[str, Any]]) -> dict[str, A
                 "sink_written_seqs": [e["seq"] for e in hits]}
 
     return {"duplicated": [{**where(r), "extra_copies": n} for r, n in sorted(extra.items())],
-            "lost": [{"row": json.loads(r), "missing_copies": n} for r, n in sorted(missing.items())],
+            "lost": [{**where(r), "missing_copies": n} for r, n in sorted(missing.items())],
             "failures": fails, "config": (header.get("config") or {})}
 
 

@@ -651,7 +651,8 @@ def _drive(cfg: QueryConfig, paths: _Paths, trace: Path, header: dict[str, Any],
             _quiet(spark)
             if with_reference:
                 ref_s = _reference(spark, uq, cfg, paths, writer)
-            watcher = CheckpointWatcher(paths.checkpoint(), writer, writer.previous) if enabled else None
+            watcher = (CheckpointWatcher(paths.checkpoint(), writer, writer.previous, provider=cfg.state_store)
+                       if enabled else None)
             notes: dict[str, Any] = {}
             for n in range(1 if single_attempt else cfg.max_attempts):
                 if n > 0:

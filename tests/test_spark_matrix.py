@@ -212,6 +212,45 @@ def test_state_files_of_every_provider_count(tmp_path):
     assert state_files_of_version(tmp_path, 3) == 4
 
 
+@pytest.mark.parametrize("provider, files, restored", [
+    # RocksDB: every commit uploads V.zip; a restarted attempt that re-runs batch 2 rewrites 3.zip
+    ("rocksdb", ["1.zip", "2.zip", "3.zip"], {"0": 2}),
+    # changelog checkpointing: V.changelog per commit; 2.zip is the maintenance thread's snapshot
+    ("rocksdb-changelog", ["1.changelog", "2.changelog", "2.zip", "3.changelog"], {"0": 2}),
+    ("hdfs", ["1.delta", "2.delta", "2.snapshot", "3.delta"], {"0": 2}),
+])
+def test_watcher_records_the_state_files_of_every_provider(tmp_path, provider, files, restored):
+    """The trace's state events and the restored versions cover RocksDB (zip, changelog), not only
+    the HDFS-backed store's deltas; RocksDB's shared SST files and checksum files are no versions."""
+    from rollcheck.spark_replay.trace import TraceWriter
+    from rollcheck.spark_replay.watcher import CheckpointWatcher
+
+    ck = tmp_path / "checkpoint"
+    part = ck / "state" / "0" / "0"
+    (part / "SSTs").mkdir(parents=True)
+    (part / "SSTs" / "000008-4f.sst").write_text("x")
+    (part / "_metadata").mkdir()
+    (part / "_metadata" / "schema").write_text("x")
+    for f in files:
+        (part / f).write_text("v")
+        (part / f".{f}.crc").write_text("c")
+    w = TraceWriter(tmp_path / "t.jsonl", {"source": "spark", "job": "query"})
+    watcher = CheckpointWatcher(ck, w, [], provider=provider)
+    watcher.poll_now()
+    watcher.new_attempt()  # a restart: the new attempt re-runs batch 2 and rewrites version 3
+    time.sleep(0.01)
+    last = part / files[-1]
+    last.write_text("rewritten")
+    watcher.poll_now()
+    w.close()
+    ev = [e for e in _lines(tmp_path / "t.jsonl")[1:] if e["kind"] == "spark.state_committed"]
+    assert sorted({e["file"].rsplit("/", 1)[1] for e in ev}) == sorted(files)
+    assert [e["version"] for e in ev][-1] == 3 and all(e["batch"] == e["version"] - 1 for e in ev)
+    assert watcher.restored_versions() == restored
+    with pytest.raises(ValueError, match="leveldb"):
+        CheckpointWatcher(ck, w, [], provider="leveldb")
+
+
 # ----------------------------------------------------------------------------- shared reference
 def test_shared_reference_from_a_failure_free_run(tmp_path):
     objs = _lines(COMMIT)
@@ -373,10 +412,18 @@ def test_reproducer_is_standalone_and_carries_the_minimised_input():
     assert ns["batches"](0) == rows
     text = reproducer_source(src, rows, failure="kill", kill_point="commit", fail_at=1, state_store="rocksdb",
                              title="t", reason="lost row")
-    imports = {ln.split()[1].split(".")[0] for ln in text.splitlines() if ln.startswith(("import ", "from "))}
-    assert imports <= {"json", "os", "signal", "subprocess", "sys", "tempfile", "time"}
-    assert "import rollcheck" not in text and "from rollcheck" not in text
+    import ast
+
+    tree = ast.parse(text)
+    imports = {(a.name if isinstance(n, ast.Import) else n.module).split(".")[0]
+               for n in ast.walk(tree) if isinstance(n, ast.Import | ast.ImportFrom)
+               for a in (n.names if isinstance(n, ast.Import) else n.names[:1])}
+    assert imports == {"json", "os", "signal", "subprocess", "sys", "tempfile", "time", "pyspark"}
+    assert "rollcheck" not in imports
     assert "RocksDBStateStoreProvider" in text and "KILL_POINT = 'commit'" in text
+    user = next(n.value.value for n in tree.body if isinstance(n, ast.Assign) and n.targets[0].id == "USER_SOURCE")
+    assert user == mod  # the user's module verbatim, readable in the script, with the minimised input
+    assert "def sink(batch_df, batch_id, out_dir):\n" in text
 
 
 # ----------------------------------------------------------------------------- one real cell
