@@ -451,6 +451,11 @@ def render_html(cells: list[dict[str, Any]], planned: list[Cell], out: Path, *, 
                         ("reproducer", "reproducer")):
             if r.get(k):
                 links.append(f'<a href="{html.escape(rel(r[k]) or "")}">{name}</a>')
+        run = r.get("reproducer_run")
+        if run and r.get("reproducer"):
+            m = r.get("minimised") or {}
+            links[-1] += (f' ({"shows it" if run.get("reproduced") else "did NOT show it"} in {run.get("seconds")} s; '
+                          f'{m.get("batches")} batch(es), {m.get("rows")} row(s))')
         return (f'<td class="cell v-{key}" style="background:{_COLORS[key]}" title="{html.escape(r["reason"])}">'
                 f'<b>{html.escape(label)}</b><br><small>{" · ".join(links)}</small>'
                 f'<div class="why">{html.escape(r["reason"][:300])}</div></td>')
@@ -701,8 +706,8 @@ def run_matrix(opts: MatrixOptions, *, on_update: Callable[[list[dict[str, Any]]
             if res["verdict"] == "not-conformant" and not res["expected_by_engine"] and opts.minimise:
                 from rollcheck.spark_replay.reproducer import minimise_and_write
 
-                def argv_for(module: str, trace: Path, c: Cell = cell) -> list[str]:
-                    o = MatrixOptions(opts.modules, batches=None, seed=opts.seed, fail_at_batch=opts.fail_at_batch,
+                def argv_for(module: str, trace: Path, fail_at: int, c: Cell = cell) -> list[str]:
+                    o = MatrixOptions(opts.modules, batches=None, seed=opts.seed, fail_at_batch=fail_at,
                                       out=opts.out, master=opts.master)
                     return _record_argv(c, module, c.provider, o, trace, None)
 

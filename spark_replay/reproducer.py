@@ -2,8 +2,8 @@
 
 A *finding* is a matrix cell that is not conformant where Spark's documentation does not allow it
 (:mod:`rollcheck.spark_replay.matrix`). :func:`minimise_and_write` shrinks its input — first the
-number of batches (the batches after the failing batch K are dropped, from all of them down to
-none), then the rows of each batch (halving, greedily: the first half, else the second) —
+number of batches (the batches after the failing batch K, then those before it), then the rows
+of each batch (halving, greedily: the first half, else the second) —
 re-recording the cell after every step (at most :data:`MAX_RUNS` recordings) and keeping a step
 only if the cell still fails the same check. :func:`reproducer_source` then writes a script that
 imports only pyspark and the standard library: the user's query module verbatim, the minimised
@@ -327,15 +327,21 @@ def _module_source(module: str) -> str:
 
 def minimise_and_write(cell: Any, opts: Any, result: dict[str, Any],
                        run: Callable[[list[str], float, Path], tuple[int | None, str]],
-                       argv_for: Callable[[str, Path], list[str]],
+                       argv_for: Callable[[str, Path, int], list[str]],
                        root_cause: Callable[[Path], str | None]) -> dict[str, Any]:
     """Shrink the finding of ``cell``, write ``DIR/<cell>.reproducer.py`` and run it once; return
     the fields to add to the cell's entry (``reproducer``, ``minimised``, ``reproducer_run``: its
     exit status, seconds, the rows it printed, and whether it showed the finding).
 
-    ``run(argv, timeout, log)`` runs a recording, ``argv_for(module_file, trace)`` is the cell's
-    recording command for another module file, ``root_cause(trace)`` the name of the violated
-    check at the root of a replay (the matrix provides all three).
+    ``run(argv, timeout, log)`` runs a recording (and at the end the reproducer), ``argv_for(module_file,
+    trace, fail_at)`` is the cell's recording command for another module file with the failure at
+    batch ``fail_at``, ``root_cause(trace)`` the name of the violated check at the root of a replay
+    (the matrix provides all three).
+
+    The steps, each kept only if the re-recording still fails the same check: (1) drop the batches
+    after the failing batch K (keep 0..K, else 0..K+1, ...); (2) drop the batches before K (the
+    failure then strikes at batch 0); (3) halve each batch's rows (the first half, else the second)
+    while it fails. At most :data:`MAX_RUNS` re-recordings.
     """
     from rollcheck.spark_replay.query import load_query
 
@@ -349,13 +355,13 @@ def minimise_and_write(cell: Any, opts: Any, result: dict[str, Any],
     work.mkdir(parents=True)
     runs = 0
 
-    def still_fails(candidate: list[list[tuple[Any, ...]]]) -> bool:
+    def still_fails(candidate: list[list[tuple[Any, ...]]], fail_at: int) -> bool:
         nonlocal runs
         runs += 1
         mod = work / f"try{runs}.py"
         mod.write_text(module_with_rows(source, candidate), encoding="utf-8")
         trace = work / f"try{runs}.jsonl"
-        rc, _ = run(argv_for(str(mod), trace), opts.cell_timeout, work / f"try{runs}.log")
+        rc, _ = run(argv_for(str(mod), trace, fail_at), opts.cell_timeout, work / f"try{runs}.log")
         if rc not in (0, 1) or not trace.exists():
             return False
         try:
@@ -365,19 +371,21 @@ def minimise_and_write(cell: Any, opts: Any, result: dict[str, Any],
 
     k = opts.fail_at_batch
     best = rows
-    for n in range(k + 1, len(rows)):  # fewest batches first
+    for n in range(k + 1, len(rows)):  # fewest batches first: those after the failing one
         if runs >= MAX_RUNS:
             break
-        if still_fails(rows[:n]):
+        if still_fails(rows[:n], k):
             best = rows[:n]
             break
+    if k > 0 and runs < MAX_RUNS and still_fails(best[k:], 0):  # then those before it
+        best, k = best[k:], 0
     for b in range(len(best)):  # then fewer rows per batch: keep a half (the first, else the second) while it fails
         while len(best[b]) > 1 and runs < MAX_RUNS:
             half = len(best[b]) // 2
             for part in (best[b][:half], best[b][half:]):
                 cand = [list(x) for x in best]
                 cand[b] = part
-                if runs < MAX_RUNS and still_fails(cand):
+                if runs < MAX_RUNS and still_fails(cand, k):
                     best = cand
                     break
             else:
@@ -387,13 +395,14 @@ def minimise_and_write(cell: Any, opts: Any, result: dict[str, Any],
                              state_store=cell.provider, title=f"{cell.name} with {cell.provider} state, "
                              f"{cell.column} at batch {k}", reason=result["reason"], script=script.name)
     atomic_write_text(script, text)
-    # run it once, as a user would (it imports no rollcheck module): does it show the rows?
+    # run it once, as a user would (isolated mode: no current folder on the path; it imports no
+    # rollcheck module): does it show the rows?
     t0 = time.perf_counter()
-    rc, out = run([sys.executable, str(script), str(work / "reproducer-run")], opts.cell_timeout,
+    rc, out = run([sys.executable, "-I", str(script), str(work / "reproducer-run")], opts.cell_timeout,
                   work / "reproducer.log")
     shows = [ln for ln in out.splitlines() if ln.startswith(("LOST row", "DUPLICATED row"))]
     return {"reproducer": str(script),
-            "minimised": {"batches": len(best), "rows": sum(len(b) for b in best), "runs": runs,
+            "minimised": {"batches": len(best), "rows": sum(len(b) for b in best), "fail_at_batch": k, "runs": runs,
                           "from_batches": len(rows), "from_rows": sum(len(b) for b in rows)},
             "reproducer_run": {"exit": rc, "seconds": round(time.perf_counter() - t0, 1), "shows": shows,
                                "reproduced": rc == 1 and bool(shows)}}

@@ -403,6 +403,50 @@ def test_html_renders_in_headless_chromium(tmp_path):
 
 
 # ----------------------------------------------------------------------------- the reproducer
+def test_minimiser_keeps_only_the_rows_that_still_fail(tmp_path):
+    """The minimiser's steps against a stand-in for the recordings (no Spark): the finding shows
+    whenever the failing batch holds the row with id 9. From 5 batches of 4 rows it keeps only that
+    row, in one batch, the failure moved to batch 0; each step kept only while the cell still fails."""
+    from rollcheck.spark_replay.reproducer import minimise_and_write
+
+    mod = tmp_path / "q.py"
+    mod.write_text("SCHEMA = 'id INT'\nOUTPUT_MODE = 'append'\nKEY = ['id']\n\n\n"
+                   "def batches(seed):\n    return [[(4 * b + i,) for i in range(4)] for b in range(5)]\n\n\n"
+                   "def query(df):\n    return df\n")
+    checks = tmp_path / "c.json"
+    checks.write_text(json.dumps({"root_cause": "output-exactly-once"}))
+    tried: list[tuple[int, list]] = []
+    fails: dict[str, bool] = {}
+
+    def argv_for(module: str, trace: Path, fail_at: int) -> list[str]:
+        return ["rec", "--module", module, "--out", str(trace), "--fail-at-batch", str(fail_at)]
+
+    def run(argv: list[str], timeout: float, log: Path) -> tuple[int | None, str]:
+        if "-I" in argv:  # the reproducer's run
+            return 1, 'LOST row (0 copies, the failure-free run has 1): {"id": 9}; handed to the sink in batch 0\n'
+        ns: dict = {}
+        exec(Path(argv[argv.index("--module") + 1]).read_text(), ns)
+        rows, k = ns["batches"](0), int(argv[argv.index("--fail-at-batch") + 1])
+        tried.append((k, rows))
+        trace = argv[argv.index("--out") + 1]
+        Path(trace).write_text("")
+        fails[trace] = (9,) in rows[k]
+        return 1, ""
+
+    cell = Cell(str(mod), "hdfs", "kill", "commit")
+    opts = MatrixOptions([str(mod)], fail_at_batch=2, out=tmp_path / "m")
+    res = minimise_and_write(cell, opts, {"checks": str(checks), "reason": "finding: lost"}, run, argv_for,
+                             lambda t: "output-exactly-once" if fails[str(t)] else None)
+    assert res["minimised"] == {"batches": 1, "rows": 1, "fail_at_batch": 0, "runs": 5, "from_batches": 5,
+                                "from_rows": 20}
+    assert [k for k, _ in tried] == [2, 0, 0, 0, 0] and tried[0][1] == [[(4 * b + i,) for i in range(4)]
+                                                                       for b in range(3)]
+    assert tried[-1][1] == [[(9,)]] and [r for _k, r in tried[2:4]] == [[[(8,), (9,)]], [[(8,)]]]
+    text = Path(res["reproducer"]).read_text()
+    assert "FAIL_AT = 0" in text and "return [[(9,)]]" in text and "KILL_POINT = 'commit'" in text
+    assert res["reproducer_run"]["reproduced"] is True and res["reproducer_run"]["shows"]
+
+
 def test_reproducer_is_standalone_and_carries_the_minimised_input():
     src = (LIB / "foreachbatch_append.py").read_text()
     rows = [[("p", 1)], [("q", 2), ("p", 3)], [("r", 4)]]
