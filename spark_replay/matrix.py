@@ -46,6 +46,7 @@ from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.patternio import atomic_write_text
 from rollcheck.pyimpl.verdict import Check, Report, Status
 from rollcheck.spark_replay.killpoints import KILL_POINTS, STATE_STORES
+from rollcheck.spark_replay.query import OVERLOAD_SIGNS
 from rollcheck.spark_replay.shared_reference import shared_reference, write_shared_reference
 
 __all__ = [
@@ -67,6 +68,7 @@ __all__ = [
     "render_html",
     "run_matrix",
     "FOREACHBATCH_DOC",
+    "overloaded",
     "shared_reference",
     "write_shared_reference",
 ]
@@ -567,6 +569,22 @@ def _record_argv(cell: Cell | None, module: str, provider: str, opts: MatrixOpti
     return argv
 
 
+def overloaded(log: Path) -> bool:
+    """Whether a recording's log shows a Python worker that did not connect back in time
+    (:data:`rollcheck.spark_replay.query.OVERLOAD_SIGNS`): the machine's fault, not the query's;
+    the matrix records such a cell once more, and if it happens again the cell is inconclusive."""
+    try:
+        text = log.read_text(errors="replace")
+    except OSError:
+        return False
+    return any(s in text for s in OVERLOAD_SIGNS)
+
+
+_OVERLOAD_WHY = ("the machine was too loaded for Spark: a Python worker it started did not connect back "
+                 "within Spark's fixed 10 s (\"Python worker failed to connect back\") on every try; the query did "
+                 "not fail on its own")
+
+
 def _missed_kill(result: dict[str, Any]) -> bool:
     try:
         doc = json.loads(Path(result["checks"]).read_text())
@@ -663,13 +681,17 @@ def run_matrix(opts: MatrixOptions, *, on_update: Callable[[list[dict[str, Any]]
         trace.parent.mkdir(parents=True, exist_ok=True)
         running[k + " reference"] = "reference"
         publish()
-        rc, _ = runner.run(_record_argv(None, c0.module, c0.provider, opts, trace, None), opts.cell_timeout,
-                           out / c0.config_id / "reference.log")
+        for attempt in range(1 + opts.retries):
+            rc, _ = runner.run(_record_argv(None, c0.module, c0.provider, opts, trace, None), opts.cell_timeout,
+                               out / c0.config_id / "reference.log")
+            if rc == 0 or not overloaded(out / c0.config_id / "reference.log") or attempt == opts.retries:
+                break
         running.pop(k + " reference", None)
         if rc == 0 and trace.exists():
             refs[k] = (trace, None)
         else:
-            why = _last_line(out / c0.config_id / "reference.log") or f"exit {rc}"
+            why = (_OVERLOAD_WHY if overloaded(out / c0.config_id / "reference.log")
+                   else _last_line(out / c0.config_id / "reference.log") or f"exit {rc}")
             refs[k] = (None, f"the failure-free reference run of this configuration did not finish: {why}")
         with qlock:
             ref_events[k].set()
@@ -700,8 +722,11 @@ def run_matrix(opts: MatrixOptions, *, on_update: Callable[[list[dict[str, Any]]
                     res = cell_result(cell, opts, trace)
                 res["seconds"] = secs
                 res["tries"] = tries
-                if tries <= opts.retries and res["verdict"] == "inconclusive" and _missed_kill(res):
-                    continue  # the kill struck off its point (a race with Spark): record again
+                if tries <= opts.retries and res["verdict"] == "inconclusive" and (
+                        _missed_kill(res) or overloaded(out / f"{cell.stem}.log")):
+                    continue  # the kill struck off its point (a race with Spark), or the machine was overloaded
+                if res["verdict"] == "inconclusive" and overloaded(out / f"{cell.stem}.log"):
+                    res["reason"] = f"inconclusive: {_OVERLOAD_WHY}"
                 break
             if res["verdict"] == "not-conformant" and not res["expected_by_engine"] and opts.minimise:
                 from rollcheck.spark_replay.reproducer import minimise_and_write

@@ -32,7 +32,7 @@ def test_a_lost_row_is_a_finding_minimised_with_a_reproducer_that_shows_it(tmp_p
     env = {**os.environ, "TMPDIR": str(tmp_path)}
     r = subprocess.run([sys.executable, "-m", "rollcheck.cli.main", "spark", "matrix", "--module", str(BROKEN),
                         "--providers", "hdfs", "--failures", "sink", "--fail-at-batch", "0", "--out", str(out),
-                        "--json"], capture_output=True, text=True, timeout=1500, env=env)
+                        "--cell-timeout", "1500", "--json"], capture_output=True, text=True, timeout=3000, env=env)
     assert r.returncode == 1, r.stderr[-2000:]  # a finding
     doc = json.loads(r.stdout)
     (cell,) = doc["cells"]
