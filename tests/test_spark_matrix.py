@@ -526,3 +526,15 @@ def test_every_kill_through_the_driver_supervision_is_recorded(tmp_path, monkeyp
         assert run.killed
         facts = sup.take()
         assert facts is not None and facts["kill_point"] == "sink"
+
+
+def test_a_worker_that_did_not_connect_back_is_the_machines_fault(tmp_path):
+    from rollcheck.spark_replay.matrix import overloaded
+
+    log = tmp_path / "task.log"
+    log.write_text("rollcheck: error: q.py: environment: not the query's failure: Spark's Python worker did not "
+                   "connect back within Spark's fixed 10 s (...): [STREAM_FAILED] Query [id = 9] terminated with "
+                   "exception: Python worker failed to connect back. SQLSTATE: XXKST\n")
+    assert overloaded(log)
+    log.write_text("rollcheck: error: q.py: query: the query failed on its own: division by zero\n")
+    assert not overloaded(log) and not overloaded(tmp_path / "missing.log")
