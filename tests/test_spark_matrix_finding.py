@@ -6,8 +6,9 @@ The query module is a deliberately broken fixture (``tests/queries/lossy_dedup_s
 hands it again after a sink failure is written empty — rows are *lost*, which Spark's documented
 at-least-once ``foreachBatch`` does not allow. One cell (HDFS state store, sink failure at batch
 0) runs through ``rollcheck spark matrix``: the cell's own recording, two minimisation
-recordings and the reproducer's run (``python -I``) — four JVM starts, about 1.5 minutes on an idle 2-core machine
-and 3-4 minutes under load (marked ``spark`` and ``slow``).
+recordings and the reproducer's run (``python -I``) — four JVM starts: 82 s measured at a load
+of 8 on 2 cores (marked ``spark`` and ``slow``; on a machine saturated far beyond that, the
+recordings can exceed their limits and the cell becomes inconclusive, never a pass).
 """
 
 from __future__ import annotations
