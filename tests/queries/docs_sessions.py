@@ -40,8 +40,10 @@ def batches(seed):
 
 
 def query(df):
+    # the columns are named, not taken from ``df``: a column object of the DataFrame before
+    # ``withWatermark`` carries no watermark, and Spark then refuses append mode
     counts = (df.withWatermark("timestamp", "10 seconds")
-              .groupBy(F.session_window(df.timestamp, "5 seconds"), df.userId)
+              .groupBy(F.session_window(F.col("timestamp"), "5 seconds"), F.col("userId"))
               .count())
     return counts.select("userId", F.col("session_window.start").alias("session_start"),
                          F.col("session_window.end").alias("session_end"), "count")
