@@ -64,22 +64,29 @@ def main(quick: bool) -> None:
             return
     load1 = os.getloadavg()
     secs = {str(k): float(v) for k, v in doc.get("section_seconds", {}).items()}
+    cpu = {str(k): float(v) for k, v in (doc.get("section_cpu_seconds") or {}).items()}
     record = {"when": time.strftime("%Y-%m-%d %H:%M:%S"), "kind": kind, "commit": _commit(),
               "cores": len(os.sched_getaffinity(0)), "jobs": doc.get("jobs"), "load_before": round(load0[0], 1),
               "load_after": round(load1[0], 1), "total_seconds": round(wall, 1), "verdict": doc.get("verdict"),
-              "exit_code": proc.returncode, "sections": secs}
+              "exit_code": proc.returncode, "sections": secs, "sections_cpu": cpu,
+              "cpu_seconds": round(sum(cpu.values()), 1), "checks": len(doc.get("rows") or doc.get("results") or []),
+              "jobs_seconds": doc.get("job_seconds"), "jobs_started": doc.get("job_started")}
     history = _load()
     previous = next((r for r in reversed(history) if r.get("kind") == kind), None)
     target = TARGET.get(kind.split()[0], 0.0)
     print(f"verify ({kind}): {wall:.0f} s wall (target for the whole run {target:.0f} s), "
           f"exit {proc.returncode}, load {load0[0]:.1f} -> {load1[0]:.1f}, {record['cores']} cores, "
           f"{record['jobs']} sections at once")
-    print(f"{'section':<12} {'seconds':>8} {'budget':>8} {'previous':>9}")
+    if cpu:
+        print(f"CPU: {sum(cpu.values()):.0f} s in all (user + system, JVMs and TLC included): on "
+              f"{record['cores']} cores no schedule can finish in less than {sum(cpu.values()) / record['cores']:.0f} s")
+    print(f"{'section':<12} {'seconds':>8} {'CPU s':>7} {'budget':>8} {'previous':>9}")
     for name, s in sorted(secs.items(), key=lambda kv: -kv[1]):
         budget = float(SCHEDULE.get(name, {}).get(kind.split()[0], 0) or 0)
         prev = (previous or {}).get("sections", {}).get(name)
         mark = " SLOWER" if prev and s > 1.25 * prev else ""
-        print(f"{name:<12} {s:8.1f} {budget:8.0f} {prev if prev is not None else '-':>9}{mark}")
+        c = f"{cpu[name]:7.0f}" if name in cpu else f"{'-':>7}"
+        print(f"{name:<12} {s:8.1f} {c} {budget:8.0f} {prev if prev is not None else '-':>9}{mark}")
     if previous:
         print(f"previous {kind} record: {previous['total_seconds']} s at load {previous['load_before']} "
               f"({previous['when']}, {previous['commit']})")

@@ -39,7 +39,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SectionJob", "SectionOutcome", "default_engine_slots", "default_jobs", "plan_jobs", "run_sections"]
+__all__ = ["SectionJob", "SectionOutcome", "default_engine_slots", "default_jobs", "plan_jobs", "run_sections",
+           "section_parts"]
 
 #: Resource kinds: an ``engine`` section holds the one engine slot (Spark, Flink); ``cpu`` sections
 #: (and TLC, which is CPU-bound and small) only need a core.
@@ -78,6 +79,7 @@ class SectionOutcome:
     started: float = 0.0
     log_path: Path | None = None
     error: str | None = None
+    cpu_seconds: float | None = None  # user + system CPU of the section's process and the children it waited for
 
 
 def default_jobs() -> int:
@@ -101,6 +103,24 @@ def default_engine_slots() -> int:
     return 2 if avail_kb >= 4 * 1024 * 1024 else 1
 
 
+def section_parts(module: Any, quick: bool) -> list[str]:
+    """The parts a section module declares for a quick or full run: its ``PARTS`` (a tuple, or a
+    dict ``{"quick": (...), "full": (...)}`` when the two runs split differently); [] for none.
+
+    Examples
+    --------
+    >>> import types
+    >>> section_parts(types.SimpleNamespace(PARTS={"quick": ("a",), "full": ("a", "b")}), quick=False)
+    ['a', 'b']
+    >>> section_parts(types.SimpleNamespace(), quick=True)
+    []
+    """
+    parts = getattr(module, "PARTS", ()) or ()
+    if isinstance(parts, dict):
+        parts = parts.get("quick" if quick else "full", ()) or ()
+    return [str(p) for p in parts]
+
+
 def plan_jobs(sections: list[tuple[str, Any]], quick: bool,
               measured: dict[str, float] | None = None) -> list[SectionJob]:
     """The sections as jobs, with their kind and estimated seconds.
@@ -108,7 +128,9 @@ def plan_jobs(sections: list[tuple[str, Any]], quick: bool,
     A section module may say ``SCHEDULE = {"kind": "engine", "quick": 60, "full": 400}``;
     otherwise :data:`rollcheck.sections.SCHEDULE` has its entry. ``measured`` (job → seconds of a
     previous run with the same quick/full setting) overrides the estimate. A section with
-    ``PARTS`` becomes one job per part, named ``<section>.<part>``, each estimated at its share.
+    ``PARTS`` becomes one job per part, named ``<section>.<part>``; a part's kind and estimate come
+    from the entry ``<section>.<part>`` of the schedule when there is one, else from its section's
+    (the section's estimate shared equally among its parts).
 
     Examples
     --------
@@ -121,16 +143,24 @@ def plan_jobs(sections: list[tuple[str, Any]], quick: bool,
 
     jobs = []
     for name, module in sections:
-        hint: dict[str, Any] = dict(getattr(module, "SCHEDULE", None) or SCHEDULE.get(name, {}))
-        est = float(hint.get("quick" if quick else "full", 60.0))
+        table: dict[str, Any] = dict(SCHEDULE)
+        own = getattr(module, "SCHEDULE", None)
+        if own:
+            table[name] = own
+        hint: dict[str, Any] = dict(table.get(name, {}))
+        key = "quick" if quick else "full"
+        est = float(hint.get(key, 60.0))
         kind = str(hint.get("kind", "cpu"))
         title = str(getattr(module, "TITLE", name))
-        parts = [str(p) for p in getattr(module, "PARTS", ()) or ()]
+        parts = section_parts(module, quick)
         for part in parts or [None]:
             job = name if part is None else f"{name}.{part}"
-            e = float(measured[job]) if measured and job in measured else est / max(1, len(parts))
-            jobs.append(SectionJob(job, title if part is None else f"{title} [{part}]", kind, e,
-                                   f"rollcheck.sections.sec_{name}", name, part))
+            part_hint: dict[str, Any] = dict(table.get(job, {})) if part is not None else {}
+            e = float(part_hint.get(key, est / max(1, len(parts))))
+            if measured and job in measured:
+                e = float(measured[job])
+            jobs.append(SectionJob(job, title if part is None else f"{title} [{part}]",
+                                   str(part_hint.get("kind", kind)), e, f"rollcheck.sections.sec_{name}", name, part))
     return jobs
 
 
@@ -147,13 +177,31 @@ def _pick(pending: list[SectionJob], engines_running: int, engine_slots: int) ->
     return max(ok, key=lambda j: (j.estimate, j.kind == "engine")) if ok else None
 
 
+def _cpu_seconds() -> float:
+    """User + system CPU seconds of this process and of every child it has waited for."""
+    import resource
+
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+#: How much lower a CPU-bound section's priority is than an engine section's (``nice`` steps): an
+#: engine section mostly waits on timers and sources and needs a core only in short bursts (a JVM
+#: start-up, a micro-batch), and its recordings measure times; CPU-bound sections fill every
+#: cycle it leaves, so they yield to it rather than stretch the run's longest path.
+CPU_NICENESS = 5
+
+
 def _worker(name: str, module_name: str, section: str, part: str | None, ctx_args: dict[str, Any],
-            log_path: str, q: Any) -> None:
+            log_path: str, q: Any, kind: str = "cpu") -> None:
     """Body of a section's process: run ``module_name.run`` and send the rows back."""
     import contextlib as _cl
 
     with _cl.suppress(OSError):
         os.setpgid(0, 0)  # the section's JVMs and TLC runs die with its group
+    if kind == "cpu" and ctx_args.get("priorities", True):
+        with _cl.suppress(OSError):
+            os.nice(CPU_NICENESS)
     from rollcheck.pyimpl.errors import TerminationRequested
 
     def _term(signum: int, _frame: Any) -> None:  # clean up as on Ctrl-C: finally blocks stop the JVMs
@@ -200,7 +248,7 @@ def _worker(name: str, module_name: str, section: str, part: str | None, ctx_arg
                                  error, section=section)])
     sys.stdout.flush()
     sys.stderr.flush()
-    q.put(("done", name, blob, time.perf_counter() - t0, error))
+    q.put(("done", name, blob, time.perf_counter() - t0, error, _cpu_seconds()))
 
 
 def _proc_table() -> dict[int, tuple[int, str]]:
@@ -282,12 +330,13 @@ def run_sections(jobs: list[SectionJob], ctx_args: dict[str, Any], log_dir: Path
     tracked: set[tuple[int, str]] = set()  # every process the sections started, seen so far
     last_scan = 0.0
 
-    def finish(name: str, rows: list[Any], seconds: float, error: str | None) -> None:
+    def finish(name: str, rows: list[Any], seconds: float, error: str | None, cpu: float | None = None) -> None:
         proc, job, t0 = running.pop(name)
         proc.join(5)
         if proc.is_alive():
             _kill_group(proc)
-        out = SectionOutcome(name, job.title, rows, seconds, t0, log_dir / f"{name}.log", error)
+        out = SectionOutcome(name, job.title, rows, seconds, t0, log_dir / f"{name}.log", error,
+                             None if cpu is None else round(cpu, 1))
         done[name] = out
         on_event("done", name, out)
 
@@ -302,7 +351,7 @@ def run_sections(jobs: list[SectionJob], ctx_args: dict[str, Any], log_dir: Path
                 with contextlib.suppress(FileNotFoundError):
                     log_path.unlink()
                 proc = mpc.Process(target=_worker, args=(job.name, job.module, job.section, job.part, ctx_args,
-                                                         str(log_path), q),
+                                                         str(log_path), q, job.kind),
                                    name=f"rollcheck-verify-{job.name}")
                 proc.start()
                 running[job.name] = (proc, job, time.perf_counter())
@@ -318,8 +367,8 @@ def run_sections(jobs: list[SectionJob], ctx_args: dict[str, Any], log_dir: Path
                 if msg[0] == "log":
                     on_event("log", msg[1], msg[2])
                 elif msg[0] == "done" and msg[1] in running:
-                    _, name, blob, seconds, error = msg
-                    finish(name, pickle.loads(blob), seconds, error)
+                    _, name, blob, seconds, error, cpu = msg
+                    finish(name, pickle.loads(blob), seconds, error, cpu)
                 continue
             now = time.perf_counter()
             for name, (proc, _job, t0) in list(running.items()):

@@ -160,7 +160,8 @@ class _Progress:
             from rollcheck.suite import plural
 
             line = (f"{self.titles[name]}: {plural(len(got), 'check')}, {n_fail} failed, {n_inc} inconclusive "
-                    f"in {payload.seconds:.1f}s (log: logs/{name}.log)")
+                    f"in {payload.seconds:.1f}s" + (f", CPU {payload.cpu_seconds:.0f}s" if payload.cpu_seconds is not None
+                                             else "") + f" (log: logs/{name}.log)")
             self._log(f"[{name}] done: {line}" + (f"; crashed: {payload.error}" if payload.error else ""))
             colour = "red" if n_fail else ("yellow" if n_inc else "green")
             if self.interactive:
@@ -171,11 +172,12 @@ class _Progress:
                     self.console.print(_plain_line(r), markup=False)
 
 
-def _section_seconds(plan: list[Any], outcomes: dict[str, Any]) -> dict[str, float]:
-    """Seconds per section: a section run in parts counts the sum of its parts' times."""
+def _section_seconds(plan: list[Any], outcomes: dict[str, Any], what: str = "seconds") -> dict[str, float]:
+    """Seconds per section (``what``: ``seconds`` of wall time or ``cpu_seconds``): a section run in
+    parts counts the sum of its parts' times; a part that reported no CPU time counts none."""
     out: dict[str, float] = {}
     for j in plan:
-        out[j.section] = round(out.get(j.section, 0.0) + outcomes[j.name].seconds, 1)
+        out[j.section] = round(out.get(j.section, 0.0) + float(getattr(outcomes[j.name], what) or 0.0), 1)
     return out
 
 
@@ -264,6 +266,10 @@ def _run(args: argparse.Namespace) -> int:
         "total_time": format_duration(seconds), "generated": time.strftime("%Y-%m-%d %H:%M:%S"),
         "section_seconds": _section_seconds(plan, outcomes),
         "job_seconds": {n: round(o.seconds, 1) for n, o in outcomes.items()},
+        # user + system CPU of each section's process and the children (JVMs, TLC) it waited for
+        "section_cpu_seconds": _section_seconds(plan, outcomes, "cpu_seconds"),
+        "job_cpu_seconds": {n: o.cpu_seconds for n, o in outcomes.items()},
+        "job_started": {n: round(o.started - t_all, 1) for n, o in outcomes.items()},
         "section_titles": {name: str(getattr(m, "TITLE", name)) for name, m in sections},
         "versions": environment(),
     }
