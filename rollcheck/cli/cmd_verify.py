@@ -193,7 +193,8 @@ def _header_words(profile: str, quick: bool, seed: int, seed_from: str, hyp: int
         "Hypothesis": ("derandomised (the same examples every run; set ROLLCHECK_SEED to vary them)"
                        if hyp is None else f"seeded with {hyp} (ROLLCHECK_SEED)"),
         "sections at once": (f"{jobs}, each in a process of its own (at most {engine_jobs} Spark/Flink "
-                             f"section{'s' if engine_jobs != 1 else ''} at a time)"),
+                             f"section{'s' if engine_jobs != 1 else ''} at a time), and beside them up to "
+                             f"{engine_jobs} timed Flink sweep{'s' if engine_jobs != 1 else ''}"),
     }
 
 
@@ -247,7 +248,8 @@ def _run(args: argparse.Namespace) -> int:
         live = Live(get_renderable=progress.render, console=console, refresh_per_second=4,
                     transient=True) if interactive else contextlib.nullcontext()
         with live:
-            outcomes = run_sections(plan, ctx_args, log_dir, jobs, progress.event, engine_slots=engine_jobs)
+            outcomes = run_sections(plan, ctx_args, log_dir, jobs, progress.event, engine_slots=engine_jobs,
+                                    timed_slots=engine_jobs)
     rows = [r for name, _ in sections for j in plan if j.section == name for r in outcomes[j.name].rows]
     seconds = time.perf_counter() - t_all
     verdict = summary_line(rows, seconds)

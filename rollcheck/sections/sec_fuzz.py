@@ -125,8 +125,9 @@ def _fuzz_tla(n: int, seed: int) -> Row:
 
 #: Independent parts the scheduler runs side by side (CPU-bound, one core each): the trace format
 #: alone (the costliest, about half of the section), the other file formats, and the options, the
-#: TLA+ value strings and the fault injections. A format no part names runs in ``files``.
-PARTS = ("trace", "files", "options")
+#: TLA+ value strings and the fault injections (a file format other than the trace's runs in
+#: ``files``). The quick run, half a minute in all, is not split.
+PARTS = {"quick": (), "full": ("trace", "files", "options")}
 
 
 def _part_of(name: str, fmt: object) -> str:

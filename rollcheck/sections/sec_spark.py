@@ -57,13 +57,14 @@ def _tamper_rows(trace_path: Path, tampers: list[str], algorithm: str) -> list[R
     return rows
 
 
-#: Independent parts the scheduler runs side by side (each in a process of its own, so each part
-#: holds its own warm Spark session): the streaming word count, the message-passing protocols (and,
-#: in the full run, the protocol sweep), the user queries (the kill failures, whose drivers are
-#: child processes, apart in the full run), the chaos matrix slice (full run) and the in-process
-#: batch (CPU only, no Spark).
-PARTS = {"quick": ("streaming", "nhop", "queries", "batch"),
-         "full": ("streaming", "nhop", "queries", "queries-kill", "matrix", "batch")}
+#: Independent parts the scheduler runs side by side, each in a process of its own with its own
+#: Spark JVM (PySpark keeps one per process, warm, for every session the part starts): the
+#: streaming word count and the message-passing protocols (in the full run with the protocol
+#: sweep), the user queries (in the full run the kill failures apart: their drivers are child
+#: processes), the chaos matrix slice (full run; its cells are child processes) and the in-process
+#: batch (CPU only, no Spark; in the quick run, where it takes a second, with the streaming part).
+PARTS = {"quick": ("streaming", "queries"),
+         "full": ("streaming", "queries", "queries-kill", "matrix", "batch")}
 
 
 def run(ctx: VerifyContext) -> list[Row]:
@@ -72,7 +73,6 @@ def run(ctx: VerifyContext) -> list[Row]:
         tmp = Path(d)
         if ctx.runs("streaming"):
             rows += _streaming(ctx, tmp)
-        if ctx.runs("nhop"):
             rows += _nhop(ctx, tmp)
             if not ctx.quick:
                 rows += _sweep(ctx)
@@ -80,7 +80,7 @@ def run(ctx: VerifyContext) -> list[Row]:
             rows += _queries(ctx, tmp)
         if not ctx.quick and ctx.runs("matrix"):
             rows += _matrix_slice(ctx, tmp)
-        if ctx.runs("batch"):
+        if ctx.runs("batch") or (ctx.quick and ctx.part == "streaming"):
             rows += _local_batch(ctx, tmp)
     return rows
 
@@ -156,6 +156,20 @@ def _query_files() -> dict[str, Path | None]:
     return {k: (v if v is not None and v.is_file() else None) for k, v in out.items()}
 
 
+def _query_cases(ctx: VerifyContext) -> list[tuple[str, str]]:
+    """(query, failure) recorded by this call: the quick run's two, or the full run's eighteen —
+    of which the part ``queries-kill`` takes the kill failures (their drivers are child processes;
+    the session of the part only validates their checkpoints) and ``queries`` the others."""
+    if ctx.quick:
+        return [("example", "sink"), ("append_sink", "sink")]
+    cases = [(q, m) for q in ("example", "windowed_agg", "dedup", "stream_join", "pandas_state",
+                              "append_sink") for m in ("task", "sink", "kill")]
+    if ctx.part is None:
+        return cases
+    return [c for c in cases if (c[1] == "kill") == (ctx.part == "queries-kill")] if ctx.part.startswith(
+        "queries") else []
+
+
 def _queries(ctx: VerifyContext, tmp: Path) -> list[Row]:
     """User queries recorded with failures: replay verdicts and checkpoint validation."""
     from rollcheck.spark_replay.checkpoint_check import check_checkpoint
@@ -163,15 +177,7 @@ def _queries(ctx: VerifyContext, tmp: Path) -> list[Row]:
     from rollcheck.spark_replay.session import spark_session
 
     files = _query_files()
-    if ctx.quick:
-        cases = [("example", "sink"), ("append_sink", "sink")]
-    else:
-        cases = [(q, m) for q in ("example", "windowed_agg", "dedup", "stream_join", "pandas_state",
-                                  "append_sink") for m in ("task", "sink", "kill")]
-    # a kill failure's drivers are child processes (the session below only validates their
-    # checkpoints): in the full run they are a part of their own
-    kill_part = not ctx.quick and ctx.part is not None
-    cases = [c for c in cases if not kill_part or (c[1] == "kill") == (ctx.part == "queries-kill")]
+    cases = _query_cases(ctx)
     if not cases:
         return []
     cases = [c for c in cases if files.get(c[0]) is not None]
