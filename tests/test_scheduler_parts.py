@@ -46,6 +46,7 @@ def _same_as_whole(module: Any, tmp: Path, profile_of: Any = None) -> None:
 def test_spark_parts(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     from rollcheck.sections import sec_spark as m
 
+    monkeypatch.delenv("SPARK_SUBMIT_OPTS", raising=False)  # the parts set it (in their own processes)
     for name in ("_streaming", "_nhop", "_sweep", "_matrix_slice", "_local_batch"):
         monkeypatch.setattr(m, name, _marker(name))
     monkeypatch.setattr(m, "_queries", lambda ctx, tmp: [Row("x", "pyimpl", f"query {q} {f}", "pass", 1)
@@ -58,6 +59,7 @@ def test_spark_parts(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 def test_flink_parts(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     from rollcheck.sections import sec_flink as m
 
+    monkeypatch.delenv("JVM_ARGS", raising=False)  # the recording parts set it (in their own processes)
     def record(ctx: Any, tmp: Path, mode: str, rows: list[Row], failure: str = "task") -> Path:
         rows.append(Row("x", "pyimpl", f"record {mode} {failure}", "pass", 1))
         return tmp / "t.jsonl"
@@ -92,9 +94,12 @@ def test_tlc_parts(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr(runner, "find_java", lambda: "java")
     monkeypatch.setattr(m, "_trace_rows", _marker("_trace_rows"))
     monkeypatch.delenv("JAVA_TOOL_OPTIONS", raising=False)
+    monkeypatch.delenv("ROLLCHECK_JVM_DEFAULTS", raising=False)
     _same_as_whole(m, tmp_path)
-    # the short runs (small bounds) get C1 only; the whole section run in one process does not
-    assert m.SHORT_RUN_JAVA_OPTIONS in os.environ.get("JAVA_TOOL_OPTIONS", "")
+    # the short runs (small bounds) get C1 only
+    from rollcheck.sections._jvm import SHORT_JVM_OPTIONS
+
+    assert SHORT_JVM_OPTIONS in os.environ.get("JAVA_TOOL_OPTIONS", "")
 
 
 def test_fuzz_parts(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

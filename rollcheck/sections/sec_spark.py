@@ -68,6 +68,10 @@ PARTS = {"quick": ("streaming", "queries"),
 
 
 def run(ctx: VerifyContext) -> list[Row]:
+    from rollcheck.sections._jvm import use_short_jvm_options
+
+    if ctx.part is not None:  # its own process: the Spark drivers it starts (children too) get C1 only
+        use_short_jvm_options("SPARK_SUBMIT_OPTS")
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="rollcheck-verify-spark-") as d:
         tmp = Path(d)

@@ -36,22 +36,6 @@ def _algorithm(entry) -> str:  # type: ignore[no-untyped-def]
 PARTS = {"quick": ("models-small", "coverage-small", "traces"),
          "full": ("models-small", "models-large", "coverage-small", "coverage-large", "traces")}
 
-#: JVM options of the short TLC runs (small bounds; the small trace validations): C1 only. Such a run is mostly
-#: JVM start-up, parsing and class loading, where the optimising compiler's threads cost more CPU
-#: than they save (measured on cic-hmnr-small, 13 003 states: 6.8 → 3.5 CPU seconds); the large
-#: bounds keep the default (their long searches profit from optimised code).
-SHORT_RUN_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
-
-
-def _short_runs() -> None:
-    """Give the JVMs this process starts from now on :data:`SHORT_RUN_JAVA_OPTIONS`."""
-    import os
-
-    prev = os.environ.get("JAVA_TOOL_OPTIONS", "")
-    if SHORT_RUN_JAVA_OPTIONS not in prev:
-        os.environ["JAVA_TOOL_OPTIONS"] = f"{prev} {SHORT_RUN_JAVA_OPTIONS}".strip()
-
-
 def run(ctx: VerifyContext) -> list[Row]:
     from rollcheck.tla.crosscheck import crosscheck_cic, crosscheck_recovery
     from rollcheck.tla.manifest import check_coverage, load_manifest, run_entry
@@ -71,7 +55,9 @@ def run(ctx: VerifyContext) -> list[Row]:
         if bound in ("small", "large"):
             entries = [e for e in entries if e.bound == bound]
         if bound == "small" or small_only:  # the full run's trace validations include a 10 000-step one
-            _short_runs()
+            from rollcheck.sections._jvm import use_short_jvm_options
+
+            use_short_jvm_options("JAVA_TOOL_OPTIONS")  # C1 only for these short runs
     run_models = ctx.runs("models-small") or ctx.runs("models-large")
     run_coverage = ctx.runs("coverage-small") or ctx.runs("coverage-large")
 
