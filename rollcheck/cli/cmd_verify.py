@@ -181,6 +181,21 @@ def _section_seconds(plan: list[Any], outcomes: dict[str, Any], what: str = "sec
     return out
 
 
+def _load_average() -> float | None:
+    """The machine's 1-minute load average (None where the OS does not say)."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):
+        return None
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def _header_words(profile: str, quick: bool, seed: int, seed_from: str, hyp: int | None, jobs: int,
                   engine_jobs: int) -> dict[str, str]:
     """The report's and the terminal's header in words: run, profile, seed, Hypothesis, jobs."""
@@ -237,6 +252,7 @@ def _run(args: argparse.Namespace) -> int:
         old.unlink(missing_ok=True)
     words = _header_words(profile, args.quick, seed, seed_from, hyp, jobs, engine_jobs)
     t_all = time.perf_counter()
+    load_start = _load_average()
     console = Console(file=sys.stderr, force_terminal=interactive or None,
                       highlight=False, width=None if interactive else 10_000, soft_wrap=not interactive)
     console.print(f"rollcheck verify: {words['run']}; profile {words['profile']}; seed {words['seed']}; "
@@ -273,6 +289,7 @@ def _run(args: argparse.Namespace) -> int:
         "job_cpu_seconds": {n: o.cpu_seconds for n, o in outcomes.items()},
         "job_started": {n: round(o.started - t_all, 1) for n, o in outcomes.items()},
         "section_titles": {name: str(getattr(m, "TITLE", name)) for name, m in sections},
+        "cores": _cores(), "load_average": {"start": load_start, "end": _load_average()},
         "versions": environment(),
     }
     try:
