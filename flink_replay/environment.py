@@ -100,7 +100,7 @@ def _cache_root() -> Path:
     return Path(base) / "rollcheck" / "flink"
 
 
-JAVA_SOURCES = ("RollcheckTap.java", "RollcheckKeyedTap.java", "RollcheckKeys.java")
+JAVA_SOURCES = ("RollcheckTap.java", "RollcheckKeyedTap.java", "RollcheckKeys.java", "RollcheckStateLog.java")
 
 
 def tap_jar(env: FlinkEnvironment) -> Path:
@@ -114,6 +114,10 @@ def tap_jar(env: FlinkEnvironment) -> Path:
     pkg = resources.files("rollcheck.flink_replay")
     srcs = {name: pkg.joinpath(name).read_bytes() for name in JAVA_SOURCES}
     dist = env.flink_dist
+    # the user-state log subclasses PyFlink's embedded operators (flink-python) and names the
+    # window type of the table runtime
+    cp = [dist, *sorted((env.pyflink_dir / "opt").glob("flink-python*.jar")),
+          *sorted((env.pyflink_dir / "lib").glob("flink-table-runtime*.jar"))]
     key = hashlib.sha256(b"".join(srcs.values()) + str(dist).encode()).hexdigest()[:16]
     target = _cache_root() / key / "rollcheck-tap.jar"
     if target.exists():
@@ -131,7 +135,7 @@ def tap_jar(env: FlinkEnvironment) -> Path:
             files.append(str(Path(tmp) / name))
         classes = Path(tmp) / "classes"
         classes.mkdir()
-        r = children.run([javac, "-nowarn", "-d", str(classes), "-cp", str(dist), *files],
+        r = children.run([javac, "-nowarn", "-d", str(classes), "-cp", os.pathsep.join(map(str, cp)), *files],
                            capture_output=True, text=True, timeout=600)
         if r.returncode != 0:
             raise InconclusiveError(f"javac failed to build the Flink listener: {r.stderr.strip()[:400]}")

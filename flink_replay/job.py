@@ -132,6 +132,7 @@ def run_one(cfg: dict) -> int:
     user = None
     if cfg.get("job") == "module":
         limit = float(cfg.get("call_timeout", 300))
+        import cloudpickle  # noqa: F401 - rollcheck's own import, outside the time limit of the user's import
         try:
             user = _call(run_dir, "import", limit, load_user_module, cfg["module"])
             recs = _call(run_dir, "records", limit, user.records, int(cfg.get("seed", 0)))
@@ -146,6 +147,9 @@ def run_one(cfg: dict) -> int:
         if not recs:
             _user_error(run_dir, "records", "returned no records")
             return 2
+        if cfg.get("max_records"):
+            # a finding being shrunk: the first N records of the user's input only
+            recs = recs[: int(cfg["max_records"])]
         cfg = dict(cfg, records=len(recs))
         if cfg.get("fail_at_fraction") and cfg.get("fail_at_record") is not None:
             # the matrix fails every job half way through its own input
@@ -189,8 +193,33 @@ def _write_json(path: str, obj: dict) -> None:
     os.replace(path + ".tmp", path)
 
 
+def _on_disk_completed(info: dict, base: str) -> dict[str, dict]:
+    """The failed job's completed checkpoints as its checkpoint folder shows them (``chk-N`` with a
+    ``_metadata`` file, written when the checkpoint completes), as REST-like history entries.
+
+    The REST poll can miss a checkpoint that completed just before the job failed; the folder
+    cannot. The completion time is the ``_metadata`` file's modification time.
+    """
+    out: dict[str, dict] = {}
+    folder = os.path.join(base, str(info.get("job_id") or ""))
+    if not info.get("job_id") or not os.path.isdir(folder):
+        return out
+    for d in os.listdir(folder):
+        meta = os.path.join(folder, d, "_metadata")
+        if d.startswith("chk-") and d[4:].isdigit() and os.path.exists(meta):
+            t_ms = int(os.path.getmtime(meta) * 1000)
+            out[d[4:]] = {"id": int(d[4:]), "status": "COMPLETED", "latest_ack_timestamp": t_ms,
+                          "trigger_timestamp": t_ms, "external_path": "file:" + os.path.join(folder, d),
+                          "seen_on_disk_only": True}
+    return out
+
+
 def _latest_retained(info: dict, base: str) -> str | None:
-    """The retained folder of the latest checkpoint the failed job completed."""
+    """The retained folder of the latest checkpoint the failed job completed: the newest of those
+    the REST poll saw and those its checkpoint folder holds (the poll can miss the last one)."""
+    for cid, h in _on_disk_completed(info, base).items():
+        if info["rest"]["checkpoints"].get(cid, {}).get("status") != "COMPLETED":
+            info["rest"]["checkpoints"][cid] = h  # completed, though the poll did not see it
     done = [h for h in info["rest"]["checkpoints"].values() if h.get("status") == "COMPLETED"]
     for h in sorted(done, key=lambda h: -int(h["id"])):
         path = h.get("external_path") or ""
@@ -203,6 +232,16 @@ def _latest_retained(info: dict, base: str) -> str | None:
         if chk:
             return "file://" + os.path.join(root, chk[0])
     return None
+
+
+def _root_cause_text(text: str) -> str | None:
+    """The innermost ``Caused by`` of a Java exception text (the job's own failure, not the restart
+    strategy's wrapper), on one line."""
+    if not text.strip():
+        return None
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    caused = [ln[len("Caused by: "):] for ln in lines if ln.startswith("Caused by: ")]
+    return (caused[-1] if caused else lines[0])[:400]
 
 
 def _merge(jobs: list[dict]) -> dict:
@@ -218,10 +257,69 @@ def _merge(jobs: list[dict]) -> dict:
         out["commits"].extend(j["commits"])
     out["t_start"] = jobs[0]["t_start"]
     out["jobs"] = [{k: j.get(k) for k in ("job_id", "final_state", "timestamps", "parallelism", "restored_from",
-                                          "rescale_error", "attempt_offset")} for j in jobs]
+                                          "rescale_error", "attempt_offset", "failure_cause")} for j in jobs]
     if len(jobs) < 2:
         out["final_state"] = "NOT_RESTORED"
     return out
+
+
+#: PyFlink's embedded keyed operators and rollcheck's subclasses that also log their keyed state
+_STATE_LOGGED = {"EmbeddedPythonKeyedProcessOperator": "rollcheck.flink.RollcheckStateLog$KeyedProcess",
+                 "EmbeddedPythonWindowOperator": "rollcheck.flink.RollcheckStateLog$Window",
+                 "EmbeddedPythonKeyedCoProcessOperator": "rollcheck.flink.RollcheckStateLog$KeyedCoProcess"}
+
+
+class _user_state_log:
+    """While the user's ``job()`` builds its graph, PyFlink's keyed operators are made as
+    rollcheck's subclasses (``RollcheckStateLog``): the same operators, which also log their keyed
+    state key by key at every snapshot and after a restore (``ustate-*.jsonl`` in the run folder).
+
+    PyFlink names the operator classes through ``get_gateway().jvm`` in ``data_stream``; only that
+    module's lookup is redirected, and only for the three keyed operator classes.
+    """
+
+    def __init__(self, run_dir: str, attempt_offset: int) -> None:
+        self.run_dir = run_dir
+        self.attempt_offset = attempt_offset
+
+    def __enter__(self):
+        import pyflink.datastream.data_stream as dsmod
+        from pyflink.util.java_utils import load_java_class
+
+        self.mod = dsmod
+        self.real = real = dsmod.get_gateway
+        run_dir, offset = self.run_dir, self.attempt_offset
+
+        def maker(java_name: str):
+            def make(*args):
+                gw = real()
+                arr = gw.new_array(gw.jvm.Object, len(args) + 2)
+                for i, a in enumerate(args):
+                    arr[i] = a
+                arr[len(args)] = run_dir
+                arr[len(args) + 1] = gw.jvm.Integer(offset)
+                return load_java_class(java_name).getConstructors()[0].newInstance(arr)
+            return make
+
+        class Jvm:
+            def __init__(self, jvm) -> None:
+                self._jvm = jvm
+
+            def __getattr__(self, name: str):
+                if name in _STATE_LOGGED:
+                    return maker(_STATE_LOGGED[name])
+                return getattr(self._jvm, name)
+
+        class Gateway:
+            def __getattr__(self, name: str):
+                gw = real()
+                return Jvm(gw.jvm) if name == "jvm" else getattr(gw, name)
+
+        dsmod.get_gateway = Gateway
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.mod.get_gateway = self.real
 
 
 def _utilization_pipeline(cfg: dict, env, tap):
@@ -351,6 +449,12 @@ def execute(cfg: dict, *, user=None, restarts: bool = True, restore_path: str | 
     conf.set_string("execution.checkpointing.externalized-checkpoint-retention", "RETAIN_ON_CANCELLATION")
     if restore_path:
         conf.set_string("execution.state-recovery.path", restore_path)
+        if backend == "changelog":
+            # the changelog backend cannot take the full snapshot that Flink forces after a restore in
+            # the default NO_CLAIM mode (its first checkpoint fails: "does not support enforcing a full
+            # snapshot"); Flink's documentation (State Backends, changelog limitations: "NO_CLAIM mode
+            # not supported") says to restore it in CLAIM mode
+            conf.set_string("execution.state-recovery.claim-mode", "CLAIM")
     conf.set_string("restart-strategy.type", "fixed-delay" if restarts else "none")
     conf.set_string("restart-strategy.fixed-delay.attempts", str(int(cfg.get("restart_attempts", 3))))
     conf.set_string("restart-strategy.fixed-delay.delay", f"{int(cfg.get('restart_delay_ms', 200))} ms")
@@ -362,8 +466,17 @@ def execute(cfg: dict, *, user=None, restarts: bool = True, restore_path: str | 
         gw0 = _gw()
         jars = gw0.new_array(gw0.jvm.String, 1)
         jars[0] = cfg["tap_jar"]
-        j_env = gw0.jvm.org.apache.flink.streaming.api.environment.StreamExecutionEnvironment \
-            .createRemoteEnvironment("127.0.0.1", port, conf._j_configuration, jars)
+        if restore_path:
+            # a remote environment replaces the configuration's claim mode by its own restore settings
+            # (NO_CLAIM): give them explicitly, so that the changelog backend is restored in CLAIM mode
+            claim = gw0.jvm.org.apache.flink.core.execution.RecoveryClaimMode
+            srs = gw0.jvm.org.apache.flink.runtime.jobgraph.SavepointRestoreSettings.forPath(
+                restore_path, False, claim.CLAIM if backend == "changelog" else claim.NO_CLAIM)
+            j_env = gw0.jvm.org.apache.flink.streaming.api.environment.RemoteStreamEnvironment(
+                "127.0.0.1", port, conf._j_configuration, jars, gw0.new_array(gw0.jvm.java.net.URL, 0), srs)
+        else:
+            j_env = gw0.jvm.org.apache.flink.streaming.api.environment.StreamExecutionEnvironment \
+                .createRemoteEnvironment("127.0.0.1", port, conf._j_configuration, jars)
         env = StreamExecutionEnvironment(j_env)
     else:
         env = StreamExecutionEnvironment.get_execution_environment(conf)
@@ -619,7 +732,8 @@ def execute(cfg: dict, *, user=None, restarts: bool = True, restore_path: str | 
         ds = ds.map(Input()).name("rollcheck-input")
         limit = float(cfg.get("call_timeout", 300))
         try:
-            out = _call(run_dir, "job", limit, module.job, env, ds)
+            with _user_state_log(run_dir, attempt_offset):
+                out = _call(run_dir, "job", limit, module.job, env, ds)
         except UserCodeError:
             return {"user_error": True, "final_state": "NOT_RUN"}
         if not isinstance(out, DataStream):
@@ -660,6 +774,7 @@ def execute(cfg: dict, *, user=None, restarts: bool = True, restore_path: str | 
                 commits.append({"t": time.time(), "file": os.path.relpath(path, tx_dir), "lines": n})
 
     last_state = None
+    failure_cause = None
     misses = 0
     done = threading.Event()
     final_state = "UNKNOWN"
@@ -672,8 +787,9 @@ def execute(cfg: dict, *, user=None, restarts: bool = True, restore_path: str | 
             try:
                 client.get_job_execution_result().result()
                 final_state = "FINISHED"
-            except Exception:  # noqa: BLE001 - any error from the job means it failed
+            except Exception as e:  # noqa: BLE001 - any error from the job means it failed
                 final_state = "FAILED"
+                failure_cause = _root_cause_text(str(e))
             break
         if job is not None:
             state = job.get("state")
@@ -683,6 +799,9 @@ def execute(cfg: dict, *, user=None, restarts: bool = True, restore_path: str | 
                 last_state = state
             if state in ("FINISHED", "FAILED", "CANCELED"):
                 final_state = state
+                if state == "FAILED":
+                    exc = _get(f"{base}/jobs/{job_id}/exceptions") or {}
+                    failure_cause = _root_cause_text(str(exc.get("root-exception") or ""))
                 done.set()
         chk = _get(f"{base}/jobs/{job_id}/checkpoints")
         if chk is not None:
@@ -718,7 +837,7 @@ def execute(cfg: dict, *, user=None, restarts: bool = True, restore_path: str | 
     result = {"job_id": job_id, "final_state": final_state, "t_start": t_start, "t_end": time.time(),
               "timestamps": (job or {}).get("timestamps", {}), "rest": polls, "commits": commits,
               "pyflink_python": sys.executable, "parallelism": par, "max_attempt": max_attempt,
-              "backend": backend, "attempt_offset": attempt_offset}
+              "backend": backend, "attempt_offset": attempt_offset, "failure_cause": failure_cause}
     if user is not None:
         result["key"] = key_idx
         result["records"] = n_records

@@ -31,16 +31,26 @@ def _rotl(x: int, r: int) -> int:
     return ((x << r) | (x >> (32 - r))) & _M32
 
 
-def java_hash(key: int | str) -> int:
-    """Java's ``hashCode`` of a ``Long`` (a Python int) or a ``String`` (a Python str).
+def java_hash(key: int | str | bytes) -> int:
+    """Java's ``hashCode`` of a ``Long`` (a Python int) or a ``String`` (a Python str); for
+    ``bytes``, ``Arrays.hashCode(byte[])`` (how a ``Row`` hashes a byte-array field: PyFlink's
+    ``key_by`` without a key type keys by the pickled key).
 
     Examples
     --------
     >>> java_hash("hello"), java_hash(3), java_hash(-1), java_hash(2**40 + 5)
     (99162322, 3, 0, 261)
+    >>> java_hash(b""), java_hash(bytes([1, 255]))
+    (1, 991)
     """
+    if isinstance(key, bytes):
+        h = 1
+        for b in key:
+            h = (31 * h + (b - 256 if b > 127 else b)) & _M32
+        return _i32(h)
     if isinstance(key, bool) or not isinstance(key, (int, str)):
-        raise TypeError(f"only Long (int) and String (str) keys are supported, not {type(key).__name__}")
+        raise TypeError(f"only Long (int), String (str) and byte[] (bytes) keys are supported, "
+                        f"not {type(key).__name__}")
     if isinstance(key, int):
         v = key & 0xFFFFFFFFFFFFFFFF
         return _i32(v ^ (v >> 32))
@@ -76,7 +86,7 @@ def murmur(code: int) -> int:
     return -s if s != -(1 << 31) else 0
 
 
-def row_hash(field: int | str) -> int:
+def row_hash(field: int | str | bytes) -> int:
     """``hashCode`` of a one-field Flink ``Row`` (RowKind INSERT): 62 + the field's hash.
 
     PyFlink's ``key_by`` keys a stream by ``Row(key)``, so the Python keyed operators' key groups
@@ -90,7 +100,7 @@ def row_hash(field: int | str) -> int:
     return _i32(62 + java_hash(field))
 
 
-def key_group(key: int | str, max_parallelism: int, *, row: bool = False) -> int:
+def key_group(key: int | str | bytes, max_parallelism: int, *, row: bool = False) -> int:
     """The key group of ``key``: ``murmur(hashCode(key)) % max_parallelism`` (``row``: the key
     wrapped in a one-field ``Row``, as PyFlink's ``key_by`` does).
 
@@ -130,6 +140,6 @@ def key_group_range(index: int, parallelism: int, max_parallelism: int) -> tuple
     return start, end
 
 
-def owner(key: int | str, parallelism: int, max_parallelism: int, *, row: bool = False) -> int:
+def owner(key: int | str | bytes, parallelism: int, max_parallelism: int, *, row: bool = False) -> int:
     """The subtask whose keyed state holds ``key``."""
     return operator_index(key_group(key, max_parallelism, row=row), parallelism, max_parallelism)

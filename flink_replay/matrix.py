@@ -32,7 +32,8 @@ from rollcheck.flink_replay.record import BACKENDS, RecordConfig, record
 from rollcheck.pyimpl.errors import InconclusiveError
 from rollcheck.pyimpl.verdict import Report, Status
 
-__all__ = ["Cell", "cells", "classify", "run_cell", "run_matrix", "write_html", "GUARANTEES_DOC", "summarise"]
+__all__ = ["Cell", "cells", "classify", "run_cell", "run_matrix", "shrink_finding", "write_html", "GUARANTEES_DOC",
+           "summarise"]
 
 GUARANTEES_DOC = ("Apache Flink documentation, \"Fault Tolerance Guarantees of Data Sources and Sinks\" "
                   "(docs/connectors/datastream/guarantees/): end-to-end exactly-once needs a sink that "
@@ -93,9 +94,80 @@ def _report(trace: Path, module: str) -> Report:
     return word_count_report(trace) if module == "wordcount" else replay_job(trace)
 
 
+def _violated(rep: Report) -> set[str]:
+    return {c.name for c in rep.checks if c.status is Status.VIOLATED}
+
+
+def shrink_finding(cell: Cell, cfg: dict[str, Any], out: Path, check: str, full: int, *, runs: int = 4,
+                   run: Callable[[Path, dict[str, Any]], Report] | None = None) -> dict[str, Any]:
+    """Minimise a finding by re-running: the fewest first records of the job's input that still
+    violate ``check``.
+
+    A bisection between 1 (never tried: a run needs records to fail in) and ``full`` (the cell's
+    input, which showed the finding), halving first; at most ``runs`` re-runs, each a real
+    recording decided by the same replay. A re-run that cannot be decided counts as not showing it.
+
+    Parameters
+    ----------
+    cell, cfg
+        The cell and the recorder configuration that showed the finding.
+    out
+        Where the re-runs' traces go (``CELL.shrink-N.jsonl``).
+    check
+        The violated check (the root cause) that a smaller input must still violate.
+    full
+        The number of records of the run that showed it.
+    runs
+        The most re-runs.
+    run
+        ``run(trace, config) -> Report`` (default: record with Flink, then replay).
+
+    Returns
+    -------
+    dict
+        ``{"check", "from", "records", "trace", "runs": [{"records", "verdict", "violated"}]}``;
+        ``records`` is the smallest input that showed the finding (``full`` if none smaller did).
+
+    Examples
+    --------
+    >>> from rollcheck.pyimpl.verdict import Check
+    >>> fake = lambda trace, c: Report([Check.violated("x", "lost") if c["max_records"] >= 7
+    ...                                 else Check.held("x", "ok", examined=1)])
+    >>> r = shrink_finding(Cell("j.py", "hashmap", "aligned", "task", None), {}, Path("."), "x", 100, runs=6,
+    ...                    run=fake)
+    >>> r["records"], [x["records"] for x in r["runs"]]
+    (7, [50, 25, 12, 6, 9, 7])
+    """
+    if run is None:
+        def run(trace: Path, c: dict[str, Any]) -> Report:
+            record(trace, RecordConfig(c))
+            return _report(trace, cell.module)
+    best, lo = full, 0
+    best_trace: str | None = None
+    tries: list[dict[str, Any]] = []
+    cand = full // 2
+    while len(tries) < runs and lo < cand < best and cand >= 1:
+        trace = out / f"{cell.ident}.shrink-{cand}.jsonl"
+        try:
+            rep = run(trace, dict(cfg, max_records=cand))
+            bad = _violated(rep)
+            verdict = classify(rep)["verdict"] if rep.checks else "inconclusive"
+        except InconclusiveError as e:
+            bad, verdict = set(), f"inconclusive ({e})"
+        tries.append({"records": cand, "verdict": verdict, "violated": sorted(bad)})
+        if check in bad:
+            best, best_trace = cand, str(trace)
+            cand = max(lo + 1, cand // 2) if lo == 0 else (lo + cand) // 2
+        else:
+            lo = cand
+            cand = (lo + best) // 2
+    return {"check": check, "from": full, "records": best, "trace": best_trace, "runs": tries}
+
+
 def run_cell(cell: Cell, out: Path, *, records: int = 1200, rate: float = 400.0, interval_ms: int = 300,
-             seed: int = 0, timeout_s: float = 300.0) -> dict[str, Any]:
-    """Record and replay one cell; the contract's cell object."""
+             seed: int = 0, timeout_s: float = 600.0, shrink_runs: int = 4) -> dict[str, Any]:
+    """Record and replay one cell; the contract's cell object (a finding of a user's job is shrunk
+    by up to ``shrink_runs`` re-runs, :func:`shrink_finding`)."""
     trace = out / f"{cell.ident}.jsonl"
     res: dict[str, Any] = {"engine": "flink", "module": cell.module, "config": cell.config(),
                            "failure": {"kind": cell.failure}, "trace": str(trace), "witness": None,
@@ -128,7 +200,17 @@ def run_cell(cell: Cell, out: Path, *, records: int = 1200, rate: float = 400.0,
         if not res["expected_by_engine"]:
             from rollcheck.flink_replay.reproducer import write_reproducer
 
-            res["reproducer"] = str(write_reproducer(cell, cfg, out / f"{cell.ident}.repro.py", rep))
+            hdr = _header(trace).get("config", {})
+            full = int(hdr.get("records") or records)
+            fail_at = int(hdr.get("fail_at_record") or fail_at)
+            few: int | None = None
+            if user and shrink_runs > 0 and rep.root_cause is not None:
+                res["shrink"] = shrink_finding(cell, cfg, out, rep.root_cause.name, full, runs=shrink_runs)
+                if res["shrink"]["records"] < full:
+                    few = res["shrink"]["records"]
+                    fail_at = max(1, int(few * float(cfg.get("fail_at_fraction", 0.5))))
+            res["reproducer"] = str(write_reproducer(cell, cfg, out / f"{cell.ident}.repro.py", rep,
+                                                     records=few, fail_at=fail_at))
     return res
 
 
@@ -179,24 +261,46 @@ def summarise(results: list[dict[str, Any]]) -> dict[str, int]:
 
 
 def run_matrix(all_cells: list[Cell], out: str | Path, *, jobs: int = 1,
-               log: Callable[[str], None] = lambda m: None, **kw: Any) -> dict[str, Any]:
-    """Run every cell (``jobs`` at a time); write ``out/matrix.json`` and ``out/index.html``."""
+               log: Callable[[str], None] = lambda m: None, spread_seed: int | None = None,
+               **kw: Any) -> dict[str, Any]:
+    """Run every cell (``jobs`` at a time); write ``out/matrix.json`` and ``out/index.html`` after
+    each cell (the table keeps its order). ``spread_seed``: run the cells in an order shuffled with
+    this seed, so that a matrix cut short has covered every dimension about evenly."""
+    import random
+    import threading
     from concurrent.futures import ThreadPoolExecutor
 
+    order = list(range(len(all_cells)))
+    if spread_seed is not None:
+        random.Random(spread_seed).shuffle(order)
     outdir = Path(out)
     outdir.mkdir(parents=True, exist_ok=True)
     results: list[dict[str, Any] | None] = [None] * len(all_cells)
+    lock = threading.Lock()  # one writer of matrix.json at a time (its .partial file is shared)
+    n = len(all_cells)
 
     def one(i: int) -> None:
         c = all_cells[i]
-        log(f"[{i + 1}/{len(all_cells)}] {c.ident} ...")
+        log(f"[cell {i + 1}/{n}] {c.ident} ...")
         r = run_cell(c, outdir, **kw)
-        results[i] = r
-        log(f"[{i + 1}/{len(all_cells)}] {c.ident}: {r['verdict']} ({r.get('seconds')} s) {r['reason'][:160]}")
-        _write(outdir, [x for x in results if x is not None])
+        with lock:
+            results[i] = r
+            done = sum(x is not None for x in results)
+            log(f"[{done}/{n} done] {c.ident}: {r['verdict']} ({r.get('seconds')} s) {r['reason'][:160]}")
+            _write(outdir, [x for x in results if x is not None])
 
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        list(pool.map(one, range(len(all_cells))))
+    pool = ThreadPoolExecutor(max_workers=max(1, jobs))
+    try:
+        list(pool.map(one, order))
+    except BaseException:
+        # interrupted (SIGINT/SIGTERM arrive in this thread): no new cell starts, the running cells'
+        # Flink processes are stopped so that their threads end now, not when the cells would have
+        from rollcheck.pyimpl import children
+
+        pool.shutdown(wait=False, cancel_futures=True)
+        children.kill_all()
+        raise
+    pool.shutdown()
     done = [r for r in results if r is not None]
     return _write(outdir, done)
 
@@ -211,6 +315,7 @@ def _write(outdir: Path, done: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 _COLOUR = {"conformant": "#c8efc8", "not-conformant": "#f5b5b5", "inconclusive": "#f3e3a8"}
+_EXPECTED_COLOUR = "#cddcf3"  # not conformant, as Flink's documentation says it will be: not a finding
 
 
 def write_html(doc: dict[str, Any], path: Path) -> Path:
@@ -246,7 +351,8 @@ def write_html(doc: dict[str, Any], path: Path) -> Path:
             for k in ("witness", "reproducer"):
                 if c.get(k):
                     links.append(f"<a href='{html.escape(Path(c[k]).name)}'>{k}</a>")
-            parts.append(f"<td style='background:{_COLOUR[c['verdict']]}'><b>{html.escape(word)}</b><br>"
+            colour = _EXPECTED_COLOUR if c.get("expected_by_engine") else _COLOUR[c["verdict"]]
+            parts.append(f"<td style='background:{colour}'><b>{html.escape(word)}</b><br>"
                          f"{html.escape(c['reason'][:300])}<br>{' '.join(links)}</td>")
         parts.append("</tr>")
     parts.append("</table>")

@@ -296,6 +296,7 @@ rest.cache.checkpoint-statistics.timeout: 50 ms
 web.checkpoints.history: 1000
 heartbeat.interval: 1000
 heartbeat.timeout: 5000
+pekko.startup-timeout: 90 s
 io.tmp.dirs: {tmp}
 python.execution-mode: thread
 """
@@ -409,6 +410,14 @@ def build_trace(run: str | Path, out: str | Path, *, env_version: str = "?") -> 
             else:
                 continue
             timed.append((ev["t_us"], rank[ev["ev"]], e))
+    # the user's keyed operators, key by key (RollcheckStateLog): at every snapshot, after restores
+    for f in sorted(run.glob("ustate-*.jsonl")):
+        for ev in _read_jsonl(f):
+            name = re.sub(r" \(\d+/\d+\)#\d+$", "", ev["name"])  # the task name ends with "(i/P)#attempt"
+            e = {"kind": "flink.user_state", "phase": ev["ev"], "operator": ev["operator"], "name": name,
+                 **{k: ev[k] for k in ("subtask", "attempt", "parallelism", "max_parallelism", "key_groups",
+                                       "checkpoint", "backend", "states")}}
+            timed.append((ev["t_us"], rank[ev["ev"]], e))
     # Flink's log numbers the attempts of each job from 0; a job restored at another parallelism
     # (rescaling) gets the attempt numbers after its predecessor's, as the taps do. The jobs of a
     # rescaled run differ in parallelism, which the log line shows ("(2/3)#0").
@@ -476,6 +485,10 @@ def build_trace(run: str | Path, out: str | Path, *, env_version: str = "?") -> 
     if cfg["checkpoints"] == "unaligned" and cfg.get("job") != "module":
         _fill_inflight(timed)
     timed.sort(key=lambda x: (x[0], x[1]))
+    errors = run / "ustate-errors.log"
+    if errors.exists() and timed:  # a dump of the user's keyed state failed: said, at the end
+        for line in errors.read_text(errors="replace").splitlines()[:5]:
+            timed.append((timed[-1][0], 9, {"kind": "flink.user_state_error", "error": line[:300]}))
     tx_lines = _tx_lines(run / "tx")
     naive: dict[str, list[str]] = {"0": [], "1": []}
     for f in sorted((run / "naive").glob("gen*.txt")):
@@ -491,18 +504,22 @@ def build_trace(run: str | Path, out: str | Path, *, env_version: str = "?") -> 
     else:
         outputs += [("naive", naive["0"], {"generation": 0}), ("naive", naive["1"], {"generation": 1})]
     keys = ("checkpoints", "parallelism", "interval_ms", "records", "rate", "keys", "fail_at_record", "failure",
-            "backend", "rescale", "max_parallelism")
+            "backend", "rescale", "max_parallelism", "max_records")
     header = {"format": "rollcheck.trace/1", "source": "flink", "seed": cfg.get("seed", 0),
               "processes": ["source", "keyed"], "job": "module" if module else "wordcount",
               "config": {k: cfg.get(k) for k in keys},
               "flink": {"pyflink": env_version, "job_id": info.get("job_id"), "final_state": info.get("final_state"),
                         "python_mode": cfg.get("python_mode", "thread")}}
+    if info.get("failure_cause") and info.get("final_state") != "FINISHED":
+        header["flink"]["failure_cause"] = info["failure_cause"]  # why the (last) job did not finish
     if module:
         header["config"]["records"] = info.get("records", cfg.get("records"))
         header["config"]["fail_at_record"] = info.get("fail_at_record", cfg.get("fail_at_record"))
         header["key"] = info.get("key")
         header["module"] = cfg.get("module_arg", cfg["module"])  # as the user named it
         header["key_format"] = "N\\x1fKEY\\x1fROW: the row's number within its KEY, KEY and the row as JSON"
+        # the user's keyed operators were logged key by key (RollcheckStateLog)
+        header["user_state_log"] = True
     restored = None
     # the engine-neutral core next to the flink.* kinds (for `rollcheck check trace`): a
     # `checkpoint` of every task per completed checkpoint (index = its ordinal), and after the

@@ -8,8 +8,9 @@ was clean. It imports nothing of rollcheck, so it can be attached to a report to
 
 A TaskManager kill becomes a task failure in the script (its MiniCluster is one process); the
 failure strikes at the same record, after two checkpoint intervals. The script carries the whole
-input; ``--records N`` cuts it to the first N records, to shrink the case by hand (rollcheck does
-not re-run Flink to minimise it).
+input and by default runs the first N records, N being the fewest with which rollcheck's re-runs
+still showed the finding (:func:`rollcheck.flink_replay.matrix.shrink_finding`); ``--records N``
+overrides it.
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ import argparse, collections, json, os, shutil, sys, tempfile, time
 JOB = {job_source!r}
 BACKEND, CHECKPOINTS, INTERVAL_MS, PAR, RESCALE = {backend!r}, {checkpoints!r}, {interval}, {par}, {rescale!r}
 FAIL_AT, SEED, RATE = {fail_at}, {seed}, {rate}
+RECORDS = {records!r}  # {records_text}
 
 
 def run(ns, recs, out, par, fail, restore=None, restarts=True):
@@ -82,6 +84,8 @@ def run(ns, recs, out, par, fail, restore=None, restarts=True):
     conf.set_string("restart-strategy.type", "fixed-delay" if restarts else "none")
     if restore:
         conf.set_string("execution.state-recovery.path", restore)
+        if BACKEND == "changelog":  # the changelog backend is restored in CLAIM mode (NO_CLAIM unsupported)
+            conf.set_string("execution.state-recovery.claim-mode", "CLAIM")
     env = StreamExecutionEnvironment.get_execution_environment(conf)
     env.set_parallelism(par)
     env.set_max_parallelism(128)
@@ -160,7 +164,7 @@ def latest_checkpoint(out):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--records", type=int, default=None)
+    ap.add_argument("--records", type=int, default=RECORDS)
     args = ap.parse_args()
     # thread mode runs Python inside the JVM (pemja), which finds pyflink only through PYTHONPATH
     import site
@@ -207,8 +211,11 @@ if __name__ == "__main__":
 '''
 
 
-def write_reproducer(cell: Any, cfg: dict[str, Any], path: Path, report: Any) -> Path:
-    """Write the standalone script for ``cell`` (a :class:`rollcheck.flink_replay.matrix.Cell`)."""
+def write_reproducer(cell: Any, cfg: dict[str, Any], path: Path, report: Any, *, records: int | None = None,
+                     fail_at: int | None = None) -> Path:
+    """Write the standalone script for ``cell`` (a :class:`rollcheck.flink_replay.matrix.Cell`):
+    ``records`` the first records it runs by default (None: all), ``fail_at`` the record the
+    failure strikes at (default: the configuration's)."""
     source = WORDCOUNT_SOURCE if cell.module == "wordcount" else Path(cell.module).read_text()
     rc = report.root_cause
     finding = f"{rc.name}: {rc.detail}" if rc is not None else "not conformant"
@@ -217,7 +224,10 @@ def write_reproducer(cell: Any, cfg: dict[str, Any], path: Path, report: Any) ->
                            checkpoints=cell.checkpoints, interval=int(cfg["interval_ms"]),
                            par=int(cfg["parallelism"]),
                            rescale_text=f" (restored at {rescale[1]})" if rescale else "",
-                           failure=cell.failure, fail_at=int(cfg.get("fail_at_record") or 1),
+                           failure=cell.failure, fail_at=int(fail_at or cfg.get("fail_at_record") or 1),
+                           records=records,
+                           records_text=(f"shrunk by rollcheck's re-runs to the first {records} records" if records
+                                         else "all records"),
                            finding=finding.replace('"""', "'''")[:400], name=path.name, job_source=source,
                            rescale=rescale, seed=int(cfg.get("seed", 0)), rate=float(cfg.get("rate", 400.0)))
     tmp = path.with_name(path.name + ".partial")

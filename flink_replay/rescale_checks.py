@@ -20,6 +20,13 @@ Checks (all :class:`rollcheck.pyimpl.verdict.Check`):
 ``operator-state-restored``
     the source tap's operator state (records per key that left the source), summed over the
     restoring subtasks, equals the checkpoint's.
+``user-state-restored-once``
+    the same for the keyed state of the user's own operators (a user's job): PyFlink's keyed
+    operators run as rollcheck's subclasses (``RollcheckStateLog``), which read every key of every
+    key-value state from the operator's state backend at each snapshot and after each restore. Per
+    operator and state, every key of the restored checkpoint is restored exactly once, with the
+    state it had in the checkpoint, by the subtask that owns its key group at the new parallelism
+    (the key group recomputed from the key), and no key appears that the checkpoint did not hold.
 
 References
 ----------
@@ -31,15 +38,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from rollcheck.flink_replay.keygroups import key_group, key_group_range, owner
+from rollcheck.flink_replay.keygroups import key_group, key_group_range, operator_index, owner
 from rollcheck.pyimpl.traces.plugin import TraceCheck
 from rollcheck.pyimpl.verdict import Check
 
-__all__ = ["keyed_state_check", "operator_state_check", "rescale_checks", "restore_attempts",
-           "KeyedStateRestored", "OperatorStateRestored", "PLUGINS"]
+__all__ = ["keyed_state_check", "operator_state_check", "user_state_check", "rescale_checks", "restore_attempts",
+           "KeyedStateRestored", "OperatorStateRestored", "UserStateRestored", "PLUGINS", "USER"]
 
 KEYED = "keyed-state-restored-once"
 OPERATOR = "operator-state-restored"
+USER = "user-state-restored-once"
 
 
 def _key(header: dict[str, Any], text: str) -> tuple[int | str, bool]:
@@ -185,16 +193,148 @@ def operator_state_check(header: dict[str, Any], events: list[dict[str, Any]]) -
                       examined=examined)
 
 
+def _recomputed_group(key: str, maxp: int) -> int | None:
+    """The key group of a logged key ("rs:"/"rl:"/"rb:" a one-field Row of a String, Long or byte
+    array, "s:"/"l:" a plain String/Long),
+    recomputed here; None for another key type (Flink's own value is used then)."""
+    kind, _, text = key.partition(":")
+    try:
+        if kind in ("rs", "s"):
+            return key_group(text, maxp, row=kind == "rs")
+        if kind in ("rl", "l"):
+            return key_group(int(text), maxp, row=kind == "rl")
+        if kind == "rb":
+            return key_group(bytes.fromhex(text), maxp, row=True)
+    except (TypeError, ValueError):
+        return None
+    return None
+
+
+def user_state_check(header: dict[str, Any], events: list[dict[str, Any]]) -> Check:
+    """``user-state-restored-once`` (see the module docstring)."""
+    if header.get("job") != "module":
+        return Check.not_applicable(USER, "not a user's job (the word count's keyed state is checked by "
+                                    f"{KEYED})")
+    err = next((e for e in events if e["kind"] == "flink.user_state_error"), None)
+    if err is not None:
+        return Check.unchecked(USER, f"reading the user's keyed state failed: {err['error']}")
+    logged = [e for e in events if e["kind"] == "flink.user_state"]
+    restores = [e for e in logged if e["phase"] == "restore" and e["attempt"] > 0]
+    if not any(e["kind"] == "failure" for e in events):
+        return Check.not_applicable(USER, "no failure in the run, so no restore")
+    if not logged and not header.get("user_state_log"):
+        return Check.not_applicable(USER, "the trace was recorded without the log of the user operators' keyed "
+                                    "state (recorded before it existed)")
+    if not logged:
+        return Check.not_applicable(USER, "the job has no keyed operator whose state rollcheck reads (PyFlink's "
+                                    "KeyedStream process/map/reduce, windows, connected keyed streams)")
+    if not restores:
+        return Check.unchecked(USER, "the user's keyed operators logged no restore after the failure")
+    examined = moved = recomputed = 0
+    ops: set[str] = set()
+    by_attempt: dict[tuple[int, str], list[dict[str, Any]]] = {}
+    for e in restores:
+        by_attempt.setdefault((e["attempt"], e["operator"]), []).append(e)
+    for (attempt, op), rs in sorted(by_attempt.items()):
+        name = f"{rs[0]['name']} ({op[:8]})"
+        cids = {e["checkpoint"] for e in rs}
+        if len(cids) != 1:
+            return Check.violated(USER, f"attempt {attempt}: subtasks of {name} restored different checkpoints "
+                                  f"{sorted(map(str, cids))}", offending_seq=min(e["seq"] for e in rs))
+        cid = cids.pop()
+        par, maxp = rs[0]["parallelism"], rs[0]["max_parallelism"]
+        subtasks = sorted(e["subtask"] for e in rs)
+        if subtasks != list(range(par)):
+            return Check.violated(USER, f"attempt {attempt}: subtasks {subtasks} of {name} restored, expected "
+                                  f"0..{par - 1} at parallelism {par}", offending_seq=max(e["seq"] for e in rs))
+        if cid is None:
+            held = next((e for e in rs if any(e["states"].values())), None)
+            if held is not None:
+                return Check.violated(USER, f"attempt {attempt}: no checkpoint restored, yet {name}[{held['subtask']}]"
+                                      " holds keyed state", offending_seq=held["seq"])
+            continue
+        snaps = [e for e in logged if e["phase"] == "snapshot" and e["operator"] == op
+                 and e["checkpoint"] == cid and e["attempt"] < attempt]
+        if not snaps:
+            return Check.unchecked(USER, f"attempt {attempt}: {name} restored checkpoint {cid}, whose snapshots of "
+                                   "it were not logged")
+        before: dict[tuple[str, str], tuple[int, str, int]] = {}
+        for sn in snaps:
+            for state, keys in sn["states"].items():
+                for k, (g, v) in keys.items():
+                    if (state, k) in before:
+                        return Check.violated(USER, f"checkpoint {cid}: key {k} of {name}.{state} in the snapshots of "
+                                              f"subtasks {before[state, k][2]} and {sn['subtask']}",
+                                              offending_seq=sn["seq"])
+                    before[state, k] = (g, v, sn["subtask"])
+        seen: dict[tuple[str, str], int] = {}
+        for e in sorted(rs, key=lambda x: x["seq"]):
+            lo, hi = key_group_range(e["subtask"], par, maxp)
+            if list(e["key_groups"]) != [lo, hi]:
+                return Check.violated(USER, f"attempt {attempt}: Flink gave {name}[{e['subtask']}] key groups "
+                                      f"{e['key_groups']}, the assignment at parallelism {par} of {maxp} is "
+                                      f"[{lo}, {hi}]", offending_seq=e["seq"])
+            for state, keys in e["states"].items():
+                for k, (g, v) in keys.items():
+                    where = f"{name}.{state} key {k}"
+                    if (state, k) in seen:
+                        return Check.violated(USER, f"attempt {attempt}: {where} restored twice, by subtasks "
+                                              f"{seen[state, k]} and {e['subtask']} (duplicated state)",
+                                              offending_seq=e["seq"])
+                    seen[state, k] = e["subtask"]
+                    if (state, k) not in before:
+                        return Check.violated(USER, f"attempt {attempt}: {where} = {v} restored by subtask "
+                                              f"{e['subtask']}, checkpoint {cid} does not hold it",
+                                              offending_seq=e["seq"])
+                    g0, v0, sub0 = before[state, k]
+                    if v != v0:
+                        return Check.violated(USER, f"attempt {attempt}: {where} restored as {v}, checkpoint {cid} "
+                                              f"holds {v0}", offending_seq=e["seq"])
+                    want_g = _recomputed_group(k, maxp)
+                    recomputed += want_g is not None
+                    if want_g is not None and want_g != g:
+                        return Check.violated(USER, f"{where}: stored in key group {g}, its key group is {want_g}",
+                                              offending_seq=e["seq"])
+                    want = operator_index(g, par, maxp)
+                    if want != e["subtask"]:
+                        return Check.violated(USER, f"attempt {attempt}: {where} (key group {g}) restored by "
+                                              f"subtask {e['subtask']}, its owner at parallelism {par} is {want}",
+                                              offending_seq=e["seq"])
+                    moved += sub0 != e["subtask"]
+                    examined += 1
+        lost = sorted(set(before) - set(seen))
+        if lost:
+            st, k = lost[0]
+            g, v, _ = before[st, k]
+            return Check.violated(USER, f"attempt {attempt}: {len(lost)} keys of {name} in checkpoint {cid} restored "
+                                  f"by no subtask (lost state), e.g. {st} key {k} (key group {g}) = {v}",
+                                  offending_seq=max(e["seq"] for e in rs))
+        ops.add(name)
+    if examined == 0:
+        if not any(keys for e in logged for keys in e["states"].values()):
+            # e.g. state kept outside Flink, or a keyed operator without state: nothing of it to restore
+            return Check.not_applicable(USER, "the user's keyed operators never held keyed state in this run")
+        return Check.unchecked(USER, "the restored checkpoint held no keyed state of the user's operators")
+    cfg = header.get("config", {})
+    how = (f"rescaled {cfg['rescale'][0]} -> {cfg['rescale'][1]}" if cfg.get("rescale") else "same parallelism")
+    return Check.held(USER, f"{examined} keys of {len(ops)} user operators ({', '.join(sorted(ops))}) restored "
+                      f"exactly once, with their checkpointed state, by the owner of their key group ({how}, "
+                      f"{moved} changed subtask; key group recomputed from the key for {recomputed}, Flink's for "
+                      f"the other {examined - recomputed}: keys of a type rollcheck does not hash)",
+                      examined=examined)
+
+
 def rescale_checks(header: dict[str, Any], events: list[dict[str, Any]]) -> list[Check]:
-    """Both checks, for any Flink trace (a restore at the same parallelism included)."""
-    return [keyed_state_check(header, events), operator_state_check(header, events)]
+    """The three checks, for any Flink trace (a restore at the same parallelism included)."""
+    return [keyed_state_check(header, events), operator_state_check(header, events),
+            user_state_check(header, events)]
 
 
 class _FlinkEvents(TraceCheck):
     """A plug-in of the shared trace checker that keeps the Flink events it needs (restores and
     snapshots of the taps, the failure) and decides in :meth:`finish`."""
 
-    needs = ("flink.restore", "flink.snapshot", "failure")
+    needs = ("flink.restore", "flink.snapshot", "failure", "flink.user_state", "flink.user_state_error")
     fn: Any = None
 
     def __init__(self) -> None:
@@ -222,5 +362,12 @@ class OperatorStateRestored(_FlinkEvents):
     fn = staticmethod(operator_state_check)
 
 
+class UserStateRestored(_FlinkEvents):
+    """``user-state-restored-once`` as a trace-checker plug-in."""
+
+    name = USER
+    fn = staticmethod(user_state_check)
+
+
 #: the plug-ins of this module, for the shared trace checker (``RunView(header, [cls() for cls in PLUGINS])``)
-PLUGINS = (KeyedStateRestored, OperatorStateRestored)
+PLUGINS = (KeyedStateRestored, OperatorStateRestored, UserStateRestored)

@@ -9,6 +9,10 @@
 - ``lose-key`` / ``duplicate-key`` / ``wrong-owner``: after the failure, one key of the restored
   keyed state is dropped from its subtask's restore, also restored by a second subtask, or moved to a
   subtask that does not own its key group (caught by ``keyed-state-restored-once``);
+- ``lose-user-key-group`` / ``duplicate-user-key-group`` / ``corrupt-user-state``: after the failure,
+  every key of one key group of a user operator's restored keyed state is dropped (a restore that
+  loses a key group), also restored by a second subtask (a key group handed out twice), or one
+  key's state changes (caught by ``user-state-restored-once``);
 - ``duplicate-row``: one committed row of a user's job appears twice in the transactional sink's
   output (caught by ``output-exactly-once``).
 """
@@ -26,7 +30,8 @@ __all__ = ["TAMPERS", "tamper"]
 TAMPERS = {"older-restore": "restore-latest-completed", "barrier-after-snapshot": "barrier-alignment",
            "drop-failure": "failure-observed", "lose-key": "keyed-state-restored-once",
            "duplicate-key": "keyed-state-restored-once", "wrong-owner": "keyed-state-restored-once",
-           "duplicate-row": "output-exactly-once"}
+           "duplicate-row": "output-exactly-once", "lose-user-key-group": "user-state-restored-once",
+           "duplicate-user-key-group": "user-state-restored-once", "corrupt-user-state": "user-state-restored-once"}
 
 
 def _keyed_restores(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -53,6 +58,35 @@ def _key_tamper(events: list[dict[str, Any]], how: str) -> list[dict[str, Any]]:
     else:  # wrong-owner: the key moves to another subtask
         del src["keys"][key]
         others[0]["keys"][key] = value
+    return events
+
+
+def _user_tamper(events: list[dict[str, Any]], how: str) -> list[dict[str, Any]]:
+    """Change the restored keyed state of a user operator (see the module docstring)."""
+    rs = [e for e in events if e["kind"] == "flink.user_state" and e["phase"] == "restore"
+          and e.get("attempt", 0) > 0 and any(e["states"].values())]
+    if not rs:
+        raise InvalidInputError("the trace has no restored keyed state of a user operator after a failure")
+    src = rs[0]
+    state = next(st for st, keys in sorted(src["states"].items()) if keys)
+    key = sorted(src["states"][state])[0]
+    group = src["states"][state][key][0]
+    if how == "corrupt-user-state":
+        g, v = src["states"][state][key]
+        src["states"][state][key] = [g, f"{v}+tampered"]
+        return events
+    moved = {st: {k: gv for k, gv in keys.items() if gv[0] == group} for st, keys in src["states"].items()}
+    if how == "lose-user-key-group":
+        for st, keys in moved.items():
+            for k in keys:
+                del src["states"][st][k]
+        return events
+    others = [e for e in rs + [e for e in events if e["kind"] == "flink.user_state" and e["phase"] == "restore"]
+              if e["attempt"] == src["attempt"] and e["operator"] == src["operator"] and e["subtask"] != src["subtask"]]
+    if not others:
+        raise InvalidInputError("the restore has a single subtask: no other subtask to hand the key group to")
+    for st, keys in moved.items():
+        others[0]["states"].setdefault(st, {}).update(keys)
     return events
 
 
@@ -122,6 +156,8 @@ def tamper(src: str | Path, how: str, out: str | Path) -> str:
         events = _barrier_after_snapshot(events, mode)
     elif how in ("lose-key", "duplicate-key", "wrong-owner"):
         events = _key_tamper(events, how)
+    elif how in ("lose-user-key-group", "duplicate-user-key-group", "corrupt-user-state"):
+        events = _user_tamper(events, how)
     elif how == "duplicate-row":
         events = _duplicate_row(events)
     else:

@@ -12,8 +12,9 @@ state, restored with the checkpoint), and a transactional ``FileSink`` commits t
 ``restore-latest-completed``
     every task restored the same checkpoint, the latest completed before the restore (and not
     older than any completed before the failure).
-``keyed-state-restored-once``, ``operator-state-restored``
-    :mod:`rollcheck.flink_replay.rescale_checks` (rescaled restores included).
+``keyed-state-restored-once``, ``operator-state-restored``, ``user-state-restored-once``
+    :mod:`rollcheck.flink_replay.rescale_checks` (rescaled restores included): rollcheck's keyed
+    tap, the source's operator state, and the keyed state of the user's own operators, key by key.
 ``output-exactly-once``
     per KEY, the committed rows are numbered 1..n without a duplicate or a gap, n is the number of
     rows the reference run produced for the key, and the last row equals the reference's last row.
@@ -35,9 +36,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from rollcheck.flink_replay.rescale_checks import KEYED, OPERATOR, rescale_checks
+from rollcheck.flink_replay.rescale_checks import KEYED, OPERATOR, USER, rescale_checks
 from rollcheck.pyimpl.errors import InvalidInputError
-from rollcheck.pyimpl.verdict import Check, Report
+from rollcheck.pyimpl.verdict import Check, Report, Status
 
 __all__ = ["replay_job", "word_count_report", "job_checks", "failure_check", "restore_check", "output_check", "parse_rows"]
 
@@ -104,13 +105,14 @@ def _show(key: str, row: str) -> str:
     return f"KEY {key} row {row}"
 
 
-def output_check(outputs: dict[str, dict[str, Any]], ended: bool) -> Check:
-    """``output-exactly-once`` on the transactional sink's rows against the reference run."""
+def output_check(outputs: dict[str, dict[str, Any]], ended: bool, why: str | None = None) -> Check:
+    """``output-exactly-once`` on the transactional sink's rows against the reference run (``why``:
+    Flink's reason when the job did not finish)."""
     name = "output-exactly-once"
     tx, ref = outputs.get("tx"), outputs.get("reference")
     if tx is None or ref is None or not ended:
         return Check.unchecked(name, "no complete committed and reference output (the run was cut short or the "
-                               "job did not finish)")
+                               "job did not finish" + (f"; Flink: {why}" if why else "") + ")")
     got = parse_rows(tx["lines"], "tx output")
     want = parse_rows(ref["lines"], "reference output")
     if not want:
@@ -176,7 +178,15 @@ def job_checks(header: dict[str, Any], events: list[dict[str, Any]]) -> list[Che
         (header.get("flink") or {}).get("final_state", "FINISHED") == "FINISHED"
     key_idx = header.get("key") or []
     fo = failure_check(events)
-    checks = [fo, restore_check(events), *rescale_checks(header, events), output_check(outputs, ended),
+    keyed, operator, user = rescale_checks(header, events)
+    if keyed.status is Status.UNCHECKED and "held no keyed state" in keyed.detail and user.status is Status.HELD:
+        # no output row had passed rollcheck's tap by the restored checkpoint (a window that had not
+        # fired yet): the tap's state was empty in the checkpoint and after the restore, and the
+        # keyed state that did exist, the job's own, was compared key by key
+        keyed = Check.not_applicable(KEYED, f"{keyed.detail} (no output row had passed rollcheck's tap by then); "
+                                     f"the job's own keyed state was compared key by key ({USER})")
+    why = (header.get("flink") or {}).get("failure_cause")
+    checks = [fo, restore_check(events), keyed, operator, user, output_check(outputs, ended, why),
               user_sink_check(outputs, key_idx, ended)]
     return checks
 
@@ -210,7 +220,7 @@ def replay_job(path: str | Path) -> Report:
         raise InvalidInputError("not a trace of a user's Flink job (header \"job\" is not \"module\")",
                                 source=str(path), location="line 1")
     col = JobEvents()
-    names = ["failure-observed", "restore-latest-completed", KEYED, OPERATOR, "output-exactly-once",
+    names = ["failure-observed", "restore-latest-completed", KEYED, OPERATOR, USER, "output-exactly-once",
              "user-sink-exactly-once"]
 
     def pick(name: str) -> Any:

@@ -40,7 +40,6 @@ import contextlib
 import ctypes
 import ctypes.util
 import os
-import re
 import select
 import signal
 import struct
@@ -52,6 +51,7 @@ from typing import Any
 
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.verdict import Check
+from rollcheck.spark_replay.watcher import STATE_FILE
 
 __all__ = [
     "KILL_POINTS",
@@ -153,7 +153,6 @@ def checkpoint_logs(checkpoint: str | Path) -> dict[str, int | None]:
     return out
 
 
-_STATE_FILE = re.compile(r"^(\d+)(?:_[0-9a-f-]+)?\.(delta|snapshot|zip|changelog)$")
 
 
 def state_files_of_version(checkpoint: str | Path, version: int) -> int:
@@ -168,7 +167,7 @@ def state_files_of_version(checkpoint: str | Path, version: int) -> int:
         if "_metadata" in Path(dirpath).parts:
             continue
         for f in files:
-            m = _STATE_FILE.match(f)
+            m = STATE_FILE.match(f)
             if m and int(m.group(1)) == version:
                 n += 1
     return n

@@ -46,6 +46,7 @@ from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.patternio import atomic_write_text
 from rollcheck.pyimpl.verdict import Check, Report, Status
 from rollcheck.spark_replay.killpoints import KILL_POINTS, STATE_STORES
+from rollcheck.spark_replay.query import OVERLOAD_SIGNS
 from rollcheck.spark_replay.shared_reference import shared_reference, write_shared_reference
 
 __all__ = [
@@ -67,6 +68,7 @@ __all__ = [
     "render_html",
     "run_matrix",
     "FOREACHBATCH_DOC",
+    "overloaded",
     "shared_reference",
     "write_shared_reference",
 ]
@@ -266,9 +268,10 @@ def protocol_step(failure: dict[str, Any]) -> str:
 
 
 def witness(header: dict[str, Any], events: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The lost or duplicated rows of a recording against its reference, each with the batch that
-    produced it, how often and in which attempts the sink wrote that batch, and the failure (the
-    step of the commit protocol where it struck). None when the output equals the reference.
+    """The lost or duplicated rows of a recording against its reference, each with the batch whose
+    rows handed to the sink hold it (None: never handed to the sink as such), the attempts in which
+    the sink was handed it, and the failure (the step of the commit protocol where it struck). None
+    when the output equals the reference.
 
     Examples
     --------
@@ -303,7 +306,7 @@ def witness(header: dict[str, Any], events: list[dict[str, Any]]) -> dict[str, A
                 "sink_written_seqs": [e["seq"] for e in hits]}
 
     return {"duplicated": [{**where(r), "extra_copies": n} for r, n in sorted(extra.items())],
-            "lost": [{"row": json.loads(r), "missing_copies": n} for r, n in sorted(missing.items())],
+            "lost": [{**where(r), "missing_copies": n} for r, n in sorted(missing.items())],
             "failures": fails, "config": (header.get("config") or {})}
 
 
@@ -450,6 +453,11 @@ def render_html(cells: list[dict[str, Any]], planned: list[Cell], out: Path, *, 
                         ("reproducer", "reproducer")):
             if r.get(k):
                 links.append(f'<a href="{html.escape(rel(r[k]) or "")}">{name}</a>')
+        run = r.get("reproducer_run")
+        if run and r.get("reproducer"):
+            m = r.get("minimised") or {}
+            links[-1] += (f' ({"shows it" if run.get("reproduced") else "did NOT show it"} in {run.get("seconds")} s; '
+                          f'{m.get("batches")} batch(es), {m.get("rows")} row(s))')
         return (f'<td class="cell v-{key}" style="background:{_COLORS[key]}" title="{html.escape(r["reason"])}">'
                 f'<b>{html.escape(label)}</b><br><small>{" · ".join(links)}</small>'
                 f'<div class="why">{html.escape(r["reason"][:300])}</div></td>')
@@ -561,6 +569,22 @@ def _record_argv(cell: Cell | None, module: str, provider: str, opts: MatrixOpti
     return argv
 
 
+def overloaded(log: Path) -> bool:
+    """Whether a recording's log shows a Python worker that did not connect back in time
+    (:data:`rollcheck.spark_replay.query.OVERLOAD_SIGNS`): the machine's fault, not the query's;
+    the matrix records such a cell once more, and if it happens again the cell is inconclusive."""
+    try:
+        text = log.read_text(errors="replace")
+    except OSError:
+        return False
+    return any(s in text for s in OVERLOAD_SIGNS)
+
+
+_OVERLOAD_WHY = ("the machine was too loaded for Spark: a Python worker it started did not connect back "
+                 "within Spark's fixed 10 s (\"Python worker failed to connect back\") on every try; the query did "
+                 "not fail on its own")
+
+
 def _missed_kill(result: dict[str, Any]) -> bool:
     try:
         doc = json.loads(Path(result["checks"]).read_text())
@@ -657,13 +681,17 @@ def run_matrix(opts: MatrixOptions, *, on_update: Callable[[list[dict[str, Any]]
         trace.parent.mkdir(parents=True, exist_ok=True)
         running[k + " reference"] = "reference"
         publish()
-        rc, _ = runner.run(_record_argv(None, c0.module, c0.provider, opts, trace, None), opts.cell_timeout,
-                           out / c0.config_id / "reference.log")
+        for attempt in range(1 + opts.retries):
+            rc, _ = runner.run(_record_argv(None, c0.module, c0.provider, opts, trace, None), opts.cell_timeout,
+                               out / c0.config_id / "reference.log")
+            if rc == 0 or not overloaded(out / c0.config_id / "reference.log") or attempt == opts.retries:
+                break
         running.pop(k + " reference", None)
         if rc == 0 and trace.exists():
             refs[k] = (trace, None)
         else:
-            why = _last_line(out / c0.config_id / "reference.log") or f"exit {rc}"
+            why = (_OVERLOAD_WHY if overloaded(out / c0.config_id / "reference.log")
+                   else _last_line(out / c0.config_id / "reference.log") or f"exit {rc}")
             refs[k] = (None, f"the failure-free reference run of this configuration did not finish: {why}")
         with qlock:
             ref_events[k].set()
@@ -694,14 +722,17 @@ def run_matrix(opts: MatrixOptions, *, on_update: Callable[[list[dict[str, Any]]
                     res = cell_result(cell, opts, trace)
                 res["seconds"] = secs
                 res["tries"] = tries
-                if tries <= opts.retries and res["verdict"] == "inconclusive" and _missed_kill(res):
-                    continue  # the kill struck off its point (a race with Spark): record again
+                if tries <= opts.retries and res["verdict"] == "inconclusive" and (
+                        _missed_kill(res) or overloaded(out / f"{cell.stem}.log")):
+                    continue  # the kill struck off its point (a race with Spark), or the machine was overloaded
+                if res["verdict"] == "inconclusive" and overloaded(out / f"{cell.stem}.log"):
+                    res["reason"] = f"inconclusive: {_OVERLOAD_WHY}"
                 break
             if res["verdict"] == "not-conformant" and not res["expected_by_engine"] and opts.minimise:
                 from rollcheck.spark_replay.reproducer import minimise_and_write
 
-                def argv_for(module: str, trace: Path, c: Cell = cell) -> list[str]:
-                    o = MatrixOptions(opts.modules, batches=None, seed=opts.seed, fail_at_batch=opts.fail_at_batch,
+                def argv_for(module: str, trace: Path, fail_at: int, c: Cell = cell) -> list[str]:
+                    o = MatrixOptions(opts.modules, batches=None, seed=opts.seed, fail_at_batch=fail_at,
                                       out=opts.out, master=opts.master)
                     return _record_argv(c, module, c.provider, o, trace, None)
 

@@ -85,10 +85,17 @@ __all__ = [
     "session_conf",
     "read_state_stores",
     "WORK_MARKER",
+    "OVERLOAD_SIGNS",
 ]
 
 FAILURES = ("task", "sink", "kill")
 OUTPUT_MODES = ("append", "update", "complete")
+#: What Spark says when a Python worker it started did not connect back in time. Spark waits a fixed
+#: 10 s for a worker started without its daemon (the driver-side runner of ``transformWithState`` in
+#: pandas starts one); on an overloaded machine the worker's imports take longer. The machine's
+#: fault, not the query's.
+OVERLOAD_SIGNS = ("Python worker failed to connect back",
+                  "Timed out while waiting for the Python worker to connect back")
 #: A file that marks a work folder as rollcheck's (only such a folder is ever replaced).
 WORK_MARKER = ".rollcheck-work"
 #: Seconds a sink past its limit gets to stop before the recording gives up on it.
@@ -599,6 +606,10 @@ def _run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: _Paths, *, ref
     if outcome == "error":
         if writer is not None:
             writer.emit(PREFIX + "query_error", message=error)
+        if any(sign in str(error) for sign in OVERLOAD_SIGNS):
+            raise InvalidInputError(f"not the query's failure: Spark's Python worker did not connect back within "
+                                    f"Spark's fixed 10 s (the machine is overloaded; run fewer jobs at once): "
+                                    f"{error}", source=uq.spec, location="environment")
         raise InvalidInputError(f"the query failed on its own (not an injected failure): {error}",
                                 source=uq.spec, location="query")
     return outcome
@@ -651,7 +662,8 @@ def _drive(cfg: QueryConfig, paths: _Paths, trace: Path, header: dict[str, Any],
             _quiet(spark)
             if with_reference:
                 ref_s = _reference(spark, uq, cfg, paths, writer)
-            watcher = CheckpointWatcher(paths.checkpoint(), writer, writer.previous) if enabled else None
+            watcher = (CheckpointWatcher(paths.checkpoint(), writer, writer.previous, provider=cfg.state_store)
+                       if enabled else None)
             notes: dict[str, Any] = {}
             for n in range(1 if single_attempt else cfg.max_attempts):
                 if n > 0:

@@ -5,7 +5,16 @@ the recorder asks, e.g. at each sink call) and appends to a trace, in the order 
 ``spark.batch_committed`` when ``commits/N`` appears, ``spark.batch_planned`` when
 ``offsets/N`` appears (with the offsets and the source files of the batch) and
 ``spark.state_committed`` when a state file version of any operator, partition and store appears
-or is rewritten (``specs/spark.md#streaming-trace``).
+or is rewritten (``specs/spark.md#streaming-trace``), for every state store provider: the
+HDFS-backed store's ``V.delta`` and ``V.snapshot``, RocksDB's ``V.zip`` (a snapshot; with
+checkpoint format 2 ``V_<id>.zip``) and, with changelog checkpointing, ``V.changelog``. RocksDB's
+shared ``SSTs/`` folder and the ``.crc`` companions are not versions.
+
+Which file a *commit* of version V writes depends on the provider (:data:`COMMIT_FILE_KINDS`):
+``V.delta`` (HDFS), ``V.zip`` (RocksDB: every commit uploads a snapshot) or ``V.changelog``
+(RocksDB with changelog checkpointing: the snapshots are uploaded later by the maintenance thread,
+and are no sign of a commit). The restored version of an attempt is one below the first such
+file it writes (:meth:`CheckpointWatcher.restored_versions`).
 
 References
 ----------
@@ -17,6 +26,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 import time
 from pathlib import Path
@@ -25,10 +35,15 @@ from typing import Any
 from rollcheck.spark_replay.checkpoint_reader import DEFAULT_STORE, CheckpointDir
 from rollcheck.spark_replay.trace import TraceWriter
 
-__all__ = ["CheckpointWatcher", "PREFIX", "base_kind", "state_key"]
+__all__ = ["CheckpointWatcher", "PREFIX", "COMMIT_FILE_KINDS", "STATE_FILE", "base_kind", "state_key"]
 
 #: Prefix of the engine-specific streaming event kinds (the core ``failure`` and ``end`` have none).
 PREFIX = "spark."
+#: A state file of one version: ``V.delta``, ``V.snapshot``, ``V.zip``, ``V.changelog`` (RocksDB
+#: with checkpoint format 2: ``V_<unique id>.zip`` / ``.changelog``).
+STATE_FILE = re.compile(r"^(\d+)(?:_[0-9A-Za-z-]+)?\.(delta|snapshot|zip|changelog)$")
+#: Per state store provider (``killpoints.STATE_STORES``), the file kind a commit of a version writes.
+COMMIT_FILE_KINDS = {"hdfs": "delta", "rocksdb": "zip", "rocksdb-changelog": "changelog"}
 
 
 def base_kind(kind: str) -> str:
@@ -70,18 +85,26 @@ class CheckpointWatcher:
         Where the events go.
     previous : list of dict
         Events already in the trace (a restarted driver does not record them again).
+    provider : str
+        The state store provider (a key of :data:`COMMIT_FILE_KINDS`): which file kind marks a
+        commit, for :meth:`restored_versions`.
     """
 
-    def __init__(self, checkpoint: Path, writer: TraceWriter, previous: list[dict[str, Any]]):
+    def __init__(self, checkpoint: Path, writer: TraceWriter, previous: list[dict[str, Any]],
+                 provider: str = "hdfs"):
+        if provider not in COMMIT_FILE_KINDS:
+            raise ValueError(f"unknown state store provider {provider!r}")
         self.ck = Path(checkpoint)
         self.w = writer
+        self.commit_kind = COMMIT_FILE_KINDS[provider]
         self.lock = threading.Lock()
         self.planned = {e["batch"] for e in previous if base_kind(e["kind"]) == "batch_planned"}
         self.committed = {e["batch"] for e in previous if base_kind(e["kind"]) == "batch_committed"}
         self.state_seen: dict[str, tuple[int, int]] = {
             e["file"]: (e["mtime_ns"], e["size"]) for e in previous
             if base_kind(e["kind"]) == "state_committed"}
-        #: Per state instance (:func:`state_key`), the lowest delta version written this attempt.
+        #: Per state instance (:func:`state_key`), the lowest version this attempt committed
+        #: (wrote its commit file: :data:`COMMIT_FILE_KINDS`).
         self.written_this_attempt: dict[str, int] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -101,16 +124,19 @@ class CheckpointWatcher:
                 if not pdir.name.isdigit():
                     continue
                 dirs = [(DEFAULT_STORE, pdir)] + [(s.name, s) for s in pdir.iterdir()
-                                                  if s.is_dir() and not s.name.startswith(("_", "."))]
+                                                  if s.is_dir() and not s.name.startswith(("_", "."))
+                                                  and s.name != "SSTs"]  # RocksDB's shared files
                 for store, d in dirs:
                     for f in d.iterdir():
-                        if f.name.endswith((".delta", ".snapshot")) and not f.name.startswith("."):
-                            try:
-                                st = f.stat()
-                            except FileNotFoundError:
-                                continue
-                            found.append((int(f.name.split(".")[0]), int(opdir.name), int(pdir.name),
-                                          store, f.name, str(f.relative_to(self.ck)), st))
+                        m = STATE_FILE.match(f.name)
+                        if m is None:
+                            continue
+                        try:
+                            st = f.stat()
+                        except FileNotFoundError:
+                            continue
+                        found.append((int(m.group(1)), int(opdir.name), int(pdir.name),
+                                      store, f.name, str(f.relative_to(self.ck)), st))
         return found
 
     def poll(self) -> None:
@@ -137,13 +163,13 @@ class CheckpointWatcher:
             fresh = [x for x in self._state_files() if self.state_seen.get(x[5]) != (x[6].st_mtime_ns, x[6].st_size)]
             for v, op, part, store, name, rel, st in sorted(fresh, key=lambda x: x[:5]):
                 self.state_seen[rel] = (st.st_mtime_ns, st.st_size)
-                kind = name.split(".")[1]
+                kind = name.rsplit(".", 1)[1]
                 ev: dict[str, Any] = {"batch": v - 1, "partition": part, "version": v}
                 if op != 0 or store != DEFAULT_STORE:
                     ev.update(operator=op, store=store)
                 self.w.emit(PREFIX + "state_committed", **ev, file_kind=kind, file=rel,
                             mtime_ns=st.st_mtime_ns, size=st.st_size)
-                if kind == "delta":
+                if kind == self.commit_kind:
                     key = state_key(ev)
                     prev = self.written_this_attempt.get(key)
                     self.written_this_attempt[key] = v if prev is None else min(prev, v)
@@ -160,8 +186,8 @@ class CheckpointWatcher:
                 time.sleep(0.05)
 
     def restored_versions(self) -> dict[str, int]:
-        """The state version each instance restored in this attempt: one below the first delta
-        it wrote."""
+        """The state version each instance restored in this attempt: one below the first version
+        it committed (its first delta, RocksDB zip or changelog file)."""
         return {k: v - 1 for k, v in sorted(self.written_this_attempt.items())}
 
     def new_attempt(self) -> None:

@@ -131,7 +131,7 @@ def test_user_job_trace_is_conformant() -> None:
     assert rep.verdict.value == "conformant", rep.summary()
     names = [c.name for c in rep.checks]
     mine = ["failure-observed", "restore-latest-completed", "keyed-state-restored-once",
-            "operator-state-restored", "output-exactly-once", "user-sink-exactly-once"]
+            "operator-state-restored", "user-state-restored-once", "output-exactly-once", "user-sink-exactly-once"]
     # the shared trace checker's generic checks on the core events come first
     assert names[:2] == ["pattern-valid", "recovery-line"] and [n for n in names if n in mine] == mine
     assert rep.check("output-exactly-once").examined == 600  # type: ignore[union-attr]
@@ -295,6 +295,8 @@ def test_record_library_job_rescaled_for_real(tmp_path: Path) -> None:
     assert rep.verdict.value == "conformant", rep.summary()
     keyed = rep.check("keyed-state-restored-once")
     assert keyed is not None and "rescaled 2 -> 3" in keyed.detail
+    user = rep.check("user-state-restored-once")   # the job's own KeyedProcessFunction, key by key
+    assert user is not None and user.status is Status.HELD and user.examined == 24, user.detail
     assert not Path(str(out) + ".partial").exists()
 
 
@@ -317,7 +319,9 @@ def test_checks_as_trace_checker_plugins() -> None:
         for e in events:
             plugin.on_event(None, e["seq"] + 1, e)
         c = plugin.finish(SimpleNamespace(header=header), {})
-        assert c.name == cls.name and c.status is Status.HELD
+        # the user operators' state is a user job's: not applicable to the word count
+        want = Status.NOT_APPLICABLE if cls.name == "user-state-restored-once" else Status.HELD
+        assert c.name == cls.name and c.status is want
 
 
 def test_user_sink_check_counts_rows_per_key() -> None:
@@ -334,3 +338,37 @@ def test_user_sink_check_counts_rows_per_key() -> None:
     assert lost.status is Status.VIOLATED and "lost" in lost.detail
     assert user_sink_check({}, [0], True).status is Status.NOT_APPLICABLE
     assert user_sink_check({"user": ref}, [0], True).status is Status.UNCHECKED
+
+
+def test_a_failed_job_names_flinks_root_cause() -> None:
+    """A job that did not finish: the trace header carries Flink's innermost cause, and the
+    unchecked output check says it (the matrix's reason for an inconclusive cell)."""
+    from rollcheck.flink_replay.job import _root_cause_text
+    from rollcheck.flink_replay.user_replay import output_check
+
+    text = ("org.apache.flink.runtime.JobException: Recovery is suppressed by FixedDelayRestartBackoffTimeStrategy\n"
+            "\tat org.apache.flink...\nCaused by: java.lang.Exception: Error while triggering checkpoint 6\n"
+            "Caused by: java.lang.IllegalStateException: Configured state backend does not support enforcing a "
+            "full snapshot.\n\tat org.apache.flink.streaming.runtime.tasks.StreamTask")
+    cause = _root_cause_text(text)
+    assert cause is not None and cause.startswith("java.lang.IllegalStateException: Configured state backend")
+    assert _root_cause_text("") is None and _root_cause_text("boom") == "boom"
+    c = output_check({}, False, cause)
+    assert c.status is Status.UNCHECKED and "Flink: java.lang.IllegalStateException" in c.detail
+
+
+def test_rescale_restores_the_latest_completed_checkpoint_even_if_rest_missed_it(tmp_path: Path) -> None:
+    """The failed job completed chk-3 just before it failed and the REST poll saw only 1 and 2:
+    the restore must still start from chk-3 (the matrix found output duplicated by restoring 2),
+    and the trace must show chk-3 as completed."""
+    from rollcheck.flink_replay.job import _latest_retained
+
+    base = tmp_path / "checkpoints"
+    for n in (1, 2, 3):
+        (base / "j1" / f"chk-{n}").mkdir(parents=True)
+        (base / "j1" / f"chk-{n}" / "_metadata").write_text("m")
+    (base / "j1" / "chk-4").mkdir()  # in progress at the failure: no _metadata
+    rest = {str(n): {"id": n, "status": "COMPLETED", "external_path": f"file:{base}/j1/chk-{n}"} for n in (1, 2)}
+    info = {"job_id": "j1", "rest": {"checkpoints": rest}}
+    assert _latest_retained(info, str(base)) == f"file:{base}/j1/chk-3"
+    assert info["rest"]["checkpoints"]["3"]["status"] == "COMPLETED" and "4" not in info["rest"]["checkpoints"]

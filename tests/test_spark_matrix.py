@@ -212,6 +212,45 @@ def test_state_files_of_every_provider_count(tmp_path):
     assert state_files_of_version(tmp_path, 3) == 4
 
 
+@pytest.mark.parametrize("provider, files, restored", [
+    # RocksDB: every commit uploads V.zip; a restarted attempt that re-runs batch 2 rewrites 3.zip
+    ("rocksdb", ["1.zip", "2.zip", "3.zip"], {"0": 2}),
+    # changelog checkpointing: V.changelog per commit; 2.zip is the maintenance thread's snapshot
+    ("rocksdb-changelog", ["1.changelog", "2.changelog", "2.zip", "3.changelog"], {"0": 2}),
+    ("hdfs", ["1.delta", "2.delta", "2.snapshot", "3.delta"], {"0": 2}),
+])
+def test_watcher_records_the_state_files_of_every_provider(tmp_path, provider, files, restored):
+    """The trace's state events and the restored versions cover RocksDB (zip, changelog), not only
+    the HDFS-backed store's deltas; RocksDB's shared SST files and checksum files are no versions."""
+    from rollcheck.spark_replay.trace import TraceWriter
+    from rollcheck.spark_replay.watcher import CheckpointWatcher
+
+    ck = tmp_path / "checkpoint"
+    part = ck / "state" / "0" / "0"
+    (part / "SSTs").mkdir(parents=True)
+    (part / "SSTs" / "000008-4f.sst").write_text("x")
+    (part / "_metadata").mkdir()
+    (part / "_metadata" / "schema").write_text("x")
+    for f in files:
+        (part / f).write_text("v")
+        (part / f".{f}.crc").write_text("c")
+    w = TraceWriter(tmp_path / "t.jsonl", {"source": "spark", "job": "query"})
+    watcher = CheckpointWatcher(ck, w, [], provider=provider)
+    watcher.poll_now()
+    watcher.new_attempt()  # a restart: the new attempt re-runs batch 2 and rewrites version 3
+    time.sleep(0.01)
+    last = part / files[-1]
+    last.write_text("rewritten")
+    watcher.poll_now()
+    w.close()
+    ev = [e for e in _lines(tmp_path / "t.jsonl")[1:] if e["kind"] == "spark.state_committed"]
+    assert sorted({e["file"].rsplit("/", 1)[1] for e in ev}) == sorted(files)
+    assert [e["version"] for e in ev][-1] == 3 and all(e["batch"] == e["version"] - 1 for e in ev)
+    assert watcher.restored_versions() == restored
+    with pytest.raises(ValueError, match="leveldb"):
+        CheckpointWatcher(ck, w, [], provider="leveldb")
+
+
 # ----------------------------------------------------------------------------- shared reference
 def test_shared_reference_from_a_failure_free_run(tmp_path):
     objs = _lines(COMMIT)
@@ -364,6 +403,50 @@ def test_html_renders_in_headless_chromium(tmp_path):
 
 
 # ----------------------------------------------------------------------------- the reproducer
+def test_minimiser_keeps_only_the_rows_that_still_fail(tmp_path):
+    """The minimiser's steps against a stand-in for the recordings (no Spark): the finding shows
+    whenever the failing batch holds the row with id 9. From 5 batches of 4 rows it keeps only that
+    row, in one batch, the failure moved to batch 0; each step kept only while the cell still fails."""
+    from rollcheck.spark_replay.reproducer import minimise_and_write
+
+    mod = tmp_path / "q.py"
+    mod.write_text("SCHEMA = 'id INT'\nOUTPUT_MODE = 'append'\nKEY = ['id']\n\n\n"
+                   "def batches(seed):\n    return [[(4 * b + i,) for i in range(4)] for b in range(5)]\n\n\n"
+                   "def query(df):\n    return df\n")
+    checks = tmp_path / "c.json"
+    checks.write_text(json.dumps({"root_cause": "output-exactly-once"}))
+    tried: list[tuple[int, list]] = []
+    fails: dict[str, bool] = {}
+
+    def argv_for(module: str, trace: Path, fail_at: int) -> list[str]:
+        return ["rec", "--module", module, "--out", str(trace), "--fail-at-batch", str(fail_at)]
+
+    def run(argv: list[str], timeout: float, log: Path) -> tuple[int | None, str]:
+        if "-I" in argv:  # the reproducer's run
+            return 1, 'LOST row (0 copies, the failure-free run has 1): {"id": 9}; handed to the sink in batch 0\n'
+        ns: dict = {}
+        exec(Path(argv[argv.index("--module") + 1]).read_text(), ns)
+        rows, k = ns["batches"](0), int(argv[argv.index("--fail-at-batch") + 1])
+        tried.append((k, rows))
+        trace = argv[argv.index("--out") + 1]
+        Path(trace).write_text("")
+        fails[trace] = (9,) in rows[k]
+        return 1, ""
+
+    cell = Cell(str(mod), "hdfs", "kill", "commit")
+    opts = MatrixOptions([str(mod)], fail_at_batch=2, out=tmp_path / "m")
+    res = minimise_and_write(cell, opts, {"checks": str(checks), "reason": "finding: lost"}, run, argv_for,
+                             lambda t: "output-exactly-once" if fails[str(t)] else None)
+    assert res["minimised"] == {"batches": 1, "rows": 1, "fail_at_batch": 0, "runs": 5, "from_batches": 5,
+                                "from_rows": 20}
+    assert [k for k, _ in tried] == [2, 0, 0, 0, 0] and tried[0][1] == [[(4 * b + i,) for i in range(4)]
+                                                                       for b in range(3)]
+    assert tried[-1][1] == [[(9,)]] and [r for _k, r in tried[2:4]] == [[[(8,), (9,)]], [[(8,)]]]
+    text = Path(res["reproducer"]).read_text()
+    assert "FAIL_AT = 0" in text and "return [[(9,)]]" in text and "KILL_POINT = 'commit'" in text
+    assert res["reproducer_run"]["reproduced"] is True and res["reproducer_run"]["shows"]
+
+
 def test_reproducer_is_standalone_and_carries_the_minimised_input():
     src = (LIB / "foreachbatch_append.py").read_text()
     rows = [[("p", 1)], [("q", 2), ("p", 3)], [("r", 4)]]
@@ -373,10 +456,18 @@ def test_reproducer_is_standalone_and_carries_the_minimised_input():
     assert ns["batches"](0) == rows
     text = reproducer_source(src, rows, failure="kill", kill_point="commit", fail_at=1, state_store="rocksdb",
                              title="t", reason="lost row")
-    imports = {ln.split()[1].split(".")[0] for ln in text.splitlines() if ln.startswith(("import ", "from "))}
-    assert imports <= {"json", "os", "signal", "subprocess", "sys", "tempfile", "time"}
-    assert "import rollcheck" not in text and "from rollcheck" not in text
+    import ast
+
+    tree = ast.parse(text)
+    imports = {(a.name if isinstance(n, ast.Import) else n.module).split(".")[0]
+               for n in ast.walk(tree) if isinstance(n, ast.Import | ast.ImportFrom)
+               for a in (n.names if isinstance(n, ast.Import) else n.names[:1])}
+    assert imports == {"json", "os", "signal", "subprocess", "sys", "tempfile", "time", "pyspark"}
+    assert "rollcheck" not in imports
     assert "RocksDBStateStoreProvider" in text and "KILL_POINT = 'commit'" in text
+    user = next(n.value.value for n in tree.body if isinstance(n, ast.Assign) and n.targets[0].id == "USER_SOURCE")
+    assert user == mod  # the user's module verbatim, readable in the script, with the minimised input
+    assert "def sink(batch_df, batch_id, out_dir):\n" in text
 
 
 # ----------------------------------------------------------------------------- one real cell
@@ -435,3 +526,15 @@ def test_every_kill_through_the_driver_supervision_is_recorded(tmp_path, monkeyp
         assert run.killed
         facts = sup.take()
         assert facts is not None and facts["kill_point"] == "sink"
+
+
+def test_a_worker_that_did_not_connect_back_is_the_machines_fault(tmp_path):
+    from rollcheck.spark_replay.matrix import overloaded
+
+    log = tmp_path / "task.log"
+    log.write_text("rollcheck: error: q.py: environment: not the query's failure: Spark's Python worker did not "
+                   "connect back within Spark's fixed 10 s (...): [STREAM_FAILED] Query [id = 9] terminated with "
+                   "exception: Python worker failed to connect back. SQLSTATE: XXKST\n")
+    assert overloaded(log)
+    log.write_text("rollcheck: error: q.py: query: the query failed on its own: division by zero\n")
+    assert not overloaded(log) and not overloaded(tmp_path / "missing.log")

@@ -107,12 +107,19 @@ def _register_rest(fsub: Any) -> None:
     mx.add_argument("--seed", type=int, default=0)
     mx.add_argument("--out", default="flink-matrix", metavar="DIR")
     mx.add_argument("--jobs", type=int, default=1, metavar="J", help="cells run at the same time")
+    mx.add_argument("--spread", type=int, default=None, metavar="SEED",
+                    help="run the cells in an order shuffled with this seed (a matrix cut short covers every "
+                    "dimension about evenly); the table keeps its order")
+    mx.add_argument("--shrink-runs", type=int, default=4, metavar="K",
+                    help="re-runs that shrink a finding of a job module to its fewest records (0: none)")
     mx.add_argument("--json", action="store_true")
 
     tp = add_parser(fsub, "tamper", "Write a deliberately broken copy of a Flink trace.", _tamper)
     tp.add_argument("trace")
     tp.add_argument("--how", required=True, choices=["older-restore", "barrier-after-snapshot", "drop-failure",
-                                                     "lose-key", "duplicate-key", "wrong-owner", "duplicate-row"])
+                                                     "lose-key", "duplicate-key", "wrong-owner", "duplicate-row",
+                                                     "lose-user-key-group", "duplicate-user-key-group",
+                                                     "corrupt-user-state"])
     tp.add_argument("-o", "--out", required=True)
     tp.add_argument("--json", action="store_true")
 
@@ -297,7 +304,8 @@ def _matrix(args: argparse.Namespace) -> int:
     print(f"rollcheck flink matrix: {len(todo)} cells, seed {args.seed}, {args.jobs} at a time, into {args.out}",
           file=sys.stderr)
     doc = run_matrix(todo, args.out, jobs=args.jobs, log=lambda m: print(m, file=sys.stderr, flush=True),
-                     records=args.records, rate=args.rate, interval_ms=args.interval, seed=args.seed)
+                     records=args.records, rate=args.rate, interval_ms=args.interval, seed=args.seed,
+                     shrink_runs=max(0, args.shrink_runs), spread_seed=args.spread)
     if args.json:
         emit_json(doc)
     else:
