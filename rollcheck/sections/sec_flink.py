@@ -75,7 +75,8 @@ def _tampered(trace: Path, tmp: Path) -> Row:
 
     t0 = time.perf_counter()
     caught, details = 0, []
-    for how in TAMPERS:
+    # the word count's own tampers (those of a user operator's keyed state need a user job's trace)
+    for how in [h for h in TAMPERS if "-user-" not in h]:
         out = tmp / f"tampered-{how}.jsonl"
         expected = tamper(trace, how, out)
         rep = word_count_report(out, tlc=_tlc() if how == "barrier-after-snapshot" else None)
@@ -87,7 +88,7 @@ def _tampered(trace: Path, tmp: Path) -> Row:
         caught += ok
         details.append(f"{how}: {expected} -> {check.status.value if check else 'missing'}")
     return Row(ALGORITHM, "Flink", "tampered traces rejected by the right check",
-               "pass" if caught == len(TAMPERS) else "fail", len(TAMPERS), "traces",
+               "pass" if caught == len(details) else "fail", len(details), "traces",
                time.perf_counter() - t0, "; ".join(details))
 
 
