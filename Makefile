@@ -66,10 +66,10 @@ verify-quick: setup flink-setup
 bench: setup
 	$(PY) -m benchmarks
 
-# the section times of `verify --quick` (FULL=1: of the full run), recorded in
-# benchmarks/results/verify-sections.json next to the previous measurements
+# the section times (wall and CPU) of `verify --quick` (FULL=1: of the full run; FROM=report/results.json:
+# of a run already made), recorded in benchmarks/results/verify-sections.json next to the previous ones
 bench-verify: setup flink-setup
-	ROLLCHECK_BENCH_VERIFY_FULL=$(FULL) $(PY) -m benchmarks --only verify
+	ROLLCHECK_BENCH_VERIFY_FULL=$(FULL) ROLLCHECK_BENCH_VERIFY_FROM=$(FROM) $(PY) -m benchmarks --only verify
 
 typecheck-tree:
 	rm -rf $(TYPECHECK)

@@ -1,9 +1,12 @@
 """Wall time of ``rollcheck verify`` per section, recorded so that a regression is visible.
 
 Runs ``rollcheck verify --quick`` (``ROLLCHECK_BENCH_VERIFY_FULL=1``: the full run;
-``ROLLCHECK_BENCH_VERIFY_ONLY=spark,flink``: those sections only) into a temporary folder, reads the section times from its ``results.json`` and appends one record to
-``benchmarks/results/verify-sections.json``: when, the commit, the load average before and after,
-the number of cores, the total and every section's time. It prints each section next to its
+``ROLLCHECK_BENCH_VERIFY_ONLY=spark,flink``: those sections only) into a temporary folder, its
+progress on the terminal, or takes a run already made (``ROLLCHECK_BENCH_VERIFY_FROM=
+report/results.json``), reads the section times from its ``results.json`` and appends one record
+to ``benchmarks/results/verify-sections.json``: when, the commit, the load average before and
+after, the number of cores, the number of checks, the total and every section's (and part's) wall
+and CPU time. It prints each section next to its
 budget (``rollcheck.sections.SCHEDULE``) and to the previous record of the same kind, marking a
 section more than 25 % slower than last time, and the total against the target (4 minutes quick,
 20 minutes full, on 2 cores). Times depend on the machine's load: compare records taken at a
@@ -39,11 +42,10 @@ def _commit() -> str:
         return "unknown"
 
 
-def main(quick: bool) -> None:
-    from rollcheck.sections import SCHEDULE
-
-    kind = "full" if os.environ.get("ROLLCHECK_BENCH_VERIFY_FULL") == "1" else "quick"
-    load0 = os.getloadavg()
+def _run_verify(kind: str) -> tuple[dict, float, int, tuple[float, float], str]:
+    """Run verify into a temporary folder (its live progress on this terminal); return its results,
+    wall time, exit code, load before and after, and the kind of run."""
+    load0 = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="rollcheck-bench-verify-") as d:
         out = Path(d) / "report"
         cmd = [sys.executable, "-m", "rollcheck.cli.main", "verify", "--out", str(out), "--seed", "0"]
@@ -55,31 +57,64 @@ def main(quick: bool) -> None:
         if only:
             kind += " --only " + ",".join(only)
         t0 = time.perf_counter()
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=3 * 3600)
+        proc = subprocess.run(cmd, timeout=3 * 3600)
         wall = time.perf_counter() - t0
         try:
             doc = json.loads((out / "results.json").read_text(encoding="utf-8"))
         except (OSError, ValueError):
-            print(f"verify wrote no results (exit {proc.returncode}): {proc.stderr[-1000:]}")
-            return
-    load1 = os.getloadavg()
+            doc = {}
+    return doc, wall, proc.returncode, (load0, os.getloadavg()[0]), kind
+
+
+def _from_report(path: str) -> tuple[dict, float, int, tuple[float, float], str]:
+    """A run already made (``ROLLCHECK_BENCH_VERIFY_FROM=report/results.json``): its results, wall
+    time, exit code (from its verdict), load at its start and end, and its kind."""
+    doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    rows = doc.get("rows") or []
+    code = 1 if any(r.get("status") == "fail" for r in rows) else 3 if (
+        not rows or any(r.get("status") == "inconclusive" for r in rows)) else 0
+    la = doc.get("load_average") or {}
+    kind = "quick" if doc.get("quick") else "full"
+    return doc, float(doc.get("total_seconds") or 0.0), code, (la.get("start") or 0.0, la.get("end") or 0.0), kind
+
+
+def main(quick: bool) -> None:
+    from rollcheck.sections import SCHEDULE
+
+    given = os.environ.get("ROLLCHECK_BENCH_VERIFY_FROM")
+    if given:
+        doc, wall, code, (load0, load1), kind = _from_report(given)
+    else:
+        kind = "full" if os.environ.get("ROLLCHECK_BENCH_VERIFY_FULL") == "1" else "quick"
+        doc, wall, code, (load0, load1), kind = _run_verify(kind)
+    if not doc:
+        print(f"verify wrote no results (exit {code})")
+        return
     secs = {str(k): float(v) for k, v in doc.get("section_seconds", {}).items()}
+    cpu = {str(k): float(v) for k, v in (doc.get("section_cpu_seconds") or {}).items()}
     record = {"when": time.strftime("%Y-%m-%d %H:%M:%S"), "kind": kind, "commit": _commit(),
-              "cores": len(os.sched_getaffinity(0)), "jobs": doc.get("jobs"), "load_before": round(load0[0], 1),
-              "load_after": round(load1[0], 1), "total_seconds": round(wall, 1), "verdict": doc.get("verdict"),
-              "exit_code": proc.returncode, "sections": secs}
+              "cores": doc.get("cores") or len(os.sched_getaffinity(0)), "jobs": doc.get("jobs"),
+              "load_before": round(load0, 1), "load_after": round(load1, 1), "total_seconds": round(wall, 1),
+              "verdict": doc.get("verdict"), "exit_code": code, "sections": secs, "sections_cpu": cpu,
+              "cpu_seconds": round(sum(cpu.values()), 1), "checks": len(doc.get("rows") or []),
+              "jobs_seconds": doc.get("job_seconds"), "jobs_cpu_seconds": doc.get("job_cpu_seconds"),
+              "jobs_started": doc.get("job_started")}
     history = _load()
     previous = next((r for r in reversed(history) if r.get("kind") == kind), None)
     target = TARGET.get(kind.split()[0], 0.0)
     print(f"verify ({kind}): {wall:.0f} s wall (target for the whole run {target:.0f} s), "
-          f"exit {proc.returncode}, load {load0[0]:.1f} -> {load1[0]:.1f}, {record['cores']} cores, "
-          f"{record['jobs']} sections at once")
-    print(f"{'section':<12} {'seconds':>8} {'budget':>8} {'previous':>9}")
+          f"exit {code}, load {load0:.1f} -> {load1:.1f}, {record['cores']} cores, "
+          f"{record['jobs']} sections at once, {record['checks']} checks")
+    if cpu:
+        print(f"CPU: {sum(cpu.values()):.0f} s in all (user + system, JVMs and TLC included): on "
+              f"{record['cores']} cores no schedule can finish in less than {sum(cpu.values()) / record['cores']:.0f} s")
+    print(f"{'section':<12} {'seconds':>8} {'CPU s':>7} {'budget':>8} {'previous':>9}")
     for name, s in sorted(secs.items(), key=lambda kv: -kv[1]):
         budget = float(SCHEDULE.get(name, {}).get(kind.split()[0], 0) or 0)
         prev = (previous or {}).get("sections", {}).get(name)
         mark = " SLOWER" if prev and s > 1.25 * prev else ""
-        print(f"{name:<12} {s:8.1f} {budget:8.0f} {prev if prev is not None else '-':>9}{mark}")
+        c = f"{cpu[name]:7.0f}" if name in cpu else f"{'-':>7}"
+        print(f"{name:<12} {s:8.1f} {c} {budget:8.0f} {prev if prev is not None else '-':>9}{mark}")
     if previous:
         print(f"previous {kind} record: {previous['total_seconds']} s at load {previous['load_before']} "
               f"({previous['when']}, {previous['commit']})")

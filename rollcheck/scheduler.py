@@ -1,21 +1,29 @@
 """Run ``rollcheck verify``'s sections side by side, each in a process of its own.
 
-The sections are independent (each writes under its own folder of the report), so the scheduler
-runs up to ``jobs`` of them at once, longest first (list scheduling by estimated time), with one
-rule on top: at most ``engine_slots`` *engine* sections (Spark, Flink: a JVM of a gigabyte each and
-recordings that mostly wait on their sources and timers) at a time — two by default, one when the
-machine has less than 4 GB of memory available. CPU-bound sections (Hypothesis, Z3, simulations,
-TLC) run beside them and beside each other. By default ``jobs`` is the number of usable cores
-plus one: an engine section leaves most of its core idle while a JVM starts up or a recording
-waits, and the extra CPU-bound section fills that gap.
+The sections are independent (each writes under its own folder of the report), and a long one may
+declare ``PARTS`` — independent parts run as jobs of their own (``<section>.<part>``). The
+scheduler runs up to ``jobs`` jobs at once, longest first (list scheduling by estimated time), with
+two rules on top: at most ``engine_slots`` *engine* jobs (Spark, Flink: a JVM of a gigabyte each)
+at a time — two by default, one when the machine has less than 4 GB of memory available — and
+*timed* jobs (the Flink sweeps, which mostly wait: their wall time is fixed by the durations of
+their runs) start first and run beside the ``jobs`` others, at most ``timed_slots`` of them.
+CPU-bound jobs (Hypothesis, Z3, simulations, TLC) run beside the rest. By default ``jobs`` is the
+number of usable cores plus one: an engine job leaves part of its core idle while a recording
+waits, and the extra CPU-bound job fills that gap.
 
-Every section runs in a *process* (``multiprocessing`` ``spawn``: no JVM or thread is inherited),
+Each job lowers its own priority by its kind (:data:`NICENESS`): a timed job keeps rollcheck's
+(its runs measure recovery time and utilization), an engine job yields a little to it, CPU-bound
+jobs yield to both. They still fill every cycle the others leave.
+
+Every job runs in a *process* (``multiprocessing`` ``spawn``: no JVM or thread is inherited),
 in a process group of its own so that the JVMs and TLC runs it starts die with it; the scheduler
-also keeps track of every process a section starts (some start their JVMs in sessions of their
-own) and kills what is left of them when the run ends or is interrupted. Its file
-descriptors 1 and 2 go to ``logs/<section>.log`` of the report; its progress messages come back
-through a queue, and its rows as a pickle at the end. The rows are put back in section order, so
-the report's content does not depend on which section finished first.
+also keeps track of every process a job starts (some start their JVMs in sessions of their
+own) and kills what is left of them when the run ends or is interrupted. The same once-a-second
+scan of the process tree adds up each job's CPU time, the JVMs it never waits for included
+(:attr:`SectionOutcome.cpu_seconds`). Its file descriptors 1 and 2 go to ``logs/<job>.log`` of the
+report; its progress messages come back through a queue, and its rows as a pickle at the end. The
+rows are put back in section order, so the report's content does not depend on which job
+finished first.
 
 References
 ----------
@@ -39,11 +47,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SectionJob", "SectionOutcome", "default_engine_slots", "default_jobs", "plan_jobs", "run_sections"]
+__all__ = ["SectionJob", "SectionOutcome", "default_engine_slots", "default_jobs", "plan_jobs", "run_sections",
+           "section_parts"]
 
-#: Resource kinds: an ``engine`` section holds the one engine slot (Spark, Flink); ``cpu`` sections
-#: (and TLC, which is CPU-bound and small) only need a core.
-KINDS = ("cpu", "engine")
+#: Resource kinds: an ``engine`` job holds an engine slot (Spark, Flink: a JVM of a gigabyte);
+#: ``cpu`` jobs (TLC included: CPU-bound, small JVMs) only need a core; a ``timed`` job is an
+#: engine job that mostly *waits* (a sweep of timed runs measuring recovery time or utilization
+#: on Flink: its wall time is fixed by the runs' durations, its CPU use small) and whose
+#: measurements need the CPU promptly when it asks for it. Timed jobs start first, beside the
+#: ``jobs`` others (at most ``timed_slots`` of them), at the highest priority.
+KINDS = ("cpu", "engine", "timed")
+
+#: ``nice`` increments per kind (a section process lowers its own priority): a timed job keeps
+#: the priority rollcheck runs at (its runs measure time); an engine job yields a little to it;
+#: CPU-bound jobs, which fill every cycle the others leave, yield to both rather than stretch the
+#: run's longest paths or distort a measurement.
+NICENESS = {"timed": 0, "engine": 2, "cpu": 5}
 
 
 @dataclass
@@ -78,6 +97,7 @@ class SectionOutcome:
     started: float = 0.0
     log_path: Path | None = None
     error: str | None = None
+    cpu_seconds: float | None = None  # user + system CPU of the section's process and the children it waited for
 
 
 def default_jobs() -> int:
@@ -101,6 +121,24 @@ def default_engine_slots() -> int:
     return 2 if avail_kb >= 4 * 1024 * 1024 else 1
 
 
+def section_parts(module: Any, quick: bool) -> list[str]:
+    """The parts a section module declares for a quick or full run: its ``PARTS`` (a tuple, or a
+    dict ``{"quick": (...), "full": (...)}`` when the two runs split differently); [] for none.
+
+    Examples
+    --------
+    >>> import types
+    >>> section_parts(types.SimpleNamespace(PARTS={"quick": ("a",), "full": ("a", "b")}), quick=False)
+    ['a', 'b']
+    >>> section_parts(types.SimpleNamespace(), quick=True)
+    []
+    """
+    parts = getattr(module, "PARTS", ()) or ()
+    if isinstance(parts, dict):
+        parts = parts.get("quick" if quick else "full", ()) or ()
+    return [str(p) for p in parts]
+
+
 def plan_jobs(sections: list[tuple[str, Any]], quick: bool,
               measured: dict[str, float] | None = None) -> list[SectionJob]:
     """The sections as jobs, with their kind and estimated seconds.
@@ -108,7 +146,9 @@ def plan_jobs(sections: list[tuple[str, Any]], quick: bool,
     A section module may say ``SCHEDULE = {"kind": "engine", "quick": 60, "full": 400}``;
     otherwise :data:`rollcheck.sections.SCHEDULE` has its entry. ``measured`` (job → seconds of a
     previous run with the same quick/full setting) overrides the estimate. A section with
-    ``PARTS`` becomes one job per part, named ``<section>.<part>``, each estimated at its share.
+    ``PARTS`` becomes one job per part, named ``<section>.<part>``; a part's kind and estimate come
+    from the entry ``<section>.<part>`` of the schedule when there is one, else from its section's
+    (the section's estimate shared equally among its parts).
 
     Examples
     --------
@@ -121,21 +161,30 @@ def plan_jobs(sections: list[tuple[str, Any]], quick: bool,
 
     jobs = []
     for name, module in sections:
-        hint: dict[str, Any] = dict(getattr(module, "SCHEDULE", None) or SCHEDULE.get(name, {}))
-        est = float(hint.get("quick" if quick else "full", 60.0))
+        table: dict[str, Any] = dict(SCHEDULE)
+        own = getattr(module, "SCHEDULE", None)
+        if own:
+            table[name] = own
+        hint: dict[str, Any] = dict(table.get(name, {}))
+        key = "quick" if quick else "full"
+        est = float(hint.get(key, 60.0))
         kind = str(hint.get("kind", "cpu"))
         title = str(getattr(module, "TITLE", name))
-        parts = [str(p) for p in getattr(module, "PARTS", ()) or ()]
+        parts = section_parts(module, quick)
         for part in parts or [None]:
             job = name if part is None else f"{name}.{part}"
-            e = float(measured[job]) if measured and job in measured else est / max(1, len(parts))
-            jobs.append(SectionJob(job, title if part is None else f"{title} [{part}]", kind, e,
-                                   f"rollcheck.sections.sec_{name}", name, part))
+            part_hint: dict[str, Any] = dict(table.get(job, {})) if part is not None else {}
+            e = float(part_hint.get(key, est / max(1, len(parts))))
+            if measured and job in measured:
+                e = float(measured[job])
+            jobs.append(SectionJob(job, title if part is None else f"{title} [{part}]",
+                                   str(part_hint.get("kind", kind)), e, f"rollcheck.sections.sec_{name}", name, part))
     return jobs
 
 
 def _pick(pending: list[SectionJob], engines_running: int, engine_slots: int) -> SectionJob | None:
-    """Longest pending job that may start now (an engine job only while an engine slot is free).
+    """Longest pending ``cpu`` or ``engine`` job that may start now (an engine job only while an
+    engine slot is free).
 
     Examples
     --------
@@ -143,17 +192,41 @@ def _pick(pending: list[SectionJob], engines_running: int, engine_slots: int) ->
     >>> _pick(jobs, 0, 1).name, _pick(jobs, 1, 1).name
     ('s', 'a')
     """
-    ok = [j for j in pending if not (j.kind == "engine" and engines_running >= engine_slots)]
+    ok = [j for j in pending if j.kind != "timed" and not (j.kind == "engine" and engines_running >= engine_slots)]
     return max(ok, key=lambda j: (j.estimate, j.kind == "engine")) if ok else None
 
 
+def _pick_timed(pending: list[SectionJob], timed_running: int, timed_slots: int) -> SectionJob | None:
+    """Longest pending ``timed`` job, while a timed slot is free.
+
+    Examples
+    --------
+    >>> jobs = [SectionJob("a", "a", "cpu", 10), SectionJob("u", "u", "timed", 50)]
+    >>> _pick_timed(jobs, 0, 1).name, _pick_timed(jobs, 1, 1)
+    ('u', None)
+    """
+    ok = [j for j in pending if j.kind == "timed"] if timed_running < timed_slots else []
+    return max(ok, key=lambda j: j.estimate) if ok else None
+
+
+def _cpu_seconds() -> float:
+    """User + system CPU seconds of this process and of every child it has waited for."""
+    import resource
+
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 def _worker(name: str, module_name: str, section: str, part: str | None, ctx_args: dict[str, Any],
-            log_path: str, q: Any) -> None:
+            log_path: str, q: Any, kind: str = "cpu") -> None:
     """Body of a section's process: run ``module_name.run`` and send the rows back."""
     import contextlib as _cl
 
     with _cl.suppress(OSError):
         os.setpgid(0, 0)  # the section's JVMs and TLC runs die with its group
+    if NICENESS.get(kind) and ctx_args.get("priorities", True):
+        with _cl.suppress(OSError):
+            os.nice(NICENESS[kind])
     from rollcheck.pyimpl.errors import TerminationRequested
 
     def _term(signum: int, _frame: Any) -> None:  # clean up as on Ctrl-C: finally blocks stop the JVMs
@@ -200,11 +273,15 @@ def _worker(name: str, module_name: str, section: str, part: str | None, ctx_arg
                                  error, section=section)])
     sys.stdout.flush()
     sys.stderr.flush()
-    q.put(("done", name, blob, time.perf_counter() - t0, error))
+    q.put(("done", name, blob, time.perf_counter() - t0, error, _cpu_seconds()))
 
 
-def _proc_table() -> dict[int, tuple[int, str]]:
-    """pid → (parent pid, start time) of every process (Linux ``/proc``; {} elsewhere)."""
+def _proc_table(ticks: dict[tuple[int, str], int] | None = None) -> dict[int, tuple[int, str]]:
+    """pid → (parent pid, start time) of every process (Linux ``/proc``; {} elsewhere).
+
+    ``ticks``, when given, is filled with (pid, start time) → the process's own user + system CPU
+    time so far, in clock ticks.
+    """
     out: dict[int, tuple[int, str]] = {}
     try:
         names = os.listdir("/proc")
@@ -217,9 +294,18 @@ def _proc_table() -> dict[int, tuple[int, str]]:
             with open(f"/proc/{name}/stat", encoding="ascii", errors="replace") as fh:
                 fields = fh.read().rsplit(")", 1)[1].split()
             out[int(name)] = (int(fields[1]), fields[19])
+            if ticks is not None:
+                ticks[(int(name), fields[19])] = int(fields[11]) + int(fields[12])
         except (OSError, IndexError, ValueError):
             continue
     return out
+
+
+def _clock_ticks() -> int:
+    try:
+        return int(os.sysconf("SC_CLK_TCK"))
+    except (AttributeError, ValueError, OSError):
+        return 100
 
 
 def _descendants(roots: list[int], table: dict[int, tuple[int, str]]) -> set[tuple[int, str]]:
@@ -258,9 +344,11 @@ def _kill_group(proc: Any, sig: int = signal.SIGKILL) -> None:
 
 
 def run_sections(jobs: list[SectionJob], ctx_args: dict[str, Any], log_dir: Path, slots: int,
-                 on_event: Callable[[str, str, Any], None], engine_slots: int = 1) -> dict[str, SectionOutcome]:
-    """Run ``jobs`` with at most ``slots`` at once (``engine_slots`` of them engine jobs); return
-    name → outcome.
+                 on_event: Callable[[str, str, Any], None], engine_slots: int = 1,
+                 timed_slots: int = 2) -> dict[str, SectionOutcome]:
+    """Run ``jobs`` with at most ``slots`` ``cpu`` and ``engine`` jobs at once (``engine_slots``
+    of them engine jobs), and beside them at most ``timed_slots`` ``timed`` jobs; return name →
+    outcome.
 
     ``on_event(kind, name, payload)`` is called in this process for ``"start"`` (payload: the
     job), ``"log"`` (a progress message) and ``"done"`` (the :class:`SectionOutcome`). An
@@ -270,8 +358,9 @@ def run_sections(jobs: list[SectionJob], ctx_args: dict[str, Any], log_dir: Path
 
     from rollcheck.suite import Row
 
-    if slots < 1 or engine_slots < 1:
-        raise ValueError(f"slots and engine_slots must be at least 1, got {slots}, {engine_slots}")
+    if slots < 1 or engine_slots < 1 or timed_slots < 1:
+        raise ValueError(f"slots, engine_slots and timed_slots must be at least 1, got {slots}, {engine_slots}, "
+                         f"{timed_slots}")
     mpc = mp.get_context("spawn")
     q = mpc.Queue()
     log_dir.mkdir(parents=True, exist_ok=True)
@@ -280,21 +369,33 @@ def run_sections(jobs: list[SectionJob], ctx_args: dict[str, Any], log_dir: Path
     done: dict[str, SectionOutcome] = {}
     gone_since: dict[str, float] = {}
     tracked: set[tuple[int, str]] = set()  # every process the sections started, seen so far
+    # job → (pid, start) → own CPU ticks last seen: the CPU of the JVMs a section starts and never
+    # waits for (Spark's gateway, PyFlink's), which the section's own rusage does not count
+    sampled: dict[str, dict[tuple[int, str], int]] = {}
+    hz = _clock_ticks()
     last_scan = 0.0
 
-    def finish(name: str, rows: list[Any], seconds: float, error: str | None) -> None:
+    def finish(name: str, rows: list[Any], seconds: float, error: str | None, cpu: float | None = None) -> None:
         proc, job, t0 = running.pop(name)
         proc.join(5)
         if proc.is_alive():
             _kill_group(proc)
-        out = SectionOutcome(name, job.title, rows, seconds, t0, log_dir / f"{name}.log", error)
+        # both are lower bounds of the section's CPU time: the children it waited for (exact,
+        # short-lived ones included) and the processes of its tree seen once a second
+        seen = sum(sampled.pop(name, {}).values()) / hz
+        cpu = max(cpu or 0.0, seen)
+        out = SectionOutcome(name, job.title, rows, seconds, t0, log_dir / f"{name}.log", error,
+                             round(cpu, 1) if cpu else None)
         done[name] = out
         on_event("done", name, out)
 
     try:
         while pending or running:
-            while pending and len(running) < slots:
-                job = _pick(pending, sum(j.kind == "engine" for _, j, _ in running.values()), engine_slots)
+            while pending:
+                timed = sum(j.kind == "timed" for _, j, _ in running.values())
+                job = _pick_timed(pending, timed, timed_slots)
+                if job is None and len(running) - timed < slots:
+                    job = _pick(pending, sum(j.kind == "engine" for _, j, _ in running.values()), engine_slots)
                 if job is None:
                     break
                 pending.remove(job)
@@ -302,14 +403,24 @@ def run_sections(jobs: list[SectionJob], ctx_args: dict[str, Any], log_dir: Path
                 with contextlib.suppress(FileNotFoundError):
                     log_path.unlink()
                 proc = mpc.Process(target=_worker, args=(job.name, job.module, job.section, job.part, ctx_args,
-                                                         str(log_path), q),
+                                                         str(log_path), q, job.kind),
                                    name=f"rollcheck-verify-{job.name}")
                 proc.start()
                 running[job.name] = (proc, job, time.perf_counter())
                 on_event("start", job.name, job)
             if time.monotonic() - last_scan > 1.0:
                 last_scan = time.monotonic()
-                tracked |= _descendants([p.pid for p, _j, _t in running.values() if p.pid], _proc_table())
+                ticks: dict[tuple[int, str], int] = {}
+                table = _proc_table(ticks)
+                for jname, (p, _j, _t) in running.items():
+                    if not p.pid or p.pid not in table:
+                        continue
+                    tree = _descendants([p.pid], table) | {(p.pid, table[p.pid][1])}
+                    tracked |= tree
+                    seen = sampled.setdefault(jname, {})
+                    for key in tree:
+                        if key in ticks:
+                            seen[key] = max(seen.get(key, 0), ticks[key])
             try:
                 msg = q.get(timeout=0.25)
             except queue_mod.Empty:
@@ -318,8 +429,8 @@ def run_sections(jobs: list[SectionJob], ctx_args: dict[str, Any], log_dir: Path
                 if msg[0] == "log":
                     on_event("log", msg[1], msg[2])
                 elif msg[0] == "done" and msg[1] in running:
-                    _, name, blob, seconds, error = msg
-                    finish(name, pickle.loads(blob), seconds, error)
+                    _, name, blob, seconds, error, cpu = msg
+                    finish(name, pickle.loads(blob), seconds, error, cpu)
                 continue
             now = time.perf_counter()
             for name, (proc, _job, t0) in list(running.items()):

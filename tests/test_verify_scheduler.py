@@ -30,6 +30,12 @@ BODY = {
     "notarow": "return ['not a row']",
     "leaker": "import subprocess; p = subprocess.Popen(['sleep', '300'], start_new_session=True); "
               "time.sleep(2.5); return [Row('x', 'pyimpl', 'leak', 'pass', 1, detail=str(p.pid))]",
+    # a child that burns 2 s of CPU and is never waited for (as PySpark's JVM): only the
+    # scheduler's sampling of the section's process tree sees its CPU
+    "burner": "import subprocess, sys; p = subprocess.Popen([sys.executable, '-c', 'import time\\nt = "
+              "time.process_time()\\nwhile time.process_time() - t < 2.0: pass']); "
+              "exec('while open(f\"/proc/{p.pid}/stat\").read().rsplit(\")\", 1)[1].split()[0] != \"Z\": "
+              "time.sleep(0.05)'); return [Row('x', 'pyimpl', 'burn', 'pass', 1)]",
 }
 
 
@@ -53,11 +59,12 @@ def fake_sections(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     return "fakesecs"
 
 
-def _run(jobs: list[SectionJob], tmp: Path, slots: int, engine_slots: int = 1) -> tuple[dict, list]:
+def _run(jobs: list[SectionJob], tmp: Path, slots: int, engine_slots: int = 1,
+         timed_slots: int = 1) -> tuple[dict, list]:
     events: list[tuple[str, str]] = []
     out = run_sections(jobs, {"profile": "ci", "quick": True, "out_dir": str(tmp / "report"), "seed": 0},
                        tmp / "report" / "logs", slots, lambda k, n, p: events.append((k, n)),
-                       engine_slots=engine_slots)
+                       engine_slots=engine_slots, timed_slots=timed_slots)
     return out, events
 
 
@@ -69,8 +76,10 @@ def _span(row: Row) -> tuple[float, float]:
 def test_cpu_sections_overlap_and_keep_separate_logs(fake_sections: str, tmp_path: Path) -> None:
     jobs = [SectionJob(n, n, "cpu", 1.0, f"{fake_sections}.{n}") for n in ("sleepy_a", "sleepy_b")]
     out, events = _run(jobs, tmp_path, slots=2)
-    (a0, a1), (b0, b1) = _span(out["sleepy_a"].rows[0]), _span(out["sleepy_b"].rows[0])
-    assert a0 < b1 and b0 < a1  # the two ran at the same time
+    # the two ran at the same time: both were started before either was done (their own clocks
+    # need not overlap: under load one interpreter may take seconds longer to start)
+    assert max(events.index(("start", n)) for n in ("sleepy_a", "sleepy_b")) < min(
+        events.index(("done", n)) for n in ("sleepy_a", "sleepy_b"))
     assert [r.status for o in out.values() for r in o.rows] == ["pass", "pass"]
     assert all(r.section in ("sleepy_a", "sleepy_b") for o in out.values() for r in o.rows)
     logs = tmp_path / "report" / "logs"
@@ -84,6 +93,46 @@ def test_engine_sections_respect_their_slot(fake_sections: str, tmp_path: Path) 
     out, _ = _run(jobs, tmp_path, slots=3, engine_slots=1)
     (a0, a1), (b0, b1) = _span(out["sleepy_a"].rows[0]), _span(out["sleepy_b"].rows[0])
     assert a1 <= b0 or b1 <= a0  # one after the other
+
+
+def test_a_timed_section_runs_beside_the_others_at_the_higher_priority(fake_sections: str, tmp_path: Path) -> None:
+    jobs = [SectionJob("sleepy_a", "sleepy_a", "cpu", 1.0, f"{fake_sections}.sleepy_a"),
+            SectionJob("sleepy_b", "sleepy_b", "timed", 1.0, f"{fake_sections}.sleepy_b")]
+    out, events = _run(jobs, tmp_path, slots=1, timed_slots=1)
+    starts = [n for k, n in events if k == "start"]
+    # timed jobs start first; one cpu slot, yet both were started before either was done
+    assert starts == ["sleepy_b", "sleepy_a"]
+    assert events.index(("start", "sleepy_a")) < min(events.index(("done", n)) for n in starts)
+    jobs = [SectionJob(n, n, "timed", 1.0, f"{fake_sections}.{n}") for n in ("sleepy_a", "sleepy_b")]
+    out, _ = _run(jobs, tmp_path, slots=3, timed_slots=1)
+    (a0, a1), (b0, b1) = _span(out["sleepy_a"].rows[0]), _span(out["sleepy_b"].rows[0])
+    assert a1 <= b0 or b1 <= a0  # their own slot limit holds
+
+
+def test_cpu_seconds_include_children_never_waited_for(fake_sections: str, tmp_path: Path) -> None:
+    out, _ = _run([SectionJob("burner", "burner", "cpu", 1.0, f"{fake_sections}.burner")], tmp_path, slots=1)
+    assert out["burner"].rows[0].status == "pass"
+    # 2 s burnt by the child; the process tree is sampled once a second, so at least 1 s is seen
+    assert out["burner"].cpu_seconds is not None and out["burner"].cpu_seconds >= 0.9
+
+
+def test_parts_may_differ_between_quick_and_full_and_have_their_own_entry() -> None:
+    import types
+
+    from rollcheck.scheduler import section_parts
+
+    mod = types.SimpleNamespace(TITLE="S", PARTS={"quick": ("a",), "full": ("a", "b")})
+    assert section_parts(mod, quick=True) == ["a"] and section_parts(mod, quick=False) == ["a", "b"]
+    jobs = plan_jobs([("flink", types.SimpleNamespace(TITLE="F", PARTS=("recordings", "utilization")))], quick=False)
+    kinds = {j.name: (j.kind, j.estimate) for j in jobs}
+    from rollcheck.sections import SCHEDULE
+
+    assert kinds["flink.utilization"] == ("timed", float(SCHEDULE["flink.utilization"]["full"]))  # type: ignore[arg-type]
+    assert kinds["flink.recordings"][0] == "engine"
+    for name, module in __import__("rollcheck.suite", fromlist=["x"]).discover_sections():
+        for quick in (True, False):  # every part of a shipped section has a schedule entry
+            for part in section_parts(module, quick):
+                assert f"{name}.{part}" in SCHEDULE, f"{name}.{part}"
 
 
 def test_crash_death_and_full_disk_become_rows(fake_sections: str, tmp_path: Path) -> None:

@@ -160,7 +160,8 @@ class _Progress:
             from rollcheck.suite import plural
 
             line = (f"{self.titles[name]}: {plural(len(got), 'check')}, {n_fail} failed, {n_inc} inconclusive "
-                    f"in {payload.seconds:.1f}s (log: logs/{name}.log)")
+                    f"in {payload.seconds:.1f}s" + (f", CPU {payload.cpu_seconds:.0f}s" if payload.cpu_seconds is not None
+                                             else "") + f" (log: logs/{name}.log)")
             self._log(f"[{name}] done: {line}" + (f"; crashed: {payload.error}" if payload.error else ""))
             colour = "red" if n_fail else ("yellow" if n_inc else "green")
             if self.interactive:
@@ -171,12 +172,28 @@ class _Progress:
                     self.console.print(_plain_line(r), markup=False)
 
 
-def _section_seconds(plan: list[Any], outcomes: dict[str, Any]) -> dict[str, float]:
-    """Seconds per section: a section run in parts counts the sum of its parts' times."""
+def _section_seconds(plan: list[Any], outcomes: dict[str, Any], what: str = "seconds") -> dict[str, float]:
+    """Seconds per section (``what``: ``seconds`` of wall time or ``cpu_seconds``): a section run in
+    parts counts the sum of its parts' times; a part that reported no CPU time counts none."""
     out: dict[str, float] = {}
     for j in plan:
-        out[j.section] = round(out.get(j.section, 0.0) + outcomes[j.name].seconds, 1)
+        out[j.section] = round(out.get(j.section, 0.0) + float(getattr(outcomes[j.name], what) or 0.0), 1)
     return out
+
+
+def _load_average() -> float | None:
+    """The machine's 1-minute load average (None where the OS does not say)."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):
+        return None
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def _header_words(profile: str, quick: bool, seed: int, seed_from: str, hyp: int | None, jobs: int,
@@ -191,7 +208,8 @@ def _header_words(profile: str, quick: bool, seed: int, seed_from: str, hyp: int
         "Hypothesis": ("derandomised (the same examples every run; set ROLLCHECK_SEED to vary them)"
                        if hyp is None else f"seeded with {hyp} (ROLLCHECK_SEED)"),
         "sections at once": (f"{jobs}, each in a process of its own (at most {engine_jobs} Spark/Flink "
-                             f"section{'s' if engine_jobs != 1 else ''} at a time)"),
+                             f"section{'s' if engine_jobs != 1 else ''} at a time), and beside them up to "
+                             f"{engine_jobs} timed Flink sweep{'s' if engine_jobs != 1 else ''}"),
     }
 
 
@@ -234,6 +252,7 @@ def _run(args: argparse.Namespace) -> int:
         old.unlink(missing_ok=True)
     words = _header_words(profile, args.quick, seed, seed_from, hyp, jobs, engine_jobs)
     t_all = time.perf_counter()
+    load_start = _load_average()
     console = Console(file=sys.stderr, force_terminal=interactive or None,
                       highlight=False, width=None if interactive else 10_000, soft_wrap=not interactive)
     console.print(f"rollcheck verify: {words['run']}; profile {words['profile']}; seed {words['seed']}; "
@@ -245,7 +264,8 @@ def _run(args: argparse.Namespace) -> int:
         live = Live(get_renderable=progress.render, console=console, refresh_per_second=4,
                     transient=True) if interactive else contextlib.nullcontext()
         with live:
-            outcomes = run_sections(plan, ctx_args, log_dir, jobs, progress.event, engine_slots=engine_jobs)
+            outcomes = run_sections(plan, ctx_args, log_dir, jobs, progress.event, engine_slots=engine_jobs,
+                                    timed_slots=engine_jobs)
     rows = [r for name, _ in sections for j in plan if j.section == name for r in outcomes[j.name].rows]
     seconds = time.perf_counter() - t_all
     verdict = summary_line(rows, seconds)
@@ -264,7 +284,12 @@ def _run(args: argparse.Namespace) -> int:
         "total_time": format_duration(seconds), "generated": time.strftime("%Y-%m-%d %H:%M:%S"),
         "section_seconds": _section_seconds(plan, outcomes),
         "job_seconds": {n: round(o.seconds, 1) for n, o in outcomes.items()},
+        # user + system CPU of each section's process and the children (JVMs, TLC) it waited for
+        "section_cpu_seconds": _section_seconds(plan, outcomes, "cpu_seconds"),
+        "job_cpu_seconds": {n: o.cpu_seconds for n, o in outcomes.items()},
+        "job_started": {n: round(o.started - t_all, 1) for n, o in outcomes.items()},
         "section_titles": {name: str(getattr(m, "TITLE", name)) for name, m in sections},
+        "cores": _cores(), "load_average": {"start": load_start, "end": _load_average()},
         "versions": environment(),
     }
     try:

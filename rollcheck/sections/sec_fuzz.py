@@ -123,6 +123,21 @@ def _fuzz_tla(n: int, seed: int) -> Row:
                 time.perf_counter() - t0, method="pyimpl")
 
 
+#: Independent parts the scheduler runs side by side (CPU-bound, one core each): the trace format
+#: alone (the costliest, about half of the section), the other file formats, and the options, the
+#: TLA+ value strings and the fault injections (a file format other than the trace's runs in
+#: ``files``). The quick run, half a minute in all, is not split.
+PARTS = {"quick": (), "full": ("trace", "files", "options")}
+
+
+def _part_of(name: str, fmt: object) -> str:
+    from rollcheck.testing.fuzzing import FileFormat
+
+    if name == "trace":
+        return "trace"
+    return "files" if isinstance(fmt, FileFormat) else "options"
+
+
 def run(ctx: VerifyContext) -> list[Row]:
     from rollcheck.testing.fuzzing import FORMATS, FileFormat
 
@@ -130,6 +145,8 @@ def run(ctx: VerifyContext) -> list[Row]:
     rows = []
     with tempfile.TemporaryDirectory(prefix="rollcheck-fuzz-") as tmp:
         for name, fmt in FORMATS.items():
+            if not ctx.runs(_part_of(name, fmt)):
+                continue
             ctx.log(f"  fuzzing {name}: {n} inputs (seed {ctx.seed})")
             work = Path(tmp) / name
             work.mkdir()
@@ -137,9 +154,11 @@ def run(ctx: VerifyContext) -> list[Row]:
                 rows.append(_fuzz_file(name, fmt, n, ctx.seed, work))
             else:
                 rows.append(_fuzz_options(fmt.name, fmt, n, ctx.seed, work))
-        ctx.log(f"  fuzzing TLA+ value strings: {n} inputs")
-        rows.append(_fuzz_tla(n, ctx.seed))
-    from rollcheck.testing.faults import faults_row  # killed, disk full, hanging user code
+        if ctx.runs("options"):
+            ctx.log(f"  fuzzing TLA+ value strings: {n} inputs")
+            rows.append(_fuzz_tla(n, ctx.seed))
+    if ctx.runs("options"):
+        from rollcheck.testing.faults import faults_row  # killed, disk full, hanging user code
 
-    rows.append(faults_row(ctx.quick, ctx.seed))
+        rows.append(faults_row(ctx.quick, ctx.seed))
     return rows

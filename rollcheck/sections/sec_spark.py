@@ -57,67 +57,96 @@ def _tamper_rows(trace_path: Path, tampers: list[str], algorithm: str) -> list[R
     return rows
 
 
+#: Independent parts the scheduler runs side by side, each in a process of its own with its own
+#: Spark JVM (PySpark keeps one per process, warm, for every session the part starts): the
+#: streaming word count and the message-passing protocols (in the full run with the protocol
+#: sweep), the user queries (in the full run the kill failures apart: their drivers are child
+#: processes), the chaos matrix slice (full run; its cells are child processes) and the in-process
+#: batch (CPU only, no Spark; in the quick run, where it takes a second, with the streaming part).
+PARTS = {"quick": ("streaming", "queries"),
+         "full": ("streaming", "queries", "queries-kill", "matrix", "batch")}
+
+
 def run(ctx: VerifyContext) -> list[Row]:
-    from rollcheck.spark_replay.nhop import NhopConfig, record_nhop
+    from rollcheck.sections._jvm import use_short_jvm_options
+
+    if ctx.part is not None:  # its own process: the Spark drivers it starts (children too) get C1 only
+        use_short_jvm_options("SPARK_SUBMIT_OPTS")
+    rows: list[Row] = []
+    with tempfile.TemporaryDirectory(prefix="rollcheck-verify-spark-") as d:
+        tmp = Path(d)
+        if ctx.runs("streaming"):
+            rows += _streaming(ctx, tmp)
+            rows += _nhop(ctx, tmp)
+            if not ctx.quick:
+                rows += _sweep(ctx)
+        if ctx.runs("queries") or ctx.runs("queries-kill"):
+            rows += _queries(ctx, tmp)
+        if not ctx.quick and ctx.runs("matrix"):
+            rows += _matrix_slice(ctx, tmp)
+        if ctx.runs("batch") or (ctx.quick and ctx.part == "streaming"):
+            rows += _local_batch(ctx, tmp)
+    return rows
+
+
+def _streaming(ctx: VerifyContext, tmp: Path) -> list[Row]:
+    """The streaming word count under each failure, replayed; the tamper checks on its trace."""
     from rollcheck.spark_replay.wordcount import WordcountConfig, record_wordcount
 
     rows: list[Row] = []
     seed = ctx.seed
-    with tempfile.TemporaryDirectory(prefix="rollcheck-verify-spark-") as d:
-        tmp = Path(d)
-        # ---------------------------------------------------------------- streaming
-        modes = ["sink"] if ctx.quick else ["task", "sink", "kill"]
-        for mode in modes:
-            out = tmp / f"wordcount-{mode}.jsonl"
-            ctx.log(f"  spark: streaming wordcount, {mode} failure at batch 1 (seed {seed})")
-            t0 = time.perf_counter()
-            try:
-                res = record_wordcount(WordcountConfig(batches=3 if ctx.quick else 6, fail_at_batch=1,
-                                                       failure=mode, seed=seed), out)
-            except Exception as e:  # a crashed recording is a failed check, not a crashed section
-                rows.append(Row("streaming recovery", "Spark", f"record wordcount ({mode} failure)", "fail",
-                                0, "runs", time.perf_counter() - t0, f"{type(e).__name__}: {e}"))
-                continue
-            rec_s = time.perf_counter() - t0
-            row, _ = _replay_row("streaming recovery", f"wordcount, {mode} failure: record {rec_s:.0f} s, "
-                                 f"replay conformant", out, time.perf_counter() - t0)
-            if res["status"] != "done":
-                row.status = "fail"
-                row.detail = f"recording did not finish: {res}"
-            rows.append(row)
-            if mode == "sink":
-                rows += _tamper_rows(out, ["drop-commit", "move-resume"], "streaming recovery")
-        # ---------------------------------------------------------------- message passing
-        protocols = ["hmnr"] if ctx.quick else ["uc", "bcs", "hmnr"]
-        topo = {"uc": "cyclic", "bcs": "scatter", "hmnr": "cyclic"}
-        for proto in protocols:
-            out = tmp / f"nhop-{proto}.jsonl"
-            ctx.log(f"  spark: nhop {proto} ({topo[proto]}), P1 fails in round 3 (seed {seed})")
-            t0 = time.perf_counter()
-            try:
-                record_nhop(NhopConfig(protocol=proto, processes=3, rounds=3 if ctx.quick else 6,
-                                       topology=topo[proto], fail_process=1, fail_round=3, seed=seed), out)
-            except Exception as e:
-                rows.append(Row(proto, "Spark", "record nhop with a failure", "fail", 0, "runs",
-                                time.perf_counter() - t0, f"{type(e).__name__}: {e}"))
-                continue
-            row, res = _replay_row(proto, f"nhop on Spark ({topo[proto]}, P1 fails in round 3): replay "
-                                   f"conformant", out, time.perf_counter() - t0)
-            tlc = res.check("tlc-trace")
-            if tlc is not None and tlc.ok is True:  # claimed only when TLC ran and accepted
-                row.check += " incl. TLC trace validation"
-            row.pictures = _draw(ctx, out, proto)
-            rows.append(row)
-            if proto == "hmnr":
-                rows += _tamper_rows(_with_forced(out, tmp, seed), ["delete-forced-checkpoint"], proto)
-        # ---------------------------------------------------------------- user queries
-        rows += _queries(ctx, tmp)
-        if not ctx.quick:
-            rows += _matrix_slice(ctx, tmp)
-        # ---------------------------------------------------------------- in-process batch
-        rows += _local_batch(ctx, tmp)
-        if not ctx.quick:
-            rows += _sweep(ctx)
+    modes = ["sink"] if ctx.quick else ["task", "sink", "kill"]
+    for mode in modes:
+        out = tmp / f"wordcount-{mode}.jsonl"
+        ctx.log(f"  spark: streaming wordcount, {mode} failure at batch 1 (seed {seed})")
+        t0 = time.perf_counter()
+        try:
+            res = record_wordcount(WordcountConfig(batches=3 if ctx.quick else 6, fail_at_batch=1,
+                                                   failure=mode, seed=seed), out)
+        except Exception as e:  # a crashed recording is a failed check, not a crashed section
+            rows.append(Row("streaming recovery", "Spark", f"record wordcount ({mode} failure)", "fail",
+                            0, "runs", time.perf_counter() - t0, f"{type(e).__name__}: {e}"))
+            continue
+        rec_s = time.perf_counter() - t0
+        row, _ = _replay_row("streaming recovery", f"wordcount, {mode} failure: record {rec_s:.0f} s, "
+                             f"replay conformant", out, time.perf_counter() - t0)
+        if res["status"] != "done":
+            row.status = "fail"
+            row.detail = f"recording did not finish: {res}"
+        rows.append(row)
+        if mode == "sink":
+            rows += _tamper_rows(out, ["drop-commit", "move-resume"], "streaming recovery")
+    return rows
+
+
+def _nhop(ctx: VerifyContext, tmp: Path) -> list[Row]:
+    """The message-passing protocols on Spark with a process failure, replayed (TLC included)."""
+    from rollcheck.spark_replay.nhop import NhopConfig, record_nhop
+
+    rows: list[Row] = []
+    seed = ctx.seed
+    protocols = ["hmnr"] if ctx.quick else ["uc", "bcs", "hmnr"]
+    topo = {"uc": "cyclic", "bcs": "scatter", "hmnr": "cyclic"}
+    for proto in protocols:
+        out = tmp / f"nhop-{proto}.jsonl"
+        ctx.log(f"  spark: nhop {proto} ({topo[proto]}), P1 fails in round 3 (seed {seed})")
+        t0 = time.perf_counter()
+        try:
+            record_nhop(NhopConfig(protocol=proto, processes=3, rounds=3 if ctx.quick else 6,
+                                   topology=topo[proto], fail_process=1, fail_round=3, seed=seed), out)
+        except Exception as e:
+            rows.append(Row(proto, "Spark", "record nhop with a failure", "fail", 0, "runs",
+                            time.perf_counter() - t0, f"{type(e).__name__}: {e}"))
+            continue
+        row, res = _replay_row(proto, f"nhop on Spark ({topo[proto]}, P1 fails in round 3): replay "
+                               f"conformant", out, time.perf_counter() - t0)
+        tlc = res.check("tlc-trace")
+        if tlc is not None and tlc.ok is True:  # claimed only when TLC ran and accepted
+            row.check += " incl. TLC trace validation"
+        row.pictures = _draw(ctx, out, proto)
+        rows.append(row)
+        if proto == "hmnr":
+            rows += _tamper_rows(_with_forced(out, tmp, seed), ["delete-forced-checkpoint"], proto)
     return rows
 
 
@@ -131,6 +160,20 @@ def _query_files() -> dict[str, Path | None]:
     return {k: (v if v is not None and v.is_file() else None) for k, v in out.items()}
 
 
+def _query_cases(ctx: VerifyContext) -> list[tuple[str, str]]:
+    """(query, failure) recorded by this call: the quick run's two, or the full run's eighteen —
+    of which the part ``queries-kill`` takes the kill failures (their drivers are child processes;
+    the session of the part only validates their checkpoints) and ``queries`` the others."""
+    if ctx.quick:
+        return [("example", "sink"), ("append_sink", "sink")]
+    cases = [(q, m) for q in ("example", "windowed_agg", "dedup", "stream_join", "pandas_state",
+                              "append_sink") for m in ("task", "sink", "kill")]
+    if ctx.part is None:
+        return cases
+    return [c for c in cases if (c[1] == "kill") == (ctx.part == "queries-kill")] if ctx.part.startswith(
+        "queries") else []
+
+
 def _queries(ctx: VerifyContext, tmp: Path) -> list[Row]:
     """User queries recorded with failures: replay verdicts and checkpoint validation."""
     from rollcheck.spark_replay.checkpoint_check import check_checkpoint
@@ -138,12 +181,12 @@ def _queries(ctx: VerifyContext, tmp: Path) -> list[Row]:
     from rollcheck.spark_replay.session import spark_session
 
     files = _query_files()
-    if ctx.quick:
-        cases = [("example", "sink"), ("append_sink", "sink")]
-    else:
-        cases = [(q, m) for q in ("example", "windowed_agg", "dedup", "stream_join", "pandas_state",
-                                  "append_sink") for m in ("task", "sink", "kill")]
+    cases = _query_cases(ctx)
+    if not cases:
+        return []
     cases = [c for c in cases if files.get(c[0]) is not None]
+    if not cases and ctx.part == "queries-kill":
+        return []  # the queries part says so, once
     if not cases:
         return [Row("user queries", "Spark", "record and replay user queries", "inconclusive", 0, "runs",
                     0.0, "the query files (examples/queries, tests/queries) are not next to this install")]

@@ -30,6 +30,12 @@ def _algorithm(entry) -> str:  # type: ignore[no-untyped-def]
     return _FAMILY.get(entry.module, entry.module.removesuffix(".tla"))
 
 
+#: Independent parts the scheduler runs side by side: the models' runs (with the cross-checks of
+#: their counterexamples) and their coverage goals, each for the small and the large bounds, and
+#: the trace validations. Every part runs two TLC processes at a time.
+PARTS = {"quick": ("models-small", "coverage-small", "traces"),
+         "full": ("models-small", "models-large", "coverage-small", "coverage-large", "traces")}
+
 def run(ctx: VerifyContext) -> list[Row]:
     from rollcheck.tla.crosscheck import crosscheck_cic, crosscheck_recovery
     from rollcheck.tla.manifest import check_coverage, load_manifest, run_entry
@@ -41,12 +47,23 @@ def run(ctx: VerifyContext) -> list[Row]:
     try:
         find_jar()
         find_java()
-    except TLCUnavailable as err:  # say so once, as an inconclusive row (never a pass)
-        return [Row("TLC", "TLC", "manifest", "inconclusive", 0, "states", 0.0, str(err))]
+    except TLCUnavailable as err:  # say so once (from the first part only), as an inconclusive row (never a pass)
+        return [Row("TLC", "TLC", "manifest", "inconclusive", 0, "states", 0.0, str(err))] if (
+            ctx.part in (None, "models-small")) else []
+    if ctx.part is not None:
+        bound = ctx.part.rsplit("-", 1)[-1]
+        if bound in ("small", "large"):
+            entries = [e for e in entries if e.bound == bound]
+        if bound == "small" or small_only:  # the full run's trace validations include a 10 000-step one
+            from rollcheck.sections._jvm import use_short_jvm_options
+
+            use_short_jvm_options("JAVA_TOOL_OPTIONS")  # C1 only for these short runs
+    run_models = ctx.runs("models-small") or ctx.runs("models-large")
+    run_coverage = ctx.runs("coverage-small") or ctx.runs("coverage-large")
 
     with ThreadPoolExecutor(max_workers=2) as pool:
-        outcomes = list(pool.map(lambda e: run_entry(e, workers=1, timeout=900), entries))
-        covered = [e for e in entries if e.cover]
+        outcomes = list(pool.map(lambda e: run_entry(e, workers=1, timeout=900), entries)) if run_models else []
+        covered = [e for e in entries if e.cover] if run_coverage else []
         coverage = list(pool.map(lambda e: check_coverage(e, workers=1, timeout=900), covered))
     for o in outcomes:
         e, r = o.entry, o.result
@@ -80,7 +97,8 @@ def run(ctx: VerifyContext) -> list[Row]:
                 f"TLC: {cov.result.status} ({cov.result.message}); a goal left unreached means the "
                 "entry's invariants hold vacuously for that situation at this bound",
             ))
-    rows.extend(_trace_rows(ctx, small_only))
+    if ctx.runs("traces"):
+        rows.extend(_trace_rows(ctx, small_only))
     return rows
 
 
