@@ -323,6 +323,22 @@ def _snapshot_check(events, completed, mode) -> Check:
     completed_by_id = {e["checkpoint"]: e for e in completed}
     for cid in done:
         group = snaps.get(cid, [])
+        # A checkpoint id may be taken twice: an attempt that failed while checkpoint ``cid`` was in
+        # progress, and the restored job, which numbers its next checkpoint after the restored one
+        # (a restore from checkpoint cid-1 reuses cid). The completed checkpoint is the one of the
+        # latest attempt that snapshotted ``cid`` before the completion; the snapshots an aborted
+        # attempt took for the same id belong to no completed checkpoint.
+        done_seq = completed_by_id[cid]["seq"]
+        before = [e for e in group if e["seq"] < done_seq] or group
+        if before:
+            latest = max(e["attempt"] for e in before)
+            aborted = [e for e in group if e["attempt"] < latest]
+            if aborted and any(c["checkpoint"] == cid and c["seq"] < min(e["seq"] for e in group
+                                                                       if e["attempt"] == latest)
+                               for c in completed):
+                return _bad(name, f"checkpoint {cid} completed in attempt {sorted({e['attempt'] for e in aborted})}"
+                             f" and was taken again in attempt {latest}", min(e["seq"] for e in group))
+            group = [e for e in group if e["attempt"] == latest]
         attempts = {e["attempt"] for e in group}
         keyed = [e for e in group if e["task"] == "keyed"]
         cut = source_cut(events, next(iter(attempts)), cid) if len(attempts) == 1 else None

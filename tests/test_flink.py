@@ -289,3 +289,31 @@ def test_checkpoint_after_the_sources_finished_is_checked_for_orphans(tmp_path):
     bad.write_text("\n".join([lines[0], *(json.dumps(e) for e in events)]) + "\n", encoding="utf-8")
     check = next(c for c in replay(bad).checks if c.name == "snapshot-consistent")
     assert check.ok is False and "after the sources finished" in check.detail
+
+
+def test_checkpoint_id_reused_after_an_aborted_attempt(tmp_path: Path) -> None:
+    """A task failed while checkpoint 6 was being taken (one snapshot of it in attempt 0); the job
+    restored checkpoint 5 at another parallelism and took checkpoint 6 again in attempt 1. The
+    completed checkpoint 6 is the restored job's, and it is a consistent cut. A checkpoint that had
+    completed in the failed attempt and is then taken again under the same id is caught."""
+    trace = DATA / "changelog-rescale-2-3-checkpoint-id-reused.jsonl"
+    ev = _events(trace)
+    snaps6 = {e["attempt"] for e in ev if e["kind"] == "flink.snapshot" and e["checkpoint"] == 6}
+    assert snaps6 == {0, 1}  # the situation this test is about
+    rep = replay(trace)
+    check = {c.name: c for c in rep.checks}["snapshot-consistent"]
+    assert check.ok is True, check
+    # the mutant: checkpoint 6 reported completed right after attempt 0's snapshot of it
+    lines = trace.read_text().splitlines()
+    first0 = next(e for e in ev if e["kind"] == "flink.snapshot" and e["checkpoint"] == 6 and e["attempt"] == 0)
+    done = next(e for e in ev if e["kind"] == "flink.checkpoint_completed" and e["checkpoint"] == 5)
+    extra = dict(done, checkpoint=6, seq=first0["seq"] + 1)
+    events = [json.loads(x) for x in lines[1:]]
+    for e in events:
+        if e["seq"] > first0["seq"]:
+            e["seq"] += 1
+    events.insert(next(i for i, e in enumerate(events) if e["seq"] > first0["seq"] + 1), extra)
+    out = tmp_path / "reused.jsonl"
+    out.write_text("\n".join([lines[0], *(json.dumps(e) for e in events)]) + "\n")
+    bad = {c.name: c for c in replay(out).checks}["snapshot-consistent"]
+    assert bad.ok is False and "taken again" in bad.detail, bad
