@@ -108,6 +108,11 @@ class TraceWriter:
         if not self.enabled:
             return 0
         with self._lock:
+            if getattr(self, "_ended", False):
+                # an asynchronous observer (Spark's listener bus) delivered late: nothing may follow
+                # the end event of a trace, so the late observation is dropped
+                return 0
+            self._ended = kind == "end"
             self.seq += 1
             self._write({"seq": self.seq, "kind": kind, "run": self.run, "attempt": self.attempt,
                          "t": round(time.time(), 3), **fields})
