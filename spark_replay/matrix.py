@@ -186,6 +186,8 @@ class MatrixOptions:
     jobs: int = 1
     master: str | None = None
     cell_timeout: float = 900.0
+    #: seconds each call into a query module may take (passed to ``spark record query --call-timeout``)
+    call_timeout: float = 300.0
     retries: int = 1
     minimise: bool = True
 
@@ -202,6 +204,12 @@ class MatrixOptions:
                                     location="--fail-at-batch")
         if self.cell_timeout <= 0:
             raise InvalidInputError("the cell timeout must be positive", location="--cell-timeout")
+        if self.call_timeout <= 0:
+            raise InvalidInputError("the call timeout must be positive", location="--call-timeout")
+        if self.call_timeout >= self.cell_timeout:
+            raise InvalidInputError(f"--call-timeout {self.call_timeout:g} is not below --cell-timeout "
+                                    f"{self.cell_timeout:g}: a slow call would be cut as the cell's timeout, "
+                                    "not named as the module's", location="--call-timeout")
 
 
 def library_modules() -> list[str]:
@@ -553,7 +561,8 @@ def _last_line(path: Path) -> str:
 def _record_argv(cell: Cell | None, module: str, provider: str, opts: MatrixOptions, trace: Path,
                  reference: Path | None) -> list[str]:
     argv = [sys.executable, "-m", "rollcheck.cli.main", "spark", "record", "query", "--module", module,
-            "--out", str(trace), "--seed", str(opts.seed), "--state-store", provider, "--json"]
+            "--out", str(trace), "--seed", str(opts.seed), "--state-store", provider,
+            "--call-timeout", f"{opts.call_timeout:g}", "--json"]
     if opts.batches is not None:
         argv += ["--batches", str(opts.batches)]
     if opts.master:

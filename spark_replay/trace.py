@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import threading
 import time
 import uuid
@@ -79,6 +80,8 @@ class TraceWriter:
         self.attempt = 1
         self.run = run or uuid.uuid4().hex[:12]
         self.previous: list[dict[str, Any]] = []
+        self.late: list[str] = []  # kinds of events delivered after the end event (not written)
+        self._ended = False
         if not enabled:
             return
         if self.path.exists() and self.path.stat().st_size > 0:
@@ -108,9 +111,11 @@ class TraceWriter:
         if not self.enabled:
             return 0
         with self._lock:
-            if getattr(self, "_ended", False):
+            if self._ended:
                 # an asynchronous observer (Spark's listener bus) delivered late: nothing may follow
-                # the end event of a trace, so the late observation is dropped
+                # the end event of a trace, so the late observation is not written; it is counted
+                # and named on close
+                self.late.append(kind)
                 return 0
             self._ended = kind == "end"
             self.seq += 1
@@ -123,6 +128,11 @@ class TraceWriter:
             if self._fd is not None:
                 os.close(self._fd)
                 self._fd = None
+            if self.late:
+                kinds = ", ".join(sorted(set(self.late)))
+                print(f"rollcheck: {self.path}: {len(self.late)} observation(s) arrived after the "
+                      f"trace's end event and were not written ({kinds})", file=sys.stderr)
+                self.late = []
 
     def __enter__(self) -> TraceWriter:
         return self

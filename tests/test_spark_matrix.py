@@ -99,6 +99,18 @@ def test_options_validate():
         MatrixOptions(["a.py"], batches=2, fail_at_batch=2).validate()
     with pytest.raises(InvalidInputError, match="--jobs"):
         MatrixOptions(["a.py"], jobs=0).validate()
+    with pytest.raises(InvalidInputError, match="--call-timeout"):
+        MatrixOptions(["a.py"], call_timeout=900.0, cell_timeout=900.0).validate()
+
+
+def test_call_timeout_reaches_every_recording(tmp_path):
+    from rollcheck.spark_replay.matrix import Cell, _record_argv
+
+    opts = MatrixOptions(["q.py"], call_timeout=42.5)
+    cell = Cell("q.py", "hdfs", "task", None)
+    for argv in (_record_argv(None, "q.py", "hdfs", opts, tmp_path / "r.jsonl", None),
+                 _record_argv(cell, "q.py", "hdfs", opts, tmp_path / "c.jsonl", tmp_path / "r.jsonl")):
+        assert argv[argv.index("--call-timeout") + 1] == "42.5"
     with pytest.raises(InvalidInputError, match="needs --failure kill"):
         validate_options("sink", "state", "hdfs")
     with pytest.raises(InvalidInputError, match="--state-store"):

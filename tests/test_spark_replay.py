@@ -81,6 +81,19 @@ def test_writer_continues_a_trace_and_counts_attempts(tmp_path):
     assert len({e["run"] for e in t.events}) == 1
 
 
+def test_observations_after_the_end_are_not_written_but_named(tmp_path, capsys):
+    # Spark's listener bus can deliver a batch's progress after the recorder wrote the end event
+    p = tmp_path / "t.jsonl"
+    with TraceWriter(p, {"source": "x", "seed": 1, "config": {}}) as w:
+        w.emit("a")
+        assert w.emit("end") == 2
+        assert w.emit("spark.progress", batch=3) == 0
+        assert w.emit("spark.progress", batch=4) == 0
+    assert [e["kind"] for e in read_trace(p).events] == ["a", "end"]
+    err = capsys.readouterr().err
+    assert "2 observation(s) arrived after the trace's end event" in err and "spark.progress" in err
+
+
 def test_reader_accepts_every_prefix(tmp_path):
     data = (DATA / "wordcount-sink.jsonl").read_bytes()
     first_nl = data.index(b"\n")

@@ -98,6 +98,8 @@ def register(sub: Any) -> None:
     mx.add_argument("--jobs", type=int, default=1, help="cells at once (each Spark driver needs ~1 GB)")
     mx.add_argument("--master", default=None)
     mx.add_argument("--cell-timeout", type=float, default=900.0, metavar="S", help="seconds per recording")
+    mx.add_argument("--call-timeout", type=float, default=300.0, metavar="S",
+                    help="seconds per call into a query module (below --cell-timeout; default 300)")
     mx.add_argument("--no-minimise", action="store_true", help="do not minimise findings")
     mx.add_argument("--json", action="store_true")
 
@@ -277,7 +279,8 @@ def _matrix(args: argparse.Namespace) -> int:
                          failures=_split(args.failures, "--failures"),
                          kill_points=_split(args.kill_points, "--kill-points"), batches=args.batches,
                          seed=args.seed, fail_at_batch=args.fail_at_batch, out=Path(args.out), jobs=args.jobs,
-                         master=args.master, cell_timeout=args.cell_timeout, minimise=not args.no_minimise)
+                         master=args.master, cell_timeout=args.cell_timeout,
+                         call_timeout=args.call_timeout, minimise=not args.no_minimise)
     opts.validate()
     print(f"rollcheck spark matrix: seed={args.seed} jobs={args.jobs} out={args.out}", file=sys.stderr)
     from rollcheck.cli.spark_matrix_view import MatrixView
