@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from rollcheck.testing.faults import can_mount, small_fs
+from rollcheck.testing.faults import can_mount, fill_to, small_fs
 
 ROOT = Path(__file__).resolve().parents[1]
 RC = [sys.executable, "-m", "rollcheck.cli.main"]
@@ -39,19 +39,10 @@ def _one_env_line(r: subprocess.CompletedProcess[str], path: str, reason: str) -
     assert "bug in rollcheck" not in r.stderr and "query failed" not in r.stderr
 
 
-def _fill(fs: Path, leave: int) -> None:
-    """Fill ``fs`` up to ``leave`` bytes free."""
-    import os
-
-    st = os.statvfs(fs)
-    free = st.f_bavail * st.f_frsize
-    (fs / "filler").write_bytes(b"\0" * max(0, free - leave))
-
-
 @root_only
 def test_render_on_a_full_disk(tmp_path):
     with small_fs(16, str(tmp_path)) as fs:
-        _fill(fs, 4096)
+        fill_to(fs, 4096)
         r = _cli("render", str(PATTERN), "-o", str(fs / "pic.png"))
         _one_env_line(r, str(fs / "pic.png"), "No space left on device")
         assert sorted(p.name for p in fs.iterdir()) == ["filler"]  # no temporary left behind
@@ -60,7 +51,7 @@ def test_render_on_a_full_disk(tmp_path):
 @root_only
 def test_check_protocol_when_the_json_fits_but_the_picture_does_not(tmp_path):
     with small_fs(16, str(tmp_path)) as fs:
-        _fill(fs, 8192)
+        fill_to(fs, 8192)
         r = _cli("check", "protocol", f"{UNSAFE}:LazyIndex", "--out", str(fs / "o"))
         _one_env_line(r, ".png", "No space left on device")
         left = sorted(p.name for p in (fs / "o").iterdir())
@@ -113,7 +104,7 @@ def test_a_bare_oserror_in_a_command_is_an_environment_error(monkeypatch, capsys
 @pytest.mark.slow
 def test_spark_record_query_with_300_kb_free(tmp_path):
     with small_fs(1024, str(tmp_path)) as fs:
-        _fill(fs, 300 * 1024)
+        fill_to(fs, 300 * 1024)
         out = fs / "o.jsonl"
         r = _cli("spark", "record", "query", "--module", str(QUERY), "--out", str(out), "--fail-at-batch", "2",
                  "--failure", "kill", timeout=900)

@@ -11,15 +11,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from rollcheck.testing.faults import kill_tagged, new_tag, tagged_env, tagged_processes, wait_gone
+from rollcheck.testing.faults import java_running, sigkill_during, tlc_sigkill
 
 ROOT = Path(__file__).resolve().parents[1]
 QUERY = ROOT / "examples" / "queries" / "clicks_per_window.py"
@@ -34,46 +31,9 @@ def _lines(p: Path) -> int:
         return 0
 
 
-def _wait(cond, seconds: float, proc: subprocess.Popen) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if cond():
-            return True
-        if proc.poll() is not None:
-            return False
-        time.sleep(0.1)
-    return False
-
-
-def _java(tag: str) -> list[tuple[int, str]]:
-    return [(p, c) for p, c in tagged_processes(tag) if "java" in c.split(" ", 1)[0]]
-
-
-def _sigkill_during(argv: list[str], tmp: Path, ready, what: str, wait_s: float = 400,
-                    within: float = 10) -> str:
-    tag = new_tag()
-    env = tagged_env(tag, JAVA_TOOL_OPTIONS=f"-Djava.io.tmpdir={tmp / 'jtmp'}", TMPDIR=str(tmp / "ptmp"))
-    (tmp / "jtmp").mkdir()
-    (tmp / "ptmp").mkdir()
-    log = open(tmp / "cli.log", "wb")
-    p = subprocess.Popen([sys.executable, "-m", "rollcheck.cli.main", *argv], cwd=tmp, env=env,
-                         stdout=log, stderr=subprocess.STDOUT)
-    try:
-        if not _wait(lambda: ready(tag), wait_s, p):
-            log.flush()
-            pytest.fail(f"{what} never got going (exit {p.poll()}): "
-                        f"{(tmp / 'cli.log').read_text(errors='replace')[-1500:]}")
-        p.send_signal(signal.SIGKILL)
-        p.wait()
-        t0 = time.monotonic()
-        left = wait_gone(tag, within)
-        assert left == [], f"alive {time.monotonic() - t0:.1f} s after SIGKILL: {left}"
-        return tag
-    finally:
-        p.kill()
-        p.wait()
-        log.close()
-        kill_tagged(tag)
+def _sigkill_during(argv: list[str], tmp: Path, ready, wait_s: float = 400, within: float = 10) -> None:
+    problem = sigkill_during(argv, tmp, ready, wait_s, within=within)
+    assert problem is None, problem
 
 
 @pytest.mark.spark
@@ -85,10 +45,10 @@ def test_sigkill_during_a_kill_mode_recording_kills_driver_and_jvm(tmp_path):
     partial = tmp_path / "o.jsonl.partial"
 
     def ready(tag: str) -> bool:  # the driver child's JVM is up and the recording is under way
-        return bool(_java(tag)) and _lines(partial) >= 3
+        return java_running(tag) and _lines(partial) >= 3
 
     _sigkill_during(["spark", "record", "query", "--module", str(QUERY), "--out", str(out),
-                     "--fail-at-batch", "2", "--failure", "kill", "--no-reference"], tmp_path, ready, "the recording")
+                     "--fail-at-batch", "2", "--failure", "kill", "--no-reference"], tmp_path, ready)
     size = partial.stat().st_size
     time.sleep(2)
     assert partial.stat().st_size == size, "the trace grew after rollcheck was killed"
@@ -107,31 +67,19 @@ def test_sigkill_during_an_in_process_recording_kills_the_jvm(tmp_path):
     partial = tmp_path / "wc.jsonl.partial"
 
     def ready(tag: str) -> bool:
-        return bool(_java(tag)) and _lines(partial) >= 2
+        return java_running(tag) and _lines(partial) >= 2
 
     _sigkill_during(["spark", "record", "wordcount", "--out", str(out), "--batches", "6", "--fail-at-batch", "3",
-                     "--failure", "task"], tmp_path, ready, "the recording", within=3)
+                     "--failure", "task"], tmp_path, ready, within=3)
     size = partial.stat().st_size
     time.sleep(2)
     assert partial.stat().st_size == size, "the trace grew after rollcheck was killed"
     assert out.read_text(encoding="utf-8") == "previous result\n"
 
 
-BIG_TLA = """---- MODULE Big ----
-EXTENDS Naturals
-VARIABLES x, y
-Init == x = 0 /\\ y = 0
-Next == \\/ x < 100000 /\\ x' = x + 1 /\\ UNCHANGED y
-        \\/ y < 100000 /\\ y' = y + 1 /\\ UNCHANGED x
-====
-"""
-
-
 @pytest.mark.tlc
 def test_sigkill_during_tlc_kills_the_jvm(tmp_path):
     if shutil.which("java") is None:
         pytest.skip("no java")
-    (tmp_path / "Big.tla").write_text(BIG_TLA, encoding="utf-8")
-    (tmp_path / "Big.cfg").write_text("INIT Init\nNEXT Next\n", encoding="utf-8")
-    _sigkill_during(["tlc", str(tmp_path / "Big.tla"), "--timeout", "600"], tmp_path,
-                    lambda tag: bool(_java(tag)), "TLC", wait_s=120)
+    problem = tlc_sigkill(tmp_path)
+    assert problem is None, problem

@@ -48,6 +48,7 @@ __all__ = [
     "kill_tagged",
     "can_mount",
     "small_fs",
+    "fill_to",
     "run_cli",
     "Scenario",
     "SCENARIOS",
@@ -55,6 +56,8 @@ __all__ = [
     "PARENT_PLAIN",
     "children_die",
     "sigkill_during",
+    "java_running",
+    "tlc_sigkill",
     "run_scenarios",
     "faults_row",
 ]
@@ -230,7 +233,8 @@ def _expect_env_error(r: CliRun, path_part: str) -> str | None:
     return None
 
 
-def _fill(fs: Path, leave: int) -> None:
+def fill_to(fs: Path, leave: int) -> None:
+    """Fill the file system of folder ``fs`` (one file, ``filler``) until ``leave`` bytes are free."""
     st = os.statvfs(fs)
     (fs / "filler").write_bytes(b"\0" * max(0, st.f_bavail * st.f_frsize - leave))
 
@@ -243,7 +247,7 @@ def _shipped(*parts: str) -> Path:
 def render_disk_full(work: Path) -> str | None:
     """``render -o`` into a file system with 4 KiB free: exit 2 naming the picture, nothing left."""
     with small_fs(16, str(work)) as fs:
-        _fill(fs, 4096)
+        fill_to(fs, 4096)
         r = run_cli(["render", str(_shipped("examples", "useless.json")), "-o", str(fs / "pic.png")])
         problem = _expect_env_error(r, "pic.png")
         if problem is None and any(p.name != "filler" for p in fs.iterdir()):
@@ -254,7 +258,7 @@ def render_disk_full(work: Path) -> str | None:
 def picture_does_not_fit(work: Path) -> str | None:
     """``check protocol --out`` where the counterexample fits but its picture does not."""
     with small_fs(16, str(work)) as fs:
-        _fill(fs, 8192)
+        fill_to(fs, 8192)
         spec = f"{_shipped('tests', 'user_protocols', 'unsafe_protocols.py')}:LazyIndex"
         r = run_cli(["check", "protocol", spec, "--out", str(fs / "o")])
         return _expect_env_error(r, ".png")
@@ -298,8 +302,10 @@ Next == \\/ x < 100000 /\\ x' = x + 1 /\\ UNCHANGED y
 """
 
 
-def sigkill_during(argv: list[str], work: Path, ready: Callable[[str], bool], wait_s: float) -> str | None:
-    """Start the CLI, wait for ``ready(tag)``, SIGKILL it: no process of the run may survive 10 s."""
+def sigkill_during(argv: list[str], work: Path, ready: Callable[[str], bool], wait_s: float,
+                   within: float = 10.0) -> str | None:
+    """Start the CLI, wait for ``ready(tag)``, SIGKILL it: no process of the run may survive
+    ``within`` seconds (the contract's 10 s by default). Returns the problem, or None."""
     tag = new_tag()
     env = tagged_env(tag, JAVA_TOOL_OPTIONS=f"-Djava.io.tmpdir={work}")
     with open(work / "cli.log", "wb") as log:
@@ -309,19 +315,22 @@ def sigkill_during(argv: list[str], work: Path, ready: Callable[[str], bool], wa
             deadline = time.monotonic() + wait_s
             while not ready(tag):
                 if p.poll() is not None or time.monotonic() > deadline:
-                    return f"the run never got going (exit {p.poll()})"
+                    log.flush()
+                    tail = (work / "cli.log").read_text(errors="replace")[-1500:]
+                    return f"the run never got going (exit {p.poll()}): {tail}"
                 time.sleep(0.1)
             p.kill()
             p.wait()
-            left = wait_gone(tag, 10)
-            return f"{len(left)} process(es) outlived rollcheck by 10 s: {left[:2]}" if left else None
+            left = wait_gone(tag, within)
+            return f"{len(left)} process(es) outlived rollcheck by {within:g} s: {left[:2]}" if left else None
         finally:
             p.kill()
             p.wait()
             kill_tagged(tag)
 
 
-def _java_up(tag: str) -> bool:
+def java_running(tag: str) -> bool:
+    """Whether a JVM carrying ``tag`` in its environment is running."""
     return any("java" in cmd.split(" ", 1)[0] for _, cmd in tagged_processes(tag))
 
 
@@ -331,7 +340,7 @@ def tlc_sigkill(work: Path) -> str | None:
         return "skipped: no java"
     (work / "Big.tla").write_text(_BIG_TLA, encoding="utf-8")
     (work / "Big.cfg").write_text("INIT Init\nNEXT Next\n", encoding="utf-8")
-    return sigkill_during(["tlc", str(work / "Big.tla")], work, _java_up, 120)
+    return sigkill_during(["tlc", str(work / "Big.tla")], work, java_running, 120)
 
 
 def spark_sigkill(work: Path) -> str | None:
@@ -346,7 +355,7 @@ def spark_sigkill(work: Path) -> str | None:
             lines = partial.read_bytes().count(b"\n")
         except OSError:
             lines = 0
-        return lines >= 3 and _java_up(tag)
+        return lines >= 3 and java_running(tag)
 
     problem = sigkill_during(["spark", "record", "query", "--module",
                               str(_shipped("examples", "queries", "clicks_per_window.py")), "--out", str(out),
@@ -372,7 +381,7 @@ def spark_sigterm(work: Path) -> str | None:
                              stdout=log, stderr=subprocess.STDOUT)
         try:
             deadline = time.monotonic() + 600
-            while not (_java_up(tag) and partial.exists() and partial.read_bytes().count(b"\n") >= 3):
+            while not (java_running(tag) and partial.exists() and partial.read_bytes().count(b"\n") >= 3):
                 if p.poll() is not None or time.monotonic() > deadline:
                     return f"the run never got going (exit {p.poll()})"
                 time.sleep(0.1)
