@@ -1,6 +1,8 @@
 """Test configuration.
 
 - Activates the Hypothesis profile named by ROLLCHECK_PROFILE (ci by default).
+- ``chromium``: headless Chromium as a reader meets a page (skips without it, fails under
+  ``CI=true``; ``make chromium`` installs it).
 - No leftovers: ``make test`` points ``TMPDIR`` at a fresh folder and names it in
   ``ROLLCHECK_CHECK_TMPDIR``; when the whole run is over, anything left in it other than pytest's
   own ``pytest-of-*`` folder (and the JVM's ``hsperfdata_*``) fails the run, naming what was left.
@@ -9,6 +11,10 @@
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable
 
 import pytest
 
@@ -17,6 +23,30 @@ from rollcheck.properties.profiles import load_profile
 load_profile()
 
 _KEEP = ("pytest-of-", "hsperfdata_")
+
+_CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                   "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                   "--disable-dev-shm-usage", "--hide-scrollbars", "--mute-audio"]
+
+
+@pytest.fixture
+def chromium() -> Callable[..., subprocess.CompletedProcess[str]]:
+    """``chromium(*args)`` runs headless Chromium with a fresh profile in a short scratch folder of
+    its own (its singleton socket path must stay under 108 bytes), removed afterwards."""
+    exe = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+    if exe is None:
+        msg = "headless Chromium not found (make chromium installs it)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(msg)
+        pytest.skip(msg)
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        with tempfile.TemporaryDirectory(prefix="rcc-") as scratch:
+            env = {**os.environ, "TMPDIR": scratch, "HOME": scratch}
+            return subprocess.run([exe, *_CHROMIUM_FLAGS, f"--user-data-dir={scratch}/profile", *args],
+                                  capture_output=True, text=True, timeout=120, env=env, start_new_session=True)
+
+    return run
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

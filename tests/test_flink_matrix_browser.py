@@ -10,34 +10,9 @@ Without Chromium the test skips (fails under ``CI=true``). Cost: about 5-15 s.
 from __future__ import annotations
 
 import html.parser
-import os
-import shutil
-import subprocess
-import tempfile
 from pathlib import Path
 
-import pytest
-
 from rollcheck.flink_replay.matrix import summarise, write_html
-
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage", "--hide-scrollbars"]
-
-
-def _chromium() -> str:
-    exe = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
-    if exe is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("headless Chromium not found (make chromium installs it)")
-        pytest.skip("headless Chromium not found (make chromium installs it)")
-    return exe
-
-
-def _run(exe: str, *args: str) -> subprocess.CompletedProcess[str]:
-    with tempfile.TemporaryDirectory(prefix="rcm-") as scratch:
-        env = {**os.environ, "TMPDIR": scratch, "HOME": scratch}
-        return subprocess.run([exe, *FLAGS, f"--user-data-dir={scratch}/profile", *args], capture_output=True,
-                              text=True, timeout=120, env=env, start_new_session=True)
 
 
 class _Page(html.parser.HTMLParser):
@@ -70,8 +45,7 @@ def _cell(out: Path, job: str, failure: str, verdict: str, *, expected: bool = F
             "witness": None, "reproducer": None, **{k: str(v) for k, v in files.items()}}
 
 
-def test_matrix_table_renders_in_chromium(tmp_path: Path) -> None:
-    exe = _chromium()
+def test_matrix_table_renders_in_chromium(tmp_path: Path, chromium) -> None:
     cells = [_cell(tmp_path, "keyed_totals", "task", "conformant"),
              _cell(tmp_path, "keyed_totals", "taskmanager", "inconclusive"),
              _cell(tmp_path, "totals_side_effect_sink", "task", "not-conformant", expected=True),
@@ -79,7 +53,7 @@ def test_matrix_table_renders_in_chromium(tmp_path: Path) -> None:
     page = write_html({"cells": cells, "summary": summarise(cells)}, tmp_path / "index.html")
     text = page.read_text()
     assert "&lt;because&gt; &amp; so on" in text and str(tmp_path) not in text  # escaped, links relative
-    dom = _run(exe, "--virtual-time-budget=3000", "--dump-dom", page.as_uri())
+    dom = chromium("--virtual-time-budget=3000", "--dump-dom", page.as_uri())
     assert dom.returncode == 0, dom.stderr[-2000:]
     parsed = _Page()
     parsed.feed(dom.stdout)
@@ -88,7 +62,7 @@ def test_matrix_table_renders_in_chromium(tmp_path: Path) -> None:
     assert "(expected by the engine)" in dom.stdout
     assert len(parsed.hrefs) == 4 + 2 + 1 and all((tmp_path / h).is_file() for h in parsed.hrefs), parsed.hrefs
     shot = tmp_path / "shot.png"
-    res = _run(exe, "--window-size=1000,600", f"--screenshot={shot}", page.as_uri())
+    res = chromium("--window-size=1000,600", f"--screenshot={shot}", page.as_uri())
     assert res.returncode == 0 and shot.is_file(), res.stderr[-2000:]
     from PIL import Image
 

@@ -12,41 +12,12 @@ be blank. Without Chromium the test skips — and fails under ``CI=true``. Cost:
 from __future__ import annotations
 
 import html.parser
-import os
-import shutil
-import subprocess
-import tempfile
 from pathlib import Path
-
-import pytest
 
 from rollcheck.pyimpl.pattern import PatternBuilder
 from rollcheck.pyimpl.render import render_pattern
 from rollcheck.report import write_report
 from rollcheck.suite import Row
-
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--disable-dev-shm-usage", "--hide-scrollbars", "--mute-audio"]
-
-
-def _chromium() -> str:
-    exe = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
-    if exe is None:
-        msg = "headless Chromium not found (make chromium installs it)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(msg)
-        pytest.skip(msg)
-    return exe
-
-
-def _run(exe: str, tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """Chromium with a fresh profile and a short scratch folder of its own (its singleton socket
-    path must stay under 108 bytes), removed afterwards."""
-    with tempfile.TemporaryDirectory(prefix="rcc-") as scratch:
-        env = {**os.environ, "TMPDIR": scratch, "HOME": scratch}
-        return subprocess.run([exe, *FLAGS, f"--user-data-dir={scratch}/profile", *args], capture_output=True,
-                              text=True, timeout=120, env=env, start_new_session=True)
 
 
 class _Links(html.parser.HTMLParser):
@@ -103,15 +74,14 @@ def _report(tmp: Path) -> Path:
     return out
 
 
-def test_report_renders_in_chromium_with_every_picture_and_link(tmp_path: Path) -> None:
-    exe = _chromium()
+def test_report_renders_in_chromium_with_every_picture_and_link(tmp_path: Path, chromium) -> None:
     out = _report(tmp_path)
     page = out / "index.html"
     text = page.read_text(encoding="utf-8")
     assert str(tmp_path) not in text and "/tmp/" not in text  # every path relative to the report
     assert "quick: True" not in text and "seed: 0<" not in text
 
-    dom = _run(exe, tmp_path, "--virtual-time-budget=5000", "--dump-dom", page.as_uri())
+    dom = chromium("--virtual-time-budget=5000", "--dump-dom", page.as_uri())
     assert dom.returncode == 0, dom.stderr[-2000:]
     parsed = _Links()
     parsed.feed(dom.stdout)
@@ -134,7 +104,7 @@ def test_report_renders_in_chromium_with_every_picture_and_link(tmp_path: Path) 
     assert dom.stdout.index("id=\"contents\"") < first_fail
 
     shot = tmp_path / "shot.png"
-    res = _run(exe, tmp_path, "--window-size=1200,1600", f"--screenshot={shot}", page.as_uri())
+    res = chromium("--window-size=1200,1600", f"--screenshot={shot}", page.as_uri())
     assert res.returncode == 0 and shot.is_file(), res.stderr[-2000:]
     from PIL import Image
 
