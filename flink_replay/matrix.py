@@ -253,10 +253,14 @@ def _header(trace: Path) -> dict[str, Any]:
 
 
 def summarise(results: list[dict[str, Any]]) -> dict[str, int]:
-    """``{"conformant": n, "not_conformant": n, "inconclusive": n}`` (the contract's summary)."""
-    out = {"conformant": 0, "not_conformant": 0, "inconclusive": 0}
+    """``{"conformant": n, "not_conformant": n, "inconclusive": n}`` (the contract's summary), and of
+    the not-conformant cells how many the engine's documentation expects (``expected_by_engine``)
+    and how many are ``findings``."""
+    out = {"conformant": 0, "not_conformant": 0, "inconclusive": 0, "expected_by_engine": 0, "findings": 0}
     for r in results:
         out[r["verdict"].replace("-", "_")] += 1
+        if r["verdict"] == "not-conformant":
+            out["expected_by_engine" if r.get("expected_by_engine") else "findings"] += 1
     return out
 
 
@@ -335,7 +339,8 @@ def write_html(doc: dict[str, Any], path: Path) -> Path:
              "<style>body{font-family:sans-serif}td,th{border:1px solid #999;padding:4px 8px;"
              "vertical-align:top;font-size:13px}table{border-collapse:collapse}</style>",
              "<h1>rollcheck flink matrix</h1>",
-             f"<p>{s['conformant']} conformant, {s['not_conformant']} not conformant, "
+             f"<p>{s['conformant']} conformant, {s['not_conformant']} not conformant "
+             f"({s.get('expected_by_engine', 0)} expected by the engine, {s.get('findings', 0)} finding(s)), "
              f"{s['inconclusive']} inconclusive</p><table><tr><th>job | backend | checkpoints | rescale</th>"]
     parts += [f"<th>{html.escape(f)}</th>" for f in failures]
     parts.append("</tr>")

@@ -208,8 +208,9 @@ def test_matrix_cells_and_summary() -> None:
     assert len(cs) == 16 and len({c.ident for c in cs}) == 16
     with pytest.raises(ValueError):
         cells(["wordcount"], ["memory"], ["aligned"], ["task"], [None])
-    assert summarise([{"verdict": "conformant"}, {"verdict": "not-conformant"}, {"verdict": "inconclusive"}]) == \
-        {"conformant": 1, "not_conformant": 1, "inconclusive": 1}
+    assert summarise([{"verdict": "conformant"}, {"verdict": "not-conformant"}, {"verdict": "inconclusive"},
+                      {"verdict": "not-conformant", "expected_by_engine": True}]) == \
+        {"conformant": 1, "not_conformant": 2, "inconclusive": 1, "expected_by_engine": 1, "findings": 1}
 
 
 def test_matrix_classification() -> None:

@@ -351,7 +351,9 @@ def _print_matrix(doc: dict[str, Any]) -> None:
         table.add_row(key, *cols)
     Console().print(table)
     s = doc["summary"]
-    print(f"{s['conformant']} conformant, {s['not_conformant']} not conformant, {s['inconclusive']} inconclusive")
+    print(f"{len(doc['cells'])} cells: {s['conformant']} conformant, {s['not_conformant']} not conformant "
+          f"({s.get('expected_by_engine', 0)} expected by the engine's documentation, {s.get('findings', 0)} "
+          f"finding(s)), {s['inconclusive']} inconclusive")
 
 
 def _tamper(args: argparse.Namespace) -> int:

@@ -307,7 +307,9 @@ def sigkill_during(argv: list[str], work: Path, ready: Callable[[str], bool], wa
     """Start the CLI, wait for ``ready(tag)``, SIGKILL it: no process of the run may survive
     ``within`` seconds (the contract's 10 s by default). Returns the problem, or None."""
     tag = new_tag()
-    env = tagged_env(tag, JAVA_TOOL_OPTIONS=f"-Djava.io.tmpdir={work}")
+    scratch = work / "tmp"  # a SIGKILLed run cannot clean up: its temporary files stay inside ``work``
+    scratch.mkdir(exist_ok=True)
+    env = tagged_env(tag, JAVA_TOOL_OPTIONS=f"-Djava.io.tmpdir={scratch}", TMPDIR=str(scratch))
     with open(work / "cli.log", "wb") as log:
         p = subprocess.Popen([sys.executable, "-m", "rollcheck.cli.main", *argv], cwd=work, env=env,
                              stdout=log, stderr=subprocess.STDOUT)
