@@ -171,7 +171,7 @@ def plan_jobs(sections: list[tuple[str, Any]], quick: bool,
         kind = str(hint.get("kind", "cpu"))
         title = str(getattr(module, "TITLE", name))
         parts = section_parts(module, quick)
-        for part in parts or [None]:
+        for part in list[str | None](parts) or [None]:
             job = name if part is None else f"{name}.{part}"
             part_hint: dict[str, Any] = dict(table.get(job, {})) if part is not None else {}
             e = float(part_hint.get(key, est / max(1, len(parts))))

@@ -27,6 +27,7 @@ import signal
 import sys
 import threading
 import time
+from types import FrameType
 from typing import Any
 
 from rollcheck.pyimpl.errors import InvalidInputError
@@ -133,7 +134,7 @@ class ProtocolCalls:
         self._force = proto.must_force
         self._deliver = proto.on_deliver
         if not checking:  # the fast form: the user's functions themselves (the walk checks types)
-            self.on_checkpoint = self._ckpt  # type: ignore[method-assign]
+            self.on_checkpoint = self._ckpt  # type: ignore[method-assign, assignment]
             self.on_send = self._send  # type: ignore[method-assign]
             self.must_force = self._force  # type: ignore[method-assign]
             self.on_deliver = self._deliver  # type: ignore[method-assign]
@@ -267,7 +268,7 @@ class Watchdog:
     def _watch(self) -> None:
         assert self.limit is not None
         step = min(0.25, self.limit / 4)
-        held = None
+        held: FrameType | None = None
         since = time.monotonic()
         while not self._stop.wait(step):
             now = time.monotonic()
@@ -276,6 +277,7 @@ class Watchdog:
                 held, since = frame, now  # holding the frame: a new call is a new object
                 continue
             if now - since >= self.limit:
+                assert frame is not None  # narrowed above: frame is the held one
                 self.fired = True
                 self.method = self.methods[frame.f_code]
                 if self._main:

@@ -270,7 +270,7 @@ def walk(n: int, max_events: int, calls: Any = None, *, prefix: tuple[Any, ...] 
                 count[0] += 1
                 if count[0] & 4095 == 0 and deadline is not None and now() > deadline:
                     raise _Budget
-                bad = rb is not None and rollback_excess(n, nck, dlv, rb)
+                bad = rollback_excess(n, nck, dlv, rb) if rb is not None else None
                 if bad:
                     found(nd, ("rollback",) + bad)
                 else:
@@ -321,7 +321,8 @@ def walk(n: int, max_events: int, calls: Any = None, *, prefix: tuple[Any, ...] 
                 count[0] += 1
                 if count[0] & 4095 == 0 and deadline is not None and now() > deadline:
                     raise _Budget
-                bad = zcycles and dsmax[p] >= di and ddmin[src] <= m[4] and zcycle_through_last(dlv)
+                bad = (zcycle_through_last(dlv) if zcycles and dsmax[p] >= di and ddmin[src] <= m[4]
+                       else None)
                 old_s, old_d = dsmax[src], ddmin[p]
                 if m[4] > old_s:
                     dsmax[src] = m[4]
@@ -330,7 +331,7 @@ def walk(n: int, max_events: int, calls: Any = None, *, prefix: tuple[Any, ...] 
                 if bad:
                     found(nd, ("zcycle",) + bad)
                 else:
-                    bad = rb is not None and rollback_excess(n, nck, dlv, rb)
+                    bad = rollback_excess(n, nck, dlv, rb) if rb is not None else None
                     if bad:
                         found(nd, ("rollback",) + bad)
                     else:

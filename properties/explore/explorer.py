@@ -140,11 +140,11 @@ class _Job:
 def _named_error(job: _Job, err: WalkError) -> ProtocolCodeError:
     """Replay the failing schedule with a checking ProtocolCalls to name the error exactly."""
     cause = err.__cause__
+    named: ProtocolCodeError | None = None
     if isinstance(cause, ProtocolCodeError):
         named = cause
     else:
         checking = ProtocolCalls(job.proto, job.label, checking=True)
-        named = None
         try:
             walk(job.n, len(err.word), checking, prefix=err.word, limit=len(err.word),
                  zcycles=False)

@@ -55,7 +55,7 @@ class BCS(Protocol):
             raise InvalidInputError(f"process index {i} out of range 0..{n - 1}")
         return BCSState(i, 0)
 
-    def on_checkpoint(self, st: BCSState) -> BCSState:
+    def on_checkpoint(self, st: BCSState, forced: bool = False) -> BCSState:
         return BCSState(st.i, st.lc + 1)
 
     def on_send(self, st: BCSState, dst: int) -> tuple[BCSState, int]:

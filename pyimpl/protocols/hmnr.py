@@ -97,7 +97,7 @@ class HMNR(Protocol):
         st = HMNRState(i, zero, zero, (False,) * n, (False,) * n, (INF,) * n)
         return self.on_checkpoint(st)
 
-    def on_checkpoint(self, st: HMNRState) -> HMNRState:
+    def on_checkpoint(self, st: HMNRState, forced: bool = False) -> HMNRState:
         i = st.i
         n = len(st.clock)
         clock = list(st.clock)

@@ -47,7 +47,7 @@ class UC(Protocol):
             raise InvalidInputError(f"process index {i} out of range 0..{n - 1}")
         return UCState(i, 0)
 
-    def on_checkpoint(self, st: UCState) -> UCState:
+    def on_checkpoint(self, st: UCState, forced: bool = False) -> UCState:
         return UCState(st.i, st.checkpoints + 1)
 
     def on_send(self, st: UCState, dst: int) -> tuple[UCState, None]:

@@ -192,7 +192,7 @@ class HMNRPiggybackAtDelivery(Protocol):
         inner = self._h.initial(i, n)
         return LiveState(inner, _Cell(inner))
 
-    def on_checkpoint(self, st: LiveState) -> LiveState:
+    def on_checkpoint(self, st: LiveState, forced: bool = False) -> LiveState:
         return self._wrap(st, self._h.on_checkpoint(st.inner))
 
     def on_send(self, st: LiveState, dst: int) -> tuple[LiveState, Any]:

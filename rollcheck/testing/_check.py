@@ -609,6 +609,7 @@ def check_protocol(
     """
     from rollcheck.properties.explore import (
         DEFAULT_BOUNDS,
+        Bound,
         ProtocolCodeError,
         drop_idle,
         explore,
@@ -631,6 +632,7 @@ def check_protocol(
         raise InvalidInputError(f"must be > 0 seconds, got {call_timeout}", location="call-timeout")
     if bounds is None:
         bounds = os.environ.get("ROLLCHECK_BOUND", "").strip() or None
+    the_bounds: tuple[Bound, ...]
     if bounds is None:
         the_bounds = DEFAULT_BOUNDS
     elif isinstance(bounds, str):
@@ -736,7 +738,7 @@ def check_protocol(
             1 for s in seen if useless_checkpoints(run_protocol(uc, s).pattern)) / len(seen)
     # the checks and the verdict
     checks: list[Check] = []
-    cover = {"exhaustive": counted["exhaustive"], "random": counted["random"],
+    cover: dict[str, Any] = {"exhaustive": counted["exhaustive"], "random": counted["random"],
              "given": counted["given"]}
     for prop in props:
         if violation is not None and violation.property == prop:
@@ -788,8 +790,10 @@ def _without_idle(out_p: Pattern) -> Pattern | None:
         if e.kind == CHECKPOINT:
             b.checkpoint(new[e.process])
         elif e.kind == DELIVER:
+            assert e.message is not None
             b.deliver(new[e.process], e.message)
         else:
+            assert e.to is not None
             b.send(new[e.process], new[e.to], e.message)
     return b.build()
 
