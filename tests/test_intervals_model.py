@@ -111,6 +111,19 @@ def test_special_cases_agree() -> None:
     assert utilization_dag_no_failure(t, c, 5, 1.0) == pytest.approx(36 / 44)
 
 
+def test_utilization_at_an_interval_too_short_for_floating_point() -> None:
+    """λT underflows (e^(λT) − 1 is 0): the model gives its limit (T − c)/T · e^(−λR), not NaN."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert utilization_dag(5e-324, 0.5, 0.0) == 1.0
+        # subnormal T and c carry few digits: (T - c)/T is 0.5 to about 3 places
+        assert utilization_dag(1e-320, 0.5, 5e-321, 2.0) == pytest.approx(0.5 * math.exp(-1.0), rel=2e-3)
+        both = utilization_dag([5e-324, 10.0], 0.5, 0.0)
+    assert both[0] == 1.0 and both[1] == pytest.approx(0.5 * 10 / math.expm1(5.0))
+
+
 def test_array_input() -> None:
     import numpy as np
 

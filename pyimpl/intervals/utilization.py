@@ -149,8 +149,11 @@ def utilization_dag(
     if lam == 0.0:
         return _scalar_or_array((t - checkpoint_cost) / t)
     lost = lam * (restart_cost + (depth - 1) * token_delay)
-    with np.errstate(over="ignore"):
-        u = lam * (t - checkpoint_cost) * np.exp(-lost) / np.expm1(lam * t)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        em = np.expm1(lam * t)
+        u = lam * (t - checkpoint_cost) * np.exp(-lost) / em
+    # λT so small that e^(λT) − 1 is 0 in floating point: the limit of λ(T − c)/(e^(λT) − 1) is (T − c)/T
+    u = np.where(em == 0.0, (t - checkpoint_cost) / t * np.exp(-lost), u)
     return _scalar_or_array(np.asarray(u, dtype=float))
 
 
