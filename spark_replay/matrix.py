@@ -38,7 +38,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -578,6 +578,13 @@ def _record_argv(cell: Cell | None, module: str, provider: str, opts: MatrixOpti
     return argv
 
 
+def _shrink_argv(cell: Cell, module: str, opts: MatrixOptions, trace: Path, fail_at: int) -> list[str]:
+    """A minimiser's re-recording of ``cell`` on another module file (its shrunk input), the
+    failure at batch ``fail_at``: the matrix's own settings otherwise (seed, master, call timeout),
+    all of the module's batches, no shared reference."""
+    return _record_argv(cell, module, cell.provider, replace(opts, batches=None, fail_at_batch=fail_at), trace, None)
+
+
 def overloaded(log: Path) -> bool:
     """Whether a recording's log shows a Python worker that did not connect back in time
     (:data:`rollcheck.spark_replay.query.OVERLOAD_SIGNS`): the machine's fault, not the query's;
@@ -741,9 +748,7 @@ def run_matrix(opts: MatrixOptions, *, on_update: Callable[[list[dict[str, Any]]
                 from rollcheck.spark_replay.reproducer import minimise_and_write
 
                 def argv_for(module: str, trace: Path, fail_at: int, c: Cell = cell) -> list[str]:
-                    o = MatrixOptions(opts.modules, batches=None, seed=opts.seed, fail_at_batch=fail_at,
-                                      out=opts.out, master=opts.master)
-                    return _record_argv(c, module, c.provider, o, trace, None)
+                    return _shrink_argv(c, module, opts, trace, fail_at)
 
                 def root_cause(trace: Path) -> str | None:
                     from rollcheck.spark_replay.replay import replay_file

@@ -110,6 +110,12 @@ def test_call_timeout_reaches_every_recording(tmp_path):
     for argv in (_record_argv(None, "q.py", "hdfs", opts, tmp_path / "r.jsonl", None),
                  _record_argv(cell, "q.py", "hdfs", opts, tmp_path / "c.jsonl", tmp_path / "r.jsonl")):
         assert argv[argv.index("--call-timeout") + 1] == "42.5"
+    from rollcheck.spark_replay.matrix import _shrink_argv
+
+    shrink = _shrink_argv(cell, "try1.py", MatrixOptions(["q.py"], batches=3, call_timeout=42.5, seed=7), tmp_path / "t",
+                          0)  # a minimiser's re-recording: the same limit, all of the shrunk input's batches
+    assert shrink[shrink.index("--call-timeout") + 1] == "42.5" and "--batches" not in shrink
+    assert shrink[shrink.index("--fail-at-batch") + 1] == "0" and shrink[shrink.index("--seed") + 1] == "7"
     with pytest.raises(InvalidInputError, match="needs --failure kill"):
         validate_options("sink", "state", "hdfs")
     with pytest.raises(InvalidInputError, match="--state-store"):
