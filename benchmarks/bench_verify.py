@@ -70,9 +70,9 @@ def _from_report(path: str) -> tuple[dict, float, int, tuple[float, float], str]
     """A run already made (``ROLLCHECK_BENCH_VERIFY_FROM=report/results.json``): its results, wall
     time, exit code (from its verdict), load at its start and end, and its kind."""
     doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    rows = doc.get("rows") or []
-    code = 1 if any(r.get("status") == "fail" for r in rows) else 3 if (
-        not rows or any(r.get("status") == "inconclusive" for r in rows)) else 0
+    from rollcheck.suite import exit_code
+
+    code = exit_code([str(r.get("status")) for r in doc.get("rows") or []])
     la = doc.get("load_average") or {}
     kind = "quick" if doc.get("quick") else "full"
     return doc, float(doc.get("total_seconds") or 0.0), code, (la.get("start") or 0.0, la.get("end") or 0.0), kind

@@ -328,15 +328,13 @@ def _snapshot_check(events, completed, mode) -> Check:
         # (a restore from checkpoint cid-1 reuses cid). The completed checkpoint is the one of the
         # latest attempt that snapshotted ``cid`` before the completion; the snapshots an aborted
         # attempt took for the same id belong to no completed checkpoint.
-        done_seq = completed_by_id[cid]["seq"]
-        before = [e for e in group if e["seq"] < done_seq] or group
-        if before:
-            latest = max(e["attempt"] for e in before)
-            aborted = [e for e in group if e["attempt"] < latest]
-            if aborted and any(c["checkpoint"] == cid and c["seq"] < min(e["seq"] for e in group
-                                                                       if e["attempt"] == latest)
-                               for c in completed):
-                return _bad(name, f"checkpoint {cid} completed in attempt {sorted({e['attempt'] for e in aborted})}"
+        if group:
+            done_seq = completed_by_id[cid]["seq"]
+            latest = max(e["attempt"] for e in ([e for e in group if e["seq"] < done_seq] or group))
+            aborted = {e["attempt"] for e in group if e["attempt"] < latest}
+            retaken = min(e["seq"] for e in group if e["attempt"] == latest)
+            if aborted and any(c["checkpoint"] == cid and c["seq"] < retaken for c in completed):
+                return _bad(name, f"checkpoint {cid} completed in attempt {sorted(aborted)}"
                              f" and was taken again in attempt {latest}", min(e["seq"] for e in group))
             group = [e for e in group if e["attempt"] == latest]
         attempts = {e["attempt"] for e in group}

@@ -161,19 +161,16 @@ def plan_jobs(sections: list[tuple[str, Any]], quick: bool,
 
     jobs = []
     for name, module in sections:
-        table: dict[str, Any] = dict(SCHEDULE)
-        own = getattr(module, "SCHEDULE", None)
-        if own:
-            table[name] = own
-        hint: dict[str, Any] = dict(table.get(name, {}))
+        hint: dict[str, Any] = dict(getattr(module, "SCHEDULE", None) or SCHEDULE.get(name, {}))
         key = "quick" if quick else "full"
         est = float(hint.get(key, 60.0))
         kind = str(hint.get("kind", "cpu"))
         title = str(getattr(module, "TITLE", name))
         parts = section_parts(module, quick)
-        for part in list[str | None](parts) or [None]:
+        each: list[str | None] = [*parts] or [None]
+        for part in each:
             job = name if part is None else f"{name}.{part}"
-            part_hint: dict[str, Any] = dict(table.get(job, {})) if part is not None else {}
+            part_hint: dict[str, Any] = dict(SCHEDULE.get(job, {})) if part is not None else {}
             e = float(part_hint.get(key, est / max(1, len(parts))))
             if measured and job in measured:
                 e = float(measured[job])

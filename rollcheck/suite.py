@@ -28,6 +28,7 @@ __all__ = [
     "discover_sections",
     "environment",
     "environment_failure",
+    "exit_code",
     "format_duration",
     "plural",
     "summary_line",
@@ -285,6 +286,24 @@ def format_duration(seconds: float) -> str:
         return f"{m}m{s:02d}s"
     h, m = divmod(m, 60)
     return f"{h}h{m:02d}m"
+
+
+def exit_code(statuses: list[str]) -> int:
+    """The one verdict rule over the rows' statuses, as an exit code: 1 when a check failed, 3 when
+    nothing was checked or a check was inconclusive, else 0.
+
+    Examples
+    --------
+    >>> exit_code(["pass", "inconclusive", "fail"]), exit_code(["pass", "inconclusive"]), exit_code([])
+    (1, 3, 3)
+    >>> exit_code(["pass", "pass"])
+    0
+    """
+    if "fail" in statuses:
+        return 1
+    if not statuses or "inconclusive" in statuses:
+        return 3
+    return 0
 
 
 def summary_line(rows: list[Row], seconds: float) -> str:

@@ -153,8 +153,6 @@ def checkpoint_logs(checkpoint: str | Path) -> dict[str, int | None]:
     return out
 
 
-
-
 def state_files_of_version(checkpoint: str | Path, version: int) -> int:
     """How many state files of ``version`` (any operator, partition, store, provider) exist.
 

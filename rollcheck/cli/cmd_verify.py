@@ -310,11 +310,9 @@ def _run(args: argparse.Namespace) -> int:
     if fault is not None:  # a full disk is the machine's: exit 2 naming the path, never a FAIL (1)
         print(f"rollcheck: environment error: {fault}", file=sys.stderr)
         return 2
-    if any(r.status == "fail" for r in rows):
-        return 1
-    if not rows or any(r.status == "inconclusive" for r in rows):
-        return 3
-    return 0
+    from rollcheck.suite import exit_code
+
+    return exit_code([r.status for r in rows])
 
 
 def _environment_fault(rows: list[Any], out_dir: Path) -> Any:

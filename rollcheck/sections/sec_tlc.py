@@ -36,6 +36,7 @@ def _algorithm(entry) -> str:  # type: ignore[no-untyped-def]
 PARTS = {"quick": ("models-small", "coverage-small", "traces"),
          "full": ("models-small", "models-large", "coverage-small", "coverage-large", "traces")}
 
+
 def run(ctx: VerifyContext) -> list[Row]:
     from rollcheck.tla.crosscheck import crosscheck_cic, crosscheck_recovery
     from rollcheck.tla.manifest import check_coverage, load_manifest, run_entry
