@@ -6,11 +6,17 @@ progress on the terminal, or takes a run already made (``ROLLCHECK_BENCH_VERIFY_
 report/results.json``), reads the section times from its ``results.json`` and appends one record
 to ``benchmarks/results/verify-sections.json``: when, the commit, the load average before and
 after, the number of cores, the number of checks, the total and every section's (and part's) wall
-and CPU time. It prints each section next to its
-budget (``rollcheck.sections.SCHEDULE``) and to the previous record of the same kind, marking a
-section more than 25 % slower than last time, and the total against the target (4 minutes quick,
-20 minutes full, on 2 cores). Times depend on the machine's load: compare records taken at a
-similar load (both are printed).
+and CPU time, and the run's machine calibration (``rollcheck.calibration``: the CPU seconds of a
+pure-Python loop, one JVM start, the cores, the load at the start and the end).
+
+It prints each section next to its budget (``rollcheck.sections.SCHEDULE``) and to the previous
+record of the same kind, and the total against the target (4 minutes quick, 20 minutes full, on
+2 cores). Times are compared in *calibration loops* (seconds divided by the record's calibration
+loop seconds), so that a record made on a machine twice as slow compares with one made on a fast
+machine: a section whose normalised time grew by more than :data:`TOLERANCE` is marked SLOWER.
+Records made before calibrations were kept are *uncalibrated*: against one of those the seconds
+are compared as they are (marked ``SLOWER (s)``), which only means something on the same machine.
+Load still matters (it is printed for both records): compare records taken at a similar load.
 """
 
 from __future__ import annotations
@@ -25,6 +31,8 @@ from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "results" / "verify-sections.json"
 TARGET = {"quick": 240.0, "full": 1200.0}
+#: a section is flagged when its time (in calibration loops) grew by more than this fraction
+TOLERANCE = 0.25
 
 
 def _load() -> list[dict]:
@@ -79,6 +87,7 @@ def _from_report(path: str) -> tuple[dict, float, int, tuple[float, float], str]
 
 
 def main(quick: bool) -> None:
+    from rollcheck.calibration import describe, slower_sections
     from rollcheck.sections import SCHEDULE
 
     given = os.environ.get("ROLLCHECK_BENCH_VERIFY_FROM")
@@ -99,25 +108,42 @@ def main(quick: bool) -> None:
               "cpu_seconds": round(sum(cpu.values()), 1), "checks": len(doc.get("rows") or []),
               "jobs_seconds": doc.get("job_seconds"), "jobs_cpu_seconds": doc.get("job_cpu_seconds"),
               "jobs_started": doc.get("job_started")}
+    if isinstance(doc.get("calibration"), dict):  # a report without one stays uncalibrated
+        record["calibration"] = doc["calibration"]
     history = _load()
     previous = next((r for r in reversed(history) if r.get("kind") == kind), None)
+    slower = {x.name: x for x in slower_sections(record, previous, tolerance=TOLERANCE)}
+    loop = (record.get("calibration") or {}).get("loop_cpu_seconds")
+    prev_loop = ((previous or {}).get("calibration") or {}).get("loop_cpu_seconds")
     target = TARGET.get(kind.split()[0], 0.0)
     print(f"verify ({kind}): {wall:.0f} s wall (target for the whole run {target:.0f} s), "
           f"exit {code}, load {load0:.1f} -> {load1:.1f}, {record['cores']} cores, "
           f"{record['jobs']} sections at once, {record['checks']} checks")
+    print(f"machine: {describe(record)}")
+    if loop:
+        print(f"in calibration loops (seconds / {loop:.2f} s): {wall / loop:.0f} wall, target "
+              f"{target / loop:.0f}; the issue's slower machine (loop 2.2 s) would take about {wall / loop * 2.2:.0f} s")
     if cpu:
         print(f"CPU: {sum(cpu.values()):.0f} s in all (user + system, JVMs and TLC included): on "
               f"{record['cores']} cores no schedule can finish in less than {sum(cpu.values()) / record['cores']:.0f} s")
-    print(f"{'section':<12} {'seconds':>8} {'CPU s':>7} {'budget':>8} {'previous':>9}")
+    print(f"{'section':<12} {'seconds':>8} {'CPU s':>7} {'loops':>6} {'budget':>8} {'previous':>9} {'loops':>6}")
     for name, s in sorted(secs.items(), key=lambda kv: -kv[1]):
         budget = float(SCHEDULE.get(name, {}).get(kind.split()[0], 0) or 0)
         prev = (previous or {}).get("sections", {}).get(name)
-        mark = " SLOWER" if prev and s > 1.25 * prev else ""
+        flag = slower.get(name)
+        mark = "" if flag is None else (" SLOWER" if flag.normalised else " SLOWER (s)")
         c = f"{cpu[name]:7.0f}" if name in cpu else f"{'-':>7}"
-        print(f"{name:<12} {s:8.1f} {c} {budget:8.0f} {prev if prev is not None else '-':>9}{mark}")
+        n = f"{s / loop:6.0f}" if loop else f"{'-':>6}"
+        pn = f"{prev / prev_loop:6.0f}" if prev is not None and prev_loop else f"{'-':>6}"
+        print(f"{name:<12} {s:8.1f} {c} {n} {budget:8.0f} {prev if prev is not None else '-':>9} {pn}{mark}")
     if previous:
         print(f"previous {kind} record: {previous['total_seconds']} s at load {previous['load_before']} "
-              f"({previous['when']}, {previous['commit']})")
+              f"({previous['when']}, {previous['commit']}); its machine: {describe(previous)}")
+        how = ("in calibration loops" if loop and prev_loop else
+               "in seconds (a record is uncalibrated, so the two machines' speeds are unknown)")
+        print(f"{len(slower)} section(s) more than {100 * TOLERANCE:.0f} % slower than the previous record, "
+              f"compared {how}" + (": " + ", ".join(f"{x.name} x{x.ratio:.2f}" for x in slower.values())
+                                   if slower else ""))
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     tmp = RESULTS.with_suffix(".tmp")
     tmp.write_text(json.dumps(history + [record], indent=1), encoding="utf-8")

@@ -218,6 +218,7 @@ def _run(args: argparse.Namespace) -> int:
     from rich.live import Live
     from rich.table import Table
 
+    from rollcheck.calibration import calibrate, describe, finish
     from rollcheck.properties.profiles import load_profile
     from rollcheck.properties.profiles import seed as env_seed
     from rollcheck.pyimpl.errors import InvalidInputError
@@ -253,11 +254,15 @@ def _run(args: argparse.Namespace) -> int:
     words = _header_words(profile, args.quick, seed, seed_from, hyp, jobs, engine_jobs)
     t_all = time.perf_counter()
     load_start = _load_average()
+    # the machine's calibration (a CPU loop, one JVM start, cores, load) next to the times, so that
+    # the times of runs on different machines compare (rollcheck.calibration)
+    calibration = calibrate(load_start=load_start)
     console = Console(file=sys.stderr, force_terminal=interactive or None,
                       highlight=False, width=None if interactive else 10_000, soft_wrap=not interactive)
     console.print(f"rollcheck verify: {words['run']}; profile {words['profile']}; seed {words['seed']}; "
                   f"Hypothesis {words['Hypothesis']}; sections at once: {words['sections at once']}"
                   f" (each section's JVM and Spark output: {os.path.relpath(log_dir)}/)", markup=False)
+    console.print(f"machine: {describe({'calibration': calibration}, load=False)}, load {load_start}", markup=False)
     ctx_args = {"profile": profile, "quick": args.quick, "out_dir": str(out_dir), "seed": seed}
     with open(log_path, "a", encoding="utf-8") as log_fh:
         progress = _Progress(console, interactive, log_fh, {j.name: j.title for j in plan})
@@ -269,6 +274,8 @@ def _run(args: argparse.Namespace) -> int:
     rows = [r for name, _ in sections for j in plan if j.section == name for r in outcomes[j.name].rows]
     seconds = time.perf_counter() - t_all
     verdict = summary_line(rows, seconds)
+    calibration = finish(calibration, _load_average())
+    words["machine"] = describe({"calibration": calibration})
     if interactive:
         table = Table(title="rollcheck verify")
         for col in ("algorithm", "method", "check", "result", "count", "s"):
@@ -289,7 +296,7 @@ def _run(args: argparse.Namespace) -> int:
         "job_cpu_seconds": {n: o.cpu_seconds for n, o in outcomes.items()},
         "job_started": {n: round(o.started - t_all, 1) for n, o in outcomes.items()},
         "section_titles": {name: str(getattr(m, "TITLE", name)) for name, m in sections},
-        "cores": _cores(), "load_average": {"start": load_start, "end": _load_average()},
+        "cores": _cores(), "load_average": dict(calibration["load_average"]), "calibration": calibration,
         "versions": environment(),
     }
     try:
