@@ -9,7 +9,10 @@ A *query under test* is a Python file (or importable module) with (``docs/your-q
   that identify a row; the final output table is the last row per key);
 - optional ``sink(batch_df, batch_id, out_dir)`` and ``read_output(out_dir) -> list[dict]``: the
   user's own ``foreachBatch`` sink and how to read back what it wrote. The default sink is
-  rollcheck's idempotent one: ``out_dir/batch-<id>.json`` replaced atomically per batch id.
+  rollcheck's idempotent one: ``out_dir/batch-<id>.json`` replaced atomically per batch id;
+- optional ``SINK_GUARANTEE`` (``"exactly-once"``, the default, or ``"at-least-once"``): what the
+  module's own sink promises; the replay judges the output against it (the trace header's
+  ``config.sink_guarantee``; :mod:`rollcheck.pyimpl.attribution`).
 
 rollcheck owns the source (one JSON Lines file per batch, read with ``maxFilesPerTrigger=1``, so
 data batch *b* is Spark batch *b*; later batch ids are data-less batches that only advance the
@@ -117,6 +120,8 @@ class UserQuery:
     key: list[str]
     #: seconds each call into the module may take (``--call-timeout``)
     call_timeout: float = DEFAULT_QUERY_CALL_TIMEOUT
+    #: the module's ``SINK_GUARANTEE`` (``"exactly-once"`` when it declares none)
+    sink_guarantee: str = "exactly-once"
 
     @property
     def has_sink(self) -> bool:
@@ -244,7 +249,17 @@ def load_query(spec: str, call_timeout: float = DEFAULT_QUERY_CALL_TIMEOUT) -> U
         raise InvalidInputError("give sink and read_output together (rollcheck must read what your sink "
                                 "wrote)", source=spec, location="sink" if has_sink else "read_output")
     cols = ddl_columns(mod.SCHEMA)
-    return UserQuery(spec, mod, mod.SCHEMA, cols, mod.OUTPUT_MODE, list(key), check_limit(call_timeout))
+    from rollcheck.pyimpl.attribution import check_guarantee
+
+    try:
+        guarantee = check_guarantee(getattr(mod, "SINK_GUARANTEE", None))
+    except ValueError as e:
+        raise InvalidInputError(str(e), source=spec, location="SINK_GUARANTEE") from None
+    if guarantee != "exactly-once" and not has_sink:
+        raise InvalidInputError("SINK_GUARANTEE is about the module's own sink, and it has none (rollcheck's "
+                                "default sink is exactly-once)", source=spec, location="SINK_GUARANTEE")
+    return UserQuery(spec, mod, mod.SCHEMA, cols, mod.OUTPUT_MODE, list(key), check_limit(call_timeout),
+                     guarantee)
 
 
 # ----------------------------------------------------------------------------- configuration
@@ -264,6 +279,8 @@ class QueryConfig:
     call_timeout: float = DEFAULT_QUERY_CALL_TIMEOUT
     state_store: str = "hdfs"  # killpoints.STATE_STORES
     kill_point: str | None = None  # killpoints.KILL_POINTS (with failure "kill")
+    #: the pyspark release to record on (``releases.spark_environment``); None: the running one
+    engine_version: str | None = None
 
     def validate(self, n_input: int | None = None) -> None:
         """Check the flags; with ``n_input`` (the number of input batches) also the batch."""
@@ -276,6 +293,10 @@ class QueryConfig:
             raise InvalidInputError(f"unknown failure {self.failure!r}; use one of {FAILURES}",
                                     location="--failure")
         validate_options(self.failure, self.kill_point, self.state_store)  # killpoints.py
+        if self.engine_version is not None:
+            from rollcheck.spark_replay.releases import parse_release
+
+            parse_release(self.engine_version)
         if self.fail_at_batch is not None and self.fail_at_batch < 0:
             raise InvalidInputError("--fail-at-batch must be >= 0", location="--fail-at-batch")
         if n_input is not None and self.fail_at_batch is not None and self.fail_at_batch > n_input:
@@ -757,7 +778,7 @@ def record_query(cfg: QueryConfig, out: str | Path, *, workdir: str | Path | Non
     paths = _prepare(root, rows, uq.columns)
     header = {"source": "spark", "job": "query", "seed": cfg.seed, "processes": ["driver"],
               "config": {**asdict(cfg), "key": uq.key, "output_mode": uq.output_mode, "schema": uq.schema,
-                         "user_sink": uq.has_sink, "input_batches": len(rows),
+                         "user_sink": uq.has_sink, "sink_guarantee": uq.sink_guarantee, "input_batches": len(rows),
                          "input_rows": sum(len(b) for b in rows)}}
     # OUT.partial until the run ends (then renamed); a refused query leaves no fragment, an
     # interrupted run leaves OUT as it was (pyimpl.partialfile)
