@@ -1,0 +1,70 @@
+"""The chaos matrix's engine-neutral core: one implementation for every engine.
+
+A *chaos matrix* runs one recorded, replayed run per *cell* (a configuration of an engine under
+one failure) and shows the table. Everything that does not depend on the engine lives here, one
+concept per module:
+
+- :mod:`~rollcheck.pyimpl.matrix.cells` — what a cell must say about itself (its table row and
+  column, its file stem) and the table's axes;
+- :mod:`~rollcheck.pyimpl.matrix.document` — a cell's JSON entry (one set of keys for every
+  engine), the ``summary``, the matrix's verdict (from :func:`rollcheck.pyimpl.verdict.decide`
+  only) and the atomic writing of ``matrix.json``;
+- :mod:`~rollcheck.pyimpl.matrix.classify` — a not-conformant cell's attribution
+  (``expected_by_engine``, ``attributed_to``, ``reason``);
+- :mod:`~rollcheck.pyimpl.matrix.adapter` — what an engine supplies (:class:`EngineAdapter`:
+  recording, replay, failure points, witness, the reproducer);
+- :mod:`~rollcheck.pyimpl.matrix.runner` — child processes bounded in time that die with the
+  matrix (:class:`ChildRunner`);
+- :mod:`~rollcheck.pyimpl.matrix.run` — :func:`run_matrix`: planning order, shared preparations,
+  ``jobs`` cells at a time, retries, Ctrl-C / SIGTERM handling (children die, nothing half-written);
+- :mod:`~rollcheck.pyimpl.matrix.html` and :mod:`~rollcheck.pyimpl.matrix.table` — the HTML table
+  and the terminal table (one of each for every engine);
+- :mod:`~rollcheck.pyimpl.matrix.shrink` — the minimiser's searches (fewest records by bisection,
+  fewest batches and rows by halving);
+- :mod:`~rollcheck.pyimpl.matrix.reproducer` — running a reproducer script once, as a user would.
+
+Why here, in ``pyimpl``
+-----------------------
+The engines' adapters (``rollcheck.spark_replay.matrix``, ``rollcheck.flink_replay.matrix``) may
+import only ``rollcheck.pyimpl`` (the layering contracts of ``pyproject.toml``), and the matrix
+must also run from a user's test suite (``rollcheck.testing.check_query``) and from ``rollcheck
+verify``. A core in the CLI layer would leave the adapters unable to use it and force every caller
+through the CLI; a core in ``pyimpl`` imports no engine (it knows cells, reports and files only),
+so every layer above can use it and a third engine's matrix is one more adapter module.
+
+References
+----------
+``specs/verdicts.md`` (the one verdict rule); ``docs/spark-matrix.md``; ``docs/flink.md``.
+"""
+
+from rollcheck.pyimpl.matrix.adapter import EngineAdapter, Prepared, Recording, Replayed
+from rollcheck.pyimpl.matrix.cells import GenericCell, MatrixCell, axes, cell_key, entry_key
+from rollcheck.pyimpl.matrix.classify import attribution_module, classify
+from rollcheck.pyimpl.matrix.document import (
+    CELL_KEYS,
+    SUMMARY_KEYS,
+    base_entry,
+    cell_check,
+    matrix_verdict,
+    summarize,
+    write_document,
+)
+from rollcheck.pyimpl.matrix.html import render_html, write_html
+from rollcheck.pyimpl.matrix.reproducer import run_reproducer
+from rollcheck.pyimpl.matrix.run import run_matrix
+from rollcheck.pyimpl.matrix.runner import ChildRunner
+from rollcheck.pyimpl.matrix.shrink import bisect_fewest, shrink_batches
+from rollcheck.pyimpl.matrix.table import cell_word, terminal_table
+
+__all__ = [
+    "EngineAdapter", "Prepared", "Recording", "Replayed",
+    "GenericCell", "MatrixCell", "axes", "cell_key", "entry_key",
+    "classify", "attribution_module",
+    "CELL_KEYS", "SUMMARY_KEYS", "base_entry", "cell_check", "matrix_verdict", "summarize", "write_document",
+    "render_html", "write_html",
+    "run_reproducer",
+    "run_matrix",
+    "ChildRunner",
+    "bisect_fewest", "shrink_batches",
+    "cell_word", "terminal_table",
+]

@@ -1,0 +1,141 @@
+"""What an engine supplies to the matrix core: :class:`EngineAdapter`.
+
+An adapter turns a cell into a recording and a recording into a replay report; the core does
+the rest (order, parallelism, retries, classification, files, tables, the verdict). The parts:
+
+- :meth:`~EngineAdapter.describe` — the cell's ``config`` and ``failure`` (the JSON entry's keys)
+  and any extra keys of the engine;
+- :meth:`~EngineAdapter.group` / :meth:`~EngineAdapter.prepare` — an optional preparation shared
+  by several cells (Spark: one failure-free reference recording per configuration); a failed
+  preparation makes its cells inconclusive without running them;
+- :meth:`~EngineAdapter.record` — run the cell's failing recording (the failure points are the
+  adapter's: kill points, failing batches or records);
+- :meth:`~EngineAdapter.replay` — the recording's replay report (the engine's own checks);
+- :meth:`~EngineAdapter.witness` — the lost or duplicated rows of a not-conformant cell;
+- :meth:`~EngineAdapter.legacy` — the engine's own attribution, until the trace-based one
+  (:mod:`rollcheck.pyimpl.matrix.classify`) is installed;
+- :meth:`~EngineAdapter.retry` — whether an inconclusive cell is recorded once more (a race with
+  the engine, an overloaded machine);
+- :meth:`~EngineAdapter.finding` — minimise a finding (with :mod:`rollcheck.pyimpl.matrix.shrink`)
+  and write its reproducer from the engine's template (run with
+  :func:`rollcheck.pyimpl.matrix.reproducer.run_reproducer`).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rollcheck.pyimpl.matrix.cells import MatrixCell
+from rollcheck.pyimpl.matrix.runner import ChildRunner
+from rollcheck.pyimpl.verdict import Report
+
+__all__ = ["EngineAdapter", "Prepared", "Recording", "Replayed"]
+
+
+@dataclass
+class Prepared:
+    """A group's shared preparation: ``context`` for its cells' recordings, or ``error`` (every
+    cell of the group is then inconclusive with this reason)."""
+
+    context: Any = None
+    error: str | None = None
+
+
+@dataclass
+class Recording:
+    """One cell's recording: the ``trace`` written, or ``error`` (why it did not finish: the cell
+    is inconclusive); ``extra`` keys go into the cell's entry; ``log`` is the recorder's log."""
+
+    trace: Path
+    error: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    log: Path | None = None
+
+
+@dataclass
+class Replayed:
+    """A recording replayed: the report of the engine's checks, and the trace's header and events
+    (for the witness)."""
+
+    report: Report
+    header: dict[str, Any] = field(default_factory=dict)
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+
+class EngineAdapter(ABC):
+    """One engine's part of the matrix (module docstring). Subclasses set the class attributes
+    and implement :meth:`describe`, :meth:`record` and :meth:`replay`."""
+
+    #: The ``engine`` of every cell entry.
+    engine: str = "engine"
+    #: The table's title (terminal and HTML).
+    title: str = "chaos matrix"
+    #: The header of the table's first column (what a row is).
+    row_header: str = "configuration"
+    #: One paragraph under the HTML table: what the columns mean.
+    legend: str = ""
+    #: How often an inconclusive cell that :meth:`retry` accepts is recorded again.
+    retries: int = 0
+    #: Whether a finding is minimised and gets a reproducer (:meth:`finding`).
+    minimise: bool = True
+    #: The word the tables show for a cell whose group is being prepared.
+    preparing_word: str = "preparing"
+
+    @abstractmethod
+    def describe(self, cell: Any) -> tuple[Mapping[str, Any], Mapping[str, Any], Mapping[str, Any]]:
+        """``(config, failure, extra)`` of ``cell``'s entry."""
+
+    def group(self, cell: Any) -> str | None:
+        """The key of the preparation ``cell`` shares with others, or None (none)."""
+        return None
+
+    def prepare(self, group: str, cells: Sequence[Any], runner: ChildRunner, out: Path) -> Prepared:
+        """Run the shared preparation of ``cells`` (all of one :meth:`group`)."""
+        return Prepared()
+
+    @abstractmethod
+    def record(self, cell: Any, context: Any, runner: ChildRunner, out: Path) -> Recording:
+        """Record ``cell``'s run with its failure into a trace under ``out``."""
+
+    @abstractmethod
+    def replay(self, cell: Any, recording: Recording) -> Replayed:
+        """Replay a recording (raise :class:`~rollcheck.pyimpl.errors.InvalidInputError` or
+        :class:`~rollcheck.pyimpl.errors.InconclusiveError` when it cannot be replayed)."""
+
+    def witness(self, cell: Any, replayed: Replayed) -> dict[str, Any] | None:
+        """What a not-conformant cell lost or duplicated (written beside the trace)."""
+        return None
+
+    def legacy(self, cell: Any, replayed: Replayed, witness: dict[str, Any] | None) -> Mapping[str, Any] | None:
+        """The engine's own attribution of a not-conformant cell (``expected_by_engine``,
+        ``reason``), or None for the core's default (a finding)."""
+        return None
+
+    def retry(self, cell: Any, entry: Mapping[str, Any], recording: Recording) -> bool:
+        """Whether this inconclusive cell is recorded again (up to :attr:`retries` times)."""
+        return False
+
+    def explain(self, cell: Any, entry: Mapping[str, Any], recording: Recording) -> str | None:
+        """A better reason for an inconclusive cell after its last try, or None."""
+        return None
+
+    def finding(self, cell: Any, entry: Mapping[str, Any], replayed: Replayed, runner: ChildRunner,
+                out: Path) -> dict[str, Any]:
+        """Minimise a finding and write its reproducer; the keys to add to the entry."""
+        return {}
+
+    def caption(self) -> str:
+        """One line under the HTML table's summary (the matrix's parameters)."""
+        return ""
+
+    def meta(self) -> dict[str, Any]:
+        """Keys of the matrix's JSON document besides ``cells`` and ``summary``."""
+        return {}
+
+    def is_member(self, cell: Any) -> bool:
+        """Whether ``cell`` is a cell this adapter can run (the core asks before it starts)."""
+        return isinstance(cell, MatrixCell)

@@ -1,0 +1,122 @@
+"""The matrix's HTML table (every engine's): one row per configuration, one column per failure.
+
+Each decided cell shows its verdict in words and colour (:func:`~rollcheck.pyimpl.matrix.table.cell_word`),
+the start of its reason, and relative links to its trace, checks, witness and reproducer (with
+whether the reproducer showed the finding, when it was run); cells not decided yet say
+``running…``, the preparation's word, or ``pending``. Until the matrix ends the page reloads
+itself every 10 s.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import html
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from rollcheck.pyimpl.matrix.cells import MatrixCell, axes, cell_key, entry_key
+from rollcheck.pyimpl.matrix.document import summarize
+from rollcheck.pyimpl.matrix.table import cell_word, summary_line
+from rollcheck.pyimpl.patternio import atomic_write_text
+
+__all__ = ["render_html", "write_html", "COLORS"]
+
+COLORS = {"conformant": "#2e7d32", "not-conformant": "#c62828", "inconclusive": "#757575",
+          "expected": "#ef6c00", "running": "#1565c0", "pending": "#e0e0e0"}
+_LINKS = (("trace", "trace"), ("checks", "checks"), ("witness", "witness"), ("reproducer", "reproducer"))
+
+
+def _rel(path: str | None, out: Path) -> str | None:
+    if not path:
+        return None
+    with contextlib.suppress(ValueError):
+        return os.path.relpath(path, out)
+    return path
+
+
+def _reproducer_note(r: Mapping[str, Any]) -> str:
+    run, parts = r.get("reproducer_run"), []
+    if run:
+        parts.append(f'{"shows it" if run.get("reproduced") else "did NOT show it"} in {run.get("seconds")} s')
+    m, s = r.get("minimised"), r.get("shrink")
+    if m:
+        parts.append(f'{m.get("batches")} batch(es), {m.get("rows")} row(s)')
+    if s:
+        parts.append(f'{s.get("records")} of {s.get("from")} records')
+    return f' ({"; ".join(parts)})' if parts else ""
+
+
+def render_html(results: Sequence[Mapping[str, Any]], planned: Sequence[MatrixCell], out: Path, *, done: bool,
+                title: str, row_header: str, legend: str = "", caption: str = "",
+                running: Mapping[tuple[str, str], str] | None = None,
+                skipped: Sequence[Mapping[str, Any]] = ()) -> str:
+    """The page (module docstring); links are relative to ``out``, the page's folder."""
+    rows, cols = axes(planned)
+    by = {entry_key(r): r for r in results}
+    known = {cell_key(c) for c in planned}
+    busy = running or {}
+
+    def td(row: str, col: str) -> str:
+        r = by.get((row, col))
+        if r is None:
+            if (row, col) in busy:
+                return (f'<td class="cell v-running" style="background:{COLORS["running"]}">'
+                        f'{html.escape(busy[(row, col)])}…</td>')
+            word = "pending" if (row, col) in known else "not run"
+            return f'<td class="cell v-pending" style="background:{COLORS["pending"]}">{word}</td>'
+        key, label = cell_word(r)
+        links = [f'<a href="{html.escape(_rel(r.get(k), out) or "")}">{name}</a>' for k, name in _LINKS if r.get(k)]
+        if r.get("reproducer") and links:
+            links[-1] += html.escape(_reproducer_note(r))
+        reason = str(r.get("reason") or "")
+        return (f'<td class="cell v-{key}" style="background:{COLORS[key]}" title="{html.escape(reason)}">'
+                f'<b>{html.escape(label)}</b><br><small>{" · ".join(links)}</small>'
+                f'<div class="why">{html.escape(reason[:300])}</div></td>')
+
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
+    body = "".join(f'<tr><td class="row">{html.escape(row)}</td>{"".join(td(row, c) for c in cols)}</tr>'
+                   for row in rows)
+    status = "finished" if done else f"running: {len(results)} of {len(planned)} cells done"
+    gone = "".join(f"<li>{html.escape(str(x.get('row') or x.get('name') or x.get('module')))}: "
+                   f"{html.escape(str(x.get('reason', '')))}</li>" for x in skipped)
+    gone = f'<p>Not run:</p><ul id="skipped">{gone}</ul>' if gone else ""
+    legend_html = f"<p>{html.escape(legend)}</p>" if legend else ""
+    caption_html = f" {html.escape(caption)}" if caption else ""
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>rollcheck {html.escape(title)}</title>
+{'' if done else '<meta http-equiv="refresh" content="10">'}
+<style>
+body {{ font-family: system-ui, sans-serif; margin: 1.5em; }}
+table {{ border-collapse: collapse; }}
+th, td {{ border: 1px solid #bbb; padding: .4em .6em; vertical-align: top; font-size: 13px; }}
+td.cell {{ color: white; min-width: 9em; max-width: 16em; }}
+td.cell a {{ color: white; }}
+td.v-pending {{ color: #666; }}
+td.cell .why {{ font-size: 80%; opacity: .9; }}
+.legend span {{ display: inline-block; padding: .2em .5em; color: white; margin-right: .5em; }}
+</style></head><body>
+<h1>rollcheck {html.escape(title)}</h1>
+<p id="status">{html.escape(status)} — {html.escape(summary_line(summarize(results)))}.{caption_html}</p>
+<p class="legend"><span style="background:{COLORS['conformant']}">conformant</span>
+<span style="background:{COLORS['expected']}">not conformant, expected by the engine's documentation</span>
+<span style="background:{COLORS['not-conformant']}">not conformant: a finding, or the module's</span>
+<span style="background:{COLORS['inconclusive']}">inconclusive</span></p>
+<p>Exit status 0 only when every cell is conformant; an explanation of a not-conformant cell
+(expected by the engine) does not make it a pass.</p>
+<table id="matrix"><thead><tr><th>{html.escape(row_header)}</th>{head}</tr></thead>
+<tbody>{body}</tbody></table>
+{gone}
+{legend_html}
+</body></html>
+"""
+
+
+def write_html(results: Sequence[Mapping[str, Any]], planned: Sequence[MatrixCell], path: Path,
+               **kw: Any) -> Path:
+    """:func:`render_html` written atomically to ``path`` (links relative to its folder)."""
+    path = Path(path)
+    kw.setdefault("done", True)
+    atomic_write_text(path, render_html(results, planned, path.parent, **kw))
+    return path

@@ -1,0 +1,279 @@
+"""Running a matrix: :func:`run_matrix`, the same for every engine.
+
+Cells run ``jobs`` at a time on worker threads, in the planned order (or a given one, so that a
+matrix cut short has covered every dimension about evenly); a cell whose group needs a shared
+preparation waits until that preparation ended (a worker takes the first runnable item, so the
+results of the first configuration come early). After every cell ``DIR/matrix.json`` and
+``DIR/index.html`` are rewritten atomically, and ``on_update(results, planned, running)`` is called
+(the live terminal table).
+
+Interrupts: SIGINT and SIGTERM (which ``rollcheck``'s entry point turns into a
+``KeyboardInterrupt`` in the main thread) stop the matrix at once: no new cell starts, every child
+process group still running is killed (:meth:`ChildRunner.stop` and
+:func:`rollcheck.pyimpl.children.kill_all`), the workers are given a few seconds to end, and
+nothing is published after the interrupt — ``matrix.json`` and ``index.html`` stay as they were
+after the last finished cell (``"finished": false``), whole files, never half-written ones.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from rollcheck.pyimpl.errors import InconclusiveError, InvalidInputError
+from rollcheck.pyimpl.matrix.adapter import EngineAdapter, Prepared, Recording, Replayed
+from rollcheck.pyimpl.matrix.cells import MatrixCell, cell_key, check_unique, entry_key
+from rollcheck.pyimpl.matrix.classify import classify
+from rollcheck.pyimpl.matrix.document import base_entry, matrix_verdict, summarize, write_document
+from rollcheck.pyimpl.matrix.html import render_html
+from rollcheck.pyimpl.matrix.runner import ChildRunner
+from rollcheck.pyimpl.patternio import atomic_write_text
+
+__all__ = ["run_matrix", "decide_cell", "entry_of"]
+
+Update = Callable[[list[dict[str, Any]], list[Any], dict[tuple[str, str], str]], None]
+
+
+def entry_of(adapter: EngineAdapter, cell: MatrixCell, recording: Recording | None, out: Path,
+             *, error: str | None = None) -> tuple[dict[str, Any], Replayed | None]:
+    """Replay one recording and build the cell's entry (the contract's keys; files written beside
+    the trace: ``<ident>.checks.json``, and ``<ident>.witness.json`` when not conformant)."""
+    config, failure, extra = adapter.describe(cell)
+    entry = base_entry(adapter.engine, cell, config, failure, **extra)
+    if recording is not None:
+        entry["trace"] = str(recording.trace) if recording.trace.exists() else None
+        entry.update(recording.extra)
+        error = error or recording.error
+    if error is not None or recording is None:
+        entry["reason"] = f"inconclusive: {error or 'not recorded'}"
+        return entry, None
+    try:
+        replayed = adapter.replay(cell, recording)
+    except (InvalidInputError, InconclusiveError, OSError, ValueError) as e:
+        entry["reason"] = f"inconclusive: the recording could not be replayed: {e}"
+        return entry, None
+    rep = replayed.report
+    checks = out / f"{cell.ident}.checks.json"
+    checks.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(checks, json.dumps(rep.to_json("trace"), indent=1, default=str) + "\n")
+    entry["checks"] = str(checks)
+    entry["check_statuses"] = [{"name": c.name, "status": c.status.value} for c in rep.checks]
+    wit: dict[str, Any] | None = None
+    if rep.verdict.word("trace") == "not-conformant":
+        wit = adapter.witness(cell, replayed)
+        rc = rep.root_cause
+        doc = {"cell": cell.ident, "column": cell.column, "module": cell.module, "config": entry["config"],
+               "root_cause": rc.to_json() if rc else None, "report": rep.to_json("trace"), **(wit or {})}
+        wpath = out / f"{cell.ident}.witness.json"
+        atomic_write_text(wpath, json.dumps(doc, indent=1, default=str) + "\n")
+        entry["witness"] = str(wpath)
+    entry.update(classify(rep, legacy=lambda: adapter.legacy(cell, replayed, wit) or {}))
+    return entry, replayed
+
+
+def decide_cell(adapter: EngineAdapter, cell: MatrixCell, context: Any, runner: ChildRunner, out: Path,
+                *, prepared_error: str | None = None,
+                started: Callable[[], None] = lambda: None) -> dict[str, Any]:
+    """Record, replay and classify one cell (retried as the adapter allows); minimise a finding."""
+    if prepared_error is not None:
+        entry, _ = entry_of(adapter, cell, None, out, error=prepared_error)
+        return entry
+    tries = 0
+    while True:
+        tries += 1
+        started()
+        t0 = time.perf_counter()
+        rec = adapter.record(cell, context, runner, out)
+        entry, replayed = entry_of(adapter, cell, rec, out)
+        entry["seconds"] = round(time.perf_counter() - t0, 1)
+        entry["tries"] = tries
+        if runner.stopping:
+            return entry
+        if entry["verdict"] == "inconclusive" and tries <= adapter.retries and adapter.retry(cell, entry, rec):
+            continue
+        if entry["verdict"] == "inconclusive":
+            better = adapter.explain(cell, entry, rec)
+            if better:
+                entry["reason"] = f"inconclusive: {better}"
+        break
+    if (entry["verdict"] == "not-conformant" and not entry["expected_by_engine"] and adapter.minimise
+            and replayed is not None):
+        try:
+            entry.update(adapter.finding(cell, entry, replayed, runner, out))
+        except Exception as e:  # the finding stands; say why it has no reproducer
+            entry["reproducer_error"] = f"{type(e).__name__}: {e}"
+    return entry
+
+
+def run_matrix(adapter: EngineAdapter, cells: Sequence[MatrixCell], out: str | Path, *, jobs: int = 1,
+               on_update: Update | None = None, order: Sequence[int] | None = None,
+               log: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Run every cell of ``cells`` with ``adapter`` (module docstring); return the JSON document.
+
+    Parameters
+    ----------
+    adapter
+        The engine's part.
+    cells
+        The planned cells, in table order.
+    out
+        The output folder (traces, checks, witnesses, reproducers, ``matrix.json``, ``index.html``).
+    jobs
+        Cells at a time.
+    on_update
+        Called with ``(results, planned, running)`` whenever a cell starts or ends; ``running``
+        maps a table place ``(row, column)`` to what is running there.
+    order
+        Indices into ``cells``: the order to run them in (the table keeps the planned order).
+    log
+        Called with one line when a cell starts and when it ends.
+
+    Returns
+    -------
+    dict
+        ``{"cells", "summary", "verdict", "index", "seconds", "finished", ...adapter.meta()}``.
+    """
+    planned = list(cells)
+    if jobs < 1:
+        raise InvalidInputError(f"--jobs must be at least 1, got {jobs}", location="--jobs")
+    for c in planned:
+        if not adapter.is_member(c):
+            raise TypeError(f"{type(c).__name__} is not a matrix cell (module, row, column, ident)")
+    dup = check_unique(planned)
+    if dup:
+        raise InvalidInputError(dup, location="--module")
+    outdir = Path(out)
+    outdir.mkdir(parents=True, exist_ok=True)
+    meta = adapter.meta()
+    results: list[dict[str, Any]] = []
+    running: dict[tuple[str, str], str] = {}
+    lock = threading.RLock()
+    runner = ChildRunner()
+    t_start = time.perf_counter()
+    place = {cell_key(c): i for i, c in enumerate(planned)}
+    say = log or (lambda _m: None)
+
+    def publish(done: bool = False) -> None:
+        with lock:
+            if runner.stopping and not done:
+                return  # interrupted: the files stay as after the last finished cell
+            results.sort(key=lambda r: place.get(entry_key(r), 0))
+            doc = {"cells": list(results), "summary": summarize(results), **meta,
+                   "seconds": round(time.perf_counter() - t_start, 1), "finished": done}
+            write_document(outdir, doc)
+            atomic_write_text(outdir / "index.html",
+                              render_html(results, planned, outdir, done=done, title=adapter.title,
+                                          row_header=adapter.row_header, legend=adapter.legend,
+                                          caption=adapter.caption(), running=dict(running),
+                                          skipped=meta.get("skipped") or []))
+            if on_update is not None:
+                on_update(list(results), planned, dict(running))
+
+    groups: dict[str, list[MatrixCell]] = {}
+    for c in planned:
+        g = adapter.group(c)
+        if g is not None:
+            groups.setdefault(g, []).append(c)
+    prepared: dict[str, Prepared] = {}
+    ready = {g: threading.Event() for g in groups}
+    queue: list[tuple[str | None, MatrixCell | None]] = []
+    seen: set[str] = set()
+    for i in (list(order) if order is not None else range(len(planned))):
+        c = planned[i]
+        g = adapter.group(c)
+        if g is not None and g not in seen:
+            seen.add(g)
+            queue.append((g, None))
+        queue.append((g, c))
+    qlock = threading.Condition()
+
+    def next_item() -> tuple[str | None, MatrixCell | None] | None:
+        with qlock:
+            while not runner.stopping:
+                if not queue:
+                    return None
+                for i, (g, c) in enumerate(queue):
+                    if c is None or g is None or ready[g].is_set():
+                        return queue.pop(i)
+                qlock.wait(1.0)
+            return None
+
+    def do_prepare(g: str) -> None:
+        members = groups[g]
+        with lock:
+            for c in members:
+                running[cell_key(c)] = adapter.preparing_word
+        publish()
+        try:
+            prepared[g] = adapter.prepare(g, members, runner, outdir)
+        except (InvalidInputError, InconclusiveError, OSError) as e:
+            prepared[g] = Prepared(error=str(e))
+        finally:
+            with lock:
+                for c in members:
+                    running.pop(cell_key(c), None)
+            with qlock:
+                ready[g].set()
+                qlock.notify_all()
+
+    def do_cell(g: str | None, c: MatrixCell) -> None:
+        prep = prepared.get(g, Prepared()) if g is not None else Prepared()
+        n = len(planned)
+        say(f"[cell {place[cell_key(c)] + 1}/{n}] {c.ident} ...")
+
+        def started() -> None:
+            with lock:
+                running[cell_key(c)] = "running"
+            publish()
+
+        entry = decide_cell(adapter, c, prep.context, runner, outdir, prepared_error=prep.error, started=started)
+        with lock:
+            running.pop(cell_key(c), None)
+            if runner.stopping:
+                return
+            results.append(entry)
+            say(f"[{len(results)}/{n} done] {c.ident}: {entry['verdict']} ({entry.get('seconds')} s) "
+                f"{str(entry['reason'])[:160]}")
+        publish()
+
+    def worker() -> None:
+        while True:
+            item = next_item()
+            if item is None:
+                return
+            g, c = item
+            if c is None:
+                assert g is not None
+                do_prepare(g)
+            else:
+                do_cell(g, c)
+
+    threads = [threading.Thread(target=worker, name=f"matrix-{i}", daemon=True) for i in range(jobs)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            while t.is_alive():
+                t.join(0.5)
+    except BaseException:
+        # interrupted (SIGINT/SIGTERM arrive in this thread): no new cell, every child killed, the
+        # workers' last results dropped (the published files are those of the last finished cell)
+        from rollcheck.pyimpl import children
+
+        runner.stop()
+        with qlock:
+            qlock.notify_all()
+        children.kill_all()
+        deadline = time.monotonic() + 10.0
+        for t in threads:
+            t.join(max(0.0, deadline - time.monotonic()))
+        raise
+    publish(done=True)
+    doc = json.loads((outdir / "matrix.json").read_text())
+    doc["index"] = str(outdir / "index.html")
+    doc["verdict"] = matrix_verdict(doc["cells"]).word("trace")
+    return doc

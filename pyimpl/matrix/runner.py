@@ -1,0 +1,80 @@
+"""Child processes of a matrix, bounded in time, that die with it: :class:`ChildRunner`.
+
+Each recording runs as a child process group (:mod:`rollcheck.pyimpl.children`: it dies with
+rollcheck however rollcheck dies); :meth:`ChildRunner.stop` kills every one still running and
+refuses new ones, which is how an interrupted matrix ends its cells at once.
+
+Examples
+--------
+>>> import sys, tempfile, pathlib
+>>> r = ChildRunner()
+>>> with tempfile.TemporaryDirectory() as d:
+...     r.run([sys.executable, "-c", "print('hi')"], 60, pathlib.Path(d) / "a.log")
+(0, 'hi\\n')
+>>> r.stop(); r.run(["true"], 60, pathlib.Path("unused.log"))
+(None, 'the matrix was stopped')
+"""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import threading
+from pathlib import Path
+from typing import Any
+
+__all__ = ["ChildRunner", "STOPPED"]
+
+#: The output of a run refused because the matrix is stopping.
+STOPPED = "the matrix was stopped"
+
+
+class ChildRunner:
+    """Runs commands as child process groups; :meth:`stop` kills all of them."""
+
+    def __init__(self) -> None:
+        self.procs: set[Any] = set()
+        self.lock = threading.Lock()
+        self.stopping = False
+
+    def run(self, argv: list[str], timeout: float, log: Path) -> tuple[int | None, str]:
+        """Run ``argv`` (stderr to ``log``) for at most ``timeout`` seconds.
+
+        Returns
+        -------
+        (int or None, str)
+            The exit status and the standard output; ``None`` and the reason when it timed out or
+            the matrix was stopped.
+        """
+        from rollcheck.pyimpl import children
+
+        if self.stopping:
+            return None, STOPPED
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with open(log, "wb") as err:
+            with self.lock:
+                if self.stopping:
+                    return None, STOPPED
+                p = children.spawn(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err)
+                self.procs.add(p)
+            try:
+                out, _ = p.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                p.kill_group()
+                p.communicate()
+                return None, f"timed out after {timeout:.0f} s"
+            finally:
+                p.kill_group()  # stragglers of an ended recording die with its group
+                with self.lock:
+                    self.procs.discard(p)
+        if self.stopping and p.returncode is not None and p.returncode < 0:
+            return None, STOPPED
+        return p.returncode, out.decode(errors="replace")
+
+    def stop(self) -> None:
+        """Refuse new runs and kill every run still going."""
+        with self.lock:
+            self.stopping = True
+            for p in list(self.procs):
+                with contextlib.suppress(Exception):
+                    p.kill_group()

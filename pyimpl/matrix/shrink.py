@@ -1,0 +1,105 @@
+"""The minimiser's searches: the smallest input that still shows a finding.
+
+Both take a predicate that re-runs the cell on a smaller input (a real recording, decided by the
+same replay) and say whether it still fails the same check; both are bounded in re-runs. A re-run
+that cannot be decided counts as not showing the finding.
+
+- :func:`bisect_fewest` — the fewest first records (Flink): a bisection between 1 and the full
+  input, halving first.
+- :func:`shrink_batches` — the fewest batches, then the fewest rows per batch (Spark): drop the
+  batches after the failing batch K (keep 0..K, else 0..K+1, ...), then those before it (the
+  failure then strikes at batch 0), then halve each batch (the first half, else the second) while
+  it fails — the one-pass, halving variant of delta debugging.
+
+References
+----------
+Zeller & Hildebrandt, "Simplifying and Isolating Failure-Inducing Input", IEEE TSE 28(2), 2002.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+__all__ = ["bisect_fewest", "shrink_batches"]
+
+T = TypeVar("T")
+
+
+def bisect_fewest(full: int, shows: Callable[[int], tuple[bool, T]], runs: int) -> tuple[int, list[T]]:
+    """The fewest of ``full`` first records with which ``shows(n)`` still holds, in at most ``runs``
+    calls; ``full`` (which showed it) when no smaller size did.
+
+    Returns
+    -------
+    (int, list)
+        The smallest size that showed it, and what each call returned besides its answer.
+
+    Examples
+    --------
+    >>> best, sizes = bisect_fewest(100, lambda n: (n >= 7, n), 6)
+    >>> best, sizes
+    (7, [50, 25, 12, 6, 9, 7])
+    >>> bisect_fewest(100, lambda n: (False, n), 3)
+    (100, [50, 75, 87])
+    """
+    best, lo = full, 0
+    tries: list[T] = []
+    cand = full // 2
+    while len(tries) < runs and lo < cand < best and cand >= 1:
+        ok, info = shows(cand)
+        tries.append(info)
+        if ok:
+            best = cand
+            cand = max(lo + 1, cand // 2) if lo == 0 else (lo + cand) // 2
+        else:
+            lo = cand
+            cand = (lo + best) // 2
+    return best, tries
+
+
+def shrink_batches(rows: Sequence[Sequence[Any]], fail_at: int,
+                   still_fails: Callable[[list[list[Any]], int], bool], max_runs: int) -> tuple[list[list[Any]], int, int]:
+    """The fewest batches and rows per batch with which ``still_fails(batches, fail_at)`` holds.
+
+    Returns
+    -------
+    (list, int, int)
+        The smallest input found, the failing batch in it, and how many re-runs were spent.
+
+    Examples
+    --------
+    >>> data = [[4 * b + i for i in range(4)] for b in range(5)]
+    >>> best, k, runs = shrink_batches(data, 2, lambda bs, k: 9 in bs[k], 6)
+    >>> best, k, runs
+    ([[9]], 0, 5)
+    """
+    runs = 0
+
+    def fails(cand: list[list[Any]], k: int) -> bool:
+        nonlocal runs
+        runs += 1
+        return still_fails(cand, k)
+
+    full = [list(b) for b in rows]
+    best, k = full, fail_at
+    for n in range(k + 1, len(full)):  # the batches after the failing one first
+        if runs >= max_runs:
+            break
+        if fails(full[:n], k):
+            best = full[:n]
+            break
+    if k > 0 and runs < max_runs and fails(best[k:], 0):  # then those before it
+        best, k = best[k:], 0
+    for b in range(len(best)):  # then fewer rows per batch: a half while it fails
+        while len(best[b]) > 1 and runs < max_runs:
+            half = len(best[b]) // 2
+            for part in (best[b][:half], best[b][half:]):
+                cand = [list(x) for x in best]
+                cand[b] = list(part)
+                if runs < max_runs and fails(cand, k):
+                    best = cand
+                    break
+            else:
+                break
+    return best, k, runs

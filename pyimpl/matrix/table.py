@@ -1,0 +1,83 @@
+"""The words and colours of a cell, and the terminal table (every engine's).
+
+Examples
+--------
+>>> cell_word({"verdict": "not-conformant", "expected_by_engine": True})
+('expected', 'not-conformant (expected by the engine)')
+>>> cell_word({"verdict": "not-conformant", "attributed_to": "engine"})
+('not-conformant', 'not-conformant (FINDING)')
+>>> cell_word({"verdict": "not-conformant", "attributed_to": "module"})
+('not-conformant', "not-conformant (the module's)")
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rollcheck.pyimpl.matrix.cells import MatrixCell, axes, cell_key, entry_key
+
+__all__ = ["cell_word", "summary_line", "terminal_table", "STYLES"]
+
+#: rich styles of the terminal table, per :func:`cell_word` key.
+STYLES = {"conformant": "bold green", "not-conformant": "bold red", "inconclusive": "yellow",
+          "expected": "bold dark_orange", "running": "blue", "pending": "dim"}
+
+
+def cell_word(entry: Mapping[str, Any]) -> tuple[str, str]:
+    """``(key, label)`` of a decided cell: the key picks the colour (``conformant``,
+    ``expected``, ``not-conformant``, ``inconclusive``), the label is what the tables print."""
+    v = str(entry["verdict"])
+    if v != "not-conformant":
+        return v, v
+    if entry.get("expected_by_engine"):
+        return "expected", "not-conformant (expected by the engine)"
+    if entry.get("attributed_to") == "module":
+        return "not-conformant", "not-conformant (the module's)"
+    return "not-conformant", "not-conformant (FINDING)"
+
+
+def summary_line(summary: Mapping[str, int]) -> str:
+    """The summary in words.
+
+    >>> summary_line({"conformant": 1, "not_conformant": 2, "inconclusive": 1, "expected_by_engine": 1,
+    ...               "findings": 1})
+    '1 conformant, 2 not conformant (1 expected by the engine, 1 finding(s)), 1 inconclusive'
+    """
+    return (f"{summary['conformant']} conformant, {summary['not_conformant']} not conformant "
+            f"({summary.get('expected_by_engine', 0)} expected by the engine, {summary.get('findings', 0)} "
+            f"finding(s)), {summary['inconclusive']} inconclusive")
+
+
+def terminal_table(results: Sequence[Mapping[str, Any]], planned: Sequence[MatrixCell],
+                   running: Mapping[tuple[str, str], str], *, title: str, row_header: str,
+                   reasons: bool = False) -> Any:
+    """A :class:`rich.table.Table`: one row per configuration, one column per failure; cells not
+    decided yet say what runs there (``running``, the preparation's word) or ``·``. With
+    ``reasons`` a not-conformant or inconclusive cell also shows the start of its reason."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    rows, cols = axes(planned)
+    by = {entry_key(r): r for r in results}
+    t = Table(title=f"{title}: {len(results)}/{len(planned)} cells done")
+    t.add_column(row_header)
+    for c in cols:
+        t.add_column(c)
+    known = {cell_key(c) for c in planned}
+    for row in rows:
+        out = []
+        for col in cols:
+            r = by.get((row, col))
+            if r is None:
+                busy = running.get((row, col))
+                out.append(f"[{STYLES['running']}]{escape(busy)}[/]" if busy else
+                           ("[dim]·[/]" if (row, col) in known else ""))
+                continue
+            key, word = cell_word(r)
+            text = f"[{STYLES[key]}]{escape(word)}[/]"
+            if reasons and r["verdict"] != "conformant":
+                text += f"\n{escape(str(r.get('reason') or '')[:120])}"
+            out.append(text)
+        t.add_row(row, *out)
+    return t
