@@ -18,7 +18,9 @@ each check is then a plug-in (:class:`StreamCheck`) over the view returning one
 - word count only: :func:`state_fold`, :func:`final_state_failure_free`, :func:`sink_exactly_once`,
   :func:`side_channel_duplicates`, :func:`listener_progress`, :func:`statestore_crosscheck`;
 - user queries only: :func:`output_exactly_once` (the final output equals the failure-free
-  run's; a duplicate is named with its batch and row), :func:`state_failure_free` (the operator
+  run's; a duplicate is named with its batch and row; with the module's own sink it is judged
+  against the module's ``SINK_GUARANTEE`` by :func:`user_output`, re-deliveries counted from the
+  trace's handings by :func:`sink_handings`), :func:`state_failure_free` (the operator
   state read with Spark's own state reader equals the failure-free run's) and
   :func:`query_statestore_crosscheck`.
 
@@ -60,6 +62,9 @@ __all__ = [
     "listener_progress",
     "statestore_crosscheck",
     "output_exactly_once",
+    "user_output",
+    "sink_handings",
+    "FOREACHBATCH_DOC",
     "state_failure_free",
     "query_statestore_crosscheck",
     "wordcount_plugins",
@@ -615,6 +620,108 @@ def output_exactly_once(v: StreamView) -> Check:
                              f"equal to the failure-free run's, no duplicate, none lost")
 
 
+#: Spark's documentation of foreachBatch's re-deliveries after a failure.
+FOREACHBATCH_DOC = ("Spark Structured Streaming Programming Guide, section \"Using Foreach and ForeachBatch\" "
+                    "(foreachBatch): \"By default, foreachBatch provides only at-least-once write "
+                    "guarantees. However, you can use the batchId provided to the function as way to "
+                    "deduplicate the output and get an exactly-once guarantee.\"")
+
+
+def sink_handings(v: StreamView, key: list[str]) -> dict[str, Any]:
+    """Which rows the engine handed the sink again, per KEY, counted from the trace's handings.
+
+    Every ``spark.sink_written`` event is one handing of a batch (its id, the attempt, the rows
+    handed). The first handing of a batch is its delivery; each later one is a re-delivery *after
+    a failure* when a ``failure`` event lies between it and the batch's previous handing and the
+    attempt changed, *within one attempt* when the attempt is the same, and *again without a
+    failure* otherwise. Each re-delivery counts the rows it handed, per KEY.
+
+    Examples
+    --------
+    >>> v = StreamView({}, None, -1, None, None)
+    >>> v.sink_writes = [{"seq": 2, "batch": 0, "attempt": 1, "rows": [{"u": "a"}, {"u": "b"}]},
+    ...                  {"seq": 4, "batch": 0, "attempt": 2, "rows": [{"u": "a"}, {"u": "b"}]},
+    ...                  {"seq": 5, "batch": 1, "attempt": 2, "rows": [{"u": "a"}]},
+    ...                  {"seq": 6, "batch": 1, "attempt": 2, "rows": [{"u": "a"}]}]
+    >>> v.failures = [{"seq": 3}]
+    >>> h = sink_handings(v, ["u"])
+    >>> h["redelivered"], h["within_attempt"], sorted(h["handed_keys"])
+    ({'["a"]': 1, '["b"]': 1}, {'["a"]': 1}, ['["a"]', '["b"]'])
+    """
+    def keys_of(rows: list[Any]) -> Counter[str]:
+        return Counter(_canon([r.get(k) for k in key]) if isinstance(r, dict) else _canon(r) for r in rows)
+
+    redelivered: Counter[str] = Counter()
+    within: Counter[str] = Counter()
+    again: Counter[str] = Counter()
+    handed: set[str] = set()
+    last: dict[int, dict[str, Any]] = {}
+    fail_seqs = sorted(int(f["seq"]) for f in v.failures)
+    for e in sorted(v.sink_writes, key=lambda e: int(e["seq"])):
+        per_key = keys_of(list(e.get("rows") or []))
+        handed |= set(per_key)
+        b = int(e["batch"])
+        prev = last.get(b)
+        last[b] = e
+        if prev is None:
+            continue
+        if e.get("attempt", 1) == prev.get("attempt", 1):
+            within.update(per_key)
+        elif any(int(prev["seq"]) < s < int(e["seq"]) for s in fail_seqs):
+            redelivered.update(per_key)
+        else:
+            again.update(per_key)
+    return {"redelivered": dict(sorted(redelivered.items())), "within_attempt": dict(sorted(within.items())),
+            "again_without_failure": dict(sorted(again.items())), "handed_keys": handed}
+
+
+def _user_sink_output(v: StreamView, plain_check: Check) -> Check:
+    """The output check of a query with its own sink, judged against its ``SINK_GUARANTEE``."""
+    from dataclasses import replace
+
+    from rollcheck.pyimpl.attribution import check_guarantee, judge_sink
+
+    cfg = v.header.get("config", {})
+    try:
+        guarantee = check_guarantee(cfg.get("sink_guarantee"))
+    except ValueError as e:
+        raise InvalidInputError(f"header config.sink_guarantee: {e}", source=v.source, location="line 1") from None
+    key = list(cfg.get("key") or [])
+    ref, fin = v.ends["reference"], v.ends["output_final"]
+
+    def per_key(rows: list[Any]) -> dict[str, Counter[str]]:
+        out: dict[str, Counter[str]] = {}
+        for r in rows:
+            k = _canon([r.get(c) for c in key]) if isinstance(r, dict) else _canon(r)
+            out.setdefault(k, Counter())[_canon(r)] += 1
+        return out
+
+    h = sink_handings(v, key)
+    j = judge_sink(guarantee, per_key(list(ref.get("output", []))), per_key(list(fin.get("rows", []))),
+                   redelivered=h["redelivered"], within_attempt=h["within_attempt"],
+                   again_without_failure=h["again_without_failure"], handed_keys=h["handed_keys"],
+                   documentation=FOREACHBATCH_DOC)
+    if guarantee == "exactly-once":
+        return replace(plain_check, data={**plain_check.data, **j["data"]})
+    name = "output-at-least-once"
+    if j["ok"]:
+        return Check.held(name, j["detail"], **j["data"])
+    return Check.violated(name, j["detail"], offending_seq=fin["seq"], **j["data"])
+
+
+def user_output(v: StreamView) -> Check:
+    """The output check of a user query: :func:`output_exactly_once` for rollcheck's default sink;
+    for the module's own sink the same, judged against its declared ``SINK_GUARANTEE`` (named
+    ``output-at-least-once`` when it declares at-least-once), with the per-KEY counts of
+    :func:`~rollcheck.pyimpl.attribution.judge_sink` and the re-deliveries of
+    :func:`sink_handings` in the check's data."""
+    c = output_exactly_once(v)
+    cfg = v.header.get("config", {})
+    if not cfg.get("user_sink") or "reference" not in v.ends or "output_final" not in v.ends:
+        return c
+    return _user_sink_output(v, c)
+
+
 def state_failure_free(v: StreamView) -> Check:
     """The operator state read with Spark's state reader equals the failure-free run's."""
     name = "state-failure-free"
@@ -686,6 +793,8 @@ def query_plugins(header: dict[str, Any], source: str | None) -> list[TraceCheck
     except (TypeError, ValueError):
         raise InvalidInputError("header config is malformed", source=source, location="line 1") from None
     stream = SparkStream(StreamView(header, source, -1, req, None))
+    output_name = ("output-at-least-once" if cfg.get("user_sink") and cfg.get("sink_guarantee") == "at-least-once"
+                   else "output-exactly-once")
 
     def crosscheck(v: StreamView) -> Check | None:  # RocksDB stores (decoded None): Spark's reader only
         stores = (v.ends["state_final"].get("stores") or {}).values() if "state_final" in v.ends else []
@@ -697,7 +806,7 @@ def query_plugins(header: dict[str, Any], source: str | None) -> list[TraceCheck
         StreamCheck("commit-protocol", stream, commit_protocol),
         StreamCheck("resume-prediction", stream, resume_prediction),
         StreamCheck("end-of-run", stream, end_of_run),
-        StreamCheck("output-exactly-once", stream, output_exactly_once, at_end=True),
+        StreamCheck(output_name, stream, user_output, at_end=True),
         StreamCheck("state-failure-free", stream, state_failure_free, at_end=True),
         StreamCheck("statestore-crosscheck", stream, crosscheck, at_end=True)]
     if req is not None and req[0] == "kill":  # where the kill struck (killpoints.py)

@@ -44,7 +44,8 @@ from typing import Any
 
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.patternio import atomic_write_text
-from rollcheck.pyimpl.verdict import Check, Report, Status
+from rollcheck.pyimpl.verdict import Check, Report
+from rollcheck.spark_replay.checks import FOREACHBATCH_DOC as _FOREACHBATCH_DOC
 from rollcheck.spark_replay.killpoints import KILL_POINTS, STATE_STORES
 from rollcheck.spark_replay.query import OVERLOAD_SIGNS
 from rollcheck.spark_replay.shared_reference import shared_reference, write_shared_reference
@@ -76,10 +77,7 @@ __all__ = [
 PROVIDERS = tuple(STATE_STORES)
 FAILURES = ("task", "sink", "kill")
 #: Where Spark documents that a foreachBatch sink may see a batch more than once.
-FOREACHBATCH_DOC = ("Spark Structured Streaming Programming Guide, section \"Using Foreach and ForeachBatch\" "
-                    "(foreachBatch): \"By default, foreachBatch provides only at-least-once write "
-                    "guarantees. However, you can use the batchId provided to the function as way to "
-                    "deduplicate the output and get an exactly-once guarantee.\"")
+FOREACHBATCH_DOC = _FOREACHBATCH_DOC  # the user-sink check cites it (spark_replay/checks.py)
 
 
 # ----------------------------------------------------------------------------- the cells
@@ -319,24 +317,13 @@ def witness(header: dict[str, Any], events: list[dict[str, Any]]) -> dict[str, A
 
 
 def expected_by_engine(report: Report, header: dict[str, Any], wit: dict[str, Any] | None) -> str | None:
-    """The documentation that allows this not-conformant cell, or None (a finding).
+    """The documentation that explains this not-conformant cell, or None (a finding, or a cell that
+    cannot be attributed): :func:`~rollcheck.pyimpl.attribution.classify_cell`'s attribution,
+    counted from the trace's sink handings (``header`` and ``wit`` are not needed any more)."""
+    from rollcheck.pyimpl.attribution import classify_cell
 
-    Allowed: only ``output-exactly-once`` is violated, by duplicates and no lost row, the query
-    writes through its own ``foreachBatch`` sink, and every duplicated row belongs to a batch the
-    sink was handed more than once (Spark ran the batch again after the failure).
-    """
-    bad = [c for c in report.checks if c.status is Status.VIOLATED]
-    if not bad or {c.name for c in bad} != {"output-exactly-once"} or wit is None:
-        return None
-    if not (header.get("config") or {}).get("user_sink"):
-        return None
-    if wit["lost"] or not wit["duplicated"]:
-        return None
-    if not all(len(d["written_in_attempts"]) > 1 for d in wit["duplicated"]):
-        return None
-    b = sorted({d["batch"] for d in wit["duplicated"]})
-    return (f"the user's foreachBatch sink is not idempotent: batch(es) {b} were handed to it again after "
-            f"the failure and it wrote them twice; expected by the engine's contract: {FOREACHBATCH_DOC}")
+    c = classify_cell(report)
+    return c["reason"] if c["expected_by_engine"] else None
 
 
 def cell_result(cell: Cell, opts: MatrixOptions, trace: Path, *, error: str | None = None) -> dict[str, Any]:
@@ -351,7 +338,7 @@ def cell_result(cell: Cell, opts: MatrixOptions, trace: Path, *, error: str | No
             "failure": {"mode": cell.failure, "batch": opts.fail_at_batch,
                         **({"kill_point": cell.kill_point} if cell.kill_point else {})},
             "trace": str(trace) if trace.exists() else None, "witness": None, "reproducer": None,
-            "checks": None, "expected_by_engine": False}
+            "checks": None, "expected_by_engine": False, "attributed_to": None}
     if error is not None:
         return {**base, "verdict": "inconclusive", "reason": error}
     try:
@@ -371,20 +358,9 @@ def cell_result(cell: Cell, opts: MatrixOptions, trace: Path, *, error: str | No
         wpath = out / f"{cell.stem}.witness.json"
         atomic_write_text(wpath, json.dumps(doc, indent=1, default=str) + "\n")
         base["witness"] = str(wpath)
-    if verdict == "conformant":
-        reason = rep.summary("trace")
-    elif verdict == "inconclusive":
-        reason = f"inconclusive: {rep.why_inconclusive}"
-    else:
-        allowed = expected_by_engine(rep, tr.header, wit)
-        rc = rep.root_cause
-        reason = f"{rc.name if rc else '?'}: {rc.detail if rc else ''}"
-        if allowed:
-            base["expected_by_engine"] = True
-            reason += f" — {allowed}"
-        else:
-            reason = "finding: " + reason
-    return {**base, "verdict": verdict, "reason": reason}
+    from rollcheck.pyimpl.attribution import classify_cell
+
+    return {**base, **classify_cell(rep)}
 
 
 def summarize(cells: list[dict[str, Any]]) -> dict[str, int]:
@@ -401,18 +377,19 @@ def summarize(cells: list[dict[str, Any]]) -> dict[str, int]:
 
 
 def exit_code(cells: list[dict[str, Any]]) -> int:
-    """0 every cell conformant or expected by the engine, 1 a finding, 3 a cell undecided (and no
-    finding); an empty matrix is 3.
+    """0 every cell conformant, 1 a cell not conformant (a finding, or a cell the engine's documentation
+    explains: the pipeline is still not what its module declared), 3 a cell undecided (and none
+    not conformant); an empty matrix is 3.
 
     >>> exit_code([{"verdict": "conformant"}, {"verdict": "inconclusive"}])
     3
     >>> exit_code([{"verdict": "inconclusive"}, {"verdict": "not-conformant", "expected_by_engine": False}])
     1
     >>> exit_code([]), exit_code([{"verdict": "not-conformant", "expected_by_engine": True}])
-    (3, 0)
+    (3, 1)
     """
     s = summarize(cells)
-    if s["findings"]:
+    if s["not_conformant"]:
         return 1
     if s["inconclusive"] or not cells:
         return 3

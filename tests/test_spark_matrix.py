@@ -345,7 +345,7 @@ def test_cell_result_files_and_reasons(tmp_path):
     cells = [good, dup, bad, err]
     assert summarize(cells) == {"conformant": 1, "not_conformant": 2, "inconclusive": 1,
                                 "expected_by_engine": 1, "findings": 1}
-    assert exit_code(cells) == 1 and exit_code([good, dup]) == 0 and exit_code([good, err]) == 3
+    assert exit_code(cells) == 1 and exit_code([good, dup]) == 1 and exit_code([good, err]) == 3
 
 
 # ----------------------------------------------------------------------------- the table
