@@ -29,15 +29,14 @@ from pathlib import Path
 from typing import Any
 
 from rollcheck.flink_replay.record import BACKENDS, RecordConfig, record
+from rollcheck.flink_replay.user_replay import GUARANTEES_DOC as _GUARANTEES_DOC
 from rollcheck.pyimpl.errors import InconclusiveError
 from rollcheck.pyimpl.verdict import Report, Status
 
 __all__ = ["Cell", "cells", "classify", "run_cell", "run_matrix", "shrink_finding", "write_html", "GUARANTEES_DOC",
            "summarise"]
 
-GUARANTEES_DOC = ("Apache Flink documentation, \"Fault Tolerance Guarantees of Data Sources and Sinks\" "
-                  "(docs/connectors/datastream/guarantees/): end-to-end exactly-once needs a sink that "
-                  "takes part in checkpointing; any other sink gives at-least-once (duplicates after a restore)")
+GUARANTEES_DOC = _GUARANTEES_DOC  # the user-sink check cites it (user_replay.py)
 
 #: violated checks that Flink's documentation says are not promised, and where it says so
 EXPECTED = {"user-sink-exactly-once": GUARANTEES_DOC}
@@ -215,36 +214,20 @@ def run_cell(cell: Cell, out: Path, *, records: int = 1200, rate: float = 400.0,
 
 
 def classify(rep: Report) -> dict[str, Any]:
-    """A cell's ``verdict``, ``expected_by_engine`` and ``reason`` from its replay report.
-
-    A violation is expected by the engine only when every violated check is one Flink's
-    documentation says is not promised (:data:`EXPECTED`) and each shows duplicates, not losses.
+    """A cell's ``verdict``, ``expected_by_engine``, ``attributed_to`` and ``reason`` from its replay
+    report: :func:`~rollcheck.pyimpl.attribution.classify_cell` (the user-sink check's per-KEY
+    counts, re-deliveries since the restored checkpoint counted from the trace).
 
     Examples
     --------
     >>> from rollcheck.pyimpl.verdict import Check
-    >>> classify(Report([Check.held("output-exactly-once", "600 rows", examined=600),
-    ...                  Check.violated("user-sink-exactly-once", "KEY [1]: 3 rows, 2 without the failure "
-    ...                                 "(duplicated output)")]))["expected_by_engine"]
-    True
     >>> classify(Report([Check.violated("output-exactly-once", "row 3 committed 2 times (duplicated output)")]))[
-    ...     "expected_by_engine"]
-    False
+    ...     "attributed_to"]
+    'engine'
     """
-    v = rep.verdict.value
-    verdict = {"conformant": "conformant", "violated": "not-conformant"}.get(v, "inconclusive")
-    if verdict == "conformant":
-        held = sum(1 for c in rep.checks if c.status is Status.HELD)
-        return {"verdict": verdict, "expected_by_engine": False, "reason": f"{held} checks held"}
-    if verdict == "inconclusive":
-        return {"verdict": verdict, "expected_by_engine": False, "reason": rep.why_inconclusive or "inconclusive"}
-    bad = [c for c in rep.checks if c.status is Status.VIOLATED]
-    rc = rep.root_cause
-    assert rc is not None
-    docs = [EXPECTED.get(c.name) for c in bad]
-    expected = all(docs) and all("duplicated" in c.detail for c in bad)
-    return {"verdict": verdict, "expected_by_engine": expected,
-            "reason": f"{rc.name}: {rc.detail}" + (f" — expected: {docs[0]}" if expected else "")}
+    from rollcheck.pyimpl.attribution import classify_cell
+
+    return classify_cell(rep)
 
 
 def _header(trace: Path) -> dict[str, Any]:

@@ -18,9 +18,11 @@ state, restored with the checkpoint), and a transactional ``FileSink`` commits t
 ``output-exactly-once``
     per KEY, the committed rows are numbered 1..n without a duplicate or a gap, n is the number of
     rows the reference run produced for the key, and the last row equals the reference's last row.
-``user-sink-exactly-once``
-    with the module's own ``sink``/``read_output``: per KEY, as many rows as in the reference run
-    (a duplicate or a lost row otherwise).
+``user-sink-exactly-once`` (or ``user-sink-at-least-once``)
+    with the module's own ``sink``/``read_output``, judged against the module's ``SINK_GUARANTEE``
+    (exactly-once by default): per KEY the same rows as the reference run; declared at-least-once,
+    none lost and no more extra copies per KEY than the rows handed to the sink again since the
+    restored checkpoint (counted from the recorder's log of the sink's handings).
 
 References
 ----------
@@ -40,7 +42,8 @@ from rollcheck.flink_replay.rescale_checks import KEYED, OPERATOR, USER, rescale
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.verdict import Check, Report, Status
 
-__all__ = ["replay_job", "word_count_report", "job_checks", "failure_check", "restore_check", "output_check", "parse_rows"]
+__all__ = ["replay_job", "word_count_report", "job_checks", "failure_check", "restore_check", "output_check", "parse_rows",
+           "user_sink_check", "sink_redeliveries", "declared_guarantee", "GUARANTEES_DOC"]
 
 SEP = "\x1f"
 
@@ -148,26 +151,149 @@ def output_check(outputs: dict[str, dict[str, Any]], ended: bool, why: str | Non
                       "failure-free run's", examined=rows)
 
 
-def user_sink_check(outputs: dict[str, dict[str, Any]], key_idx: list[int], ended: bool) -> Check:
-    """``user-sink-exactly-once``: the module's own sink against its failure-free run."""
-    name = "user-sink-exactly-once"
+#: Flink's documentation of a sink that does not take part in checkpointing (cited by the matrix).
+GUARANTEES_DOC = ("Apache Flink documentation, \"Fault Tolerance Guarantees of Data Sources and Sinks\" "
+                  "(docs/connectors/datastream/guarantees/): end-to-end exactly-once needs a sink that "
+                  "takes part in checkpointing; any other sink gives at-least-once (duplicates after a restore)")
+
+
+def declared_guarantee(path: str | Path) -> str:
+    """The ``SINK_GUARANTEE`` a job module declares, read from its source before Flink starts.
+
+    The declaration is a top-level ``SINK_GUARANTEE = "exactly-once" | "at-least-once"``
+    (absent: exactly-once); ``"at-least-once"`` needs the module's own ``sink``.
+
+    Raises
+    ------
+    InvalidInputError
+        Naming ``SINK_GUARANTEE`` and the file: not one of the two strings, or at-least-once
+        without a ``sink``.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> d = tempfile.mkdtemp(); f = os.path.join(d, "j.py")
+    >>> _ = open(f, "w").write('SINK_GUARANTEE = "at-least-once"\\ndef sink(stream, out_dir):\\n    pass\\n')
+    >>> declared_guarantee(f)
+    'at-least-once'
+    """
+    import ast
+
+    from rollcheck.pyimpl.attribution import check_guarantee
+
+    src = Path(path)
+    try:
+        tree = ast.parse(src.read_text(encoding="utf-8"), filename=str(src))
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        return "exactly-once"  # the job process reports an unreadable module as the import's failure
+    value: Any = None
+    has_sink = False
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "SINK_GUARANTEE"
+                                                for t in node.targets):
+            try:
+                value = ast.literal_eval(node.value)
+            except ValueError:
+                raise InvalidInputError("SINK_GUARANTEE must be the string \"exactly-once\" or \"at-least-once\" "
+                                        "(a literal)", source=str(src), location="SINK_GUARANTEE") from None
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == "sink":
+            has_sink = True
+    try:
+        guarantee = check_guarantee(value)
+    except ValueError as e:
+        raise InvalidInputError(str(e), source=str(src), location="SINK_GUARANTEE") from None
+    if guarantee != "exactly-once" and not has_sink:
+        raise InvalidInputError("SINK_GUARANTEE is about the module's own sink, and it has none (rollcheck's "
+                                "transactional output is exactly-once)", source=str(src), location="SINK_GUARANTEE")
+    return guarantee
+
+
+def sink_redeliveries(outputs: dict[str, dict[str, Any]], events: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Per KEY, the rows the engine handed the module's sink again since the restored checkpoint.
+
+    The recorder logs the KEY of every row handed to the module's sink (``flink.sink_output``
+    ``sink: "handed"`` per generation: 0 before the injected failure, 1 after it, and
+    ``"handed-reference"`` for the failure-free run). The restored checkpoint holds, per KEY, how
+    many output rows had passed by then (rollcheck's keyed tap, ``flink.restore`` ``keys``): rows of
+    generation 0 beyond that count are handed again after the restore (``redelivered``). Rows
+    handed after the restore beyond what the failure-free run has left for the KEY are not
+    explained by a re-delivery (``within_attempt``). None when the trace has no handing log.
+
+    Examples
+    --------
+    >>> outs = {"handed-reference": {"lines": ['["a"]'] * 3},
+    ...         "handed-0": {"lines": ['["a"]'] * 2}, "handed-1": {"lines": ['["a"]'] * 2}}
+    >>> ev = [{"kind": "failure", "seq": 5},
+    ...       {"kind": "flink.restore", "task": "keyed", "attempt": 1, "keys": {'["a"]': 1}, "seq": 6}]
+    >>> r = sink_redeliveries(outs, ev); r["redelivered"], r["within_attempt"]
+    ({'["a"]': 1}, {})
+    """
+    ref = outputs.get("handed-reference")
+    if ref is None:
+        return None
+    g0 = Counter(str(x) for x in (outputs.get("handed-0") or {}).get("lines", []))
+    g1 = Counter(str(x) for x in (outputs.get("handed-1") or {}).get("lines", []))
+    want = Counter(str(x) for x in ref.get("lines", []))
+    failure = next((e for e in events if e["kind"] == "failure"), None)
+    restores = [e for e in events if e["kind"] == "flink.restore" and e.get("task") == "keyed"
+                and e.get("attempt", 0) > 0]
+    restored: Counter[str] = Counter()
+    if restores:
+        first = min(e["attempt"] for e in restores)
+        for e in restores:
+            if e["attempt"] == first:
+                restored.update({str(k): int(v) for k, v in (e.get("keys") or {}).items()})
+    redelivered: dict[str, int] = {}
+    within: dict[str, int] = {}
+    for k in sorted(set(g0) | set(g1) | set(want)):
+        if failure is not None and restores:
+            again = g0[k] - restored[k]
+            if again > 0:
+                redelivered[k] = again
+            over = g1[k] - max(0, want[k] - restored[k])
+        else:
+            over = g0[k] + g1[k] - want[k]
+        over = max(over, g0[k] - want[k])
+        if over > 0:
+            within[k] = over
+    return {"redelivered": redelivered, "within_attempt": within, "handed_keys": set(g0) | set(g1)}
+
+
+def user_sink_check(outputs: dict[str, dict[str, Any]], key_idx: list[int], ended: bool,
+                    header: dict[str, Any] | None = None, events: list[dict[str, Any]] | None = None) -> Check:
+    """The module's own sink against its failure-free run, judged against its ``SINK_GUARANTEE``
+    (``header["sink_guarantee"]``): ``user-sink-exactly-once`` or ``user-sink-at-least-once``, per
+    KEY (:func:`~rollcheck.pyimpl.attribution.judge_sink`), re-deliveries from
+    :func:`sink_redeliveries`; the counts are the check's data."""
+    from rollcheck.pyimpl.attribution import check_guarantee, judge_sink
+
+    try:
+        guarantee = check_guarantee((header or {}).get("sink_guarantee"))
+    except ValueError as e:
+        raise InvalidInputError(f"header sink_guarantee: {e}", location="line 1") from None
+    name = f"user-sink-{guarantee}"
     user, ref = outputs.get("user"), outputs.get("user-reference")
     if user is None and ref is None:
         return Check.not_applicable(name, "the job module has no sink of its own")
     if user is None or ref is None or not ended:
         return Check.unchecked(name, "the module's sink output of one of the runs is missing")
 
-    def per_key(rows: list[list[Any]]) -> Counter[str]:
-        return Counter(json.dumps([r[i] for i in key_idx], default=str) for r in rows)
+    def per_key(rows: list[list[Any]]) -> dict[str, Counter[str]]:
+        out: dict[str, Counter[str]] = {}
+        for r in rows:
+            k = json.dumps([r[i] for i in key_idx], default=str)
+            out.setdefault(k, Counter())[json.dumps(list(r), default=str)] += 1
+        return out
 
-    got, want = per_key(user["lines"]), per_key(ref["lines"])
-    for key in sorted(set(got) | set(want)):
-        if got[key] != want[key]:
-            what = "duplicated" if got[key] > want[key] else "lost"
-            return Check.violated(name, f"KEY {key}: the module's sink wrote {got[key]} rows, {want[key]} without "
-                                  f"the failure ({what} output)", offending_seq=user["seq"])
-    return Check.held(name, f"{sum(got.values())} rows of the module's sink, per KEY as many as without the failure",
-                      examined=max(1, sum(got.values())))
+    h = sink_redeliveries(outputs, events or [])
+    j = judge_sink(guarantee, per_key(ref["lines"]), per_key(user["lines"]),
+                   redelivered=None if h is None else h["redelivered"],
+                   within_attempt=None if h is None else h["within_attempt"],
+                   handed_keys=None if h is None else h["handed_keys"], documentation=GUARANTEES_DOC)
+    n = sum(len(r) for r in [user["lines"]])
+    if j["ok"]:
+        return Check.held(name, f"{n} rows of the module's sink: {j['detail']}", examined=max(1, n), **j["data"])
+    return Check.violated(name, j["detail"], offending_seq=user["seq"], **j["data"])
 
 
 def job_checks(header: dict[str, Any], events: list[dict[str, Any]]) -> list[Check]:
@@ -187,7 +313,7 @@ def job_checks(header: dict[str, Any], events: list[dict[str, Any]]) -> list[Che
                                      f"the job's own keyed state was compared key by key ({USER})")
     why = (header.get("flink") or {}).get("failure_cause")
     checks = [fo, restore_check(events), keyed, operator, user, output_check(outputs, ended, why),
-              user_sink_check(outputs, key_idx, ended)]
+              user_sink_check(outputs, key_idx, ended, header, events)]
     return checks
 
 
@@ -220,8 +346,13 @@ def replay_job(path: str | Path) -> Report:
         raise InvalidInputError("not a trace of a user's Flink job (header \"job\" is not \"module\")",
                                 source=str(path), location="line 1")
     col = JobEvents()
-    names = ["failure-observed", "restore-latest-completed", KEYED, OPERATOR, USER, "output-exactly-once",
-             "user-sink-exactly-once"]
+    from rollcheck.pyimpl.attribution import check_guarantee
+
+    try:
+        sink_name = f"user-sink-{check_guarantee(header.get('sink_guarantee'))}"
+    except ValueError as e:
+        raise InvalidInputError(f"header sink_guarantee: {e}", source=str(path), location="line 1") from None
+    names = ["failure-observed", "restore-latest-completed", KEYED, OPERATOR, USER, "output-exactly-once", sink_name]
 
     def pick(name: str) -> Any:
         return lambda h, ev: next(c for c in job_checks(h, ev) if c.name == name)

@@ -92,7 +92,8 @@ def judge_sink(guarantee: str, want: Mapping[str, Mapping[str, int]], got: Mappi
     redelivered : mapping, optional
         Per KEY, how many rows of that KEY the engine handed to the sink again *after a failure*,
         counted from the trace (Spark: the rows of a batch handed again in a later attempt after
-        a ``failure``; Flink: the rows handed since the restored checkpoint).
+        a ``failure``; Flink: the rows handed since the restored checkpoint). None: the trace does
+        not record the sink's handings (nothing is explained; ``classify_cell`` attributes nothing).
     within_attempt : mapping, optional
         Per KEY, rows handed to the sink twice within one attempt (no failure explains them).
     again_without_failure : mapping, optional
@@ -136,6 +137,7 @@ def judge_sink(guarantee: str, want: Mapping[str, Mapping[str, int]], got: Mappi
     """
     check_guarantee(guarantee)
     redel = _positive(redelivered)
+    known = redelivered is not None
     lost: dict[str, int] = {}
     extra: dict[str, int] = {}
     changed: dict[str, int] = {}
@@ -154,7 +156,7 @@ def judge_sink(guarantee: str, want: Mapping[str, Mapping[str, int]], got: Mappi
     within, again = _positive(within_attempt), _positive(again_without_failure)
     owner = "module" if lost and handed_keys is not None and set(lost) <= set(handed_keys) else None
     data: dict[str, Any] = {"sink_guarantee": guarantee, "lost": lost, "extra_copies": extra, "changed": changed,
-                            "redelivered_after_failure": redel, "handed_within_attempt": within,
+                            "redelivered_after_failure": redel if known else None, "handed_within_attempt": within,
                             "handed_again_without_failure": again, "loss_owner": owner,
                             "documentation": documentation}
     unexplained = {k: n - redel.get(k, 0) for k, n in extra.items() if n > redel.get(k, 0)}
@@ -256,6 +258,9 @@ def classify_cell(report: Report) -> dict[str, Any]:
         return {"verdict": verdict, "expected_by_engine": False, "attributed_to": "engine",
                 "reason": f"finding: {head}"}
     d = sink.data
+    if d.get("redelivered_after_failure") is None:
+        return {"verdict": verdict, "expected_by_engine": False, "attributed_to": None,
+                "reason": f"{head} — not attributed: the trace does not record which rows the sink was handed"}
     redel = d.get("redelivered_after_failure") or {}
     extra, changed, lost = d.get("extra_copies") or {}, d.get("changed") or {}, d.get("lost") or {}
     within, again = d.get("handed_within_attempt") or {}, d.get("handed_again_without_failure") or {}

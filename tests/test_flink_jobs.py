@@ -218,7 +218,12 @@ def test_matrix_classification() -> None:
     assert ok["verdict"] == "conformant" and not ok["expected_by_engine"]
     lost = classify(Report([Check.violated("user-sink-exactly-once", "KEY [1]: 1 rows, 2 without (lost output)")]))
     assert lost["verdict"] == "not-conformant" and not lost["expected_by_engine"]
-    dup = classify(Report([Check.violated("user-sink-exactly-once", "KEY [1]: 3 rows (duplicated output)")]))
+    from rollcheck.flink_replay.user_replay import GUARANTEES_DOC
+    from rollcheck.pyimpl.attribution import judge_sink
+
+    j = judge_sink("exactly-once", {"[1]": {"r": 2}}, {"[1]": {"r": 3}}, redelivered={"[1]": 1},
+                   documentation=GUARANTEES_DOC)
+    dup = classify(Report([Check.violated("user-sink-exactly-once", j["detail"], **j["data"])]))
     assert dup["expected_by_engine"] and "Fault Tolerance Guarantees" in dup["reason"]
     inc = classify(Report([Check.unchecked("failure-observed", "no failure")]))
     assert inc["verdict"] == "inconclusive"
