@@ -742,6 +742,27 @@ def execute(cfg: dict, *, user=None, restarts: bool = True, restore_path: str | 
         if hasattr(module, "sink"):
             user_out = os.path.join(run_dir, "user-sink")
             os.makedirs(user_out, exist_ok=True)
+
+            class Handed(MapFunction):
+                """Logs the KEY of every row handed to the module's sink (beside it on the same stream): one
+                file per subtask and generation (1 once the injected failure struck), line-buffered."""
+
+                def open(self, runtime_context: RuntimeContext) -> None:
+                    gen = 1 if os.path.exists(marker) else 0
+                    name = f"handed-gen{gen}-{uuid.uuid4().hex[:10]}.txt"
+                    self.f = open(os.path.join(run_dir, name), "a", buffering=1)  # noqa: SIM115 - closed in close()
+
+                def map(self, value):
+                    row = tuple(value) if isinstance(value, (tuple, list)) or hasattr(value, "_values") else value
+                    if isinstance(row, tuple) and all(i < len(row) for i in key_idx):
+                        self.f.write(json.dumps([row[i] for i in key_idx], default=str) + "\n")
+                    return False
+
+                def close(self) -> None:
+                    self.f.close()
+
+            out.map(Handed(), output_type=Types.BOOLEAN()).name("rollcheck-sink-handings") \
+                .filter(lambda x: x).print()
             try:
                 _call(run_dir, "sink", limit, module.sink, out, user_out)
             except UserCodeError:
