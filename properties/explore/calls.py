@@ -9,10 +9,15 @@ Design (so that safety does not cost the exploration its throughput):
   for the main thread, so that a blocking ``sleep`` is interrupted too; an asynchronous exception
   otherwise), which raises :class:`CallTimeout`. It is stopped and joined when the run ends.
 - **Type checks** on every call: ``on_send`` returns a pair, ``must_force`` a real ``bool``.
-- **Mutation**: a *checking* :class:`ProtocolCalls` pickles the arguments before each call and
-  compares after it; the explorer uses it for a calibration sample (every schedule of a small
-  bound, and the run's first schedules) and the fast one afterwards. A protocol whose methods
-  change their arguments in place is refused, naming the method.
+- **Mutation**: a *checking* :class:`ProtocolCalls` takes a :func:`snapshot` of the arguments
+  before each call and compares after it; the explorer uses it for a calibration sample (every
+  schedule of a small bound) and the fast one afterwards. A protocol whose methods change their
+  arguments in place is refused, naming the method.
+- **Copyable states**: the explorer shares a state between the branches of its tree, so every
+  state must be a value that can be copied. A checking :class:`ProtocolCalls` snapshots every
+  state (and piggyback) a method returns; one that cannot be pickled (a lock, an open file, a
+  generator inside it) is refused, naming the method that returned it — the protocol's error
+  (exit 2), not rollcheck's.
 
 References
 ----------
@@ -22,11 +27,13 @@ References
 from __future__ import annotations
 
 import ctypes
+import io
 import pickle
 import signal
 import sys
 import threading
 import time
+import types
 from types import FrameType
 from typing import Any
 
@@ -34,8 +41,7 @@ from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.protocols.base import Protocol, checkpoint_function
 
 __all__ = ["ProtocolCodeError", "CallTimeout", "ProtocolCalls", "Watchdog", "short_repr",
-           "DEFAULT_CALL_TIMEOUT", "method_codes",
-           "method_source"]
+           "DEFAULT_CALL_TIMEOUT", "method_codes", "method_source", "snapshot", "NotCopyable"]
 
 #: Seconds one protocol method call may take (``--call-timeout``).
 DEFAULT_CALL_TIMEOUT = 10.0
@@ -50,6 +56,65 @@ def short_repr(v: Any, limit: int = 80) -> str:
     return s if len(s) <= limit else s[: limit - 3] + "..."
 
 
+class NotCopyable(Exception):
+    """A value that :func:`snapshot` cannot copy (the pickling error is ``__cause__``)."""
+
+
+class _SnapshotPickler(pickle.Pickler):
+    """Pickles classes and functions by identity: a state whose class lives in a user's file (not
+    importable by name) or a local class can still be snapshotted."""
+
+    def __init__(self, buf: io.BytesIO, refs: dict[int, Any]):
+        super().__init__(buf, protocol=pickle.HIGHEST_PROTOCOL)
+        self.refs = refs
+
+    def persistent_id(self, obj: Any) -> Any:
+        if isinstance(obj, (type, types.FunctionType, types.BuiltinFunctionType, types.ModuleType)):
+            self.refs[id(obj)] = obj
+            return id(obj)
+        return None
+
+
+class _SnapshotUnpickler(pickle.Unpickler):
+    def __init__(self, data: bytes, refs: dict[int, Any]):
+        super().__init__(io.BytesIO(data))
+        self.refs = refs
+
+    def persistent_load(self, pid: Any) -> Any:
+        return self.refs[pid]
+
+
+def snapshot(value: Any, refs: dict[int, Any] | None = None) -> bytes:
+    """A byte image of ``value``: equal images for equal structures, a new one after a change.
+
+    Classes and functions are recorded by identity (into ``refs`` when given), so a state whose
+    class is not importable by name still has an image; a value holding something that cannot be
+    copied at all (a lock, a generator, an open file) raises :class:`NotCopyable`.
+
+    Examples
+    --------
+    >>> snapshot((1, [2])) == snapshot((1, [2])), snapshot((1, [2])) == snapshot((1, [3]))
+    (True, False)
+    >>> import threading
+    >>> snapshot([threading.Lock()])
+    Traceback (most recent call last):
+    ...
+    rollcheck.properties.explore.calls.NotCopyable: TypeError: cannot pickle '_thread.lock' object
+    """
+    buf = io.BytesIO()
+    try:
+        _SnapshotPickler(buf, {} if refs is None else refs).dump(value)
+    except RecursionError as e:
+        raise NotCopyable("RecursionError: the value is nested too deeply") from e
+    except Exception as e:
+        raise NotCopyable(f"{type(e).__name__}: {e}") from e
+    return buf.getvalue()
+
+
+def _restore(data: bytes, refs: dict[int, Any]) -> Any:
+    return _SnapshotUnpickler(data, refs).load()
+
+
 class ProtocolCodeError(InvalidInputError):
     """The user's protocol misbehaved (raised, returned a wrong type, mutated its argument, or
     overran its time limit): bad input, exit code 2.
@@ -58,7 +123,7 @@ class ProtocolCodeError(InvalidInputError):
     ----------
     method : str
         The protocol method.
-    kind : {"raised", "type", "mutated", "timeout"}
+    kind : {"raised", "type", "mutated", "not-copyable", "nondeterministic", "timeout"}
     word : tuple or None
         The schedule (explorer events) on which it happened, when known.
     """
@@ -108,8 +173,9 @@ class ProtocolCalls:
     label : str
         How the protocol is named in messages (its spec, e.g. ``path/file.py:Class``).
     checking : bool
-        Snapshot every call's arguments (pickle) and refuse a method that changed them, check the
-        result types and name the method in every error. False: the methods are the user's own
+        Snapshot every call's arguments (:func:`snapshot`) and refuse a method that changed them
+        or that returned a state or piggyback that cannot be copied, check the result types and
+        name the method in every error. False: the methods are the user's own
         functions (no overhead; the walk checks ``must_force``'s result and replays a failing
         schedule with a checking instance to name the error).
 
@@ -145,11 +211,12 @@ class ProtocolCalls:
                                  source=method_source(self.label, self.cls, method))
 
     def _call(self, method: str, fn: Any, args: tuple[Any, ...], watched: tuple[int, ...]) -> Any:
-        before = None
-        if self.checking:
+        before = refs = None
+        if self.checking and watched:
+            refs = {}
             try:
-                before = pickle.dumps(tuple(args[k] for k in watched))
-            except Exception:
+                before = snapshot(tuple(args[k] for k in watched), refs)
+            except NotCopyable:  # an argument comes from a checked result or from rollcheck
                 before = None
         try:
             r = fn(*args)
@@ -160,15 +227,28 @@ class ProtocolCalls:
             raise self.fail(method, "raised", f"{call} raised {type(e).__name__}: {e}") from e
         if before is not None:
             try:
-                after = pickle.dumps(tuple(args[k] for k in watched))
-            except Exception:
-                after = before
+                after = snapshot(tuple(args[k] for k in watched))
+            except NotCopyable:
+                after = None  # it could be copied before the call: it was changed in place
             if after != before:
+                assert refs is not None
                 raise self.fail(method, "mutated",
                                 f"{method} changed its state argument in place (states must be "
                                 f"immutable: return a new value, e.g. a tuple or a NamedTuple); "
-                                f"argument was {short_repr(pickle.loads(before)[0])}")
+                                f"argument was {short_repr(_restore(before, refs)[0])}")
+        if self.checking and method in ("initial", "on_checkpoint", "on_deliver"):
+            self._copyable(method, r, "state")
         return r
+
+    def _copyable(self, method: str, value: Any, what: str) -> None:
+        try:
+            snapshot(value)
+        except NotCopyable as e:
+            raise self.fail(method, "not-copyable",
+                            f"{method} returned a {what} that cannot be copied ({e}): the explorer "
+                            f"shares states between schedules, so a state must be a plain value "
+                            f"(numbers, tuples, NamedTuples, frozensets, ...) returned anew by "
+                            f"every method; returned {short_repr(value)}") from None
 
     def initial(self, i: int, n: int) -> Any:
         """``initial(i, n)``."""
@@ -185,6 +265,9 @@ class ProtocolCalls:
             if not (isinstance(r, tuple) and len(r) == 2):
                 raise self.fail("on_send", "type",
                                 f"on_send must return (state, piggyback), returned {short_repr(r)}")
+        if self.checking:
+            self._copyable("on_send", r[0], "state")
+            self._copyable("on_send", r[1], "piggyback")
         return r
 
     def must_force(self, st: Any, src: int, pb: Any) -> bool:

@@ -6,10 +6,14 @@ Order of work for :func:`explore`:
 1. **Calibration**: every schedule of 2×6 and 3×4 with a *checking* :class:`ProtocolCalls` (each
    call's arguments pickled before and compared after — in-place mutation refused — results
    type-checked); the user's errors are named here, cheaply, before the fast run.
-2. **Symmetry** (when the class claims ``symmetric``): :func:`~rollcheck.properties.explore.symmetry.refute_symmetry`
-   on a random sample with permuted process ids; a refuted claim switches the reduction off and is
-   reported.
-3. **Bounds**, by increasing number of processes: a walk of the first levels produces the frontier
+2. **Determinism**: :func:`~rollcheck.properties.explore.determinism.refute_determinism` runs
+   sample schedules of every process count of the bounds twice each; a method whose result
+   differs is the protocol's error (:class:`ProtocolCodeError`, exit 2), since the walk shares
+   states between schedules and the verdict would not be reproducible.
+3. **Symmetry** (when the class claims ``symmetric``): :func:`~rollcheck.properties.explore.symmetry.refute_symmetry`
+   on random samples of every process count of the bounds, with permuted process ids; a refuted
+   claim switches the reduction off and is reported.
+4. **Bounds**, by increasing number of processes: a walk of the first levels produces the frontier
    (prefixes), which workers walk to the bound. Each task starts from the same limit (one event less
    than the smallest violation found so far), so counts and the counterexample do not depend on
    which worker ran what; a later bound only looks for strictly smaller counterexamples.
@@ -43,11 +47,12 @@ from rollcheck.properties.explore.calls import (
     method_codes,
     method_source,
 )
+from rollcheck.properties.explore.determinism import NONDETERMINISTIC
 from rollcheck.properties.explore.engine import Violation, WalkError, WalkResult, walk
 from rollcheck.pyimpl.protocols.base import Protocol
 
 __all__ = ["Bound", "BoundResult", "Exploration", "DEFAULT_BOUNDS", "parse_bounds", "explore",
-           "calibrate", "split_depth", "run_tasks"]
+           "calibrate", "vet", "split_depth", "run_tasks"]
 
 
 @dataclass(frozen=True)
@@ -117,6 +122,7 @@ class Exploration:
     best_processes: int = 0
     symmetry: str = "not claimed"
     calibration: int = 0
+    determinism: str = ""
     workers: int = 1
     engine: str = "local"
 
@@ -152,15 +158,27 @@ def _named_error(job: _Job, err: WalkError) -> ProtocolCodeError:
             if isinstance(again.__cause__, ProtocolCodeError):
                 named = again.__cause__
         if named is None:
+            method = _raising_method(job.proto, cause)
             named = ProtocolCodeError(
-                f"failed with {type(cause).__name__}: {cause} but not when the schedule was run "
-                f"again: the protocol is not deterministic (keep every piece of state in the "
-                f"per-process state that the methods receive and return)",
-                method="?", kind="raised", source=job.label)
+                f"{method} raised {type(cause).__name__}: {cause}, but not when the schedule was "
+                f"run again: {NONDETERMINISTIC}", method=method, kind="nondeterministic",
+                source=method_source(job.label, type(job.proto).__name__, method))
     return ProtocolCodeError(named.reason, method=named.method, kind=named.kind,
                              source=named.source,
                              location=f"events[{len(err.word) - 1}]" if err.word else "initial state",
                              word=err.word)
+
+
+def _raising_method(proto: Protocol, exc: BaseException | None) -> str:
+    """The protocol method in whose frame ``exc`` was raised (the outermost one), else ``must_force``
+    (the one the walk checks itself)."""
+    codes = method_codes(proto)
+    tb = exc.__traceback__ if exc is not None else None
+    while tb is not None:
+        if tb.tb_frame.f_code in codes:
+            return codes[tb.tb_frame.f_code]
+        tb = tb.tb_next
+    return "must_force"
 
 
 def run_tasks(job: _Job, prefixes: Iterable[tuple[Any, ...]]) -> tuple[int, bool, Violation | None]:
@@ -253,6 +271,31 @@ def calibrate(proto: Protocol, label: str, call_timeout: float | None,
     return total
 
 
+def vet(proto: Protocol, label: str, call_timeout: float | None,
+        processes: Iterable[int] = (2, 3, 4)) -> tuple[int, str]:
+    """:func:`calibrate`, then the determinism samples at each of ``processes``.
+
+    Returns the calibration's schedule count and a line saying what the determinism check ran;
+    raises :class:`ProtocolCodeError` for the user's code (exit 2).
+
+    Examples
+    --------
+    >>> from rollcheck.pyimpl.protocols import BCS
+    >>> vet(BCS(), "bcs", 5.0, [2, 3])
+    (7185, 'the same results twice on 40 schedules of each of 2, 3 processes')
+    """
+    from rollcheck.properties.explore.determinism import refute_determinism
+
+    counts = sorted(set(processes)) or [2]
+    n = calibrate(proto, label, call_timeout)
+    samples = 40
+    err = refute_determinism(proto, label, call_timeout, processes=counts, samples=samples)
+    if err is not None:
+        raise err
+    return n, (f"the same results twice on {samples} schedules of each of "
+               f"{', '.join(map(str, counts))} processes")
+
+
 # --- the exploration -----------------------------------------------------------------------------
 
 def explore(proto: Protocol, label: str, bounds: Sequence[Bound] = DEFAULT_BOUNDS, *,
@@ -306,11 +349,12 @@ def explore(proto: Protocol, label: str, bounds: Sequence[Bound] = DEFAULT_BOUND
     start = time.monotonic()
     deadline = None if budget is None else start + budget
     out = Exploration()
-    out.calibration = calibrate(proto, label, call_timeout)
+    counts = sorted({b.processes for b in bounds})
+    out.calibration, out.determinism = vet(proto, label, call_timeout, counts)
     claimed = bool(getattr(proto, "symmetric", False)) if symmetric is None else symmetric
     use_sym = False
     if claimed:
-        refuted = refute_symmetry(proto, label, call_timeout)
+        refuted = refute_symmetry(proto, label, call_timeout, processes=counts)
         if refuted is None:
             use_sym = True
             out.symmetry = "claimed, verified on a sample, used"

@@ -3,8 +3,9 @@
 A protocol is symmetric when renaming the processes renames its decisions: on the schedule with
 process ids permuted by π, it forces exactly at the same deliveries. The explorer then needs only one
 schedule per renaming class. The claim is not trusted: :func:`refute_symmetry` runs random schedules
-of 2–4 processes and, for each, the same schedule under a random permutation, and compares the
-forced decisions delivery by delivery.
+of every process count the bounds use (a protocol may treat process 5 differently from the others,
+which no schedule of 4 processes shows) and, for each, the same schedule under a random
+permutation, and compares the forced decisions delivery by delivery.
 
 References
 ----------
@@ -14,7 +15,7 @@ References
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from rollcheck.properties.explore.calls import CallTimeout, ProtocolCalls, Watchdog, method_codes
@@ -83,8 +84,12 @@ def forced_decisions(calls: Any, n: int, word: Sequence[tuple[int, int, int]]) -
 
 
 def refute_symmetry(proto: Any, label: str, call_timeout: float | None = 10.0, *,
-                    samples: int = 300, seed: int = 0) -> str | None:
+                    processes: Iterable[int] = (2, 3, 4), samples: int = 100,
+                    seed: int = 0) -> str | None:
     """A description of a schedule on which ``proto`` is not symmetric, or None.
+
+    ``samples`` random schedules are drawn for each process count of ``processes`` (the counts the
+    exhaustive bounds use), each run as drawn and under a random renaming of its processes.
 
     Examples
     --------
@@ -95,13 +100,19 @@ def refute_symmetry(proto: Any, label: str, call_timeout: float | None = 10.0, *
     ...     def must_force(self, st, src, pb): return st.i != 0 and pb > st.lc
     >>> refute_symmetry(Lopsided(), "lopsided")  # doctest: +ELLIPSIS
     'on a schedule of ... events, renaming processes ... changes the forced deliveries ...'
+    >>> class FifthApart(BCS):                # P4 never forces: only 5 processes or more show it
+    ...     def must_force(self, st, src, pb): return st.i != 4 and pb > st.lc
+    >>> refute_symmetry(FifthApart(), "fifth", processes=[2, 3, 4]) is None
+    True
+    >>> refute_symmetry(FifthApart(), "fifth", processes=[2, 5])  # doctest: +ELLIPSIS
+    'on a schedule of ... events, renaming processes [0, 1, 2, 3, 4] as ...'
     """
     rng = random.Random(seed)
     calls = ProtocolCalls(proto, label, checking=True)
+    draws = [n for n in sorted(set(processes)) for _ in range(samples)]
     with Watchdog(method_codes(proto), call_timeout):
-        for _ in range(samples):
-            n = rng.randint(2, 4)
-            word = random_word(rng, n, rng.randint(4, 16))
+        for n in draws:
+            word = random_word(rng, n, rng.randint(max(4, n), max(16, 3 * n)))
             perm = list(range(n))
             rng.shuffle(perm)
             try:

@@ -13,7 +13,7 @@ from typing import Any
 from rollcheck.properties.explore.engine import CKPT, DELIVER, SEND
 from rollcheck.pyimpl.pattern import Pattern, PatternBuilder
 
-__all__ = ["word_to_pattern", "active_processes", "drop_idle"]
+__all__ = ["word_to_pattern", "pattern_to_word", "active_processes", "drop_idle"]
 
 
 def active_processes(n: int, word: Sequence[tuple[int, int, int]]) -> list[int]:
@@ -64,6 +64,30 @@ def word_to_pattern(n: int, word: Sequence[tuple[int, int, int]], processes: Seq
         else:
             raise ValueError(f"unknown event kind {kind!r} at {pos}")
     return b.build()
+
+
+def pattern_to_word(p: Pattern) -> tuple[tuple[int, int, int], ...]:
+    """The basic schedule of ``p`` (forced checkpoints dropped) as an explorer word.
+
+    Examples
+    --------
+    >>> p = word_to_pattern(2, [(1, SEND, 0), (0, DELIVER, 0), (0, CKPT, 0)])
+    >>> pattern_to_word(p)
+    ((1, 1, 0), (0, 2, 0), (0, 0, 0))
+    """
+    pos: dict[str | None, int] = {}
+    out: list[tuple[int, int, int]] = []
+    for e in p.events:
+        if e.kind == "checkpoint":
+            if not e.forced:
+                out.append((e.process, CKPT, 0))
+        elif e.kind == "send":
+            assert e.to is not None
+            pos[e.message] = len(out)
+            out.append((e.process, SEND, e.to))
+        else:
+            out.append((e.process, DELIVER, pos[e.message]))
+    return tuple(out)
 
 
 def describe(word: Sequence[tuple[int, int, int]]) -> list[dict[str, Any]]:
