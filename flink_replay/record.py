@@ -161,6 +161,10 @@ def record(out: str | Path, config: RecordConfig, *, run_dir: str | Path | None 
         The user's job module failed, hung or returned the wrong type (named with the call).
     """
     t0 = time.time()
+    if config.get("module"):  # what the module's own sink declares: refused before Flink starts
+        from rollcheck.flink_replay.user_replay import declared_guarantee
+
+        config = RecordConfig(config, sink_guarantee=declared_guarantee(config["module"]))
     env = find_flink()
     jar = tap_jar(env)
     out = Path(out)
@@ -501,6 +505,13 @@ def build_trace(run: str | Path, out: str | Path, *, env_version: str = "?") -> 
         for name, folder in (("user", run), ("user-reference", run / "reference")):
             if (folder / "user-sink.json").exists():
                 outputs.append((name, json.loads((folder / "user-sink.json").read_text())["rows"], {}))
+        # the KEY of every row handed to the module's sink (job.py's Handed), per generation
+        handed_ref = sorted((run / "reference").glob("handed-gen*.txt"))
+        if handed_ref:
+            outputs.append(("handed-reference", [x for f in handed_ref for x in f.read_text().splitlines() if x], {}))
+            for g in (0, 1):
+                outputs.append((f"handed-{g}", [x for f in sorted(run.glob(f"handed-gen{g}-*.txt"))
+                                                for x in f.read_text().splitlines() if x], {"generation": g}))
     else:
         outputs += [("naive", naive["0"], {"generation": 0}), ("naive", naive["1"], {"generation": 1})]
     keys = ("checkpoints", "parallelism", "interval_ms", "records", "rate", "keys", "fail_at_record", "failure",
@@ -518,6 +529,7 @@ def build_trace(run: str | Path, out: str | Path, *, env_version: str = "?") -> 
         header["key"] = info.get("key")
         header["module"] = cfg.get("module_arg", cfg["module"])  # as the user named it
         header["key_format"] = "N\\x1fKEY\\x1fROW: the row's number within its KEY, KEY and the row as JSON"
+        header["sink_guarantee"] = cfg.get("sink_guarantee") or "exactly-once"  # the module's SINK_GUARANTEE
         # the user's keyed operators were logged key by key (RollcheckStateLog)
         header["user_state_log"] = True
     restored = None
