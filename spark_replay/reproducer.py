@@ -25,18 +25,20 @@ import json
 import pprint
 import shutil
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.matrix.reproducer import run_reproducer
+from rollcheck.pyimpl.matrix.shrink import shrink_batches
 from rollcheck.pyimpl.patternio import atomic_write_text
 from rollcheck.spark_replay.killpoints import STATE_STORES
 
 __all__ = ["module_with_rows", "reproducer_source", "minimise_and_write", "MAX_RUNS"]
 
-#: Re-recordings a minimisation may spend (each is a full Spark run).
+#: Re-recordings a minimisation may spend at most (each is a full Spark run; the matrix's
+#: ``shrink_runs`` may ask for fewer).
 MAX_RUNS = 6
 
 
@@ -341,7 +343,9 @@ def minimise_and_write(cell: Any, opts: Any, result: dict[str, Any],
     The steps, each kept only if the re-recording still fails the same check: (1) drop the batches
     after the failing batch K (keep 0..K, else 0..K+1, ...); (2) drop the batches before K (the
     failure then strikes at batch 0); (3) halve each batch's rows (the first half, else the second)
-    while it fails. At most :data:`MAX_RUNS` re-recordings.
+    while it fails (the core's search, :func:`rollcheck.pyimpl.matrix.shrink.shrink_batches`). At
+    most ``opts.shrink_runs`` (at most :data:`MAX_RUNS`) re-recordings; the reproducer is run
+    unless ``opts.run_reproducer`` is false.
     """
     from rollcheck.spark_replay.query import load_query
 
@@ -353,15 +357,15 @@ def minimise_and_write(cell: Any, opts: Any, result: dict[str, Any],
     work = opts.out / f"{cell.stem}.min"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
-    runs = 0
+    tries = 0
 
-    def still_fails(candidate: list[list[tuple[Any, ...]]], fail_at: int) -> bool:
-        nonlocal runs
-        runs += 1
-        mod = work / f"try{runs}.py"
+    def still_fails(candidate: list[list[Any]], fail_at: int) -> bool:
+        nonlocal tries
+        tries += 1
+        mod = work / f"try{tries}.py"
         mod.write_text(module_with_rows(source, candidate), encoding="utf-8")
-        trace = work / f"try{runs}.jsonl"
-        rc, _ = run(argv_for(str(mod), trace, fail_at), opts.cell_timeout, work / f"try{runs}.log")
+        trace = work / f"try{tries}.jsonl"
+        rc, _ = run(argv_for(str(mod), trace, fail_at), opts.cell_timeout, work / f"try{tries}.log")
         if rc not in (0, 1) or not trace.exists():
             return False
         try:
@@ -369,40 +373,21 @@ def minimise_and_write(cell: Any, opts: Any, result: dict[str, Any],
         except InvalidInputError:
             return False
 
-    k = opts.fail_at_batch
-    best = rows
-    for n in range(k + 1, len(rows)):  # fewest batches first: those after the failing one
-        if runs >= MAX_RUNS:
-            break
-        if still_fails(rows[:n], k):
-            best = rows[:n]
-            break
-    if k > 0 and runs < MAX_RUNS and still_fails(best[k:], 0):  # then those before it
-        best, k = best[k:], 0
-    for b in range(len(best)):  # then fewer rows per batch: keep a half (the first, else the second) while it fails
-        while len(best[b]) > 1 and runs < MAX_RUNS:
-            half = len(best[b]) // 2
-            for part in (best[b][:half], best[b][half:]):
-                cand = [list(x) for x in best]
-                cand[b] = part
-                if runs < MAX_RUNS and still_fails(cand, k):
-                    best = cand
-                    break
-            else:
-                break
+    best, k, runs = shrink_batches(rows, opts.fail_at_batch, still_fails,
+                                   min(MAX_RUNS, int(getattr(opts, "shrink_runs", MAX_RUNS))))
     script = opts.out / f"{cell.stem}.reproducer.py"
     text = reproducer_source(source, best, failure=cell.failure, kill_point=cell.kill_point, fail_at=k,
                              state_store=cell.provider, title=f"{cell.name} with {cell.provider} state, "
                              f"{cell.column} at batch {k}", reason=result["reason"], script=script.name)
     atomic_write_text(script, text)
-    # run it once, as a user would (isolated mode: no current folder on the path; it imports no
-    # rollcheck module): does it show the rows?
-    t0 = time.perf_counter()
-    rc, out = run([sys.executable, "-I", str(script), str(work / "reproducer-run")], opts.cell_timeout,
-                  work / "reproducer.log")
-    shows = [ln for ln in out.splitlines() if ln.startswith(("LOST row", "DUPLICATED row"))]
-    return {"reproducer": str(script),
-            "minimised": {"batches": len(best), "rows": sum(len(b) for b in best), "fail_at_batch": k, "runs": runs,
-                          "from_batches": len(rows), "from_rows": sum(len(b) for b in rows)},
-            "reproducer_run": {"exit": rc, "seconds": round(time.perf_counter() - t0, 1), "shows": shows,
-                               "reproduced": rc == 1 and bool(shows)}}
+    out: dict[str, Any] = {"reproducer": str(script),
+                           "minimised": {"batches": len(best), "rows": sum(len(b) for b in best), "fail_at_batch": k,
+                                         "runs": runs, "from_batches": len(rows),
+                                         "from_rows": sum(len(b) for b in rows)}}
+    if getattr(opts, "run_reproducer", True):
+        # run it once, as a user would (isolated mode: no current folder on the path; it imports no
+        # rollcheck module): does it show the rows?
+        out["reproducer_run"] = run_reproducer([sys.executable, "-I", str(script), str(work / "reproducer-run")],
+                                               run, opts.cell_timeout, work / "reproducer.log",
+                                               shows=("LOST row", "DUPLICATED row"))
+    return out

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.matrix import matrix_verdict
 from rollcheck.pyimpl.verdict import Status
 from rollcheck.spark_replay.killpoints import (
     KILL_POINTS,
@@ -35,7 +36,6 @@ from rollcheck.spark_replay.matrix import (
     MatrixOptions,
     cell_result,
     columns,
-    exit_code,
     expected_by_engine,
     plan_cells,
     render_html,
@@ -345,7 +345,11 @@ def test_cell_result_files_and_reasons(tmp_path):
     cells = [good, dup, bad, err]
     assert summarize(cells) == {"conformant": 1, "not_conformant": 2, "inconclusive": 1,
                                 "expected_by_engine": 1, "findings": 1}
-    assert exit_code(cells) == 1 and exit_code([good, dup]) == 1 and exit_code([good, err]) == 3
+    # the one verdict rule decides the matrix: a cell the engine's documentation explains is still not
+    # conformant (exit 1); an undecided cell is 3, and so is an empty matrix
+    code = lambda cs: matrix_verdict(cs).exit_code  # noqa: E731
+    assert code(cells) == 1 and code([good, dup]) == 1 and code([good, err]) == 3 and code([]) == 3
+    assert code([good]) == 0
 
 
 # ----------------------------------------------------------------------------- the table
@@ -389,7 +393,7 @@ def test_html_has_one_row_per_configuration_and_relative_links(tmp_path):
     t.feed(text)
     assert t.rows[0] == ["query · state store", "task", "kill:commit"]
     assert [r[0] for r in t.rows[1:]] == ["windowed_agg · hdfs", "windowed_agg · rocksdb"]
-    assert t.rows[1][1].startswith("expected") and t.rows[1][2].startswith("conformant")
+    assert t.rows[1][1].startswith("not-conformant (expected by the engine)") and t.rows[1][2].startswith("conformant")
     assert t.rows[2][1:] == ["pending", "pending"]
     assert t.links and all(not h.startswith("/") for h in t.links)
     for h in t.links:

@@ -9,8 +9,8 @@ concept per module:
 - :mod:`~rollcheck.pyimpl.matrix.document` — a cell's JSON entry (one set of keys for every
   engine), the ``summary``, the matrix's verdict (from :func:`rollcheck.pyimpl.verdict.decide`
   only) and the atomic writing of ``matrix.json``;
-- :mod:`~rollcheck.pyimpl.matrix.classify` — a not-conformant cell's attribution
-  (``expected_by_engine``, ``attributed_to``, ``reason``);
+- :mod:`~rollcheck.pyimpl.matrix.classify` — a cell's verdict and attribution
+  (``expected_by_engine``, ``attributed_to``, ``reason``: :mod:`rollcheck.pyimpl.attribution`);
 - :mod:`~rollcheck.pyimpl.matrix.adapter` — what an engine supplies (:class:`EngineAdapter`:
   recording, replay, failure points, witness, the reproducer);
 - :mod:`~rollcheck.pyimpl.matrix.runner` — child processes bounded in time that die with the
@@ -39,7 +39,7 @@ References
 
 from rollcheck.pyimpl.matrix.adapter import EngineAdapter, Prepared, Recording, Replayed
 from rollcheck.pyimpl.matrix.cells import GenericCell, MatrixCell, axes, cell_key, entry_key
-from rollcheck.pyimpl.matrix.classify import attribution_module, classify
+from rollcheck.pyimpl.matrix.classify import classify
 from rollcheck.pyimpl.matrix.document import (
     CELL_KEYS,
     SUMMARY_KEYS,
@@ -59,7 +59,7 @@ from rollcheck.pyimpl.matrix.table import cell_word, terminal_table
 __all__ = [
     "EngineAdapter", "Prepared", "Recording", "Replayed",
     "GenericCell", "MatrixCell", "axes", "cell_key", "entry_key",
-    "classify", "attribution_module",
+    "classify",
     "CELL_KEYS", "SUMMARY_KEYS", "base_entry", "cell_check", "matrix_verdict", "summarize", "write_document",
     "render_html", "write_html",
     "run_reproducer",

@@ -12,8 +12,6 @@ the rest (order, parallelism, retries, classification, files, tables, the verdic
   adapter's: kill points, failing batches or records);
 - :meth:`~EngineAdapter.replay` — the recording's replay report (the engine's own checks);
 - :meth:`~EngineAdapter.witness` — the lost or duplicated rows of a not-conformant cell;
-- :meth:`~EngineAdapter.legacy` — the engine's own attribution, until the trace-based one
-  (:mod:`rollcheck.pyimpl.matrix.classify`) is installed;
 - :meth:`~EngineAdapter.retry` — whether an inconclusive cell is recorded once more (a race with
   the engine, an overloaded machine);
 - :meth:`~EngineAdapter.finding` — minimise a finding (with :mod:`rollcheck.pyimpl.matrix.shrink`)
@@ -108,11 +106,6 @@ class EngineAdapter(ABC):
 
     def witness(self, cell: Any, replayed: Replayed) -> dict[str, Any] | None:
         """What a not-conformant cell lost or duplicated (written beside the trace)."""
-        return None
-
-    def legacy(self, cell: Any, replayed: Replayed, witness: dict[str, Any] | None) -> Mapping[str, Any] | None:
-        """The engine's own attribution of a not-conformant cell (``expected_by_engine``,
-        ``reason``), or None for the core's default (a finding)."""
         return None
 
     def retry(self, cell: Any, entry: Mapping[str, Any], recording: Recording) -> bool:

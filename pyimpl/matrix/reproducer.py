@@ -12,7 +12,7 @@ Examples
 >>> with tempfile.TemporaryDirectory() as d:
 ...     s = pathlib.Path(d) / "r.py"
 ...     _ = s.write_text("import sys\\nprint('LOST row: 1')\\nsys.exit(1)\\n")
-...     r = run_reproducer([sys.executable, "-I", str(s)], ChildRunner(), 60, pathlib.Path(d) / "r.log")
+...     r = run_reproducer([sys.executable, "-I", str(s)], ChildRunner().run, 60, pathlib.Path(d) / "r.log")
 >>> r["reproduced"], r["exit"], r["shows"]
 (True, 1, ['LOST row: 1'])
 """
@@ -20,11 +20,9 @@ Examples
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
-
-from rollcheck.pyimpl.matrix.runner import ChildRunner
 
 __all__ = ["run_reproducer", "SHOWS"]
 
@@ -32,12 +30,14 @@ __all__ = ["run_reproducer", "SHOWS"]
 SHOWS = ("LOST row", "DUPLICATED row", "KEY ")
 
 
-def run_reproducer(argv: list[str], runner: ChildRunner, timeout: float, log: Path,
-                   shows: Sequence[str] = SHOWS) -> dict[str, Any]:
-    """Run a reproducer; ``{"exit", "seconds", "shows", "reproduced"}`` (it showed the finding when
-    it exited 1 and printed at least one line beginning with one of ``shows``)."""
+def run_reproducer(argv: list[str], run: Callable[[list[str], float, Path], tuple[int | None, str]],
+                   timeout: float, log: Path, shows: Sequence[str] = SHOWS) -> dict[str, Any]:
+    """Run a reproducer with ``run(argv, timeout, log) -> (exit status or None, stdout)`` (a
+    :meth:`ChildRunner.run <rollcheck.pyimpl.matrix.runner.ChildRunner.run>`); return ``{"exit",
+    "seconds", "shows", "reproduced"}`` (it showed the finding when it exited 1 and printed at
+    least one line beginning with one of ``shows``)."""
     t0 = time.perf_counter()
-    rc, out = runner.run(argv, timeout, log)
+    rc, out = run(argv, timeout, log)
     lines = [ln for ln in out.splitlines() if ln.startswith(tuple(shows))]
     return {"exit": rc, "seconds": round(time.perf_counter() - t0, 1), "shows": lines,
             "reproduced": rc == 1 and bool(lines)}

@@ -71,7 +71,7 @@ def entry_of(adapter: EngineAdapter, cell: MatrixCell, recording: Recording | No
         wpath = out / f"{cell.ident}.witness.json"
         atomic_write_text(wpath, json.dumps(doc, indent=1, default=str) + "\n")
         entry["witness"] = str(wpath)
-    entry.update(classify(rep, legacy=lambda: adapter.legacy(cell, replayed, wit) or {}))
+    entry.update(classify(rep))
     return entry, replayed
 
 

@@ -1,60 +1,36 @@
-"""The live terminal view of ``rollcheck spark matrix``: a rich table on stderr while it runs.
+"""The live terminal view of a matrix (``spark matrix``, ``flink matrix``): a table on stderr.
 
-On a terminal the table (one row per configuration, one column per failure) is redrawn whenever a
-cell starts or ends; otherwise one line per finished cell goes to stderr. stdout is left alone
-(``--json`` prints exactly one document there).
+On a terminal the table (one row per configuration, one column per failure: the core's
+:func:`rollcheck.pyimpl.matrix.terminal_table`) is redrawn whenever a cell starts or ends;
+otherwise one line per finished cell goes to stderr. stdout is left alone (``--json`` prints
+exactly one document there).
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping, Sequence
 from typing import Any
+
+from rollcheck.pyimpl.matrix import cell_word, terminal_table
 
 __all__ = ["MatrixView", "matrix_table"]
 
-_STYLE = {"conformant": "bold green", "not-conformant": "bold red", "inconclusive": "yellow",
-          "expected": "bold dark_orange"}
 
-
-def matrix_table(results: list[dict[str, Any]], planned: list[Any], running: dict[str, str]) -> Any:
+def matrix_table(results: Sequence[Mapping[str, Any]], planned: Sequence[Any],
+                 running: Mapping[tuple[str, str], str], *, title: str = "spark matrix",
+                 row_header: str = "query · state store") -> Any:
     """A :class:`rich.table.Table` of the matrix so far."""
-    from rich.table import Table
-
-    cols: list[str] = []
-    rows: list[str] = []
-    for c in planned:
-        if c.column not in cols:
-            cols.append(c.column)
-        if c.config_id not in rows:
-            rows.append(c.config_id)
-    by = {(r["name"] + "--" + r["config"]["state_store"], r["column"]): r for r in results}
-    busy = {k.rsplit("/", 1)[0] + "|" + v for k, v in running.items() if "/" in k}
-    busy_ref = {k.split(" ")[0] for k in running if k.endswith(" reference")}
-    t = Table(title=f"spark matrix: {len(results)}/{len(planned)} cells done", show_lines=False)
-    t.add_column("query · state store")
-    for c in cols:
-        t.add_column(c)
-    for cfg in rows:
-        cells = []
-        for col in cols:
-            r = by.get((cfg, col))
-            if r is None:
-                cells.append("[blue]running[/]" if f"{cfg}|{col}" in busy else
-                              ("[dim]reference…[/]" if cfg in busy_ref else "[dim]·[/]"))
-                continue
-            key = "expected" if r["verdict"] == "not-conformant" and r.get("expected_by_engine") else r["verdict"]
-            word = {"expected": "expected", "not-conformant": "FINDING"}.get(key, key)
-            cells.append(f"[{_STYLE[key]}]{word}[/]")
-        t.add_row(cfg.replace("--", " · "), *cells)
-    return t
+    return terminal_table(results, planned, running, title=title, row_header=row_header)
 
 
 class MatrixView:
     """Context manager: ``update(results, planned, running)`` redraws (terminal) or logs (pipe)."""
 
-    def __init__(self) -> None:
+    def __init__(self, title: str = "spark matrix", row_header: str = "query · state store") -> None:
         self.live: Any = None
-        self.seen: set[str] = set()
+        self.seen: set[tuple[str, str]] = set()
+        self.title, self.row_header = title, row_header
 
     def __enter__(self) -> MatrixView:
         if sys.stderr.isatty():
@@ -65,17 +41,19 @@ class MatrixView:
             self.live.__enter__()
         return self
 
-    def update(self, results: list[dict[str, Any]], planned: list[Any], running: dict[str, str]) -> None:
+    def update(self, results: list[dict[str, Any]], planned: list[Any],
+               running: dict[tuple[str, str], str]) -> None:
         if self.live is not None:
-            self.live.update(matrix_table(results, planned, running))
+            self.live.update(matrix_table(results, planned, running, title=self.title,
+                                          row_header=self.row_header))
             return
         for r in results:
-            key = f"{r['name']}|{r['config']['state_store']}|{r['column']}"
+            key = (str(r["row"]), str(r["column"]))
             if key not in self.seen:
                 self.seen.add(key)
-                exp = " (expected by the engine's contract)" if r.get("expected_by_engine") else ""
-                print(f"[{len(self.seen)}/{len(planned)}] {r['name']} · {r['config']['state_store']} · "
-                      f"{r['column']}: {r['verdict']}{exp} — {r['reason'][:160]}", file=sys.stderr, flush=True)
+                word = cell_word(r)[1]
+                print(f"[{len(self.seen)}/{len(planned)}] {r['row']} · {r['column']}: {word} — "
+                      f"{str(r['reason'])[:160]}", file=sys.stderr, flush=True)
 
     def __exit__(self, *exc: object) -> None:
         if self.live is not None:

@@ -1,0 +1,195 @@
+"""The Spark matrix's plan: its cells (query module × state store provider × failure × kill point)
+and its options.
+
+A *configuration* is a query module with a state store provider (``hdfs``, ``rocksdb``,
+``rocksdb-changelog``); a *column* is a failure: ``task``, ``sink``, or ``kill`` at one of the
+kill points of :mod:`rollcheck.spark_replay.killpoints` (``kill:offsets``, ``kill:state``,
+``kill:sink``, ``kill:commit``). The matrix itself is :mod:`rollcheck.spark_replay.matrix`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.spark_replay.killpoints import KILL_POINTS, STATE_STORES
+
+__all__ = ["PROVIDERS", "FAILURES", "Cell", "columns", "plan_cells", "MatrixOptions", "library_modules",
+           "supported_providers"]
+
+PROVIDERS = tuple(STATE_STORES)
+FAILURES = ("task", "sink", "kill")
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One cell: a query module under a state store provider with one failure (a
+    :class:`~rollcheck.pyimpl.matrix.cells.MatrixCell`: ``row``, ``column``, ``ident``)."""
+
+    module: str
+    provider: str
+    failure: str
+    kill_point: str | None = None
+
+    @property
+    def name(self) -> str:
+        """The module's short name: the file's stem or the module's last component."""
+        return Path(self.module).stem if self.module.endswith(".py") else self.module.rsplit(".", 1)[-1]
+
+    @property
+    def column(self) -> str:
+        """The table column: ``task``, ``sink`` or ``kill:<point>``.
+
+        >>> Cell("q.py", "hdfs", "kill", "commit").column, Cell("a.b", "rocksdb", "task").column
+        ('kill:commit', 'task')
+        """
+        return f"kill:{self.kill_point}" if self.failure == "kill" else self.failure
+
+    @property
+    def config_id(self) -> str:
+        """The configuration's folder name: ``<name>--<provider>``."""
+        return f"{self.name}--{self.provider}"
+
+    @property
+    def row(self) -> str:
+        """The table row: ``<name> · <provider>``."""
+        return f"{self.name} · {self.provider}"
+
+    @property
+    def stem(self) -> str:
+        """The cell's file stem inside the output folder."""
+        return f"{self.config_id}/{self.column.replace(':', '-')}"
+
+    @property
+    def ident(self) -> str:
+        """The cell's file stem (:attr:`stem`), the core's name for it."""
+        return self.stem
+
+
+def columns(failures: list[str], kill_points: list[str]) -> list[str]:
+    """The table's columns, in protocol order.
+
+    >>> columns(["kill", "task"], ["commit", "offsets"])
+    ['task', 'kill:offsets', 'kill:commit']
+    """
+    out = [f for f in FAILURES if f in failures and f != "kill"]
+    if "kill" in failures:
+        out += [f"kill:{p}" for p in KILL_POINTS if p in kill_points]
+    return out
+
+
+def plan_cells(modules: list[str], providers: list[str], failures: list[str],
+               kill_points: list[str]) -> list[Cell]:
+    """Every cell, configuration by configuration (module-major), columns in protocol order.
+
+    Examples
+    --------
+    >>> [c.column for c in plan_cells(["q.py"], ["hdfs"], ["task", "kill"], ["sink", "state"])]
+    ['task', 'kill:state', 'kill:sink']
+    >>> plan_cells(["q.py"], ["mem"], ["task"], [])
+    Traceback (most recent call last):
+    ...
+    rollcheck.pyimpl.errors.InvalidInputError: --providers: unknown state store provider 'mem'; use hdfs, rocksdb, rocksdb-changelog
+    """
+    if not modules:
+        raise InvalidInputError("no query module given", location="--module")
+    for p in providers:
+        if p not in PROVIDERS:
+            raise InvalidInputError(f"unknown state store provider {p!r}; use {', '.join(PROVIDERS)}",
+                                    location="--providers")
+    for f in failures:
+        if f not in FAILURES:
+            raise InvalidInputError(f"unknown failure {f!r}; use {', '.join(FAILURES)}", location="--failures")
+    for k in kill_points:
+        if k not in KILL_POINTS:
+            raise InvalidInputError(f"unknown kill point {k!r}; use {', '.join(KILL_POINTS)}",
+                                    location="--kill-points")
+    if not providers or not failures or ("kill" in failures and not kill_points and failures == ["kill"]):
+        raise InvalidInputError("the matrix is empty: give at least one provider and one failure",
+                                location="--failures")
+    cols = columns(failures, kill_points)
+    cells = []
+    for m in modules:
+        for p in providers:
+            for col in cols:
+                f, _, k = col.partition(":")
+                cells.append(Cell(m, p, f, k or None))
+    names = Counter(c.config_id for c in cells if c.column == cols[0])
+    dup = [n for n, x in names.items() if x > 1]
+    if dup:
+        raise InvalidInputError(f"two modules share the name {dup[0].split('--')[0]!r}", location="--module")
+    return cells
+
+
+@dataclass
+class MatrixOptions:
+    """The matrix's parameters (the CLI's flags)."""
+
+    modules: list[str]
+    providers: list[str] = field(default_factory=lambda: list(PROVIDERS))
+    failures: list[str] = field(default_factory=lambda: list(FAILURES))
+    kill_points: list[str] = field(default_factory=lambda: list(KILL_POINTS))
+    batches: int | None = None
+    seed: int = 0
+    fail_at_batch: int = 2
+    out: Path = Path("spark-matrix")
+    jobs: int = 1
+    master: str | None = None
+    cell_timeout: float = 900.0
+    #: seconds each call into a query module may take (passed to ``spark record query --call-timeout``)
+    call_timeout: float = 300.0
+    retries: int = 1
+    #: minimise a finding and write its reproducer
+    minimise: bool = True
+    #: re-recordings the minimiser may spend (0: the reproducer carries the cell's whole input)
+    shrink_runs: int = 6
+    #: run the reproducer once and record whether it showed the finding
+    run_reproducer: bool = True
+
+    def validate(self) -> None:
+        """Refuse options no matrix can run (exit 2 naming the flag)."""
+        if self.jobs < 1 or self.jobs > 16:
+            raise InvalidInputError(f"--jobs must be 1..16, got {self.jobs}", location="--jobs")
+        if self.batches is not None and self.batches < 1:
+            raise InvalidInputError(f"--batches must be >= 1, got {self.batches}", location="--batches")
+        if self.fail_at_batch < 0:
+            raise InvalidInputError("--fail-at-batch must be >= 0", location="--fail-at-batch")
+        if self.batches is not None and self.fail_at_batch >= self.batches:
+            raise InvalidInputError(f"--fail-at-batch {self.fail_at_batch} is not below --batches "
+                                    f"{self.batches}: the failure would strike no data batch",
+                                    location="--fail-at-batch")
+        if self.cell_timeout <= 0:
+            raise InvalidInputError("the cell timeout must be positive", location="--cell-timeout")
+        if self.call_timeout <= 0:
+            raise InvalidInputError("the call timeout must be positive", location="--call-timeout")
+        if self.shrink_runs < 0:
+            raise InvalidInputError("the minimiser's re-recordings must be >= 0", location="--shrink-runs")
+        if self.call_timeout >= self.cell_timeout:
+            raise InvalidInputError(f"--call-timeout {self.call_timeout:g} is not below --cell-timeout "
+                                    f"{self.cell_timeout:g}: a slow call would be cut as the cell's timeout, "
+                                    "not named as the module's", location="--call-timeout")
+
+
+def library_modules() -> list[str]:
+    """The query library shipped with the source tree (``examples/queries/*.py``)."""
+    root = Path(__file__).resolve().parent.parent / "examples" / "queries"
+    mods = sorted(str(p) for p in root.glob("*.py") if not p.name.startswith("_"))
+    if not mods:
+        raise InvalidInputError("no query module given and the query library (examples/queries) is not "
+                                "here; give --module FILE.py", location="--module")
+    return mods
+
+
+def supported_providers(module: str) -> list[str] | None:
+    """The providers a query module declares it runs on (its optional ``STATE_STORES``), or None."""
+    from rollcheck.spark_replay.query import load_query
+
+    declared = getattr(load_query(module).module, "STATE_STORES", None)
+    if declared is None:
+        return None
+    if not isinstance(declared, list | tuple) or not all(d in PROVIDERS for d in declared):
+        raise InvalidInputError(f"STATE_STORES must list providers among {', '.join(PROVIDERS)}",
+                                source=module, location="STATE_STORES")
+    return list(declared)
