@@ -287,13 +287,12 @@ def _matrix(args: argparse.Namespace) -> int:
 
     with MatrixView() as view:
         res = run_matrix(opts, on_update=view.update)
-    from rollcheck.spark_replay.matrix import exit_code
+    from rollcheck.pyimpl.matrix import matrix_verdict
+    from rollcheck.pyimpl.matrix.table import summary_line
 
     if args.json:
         emit_json(res)
     else:
-        s = res["summary"]
-        print(f"{len(res['cells'])} cells in {res['seconds']} s: {s['conformant']} conformant, "
-              f"{s['not_conformant']} not conformant ({s['expected_by_engine']} expected by the engine's contract, "
-              f"{s['findings']} finding(s)), {s['inconclusive']} inconclusive; table: {res['index']}")
-    return exit_code(res["cells"])
+        print(f"{len(res['cells'])} cells in {res['seconds']} s: {summary_line(res['summary'])}; "
+              f"table: {res['index']}")
+    return matrix_verdict(res["cells"]).exit_code  # the one verdict rule: exit 0 only if every cell is conformant
