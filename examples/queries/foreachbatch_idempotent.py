@@ -13,6 +13,7 @@ from pyspark.sql import functions as F
 SCHEMA = "user STRING, amount INT"
 OUTPUT_MODE = "update"
 KEY = ["user"]
+SINK_GUARANTEE = "exactly-once"  # the default, said: a batch written again replaces its file
 
 
 def batches(seed):
