@@ -29,6 +29,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import signal
 import socket
 import sys
@@ -83,9 +84,14 @@ class UserCodeError(Exception):
     """The user's module failed, hung or returned something of the wrong type (named by the call)."""
 
 
-def _user_error(run_dir: str, call: str, message: str) -> None:
+def _user_error(run_dir: str, call: str, message: str, *, kind: str = "call") -> None:
+    """Record the user's module's failure for the recorder: ``call`` names the call (``kind``
+    ``call``: ``records``, ``job``, ...; ``import``) or the module attribute (``attribute``: ``KEY``,
+    ``FIELDS``). The first record stays (a task that fails again writes nothing more)."""
+    if os.path.exists(os.path.join(run_dir, "user-error.json")):
+        return
     with open(os.path.join(run_dir, "user-error.json.tmp"), "w") as f:
-        json.dump({"call": call, "error": message}, f)
+        json.dump({"call": call, "error": message, "kind": kind}, f)
     os.replace(os.path.join(run_dir, "user-error.json.tmp"), os.path.join(run_dir, "user-error.json"))
 
 
@@ -125,6 +131,64 @@ def load_user_module(path: str):
     return mod
 
 
+class KeyDeclarationError(Exception):
+    """``KEY`` or ``FIELDS`` of the user's module do not say which output fields identify a row."""
+
+    def __init__(self, name: str, message: str) -> None:
+        self.name = name
+        super().__init__(message)
+
+
+def resolve_key(module) -> list[int]:
+    """The user's ``KEY`` as indices into the output tuple.
+
+    ``KEY`` lists the output fields that identify a row: indices into the output tuple (one int or
+    a list/tuple of them), or names of ``FIELDS`` (the names of the output tuple's fields, in
+    order), as a Spark query names its columns. Everything that the module alone shows to be wrong
+    raises :class:`KeyDeclarationError` naming ``KEY`` (or ``FIELDS``): a name without ``FIELDS``,
+    a name not among them, an index beyond them, a negative index, a missing or empty ``KEY``.
+    An index beyond the output tuple without ``FIELDS`` shows at the first output row.
+    """
+    fields = getattr(module, "FIELDS", None)
+    if fields is not None:
+        if not isinstance(fields, (list, tuple)) or not fields or \
+                not all(isinstance(f, str) and f for f in fields):
+            raise KeyDeclarationError("FIELDS", f"must be a non-empty list of field names (str), got {fields!r:.80}")
+        dup = sorted({f for f in fields if list(fields).count(f) > 1})
+        if dup:
+            raise KeyDeclarationError("FIELDS", f"names {dup[0]!r} twice")
+    if not hasattr(module, "KEY"):
+        raise KeyDeclarationError("KEY", "missing: list the output fields that identify a row (indices into the "
+                                  "output tuple, or names of FIELDS)")
+    spec = module.KEY
+    items = [spec] if isinstance(spec, (int, str)) else list(spec) if isinstance(spec, (list, tuple)) else None
+    if items is None:
+        raise KeyDeclarationError("KEY", f"must be indices into the output tuple or names of FIELDS, "
+                                  f"got {type(spec).__name__} {spec!r:.80}")
+    if not items:
+        raise KeyDeclarationError("KEY", "is empty: list the output fields that identify a row")
+    out: list[int] = []
+    for item in items:
+        if isinstance(item, bool) or not isinstance(item, (int, str)):
+            raise KeyDeclarationError("KEY", f"{item!r:.60} is neither an index into the output tuple nor a name "
+                                      "of FIELDS")
+        if isinstance(item, str):
+            if fields is None:
+                raise KeyDeclarationError("KEY", f"{item!r} is a name, but the module has no FIELDS (the names of "
+                                          "the output tuple's fields, in order): add FIELDS or give indices")
+            if item not in fields:
+                raise KeyDeclarationError("KEY", f"{item!r} is not one of FIELDS {tuple(fields)!r}")
+            out.append(list(fields).index(item))
+            continue
+        if item < 0:
+            raise KeyDeclarationError("KEY", f"index {item} is negative: indices count from 0")
+        if fields is not None and item >= len(fields):
+            raise KeyDeclarationError("KEY", f"index {item} is beyond FIELDS {tuple(fields)!r} "
+                                      f"({len(fields)} fields)")
+        out.append(item)
+    return out
+
+
 def run_one(cfg: dict) -> int:
     """One recorded run: a reference run first for a user's job, then the run itself (for
     ``rescale`` two jobs: the one that fails at P1, the one restored at P2)."""
@@ -135,6 +199,11 @@ def run_one(cfg: dict) -> int:
         import cloudpickle  # noqa: F401 - rollcheck's own import, outside the time limit of the user's import
         try:
             user = _call(run_dir, "import", limit, load_user_module, cfg["module"])
+            try:
+                key_idx = resolve_key(user)
+            except KeyDeclarationError as e:  # seen from the module: before Flink starts
+                _user_error(run_dir, e.name, str(e), kind="attribute")
+                return 2
             recs = _call(run_dir, "records", limit, user.records, int(cfg.get("seed", 0)))
         except UserCodeError:
             return 2
@@ -150,7 +219,7 @@ def run_one(cfg: dict) -> int:
         if cfg.get("max_records"):
             # a finding being shrunk: the first N records of the user's input only
             recs = recs[: int(cfg["max_records"])]
-        cfg = dict(cfg, records=len(recs))
+        cfg = dict(cfg, records=len(recs), key_idx=key_idx)
         if cfg.get("fail_at_fraction") and cfg.get("fail_at_record") is not None:
             # the matrix fails every job half way through its own input
             cfg["fail_at_record"] = max(1, int(len(recs) * float(cfg["fail_at_fraction"])))
@@ -163,7 +232,7 @@ def run_one(cfg: dict) -> int:
             info = execute(ref, user=user)
             _write_json(os.path.join(ref_dir, "run.json"), info)
             if info.get("user_error") or info["final_state"] != "FINISHED":
-                return 2 if info.get("user_error") else 1
+                return _exit_code(info)
     if cfg.get("rescale"):
         p1, p2 = (int(x) for x in cfg["rescale"])
         first = execute(dict(cfg, parallelism=p1), user=user, restarts=False)
@@ -182,8 +251,17 @@ def run_one(cfg: dict) -> int:
         info = execute(cfg, user=user)
         info["jobs"] = [{k: info.get(k) for k in ("job_id", "final_state", "timestamps", "parallelism")}]
     _write_json(os.path.join(run_dir, "run.json"), info)
+    return _exit_code(info)
+
+
+def _exit_code(info: dict) -> int:
+    """The job process's exit code for one run's result: 2 the user's module failed, 4 rollcheck's
+    own code raised inside the engine, 1 the job did not finish, else 0 (the recorder reads the
+    run folder's records; the code is for a person reading the log)."""
     if info.get("user_error"):
         return 2
+    if (info.get("engine_error") or {}).get("code") == "rollcheck":
+        return 4
     return 0 if info["final_state"] == "FINISHED" else 1
 
 
@@ -242,6 +320,104 @@ def _root_cause_text(text: str) -> str | None:
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     caused = [ln[len("Caused by: "):] for ln in lines if ln.startswith("Caused by: ")]
     return (caused[-1] if caused else lines[0])[:400]
+
+
+#: a frame of a Python function in PyFlink's thread mode (pemja) or of a Java method, as the
+#: exception text prints it: ``at /dir/module.function(module.py:12)``
+_FRAME = re.compile(r"^\s*at (?P<where>.+)\.(?P<function>[^.(]+)\((?P<file>[^():]+):(?P<line>\d+)\)\s*$")
+#: the header of an exception raised by Python code in the engine
+_PY_EXC = re.compile(r"pemja\.core\.PythonException: <class '(?:[\w.]+\.)?(?P<type>\w+)'>: ?(?P<message>.*)$")
+#: the failure rollcheck injects on purpose (not an error of anyone's code)
+INJECTED = "rollcheck: injected"
+
+
+def _qualname(path: str, line: int, function: str) -> str:
+    """``Class.method`` for the function defined around ``line`` of ``path`` (else ``function``)."""
+    import ast
+
+    try:
+        with open(path) as f:
+            tree = ast.parse(f.read())
+    except (OSError, SyntaxError, ValueError):
+        return function
+    best = function
+
+    def walk(node, prefix: str) -> None:
+        nonlocal best
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                name = prefix + child.name
+                end = getattr(child, "end_lineno", None) or child.lineno
+                if child.lineno <= line <= end:
+                    if not isinstance(child, ast.ClassDef) and child.name == function:
+                        best = name
+                    walk(child, name + ".")
+            else:
+                walk(child, prefix)
+
+    walk(tree, "")
+    return best
+
+
+def classify_failure(text: str, module_path: str | None) -> dict | None:
+    """Whose code raised the exception that failed the job: a typed error record, or None.
+
+    ``text`` is the job's failure as Flink reports it (the Java exception with its causes; a Python
+    exception raised in thread mode is a ``pemja.core.PythonException`` whose frames name the
+    Python functions). The innermost frame that belongs to someone decides: one in the user's job
+    module (``module_path``) or in another file outside PyFlink and rollcheck gives ``code:
+    "user"``; one of rollcheck's own code (the Python files beside this one, the ``rollcheck.flink``
+    Java operators) gives ``code: "rollcheck"``. The record names the function (``Class.method``
+    when the file shows it), the file, the line, the exception type and message. None for the
+    failure rollcheck injects, and for a failure of the engine itself (no such frame).
+    """
+    if not text or INJECTED in text:
+        return None
+    ours = os.path.dirname(os.path.abspath(__file__))
+    user_stem = os.path.splitext(os.path.abspath(module_path))[0] if module_path else None
+    # the exception blocks: a header line and its frames; Java prints the outermost first
+    blocks: list[tuple[str, list[re.Match]]] = []
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line:
+            continue
+        m = _FRAME.match(line)
+        if m is not None and blocks:
+            blocks[-1][1].append(m)
+        elif not line.startswith("..."):
+            header = line[len("Caused by: "):] if line.startswith("Caused by: ") else line
+            blocks.append((header, []))
+    for header, frames in reversed(blocks):  # the deepest cause first
+        py = _PY_EXC.search(header)
+        if py is not None:
+            etype, message = py.group("type"), py.group("message").strip()
+        else:
+            etype, _, message = header.partition(": ")
+            etype, message = etype.strip(), message.strip()
+        for fr in frames:  # innermost frame first
+            where, function = fr.group("where"), fr.group("function")
+            line_no = int(fr.group("line"))
+            if where.startswith("/"):  # a Python frame: the file's path without ".py"
+                folder = os.path.dirname(where)
+                path = where + os.path.splitext(fr.group("file"))[1]
+                if folder == ours:
+                    return {"code": "rollcheck", "function": _qualname(path, line_no, function),
+                            "file": path, "line": line_no, "type": etype, "message": message[:400]}
+                if where == user_stem or ("site-packages" not in where and "/pyflink/" not in where
+                                          and "/lib/python" not in where):
+                    return {"code": "user", "function": _qualname(path, line_no, function),
+                            "file": path, "line": line_no, "type": etype, "message": message[:400]}
+            elif where.startswith("rollcheck.flink."):
+                return {"code": "rollcheck", "function": f"{where.rsplit('.', 1)[-1]}.{function}",
+                        "file": fr.group("file"), "line": line_no, "type": etype, "message": message[:400]}
+    return None
+
+
+def _write_engine_error(run_dir: str, error: dict) -> None:
+    """``engine-error.json``: the first typed error record of the run (whose code raised, where)."""
+    path = os.path.join(run_dir, "engine-error.json")
+    if not os.path.exists(path):
+        _write_json(path, error)
 
 
 def _merge(jobs: list[dict]) -> dict:
@@ -697,10 +873,16 @@ def execute(cfg: dict, *, user=None, restarts: bool = True, restore_path: str | 
         job_name = "rollcheck-wordcount"
     else:
         module, recs = user
+        key_idx = [int(i) for i in cfg["key_idx"]]  # KEY as indices (names resolved through FIELDS)
         key_spec = getattr(module, "KEY", None)
-        key_idx = [key_spec] if isinstance(key_spec, int) else list(key_spec or [])
         module_path = cfg["module"]
         error_path = os.path.join(run_dir, "user-error.json")
+
+        def _bad_row(call: str, msg: str) -> None:
+            if not os.path.exists(error_path):
+                with open(error_path + ".tmp", "w") as f:
+                    json.dump({"call": call, "error": msg, "kind": "attribute" if call == "KEY" else "call"}, f)
+                os.replace(error_path + ".tmp", error_path)
 
         class Input(MapFunction):
             """The user's record number ``value`` (0-based) of ``records(seed)``."""
@@ -713,14 +895,15 @@ def execute(cfg: dict, *, user=None, restarts: bool = True, restore_path: str | 
 
             def map(self, value):
                 row = tuple(value) if isinstance(value, (tuple, list)) or hasattr(value, "_values") else value
-                if not isinstance(row, tuple) or any(i >= len(row) for i in key_idx):
-                    if not os.path.exists(error_path):
-                        msg = (f"job() output must be tuples with the KEY fields {key_idx}, got "
-                               f"{type(value).__name__} {value!r:.80}")
-                        with open(error_path + ".tmp", "w") as f:
-                            json.dump({"call": "job", "error": msg}, f)
-                        os.replace(error_path + ".tmp", error_path)
+                if not isinstance(row, tuple):
+                    _bad_row("job", f"output must be tuples with the KEY fields {key_spec!r}, got "
+                                    f"{type(value).__name__} {value!r:.80}")
                     raise RuntimeError(f"rollcheck: {module_path}: bad output row {value!r:.80}")
+                beyond = [i for i in key_idx if i >= len(row)]
+                if beyond:
+                    _bad_row("KEY", f"index {beyond[0]} is beyond the output tuple: the first output row has "
+                                    f"{len(row)} field(s): {value!r:.80}")
+                    raise RuntimeError(f"rollcheck: {module_path}: KEY {key_spec!r} beyond output row {value!r:.80}")
                 key = json.dumps([row[i] for i in key_idx], default=str)
                 return key + "\x1f" + json.dumps(list(row), default=str)
 
@@ -796,6 +979,7 @@ def execute(cfg: dict, *, user=None, restarts: bool = True, restore_path: str | 
 
     last_state = None
     failure_cause = None
+    failure_text = ""
     misses = 0
     done = threading.Event()
     final_state = "UNKNOWN"
@@ -810,7 +994,8 @@ def execute(cfg: dict, *, user=None, restarts: bool = True, restore_path: str | 
                 final_state = "FINISHED"
             except Exception as e:  # noqa: BLE001 - any error from the job means it failed
                 final_state = "FAILED"
-                failure_cause = _root_cause_text(str(e))
+                failure_text = str(e)
+                failure_cause = _root_cause_text(failure_text)
             break
         if job is not None:
             state = job.get("state")
@@ -822,7 +1007,8 @@ def execute(cfg: dict, *, user=None, restarts: bool = True, restore_path: str | 
                 final_state = state
                 if state == "FAILED":
                     exc = _get(f"{base}/jobs/{job_id}/exceptions") or {}
-                    failure_cause = _root_cause_text(str(exc.get("root-exception") or ""))
+                    failure_text = str(exc.get("root-exception") or "")
+                    failure_cause = _root_cause_text(failure_text)
                 done.set()
         chk = _get(f"{base}/jobs/{job_id}/checkpoints")
         if chk is not None:
@@ -832,6 +1018,11 @@ def execute(cfg: dict, *, user=None, restarts: bool = True, restore_path: str | 
             if rest and (not polls["restored"] or polls["restored"][-1]["id"] != rest.get("id")):
                 polls["restored"].append(rest)
         scan_commits()
+        if user is not None and os.path.exists(os.path.join(run_dir, "user-error.json")):
+            # the user's module is at fault (a bad output row): no restart can help
+            client.cancel()
+            final_state = "USER_ERROR"
+            break
         if time.time() > deadline:
             client.cancel()
             final_state = "TIMEOUT"
@@ -865,6 +1056,14 @@ def execute(cfg: dict, *, user=None, restarts: bool = True, restore_path: str | 
         result["fail_at_record"] = cfg.get("fail_at_record")
     if user is not None and os.path.exists(os.path.join(run_dir, "user-error.json")):
         result["user_error"] = True
+    if final_state == "FAILED" and failure_text:
+        # whose code raised inside the engine: the user's (exit 2) or rollcheck's (exit 4)
+        error = classify_failure(failure_text, cfg.get("module"))
+        if error is not None:
+            result["engine_error"] = error
+            _write_engine_error(run_dir, error)
+            if error["code"] == "user":
+                result["user_error"] = True
     if user is not None and hasattr(user[0], "read_output") and final_state == "FINISHED":
         try:
             rows = _call(run_dir, "read_output", float(cfg.get("call_timeout", 300)), user[0].read_output,

@@ -32,6 +32,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
@@ -40,9 +41,10 @@ from typing import Any
 from rollcheck.flink_replay.environment import find_flink, tap_jar
 from rollcheck.flink_replay.replay import source_cut
 from rollcheck.pyimpl import children
-from rollcheck.pyimpl.errors import InconclusiveError, InvalidInputError
+from rollcheck.pyimpl.errors import InconclusiveError, InternalError, InvalidInputError
 
-__all__ = ["RecordConfig", "record", "record_wordcount", "build_trace", "LOG4J", "BACKENDS", "parse_rescale"]
+__all__ = ["RecordConfig", "record", "record_wordcount", "build_trace", "LOG4J", "BACKENDS", "parse_rescale",
+           "job_outcome"]
 
 BACKENDS = ("hashmap", "rocksdb", "changelog")
 
@@ -254,25 +256,94 @@ def _record(out: Path, run: Path, config: RecordConfig, env: Any, jar: Path, t0:
                 proc.wait(timeout=30)
         if rocksdb_dir is not None:
             shutil.rmtree(rocksdb_dir, ignore_errors=True)
-    user_error = run / "user-error.json"
-    if user_error.exists():
-        ue = json.loads(user_error.read_text())
-        call = ue["call"] + ("" if ue["call"] == "import" else "()")
-        shutil.rmtree(run, ignore_errors=True)  # nothing half-written is left for bad input
+
+    def _discard() -> None:  # nothing half-written is left for bad input
+        shutil.rmtree(run, ignore_errors=True)
         partial.unlink(missing_ok=True)
-        raise InvalidInputError(f"{call}: {ue['error']} (the job module's own failure)", source=str(config["module"]))
-    reason = _environment_failure(run)
-    if reason is not None:
-        raise InvalidInputError(f"{reason} while Flink ran (the run folder {run} and its file system)",
-                                source=str(run))
-    if not (run / "run.json").exists():
-        tail = (run / "job.out").read_text(errors="replace").strip().splitlines()[-3:]
-        raise InconclusiveError(f"the Flink job ended without a result (exit {p.returncode}): {' | '.join(tail)}")
+
+    job_outcome(run, config, p.returncode, discard=_discard)
     tmp = out.with_name(out.name + ".partial")
     summary = build_trace(run, tmp, env_version=env.version)
     os.replace(tmp, out)
     summary.update(trace=str(out), checkpoint_dir=str(run / "checkpoints"), seconds=round(time.time() - t0, 2))
     return summary
+
+
+def job_outcome(run: Path, config: dict[str, Any], returncode: int,
+                discard: Callable[[], None] = lambda: None) -> None:
+    """Raise what the job process's run folder says went wrong; return when it left a result.
+
+    The job process (:mod:`rollcheck.flink_replay.job`) leaves typed records in the run folder (or
+    in its ``reference/`` folder, for the failure-free run of a user's job that comes first):
+
+    - ``user-error.json`` ``{"call", "error", "kind"}``: the user's module failed a call
+      (``records()``, ``job()``...), its import, or declares a bad attribute (``KEY``) -> exit 2;
+    - ``engine-error.json`` ``{"code", "function", "file", "line", "type", "message"}``: an
+      exception raised inside the engine, by the user's code (``code: "user"``, exit 2 naming the
+      function, the file and the exception) or by rollcheck's own (``"rollcheck"``, exit 4).
+
+    Without those, a disk that filled up under the job is the environment's fault (exit 2), and a
+    job that ended without ``run.json`` is inconclusive with the reason it failed — never without.
+    ``discard`` runs before an error of the user's module is raised (the run folder goes).
+
+    Raises
+    ------
+    InvalidInputError
+        The user's module (named, with the call or attribute) or the environment.
+    InternalError
+        rollcheck's own code raised inside the engine (a bug in rollcheck).
+    InconclusiveError
+        The job ended without a result for a reason of the engine (the reason named).
+    """
+    module = str(config.get("module_arg") or config.get("module") or "")
+    for folder in (run, run / "reference"):
+        f = folder / "user-error.json"
+        if f.exists():
+            ue = json.loads(f.read_text())
+            kind = ue.get("kind", "call")
+            call = ue["call"] + ("()" if kind == "call" and ue["call"] != "import" else "")
+            discard()
+            raise InvalidInputError(f"{call}: {ue['error']} (the job module's own failure)",
+                                    source=str(config.get("module") or run))
+    for folder in (run, run / "reference"):
+        f = folder / "engine-error.json"
+        if f.exists():
+            ee = json.loads(f.read_text())
+            what = f"{ee['type']}: {ee['message']}".rstrip(": ")
+            if ee.get("code") == "rollcheck":
+                where = f"{ee['function']}() ({Path(ee['file']).name}:{ee['line']})"
+                raise InternalError(f"rollcheck's own {where} raised {what} inside the Flink job"
+                                    + (f" running {module}" if module else "") + f" (log: {run})")
+            where = f"{ee['function']}() line {ee['line']}"
+            discard()
+            raise InvalidInputError(f"{where} raised {what} inside the Flink job (the job module's own failure)",
+                                    source=str(ee["file"]))
+    reason = _environment_failure(run)
+    if reason is not None:
+        raise InvalidInputError(f"{reason} while Flink ran (the run folder {run} and its file system)",
+                                source=str(run))
+    if not (run / "run.json").exists():
+        raise InconclusiveError(f"the Flink job ended without a result (exit {returncode}): {_why(run)}")
+
+
+def _why(run: Path) -> str:
+    """Why a job process ended without ``run.json``, in one line: the reference run's failure cause,
+    the job's last output lines, or the log's last error — never empty."""
+    ref = run / "reference" / "run.json"
+    if ref.exists():
+        info = json.loads(ref.read_text())
+        if info.get("final_state") != "FINISHED":
+            cause = info.get("failure_cause") or "no failure cause reported"
+            return f"the failure-free reference run ended {info.get('final_state')}: {cause}"
+    out = run / "job.out"
+    tail = out.read_text(errors="replace").strip().splitlines()[-3:] if out.exists() else []
+    if tail:
+        return " | ".join(line.strip() for line in tail)[:600]
+    for log in sorted(run.glob("*.log")):
+        errors = [ln for ln in log.read_text(errors="replace").splitlines() if " ERROR " in ln]
+        if errors:
+            return errors[-1][:400] + f" (log: {log})"
+    return f"the job process printed nothing (log folder: {run})"
 
 
 CLUSTER_CONFIG = """jobmanager.rpc.address: localhost
