@@ -47,7 +47,8 @@ def test_correct_hmnr_run_is_conformant(capsys):
     assert rc == 0 and doc["conformant"] is True and doc["first_offending_seq"] is None
     assert [c["name"] for c in doc["checks"]] == ["pattern-valid", "forced-checkpoints", "no-useless-checkpoints",
                                                  "recovery-line", "log-replay", "outputs-exactly-once",
-                                                 "checkpoint-indices"]
+                                                 "checkpoint-indices", "tlc-trace"]
+    assert doc["checks"][-1]["status"] == "not-applicable" and doc["checks"][-1]["enabled_by"] == "--tlc"
     assert doc["truncated"] is False
 
 

@@ -6,6 +6,18 @@ examined, or a check the trace calls for could not run: a failure without its re
 reference but no end of run, a TLC that could not start).
 TLC trace validation runs by default for traces of at most :data:`TLC_AUTO_MAX_EVENTS` events
 whose protocol has a TLA+ model (``--tlc`` forces it, ``--no-tlc`` skips it).
+
+**One checker in fact.** A trace whose header ``source`` is a built-in engine's (:data:`ENGINES`:
+the Spark and Flink recorders) is checked by that engine's own replay, the function ``rollcheck
+spark replay`` / ``rollcheck flink replay`` run (:func:`engine_replay`): the same checks, verdict
+and exit code. Options that the engine's replay does not take (``--protocol``, ``--reference``,
+``--no-virtual``) are refused for such a trace (exit 2) rather than silently ignored.
+
+For any other engine, a check the trace could call for but the command line did not enable is
+listed as *not applicable*, naming the option that enables it (:func:`not_enabled`):
+``forced-checkpoints`` and ``no-useless-checkpoints`` without a protocol, ``outputs-exactly-once``
+when the trace has outputs but no ``--reference`` was given, ``tlc-trace`` under ``--no-tlc`` or
+without a protocol. Their JSON entries carry ``"enabled_by": "--option"``.
 """
 
 from __future__ import annotations
@@ -45,9 +57,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 #: Engine adapters of the built-in recorders, by header ``source``: their events mapped onto the
 #: core vocabulary before the generic checks (``MODULE:CLASS``, imported only when needed).
+#: ``trace validate`` reads a built-in engine's older traces through them.
 ADAPTERS = {"spark": "rollcheck.spark_replay.adapter:SparkAdapter",
             "spark-wordcount": "rollcheck.spark_replay.adapter:SparkAdapter",
             "spark-query": "rollcheck.spark_replay.adapter:SparkAdapter"}
+
+#: The built-in engines, by the header ``source`` their recorders write (``spark_replay.wordcount``,
+#: ``.query`` and ``.nhop``; ``flink_replay.record``; the Spark sources before the prefix rule):
+#: ``check trace`` runs that engine's replay on them.
+ENGINES = {"spark": "spark", "spark-wordcount": "spark", "spark-query": "spark", "spark-nhop": "spark",
+           "flink": "flink"}
+
+#: Options of ``check trace`` that a built-in engine's replay does not take (refused for its traces).
+_ENGINE_REFUSES = (("protocol", "--protocol"), ("reference", "--reference"), ("no_virtual", "--no-virtual"))
 
 
 def adapter_for(header: dict[str, Any]) -> Any:
@@ -60,6 +82,52 @@ def adapter_for(header: dict[str, Any]) -> Any:
         return None
     mod, cls = spec.split(":")
     return getattr(importlib.import_module(mod), cls)()
+
+
+def engine_of(header: dict[str, Any]) -> str | None:
+    """The built-in engine (``spark``, ``flink``) whose recorder wrote a trace with this header.
+
+    >>> engine_of({"source": "spark-nhop"}), engine_of({"source": "flink"}), engine_of({"source": "toy"})
+    ('spark', 'flink', None)
+    """
+    src = header.get("source")
+    return ENGINES.get(src) if isinstance(src, str) else None
+
+
+def engine_replay(path: str, header: dict[str, Any], *, tlc: bool = True, tlc_timeout: float = 300.0) -> Any:
+    """The report of ``rollcheck ENGINE replay`` on a built-in engine's trace (same functions).
+
+    Parameters
+    ----------
+    path : str
+        The trace file.
+    header : dict
+        Its header line (:func:`engine_of` names a built-in engine).
+    tlc : bool
+        TLC validation where the engine's replay has it (``--no-tlc`` of the replays).
+    tlc_timeout : float
+        Seconds per TLC run.
+
+    Returns
+    -------
+    rollcheck.pyimpl.verdict.Report
+    """
+    engine = engine_of(header)
+    if engine == "spark":
+        from rollcheck.spark_replay.replay import replay_file
+        from rollcheck.spark_replay.tlc_replay import tlc_option
+
+        return replay_file(path, tlc=(lambda protocol: tlc_option(protocol, tlc_timeout)) if tlc else None)
+    if engine == "flink":
+        if header.get("job") == "module":
+            from rollcheck.flink_replay.user_replay import replay_job
+
+            return replay_job(path)
+        from rollcheck.cli.cmd_flink import tlc_validator
+        from rollcheck.flink_replay.replay import replay
+
+        return replay(path, tlc=tlc_validator() if tlc else None)
+    raise ValueError(f"no built-in engine writes source {header.get('source')!r}")
 
 
 def _header(path: str) -> dict[str, Any]:
@@ -90,25 +158,112 @@ def _tlc_option(args: argparse.Namespace, header: dict[str, Any]) -> Any:
     return (validate, name, "", bool(args.tlc))
 
 
+def not_enabled(args: argparse.Namespace, header: dict[str, Any], report: Any, outputs: int) -> list[Any]:
+    """The checks the trace could call for that the command line did not enable, as not applicable.
+
+    Each names the option that enables it (``detail`` and ``enabled_by``). ``outputs`` is the number
+    of ``output`` events the trace has (``outputs-exactly-once`` is called for only then).
+
+    Examples
+    --------
+    >>> import argparse
+    >>> from rollcheck.pyimpl.verdict import Report
+    >>> a = argparse.Namespace(protocol=None, reference=None, tlc=False)
+    >>> [(c.name, c.data["enabled_by"]) for c in not_enabled(a, {}, Report(), 2)]  # doctest: +NORMALIZE_WHITESPACE
+    [('forced-checkpoints', '--protocol'), ('no-useless-checkpoints', '--protocol'),
+     ('outputs-exactly-once', '--reference'), ('tlc-trace', '--tlc')]
+    """
+    from rollcheck.pyimpl.verdict import Check
+
+    have = {c.name for c in report.checks}
+    no_protocol = not args.protocol and header.get("protocol") is None
+    out: list[Any] = []
+
+    def na(name: str, why: str, option: str) -> None:
+        if name not in have:
+            out.append(Check.not_applicable(name, why, enabled_by=option))
+
+    if no_protocol:
+        na("forced-checkpoints", "no protocol to decide where a checkpoint must be forced: give --protocol SPEC "
+           "(or a header \"protocol\" naming a built-in one)", "--protocol")
+        na("no-useless-checkpoints", "no protocol: give --protocol SPEC of a protocol that claims no useless "
+           "checkpoints (zcycle_free, e.g. bcs or hmnr)", "--protocol")
+    if outputs and args.reference is None:
+        na("outputs-exactly-once", f"{outputs} output event(s) not compared with the expected outputs: "
+           "give --reference OUTPUTS.json", "--reference")
+    if args.tlc is False:
+        na("tlc-trace", "skipped by --no-tlc (give --tlc, or leave both out for traces of at most "
+           f"{TLC_AUTO_MAX_EVENTS} events)", "--tlc")
+    elif no_protocol:
+        na("tlc-trace", "TLC validates against a protocol's TLA+ model: give --protocol SPEC (uc, bcs, hmnr)",
+           "--protocol")
+    return out
+
+
+def _with_not_enabled(report: Any, extra: list[Any]) -> None:
+    """Insert the not-applicable checks of :func:`not_enabled` where the checker reports them."""
+    order = ["pattern-valid", "forced-checkpoints", "no-useless-checkpoints", "recovery-line", "log-replay",
+             "outputs-exactly-once", "checkpoint-indices", "tlc-trace"]
+    for c in extra:
+        rank = order.index(c.name)
+        at = next((k for k, x in enumerate(report.checks) if x.name in order and order.index(x.name) > rank),
+                  len(report.checks))
+        report.checks.insert(at, c)
+
+
+def _refuse_engine_options(args: argparse.Namespace, header: dict[str, Any], engine: str) -> None:
+    from rollcheck.pyimpl.errors import InvalidInputError
+
+    for attr, flag in _ENGINE_REFUSES:
+        if getattr(args, attr):
+            raise InvalidInputError(f"{flag}: a {header.get('source')} trace is checked by {engine}'s own replay "
+                                    f"(the checks of `rollcheck {engine} replay`), which does not take this "
+                                    "option; drop it", source=args.trace, location="line 1")
+
+
+def _run_engine(args: argparse.Namespace, header: dict[str, Any], engine: str) -> Any:
+    _refuse_engine_options(args, header, engine)
+    if args.strict:  # the JSON Schema on every line first, as for any trace
+        from rollcheck.pyimpl.traces.reader import TraceLines
+        from rollcheck.pyimpl.traces.schema import line_validator
+
+        for _ in TraceLines(args.trace, validator=line_validator(args.trace)):
+            pass
+    report = engine_replay(args.trace, header, tlc=args.tlc is not False, tlc_timeout=args.tlc_timeout)
+    report.extra.setdefault("truncated", False)
+    report.extra["checked_by"] = f"{engine} replay"
+    return report
+
+
 def run(args: argparse.Namespace) -> int:
     from rollcheck.pyimpl.traces import check_trace_file, load_reference
 
-    reference = load_reference(args.reference) if args.reference else None
     header = _header(args.trace)
-    adapter = adapter_for(header)
-    if adapter is not None:
-        header = adapter.header(header)
-    report, _checker = check_trace_file(args.trace, protocol=args.protocol, reference=reference,
-                                        virtual=not args.no_virtual, strict=args.strict,
-                                        segment_limit=None if args.tlc else TLC_AUTO_MAX_EVENTS,
-                                        reference_source=args.reference or "reference",
-                                        tlc=_tlc_option(args, header), adapter=adapter)
+    engine = engine_of(header)
+    if engine is not None:
+        report = _run_engine(args, header, engine)
+    else:
+        reference = load_reference(args.reference) if args.reference else None
+        adapter = adapter_for(header)
+        if adapter is not None:
+            header = adapter.header(header)
+        report, checker = check_trace_file(args.trace, protocol=args.protocol, reference=reference,
+                                           virtual=not args.no_virtual, strict=args.strict,
+                                           segment_limit=None if args.tlc else TLC_AUTO_MAX_EVENTS,
+                                           reference_source=args.reference or "reference",
+                                           tlc=_tlc_option(args, header), adapter=adapter)
+        _with_not_enabled(report, not_enabled(args, header, report, checker.view.n_outputs))
     if args.json:
         emit_json(report.to_json())
     else:
+        if engine is not None:
+            print(f"{args.trace}: a {header.get('source')} trace, checked by {engine}'s own replay "
+                  f"(as `rollcheck {engine} replay`)")
         print_report(report, args.trace)
     if report.exit_code == 3:
-        print(f"rollcheck: inconclusive: {report.why_inconclusive}", file=sys.stderr)
+        off = [f"{c.name} ({c.data['enabled_by']})" for c in report.checks if c.data.get("enabled_by")]
+        hint = f"; not enabled: {', '.join(off)}" if off else ""
+        print(f"rollcheck: inconclusive: {report.why_inconclusive}{hint}", file=sys.stderr)
     return report.exit_code
 
 
