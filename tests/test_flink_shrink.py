@@ -86,7 +86,7 @@ def test_broken_job_is_a_shrunk_finding_with_a_working_reproducer(tmp_path: Path
     assert r.returncode == 1, r.stderr[-2000:]
     (cell,) = json.loads(r.stdout)["cells"]
     assert cell["verdict"] == "not-conformant" and not cell["expected_by_engine"]
-    assert cell["reason"].startswith("output-exactly-once")
+    assert cell["reason"].startswith("finding: output-exactly-once") and cell["attributed_to"] == "engine"
     assert cell["shrink"]["records"] < 600 and cell["shrink"]["from"] == 600
     repro = Path(cell["reproducer"])
     assert f"RECORDS = {cell['shrink']['records']}" in repro.read_text()

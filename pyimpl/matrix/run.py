@@ -7,6 +7,10 @@ results of the first configuration come early). After every cell ``DIR/matrix.js
 ``DIR/index.html`` are rewritten atomically, and ``on_update(results, planned, running)`` is called
 (the live terminal table).
 
+A cell that raises (the user's module refused with
+:class:`~rollcheck.pyimpl.errors.InvalidInputError`, or a bug) stops the matrix the same way and
+the exception reaches the caller (exit 2 or 4), never an undecided cell that hides it.
+
 Interrupts: SIGINT and SIGTERM (which ``rollcheck``'s entry point turns into a
 ``KeyboardInterrupt`` in the main thread) stop the matrix at once: no new cell starts, every child
 process group still running is killed (:meth:`ChildRunner.stop` and
@@ -240,17 +244,26 @@ def run_matrix(adapter: EngineAdapter, cells: Sequence[MatrixCell], out: str | P
                 f"{str(entry['reason'])[:160]}")
         publish()
 
+    fatal: list[BaseException] = []
+
     def worker() -> None:
-        while True:
-            item = next_item()
-            if item is None:
-                return
-            g, c = item
-            if c is None:
-                assert g is not None
-                do_prepare(g)
-            else:
-                do_cell(g, c)
+        try:
+            while True:
+                item = next_item()
+                if item is None:
+                    return
+                g, c = item
+                if c is None:
+                    assert g is not None
+                    do_prepare(g)
+                else:
+                    do_cell(g, c)
+        except Exception as e:  # bad input (the user's module) or a bug: the matrix stops, the caller sees it
+            with lock:
+                fatal.append(e)
+            runner.stop()
+            with qlock:
+                qlock.notify_all()
 
     threads = [threading.Thread(target=worker, name=f"matrix-{i}", daemon=True) for i in range(jobs)]
     try:
@@ -272,6 +285,11 @@ def run_matrix(adapter: EngineAdapter, cells: Sequence[MatrixCell], out: str | P
         for t in threads:
             t.join(max(0.0, deadline - time.monotonic()))
         raise
+    if fatal:
+        from rollcheck.pyimpl import children
+
+        children.kill_all()
+        raise fatal[0]
     publish(done=True)
     doc = json.loads((outdir / "matrix.json").read_text())
     doc["index"] = str(outdir / "index.html")

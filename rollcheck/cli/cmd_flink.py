@@ -303,56 +303,31 @@ def _matrix(args: argparse.Namespace) -> int:
                   split(args.failures, ("task", "taskmanager"), "--failures"), rescales)
     print(f"rollcheck flink matrix: {len(todo)} cells, seed {args.seed}, {args.jobs} at a time, into {args.out}",
           file=sys.stderr)
-    doc = run_matrix(todo, args.out, jobs=args.jobs, log=lambda m: print(m, file=sys.stderr, flush=True),
-                     records=args.records, rate=args.rate, interval_ms=args.interval, seed=args.seed,
-                     shrink_runs=max(0, args.shrink_runs), spread_seed=args.spread)
+    from rollcheck.cli.spark_matrix_view import MatrixView
+    from rollcheck.flink_replay.matrix import ROW_HEADER, FlinkAdapter
+    from rollcheck.pyimpl.matrix import matrix_verdict
+
+    with MatrixView(title=FlinkAdapter.title, row_header=ROW_HEADER) as view:
+        doc = run_matrix(todo, args.out, jobs=args.jobs, on_update=view.update, records=args.records,
+                         rate=args.rate, interval_ms=args.interval, seed=args.seed,
+                         shrink_runs=max(0, args.shrink_runs), spread_seed=args.spread)
     if args.json:
         emit_json(doc)
     else:
-        _print_matrix(doc)
-    s = doc["summary"]
-    if s["not_conformant"]:  # explained by the engine's documentation or not: not what the module declared
-        return 1
-    return 3 if s["inconclusive"] else 0
+        _print_matrix(doc, todo)
+    return matrix_verdict(doc["cells"]).exit_code  # the one verdict rule: exit 0 only if every cell is conformant
 
 
-def _print_matrix(doc: dict[str, Any]) -> None:
-    from pathlib import Path
-
+def _print_matrix(doc: dict[str, Any], planned: list[Any]) -> None:
     from rich.console import Console
-    from rich.table import Table
 
-    rows: dict[str, dict[str, Any]] = {}
-    failures: list[str] = []
-    for c in doc["cells"]:
-        cfg, f = c["config"], c["failure"]["kind"]
-        r = cfg["rescale"]
-        job = "wordcount" if c["module"] == "wordcount" else Path(c["module"]).stem
-        key = f"{job} | {cfg['backend']} | {cfg['checkpoints']} | {f'{r[0]}:{r[1]}' if r else '-'}"
-        rows.setdefault(key, {})[f] = c
-        if f not in failures:
-            failures.append(f)
-    table = Table(title="rollcheck flink matrix")
-    table.add_column("job | backend | checkpoints | rescale")
-    for f in failures:
-        table.add_column(f)
-    style = {"conformant": "green", "not-conformant": "red", "inconclusive": "yellow"}
-    for key, by in rows.items():
-        cols = []
-        for f in failures:
-            c = by.get(f)
-            if c is None:
-                cols.append("")
-                continue
-            word = c["verdict"] + (" (expected)" if c.get("expected_by_engine") else "")
-            cols.append(f"[{style[c['verdict']]}]{word}[/]" + ("" if c["verdict"] == "conformant"
-                                                                 else f"\n{c['reason'][:120]}"))
-        table.add_row(key, *cols)
-    Console().print(table)
-    s = doc["summary"]
-    print(f"{len(doc['cells'])} cells: {s['conformant']} conformant, {s['not_conformant']} not conformant "
-          f"({s.get('expected_by_engine', 0)} expected by the engine's documentation, {s.get('findings', 0)} "
-          f"finding(s)), {s['inconclusive']} inconclusive")
+    from rollcheck.flink_replay.matrix import ROW_HEADER, FlinkAdapter
+    from rollcheck.pyimpl.matrix import terminal_table
+    from rollcheck.pyimpl.matrix.table import summary_line
+
+    Console().print(terminal_table(doc["cells"], planned, {}, title=FlinkAdapter.title, row_header=ROW_HEADER,
+                                   reasons=True))
+    print(f"{len(doc['cells'])} cells: {summary_line(doc['summary'])}; table: {doc['index']}")
 
 
 def _tamper(args: argparse.Namespace) -> int:
