@@ -67,6 +67,7 @@ from rollcheck.spark_replay.killpoints import (
     state_store_conf,
     validate_options,
 )
+from rollcheck.spark_replay.releases import child_environment, pinned_release, spark_environment
 from rollcheck.spark_replay.supervise import (
     child_main,
     environment_guard,
@@ -89,6 +90,9 @@ __all__ = [
     "read_state_stores",
     "WORK_MARKER",
     "OVERLOAD_SIGNS",
+    "has_state_reader",
+    "StateUnreadable",
+    "STATE_READER_SINCE",
 ]
 
 FAILURES = ("task", "sink", "kill")
@@ -457,6 +461,8 @@ def read_state_stores(spark: Any, checkpoint: Path) -> dict[str, dict[str, Any]]
     ck = CheckpointDir(checkpoint)
     if not ck.commits():
         return {}
+    if not has_state_reader():
+        return _decoded_state_stores(ck)
     meta = spark.read.format("state-metadata").load(str(checkpoint)).collect()
     out: dict[str, dict[str, Any]] = {}
     for m in meta:
@@ -476,6 +482,55 @@ def read_state_stores(spark: Any, checkpoint: Path) -> dict[str, dict[str, Any]]
                 entry["rows"] = canon
             out[f"{op}/{store}" + (f"/{var}" if var else "")] = entry
     return out
+
+
+#: The first pyspark release with Spark's state data sources (``statestore``, ``state-metadata``).
+STATE_READER_SINCE = (4, 0)
+
+
+def has_state_reader() -> bool:
+    """Whether the running pyspark has Spark's state data sources (4.0 on; 3.5 has none)."""
+    import pyspark
+
+    try:
+        major, minor = (int(x) for x in pyspark.__version__.split(".")[:2])
+    except ValueError:
+        return True
+    return (major, minor) >= STATE_READER_SINCE
+
+
+class StateUnreadable(Exception):
+    """The state of a checkpoint cannot be read on this release (the reason is the message)."""
+
+
+def _decoded_state_stores(ck: CheckpointDir) -> dict[str, dict[str, Any]]:
+    """Without Spark's state reader (pyspark < 4.0): every HDFS-backed store decoded by rollcheck's
+    own reader (``checkpoint_reader``), in the same form; RocksDB state cannot be read here."""
+    import pyspark
+
+    out: dict[str, dict[str, Any]] = {}
+    for op in sorted(ck.operators()):
+        if ck.provider(op) != "hdfs":
+            raise StateUnreadable(f"pyspark {pyspark.__version__} has no state data source (Spark's state "
+                                  "reader exists from 4.0 on) and rollcheck decodes only the HDFS-backed "
+                                  f"store's files; operator {op} keeps its state in RocksDB")
+        for store in ck.stores(op):
+            rows = [_canon([plain(x) for x in (*k, *v)])
+                    for part in ck.state(op, store=store).values() for k, v in part.items()]
+            canon = sorted(rows)
+            entry: dict[str, Any] = {"count": len(canon), "decoded": None, "reader": "rollcheck",
+                                     "digest": hashlib.sha256("\n".join(canon).encode()).hexdigest()}
+            if len(canon) <= ROWS_IN_TRACE:
+                entry["rows"] = canon
+            out[f"{op}/{store}"] = entry
+    return out
+
+
+def _state_or_reason(spark: Any, checkpoint: Path) -> tuple[dict[str, dict[str, Any]], str | None]:
+    try:
+        return read_state_stores(spark, checkpoint), None
+    except StateUnreadable as e:
+        return {}, str(e)
 
 
 class _InjectedSinkFailure(RuntimeError):
@@ -641,15 +696,17 @@ def _reference(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: _Paths, write
     _run_once(spark, uq, cfg, paths, ref=True, writer=None, watcher=None)
     seconds = time.perf_counter() - t0
     ck = CheckpointDir(paths.checkpoint(True))
-    writer.emit(PREFIX + "reference", output=_read_output(uq, paths.out(True)),
-                state=read_state_stores(spark, paths.checkpoint(True)),
-                batches=sorted(ck.commits()), seconds=round(seconds, 3))
+    state, unreadable = _state_or_reason(spark, paths.checkpoint(True))
+    writer.emit(PREFIX + "reference", output=_read_output(uq, paths.out(True)), state=state,
+                batches=sorted(ck.commits()), seconds=round(seconds, 3),
+                **({"state_unreadable": unreadable} if unreadable else {}))
     return seconds
 
 
 def _finish(spark: Any, uq: UserQuery, paths: _Paths, writer: TraceWriter) -> None:
     writer.emit(PREFIX + "output_final", rows=_read_output(uq, paths.out()))
-    writer.emit(PREFIX + "state_final", stores=read_state_stores(spark, paths.checkpoint()))
+    stores, unreadable = _state_or_reason(spark, paths.checkpoint())
+    writer.emit(PREFIX + "state_final", stores=stores, **({"unreadable": unreadable} if unreadable else {}))
     writer.emit("end", status="done")
 
 
@@ -668,6 +725,7 @@ def _drive(cfg: QueryConfig, paths: _Paths, trace: Path, header: dict[str, Any],
 
     uq = load_query(cfg.module, cfg.call_timeout)
     _register_by_value(uq)
+    _check_release(header)
     writer = TraceWriter(trace, header, enabled=enabled)
     status, ref_s, attempts_s = "failed", None, []
     try:
@@ -704,6 +762,16 @@ def _drive(cfg: QueryConfig, paths: _Paths, trace: Path, header: dict[str, Any],
         writer.close()
     return {"status": status, "reference_seconds": None if ref_s is None else round(ref_s, 3),
             "attempt_seconds": [round(x, 3) for x in attempts_s]}
+
+
+def _check_release(header: dict[str, Any]) -> None:
+    """The driver runs the release the trace header names (else the environment is broken)."""
+    import pyspark
+
+    want = header.get("engine_version")
+    if want is not None and pyspark.__version__ != want:
+        raise InvalidInputError(f"this driver runs pyspark {pyspark.__version__}, the recording asked for "
+                                f"{want} ({sys.executable})", location="--engine-version")
 
 
 def _register_by_value(uq: UserQuery) -> None:
@@ -775,9 +843,13 @@ def record_query(cfg: QueryConfig, out: str | Path, *, workdir: str | Path | Non
     cfg.validate(len(rows))
     out = Path(out)
     root = Path(workdir) if workdir is not None else out.with_name(out.name + ".work")
+    # the release: made once into rollcheck's cache (releases.py); the pinned one runs here
+    python = spark_environment(cfg.engine_version)
+    release = cfg.engine_version or pinned_release()
     paths = _prepare(root, rows, uq.columns)
     header = {"source": "spark", "job": "query", "seed": cfg.seed, "processes": ["driver"],
-              "config": {**asdict(cfg), "key": uq.key, "output_mode": uq.output_mode, "schema": uq.schema,
+              "engine_version": release,
+              "config": {**asdict(cfg), "engine_version": release, "key": uq.key, "output_mode": uq.output_mode, "schema": uq.schema,
                          "user_sink": uq.has_sink, "sink_guarantee": uq.sink_guarantee, "input_batches": len(rows),
                          "input_rows": sum(len(b) for b in rows)}}
     # OUT.partial until the run ends (then renamed); a refused query leaves no fragment, an
@@ -787,15 +859,16 @@ def record_query(cfg: QueryConfig, out: str | Path, *, workdir: str | Path | Non
             from rollcheck.spark_replay.shared_reference import write_shared_reference
 
             write_shared_reference(reference_from, partial, header)
-        res = _record(cfg, partial, root, paths, header, enabled, spark, len(rows))
-    return {**res, "trace": str(out)}
+        res = _record(cfg, partial, root, paths, header, enabled, spark, len(rows), python)
+    return {**res, "trace": str(out), "engine_version": release}
 
 
 def _record(cfg: QueryConfig, out: Path, root: Path, paths: _Paths, header: dict[str, Any], enabled: bool,
-            spark: Any, n_rows: int) -> dict[str, Any]:
+            spark: Any, n_rows: int, python: Path | None = None) -> dict[str, Any]:
     t0 = time.perf_counter()
     children = 0
-    if cfg.failure != "kill" and spark is not None:  # in the caller's session, in this process
+    here = python is None or Path(python) == Path(sys.executable)  # the running release
+    if cfg.failure != "kill" and spark is not None and here:  # in the caller's session, in this process
         res = _drive(cfg, paths, out, header, single_attempt=False, with_reference=cfg.reference,
                      enabled=enabled, spark=spark)
     else:
@@ -814,7 +887,9 @@ def _record(cfg: QueryConfig, out: Path, root: Path, paths: _Paths, header: dict
             spec = {"cfg": asdict(cfg), "root": str(root), "trace": str(out), "header": header,
                     "reference": k == 0 and cfg.reference, "enabled": enabled, "single_attempt": kill}
             run = run_driver("rollcheck.spark_replay.query", spec, workdir=root, n=children,
-                             markers=paths.markers, watch=supervisor.watch)  # killpoints.py strikes
+                             markers=paths.markers, watch=supervisor.watch,  # killpoints.py strikes
+                             python=None if here else python,
+                             env=None if here else child_environment(python or sys.executable))
             if run.killed:
                 if not kill:
                     raise RuntimeError("the Spark driver was killed from outside")

@@ -96,7 +96,8 @@ def _child_stdout() -> Any:
 
 
 def run_driver(module: str, spec: dict[str, Any], *, workdir: Path, n: int, markers: Path,
-               timeout: float | None = None, watch: Callable[[Any], bool] | None = None) -> DriverOutcome:
+               timeout: float | None = None, watch: Callable[[Any], bool] | None = None,
+               python: str | Path | None = None, env: dict[str, str] | None = None) -> DriverOutcome:
     """Run one driver child ``python -m module --child`` to its end, its kill or its time limit.
 
     Parameters
@@ -121,6 +122,12 @@ def run_driver(module: str, spec: dict[str, Any], *, workdir: Path, n: int, mark
         points of :mod:`rollcheck.spark_replay.killpoints`), which counts as ``killed``. It also
         serves the driver's own kill requests (:data:`KILL_REQUEST`), so that every kill is
         recorded by the one who struck it.
+    python : path, optional
+        The interpreter of the driver (default: the running one); another pyspark release's
+        environment (:func:`rollcheck.spark_replay.releases.spark_environment`) with ``env``
+        from :func:`rollcheck.spark_replay.releases.child_environment`.
+    env : dict, optional
+        The driver's process environment (default: the running process's).
 
     Raises
     ------
@@ -132,8 +139,11 @@ def run_driver(module: str, spec: dict[str, Any], *, workdir: Path, n: int, mark
     scratch = workdir / f"tmp-{n}"
     scratch.mkdir(parents=True, exist_ok=False)
     kill_request = markers / KILL_REQUEST
-    env = {**os.environ, "TMPDIR": str(scratch), "JAVA_TOOL_OPTIONS": f"-Djava.io.tmpdir={scratch}",
-           _SUPERVISED: "1"}
+    env = {**(os.environ if env is None else env), "TMPDIR": str(scratch),
+           "JAVA_TOOL_OPTIONS": f"-Djava.io.tmpdir={scratch}", _SUPERVISED: "1"}
+    argv = [str(python or sys.executable), "-m", module, "--child"]
+    if python is not None and Path(python) != Path(sys.executable):
+        argv.insert(1, "-s")  # another release's environment: not even the user's site folder
     t0 = time.perf_counter()
     killed = False
     # the reply comes through a pipe: it needs no disk space (a full disk is a reply too)
@@ -144,7 +154,7 @@ def run_driver(module: str, spec: dict[str, Any], *, workdir: Path, n: int, mark
         fcntl.fcntl(w, fcntl.F_SETPIPE_SZ, _REPLY_MAX)
     chunks: list[bytes] = []
     try:
-        with children.spawn([sys.executable, "-m", module, "--child"], stdin=subprocess.PIPE,
+        with children.spawn(argv, stdin=subprocess.PIPE,
                             stdout=_child_stdout(), env=env, pass_fds=(w,)) as proc:
             os.close(w)
             w = -1

@@ -79,6 +79,9 @@ def register(sub: Any) -> None:
     qq.add_argument("--reference-from", default=None, metavar="TRACE",
                     help="a failure-free recording of the same query and settings: its final output and "
                          "state are the reference (instead of a reference run)")
+    qq.add_argument("--engine-version", default=None, metavar="V",
+                    help="record on pyspark V (3.4 <= V < 5; made once into rollcheck's cache folder, "
+                         "$ROLLCHECK_CACHE or the user cache folder); default: the pinned release")
     qq.add_argument("--json", action="store_true")
 
     mx = add_parser(ssub, "matrix", "Chaos matrix: every query module x state store provider x failure x "
@@ -169,10 +172,12 @@ def _record_query(args: argparse.Namespace) -> int:
     cfg = QueryConfig(module=args.module, batches=args.batches, seed=args.seed, fail_at_batch=args.fail_at_batch,
                       failure=args.failure, master=args.master, shuffle_partitions=args.shuffle_partitions,
                       reference=not args.no_reference, call_timeout=args.call_timeout,
-                      state_store=args.state_store, kill_point=args.kill_point)
+                      state_store=args.state_store, kill_point=args.kill_point,
+                      engine_version=args.engine_version)
     cfg.validate()
     out = _check_out(args.out)
-    print(f"rollcheck spark record query: module={args.module} seed={args.seed}", file=sys.stderr)
+    print(f"rollcheck spark record query: module={args.module} seed={args.seed}"
+          + (f" pyspark={args.engine_version}" if args.engine_version else ""), file=sys.stderr)
     res = record_query(cfg, out, workdir=args.workdir, enabled=not args.no_record,
                        reference_from=args.reference_from)
     _print(args, res, f"recorded {out} in {res['seconds']} s ({res['status']}); checkpoint folder "

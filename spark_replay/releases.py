@@ -1,0 +1,336 @@
+"""The pyspark release a recording runs on: one separate, cached virtual environment per release.
+
+A user runs the Spark release they run in production, not the one rollcheck pins. ``rollcheck
+spark record query --engine-version V`` (and the matrix's ``--engine-version V[,V2]``) records
+the query on pyspark ``V``: :func:`spark_environment` makes once, and then reuses, a virtual
+environment with ``pyspark==V`` and what the recorder's queries need on that release (pandas,
+pyarrow and numpy of that release's era; protobuf from 4.0 on) in rollcheck's cache folder
+(:func:`cache_root`: ``$ROLLCHECK_CACHE``, else the user cache folder), with the same isolation
+as the Flink environment: the recorder runs there as a child process and sees nothing of
+rollcheck's own environment but rollcheck's source packages, which the small import hook
+:data:`BRIDGE` (installed into the environment as a ``.pth`` file) maps to the running
+rollcheck's folders when, and only when, ``ROLLCHECK_SOURCES`` names them (the recorder's driver
+and Spark's Python workers inherit it).
+
+- Supported: pyspark ``3.4 <= V < 5`` (:data:`SUPPORTED`), a full release ``X.Y.Z`` that pip can
+  install here; anything else is refused (exit 2) naming the release and pip's reason.
+- The release of the running interpreter (the pinned one, rollcheck's own dependency) needs no
+  environment: :func:`spark_environment` returns the running interpreter.
+- A lock file (``pyspark-V.lock``) serialises the creation; an environment is used only when its
+  stamp (:data:`STAMP`, written last, after the installed release was imported and its version
+  read back) is there: a half-made one (a killed installation) is removed and made again.
+
+References
+----------
+``specs/spark.md`` (engine releases); the Flink environment, :mod:`rollcheck.flink_replay.environment`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import importlib.metadata
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from rollcheck.pyimpl import children
+from rollcheck.pyimpl.errors import InvalidInputError
+
+__all__ = [
+    "SUPPORTED",
+    "STAMP",
+    "BRIDGE",
+    "SOURCES_VAR",
+    "cache_root",
+    "parse_release",
+    "pinned_release",
+    "companions",
+    "spark_environment",
+    "release_of",
+    "sources_map",
+    "child_environment",
+]
+
+#: The supported pyspark releases: ``SUPPORTED[0] <= V < SUPPORTED[1]``.
+SUPPORTED = ((3, 4, 0), (5, 0, 0))
+#: The file that marks an environment as complete (written last).
+STAMP = ".rollcheck-complete"
+#: The environment variable through which a recorder child finds rollcheck's source packages.
+SOURCES_VAR = "ROLLCHECK_SOURCES"
+#: Seconds pip may take to make one environment (pyspark is a ~300 MB download and a build).
+INSTALL_TIMEOUT_S = 1800.0
+#: The packages whose folders the bridge maps (the installed layout's top-level subpackages).
+_PACKAGES = ("rollcheck", "rollcheck.pyimpl", "rollcheck.spark_replay", "rollcheck.properties",
+             "rollcheck.tla", "rollcheck.flink_replay")
+
+#: The import hook put into every release environment (``_rollcheck_bridge.py`` with a ``.pth``
+#: line that imports it): with ``ROLLCHECK_SOURCES`` set (a JSON object ``{package: folder}``)
+#: those packages are imported from those folders; without it the environment is plain pyspark.
+BRIDGE = '''"""rollcheck's import hook for a pyspark release environment (written by rollcheck)."""
+import importlib.abc
+import importlib.util
+import json
+import os
+import sys
+
+
+class _RollcheckSources(importlib.abc.MetaPathFinder):
+    def __init__(self, folders):
+        self.folders = folders
+
+    def find_spec(self, fullname, path=None, target=None):
+        folder = self.folders.get(fullname)
+        if folder is None:
+            return None
+        return importlib.util.spec_from_file_location(
+            fullname, os.path.join(folder, "__init__.py"), submodule_search_locations=[folder])
+
+
+def install():
+    raw = os.environ.get("ROLLCHECK_SOURCES")
+    if not raw:
+        return
+    try:
+        folders = json.loads(raw)
+    except ValueError:
+        return
+    if isinstance(folders, dict) and not any(isinstance(f, _RollcheckSources) for f in sys.meta_path):
+        sys.meta_path.insert(0, _RollcheckSources({str(k): str(v) for k, v in folders.items()}))
+
+
+install()
+'''
+
+_RELEASE = re.compile(r"^(\d+)\.(\d+)\.(\d+)$")
+
+
+def cache_root() -> Path:
+    """rollcheck's cache folder: ``$ROLLCHECK_CACHE``, else the user cache folder
+    (``platformdirs`` where installed, else ``$XDG_CACHE_HOME/rollcheck`` or ``~/.cache/rollcheck``).
+
+    Examples
+    --------
+    >>> import os
+    >>> old = os.environ.get("ROLLCHECK_CACHE"); os.environ["ROLLCHECK_CACHE"] = "/tmp/rc-cache"
+    >>> str(cache_root())
+    '/tmp/rc-cache'
+    >>> _ = os.environ.pop("ROLLCHECK_CACHE") if old is None else os.environ.update(ROLLCHECK_CACHE=old)
+    """
+    env = os.environ.get("ROLLCHECK_CACHE")
+    if env:
+        return Path(env)
+    try:
+        import platformdirs
+    except ImportError:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        return Path(base) / "rollcheck"
+    return Path(platformdirs.user_cache_dir("rollcheck", appauthor=False))
+
+
+def parse_release(version: str) -> tuple[int, int, int]:
+    """``"3.5.9"`` -> ``(3, 5, 9)``, refusing anything but a supported full release.
+
+    Raises
+    ------
+    InvalidInputError
+        Not ``X.Y.Z``, or outside :data:`SUPPORTED` (naming the release; ``--engine-version``).
+
+    Examples
+    --------
+    >>> parse_release("3.5.9")
+    (3, 5, 9)
+    >>> parse_release("3.3.4")
+    Traceback (most recent call last):
+    ...
+    rollcheck.pyimpl.errors.InvalidInputError: --engine-version: pyspark 3.3.4 is not supported: rollcheck supports pyspark 3.4.0 <= V < 5.0.0
+    """
+    m = _RELEASE.match(version.strip())
+    if m is None:
+        raise InvalidInputError(f"pyspark {version!r} is not a release: give one like 3.5.9 (X.Y.Z)",
+                                location="--engine-version")
+    v = (int(m.group(1)), int(m.group(2)), int(m.group(3)))
+    if not SUPPORTED[0] <= v < SUPPORTED[1]:
+        lo, hi = (".".join(map(str, x)) for x in SUPPORTED)
+        raise InvalidInputError(f"pyspark {version} is not supported: rollcheck supports pyspark {lo} <= V < {hi}",
+                                location="--engine-version")
+    return v
+
+
+def pinned_release() -> str:
+    """The pyspark release of the running interpreter (rollcheck's pinned dependency)."""
+    return importlib.metadata.version("pyspark")
+
+
+def companions(version: str) -> list[str]:
+    """What the environment of pyspark ``version`` gets next to ``pyspark==version``: the pandas,
+    pyarrow and numpy its pandas UDFs (``applyInPandasWithState``) were released against, and from
+    4.0 on protobuf (the state client of ``transformWithStateInPandas``).
+
+    Examples
+    --------
+    >>> companions("3.5.9")[0]
+    'pyspark==3.5.9'
+    """
+    v = parse_release(version)
+    if v < (3, 5, 0):  # 3.4: pandas 2 removed iteritems, which its pandas conversion still calls
+        extra = ["pandas>=1.5,<2", "numpy>=1.23,<1.27", "pyarrow>=11,<13"]
+    elif v < (4, 0, 0):  # 3.5: numpy 2 removed np.NaN, which its pandas code still uses
+        extra = ["pandas>=2.0,<2.3", "numpy>=1.26,<2", "pyarrow>=12,<17"]
+    else:
+        extra = ["pandas>=2.2,<3", "numpy>=1.26,<3", "pyarrow>=15", "protobuf>=4.25"]
+    return [f"pyspark=={version}", *extra]
+
+
+def _pip_reason(stderr: str) -> str:
+    """pip's reason in one line: its last ``ERROR:`` line, else its last line."""
+    lines = [x.strip() for x in stderr.splitlines() if x.strip()]
+    errors = [x for x in lines if x.startswith("ERROR:")]
+    pick = errors[-1] if errors else (lines[-1] if lines else "pip failed without a message")
+    pick = pick.removeprefix("ERROR:").strip()
+    return pick if len(pick) <= 300 else pick[:300] + " …"
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+", encoding="utf-8") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"rollcheck: waiting for another rollcheck that is making {path.stem} ...", file=sys.stderr)
+            fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _env_python(root: Path) -> Path:
+    return root / "bin" / "python"
+
+
+def _write_bridge(root: Path) -> None:
+    """(Re)write the import hook and its ``.pth`` line into the environment's site-packages."""
+    for site in sorted(root.glob("lib/python*/site-packages")):
+        bridge = site / "_rollcheck_bridge.py"
+        if not bridge.exists() or bridge.read_text(encoding="utf-8") != BRIDGE:
+            tmp = bridge.with_name(bridge.name + ".tmp")
+            tmp.write_text(BRIDGE, encoding="utf-8")
+            os.replace(tmp, bridge)
+        pth = site / "_rollcheck_bridge.pth"
+        if not pth.exists():
+            pth.write_text("import _rollcheck_bridge\n", encoding="utf-8")
+
+
+def _run(argv: list[str], what: str, version: str, timeout: float) -> None:
+    try:
+        r = children.run(argv, capture_output=True, text=True, timeout=timeout,
+                         env={k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")})
+    except subprocess.TimeoutExpired:
+        raise InvalidInputError(f"pyspark {version} cannot be installed: {what} took more than {timeout:.0f} s",
+                                location="--engine-version") from None
+    if r.returncode != 0:
+        raise InvalidInputError(f"pyspark {version} cannot be installed: {_pip_reason(r.stderr or r.stdout)}",
+                                location="--engine-version")
+
+
+def release_of(python: Path | str) -> str:
+    """The pyspark release importable by ``python`` (raises ``InvalidInputError`` if none)."""
+    r = children.run([str(python), "-s", "-c", "import pyspark; print(pyspark.__version__)"],
+                     capture_output=True, text=True, timeout=300,
+                     env={k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")})
+    if r.returncode != 0 or not r.stdout.strip():
+        raise InvalidInputError(f"no pyspark importable by {python}: {_pip_reason(r.stderr)}",
+                                location="--engine-version")
+    return r.stdout.strip().splitlines()[-1]
+
+
+def spark_environment(version: str | None = None) -> Path:
+    """The Python interpreter that runs recordings on pyspark ``version`` (made once, then reused).
+
+    Parameters
+    ----------
+    version : str, optional
+        A pyspark release ``X.Y.Z`` with ``3.4 <= V < 5``. None, or the release of the running
+        interpreter (the pinned one): the running interpreter itself.
+
+    Returns
+    -------
+    Path
+        ``<cache>/spark/pyspark-V/bin/python`` (or ``sys.executable``). Run a recorder there
+        with :func:`child_environment` (``ROLLCHECK_SOURCES``) in its environment.
+
+    Raises
+    ------
+    InvalidInputError
+        The release is malformed, out of range, or pip cannot install it (one line: the release
+        and pip's reason; exit 2 on the command line).
+    """
+    if version is None:
+        return Path(sys.executable)
+    parse_release(version)
+    with contextlib.suppress(importlib.metadata.PackageNotFoundError):
+        if pinned_release() == version:
+            return Path(sys.executable)
+    base = cache_root() / "spark"
+    root = base / f"pyspark-{version}"
+    python = _env_python(root)
+    if (root / STAMP).exists() and python.exists():
+        _write_bridge(root)
+        return python
+    with _locked(base / f"pyspark-{version}.lock"):
+        if (root / STAMP).exists() and python.exists():  # made by another rollcheck meanwhile
+            _write_bridge(root)
+            return python
+        if root.exists():  # half-made (no stamp): never reused
+            shutil.rmtree(root)
+        print(f"rollcheck: making the environment of pyspark {version} in {root} (once) ...", file=sys.stderr)
+        t0 = time.monotonic()
+        try:
+            _run([sys.executable, "-m", "venv", str(root)], "python -m venv", version, 600)
+            _run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                  *companions(version)], "pip install", version, INSTALL_TIMEOUT_S)
+            got = release_of(python)
+            if got != version:
+                raise InvalidInputError(f"pyspark {version} cannot be installed: pip installed {got}",
+                                        location="--engine-version")
+            _write_bridge(root)
+        except BaseException:
+            shutil.rmtree(root, ignore_errors=True)
+            raise
+        (root / STAMP).write_text(json.dumps({"pyspark": version, "packages": companions(version),
+                                              "seconds": round(time.monotonic() - t0, 1)}) + "\n",
+                                  encoding="utf-8")
+        print(f"rollcheck: pyspark {version} ready in {time.monotonic() - t0:.0f} s", file=sys.stderr)
+    return python
+
+
+def sources_map() -> dict[str, str]:
+    """Where the running rollcheck's packages are: ``{package: folder}`` for :data:`BRIDGE`."""
+    out: dict[str, str] = {}
+    for name in _PACKAGES:
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.submodule_search_locations:
+            out[name] = str(list(spec.submodule_search_locations)[0])
+    return out
+
+
+def child_environment(python: Path | str, base: dict[str, str] | None = None) -> dict[str, str]:
+    """The process environment of a recorder child run by ``python``: for a release environment
+    rollcheck's source folders (:data:`SOURCES_VAR`) and nothing of the running environment's
+    Python paths or Spark installation; for the running interpreter ``base`` unchanged."""
+    env = dict(os.environ if base is None else base)
+    if Path(python) == Path(sys.executable):
+        return env
+    for k in ("PYTHONPATH", "PYTHONHOME", "SPARK_HOME", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON"):
+        env.pop(k, None)
+    env[SOURCES_VAR] = json.dumps(sources_map())
+    return env
