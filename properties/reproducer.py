@@ -129,10 +129,9 @@ def replay(path: str | os.PathLike[str]) -> PropertyViolation:
     from rollcheck.properties.registry import run_property, violation_on
 
     src = str(path)
-    try:
-        doc = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as e:
-        raise InvalidInputError(f"cannot read reproducer: {e}", source=src) from None
+    from rollcheck.pyimpl.jsonio import load_json_file
+
+    doc = load_json_file(path)  # the input bounds of every loader (nesting, NaN, numbers): exit 2
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise InvalidInputError(f"not a {FORMAT} document", source=src, location="format")
     cat = load_all()
