@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.jsonio import loads_json
 from rollcheck.spark_replay.checkpoint_reader import CheckpointDir, spark_state_reads
 
 __all__ = ["check_checkpoint", "check_logs", "spark_row_counts"]
@@ -63,10 +64,10 @@ def check_logs(ck: CheckpointDir) -> tuple[int | None, list[str], list[str]]:
     notes: list[str] = []
     meta = ck.path / "metadata"
     try:
-        doc = json.loads(meta.read_text(encoding="utf-8").strip().splitlines()[0])
+        doc = loads_json(meta.read_text(encoding="utf-8").strip().splitlines()[0])
         if not isinstance(doc, dict) or "id" not in doc:
             problems.append("metadata: no query id")
-    except (OSError, IndexError, json.JSONDecodeError):
+    except (OSError, IndexError, ValueError):  # (InvalidInputError: nesting, NaN, ... is a ValueError)
         problems.append("metadata: missing or not a JSON object")
     logs: dict[str, list[int]] = {}
     for sub in ("offsets", "commits"):
@@ -75,7 +76,7 @@ def check_logs(ck: CheckpointDir) -> tuple[int | None, list[str], list[str]]:
             try:
                 for line in CheckpointDir._log_lines(ck._log_files(sub)[b]):
                     if line != "-":
-                        json.loads(line)
+                        loads_json(line)
             except (InvalidInputError, json.JSONDecodeError, UnicodeDecodeError):
                 problems.append(f"{sub}/{b}: not a version line followed by JSON lines")
         if not _contiguous(ids):

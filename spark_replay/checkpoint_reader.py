@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.jsonio import loads_json
 from rollcheck.spark_replay.lz4block import lz4_stream_decompress
 
 __all__ = [
@@ -254,14 +255,14 @@ class CheckpointDir:
         out = {}
         for b, f in self._log_files("offsets").items():
             lines = self._log_lines(f)
-            meta = json.loads(lines[0]) if lines else {}
-            srcs = [None if ln == "-" else json.loads(ln) for ln in lines[1:]]
+            meta = loads_json(lines[0]) if lines else {}
+            srcs = [None if ln == "-" else loads_json(ln) for ln in lines[1:]]
             out[b] = {"metadata": meta, "sources": srcs}
         return out
 
     def commits(self) -> dict[int, dict[str, Any]]:
         """``{batch: commit metadata}`` from ``commits/`` (a batch is committed iff present)."""
-        return {b: (json.loads(ls[0]) if (ls := self._log_lines(f)) else {})
+        return {b: (loads_json(ls[0]) if (ls := self._log_lines(f)) else {})
                 for b, f in self._log_files("commits").items()}
 
     def source_files(self, source: int = 0) -> dict[int, list[str]]:
@@ -269,7 +270,7 @@ class CheckpointDir:
         out: dict[int, list[str]] = {}
         for _b, f in self._log_files(f"sources/{source}").items():
             for ln in self._log_lines(f):
-                e = json.loads(ln)
+                e = loads_json(ln)
                 out.setdefault(int(e["batchId"]), []).append(e["path"])
         return dict(sorted(out.items()))
 
@@ -284,7 +285,7 @@ class CheckpointDir:
             if d.name.isdigit():
                 f = d / "_metadata" / "metadata"
                 lines = self._log_lines(f) if f.exists() else []
-                out[int(d.name)] = json.loads(lines[0]) if lines else {}
+                out[int(d.name)] = loads_json(lines[0]) if lines else {}
         return out
 
     def partitions(self, op: int = 0) -> list[int]:
