@@ -13,6 +13,9 @@ private.
   :class:`ProtocolReport` (verdict and what it covered, smallest counterexample file and picture,
   forced checkpoints per delivery next to HMNR's and BCS's).
 - :func:`assert_protocol_safe`: the same, raising :class:`AssertionError` for pytest.
+- :func:`check_query` / :func:`assert_query_exactly_once` (Spark) and :func:`check_job` /
+  :func:`assert_job_exactly_once` (Flink): a slice of the engine's chaos matrix on your query or job
+  module, an :class:`EngineReport` (files in ``--rollcheck-out``).
 - Strategies: :func:`patterns`, :func:`schedules`, :func:`zigzag_schedules`,
   :func:`basic_schedules`, :func:`span_systems`, :func:`elastic_configs`.
 
@@ -52,6 +55,13 @@ from rollcheck.testing._check import (
     forced_per_delivery,
     max_consistent_line,
 )
+from rollcheck.testing._engines import (
+    EngineReport,
+    assert_job_exactly_once,
+    assert_query_exactly_once,
+    check_job,
+    check_query,
+)
 from rollcheck.testing._strategies import (
     basic_schedules,
     elastic_configs,
@@ -65,6 +75,11 @@ __all__ = [
     "Protocol",
     "check_protocol",
     "assert_protocol_safe",
+    "check_query",
+    "assert_query_exactly_once",
+    "check_job",
+    "assert_job_exactly_once",
+    "EngineReport",
     "ProtocolReport",
     "PROTOCOL_PROPERTIES",
     "forced_per_delivery",
