@@ -709,6 +709,8 @@ def execute(cfg: dict, *, user=None, restarts: bool = True, restore_path: str | 
     cap = cfg.get("source_cap")
     cap_per_subtask = float(cap) / par if cap else None
     fail_before_trigger = bool(cfg.get("fail_before_trigger"))
+    # recovery-time runs: the failure waits until every subtask drained its initial backlog
+    all_caught_up = bool(cfg.get("fail_after_all_caught_up"))
     interval_s = int(cfg["interval_ms"]) / 1000.0
 
     def _t0() -> float:
@@ -785,11 +787,15 @@ def execute(cfg: dict, *, user=None, restarts: bool = True, restore_path: str | 
             if self.log is not None:
                 self.log.write(f"{int(value)} {due:.6f} {self.last:.6f}\n")
                 if self.last - due <= 0.05:
+                    if not self.caught_up and all_caught_up and not os.path.exists(marker):
+                        open(os.path.join(run_dir, f"caught-up-{uuid.uuid4().hex[:10]}"), "w").close()
                     self.caught_up = True
             if absolute and not self.caught_up:
                 return value  # the initial backlog is not drained yet: no failure before that
             if fail_at is not None and self.n * par >= int(fail_at) and not os.path.exists(marker):
                 names = os.listdir(run_dir)
+                if all_caught_up and sum(f.startswith("caught-up-") for f in names) < par:
+                    return value  # every subtask drains its initial backlog before the failure
                 completed = [f for f in names if f.startswith("completed-")]
                 if len(completed) < 2:
                     # slow down (not block: a blocked task takes no checkpoint) until two
