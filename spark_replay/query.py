@@ -49,6 +49,7 @@ import importlib
 import importlib.util
 import json
 import os
+import re
 import shutil
 import sys
 import time
@@ -561,6 +562,7 @@ def _run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: _Paths, *, ref
     first_sink = [True]
     expired: list[UserCodeTimeout] = []
     expired_at: list[float] = []
+    sink_raised: list[str] = []  # the user's sink raised: what, where (Spark's message loses it)
 
     def sink_expired() -> None:  # from the limit's timer: unblock a Spark action in the sink
         expired_at.append(time.monotonic())
@@ -583,6 +585,11 @@ def _run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: _Paths, *, ref
     if not getattr(result, "isStreaming", False):
         raise InvalidInputError("query(df) must return a streaming DataFrame", source=uq.spec,
                                 location="query")
+    if notes is not None and "stream_plan" not in notes:
+        try:  # what the oracles read: event-time column, operators (oracles.analyse_plan)
+            notes["stream_plan"] = str(result._jdf.queryExecution().analyzed().toString())
+        except Exception:
+            notes["stream_plan"] = ""
     if watcher is not None:
         watcher.poll_now()
         watcher.start()
@@ -609,6 +616,10 @@ def _run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: _Paths, *, ref
                     uq.call("sink", bdf, bid, str(out_dir), on_expire=sink_expired)
                 except UserCodeTimeout as e:
                     expired.append(e)  # Spark reports the sink's failure as the query's: say why
+                    raise
+                except Exception as e:
+                    if not sink_raised:
+                        sink_raised.append(_user_exception("sink", bid, e, uq.spec))
                     raise
             else:
                 _default_sink(rows, bid, str(out_dir))
@@ -643,6 +654,7 @@ def _run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: _Paths, *, ref
                                 source=uq.spec, location="query") from None
     outcome = "done"
     error: str | None = None
+    error_text = ""
     try:
         # a sink past its limit normally fails the query at once; one stuck in C code cannot be
         # stopped in this process: give up on it after a grace period (a driver child is killed)
@@ -662,9 +674,16 @@ def _run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: _Paths, *, ref
                 raise fault from None
             outcome = "error"
             error = str(e).splitlines()[0] if str(e) else type(e).__name__
+            error_text = str(e)
     finally:
         if watcher is not None:
             watcher.stop()
+    progress = _progress_of(q)
+    if notes is not None:
+        notes.setdefault("progress", []).extend(progress)
+    if writer is not None:
+        for p in progress:  # the watermark Spark reported in force per batch (the oracles read it)
+            writer.emit(PREFIX + "progress", **p)
     if writer is not None and failing and cfg.failure == "task" and notes is not None \
             and not notes.get("plan"):
         try:  # the physical plan that ran: the injection is in it (evidence, not a requirement)
@@ -682,6 +701,16 @@ def _run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: _Paths, *, ref
     if outcome == "error":
         if writer is not None:
             writer.emit(PREFIX + "query_error", message=error)
+        restarted = failing and ((paths.markers / "recovered").exists()
+                                 or (cfg.failure == "kill" and attempt > 1))
+        if writer is not None and restarted and not sink_raised and not _user_code_raised(error_text, uq):
+            # the restart from the engine's own checkpoint failed with the engine's exception: a
+            # finding against the engine (oracles.recovery_succeeded), not the query's fault
+            writer.emit(PREFIX + "recovery_failed", checkpoint=str(ck), message=error,
+                        exception=_exception_name(error_text), user_code=False)
+            return "recovery_failed"
+        if sink_raised:
+            raise InvalidInputError(sink_raised[0], source=uq.spec, location="sink")
         if any(sign in str(error) for sign in OVERLOAD_SIGNS):
             raise InvalidInputError(f"not the query's failure: Spark's Python worker did not connect back within "
                                     f"Spark's fixed 10 s (the machine is overloaded; run fewer jobs at once): "
@@ -691,22 +720,127 @@ def _run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: _Paths, *, ref
     return outcome
 
 
+def _progress_of(q: Any) -> list[dict[str, Any]]:
+    """The query's progress reports (Spark's ``recentProgress``, read from the JVM: the same on
+    every release): per batch the input rows, the watermark in force and the rows dropped as late."""
+    out: list[dict[str, Any]] = []
+    try:
+        items = [json.loads(p.json()) for p in q._jsq.recentProgress()]
+    except Exception:
+        return out
+    for d in items:
+        et = d.get("eventTime") or {}
+        wm = et.get("watermark")
+        out.append({"batch": int(d.get("batchId", -1)), "input_rows": int(d.get("numInputRows") or 0),
+                    "watermark": wm, "watermark_ms": _iso_ms(wm),
+                    "late_rows_dropped": sum(int(op.get("numRowsDroppedByWatermark") or 0)
+                                             for op in d.get("stateOperators") or [])})
+    return out
+
+
+def _iso_ms(v: Any) -> int | None:
+    """``"2024-05-01T12:00:10.000Z"`` -> epoch milliseconds.
+
+    Examples
+    --------
+    >>> _iso_ms("1970-01-01T00:00:02.500Z"), _iso_ms(None)
+    (2500, None)
+    """
+    if not isinstance(v, str) or not v:
+        return None
+    try:
+        t = dt.datetime.fromisoformat(v.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=dt.UTC)
+    return int(round(t.timestamp() * 1000))
+
+
+def _exception_name(text: str) -> str:
+    """The engine's exception class (or error class) named in a query failure's message."""
+    for pat in (r"\[([A-Z][A-Z0-9_.]+)\]", r"((?:[a-z]+\.)+[A-Z]\w*(?:Exception|Error))"):
+        m = re.search(pat, text)
+        if m:
+            return m.group(1)
+    return "StreamingQueryException"
+
+
+def _user_code_raised(text: str, uq: UserQuery) -> bool:
+    """Whether the failure's traceback runs through the user's module (their code raised)."""
+    spec = uq.spec
+    names = {os.path.abspath(spec), os.path.basename(spec)} if spec.endswith(".py") else {spec.replace(".", "/")}
+    return any(f'File "{n}' in text or (n in text and "PythonException" in text) for n in names)
+
+
+def _user_exception(method: str, batch_id: int, e: BaseException, spec: str) -> str:
+    """One line naming the user's ``method``, the line of the module it raised at, the exception.
+
+    Examples
+    --------
+    >>> try:
+    ...     {}["ledger"]
+    ... except KeyError as e:
+    ...     _user_exception("sink", 2, e, "q.py")
+    "sink(batch_df, 2, out_dir) raised KeyError: 'ledger'"
+    """
+    import traceback
+
+    stem = os.path.splitext(os.path.abspath(spec))[0]
+    frames = [f for f in traceback.extract_tb(e.__traceback__)
+              if os.path.splitext(os.path.abspath(f.filename))[0] == stem]
+    where = f" at line {frames[-1].lineno} ({frames[-1].name})" if frames else ""
+    return f"{method}(batch_df, {batch_id}, out_dir) raised {type(e).__name__}: {e}{where}"
+
+
 def _reference(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: _Paths, writer: TraceWriter) -> float:
     t0 = time.perf_counter()
-    _run_once(spark, uq, cfg, paths, ref=True, writer=None, watcher=None)
+    notes: dict[str, Any] = {}
+    _run_once(spark, uq, cfg, paths, ref=True, writer=None, watcher=None, notes=notes)
     seconds = time.perf_counter() - t0
     ck = CheckpointDir(paths.checkpoint(True))
     state, unreadable = _state_or_reason(spark, paths.checkpoint(True))
     writer.emit(PREFIX + "reference", output=_read_output(uq, paths.out(True)), state=state,
                 batches=sorted(ck.commits()), seconds=round(seconds, 3),
                 **({"state_unreadable": unreadable} if unreadable else {}))
+    writer.emit(PREFIX + "batch_evaluation", run="reference",
+                **_batch_evaluation(spark, uq, cfg, paths.checkpoint(True), notes.get("progress", []),
+                                    notes.get("stream_plan", "")))
     return seconds
 
 
-def _finish(spark: Any, uq: UserQuery, paths: _Paths, writer: TraceWriter) -> None:
+def _batch_evaluation(spark: Any, uq: UserQuery, cfg: QueryConfig, checkpoint: Path,
+                      progress: list[dict[str, Any]], plan: str) -> dict[str, Any]:
+    """The query as a batch job over the run's on-time input (:func:`oracles.evaluate_batch`), in
+    this session: the watermark in force per batch as Spark reported it in its progress, else as
+    its offset log holds it (a killed driver's progress is lost with it)."""
+    from rollcheck.spark_replay.oracles import evaluate_batch
+
+    t0 = time.perf_counter()
+    rows = uq.batches(cfg.seed)
+    if cfg.batches is not None:
+        rows = rows[: cfg.batches]
+    wm: dict[int, int] = {}
+    source: dict[str, str] = {}
+    for b, entry in CheckpointDir(checkpoint).offsets().items():
+        w = (entry.get("metadata") or {}).get("batchWatermarkMs")
+        if w is not None:
+            wm[b], source[str(b)] = int(w), "offset-log"
+    for p in progress:
+        if p.get("watermark_ms") is not None and p.get("batch", -1) >= 0:
+            wm[int(p["batch"])], source[str(p["batch"])] = int(p["watermark_ms"]), "progress"
+    res = evaluate_batch(lambda df: uq.call("query", df), spark, uq.schema, uq.columns, rows, wm, plan, plain)
+    return {**res, "watermark_source": source, "seconds": round(time.perf_counter() - t0, 3)}
+
+
+def _finish(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: _Paths, writer: TraceWriter,
+            notes: dict[str, Any]) -> None:
     writer.emit(PREFIX + "output_final", rows=_read_output(uq, paths.out()))
     stores, unreadable = _state_or_reason(spark, paths.checkpoint())
     writer.emit(PREFIX + "state_final", stores=stores, **({"unreadable": unreadable} if unreadable else {}))
+    progress = [e for e in writer.previous if e.get("kind") == PREFIX + "progress"] + notes.get("progress", [])
+    writer.emit(PREFIX + "batch_evaluation", run="final",
+                **_batch_evaluation(spark, uq, cfg, paths.checkpoint(), progress, notes.get("stream_plan", "")))
     writer.emit("end", status="done")
 
 
@@ -755,8 +889,13 @@ def _drive(cfg: QueryConfig, paths: _Paths, trace: Path, header: dict[str, Any],
                 attempts_s.append(time.perf_counter() - t0)
                 if outcome == "done":
                     if enabled:
-                        _finish(spark, uq, paths, writer)
+                        _finish(spark, uq, cfg, paths, writer, notes)
                     status = "done"
+                    break
+                if outcome == "recovery_failed":  # the engine could not restart (oracles.py)
+                    writer.emit(PREFIX + "output_final", rows=_read_output(uq, paths.out()))
+                    writer.emit("end", status="recovery-failed")
+                    status = "recovery-failed"
                     break
     finally:
         writer.close()
@@ -903,7 +1042,7 @@ def _record(cfg: QueryConfig, out: Path, root: Path, paths: _Paths, header: dict
             if child.get("reference_seconds") is not None:
                 res["reference_seconds"] = child["reference_seconds"]
             res["attempt_seconds"] += child.get("attempt_seconds", [])
-            if res["status"] == "done":
+            if res["status"] in ("done", "recovery-failed"):
                 break
     if res["reference_seconds"] is None and enabled and out.exists():
         from rollcheck.spark_replay.trace import read_trace
