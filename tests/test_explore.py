@@ -346,3 +346,100 @@ def test_two_argument_on_checkpoint_receives_forced():
     r = run_protocol(TwoArgCheckpoint(), b.build())
     assert r.final_states[1].forced == 1 and r.final_states[0].forced == 0
     assert explore(TwoArgCheckpoint(), "two", [Bound(2, 6)], workers=1).best is None
+
+
+# --- every process count of the bounds; copyable, deterministic states ---------------------------
+
+
+class FifthApart(BCS):
+    """Claims symmetry, but P4 never forces: only schedules of 5 processes or more show it."""
+
+    symmetric = True
+    zcycle_free = True
+
+    def must_force(self, st, src, pb):
+        return st.i != 4 and pb > st.lc
+
+
+def test_symmetry_is_sampled_at_every_process_count_of_the_bounds():
+    # with the reduction P4 acts only after P0..P3 have: 5 events cannot close its Z-cycle, so a
+    # claim verified on 2-4 processes alone would hide the flaw
+    from rollcheck.properties.explore import ProtocolCalls
+
+    assert walk(5, 5, ProtocolCalls(FifthApart(), "fifth"), symmetric=True).best is None
+    assert walk(5, 5, ProtocolCalls(FifthApart(), "fifth"), symmetric=False).best is not None
+    e = explore(FifthApart(), "fifth", [Bound(2, 4), Bound(5, 5)], workers=1)
+    assert "refuted" in e.symmetry and "[0, 1, 2, 3, 4]" in e.symmetry
+    assert e.best is not None and e.best.events == 5 and e.best_processes == 5
+
+
+def test_symmetry_sample_reaches_eight_processes():
+    from rollcheck.properties.explore.symmetry import refute_symmetry
+
+    class EighthApart(BCS):
+        def must_force(self, st, src, pb):
+            return st.i != 7 and pb > st.lc
+
+    assert refute_symmetry(EighthApart(), "eighth", processes=[2, 3, 4, 5, 6, 7]) is None
+    assert refute_symmetry(EighthApart(), "eighth", processes=[2, 8]) is not None
+
+
+def test_a_state_of_a_local_class_changed_in_place_is_refused():
+    """A state whose class cannot be pickled by name (a local class) is still compared before and
+    after each call: changing it in place is named (the mutation check used to skip such states)."""
+
+    class Box:
+        def __init__(self):
+            self.lc = 0
+
+    class BoxProtocol(Protocol):
+        zcycle_free = True
+
+        def initial(self, i, n):
+            return Box()
+
+        def on_checkpoint(self, st):
+            st.lc += 1
+            return st
+
+        def on_send(self, st, dst):
+            return st, st.lc
+
+        def must_force(self, st, src, pb):
+            return pb > st.lc
+
+        def on_deliver(self, st, src, pb):
+            b = Box()
+            b.lc = max(st.lc, pb)
+            return b
+
+    with pytest.raises(ProtocolCodeError, match="on_checkpoint changed its state argument in place") as e:
+        explore(BoxProtocol(), "box", [Bound(2, 4)], workers=1)
+    assert e.value.kind == "mutated"
+
+
+def test_a_state_that_cannot_be_copied_is_refused_naming_the_method():
+    class Locked(BCS):
+        def on_send(self, st, dst):
+            return st, threading.Lock()  # a piggyback that cannot be copied
+
+        def must_force(self, st, src, pb):
+            return False
+
+    with pytest.raises(ProtocolCodeError, match="on_send returned a piggyback that cannot be copied") as e:
+        explore(Locked(), "locked", [Bound(2, 4)], workers=1)
+    assert e.value.kind == "not-copyable" and e.value.method == "on_send"
+
+
+def test_results_that_differ_on_the_same_schedule_are_refused_naming_the_method():
+    class Counted(BCS):
+        deliveries = 0  # kept on the class, outside the per-process state
+
+        def on_deliver(self, st, src, pb):
+            Counted.deliveries += 1
+            return st._replace(lc=max(st.lc, pb) + Counted.deliveries % 2)
+
+    with pytest.raises(ProtocolCodeError, match="on_deliver gave different results") as e:
+        explore(Counted(), "counted", [Bound(2, 4)], workers=1)
+    assert e.value.kind == "nondeterministic" and e.value.word
+    assert explore(BCS(), "bcs", [Bound(2, 4)], workers=1).determinism.startswith("the same results")

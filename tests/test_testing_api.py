@@ -199,9 +199,11 @@ def test_rollback_bound_is_checked(tmp_path) -> None:
     r = rt.check_protocol(CBR_MOD.CBRClaimsBound, out=tmp_path, picture=False)
     assert r.verdict == "unsafe" and r.property == "rollback-bounded" and r.picture is None
     cex = load_pattern(r.counterexample)
+    from rollcheck.testing._properties import check_rollback_bound
+
     with pytest.raises(rt.ProtocolViolation):
-        rt._check.check_rollback_bound(cex, 0)
-    rt._check.check_rollback_bound(cex, 1000)
+        check_rollback_bound(cex, 0)
+    check_rollback_bound(cex, 1000)
 
 
 def test_recovery_line_property_catches_a_broken_line(tmp_path) -> None:
@@ -258,5 +260,10 @@ def test_zigzag_property_passes_on_references_and_catches_a_variant() -> None:
 
 
 def test_a_nondeterministic_protocol_is_bad_input(tmp_path) -> None:
-    with pytest.raises(InvalidInputError, match="Moody: protocol: the protocol is not deterministic"):
+    """The method whose result differs on the same schedule run twice is named (not only the class)."""
+    with pytest.raises(InvalidInputError, match=r"Moody\.must_force: events\[\d+\]: must_force gave "
+                       r"different results on the same schedule run twice .*not deterministic"):
         rt.check_protocol(U.Moody, out=tmp_path)
+    # without an exhaustive phase too (the random phase alone must not call it safe)
+    with pytest.raises(InvalidInputError, match=r"Moody\.must_force: .*not deterministic"):
+        rt.check_protocol(U.Moody, out=tmp_path, bounds="", max_examples=20)

@@ -32,7 +32,7 @@ def register(sub: Any) -> None:
 def _run(args: argparse.Namespace) -> int:
     from rollcheck.pyimpl.patternio import atomic_write_text, load_pattern, pattern_to_dict
     from rollcheck.pyimpl.protocols import is_builtin_spec, resolve_protocol, run_protocol
-    from rollcheck.testing._check import guarded_protocol
+    from rollcheck.testing._guard import guarded_protocol
 
     # unknown name, module, file or class: exit 2; a user's protocol that raises: exit 2 too
     proto = resolve_protocol(args.name) if is_builtin_spec(args.name) else guarded_protocol(args.name)

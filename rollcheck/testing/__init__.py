@@ -1,8 +1,10 @@
 """Testing your own checkpointing protocol with rollcheck: the public, curated namespace.
 
 Like :mod:`hypothesis.strategies`, this module is the stable face of rollcheck's machinery;
-everything here is documented and kept; the modules behind it (``_check``, ``_strategies``) are
-private.
+everything here is documented and kept; the modules behind it are private: ``_check`` (the
+runner), ``_properties`` (the properties on one pattern), ``_guard`` (the user's code on
+pattern-level runs), ``_random`` (the random phase), ``_report`` (the report and its verdict
+line), ``_evidence`` (counterexample files), ``_strategies`` (the Hypothesis strategies).
 
 - :class:`Protocol`: the base class of a protocol (pure transition functions over a per-process
   state; the class attribute ``zcycle_free`` claims that no checkpoint is ever useless,
@@ -45,16 +47,7 @@ from rollcheck.pyimpl.errors import InconclusiveError, InvalidInputError, Proper
 from rollcheck.pyimpl.pattern import Pattern, PatternBuilder
 from rollcheck.pyimpl.protocols.base import Protocol
 from rollcheck.pyimpl.protocols.loader import resolve_protocol
-from rollcheck.testing._check import (
-    PROTOCOL_PROPERTIES,
-    ProtocolReport,
-    ProtocolViolation,
-    UserCodeError,
-    assert_protocol_safe,
-    check_protocol,
-    forced_per_delivery,
-    max_consistent_line,
-)
+from rollcheck.testing._check import assert_protocol_safe, check_protocol
 from rollcheck.testing._engines import (
     EngineReport,
     assert_job_exactly_once,
@@ -62,6 +55,13 @@ from rollcheck.testing._engines import (
     check_job,
     check_query,
 )
+from rollcheck.testing._guard import UserCodeError
+from rollcheck.testing._properties import (
+    PROTOCOL_PROPERTIES,
+    ProtocolViolation,
+    max_consistent_line,
+)
+from rollcheck.testing._report import ProtocolReport, forced_per_delivery
 from rollcheck.testing._strategies import (
     basic_schedules,
     elastic_configs,
