@@ -1,7 +1,8 @@
 """Reading JSON input safely: one loader for every input file of rollcheck.
 
 Every document a user hands to rollcheck (patterns, span systems, elastic configurations, traces,
-profiles) goes through :func:`load_json_file` / :func:`loads_json`, which turn every way a file can
+profiles, references, reproducers) goes through :func:`load_json_file` / :func:`loads_json` (one
+line of a JSON Lines file: :func:`loads_json_line`), which turn every way a file can
 be malformed into one :class:`~rollcheck.pyimpl.errors.InvalidInputError` naming the file and the
 place (``byte k``, ``line l column c``) instead of a library exception:
 
@@ -34,6 +35,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import stat
 import sys
 from typing import Any
@@ -47,6 +49,7 @@ __all__ = [
     "MAX_STREAM_BYTES",
     "load_json_file",
     "loads_json",
+    "loads_json_line",
     "read_input_bytes",
     "decode_utf8",
     "safe_name",
@@ -65,6 +68,13 @@ MAX_STREAM_BYTES = 2**28
 """At most this much is read from an input that is not a regular file (a pipe, a device)."""
 
 _BOM = b"\xef\xbb\xbf"
+
+#: Recursion levels the limit allows beyond :data:`MAX_DEPTH` (json.loads, JSONDecoder.decode,
+#: raw_decode, and the number hooks called at the innermost level): a document nested at most
+#: :data:`MAX_DEPTH` levels is always read, whatever its innermost values; containers holding no
+#: number may reach two levels more before the refusal; every refused document is deeper than the
+#: bound. Measured from the interpreter's own recursion depth (:func:`_recursion_depth`).
+_DECODER_FRAMES = 4
 
 
 def safe_name(value: Any, limit: int = MAX_NAME_CHARS) -> str:
@@ -207,6 +217,28 @@ def _stack_depth() -> int:
     return n
 
 
+_DEPTH_SAID = re.compile(r"recursion depth (\d+)")
+
+
+def _recursion_depth() -> int:
+    """The interpreter's recursion depth here, as the recursion limit counts it.
+
+    It counts more than the Python frames (a C function calling back into Python counts too, as in
+    a test runner's hooks), so the interpreter is asked: it refuses a limit below the current depth
+    and names that depth. The frame count is the fallback should the message ever change.
+    """
+    old = sys.getrecursionlimit()
+    try:
+        sys.setrecursionlimit(1)
+    except RecursionError as e:
+        m = _DEPTH_SAID.search(str(e))
+        if m:
+            return int(m.group(1))
+    else:  # pragma: no cover - a limit of 1 is below any depth
+        sys.setrecursionlimit(old)
+    return _stack_depth()
+
+
 def loads_json(text: str | bytes, source: str | None = None, *, reject_duplicate_keys: bool = False) -> Any:
     """Parse one JSON document from input text under the rules of this module.
 
@@ -250,7 +282,7 @@ def loads_json(text: str | bytes, source: str | None = None, *, reject_duplicate
     old = sys.getrecursionlimit()
     # The C decoder counts its nesting against the recursion limit: a limit just above the current
     # stack caps the nesting of the document at no cost (and a deep document fails fast).
-    cap = _stack_depth() + MAX_DEPTH + 3
+    cap = _recursion_depth() + MAX_DEPTH + _DECODER_FRAMES
     try:
         sys.setrecursionlimit(cap)
         try:
@@ -288,3 +320,29 @@ def load_json_file(path: str | os.PathLike[str], *, max_bytes: int | None = None
     source = str(path)
     data = read_input_bytes(path, max_bytes=max_bytes)
     return loads_json(decode_utf8(data, source), source, reject_duplicate_keys=reject_duplicate_keys)
+
+
+def loads_json_line(text: str | bytes, source: str | None, line: int) -> Any:
+    """Parse one line of a JSON Lines input under the rules of :func:`loads_json`.
+
+    An error names the file and ``line N`` (and the column within the line, when known).
+
+    Examples
+    --------
+    >>> loads_json_line('{"seq": 1}', "t.jsonl", 2)
+    {'seq': 1}
+    >>> loads_json_line("[" * 500 + "]" * 500, "t.jsonl", 7)
+    Traceback (most recent call last):
+    ...
+    rollcheck.pyimpl.errors.InvalidInputError: t.jsonl: line 7: nested more than 100 levels deep (arrays/objects)
+    >>> loads_json_line('{"a": Infinity}', "t.jsonl", 3)
+    Traceback (most recent call last):
+    ...
+    rollcheck.pyimpl.errors.InvalidInputError: t.jsonl: line 3 (column 7): Infinity is not a JSON number (NaN and Infinity are not allowed)
+    """
+    try:
+        return loads_json(text, source)
+    except InvalidInputError as e:
+        col = e.location.split("column ", 1)[1].rstrip(")") if e.location and "column " in e.location else None
+        where = f"line {line}" + (f" (column {col})" if col else "")
+        raise InvalidInputError(e.reason, source=source, location=where) from None

@@ -28,7 +28,6 @@ against TLA+ specifications", 2024 (the trace-as-constant technique).
 
 from __future__ import annotations
 
-import json
 import shutil
 import tempfile
 import time
@@ -38,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.jsonio import decode_utf8, loads_json, loads_json_line, read_input_bytes
 from rollcheck.pyimpl.pattern import CHECKPOINT, DELIVER, SEND, Event, Pattern
 
 __all__ = [
@@ -162,23 +162,26 @@ def load_trace_events(path: str | Path, *, allow_large: bool = False) -> Pattern
     from rollcheck.pyimpl.patternio import pattern_from_dict
 
     p = Path(path)
+    text = decode_utf8(read_input_bytes(p), str(p))
+    # a pattern is one JSON document; a JSON Lines trace fails fast here ("Extra data"), and is then
+    # read line by line (every parse under the input bounds of rollcheck.pyimpl.jsonio: nesting,
+    # NaN, number sizes)
+    first = text.split("\n", 1)[0]
     try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise InvalidInputError(f"cannot read: {e}", source=str(p)) from None
-    try:
-        doc = json.loads(text)  # a pattern is one JSON document; a JSON Lines trace fails fast here
-    except json.JSONDecodeError:
+        doc = loads_json(text, str(p))
+    except InvalidInputError as whole:
+        try:
+            loads_json_line(first, str(p), 1)  # JSON Lines: the first line is a value of its own
+        except InvalidInputError as e:
+            if e.reason.startswith("malformed JSON") and "\n" in text.strip():
+                raise whole from None  # one document over several lines: its own error
+            raise
         doc = None
     if isinstance(doc, dict) and doc.get("format") == "rollcheck.pattern/1":
         if isinstance(doc.get("processes"), list):
             _check_processes(len(doc["processes"]), str(p), "processes", allow_large, location="")
         return pattern_from_dict(doc, source=str(p))
-    first = text.split("\n", 1)[0]
-    try:
-        head = json.loads(first)
-    except (ValueError, RecursionError):
-        head = None
+    head = loads_json_line(first, str(p), 1)
     if isinstance(head, dict) and head.get("format") == "rollcheck.trace/1" and "processes" in head:
         if isinstance(head["processes"], list):
             _check_processes(len(head["processes"]), str(p), "processes", allow_large)
@@ -190,10 +193,7 @@ def _pattern_from_trace(text: str, source: str, allow_large: bool = False) -> Pa
     lines = text.split("\n")
     if not lines or not lines[0].strip():
         raise InvalidInputError("empty file", source=source)
-    try:
-        head = json.loads(lines[0])
-    except json.JSONDecodeError:
-        raise InvalidInputError("not a pattern (JSON) nor a trace (JSON Lines)", source=source, location="line 1") from None
+    head = loads_json_line(lines[0], source, 1)
     if not isinstance(head, dict) or head.get("format") not in ("rollcheck.trace/1", "rollcheck.pattern/1"):
         fmt = head.get("format") if isinstance(head, dict) else None
         raise InvalidInputError(f"expected format 'rollcheck.trace/1' or 'rollcheck.pattern/1', got {fmt!r}",
@@ -219,11 +219,12 @@ def _pattern_from_trace(text: str, source: str, allow_large: bool = False) -> Pa
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
-        except json.JSONDecodeError:
-            if ln == len(lines) or all(not x.strip() for x in lines[ln:]):
+            obj = loads_json_line(line, source, ln)
+        except InvalidInputError as e:
+            if e.reason.startswith("malformed JSON") and (ln == len(lines)
+                                                         or all(not x.strip() for x in lines[ln:])):
                 break  # truncated last line: the trace is a valid prefix
-            raise InvalidInputError("not a JSON object", source=source, location=f"line {ln}") from None
+            raise
         if not isinstance(obj, dict):
             raise InvalidInputError("not a JSON object", source=source, location=f"line {ln}")
         if obj.get("kind") in ("failure", "restart"):

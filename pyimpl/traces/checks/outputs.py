@@ -59,14 +59,12 @@ def reference_from_list(doc: Any, processes: Sequence[str] | None = None, source
 
 
 def load_reference(path: str) -> Any:
-    """Read a reference-outputs file (a JSON list); validation happens against the trace's processes."""
-    try:
-        with open(path, "rb") as fh:
-            return json.loads(fh.read())
-    except OSError as e:
-        raise InvalidInputError(f"cannot read: {e.strerror}", source=str(path)) from None
-    except ValueError as e:
-        raise InvalidInputError(f"not valid JSON ({getattr(e, 'msg', e)})", source=str(path)) from None
+    """Read a reference-outputs file (a JSON list) under the input bounds of
+    :func:`~rollcheck.pyimpl.jsonio.load_json_file` (nesting, NaN, number sizes); validation
+    happens against the trace's processes."""
+    from rollcheck.pyimpl.jsonio import load_json_file
+
+    return load_json_file(path)
 
 
 class OutputsExactlyOnce(TraceCheck):
