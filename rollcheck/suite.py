@@ -289,8 +289,9 @@ def format_duration(seconds: float) -> str:
 
 
 def exit_code(statuses: list[str]) -> int:
-    """The one verdict rule over the rows' statuses, as an exit code: 1 when a check failed, 3 when
-    nothing was checked or a check was inconclusive, else 0.
+    """The exit code of a list of rows' statuses: :func:`rollcheck.pyimpl.verdict.decide` over one
+    check per row (``pass`` held, ``fail`` violated, ``inconclusive`` unchecked), so 1 when a
+    row failed, 3 when there is no row or a row is inconclusive, else 0.
 
     Examples
     --------
@@ -298,12 +299,20 @@ def exit_code(statuses: list[str]) -> int:
     (1, 3, 3)
     >>> exit_code(["pass", "pass"])
     0
+    >>> exit_code(["passed"])
+    Traceback (most recent call last):
+    ...
+    ValueError: bad status 'passed' (one of pass, fail, inconclusive)
     """
-    if "fail" in statuses:
-        return 1
-    if not statuses or "inconclusive" in statuses:
-        return 3
-    return 0
+    return decide(_row_check(k, s) for k, s in enumerate(statuses)).exit_code
+
+
+def _row_check(k: int, status: str) -> Check:
+    """Row ``k``'s verdict as the one check it stands for in the verdict of a run."""
+    if status not in STATUSES:
+        raise ValueError(f"bad status {status!r} (one of {', '.join(STATUSES)})")
+    status_of = {"pass": Status.HELD, "fail": Status.VIOLATED, "inconclusive": Status.UNCHECKED}
+    return Check(f"row {k}", status_of[status], f"row {k}: {status}")
 
 
 def summary_line(rows: list[Row], seconds: float) -> str:

@@ -209,3 +209,20 @@ def test_a_process_left_behind_in_a_session_of_its_own_is_killed(fake_sections: 
     else:
         os.kill(pid, 9)
         pytest.fail("the section's detached child outlived the run")
+
+
+def test_the_exit_code_of_a_run_is_the_one_verdict_rule() -> None:
+    """``suite.exit_code`` over the rows' statuses equals :func:`decide` over the rows' checks, for
+    every list of up to three statuses (the empty run included: inconclusive, 3)."""
+    from itertools import product
+
+    from rollcheck.pyimpl.verdict import decide
+    from rollcheck.suite import STATUSES, exit_code
+
+    for k in range(4):
+        for statuses in product(STATUSES, repeat=k):
+            rows = [Row("x", "pyimpl", "c", s, 1) for s in statuses]
+            want = decide([c for r in rows for c in r.checks]).exit_code
+            assert exit_code(list(statuses)) == want, statuses
+    with pytest.raises(ValueError, match="bad status"):
+        exit_code(["ok"])
