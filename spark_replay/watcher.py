@@ -156,9 +156,11 @@ class CheckpointWatcher:
                 srcs = reader.source_files(0)
                 for b in new:
                     lines = CheckpointDir._log_lines(offs[b])
+                    meta = json.loads(lines[0]) if lines else {}
                     self.w.emit(PREFIX + "batch_planned", batch=b,
                                 offsets=[json.loads(x) for x in lines[1:] if x != "-"],
-                                files=[os.path.basename(p) for p in srcs.get(b, [])])
+                                files=[os.path.basename(p) for p in srcs.get(b, [])],
+                                watermark_ms=meta.get("batchWatermarkMs") if isinstance(meta, dict) else None)
                     self.planned.add(b)
             fresh = [x for x in self._state_files() if self.state_seen.get(x[5]) != (x[6].st_mtime_ns, x[6].st_size)]
             for v, op, part, store, name, rel, st in sorted(fresh, key=lambda x: x[:5]):
