@@ -147,7 +147,8 @@ def _utilization(ctx: VerifyContext, tmp: Path) -> Row:
     t0 = time.perf_counter()
     intervals = [300, 1500]
     duration = 40.0 if ctx.quick else 60.0
-    ctx.log(f"  flink: utilization for intervals {intervals} ms, {duration:g} s each, failures every 6 s (mean)")
+    ctx.log(f"  flink: utilization for intervals of {_ms_words(intervals)}, {duration:g} s each, failures every "
+            "6 s (mean)")
     name = "Utilization model on Flink"
     try:
         res = measure_utilization(intervals, 6.0, duration_s=duration, seed=ctx.seed, work_dir=tmp / "utilization",
@@ -168,17 +169,26 @@ def _utilization(ctx: VerifyContext, tmp: Path) -> Row:
     return row
 
 
+def _ms_words(values: list[int]) -> str:
+    """``[200, 500, 1000]`` as ``200, 500 and 1000 ms``."""
+    words = [str(v) for v in values]
+    return (words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]) + " ms"
+
+
 def _recovery_time(ctx: VerifyContext, tmp: Path) -> Row:
     from rollcheck.flink_replay.plot import plot_recovery
-    from rollcheck.flink_replay.recovery import STATED_ERROR, measure_recovery_times
+    from rollcheck.flink_replay.recovery import STATED_ERROR, excluded_text, measure_recovery_times
     from rollcheck.pyimpl.errors import InconclusiveError
 
     t0 = time.perf_counter()
     intervals = [200, 1000] if ctx.quick else [200, 500, 1000]
-    ctx.log(f"  flink: recovery time for intervals {intervals} ms, 5 failures each")
+    ctx.log(f"  flink: recovery time for intervals of {_ms_words(intervals)}, 5 failures each (an interval the "
+            "machine could not pace is measured again at rates chosen from its first runs)")
     try:
+        # adapt: an interval without 3 stable repetitions is measured again at rates, backlog and
+        # failure point chosen from how the machine drained the first runs' backlog
         res = measure_recovery_times(intervals, repetitions=5, work_dir=tmp / "recovery-time", seed=ctx.seed,
-                                     log=ctx.log)
+                                     log=ctx.log, adapt=True)
     except InconclusiveError as e:
         return Row("TRT (Chiron) on Flink", "Flink", "measured vs predicted recovery time", "inconclusive",
                    0, "runs", time.perf_counter() - t0, str(e))
@@ -189,7 +199,14 @@ def _recovery_time(ctx: VerifyContext, tmp: Path) -> Row:
                        f"{r['predicted_s']:.2f} s ({100 * r['error']:+.1f} %)" for r in res["runs"])
     n_out = sum(len(p["excluded"]) for p in res["parameters"])
     if n_out:
-        detail += f"; {n_out} repetition(s) excluded: service rate changed by more than 10 % (machine load)"
+        detail += (f"; {n_out} repetition(s) excluded as disturbed by the machine's load ("
+                   + "; ".join(excluded_text(p["excluded"]) for p in res["parameters"] if p["excluded"]) + ")")
+    for p in res["parameters"]:
+        if p.get("adapted"):
+            detail += (f"; {p['interval_ms']} ms was measured again at λ = {p['rate']:g}/s, μ = {p['max_rate']:g}/s "
+                       f"because {p['adapted']} (the first time: {excluded_text(p.get('excluded_first') or [])})")
+    la = res.get("load_average") or {}
+    detail += f"; load average {la.get('start')} at the start and {la.get('end')} at the end"
     row = Row("TRT (Chiron) on Flink", "Flink", f"failure -> caught up vs Chiron TRT within "
               f"{100 * STATED_ERROR:.0f} % (median of 5 failures per interval)", "pass" if ok else "fail",
               sum(len(p["repetitions"]) for p in res["parameters"]), "runs", time.perf_counter() - t0, detail)
