@@ -15,6 +15,9 @@
   key's state changes (caught by ``user-state-restored-once``);
 - ``duplicate-row``: one committed row of a user's job appears twice in the transactional sink's
   output (caught by ``output-exactly-once``).
+
+Both engines' tamper modules share one file-level interface: :data:`TAMPER_NAMES` and
+:func:`tamper_file` (``rollcheck.spark_replay.tamper`` has the same two).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from typing import Any
 
 from rollcheck.pyimpl.errors import InvalidInputError
 
-__all__ = ["TAMPERS", "tamper"]
+__all__ = ["TAMPERS", "TAMPER_NAMES", "tamper", "tamper_file"]
 
 TAMPERS = {"older-restore": "restore-latest-completed", "barrier-after-snapshot": "barrier-alignment",
            "drop-failure": "failure-observed", "lose-key": "keyed-state-restored-once",
@@ -168,3 +171,14 @@ def tamper(src: str | Path, how: str, out: str | Path) -> str:
     tmp.write_text(header + "\n" + "".join(json.dumps(e) + "\n" for e in events))
     tmp.replace(out)
     return TAMPERS[how]
+
+
+#: The tamperings, by the name ``rollcheck flink tamper --how`` takes.
+TAMPER_NAMES = tuple(TAMPERS)
+
+
+def tamper_file(src: str | Path, how: str, out: str | Path) -> dict[str, Any]:
+    """:func:`tamper`, with the result both engines' tamper modules share: ``{"trace", "how",
+    "expected_check", "expected_first_offending_seq": None}``."""
+    return {"trace": str(out), "how": how, "expected_check": tamper(src, how, out),
+            "expected_first_offending_seq": None}

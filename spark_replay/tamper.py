@@ -10,11 +10,15 @@ that the tampering makes wrong - the event a correct replay must name as first o
 - :func:`move_resume`: shift the resume batch of the first ``restart`` (the restart is wrong);
 - :func:`delete_forced_checkpoint`: delete a forced ``checkpoint`` (the delivery it preceded is
   wrong: the protocol would force a checkpoint there).
+
+Both engines' tamper modules share one file-level interface: :data:`TAMPER_NAMES` and
+:func:`tamper_file` (``rollcheck.flink_replay.tamper`` has the same two).
 """
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from rollcheck.pyimpl.errors import InvalidInputError
@@ -23,7 +27,8 @@ from rollcheck.spark_replay.watcher import base_kind
 
 _END = ("final_state", "sink_final", "side_channel", "state_crosscheck", "end")
 
-__all__ = ["drop_commit", "move_resume", "delete_forced_checkpoint", "TAMPERS", "to_lines"]
+__all__ = ["drop_commit", "move_resume", "delete_forced_checkpoint", "TAMPERS", "TAMPER_NAMES", "tamper_file",
+           "to_lines"]
 
 
 def to_lines(header: dict[str, Any], events: list[dict[str, Any]]) -> list[str]:
@@ -77,3 +82,25 @@ def delete_forced_checkpoint(trace: Trace) -> tuple[list[str], int]:
 
 TAMPERS = {"drop-commit": drop_commit, "move-resume": move_resume,
            "delete-forced-checkpoint": delete_forced_checkpoint}
+#: The tamperings, by the name ``rollcheck spark tamper --how`` takes.
+TAMPER_NAMES = tuple(TAMPERS)
+
+
+def tamper_file(src: str | Path, how: str, out: str | Path) -> dict[str, Any]:
+    """Write a tampered copy of the trace ``src`` to ``out`` (atomically): the interface both
+    engines' tamper modules share.
+
+    Returns
+    -------
+    dict
+        ``{"trace": out, "how": how, "expected_check": None, "expected_first_offending_seq": seq}``:
+        the event a correct replay must name first (which check names it depends on the trace).
+    """
+    from rollcheck.pyimpl.patternio import atomic_write_text
+    from rollcheck.spark_replay.trace import read_trace
+
+    if how not in TAMPERS:
+        raise InvalidInputError(f"unknown tampering {how!r} (one of {', '.join(TAMPERS)})", location="--how")
+    lines, seq = TAMPERS[how](read_trace(src))
+    atomic_write_text(Path(out), "\n".join(lines) + "\n")
+    return {"trace": str(out), "how": how, "expected_check": None, "expected_first_offending_seq": seq}

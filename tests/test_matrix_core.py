@@ -170,3 +170,18 @@ def test_an_interrupt_kills_the_children_and_leaves_whole_files(tmp_path, sig):
     assert "</html>" in (out / "index.html").read_text()
     leftovers = [f.name for f in out.rglob("*") if f.name.endswith((".tmp", ".partial")) or ".tmp" in f.name]
     assert leftovers == []
+
+
+def test_both_engines_tamper_modules_share_one_file_interface(tmp_path):
+    import rollcheck.flink_replay.tamper as ft
+    import rollcheck.spark_replay.tamper as st
+
+    root = Path(__file__).resolve().parents[1] / "examples"
+    s = st.tamper_file(root / "spark-wordcount-kill.jsonl", "drop-commit", tmp_path / "s.jsonl")
+    f = ft.tamper_file(root / "flink-aligned-task-failure.jsonl", "drop-failure", tmp_path / "f.jsonl")
+    assert set(s) == set(f) == {"trace", "how", "expected_check", "expected_first_offending_seq"}
+    assert isinstance(s["expected_first_offending_seq"], int) and f["expected_check"] == "failure-observed"
+    assert (tmp_path / "s.jsonl").is_file() and (tmp_path / "f.jsonl").is_file()
+    assert "drop-commit" in st.TAMPER_NAMES and "drop-failure" in ft.TAMPER_NAMES
+    with pytest.raises(InvalidInputError, match="unknown tampering"):
+        st.tamper_file(root / "spark-wordcount-kill.jsonl", "nope", tmp_path / "x.jsonl")
