@@ -1,4 +1,4 @@
-"""The fuzz harness of the tests: see :mod:`rollcheck.testing.fuzzing` (shipped with rollcheck so
+"""The fuzz harness of the tests: see :mod:`rollcheck.fuzz` (shipped with rollcheck so
 that ``rollcheck verify`` runs the same harness at scale).
 
 To fuzz a new input format, add one :class:`FileFormat` entry to ``FORMATS`` there: valid seed
@@ -6,7 +6,7 @@ documents and the commands that read the file; ``tests/test_fuzz.py`` and verify
 section pick it up.
 """
 
-from rollcheck.testing.fuzzing import (  # noqa: F401
+from rollcheck.fuzz import (  # noqa: F401
     FORMATS,
     TLA_VALUES,
     FileFormat,

@@ -21,8 +21,8 @@ import pytest
 
 from rollcheck.cli._util import emit_json, json_safe
 from rollcheck.cli.main import build_parser as _REAL_BUILD
+from rollcheck.fuzz import run_cli
 from rollcheck.pyimpl import patternio
-from rollcheck.testing.fuzzing import run_cli
 
 PATTERN = {
     "format": "rollcheck.pattern/1", "processes": ["P0", "P1"],

@@ -1,6 +1,6 @@
 """``rollcheck verify`` section: fuzzing every input format and numeric option (``specs/cli.md``).
 
-One row per entry of :data:`rollcheck.testing.fuzzing.FORMATS` (pattern, span system, dataflow,
+One row per entry of :data:`rollcheck.fuzz.FORMATS` (pattern, span system, dataflow,
 elastic configuration, TRT profile, ``rollcheck.trace/1`` through ``check trace``, ``trace
 validate`` and ``trace to-pattern``, interval/TRT/simulate/elastic options) and one for TLA+ value
 strings — eight formats: ≥ 10^4 Hypothesis-mutated inputs each (300 with ``--quick``),
@@ -54,7 +54,7 @@ def _fuzz_file(name: str, fmt: Any, n: int, seed: int, work: Path) -> Row:
     from hypothesis import seed as hseed
     from hypothesis import strategies as st
 
-    from rollcheck.testing.fuzzing import mutated_document, run_file_input
+    from rollcheck.fuzz import mutated_document, run_file_input
 
     seeds = fmt.seeds()
     codes: collections.Counter = collections.Counter()
@@ -80,7 +80,7 @@ def _fuzz_options(name: str, fmt: Any, n: int, seed: int, work: Path) -> Row:
     from hypothesis import given
     from hypothesis import seed as hseed
 
-    from rollcheck.testing.fuzzing import mutated_options, run_options_input
+    from rollcheck.fuzz import mutated_options, run_options_input
 
     codes: collections.Counter = collections.Counter()
     findings: list[str] = []
@@ -103,7 +103,7 @@ def _fuzz_tla(n: int, seed: int) -> Row:
     from hypothesis import given
     from hypothesis import seed as hseed
 
-    from rollcheck.testing.fuzzing import TLA_VALUES, mutated_text, run_value_input
+    from rollcheck.fuzz import TLA_VALUES, mutated_text, run_value_input
 
     codes: collections.Counter = collections.Counter()
     findings: list[str] = []
@@ -131,7 +131,7 @@ PARTS = {"quick": (), "full": ("trace", "files", "options")}
 
 
 def _part_of(name: str, fmt: object) -> str:
-    from rollcheck.testing.fuzzing import FileFormat
+    from rollcheck.fuzz import FileFormat
 
     if name == "trace":
         return "trace"
@@ -139,7 +139,7 @@ def _part_of(name: str, fmt: object) -> str:
 
 
 def run(ctx: VerifyContext) -> list[Row]:
-    from rollcheck.testing.fuzzing import FORMATS, FileFormat
+    from rollcheck.fuzz import FORMATS, FileFormat
 
     n = QUICK if ctx.quick else FULL
     rows = []

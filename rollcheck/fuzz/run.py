@@ -1,0 +1,204 @@
+"""Running rollcheck's CLI in-process on one fuzzed input, and the contract it must keep.
+
+- :func:`run_cli` — ``rollcheck.cli.main.main(argv)`` in-process with stdout/stderr captured and
+  a hard per-input time bound (SIGALRM);
+- :func:`check_outcome` — the contract on (possibly) bad input: exit 2 with **one** line naming
+  the file (or flag) and the place, within a bounded time, nothing written, never a traceback,
+  never exit 4; valid input may give 0, 1 or 3;
+- :func:`run_file_input`, :func:`run_options_input`, :func:`run_value_input` — one input of a
+  format (:mod:`rollcheck.fuzz.formats`), run and checked.
+
+References
+----------
+``specs/cli.md``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import signal
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rollcheck.fuzz.formats import FileFormat, ValueFormat
+
+__all__ = ["TIME_LIMIT", "Outcome", "run_cli", "check_outcome", "run_file_input",
+           "run_options_input", "run_value_input"]
+
+TIME_LIMIT = 20.0
+"""Seconds one input may take in-process before it counts as an unbounded run."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Running the CLI in-process
+# ---------------------------------------------------------------------------------------------
+
+
+class _Timeout(BaseException):
+    """Raised by SIGALRM inside the command: not an Exception, so main() does not map it."""
+
+
+@dataclass
+class Outcome:
+    """What one CLI run did."""
+
+    code: int | None
+    stdout: str
+    stderr: str
+    seconds: float
+    timed_out: bool = False
+    crashed: str | None = None  # an exception that escaped main() itself
+
+
+@contextlib.contextmanager
+def _alarm(seconds: float) -> Iterator[None]:
+    if seconds <= 0 or not hasattr(signal, "setitimer"):
+        yield
+        return
+
+    def fire(signum: int, frame: Any) -> None:
+        raise _Timeout()
+
+    old = signal.signal(signal.SIGALRM, fire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def run_cli(argv: Sequence[str], time_limit: float = TIME_LIMIT) -> Outcome:
+    """Run ``rollcheck ARGV`` in-process; stdout/stderr captured; at most ``time_limit`` seconds."""
+    from rollcheck.cli.main import main
+
+    out, err = io.StringIO(), io.StringIO()
+    t0 = time.perf_counter()
+    code: int | None = None
+    timed_out = False
+    crashed = None
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), _alarm(time_limit):
+            code = main(list(argv))
+    except SystemExit as e:  # argparse usage errors
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
+    except _Timeout:
+        timed_out = True
+    except BaseException as e:  # noqa: BLE001 - anything escaping main() is a finding
+        crashed = f"{type(e).__name__}: {e}"[:300]
+    return Outcome(code, out.getvalue(), err.getvalue(), time.perf_counter() - t0, timed_out, crashed)
+
+
+def _strict_json(text: str) -> Any:
+    def bad(s: str) -> Any:
+        raise ValueError(f"{s} in JSON output")
+
+    return json.loads(text, parse_constant=bad)
+
+
+def check_outcome(o: Outcome, *, names: Sequence[str], json_out: bool, out_dir: Path | None,
+                  in_dir: Path | None = None, allowed_inputs: Sequence[str] = ()) -> str | None:
+    """The contract of a run on (possibly) bad input; None when kept, else what was broken.
+
+    ``names`` — strings one of which an exit-2 message must contain (the file, the flag);
+    ``out_dir`` — must be empty after exit 2 (nothing written on bad input); ``in_dir`` — must hold
+    nothing but ``allowed_inputs`` afterwards (no temporary file left next to the input).
+    """
+    if o.timed_out:
+        return f"unbounded run (over {o.seconds:.1f} s)"
+    if o.crashed:
+        return f"exception escaped main(): {o.crashed}"
+    if "Traceback (most recent call last)" in o.stderr:
+        return "traceback on stderr"
+    if o.code not in (0, 1, 2, 3):
+        return f"exit code {o.code}: {o.stderr.strip()[-300:]}"
+    if o.code == 2:
+        lines = [ln for ln in o.stderr.splitlines() if ": error:" in ln]
+        if len(lines) != 1:
+            return f"expected one error line, got {len(lines)}: {o.stderr[-300:]!r}"
+        if len(lines[0]) > 2600:
+            return f"error line of {len(lines[0])} characters"
+        if names and not any(n in lines[0] for n in names):
+            return f"error line names neither of {list(names)}: {lines[0][:300]!r}"
+    # bad input writes nothing (a run that ended 1 or 3 may write what was asked: a counterexample)
+    if o.code == 2 and out_dir is not None and out_dir.exists() and any(out_dir.iterdir()):
+        return f"exit {o.code} but files were written: {sorted(p.name for p in out_dir.iterdir())}"
+    if in_dir is not None:
+        extra = sorted(p.name for p in in_dir.iterdir() if p.name not in allowed_inputs)
+        if extra:
+            return f"files left next to the input: {extra}"
+    if o.code in (0, 1, 3) and json_out and o.stdout.strip():
+        try:
+            _strict_json(o.stdout)
+        except ValueError as e:
+            return f"stdout is not one strict JSON document: {e}"
+    return None
+
+
+
+
+def run_file_input(fmt: FileFormat, command: list[str], data: bytes | str, workdir: Path,
+                   time_limit: float = TIME_LIMIT) -> tuple[Outcome, str | None]:
+    """Write ``data`` as the input (or use a folder / a missing path), run ``command``, check it.
+
+    ``data`` may be the strings ``"directory"`` or ``"missing"`` for those special inputs.
+    """
+    in_dir = workdir / "in"
+    out_dir = workdir / "out"
+    for d in (in_dir, out_dir):
+        d.mkdir(parents=True, exist_ok=True)
+        for p in d.iterdir():
+            if p.is_dir():
+                for q in p.iterdir():
+                    q.unlink()
+                p.rmdir()
+            else:
+                p.unlink()
+    path = in_dir / f"input{fmt.suffix}"
+    if data == "directory":
+        path.mkdir()
+    elif data != "missing":
+        assert isinstance(data, bytes)
+        path.write_bytes(data)
+    argv = [a.replace("{input}", str(path)).replace("{out}", str(out_dir)) for a in command]
+    o = run_cli(argv, time_limit)
+    # the message names the file, or the flag whose value the file does not support, or another
+    # input file the command was given (a reference the trace does not fit)
+    flags = [a for a in command if a.startswith("-") and a != "--json"]
+    others = [a for a in command if "{" not in a and not a.startswith("-") and Path(a).is_file()]
+    problem = check_outcome(o, names=[str(path), path.name, *flags, *others], json_out="--json" in command,
+                            out_dir=out_dir, in_dir=in_dir, allowed_inputs=[path.name])
+    return o, problem
+
+
+def run_options_input(argv: list[str], workdir: Path, time_limit: float = TIME_LIMIT) -> tuple[Outcome, str | None]:
+    """Run an options argv and check it; an exit-2 message must name a flag (``--…``)."""
+    o = run_cli(argv, time_limit)
+    flags = [a.split("=")[0] for a in argv if a.startswith("--")] + ["rollcheck", "--"]
+    problem = check_outcome(o, names=flags, json_out="--json" in argv, out_dir=None)
+    return o, problem
+
+
+def run_value_input(fmt: ValueFormat, text: str) -> str | None:
+    """Parse ``text``: only :class:`InvalidInputError` (one line) may come out, within the bound."""
+    from rollcheck.pyimpl.errors import InvalidInputError
+
+    parse = fmt.parse()
+    t0 = time.perf_counter()
+    try:
+        with _alarm(fmt.time_limit):
+            parse(text)
+    except _Timeout:
+        return f"unbounded parse (over {fmt.time_limit} s)"
+    except InvalidInputError as e:
+        if len(str(e)) > 2000:
+            return f"message of {len(str(e))} characters"
+        return None
+    except BaseException as e:  # noqa: BLE001
+        return f"{type(e).__name__}: {str(e)[:200]} ({time.perf_counter() - t0:.1f} s)"
+    return None
