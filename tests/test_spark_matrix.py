@@ -484,18 +484,29 @@ def test_reproducer_is_standalone_and_carries_the_minimised_input():
 # ----------------------------------------------------------------------------- one real cell
 @pytest.mark.spark
 @pytest.mark.slow
-def test_real_cell_non_idempotent_sink_is_expected_by_the_engine(tmp_path):
+def test_real_cells_declared_and_undeclared_at_least_once_sink(tmp_path):
+    """foreachbatch_append declares at-least-once and keeps it: conformant. The same module without
+    the declaration asks for exactly-once and does not get it: not conformant, exit 1, with the
+    engine's documentation cited (expected_by_engine) and the module to blame."""
+    undeclared = tmp_path / "append_undeclared.py"
+    undeclared.write_text((LIB / "foreachbatch_append.py").read_text().replace(
+        'SINK_GUARANTEE = "at-least-once"', "# no SINK_GUARANTEE: exactly-once"))
     out = tmp_path / "m"
     r = subprocess.run([sys.executable, "-m", "rollcheck.cli.main", "spark", "matrix", "--module",
-                        str(LIB / "foreachbatch_append.py"), "--providers", "hdfs", "--failures", "sink",
-                        "--batches", "3", "--fail-at-batch", "1", "--out", str(out), "--json"],
-                       capture_output=True, text=True, timeout=1200)
-    assert r.returncode == 0, r.stderr[-2000:]
+                        str(LIB / "foreachbatch_append.py"), "--module", str(undeclared), "--providers", "hdfs",
+                        "--failures", "sink", "--batches", "3", "--fail-at-batch", "1", "--out", str(out), "--json"],
+                       capture_output=True, text=True, timeout=1800)
+    assert r.returncode == 1, r.stderr[-2000:]
     doc = json.loads(r.stdout)
-    (cell,) = doc["cells"]
-    assert cell["verdict"] == "not-conformant" and cell["expected_by_engine"] is True, cell
-    assert "foreachBatch" in cell["reason"] and cell["witness"] and cell["reproducer"] is None
-    assert doc["summary"]["expected_by_engine"] == 1 and (out / "index.html").exists()
+    declared, plain = sorted(doc["cells"], key=lambda c: "undeclared" in c["module"])
+    assert declared["verdict"] == "conformant" and declared["attributed_to"] is None, declared
+    assert "at-least-once" in declared["reason"] and "foreachBatch" in declared["reason"]
+    checks = json.loads(Path(declared["checks"]).read_text())["checks"]
+    alo = next(c for c in checks if c["name"] == "output-at-least-once")
+    assert alo["status"] == "held" and sum(alo["extra_copies"].values()) > 0
+    assert plain["verdict"] == "not-conformant" and plain["expected_by_engine"] is True, plain
+    assert plain["attributed_to"] == "module" and "foreachBatch" in plain["reason"] and plain["witness"]
+    assert (out / "index.html").exists()
 
 
 def test_runner_bounds_each_recording_in_time(tmp_path):
