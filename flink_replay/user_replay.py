@@ -219,6 +219,12 @@ def sink_redeliveries(outputs: dict[str, dict[str, Any]], events: list[dict[str,
     handed after the restore beyond what the failure-free run has left for the KEY are not
     explained by a re-delivery (``within_attempt``). None when the trace has no handing log.
 
+    With aligned checkpoints the tap's count is exact: the rows the sink was handed before the
+    barrier left the job's last task are the rows the tap had counted at its snapshot. With
+    unaligned checkpoints, rows in flight between the job's output and the tap at the checkpoint are
+    in its channel state, not in the tap's count: they count as handed again, so the at-least-once
+    bound is lenient by at most the rows in flight there.
+
     Examples
     --------
     >>> outs = {"handed-reference": {"lines": ['["a"]'] * 3},
