@@ -276,6 +276,7 @@ MATRIX_SLICE = [("clicks_per_window", "rocksdb", "kill", "offsets"),
 
 def _matrix_slice(ctx: VerifyContext, tmp: Path) -> list[Row]:
     """The matrix slice (:data:`MATRIX_SLICE`), two cells at once; one row per cell."""
+    from rollcheck.pyimpl.matrix import matrix_verdict
     from rollcheck.spark_replay.matrix import Cell, MatrixOptions, run_matrix
 
     lib = Path(__file__).resolve().parents[2] / "examples" / "queries"
@@ -294,8 +295,7 @@ def _matrix_slice(ctx: VerifyContext, tmp: Path) -> list[Row]:
                     f"{type(e).__name__}: {e}")]
     rows = []
     for r in res["cells"]:
-        ok = r["verdict"] == "conformant" or (r["verdict"] == "not-conformant" and r["expected_by_engine"])
-        status = "pass" if ok else "fail" if r["verdict"] == "not-conformant" else "inconclusive"
+        status = matrix_verdict([r]).word("row")  # the one verdict rule: only a conformant cell passes
         rows.append(Row(f"matrix {r['name']}", "Spark", f"{r['config']['state_store']} · {r['column']} at batch 2: "
                         f"recorded and replayed", status, 1, "cells", float(r.get("seconds") or 0.0), r["reason"]))
     return rows
