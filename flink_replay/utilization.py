@@ -53,10 +53,34 @@ from rollcheck.pyimpl import children
 from rollcheck.pyimpl.errors import InconclusiveError, InvalidInputError
 from rollcheck.pyimpl.intervals import optimal_interval, utilization_dag, utilization_single
 
-__all__ = ["failure_schedule", "measure_utilization", "analyse_sweep", "analyse_positions", "plot_utilization", "GOAL"]
+__all__ = ["failure_schedule", "measure_utilization", "analyse_sweep", "analyse_positions", "plot_utilization", "GOAL",
+           "HELD_RATE", "paced_rate"]
 
 GOAL = 0.05  # the issue's goal: measured within 5 % of predicted
 DEPTH = 2  # operators on the checkpoint token's path: the source (with the work step), the keyed count
+#: the model assumes the work step's service rate: the failure-free run must process at least this
+#: fraction of ``service_rate`` records/s, else the machine, not the work step, set the pace
+HELD_RATE = 0.9
+#: where it did not, the sweep is run again at this fraction of the rate the failure-free run reached
+RATE_HEADROOM = 0.7
+#: below this service rate (records/s) a sweep is too coarse to measure utilization on
+MIN_SERVICE_RATE = 10.0
+
+
+def paced_rate(service_rate: float, reached: float) -> float | None:
+    """The service rate to run the sweep again at when the failure-free run reached only ``reached``
+    records/s of ``service_rate`` (None: the rate held, no need).
+
+    Examples
+    --------
+    >>> paced_rate(50.0, 46.0) is None                # held
+    True
+    >>> paced_rate(50.0, 30.0), paced_rate(50.0, 21.0)  # a machine 2x and 3x too slow for 50/s
+    (21.0, 14.0)
+    """
+    if reached >= HELD_RATE * service_rate:
+        return None
+    return float(int(RATE_HEADROOM * reached))
 
 
 def failure_schedule(seed: int, mean_s: float, start_s: float, end_s: float) -> list[float]:
@@ -146,8 +170,13 @@ def _checkpoint_costs(run: Path, times: list[float], service_time: float) -> lis
 def measure_utilization(intervals_ms: list[int], failure_every_s: float, *, duration_s: float = 60.0,
                         warmup_s: float = 5.0, service_rate: float = 50.0, snapshot_cost_ms: int = 100,
                         seed: int = 0, work_dir: str | Path | None = None,
-                        log: Callable[[str], None] | None = None) -> dict[str, Any]:
+                        log: Callable[[str], None] | None = None, adapt: bool = False) -> dict[str, Any]:
     """Run the sweep (see the module docstring) and compare with the model.
+
+    ``adapt``: when the failure-free run processed fewer than :data:`HELD_RATE` of ``service_rate``
+    records/s (the machine, not the work step, set the pace, which the model does not describe), the
+    sweep is run again at the rate :func:`paced_rate` chooses from the one it reached; the result's
+    ``adapted`` says why (None when the first sweep stood).
 
     Returns ``{"runs": [...], "optimum": {"measured_ms", "predicted_ms"}, "parameters": {...}, ...}``.
 
@@ -156,8 +185,32 @@ def measure_utilization(intervals_ms: list[int], failure_every_s: float, *, dura
     InvalidInputError
         Bad intervals, durations or rates.
     InconclusiveError
-        PyFlink missing, a run without a result, or no failure inside the window.
+        PyFlink missing, a run without a result, or no failure inside the window; with ``adapt``,
+        a machine that did not hold even the lowered rate (the reason names the rates and the load).
     """
+    if adapt:
+        first = measure_utilization(intervals_ms, failure_every_s, duration_s=duration_s, warmup_s=warmup_s,
+                                    service_rate=service_rate, snapshot_cost_ms=snapshot_cost_ms, seed=seed,
+                                    work_dir=work_dir, log=log)
+        reached = float(first["baseline_rate"])
+        lower = paced_rate(service_rate, reached)
+        if lower is None:
+            return first | {"adapted": None}
+        why = (f"the failure-free run processed {reached:.1f} records/s of the work step's {service_rate:g} (load "
+               f"{first['load_average']['start']} to {first['load_average']['end']}): the machine, not the work "
+               f"step, set the pace")
+        if lower < MIN_SERVICE_RATE:
+            raise InconclusiveError(f"{why}, and {lower:g} records/s is too coarse to measure utilization on")
+        if log:
+            log(f"flink utilization: {why}; the sweep runs again at {lower:g} records/s")
+        again = measure_utilization(intervals_ms, failure_every_s, duration_s=duration_s, warmup_s=warmup_s,
+                                    service_rate=lower, snapshot_cost_ms=snapshot_cost_ms, seed=seed,
+                                    work_dir=None if work_dir is None else Path(work_dir) / "again", log=log)
+        if paced_rate(lower, float(again["baseline_rate"])) is not None:
+            raise InconclusiveError(f"{why}; run again at {lower:g} records/s it processed "
+                                    f"{again['baseline_rate']:.1f} records/s (load {again['load_average']['start']} "
+                                    f"to {again['load_average']['end']}): the machine set the pace both times")
+        return again | {"adapted": f"{why}, so it ran again at {lower:g} records/s"}
     if not intervals_ms or any(i < 50 for i in intervals_ms):
         raise InvalidInputError("--intervals: at least one interval, each at least 50 ms")
     if len(set(intervals_ms)) != len(intervals_ms):
@@ -200,17 +253,26 @@ def measure_utilization(intervals_ms: list[int], failure_every_s: float, *, dura
     if log:
         log(f"flink utilization: {len(runs)} runs in one JVM (intervals {intervals_ms} ms, {len(schedule)} failures "
             f"in {duration_s:g} s, service rate {service_rate:g}/s, checkpoint cost {snapshot_cost_ms} ms, seed {seed})")
+    load_start = _load()
     with open(root / "job.out", "w") as so:
         try:
             children.run([str(env.python), str(_job_file()), str(root / "config.json")], stdout=so,
                          stderr=subprocess.STDOUT, env=penv,
                          timeout=sum(float(r["timeout_s"]) + 90 for r in runs))
         except subprocess.TimeoutExpired:
-            raise InconclusiveError("the Flink utilization runs did not end in time") from None
+            raise InconclusiveError(f"the Flink utilization runs did not end in time, at a load average of "
+                                    f"{_load()}") from None
 
     return analyse_sweep(root, intervals_ms, failure_every_s, duration_s=duration_s, warmup_s=warmup_s,
                          service_rate=service_rate, snapshot_cost_ms=snapshot_cost_ms, seed=seed,
-                         scheduled=len(schedule))
+                         scheduled=len(schedule)) | {"load_average": {"start": load_start, "end": _load()}}
+
+
+def _load() -> float | None:
+    try:
+        return round(os.getloadavg()[0], 1)
+    except (AttributeError, OSError):
+        return None
 
 
 def analyse_sweep(root: Path, intervals_ms: list[int], failure_every_s: float, *, duration_s: float, warmup_s: float,
@@ -282,7 +344,8 @@ def analyse_sweep(root: Path, intervals_ms: list[int], failure_every_s: float, *
                            "depth": DEPTH, "service_rate": service_rate,
                            "snapshot_cost_ms": snapshot_cost_ms, "per_interval": fits},
             "failure_every_s": failure_every_s, "duration_s": duration_s, "warmup_s": warmup_s, "seed": seed,
-            "failures_scheduled": scheduled, "baseline_records": base, "goal": GOAL,
+            "failures_scheduled": scheduled, "baseline_records": base, "baseline_rate": round(base / duration_s, 2),
+            "goal": GOAL,
             "within_goal": worst_err <= GOAL, "max_abs_error": round(worst_err, 4), "work_dir": str(root)}
 
 

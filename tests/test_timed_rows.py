@@ -273,3 +273,63 @@ def test_excluded_text_names_every_repetition() -> None:
                           {"run": "i500-r4", "service_rate": 800.0, "service_rate_after_restart": 880.0}])
     assert text == ("i500-r2: the requested failure did not happen; i500-r4: the catch-up ran at 880 records/s "
                     "against 800 records/s before the failure (10 % off)")
+
+
+# --- the utilization row --------------------------------------------------------------------------
+
+
+def _fake_sweep(monkeypatch: pytest.MonkeyPatch, machine_rate: float, again_rate: float | None = None) -> list[float]:
+    """The utilization sweep's Flink runs replaced by a machine whose work step reaches at most
+    ``machine_rate`` records/s (``again_rate`` on the second sweep, e.g. under new load)."""
+    from rollcheck.flink_replay import utilization
+
+    asked: list[float] = []
+    monkeypatch.setattr(utilization, "find_flink", lambda: _Env())
+    monkeypatch.setattr(utilization, "tap_jar", lambda env: Path("tap.jar"))
+    monkeypatch.setattr(utilization.children, "run", lambda *a, **k: None)
+    monkeypatch.setattr(utilization, "_load", lambda: 2.0)
+
+    def sweep(root, intervals_ms, failure_every_s, *, service_rate, duration_s, **kw):  # type: ignore[no-untyped-def]
+        asked.append(service_rate)
+        limit = machine_rate if len(asked) == 1 or again_rate is None else again_rate
+        return {"runs": [], "baseline_rate": min(service_rate * 0.98, limit), "service_rate": service_rate}
+
+    monkeypatch.setattr(utilization, "analyse_sweep", sweep)
+    return asked
+
+
+def test_utilization_keeps_a_rate_the_machine_holds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from rollcheck.flink_replay.utilization import measure_utilization
+
+    asked = _fake_sweep(monkeypatch, machine_rate=200.0)
+    res = measure_utilization([300, 1500], 6.0, duration_s=40.0, work_dir=tmp_path / "u", adapt=True)
+    assert asked == [50.0] and res["adapted"] is None
+
+
+@pytest.mark.parametrize(("slowdown", "expected"), [(2.0, 24.0), (3.0, 16.0)])
+def test_utilization_runs_again_at_a_rate_a_slower_machine_holds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                  slowdown: float, expected: float) -> None:
+    """A work step at 50/s on a machine whose ceiling for it is 70/s on the tuned machine divided by
+    the slowdown (the docs: at 200/s that machine set the pace)."""
+    from rollcheck.flink_replay.utilization import measure_utilization
+
+    ceiling = 70.0 / slowdown
+    asked = _fake_sweep(monkeypatch, machine_rate=ceiling)
+    res = measure_utilization([300, 1500], 6.0, duration_s=40.0, work_dir=tmp_path / "u", adapt=True)
+    assert asked == [50.0, expected] and expected < ceiling * 0.9
+    assert f"processed {ceiling:.1f} records/s of the work step's 50 (load 2.0 to 2.0)" in res["adapted"]
+    assert f"so it ran again at {expected:g} records/s" in res["adapted"]
+
+
+def test_utilization_on_a_machine_too_loaded_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from rollcheck.flink_replay.utilization import measure_utilization
+
+    _fake_sweep(monkeypatch, machine_rate=30.0, again_rate=10.0)
+    with pytest.raises(InconclusiveError) as e:
+        measure_utilization([300, 1500], 6.0, duration_s=40.0, work_dir=tmp_path / "u", adapt=True)
+    assert "run again at 21 records/s it processed 10.0 records/s (load 2.0 to 2.0)" in str(e.value)
+    assert "the machine set the pace both times" in str(e.value)
+    _fake_sweep(monkeypatch, machine_rate=12.0)
+    with pytest.raises(InconclusiveError) as e:
+        measure_utilization([300, 1500], 6.0, duration_s=40.0, work_dir=tmp_path / "u2", adapt=True)
+    assert "too coarse" in str(e.value) and "{" not in str(e.value)
