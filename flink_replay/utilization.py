@@ -251,7 +251,7 @@ def measure_utilization(intervals_ms: list[int], failure_every_s: float, *, dura
                 TMPDIR=str(root / "tmp"))
     penv["JVM_ARGS"] = (penv.get("JVM_ARGS", "") + f" -Djava.io.tmpdir={root / 'tmp'}").strip()
     if log:
-        log(f"flink utilization: {len(runs)} runs in one JVM (intervals {intervals_ms} ms, {len(schedule)} failures "
+        log(f"flink utilization: {len(runs)} runs in one JVM (intervals of {', '.join(map(str, intervals_ms))} ms, {len(schedule)} failures "
             f"in {duration_s:g} s, service rate {service_rate:g}/s, checkpoint cost {snapshot_cost_ms} ms, seed {seed})")
     load_start = _load()
     with open(root / "job.out", "w") as so:
