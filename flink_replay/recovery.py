@@ -292,7 +292,7 @@ def choose_rates(seen: dict[str, Any], intervals: list[int], *, rate: float = 40
         said.append(f"at least {100 * HOLDS_CAP:.0f} % of the cap, so the rates stay λ = {rate:g}/s, μ = {max_rate:g}/s")
     if chosen != list(intervals):
         said.append(f"the intervals are raised to {_ms_list(chosen)} (at least {INTERVAL_PER_CHECKPOINT:g} times the "
-                    f"median checkpoint duration of {float(ck):.0f} ms)")
+                    f"median checkpoint duration of {float(ck or 0):.0f} ms)")
     if backlog > calibrate_s:
         said.append(f"the initial backlog is {backlog:.2f} s of input")
     said.append(f"the failure waits {drain:.1f} s for the backlog to drain")
@@ -482,8 +482,8 @@ def measure_recovery_times(intervals: list[int], *, rate: float = 400.0, max_rat
             "fail_before_trigger": True, "fail_after_all_caught_up": True, "failure": "task", "tap_jar": str(jar),
             "seed": seed, "timeout_s": 240}
     drain = CALIBRATE_S * max_rate / (max_rate - rate)  # the initial backlog is gone by then
-    plans = [{"interval_ms": iv, "rate": rate, "max_rate": max_rate, "calibrate_s": CALIBRATE_S, "drain_s": drain,
-              "adapted": None} for iv in intervals]
+    plans: list[dict[str, Any]] = [{"interval_ms": iv, "rate": rate, "max_rate": max_rate, "calibrate_s": CALIBRATE_S,
+                                    "drain_s": drain, "adapted": None} for iv in intervals]
     runs = _plan(root, "", plans, repetitions)
     if log:
         log(f"flink recovery-time: {len(runs)} runs in one JVM (intervals of {_ms_list(intervals)}, "
