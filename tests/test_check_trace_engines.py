@@ -247,3 +247,19 @@ def test_header_protocol_and_no_outputs_call_for_nothing_more(capsys, tmp_path):
     doc = json.loads(out)
     assert rc == 0 and _na(doc) == {"tlc-trace": "--tlc"}
     assert "forced-checkpoints" in {c["name"] for c in doc["checks"] if c["ok"] is True}
+
+
+@pytest.mark.tlc
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["examples/flink-aligned-task-failure.jsonl", "recorded/nhop-hmnr"])
+def test_with_tlc_too(capsys, recorded, name):
+    """TLC on (the replays' default, and check trace's): the engine's TLC check in both."""
+    path = _path(name, recorded)
+    engine = engine_of(_header(path))
+    rc_c = main(["check", "trace", str(path), "--json"])
+    doc_c = json.loads(capsys.readouterr().out)
+    rc_r = main([engine, "replay", str(path), "--json"])
+    doc_r = json.loads(capsys.readouterr().out)
+    pairs = [(c["name"], c["ok"]) for c in doc_c["checks"]]
+    assert pairs == [(c["name"], c["ok"]) for c in doc_r["checks"]] and rc_c == rc_r == 0
+    assert any("tlc" in n and ok is True for n, ok in pairs), pairs

@@ -123,11 +123,24 @@ def engine_replay(path: str, header: dict[str, Any], *, tlc: bool = True, tlc_ti
             from rollcheck.flink_replay.user_replay import replay_job
 
             return replay_job(path)
-        from rollcheck.cli.cmd_flink import tlc_validator
         from rollcheck.flink_replay.replay import replay
 
-        return replay(path, tlc=tlc_validator() if tlc else None)
+        return replay(path, tlc=_flink_tlc(tlc_timeout) if tlc else None)
     raise ValueError(f"no built-in engine writes source {header.get('source')!r}")
+
+
+def _flink_tlc(timeout: float) -> Any:
+    """Flink's TLC validator as ``flink replay`` binds it: rollcheck's TLC runner and its
+    ``ChandyLamport`` model (``rollcheck.cli.cmd_flink.tlc_validator``; bound here too, since that
+    module imports this one), with ``--tlc-timeout``."""
+    from importlib import resources
+    from pathlib import Path
+
+    from rollcheck.flink_replay.tlc import validate_with_tlc
+    from rollcheck.tla.runner import run_tlc
+
+    cl = Path(str(resources.files("rollcheck.tla.models").joinpath("ChandyLamport.tla")))
+    return lambda path: validate_with_tlc(path, run_tlc, cl, timeout=timeout)
 
 
 def _header(path: str) -> dict[str, Any]:
