@@ -233,10 +233,11 @@ def choose_rates(seen: dict[str, Any], intervals: list[int], *, rate: float = 40
       B/(1 − U) seconds, lasts three times the first runs' start-up (``warmup_s``), which then falls in
       the first third that ``analyse_run`` leaves out of the service rate;
     - ``drain_s``, the time by which the backlog is expected gone: B·μ/(μ − λ), stretched by the
-      ratio of the first runs' drain time to its own such expectation (the start skew, the warm-up),
-      times :data:`DRAIN_MARGIN`;
+      ratio of the first runs' drain time to its own such expectation (the start skew, the warm-up)
+      or, when they never caught up, plus their start-up and start skew; times :data:`DRAIN_MARGIN`;
     - every interval is at least :data:`INTERVAL_PER_CHECKPOINT` checkpoint durations (rounded up
-      to 50 ms; equal intervals merged).
+      to 50 ms; equal intervals merged), counted only when the first runs caught up (in a saturated
+      job the barriers queue behind the backlog).
 
     Raises
     ------
@@ -272,11 +273,15 @@ def choose_rates(seen: dict[str, Any], intervals: list[int], *, rate: float = 40
                                 "to measure a recovery on")
     per = lam / parallelism
     backlog = max(calibrate_s, MIN_DRAIN * (cap - lam) / (per * cap), 3 * float(seen.get("warmup_s") or 0.0) * (1 - u))
-    # how much longer than the backlog's arithmetic the first runs took to drain it (start skew, warm-up)
-    expected_first = calibrate_s / (1 - u)
-    stretch = max(1.0, float(seen.get("drain_s") or 0.0) / expected_first)
-    drain = DRAIN_MARGIN * stretch * backlog / (1 - u)
-    ck = seen.get("checkpoint_ms")
+    if seen.get("caught_up"):
+        # how much longer than the backlog's arithmetic the first runs took to drain it (start skew, warm-up)
+        stretch = max(1.0, float(seen.get("drain_s") or 0.0) / (calibrate_s / (1 - u)))
+        drain = DRAIN_MARGIN * stretch * backlog / (1 - u)
+    else:  # they never drained it: the new cap does, after the start-up they showed
+        drain = DRAIN_MARGIN * (backlog / (1 - u) + float(seen.get("warmup_s") or 0.0)
+                                + float(seen.get("start_skew_s") or 0.0))
+    # checkpoint durations count only from runs that kept up (a saturated job's barriers queue)
+    ck = seen.get("checkpoint_ms") if seen.get("caught_up") else None
     floor = 50 * math.ceil(INTERVAL_PER_CHECKPOINT * float(ck) / 50) if ck else 0
     chosen: list[int] = []
     for iv in intervals:

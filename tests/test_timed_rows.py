@@ -159,7 +159,20 @@ def test_intervals_follow_the_checkpoint_cost_and_a_too_slow_machine_is_named() 
     assert "only 60 records/s at load 7.2" in str(e.value) and f"below {MIN_RATE:.0f}/s" in str(e.value)
 
 
-def test_a_longer_drain_in_the_probe_moves_the_failure_later() -> None:
+def test_saturated_first_runs_lower_the_rates_but_not_the_intervals() -> None:
+    """Figures read from real first runs at load 23 on 2 cores: the job never drained its backlog
+    (it served about 263 records/s against λ = 400/s) and its barriers queued behind it (checkpoints
+    of 166 ms). The cap follows what it served; the interval stays (those durations are the
+    backlog's, not the checkpoints'); the failure point is a few seconds out, not the 14 s run."""
+    saturated = {"service_rate": 263.0, "drain_s": 14.4, "caught_up": False, "warmup_s": 0.5, "start_skew_s": 0.05,
+                 "checkpoint_ms": 166.0}
+    plan = choose_rates(saturated, [200])
+    assert (plan["max_rate"], plan["rate"], plan["intervals"]) == (210.0, 105.0, [200])
+    assert plan["calibrate_s"] == pytest.approx(1.429, abs=0.001) and 3.0 < plan["drain_s"] < 6.0
+    assert "without catching up" in plan["reason"]
+
+
+def test_a_longer_drain_in_the_first_runs_moves_the_failure_later() -> None:
     quick = choose_rates({"service_rate": 790.0, "drain_s": 2.0, "caught_up": True, "checkpoint_ms": 20.0}, [200])
     slow = choose_rates({"service_rate": 790.0, "drain_s": 4.0, "caught_up": True, "checkpoint_ms": 20.0}, [200])
     assert slow["drain_s"] == pytest.approx(2 * quick["drain_s"]) and quick["drain_s"] >= 2.0
