@@ -116,7 +116,8 @@ def run(ns, recs, out, par, fail, restore=None, restarts=True):
 
     ds = env.from_source(NumberSequenceSource(0, len(recs) - 1), WatermarkStrategy.no_watermarks(), "src",
                          type_info=Types.LONG()).map(Pace())
-    key = ns["KEY"] if isinstance(ns["KEY"], list) else [ns["KEY"]]
+    key = list(ns["KEY"]) if isinstance(ns["KEY"], (list, tuple)) else [ns["KEY"]]
+    key = [list(ns["FIELDS"]).index(k) if isinstance(k, str) else k for k in key]  # names of FIELDS
     from pyflink.datastream.functions import KeyedProcessFunction
     from pyflink.datastream.state import ValueStateDescriptor
 

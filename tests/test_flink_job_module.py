@@ -242,3 +242,21 @@ def test_key_beyond_the_row_is_exit_2_at_the_first_row(tmp_path: Path) -> None:
     last = r.stderr.strip().splitlines()[-1]
     assert r.returncode == 2, r.stderr[-2000:]
     assert "key_beyond_row.py: KEY: index 2 is beyond the output tuple" in last, last
+
+
+@pytest.mark.slow
+def test_reproducer_reads_key_by_name(tmp_path: Path) -> None:
+    """The standalone reproducer carries the module as written: KEY by name resolves through FIELDS."""
+    from rollcheck.flink_replay.environment import find_flink
+    from rollcheck.flink_replay.matrix import Cell
+    from rollcheck.flink_replay.reproducer import write_reproducer
+    from rollcheck.pyimpl.verdict import Check, Report
+
+    cell = Cell(str(JOBS / "totals_by_name.py"), "hashmap", "aligned", "task", None)
+    rep = Report([Check.violated("output-exactly-once", "row 2 of KEY [\"u1\"] committed 2 times")])
+    path = write_reproducer(cell, {"interval_ms": 300, "parallelism": 2, "fail_at_record": 60, "seed": 0,
+                                   "rate": 200.0}, tmp_path / "r.py", rep)
+    r = subprocess.run([str(find_flink().python), str(path), "--records", "120"], capture_output=True, text=True,
+                       timeout=600, cwd=tmp_path)
+    assert r.returncode == 0, (r.stdout + r.stderr)[-2000:]
+    assert "not reproduced" in r.stdout

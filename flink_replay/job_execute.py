@@ -1,0 +1,172 @@
+"""Run one Flink job and watch it: submit, poll the REST API, collect what the run left.
+
+:func:`execute` builds the job (:mod:`job_environment`, :mod:`job_pipelines`), submits it, and
+polls the MiniCluster's REST API every 100 ms for job state transitions and checkpoint statistics
+while it scans the transactional sink's folder for committed files. When the job failed, the
+failure's frames say whose code raised (:mod:`job_failures`). After a user's job finished, the
+user's ``read_output`` reads what the user's own sink wrote.
+
+This module runs in the PyFlink environment (``.venv-flink``), imported by ``job.py``; like it, it
+imports only the standard library, ``pyflink`` and its sibling ``job_*`` modules.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+
+if __package__:  # imported as rollcheck.flink_replay (tests, the recorder's helpers)
+    from .job_environment import make_environment, make_taps
+    from .job_failures import classify_failure, root_cause_text, write_engine_error
+    from .job_io import get_json, write_json
+    from .job_pipelines import build
+    from .job_user import UserCodeError, call_user, user_error
+else:  # run by job.py in the PyFlink environment: this folder is on sys.path
+    from job_environment import make_environment, make_taps  # type: ignore[no-redef]
+    from job_failures import classify_failure, root_cause_text, write_engine_error  # type: ignore[no-redef]
+    from job_io import get_json, write_json  # type: ignore[no-redef]
+    from job_pipelines import build  # type: ignore[no-redef]
+    from job_user import UserCodeError, call_user, user_error  # type: ignore[no-redef]
+
+__all__ = ["execute"]
+
+
+def execute(cfg: dict, *, user=None, restarts: bool = True, restore_path: str | None = None,
+            attempt_offset: int = 0) -> dict:
+    """One Flink job (word count, or the user's job when ``user`` = (module, records)); raw
+    observations go to ``cfg["run_dir"]``; returns what the REST poller and the sink saw."""
+    run_dir = cfg["run_dir"]
+    n_records = int(cfg["records"])
+    par = int(cfg["parallelism"])
+    backend = cfg.get("backend") or "hashmap"
+    os.makedirs(os.path.join(run_dir, "naive"), exist_ok=True)
+    env, port = make_environment(cfg, restarts=restarts, restore_path=restore_path)
+    tap, keyed_tap = make_taps(run_dir, attempt_offset, int(cfg["keys"]))
+    job_name = build(cfg, env, tap, keyed_tap, user=user, attempt_offset=attempt_offset)
+    if isinstance(job_name, dict):  # the user's job() or sink() failed while building the graph
+        return job_name
+    key_idx = [int(i) for i in cfg.get("key_idx") or []]
+
+    t_start = time.time()
+    client = env.execute_async(job_name)
+    job_id = str(client.get_job_id())
+    base = f"http://127.0.0.1:{port}"
+    polls: dict = {"checkpoints": {}, "restored": [], "states": []}
+    commits: list = []
+    seen_files: set = set()
+    tx_dir = os.path.join(run_dir, "tx")
+
+    def scan_commits() -> None:
+        # a file of the FileSink becomes visible (no leading dot) when its transaction commits
+        for root, _dirs, files in os.walk(tx_dir):
+            for name in files:
+                path = os.path.join(root, name)
+                if name.startswith(".") or path in seen_files:
+                    continue
+                seen_files.add(path)
+                with open(path) as fh:
+                    n = sum(1 for line in fh if line.strip())
+                commits.append({"t": time.time(), "file": os.path.relpath(path, tx_dir), "lines": n})
+
+    last_state = None
+    failure_cause = None
+    failure_text = ""
+    misses = 0
+    done = threading.Event()
+    final_state = "UNKNOWN"
+    deadline = t_start + float(cfg.get("timeout_s", 300))
+    while not done.is_set():
+        job = get_json(f"{base}/jobs/{job_id}")
+        misses = misses + 1 if job is None else 0
+        if misses >= 20 and last_state is not None:
+            # the MiniCluster of a local execution shuts down when the job ends: ask the client
+            try:
+                client.get_job_execution_result().result()
+                final_state = "FINISHED"
+            except Exception as e:  # noqa: BLE001 - any error from the job means it failed
+                final_state = "FAILED"
+                failure_text = str(e)
+                failure_cause = root_cause_text(failure_text)
+            break
+        if job is not None:
+            state = job.get("state")
+            if state != last_state:
+                polls["states"].append({"state": state, "t": time.time(),
+                                        "timestamps": job.get("timestamps", {})})
+                last_state = state
+            if state in ("FINISHED", "FAILED", "CANCELED"):
+                final_state = state
+                if state == "FAILED":
+                    exc = get_json(f"{base}/jobs/{job_id}/exceptions") or {}
+                    failure_text = str(exc.get("root-exception") or "")
+                    failure_cause = root_cause_text(failure_text)
+                done.set()
+        chk = get_json(f"{base}/jobs/{job_id}/checkpoints")
+        if chk is not None:
+            for h in chk.get("history", []):
+                polls["checkpoints"][str(h["id"])] = h
+            rest = (chk.get("latest") or {}).get("restored")
+            if rest and (not polls["restored"] or polls["restored"][-1]["id"] != rest.get("id")):
+                polls["restored"].append(rest)
+        scan_commits()
+        if user is not None and os.path.exists(os.path.join(run_dir, "user-error.json")):
+            # the user's module is at fault (a bad output row): no restart can help
+            client.cancel()
+            final_state = "USER_ERROR"
+            break
+        if time.time() > deadline:
+            client.cancel()
+            final_state = "TIMEOUT"
+            break
+        if cfg.get("stop_after_s") and os.path.exists(os.path.join(run_dir, "t0")):
+            # an unbounded job (utilization runs) ends this long after its first record
+            with open(os.path.join(run_dir, "t0")) as fh:
+                txt = fh.read()
+            if txt and time.time() > float(txt) + float(cfg["stop_after_s"]):
+                client.cancel()
+                final_state = "STOPPED"
+                break
+        time.sleep(0.1)
+    scan_commits()
+    job = get_json(f"{base}/jobs/{job_id}")
+    chk = get_json(f"{base}/jobs/{job_id}/checkpoints")
+    if chk is not None:
+        for h in chk.get("history", []):
+            polls["checkpoints"][str(h["id"])] = h
+    max_attempt = 0
+    for name in os.listdir(run_dir):
+        if name.startswith("tap-") and name.endswith(".jsonl"):
+            max_attempt = max(max_attempt, int(name[:-len(".jsonl")].rsplit("-", 1)[1]))
+    result = {"job_id": job_id, "final_state": final_state, "t_start": t_start, "t_end": time.time(),
+              "timestamps": (job or {}).get("timestamps", {}), "rest": polls, "commits": commits,
+              "pyflink_python": sys.executable, "parallelism": par, "max_attempt": max_attempt,
+              "backend": backend, "attempt_offset": attempt_offset, "failure_cause": failure_cause}
+    if user is not None:
+        result["key"] = key_idx
+        result["records"] = n_records
+        result["fail_at_record"] = cfg.get("fail_at_record")
+    if user is not None and os.path.exists(os.path.join(run_dir, "user-error.json")):
+        result["user_error"] = True
+    if final_state == "FAILED" and failure_text:
+        # whose code raised inside the engine: the user's (exit 2) or rollcheck's (exit 4)
+        error = classify_failure(failure_text, cfg.get("module"))
+        if error is not None:
+            result["engine_error"] = error
+            write_engine_error(run_dir, error)
+            if error["code"] == "user":
+                result["user_error"] = True
+    if user is not None and hasattr(user[0], "read_output") and final_state == "FINISHED":
+        try:
+            rows = call_user(run_dir, "read_output", float(cfg.get("call_timeout", 300)), user[0].read_output,
+                         os.path.join(run_dir, "user-sink"))
+        except UserCodeError:
+            result["user_error"] = True
+            return result
+        if not isinstance(rows, list) or not all(isinstance(r, (tuple, list)) for r in rows):
+            user_error(run_dir, "read_output", "must return a list of tuples")
+            result["user_error"] = True
+            return result
+        write_json(os.path.join(run_dir, "user-sink.json"), {"rows": [list(r) for r in rows]})
+    return result
