@@ -232,9 +232,9 @@ def choose_rates(seen: dict[str, Any], intervals: list[int], *, rate: float = 40
       λ/p while it drains at μ/p, so it drains (λ/p)·B·μ/(μ − λ) records), and that the drain,
       B/(1 − U) seconds, lasts three times the first runs' start-up (``warmup_s``), which then falls in
       the first third that ``analyse_run`` leaves out of the service rate;
-    - ``drain_s``, the time by which the backlog is expected gone: B·μ/(μ − λ), stretched by the
-      ratio of the first runs' drain time to its own such expectation (the start skew, the warm-up)
-      or, when they never caught up, plus their start-up and start skew; times :data:`DRAIN_MARGIN`;
+    - ``drain_s``, the time by which the backlog is expected gone: B·μ/(μ − λ) plus the time the
+      first runs took beyond their own such expectation (the start skew, the warm-up) or, when
+      they never caught up, plus their start-up and start skew; times :data:`DRAIN_MARGIN`;
     - every interval is at least :data:`INTERVAL_PER_CHECKPOINT` checkpoint durations (rounded up
       to 50 ms; equal intervals merged), counted only when the first runs caught up (in a saturated
       job the barriers queue behind the backlog).
@@ -275,8 +275,8 @@ def choose_rates(seen: dict[str, Any], intervals: list[int], *, rate: float = 40
     backlog = max(calibrate_s, MIN_DRAIN * (cap - lam) / (per * cap), 3 * float(seen.get("warmup_s") or 0.0) * (1 - u))
     if seen.get("caught_up"):
         # how much longer than the backlog's arithmetic the first runs took to drain it (start skew, warm-up)
-        stretch = max(1.0, float(seen.get("drain_s") or 0.0) / (calibrate_s / (1 - u)))
-        drain = DRAIN_MARGIN * stretch * backlog / (1 - u)
+        extra = max(0.0, float(seen.get("drain_s") or 0.0) - calibrate_s / (1 - u))
+        drain = DRAIN_MARGIN * (backlog / (1 - u) + extra)
     else:  # they never drained it: the new cap does, after the start-up they showed
         drain = DRAIN_MARGIN * (backlog / (1 - u) + float(seen.get("warmup_s") or 0.0)
                                 + float(seen.get("start_skew_s") or 0.0))
@@ -288,7 +288,8 @@ def choose_rates(seen: dict[str, Any], intervals: list[int], *, rate: float = 40
         v = max(iv, floor)
         if v not in chosen:
             chosen.append(v)
-    said = [f"the first runs drained their backlog at {served:.0f} records/s{at_load} in {seen.get('drain_s')} s"
+    said = [f"the first runs drained their backlog at {served:.0f} records/s{at_load} in "
+            f"{float(seen.get('drain_s') or 0.0):.1f} s"
             + ("" if seen.get("caught_up") else " without catching up")]
     if cap < max_rate:
         said.append(f"so the cap is lowered from {max_rate:g} to {cap:g} records/s and the arrival rate from "
@@ -419,16 +420,26 @@ def _analyse_interval(root: Path, prefix: str, iv: int, repetitions: int, rate: 
     return reps, excluded
 
 
-def _seen(root: Path, prefix: str, iv: int, repetitions: int, parallelism: int) -> dict[str, Any] | None:
+def _seen(root: Path, prefix: str, iv: int, repetitions: int, parallelism: int,
+          excluded: list[dict[str, Any]] | None = None) -> dict[str, Any] | None:
     """How the machine drained the initial backlog in an interval's repetitions (:func:`analyse_drain`
     of each, combined: the median service rate and checkpoint duration, the longest drain and
-    start-up; caught up only if every one did); None when no repetition could be read."""
+    start-up; caught up only if every one did); None when no repetition could be read.
+
+    A repetition excluded because its catch-up ran at another rate counts the lower of its two
+    rates: the rate the machine could hold through both."""
+    after = {str(x["run"]): float(x["service_rate_after_restart"]) for x in excluded or []
+             if x.get("service_rate_after_restart") is not None}
     got = []
     for r in range(repetitions):
+        name = f"{prefix}i{iv}-r{r}"
         try:
-            got.append(analyse_drain(root / f"{prefix}i{iv}-r{r}", parallelism))
+            g = analyse_drain(root / name, parallelism)
         except (InconclusiveError, OSError, ValueError, KeyError):
             continue
+        if name in after:
+            g["service_rate"] = min(g["service_rate"], after[name])
+        got.append(g)
     if not got:
         return None
     cks = [g["checkpoint_ms"] for g in got if g["checkpoint_ms"] is not None]
@@ -502,7 +513,7 @@ def measure_recovery_times(intervals: list[int], *, rate: float = 400.0, max_rat
     notes: dict[int, str] = {}
     if adapt and failed:
         for iv in failed:
-            seen = _seen(root, "", iv, repetitions, parallelism)
+            seen = _seen(root, "", iv, repetitions, parallelism, outcome[iv][1])
             if seen is None:
                 notes[iv] = "no repetition showed how the machine drained its backlog, so none was repeated"
                 continue

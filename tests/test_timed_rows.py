@@ -346,3 +346,22 @@ def test_utilization_on_a_machine_too_loaded_says_so(tmp_path: Path, monkeypatch
     with pytest.raises(InconclusiveError) as e:
         measure_utilization([300, 1500], 6.0, duration_s=40.0, work_dir=tmp_path / "u2", adapt=True)
     assert "too coarse" in str(e.value) and "{" not in str(e.value)
+
+
+def test_a_rate_that_wavered_between_drain_and_catch_up_lowers_the_cap(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Real first runs at 1000 ms, load 22: the cap held on average (746/s of 800) but every catch-up
+    ran 12-26 % off the drain's rate. The lower rate of each counts, so the cap comes down to one
+    the machine held through both."""
+    before = {"i1000-r0": 556.0, "i1000-r1": 684.0, "i1000-r2": 757.0, "i1000-r3": 746.0, "i1000-r4": 768.0}
+    after = {"i1000-r0": 636.0, "i1000-r1": 768.0, "i1000-r2": 656.0, "i1000-r3": 647.0, "i1000-r4": 570.0}
+    monkeypatch.setattr(recovery, "analyse_drain", lambda run, par: {
+        "service_rate": before[run.name], "drain_s": 4.05, "caught_up": True, "warmup_s": 0.5, "start_skew_s": 0.01,
+        "checkpoint_ms": 19.5, "checkpoints": 9})
+    excluded = [{"run": k, "service_rate": before[k], "service_rate_after_restart": after[k]} for k in before]
+    seen = recovery._seen(tmp_path, "", 1000, 5, 2, excluded)
+    assert seen is not None and seen["service_rate"] == 647.0
+    plan = choose_rates(seen, [1000])
+    assert (plan["max_rate"], plan["rate"]) == (510.0, 255.0)
+    # without the catch-up rates it would have kept the cap that wavered
+    assert choose_rates(recovery._seen(tmp_path, "", 1000, 5, 2), [1000])["max_rate"] == 800.0
