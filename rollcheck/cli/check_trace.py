@@ -11,7 +11,9 @@ whose protocol has a TLA+ model (``--tlc`` forces it, ``--no-tlc`` skips it).
 the Spark and Flink recorders) is checked by that engine's own replay, the function ``rollcheck
 spark replay`` / ``rollcheck flink replay`` run (:func:`engine_replay`): the same checks, verdict
 and exit code. Options that the engine's replay does not take (``--protocol``, ``--reference``,
-``--no-virtual``) are refused for such a trace (exit 2) rather than silently ignored.
+``--no-virtual``) are refused for such a trace (exit 2) rather than silently ignored; TLC runs
+where the engine's replay runs it (``--no-tlc`` skips it, ``--tlc-timeout`` bounds it), whatever
+the trace's size, as in the replays.
 
 For any other engine, a check the trace could call for but the command line did not enable is
 listed as *not applicable*, naming the option that enables it (:func:`not_enabled`):
@@ -257,14 +259,11 @@ def run(args: argparse.Namespace) -> int:
         report = _run_engine(args, header, engine)
     else:
         reference = load_reference(args.reference) if args.reference else None
-        adapter = adapter_for(header)
-        if adapter is not None:
-            header = adapter.header(header)
         report, checker = check_trace_file(args.trace, protocol=args.protocol, reference=reference,
                                            virtual=not args.no_virtual, strict=args.strict,
                                            segment_limit=None if args.tlc else TLC_AUTO_MAX_EVENTS,
                                            reference_source=args.reference or "reference",
-                                           tlc=_tlc_option(args, header), adapter=adapter)
+                                           tlc=_tlc_option(args, header))
         _with_not_enabled(report, not_enabled(args, header, report, checker.view.n_outputs))
     if args.json:
         emit_json(report.to_json())
