@@ -816,7 +816,7 @@ def query_plugins(header: dict[str, Any], source: str | None) -> list[TraceCheck
         from rollcheck.spark_replay.killpoints import kill_point_struck
 
         plugins.insert(2, EventListCheck("kill-point", header, kill_point_struck, source))
-    from rollcheck.spark_replay.oracles import oracle_plugins  # batch-equivalent, release-differential, ...
+    from rollcheck.spark_replay.oracles import oracle_plugins
 
-    plugins += oracle_plugins(header, source)
+    plugins += oracle_plugins(header, source)  # batch-equivalent, release-differential, ...
     return plugins

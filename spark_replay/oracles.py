@@ -348,17 +348,20 @@ def batch_equivalent(header: dict[str, Any], events: list[dict[str, Any]]) -> Ch
     evals = _events(events, "batch_evaluation")
     if not evals:
         return None
-    outputs = {"reference": next((e.get("output") for e in _events(events, "reference")), None),
-               "final": next((e.get("rows") for e in _events(events, "output_final")), None)}
+    ref = next(iter(_events(events, "reference")), None)
+    fin = next(iter(_events(events, "output_final")), None)
+    outputs = {"reference": None if ref is None else (ref.get("output"), int(ref["seq"])),
+               "final": None if fin is None else (fin.get("rows"), int(fin["seq"]))}
     judged: list[str] = []
     for ev in evals:
         run = str(ev.get("run"))
         if not ev.get("applicable"):
             return Check.not_applicable(name, str(ev.get("reason")))
-        output = outputs.get(run)
-        if output is None:
+        got = outputs.get(run)
+        if got is None or got[0] is None:
             continue
-        bad = _judge(name, run, ev, output, header, int(ev["seq"]))
+        output = list(got[0])
+        bad = _judge(name, run, ev, output, header, got[1])
         if bad is not None:
             return bad
         judged.append(f"{run} ({len(output)} row(s); {ev.get('on_time_rows')} input row(s) on time, "

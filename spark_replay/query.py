@@ -286,6 +286,9 @@ class QueryConfig:
     kill_point: str | None = None  # killpoints.KILL_POINTS (with failure "kill")
     #: the pyspark release to record on (``releases.spark_environment``); None: the running one
     engine_version: str | None = None
+    #: the release whose failure-free run the ``release-differential`` oracle compares with (with
+    #: ``engine_version``; None: the pinned release)
+    reference_version: str | None = None
 
     def validate(self, n_input: int | None = None) -> None:
         """Check the flags; with ``n_input`` (the number of input batches) also the batch."""
@@ -302,6 +305,13 @@ class QueryConfig:
             from rollcheck.spark_replay.releases import parse_release
 
             parse_release(self.engine_version)
+        if self.reference_version is not None:
+            from rollcheck.spark_replay.releases import parse_release
+
+            try:
+                parse_release(self.reference_version)
+            except InvalidInputError as e:
+                raise InvalidInputError(e.reason, location="--reference-version") from None
         if self.fail_at_batch is not None and self.fail_at_batch < 0:
             raise InvalidInputError("--fail-at-batch must be >= 0", location="--fail-at-batch")
         if n_input is not None and self.fail_at_batch is not None and self.fail_at_batch > n_input:
@@ -985,10 +995,21 @@ def record_query(cfg: QueryConfig, out: str | Path, *, workdir: str | Path | Non
     # the release: made once into rollcheck's cache (releases.py); the pinned one runs here
     python = spark_environment(cfg.engine_version)
     release = cfg.engine_version or pinned_release()
+    other = cfg.reference_version or pinned_release()
+    event_time = getattr(uq.module, "EVENT_TIME", None)  # the append oracle's event-time bound
+    if event_time is not None and (not isinstance(event_time, str) or not event_time.strip()):
+        raise InvalidInputError("EVENT_TIME must name the output column that carries a row's event-time bound",
+                                source=uq.spec, location="EVENT_TIME")
     paths = _prepare(root, rows, uq.columns)
+    release_ref = None
+    if enabled and cfg.engine_version is not None and other != release and cfg.reference:
+        with environment_guard(root):  # oracles.release_differential: the failure-free run on R
+            release_ref = _release_reference(cfg, other, root / f"release-{other}", rows, uq.columns)
     header = {"source": "spark", "job": "query", "seed": cfg.seed, "processes": ["driver"],
               "engine_version": release,
-              "config": {**asdict(cfg), "engine_version": release, "key": uq.key, "output_mode": uq.output_mode, "schema": uq.schema,
+              "config": {**asdict(cfg), "engine_version": release,
+                         "reference_version": other if cfg.engine_version is not None else None,
+                         "event_time": event_time, "key": uq.key, "output_mode": uq.output_mode, "schema": uq.schema,
                          "user_sink": uq.has_sink, "sink_guarantee": uq.sink_guarantee, "input_batches": len(rows),
                          "input_rows": sum(len(b) for b in rows)}}
     # OUT.partial until the run ends (then renamed); a refused query leaves no fragment, an
@@ -998,6 +1019,13 @@ def record_query(cfg: QueryConfig, out: str | Path, *, workdir: str | Path | Non
             from rollcheck.spark_replay.shared_reference import write_shared_reference
 
             write_shared_reference(reference_from, partial, header)
+        if release_ref is not None:  # before the recording's own attempts (as attempt 0)
+            w = TraceWriter(partial, header)
+            try:
+                w.attempt = 0
+                w.emit(PREFIX + "release_reference", **release_ref)
+            finally:
+                w.close()
         res = _record(cfg, partial, root, paths, header, enabled, spark, len(rows), python)
     return {**res, "trace": str(out), "engine_version": release}
 
@@ -1056,7 +1084,48 @@ def _record(cfg: QueryConfig, out: Path, root: Path, paths: _Paths, header: dict
             "batches": n_rows, "children": children, "seed": cfg.seed}
 
 
+def _release_reference(cfg: QueryConfig, version: str, root: Path, rows: list[list[tuple[Any, ...]]],
+                       columns: list[str]) -> dict[str, Any]:
+    """The failure-free run of the same query on pyspark ``version`` (a driver child in that
+    release's environment): ``{"engine_version", "output", "seconds"}``."""
+    python = spark_environment(version)
+    here = Path(python) == Path(sys.executable)
+    paths = _prepare(root, rows, columns)
+    spec = {"cfg": asdict(replace(cfg, failure=None, fail_at_batch=None, kill_point=None)), "root": str(root),
+            "release_only": True}
+    run = run_driver("rollcheck.spark_replay.query", spec, workdir=root, n=1, markers=paths.markers,
+                     python=None if here else python, env=None if here else child_environment(python))
+    reply = run.reply
+    if reply.get("status") != "done" or "output" not in reply:
+        raise RuntimeError(f"the failure-free run on pyspark {version} did not finish: {reply}")
+    return {"engine_version": reply.get("engine_version", version), "output": reply["output"],
+            "seconds": reply.get("seconds"), "workdir": str(root)}
+
+
+def _release_run(spec: dict[str, Any]) -> dict[str, Any]:
+    """In a driver child: one failure-free run (no trace), its output in the reply."""
+    import pyspark
+
+    from rollcheck.spark_replay.session import spark_session
+
+    cfg = QueryConfig(**spec["cfg"])
+    uq = load_query(cfg.module, cfg.call_timeout)
+    _register_by_value(uq)
+    paths = _Paths(Path(spec["root"]))
+    t0 = time.perf_counter()
+    with environment_guard(spec["root"]), spark_session(
+            cfg.master, app_name="rollcheck-release-reference", shuffle_partitions=cfg.shuffle_partitions,
+            conf=session_conf(cfg.state_store)) as spark:
+        _quiet(spark)
+        _run_once(spark, uq, cfg, paths, ref=True, writer=None, watcher=None)
+        output = _read_output(uq, paths.out(True))
+    return {"status": "done", "output": output, "engine_version": pyspark.__version__,
+            "seconds": round(time.perf_counter() - t0, 3)}
+
+
 def _child_run(spec: dict[str, Any]) -> dict[str, Any]:
+    if spec.get("release_only"):
+        return _release_run(spec)
     cfg = QueryConfig(**spec["cfg"])
     with environment_guard(spec["root"]):
         return _drive(cfg, _Paths(Path(spec["root"])), Path(spec["trace"]), spec["header"],

@@ -82,6 +82,9 @@ def register(sub: Any) -> None:
     qq.add_argument("--engine-version", default=None, metavar="V",
                     help="record on pyspark V (3.4 <= V < 5; made once into rollcheck's cache folder, "
                          "$ROLLCHECK_CACHE or the user cache folder); default: the pinned release")
+    qq.add_argument("--reference-version", default=None, metavar="R",
+                    help="with --engine-version: the release whose failure-free run the release-differential "
+                         "check compares with (default: the pinned release)")
     qq.add_argument("--json", action="store_true")
 
     mx = add_parser(ssub, "matrix", "Chaos matrix: every query module x state store provider x failure x "
@@ -173,7 +176,7 @@ def _record_query(args: argparse.Namespace) -> int:
                       failure=args.failure, master=args.master, shuffle_partitions=args.shuffle_partitions,
                       reference=not args.no_reference, call_timeout=args.call_timeout,
                       state_store=args.state_store, kill_point=args.kill_point,
-                      engine_version=args.engine_version)
+                      engine_version=args.engine_version, reference_version=args.reference_version)
     cfg.validate()
     out = _check_out(args.out)
     print(f"rollcheck spark record query: module={args.module} seed={args.seed}"

@@ -1,0 +1,227 @@
+"""Oracles that do not trust the engine's own failure-free run (``spark_replay/oracles.py``).
+
+Fast tests judge hand-made events (the plan analysis, late rows with and without, append mode's
+event-time bound, a failed or swallowed recovery, two releases). The slow tests record the query
+with deliberately late rows (``tests/queries/late_rows.py``) once with a task failure, show the
+replay conformant with every oracle, and show each oracle catching its mutants
+(``spark_replay/oracle_tampers.py``) — including the lost on-time row that the failure-free
+reference cannot see (``output-exactly-once`` holds on that mutant).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rollcheck.spark_replay.oracle_tampers import CAUGHT_BY, ORACLE_TAMPERS
+from rollcheck.spark_replay.oracles import (
+    analyse_plan,
+    batch_equivalent,
+    classify_rows,
+    recovery_succeeded,
+    release_differential,
+)
+from rollcheck.spark_replay.replay import replay_file, replay_trace
+from rollcheck.spark_replay.trace import parse_trace_text, read_trace
+
+ROOT = Path(__file__).resolve().parent.parent
+RC = [sys.executable, "-m", "rollcheck.cli.main"]
+LATE = str(ROOT / "tests" / "queries" / "late_rows.py")
+
+STREAM_PLAN = """~Project [window#11-T5000ms.start AS start#12, user#1, n#4L]
++- ~Aggregate [window#11-T5000ms, user#1], [window#11-T5000ms, user#1, count(1) AS n#4L]
+   +- ~EventTimeWatermark 4032c16a-9c4d-4e25-9af6-e0afe8eae570, ts#0: timestamp, 5 seconds
+      +- StreamingRelation FileSource[/x], [ts#0, user#1], name=<Unassigned>"""
+
+
+def _hdr(mode: str = "update", key: list[str] | None = None, **cfg: Any) -> dict[str, Any]:
+    return {"source": "spark", "job": "query", "engine_version": "4.3.0",
+            "config": {"key": key or ["k"], "output_mode": mode, **cfg}}
+
+
+def _ev(seq: int, kind: str, **f: Any) -> dict[str, Any]:
+    return {"seq": seq, "kind": kind, **f}
+
+
+def _evaluation(seq: int, run: str, variants: list[list[dict[str, Any]]], late: int = 0,
+                fields: list[dict[str, Any]] | None = None, **extra: Any) -> dict[str, Any]:
+    return _ev(seq, "spark.batch_evaluation", run=run, applicable=True, reason=None, event_time="ts",
+               watermarks={"0": 0, "1": 10000}, on_time_rows=5, late=[{"batch": 1, "row": []}] * late,
+               fields=fields or [{"name": "k", "type": "string", "metadata": {}},
+                                 {"name": "n", "type": "bigint", "metadata": {}}],
+               variants=[{"late": [], "rows": v} for v in variants], **extra)
+
+
+# ----------------------------------------------------------------------------- the plan
+def test_plan_analysis_follows_renames_to_the_input_column() -> None:
+    plan = """~Join Inner, (click_ts#20-T20000ms >= imp_ts#18-T20000ms)
+:- ~EventTimeWatermark a174dbde-90b3-457f-b227-264725ea1697, click_ts#20: timestamp, 20 seconds
+:  +- ~Project [ts#14 AS click_ts#20, ad#16]
+:     +- StreamingRelation FileSource[/t], [ts#14, side#15, ad#16], name=<Unassigned>
++- EventTimeWatermark imp_ts#18: timestamp, 20 seconds
+   +- Project [ts#14 AS imp_ts#18, ad#16 AS imp_ad#19]
+      +- StreamingRelation FileSource[/t], [ts#14, side#15, ad#16], name=<Unassigned>"""
+    got = analyse_plan(plan, ["ts", "side", "ad"])
+    assert got == {"applicable": True, "event_time": "ts", "watermarked": True, "reason": None}
+
+
+@pytest.mark.parametrize("plan, why", [
+    ("FlatMapGroupsInPandasWithState _running(user#33)#35, [user#33]\n+- LogicalRDD [user#33], false",
+     "arbitrary stateful operator (FlatMapGroupsInPandasWithState)"),
+    ("~TransformWithStateInPandas f(k#1)\n+- StreamingRelation x, [k#1]", "arbitrary stateful operator"),
+    ("Project [current_timestamp() AS now#3, k#1]\n+- StreamingRelation x, [k#1]", "processing time"),
+    ("~EventTimeWatermark t#9: timestamp, 5 seconds\n+- Project [cast(s#1 as timestamp) AS t#9]\n"
+     "   +- StreamingRelation x, [s#1]", "a column computed from the input"),
+])
+def test_plan_without_batch_meaning_is_not_applicable(plan: str, why: str) -> None:
+    got = analyse_plan(plan, ["user", "k", "s"])
+    assert got["applicable"] is False and why in got["reason"]
+
+
+def test_rows_at_or_below_the_watermark_of_their_batch_are_late() -> None:
+    t = lambda s: dt.datetime(1970, 1, 1, 0, 0, s)  # noqa: E731
+    on, late = classify_rows([[(t(3), "a")], [(t(2), "b"), (t(4), "c"), (t(9), "d")]], 0, {0: 0, 1: 4000})
+    assert [r[1] for r in on] == ["a", "d"] and [r[1] for _, r in late] == ["b", "c"]
+
+
+# ----------------------------------------------------------------------------- batch-equivalent
+def test_update_mode_equal_to_the_batch_job_holds_and_a_lost_key_is_a_violation() -> None:
+    rows = [{"k": "a", "n": 2}, {"k": "b", "n": 1}]
+    ok = [_ev(1, "spark.output_final", rows=[{"k": "a", "n": 1}, *rows]), _evaluation(2, "final", [rows])]
+    assert batch_equivalent(_hdr(), ok).status.value == "held"
+    lost = [_ev(1, "spark.output_final", rows=rows[:1]), _evaluation(2, "final", [rows])]
+    c = batch_equivalent(_hdr(), lost)
+    assert c.status.value == "violated" and '["b"]' in c.detail and c.offending_seq == 1
+
+
+def test_a_late_row_may_count_or_not_but_nothing_else() -> None:
+    """Two evaluations (without and with the late row): either is Spark's documented behaviour."""
+    without, with_ = [{"k": "a", "n": 2}], [{"k": "a", "n": 3}]
+    for got, status in ((without, "held"), (with_, "held"), ([{"k": "a", "n": 1}], "violated")):
+        c = batch_equivalent(_hdr(), [_ev(1, "spark.output_final", rows=got),
+                                      _evaluation(2, "final", [without, with_], late=1)])
+        assert c.status.value == status, (got, c.detail)
+
+
+def test_append_mode_needs_an_event_time_bound_then_judges_final_rows() -> None:
+    fields = [{"name": "k", "type": "string", "metadata": {}}, {"name": "t", "type": "timestamp", "metadata": {}}]
+    rows = [{"k": "a", "t": "1970-01-01T00:00:05"}, {"k": "b", "t": "1970-01-01T00:00:30"}]
+    no_bound = batch_equivalent(_hdr("append"), [_ev(1, "spark.output_final", rows=rows[:1]),
+                                                 _evaluation(2, "final", [rows], fields=fields)])
+    assert no_bound.status.value == "not-applicable" and "EVENT_TIME" in no_bound.detail
+    # the module names the bound: row a (t=5 s <= last watermark 10 s) must be there, b need not be
+    hdr = _hdr("append", event_time="t")
+    assert batch_equivalent(hdr, [_ev(1, "spark.output_final", rows=rows[:1]),
+                                  _evaluation(2, "final", [rows], fields=fields)]).status.value == "held"
+    lost = batch_equivalent(hdr, [_ev(1, "spark.output_final", rows=rows[1:]),
+                                  _evaluation(2, "final", [rows], fields=fields)])
+    assert lost.status.value == "violated" and "final by the last watermark" in lost.detail
+    extra = batch_equivalent(hdr, [_ev(1, "spark.output_final", rows=[*rows, rows[0]]),
+                                   _evaluation(2, "final", [rows], fields=fields)])
+    assert extra.status.value == "violated" and "2 time(s)" in extra.detail
+    # Spark's plan tells the bound: event-time metadata on the output column
+    meta = [fields[0], {**fields[1], "metadata": {"spark.watermarkDelayMs": 5000}}]
+    assert batch_equivalent(_hdr("append"), [_ev(1, "spark.output_final", rows=rows[1:]),
+                                             _evaluation(2, "final", [rows], fields=meta)]).status.value == "violated"
+
+
+def test_not_applicable_evaluation_says_why() -> None:
+    ev = _ev(2, "spark.batch_evaluation", run="final", applicable=False, reason="the query has an arbitrary "
+             "stateful operator (X)")
+    c = batch_equivalent(_hdr(), [_ev(1, "spark.output_final", rows=[]), ev])
+    assert c.status.value == "not-applicable" and "arbitrary stateful" in c.detail
+
+
+# ----------------------------------------------------------------------------- the other two
+def test_release_differential_names_both_releases() -> None:
+    ref = _ev(2, "spark.reference", output=[{"k": "a", "n": 2}])
+    same = _ev(1, "spark.release_reference", engine_version="4.3.0", output=[{"k": "a", "n": 2}])
+    hdr = {**_hdr(), "engine_version": "3.5.9"}
+    assert release_differential(hdr, [same, ref]).status.value == "held"
+    other = _ev(1, "spark.release_reference", engine_version="4.3.0", output=[{"k": "a", "n": 3}])
+    c = release_differential(hdr, [other, ref])
+    assert c.status.value == "violated" and "3.5.9" in c.detail and "4.3.0" in c.detail
+    assert release_differential(_hdr(), [ref]).status.value == "not-applicable"
+    missing = {**hdr, "config": {**hdr["config"], "reference_version": "4.3.0"}}
+    assert release_differential(missing, [ref]).status.value == "unchecked"
+
+
+def _recovery(tail: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [_ev(1, "spark.attempt_start", attempt=1), _ev(2, "spark.batch_planned", batch=0),
+            _ev(3, "spark.batch_committed", batch=0), _ev(4, "spark.batch_planned", batch=1),
+            _ev(5, "failure", batch=1), _ev(6, "spark.attempt_start", attempt=2), *tail]
+
+
+def test_recovery_succeeded_held_failed_and_swallowed() -> None:
+    done = _recovery([_ev(7, "spark.batch_committed", batch=1), _ev(8, "end", status="done")])
+    assert recovery_succeeded(_hdr(), done).status.value == "held"
+    failed = _recovery([_ev(7, "spark.recovery_failed", checkpoint="/ck", exception="org.apache.spark.SparkException",
+                            message="[CANNOT_LOAD_STATE_STORE] boom", user_code=False),
+                        _ev(8, "end", status="recovery-failed")])
+    c = recovery_succeeded(_hdr(), failed)
+    assert c.status.value == "violated" and "/ck" in c.detail and "SparkException" in c.detail
+    assert c.offending_seq == 7
+    swallowed = _recovery([_ev(7, "end", status="done")])  # the exception swallowed: nothing committed
+    c = recovery_succeeded(_hdr(), swallowed)
+    assert c.status.value == "violated" and "[1]" in c.detail
+    assert recovery_succeeded(_hdr(), done[:4] + done[6:]).status.value == "not-applicable"
+
+
+# ----------------------------------------------------------------------------- recorded
+@pytest.fixture(scope="module")
+def late_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    import subprocess
+
+    out = tmp_path_factory.mktemp("oracles") / "late.jsonl"
+    r = subprocess.run([*RC, "spark", "record", "query", "--module", LATE, "--out", str(out),
+                        "--fail-at-batch", "3", "--failure", "task", "--json"],
+                       capture_output=True, text=True, cwd=ROOT, timeout=1800)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+def test_recorded_late_rows_are_batch_equivalent(late_trace: Path) -> None:
+    rep = replay_file(late_trace)
+    checks = {c.name: c for c in rep.checks}
+    assert rep.verdict.value == "conformant", [(c.name, c.status.value, c.detail) for c in rep.checks]
+    assert checks["batch-equivalent"].status.value == "held"
+    assert checks["recovery-succeeded"].status.value == "held"
+    ev = [e for e in read_trace(late_trace).events if e["kind"] == "spark.batch_evaluation"]
+    assert {e["run"] for e in ev} == {"reference", "final"}
+    final = next(e for e in ev if e["run"] == "final")
+    assert final["event_time"] == "ts" and len(final["late"]) == 2  # t=21 (window open) and t=3 (closed)
+    assert set(final["watermark_source"].values()) == {"progress"}
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+@pytest.mark.parametrize("how", ["drop-on-time-row", "count-late-row", "swallow-recovery-exception",
+                                 "fail-recovery"])
+def test_each_oracle_catches_its_mutants(late_trace: Path, how: str) -> None:
+    trace = read_trace(late_trace)
+    lines, seq = ORACLE_TAMPERS[how](trace)
+    rep = replay_file_text("\n".join(lines) + "\n")
+    checks = {c.name: c for c in rep.checks}
+    caught = checks[CAUGHT_BY[how]]
+    assert caught.status.value == "violated", (how, caught.detail)
+    assert caught.offending_seq == seq, (how, caught.offending_seq, seq, caught.detail)
+    if how == "drop-on-time-row":  # lost in every run: the failure-free reference cannot see it
+        assert checks["output-exactly-once"].status.value == "held"
+
+
+def replay_file_text(text: str) -> Any:
+    return replay_trace(parse_trace_text(text.encode()))
+
+
+def test_tampers_refuse_traces_without_what_they_change() -> None:
+    t = parse_trace_text((json.dumps({"format": "rollcheck.trace/1", **_hdr()}) + "\n").encode())
+    for how in ORACLE_TAMPERS:
+        with pytest.raises(Exception, match="trace"):
+            ORACLE_TAMPERS[how](t)
