@@ -139,7 +139,7 @@ def swallow_recovery_exception(trace: Trace) -> tuple[list[str], int]:
 def fail_recovery(trace: Trace) -> tuple[list[str], int]:
     """The restart fails with an engine exception, recorded as the recorder records it."""
     events, start = _after_restart(trace)
-    ck = str((trace.header.get("config") or {}).get("checkpoint") or "checkpoint")
+    ck = f"{trace.source}.work/checkpoint" if trace.source else "OUT.work/checkpoint"  # record_query's layout
     att = events[start].get("attempt", 1)
     failed = {"kind": "spark.recovery_failed", "attempt": att, "checkpoint": ck,
               "exception": "org.apache.spark.SparkException",

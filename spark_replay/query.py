@@ -1002,7 +1002,17 @@ def record_query(cfg: QueryConfig, out: str | Path, *, workdir: str | Path | Non
                                 source=uq.spec, location="EVENT_TIME")
     paths = _prepare(root, rows, uq.columns)
     release_ref = None
-    if enabled and cfg.engine_version is not None and other != release and cfg.reference:
+    if enabled and cfg.engine_version is not None and other != release and reference_from is not None:
+        from rollcheck.spark_replay.trace import read_trace
+
+        # a shared reference recorded with the same releases carries R's run: reuse it (the matrix)
+        release_ref = next((dict(e) for e in read_trace(reference_from).of_kind(PREFIX + "release_reference")
+                            if e.get("engine_version") == other), None)
+        if release_ref is not None:
+            for k in ("seq", "kind", "run", "attempt", "t", "_line"):
+                release_ref.pop(k, None)
+    if enabled and cfg.engine_version is not None and other != release and release_ref is None \
+            and (cfg.reference or reference_from is not None):
         with environment_guard(root):  # oracles.release_differential: the failure-free run on R
             release_ref = _release_reference(cfg, other, root / f"release-{other}", rows, uq.columns)
     header = {"source": "spark", "job": "query", "seed": cfg.seed, "processes": ["driver"],
