@@ -60,7 +60,14 @@ from rollcheck.testing._report import (
 
 __all__ = ["check_protocol", "assert_protocol_safe", "DEFAULT_BUDGET"]
 
-#: Seconds for the exhaustive phase when no budget is given.
+#: Seconds for the exhaustive phase when no budget is given. It must complete the default bounds
+#: (2x11, 3x9, 4x6) with margin on a machine whose CPU is half as fast as the developer's, since a
+#: cut bound makes the verdict inconclusive. Measured (2026-11, ``rollcheck.calibration``'s loop
+#: ``s = 0; for i in range(20_000_000): s += i`` at 0.55-0.64 CPU s on the development machine),
+#: CPU seconds of the whole phase (vetting the code, symmetry, walk) in one worker: HMNR 20.5-22.5
+#: (34-38 loops), BCS 11.4 (19 loops), ``examples/my_index_fixed.py`` 11.6 (20 loops). On a machine
+#: whose loop takes 2.2 s (four times slower than that), HMNR needs 75-84 CPU s: 150 s is a margin
+#: of 1.8x even on one core, about 3x with the two default workers on two cores.
 DEFAULT_BUDGET = 150.0
 
 
