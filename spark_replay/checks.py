@@ -702,7 +702,11 @@ def _user_sink_output(v: StreamView, plain_check: Check) -> Check:
                    again_without_failure=h["again_without_failure"], handed_keys=h["handed_keys"],
                    documentation=FOREACHBATCH_DOC)
     if guarantee == "exactly-once":
-        return replace(plain_check, data={**plain_check.data, **j["data"]})
+        d = j["data"]
+        if plain_check.ok is False and d["changed"] and not d["extra_copies"] and not d["lost"]:
+            # an aggregating read_output: no row is a copy, values changed (say so, not "duplicate")
+            plain_check = replace(plain_check, detail=j["detail"])
+        return replace(plain_check, data={**plain_check.data, **d})
     name = "output-at-least-once"
     if j["ok"]:
         return Check.held(name, j["detail"], **j["data"])
