@@ -260,3 +260,27 @@ def test_reproducer_reads_key_by_name(tmp_path: Path) -> None:
                        timeout=600, cwd=tmp_path)
     assert r.returncode == 0, (r.stdout + r.stderr)[-2000:]
     assert "not reproduced" in r.stdout
+
+
+@pytest.mark.slow
+def test_rollcheck_code_raising_in_the_engine_is_internal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A deliberately broken copy of rollcheck's output step (it raises TypeError in every row): the
+    real engine's failure frames name rollcheck's code, and the recording is an internal error."""
+    import shutil
+
+    from rollcheck.flink_replay import record as record_mod
+
+    copy = tmp_path / "job_copy"
+    copy.mkdir()
+    for f in OURS.glob("job*.py"):
+        shutil.copy(f, copy / f.name)
+    pipelines = copy / "job_pipelines.py"
+    needle = "key = json.dumps([row[i] for i in key_idx], default=str)\n"
+    assert needle in pipelines.read_text()
+    pipelines.write_text(pipelines.read_text().replace(needle, "key = json.dumps([row[i] for i in key_idx]) + 1\n"))
+    monkeypatch.setattr(record_mod, "_job_file", lambda: copy / "job.py")
+    cfg = record_mod.RecordConfig.make(module=str(JOBS / "totals_by_name.py"), call_timeout=120.0)
+    with pytest.raises(InternalError) as e:
+        record_mod.record(tmp_path / "o.jsonl", cfg)
+    msg = str(e.value)
+    assert "rollcheck's own user_pipeline.Output.map() (job_pipelines.py:" in msg and "TypeError" in msg, msg
