@@ -276,3 +276,19 @@ def test_real_spark_ledger_read_back_as_balances(tmp_path: Path) -> None:
     rep = reps["declared"]
     assert rep.check("output-at-least-once").status is Status.HELD, rep.summary()
     assert rep.exit_code == 0 and classify_cell(rep)["verdict"] == "conformant"
+
+
+@pytest.mark.slow
+def test_real_flink_mutant_sink_writing_twice_is_caught(tmp_path: Path) -> None:
+    out = tmp_path / "t.jsonl"
+    r = subprocess.run([*CLI, "flink", "record", "job", "--module", "tests/flink_jobs/double_write_sink.py",
+                        "--out", str(out), "--fail-at-record", "150", "--failure", "task", "--json"],
+                       capture_output=True, text=True, timeout=900, cwd=ROOT)
+    assert r.returncode == 0, r.stderr[-2000:]
+    rep = replay_job(out)
+    c = rep.check("user-sink-at-least-once")
+    assert c is not None and c.status is Status.VIOLATED, rep.summary()
+    assert sum(c.data["extra_copies"].values()) > sum(c.data["redelivered_after_failure"].values())
+    cell = classify_cell(rep)
+    assert cell["verdict"] == "not-conformant" and cell["expected_by_engine"] is False
+    assert cell["attributed_to"] == "module"
