@@ -50,6 +50,15 @@ U = _load("unsafe_protocols")
 # --- the namespaces ---------------------------------------------------------------------------
 
 
+def test_the_fuzzer_is_not_part_of_the_testing_namespace() -> None:
+    """rollcheck's own CLI fuzzer lives in ``rollcheck.fuzz``, not in the public ``rollcheck.testing``."""
+    assert importlib.util.find_spec("rollcheck.testing.fuzzing") is None
+    assert not any("fuzz" in name.lower() for name in rt.__all__)
+    import rollcheck.fuzz as fuzz
+
+    assert {"FORMATS", "run_cli", "mutated_document"} <= set(fuzz.__all__)
+
+
 @pytest.mark.parametrize("module", [rt, pyimpl], ids=["testing", "pyimpl"])
 def test_public_names_exist_and_are_documented(module) -> None:
     assert len(module.__all__) == len(set(module.__all__))

@@ -6,8 +6,14 @@ protocol claims is checked on every basic schedule up to the bounds (default 2x1
 on random schedules steered at the protocol; the smallest violation is saved as a pattern file and
 drawn (``specs/protocols.md#your-protocol``, ``#exhaustive``).
 
-Exit codes: 0 safe, 1 unsafe (counterexample written), 2 bad SPEC or an exception in the
-protocol's code, 3 inconclusive (nothing was checked, or the protocol claims nothing).
+SAFE means complete: a requested bound that the budget cut makes the verdict inconclusive, the
+line naming the bounds completed, cut and not started (a counterexample found before the cut is
+still UNSAFE).
+
+Exit codes: 0 safe, 1 unsafe (counterexample written), 2 bad SPEC or a fault of the protocol's
+code (an exception, a wrong type, a state changed in place or that cannot be copied, results that
+differ when the same schedule is run twice; the method is named), 3 inconclusive (nothing was
+checked, the protocol claims nothing, or the budget cut a requested bound).
 """
 
 from __future__ import annotations
@@ -33,8 +39,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="exhaustive bounds: every schedule of P processes and at most E basic events "
                         "(default 2x11,3x9,4x6)")
     p.add_argument("--budget", type=float, default=None, metavar="SECONDS",
-                   help="seconds for the exhaustive phase (default 150); a bound it cuts is reported "
-                        "as incomplete")
+                   help="seconds for the exhaustive phase (default 150); a bound it cuts makes the "
+                        "verdict inconclusive (exit 3)")
     p.add_argument("--schedule", metavar="PATTERN.json", default=None,
                    help="also run this basic schedule (e.g. a paper's counterexample)")
     p.add_argument("--spark", action="store_true",
