@@ -40,12 +40,17 @@ import sys
 
 if __package__:  # imported as rollcheck.flink_replay (tests, the recorder's helpers)
     from .job_execute import execute
-    from .job_failures import classify_failure, root_cause_text
+    from .job_failures import classify_failure, driver_error, root_cause_text, write_engine_error
     from .job_io import write_json
     from .job_user import KeyDeclarationError, UserCodeError, load_user_job, resolve_key
 else:  # run by job.py in the PyFlink environment: this folder is on sys.path
     from job_execute import execute  # type: ignore[no-redef]
-    from job_failures import classify_failure, root_cause_text  # type: ignore[no-redef]
+    from job_failures import (  # type: ignore[no-redef]
+        classify_failure,
+        driver_error,
+        root_cause_text,
+        write_engine_error,
+    )
     from job_io import write_json  # type: ignore[no-redef]
     from job_user import KeyDeclarationError, UserCodeError, load_user_job, resolve_key  # type: ignore[no-redef]
 
@@ -73,9 +78,22 @@ def main(config_path: str) -> int:
             one = {k: v for k, v in cfg.items() if k != "runs"}
             one.update(sub)
             os.makedirs(one["run_dir"], exist_ok=True)
-            rc = max(rc, run_one(one))
+            rc = max(rc, _guarded(one))
         return rc
-    return run_one(cfg)
+    return _guarded(cfg)
+
+
+def _guarded(cfg: dict) -> int:
+    """:func:`run_one`; an exception of rollcheck's own code in this process (not of the engine's
+    gateway, not of the user's calls, which are recorded where they are made) is recorded as a
+    typed error record naming rollcheck's function, then raised (the traceback goes to the log)."""
+    try:
+        return run_one(cfg)
+    except Exception as e:
+        error = driver_error(e)
+        if error is not None:
+            write_engine_error(cfg["run_dir"], error)
+        raise
 
 
 def run_one(cfg: dict) -> int:

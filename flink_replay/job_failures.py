@@ -21,7 +21,7 @@ if __package__:  # imported as rollcheck.flink_replay (tests, the recorder's hel
 else:  # run by job.py in the PyFlink environment: this folder is on sys.path
     from job_io import write_json  # type: ignore[no-redef]
 
-__all__ = ["root_cause_text", "classify_failure", "write_engine_error", "INJECTED"]
+__all__ = ["root_cause_text", "classify_failure", "driver_error", "write_engine_error", "INJECTED"]
 
 
 def root_cause_text(text: str) -> str | None:
@@ -123,6 +123,40 @@ def classify_failure(text: str, module_path: str | None) -> dict | None:
                 return {"code": "rollcheck", "function": f"{where.rsplit('.', 1)[-1]}.{function}",
                         "file": fr.group("file"), "line": line_no, "type": etype, "message": message[:400]}
     return None
+
+
+def driver_error(e: BaseException) -> dict | None:
+    """The typed error record of an exception raised in the job process itself (outside the
+    engine) by rollcheck's own code: the innermost frame in rollcheck's files beside this one
+    names the function. None when the exception came from the engine's gateway (``py4j``: the
+    JVM's own failure, reported with its reason) or no frame of rollcheck's took part.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> try:
+    ...     write_json(os.path.join(tempfile.mkdtemp(), "x.json"), {"a": object()})
+    ... except Exception as exc:
+    ...     rec = driver_error(exc)
+    >>> rec["code"], rec["function"], rec["type"]
+    ('rollcheck', 'write_json', 'TypeError')
+    """
+    import errno
+    import traceback
+
+    if type(e).__module__.split(".")[0] in ("py4j", "pyflink"):
+        return None
+    if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM,
+                                              errno.EFBIG):
+        return None  # the machine's refusal, not a bug (the recorder names it from the log)
+    ours = os.path.dirname(os.path.abspath(__file__))
+    frames = [f for f in traceback.extract_tb(e.__traceback__)
+              if os.path.dirname(os.path.abspath(f.filename)) == ours]
+    if not frames:
+        return None
+    f = frames[-1]
+    return {"code": "rollcheck", "function": _qualname(f.filename, f.lineno or 0, f.name), "file": f.filename,
+            "line": f.lineno, "type": type(e).__name__, "message": str(e)[:400]}
 
 
 def write_engine_error(run_dir: str, error: dict) -> None:

@@ -282,8 +282,10 @@ def job_outcome(run: Path, config: dict[str, Any], returncode: int,
       exception raised inside the engine, by the user's code (``code: "user"``, exit 2 naming the
       function, the file and the exception) or by rollcheck's own (``"rollcheck"``, exit 4).
 
-    Without those, a disk that filled up under the job is the environment's fault (exit 2), and a
-    job that ended without ``run.json`` is inconclusive with the reason it failed — never without.
+    A disk that filled up under the job (its logs say so) is the environment's fault (exit 2), checked
+    before ``engine-error.json``; a job that ended without ``run.json`` and without such a record is
+    inconclusive with the reason it failed — never without. ``engine-error.json`` also records an
+    exception of rollcheck's own code in the job process outside the engine (exit 4).
     ``discard`` runs before an error of the user's module is raised (the run folder goes).
 
     Raises
@@ -305,6 +307,10 @@ def job_outcome(run: Path, config: dict[str, Any], returncode: int,
             discard()
             raise InvalidInputError(f"{call}: {ue['error']} (the job module's own failure)",
                                     source=str(config.get("module") or run))
+    reason = _environment_failure(run)
+    if reason is not None:
+        raise InvalidInputError(f"{reason} while Flink ran (the run folder {run} and its file system)",
+                                source=str(run))
     for folder in (run, run / "reference"):
         f = folder / "engine-error.json"
         if f.exists():
@@ -318,10 +324,6 @@ def job_outcome(run: Path, config: dict[str, Any], returncode: int,
             discard()
             raise InvalidInputError(f"{where} raised {what} inside the Flink job (the job module's own failure)",
                                     source=str(ee["file"]))
-    reason = _environment_failure(run)
-    if reason is not None:
-        raise InvalidInputError(f"{reason} while Flink ran (the run folder {run} and its file system)",
-                                source=str(run))
     if not (run / "run.json").exists():
         raise InconclusiveError(f"the Flink job ended without a result (exit {returncode}): {_why(run)}")
 

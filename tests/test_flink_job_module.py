@@ -160,6 +160,26 @@ def test_injected_and_engine_failures_are_nobodys_code() -> None:
     assert classify_failure("", None) is None
 
 
+def test_driver_errors_name_rollcheck_only_for_its_own_bugs() -> None:
+    import errno
+
+    from rollcheck.flink_replay.job_failures import driver_error
+    from rollcheck.flink_replay.job_io import write_json
+
+    try:
+        write_json("/dev/null/x.json", {})
+    except OSError as e:
+        rec = driver_error(e)  # NotADirectoryError raised in rollcheck's write_json
+    assert rec is not None and rec["code"] == "rollcheck" and rec["function"] == "write_json", rec
+    assert driver_error(OSError(errno.ENOSPC, "No space left on device")) is None  # the machine's
+    py4j = type("Py4JJavaError", (Exception,), {"__module__": "py4j.protocol"})
+    assert driver_error(py4j("the JVM failed")) is None  # the engine's, reported with its reason
+    try:
+        json.loads("{")
+    except ValueError as e:
+        assert driver_error(e) is None  # no frame of rollcheck's took part
+
+
 # -- what the recorder makes of the run folder ---------------------------------------------------
 
 def _cfg(tmp_path: Path) -> dict[str, str]:
@@ -266,21 +286,42 @@ def test_reproducer_reads_key_by_name(tmp_path: Path) -> None:
 def test_rollcheck_code_raising_in_the_engine_is_internal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A deliberately broken copy of rollcheck's output step (it raises TypeError in every row): the
     real engine's failure frames name rollcheck's code, and the recording is an internal error."""
-    import shutil
-
     from rollcheck.flink_replay import record as record_mod
 
-    copy = tmp_path / "job_copy"
-    copy.mkdir()
-    for f in OURS.glob("job*.py"):
-        shutil.copy(f, copy / f.name)
-    pipelines = copy / "job_pipelines.py"
-    needle = "key = json.dumps([row[i] for i in key_idx], default=str)\n"
-    assert needle in pipelines.read_text()
-    pipelines.write_text(pipelines.read_text().replace(needle, "key = json.dumps([row[i] for i in key_idx]) + 1\n"))
-    monkeypatch.setattr(record_mod, "_job_file", lambda: copy / "job.py")
+    job = _broken_copy(tmp_path, "job_pipelines.py", "key = json.dumps([row[i] for i in key_idx], default=str)\n",
+                       "key = json.dumps([row[i] for i in key_idx]) + 1\n")
+    monkeypatch.setattr(record_mod, "_job_file", lambda: job)
     cfg = record_mod.RecordConfig.make(module=str(JOBS / "totals_by_name.py"), call_timeout=120.0)
     with pytest.raises(InternalError) as e:
         record_mod.record(tmp_path / "o.jsonl", cfg)
     msg = str(e.value)
     assert "rollcheck's own user_pipeline.Output.map() (job_pipelines.py:" in msg and "TypeError" in msg, msg
+
+
+def _broken_copy(tmp_path: Path, module: str, needle: str, replacement: str) -> Path:
+    """A copy of rollcheck's job process files with one line of ``module`` replaced (a mutant)."""
+    import shutil
+
+    copy = tmp_path / "job_copy"
+    copy.mkdir()
+    for f in OURS.glob("job*.py"):
+        shutil.copy(f, copy / f.name)
+    path = copy / module
+    assert needle in path.read_text()
+    path.write_text(path.read_text().replace(needle, replacement))
+    return copy / "job.py"
+
+
+def test_rollcheck_code_raising_in_the_job_process_is_internal(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """A broken copy of rollcheck's driver code (before any JVM starts): exit 4 naming its function,
+    not an inconclusive "the job ended without a result"."""
+    from rollcheck.flink_replay import record as record_mod
+
+    job = _broken_copy(tmp_path, "job_user.py", "    recs = call_user(run_dir, \"records\"",
+                       "    key_idx = key_idx + None\n    recs = call_user(run_dir, \"records\"")
+    monkeypatch.setattr(record_mod, "_job_file", lambda: job)
+    cfg = record_mod.RecordConfig.make(module=str(JOBS / "totals_by_name.py"), call_timeout=120.0)
+    with pytest.raises(InternalError) as e:
+        record_mod.record(tmp_path / "o.jsonl", cfg)
+    assert "rollcheck's own load_user_job() (job_user.py:" in str(e.value) and "TypeError" in str(e.value), str(e.value)
