@@ -40,6 +40,7 @@ from typing import Any
 
 from rollcheck.flink_replay.rescale_checks import KEYED, OPERATOR, USER, rescale_checks
 from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.jsonio import loads_json
 from rollcheck.pyimpl.verdict import Check, Report, Status
 
 __all__ = ["replay_job", "word_count_report", "job_checks", "failure_check", "restore_check", "output_check", "parse_rows",
@@ -143,7 +144,7 @@ def output_check(outputs: dict[str, dict[str, Any]], ended: bool, why: str | Non
                                   f"({len(w)} rows for the key)", offending_seq=tx["seq"], examined=rows)
         if w:
             last = max(g)[1]
-            if json.loads(last) != json.loads(w[-1][1]):
+            if loads_json(last) != loads_json(w[-1][1]):  # row text from the trace: bounded parse
                 return Check.violated(name, f"KEY {key}: final row {last}, the failure-free run ends with {w[-1][1]}",
                                       offending_seq=tx["seq"], examined=rows)
         rows += len(g)
