@@ -71,6 +71,9 @@ MIN_DRAIN = 150
 #: the failure is scheduled this many times the drain time the first runs saw after the start
 #: (the job also waits until every subtask caught up)
 DRAIN_MARGIN = 1.5
+#: the start-up counted at most (seconds): in runs the load saturated the rate is too noisy to
+#: say when the start-up ended, and a longer one would only lengthen every run
+MAX_WARMUP_S = 2.0
 #: the shortest interval is at least this many of the first runs' median checkpoint durations
 INTERVAL_PER_CHECKPOINT = 4.0
 #: an arrival rate below this (records/s, all subtasks) is too coarse to measure a recovery on:
@@ -230,8 +233,9 @@ def choose_rates(seen: dict[str, Any], intervals: list[int], *, rate: float = 40
     - the initial backlog (seconds of input due at the start) is long enough that each subtask
       drains at least :data:`MIN_DRAIN` records before it catches up (a subtask's backlog grows at
       λ/p while it drains at μ/p, so it drains (λ/p)·B·μ/(μ − λ) records), and that the drain,
-      B/(1 − U) seconds, lasts three times the first runs' start-up (``warmup_s``), which then falls in
-      the first third that ``analyse_run`` leaves out of the service rate;
+      B/(1 − U) seconds, lasts three times the first runs' start-up (``warmup_s``, at most
+      :data:`MAX_WARMUP_S`), which then falls in the first third that ``analyse_run`` leaves out of
+      the service rate;
     - ``drain_s``, the time by which the backlog is expected gone: B·μ/(μ − λ) plus the time the
       first runs took beyond their own such expectation (the start skew, the warm-up) or, when
       they never caught up, plus their start-up and start skew; times :data:`DRAIN_MARGIN`;
@@ -272,14 +276,14 @@ def choose_rates(seen: dict[str, Any], intervals: list[int], *, rate: float = 40
                                 f"{at_load}: an arrival rate of {lam:.0f}/s (below {MIN_RATE:.0f}/s) is too coarse "
                                 "to measure a recovery on")
     per = lam / parallelism
-    backlog = max(calibrate_s, MIN_DRAIN * (cap - lam) / (per * cap), 3 * float(seen.get("warmup_s") or 0.0) * (1 - u))
+    warmup = min(MAX_WARMUP_S, float(seen.get("warmup_s") or 0.0))
+    backlog = max(calibrate_s, MIN_DRAIN * (cap - lam) / (per * cap), 3 * warmup * (1 - u))
     if seen.get("caught_up"):
         # how much longer than the backlog's arithmetic the first runs took to drain it (start skew, warm-up)
         extra = max(0.0, float(seen.get("drain_s") or 0.0) - calibrate_s / (1 - u))
         drain = DRAIN_MARGIN * (backlog / (1 - u) + extra)
     else:  # they never drained it: the new cap does, after the start-up they showed
-        drain = DRAIN_MARGIN * (backlog / (1 - u) + float(seen.get("warmup_s") or 0.0)
-                                + float(seen.get("start_skew_s") or 0.0))
+        drain = DRAIN_MARGIN * (backlog / (1 - u) + warmup + float(seen.get("start_skew_s") or 0.0))
     # checkpoint durations count only from runs that kept up (a saturated job's barriers queue)
     ck = seen.get("checkpoint_ms") if seen.get("caught_up") else None
     floor = 50 * math.ceil(INTERVAL_PER_CHECKPOINT * float(ck) / 50) if ck else 0

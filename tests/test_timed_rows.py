@@ -170,6 +170,9 @@ def test_saturated_first_runs_lower_the_rates_but_not_the_intervals() -> None:
     assert (plan["max_rate"], plan["rate"], plan["intervals"]) == (210.0, 105.0, [200])
     assert plan["calibrate_s"] == pytest.approx(1.429, abs=0.001) and 3.0 < plan["drain_s"] < 6.0
     assert "without catching up" in plan["reason"]
+    # a start-up read from a saturated run (noisy) counts at most MAX_WARMUP_S
+    long = choose_rates(saturated | {"warmup_s": 4.8}, [200])
+    assert long["calibrate_s"] == pytest.approx(3 * recovery.MAX_WARMUP_S * 0.5) and long["drain_s"] < 13.0
 
 
 def test_a_longer_drain_in_the_first_runs_moves_the_failure_later() -> None:
