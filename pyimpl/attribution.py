@@ -17,8 +17,12 @@ into its matrix entry:
     again with no failure between), nor when any check of the cell is unchecked.
 ``attributed_to``
     ``"module"`` (the engine behaved as documented or delivered the rows; the module's sink did
-    not keep exactly-once), ``"engine"`` (a finding against the engine) or ``None`` (conformant,
+    not keep its declaration), ``"engine"`` (against the engine) or ``None`` (conformant,
     inconclusive, or a violation that cannot be attributed because a check is unchecked).
+``reason``
+    the root cause and the attribution; a not-conformant cell that the engine's documentation
+    does not explain is a *finding* (``reason`` starts with ``finding:``; the matrix minimises it
+    and writes a reproducer), whoever it is attributed to.
 
 Examples
 --------
@@ -252,7 +256,7 @@ def classify_cell(report: Report) -> dict[str, Any]:
     if unchecked:
         names = ", ".join(f"{c.name} ({c.detail})" for c in unchecked)
         return {"verdict": verdict, "expected_by_engine": False, "attributed_to": None,
-                "reason": f"{head} — not attributed: check(s) unchecked: {names}"}
+                "reason": f"finding: {head} — not attributed: check(s) unchecked: {names}"}
     bad = [c for c in report.checks if c.status is Status.VIOLATED]
     if sink is None or any(c is not sink for c in bad):
         return {"verdict": verdict, "expected_by_engine": False, "attributed_to": "engine",
@@ -260,7 +264,8 @@ def classify_cell(report: Report) -> dict[str, Any]:
     d = sink.data
     if d.get("redelivered_after_failure") is None:
         return {"verdict": verdict, "expected_by_engine": False, "attributed_to": None,
-                "reason": f"{head} — not attributed: the trace does not record which rows the sink was handed"}
+                "reason": f"finding: {head} — not attributed: the trace does not record which rows the sink was "
+                          f"handed"}
     redel = d.get("redelivered_after_failure") or {}
     extra, changed, lost = d.get("extra_copies") or {}, d.get("changed") or {}, d.get("lost") or {}
     within, again = d.get("handed_within_attempt") or {}, d.get("handed_again_without_failure") or {}
@@ -273,12 +278,13 @@ def classify_cell(report: Report) -> dict[str, Any]:
         why = ("the engine handed the lost KEYs' rows to the sink: the module's sink lost them" if owner == "module"
                else "a lost row is never expected")
         return {"verdict": verdict, "expected_by_engine": False, "attributed_to": owner or "engine",
-                "reason": ("" if owner == "module" else "finding: ") + f"{head} — {why}"}
+                "reason": f"finding: {head} — {why}"}
     explained = (all(n <= int(redel.get(k, 0)) for k, n in extra.items())
                  and all(k in redel for k in changed) and bool(extra or changed))
     if not explained:
         return {"verdict": verdict, "expected_by_engine": False, "attributed_to": "module",
-                "reason": f"{head} — more copies than the engine handed the sink: the module's sink duplicated them"}
+                "reason": f"finding: {head} — more copies than the engine handed the sink (or values changed at KEYs "
+                          f"it did not hand again): the module's sink made them"}
     doc = d.get("documentation") or "the engine's documentation"
     n = sum(int(x) for x in redel.values())
     return {"verdict": verdict, "expected_by_engine": True, "attributed_to": "module",
