@@ -76,53 +76,86 @@ def classify_failure(text: str, module_path: str | None) -> dict | None:
 
     ``text`` is the job's failure as Flink reports it (the Java exception with its causes; a Python
     exception raised in thread mode is a ``pemja.core.PythonException`` whose frames name the
-    Python functions). The innermost frame that belongs to someone decides: one in the user's job
-    module (``module_path``) or in another file outside PyFlink and rollcheck gives ``code:
-    "user"``; one of rollcheck's own code (the Python files beside this one, the ``rollcheck.flink``
-    Java operators) gives ``code: "rollcheck"``. The record names the function (``Class.method``
-    when the file shows it), the file, the line, the exception type and message. None for the
-    failure rollcheck injects, and for a failure of the engine itself (no such frame).
+    Python functions; in process mode the Python worker's traceback is part of the text). The
+    innermost frame that belongs to someone decides: one in the user's job module
+    (``module_path``) or in another file outside PyFlink and rollcheck gives ``code: "user"``; one
+    of rollcheck's own code (the Python files beside this one, the ``rollcheck.flink`` Java
+    operators) gives ``code: "rollcheck"``. The record names the function (``Class.method`` when
+    the file shows it), the file, the line, the exception type and message. None for the failure
+    rollcheck injects, and for a failure of the engine itself (no such frame).
     """
     if not text or INJECTED in text:
         return None
     ours = os.path.dirname(os.path.abspath(__file__))
-    user_stem = os.path.splitext(os.path.abspath(module_path))[0] if module_path else None
-    # the exception blocks: a header line and its frames; Java prints the outermost first
-    blocks: list[tuple[str, list[re.Match]]] = []
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line:
+    user_path = os.path.abspath(module_path) if module_path else None
+    for etype, message, frames in reversed(_exception_blocks(text)):  # the deepest cause first
+        for path, function, file, line_no, java in frames:  # innermost frame first
+            code = None
+            if java:
+                code = "rollcheck" if path.startswith("rollcheck.flink.") else None
+                function = f"{path.rsplit('.', 1)[-1]}.{function}"
+            elif os.path.dirname(path) == ours:
+                code = "rollcheck"
+            elif path == user_path or not any(part in path for part in ("site-packages", "/pyflink/", "/lib/python")):
+                code = "user"
+            if code is not None:
+                if not java:
+                    function = _qualname(path, line_no, function)
+                return {"code": code, "function": function, "file": file if java else path, "line": line_no,
+                        "type": etype, "message": message[:400]}
+    return None
+
+
+#: a frame of a Python traceback (process mode: the worker's traceback inside the Java text)
+_PY_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>\S+)')
+#: the last line of a Python traceback: the exception type and message
+_PY_LAST = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning)|[A-Z]\w*): ?(?P<message>.*)$")
+
+
+def _exception_blocks(text: str) -> list[tuple[str, str, list[tuple[str, str, str, int, bool]]]]:
+    """The exceptions of a failure text, outermost first: ``(type, message, frames)`` with frames
+    innermost first as ``(path, function, file, line, is_java)`` (a Python frame's path is its
+    file's absolute path)."""
+    blocks: list[tuple[str, str, list[tuple[str, str, str, int, bool]]]] = []
+    lines = [raw.rstrip() for raw in text.splitlines()]
+    i = 0
+    while i < len(lines):
+        line = lines[i].strip()
+        i += 1
+        if not line or line.startswith("..."):
+            continue
+        if line.endswith("Traceback (most recent call last):"):
+            frames: list[tuple[str, str, str, int, bool]] = []
+            while i < len(lines):
+                m = _PY_FRAME.match(lines[i])
+                if m is not None:
+                    frames.append((os.path.abspath(m.group("file")), m.group("function"),
+                                   os.path.basename(m.group("file")), int(m.group("line")), False))
+                    i += 1
+                    continue
+                last = _PY_LAST.match(lines[i].strip())
+                if last is not None and not lines[i].startswith(" "):
+                    blocks.append((last.group("type").rsplit(".", 1)[-1], last.group("message").strip(),
+                                   frames[::-1]))
+                    i += 1
+                    break
+                i += 1  # the source line of a frame
             continue
         m = _FRAME.match(line)
         if m is not None and blocks:
-            blocks[-1][1].append(m)
-        elif not line.startswith("..."):
-            header = line[len("Caused by: "):] if line.startswith("Caused by: ") else line
-            blocks.append((header, []))
-    for header, frames in reversed(blocks):  # the deepest cause first
+            where, file = m.group("where"), m.group("file")
+            is_java = not where.startswith("/")
+            path = where if is_java else where + os.path.splitext(file)[1]  # a Python frame: path without ".py"
+            blocks[-1][2].append((path, m.group("function"), file, int(m.group("line")), is_java))
+            continue
+        header = line[len("Caused by: "):] if line.startswith("Caused by: ") else line
         py = _PY_EXC.search(header)
         if py is not None:
-            etype, message = py.group("type"), py.group("message").strip()
+            blocks.append((py.group("type"), py.group("message").strip(), []))
         else:
             etype, _, message = header.partition(": ")
-            etype, message = etype.strip(), message.strip()
-        for fr in frames:  # innermost frame first
-            where, function = fr.group("where"), fr.group("function")
-            line_no = int(fr.group("line"))
-            if where.startswith("/"):  # a Python frame: the file's path without ".py"
-                folder = os.path.dirname(where)
-                path = where + os.path.splitext(fr.group("file"))[1]
-                if folder == ours:
-                    return {"code": "rollcheck", "function": _qualname(path, line_no, function),
-                            "file": path, "line": line_no, "type": etype, "message": message[:400]}
-                if where == user_stem or ("site-packages" not in where and "/pyflink/" not in where
-                                          and "/lib/python" not in where):
-                    return {"code": "user", "function": _qualname(path, line_no, function),
-                            "file": path, "line": line_no, "type": etype, "message": message[:400]}
-            elif where.startswith("rollcheck.flink."):
-                return {"code": "rollcheck", "function": f"{where.rsplit('.', 1)[-1]}.{function}",
-                        "file": fr.group("file"), "line": line_no, "type": etype, "message": message[:400]}
-    return None
+            blocks.append((etype.strip(), message.strip(), []))
+    return blocks
 
 
 def driver_error(e: BaseException) -> dict | None:

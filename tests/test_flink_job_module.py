@@ -150,6 +150,26 @@ def test_user_frame_inside_a_rollcheck_chain_is_the_users() -> None:
     assert err is not None and err["code"] == "user" and err["function"] == "<lambda>" and err["line"] == 34
 
 
+def test_process_mode_traceback_is_read_too() -> None:
+    """In process mode the Python worker's traceback is inside the Java text (outermost frame first)."""
+    text = ("org.apache.flink.runtime.JobException: Recovery is suppressed\n"
+            "Caused by: java.lang.RuntimeException: Error received from SDK harness for instruction 4: "
+            "Traceback (most recent call last):\n"
+            f'  File "{SITE}/apache_beam/runners/worker/sdk_worker.py", line 300, in _execute\n'
+            "    response = task()\n"
+            f'  File "{JOBS}/sink_attempt_number.py", line 29, in open\n'
+            "    self.attempt = runtime_context.get_attempt_number()\n"
+            f'  File "{SITE}/pyflink/fn_execution/datastream/process/runtime_context.py", line 70, in get_attempt_number\n'
+            "    return self._attempt\n"
+            "AttributeError: 'RuntimeContext' object has no attribute '_attempt'\n"
+            "\n"
+            "\tat java.base/java.util.concurrent.FutureTask.report(FutureTask.java:122)\n")
+    err = classify_failure(text, str(JOBS / "sink_attempt_number.py"))
+    assert err is not None and (err["code"], err["function"], err["line"], err["type"]) == \
+        ("user", "AttemptSink.open", 29, "AttributeError"), err
+    assert err["message"] == "'RuntimeContext' object has no attribute '_attempt'"
+
+
 def test_injected_and_engine_failures_are_nobodys_code() -> None:
     injected = USER_FAILURE.replace("object has no attribute 'getAttemptNumber'",
                                     "rollcheck: injected task failure at record 7")
