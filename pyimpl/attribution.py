@@ -279,8 +279,11 @@ def classify_cell(report: Report) -> dict[str, Any]:
                else "a lost row is never expected")
         return {"verdict": verdict, "expected_by_engine": False, "attributed_to": owner or "engine",
                 "reason": f"finding: {head} — {why}"}
+    if not (extra or changed):  # the same rows per KEY in another order (the last row per KEY differs)
+        return {"verdict": verdict, "expected_by_engine": False, "attributed_to": None,
+                "reason": f"finding: {head} — not attributed: the same rows per KEY, in another order"}
     explained = (all(n <= int(redel.get(k, 0)) for k, n in extra.items())
-                 and all(k in redel for k in changed) and bool(extra or changed))
+                 and all(k in redel for k in changed))
     if not explained:
         return {"verdict": verdict, "expected_by_engine": False, "attributed_to": "module",
                 "reason": f"finding: {head} — more copies than the engine handed the sink (or values changed at KEYs "

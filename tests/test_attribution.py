@@ -126,3 +126,12 @@ def test_inconclusive_and_sink_check_lookup() -> None:
     assert sink_check_of(Report(ENGINE_OK)) is None
     with pytest.raises(ValueError, match="SINK_GUARANTEE"):
         check_guarantee("exactly_once")
+
+
+def test_same_rows_in_another_order_is_not_attributed() -> None:
+    j = judge_sink("exactly-once", {"a": {"r1": 1, "r2": 1}}, {"a": {"r1": 1, "r2": 1}}, redelivered={})
+    assert j["ok"] is True
+    # the engine's check saw the last row per KEY differ; nothing is lost, copied or changed
+    s = Check.violated("output-exactly-once", "the last row per key ['a'] differs", **j["data"])
+    c = classify_cell(Report([*ENGINE_OK, s]))
+    assert c["verdict"] == "not-conformant" and c["attributed_to"] is None and not c["expected_by_engine"]
