@@ -185,3 +185,19 @@ def test_both_engines_tamper_modules_share_one_file_interface(tmp_path):
     assert "drop-commit" in st.TAMPER_NAMES and "drop-failure" in ft.TAMPER_NAMES
     with pytest.raises(InvalidInputError, match="unknown tampering"):
         st.tamper_file(root / "spark-wordcount-kill.jsonl", "nope", tmp_path / "x.jsonl")
+
+
+def test_flink_adapter_writes_a_findings_reproducer_without_a_jvm(tmp_path):
+    """The Flink adapter's part of a finding (no Flink run): a word-count cell's reproducer from
+    the engine's template, with the failure at the recorded record."""
+    from rollcheck.flink_replay.matrix import Cell, FlinkAdapter
+    from rollcheck.pyimpl.matrix import ChildRunner
+
+    cell = Cell("wordcount", "rocksdb", "aligned", "task", None)
+    rep = Report([Check.violated("output-exactly-once", "row 3 of KEY [\"w1\"] committed 2 times")])
+    got = FlinkAdapter(records=600).finding(cell, {"verdict": "not-conformant"},
+                                            Replayed(rep, {"config": {"records": 600, "fail_at_record": 277}}),
+                                            ChildRunner(), tmp_path)
+    text = Path(got["reproducer"]).read_text()
+    assert got["reproducer"].endswith("wordcount-rocksdb-aligned-task-same.repro.py") and "shrink" not in got
+    assert "FAIL_AT, SEED, RATE = 277, 0, 400.0" in text and "import rollcheck" not in text
