@@ -32,7 +32,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rollcheck.pyimpl.errors import InvalidInputError
-from rollcheck.spark_replay.oracles import canon_row, final_table
+from rollcheck.spark_replay.oracles import canon_row
 from rollcheck.spark_replay.tamper import to_lines
 from rollcheck.spark_replay.trace import Trace
 from rollcheck.spark_replay.watcher import base_kind
@@ -93,16 +93,15 @@ def count_late_row(trace: Trace) -> tuple[list[str], int]:
                                 "e.g. tests/queries/late_rows.py)")
     key = _key(trace.header)
     variants = ev.get("variants") or []
-    base = final_table(variants[0]["rows"], key)
     base_rows = {json.dumps([r.get(k) for k in key], default=str): r for r in variants[0]["rows"]}
     for v in variants[1:]:
         if len(v.get("late") or []) != 1:
             continue
         for r in v["rows"]:
             k = json.dumps([r.get(c) for c in key], default=str)
-            if base.get(k) == canon_row(r):
-                continue
             old = base_rows.get(k, {})
+            if canon_row(old) == canon_row(r):  # a key the late row does not touch
+                continue
             alone = {c: (x - old.get(c, 0) if isinstance(x, int | float) and c not in key
                          and isinstance(old.get(c, 0), int | float) else x) for c, x in r.items()}
             if canon_row(alone) in {canon_row(r), canon_row(old)}:

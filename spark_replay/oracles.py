@@ -321,19 +321,19 @@ def _judge(name: str, run: str, ev: dict[str, Any], output: list[dict[str, Any]]
                                           "bound")
     wms = [int(w) for w in (ev.get("watermarks") or {}).values() if w is not None]
     last = max(wms) if wms else 0
-    got = Counter(canon_row(r, cols) for r in output)
+    have = Counter(canon_row(r, cols) for r in output)
     counts = [Counter(canon_row(r, cols) for r in v["rows"]) for v in variants]
-    for row in sorted(set(got) | set().union(*[set(c) for c in counts])):
+    for row in sorted(set(have) | set().union(*[set(c) for c in counts])):
         lo = min(c.get(row, 0) for c in counts)
         hi = max(c.get(row, 0) for c in counts)
-        if got.get(row, 0) > hi:
-            return Check.violated(name, f"{run} run: output row {row} is there {got[row]} time(s); the batch job "
+        if have.get(row, 0) > hi:
+            return Check.violated(name, f"{run} run: output row {row} is there {have[row]} time(s); the batch job "
                                         f"over the on-time rows gives it {hi} time(s)", offending_seq=seq)
         ms = _ms(_value(json.loads(row), bound))
-        if ms is not None and ms <= last and got.get(row, 0) < lo:
+        if ms is not None and ms <= last and have.get(row, 0) < lo:
             return Check.violated(name, f"{run} run: row {row} is final by the last watermark ({bound} <= "
                                         f"{last} ms, bound from {where}) and the batch job gives it {lo} time(s); "
-                                        f"the output has it {got.get(row, 0)} time(s)", offending_seq=seq)
+                                        f"the output has it {have.get(row, 0)} time(s)", offending_seq=seq)
     return None
 
 

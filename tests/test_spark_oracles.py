@@ -225,3 +225,36 @@ def test_tampers_refuse_traces_without_what_they_change() -> None:
     for how in ORACLE_TAMPERS:
         with pytest.raises(Exception, match="trace"):
             ORACLE_TAMPERS[how](t)
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+def test_restart_failing_with_the_engines_exception_is_a_finding(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The query's state files vanish between the failure and the restart: Spark's restart fails
+    with its own exception; the recording records it (not exit 2, not inconclusive) and the replay
+    names the exception and the checkpoint."""
+    from rollcheck.spark_replay import query as qmod
+    from rollcheck.spark_replay.session import spark_session
+
+    real = qmod._run_once
+
+    def corrupting(*args: Any, **kw: Any) -> str:
+        out = real(*args, **kw)
+        if out == "failed":
+            for f in (args[3].checkpoint() / "state").rglob("*.delta"):
+                f.unlink()
+        return out
+
+    monkeypatch.setattr(qmod, "_run_once", corrupting)
+    trace = tmp_path / "t.jsonl"
+    with spark_session(conf=qmod.session_conf()) as spark:
+        res = qmod.record_query(qmod.QueryConfig(str(ROOT / "tests" / "queries" / "windowed_agg.py"), batches=4,
+                                                 failure="sink", fail_at_batch=2), trace, spark=spark)
+    assert res["status"] == "recovery-failed"
+    rep = replay_file(trace)
+    c = {x.name: x for x in rep.checks}["recovery-succeeded"]
+    assert rep.verdict.value == "violated" and c.status.value == "violated", c.detail
+    assert res["checkpoint"] in c.detail and "engine's exception" in c.detail
+    failed = read_trace(trace).of_kind("spark.recovery_failed")[0]
+    assert c.offending_seq == failed["seq"] and failed["user_code"] is False
