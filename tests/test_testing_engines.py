@@ -6,6 +6,8 @@ names every failing cell with its trace, witness and reproducer, a cell the engi
 explains still fails it, and an undecided one too. With Spark (``spark``, ``slow``: two one-cell
 slices, 1-3 minutes on a loaded machine): the at-least-once ``foreachBatch`` example keeps its
 declaration under a sink failure, and the appending sink that declares nothing fails the assertion.
+With Flink (``slow``, skipped without the PyFlink environment: 1-2 minutes): one cell of a library
+job through ``assert_job_exactly_once``.
 """
 
 from __future__ import annotations
@@ -91,3 +93,25 @@ def test_real_slices_declared_at_least_once_passes_undeclared_appending_sink_fai
     assert "not-conformant" in msg and "trace: " in msg and "witness: " in msg, msg
     doc = json.loads(next(tmp_path.glob("append_sink-spark-*/matrix.json")).read_text())
     assert doc["cells"][0]["expected_by_engine"] is True and doc["cells"][0]["attributed_to"] == "module"
+
+
+def _flink_available() -> bool:
+    from rollcheck.flink_replay.environment import find_flink
+    from rollcheck.pyimpl.errors import InconclusiveError
+
+    try:
+        find_flink()
+    except InconclusiveError:
+        return False
+    return True
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not _flink_available(), reason="no PyFlink environment (make flink-setup)")
+def test_real_flink_slice_of_a_job_module(tmp_path):
+    """One Flink cell (hashmap, aligned, a task failure) of the library's keyed totals: conformant,
+    its trace and the table in the slice's folder (1-2 minutes)."""
+    rep = assert_job_exactly_once(ROOT / "examples" / "flink_jobs" / "keyed_totals.py", out=tmp_path)
+    (cell,) = rep.cells
+    assert cell["engine"] == "flink" and cell["column"] == "task" and Path(cell["trace"]).is_file()
+    assert Path(rep.index).is_file() and Path(rep.out).parent == tmp_path
