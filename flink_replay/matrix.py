@@ -11,7 +11,9 @@ tables, the minimiser's search), :class:`FlinkAdapter`, which supplies:
   P1 and is restored at P2);
 - the replay, through the same checks as a single ``flink replay``;
 - for a finding: the fewest first records that still show it (:func:`shrink_finding`, the core's
-  bisection) and a pyflink-only reproducer (:mod:`rollcheck.flink_replay.reproducer`).
+  bisection) and a pyflink-only reproducer (:mod:`rollcheck.flink_replay.reproducer`), run once
+  with the PyFlink environment's Python on request (``--run-reproducer``; the core's
+  :func:`~rollcheck.pyimpl.matrix.reproducer.run_reproducer`).
 
 Every cell's verdict comes from the one verdict rule (:func:`rollcheck.pyimpl.verdict.decide`) and
 its attribution from :func:`rollcheck.pyimpl.attribution.classify_cell`: a sink of the user's own
@@ -48,6 +50,7 @@ from rollcheck.pyimpl.matrix import (
     Replayed,
     bisect_fewest,
     classify,
+    run_reproducer,
     summarize,
 )
 from rollcheck.pyimpl.matrix import run_matrix as _run_core
@@ -208,9 +211,11 @@ class FlinkAdapter(EngineAdapter):
               "TaskManager process is killed. A rescaled row fails at parallelism P1 and is restored at P2.")
 
     def __init__(self, *, records: int = 1200, rate: float = 400.0, interval_ms: int = 300, seed: int = 0,
-                 timeout_s: float = 600.0, shrink_runs: int = 4, minimise: bool = True):
+                 timeout_s: float = 600.0, shrink_runs: int = 4, minimise: bool = True,
+                 run_reproducer: bool = False):
         self.records, self.rate, self.interval_ms, self.seed = records, rate, interval_ms, seed
         self.timeout_s, self.shrink_runs, self.minimise = timeout_s, shrink_runs, minimise
+        self.run_reproducer = run_reproducer
         self._cfgs: dict[str, dict[str, Any]] = {}
         self._lock = threading.Lock()
 
@@ -261,8 +266,18 @@ class FlinkAdapter(EngineAdapter):
             if extra["shrink"]["records"] < full:
                 few = extra["shrink"]["records"]
                 fail_at = max(1, int(few * float(cfg.get("fail_at_fraction", 0.5))))
-        extra["reproducer"] = str(write_reproducer(cell, cfg, out / f"{cell.ident}.repro.py", rep, records=few,
-                                                   fail_at=fail_at))
+        script = write_reproducer(cell, cfg, out / f"{cell.ident}.repro.py", rep, records=few, fail_at=fail_at)
+        extra["reproducer"] = str(script)
+        if self.run_reproducer:  # with the PyFlink environment's Python, as a user would (isolated mode)
+            from rollcheck.flink_replay.environment import find_flink
+
+            try:
+                python = str(find_flink().python)
+            except InconclusiveError as e:
+                extra["reproducer_error"] = str(e)
+            else:
+                extra["reproducer_run"] = run_reproducer([python, "-I", str(script)], runner.run, self.timeout_s,
+                                                         out / f"{cell.ident}.repro.log", shows=("KEY ",))
         return extra
 
     def caption(self) -> str:

@@ -201,3 +201,21 @@ def test_flink_adapter_writes_a_findings_reproducer_without_a_jvm(tmp_path):
     text = Path(got["reproducer"]).read_text()
     assert got["reproducer"].endswith("wordcount-rocksdb-aligned-task-same.repro.py") and "shrink" not in got
     assert "FAIL_AT, SEED, RATE = 277, 0, 400.0" in text and "import rollcheck" not in text
+
+
+def test_flink_adapter_runs_the_reproducer_on_request(tmp_path, monkeypatch):
+    """With run_reproducer the finding's script is run once with the PyFlink environment's Python
+    (here a stand-in interpreter that prints what the template prints) and the run recorded."""
+    import rollcheck.flink_replay.environment as env
+    from rollcheck.flink_replay.matrix import Cell, FlinkAdapter
+    from rollcheck.pyimpl.matrix import ChildRunner
+
+    fake = tmp_path / "python"
+    fake.write_text("#!/bin/sh\necho 'KEY [\"w1\"]: 3 rows committed, 2 without the failure'\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(env, "find_flink", lambda: env.FlinkEnvironment(fake, tmp_path, "2.3"))
+    rep = Report([Check.violated("output-exactly-once", "row 3 committed 2 times")])
+    got = FlinkAdapter(run_reproducer=True).finding(Cell("wordcount", "hashmap", "aligned", "task", None), {},
+                                                    Replayed(rep, {"config": {}}), ChildRunner(), tmp_path)
+    assert got["reproducer_run"]["reproduced"] is True and got["reproducer_run"]["exit"] == 1
+    assert got["reproducer_run"]["shows"] == ['KEY ["w1"]: 3 rows committed, 2 without the failure']

@@ -112,6 +112,9 @@ def _register_rest(fsub: Any) -> None:
                     "dimension about evenly); the table keeps its order")
     mx.add_argument("--shrink-runs", type=int, default=4, metavar="K",
                     help="re-runs that shrink a finding of a job module to its fewest records (0: none)")
+    mx.add_argument("--run-reproducer", action="store_true",
+                    help="run a finding's reproducer once with the PyFlink environment's Python and record "
+                         "whether it showed the finding (reproducer_run)")
     mx.add_argument("--json", action="store_true")
 
     tp = add_parser(fsub, "tamper", "Write a deliberately broken copy of a Flink trace.", _tamper)
@@ -310,7 +313,8 @@ def _matrix(args: argparse.Namespace) -> int:
     with MatrixView(title=FlinkAdapter.title, row_header=ROW_HEADER) as view:
         doc = run_matrix(todo, args.out, jobs=args.jobs, on_update=view.update, records=args.records,
                          rate=args.rate, interval_ms=args.interval, seed=args.seed,
-                         shrink_runs=max(0, args.shrink_runs), spread_seed=args.spread)
+                         shrink_runs=max(0, args.shrink_runs), spread_seed=args.spread,
+                         run_reproducer=args.run_reproducer)
     if args.json:
         emit_json(doc)
     else:
