@@ -167,8 +167,8 @@ def test_saturated_first_runs_lower_the_rates_but_not_the_intervals() -> None:
     saturated = {"service_rate": 263.0, "drain_s": 14.4, "caught_up": False, "warmup_s": 0.5, "start_skew_s": 0.05,
                  "checkpoint_ms": 166.0}
     plan = choose_rates(saturated, [200])
-    assert (plan["max_rate"], plan["rate"], plan["intervals"]) == (210.0, 105.0, [200])
-    assert plan["calibrate_s"] == pytest.approx(1.429, abs=0.001) and 3.0 < plan["drain_s"] < 6.0
+    assert (plan["max_rate"], plan["rate"], plan["intervals"]) == (170.0, 85.0, [200])
+    assert plan["calibrate_s"] == pytest.approx(1.765, abs=0.001) and 3.0 < plan["drain_s"] < 7.0
     assert "without catching up" in plan["reason"]
     # a start-up read from a saturated run (noisy) counts at most MAX_WARMUP_S
     long = choose_rates(saturated | {"warmup_s": 4.8}, [200])
@@ -247,10 +247,10 @@ def test_an_interval_the_machine_could_not_pace_is_measured_again_and_decided(tm
     assert len(configs) == 2  # the first JVM, then one for the interval measured again
     again = [r for r in configs[1]["runs"] if "fail_at_record" in r and r["fail_at_record"]]
     assert len(again) == 5 and {r["interval_ms"] for r in again} == {200}
-    assert {(r["rate"], r["source_cap"]) for r in again} == {(220.0, 440.0)}
+    assert {(r["rate"], r["source_cap"]) for r in again} == {(180.0, 360.0)}
     assert all(r["calibrate_s"] >= 1.0 for r in again)
     assert configs[0]["fail_after_all_caught_up"] is True
-    assert "200 ms was measured again at λ = 220/s, μ = 440/s because the first runs drained their backlog " \
+    assert "200 ms was measured again at λ = 180/s, μ = 360/s because the first runs drained their backlog " \
            "at 560 records/s at load 1.5" in row.detail
     assert "(the first time: i200-r1: a subtask had not drained" in row.detail
 
@@ -264,7 +264,7 @@ def test_an_inconclusive_trt_row_reads_as_sentences(tmp_path: Path, monkeypatch:
     assert row.status == "inconclusive"
     text = row.detail
     assert "only 1 of 5 repetitions" in text and "load average of 1.5 at the start and 1.5 at the end" in text
-    assert "Measured again at 200 ms, λ=220/s, μ=440/s (load 1.5 to 1.5) because the first runs drained" in text
+    assert "Measured again at 200 ms, λ=180/s, μ=360/s (load 1.5 to 1.5) because the first runs drained" in text
     assert "Excluded the first time: i200-r1: a subtask had not drained" in text
     assert "i200-r3: the catch-up ran at 300 records/s against 440 records/s before the failure (32 % off)" in text
     assert "Excluded again: again-i200-r1: the catch-up ran at 300 records/s" in text
@@ -365,6 +365,6 @@ def test_a_rate_that_wavered_between_drain_and_catch_up_lowers_the_cap(tmp_path:
     seen = recovery._seen(tmp_path, "", 1000, 5, 2, excluded)
     assert seen is not None and seen["service_rate"] == 647.0
     plan = choose_rates(seen, [1000])
-    assert (plan["max_rate"], plan["rate"]) == (510.0, 255.0)
+    assert (plan["max_rate"], plan["rate"]) == (420.0, 210.0)
     # without the catch-up rates it would have kept the cap that wavered
     assert choose_rates(recovery._seen(tmp_path, "", 1000, 5, 2), [1000])["max_rate"] == 800.0
