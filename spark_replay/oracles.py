@@ -267,8 +267,9 @@ def _ms(v: Any) -> int | None:
 
 
 def _bound_column(ev: dict[str, Any], header: dict[str, Any]) -> tuple[str | None, str]:
-    """The output column that carries a row's event-time bound, and where it was learnt."""
-    fields = ev.get("fields") or []
+    """The output column that carries a row's event-time bound, and where it was learnt (the
+    streaming result's schema: a batch job's carries no event-time metadata)."""
+    fields = ev.get("stream_fields") or ev.get("fields") or []
     for f in fields:
         if "spark.watermarkDelayMs" in (f.get("metadata") or {}):
             if str(f.get("type", "")).startswith("struct<start:"):

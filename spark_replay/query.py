@@ -598,6 +598,8 @@ def _run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: _Paths, *, ref
     if notes is not None and "stream_plan" not in notes:
         try:  # what the oracles read: event-time column, operators (oracles.analyse_plan)
             notes["stream_plan"] = str(result._jdf.queryExecution().analyzed().toString())
+            notes["stream_fields"] = [{"name": f.name, "type": f.dataType.simpleString(),
+                                       "metadata": dict(f.metadata or {})} for f in result.schema.fields]
         except Exception:
             notes["stream_plan"] = ""
     if watcher is not None:
@@ -815,12 +817,13 @@ def _reference(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: _Paths, write
                 **({"state_unreadable": unreadable} if unreadable else {}))
     writer.emit(PREFIX + "batch_evaluation", run="reference",
                 **_batch_evaluation(spark, uq, cfg, paths.checkpoint(True), notes.get("progress", []),
-                                    notes.get("stream_plan", "")))
+                                    notes.get("stream_plan", ""), notes.get("stream_fields")))
     return seconds
 
 
 def _batch_evaluation(spark: Any, uq: UserQuery, cfg: QueryConfig, checkpoint: Path,
-                      progress: list[dict[str, Any]], plan: str) -> dict[str, Any]:
+                      progress: list[dict[str, Any]], plan: str,
+                      stream_fields: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """The query as a batch job over the run's on-time input (:func:`oracles.evaluate_batch`), in
     this session: the watermark in force per batch as Spark reported it in its progress, else as
     its offset log holds it (a killed driver's progress is lost with it)."""
@@ -840,7 +843,8 @@ def _batch_evaluation(spark: Any, uq: UserQuery, cfg: QueryConfig, checkpoint: P
         if p.get("watermark_ms") is not None and p.get("batch", -1) >= 0:
             wm[int(p["batch"])], source[str(p["batch"])] = int(p["watermark_ms"]), "progress"
     res = evaluate_batch(lambda df: uq.call("query", df), spark, uq.schema, uq.columns, rows, wm, plan, plain)
-    return {**res, "watermark_source": source, "seconds": round(time.perf_counter() - t0, 3)}
+    return {**res, "stream_fields": stream_fields or [], "watermark_source": source,
+            "seconds": round(time.perf_counter() - t0, 3)}
 
 
 def _finish(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: _Paths, writer: TraceWriter,
@@ -850,7 +854,8 @@ def _finish(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: _Paths, writer: 
     writer.emit(PREFIX + "state_final", stores=stores, **({"unreadable": unreadable} if unreadable else {}))
     progress = [e for e in writer.previous if e.get("kind") == PREFIX + "progress"] + notes.get("progress", [])
     writer.emit(PREFIX + "batch_evaluation", run="final",
-                **_batch_evaluation(spark, uq, cfg, paths.checkpoint(), progress, notes.get("stream_plan", "")))
+                **_batch_evaluation(spark, uq, cfg, paths.checkpoint(), progress, notes.get("stream_plan", ""),
+                                    notes.get("stream_fields")))
     writer.emit("end", status="done")
 
 
