@@ -443,3 +443,23 @@ def test_results_that_differ_on_the_same_schedule_are_refused_naming_the_method(
         explore(Counted(), "counted", [Bound(2, 4)], workers=1)
     assert e.value.kind == "nondeterministic" and e.value.word
     assert explore(BCS(), "bcs", [Bound(2, 4)], workers=1).determinism.startswith("the same results")
+
+
+@pytest.mark.slow
+def test_the_default_budget_completes_the_default_bounds_on_a_cpu_half_as_fast():
+    """The default budget's claim (``rollcheck.testing._check.DEFAULT_BUDGET``): HMNR, the slowest
+    built-in, explores the default bounds in one worker within budget / 1.5 on a machine whose
+    calibration loop takes 2.2 CPU s, i.e. its cost in calibration loops times 2.2 s times a margin of
+    1.5 is at most the budget. CPU seconds, so the load of the machine matters little."""
+    from rollcheck.calibration import loop_cpu_seconds
+    from rollcheck.properties.explore import DEFAULT_BOUNDS
+    from rollcheck.testing._check import DEFAULT_BUDGET
+
+    loop = loop_cpu_seconds(repeat=2)
+    t0 = time.process_time()
+    e = explore(HMNR(), "hmnr", DEFAULT_BOUNDS, workers=1)
+    cpu = time.process_time() - t0
+    loop = min(loop, loop_cpu_seconds(repeat=2))
+    assert all(b.complete for b in e.bounds) and e.best is None
+    loops = cpu / loop
+    assert loops * 2.2 * 1.5 <= DEFAULT_BUDGET, f"{cpu:.1f} CPU s = {loops:.1f} loops of {loop:.2f} s"
