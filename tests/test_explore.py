@@ -463,3 +463,30 @@ def test_the_default_budget_completes_the_default_bounds_on_a_cpu_half_as_fast()
     assert all(b.complete for b in e.bounds) and e.best is None
     loops = cpu / loop
     assert loops * 2.2 * 1.5 <= DEFAULT_BUDGET, f"{cpu:.1f} CPU s = {loops:.1f} loops of {loop:.2f} s"
+
+
+def test_equal_results_shared_differently_are_not_nondeterminism():
+    """A cache that hands out its stored object on a hit but a fresh equal one on a miss changes how
+    a result pickles (one object twice, or two equal ones), not what it is: no error."""
+    from rollcheck.properties.explore.determinism import refute_determinism
+
+    class Cached(BCS):
+        store: dict = {}
+
+        def _index(self, k):
+            if k in Cached.store:
+                return Cached.store[k]
+            Cached.store[k] = (k,)
+            return (k,)  # a miss: an equal, fresh tuple
+
+        def on_send(self, st, dst):
+            return st, (self._index(st.lc), Cached.store[st.lc])
+
+        def must_force(self, st, src, pb):
+            return pb[0][0] > st.lc
+
+        def on_deliver(self, st, src, pb):
+            return super().on_deliver(st, src, pb[0][0])
+
+    assert refute_determinism(Cached(), "cached", processes=[2, 3]) is None
+    assert explore(Cached(), "cached", [Bound(2, 5)], workers=1).determinism.startswith("the same")

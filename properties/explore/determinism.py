@@ -83,6 +83,17 @@ def run_recorded(calls: ProtocolCalls, n: int, word: Sequence[tuple[int, int, in
     return out
 
 
+def _equal(a: Any, b: Any) -> bool:
+    """``a == b`` as a plain bool (False when the comparison raises or is not a bool): equal values
+    whose images differ only in how objects are shared (a cache returning the same object twice)
+    are the same result."""
+    try:
+        r = a == b
+    except Exception:
+        return False
+    return r is True
+
+
 def _outcome(calls: ProtocolCalls, n: int, word: Word
              ) -> tuple[list[tuple[int, str, Any, bytes | None]], ProtocolCodeError | None]:
     try:
@@ -123,7 +134,7 @@ def nondeterminism_on(proto: Any, label: str, n: int, word: Word, *, runs: int =
                 method=bad.method, kind="nondeterministic", source=bad.source,
                 location=bad.location, word=word)
         for (ev, method, v1, img1), (_, _, v2, img2) in zip(first, again, strict=False):
-            if img1 != img2 or (img1 is None and v1 != v2):
+            if img1 != img2 and not _equal(v1, v2):
                 return ProtocolCodeError(
                     f"{method} gave different results on the same schedule run twice "
                     f"({short_repr(v1)}, then {short_repr(v2)}): {NONDETERMINISTIC}",
