@@ -64,7 +64,13 @@ def load_reference(path: str) -> Any:
     happens against the trace's processes."""
     from rollcheck.pyimpl.jsonio import load_json_file
 
-    return load_json_file(path)
+    try:
+        return load_json_file(path)
+    except InvalidInputError as e:  # worded as the trace reader words it
+        if e.reason.startswith("malformed JSON: "):
+            raise InvalidInputError(f"not valid JSON ({e.reason[len('malformed JSON: '):]})", source=e.source,
+                                    location=e.location) from None
+        raise
 
 
 class OutputsExactlyOnce(TraceCheck):
