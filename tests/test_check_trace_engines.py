@@ -29,7 +29,8 @@ def _header(path: Path) -> dict:
 
 
 ENGINE_TRACES = {str(p.relative_to(ROOT)): p for p in SHIPPED if engine_of(_header(p)) is not None}
-RECORDED = ["recorded/nhop-uc", "recorded/nhop-bcs", "recorded/nhop-hmnr", "recorded/spark-before-prefix-rule"]
+RECORDED = ["recorded/nhop-uc", "recorded/nhop-bcs", "recorded/nhop-hmnr", "recorded/spark-before-prefix-rule",
+            "recorded/flink-cut", "recorded/spark-cut"]
 
 
 def _tampers(engine: str) -> list[str]:
@@ -42,8 +43,9 @@ def _tampers(engine: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory) -> dict[str, Path]:
-    """Traces recorded for this module: the message-passing job of each protocol (no JVM), and the
-    shipped Spark word count rewritten in the header and kinds of before the prefix rule."""
+    """Traces recorded for this module: the message-passing job of each protocol (no JVM), the
+    shipped Spark word count rewritten in the header and kinds of before the prefix rule, and a
+    Flink and a Spark recording cut short (a killed recorder)."""
     from rollcheck.spark_replay.nhop import NhopConfig, record_nhop
 
     d = tmp_path_factory.mktemp("recorded")
@@ -65,6 +67,12 @@ def recorded(tmp_path_factory) -> dict[str, Path]:
     p = d / "spark-before-prefix-rule.jsonl"
     p.write_text("\n".join(old) + "\n", encoding="utf-8")
     out["recorded/spark-before-prefix-rule"] = p
+    # recordings killed mid-run: the first two thirds, the last line cut in the middle
+    for name, src in (("flink-cut", "flink-aligned-task-failure.jsonl"), ("spark-cut", "spark-wordcount-kill.jsonl")):
+        text = (ROOT / "examples" / src).read_text(encoding="utf-8")
+        p = d / f"{name}.jsonl"
+        p.write_text(text[: 2 * len(text) // 3], encoding="utf-8")
+        out[f"recorded/{name}"] = p
     return out
 
 
