@@ -368,3 +368,28 @@ def test_a_rate_that_wavered_between_drain_and_catch_up_lowers_the_cap(tmp_path:
     assert (plan["max_rate"], plan["rate"]) == (420.0, 210.0)
     # without the catch-up rates it would have kept the cap that wavered
     assert choose_rates(recovery._seen(tmp_path, "", 1000, 5, 2), [1000])["max_rate"] == 800.0
+
+
+def test_the_picture_names_an_interval_measured_again_at_other_rates(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from rollcheck.flink_replay.plot import plot_recovery
+
+    titles: list[str] = []
+    real_savefig = plt.Figure.savefig
+
+    def savefig(fig, *a, **k):  # type: ignore[no-untyped-def]
+        titles.append(fig.axes[0].get_title())
+        return real_savefig(fig, *a, **k)
+
+    monkeypatch.setattr(plt.Figure, "savefig", savefig)
+    params = [{"interval_ms": 200, "measured_s": 0.8, "repetitions": [0.8, 0.79, 0.82], "rate": 180.0, "max_rate": 360.0},
+              {"interval_ms": 1000, "measured_s": 1.9, "repetitions": [1.9, 2.0, 1.8], "rate": 400.0, "max_rate": 800.0}]
+    runs = [{"interval_ms": p["interval_ms"], "model": m, "predicted_s": p["measured_s"]}
+            for p in params for m in ("chiron-trt", "utilization")]
+    out = plot_recovery({"parameters": params, "runs": runs, "rate": 400.0, "max_rate": 800.0}, tmp_path / "rt.png")
+    assert out.is_file() and titles == ["Flink recovery time, λ=400/s, μ cap=800/s; 200 ms at 180/360"]
