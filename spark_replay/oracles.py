@@ -1,4 +1,4 @@
-"""Oracles that do not trust the engine's own failure-free run (``specs/spark.md#oracles``).
+"""Oracles that do not trust the engine's own failure-free run (``docs/your-query.md``, section 4).
 
 ``output-exactly-once`` compares a run with the failure-free run of the same engine: a bug that
 happens with or without a failure (a window that never fires, a watermark that evicts live

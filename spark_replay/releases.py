@@ -22,7 +22,7 @@ and Spark's Python workers inherit it).
 
 References
 ----------
-``specs/spark.md`` (engine releases); the Flink environment, :mod:`rollcheck.flink_replay.environment`.
+``docs/spark.md`` ("On the release you run"); the Flink environment, :mod:`rollcheck.flink_replay.environment`.
 """
 
 from __future__ import annotations

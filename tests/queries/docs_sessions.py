@@ -23,6 +23,7 @@ from pyspark.sql import functions as F
 
 SCHEMA = "timestamp TIMESTAMP, userId STRING"
 OUTPUT_MODE = "append"
+EVENT_TIME = "session_end"  # a session is final once the watermark passed its end (batch-equivalent)
 KEY = ["userId", "session_start"]
 
 T0 = dt.datetime(2024, 1, 1)
