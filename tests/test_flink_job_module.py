@@ -345,3 +345,15 @@ def test_rollcheck_code_raising_in_the_job_process_is_internal(tmp_path: Path,
     with pytest.raises(InternalError) as e:
         record_mod.record(tmp_path / "o.jsonl", cfg)
     assert "rollcheck's own load_user_job() (job_user.py:" in str(e.value) and "TypeError" in str(e.value), str(e.value)
+
+
+@pytest.mark.slow
+def test_job_failing_in_the_reference_run_is_exit_2(tmp_path: Path) -> None:
+    """job() is called while the failure-free reference run is built: its error record lies in the
+    run's reference folder, which the recorder reads too (it said "ended without a result")."""
+    mod = tmp_path / "list_job.py"
+    mod.write_text("KEY = [0]\n" + _BODY.replace("    return source\n", "    return [source]\n"))
+    r = _record(mod, tmp_path / "o.jsonl", timeout=300)
+    last = r.stderr.strip().splitlines()[-1]
+    assert r.returncode == 2, r.stderr[-1500:]
+    assert "list_job.py: job(): must return a DataStream, got list" in last, last
