@@ -266,3 +266,13 @@ def test_with_tlc_too(capsys, recorded, name):
     pairs = [(c["name"], c["ok"]) for c in doc_c["checks"]]
     assert pairs == [(c["name"], c["ok"]) for c in doc_r["checks"]] and rc_c == rc_r == 0
     assert any("tlc" in n and ok is True for n, ok in pairs), pairs
+
+
+def test_tlc_off_above_the_automatic_limit_names_its_option(capsys, monkeypatch):
+    """A protocol with a TLA+ model but a trace above the automatic limit: tlc-trace is n/a, --tlc."""
+    import rollcheck.cli.check_trace as ct
+
+    monkeypatch.setattr(ct, "TLC_AUTO_MAX_EVENTS", 3)
+    rc = main(["check", "trace", str(ROOT / "examples" / "trace-hmnr-3p.jsonl"), "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert rc == 0 and _na(doc) == {"tlc-trace": "--tlc", "outputs-exactly-once": "--reference"}

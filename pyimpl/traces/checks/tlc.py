@@ -120,7 +120,7 @@ class TlcTrace(TraceCheck):
             return Check.not_applicable(self.name, self.why_not or "no TLA+ model")
         if self.keeper.dropped:
             return Check.not_applicable(self.name, f"off above {self.keeper.limit} events ({v.events} here); "
-                                        "give --tlc to run it")
+                                        "give --tlc to run it", enabled_by="--tlc")
         if self.validate is None:
             return Check.unchecked(self.name, "no TLC validator available")
         segs = self.keeper.segments
