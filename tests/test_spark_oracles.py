@@ -258,3 +258,17 @@ def test_restart_failing_with_the_engines_exception_is_a_finding(tmp_path: Path,
     assert res["checkpoint"] in c.detail and "engine's exception" in c.detail
     failed = read_trace(trace).of_kind("spark.recovery_failed")[0]
     assert c.offending_seq == failed["seq"] and failed["user_code"] is False
+
+
+def test_a_key_of_several_late_rows_not_all_tried_is_undecided_not_a_violation() -> None:
+    """Three late rows touch key a; Spark may have counted any two of them, which no evaluation
+    tried: unchecked (inconclusive), never a violation of a correct engine."""
+    base, both = [{"k": "a", "n": 2}], [{"k": "a", "n": 5}]
+    singles = [[{"k": "a", "n": 3}]] * 3
+    ev = _evaluation(2, "final", [base, both, *singles], late=3)
+    for i, v in enumerate(ev["variants"]):
+        v["late"] = [] if i == 0 else ([0, 1, 2] if i == 1 else [i - 2])
+    c = batch_equivalent(_hdr(), [_ev(1, "spark.output_final", rows=[{"k": "a", "n": 4}]), ev])
+    assert c.status.value == "unchecked" and "key" in c.detail
+    c = batch_equivalent(_hdr(), [_ev(1, "spark.output_final", rows=[{"k": "a", "n": 3}]), ev])
+    assert c.status.value == "held"
