@@ -62,12 +62,13 @@ __all__ = ["check_protocol", "assert_protocol_safe", "DEFAULT_BUDGET"]
 
 #: Seconds for the exhaustive phase when no budget is given. It must complete the default bounds
 #: (2x11, 3x9, 4x6) with margin on a machine whose CPU is half as fast as the developer's, since a
-#: cut bound makes the verdict inconclusive. Measured (2026-11, ``rollcheck.calibration``'s loop
-#: ``s = 0; for i in range(20_000_000): s += i`` at 0.55-0.64 CPU s on the development machine),
-#: CPU seconds of the whole phase (vetting the code, symmetry, walk) in one worker: HMNR 20.5-22.5
-#: (34-38 loops), BCS 11.4 (19 loops), ``examples/my_index_fixed.py`` 11.6 (20 loops). On a machine
-#: whose loop takes 2.2 s (four times slower than that), HMNR needs 75-84 CPU s: 150 s is a margin
-#: of 1.8x even on one core, about 3x with the two default workers on two cores.
+#: cut bound makes the verdict inconclusive. Measured (2026-11, at load 6 on the 2-core development
+#: machine, where ``rollcheck.calibration``'s loop ``s = 0; for i in range(20_000_000): s += i``,
+#: run at module level as a script runs it, took 1.36 CPU s): CPU seconds of the whole phase
+#: (vetting the code, symmetry, walk) in one worker: HMNR 22 (16 loops), BCS 14 (10 loops),
+#: ``examples/my_index_fixed.py`` 13.6 (10 loops). On the slower machine whose loop takes 2.2 s,
+#: HMNR needs about 35 CPU s: 150 s is a margin of 4x even on one core, so a loaded machine too
+#: completes the default bounds.
 DEFAULT_BUDGET = 150.0
 
 
