@@ -56,6 +56,14 @@ def test_cli_refuses_an_unsupported_release_with_exit_2(tmp_path: Path) -> None:
     assert not (tmp_path / "cache").exists()  # refused before anything was made
 
 
+def test_reference_release_is_checked_like_the_engine_release() -> None:
+    from rollcheck.spark_replay.query import QueryConfig
+
+    with pytest.raises(InvalidInputError) as e:
+        QueryConfig(QUERY, engine_version="3.5.9", reference_version="2.4.8").validate()
+    assert "--reference-version" in str(e.value) and "2.4.8" in str(e.value)
+
+
 def test_pinned_release_needs_no_environment() -> None:
     assert spark_environment(None) == Path(sys.executable)
     assert spark_environment(pinned_release()) == Path(sys.executable)
