@@ -272,3 +272,20 @@ def test_a_key_of_several_late_rows_not_all_tried_is_undecided_not_a_violation()
     assert c.status.value == "unchecked" and "key" in c.detail
     c = batch_equivalent(_hdr(), [_ev(1, "spark.output_final", rows=[{"k": "a", "n": 3}]), ev])
     assert c.status.value == "held"
+
+
+def test_append_bound_of_a_window_column_is_its_end() -> None:
+    """Spark's plan marks the window struct as event time: a window is final once its end is at or
+    below the last watermark (10 s here): [0, 5) must be there, [10, 15) need not be yet."""
+    win = {"name": "window", "type": "struct<start:timestamp,end:timestamp>",
+           "metadata": {"spark.watermarkDelayMs": 5000}}
+    fields = [win, {"name": "n", "type": "bigint", "metadata": {}}]
+    w0 = {"window": {"start": "1970-01-01T00:00:00", "end": "1970-01-01T00:00:05"}, "n": 2}
+    w1 = {"window": {"start": "1970-01-01T00:00:10", "end": "1970-01-01T00:00:15"}, "n": 1}
+    hdr = _hdr("append", key=["window"])
+    ok = batch_equivalent(hdr, [_ev(1, "spark.output_final", rows=[w0]),
+                                _evaluation(2, "final", [[w0, w1]], fields=fields, stream_fields=fields)])
+    assert ok.status.value == "held", ok.detail
+    lost = batch_equivalent(hdr, [_ev(1, "spark.output_final", rows=[w1]),
+                                  _evaluation(2, "final", [[w0, w1]], fields=fields, stream_fields=fields)])
+    assert lost.status.value == "violated" and "window.end" in lost.detail
