@@ -289,3 +289,17 @@ def test_append_bound_of_a_window_column_is_its_end() -> None:
     lost = batch_equivalent(hdr, [_ev(1, "spark.output_final", rows=[w1]),
                                   _evaluation(2, "final", [[w0, w1]], fields=fields, stream_fields=fields)])
     assert lost.status.value == "violated" and "window.end" in lost.detail
+
+
+def test_releases_differing_only_in_late_rows_they_counted_is_no_finding() -> None:
+    """One release counted a late row and the other did not: both within the watermark's one-way
+    guarantee (batch-equivalent's evaluations); any other difference says which release agrees."""
+    hdr = {**_hdr(), "engine_version": "3.5.9"}
+    ev = _evaluation(3, "reference", [[{"k": "a", "n": 2}], [{"k": "a", "n": 3}]], late=1)
+    ref = _ev(2, "spark.reference", output=[{"k": "a", "n": 2}])
+    late_counted = _ev(1, "spark.release_reference", engine_version="4.3.0", output=[{"k": "a", "n": 3}])
+    c = release_differential(hdr, [late_counted, ref, ev])
+    assert c.status.value == "held" and "late rows" in c.detail
+    wrong = _ev(1, "spark.release_reference", engine_version="4.3.0", output=[{"k": "a", "n": 7}])
+    c = release_differential(hdr, [wrong, ref, ev])
+    assert c.status.value == "violated" and "3.5.9 agrees" in c.detail
