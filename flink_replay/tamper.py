@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.jsonio import decode_utf8, loads_json_line, read_input_bytes
 
 __all__ = ["TAMPERS", "TAMPER_NAMES", "tamper", "tamper_file"]
 
@@ -150,9 +151,27 @@ def tamper(src: str | Path, how: str, out: str | Path) -> str:
     """Write a tampered copy of ``src`` to ``out``; returns the check expected to catch it."""
     if how not in TAMPERS:
         raise InvalidInputError(f"unknown tampering {how!r} (one of {', '.join(TAMPERS)})")
-    lines = Path(src).read_text().splitlines()
-    header, events = lines[0], [json.loads(x) for x in lines[1:] if x.strip()]
-    mode = json.loads(header).get("config", {}).get("checkpoints", "aligned")
+    # every line under the input bounds of rollcheck.pyimpl.jsonio (nesting, numbers), named by its
+    # line: a line nested too deeply is bad input (exit 2), not an internal RecursionError
+    source = str(src)
+    lines = decode_utf8(read_input_bytes(src), source).splitlines()
+    if not lines or not lines[0].strip():
+        raise InvalidInputError("empty file or no header on line 1", source=source)
+    header = lines[0]
+    head = loads_json_line(header, source, 1)
+    if not isinstance(head, dict):
+        raise InvalidInputError("the header must be a JSON object", source=source, location="line 1")
+    events = []
+    for n, x in enumerate(lines[1:], start=2):
+        if not x.strip():
+            continue
+        e = loads_json_line(x, source, n)
+        if not isinstance(e, dict) or not isinstance(e.get("kind"), str):
+            raise InvalidInputError("an event must be a JSON object with a string \"kind\"",
+                                    source=source, location=f"line {n}")
+        events.append(e)
+    cfg = head.get("config")
+    mode = cfg.get("checkpoints", "aligned") if isinstance(cfg, dict) else "aligned"
     if how == "older-restore":
         events = _older_restore(events)
     elif how == "barrier-after-snapshot":

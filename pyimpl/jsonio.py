@@ -38,6 +38,7 @@ import os
 import re
 import stat
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from rollcheck.pyimpl.errors import InvalidInputError
@@ -193,6 +194,14 @@ def _parse_float(s: str) -> float:
     return x
 
 
+def _bounded_float(convert: Callable[[str], Any]) -> Callable[[str], Any]:
+    def parse(s: str) -> Any:
+        if len(s) > MAX_INT_DIGITS + 30:
+            raise _Reject(f"number literal of {len(s)} characters (the limit is {MAX_INT_DIGITS + 30})", s)
+        return convert(s)
+    return parse
+
+
 def _parse_constant(s: str) -> Any:
     raise _Reject(f"{s} is not a JSON number (NaN and Infinity are not allowed)", s)
 
@@ -239,7 +248,8 @@ def _recursion_depth() -> int:
     return _stack_depth()
 
 
-def loads_json(text: str | bytes, source: str | None = None, *, reject_duplicate_keys: bool = False) -> Any:
+def loads_json(text: str | bytes, source: str | None = None, *, reject_duplicate_keys: bool = False,
+               parse_float: Callable[[str], Any] | None = None) -> Any:
     """Parse one JSON document from input text under the rules of this module.
 
     Parameters
@@ -250,6 +260,10 @@ def loads_json(text: str | bytes, source: str | None = None, *, reject_duplicate
         The file name used in messages.
     reject_duplicate_keys : bool
         Reject an object that names a key twice (slower: off for the large formats).
+    parse_float : callable, optional
+        Turns the literal of a number with a fraction or exponent into a value, in place of
+        ``float`` (a format that refuses such numbers can keep them as markers); the literal's
+        length is bounded as before, its value is then the hook's to judge.
 
     Raises
     ------
@@ -276,7 +290,8 @@ def loads_json(text: str | bytes, source: str | None = None, *, reject_duplicate
                                 source=source, location="byte 0")
     if not text.strip():
         raise InvalidInputError("empty file", source=source)
-    kw: dict[str, Any] = {"parse_int": _parse_int, "parse_float": _parse_float, "parse_constant": _parse_constant}
+    kw: dict[str, Any] = {"parse_int": _parse_int, "parse_float": _parse_float if parse_float is None
+                          else _bounded_float(parse_float), "parse_constant": _parse_constant}
     if reject_duplicate_keys:
         kw["object_pairs_hook"] = _no_duplicates
     old = sys.getrecursionlimit()
@@ -303,7 +318,7 @@ def loads_json(text: str | bytes, source: str | None = None, *, reject_duplicate
 
 
 def load_json_file(path: str | os.PathLike[str], *, max_bytes: int | None = None,
-                   reject_duplicate_keys: bool = False) -> Any:
+                   reject_duplicate_keys: bool = False, parse_float: Callable[[str], Any] | None = None) -> Any:
     """Read and parse a JSON input file (see the module notes for everything that is rejected).
 
     Examples
@@ -319,7 +334,8 @@ def load_json_file(path: str | os.PathLike[str], *, max_bytes: int | None = None
     """
     source = str(path)
     data = read_input_bytes(path, max_bytes=max_bytes)
-    return loads_json(decode_utf8(data, source), source, reject_duplicate_keys=reject_duplicate_keys)
+    return loads_json(decode_utf8(data, source), source, reject_duplicate_keys=reject_duplicate_keys,
+                      parse_float=parse_float)
 
 
 def loads_json_line(text: str | bytes, source: str | None, line: int) -> Any:

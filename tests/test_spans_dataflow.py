@@ -222,8 +222,8 @@ def test_normalise_phi_accepts(tmp_path: Path, capsys: pytest.CaptureFixture) ->
 
 @pytest.mark.parametrize("raw,why", [
     (b"\xff\xfe{}", "not UTF-8"),
-    (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
-    (b'{"format": "rollcheck.spans/1",', "not JSON"),
+    (b"[" * 100_000 + b"]" * 100_000, "nested more than 100 levels deep"),
+    (b'{"format": "rollcheck.spans/1",', "malformed JSON"),
     (b"[1, 2]", "format must be one of"),
 ])
 def test_unreadable_files_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture, raw: bytes, why: str) -> None:
@@ -231,6 +231,25 @@ def test_unreadable_files_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture, 
     p.write_bytes(raw)
     rc, out, err = _run(capsys, "spans", str(p), "--json")
     assert rc == 2 and out == "" and why in err and str(p) in err
+
+
+def test_nesting_is_bounded_up_front(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """A span system nested 500 levels deep parses with ``json.loads`` (so catching a
+    RecursionError afterwards would let it through to the recursive validation); both readers of
+    the format refuse it before, naming the file; 100 levels are still read."""
+    from rollcheck.pyimpl.errors import InvalidInputError
+    from rollcheck.pyimpl.spans.system import load_system
+
+    for depth, refused in ((500, True), (100, False)):
+        p = tmp_path / f"deep{depth}.json"
+        p.write_text('{"format": "rollcheck.spans/1", "processors": ' + "[" * (depth - 1) + "]" * (depth - 1) + "}")
+        rc, out, err = _run(capsys, "spans", str(p), "--json")
+        assert rc == 2 and out == "" and str(p) in err
+        assert ("nested more than 100 levels deep" in err) == refused, err
+        with pytest.raises(InvalidInputError) as e:
+            load_system(p)
+        assert ("nested more than 100 levels deep" in str(e.value)) == refused, e.value
+        assert str(p) in str(e.value)
 
 
 def test_lone_surrogate_names_print(tmp_path: Path) -> None:

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from rollcheck.pyimpl.errors import InternalError, InvalidInputError
+from rollcheck.pyimpl.jsonio import load_json_file
 
 __all__ = [
     "FORMAT",
@@ -396,20 +397,9 @@ def load_system(path: str | Path, *, phi: str = "reject", semantic: bool = True)
     """Read and validate a ``rollcheck.spans/1`` file (see :func:`system_from_dict`; a file is
     checked against the semantic rules too unless ``semantic=False``)."""
     path = Path(path)
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except OSError as e:
-        raise InvalidInputError(f"cannot read: {e.strerror}", source=str(path)) from None
-    except UnicodeDecodeError as e:
-        raise InvalidInputError(f"not UTF-8 text (byte {e.start})", source=str(path)) from None
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InvalidInputError(f"not JSON: {e.msg}", source=str(path), location=f"line {e.lineno}") from None
-    except RecursionError:
-        raise InvalidInputError("JSON nested too deeply", source=str(path)) from None
-    except ValueError as e:  # e.g. an integer with too many digits
-        raise InvalidInputError(f"not JSON: {e}"[:200], source=str(path)) from None
+    # under the input bounds of rollcheck.pyimpl.jsonio: nesting is capped up front, so a document
+    # nested too deeply is refused before the recursive validation sees it
+    doc = load_json_file(path)
     return system_from_dict(doc, phi=phi, source=str(path), semantic=semantic)
 
 

@@ -13,11 +13,11 @@ import argparse
 import gc
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 from rollcheck.cli._util import add_parser, atomic_write_text, emit_json
 from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.jsonio import decode_utf8, loads_json, read_input_bytes
 
 FORMATS = ("rollcheck.spans/1", "rollcheck.dataflow/1")
 
@@ -62,22 +62,10 @@ def read_json(path: str) -> tuple[Any, bool]:
     Returns the document and whether it is *plain*: its text has no ``true``, ``false`` or
     ``null`` (floats are parsed as unhashable markers), so every scalar is a string or an integer.
     """
-    try:
-        data = Path(path).read_bytes()
-    except OSError as e:
-        raise InvalidInputError(f"cannot read: {e.strerror}", source=path) from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise InvalidInputError(f"not UTF-8 text (byte {e.start})", source=path) from None
-    try:
-        doc = json.loads(text, parse_float=_Float)
-    except json.JSONDecodeError as e:
-        raise InvalidInputError(f"not JSON: {e.msg}", source=path, location=f"line {e.lineno}") from None
-    except RecursionError:
-        raise InvalidInputError("JSON nested too deeply", source=path) from None
-    except ValueError as e:  # e.g. an integer with too many digits
-        raise InvalidInputError(f"not JSON: {e}"[:200], source=path) from None
+    # under the input bounds of rollcheck.pyimpl.jsonio: nesting is capped up front (a document
+    # nested too deeply is refused before any recursive reader sees it), floats kept as markers
+    data = read_input_bytes(path)
+    doc = loads_json(decode_utf8(data, path), path, parse_float=_Float)
     plain = not any(tok in data for tok in (b"true", b"false", b"null"))
     return doc, plain
 
