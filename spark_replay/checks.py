@@ -286,6 +286,10 @@ def failure_observed(v: StreamView) -> Check:
         return Check.unchecked(name, f"the requested {mode} failure at batch {batch} did not happen (failures "
                                      f"seen: {seen or 'none'}); recovery was not exercised")
     after = [r for r in v.restarts if r["seq"] > hit[0]["seq"]]
+    if mode == "executor" and v.ended:  # an executor lost: the same driver goes on (killpoints.executor_struck)
+        return Check.held(name, f"executor failure at batch {batch} (seq {hit[0]['seq']}: executor "
+                                f"{hit[0].get('executor_id')}, pid {hit[0].get('pid')}); the query went on in the "
+                                "same driver and finished")
     if not after:
         return Check.unchecked(name, f"the {mode} failure at batch {batch} (seq {hit[0]['seq']}) happened but "
                                      "the trace has no restart after it")
@@ -820,6 +824,11 @@ def query_plugins(header: dict[str, Any], source: str | None) -> list[TraceCheck
         from rollcheck.spark_replay.killpoints import kill_point_struck
 
         plugins.insert(2, EventListCheck("kill-point", header, kill_point_struck, source))
+    if req is not None and req[0] in ("executor", "retry"):  # what struck (killpoints.py)
+        from rollcheck.spark_replay.killpoints import executor_struck, retry_struck
+
+        plugins.insert(2, EventListCheck("executor-lost", header, executor_struck, source) if req[0] == "executor"
+                       else EventListCheck("task-retried", header, retry_struck, source))
     from rollcheck.spark_replay.oracles import oracle_plugins
 
     plugins += oracle_plugins(header, source)  # batch-equivalent, release-differential, ...
