@@ -62,9 +62,22 @@ from rollcheck.pyimpl.calllimit import DEFAULT_QUERY_CALL_TIMEOUT, call_limited,
 from rollcheck.pyimpl.errors import InvalidInputError, UserCodeTimeout, environment_fault
 from rollcheck.pyimpl.partialfile import partial_output
 from rollcheck.spark_replay.checkpoint_reader import CheckpointDir, spark_state_reads
+from rollcheck.spark_replay.cluster import (
+    cluster_conf,
+    on_cluster,
+    strike_executor,
+    validate_cluster,
+)
 from rollcheck.spark_replay.killpoints import (
+    RETRY_FAILED,
+    RETRY_RESTART,
     KillSupervisor,
+    checkpoint_logs,
     record_kill,
+    retry_facts,
+    retry_restart_batch,
+    retry_task,
+    state_files_of_version,
     state_store_conf,
     validate_options,
 )
@@ -96,7 +109,7 @@ __all__ = [
     "STATE_READER_SINCE",
 ]
 
-FAILURES = ("task", "sink", "kill")
+FAILURES = ("task", "sink", "kill", "executor", "retry")
 OUTPUT_MODES = ("append", "update", "complete")
 #: What Spark says when a Python worker it started did not connect back in time. Spark waits a fixed
 #: 10 s for a worker started without its daemon (the driver-side runner of ``transformWithState`` in
@@ -289,6 +302,8 @@ class QueryConfig:
     #: the release whose failure-free run the ``release-differential`` oracle compares with (with
     #: ``engine_version``; None: the pinned release)
     reference_version: str | None = None
+    #: a cluster rollcheck starts for the recording (``cluster.CLUSTERS``: ``local-standalone``)
+    cluster: str | None = None
 
     def validate(self, n_input: int | None = None) -> None:
         """Check the flags; with ``n_input`` (the number of input batches) also the batch."""
@@ -301,6 +316,11 @@ class QueryConfig:
             raise InvalidInputError(f"unknown failure {self.failure!r}; use one of {FAILURES}",
                                     location="--failure")
         validate_options(self.failure, self.kill_point, self.state_store)  # killpoints.py
+        validate_cluster(self.cluster, self.master)  # cluster.py
+        if self.failure == "executor" and self.cluster is None and not on_cluster(self.master):
+            raise InvalidInputError("the executor failure needs a cluster whose executors run on this machine: "
+                                    "give --cluster local-standalone (or --master spark://HOST:PORT)",
+                                    location="--cluster")
         if self.engine_version is not None:
             from rollcheck.spark_replay.releases import parse_release
 
@@ -607,14 +627,31 @@ def _run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: _Paths, *, ref
         watcher.start()
 
     def sink(bdf: Any, bid: int) -> None:
+        # the retry failure collects batch K through a task that fails once after its state store
+        # committed (killpoints.retry_task); uncached, so that Spark's retry runs the stateful operator again
+        retrying = (failing and cfg.failure == "retry" and cfg.fail_at_batch == bid
+                    and not (paths.markers / RETRY_FAILED).exists())
         # The recorder keeps the rows handed to the sink; the default sink writes the same rows
         # (one Spark action). Only a user's sink next to the recorder reads the batch twice: cache it.
-        twice = writer is not None and uq.has_sink
+        twice = writer is not None and uq.has_sink and not retrying
         if twice:
             bdf.persist()
         try:
             # collecting runs the batch: its state stores commit their new versions now
-            rows = [plain(r) for r in bdf.collect()] if (writer is not None or not uq.has_sink) else []
+            if retrying:
+                rows = [plain(r) for r in bdf.rdd.mapPartitions(retry_task(paths.markers, ck, bid)).collect()]
+                if writer is not None:  # the failed attempt and the attempts that ran to their end
+                    writer.emit("failure", processes=["task"], batch=bid, mode="retry",
+                                stateful=(ck / "state").is_dir(), **retry_facts(paths.markers))
+            else:
+                rows = [plain(r) for r in bdf.collect()] if (writer is not None or not uq.has_sink) else []
+            if failing and cfg.failure == "executor" and cfg.fail_at_batch == bid and not marker.exists():
+                marker.write_text(str(bid), encoding="utf-8")  # once: the state stores of batch K committed
+                struck = strike_executor(spark)  # cluster.py: one executor JVM SIGKILLed, seen removed
+                if writer is not None:
+                    writer.emit("failure", processes=["executor"], batch=bid, mode="executor", kill_point="state",
+                                checkpoint_logs=checkpoint_logs(ck), state_files=state_files_of_version(ck, bid + 1),
+                                **struck)
             if watcher is not None:
                 watcher.poll_now()
             if writer is not None and first_sink[0] and attempt > 1:
@@ -642,6 +679,15 @@ def _run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: _Paths, *, ref
             writer.emit(PREFIX + "sink_written", batch=bid, rows=rows)
         if failing and cfg.fail_at_batch == bid and cfg.failure == "kill" and cfg.kill_point in (None, "sink"):
             _request_kill(paths)  # kill point "sink" (the default): the parent records the kill
+        if failing and cfg.failure == "retry" and (paths.markers / RETRY_FAILED).exists() \
+                and bid == retry_restart_batch(int(cfg.fail_at_batch), len(list(paths.inputs.glob("batch-*.json")))):
+            try:  # after the next batch: a new driver restarts from the checkpoint (the retried state reloads)
+                fd = os.open(paths.markers / RETRY_RESTART, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            except FileExistsError:
+                pass
+            else:
+                os.close(fd)
+                request_kill(paths.markers)
         if failing and cfg.fail_at_batch == bid and cfg.failure == "sink":
             try:
                 fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
@@ -714,7 +760,7 @@ def _run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: _Paths, *, ref
         if writer is not None:
             writer.emit(PREFIX + "query_error", message=error)
         restarted = failing and ((paths.markers / "recovered").exists()
-                                 or (cfg.failure == "kill" and attempt > 1))
+                                 or (cfg.failure in ("kill", "retry") and attempt > 1))
         if writer is not None and restarted and not sink_raised and not _user_code_raised(error_text, uq):
             # the restart from the engine's own checkpoint failed with the engine's exception: a
             # finding against the engine (oracles.recovery_succeeded), not the query's fault
@@ -881,8 +927,8 @@ def _drive(cfg: QueryConfig, paths: _Paths, trace: Path, header: dict[str, Any],
         with contextlib.ExitStack() as stack:
             if spark is None:
                 spark = stack.enter_context(spark_session(
-                    cfg.master, app_name="rollcheck-query", shuffle_partitions=cfg.shuffle_partitions,
-                    conf=session_conf(cfg.state_store)))
+                    _master(cfg), app_name="rollcheck-query", shuffle_partitions=cfg.shuffle_partitions,
+                    conf={**session_conf(cfg.state_store), **cluster_conf(cfg.master)}))
             else:
                 for k, v in session_conf(cfg.state_store).items():
                     spark.conf.set(k, str(v))
@@ -916,6 +962,35 @@ def _drive(cfg: QueryConfig, paths: _Paths, trace: Path, header: dict[str, Any],
         writer.close()
     return {"status": status, "reference_seconds": None if ref_s is None else round(ref_s, 3),
             "attempt_seconds": [round(x, 3) for x in attempts_s]}
+
+
+def _master(cfg: QueryConfig) -> str | None:
+    """The driver's master: the retry failure needs task retries, which local mode allows only
+    when asked (``local[N,F]``: F attempts per task; a cluster allows 4, ``spark.task.maxFailures``).
+
+    >>> _master(QueryConfig("q.py", failure="retry", fail_at_batch=1)), _master(QueryConfig("q.py"))
+    ('local[2,4]', None)
+    """
+    if cfg.failure != "retry" or on_cluster(cfg.master):
+        return cfg.master
+    from rollcheck.spark_replay.session import DEFAULT_MASTER
+
+    m = cfg.master or os.environ.get("ROLLCHECK_SPARK_MASTER") or DEFAULT_MASTER
+    hit = re.fullmatch(r"local(?:\[(\d+|\*)\])?", m)
+    return f"local[{hit.group(1) or 1},4]" if hit else m
+
+
+@contextlib.contextmanager
+def _cluster(cfg: QueryConfig, root: Path) -> Any:
+    """The recording's cluster (``--cluster local-standalone``: started here, stopped at the end,
+    its JVMs dying with rollcheck): yields the configuration the drivers run with."""
+    if cfg.cluster is None:
+        yield cfg
+        return
+    from rollcheck.spark_replay.cluster import LocalStandaloneCluster
+
+    with LocalStandaloneCluster(root=root / "cluster") as c:
+        yield replace(cfg, master=c.master_url, cluster=None)
 
 
 def _check_release(header: dict[str, Any]) -> None:
@@ -1041,7 +1116,8 @@ def record_query(cfg: QueryConfig, out: str | Path, *, workdir: str | Path | Non
                 w.emit(PREFIX + "release_reference", **release_ref)
             finally:
                 w.close()
-        res = _record(cfg, partial, root, paths, header, enabled, spark, len(rows), python)
+        with _cluster(cfg, root) as run_cfg:  # cluster.py
+            res = _record(run_cfg, partial, root, paths, header, enabled, spark, len(rows), python)
     return {**res, "trace": str(out), "engine_version": release}
 
 
@@ -1050,20 +1126,22 @@ def _record(cfg: QueryConfig, out: Path, root: Path, paths: _Paths, header: dict
     t0 = time.perf_counter()
     children = 0
     here = python is None or Path(python) == Path(sys.executable)  # the running release
-    if cfg.failure != "kill" and spark is not None and here:  # in the caller's session, in this process
+    if cfg.failure not in ("kill", "retry") and spark is not None and here:  # in the caller's session
         res = _drive(cfg, paths, out, header, single_attempt=False, with_reference=cfg.reference,
                      enabled=enabled, spark=spark)
     else:
         # Driver children (spark_replay.supervise): a kill needs them, and without a session of
         # the caller's the user's code runs there too, so that a call past its limit that cannot
         # be stopped in place (a sink blocked in C code) ends with the child's process group.
-        kill = cfg.failure == "kill"
+        kill = cfg.failure in ("kill", "retry")  # retry: the driver is restarted after the next batch
         res = {"status": "failed", "reference_seconds": None, "attempt_seconds": []}
         if enabled:
             TraceWriter(out, header).close()
         # a kill strikes only in kill mode (batch None: the supervisor only waits)
-        supervisor = KillSupervisor(paths.checkpoint(), paths.markers, cfg.fail_at_batch if kill else None,
-                                    cfg.kill_point or "sink")
+        at = cfg.fail_at_batch if kill else None
+        if cfg.failure == "retry" and at is not None:
+            at = retry_restart_batch(at, n_rows)
+        supervisor = KillSupervisor(paths.checkpoint(), paths.markers, at, cfg.kill_point or "sink")
         for k in range(cfg.max_attempts if kill else 1):
             children += 1
             spec = {"cfg": asdict(cfg), "root": str(root), "trace": str(out), "header": header,
