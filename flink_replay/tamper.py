@@ -147,6 +147,21 @@ def _drop_failure(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return kept
 
 
+def _cut_tail(text: str, lines: list[str], source: str) -> str:
+    """The last line of a trace cut mid-line (no newline, not JSON), removed from ``lines``.
+
+    The trace readers take such a line as the recording's end (the trace is *truncated*); the
+    tampered copy keeps it as its own last line, so it is truncated there too.
+    """
+    if len(lines) < 2 or text.endswith(("\n", "\r")):
+        return ""
+    try:
+        loads_json_line(lines[-1], source, len(lines))
+    except InvalidInputError:
+        return lines.pop()
+    return ""
+
+
 def tamper(src: str | Path, how: str, out: str | Path) -> str:
     """Write a tampered copy of ``src`` to ``out``; returns the check expected to catch it."""
     if how not in TAMPERS:
@@ -154,7 +169,9 @@ def tamper(src: str | Path, how: str, out: str | Path) -> str:
     # every line under the input bounds of rollcheck.pyimpl.jsonio (nesting, numbers), named by its
     # line: a line nested too deeply is bad input (exit 2), not an internal RecursionError
     source = str(src)
-    lines = decode_utf8(read_input_bytes(src), source).splitlines()
+    text = decode_utf8(read_input_bytes(src), source)
+    lines = text.splitlines()
+    tail = _cut_tail(text, lines, source)  # a recording cut mid-line keeps its cut line, unchanged
     if not lines or not lines[0].strip():
         raise InvalidInputError("empty file or no header on line 1", source=source)
     header = lines[0]
@@ -187,7 +204,7 @@ def tamper(src: str | Path, how: str, out: str | Path) -> str:
     for n, e in enumerate(events, start=1):
         e["seq"] = n
     tmp = Path(str(out) + ".tmp")
-    tmp.write_text(header + "\n" + "".join(json.dumps(e) + "\n" for e in events))
+    tmp.write_text(header + "\n" + "".join(json.dumps(e) + "\n" for e in events) + tail)
     tmp.replace(out)
     return TAMPERS[how]
 

@@ -276,3 +276,41 @@ def test_tlc_off_above_the_automatic_limit_names_its_option(capsys, monkeypatch)
     rc = main(["check", "trace", str(ROOT / "examples" / "trace-hmnr-3p.jsonl"), "--json"])
     doc = json.loads(capsys.readouterr().out)
     assert rc == 0 and _na(doc) == {"tlc-trace": "--tlc", "outputs-exactly-once": "--reference"}
+
+
+def test_the_replays_and_check_trace_call_one_function(capsys, monkeypatch, recorded):
+    """``spark replay``, ``flink replay`` (word count and a user's job) and ``check trace`` on their
+    traces all go through :func:`rollcheck.cli.engine_replay.replay_engine_trace` (they cannot
+    drift apart): each command calls it exactly once, naming the engine."""
+    import rollcheck.cli.engine_replay as er
+
+    calls: list[tuple[str, str | None]] = []
+    real = er.replay_engine_trace
+
+    def spy(path, **kw):
+        calls.append((Path(path).name, kw.get("engine")))
+        return real(path, **kw)
+
+    monkeypatch.setattr(er, "replay_engine_trace", spy)
+    for name, engine in (("examples/spark-wordcount-kill.jsonl", "spark"), ("recorded/nhop-uc", "spark"),
+                         ("examples/flink-aligned-task-failure.jsonl", "flink"),
+                         ("examples/flink-job-rescale-2-1.jsonl", "flink")):
+        path = _path(name, recorded)
+        for argv in ([engine, "replay", str(path), "--no-tlc", "--json"], ["check", "trace", str(path), "--no-tlc", "--json"]):
+            calls.clear()
+            main(argv)
+            capsys.readouterr()
+            assert calls == [(path.name, engine)], (argv, calls)
+
+
+def test_flink_tamper_keeps_the_cut_line_of_a_cut_recording(capsys, recorded, tmp_path):
+    """A recording cut mid-line is tampered like a whole one (its cut line was a malformed-JSON
+    refusal, exit 2); the copy keeps the cut line last, so it is truncated where the source is."""
+    src = recorded["recorded/flink-cut"]
+    out = tmp_path / "t.jsonl"
+    assert main(["flink", "tamper", str(src), "--how", "drop-failure", "-o", str(out)]) == 0
+    capsys.readouterr()
+    cut = src.read_text(encoding="utf-8").rsplit("\n", 1)[1]
+    assert cut and out.read_text(encoding="utf-8").endswith("\n" + cut)
+    rc, doc = _same(capsys, out)
+    assert rc == 3 and doc["truncated"] is True

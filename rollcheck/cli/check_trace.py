@@ -9,8 +9,9 @@ whose protocol has a TLA+ model (``--tlc`` forces it, ``--no-tlc`` skips it).
 
 **One checker in fact.** A trace whose header ``source`` is a built-in engine's (:data:`ENGINES`:
 the Spark and Flink recorders) is checked by that engine's own replay, the function ``rollcheck
-spark replay`` / ``rollcheck flink replay`` run (:func:`engine_replay`): the same checks, verdict
-and exit code. Options that the engine's replay does not take (``--protocol``, ``--reference``,
+spark replay`` / ``rollcheck flink replay`` run
+(:func:`rollcheck.cli.engine_replay.replay_engine_trace`, the one function all three call): the
+same checks, verdict and exit code. Options that the engine's replay does not take (``--protocol``, ``--reference``,
 ``--no-virtual``) are refused for such a trace (exit 2) rather than silently ignored; TLC runs
 where the engine's replay runs it (``--no-tlc`` skips it, ``--tlc-timeout`` bounds it), whatever
 the trace's size, as in the replays.
@@ -29,6 +30,10 @@ import sys
 from typing import Any
 
 from rollcheck.cli._util import emit_json
+from rollcheck.cli.engine_replay import DEFAULT_TLC_TIMEOUT, ENGINES, engine_of
+
+__all__ = ["ENGINES", "HELP", "TLC_AUTO_MAX_EVENTS", "add_arguments", "adapter_for", "engine_of", "not_enabled",
+           "print_report", "run"]
 
 HELP = "Check an engine's trace: recovery line, log replay, forced checkpoints, exactly-once outputs."
 
@@ -53,7 +58,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                      help="validate with TLC against the protocol's TLA+ model, whatever the size")
     tlc.add_argument("--no-tlc", dest="tlc", action="store_const", const=False,
                      help=f"skip TLC (default: on for traces of at most {TLC_AUTO_MAX_EVENTS} events)")
-    p.add_argument("--tlc-timeout", type=float, default=300.0, help="seconds per TLC run (default 300)")
+    p.add_argument("--tlc-timeout", type=float, default=DEFAULT_TLC_TIMEOUT,
+                   help=f"seconds per TLC run (default {DEFAULT_TLC_TIMEOUT:g})")
     p.add_argument("--json", action="store_true", help="print one JSON document")
 
 
@@ -63,12 +69,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 ADAPTERS = {"spark": "rollcheck.spark_replay.adapter:SparkAdapter",
             "spark-wordcount": "rollcheck.spark_replay.adapter:SparkAdapter",
             "spark-query": "rollcheck.spark_replay.adapter:SparkAdapter"}
-
-#: The built-in engines, by the header ``source`` their recorders write (``spark_replay.wordcount``,
-#: ``.query`` and ``.nhop``; ``flink_replay.record``; the Spark sources before the prefix rule):
-#: ``check trace`` runs that engine's replay on them.
-ENGINES = {"spark": "spark", "spark-wordcount": "spark", "spark-query": "spark", "spark-nhop": "spark",
-           "flink": "flink"}
 
 #: Options of ``check trace`` that a built-in engine's replay does not take (refused for its traces).
 _ENGINE_REFUSES = (("protocol", "--protocol"), ("reference", "--reference"), ("no_virtual", "--no-virtual"))
@@ -84,65 +84,6 @@ def adapter_for(header: dict[str, Any]) -> Any:
         return None
     mod, cls = spec.split(":")
     return getattr(importlib.import_module(mod), cls)()
-
-
-def engine_of(header: dict[str, Any]) -> str | None:
-    """The built-in engine (``spark``, ``flink``) whose recorder wrote a trace with this header.
-
-    >>> engine_of({"source": "spark-nhop"}), engine_of({"source": "flink"}), engine_of({"source": "toy"})
-    ('spark', 'flink', None)
-    """
-    src = header.get("source")
-    return ENGINES.get(src) if isinstance(src, str) else None
-
-
-def engine_replay(path: str, header: dict[str, Any], *, tlc: bool = True, tlc_timeout: float = 300.0) -> Any:
-    """The report of ``rollcheck ENGINE replay`` on a built-in engine's trace (same functions).
-
-    Parameters
-    ----------
-    path : str
-        The trace file.
-    header : dict
-        Its header line (:func:`engine_of` names a built-in engine).
-    tlc : bool
-        TLC validation where the engine's replay has it (``--no-tlc`` of the replays).
-    tlc_timeout : float
-        Seconds per TLC run.
-
-    Returns
-    -------
-    rollcheck.pyimpl.verdict.Report
-    """
-    engine = engine_of(header)
-    if engine == "spark":
-        from rollcheck.spark_replay.replay import replay_file
-        from rollcheck.spark_replay.tlc_replay import tlc_option
-
-        return replay_file(path, tlc=(lambda protocol: tlc_option(protocol, tlc_timeout)) if tlc else None)
-    if engine == "flink":
-        if header.get("job") == "module":
-            from rollcheck.flink_replay.user_replay import replay_job
-
-            return replay_job(path)
-        from rollcheck.flink_replay.replay import replay
-
-        return replay(path, tlc=_flink_tlc(tlc_timeout) if tlc else None)
-    raise ValueError(f"no built-in engine writes source {header.get('source')!r}")
-
-
-def _flink_tlc(timeout: float) -> Any:
-    """Flink's TLC validator as ``flink replay`` binds it: rollcheck's TLC runner and its
-    ``ChandyLamport`` model (``rollcheck.cli.cmd_flink.tlc_validator``; bound here too, since that
-    module imports this one), with ``--tlc-timeout``."""
-    from importlib import resources
-    from pathlib import Path
-
-    from rollcheck.flink_replay.tlc import validate_with_tlc
-    from rollcheck.tla.runner import run_tlc
-
-    cl = Path(str(resources.files("rollcheck.tla.models").joinpath("ChandyLamport.tla")))
-    return lambda path: validate_with_tlc(path, run_tlc, cl, timeout=timeout)
 
 
 def _header(path: str) -> dict[str, Any]:
@@ -244,7 +185,10 @@ def _run_engine(args: argparse.Namespace, header: dict[str, Any], engine: str) -
 
         for _ in TraceLines(args.trace, validator=line_validator(args.trace)):
             pass
-    report = engine_replay(args.trace, header, tlc=args.tlc is not False, tlc_timeout=args.tlc_timeout)
+    from rollcheck.cli import engine_replay
+
+    report = engine_replay.replay_engine_trace(args.trace, engine=engine, header=header, tlc=args.tlc is not False,
+                                               tlc_timeout=args.tlc_timeout)
     report.extra.setdefault("truncated", False)
     report.extra["checked_by"] = f"{engine} replay"
     return report

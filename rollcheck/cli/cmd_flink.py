@@ -159,43 +159,24 @@ def _record(args: argparse.Namespace) -> int:
 
 
 def tlc_validator() -> Any:
-    """``validate_with_tlc`` bound to rollcheck's TLC runner and its ``ChandyLamport`` model."""
-    from importlib import resources
-    from pathlib import Path
+    """``validate_with_tlc`` bound to rollcheck's TLC runner and its ``ChandyLamport`` model (the
+    validator ``flink replay`` and ``check trace`` use)."""
+    from rollcheck.cli.engine_replay import flink_tlc_validator
 
-    from rollcheck.flink_replay.tlc import validate_with_tlc
-    from rollcheck.tla.runner import run_tlc
-
-    cl = Path(str(resources.files("rollcheck.tla.models").joinpath("ChandyLamport.tla")))
-    return lambda path: validate_with_tlc(path, run_tlc, cl)
+    return flink_tlc_validator()
 
 
 def _replay(args: argparse.Namespace) -> int:
+    from rollcheck.cli import engine_replay
     from rollcheck.cli.check_trace import print_report
-    from rollcheck.flink_replay.replay import read_flink_trace, replay
 
-    header = read_flink_trace(args.trace)[0]
-    if header.get("job") == "module":
-        return _replay_report(args, header)
-    res = replay(args.trace, tlc=None if args.no_tlc else tlc_validator())
+    # the one function check trace runs on a Flink trace too (a user's job or the word count)
+    res = engine_replay.replay_engine_trace(args.trace, engine="flink", tlc=not args.no_tlc)
     if args.json:
         emit_json(res.to_json())
     else:
         print_report(res, args.trace)
     return res.exit_code
-
-
-def _replay_report(args: argparse.Namespace, header: dict[str, Any]) -> int:
-    """A user's job, or a rescaled word count: checks of the shared verdict model."""
-    from rollcheck.cli.check_trace import print_report
-    from rollcheck.flink_replay.user_replay import replay_job
-
-    rep = replay_job(args.trace)
-    if args.json:
-        emit_json(rep.to_json())
-    else:
-        print_report(rep, args.trace)
-    return rep.exit_code
 
 
 def _recovery_time(args: argparse.Namespace) -> int:

@@ -228,10 +228,11 @@ def _record_nhop(args: argparse.Namespace) -> int:
 
 
 def _replay(args: argparse.Namespace) -> int:
+    from rollcheck.cli import engine_replay
     from rollcheck.cli.check_trace import print_report
-    from rollcheck.spark_replay.tlc_replay import replay_with_tlc
 
-    res = replay_with_tlc(args.trace, tlc=not args.no_tlc)
+    # the one function check trace runs on a Spark trace too
+    res = engine_replay.replay_engine_trace(args.trace, engine="spark", tlc=not args.no_tlc)
     if args.json:
         emit_json(res.to_json())
     else:
