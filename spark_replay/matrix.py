@@ -52,6 +52,8 @@ from rollcheck.pyimpl.matrix import (
 )
 from rollcheck.pyimpl.matrix import run_matrix as _run_core
 from rollcheck.pyimpl.matrix.run import entry_of
+from rollcheck.spark_replay.cluster import on_cluster
+from rollcheck.spark_replay.killpoints import CLUSTER_FAILURES
 from rollcheck.spark_replay.matrix_plan import (
     FAILURES,
     PROVIDERS,
@@ -101,7 +103,10 @@ _Runner = ChildRunner
 
 _LEGEND = ("Columns: task — a task of the batch raises; sink — the sink raises after it wrote; kill:P — the "
            "driver is SIGKILLed at kill point P (offsets: after the offset log entry; state: after the state "
-           "store commit; sink: after the sink wrote; commit: just before the commit log entry).")
+           "store commit; sink: after the sink wrote; commit: just before the commit log entry); executor — an "
+           "executor JVM of the cluster is SIGKILLed after the state store commit, the driver goes on; retry — a "
+           "task fails after its state store committed, Spark retries it, the driver restarts after the next "
+           "batch.")
 
 
 def _last_line(path: Path) -> str:
@@ -182,10 +187,14 @@ class SparkAdapter(EngineAdapter):
         for c in planned:
             sizes[c.config_id] = sizes.get(c.config_id, 0) + 1
         self._shared = {k for k, n in sizes.items() if n > 1}
+        #: where the cells run: ``local-standalone`` (a cluster the matrix started) or the user's
+        #: ``spark://`` master; None in local mode
+        self.cluster = opts.cluster or (opts.master if on_cluster(opts.master) else None)
 
     def describe(self, cell: Cell) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
         o = self.opts
-        return ({"state_store": cell.provider, "batches": o.batches, "seed": o.seed},
+        where = {"cluster": self.cluster} if self.cluster else {}
+        return ({"state_store": cell.provider, "batches": o.batches, "seed": o.seed, **where},
                 {"mode": cell.failure, "batch": o.fail_at_batch, **({"kill_point": cell.kill_point}
                                                                     if cell.kill_point else {})},
                 {"name": cell.name})
@@ -239,6 +248,10 @@ class SparkAdapter(EngineAdapter):
     def finding(self, cell: Cell, entry: Mapping[str, Any], replayed: Replayed, runner: ChildRunner,
                 out: Path) -> dict[str, Any]:
         from rollcheck.spark_replay.reproducer import minimise_and_write
+
+        if cell.failure in CLUSTER_FAILURES:  # the standalone script strikes only task, sink and kill
+            return {"reproducer": None, "reproducer_note": f"no standalone reproducer for the {cell.failure} "
+                    "failure: record the cell again with the command of its trace header"}
 
         def argv_for(module: str, trace: Path, fail_at: int) -> list[str]:
             return _shrink_argv(cell, module, self.opts, trace, fail_at)
@@ -316,5 +329,12 @@ def run_matrix(opts: MatrixOptions, *, on_update: Callable[[list[dict[str, Any]]
     if not planned:
         raise InvalidInputError("no cell left to run (every provider is excluded by the modules' "
                                 "STATE_STORES)", location="--providers")
+    if opts.cluster is not None:  # one cluster for every cell, stopped at the end (cluster.py)
+        from rollcheck.spark_replay.cluster import LocalStandaloneCluster
+
+        opts.out.mkdir(parents=True, exist_ok=True)
+        with LocalStandaloneCluster(root=opts.out / "cluster") as c:
+            adapter = SparkAdapter(replace(opts, master=c.master_url), planned, skipped)
+            return _run_core(adapter, planned, opts.out, jobs=opts.jobs, on_update=on_update)
     adapter = SparkAdapter(opts, planned, skipped)
     return _run_core(adapter, planned, opts.out, jobs=opts.jobs, on_update=on_update)

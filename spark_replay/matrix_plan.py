@@ -2,8 +2,10 @@
 and its options.
 
 A *configuration* is a query module with a state store provider (``hdfs``, ``rocksdb``,
-``rocksdb-changelog``); a *column* is a failure: ``task``, ``sink``, or ``kill`` at one of the
-kill points of :mod:`rollcheck.spark_replay.killpoints` (``kill:offsets``, ``kill:state``,
+``rocksdb-changelog``); a *column* is a failure: ``task``, ``sink``, ``executor`` (an executor JVM of
+a standalone cluster SIGKILLed: ``--cluster local-standalone`` or ``--master spark://H:P``),
+``retry`` (a task fails after its state store committed and Spark retries it), or ``kill`` at one of
+the kill points of :mod:`rollcheck.spark_replay.killpoints` (``kill:offsets``, ``kill:state``,
 ``kill:sink``, ``kill:commit``). The matrix itself is :mod:`rollcheck.spark_replay.matrix`.
 """
 
@@ -14,13 +16,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.spark_replay.cluster import on_cluster, validate_cluster
 from rollcheck.spark_replay.killpoints import KILL_POINTS, STATE_STORES
 
-__all__ = ["PROVIDERS", "FAILURES", "Cell", "columns", "plan_cells", "MatrixOptions", "library_modules",
+__all__ = ["PROVIDERS", "FAILURES", "DEFAULT_FAILURES", "Cell", "columns", "plan_cells", "MatrixOptions", "library_modules",
            "supported_providers"]
 
 PROVIDERS = tuple(STATE_STORES)
-FAILURES = ("task", "sink", "kill")
+FAILURES = ("task", "sink", "kill", "executor", "retry")
+#: The failures the matrix runs when ``--failures`` is not given (``executor`` needs a cluster).
+DEFAULT_FAILURES = ("task", "sink", "kill")
 
 
 @dataclass(frozen=True)
@@ -73,11 +78,13 @@ def columns(failures: list[str], kill_points: list[str]) -> list[str]:
 
     >>> columns(["kill", "task"], ["commit", "offsets"])
     ['task', 'kill:offsets', 'kill:commit']
+    >>> columns(["retry", "executor", "kill", "sink"], ["state"])
+    ['sink', 'kill:state', 'executor', 'retry']
     """
-    out = [f for f in FAILURES if f in failures and f != "kill"]
+    out = [f for f in ("task", "sink") if f in failures]
     if "kill" in failures:
         out += [f"kill:{p}" for p in KILL_POINTS if p in kill_points]
-    return out
+    return out + [f for f in ("executor", "retry") if f in failures]
 
 
 def plan_cells(modules: list[str], providers: list[str], failures: list[str],
@@ -129,7 +136,7 @@ class MatrixOptions:
 
     modules: list[str]
     providers: list[str] = field(default_factory=lambda: list(PROVIDERS))
-    failures: list[str] = field(default_factory=lambda: list(FAILURES))
+    failures: list[str] = field(default_factory=lambda: list(DEFAULT_FAILURES))
     kill_points: list[str] = field(default_factory=lambda: list(KILL_POINTS))
     batches: int | None = None
     seed: int = 0
@@ -147,11 +154,21 @@ class MatrixOptions:
     shrink_runs: int = 6
     #: run the reproducer once and record whether it showed the finding
     run_reproducer: bool = True
+    #: a cluster the matrix starts for its cells (``local-standalone``; ``cluster.CLUSTERS``)
+    cluster: str | None = None
 
     def validate(self) -> None:
         """Refuse options no matrix can run (exit 2 naming the flag)."""
         if self.jobs < 1 or self.jobs > 16:
             raise InvalidInputError(f"--jobs must be 1..16, got {self.jobs}", location="--jobs")
+        validate_cluster(self.cluster, self.master)
+        clustered = self.cluster is not None or on_cluster(self.master)
+        if "executor" in self.failures and not clustered:
+            raise InvalidInputError("the executor failure needs a cluster whose executors run on this machine: give "
+                                    "--cluster local-standalone (or --master spark://HOST:PORT)", location="--cluster")
+        if clustered and self.jobs > 1:
+            raise InvalidInputError(f"--jobs {self.jobs} on a two-worker cluster: the cells' applications would wait "
+                                    "for each other's cores; use --jobs 1", location="--jobs")
         if self.batches is not None and self.batches < 1:
             raise InvalidInputError(f"--batches must be >= 1, got {self.batches}", location="--batches")
         if self.fail_at_batch < 0:
