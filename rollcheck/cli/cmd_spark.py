@@ -58,7 +58,13 @@ def register(sub: Any) -> None:
     qq.add_argument("--out", required=True, help="trace file to write (rollcheck.trace/1)")
     qq.add_argument("--batches", type=int, default=None, help="use the first N input batches")
     qq.add_argument("--fail-at-batch", type=int, default=None, metavar="K", help="Spark batch id")
-    qq.add_argument("--failure", choices=["task", "sink", "kill"], default=None)
+    qq.add_argument("--failure", choices=["task", "sink", "kill", "executor", "retry"], default=None,
+                    help="executor: SIGKILL an executor JVM of the cluster after the batch's state store commit "
+                         "(needs --cluster or --master spark://...); retry: a task fails after its state store "
+                         "committed and Spark retries it, the driver restarts after the next batch")
+    qq.add_argument("--cluster", choices=["local-standalone"], default=None,
+                    help="run on a Spark standalone cluster that rollcheck starts and stops (a master and two "
+                         "workers on 127.0.0.1)")
     qq.add_argument("--kill-point", choices=["offsets", "state", "sink", "commit"], default=None,
                     help="with --failure kill: SIGKILL the driver after the offset log entry (offsets), after "
                          "the state store commit (state), after the sink wrote (sink, the default) or just "
@@ -93,7 +99,11 @@ def register(sub: Any) -> None:
                     help="a query module (repeat; default: the query library in examples/queries)")
     mx.add_argument("--providers", default="hdfs,rocksdb,rocksdb-changelog",
                     help="state store providers, comma-separated")
-    mx.add_argument("--failures", default="task,sink,kill", help="failures, comma-separated")
+    mx.add_argument("--failures", default="task,sink,kill",
+                    help="failures, comma-separated: task, sink, kill, executor (needs --cluster or --master "
+                         "spark://...), retry")
+    mx.add_argument("--cluster", choices=["local-standalone"], default=None,
+                    help="run every cell on a Spark standalone cluster that rollcheck starts and stops")
     mx.add_argument("--kill-points", default="offsets,state,sink,commit",
                     help="kill points of the kill failure, comma-separated")
     mx.add_argument("--batches", type=int, default=None, help="use the first N input batches")
@@ -176,7 +186,8 @@ def _record_query(args: argparse.Namespace) -> int:
                       failure=args.failure, master=args.master, shuffle_partitions=args.shuffle_partitions,
                       reference=not args.no_reference, call_timeout=args.call_timeout,
                       state_store=args.state_store, kill_point=args.kill_point,
-                      engine_version=args.engine_version, reference_version=args.reference_version)
+                      engine_version=args.engine_version, reference_version=args.reference_version,
+                      cluster=args.cluster)
     cfg.validate()
     out = _check_out(args.out)
     print(f"rollcheck spark record query: module={args.module} seed={args.seed}"
@@ -289,7 +300,7 @@ def _matrix(args: argparse.Namespace) -> int:
                          kill_points=_split(args.kill_points, "--kill-points"), batches=args.batches,
                          seed=args.seed, fail_at_batch=args.fail_at_batch, out=Path(args.out), jobs=args.jobs,
                          master=args.master, cell_timeout=args.cell_timeout,
-                         call_timeout=args.call_timeout, minimise=not args.no_minimise)
+                         call_timeout=args.call_timeout, minimise=not args.no_minimise, cluster=args.cluster)
     opts.validate()
     print(f"rollcheck spark matrix: seed={args.seed} jobs={args.jobs} out={args.out}", file=sys.stderr)
     from rollcheck.cli.spark_matrix_view import MatrixView
