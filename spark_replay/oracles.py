@@ -47,6 +47,8 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.traces.plugin import TraceCheck
 from rollcheck.pyimpl.verdict import Check
 
 __all__ = [
@@ -62,6 +64,7 @@ __all__ = [
     "release_differential",
     "recovery_succeeded",
     "oracle_plugins",
+    "OracleCheck",
 ]
 
 #: The check names this module adds to every query replay.
@@ -478,10 +481,35 @@ def recovery_succeeded(header: dict[str, Any], events: list[dict[str, Any]]) -> 
                             "committed after the last failure and the run finished", examined=len(starts))
 
 
-def oracle_plugins(header: dict[str, Any], source: str | None) -> list[Any]:
-    """The three oracles as trace plug-ins (each reads the trace's own events)."""
-    from rollcheck.spark_replay.checks import EventListCheck
+_MALFORMED = (TypeError, ValueError, KeyError, AttributeError, IndexError)
 
-    return [EventListCheck("batch-equivalent", header, batch_equivalent, source),
-            EventListCheck("release-differential", header, release_differential, source),
-            EventListCheck("recovery-succeeded", header, recovery_succeeded, source)]
+
+class OracleCheck(TraceCheck):
+    """One oracle as a plug-in: ``fn(header, events) -> Check | None`` over the trace's own events
+    (not the core events the adapter derived), after the last event."""
+
+    def __init__(self, name: str, header: dict[str, Any], fn: Callable[..., Check | None],
+                 source: str | None = None):
+        self.name = name
+        self.header = header
+        self.fn = fn
+        self.source = source
+        self.events: list[dict[str, Any]] = []
+
+    def on_event(self, v: Any, line: int, obj: dict[str, Any]) -> None:
+        if not obj.get("derived"):
+            self.events.append(obj)
+
+    def finish(self, v: Any, results: dict[str, Check]) -> Check | None:
+        try:
+            return self.fn(self.header, self.events)
+        except _MALFORMED as e:
+            raise InvalidInputError(f"{self.name}: the trace's records this check reads are malformed "
+                                    f"({type(e).__name__}: {e})", source=self.source) from None
+
+
+def oracle_plugins(header: dict[str, Any], source: str | None) -> list[TraceCheck]:
+    """The three oracles as trace plug-ins (each reads the trace's own events)."""
+    return [OracleCheck("batch-equivalent", header, batch_equivalent, source),
+            OracleCheck("release-differential", header, release_differential, source),
+            OracleCheck("recovery-succeeded", header, recovery_succeeded, source)]
