@@ -40,10 +40,10 @@ from typing import Any
 
 from rollcheck.flink_replay.rescale_checks import KEYED, OPERATOR, USER, rescale_checks
 from rollcheck.pyimpl.errors import InvalidInputError
-from rollcheck.pyimpl.jsonio import loads_json
+from rollcheck.pyimpl.jsonio import loads_json, safe_name
 from rollcheck.pyimpl.verdict import Check, Report, Status
 
-__all__ = ["replay_job", "word_count_report", "job_checks", "failure_check", "restore_check", "output_check", "parse_rows",
+__all__ = ["replay_job", "word_count_report", "JOB_CHECKS", "job_check", "job_checks", "failure_check", "restore_check", "output_check", "parse_rows",
            "user_sink_check", "sink_redeliveries", "declared_guarantee", "GUARANTEES_DOC"]
 
 SEP = "\x1f"
@@ -117,8 +117,8 @@ def output_check(outputs: dict[str, dict[str, Any]], ended: bool, why: str | Non
     if tx is None or ref is None or not ended:
         return Check.unchecked(name, "no complete committed and reference output (the run was cut short or the "
                                "job did not finish" + (f"; Flink: {why}" if why else "") + ")")
-    got = parse_rows(tx["lines"], "tx output")
-    want = parse_rows(ref["lines"], "reference output")
+    got = parse_rows(tx["lines"], f"the committed output (seq {tx.get('seq')})")
+    want = parse_rows(ref["lines"], f"the reference output (seq {ref.get('seq')})")
     if not want:
         return Check.unchecked(name, "the failure-free run produced no output: nothing to compare")
     rows = 0
@@ -144,7 +144,9 @@ def output_check(outputs: dict[str, dict[str, Any]], ended: bool, why: str | Non
                                   f"({len(w)} rows for the key)", offending_seq=tx["seq"], examined=rows)
         if w:
             last = max(g)[1]
-            if loads_json(last) != loads_json(w[-1][1]):  # row text from the trace: bounded parse
+            # row text from the trace: a bounded parse, naming the row
+            if (loads_json(last, f"the final committed row of KEY {safe_name(key)}")
+                    != loads_json(w[-1][1], f"the failure-free run's final row of KEY {safe_name(key)}")):
                 return Check.violated(name, f"KEY {key}: final row {last}, the failure-free run ends with {w[-1][1]}",
                                       offending_seq=tx["seq"], examined=rows)
         rows += len(g)
@@ -305,25 +307,47 @@ def user_sink_check(outputs: dict[str, dict[str, Any]], key_idx: list[int], ende
     return Check.violated(name, j["detail"], offending_seq=user["seq"], **j["data"])
 
 
-def job_checks(header: dict[str, Any], events: list[dict[str, Any]]) -> list[Check]:
-    """Every check on a user's job trace (see the module docstring)."""
+#: The checks of a user's job trace, in reporting order (the last, the module's own sink, is named
+#: by its ``SINK_GUARANTEE``: ``user-sink-exactly-once`` or ``user-sink-at-least-once``).
+JOB_CHECKS = ("failure-observed", "restore-latest-completed", KEYED, OPERATOR, USER, "output-exactly-once", "user-sink")
+
+
+def job_check(name: str, header: dict[str, Any], events: list[dict[str, Any]]) -> Check:
+    """The one check ``name`` of :data:`JOB_CHECKS` on a user's job trace, computed alone: an error
+    in the events one check reads is reported under that check's name, not another's.
+
+    Raises
+    ------
+    ValueError
+        ``name`` is not a check of a user's job trace.
+    """
+    if name == "failure-observed":
+        return failure_check(events)
+    if name == "restore-latest-completed":
+        return restore_check(events)
+    if name in (KEYED, OPERATOR, USER):
+        keyed, operator, user = rescale_checks(header, events)
+        if keyed.status is Status.UNCHECKED and "held no keyed state" in keyed.detail and user.status is Status.HELD:
+            # no output row had passed rollcheck's tap by the restored checkpoint (a window that
+            # had not fired yet): the tap's state was empty in the checkpoint and after the restore,
+            # and the keyed state that did exist, the job's own, was compared key by key
+            keyed = Check.not_applicable(KEYED, f"{keyed.detail} (no output row had passed rollcheck's tap by "
+                                         f"then); the job's own keyed state was compared key by key ({USER})")
+        return {KEYED: keyed, OPERATOR: operator, USER: user}[name]
     outputs = {e["sink"]: e for e in events if e["kind"] == "flink.sink_output"}
     # the outputs are only complete when the (last) job finished its input
     ended = bool(events) and events[-1]["kind"] == "end" and \
         (header.get("flink") or {}).get("final_state", "FINISHED") == "FINISHED"
-    key_idx = header.get("key") or []
-    fo = failure_check(events)
-    keyed, operator, user = rescale_checks(header, events)
-    if keyed.status is Status.UNCHECKED and "held no keyed state" in keyed.detail and user.status is Status.HELD:
-        # no output row had passed rollcheck's tap by the restored checkpoint (a window that had not
-        # fired yet): the tap's state was empty in the checkpoint and after the restore, and the
-        # keyed state that did exist, the job's own, was compared key by key
-        keyed = Check.not_applicable(KEYED, f"{keyed.detail} (no output row had passed rollcheck's tap by then); "
-                                     f"the job's own keyed state was compared key by key ({USER})")
-    why = (header.get("flink") or {}).get("failure_cause")
-    checks = [fo, restore_check(events), keyed, operator, user, output_check(outputs, ended, why),
-              user_sink_check(outputs, key_idx, ended, header, events)]
-    return checks
+    if name == "output-exactly-once":
+        return output_check(outputs, ended, (header.get("flink") or {}).get("failure_cause"))
+    if name == "user-sink" or name.startswith("user-sink-"):
+        return user_sink_check(outputs, header.get("key") or [], ended, header, events)
+    raise ValueError(f"no check {name!r} of a user's job trace (one of {', '.join(JOB_CHECKS)})")
+
+
+def job_checks(header: dict[str, Any], events: list[dict[str, Any]]) -> list[Check]:
+    """Every check on a user's job trace (see the module docstring), in :data:`JOB_CHECKS` order."""
+    return [job_check(name, header, events) for name in JOB_CHECKS]
 
 
 def replay_job(path: str | Path) -> Report:
@@ -361,10 +385,10 @@ def replay_job(path: str | Path) -> Report:
         sink_name = f"user-sink-{check_guarantee(header.get('sink_guarantee'))}"
     except ValueError as e:
         raise InvalidInputError(f"header sink_guarantee: {e}", source=str(path), location="line 1") from None
-    names = ["failure-observed", "restore-latest-completed", KEYED, OPERATOR, USER, "output-exactly-once", sink_name]
+    names = [*JOB_CHECKS[:-1], sink_name]
 
-    def pick(name: str) -> Any:
-        return lambda h, ev: next(c for c in job_checks(h, ev) if c.name == name)
+    def pick(name: str) -> Any:  # each plug-in computes its own check only (and errors carry its name)
+        return lambda h, ev: job_check(name, h, ev)
 
     report, _ = check_trace_lines(lines, extra=[col, *(FlinkCheck(n, header, col, pick(n)) for n in names)])
     report.extra["module"] = header.get("module")
