@@ -12,7 +12,7 @@ PYTEST_WORKERS ?= 2
 # tree of symlinks laid out as installed
 TYPECHECK := build/typecheck
 
-.PHONY: setup java chromium flink-setup test verify verify-quick bench bench-verify lint typecheck-tree clean
+.PHONY: setup java chromium flink-setup test verify verify-quick bench bench-verify bench-bugs lint typecheck-tree clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -70,6 +70,12 @@ bench: setup
 # of a run already made), recorded in benchmarks/results/verify-sections.json next to the previous ones
 bench-verify: setup flink-setup
 	ROLLCHECK_BENCH_VERIFY_FULL=$(FULL) ROLLCHECK_BENCH_VERIFY_FROM=$(FROM) $(PY) -m benchmarks --only verify
+
+# the bug zoo (benchmarks/engine_bugs): every entry on its affected and its fixed engine release, the
+# standalone reproducer and rollcheck's matrix slice; writes benchmarks/results/engine-bugs.json and
+# docs/engine-bugs.md (ONLY=ID,ID runs some entries)
+bench-bugs: setup flink-setup
+	$(PY) -P benchmarks/engine_bugs/run.py $(if $(ONLY),--only $(ONLY))
 
 typecheck-tree:
 	rm -rf $(TYPECHECK)

@@ -1,0 +1,40 @@
+"""Ad impressions and clicks counted per 10-second window on each side, then the two windowed
+counts joined per (window, ad): a stream-stream join fed by two time-window aggregations
+(append mode). Zoo entry SPARK-49829."""
+
+import datetime as dt
+
+from pyspark.sql import functions as F
+
+SCHEMA = "ts TIMESTAMP, side STRING, ad INT"
+OUTPUT_MODE = "append"
+KEY = ["wstart", "ad"]
+EVENT_TIME = "wstart"
+
+T0 = dt.datetime(2024, 1, 1)
+
+
+def batches(seed):
+    """Each batch: impressions and clicks of two ads in the batch's own 10-second window."""
+    out = []
+    for b in range(6):
+        start = T0 + dt.timedelta(seconds=10 * b)
+        rows = []
+        for ad in (1, 2):
+            for i in range(ad + (seed + b) % 2):
+                rows.append((start + dt.timedelta(seconds=1 + i), "impression", ad))
+            rows.append((start + dt.timedelta(seconds=5), "click", ad))
+        out.append(rows)
+    return out
+
+
+def _counts(df, side, name):
+    return (df.where(F.col("side") == side).withWatermark("ts", "5 seconds")
+            .groupBy(F.window("ts", "10 seconds"), "ad").agg(F.count("*").alias(name)))
+
+
+def query(df):
+    imp = _counts(df, "impression", "impressions")
+    clk = _counts(df, "click", "clicks")
+    return (imp.join(clk, ["window", "ad"])
+            .select(F.col("window.start").alias("wstart"), "ad", "impressions", "clicks"))

@@ -1,0 +1,325 @@
+"""The bug zoo's runner (``make bench-bugs``): every entry of ``manifest.json`` on both releases.
+
+For each entry and each of its two releases (the affected one and the one that fixed it) it runs
+
+1. the entry's **standalone reproducer** (``spark_standalone.py`` / ``flink_standalone.py``,
+   PySpark or PyFlink only, no rollcheck import) with the Python of that release's environment
+   (rollcheck's own per-release environments: ``spark_environment(V)`` / ``flink_python(V)``),
+   and judges it against the entry's right output: ``reproduced`` when the run failed or its
+   final table is not the right one, else ``not reproduced``;
+2. **rollcheck** on the entry's matrix slice with ``--engine-version V``: ``spark matrix`` /
+   ``flink matrix`` where the matrix takes the flag, else ``spark record query --engine-version``
+   followed by ``spark replay`` (one cell: the slice's first provider and failure); where neither
+   exists, ``not run`` with the reason.
+
+It writes ``benchmarks/results/engine-bugs.json`` (every number in it comes from these runs) and
+the table in ``docs/engine-bugs.md``. A bug rollcheck misses stays in the table as missed::
+
+    python benchmarks/engine_bugs/run.py [--only ID[,ID]] [--skip-rollcheck] [--skip-reproducer]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+__all__ = ["main", "judge", "render_markdown"]
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+RESULTS = ROOT / "benchmarks" / "results" / "engine-bugs.json"
+DOC = ROOT / "docs" / "engine-bugs.md"
+ROLLCHECK = [str(ROOT / ".venv" / "bin" / "rollcheck")]
+#: seconds one reproducer or one rollcheck command may take
+LIMIT = 1800
+
+
+def judge(result: dict[str, Any], right_rows: int | None) -> str:
+    """``reproduced`` when the run failed (or could not restore) or its final table has not the
+    right number of rows; ``not reproduced`` otherwise; ``no result`` when nothing was printed.
+
+    Examples
+    --------
+    >>> judge({"error": None, "rows": [{"a": 1}]}, 1)
+    'not reproduced'
+    >>> judge({"error": "NoSuchElementException", "rows": []}, 1)
+    'reproduced'
+    >>> judge({"error": None, "rows": []}, 1)
+    'reproduced'
+    >>> judge({}, 1)
+    'no result'
+    """
+    if not result:
+        return "no result"
+    if result.get("error") or result.get("restore_ok") is False:
+        return "reproduced"
+    if right_rows is not None and len(result.get("rows", [])) != right_rows:
+        return "reproduced"
+    return "not reproduced"
+
+
+def _python_of(engine: str, version: str) -> str:
+    """The interpreter of ``version``'s environment (made once by rollcheck in its cache folder)."""
+    if engine == "spark":
+        from rollcheck.spark_replay.releases import spark_environment
+
+        return str(spark_environment(version))
+    from rollcheck.flink_replay.releases import flink_python
+
+    py = flink_python(version)
+    if py is None:
+        raise RuntimeError(f"no environment for apache-flink {version}")
+    return str(py)
+
+
+def _run_reproducer(entry: dict[str, Any], version: str, work: Path) -> dict[str, Any]:
+    script = HERE / ("spark_standalone.py" if entry["engine"] == "spark" else "flink_standalone.py")
+    t0 = time.time()
+    try:
+        py = _python_of(entry["engine"], version)
+    except Exception as e:  # an environment that cannot be made is reported, not hidden
+        return {"outcome": "not run", "reason": f"environment of {version}: {e}", "seconds": 0.0}
+    cmd = ["nice", py, str(script), str(HERE / entry["module"]), *entry.get("reproducer_args", []),
+           "--workdir", str(work / f"repro-{version}")]
+    env = dict(os.environ)
+    env["PATH"] = str(Path(py).parent) + os.pathsep + env.get("PATH", "")
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=LIMIT, env=env)
+    except subprocess.TimeoutExpired:
+        return {"outcome": "no result", "reason": f"timed out after {LIMIT} s", "seconds": LIMIT}
+    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
+    result = json.loads(lines[-1]) if lines else {}
+    return {"outcome": judge(result, entry["expected"].get("right_rows")), "error": result.get("error"),
+            "rows": len(result.get("rows", [])), "restore_ok": result.get("restore_ok"),
+            "engine_version": result.get("version"), "seconds": round(time.time() - t0, 1),
+            "stderr_tail": p.stderr.strip().splitlines()[-1][:300] if not lines and p.stderr.strip() else None}
+
+
+def _help(*sub: str) -> str:
+    p = subprocess.run([*ROLLCHECK, *sub, "--help"], capture_output=True, text=True, cwd=ROOT)
+    return p.stdout
+
+
+def _failed_checks(obj: Any) -> list[str]:
+    """The names of the checks that failed anywhere in a replay or matrix answer."""
+    out: list[str] = []
+    if isinstance(obj, dict):
+        if "name" in obj and obj.get("ok") is False:
+            out.append(str(obj["name"]))
+        for v in obj.values():
+            out.extend(_failed_checks(v))
+    elif isinstance(obj, list):
+        for v in obj:
+            out.extend(_failed_checks(v))
+    return sorted(set(out))
+
+
+def _json_of(text: str) -> Any:
+    text = text.strip()
+    try:
+        return json.loads(text)
+    except ValueError:
+        starts = [i for i, c in enumerate(text) if c == "{"]
+        for i in starts:
+            try:
+                return json.loads(text[i:])
+            except ValueError:
+                continue
+    return None
+
+
+def _rollcheck(entry: dict[str, Any], version: str, work: Path) -> dict[str, Any]:
+    s = entry["slice"]
+    module = str(HERE / entry["module"])
+    out = work / f"rollcheck-{version}"
+    t0 = time.time()
+    if entry["engine"] == "spark":
+        if "--engine-version" in _help("spark", "matrix"):
+            cmd = [*ROLLCHECK, "spark", "matrix", "--module", module, "--engine-version", version,
+                   "--providers", ",".join(s["providers"]), "--failures", ",".join(s["failures"]),
+                   "--fail-at-batch", str(s["fail_at_batch"]), "--out", str(out), "--jobs", "1", "--json"]
+            if s.get("kill_points"):
+                cmd += ["--kill-points", ",".join(s["kill_points"])]
+            how = "spark matrix"
+            cmds = [cmd]
+        elif "--engine-version" in _help("spark", "record", "query"):
+            trace = out / "trace.jsonl"
+            out.mkdir(parents=True, exist_ok=True)
+            rec = [*ROLLCHECK, "spark", "record", "query", "--module", module, "--engine-version", version,
+                   "--out", str(trace), "--fail-at-batch", str(s["fail_at_batch"]),
+                   "--failure", s["failures"][0], "--state-store", s["providers"][0],
+                   "--workdir", str(out / "work"), "--json"]
+            if s["failures"][0] == "kill" and s.get("kill_points"):
+                rec += ["--kill-point", s["kill_points"][0]]
+            how = "spark record query + spark replay (one cell: the slice's first provider and failure)"
+            cmds = [rec, [*ROLLCHECK, "spark", "replay", str(trace), "--json"]]
+        else:
+            return {"found": None, "how": "not run",
+                    "reason": "this rollcheck has no --engine-version on spark matrix or spark record query"}
+    else:
+        if "--engine-version" not in _help("flink", "matrix"):
+            return {"found": None, "how": "not run", "reason": "this rollcheck has no --engine-version on flink matrix"}
+        cmd = [*ROLLCHECK, "flink", "matrix", "--module", module, "--engine-version", version,
+               "--backends", ",".join(s["backends"]), "--checkpoints", ",".join(s["checkpoints"]),
+               "--failures", ",".join(s["failures"]), "--out", str(out), "--jobs", "1", "--json"]
+        for r in s.get("rescale", []):
+            cmd += ["--rescale", r, "--no-same"]
+        how = "flink matrix"
+        cmds = [cmd]
+    runs = []
+    answer: Any = None
+    for c in cmds:
+        try:
+            p = subprocess.run(["nice", *c], capture_output=True, text=True, timeout=LIMIT, cwd=ROOT)
+        except subprocess.TimeoutExpired:
+            runs.append({"command": " ".join(c[1:]), "exit": None, "note": f"timed out after {LIMIT} s"})
+            break
+        answer = _json_of(p.stdout)
+        err = p.stderr.strip().splitlines()
+        runs.append({"command": " ".join(c[1:]), "exit": p.returncode,
+                     "stderr_tail": err[-1][:300] if err else None})
+        if p.returncode not in (0, 1, 3):
+            break
+    last = runs[-1] if runs else {}
+    failed = _failed_checks(answer)
+    verdicts: list[str] = []
+    if isinstance(answer, dict) and isinstance(answer.get("cells"), list):
+        verdicts = sorted({str(c.get("verdict")) for c in answer["cells"]})
+        found = any(c.get("verdict") == "not-conformant" for c in answer["cells"])
+    elif isinstance(answer, dict) and "conformant" in answer and len(runs) == len(cmds):
+        verdicts = [{True: "conformant", False: "not-conformant", None: "inconclusive"}[answer["conformant"]]]
+        found = answer["conformant"] is False
+    else:
+        found = False
+    return {"found": found, "how": how, "exit": last.get("exit"), "verdicts": verdicts,
+            "failed_checks": failed, "runs": runs, "seconds": round(time.time() - t0, 1)}
+
+
+def _status(affected: dict[str, Any], fixed: dict[str, Any]) -> str:
+    if affected.get("found") is None:
+        return "not run"
+    if affected["found"] and not fixed.get("found"):
+        return "found"
+    if affected["found"]:
+        return "found (but also a finding on the fixed release)"
+    return "missed"
+
+
+def render_markdown(results: dict[str, Any]) -> str:
+    """The table of ``docs/engine-bugs.md`` from the results (nothing but what the runs gave)."""
+    head = [
+        "# The bug zoo: real engine bugs, rediscovered",
+        "",
+        "`make bench-bugs` runs every entry of `benchmarks/engine_bugs/manifest.json` on the release",
+        "the bug was reported against and on the release that fixed it: the entry's standalone",
+        "reproducer (PySpark or PyFlink only, no rollcheck import) and rollcheck on the entry's matrix",
+        "slice with `--engine-version`. The numbers below are from the run of "
+        f"{results['generated']} (`benchmarks/results/engine-bugs.json`).",
+        "",
+        "| bug | kind | releases (affected → fixed) | reproducer on affected / fixed | rollcheck on affected | "
+        "check(s) that found it | quiet on fixed | wall time (s) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    rows = []
+    for r in results["entries"]:
+        a, f = r["affected"], r["fixed"]
+        ra, rf = r["reproducer_run"].get(a, {}), r["reproducer_run"].get(f, {})
+        ca, cf = r["rollcheck"].get(a, {}), r["rollcheck"].get(f, {})
+        status = r["status"]
+        found = {"found": "yes", "missed": "**missed**"}.get(status, status)
+        checks = ", ".join(ca.get("failed_checks") or []) or ("—" if status != "missed" else "none failed")
+        quiet = "—" if cf.get("found") is None else ("yes" if not cf.get("found") else "**no**")
+        secs = sum(float(x.get("seconds") or 0) for x in (ra, rf, ca, cf))
+        rows.append(f"| {r['id']} | {r['kind']} | {a} → {f} | {ra.get('outcome', '—')} / {rf.get('outcome', '—')} "
+                    f"| {found} | {checks} | {quiet} | {secs:.0f} |")
+    notes = ["", "## Entries", ""]
+    for r in results["entries"]:
+        notes.append(f"- **{r['id']}** ({r['engine']}, `{r['module']}`): {r['description']}")
+        notes.append(f"  Wrong on {r['affected']}: {r['expected']['wrong']}. Right on {r['fixed']}: "
+                     f"{r['expected']['right']}.")
+        if r["status"] == "missed":
+            notes.append(f"  rollcheck missed it: {r.get('lacks') or 'no check failed on the affected release'}.")
+        if r["status"] == "not run":
+            reason = next((x.get("reason") for x in r["rollcheck"].values() if x.get("reason")), "")
+            notes.append(f"  rollcheck not run: {reason}.")
+    s = results["summary"]
+    tail = ["", f"Summary: {s['entries']} entries, reproduced on the affected release {s['reproduced_affected']}, "
+            f"quiet reproducer on the fixed release {s['quiet_fixed_reproducer']}; rollcheck found "
+            f"{s['found']}, missed {s['missed']}, not run {s['not_run']}, findings on fixed releases "
+            f"{s['findings_on_fixed']}.", ""]
+    return "\n".join(head + rows + notes + tail)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the zoo; write the results JSON and the doc table; exit 0 (the table says what was found)."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", default=None, help="comma-separated entry ids")
+    ap.add_argument("--skip-rollcheck", action="store_true")
+    ap.add_argument("--skip-reproducer", action="store_true")
+    ap.add_argument("--work", default=None, help="folder for the runs (default: a temporary one, kept)")
+    a = ap.parse_args(argv)
+    manifest = json.loads((HERE / "manifest.json").read_text(encoding="utf-8"))
+    only = set(a.only.split(",")) if a.only else None
+    work = Path(a.work or tempfile.mkdtemp(prefix="rollcheck-bench-bugs-"))
+    previous = json.loads(RESULTS.read_text(encoding="utf-8")) if RESULTS.exists() else {"entries": []}
+    kept = {e["id"]: e for e in previous.get("entries", [])}
+    out_entries = []
+    for entry in manifest["entries"]:
+        if only is not None and entry["id"] not in only:
+            if entry["id"] in kept:
+                out_entries.append(kept[entry["id"]])
+            continue
+        ew = work / entry["id"]
+        ew.mkdir(parents=True, exist_ok=True)
+        rec: dict[str, Any] = {k: entry[k] for k in ("id", "engine", "kind", "affected", "fixed", "module",
+                                                     "description", "slice", "expected", "sources")}
+        rec["reproducer_run"] = {}
+        rec["rollcheck"] = {}
+        for v in (entry["affected"], entry["fixed"]):
+            print(f"[bench-bugs] {entry['id']} on {entry['engine']} {v} ...", file=sys.stderr, flush=True)
+            if not a.skip_reproducer:
+                rec["reproducer_run"][v] = _run_reproducer(entry, v, ew)
+            if not a.skip_rollcheck:
+                rec["rollcheck"][v] = _rollcheck(entry, v, ew)
+        rec["status"] = _status(rec["rollcheck"].get(entry["affected"], {"found": None}),
+                                rec["rollcheck"].get(entry["fixed"], {}))
+        if rec["status"] == "missed":
+            rec["lacks"] = entry.get("lacks")
+        out_entries.append(rec)
+        _write(out_entries, manifest)
+    _write(out_entries, manifest)
+    print(f"[bench-bugs] wrote {RESULTS.relative_to(ROOT)} and {DOC.relative_to(ROOT)}", file=sys.stderr)
+    return 0
+
+
+def _write(entries: list[dict[str, Any]], manifest: dict[str, Any]) -> None:
+    def rep(e: dict[str, Any], which: str, outcome: str) -> bool:
+        return bool(e["reproducer_run"].get(e[which], {}).get("outcome") == outcome)
+
+    summary = {
+        "entries": len(entries),
+        "reproduced_affected": sum(rep(e, "affected", "reproduced") for e in entries),
+        "quiet_fixed_reproducer": sum(rep(e, "fixed", "not reproduced") for e in entries),
+        "found": sum(e["status"] == "found" for e in entries),
+        "missed": sum(e["status"] == "missed" for e in entries),
+        "not_run": sum(e["status"] == "not run" for e in entries),
+        "findings_on_fixed": sum(bool(e["rollcheck"].get(e["fixed"], {}).get("found")) for e in entries),
+    }
+    results = {"format": "rollcheck.engine-bugs-results/1",
+               "generated": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+               "entries": entries, "summary": summary}
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    DOC.write_text(render_markdown(results), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,241 @@
+"""Standalone reproducer for a zoo query module: PySpark only, no rollcheck import.
+
+Runs a query module of the ordinary contract (``SCHEMA``, ``batches(seed)``, ``query(df)``,
+``OUTPUT_MODE``, ``KEY``) on whatever pyspark the interpreter running this script has, and prints
+one JSON line: the pyspark version, the final output table (the last row per ``KEY`` in
+update/complete mode, every row in append mode) and the error if the query failed::
+
+    python spark_standalone.py MODULE.py [--seed S] [--provider hdfs|rocksdb|rocksdb-changelog]
+                               [--restart-after-batch K | --kill-after-batch K] [--workdir DIR]
+
+The input is written as one JSON Lines file per micro-batch and read with ``maxFilesPerTrigger=1``
+(data batch *b* is Spark batch *b*); the query runs until every file is processed and the
+watermark-only batches that follow have run. ``--restart-after-batch K`` stops the query cleanly
+once batch ``K`` committed and starts it again from the same checkpoint folder (a restore without
+a failure), which is all some restore bugs need. ``--kill-after-batch K`` runs the first ``K + 1``
+batches in a child driver, SIGKILLs it (driver and JVM) once they committed and restarts the
+query from the checkpoint in a new driver with the rest of the input (a crash, so state stores
+are reloaded from their files, not from a clean shutdown).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import decimal
+import importlib.util
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+__all__ = ["main"]
+
+
+def _load(path: str) -> Any:
+    spec = importlib.util.spec_from_file_location(Path(path).stem, path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _jsonable(v: Any) -> Any:
+    if hasattr(v, "asDict"):
+        return {k: _jsonable(x) for k, x in v.asDict(recursive=False).items()}
+    if isinstance(v, dt.datetime):
+        return v.replace(tzinfo=None).isoformat()
+    if isinstance(v, dt.date):
+        return v.isoformat()
+    if isinstance(v, decimal.Decimal):
+        return str(v)
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    if isinstance(v, list | tuple):
+        return [_jsonable(x) for x in v]
+    return v
+
+
+def _input_value(v: Any) -> Any:
+    if isinstance(v, dt.datetime):
+        return v.strftime("%Y-%m-%dT%H:%M:%S.%f")
+    return v
+
+
+def _write_input(mod: Any, seed: int, folder: Path, upto: int | None = None) -> int:
+    columns = [c.strip().split()[0] for c in mod.SCHEMA.split(",")]
+    data = mod.batches(seed)
+    base = time.time() - 3600
+    for b, rows in enumerate(data):
+        if upto is not None and b > upto:
+            break
+        f = folder / f"batch-{b:05d}.json"
+        with open(f, "w", encoding="utf-8") as fh:
+            for r in rows:
+                fh.write(json.dumps(dict(zip(columns, map(_input_value, r), strict=True))) + "\n")
+        os.utime(f, (base + b, base + b))
+    return len(data)
+
+
+def _session(provider: str, work: Path) -> Any:
+    from pyspark.sql import SparkSession
+
+    b = (SparkSession.builder.master("local[2]").appName("zoo-reproducer")
+         .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+         .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
+         .config("spark.sql.shuffle.partitions", "2").config("spark.default.parallelism", "2")
+         .config("spark.sql.warehouse.dir", str(work / "warehouse"))
+         .config("spark.sql.session.timeZone", "UTC")
+         .config("spark.sql.pyspark.jvmStacktrace.enabled", "true")
+         .config("spark.driver.extraJavaOptions", "-Duser.timezone=UTC")
+         .config("spark.executor.extraJavaOptions", "-Duser.timezone=UTC"))
+    if provider.startswith("rocksdb"):
+        b = b.config("spark.sql.streaming.stateStore.providerClass",
+                     "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
+    if provider == "rocksdb-changelog":
+        b = b.config("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
+    spark = b.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def _run_once(spark: Any, mod: Any, work: Path, stop_after: int | None, keep: bool = False) -> None:
+    df = (spark.readStream.schema(mod.SCHEMA).option("maxFilesPerTrigger", 1)
+          .option("timestampFormat", "yyyy-MM-dd'T'HH:mm:ss.SSSSSS").option("mode", "FAILFAST")
+          .json(str(work / "in")))
+    out = work / "out"
+
+    def sink(batch_df: Any, batch_id: int) -> None:
+        rows = [_jsonable(r) for r in batch_df.collect()]
+        p = out / f"batch-{batch_id:05d}.json"
+        tmp = out / f".batch-{batch_id:05d}.tmp"
+        tmp.write_text(json.dumps(rows), encoding="utf-8")
+        os.replace(tmp, p)
+
+    q = (mod.query(df).writeStream.outputMode(mod.OUTPUT_MODE).foreachBatch(sink)
+         .option("checkpointLocation", str(work / "checkpoint")).start())
+    try:
+        if stop_after is None:
+            q.processAllAvailable()
+            # the data-less batches that only advance the watermark run right after: wait for quiet
+            last = -1
+            for _ in range(40):
+                time.sleep(0.5)
+                p = q.lastProgress
+                bid = p["batchId"] if p else -1
+                if bid == last and not q.status["isTriggerActive"]:
+                    break
+                last = bid
+            q.processAllAvailable()
+        else:
+            while True:
+                commits = work / "checkpoint" / "commits"
+                done = [int(f.name) for f in commits.glob("[0-9]*")] if commits.exists() else []
+                if done and max(done) >= stop_after:
+                    break
+                if q.exception() is not None or not q.isActive:
+                    break
+                time.sleep(0.2)
+        exc = q.exception()
+        if exc is not None:
+            raise RuntimeError(str(exc))
+    finally:
+        if not keep:
+            q.stop()
+
+
+_WRAPPERS = ("StreamingQueryException", "Py4JJavaError", "PythonException", "RuntimeError",
+             "StreamingQueryException", "SparkException", "CapturedException")
+
+
+def _summary(text: str) -> str:
+    """The innermost engine exception named in ``text`` (class and message), else its first line."""
+    causes = re.findall(r"Caused by: ((?:[A-Za-z_$][\w$]*\.)*[A-Z][\w$]*(?:Exception|Error))(?::[ \t]*([^\n]*))?",
+                        text)
+    for name, msg in reversed(causes):
+        if name.rsplit(".", 1)[-1] not in _WRAPPERS:
+            return f"{name}: {msg.strip()[:300]}"
+    found = re.findall(r"((?:[A-Za-z_$][\w$]*\.)*[A-Z][\w$]*(?:Exception|Error))(?::[ \t]*([^\n]*))?",
+                       text)
+    for name, msg in found:
+        if name.rsplit(".", 1)[-1] not in _WRAPPERS:
+            return f"{name}: {msg.strip()[:300]}"
+    return text.strip().splitlines()[0][:400]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the module, print one JSON line; exit 0 whether or not the query failed."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("module")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--provider", default="hdfs", choices=["hdfs", "rocksdb", "rocksdb-changelog"])
+    ap.add_argument("--restart-after-batch", type=int, default=None)
+    ap.add_argument("--kill-after-batch", type=int, default=None)
+    ap.add_argument("--workdir", default=None)
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    if a.child:  # the driver that is killed: run what is there, say so, wait for the kill
+        mod = _load(a.module)
+        spark = _session(a.provider, Path(a.workdir))
+        _run_once(spark, mod, Path(a.workdir), None, keep=True)
+        print("READY", flush=True)
+        time.sleep(3600)
+        return 0
+    import pyspark
+
+    mod = _load(a.module)
+    work = Path(a.workdir or tempfile.mkdtemp(prefix="zoo-spark-"))
+    if work.exists():
+        shutil.rmtree(work)
+    (work / "in").mkdir(parents=True)
+    (work / "out").mkdir()
+    t0 = time.time()
+    killed = None
+    if a.kill_after_batch is not None:
+        _write_input(mod, a.seed, work / "in", upto=a.kill_after_batch)
+        child = subprocess.Popen([sys.executable, os.path.abspath(__file__), a.module, "--child",
+                                  "--seed", str(a.seed), "--provider", a.provider, "--workdir", str(work)],
+                                 stdout=subprocess.PIPE, text=True, start_new_session=True)
+        assert child.stdout is not None
+        line = child.stdout.readline()
+        os.killpg(child.pid, signal.SIGKILL)
+        child.wait()
+        killed = line.strip() == "READY"
+    n = _write_input(mod, a.seed, work / "in")
+    spark = _session(a.provider, work)
+    error = None
+    try:
+        if a.restart_after_batch is not None:
+            _run_once(spark, mod, work, a.restart_after_batch)
+        _run_once(spark, mod, work, None)
+    except Exception as e:  # the engine's failure is the observation, not a crash of this script
+        error = _summary(f"{type(e).__name__}: {e}")
+    rows: list[dict[str, Any]] = []
+    for f in sorted((work / "out").glob("batch-*.json")):
+        rows.extend(json.loads(f.read_text(encoding="utf-8")))
+    key = list(mod.KEY)
+    if mod.OUTPUT_MODE == "append":
+        table = sorted(rows, key=lambda r: json.dumps(r, sort_keys=True))
+    else:
+        last: dict[str, dict[str, Any]] = {}
+        for r in rows:
+            last[json.dumps([r.get(k) for k in key], default=str)] = r
+        table = sorted(last.values(), key=lambda r: json.dumps(r, sort_keys=True))
+    print(json.dumps({"engine": "spark", "version": pyspark.__version__, "provider": a.provider,
+                      "input_batches": n, "rows": table, "error": error, "killed_driver": killed,
+                      "seconds": round(time.time() - t0, 1)}, sort_keys=True))
+    spark.stop()
+    if a.workdir is None:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
