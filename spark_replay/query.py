@@ -641,7 +641,7 @@ def _run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: _Paths, *, ref
             if retrying:
                 rows = [plain(r) for r in bdf.rdd.mapPartitions(retry_task(paths.markers, ck, bid)).collect()]
                 if writer is not None:  # the failed attempt and the attempts that ran to their end
-                    writer.emit("failure", processes=["task"], batch=bid, mode="retry",
+                    writer.emit("failure", processes=["driver"], batch=bid, mode="retry",
                                 stateful=(ck / "state").is_dir(), **retry_facts(paths.markers))
             else:
                 rows = [plain(r) for r in bdf.collect()] if (writer is not None or not uq.has_sink) else []
@@ -649,7 +649,7 @@ def _run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: _Paths, *, ref
                 marker.write_text(str(bid), encoding="utf-8")  # once: the state stores of batch K committed
                 struck = strike_executor(spark)  # cluster.py: one executor JVM SIGKILLed, seen removed
                 if writer is not None:
-                    writer.emit("failure", processes=["executor"], batch=bid, mode="executor", kill_point="state",
+                    writer.emit("failure", processes=["driver"], batch=bid, mode="executor", kill_point="state",
                                 checkpoint_logs=checkpoint_logs(ck), state_files=state_files_of_version(ck, bid + 1),
                                 **struck)
             if watcher is not None:
