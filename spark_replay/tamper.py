@@ -9,7 +9,10 @@ that the tampering makes wrong - the event a correct replay must name as first o
   for the last batch, the first end-of-run record - becomes wrong);
 - :func:`move_resume`: shift the resume batch of the first ``restart`` (the restart is wrong);
 - :func:`delete_forced_checkpoint`: delete a forced ``checkpoint`` (the delivery it preceded is
-  wrong: the protocol would force a checkpoint there).
+  wrong: the protocol would force a checkpoint there);
+- :func:`drop_retried_state`: in a ``retry`` recording, delete the state files of version K+1 that
+  the retried partition committed (the retried task's state is lost: the restart that resumed
+  after batch K from that state is wrong).
 
 Both engines' tamper modules share one file-level interface: :data:`TAMPER_NAMES` and
 :func:`tamper_file` (``rollcheck.flink_replay.tamper`` has the same two).
@@ -27,8 +30,8 @@ from rollcheck.spark_replay.watcher import base_kind
 
 _END = ("final_state", "sink_final", "side_channel", "state_crosscheck", "end")
 
-__all__ = ["drop_commit", "move_resume", "delete_forced_checkpoint", "TAMPERS", "TAMPER_NAMES", "tamper_file",
-           "to_lines"]
+__all__ = ["drop_commit", "move_resume", "delete_forced_checkpoint", "drop_retried_state", "TAMPERS",
+           "TAMPER_NAMES", "tamper_file", "to_lines"]
 
 
 def to_lines(header: dict[str, Any], events: list[dict[str, Any]]) -> list[str]:
@@ -80,8 +83,30 @@ def delete_forced_checkpoint(trace: Trace) -> tuple[list[str], int]:
     raise InvalidInputError("the trace has no forced checkpoint")
 
 
+def drop_retried_state(trace: Trace) -> tuple[list[str], int]:
+    """Delete every ``state_committed`` of version K+1 of the partition whose task failed after its
+    commit and was retried (the ``retry`` failure's ``failed_attempt``): the trace of a recovery that
+    lost the retried task's state. The first ``restart`` after the failure is wrong: the span model
+    cannot resume at batch K+1 without that version."""
+    fail = next((e for e in trace.events if e["kind"] == "failure" and e.get("mode") == "retry"
+                 and isinstance(e.get("failed_attempt"), dict)), None)
+    if fail is None:
+        raise InvalidInputError("the trace has no retry failure with its failed task attempt")
+    part, version = fail["failed_attempt"].get("partition"), int(fail["batch"]) + 1
+    drop = {k for k, e in enumerate(trace.events) if base_kind(e["kind"]) == "state_committed"
+            and e.get("partition") == part and e.get("version") == version}
+    if not drop:
+        raise InvalidInputError(f"the trace has no state commit of version {version} of partition {part}")
+    kept = [e for k, e in enumerate(trace.events) if k not in drop]
+    at = next((k for k, e in enumerate(kept) if base_kind(e["kind"]) == "restart" and e["seq"] > fail["seq"]), None)
+    if at is None:
+        raise InvalidInputError("nothing after the dropped state would be wrong: the trace has no restart "
+                                "after the retry")
+    return to_lines(trace.header, kept), at + 1
+
+
 TAMPERS = {"drop-commit": drop_commit, "move-resume": move_resume,
-           "delete-forced-checkpoint": delete_forced_checkpoint}
+           "delete-forced-checkpoint": delete_forced_checkpoint, "drop-retried-state": drop_retried_state}
 #: The tamperings, by the name ``rollcheck spark tamper --how`` takes.
 TAMPER_NAMES = tuple(TAMPERS)
 
