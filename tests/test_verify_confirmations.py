@@ -40,7 +40,7 @@ def test_counterexample_confirmed_independently():
 
 def test_a_false_claim_is_not_confirmed():
     ok, note = sec_yours.confirm_counterexample(_zcycle_pattern(), ["P0:1"])
-    assert not ok and "no Z-cycle through ['P0:1']" in note
+    assert not ok and "no Z-cycle through P0:1 (" in note
     assert sec_yours.confirm_counterexample(_zcycle_pattern(), [])[0] is False
 
 

@@ -16,6 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from rollcheck.sections._words import word
 from rollcheck.suite import Row, VerifyContext
 
 TITLE = "Flink: aligned and unaligned snapshots recorded with failures, replayed"
@@ -61,7 +62,7 @@ def _record(ctx: VerifyContext, tmp: Path, mode: str, rows: list[Row], failure: 
     detail = "; ".join(f"{c.name}: {c.detail}" for c in rep.checks)
     what = "TaskManager process killed" if failure == "taskmanager" else "task failure"
     rows.append(Row(ALGORITHM, "Flink", f"wordcount, {mode} checkpoints, {what}: record "
-                    f"{res['seconds']:.0f} s, replay conformant (restored checkpoint {res['restored_checkpoint']})"
+                    f"{res['seconds']:.0f} s, replay conformant (restored checkpoint {word(res['restored_checkpoint'])})"
                     + (" incl. TLC validation against the Chandy-Lamport model"
                        if (t := rep.check("barrier-alignment-tlc")) is not None and t.ok is True else ""),
                     status, sum(c.ok is True for c in rep.checks), "checks", time.perf_counter() - t0, detail))
@@ -166,7 +167,8 @@ def _utilization(ctx: VerifyContext, tmp: Path) -> Row:
     if res.get("adapted"):
         detail += f"; {res['adapted']}"
     la = res.get("load_average") or {}
-    detail += f"; load average {la.get('start')} at the start and {la.get('end')} at the end"
+    detail += (f"; load average {word(la.get('start'), 'unknown')} at the start and "
+               f"{word(la.get('end'), 'unknown')} at the end")
     row = Row(name, "Flink", f"measured vs predicted utilization within {100 * 2 * GOAL:.0f} % (short sweep; the "
               f"full sweep's goal is {100 * GOAL:.0f} %)", "pass" if row_ok else "fail", len(res["runs"]), "runs",
               time.perf_counter() - t0, detail)
@@ -211,7 +213,8 @@ def _recovery_time(ctx: VerifyContext, tmp: Path) -> Row:
             detail += (f"; {p['interval_ms']} ms was measured again at λ = {p['rate']:g}/s, μ = {p['max_rate']:g}/s "
                        f"because {p['adapted']} (the first time: {excluded_text(p.get('excluded_first') or [])})")
     la = res.get("load_average") or {}
-    detail += f"; load average {la.get('start')} at the start and {la.get('end')} at the end"
+    detail += (f"; load average {word(la.get('start'), 'unknown')} at the start and "
+               f"{word(la.get('end'), 'unknown')} at the end")
     row = Row("TRT (Chiron) on Flink", "Flink", f"failure -> caught up vs Chiron TRT within "
               f"{100 * STATED_ERROR:.0f} % (median of 5 failures per interval)", "pass" if ok else "fail",
               sum(len(p["repetitions"]) for p in res["parameters"]), "runs", time.perf_counter() - t0, detail)

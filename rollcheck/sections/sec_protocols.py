@@ -80,8 +80,8 @@ def _exhaustive_rows(ctx: VerifyContext) -> list[Row]:
         else:
             ok = e.best is not None and e.best.events == expect
             check = f"{name} caught on the same bounds, with its smallest witness ({expect} events)"
-            detail = (f"smallest counterexample {e.best.events if e.best else None} events on "
-                      f"{e.best_processes} processes; exhaustive {cover}")
+            detail = (f"smallest counterexample {e.best.events} events on {e.best_processes} processes"
+                      if e.best else "no counterexample") + f"; exhaustive {cover}"
         ctx.log(f"  protocols: exhaustive {name}: {detail}")
         rows.append(Row(name.split("-")[0], "exhaustive", check, "pass" if ok else "fail", total, "schedules",
                         time.perf_counter() - t0, detail))

@@ -6,6 +6,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from rollcheck.sections._words import word
+
 TITLE = "Dataflow simulator (FERDiS-style comparison)"
 
 _ALGO = {
@@ -57,7 +59,7 @@ def _domino(ctx: Any) -> Any:
                          title="UC on the cyclic n-hop query: map1.0 fails, the line falls to the initial state")
     return Row("simulate: UC", "pyimpl", "kept domino example (recovery line at the initial state)",
                "pass" if ok else "fail", 1, "patterns", time.perf_counter() - t0,
-               f"line {line.to_json(p)['line']}", [str(pic)])
+               f"line {word(line.to_json(p)['line'])}", [str(pic)])
 
 
 def _table(ctx: Any) -> Any:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import time
 
+from rollcheck.sections._words import mapping_words
 from rollcheck.suite import Row, VerifyContext
 
 TITLE = "Falkirk Wheel spans: consistent rollback, low watermark, end-to-end exactly once"
@@ -34,7 +35,7 @@ def _contract_row() -> Row:
     got = solve(system_from_dict(doc))
     ok = got == {"p": 1, "q": 1}
     return Row(ALGO, "pyimpl", "contract example of the rollcheck.spans/1 format", "pass" if ok else "fail", 1,
-               "systems", time.perf_counter() - t0, f"spans {got}")
+               "systems", time.perf_counter() - t0, f"spans {mapping_words(got)}")
 
 
 def _property_rows() -> list[Row]:
@@ -69,7 +70,7 @@ def _non_monotone_row() -> Row:
     broken = any(any(f[n] > lit[n] for n in lit) for f in feas)
     return Row(ALGO, "pyimpl", "non-monotone φ (per-epoch bridge) breaks maximality", "pass" if broken else "fail",
                len(feas), "assignments", time.perf_counter() - t0,
-               f"fixed point {lit}, yet {{'bridge': 1, 'count': 1}} is feasible; normalising φ restores it")
+               f"fixed point {mapping_words(lit)}, yet bridge 1 and count 1 is feasible; normalising φ restores it")
 
 
 def _e2e_row(ctx: VerifyContext) -> Row:
@@ -119,7 +120,9 @@ def _command_path_row(ctx: VerifyContext) -> Row:
             got, want = solve_tables(t)[0], solve(s)
             if got != want or watermark_tables(t) != low_watermark(s):
                 return Row(ALGO, "pyimpl", "command path (flat tables) = reference solver", "fail", checked + 1,
-                           "systems", time.perf_counter() - t0, f"seed {seed}: {got} != {want}"[:300])
+                           "systems", time.perf_counter() - t0,
+                           f"seed {seed}: the tables give {mapping_words(got)}, the reference solver "
+                           f"{mapping_words(want)}"[:300])
             checked += 1
     return Row(ALGO, "pyimpl", "command path (flat tables from the document) = reference solver, spans and "
                "watermark", "pass", checked, "systems", time.perf_counter() - t0,
@@ -147,7 +150,8 @@ def _dataflow_row() -> Row:
           and a.processors["agg"]["replay"] == {"a": [2, 3, 4]} and a.processors["sink"]["discard"] == [2]
           and a.watermark == {"source": 2, "agg": 1, "sink": 1} and a.acknowledge == {"source": [0, 1, 2, 3]})
     return Row(ALGO, "pyimpl", "dataflow description (rollcheck.dataflow/1) worked example", "pass" if ok else "fail",
-               1, "descriptions", time.perf_counter() - t0, f"spans {a.spans}, watermark {a.watermark}")
+               1, "descriptions", time.perf_counter() - t0,
+               f"spans {mapping_words(a.spans)}, watermark {mapping_words(a.watermark)}")
 
 
 def _domino_row() -> Row:

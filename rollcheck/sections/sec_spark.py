@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from rollcheck.sections._words import and_join, word
 from rollcheck.suite import Row, VerifyContext
 
 TITLE = "Spark: recorded runs with failures, replayed for conformance"
@@ -112,7 +113,9 @@ def _streaming(ctx: VerifyContext, tmp: Path) -> list[Row]:
                              f"replay conformant", out, time.perf_counter() - t0)
         if res["status"] != "done":
             row.status = "fail"
-            row.detail = f"recording did not finish: {res}"
+            row.detail = (f"the recording did not finish: it ended {word(res.get('status'), 'without a status')} "
+                          f"after {word(res.get('children'), 'no')} driver run(s) in "
+                          f"{word(res.get('seconds'), 'an unknown number of')} s")
         rows.append(row)
         if mode == "sink":
             rows += _tamper_rows(out, ["drop-commit", "move-resume"], "streaming recovery")
@@ -226,9 +229,18 @@ def _queries(ctx: VerifyContext, tmp: Path) -> list[Row]:
                                  f"folder valid, Spark's state reader agrees", out, time.perf_counter() - t0)
             if not val["valid"] or not all(o["reader_agrees"] for o in val["operators"]):
                 row.status = "fail"
-                row.detail += f"; checkpoint: {val['problems']}"
+                row.detail += "; " + _checkpoint_words(val)
             rows.append(row)
     return rows
+
+
+def _checkpoint_words(val: dict[str, Any]) -> str:
+    """What is wrong with a checkpoint folder (``rollcheck spark checkpoint``'s document), in words."""
+    said = [f"the checkpoint folder's problems: {and_join(val['problems'])}"] if val.get("problems") else []
+    unsure = [str(o.get("operator")) for o in val.get("operators", []) if not o.get("reader_agrees")]
+    if unsure:
+        said.append(f"Spark's state reader did not agree (or could not read) on operator {and_join(unsure)}")
+    return "; ".join(said) or "the checkpoint folder is not valid"
 
 
 def _sink_writes_imply_duplicate(trace_path: Path, batch: int) -> tuple[bool, str]:

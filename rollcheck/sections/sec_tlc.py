@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from rollcheck.sections._words import word
 from rollcheck.suite import Row, VerifyContext
 
 TITLE = "TLA+ models with TLC"
@@ -72,7 +73,7 @@ def run(ctx: VerifyContext) -> list[Row]:
         rows.append(Row(
             _algorithm(e), "TLC", f"{e.name}: expected {e.expected}", status, r.distinct_states,
             "states", r.seconds,
-            f"{e.description}; TLC: {r.status} ({r.message}); depth {r.depth}",
+            f"{e.description}; TLC: {r.status} ({r.message}); depth {word(r.depth, 'not reported')}",
         ))
         ctx.log(f"tlc: {e.name}: {r.status} ({r.distinct_states} states, {r.seconds:.1f} s)")
         if e.crosscheck and r.status == "violation" and r.trace:
@@ -146,6 +147,6 @@ def _trace_rows(ctx: VerifyContext, small: bool) -> list[Row]:
                 "pass" if good else ("inconclusive" if w.status == "inconclusive" else "fail"),
                 1, "traces", time.monotonic() - t0,
                 f"seed {seed}: forced checkpoint events[{k}] removed; TLC: {w.status} at "
-                f"events[{w.first_rejected_event}]: {w.reason}",
+                f"events[{word(w.first_rejected_event)}]: {w.reason}",
             ))
     return rows

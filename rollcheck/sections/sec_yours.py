@@ -25,6 +25,7 @@ from importlib.resources import as_file, files
 from pathlib import Path
 from typing import Any
 
+from rollcheck.sections._words import and_join, word
 from rollcheck.suite import Row, VerifyContext
 
 TITLE = "Your own system: check protocol and check trace on shipped examples"
@@ -101,11 +102,11 @@ def confirm_counterexample(p: Any, useless: Sequence[str]) -> tuple[bool, str]:
     verdicts = _zcycle_useless(p, useless)
     missing = [n for n, on_cycle in verdicts.items() if not on_cycle]
     if missing:
-        return False, f"no Z-cycle through {missing} (brute-force Z-path closure)"
+        return False, f"no Z-cycle through {and_join(missing)} (brute-force Z-path closure)"
     doctored = _doctored(p, useless[0])
     if _zcycle_useless(doctored, useless[:1])[useless[0]]:
         return False, f"the doctored counterexample (deliveries before {useless[0]} removed) was confirmed too"
-    return True, (f"a Z-cycle through each of {list(useless)} found by the brute-force Z-path closure; "
+    return True, (f"a Z-cycle through each of {and_join(useless)} found by the brute-force Z-path closure; "
                   f"a doctored copy (deliveries to {useless[0].rpartition(':')[0]} before it removed) rejected")
 
 
@@ -126,8 +127,9 @@ def _protocol_rows(ctx: VerifyContext) -> list[Row]:
             return round(v, 3) if isinstance(v, float) else v
 
         detail = (f"verdict {rep.verdict} on {rep.examples} schedules; forced per delivery "
-                  f"{r3(rep.forced_per_delivery)} (hmnr {r3(rep.compared.get('hmnr'))}, "
-                  f"bcs {r3(rep.compared.get('bcs'))})")
+                  f"{word(r3(rep.forced_per_delivery), 'not measured')} (hmnr "
+                  f"{word(r3(rep.compared.get('hmnr')), 'not measured')}, bcs "
+                  f"{word(r3(rep.compared.get('bcs')), 'not measured')})")
         pictures: list[str] = []
         if expect == "unsafe":
             if rep.counterexample is None:
@@ -138,8 +140,8 @@ def _protocol_rows(ctx: VerifyContext) -> list[Row]:
                 found = sorted(p.checkpoint_name(c) for c in useless_checkpoints(p))
                 confirmed, note = confirm_counterexample(p, rep.useless)
                 ok = ok and bool(found) and set(rep.useless) <= set(found) and confirmed
-                detail += (f"; counterexample holds useless {found} (report names {rep.useless}); "
-                           f"independent check: {note}")
+                detail += (f"; the counterexample holds useless {and_join(found)} (the report names "
+                           f"{and_join(rep.useless)}); independent check: {note}")
                 if rep.picture:
                     pictures.append(rep.picture)
         # a search the budget cut decides nothing (SAFE means complete): inconclusive, not a fail
@@ -176,9 +178,17 @@ def _trace_rows() -> list[Row]:
             what = f"non-conformant through {failing}"
         rows.append(Row(_ALGORITHM[failing], METHOD, f"check trace {fname}: {what}", "pass" if ok else "fail", n_checks,
                         "checks", time.perf_counter() - t0,
-                        f"conformant={report.conformant}; failed checks {bad}; first offending seq "
-                        f"{report.first_offending_seq}"))
+                        _trace_detail(report, bad)))
     return rows
+
+
+def _trace_detail(report: Any, bad: list[str]) -> str:
+    """The trace row's detail in words: the verdict, the checks that failed, where."""
+    verdict = {True: "conformant", False: "not conformant"}.get(report.conformant, "inconclusive")
+    failed = f"the failed checks are {and_join(bad)}" if bad else "no check failed"
+    seq = report.first_offending_seq
+    where = f"; the first offending event is seq {seq}" if seq is not None else ""
+    return f"{verdict}; {failed}{where}"
 
 
 def run(ctx: VerifyContext) -> list[Row]:
