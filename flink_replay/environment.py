@@ -7,7 +7,9 @@ small Java operator (``RollcheckTap.java``, shipped as package data) with ``java
 against the ``flink-dist`` jar of that PyFlink installation, once, into a cache folder.
 
 Without the environment every ``rollcheck flink`` command is *inconclusive* (exit 3) and says
-how to install it.
+how to install it. ``find_flink(version)`` (``--engine-version V``) uses the environment of
+apache-flink ``V`` that :mod:`rollcheck.flink_replay.releases` makes once in rollcheck's cache
+folder; the Java operators are compiled against each release's own jars (cached per release).
 """
 
 from __future__ import annotations
@@ -22,8 +24,10 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from rollcheck.flink_replay.releases import PINNED, flink_python, parse_release
 from rollcheck.pyimpl import children
-from rollcheck.pyimpl.errors import InconclusiveError
+from rollcheck.pyimpl.errors import InconclusiveError, InvalidInputError
+from rollcheck.pyimpl.release_envs import cache_root
 
 __all__ = ["FlinkEnvironment", "find_flink", "tap_jar", "INSTALL_HINT", "JAVA_SOURCES"]
 
@@ -69,35 +73,63 @@ def _candidates() -> list[Path]:
     return out
 
 
-def find_flink() -> FlinkEnvironment:
-    """Locate the PyFlink environment.
+_PROBE = "import os, pyflink, pyflink.version as v; print(os.path.dirname(pyflink.__file__)); print(v.__version__)"
 
-    Looks at ``ROLLCHECK_FLINK_PYTHON``, then ``.venv-flink/bin/python`` in the working
-    directory, its parents and the checkout this package was installed from, then the running
-    interpreter (an environment with the extra ``rollcheck[flink]``).
+
+def _probe(cand: Path) -> FlinkEnvironment | None:
+    if not cand.exists():
+        return None
+    try:
+        r = children.run([str(cand), "-c", _PROBE], capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if r.returncode != 0:
+        return None
+    lines = r.stdout.strip().splitlines()
+    return FlinkEnvironment(cand, Path(lines[0]), lines[1] if len(lines) > 1 else "?")
+
+
+def find_flink(version: str | None = None) -> FlinkEnvironment:
+    """Locate the PyFlink environment (of apache-flink ``version``, when given).
+
+    Without ``version``: looks at ``ROLLCHECK_FLINK_PYTHON``, then ``.venv-flink/bin/python`` in
+    the working directory, its parents and the checkout this package was installed from, then the
+    running interpreter (an environment with the extra ``rollcheck[flink]``). With ``version``
+    (``--engine-version``): that default environment when it holds that release, else the
+    release's own environment in rollcheck's cache folder, made once
+    (:func:`rollcheck.flink_replay.releases.flink_python`).
 
     Raises
     ------
     InconclusiveError
         No interpreter with ``pyflink`` was found (the message says how to install it).
+    InvalidInputError
+        ``version`` is malformed, unsupported or cannot be installed (exit 2 naming it and pip's reason).
     """
-    probe = "import os, pyflink, pyflink.version as v; print(os.path.dirname(pyflink.__file__)); print(v.__version__)"
+    if version is not None:
+        parse_release(version)
+        version = version.strip()
+        if version == PINNED:
+            for cand in _candidates():
+                found = _probe(cand)
+                if found is not None and found.version == version:
+                    return found
+        python = flink_python(version)
+        found = _probe(python) if python is not None else None
+        if found is None or found.version != version:
+            raise InvalidInputError(f"apache-flink {version}: its environment ({python}) does not import "
+                                    f"pyflink {version}", location="--engine-version")
+        return found
     for cand in _candidates():
-        if not cand.exists():
-            continue
-        try:
-            r = children.run([str(cand), "-c", probe], capture_output=True, text=True, timeout=120)
-        except (OSError, subprocess.TimeoutExpired):
-            continue
-        if r.returncode == 0:
-            lines = r.stdout.strip().splitlines()
-            return FlinkEnvironment(cand, Path(lines[0]), lines[1] if len(lines) > 1 else "?")
+        found = _probe(cand)
+        if found is not None:
+            return found
     raise InconclusiveError(f"PyFlink is not installed: {INSTALL_HINT}")
 
 
 def _cache_root() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "rollcheck" / "flink"
+    """Where compiled operator jars are kept: ``<cache>/flink/<hash of the sources and the release's jar>``."""
+    return cache_root() / "flink"
 
 
 JAVA_SOURCES = ("RollcheckTap.java", "RollcheckKeyedTap.java", "RollcheckKeys.java", "RollcheckStateLog.java")

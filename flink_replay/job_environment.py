@@ -21,7 +21,27 @@ if __package__:  # imported as rollcheck.flink_replay (tests, the recorder's hel
 else:  # run by job.py in the PyFlink environment: this folder is on sys.path
     from job_io import free_port  # type: ignore[no-redef]
 
-__all__ = ["make_environment", "make_taps", "user_state_log"]
+__all__ = ["make_environment", "make_taps", "user_state_log", "flink_release", "LEGACY_KEYS"]
+
+#: Configuration keys Flink 2.0 renamed (the old spellings were deprecated in 1.20 and removed in
+#: 2.0): on a release before 2.0 the old spelling is set too (1.19 knows only the old one)
+LEGACY_KEYS = {
+    "execution.checkpointing.dir": "state.checkpoints.dir",
+    "execution.checkpointing.num-retained": "state.checkpoints.num-retained",
+    "execution.checkpointing.incremental": "state.backend.incremental",
+    "execution.state-recovery.path": "execution.savepoint.path",
+    "execution.state-recovery.claim-mode": "execution.savepoint-restore-mode",
+    "state.changelog.enabled": "state.backend.changelog.enabled",
+    "state.changelog.storage": "state.backend.changelog.storage",
+}
+
+
+def flink_release() -> tuple[int, int]:
+    """``(major, minor)`` of the running PyFlink (``pyflink.version``)."""
+    import pyflink.version as v
+
+    parts = str(v.__version__).split(".")
+    return int(parts[0]), int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else 0
 
 
 def make_environment(cfg: dict, *, restarts: bool = True, restore_path: str | None = None):
@@ -34,43 +54,51 @@ def make_environment(cfg: dict, *, restarts: bool = True, restore_path: str | No
     port = free_port()
 
     conf = Configuration()
+    legacy = flink_release() < (2, 0)
+
+    def put(key: str, value: str) -> None:
+        """Set ``key`` (and, before Flink 2.0, its old spelling: :data:`LEGACY_KEYS`)."""
+        if legacy and key in LEGACY_KEYS:
+            conf.set_string(LEGACY_KEYS[key], value)
+        conf.set_string(key, value)
+
     if cfg.get("cluster_rest_port"):
         # a standalone session cluster started by the recorder (separate TaskManager processes)
         port = int(cfg["cluster_rest_port"])
-    conf.set_string("python.execution-mode", cfg.get("python_mode", "thread"))
-    conf.set_string("python.executable", sys.executable)
-    conf.set_string("rest.port", str(port))
-    conf.set_string("rest.address", "127.0.0.1")
-    conf.set_string("rest.bind-address", "127.0.0.1")
-    conf.set_string("rest.cache.checkpoint-statistics.timeout", "50 ms")
-    conf.set_string("web.checkpoints.history", "1000")
-    conf.set_string("execution.checkpointing.dir", "file://" + os.path.join(run_dir, "checkpoints"))
-    conf.set_string("execution.checkpointing.num-retained", "1000")
+    put("python.execution-mode", cfg.get("python_mode", "thread"))
+    put("python.executable", sys.executable)
+    put("rest.port", str(port))
+    put("rest.address", "127.0.0.1")
+    put("rest.bind-address", "127.0.0.1")
+    put("rest.cache.checkpoint-statistics.timeout", "50 ms")
+    put("web.checkpoints.history", "1000")
+    put("execution.checkpointing.dir", "file://" + os.path.join(run_dir, "checkpoints"))
+    put("execution.checkpointing.num-retained", "1000")
     backend = cfg.get("backend") or "hashmap"
-    conf.set_string("state.backend.type", "rocksdb" if backend == "rocksdb" else "hashmap")
+    put("state.backend.type", "rocksdb" if backend == "rocksdb" else "hashmap")
     if backend == "rocksdb":
-        conf.set_string("execution.checkpointing.incremental", "true")
+        put("execution.checkpointing.incremental", "true")
         # RocksDB names its info log after the flattened instance path: keep that path short
         # (a run folder deep in the file system exceeds the 255-byte file-name limit)
         if cfg.get("rocksdb_dir"):
-            conf.set_string("state.backend.rocksdb.localdir", cfg["rocksdb_dir"])
+            put("state.backend.rocksdb.localdir", cfg["rocksdb_dir"])
     if backend == "changelog":
-        conf.set_string("state.changelog.enabled", "true")
-        conf.set_string("state.changelog.storage", "filesystem")
-        conf.set_string("state.changelog.dstl.dfs.base-path", "file://" + os.path.join(run_dir, "changelog"))
-    conf.set_string("execution.checkpointing.externalized-checkpoint-retention", "RETAIN_ON_CANCELLATION")
+        put("state.changelog.enabled", "true")
+        put("state.changelog.storage", "filesystem")
+        put("state.changelog.dstl.dfs.base-path", "file://" + os.path.join(run_dir, "changelog"))
+    put("execution.checkpointing.externalized-checkpoint-retention", "RETAIN_ON_CANCELLATION")
     if restore_path:
-        conf.set_string("execution.state-recovery.path", restore_path)
+        put("execution.state-recovery.path", restore_path)
         if backend == "changelog":
             # the changelog backend cannot take the full snapshot that Flink forces after a restore in
             # the default NO_CLAIM mode (its first checkpoint fails: "does not support enforcing a full
             # snapshot"); Flink's documentation (State Backends, changelog limitations: "NO_CLAIM mode
             # not supported") says to restore it in CLAIM mode
-            conf.set_string("execution.state-recovery.claim-mode", "CLAIM")
-    conf.set_string("restart-strategy.type", "fixed-delay" if restarts else "none")
-    conf.set_string("restart-strategy.fixed-delay.attempts", str(int(cfg.get("restart_attempts", 3))))
-    conf.set_string("restart-strategy.fixed-delay.delay", f"{int(cfg.get('restart_delay_ms', 200))} ms")
-    conf.set_string("io.tmp.dirs", os.path.join(run_dir, "tmp"))
+            put("execution.state-recovery.claim-mode", "CLAIM")
+    put("restart-strategy.type", "fixed-delay" if restarts else "none")
+    put("restart-strategy.fixed-delay.attempts", str(int(cfg.get("restart_attempts", 3))))
+    put("restart-strategy.fixed-delay.delay", f"{int(cfg.get('restart_delay_ms', 200))} ms")
+    put("io.tmp.dirs", os.path.join(run_dir, "tmp"))
     os.makedirs(os.path.join(run_dir, "tmp"), exist_ok=True)
     if cfg.get("cluster_rest_port"):
         from pyflink.java_gateway import get_gateway as _gw
@@ -81,7 +109,10 @@ def make_environment(cfg: dict, *, restarts: bool = True, restore_path: str | No
         if restore_path:
             # a remote environment replaces the configuration's claim mode by its own restore settings
             # (NO_CLAIM): give them explicitly, so that the changelog backend is restored in CLAIM mode
-            claim = gw0.jvm.org.apache.flink.core.execution.RecoveryClaimMode
+            if flink_release() >= (2, 0):
+                claim = gw0.jvm.org.apache.flink.core.execution.RecoveryClaimMode
+            else:  # 1.19/1.20: the restore mode enum before its rename
+                claim = gw0.jvm.org.apache.flink.runtime.jobgraph.RestoreMode
             srs = gw0.jvm.org.apache.flink.runtime.jobgraph.SavepointRestoreSettings.forPath(
                 restore_path, False, claim.CLAIM if backend == "changelog" else claim.NO_CLAIM)
             j_env = gw0.jvm.org.apache.flink.streaming.api.environment.RemoteStreamEnvironment(
@@ -115,6 +146,16 @@ def make_taps(run_dir: str, attempt_offset: int, keys: int):
     tap_class = load_java_class("rollcheck.flink.RollcheckTap")
 
     keyed_tap_class = load_java_class("rollcheck.flink.RollcheckKeyedTap")
+    # Flink 2.0 made ALWAYS the default chaining strategy of an AbstractStreamOperator; before (1.19,
+    # 1.20) it was HEAD, which cut the source off its tap: the whole input then queued in network
+    # buffers ahead of the first barrier and no checkpoint completed before the input ended
+    chain_always = gw.jvm.org.apache.flink.streaming.api.operators.ChainingStrategy.ALWAYS \
+        if flink_release() < (2, 0) else None
+
+    def _chained(op):
+        if chain_always is not None:
+            op.setChainingStrategy(chain_always)
+        return op
 
     def _args(name: str, mode: str, n_keys: int):
         args = gw.new_array(gw.jvm.Object, 5)
@@ -130,7 +171,7 @@ def make_taps(run_dir: str, attempt_offset: int, keys: int):
         for i, a in enumerate(_args(name, mode, n_keys)):
             args[i] = a
         args[5] = gw.jvm.Integer(cost_ms)
-        op = tap_class.getConstructors()[0].newInstance(args)
+        op = _chained(tap_class.getConstructors()[0].newInstance(args))
         j = ds._j_data_stream.transform(name, type_info.get_java_type_info(), op)
         return DataStream(j)
 
@@ -138,7 +179,7 @@ def make_taps(run_dir: str, attempt_offset: int, keys: int):
         """rollcheck's keyed tap (keyed state only): ``count`` reinterprets the stream as keyed by
         the word's number (same key groups as the Python keyed operator it is chained to),
         ``rows`` keys it by the user's KEY (a shuffle)."""
-        op = keyed_tap_class.getConstructors()[0].newInstance(_args(name, mode, n_keys))
+        op = _chained(keyed_tap_class.getConstructors()[0].newInstance(_args(name, mode, n_keys)))
         j_ds = ds._j_data_stream
         if mode == "count":
             keyed = gw.jvm.org.apache.flink.streaming.api.datastream.DataStreamUtils.reinterpretAsKeyedStream(

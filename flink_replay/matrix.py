@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from rollcheck.flink_replay.record import BACKENDS, RecordConfig, record
+from rollcheck.flink_replay.releases import PINNED
 from rollcheck.flink_replay.user_replay import GUARANTEES_DOC
 from rollcheck.pyimpl.errors import InconclusiveError
 from rollcheck.pyimpl.matrix import (
@@ -59,10 +60,17 @@ from rollcheck.pyimpl.matrix.run import decide_cell
 from rollcheck.pyimpl.verdict import Report, Status
 
 __all__ = ["Cell", "FlinkAdapter", "cells", "classify", "run_cell", "run_matrix", "shrink_finding", "write_html",
-           "GUARANTEES_DOC", "summarise", "summarize", "ROW_HEADER"]
+           "GUARANTEES_DOC", "summarise", "summarize", "ROW_HEADER", "RELEASE_ROW_HEADER", "row_header"]
 
 #: The header of the table's first column.
 ROW_HEADER = "job | backend | checkpoints | rescale"
+#: The header of the table's first column when the matrix names releases (``--engine-version``).
+RELEASE_ROW_HEADER = "release | " + ROW_HEADER
+
+
+def row_header(planned: Sequence[Any]) -> str:
+    """:data:`RELEASE_ROW_HEADER` when a planned cell names its release, else :data:`ROW_HEADER`."""
+    return RELEASE_ROW_HEADER if any(getattr(c, "engine_version", None) for c in planned) else ROW_HEADER
 #: The core's summary (the name this module gave it before the core existed).
 summarise = summarize
 
@@ -77,6 +85,8 @@ class Cell:
     checkpoints: str
     failure: str
     rescale: tuple[int, int] | None
+    #: the apache-flink release (``--engine-version``); None: the pinned one (``.venv-flink``)
+    engine_version: str | None = None
 
     @property
     def job(self) -> str:
@@ -85,12 +95,13 @@ class Cell:
     @property
     def ident(self) -> str:
         r = f"rescale{self.rescale[0]}-{self.rescale[1]}" if self.rescale else "same"
-        return f"{self.job}-{self.backend}-{self.checkpoints}-{self.failure}-{r}"
+        v = f"flink{self.engine_version}-" if self.engine_version else ""
+        return f"{v}{self.job}-{self.backend}-{self.checkpoints}-{self.failure}-{r}"
 
     @property
     def row(self) -> str:
         """The table row (everything but the failure)."""
-        return _row(self.job, self.backend, self.checkpoints, self.rescale)
+        return _row(self.job, self.backend, self.checkpoints, self.rescale, self.engine_version)
 
     @property
     def column(self) -> str:
@@ -99,27 +110,34 @@ class Cell:
 
     def config(self) -> dict[str, Any]:
         return {"backend": self.backend, "checkpoints": self.checkpoints,
-                "rescale": list(self.rescale) if self.rescale else None}
+                "rescale": list(self.rescale) if self.rescale else None,
+                "engine_version": self.engine_version or PINNED}
 
 
-def _row(job: str, backend: str, checkpoints: str, rescale: Sequence[int] | None) -> str:
+def _row(job: str, backend: str, checkpoints: str, rescale: Sequence[int] | None,
+         engine_version: str | None = None) -> str:
     r = f"{rescale[0]}:{rescale[1]}" if rescale else "-"
-    return f"{job} | {backend} | {checkpoints} | rescale {r}"
+    v = f"apache-flink {engine_version} | " if engine_version else ""
+    return f"{v}{job} | {backend} | {checkpoints} | rescale {r}"
 
 
 def cells(modules: Sequence[str], backends: Sequence[str], checkpoints: Sequence[str],
-          failures: Sequence[str], rescales: Sequence[tuple[int, int] | None]) -> list[Cell]:
-    """Every combination, in table order.
+          failures: Sequence[str], rescales: Sequence[tuple[int, int] | None],
+          engine_versions: Sequence[str | None] = (None,)) -> list[Cell]:
+    """Every combination, in table order (one group of rows per release, ``engine_versions``).
 
     Examples
     --------
     >>> [c.ident for c in cells(["wordcount"], ["hashmap"], ["aligned"], ["task"], [None, (2, 1)])]
     ['wordcount-hashmap-aligned-task-same', 'wordcount-hashmap-aligned-task-rescale2-1']
+    >>> [c.row for c in cells(["wordcount"], ["hashmap"], ["aligned"], ["task"], [None], ["1.20.5", "2.3.0"])]
+    ['apache-flink 1.20.5 | wordcount | hashmap | aligned | rescale -', 'apache-flink 2.3.0 | wordcount | hashmap | aligned | rescale -']
     """
     for b in backends:
         if b not in BACKENDS:
             raise ValueError(f"unknown backend {b!r}")
-    return [Cell(m, b, c, f, r) for m, b, c, r, f in product(modules, backends, checkpoints, rescales, failures)]
+    return [Cell(m, b, c, f, r, v) for v, m, b, c, r, f
+            in product(engine_versions, modules, backends, checkpoints, rescales, failures)]
 
 
 def _report(trace: Path, module: str) -> Report:
@@ -229,7 +247,8 @@ class FlinkAdapter(EngineAdapter):
                                 records=self.records, rate=self.rate,
                                 fail_at_record=1 if user else max(2, self.records // 2), failure=cell.failure,
                                 seed=self.seed, timeout_s=self.timeout_s, backend=cell.backend,
-                                rescale=cell.rescale, module=cell.module if user else None)
+                                rescale=cell.rescale, module=cell.module if user else None,
+                                engine_version=cell.engine_version)
         if user:
             cfg["fail_at_fraction"] = 0.5  # half way through the module's own input
         return dict(cfg)
@@ -272,7 +291,8 @@ class FlinkAdapter(EngineAdapter):
             from rollcheck.flink_replay.environment import find_flink
 
             try:
-                python = str(find_flink().python)
+                found = find_flink(cell.engine_version) if cell.engine_version else find_flink()
+                python = str(found.python)
             except InconclusiveError as e:
                 extra["reproducer_error"] = str(e)
             else:
@@ -309,7 +329,9 @@ def run_matrix(all_cells: list[Cell], out: str | Path, *, jobs: int = 1,
     order = list(range(len(all_cells)))
     if spread_seed is not None:
         random.Random(spread_seed).shuffle(order)
-    return _run_core(FlinkAdapter(**kw), all_cells, out, jobs=jobs, on_update=on_update, order=order, log=log)
+    adapter = FlinkAdapter(**kw)
+    adapter.row_header = row_header(all_cells)  # "release | ..." when the cells name releases
+    return _run_core(adapter, all_cells, out, jobs=jobs, on_update=on_update, order=order, log=log)
 
 
 def write_html(doc: Mapping[str, Any], path: Path) -> Path:
@@ -326,5 +348,7 @@ def write_html(doc: Mapping[str, Any], path: Path) -> Path:
             e["column"] = e["failure"]["kind"]
         entries.append(e)
     planned = [GenericCell(e["module"], e["row"], e["column"]) for e in entries]
-    return _write_html(entries, planned, path, title=FlinkAdapter.title, row_header=ROW_HEADER,
+    return _write_html(entries, planned, path, title=FlinkAdapter.title,
+                       row_header=RELEASE_ROW_HEADER if any(e["row"].startswith("apache-flink ") for e in entries)
+                       else ROW_HEADER,
                        legend=FlinkAdapter.legend)

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from rollcheck.flink_replay.environment import find_flink, tap_jar
+from rollcheck.flink_replay.releases import cluster_config_name, parse_release
 from rollcheck.flink_replay.replay import source_cut
 from rollcheck.pyimpl import children
 from rollcheck.pyimpl.errors import InconclusiveError, InternalError, InvalidInputError
@@ -100,7 +101,7 @@ class RecordConfig(dict):
              records: int = 2000, rate: float = 500.0, keys: int = 8, fail_at_record: int | None = None,
              failure: str | None = None, seed: int = 0, timeout_s: float = 300.0, backend: str = "hashmap",
              rescale: tuple[int, int] | None = None, module: str | None = None,
-             call_timeout: float = 300.0) -> RecordConfig:
+             call_timeout: float = 300.0, engine_version: str | None = None) -> RecordConfig:
         if checkpoints not in ("aligned", "unaligned"):
             raise InvalidInputError(f"--checkpoints must be aligned or unaligned, not {checkpoints!r}")
         if backend not in BACKENDS:
@@ -126,6 +127,9 @@ class RecordConfig(dict):
             raise InvalidInputError(f"--fail-at-record {fail_at_record}: records count from 1")
         if call_timeout <= 0:
             raise InvalidInputError("--call-timeout must be positive")
+        if engine_version is not None:  # the release's range, before anything is installed or run
+            parse_release(engine_version)
+            engine_version = engine_version.strip()
         extra: dict[str, Any] = {}
         if module is not None:
             path = Path(module)
@@ -137,7 +141,7 @@ class RecordConfig(dict):
                    records=records, rate=rate, keys=keys, fail_at_record=fail_at_record,
                    failure=failure, seed=seed, timeout_s=timeout_s, backend=backend,
                    rescale=list(rescale) if rescale else None, max_parallelism=128,
-                   call_timeout=call_timeout, **extra)
+                   call_timeout=call_timeout, engine_version=engine_version, **extra)
 
 
 def _job_file() -> Path:
@@ -167,7 +171,7 @@ def record(out: str | Path, config: RecordConfig, *, run_dir: str | Path | None 
         from rollcheck.flink_replay.user_replay import declared_guarantee
 
         config = RecordConfig(config, sink_guarantee=declared_guarantee(config["module"]))
-    env = find_flink()
+    env = find_flink(config.get("engine_version"))
     jar = tap_jar(env)
     out = Path(out)
     run = Path(run_dir) if run_dir is not None else out.with_name(out.stem + ".flinkrun")
@@ -223,7 +227,7 @@ def _record(out: Path, run: Path, config: RecordConfig, env: Any, jar: Path, t0:
     partial = out.with_name(out.name + ".partial")
     partial.write_text(json.dumps({"format": "rollcheck.trace/1", "source": "flink", "partial": True,
                                    "seed": config.get("seed", 0), "processes": ["source", "keyed"]}) + "\n")
-    cfg = dict(config, run_dir=str(run.resolve()), tap_jar=str(jar))
+    cfg = dict(config, run_dir=str(run.resolve()), tap_jar=str(jar), engine_version=env.version)
     rocksdb_dir = None
     if config.get("backend") == "rocksdb":
         rocksdb_dir = tempfile.mkdtemp(prefix="rc-rdb-")
@@ -396,7 +400,7 @@ def _start_cluster(run: Path, env: Any, penv: dict[str, str], slots: int,
     rest, rpc = free(), free()
     conf = run / "cluster-conf"
     conf.mkdir()
-    (conf / "config.yaml").write_text(CLUSTER_CONFIG.format(rpc=rpc, rest=rest, slots=slots, tmp=run / "tmp"))
+    (conf / cluster_config_name(env.version)).write_text(CLUSTER_CONFIG.format(rpc=rpc, rest=rest, slots=slots, tmp=run / "tmp"))
     # append: the TaskManager re-initialises logging once, which would truncate the file
     (conf / "log4j.properties").write_text(LOG4J.replace("append = false", "append = true"))
     jars = sorted((env.pyflink_dir / "lib").glob("*.jar")) + sorted((env.pyflink_dir / "opt").glob("flink-python*.jar"))
@@ -588,9 +592,10 @@ def build_trace(run: str | Path, out: str | Path, *, env_version: str = "?") -> 
     else:
         outputs += [("naive", naive["0"], {"generation": 0}), ("naive", naive["1"], {"generation": 1})]
     keys = ("checkpoints", "parallelism", "interval_ms", "records", "rate", "keys", "fail_at_record", "failure",
-            "backend", "rescale", "max_parallelism", "max_records")
+            "backend", "rescale", "max_parallelism", "max_records", "engine_version")
     header = {"format": "rollcheck.trace/1", "source": "flink", "seed": cfg.get("seed", 0),
               "processes": ["source", "keyed"], "job": "module" if module else "wordcount",
+              "engine_version": env_version,
               "config": {k: cfg.get(k) for k in keys},
               "flink": {"pyflink": env_version, "job_id": info.get("job_id"), "final_state": info.get("final_state"),
                         "python_mode": cfg.get("python_mode", "thread")}}

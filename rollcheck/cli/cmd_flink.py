@@ -51,6 +51,9 @@ def _record_args(wc: Any) -> None:
                     help="state backend (rocksdb: incremental checkpoints; changelog: hashmap + changelog)")
     wc.add_argument("--rescale", default=None, metavar="P1:P2",
                     help="fail at parallelism P1, restore from the latest checkpoint at P2")
+    wc.add_argument("--engine-version", default=None, metavar="V",
+                    help="record on apache-flink V (1.19.0 <= V < 3.0.0; made once in rollcheck's cache folder, "
+                         "$ROLLCHECK_CACHE or the user cache folder; default: the pinned 2.3.0 of .venv-flink)")
     wc.add_argument("--json", action="store_true")
 
 
@@ -115,6 +118,9 @@ def _register_rest(fsub: Any) -> None:
     mx.add_argument("--run-reproducer", action="store_true",
                     help="run a finding's reproducer once with the PyFlink environment's Python and record "
                          "whether it showed the finding (reproducer_run)")
+    mx.add_argument("--engine-version", default=None, metavar="V[,V2...]",
+                    help="run the matrix on these apache-flink releases (one group of rows per release; each "
+                         "made once in rollcheck's cache folder; default: the pinned 2.3.0 of .venv-flink)")
     mx.add_argument("--json", action="store_true")
 
     tp = add_parser(fsub, "tamper", "Write a deliberately broken copy of a Flink trace.", _tamper)
@@ -138,13 +144,14 @@ def _record(args: argparse.Namespace) -> int:
                             interval_ms=args.interval, records=args.records, rate=args.rate, keys=args.keys,
                             fail_at_record=args.fail_at_record, failure=args.failure, seed=args.seed,
                             timeout_s=args.timeout, backend=args.backend, rescale=rescale, module=module,
-                            call_timeout=getattr(args, "call_timeout", 300.0))
+                            call_timeout=getattr(args, "call_timeout", 300.0), engine_version=args.engine_version)
     if args.max_rate is not None:
         cfg["max_rate"] = args.max_rate
     what = f"job {module}" if module else "wordcount"
     par = f"rescaled {rescale[0]} -> {rescale[1]}" if rescale else f"parallelism {args.parallelism}"
     print(f"rollcheck flink record {what}: seed {args.seed}, {args.checkpoints} checkpoints every "
-          f"{args.interval} ms, {args.backend} state backend, {par}", file=sys.stderr)
+          f"{args.interval} ms, {args.backend} state backend, {par}"
+          + (f", apache-flink {args.engine_version}" if args.engine_version else ""), file=sys.stderr)
     res = record(args.out, cfg)
     if args.json:
         emit_json(res)
@@ -281,17 +288,30 @@ def _matrix(args: argparse.Namespace) -> int:
         raise InvalidInputError("--no-same needs at least one --rescale")
     if args.jobs < 1:
         raise InvalidInputError("--jobs must be at least 1")
+    from rollcheck.flink_replay.environment import find_flink
+    from rollcheck.flink_replay.releases import parse_release
+
+    versions: list[str | None] = [None]
+    if args.engine_version is not None:
+        versions = list(dict.fromkeys(x.strip() for x in args.engine_version.split(",") if x.strip()))
+        if not versions:
+            raise InvalidInputError(f"--engine-version {args.engine_version!r}: one release or several, "
+                                    "separated by commas")
+        for v in versions:
+            parse_release(str(v))  # every release's range first, before anything is installed
+        for v in versions:
+            find_flink(v)  # made once (exit 2 naming a release pip cannot install), before any cell runs
     todo = cells(modules,
                   split(args.backends, BACKENDS, "--backends"),
                   split(args.checkpoints, ("aligned", "unaligned"), "--checkpoints"),
-                  split(args.failures, ("task", "taskmanager"), "--failures"), rescales)
+                  split(args.failures, ("task", "taskmanager"), "--failures"), rescales, versions)
     print(f"rollcheck flink matrix: {len(todo)} cells, seed {args.seed}, {args.jobs} at a time, into {args.out}",
           file=sys.stderr)
     from rollcheck.cli.spark_matrix_view import MatrixView
-    from rollcheck.flink_replay.matrix import ROW_HEADER, FlinkAdapter
+    from rollcheck.flink_replay.matrix import FlinkAdapter, row_header
     from rollcheck.pyimpl.matrix import matrix_verdict
 
-    with MatrixView(title=FlinkAdapter.title, row_header=ROW_HEADER) as view:
+    with MatrixView(title=FlinkAdapter.title, row_header=row_header(todo)) as view:
         doc = run_matrix(todo, args.out, jobs=args.jobs, on_update=view.update, records=args.records,
                          rate=args.rate, interval_ms=args.interval, seed=args.seed,
                          shrink_runs=max(0, args.shrink_runs), spread_seed=args.spread,
@@ -306,11 +326,11 @@ def _matrix(args: argparse.Namespace) -> int:
 def _print_matrix(doc: dict[str, Any], planned: list[Any]) -> None:
     from rich.console import Console
 
-    from rollcheck.flink_replay.matrix import ROW_HEADER, FlinkAdapter
+    from rollcheck.flink_replay.matrix import FlinkAdapter, row_header
     from rollcheck.pyimpl.matrix import terminal_table
     from rollcheck.pyimpl.matrix.table import summary_line
 
-    Console().print(terminal_table(doc["cells"], planned, {}, title=FlinkAdapter.title, row_header=ROW_HEADER,
+    Console().print(terminal_table(doc["cells"], planned, {}, title=FlinkAdapter.title, row_header=row_header(planned),
                                    reasons=True))
     print(f"{len(doc['cells'])} cells: {summary_line(doc['summary'])}; table: {doc['index']}")
 

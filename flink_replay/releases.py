@@ -1,0 +1,184 @@
+"""The apache-flink release a recording runs on: one separate, cached virtual environment per release.
+
+A user runs the Flink release they run in production, not the one rollcheck pins. ``rollcheck
+flink record job --engine-version V`` (and the matrix's ``--engine-version V[,V2]``) records the
+job on apache-flink ``V``: :func:`flink_python` makes once, and then reuses, a virtual
+environment with ``apache-flink==V`` (and what pip resolves for it) in rollcheck's cache folder
+(``<cache>/flink/apache-flink-V``, :func:`rollcheck.pyimpl.release_envs.cache_root`:
+``$ROLLCHECK_CACHE``, else the user cache folder), with the same isolation as the default Flink
+environment (``.venv-flink``): the job process runs there and imports only the standard library,
+``pyflink`` and the ``job*.py`` files beside ``job.py``. rollcheck's Java operators are compiled
+against that release's own jars (:func:`rollcheck.flink_replay.environment.tap_jar`, cached per
+release).
+
+- Supported: apache-flink ``1.19.0 <= V < 3.0.0`` (:data:`SUPPORTED`), a full release ``X.Y.Z``
+  that pip can install here (Python 3.11, Java 17); anything else is refused (exit 2) naming the
+  release and pip's reason.
+- The pinned release (:data:`PINNED`, the one ``make flink-setup`` installs into ``.venv-flink``)
+  needs no environment of its own: the default environment is used when it holds that release.
+- A lock file (``apache-flink-V.lock``) serialises the creation; an environment is used only when
+  its stamp (:data:`STAMP`, written last, after the installed release was imported and its version
+  read back) is there: a half-made one (a killed installation) is removed and made again.
+
+What differs between the releases is handled where it is used: the configuration keys Flink 2.0
+renamed (``job_environment.py`` sets both spellings), the claim-mode class of a remote restore,
+and the standalone cluster's configuration file (``flink-conf.yaml`` before 2.0, ``config.yaml``
+from 2.0 on; :func:`cluster_config_name`).
+
+References
+----------
+``docs/flink.md`` ("On the release you run"); the Spark counterpart,
+:mod:`rollcheck.spark_replay.releases`.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from rollcheck.pyimpl import children
+from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.release_envs import (
+    cache_root,
+    clean_environ,
+    locked,
+    parse_full_release,
+    pip_reason,
+)
+
+__all__ = ["SUPPORTED", "PINNED", "STAMP", "parse_release", "flink_python", "release_of",
+           "cluster_config_name", "release_root"]
+
+#: The supported apache-flink releases: ``SUPPORTED[0] <= V < SUPPORTED[1]``.
+SUPPORTED = ((1, 19, 0), (3, 0, 0))
+#: The release ``make flink-setup`` installs into ``.venv-flink`` (the default).
+PINNED = "2.3.0"
+#: The file that marks an environment as complete (written last).
+STAMP = ".rollcheck-complete"
+#: Seconds pip may take to make one environment (apache-flink is a ~300 MB download and a build).
+INSTALL_TIMEOUT_S = 1800.0
+_FLAG = "--engine-version"
+
+
+def parse_release(version: str) -> tuple[int, int, int]:
+    """``"1.20.5"`` -> ``(1, 20, 5)``, refusing anything but a supported full release.
+
+    Raises
+    ------
+    InvalidInputError
+        Not ``X.Y.Z``, or outside :data:`SUPPORTED` (naming the release; ``--engine-version``).
+
+    Examples
+    --------
+    >>> parse_release("1.20.5")
+    (1, 20, 5)
+    >>> parse_release("1.18.1")
+    Traceback (most recent call last):
+    ...
+    rollcheck.pyimpl.errors.InvalidInputError: --engine-version: apache-flink 1.18.1 is not supported: rollcheck supports apache-flink 1.19.0 <= V < 3.0.0
+    """
+    v = parse_full_release(version)
+    if v is None:
+        raise InvalidInputError(f"apache-flink {version!r} is not a release: give one like 1.20.5 (X.Y.Z)",
+                                location=_FLAG)
+    if not SUPPORTED[0] <= v < SUPPORTED[1]:
+        lo, hi = (".".join(map(str, x)) for x in SUPPORTED)
+        raise InvalidInputError(f"apache-flink {version.strip()} is not supported: rollcheck supports "
+                                f"apache-flink {lo} <= V < {hi}", location=_FLAG)
+    return v
+
+
+def cluster_config_name(version: str) -> str:
+    """The standalone cluster's configuration file of a release: ``config.yaml`` from 2.0 on
+    (Flink 2 reads only that), ``flink-conf.yaml`` before (1.19/1.20 read the legacy file).
+
+    Examples
+    --------
+    >>> cluster_config_name("1.20.5"), cluster_config_name("2.3.0")
+    ('flink-conf.yaml', 'config.yaml')
+    """
+    v = parse_full_release(version)
+    return "config.yaml" if v is None or v >= (2, 0, 0) else "flink-conf.yaml"
+
+
+def release_root(version: str) -> Path:
+    """The folder of release ``version``'s environment: ``<cache>/flink/apache-flink-V``."""
+    return cache_root() / "flink" / f"apache-flink-{version}"
+
+
+def _run(argv: list[str], what: str, version: str, timeout: float) -> None:
+    try:
+        r = children.run(argv, capture_output=True, text=True, timeout=timeout, env=clean_environ())
+    except subprocess.TimeoutExpired:
+        raise InvalidInputError(f"apache-flink {version} cannot be installed: {what} took more than {timeout:.0f} s",
+                                location=_FLAG) from None
+    if r.returncode != 0:
+        raise InvalidInputError(f"apache-flink {version} cannot be installed: {pip_reason(r.stderr or r.stdout)}",
+                                location=_FLAG)
+
+
+def release_of(python: Path | str) -> str:
+    """The apache-flink release importable by ``python`` (raises ``InvalidInputError`` if none)."""
+    r = children.run([str(python), "-s", "-c", "import pyflink.version as v; print(v.__version__)"],
+                     capture_output=True, text=True, timeout=300, env=clean_environ())
+    if r.returncode != 0 or not r.stdout.strip():
+        raise InvalidInputError(f"no pyflink importable by {python}: {pip_reason(r.stderr)}", location=_FLAG)
+    return r.stdout.strip().splitlines()[-1]
+
+
+def flink_python(version: str | None) -> Path | None:
+    """The Python interpreter that runs Flink jobs on apache-flink ``version`` (made once, then reused).
+
+    Parameters
+    ----------
+    version : str, optional
+        An apache-flink release ``X.Y.Z`` with ``1.19.0 <= V < 3.0.0``. None: no environment of
+        its own (the default ``.venv-flink`` is used; returns None). :func:`find_flink
+        <rollcheck.flink_replay.environment.find_flink>` asks for :data:`PINNED` only when the
+        default environment holds another release.
+
+    Returns
+    -------
+    Path or None
+        ``<cache>/flink/apache-flink-V/bin/python``.
+
+    Raises
+    ------
+    InvalidInputError
+        The release is malformed, out of range, or pip cannot install it (one line: the release and
+        pip's reason; exit 2 on the command line).
+    """
+    if version is None:
+        return None
+    parse_release(version)
+    version = version.strip()
+    root = release_root(version)
+    python = root / "bin" / "python"
+    if (root / STAMP).exists() and python.exists():
+        return python
+    with locked(root.parent / f"apache-flink-{version}.lock"):
+        if (root / STAMP).exists() and python.exists():  # made by another rollcheck meanwhile
+            return python
+        if root.exists():  # half-made (no stamp): never reused
+            shutil.rmtree(root)
+        print(f"rollcheck: making the environment of apache-flink {version} in {root} (once) ...", file=sys.stderr)
+        t0 = time.monotonic()
+        try:
+            _run([sys.executable, "-m", "venv", str(root)], "python -m venv", version, 600)
+            _run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                  f"apache-flink=={version}"], "pip install", version, INSTALL_TIMEOUT_S)
+            got = release_of(python)
+            if got != version:
+                raise InvalidInputError(f"apache-flink {version} cannot be installed: pip installed {got}",
+                                        location=_FLAG)
+        except BaseException:
+            shutil.rmtree(root, ignore_errors=True)
+            raise
+        (root / STAMP).write_text(json.dumps({"apache-flink": version,
+                                              "seconds": round(time.monotonic() - t0, 1)}) + "\n", encoding="utf-8")
+        print(f"rollcheck: apache-flink {version} ready in {time.monotonic() - t0:.0f} s", file=sys.stderr)
+    return python

@@ -1,0 +1,101 @@
+"""What every engine-release environment shares: the cache folder, the creation lock, pip's reason.
+
+rollcheck makes once, and reuses, a separate virtual environment per engine release a user asks
+for (``--engine-version V``): pyspark in :mod:`rollcheck.spark_replay.releases`, apache-flink in
+:mod:`rollcheck.flink_replay.releases`. Both keep them under :func:`cache_root` (``$ROLLCHECK_CACHE``,
+else the user cache folder), one folder per engine; both serialise the creation of one release
+with a lock file beside it (:func:`locked`) and word a failed installation as the release and
+pip's own last error line (:func:`pip_reason`).
+
+References
+----------
+``docs/spark.md`` and ``docs/flink.md`` ("On the release you run").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+__all__ = ["cache_root", "locked", "pip_reason", "clean_environ", "parse_full_release"]
+
+
+def cache_root() -> Path:
+    """rollcheck's cache folder: ``$ROLLCHECK_CACHE``, else the user cache folder
+    (``platformdirs`` where installed, else ``$XDG_CACHE_HOME/rollcheck`` or ``~/.cache/rollcheck``).
+
+    Examples
+    --------
+    >>> import os
+    >>> old = os.environ.get("ROLLCHECK_CACHE"); os.environ["ROLLCHECK_CACHE"] = "/tmp/rc-cache"
+    >>> str(cache_root())
+    '/tmp/rc-cache'
+    >>> _ = os.environ.pop("ROLLCHECK_CACHE") if old is None else os.environ.update(ROLLCHECK_CACHE=old)
+    """
+    env = os.environ.get("ROLLCHECK_CACHE")
+    if env:
+        return Path(env)
+    try:
+        import platformdirs
+    except ImportError:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        return Path(base) / "rollcheck"
+    return Path(platformdirs.user_cache_dir("rollcheck", appauthor=False))
+
+
+def parse_full_release(version: str) -> tuple[int, int, int] | None:
+    """``"1.20.5"`` -> ``(1, 20, 5)``; None for anything that is not ``X.Y.Z``.
+
+    Examples
+    --------
+    >>> parse_full_release(" 1.20.5 ")
+    (1, 20, 5)
+    >>> parse_full_release("1.20") is None
+    True
+    """
+    parts = version.strip().split(".")
+    if len(parts) != 3 or not all(p.isdigit() for p in parts):
+        return None
+    return int(parts[0]), int(parts[1]), int(parts[2])
+
+
+def pip_reason(stderr: str) -> str:
+    """pip's reason in one line: its last ``ERROR:`` line, else its last line.
+
+    Examples
+    --------
+    >>> pip_reason("Looking in indexes\\nERROR: No matching distribution found for apache-flink==1.99.0\\n")
+    'No matching distribution found for apache-flink==1.99.0'
+    """
+    lines = [x.strip() for x in stderr.splitlines() if x.strip()]
+    errors = [x for x in lines if x.startswith("ERROR:")]
+    pick = errors[-1] if errors else (lines[-1] if lines else "pip failed without a message")
+    pick = pick.removeprefix("ERROR:").strip()
+    return pick if len(pick) <= 300 else pick[:300] + " …"
+
+
+def clean_environ() -> dict[str, str]:
+    """The running process's environment without Python's path variables (what a child that
+    makes or probes another interpreter's environment runs with)."""
+    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+
+
+@contextlib.contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``path`` (created, with its folder): one rollcheck makes a given
+    release's environment at a time; another one waits (and says so on stderr)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+", encoding="utf-8") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"rollcheck: waiting for another rollcheck that is making {path.stem} ...", file=sys.stderr)
+            fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
