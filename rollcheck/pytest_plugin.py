@@ -12,7 +12,10 @@ Options
 The plugin never loads or replaces a Hypothesis profile: rollcheck's own are registered as
 ``rollcheck-ci`` and ``rollcheck-verify`` and only used for rollcheck's checks, so profiles the user
 registered (``ci`` included) stay as they are. At the end of the session every protocol checked is
-listed with its verdict, forced-checkpoint rate and saved files.
+listed with its verdict, forced-checkpoint rate and saved files, and every engine slice of
+:func:`~rollcheck.testing.check_query` / :func:`~rollcheck.testing.check_job` (and their
+``assert_*_exactly_once``) with its verdict, its cells' summary, its folder and table, and the
+cells that are not conformant.
 
 Examples
 --------
@@ -71,9 +74,14 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: Any)
 
     if not _config.REPORTS:
         return
+    from rollcheck.testing._engines import EngineReport
+
     tr = terminalreporter
     tr.section("rollcheck")
     for r in _config.REPORTS:
+        if isinstance(r, EngineReport):
+            _engine_lines(tr, r)
+            continue
         rate = "n/a" if r.forced_per_delivery is None else f"{r.forced_per_delivery:.3f}"
         refs = ", ".join(f"{k} {'n/a' if v is None else f'{v:.3f}'}" for k, v in r.compared.items())
         seed = "derandomised" if r.seed is None else r.seed
@@ -85,6 +93,19 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: Any)
         for label, path in (("counterexample", r.counterexample), ("picture", r.picture)):
             if path:
                 tr.write_line(f"    {label}: {path}")
+
+
+def _engine_lines(tr: Any, r: Any) -> None:
+    """A matrix slice of ``check_query`` / ``check_job``: verdict, summary, folder, table, and each
+    cell that is not conformant."""
+    from rollcheck.pyimpl.matrix.table import cell_word, summary_line
+
+    tr.write_line(f"{r.module} on {r.engine}: {r.verdict} ({summary_line(r.summary)})")
+    tr.write_line(f"    files: {r.out}")
+    if r.index:
+        tr.write_line(f"    table: {r.index}")
+    for c in r.failing:
+        tr.write_line(f"    {c.get('row')} · {c.get('column')}: {cell_word(c)[1]}")
 
 
 def _n(count: int, noun: str) -> str:

@@ -96,3 +96,61 @@ def test_plugin_profile_option_and_defaults(user_suite, monkeypatch) -> None:
     assert not (user_suite.path / "artifacts").exists()
     saved = sorted(p.name for p in tmp.glob("rollcheck-*/*"))
     assert saved == ["lazy-index-no-useless-checkpoint.json", "lazy-index-no-useless-checkpoint.png"]
+
+
+ENGINE_TESTS = '''
+from pathlib import Path
+
+import pytest
+
+import rollcheck.spark_replay.matrix as spark_matrix
+from rollcheck.testing import assert_query_exactly_once, check_query
+
+
+def _fake(cells):
+    def run(opts, **_kw):
+        out = Path(opts.out)
+        return {"cells": cells, "index": str(out / "index.html"),
+                "summary": {"conformant": sum(c["verdict"] == "conformant" for c in cells),
+                            "not_conformant": sum(c["verdict"] == "not-conformant" for c in cells),
+                            "inconclusive": sum(c["verdict"] == "inconclusive" for c in cells),
+                            "expected_by_engine": sum(bool(c.get("expected_by_engine")) for c in cells),
+                            "findings": 0}}
+    return run
+
+
+def _cell(verdict, column, **kw):
+    return {"row": "ledger · hdfs", "column": column, "verdict": verdict, "reason": "because", **kw}
+
+
+def test_ledger_query(monkeypatch):
+    monkeypatch.setattr(spark_matrix, "run_matrix", _fake([_cell("conformant", "task"),
+                        _cell("not-conformant", "sink", expected_by_engine=True, attributed_to="module")]))
+    assert check_query("ledger.py").verdict == "not-conformant"
+
+
+def test_counts_query(monkeypatch):
+    monkeypatch.setattr(spark_matrix, "run_matrix", _fake([_cell("conformant", "sink")]))
+    assert_query_exactly_once("counts.py")
+'''
+
+
+def test_summary_lists_engine_slices(pytester) -> None:
+    """check_query / check_job slices (EngineReport) are listed at the end of the session too:
+    verdict, summary, folder, table and the cells that are not conformant (the engine is faked)."""
+    pytester.makepyfile(test_engines=ENGINE_TESTS)
+    out = pytester.path / "artifacts"
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--rollcheck-out", str(out))
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines([
+        "*= rollcheck =*",
+        "ledger.py on spark: not-conformant (1 conformant, 1 not conformant (1 expected by the engine, "
+        "0 finding(s)), 0 inconclusive)",
+        f"    files: {out}/ledger-spark-*",
+        f"    table: {out}/ledger-spark-*/index.html",
+        "    ledger · hdfs · sink: not-conformant (expected by the engine)",
+        "counts.py on spark: conformant (1 conformant, 0 not conformant (0 expected by the engine, "
+        "0 finding(s)), 0 inconclusive)",
+        f"    files: {out}/counts-spark-*",
+    ])
+    assert "ledger · hdfs · task" not in result.stdout.str()  # a conformant cell is not listed

@@ -97,9 +97,13 @@ def _out(out: str | Path | None, module: str, engine: str) -> Path:
 
 
 def _report(engine: str, module: str, doc: dict[str, Any], out: Path) -> EngineReport:
-    return EngineReport(engine=engine, module=module, verdict=matrix_verdict(doc["cells"]).word("trace"),
-                        cells=list(doc["cells"]), summary=dict(doc["summary"]), out=str(out),
-                        index=str(doc.get("index") or out / "index.html"))
+    from rollcheck.testing import _config
+
+    report = EngineReport(engine=engine, module=module, verdict=matrix_verdict(doc["cells"]).word("trace"),
+                          cells=list(doc["cells"]), summary=dict(doc["summary"]), out=str(out),
+                          index=str(doc.get("index") or out / "index.html"))
+    _config.record(report)  # for the pytest plugin's end-of-session summary
+    return report
 
 
 def check_query(module: str | Path | ModuleType, *, providers: Sequence[str] = ("hdfs",),
