@@ -303,3 +303,43 @@ def test_releases_differing_only_in_late_rows_they_counted_is_no_finding() -> No
     wrong = _ev(1, "spark.release_reference", engine_version="4.3.0", output=[{"k": "a", "n": 7}])
     c = release_differential(hdr, [wrong, ref, ev])
     assert c.status.value == "violated" and "3.5.9 agrees" in c.detail
+
+
+def _record_on(version: str, reference: str, out: Path) -> dict[str, Any]:
+    import subprocess
+
+    from rollcheck.spark_replay import releases
+
+    if not (releases.cache_root() / "spark" / f"pyspark-{version}" / releases.STAMP).exists():
+        r = subprocess.run([sys.executable, "-m", "pip", "index", "versions", "pyspark"], capture_output=True,
+                           text=True, timeout=180)
+        if r.returncode != 0:
+            pytest.skip("pip cannot reach the package index to install pyspark " + version)
+    r = subprocess.run([*RC, "spark", "record", "query", "--module", str(ROOT / "tests" / "queries" /
+                                                                       "windowed_counts_join.py"),
+                        "--out", str(out), "--engine-version", version, "--reference-version", reference, "--json"],
+                       capture_output=True, text=True, cwd=ROOT, timeout=3000)
+    assert r.returncode == 0, r.stderr[-3000:]
+    rp = subprocess.run([*RC, "spark", "replay", str(out), "--json"], capture_output=True, text=True, cwd=ROOT,
+                        timeout=600)
+    rep = json.loads(rp.stdout)
+    return {"exit": rp.returncode, **rep, "by_name": {c["name"]: c for c in rep["checks"]}}
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+def test_oracles_find_spark_49829_that_the_failure_free_reference_cannot(tmp_path: Path) -> None:
+    """SPARK-49829 on pyspark 3.5.3 (fixed on the 3.5 line since): the window-join query loses
+    matches in every run. output-exactly-once compares two equally empty tables and holds; batch-equivalent
+    names the lost row and release-differential (against 3.5.9) says 3.5.9 agrees with the batch
+    job. On 3.5.9 the same recording is conformant."""
+    bad = _record_on("3.5.3", "3.5.9", tmp_path / "affected.jsonl")
+    assert bad["exit"] == 1 and bad["conformant"] is False
+    assert bad["by_name"]["output-exactly-once"]["status"] == "held"
+    be = bad["by_name"]["batch-equivalent"]
+    assert be["status"] == "violated" and "final by the last watermark" in be["detail"]
+    rd = bad["by_name"]["release-differential"]
+    assert rd["status"] == "violated" and "3.5.3" in rd["detail"] and "3.5.9 agrees" in rd["detail"]
+    good = _record_on("3.5.9", "3.5.9", tmp_path / "fixed.jsonl")
+    assert good["exit"] == 0 and good["conformant"] is True
+    assert good["by_name"]["batch-equivalent"]["status"] == "held"
