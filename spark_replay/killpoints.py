@@ -583,7 +583,8 @@ def executor_struck(header: dict[str, Any], events: list[dict[str, Any]]) -> Che
     """``executor-lost``: an executor JVM was SIGKILLed in batch K, the driver saw it removed, and
     the query went on in the same driver.
 
-    The ``failure`` event (mode ``executor``) must name the executor id and pid, say that the
+    The ``spark.failure`` event (mode ``executor``: an engine-level failure, not a failure of the
+    trace's one process, the driver, which goes on) must name the executor id and pid, say that the
     process was gone, and carry Spark's own record of the loss: the executor listed as inactive,
     with its removal reason, by the driver's status store (Spark's listener of
     ``SparkListenerExecutorRemoved``); its ``checkpoint_logs`` must show that the batch had run
@@ -595,7 +596,7 @@ def executor_struck(header: dict[str, Any], events: list[dict[str, Any]]) -> Che
     Examples
     --------
     >>> h = {"config": {"failure": "executor", "fail_at_batch": 1}}
-    >>> f = {"seq": 5, "kind": "failure", "mode": "executor", "batch": 1, "attempt": 1, "executor_id": "0",
+    >>> f = {"seq": 5, "kind": "spark.failure", "mode": "executor", "batch": 1, "attempt": 1, "executor_id": "0",
     ...      "pid": 42, "process_gone": True, "removed": True, "remove_reason": "Command exited with code 137",
     ...      "checkpoint_logs": {"offsets": 1, "commits": 0}, "kill_point": "state"}
     >>> c = {"seq": 9, "kind": "spark.batch_committed", "batch": 2, "attempt": 1}
@@ -609,7 +610,8 @@ def executor_struck(header: dict[str, Any], events: list[dict[str, Any]]) -> Che
     if k is None:
         return (Check.not_applicable(name, why or "") if "requested" in (why or "")
                 else Check.unchecked(name, why or ""))
-    hit = [e for e in events if e.get("kind") == "failure" and e.get("mode") == "executor" and e.get("batch") == k]
+    hit = [e for e in events if _base(e.get("kind", "")) == "failure" and e.get("mode") == "executor"
+           and e.get("batch") == k]
     if not hit:
         return Check.unchecked(name, f"no executor was killed in batch {k}: the executor failure was not exercised")
     f = hit[0]

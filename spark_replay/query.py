@@ -648,8 +648,8 @@ def _run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: _Paths, *, ref
             if failing and cfg.failure == "executor" and cfg.fail_at_batch == bid and not marker.exists():
                 marker.write_text(str(bid), encoding="utf-8")  # once: the state stores of batch K committed
                 struck = strike_executor(spark)  # cluster.py: one executor JVM SIGKILLed, seen removed
-                if writer is not None:
-                    writer.emit("failure", processes=["driver"], batch=bid, mode="executor", kill_point="state",
+                if writer is not None:  # an engine-level failure: no process of the trace's model (the driver) failed
+                    writer.emit(PREFIX + "failure", batch=bid, mode="executor", kill_point="state",
                                 checkpoint_logs=checkpoint_logs(ck), state_files=state_files_of_version(ck, bid + 1),
                                 **struck)
             if watcher is not None:
