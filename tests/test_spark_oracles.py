@@ -343,3 +343,14 @@ def test_oracles_find_spark_49829_that_the_failure_free_reference_cannot(tmp_pat
     good = _record_on("3.5.9", "3.5.9", tmp_path / "fixed.jsonl")
     assert good["exit"] == 0 and good["conformant"] is True
     assert good["by_name"]["batch-equivalent"]["status"] == "held"
+
+
+def test_copies_written_by_the_users_own_sink_are_left_to_the_sink_checks() -> None:
+    fields = [{"name": "k", "type": "string", "metadata": {}}, {"name": "t", "type": "timestamp", "metadata": {}}]
+    rows = [{"k": "a", "t": "1970-01-01T00:00:05"}]
+    copies = [_ev(1, "spark.output_final", rows=rows * 2), _evaluation(2, "final", [rows], fields=fields)]
+    assert batch_equivalent(_hdr("append", event_time="t"), copies).status.value == "violated"
+    assert batch_equivalent(_hdr("append", event_time="t", user_sink=True), copies).status.value == "held"
+    alien = [_ev(1, "spark.output_final", rows=[{"k": "z", "t": "1970-01-01T00:00:05"}, *rows]),
+             _evaluation(2, "final", [rows], fields=fields)]
+    assert batch_equivalent(_hdr("append", event_time="t", user_sink=True), alien).status.value == "violated"
