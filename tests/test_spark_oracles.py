@@ -354,3 +354,13 @@ def test_copies_written_by_the_users_own_sink_are_left_to_the_sink_checks() -> N
     alien = [_ev(1, "spark.output_final", rows=[{"k": "z", "t": "1970-01-01T00:00:05"}, *rows]),
              _evaluation(2, "final", [rows], fields=fields)]
     assert batch_equivalent(_hdr("append", event_time="t", user_sink=True), alien).status.value == "violated"
+
+
+def test_with_the_users_own_sink_the_failure_free_run_is_judged() -> None:
+    rows = [{"k": "a", "n": 2}, {"k": "b", "n": 1}]
+    events = [_ev(1, "spark.reference", output=rows), _evaluation(2, "reference", [rows]),
+              _ev(3, "spark.output_final", rows=rows[:1]), _evaluation(4, "final", [rows])]
+    assert batch_equivalent(_hdr(), events).status.value == "violated"
+    assert batch_equivalent(_hdr(user_sink=True), events).status.value == "held"
+    events[0] = _ev(1, "spark.reference", output=rows[:1])
+    assert batch_equivalent(_hdr(user_sink=True), events).status.value == "violated"
