@@ -761,7 +761,9 @@ def _run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: _Paths, *, ref
             writer.emit(PREFIX + "query_error", message=error)
         restarted = failing and ((paths.markers / "recovered").exists()
                                  or (cfg.failure in ("kill", "retry") and attempt > 1))
-        if writer is not None and restarted and not sink_raised and not _user_code_raised(error_text, uq):
+        overloaded = any(sign in str(error) for sign in OVERLOAD_SIGNS)  # the machine's, not the engine's
+        if writer is not None and restarted and not sink_raised and not overloaded \
+                and not _user_code_raised(error_text, uq):
             # the restart from the engine's own checkpoint failed with the engine's exception: a
             # finding against the engine (oracles.recovery_succeeded), not the query's fault
             writer.emit(PREFIX + "recovery_failed", checkpoint=str(ck), message=error,
