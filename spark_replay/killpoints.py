@@ -75,6 +75,10 @@ __all__ = [
     "retry_facts",
     "executor_struck",
     "retry_struck",
+    "SECOND_FAILURES",
+    "SECOND_KILL",
+    "recovery_kill_filter",
+    "second_failure_struck",
 ]
 
 #: The kill points, in the order of the micro-batch protocol.
@@ -392,10 +396,11 @@ def kill_tree(proc: subprocess.Popen[bytes]) -> None:
     proc.wait()
 
 
-def record_kill(trace: str | Path, checkpoint: str | Path, fired: dict[str, Any]) -> int:
+def record_kill(trace: str | Path, checkpoint: str | Path, fired: dict[str, Any], mode: str = "kill") -> int:
     """Append the kill to the trace the killed driver wrote: first what the checkpoint held at
     the kill and the driver had not recorded yet (its watcher's events, as the killed attempt),
-    then the ``failure`` event with the kill's facts. Returns the failure's ``seq``."""
+    then the ``failure`` event with the kill's facts (``mode``: ``kill``, or the second kill of
+    ``twice`` / ``during-recovery``). Returns the failure's ``seq``."""
     from rollcheck.spark_replay.trace import TraceWriter
     from rollcheck.spark_replay.watcher import CheckpointWatcher
 
@@ -403,7 +408,7 @@ def record_kill(trace: str | Path, checkpoint: str | Path, fired: dict[str, Any]
     try:
         w.attempt = max(1, w.attempt - 1)  # the killed driver's attempt
         CheckpointWatcher(Path(checkpoint), w, w.previous).poll_now()
-        return w.emit("failure", processes=["driver"], mode="kill", **fired)
+        return w.emit("failure", processes=["driver"], mode=mode, **fired)
     finally:
         w.close()
 
@@ -692,3 +697,111 @@ def retry_struck(header: dict[str, Any], events: list[dict[str, Any]]) -> Check:
                             f"{bad.get('state_files') or 'no state (stateless query)'} and succeeded in attempt "
                             f"{again[0]['attempt']}; the driver was restarted (seq {restart[0]['seq']}, resume batch "
                             f"{restart[0].get('resume_batch')})", examined=1)
+
+
+#: The failures that strike twice: ``twice`` (the driver SIGKILLed after the sink wrote batch K, and
+#: again after the restarted driver wrote batch K once more, the batch right after the recovery) and
+#: ``during-recovery`` (the driver SIGKILLed after the sink wrote batch K, and again while the
+#: restarted driver restores: in the first stage of batch K's re-run, before any stateful task loaded
+#: its state store).
+SECOND_FAILURES = ("twice", "during-recovery")
+#: The marker of the second kill (once per recording).
+SECOND_KILL = "second-kill"
+
+
+def recovery_kill_filter(markers: str | Path, batch: int) -> Any:
+    """The Python function of the filter through which a restarted ``during-recovery`` driver reads
+    its input: in the task that reads batch ``batch``'s file - the batch's first stage, before the
+    shuffle to its stateful stage, so before any state store of the restarted query is loaded - it
+    asks the supervising parent (once) to SIGKILL the driver and waits for it."""
+    mpath, target = str(markers), f"batch-{batch:05d}.json"
+
+    def hold(path):  # no type hints: PySpark 4 would read them as a pandas UDF
+        import os as _os
+        import time as _time
+
+        if path and path.endswith(target):
+            try:
+                fd = _os.open(_os.path.join(mpath, SECOND_KILL), _os.O_CREAT | _os.O_EXCL | _os.O_WRONLY)
+            except FileExistsError:
+                return True
+            _os.close(fd)
+            with open(_os.path.join(mpath, KILL_REQUEST), "w", encoding="utf-8") as fh:
+                fh.write(str(_os.getpid()))
+            _time.sleep(600)
+        return True
+
+    return hold
+
+
+def second_failure_struck(header: dict[str, Any], events: list[dict[str, Any]]) -> Check:
+    """``second-failure``: the second kill of ``twice`` / ``during-recovery`` struck where asked.
+
+    Both: a first kill at batch K (mode ``kill``) and then a second ``failure`` of the requested
+    mode at batch K in a later driver (attempt), with the offset log at K and the commit log at K-1
+    (batch K never committed in between). ``twice``: the later driver had recovered (a ``restart``
+    in its attempt before the second kill) and its sink had written batch K again. ``during-recovery``:
+    the later driver had started (``attempt_start``) and was killed before it had restored anything
+    - no ``restart``, no ``sink_written`` and no ``state_committed`` in its attempt before the kill.
+    Anything else is *unchecked*: the requested sequence was not exercised.
+
+    Examples
+    --------
+    >>> h = {"config": {"failure": "during-recovery", "fail_at_batch": 2}}
+    >>> logs = {"offsets": 2, "commits": 1}
+    >>> ev = [{"seq": 5, "kind": "failure", "mode": "kill", "batch": 2, "attempt": 1, "checkpoint_logs": logs},
+    ...       {"seq": 6, "kind": "spark.attempt_start", "attempt": 2},
+    ...       {"seq": 7, "kind": "failure", "mode": "during-recovery", "batch": 2, "attempt": 2,
+    ...        "checkpoint_logs": logs}]
+    >>> second_failure_struck(h, ev).status.value
+    'held'
+    >>> ev.insert(2, {"seq": 6, "kind": "spark.state_committed", "attempt": 2, "version": 3, "partition": 0})
+    >>> second_failure_struck(h, ev).detail[:60]
+    'the second kill (seq 7) struck after the restarted driver ha'
+    """
+    name = "second-failure"
+    cfg = header.get("config") or {}
+    mode = cfg.get("failure")
+    if mode not in SECOND_FAILURES:
+        return Check.not_applicable(name, "no second failure requested")
+    k = cfg.get("fail_at_batch")
+    if not isinstance(k, int) or isinstance(k, bool):
+        return Check.unchecked(name, f"the header's fail_at_batch is {k!r}, not a batch id")
+    fails = [e for e in events if e.get("kind") == "failure" and e.get("batch") == k]
+    first = next((e for e in fails if e.get("mode") == "kill"), None)
+    second = next((e for e in fails if e.get("mode") == mode), None)
+    if first is None or second is None:
+        return Check.unchecked(name, f"the {mode} sequence did not happen at batch {k} (failures seen: "
+                                     f"{[(e.get('mode'), e.get('batch')) for e in fails] or 'none'})")
+    a1, a2 = first.get("attempt"), second.get("attempt")
+    if not (isinstance(a1, int) and isinstance(a2, int) and a2 > a1 and second["seq"] > first["seq"]):
+        return Check.unchecked(name, f"the second kill (seq {second['seq']}, attempt {a2}) did not strike a later "
+                                     f"driver than the first (seq {first['seq']}, attempt {a1})")
+    logs = second.get("checkpoint_logs") or {}
+    want_commit = k - 1 if k > 0 else None
+    if logs.get("offsets") != k or logs.get("commits") != want_commit:
+        return Check.unchecked(name, f"the second kill (seq {second['seq']}) struck with the offset log at "
+                                     f"{logs.get('offsets')} and the commit log at {logs.get('commits')}, not "
+                                     f"inside batch {k}")
+    mine = [e for e in events if e.get("attempt") == a2 and first["seq"] < e["seq"] < second["seq"]]
+    kinds = [_base(e.get("kind", "")) for e in mine]
+    if mode == "twice":
+        if "restart" not in kinds:
+            return Check.unchecked(name, f"the second kill (seq {second['seq']}) struck before the restarted driver "
+                                         "recovered: not in the batch right after the recovery")
+        if not any(_base(e.get("kind", "")) == "sink_written" and e.get("batch") == k for e in mine):
+            return Check.unchecked(name, f"the restarted driver had not written batch {k} again when the second "
+                                         f"kill (seq {second['seq']}) struck")
+        return Check.held(name, f"the driver was killed after batch {k} (seq {first['seq']}), recovered, wrote batch "
+                                f"{k} again and was killed again (seq {second['seq']}) before commits/{k}",
+                          examined=2)
+    if "attempt_start" not in kinds:
+        return Check.unchecked(name, f"the second kill (seq {second['seq']}) struck before the restarted driver "
+                                     "started its query")
+    done = sorted({x for x in kinds if x in ("restart", "sink_written", "state_committed")})
+    if done:
+        return Check.unchecked(name, f"the second kill (seq {second['seq']}) struck after the restarted driver had "
+                                     f"restored state ({', '.join(done)} in its attempt): not during the recovery")
+    return Check.held(name, f"the driver was killed after batch {k} (seq {first['seq']}); the restarted driver "
+                            f"was killed (seq {second['seq']}) while re-running batch {k}, before any state store "
+                            "of it was loaded or committed", examined=2)

@@ -4,7 +4,9 @@ and its options.
 A *configuration* is a query module with a state store provider (``hdfs``, ``rocksdb``,
 ``rocksdb-changelog``); a *column* is a failure: ``task``, ``sink``, ``executor`` (an executor JVM of
 a standalone cluster SIGKILLed: ``--cluster local-standalone`` or ``--master spark://H:P``),
-``retry`` (a task fails after its state store committed and Spark retries it), or ``kill`` at one of
+``retry`` (a task fails after its state store committed and Spark retries it), ``twice`` (the driver
+killed after batch K, and again after its restarted driver wrote batch K again), ``during-recovery``
+(the driver killed after batch K, and again while the restarted driver restores), or ``kill`` at one of
 the kill points of :mod:`rollcheck.spark_replay.killpoints` (``kill:offsets``, ``kill:state``,
 ``kill:sink``, ``kill:commit``). The matrix itself is :mod:`rollcheck.spark_replay.matrix`.
 """
@@ -23,7 +25,7 @@ __all__ = ["PROVIDERS", "FAILURES", "DEFAULT_FAILURES", "Cell", "columns", "plan
            "supported_providers"]
 
 PROVIDERS = tuple(STATE_STORES)
-FAILURES = ("task", "sink", "kill", "executor", "retry")
+FAILURES = ("task", "sink", "kill", "executor", "retry", "twice", "during-recovery")
 #: The failures the matrix runs when ``--failures`` is not given (``executor`` needs a cluster).
 DEFAULT_FAILURES = ("task", "sink", "kill")
 
@@ -84,7 +86,7 @@ def columns(failures: list[str], kill_points: list[str]) -> list[str]:
     out = [f for f in ("task", "sink") if f in failures]
     if "kill" in failures:
         out += [f"kill:{p}" for p in KILL_POINTS if p in kill_points]
-    return out + [f for f in ("executor", "retry") if f in failures]
+    return out + [f for f in ("executor", "retry", "twice", "during-recovery") if f in failures]
 
 
 def plan_cells(modules: list[str], providers: list[str], failures: list[str],

@@ -71,9 +71,12 @@ from rollcheck.spark_replay.cluster import (
 from rollcheck.spark_replay.killpoints import (
     RETRY_FAILED,
     RETRY_RESTART,
+    SECOND_FAILURES,
+    SECOND_KILL,
     KillSupervisor,
     checkpoint_logs,
     record_kill,
+    recovery_kill_filter,
     retry_facts,
     retry_restart_batch,
     retry_task,
@@ -109,7 +112,9 @@ __all__ = [
     "STATE_READER_SINCE",
 ]
 
-FAILURES = ("task", "sink", "kill", "executor", "retry")
+FAILURES = ("task", "sink", "kill", "executor", "retry", "twice", "during-recovery")
+#: The failures whose drivers are SIGKILLed and restarted by a supervising parent.
+_KILLED = ("kill", "retry", "twice", "during-recovery")
 OUTPUT_MODES = ("append", "update", "complete")
 #: What Spark says when a Python worker it started did not connect back in time. Spark waits a fixed
 #: 10 s for a worker started without its daemon (the driver-side runner of ``transformWithState`` in
@@ -605,6 +610,10 @@ def _run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: _Paths, *, ref
     df = _source(spark, uq, paths)
     if failing and cfg.failure == "task":
         df = _with_task_failure(df, F, marker, int(cfg.fail_at_batch))  # type: ignore[arg-type]
+    if failing and cfg.failure == "during-recovery" and marker.exists() and not (paths.markers / SECOND_KILL).exists():
+        # the restarted driver: killed in batch K's first stage, before its stateful stage loads any state
+        hold = recovery_kill_filter(paths.markers, int(cfg.fail_at_batch))  # type: ignore[arg-type]
+        df = df.where(F.udf(hold, "boolean").asNondeterministic()(F.input_file_name()))
     try:
         result = uq.call("query", df)
     except UserCodeTimeout:
@@ -679,6 +688,16 @@ def _run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: _Paths, *, ref
             writer.emit(PREFIX + "sink_written", batch=bid, rows=rows)
         if failing and cfg.fail_at_batch == bid and cfg.failure == "kill" and cfg.kill_point in (None, "sink"):
             _request_kill(paths)  # kill point "sink" (the default): the parent records the kill
+        if failing and cfg.fail_at_batch == bid and cfg.failure in SECOND_FAILURES:
+            if cfg.failure == "twice" and marker.exists():  # the restarted driver wrote batch K again: once more
+                try:
+                    fd = os.open(paths.markers / SECOND_KILL, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+                except FileExistsError:
+                    pass
+                else:
+                    os.close(fd)
+                    request_kill(paths.markers)
+            _request_kill(paths)  # the first kill, after the sink wrote batch K (once: the marker)
         if failing and cfg.failure == "retry" and (paths.markers / RETRY_FAILED).exists() \
                 and bid == retry_restart_batch(int(cfg.fail_at_batch), len(list(paths.inputs.glob("batch-*.json")))):
             try:  # after the next batch: a new driver restarts from the checkpoint (the retried state reloads)
@@ -760,7 +779,7 @@ def _run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: _Paths, *, ref
         if writer is not None:
             writer.emit(PREFIX + "query_error", message=error)
         restarted = failing and ((paths.markers / "recovered").exists()
-                                 or (cfg.failure in ("kill", "retry") and attempt > 1))
+                                 or (cfg.failure in _KILLED and attempt > 1))
         overloaded = any(sign in str(error) for sign in OVERLOAD_SIGNS)  # the machine's, not the engine's
         if writer is not None and restarted and not sink_raised and not overloaded \
                 and not _user_code_raised(error_text, uq):
@@ -1128,14 +1147,14 @@ def _record(cfg: QueryConfig, out: Path, root: Path, paths: _Paths, header: dict
     t0 = time.perf_counter()
     children = 0
     here = python is None or Path(python) == Path(sys.executable)  # the running release
-    if cfg.failure not in ("kill", "retry") and spark is not None and here:  # in the caller's session
+    if cfg.failure not in _KILLED and spark is not None and here:  # in the caller's session
         res = _drive(cfg, paths, out, header, single_attempt=False, with_reference=cfg.reference,
                      enabled=enabled, spark=spark)
     else:
         # Driver children (spark_replay.supervise): a kill needs them, and without a session of
         # the caller's the user's code runs there too, so that a call past its limit that cannot
         # be stopped in place (a sink blocked in C code) ends with the child's process group.
-        kill = cfg.failure in ("kill", "retry")  # retry: the driver is restarted after the next batch
+        kill = cfg.failure in _KILLED  # retry: the driver is restarted after the next batch
         res = {"status": "failed", "reference_seconds": None, "attempt_seconds": []}
         if enabled:
             TraceWriter(out, header).close()
@@ -1156,8 +1175,11 @@ def _record(cfg: QueryConfig, out: Path, root: Path, paths: _Paths, header: dict
                 if not kill:
                     raise RuntimeError("the Spark driver was killed from outside")
                 fired = supervisor.take()
+                second = cfg.failure in SECOND_FAILURES and (paths.markers / SECOND_KILL).exists()
                 if fired is not None and enabled:  # what the checkpoint logs held at the kill
-                    record_kill(out, paths.checkpoint(), fired)
+                    if second and cfg.failure == "during-recovery":
+                        fired = {**fired, "kill_point": "recovery"}
+                    record_kill(out, paths.checkpoint(), fired, mode=str(cfg.failure) if second else "kill")
                 res["attempt_seconds"].append(round(run.seconds, 3))
                 continue
             child = run.reply
