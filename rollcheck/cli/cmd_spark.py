@@ -58,10 +58,13 @@ def register(sub: Any) -> None:
     qq.add_argument("--out", required=True, help="trace file to write (rollcheck.trace/1)")
     qq.add_argument("--batches", type=int, default=None, help="use the first N input batches")
     qq.add_argument("--fail-at-batch", type=int, default=None, metavar="K", help="Spark batch id")
-    qq.add_argument("--failure", choices=["task", "sink", "kill", "executor", "retry"], default=None,
+    qq.add_argument("--failure", choices=["task", "sink", "kill", "executor", "retry", "twice", "during-recovery"],
+                    default=None,
                     help="executor: SIGKILL an executor JVM of the cluster after the batch's state store commit "
                          "(needs --cluster or --master spark://...); retry: a task fails after its state store "
-                         "committed and Spark retries it, the driver restarts after the next batch")
+                         "committed and Spark retries it, the driver restarts after the next batch; twice: the "
+                         "driver killed after batch K and again after its restart wrote batch K again; "
+                         "during-recovery: killed again while the restarted driver restores its state")
     qq.add_argument("--cluster", choices=["local-standalone"], default=None,
                     help="run on a Spark standalone cluster that rollcheck starts and stops (a master and two "
                          "workers on 127.0.0.1)")
@@ -101,7 +104,7 @@ def register(sub: Any) -> None:
                     help="state store providers, comma-separated")
     mx.add_argument("--failures", default="task,sink,kill",
                     help="failures, comma-separated: task, sink, kill, executor (needs --cluster or --master "
-                         "spark://...), retry")
+                         "spark://...), retry, twice, during-recovery")
     mx.add_argument("--cluster", choices=["local-standalone"], default=None,
                     help="run every cell on a Spark standalone cluster that rollcheck starts and stops")
     mx.add_argument("--kill-points", default="offsets,state,sink,commit",
