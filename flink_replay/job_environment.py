@@ -33,6 +33,7 @@ LEGACY_KEYS = {
     "execution.state-recovery.claim-mode": "execution.savepoint-restore-mode",
     "state.changelog.enabled": "state.backend.changelog.enabled",
     "state.changelog.storage": "state.backend.changelog.storage",
+    "execution.checkpointing.data-inline-threshold": "state.storage.fs.memory-threshold",
 }
 
 
@@ -87,6 +88,8 @@ def make_environment(cfg: dict, *, restarts: bool = True, restore_path: str | No
         put("state.changelog.storage", "filesystem")
         put("state.changelog.dstl.dfs.base-path", "file://" + os.path.join(run_dir, "changelog"))
     put("execution.checkpointing.externalized-checkpoint-retention", "RETAIN_ON_CANCELLATION")
+    if cfg.get("lose_checkpoint_files"):  # every piece of state in a file of its own (none inline)
+        put("execution.checkpointing.data-inline-threshold", "0 b")
     if restore_path:
         put("execution.state-recovery.path", restore_path)
         if backend == "changelog":

@@ -71,6 +71,7 @@ def execute(cfg: dict, *, user=None, restarts: bool = True, restore_path: str | 
                 commits.append({"t": time.time(), "file": os.path.relpath(path, tx_dir), "lines": n})
 
     last_state = None
+    failures_seen = 0
     failure_cause = None
     failure_text = ""
     misses = 0
@@ -100,7 +101,12 @@ def execute(cfg: dict, *, user=None, restarts: bool = True, restore_path: str | 
                 final_state = state
                 if state == "FAILED":
                     exc = get_json(f"{base}/jobs/{job_id}/exceptions") or {}
-                    failure_text = str(exc.get("root-exception") or "")
+                    # "root-exception" up to 1.20; Flink 2.0 removed it: the newest entry of the
+                    # exception history (each failure of the job, newest first) has the text
+                    history = (exc.get("exceptionHistory") or {}).get("entries") or []
+                    failures_seen = len(history)
+                    failure_text = str(exc.get("root-exception") or (history[0].get("stacktrace") if history
+                                                                     else "") or "")
                     failure_cause = root_cause_text(failure_text)
                 done.set()
         chk = get_json(f"{base}/jobs/{job_id}/checkpoints")
@@ -142,7 +148,11 @@ def execute(cfg: dict, *, user=None, restarts: bool = True, restore_path: str | 
     result = {"job_id": job_id, "final_state": final_state, "t_start": t_start, "t_end": time.time(),
               "timestamps": (job or {}).get("timestamps", {}), "rest": polls, "commits": commits,
               "pyflink_python": sys.executable, "parallelism": par, "max_attempt": max_attempt,
-              "backend": backend, "attempt_offset": attempt_offset, "failure_cause": failure_cause}
+              "backend": backend, "attempt_offset": attempt_offset, "failure_cause": failure_cause,
+              # how often the job was restarted (the polled transitions to RESTARTING): a restart from a
+              # checkpoint that fails again and again shows as many (recovery-succeeded names them)
+              "restarts": max(sum(1 for st in polls["states"] if st["state"] == "RESTARTING"),
+                              failures_seen - 1 if final_state == "FAILED" else 0)}
     if user is not None:
         result["key"] = key_idx
         result["records"] = n_records

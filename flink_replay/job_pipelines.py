@@ -67,6 +67,9 @@ def pace_class(cfg: dict):
     # recovery-time runs: the failure waits until every subtask drained its initial backlog
     all_caught_up = bool(cfg.get("fail_after_all_caught_up"))
     interval_s = int(cfg["interval_ms"]) / 1000.0
+    # a storage fault (tests of recovery-succeeded): the checkpoints' state files vanish with the
+    # injected failure, so the restart from the engine's own checkpoint fails with its exception
+    lose_files = bool(cfg.get("lose_checkpoint_files"))
 
     def _t0() -> float:
         """The common start of the absolute arrival schedule (the first emission of any subtask)."""
@@ -170,6 +173,14 @@ def pace_class(cfg: dict):
                         "pid": os.getpid()}
                 os.write(fd, json.dumps(info).encode())
                 os.close(fd)
+                if lose_files:
+                    for root, _dirs, files in os.walk(os.path.join(run_dir, "checkpoints")):
+                        for f in files:
+                            if f != "_metadata":
+                                try:
+                                    os.unlink(os.path.join(root, f))
+                                except OSError:
+                                    pass
                 if failure == "taskmanager":
                     # thread mode: this function runs inside the TaskManager's JVM process
                     os.kill(os.getpid(), signal.SIGKILL)

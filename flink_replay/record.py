@@ -561,6 +561,9 @@ def build_trace(run: str | Path, out: str | Path, *, env_version: str = "?") -> 
                                               "failure": fi.get("failure", "task"), "record": fi.get("value")}))
     for c in info.get("commits", []):
         timed.append((int(c["t"] * 1e6), 7, {"kind": "flink.sink_commit", "file": c["file"], "lines": c["lines"]}))
+    failed = _recovery_failed(info, timed, run) if marker.exists() else None
+    if failed is not None:
+        timed.append((int(float(info.get("t_end") or 0) * 1e6), 8, failed))
     # unaligned: the keyed snapshot reflects fewer records than the source snapshot; the difference
     # per checkpoint are the records the checkpoint stored as channel state
     if cfg["checkpoints"] == "unaligned" and cfg.get("job") != "module":
@@ -664,6 +667,46 @@ def build_trace(run: str | Path, out: str | Path, *, env_version: str = "?") -> 
         fh.write(json.dumps({"seq": seq, "kind": "end"}) + "\n")
     return {"restored_checkpoint": restored, "final_state": info.get("final_state"), "events": seq,
             "failure_injected": marker.exists()}
+
+
+def _restarts_in_logs(run: Path, job_id: str | None) -> int:
+    """How often Flink's logs say the job switched to ``RESTARTING`` (the REST poll can miss a quick one)."""
+    if not job_id:
+        return 0
+    n = 0
+    for log in sorted(run.glob("*.log")):
+        for line in log.read_text(errors="replace").splitlines():
+            if f"({job_id}) switched from state" in line and line.rstrip().endswith("to RESTARTING."):
+                n += 1
+    return n
+
+
+def _recovery_failed(info: dict[str, Any], timed: list[tuple[int, int, dict[str, Any]]],
+                     run: Path) -> dict[str, Any] | None:
+    """``flink.recovery_failed``: after the injected failure the (last) job did not finish — the
+    restart from the engine's own checkpoint failed with the engine's exception (Flink's root cause),
+    or restarted until the limit ended it. None when it finished (or the user's code raised: the
+    recorder refuses that run as the module's failure before a trace is written).
+
+    The checkpoint named is the one the restarted tasks restored (rollcheck's taps, else the REST
+    API's ``restored``), else the latest completed before the failure, the one Flink restores."""
+    final = info.get("final_state")
+    if final == "FINISHED" or info.get("user_error"):
+        return None
+    events = [e for _, _, e in sorted(timed, key=lambda x: (x[0], x[1]))]
+    t_fail = next((t for t, _, e in timed if e["kind"] == "failure"), None)
+    restored = [e.get("checkpoint") for e in events if e["kind"] == "flink.restore" and e.get("attempt", 0) > 0]
+    reported = [e.get("checkpoint") for e in events if e["kind"] == "flink.restore_reported"]
+    completed = [e["checkpoint"] for t, _, e in timed if e["kind"] == "flink.checkpoint_completed"
+                 and (t_fail is None or t <= t_fail)]
+    checkpoint = next((c for c in [*restored[::-1], *reported[::-1]] if c is not None),
+                      max(completed) if completed else None)
+    cause = str(info.get("failure_cause") or "")
+    etype, _, message = cause.partition(": ")
+    return {"kind": "flink.recovery_failed", "final_state": final, "checkpoint": checkpoint,
+            "restarts": max(int(info.get("restarts") or 0), _restarts_in_logs(run, info.get("job_id"))),
+            "exception": etype.strip() or None,
+            "message": message.strip()[:400], "user_code": False}
 
 
 def _tx_lines(folder: Path) -> list[str]:

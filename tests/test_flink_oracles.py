@@ -1,0 +1,140 @@
+"""Flink oracles that do not trust the engine's failure-free run (:mod:`rollcheck.flink_replay.oracles`).
+
+``recovery-succeeded``: fast tests on synthetic events and on two recorded traces (a conformant
+rescaled job, and a real apache-flink 2.3.0 run whose checkpoint files vanished with the injected
+failure, so that every restart failed with Flink's ``FileNotFoundException``); the mutant that
+swallows the recovery exception is caught. A slow test records that storage fault again.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rollcheck.cli.main import main
+from rollcheck.flink_replay.oracles import (
+    ORACLE_TAMPERS,
+    RECOVERY,
+    recovery_check,
+    swallow_recovery_exception,
+)
+from rollcheck.flink_replay.user_replay import JOB_CHECKS
+from rollcheck.pyimpl.verdict import Status
+
+ROOT = Path(__file__).resolve().parents[1]
+GOOD = ROOT / "examples" / "flink-job-rescale-2-1.jsonl"
+FAILED = ROOT / "tests" / "data" / "flink" / "recovery-failed-2.3.0.jsonl"
+JOB = ROOT / "examples" / "flink_jobs" / "keyed_totals.py"
+
+
+def _load(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return json.loads(lines[0]), [json.loads(x) for x in lines[1:]]
+
+
+def _write(path: Path, header: dict[str, Any], events: list[dict[str, Any]]) -> Path:
+    path.write_text("\n".join(json.dumps(x) for x in [header, *events]) + "\n", encoding="utf-8")
+    return path
+
+
+def _ev(seq: int, kind: str, **kw: Any) -> dict[str, Any]:
+    return {"seq": seq, "kind": kind, **kw}
+
+
+def test_recovery_succeeded_is_a_check_of_every_job_trace() -> None:
+    assert RECOVERY in JOB_CHECKS and JOB_CHECKS[-1] == "user-sink"
+
+
+def test_restart_that_ran_to_the_end_holds() -> None:
+    h, ev = _load(GOOD)
+    c = recovery_check(h, ev)
+    assert c.status is Status.HELD, c.detail
+    assert "restarted from checkpoint" in c.detail and "ran to the end" in c.detail
+
+
+def test_restart_failing_with_the_engines_exception_is_a_finding_naming_it_and_the_checkpoint() -> None:
+    h, ev = _load(FAILED)
+    c = recovery_check(h, ev)
+    assert c.status is Status.VIOLATED
+    assert "checkpoint 2" in c.detail and "java.io.FileNotFoundException" in c.detail
+    assert "restarted 3 time(s)" in c.detail and "a finding against apache-flink 2.3.0" in c.detail
+
+
+def test_the_cli_reports_the_failed_restart(capsys: pytest.CaptureFixture[str]) -> None:
+    rc = main(["flink", "replay", str(FAILED), "--json", "--no-tlc"])
+    rep = json.loads(capsys.readouterr().out)
+    assert rc == 1
+    got = {c["name"]: c for c in rep["checks"]}[RECOVERY]
+    assert got["status"] == "violated" and "FileNotFoundException" in got["detail"]
+
+
+@pytest.mark.parametrize("trace", [GOOD, FAILED], ids=["restored", "restore-failed"])
+def test_mutant_swallowing_the_recovery_exception_is_caught(trace: Path, tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """The restart died, its exception was swallowed and the job claims FINISHED: still a violation."""
+    fn, check = ORACLE_TAMPERS["swallow-recovery-exception"]
+    h, ev = fn(*_load(trace))
+    assert check == RECOVERY and h["flink"]["final_state"] == "FINISHED"
+    assert not any(e["kind"] == "flink.recovery_failed" for e in ev)
+    c = recovery_check(h, ev)
+    assert c.status is Status.VIOLATED and "not restarted" in c.detail, c.detail
+    path = _write(tmp_path / "t.jsonl", h, ev)
+    assert main(["flink", "replay", str(path), "--json", "--no-tlc"]) == 1
+    capsys.readouterr()
+
+
+def test_no_failure_is_not_applicable_and_a_cut_trace_unchecked() -> None:
+    assert recovery_check({}, [_ev(1, "flink.snapshot"), _ev(2, "end")]).status is Status.NOT_APPLICABLE
+    cut = [_ev(1, "failure"), _ev(2, "flink.restore", attempt=1, task="source", subtask=0, checkpoint=1)]
+    assert recovery_check({}, cut).status is Status.UNCHECKED
+
+
+def test_restored_subtask_that_never_finished_is_a_violation() -> None:
+    ev = [_ev(1, "failure"),
+          _ev(2, "flink.restore", attempt=1, task="source", subtask=0, checkpoint=3),
+          _ev(3, "flink.restore", attempt=1, task="keyed", subtask=0, checkpoint=3),
+          _ev(4, "flink.task_finished", attempt=1, task="source", subtask=0), _ev(5, "end")]
+    c = recovery_check({"flink": {"final_state": "FINISHED"}}, ev)
+    assert c.status is Status.VIOLATED and "keyed 0" in c.detail
+    ev.insert(4, _ev(5, "flink.task_finished", attempt=1, task="keyed", subtask=0))
+    assert recovery_check({"flink": {"final_state": "FINISHED"}}, ev).status is Status.HELD
+
+
+def test_job_that_did_not_finish_after_restoring_names_flinks_cause() -> None:
+    ev = [_ev(1, "failure"), _ev(2, "flink.restore", attempt=1, task="source", subtask=0, checkpoint=3),
+          _ev(3, "end")]
+    h = {"engine_version": "1.20.5", "flink": {"final_state": "FAILED", "failure_cause": "java.lang.X: boom"}}
+    c = recovery_check(h, ev)
+    assert c.status is Status.VIOLATED and "checkpoint 3" in c.detail and "java.lang.X: boom" in c.detail
+    assert "apache-flink 1.20.5" in c.detail
+
+
+def test_swallow_needs_a_failure() -> None:
+    with pytest.raises(ValueError, match="no failure"):
+        swallow_recovery_exception({}, [_ev(1, "end")])
+
+
+@pytest.mark.slow
+def test_a_real_restart_that_fails_is_recorded_and_found(tmp_path: Path) -> None:
+    """apache-flink 2.3.0: the checkpoints' state files vanish with the injected failure (a storage
+    fault); every restart fails in Flink's restore and the job ends FAILED."""
+    from rollcheck.flink_replay.environment import find_flink
+    from rollcheck.flink_replay.record import RecordConfig, record
+    from rollcheck.pyimpl.errors import InconclusiveError
+
+    try:
+        find_flink()
+    except InconclusiveError as e:
+        pytest.skip(str(e))
+    cfg = RecordConfig.make(module=str(JOB), fail_at_record=300, failure="task")
+    cfg["lose_checkpoint_files"] = True
+    res = record(tmp_path / "t.jsonl", cfg)
+    assert res["final_state"] == "FAILED" and res["failure_injected"]
+    h, ev = _load(tmp_path / "t.jsonl")
+    failed = next(e for e in ev if e["kind"] == "flink.recovery_failed")
+    assert failed["exception"] == "java.io.FileNotFoundException" and failed["checkpoint"] is not None
+    c = recovery_check(h, ev)
+    assert c.status is Status.VIOLATED and "FileNotFoundException" in c.detail
