@@ -147,7 +147,8 @@ def register(sub: Any) -> None:
 
     tp = add_parser(ssub, "tamper", "Write a deliberately broken copy of a trace (for testing replay).", _tamper)
     tp.add_argument("trace")
-    tp.add_argument("--how", required=True, choices=["drop-commit", "move-resume", "delete-forced-checkpoint"])
+    tp.add_argument("--how", required=True, choices=["drop-commit", "move-resume", "delete-forced-checkpoint",
+                                                     "drop-retried-state"])
     tp.add_argument("-o", "--out", required=True)
     tp.add_argument("--json", action="store_true")
 
