@@ -417,7 +417,7 @@ def release_differential(header: dict[str, Any], events: list[dict[str, Any]]) -
     """``release-differential`` (module docstring)."""
     name = "release-differential"
     rel = _events(events, "release_reference")
-    mine = header.get("engine_version")
+    mine = header.get("engine_version") or "the recording's release"
     if not rel:
         want = (header.get("config") or {}).get("reference_version")
         if want and want != mine:
