@@ -441,8 +441,8 @@ def test_sweep_work_is_deterministic_and_catches_a_broken_protocol(monkeypatch):
 
 
 # ----------------------------------------------------------------------------- doctests, checkpoints
-@pytest.mark.parametrize("name", ["adapter", "checks", "watcher", "checkpoint_reader", "checkpoint_check",
-                                  "query", "replay", "lz4block"])
+@pytest.mark.parametrize("name", ["adapter", "stream_spans", "user_sink", "watcher", "checkpoint_reader",
+                                  "checkpoint_check", "query", "replay", "lz4block"])
 def test_spark_replay_doctests(name):
     import doctest
     import importlib

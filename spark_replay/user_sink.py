@@ -1,0 +1,112 @@
+"""A user query's own sink (``foreachBatch``), judged against the module's ``SINK_GUARANTEE``.
+
+:func:`sink_handings` counts, per KEY, the rows the engine handed the sink again (after a failure,
+within one attempt, again without a failure) from the trace's ``spark.sink_written`` events — never
+from the output rows; :func:`user_sink_output` judges the output with
+:func:`~rollcheck.pyimpl.attribution.judge_sink` (``output-at-least-once`` when the module declares
+at-least-once), citing :data:`FOREACHBATCH_DOC`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.verdict import Check
+from rollcheck.spark_replay.stream_view import StreamView, canon_row
+
+__all__ = ["FOREACHBATCH_DOC", "sink_handings", "user_sink_output"]
+
+
+#: Spark's documentation of foreachBatch's re-deliveries after a failure.
+FOREACHBATCH_DOC = ("Spark Structured Streaming Programming Guide, section \"Using Foreach and ForeachBatch\" "
+                    "(foreachBatch): \"By default, foreachBatch provides only at-least-once write "
+                    "guarantees. However, you can use the batchId provided to the function as way to "
+                    "deduplicate the output and get an exactly-once guarantee.\"")
+
+
+def sink_handings(v: StreamView, key: list[str]) -> dict[str, Any]:
+    """Which rows the engine handed the sink again, per KEY, counted from the trace's handings.
+
+    Every ``spark.sink_written`` event is one handing of a batch (its id, the attempt, the rows
+    handed). The first handing of a batch is its delivery; each later one is a re-delivery *after
+    a failure* when a ``failure`` event lies between it and the batch's previous handing and the
+    attempt changed, *within one attempt* when the attempt is the same, and *again without a
+    failure* otherwise. Each re-delivery counts the rows it handed, per KEY.
+
+    Examples
+    --------
+    >>> v = StreamView({}, None, -1, None, None)
+    >>> v.sink_writes = [{"seq": 2, "batch": 0, "attempt": 1, "rows": [{"u": "a"}, {"u": "b"}]},
+    ...                  {"seq": 4, "batch": 0, "attempt": 2, "rows": [{"u": "a"}, {"u": "b"}]},
+    ...                  {"seq": 5, "batch": 1, "attempt": 2, "rows": [{"u": "a"}]},
+    ...                  {"seq": 6, "batch": 1, "attempt": 2, "rows": [{"u": "a"}]}]
+    >>> v.failures = [{"seq": 3}]
+    >>> h = sink_handings(v, ["u"])
+    >>> h["redelivered"], h["within_attempt"], sorted(h["handed_keys"])
+    ({'["a"]': 1, '["b"]': 1}, {'["a"]': 1}, ['["a"]', '["b"]'])
+    """
+    def keys_of(rows: list[Any]) -> Counter[str]:
+        return Counter(canon_row([r.get(k) for k in key]) if isinstance(r, dict) else canon_row(r) for r in rows)
+
+    redelivered: Counter[str] = Counter()
+    within: Counter[str] = Counter()
+    again: Counter[str] = Counter()
+    handed: set[str] = set()
+    last: dict[int, dict[str, Any]] = {}
+    fail_seqs = sorted(int(f["seq"]) for f in v.failures)
+    for e in sorted(v.sink_writes, key=lambda e: int(e["seq"])):
+        per_key = keys_of(list(e.get("rows") or []))
+        handed |= set(per_key)
+        b = int(e["batch"])
+        prev = last.get(b)
+        last[b] = e
+        if prev is None:
+            continue
+        if e.get("attempt", 1) == prev.get("attempt", 1):
+            within.update(per_key)
+        elif any(int(prev["seq"]) < s < int(e["seq"]) for s in fail_seqs):
+            redelivered.update(per_key)
+        else:
+            again.update(per_key)
+    return {"redelivered": dict(sorted(redelivered.items())), "within_attempt": dict(sorted(within.items())),
+            "again_without_failure": dict(sorted(again.items())), "handed_keys": handed}
+
+
+def user_sink_output(v: StreamView, plain_check: Check) -> Check:
+    """The output check of a query with its own sink, judged against its ``SINK_GUARANTEE``."""
+    from dataclasses import replace
+
+    from rollcheck.pyimpl.attribution import check_guarantee, judge_sink
+
+    cfg = v.header.get("config", {})
+    try:
+        guarantee = check_guarantee(cfg.get("sink_guarantee"))
+    except ValueError as e:
+        raise InvalidInputError(f"header config.sink_guarantee: {e}", source=v.source, location="line 1") from None
+    key = list(cfg.get("key") or [])
+    ref, fin = v.ends["reference"], v.ends["output_final"]
+
+    def per_key(rows: list[Any]) -> dict[str, Counter[str]]:
+        out: dict[str, Counter[str]] = {}
+        for r in rows:
+            k = canon_row([r.get(c) for c in key]) if isinstance(r, dict) else canon_row(r)
+            out.setdefault(k, Counter())[canon_row(r)] += 1
+        return out
+
+    h = sink_handings(v, key)
+    j = judge_sink(guarantee, per_key(list(ref.get("output", []))), per_key(list(fin.get("rows", []))),
+                   redelivered=h["redelivered"], within_attempt=h["within_attempt"],
+                   again_without_failure=h["again_without_failure"], handed_keys=h["handed_keys"],
+                   documentation=FOREACHBATCH_DOC)
+    if guarantee == "exactly-once":
+        d = j["data"]
+        if plain_check.ok is False and d["changed"] and not d["extra_copies"] and not d["lost"]:
+            # an aggregating read_output: no row is a copy, values changed (say so, not "duplicate")
+            plain_check = replace(plain_check, detail=j["detail"])
+        return replace(plain_check, data={**plain_check.data, **d})
+    name = "output-at-least-once"
+    if j["ok"]:
+        return Check.held(name, j["detail"], **j["data"])
+    return Check.violated(name, j["detail"], offending_seq=fin["seq"], **j["data"])
