@@ -260,13 +260,33 @@ def render_markdown(results: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the zoo; write the results JSON and the doc table; exit 0 (the table says what was found)."""
+    global RESULTS
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", default=None, help="comma-separated entry ids")
     ap.add_argument("--skip-rollcheck", action="store_true")
     ap.add_argument("--skip-reproducer", action="store_true")
     ap.add_argument("--work", default=None, help="folder for the runs (default: a temporary one, kept)")
+    ap.add_argument("--results", default=str(RESULTS), help="the results file (default: %(default)s)")
+    ap.add_argument("--merge", nargs="*", default=None, metavar="RESULTS",
+                    help="only merge these results files (of passes run side by side) into --results "
+                         "and write the doc table; entries in manifest order, a later file's entry wins")
     a = ap.parse_args(argv)
+    RESULTS = Path(a.results).resolve()
     manifest = json.loads((HERE / "manifest.json").read_text(encoding="utf-8"))
+    if a.merge is not None:
+        got: dict[str, Any] = {}
+        for f in a.merge:
+            for e in json.loads(Path(f).read_text(encoding="utf-8")).get("entries", []):
+                got[e["id"]] = e
+        merged = []
+        for e in manifest["entries"]:
+            if e["id"] in got:
+                r = got[e["id"]]
+                if r.get("status") == "missed":  # what rollcheck lacks is written after seeing the miss
+                    r["lacks"] = e.get("lacks") or r.get("lacks")
+                merged.append(r)
+        _write(merged, manifest)
+        return 0
     only = set(a.only.split(",")) if a.only else None
     work = Path(a.work or tempfile.mkdtemp(prefix="rollcheck-bench-bugs-"))
     previous = json.loads(RESULTS.read_text(encoding="utf-8")) if RESULTS.exists() else {"entries": []}
@@ -296,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
         out_entries.append(rec)
         _write(out_entries, manifest)
     _write(out_entries, manifest)
-    print(f"[bench-bugs] wrote {RESULTS.relative_to(ROOT)} and {DOC.relative_to(ROOT)}", file=sys.stderr)
+    print(f"[bench-bugs] wrote {RESULTS} and {DOC}", file=sys.stderr)
     return 0
 
 
@@ -318,7 +338,8 @@ def _write(entries: list[dict[str, Any]], manifest: dict[str, Any]) -> None:
                "entries": entries, "summary": summary}
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    DOC.write_text(render_markdown(results), encoding="utf-8")
+    if RESULTS == (ROOT / "benchmarks" / "results" / "engine-bugs.json").resolve():
+        DOC.write_text(render_markdown(results), encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -87,6 +87,7 @@ def _write_input(mod: Any, seed: int, folder: Path, upto: int | None = None) -> 
 def _session(provider: str, work: Path) -> Any:
     from pyspark.sql import SparkSession
 
+    os.environ["PYSPARK_PYTHON"] = sys.executable  # Python workers run this interpreter too
     b = (SparkSession.builder.master("local[2]").appName("zoo-reproducer")
          .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
          .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
