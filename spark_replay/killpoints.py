@@ -79,6 +79,7 @@ __all__ = [
     "SECOND_KILL",
     "recovery_kill_filter",
     "second_failure_struck",
+    "FAILURE_CHECKS",
 ]
 
 #: The kill points, in the order of the micro-batch protocol.
@@ -805,3 +806,13 @@ def second_failure_struck(header: dict[str, Any], events: list[dict[str, Any]]) 
     return Check.held(name, f"the driver was killed after batch {k} (seq {first['seq']}); the restarted driver "
                             f"was killed (seq {second['seq']}) while re-running batch {k}, before any state store "
                             "of it was loaded or committed", examined=2)
+
+
+#: The check that proves from the trace where each of these failures struck, by failure mode
+#: (registered in the query replay's plug-ins next to ``kill-point``).
+FAILURE_CHECKS: dict[str, tuple[str, Any]] = {
+    "executor": ("executor-lost", executor_struck),
+    "retry": ("task-retried", retry_struck),
+    "twice": ("second-failure", second_failure_struck),
+    "during-recovery": ("second-failure", second_failure_struck),
+}

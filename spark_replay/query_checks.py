@@ -160,11 +160,11 @@ def query_plugins(header: dict[str, Any], source: str | None) -> list[TraceCheck
         from rollcheck.spark_replay.killpoints import kill_point_struck
 
         plugins.insert(2, EventListCheck("kill-point", header, kill_point_struck, source))
-    if req is not None and req[0] in ("executor", "retry"):  # what struck (killpoints.py)
-        from rollcheck.spark_replay.killpoints import executor_struck, retry_struck
+    from rollcheck.spark_replay.killpoints import FAILURE_CHECKS
 
-        plugins.insert(2, EventListCheck("executor-lost", header, executor_struck, source) if req[0] == "executor"
-                       else EventListCheck("task-retried", header, retry_struck, source))
+    if req is not None and req[0] in FAILURE_CHECKS:  # executor, retry, twice, during-recovery (killpoints.py)
+        check_name, check_fn = FAILURE_CHECKS[req[0]]
+        plugins.insert(2, EventListCheck(check_name, header, check_fn, source))
     from rollcheck.spark_replay.oracles import oracle_plugins
 
     plugins += oracle_plugins(header, source)  # batch-equivalent, release-differential, ...
