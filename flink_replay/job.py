@@ -120,6 +120,8 @@ def run_one(cfg: dict) -> int:
             write_json(os.path.join(ref_dir, "run.json"), info)
             if info.get("user_error") or info["final_state"] != "FINISHED":
                 return _exit_code(info)
+        if cfg.get("batch_equivalent", True) and not cfg.get("rescale"):
+            _batch_run(cfg, user)
     if cfg.get("rescale"):
         p1, p2 = (int(x) for x in cfg["rescale"])
         first = execute(dict(cfg, parallelism=p1), user=user, restarts=False)
@@ -139,6 +141,28 @@ def run_one(cfg: dict) -> int:
         info["jobs"] = [{k: info.get(k) for k in ("job_id", "final_state", "timestamps", "parallelism")}]
     write_json(os.path.join(run_dir, "run.json"), info)
     return _exit_code(info)
+
+
+def _batch_run(cfg: dict, user) -> None:
+    """The batch-equivalent oracle's run: the same job over the same bounded input in Flink's BATCH
+    runtime mode (no checkpoints, no failure, no pacing), in ``batch/``; its rows of every KEY in
+    the order the job emitted them (``batch/batch-out``). A module that declares
+    ``BATCH_EQUIVALENT = "reason"`` (its output has no batch meaning: processing time, arrival
+    order) is not run; a batch run that fails is recorded with Flink's reason, never fails the
+    recording."""
+    bdir = os.path.join(cfg["run_dir"], "batch")
+    os.makedirs(bdir, exist_ok=True)
+    declared = getattr(user[0], "BATCH_EQUIVALENT", True)
+    if declared is not True:
+        write_json(os.path.join(bdir, "run.json"), {"final_state": "NOT_RUN", "skipped": str(declared)})
+        return
+    bcfg = dict(cfg, run_dir=bdir, fail_at_record=None, failure=None, rescale=None, cluster_rest_port=None,
+                runtime_mode="batch", no_checkpoints=True, rate=1e9)
+    try:
+        info = execute(bcfg, user=user, restarts=False)
+    except Exception as e:  # noqa: BLE001 - the batch run's failure is the oracle's reason, not the recording's
+        info = {"final_state": "ERROR", "failure_cause": f"{type(e).__name__}: {e}"[:400]}
+    write_json(os.path.join(bdir, "run.json"), info)
 
 
 def _exit_code(info: dict) -> int:

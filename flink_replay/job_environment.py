@@ -126,6 +126,10 @@ def make_environment(cfg: dict, *, restarts: bool = True, restore_path: str | No
         env = StreamExecutionEnvironment(j_env)
     else:
         env = StreamExecutionEnvironment.get_execution_environment(conf)
+    if cfg.get("runtime_mode") == "batch":  # the batch-equivalent oracle's run of the same job
+        from pyflink.datastream import RuntimeExecutionMode
+
+        env.set_runtime_mode(RuntimeExecutionMode.BATCH)
     env.set_parallelism(par)
     env.set_max_parallelism(int(cfg.get("max_parallelism", 128)))
     if not cfg.get("no_checkpoints"):  # the failure-free baseline of a utilization sweep has none

@@ -167,7 +167,8 @@ def execute(cfg: dict, *, user=None, restarts: bool = True, restore_path: str | 
             write_engine_error(run_dir, error)
             if error["code"] == "user":
                 result["user_error"] = True
-    if user is not None and hasattr(user[0], "read_output") and final_state == "FINISHED":
+    if user is not None and hasattr(user[0], "read_output") and final_state == "FINISHED" \
+            and cfg.get("runtime_mode") != "batch":
         try:
             rows = call_user(run_dir, "read_output", float(cfg.get("call_timeout", 300)), user[0].read_output,
                          os.path.join(run_dir, "user-sink"))

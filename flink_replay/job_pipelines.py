@@ -319,6 +319,28 @@ def user_pipeline(cfg: dict, env, tap, keyed_tap, tx_sink, user, attempt_offset:
     if not isinstance(out, DataStream):
         user_error(run_dir, "job", f"must return a DataStream, got {type(out).__name__}")
         return {"user_error": True, "final_state": "NOT_RUN"}
+    if cfg.get("runtime_mode") == "batch":
+        # the batch-equivalent oracle's run: the rows of every KEY in the order the user's job emitted
+        # them (the output step runs in the same task as the user's last operator), one file per
+        # subtask; no keyed tap (a BATCH shuffle sorts by key and does not keep the emission order)
+        batch_dir = os.path.join(run_dir, "batch-out")
+        os.makedirs(batch_dir, exist_ok=True)
+
+        class Emitted(MapFunction):
+            def open(self, runtime_context: RuntimeContext) -> None:
+                name = f"rows-{uuid.uuid4().hex[:10]}.txt"
+                self.f = open(os.path.join(batch_dir, name), "a", buffering=1 << 16)  # noqa: SIM115 - closed in close()
+
+            def map(self, value):
+                self.f.write(value + "\n")
+                return False
+
+            def close(self) -> None:
+                self.f.close()
+
+        out.map(Output(), output_type=Types.STRING()).name("rollcheck-output") \
+            .map(Emitted(), output_type=Types.BOOLEAN()).name("rollcheck-batch-rows").filter(lambda x: x).print()
+        return "rollcheck-user-job-batch"
     if hasattr(module, "sink"):
         user_out = os.path.join(run_dir, "user-sink")
         os.makedirs(user_out, exist_ok=True)

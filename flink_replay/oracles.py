@@ -15,9 +15,26 @@ These checks judge the engine by something else.
     code raising during the restart is not recorded as a trace at all (the recorder refuses that
     run as the module's own failure, exit 2). Not applicable without an injected failure.
 
+``batch-equivalent``
+    The recorder runs the same job a third time, over the same bounded input in Flink's BATCH
+    runtime mode (``env.set_runtime_mode(RuntimeExecutionMode.BATCH)``: no checkpoints, no failure,
+    no pacing), and keeps the rows of every KEY in the order the job emitted them
+    (``flink.batch_output``). What is compared: the *final output table* — per KEY the last row
+    the job emitted (for a running aggregation the last value per KEY; for a window per KEY the
+    last window's row) — of the run with the failure (the committed rows, the last by rollcheck's
+    per-KEY number) and of the failure-free reference, each against the batch run's. Both must
+    equal it: a row missing, a KEY missing or extra, or another last row is a violation naming
+    the KEY, both rows and which run. Rows of one KEY emitted by several subtasks of the batch
+    run have no defined last row: those KEYs are unchecked (said, with their number). Not
+    applicable: a module that declares ``BATCH_EQUIVALENT = "reason"`` (processing-time windows or
+    timers, output that depends on the arrival order within a KEY — a batch shuffle sorts by key,
+    and processing time does not advance in a batch job the way it does in a stream), a job Flink
+    cannot run in BATCH mode (Flink's reason), a rescaled run (no batch run recorded).
+
 References
 ----------
-Apache Flink documentation, "Task Failure Recovery" (restart strategies) and "Checkpoints"
+Apache Flink documentation, "Execution Mode (Batch/Streaming)" (what BATCH mode guarantees and
+where it differs: processing time, no checkpoints, keyed inputs sorted by key), "Task Failure Recovery" (restart strategies) and "Checkpoints"
 (restoring from the latest completed checkpoint); the Spark counterpart,
 :mod:`rollcheck.spark_replay.oracles`.
 """
@@ -28,9 +45,12 @@ from typing import Any
 
 from rollcheck.pyimpl.verdict import Check
 
-__all__ = ["RECOVERY", "recovery_check", "release_of_trace", "swallow_recovery_exception", "ORACLE_TAMPERS"]
+__all__ = ["RECOVERY", "BATCH", "batch_check", "final_table", "drop_last_record", "double_count_last_record",
+           "recovery_check", "release_of_trace", "swallow_recovery_exception", "ORACLE_TAMPERS"]
 
 RECOVERY = "recovery-succeeded"
+BATCH = "batch-equivalent"
+_SEP = "\x1f"
 
 
 def release_of_trace(header: dict[str, Any]) -> str:
@@ -95,6 +115,77 @@ def recovery_check(header: dict[str, Any], events: list[dict[str, Any]]) -> Chec
                       f"(apache-flink {release})", examined=max(1, len(restored)))
 
 
+def final_table(lines: list[str]) -> dict[str, str]:
+    """Per KEY the row with the highest number of committed ``N<US>KEY<US>ROW`` lines.
+
+    Examples
+    --------
+    >>> us = chr(31)
+    >>> final_table([us.join(["1", "a", "5"]), us.join(["2", "a", "9"]), us.join(["1", "b", "1"])])
+    {'a': '9', 'b': '1'}
+    """
+    best: dict[str, tuple[int, str]] = {}
+    for line in lines:
+        n, key, row = str(line).split(_SEP, 2)
+        if key not in best or int(n) > best[key][0]:
+            best[key] = (int(n), row)
+    return {k: v[1] for k, v in best.items()}
+
+
+def _batch_table(subtasks: list[list[str]]) -> tuple[dict[str, str], set[str]]:
+    """The batch run's final table (per KEY its last emitted row) and the KEYs several subtasks emitted."""
+    last: dict[str, str] = {}
+    where: dict[str, set[int]] = {}
+    for i, lines in enumerate(subtasks):
+        for line in lines:
+            key, row = str(line).split(_SEP, 1)
+            last[key] = row
+            where.setdefault(key, set()).add(i)
+    return last, {k for k, s in where.items() if len(s) > 1}
+
+
+def batch_check(header: dict[str, Any], events: list[dict[str, Any]]) -> Check:
+    """``batch-equivalent`` (see the module docstring)."""
+    batch = next((e for e in events if e.get("kind") == "flink.batch_output"), None)
+    if batch is None:
+        why = "a rescaled run" if (header.get("config") or {}).get("rescale") else "recorded without one"
+        return Check.not_applicable(BATCH, f"the recording has no BATCH-mode run of the job ({why})")
+    if batch.get("final_state") == "NOT_RUN":
+        return Check.not_applicable(BATCH, f"the module declares no batch meaning: {batch.get('reason')}")
+    if batch.get("final_state") != "FINISHED":
+        return Check.not_applicable(BATCH, f"Flink did not run the job in BATCH mode ({batch.get('final_state')}): "
+                                    f"{batch.get('reason') or 'no reason reported'}")
+    ended = bool(events) and events[-1].get("kind") == "end"
+    outputs = {e["sink"]: e for e in events if e.get("kind") == "flink.sink_output"}
+    want, split = _batch_table(batch.get("subtasks") or [])
+    finished = (header.get("flink") or {}).get("final_state", "FINISHED") == "FINISHED"
+    runs = [("failure-free reference", outputs.get("reference"))]
+    if finished:
+        runs.append(("run with the failure", outputs.get("tx")))
+    if not ended or any(o is None for _, o in runs):
+        return Check.unchecked(BATCH, "no complete committed output to compare with the BATCH run's")
+    release = release_of_trace(header)
+    examined = 0
+    for what, out in runs:
+        got = final_table(out["lines"])
+        keys = sorted((set(got) | set(want)) - split)
+        for k in keys:
+            if got.get(k) != want.get(k):
+                return Check.violated(BATCH, f"KEY {k}: the {what}'s final row is {got.get(k) or 'missing'}, the "
+                                      f"same job in BATCH mode gives {want.get(k) or 'no row'} (apache-flink "
+                                      f"{release})", offending_seq=int(out["seq"]))
+        examined += len(keys)
+    note = (f"; {len(split)} KEY(s) unchecked: several subtasks of the batch run emitted their rows, so no row is "
+            f"last" if split else "")
+    if not want and not split:
+        return Check.unchecked(BATCH, "the BATCH run emitted no row: nothing to compare")
+    if examined == 0:
+        return Check.unchecked(BATCH, f"no KEY comparable{note}")
+    done = " and ".join(w for w, _ in runs)
+    return Check.held(BATCH, f"{len(want) - len(split)} KEY(s): the final row of every KEY of the {done} equals "
+                      f"the BATCH-mode run's (apache-flink {release}){note}", examined=examined)
+
+
 # ----------------------------------------------------------------------------- mutants
 def swallow_recovery_exception(header: dict[str, Any], events: list[dict[str, Any]]
                                ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -125,5 +216,68 @@ def swallow_recovery_exception(header: dict[str, Any], events: list[dict[str, An
     return h, out
 
 
+def _key_rows(lines: list[str], key: str) -> list[tuple[int, int, str]]:
+    """``(N, index, row)`` of ``key``'s committed lines, by N."""
+    out = []
+    for i, line in enumerate(lines):
+        n, k, row = str(line).split(_SEP, 2)
+        if k == key:
+            out.append((int(n), i, row))
+    return sorted(out)
+
+
+def _retell(header: dict[str, Any], events: list[dict[str, Any]], final: Any, extra: int
+            ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The KEY with the most rows ends, in the committed output *and* the failure-free reference,
+    with the row ``final(reference rows of the KEY)`` after ``extra`` more rows (-1: one fewer) — the
+    same wrong final table in every run, so the runs agree with each other."""
+    import copy
+    import json
+
+    out = copy.deepcopy(events)
+    sinks = {e.get("sink"): e for e in out if e.get("kind") == "flink.sink_output"}
+    ref = sinks["reference"]["lines"]
+    counts: dict[str, int] = {}
+    for line in ref:
+        k = str(line).split(_SEP, 2)[1]
+        counts[k] = counts.get(k, 0) + 1
+    key = max(counts, key=lambda k: (counts[k], k))
+    rows = [json.loads(r) for _, _, r in _key_rows(ref, key)]
+    row = json.dumps(final(rows))
+    for name in ("tx", "reference"):
+        lines = list(sinks[name]["lines"])
+        mine = _key_rows(lines, key)
+        n_last, i_last, _ = mine[-1]
+        if extra < 0:  # one row fewer: the last is gone, the one before it ends with ``row``
+            _, i_prev, _ = mine[-2]
+            lines[i_prev] = _SEP.join([str(mine[-2][0]), key, row])
+            del lines[i_last]
+        else:
+            lines.append(_SEP.join([str(n_last + 1), key, row]))
+        sinks[name]["lines"] = lines
+    return header, out
+
+
+def drop_last_record(header: dict[str, Any], events: list[dict[str, Any]]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A mutant of ``batch-equivalent``: the engine dropped one input record of a KEY in *every* run,
+    the failure-free one included, so ``output-exactly-once`` (which compares the runs) sees
+    nothing: that KEY has one row fewer and ends with the reference's row before its last."""
+    return _retell(header, events, lambda rows: rows[-2], -1)
+
+
+def double_count_last_record(header: dict[str, Any], events: list[dict[str, Any]]
+                             ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A mutant of ``batch-equivalent``: the engine counted a KEY's last record twice in every run:
+    one row more, whose numeric fields grew once more by what that record added (last row minus
+    the row before it)."""
+    def final(rows: list[Any]) -> Any:
+        last, prev = rows[-1], rows[-2]
+        return [c + (c - p) if isinstance(c, (int, float)) and not isinstance(c, bool)
+                and isinstance(p, (int, float)) else c for c, p in zip(last, prev, strict=False)]
+    return _retell(header, events, final, 1)
+
+
 #: The mutants of this module's oracles: name -> (function, the check that must call it a violation).
-ORACLE_TAMPERS = {"swallow-recovery-exception": (swallow_recovery_exception, RECOVERY)}
+ORACLE_TAMPERS = {"swallow-recovery-exception": (swallow_recovery_exception, RECOVERY),
+                  "drop-last-record": (drop_last_record, BATCH),
+                  "double-count-last-record": (double_count_last_record, BATCH)}

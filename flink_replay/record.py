@@ -663,6 +663,10 @@ def build_trace(run: str | Path, out: str | Path, *, env_version: str = "?") -> 
             seq += 1
             fh.write(json.dumps({"seq": seq, "kind": "flink.sink_output", "sink": sink, **extra,
                                  "lines": lines}) + "\n")
+        batch = _batch_output(run / "batch") if module else None
+        if batch is not None:
+            seq += 1
+            fh.write(json.dumps({"seq": seq, **batch}) + "\n")
         seq += 1
         fh.write(json.dumps({"seq": seq, "kind": "end"}) + "\n")
     return {"restored_checkpoint": restored, "final_state": info.get("final_state"), "events": seq,
@@ -707,6 +711,21 @@ def _recovery_failed(info: dict[str, Any], timed: list[tuple[int, int, dict[str,
             "restarts": max(int(info.get("restarts") or 0), _restarts_in_logs(run, info.get("job_id"))),
             "exception": etype.strip() or None,
             "message": message.strip()[:400], "user_code": False}
+
+
+def _batch_output(folder: Path) -> dict[str, Any] | None:
+    """``flink.batch_output``: the batch-equivalent oracle's run (``job.py``'s ``_batch_run``): its
+    final state (and Flink's reason when it did not finish, or the module's reason when it declared
+    no batch meaning), and per subtask of the output step the ``KEY<US>ROW`` lines in the order the
+    job emitted them. None when the recording has no batch run (a rescaled run, an older recorder)."""
+    info_path = folder / "run.json"
+    if not info_path.exists():
+        return None
+    info = json.loads(info_path.read_text())
+    files = sorted((folder / "batch-out").glob("rows-*.txt")) if (folder / "batch-out").exists() else []
+    return {"kind": "flink.batch_output", "final_state": info.get("final_state"),
+            "reason": info.get("skipped") or info.get("failure_cause"),
+            "subtasks": [[x for x in f.read_text().splitlines() if x] for f in files]}
 
 
 def _tx_lines(folder: Path) -> list[str]:

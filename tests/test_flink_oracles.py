@@ -1,5 +1,10 @@
 """Flink oracles that do not trust the engine's failure-free run (:mod:`rollcheck.flink_replay.oracles`).
 
+``batch-equivalent``: on a recorded keyed_totals run (apache-flink 2.3.0, a task failure, the same
+job in BATCH mode recorded inside): held; the mutants that drop a KEY's last record or count it
+twice in every run (the failure-free reference included, so output-exactly-once sees nothing) are
+caught; a declared opt-out, a failed batch run and a split KEY are not applicable / unchecked.
+
 ``recovery-succeeded``: fast tests on synthetic events and on two recorded traces (a conformant
 rescaled job, and a real apache-flink 2.3.0 run whose checkpoint files vanished with the injected
 failure, so that every restart failed with Flink's ``FileNotFoundException``); the mutant that
@@ -16,8 +21,10 @@ import pytest
 
 from rollcheck.cli.main import main
 from rollcheck.flink_replay.oracles import (
+    BATCH,
     ORACLE_TAMPERS,
     RECOVERY,
+    batch_check,
     recovery_check,
     swallow_recovery_exception,
 )
@@ -28,6 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 GOOD = ROOT / "examples" / "flink-job-rescale-2-1.jsonl"
 FAILED = ROOT / "tests" / "data" / "flink" / "recovery-failed-2.3.0.jsonl"
 JOB = ROOT / "examples" / "flink_jobs" / "keyed_totals.py"
+TOTALS = ROOT / "tests" / "data" / "flink" / "keyed-totals-task-2.3.0.jsonl"
 
 
 def _load(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -45,7 +53,47 @@ def _ev(seq: int, kind: str, **kw: Any) -> dict[str, Any]:
 
 
 def test_recovery_succeeded_is_a_check_of_every_job_trace() -> None:
-    assert RECOVERY in JOB_CHECKS and JOB_CHECKS[-1] == "user-sink"
+    assert RECOVERY in JOB_CHECKS and BATCH in JOB_CHECKS and JOB_CHECKS[-1] == "user-sink"
+
+
+def test_batch_equivalent_holds_on_a_recorded_run(capsys: pytest.CaptureFixture[str]) -> None:
+    h, ev = _load(TOTALS)
+    batch = next(e for e in ev if e["kind"] == "flink.batch_output")
+    assert batch["final_state"] == "FINISHED" and sum(map(len, batch["subtasks"])) == 600
+    c = batch_check(h, ev)
+    assert c.status is Status.HELD and c.detail.startswith("12 KEY(s)"), c.detail
+    assert main(["flink", "replay", str(TOTALS), "--json", "--no-tlc"]) == 0
+    capsys.readouterr()
+
+
+@pytest.mark.parametrize("mutant", ["drop-last-record", "double-count-last-record"])
+def test_batch_equivalent_catches_a_bug_of_every_run(mutant: str, tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    fn, check = ORACLE_TAMPERS[mutant]
+    h, ev = fn(*_load(TOTALS))
+    assert check == BATCH
+    c = batch_check(h, ev)
+    assert c.status is Status.VIOLATED and "BATCH mode gives" in c.detail and "reference" in c.detail, c.detail
+    path = _write(tmp_path / "t.jsonl", h, ev)
+    assert main(["flink", "replay", str(path), "--json", "--no-tlc"]) == 1
+    got = {x["name"]: x for x in json.loads(capsys.readouterr().out)["checks"]}
+    # the failure-free reference is just as wrong: the engine-trusting check cannot see it
+    assert got["output-exactly-once"]["status"] == "held" and got[BATCH]["status"] == "violated"
+
+
+def test_batch_equivalent_not_applicable_or_unchecked_with_the_reason() -> None:
+    h, ev = _load(TOTALS)
+    i = next(k for k, e in enumerate(ev) if e["kind"] == "flink.batch_output")
+    skipped = [*ev[:i], {**ev[i], "final_state": "NOT_RUN", "reason": "processing-time windows"}, *ev[i + 1:]]
+    c = batch_check(h, skipped)
+    assert c.status is Status.NOT_APPLICABLE and "processing-time windows" in c.detail
+    failed = [*ev[:i], {**ev[i], "final_state": "FAILED", "reason": "UnsupportedOperationException: x"}, *ev[i + 1:]]
+    assert "UnsupportedOperationException" in batch_check(h, failed).detail
+    assert batch_check(h, [e for e in ev if e["kind"] != "flink.batch_output"]).status is Status.NOT_APPLICABLE
+    rows = [x for sub in ev[i]["subtasks"] for x in sub]
+    split = [*ev[:i], {**ev[i], "subtasks": [rows, rows[:1]]}, *ev[i + 1:]]
+    c = batch_check(h, split)
+    assert c.status is Status.HELD and "1 KEY(s) unchecked" in c.detail, c.detail
 
 
 def test_restart_that_ran_to_the_end_holds() -> None:
