@@ -333,8 +333,8 @@ def run_matrix(opts: MatrixOptions, *, on_update: Callable[[list[dict[str, Any]]
         from rollcheck.spark_replay.cluster import LocalStandaloneCluster
 
         opts.out.mkdir(parents=True, exist_ok=True)
-        with LocalStandaloneCluster(root=opts.out / "cluster") as c:
-            adapter = SparkAdapter(replace(opts, master=c.master_url), planned, skipped)
+        with LocalStandaloneCluster(root=opts.out / "cluster") as cluster:
+            adapter = SparkAdapter(replace(opts, master=cluster.master_url), planned, skipped)
             return _run_core(adapter, planned, opts.out, jobs=opts.jobs, on_update=on_update)
     adapter = SparkAdapter(opts, planned, skipped)
     return _run_core(adapter, planned, opts.out, jobs=opts.jobs, on_update=on_update)

@@ -83,7 +83,7 @@ def columns(failures: list[str], kill_points: list[str]) -> list[str]:
     >>> columns(["retry", "executor", "kill", "sink"], ["state"])
     ['sink', 'kill:state', 'executor', 'retry']
     """
-    out = [f for f in ("task", "sink") if f in failures]
+    out: list[str] = [f for f in ("task", "sink") if f in failures]
     if "kill" in failures:
         out += [f"kill:{p}" for p in KILL_POINTS if p in kill_points]
     return out + [f for f in ("executor", "retry", "twice", "during-recovery") if f in failures]

@@ -699,7 +699,7 @@ def _run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: _Paths, *, ref
                     request_kill(paths.markers)
             _request_kill(paths)  # the first kill, after the sink wrote batch K (once: the marker)
         if failing and cfg.failure == "retry" and (paths.markers / RETRY_FAILED).exists() \
-                and bid == retry_restart_batch(int(cfg.fail_at_batch), len(list(paths.inputs.glob("batch-*.json")))):
+                and bid == retry_restart_batch(int(cfg.fail_at_batch or 0), len(list(paths.inputs.glob("batch-*.json")))):
             try:  # after the next batch: a new driver restarts from the checkpoint (the retried state reloads)
                 fd = os.open(paths.markers / RETRY_RESTART, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
             except FileExistsError:
