@@ -117,7 +117,9 @@ def state_failure_free(v: StreamView) -> Check:
             return check_verdict(name, False, f"state store {store}: {g.get('count')} row(s) differ from the "
                                       f"failure-free run's {w.get('count')}{diff}", fin["seq"])
     total = sum(int(x.get("count", 0)) for x in got.values())
-    return check_verdict(name, True, f"{len(got)} state store(s), {total} row(s) read with Spark's state reader: "
+    reader = ("decoded by rollcheck (no state reader on this release)"
+              if any(x.get("reader") == "rollcheck" for x in got.values()) else "read with Spark's state reader")
+    return check_verdict(name, True, f"{len(got)} state store(s), {total} row(s) {reader}: "
                              f"equal to the failure-free run's")
 
 
