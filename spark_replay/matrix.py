@@ -53,7 +53,7 @@ from rollcheck.pyimpl.matrix import (
 from rollcheck.pyimpl.matrix import run_matrix as _run_core
 from rollcheck.pyimpl.matrix.run import entry_of
 from rollcheck.spark_replay.cluster import on_cluster
-from rollcheck.spark_replay.killpoints import CLUSTER_FAILURES
+from rollcheck.spark_replay.killpoints import FAILURE_CHECKS
 from rollcheck.spark_replay.matrix_plan import (
     FAILURES,
     PROVIDERS,
@@ -166,7 +166,9 @@ def _missed_kill(entry: Mapping[str, Any]) -> bool:
         doc = json.loads(Path(entry["checks"]).read_text())
     except (OSError, TypeError, ValueError):
         return False
-    return any(c.get("name") == "kill-point" and c.get("status") == "unchecked" for c in doc.get("checks", []))
+    # where a failure struck is a race with Spark: the kill point, the executor, the retried task, the second kill
+    struck = {"kill-point", *(name for name, _fn in FAILURE_CHECKS.values())}
+    return any(c.get("name") in struck and c.get("status") == "unchecked" for c in doc.get("checks", []))
 
 
 class SparkAdapter(EngineAdapter):
@@ -249,7 +251,7 @@ class SparkAdapter(EngineAdapter):
                 out: Path) -> dict[str, Any]:
         from rollcheck.spark_replay.reproducer import minimise_and_write
 
-        if cell.failure in CLUSTER_FAILURES:  # the standalone script strikes only task, sink and kill
+        if cell.failure in FAILURE_CHECKS:  # the standalone script strikes only task, sink and kill
             return {"reproducer": None, "reproducer_note": f"no standalone reproducer for the {cell.failure} "
                     "failure: record the cell again with the command of its trace header"}
 

@@ -355,3 +355,34 @@ def test_twice_and_during_recovery_are_columns_and_run_in_local_mode():
     QueryConfig(str(CLICKS), failure="during-recovery", fail_at_batch=2).validate()
     with pytest.raises(InvalidInputError, match="--failure kill"):
         QueryConfig(str(CLICKS), failure="twice", fail_at_batch=2, kill_point="commit").validate()
+
+
+# ----------------------------------------------------------------------------- the matrix adapter
+@pytest.mark.parametrize("name,status,again", [("second-failure", "unchecked", True),
+                                               ("executor-lost", "unchecked", True),
+                                               ("task-retried", "unchecked", True),
+                                               ("second-failure", "held", False),
+                                               ("output-exactly-once", "unchecked", False)])
+def test_a_failure_that_struck_off_its_point_is_recorded_again(tmp_path, name, status, again):
+    from rollcheck.spark_replay.matrix import _missed_kill
+
+    checks = tmp_path / "c.json"
+    checks.write_text(json.dumps({"checks": [{"name": name, "status": status}]}))
+    assert _missed_kill({"checks": str(checks)}) is again
+
+
+def test_a_finding_of_the_new_columns_says_it_has_no_standalone_reproducer(tmp_path):
+    from rollcheck.spark_replay.matrix import SparkAdapter
+    from rollcheck.spark_replay.matrix_plan import Cell
+
+    opts = MatrixOptions(modules=[str(CLICKS)], failures=["retry"], out=tmp_path)
+    cell = Cell(str(CLICKS), "hdfs", "retry")
+    res = SparkAdapter(opts, [cell]).finding(cell, {}, None, None, tmp_path)  # type: ignore[arg-type]
+    assert res["reproducer"] is None and "retry" in res["reproducer_note"]
+    assert SparkAdapter(replace_master(opts), [cell]).describe(cell)[0]["cluster"] == "spark://127.0.0.1:7077"
+
+
+def replace_master(opts: MatrixOptions) -> MatrixOptions:
+    from dataclasses import replace
+
+    return replace(opts, master="spark://127.0.0.1:7077")
