@@ -4,8 +4,8 @@ lost" and "A task retried after its state store committed").
 Fast tests: planning and option validation of the ``executor`` and ``retry`` failures, the
 executor finder and killer on a stand-in process, the ``executor-lost`` and ``task-retried`` checks
 and their mutants, and the replay of two shipped recordings (``tests/data/spark/spark-query-retry.jsonl``,
-``spark-query-executor.jsonl``, ``spark-query-during-recovery.jsonl``: ``clicks_per_window``
-recorded with each failure) with the tamper
+``spark-query-executor.jsonl``, ``spark-query-during-recovery.jsonl``, ``spark-query-twice.jsonl``:
+``clicks_per_window`` recorded with each failure) with the tamper
 that drops the retried task's state. Slow tests (``spark``, ``slow``; one Spark run each, a few
 minutes on a loaded 2-core machine): each failure recorded for real on ``clicks_per_window``, the
 executor on a local standalone cluster that rollcheck starts, and that cluster dying with its owner.
@@ -183,7 +183,8 @@ def _checks(doc: dict) -> dict[str, dict]:
 
 @pytest.mark.parametrize("name,check", [("spark-query-retry.jsonl", "task-retried"),
                                         ("spark-query-executor.jsonl", "executor-lost"),
-                                        ("spark-query-during-recovery.jsonl", "second-failure")])
+                                        ("spark-query-during-recovery.jsonl", "second-failure"),
+                                        ("spark-query-twice.jsonl", "second-failure")])
 def test_shipped_recordings_are_conformant_and_prove_their_failure(capsys, name, check):
     rc, doc = _replay(capsys, DATA / name)
     assert rc == 0 and doc["conformant"] is True, doc
