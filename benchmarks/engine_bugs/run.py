@@ -248,7 +248,7 @@ def render_markdown(results: dict[str, Any]) -> str:
         if r["status"] == "missed":
             notes.append(f"  rollcheck missed it: {r.get('lacks') or 'no check failed on the affected release'}.")
         if r["status"] == "not run":
-            reason = next((x.get("reason") for x in r["rollcheck"].values() if x.get("reason")), "")
+            reason = next((x.get("reason") for x in r["rollcheck"].values() if x.get("reason")), r.get("note", ""))
             notes.append(f"  rollcheck not run: {reason}.")
     s = results["summary"]
     tail = ["", f"Summary: {s['entries']} entries, reproduced on the affected release {s['reproduced_affected']}, "
@@ -284,7 +284,12 @@ def main(argv: list[str] | None = None) -> int:
                 r = got[e["id"]]
                 if r.get("status") == "missed":  # what rollcheck lacks is written after seeing the miss
                     r["lacks"] = e.get("lacks") or r.get("lacks")
-                merged.append(r)
+            else:  # in the manifest, but no pass ran it: a row that says so, with no number
+                r = {k: e[k] for k in ("id", "engine", "kind", "affected", "fixed", "module", "description",
+                                       "slice", "expected", "sources")}
+                r.update(reproducer_run={}, rollcheck={}, status="not run",
+                         note="no bench pass ran this entry (the merged results do not contain it)")
+            merged.append(r)
         _write(merged, manifest)
         return 0
     only = set(a.only.split(",")) if a.only else None

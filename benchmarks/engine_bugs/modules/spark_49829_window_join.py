@@ -9,7 +9,7 @@ from pyspark.sql import functions as F
 SCHEMA = "ts TIMESTAMP, side STRING, ad INT"
 OUTPUT_MODE = "append"
 KEY = ["wstart", "ad"]
-EVENT_TIME = "wstart"
+EVENT_TIME = "wend"  # a window is final once the watermark passed its end
 
 T0 = dt.datetime(2024, 1, 1)
 
@@ -37,4 +37,5 @@ def query(df):
     imp = _counts(df, "impression", "impressions")
     clk = _counts(df, "click", "clicks")
     return (imp.join(clk, ["window", "ad"])
-            .select(F.col("window.start").alias("wstart"), "ad", "impressions", "clicks"))
+            .select(F.col("window.start").alias("wstart"), F.col("window.end").alias("wend"), "ad",
+                    "impressions", "clicks"))
