@@ -157,7 +157,8 @@ def _batch_run(cfg: dict, user) -> None:
         write_json(os.path.join(bdir, "run.json"), {"final_state": "NOT_RUN", "skipped": str(declared)})
         return
     bcfg = dict(cfg, run_dir=bdir, fail_at_record=None, failure=None, rescale=None, cluster_rest_port=None,
-                runtime_mode="batch", no_checkpoints=True, rate=1e9)
+                runtime_mode="batch", no_checkpoints=True, rate=1e9,
+                timeout_s=min(float(cfg.get("timeout_s", 300)), 120.0))  # a bounded input: a batch job ends
     try:
         info = execute(bcfg, user=user, restarts=False)
     except Exception as e:  # noqa: BLE001 - the batch run's failure is the oracle's reason, not the recording's

@@ -49,6 +49,22 @@ def build(cfg: dict, env, tap, keyed_tap, *, user=None, attempt_offset: int = 0)
     return user_pipeline(cfg, env, tap, keyed_tap, tx_sink, user, attempt_offset)
 
 
+def _task_info(runtime_context, method: str, java: str) -> int | None:
+    """``method()`` of PyFlink's runtime context (``get_attempt_number``, ``get_index_of_this_subtask``)
+    where its thread mode still has it (up to 1.20), else the task information Flink 2 moved it to
+    (``getTaskInfo().getAttemptNumber()``; PyFlink 2.x's embedded context still calls the removed
+    methods); None when neither answers (the trace then cannot prove the kill point)."""
+    try:
+        return int(getattr(runtime_context, method)())
+    except Exception:  # noqa: BLE001 - 2.x thread mode: the Java context lacks the old method
+        pass
+    j_ctx = getattr(runtime_context, "_runtime_context", None)
+    try:
+        return int(getattr(j_ctx.getTaskInfo(), java)())  # type: ignore[union-attr]
+    except Exception:  # noqa: BLE001
+        return None
+
+
 def pace_class(cfg: dict):
     """The ``Pace`` map function of this job's configuration (a class, pickled by value)."""
     from pyflink.datastream.functions import MapFunction, RuntimeContext
@@ -58,7 +74,14 @@ def pace_class(cfg: dict):
     rate = float(cfg["rate"])
     fail_at = cfg.get("fail_at_record")
     failure = cfg.get("failure") or "task"
+    # "during-restore" and "twice": the first failure is a task failure; the second strikes while the
+    # restarted job restores (in the pace step's open(), which Flink calls while the task initializes
+    # its restored operators) or right after the recovery (the restarted subtask's 10th record)
+    second = failure if failure in ("during-restore", "twice") else None
+    if second is not None:
+        failure = "task"
     marker = os.path.join(run_dir, "failure.json")
+    marker2 = os.path.join(run_dir, "failure2.json")
     per_subtask_rate = rate / par
     absolute = cfg.get("schedule") == "absolute"
     cap = cfg.get("source_cap")
@@ -99,7 +122,24 @@ def pace_class(cfg: dict):
         are emitted at most at ``source_cap`` records/s, and every emission is logged.
         """
 
+        def _second(self, what: str, value) -> None:
+            """Raise the second failure once (one marker file for all subtasks)."""
+            try:
+                fd = os.open(marker2, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            except FileExistsError:
+                return
+            info = {"t": time.time(), "failure": second, "phase": what, "value": value,
+                    "attempt": self.attempt, "subtask": self.subtask, "pid": os.getpid()}
+            os.write(fd, json.dumps(info).encode())
+            os.close(fd)
+            raise RuntimeError(f"rollcheck: injected second failure ({what})")
+
         def open(self, runtime_context: RuntimeContext) -> None:
+            self.attempt = _task_info(runtime_context, "get_attempt_number", "getAttemptNumber")
+            self.subtask = _task_info(runtime_context, "get_index_of_this_subtask", "getIndexOfThisSubtask")
+            self.restarted = os.path.exists(marker)
+            if second == "during-restore" and self.restarted and not os.path.exists(marker2):
+                self._second("during-restore", None)
             self.n = 0
             self.t0: float | None = None
             self.last = 0.0
@@ -150,6 +190,8 @@ def pace_class(cfg: dict):
                     self.caught_up = True
             if absolute and not self.caught_up:
                 return value  # the initial backlog is not drained yet: no failure before that
+            if second == "twice" and self.restarted and self.n >= 10 and not os.path.exists(marker2):
+                self._second("after-recovery", int(value))
             if fail_at is not None and self.n * par >= int(fail_at) and not os.path.exists(marker):
                 names = os.listdir(run_dir)
                 if all_caught_up and sum(f.startswith("caught-up-") for f in names) < par:

@@ -136,8 +136,10 @@ def cells(modules: Sequence[str], backends: Sequence[str], checkpoints: Sequence
     for b in backends:
         if b not in BACKENDS:
             raise ValueError(f"unknown backend {b!r}")
+    # a second failure restarts the job in place: no rescaled cells for "during-restore" and "twice"
     return [Cell(m, b, c, f, r, v) for v, m, b, c, r, f
-            in product(engine_versions, modules, backends, checkpoints, rescales, failures)]
+            in product(engine_versions, modules, backends, checkpoints, rescales, failures)
+            if r is None or f not in ("during-restore", "twice")]
 
 
 def _report(trace: Path, module: str) -> Report:
@@ -226,7 +228,9 @@ class FlinkAdapter(EngineAdapter):
     title = "flink matrix"
     row_header = ROW_HEADER
     legend = ("Columns: task — a task fails (restarted from the latest completed checkpoint); taskmanager — the "
-              "TaskManager process is killed. A rescaled row fails at parallelism P1 and is restored at P2.")
+              "TaskManager process is killed; during-restore — a second task failure while the restarted job "
+              "restores; twice — a second one right after the first recovery. A rescaled row fails at parallelism "
+              "P1 and is restored at P2.")
 
     def __init__(self, *, records: int = 1200, rate: float = 400.0, interval_ms: int = 300, seed: int = 0,
                  timeout_s: float = 600.0, shrink_runs: int = 4, minimise: bool = True,

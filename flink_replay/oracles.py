@@ -46,7 +46,7 @@ from typing import Any
 from rollcheck.pyimpl.verdict import Check
 
 __all__ = ["RECOVERY", "BATCH", "batch_check", "final_table", "drop_last_record", "double_count_last_record",
-           "recovery_check", "release_of_trace", "swallow_recovery_exception", "ORACLE_TAMPERS"]
+           "recovery_check", "second_failure_problem", "release_of_trace", "swallow_recovery_exception", "ORACLE_TAMPERS"]
 
 RECOVERY = "recovery-succeeded"
 BATCH = "batch-equivalent"
@@ -159,10 +159,11 @@ def batch_check(header: dict[str, Any], events: list[dict[str, Any]]) -> Check:
     outputs = {e["sink"]: e for e in events if e.get("kind") == "flink.sink_output"}
     want, split = _batch_table(batch.get("subtasks") or [])
     finished = (header.get("flink") or {}).get("final_state", "FINISHED") == "FINISHED"
-    runs = [("failure-free reference", outputs.get("reference"))]
+    named = [("failure-free reference", outputs.get("reference"))]
     if finished:
-        runs.append(("run with the failure", outputs.get("tx")))
-    if not ended or any(o is None for _, o in runs):
+        named.append(("run with the failure", outputs.get("tx")))
+    runs = [(what, o) for what, o in named if o is not None]
+    if not ended or len(runs) < len(named):
         return Check.unchecked(BATCH, "no complete committed output to compare with the BATCH run's")
     release = release_of_trace(header)
     examined = 0
@@ -184,6 +185,57 @@ def batch_check(header: dict[str, Any], events: list[dict[str, Any]]) -> Check:
     done = " and ".join(w for w, _ in runs)
     return Check.held(BATCH, f"{len(want) - len(split)} KEY(s): the final row of every KEY of the {done} equals "
                       f"the BATCH-mode run's (apache-flink {release}){note}", examined=examined)
+
+
+def second_failure_problem(events: list[dict[str, Any]]) -> str | None:
+    """Why the trace does not prove the second failure of ``during-restore`` / ``twice`` where it
+    was meant to strike (None: proven; also None when the run has no second failure).
+
+    - ``during-restore``: the second failure was raised in attempt ``a >= 1`` of the restarted job
+      (the attempt Flink gave the task), after the first failure, while that attempt was still
+      restoring: some task of attempt ``a`` logged its restore (``flink.restore_interrupted``: the
+      recorder relabels the restores of the attempt that failure interrupted), and no task of
+      attempt ``a`` had taken a snapshot or finished before the failure;
+    - ``twice``: the job had recovered from the first failure (restores of attempt ``a`` between
+      the two failures) and the second failure was raised by attempt ``a``;
+    - both: the job restored again after the second failure (an attempt after ``a``).
+
+    Examples
+    --------
+    >>> ev = [{"seq": 1, "kind": "failure"}, {"seq": 2, "kind": "flink.restore", "attempt": 1},
+    ...       {"seq": 3, "kind": "failure", "second": "twice", "in_attempt": 1},
+    ...       {"seq": 4, "kind": "flink.restore", "attempt": 2}]
+    >>> second_failure_problem(ev) is None
+    True
+    >>> second_failure_problem(ev[:3])
+    'the job never restored after the second failure (seq 3)'
+    """
+    fails = [e for e in events if e.get("kind") in ("failure", "flink.failure_during_restore")]
+    second = next((e for e in fails if e.get("second")), None)
+    if second is None:
+        return None
+    first = next((e for e in fails if not e.get("second")), None)
+    if first is None or int(first["seq"]) > int(second["seq"]):
+        return f"the second failure (seq {second['seq']}) came before the first"
+    a = int(second.get("in_attempt") or 0)
+    s1, s2 = int(first["seq"]), int(second["seq"])
+    if a < 1:
+        return f"the second failure (seq {s2}) was not raised by a restarted attempt (attempt {a})"
+    after = [e for e in events if e.get("kind") == "flink.restore" and int(e["seq"]) > s2 and e.get("attempt", 0) > a]
+    if not after:
+        return f"the job never restored after the second failure (seq {s2})"
+    mine = [e for e in events if e.get("attempt") == a and e.get("kind") in (
+        "flink.restore", "flink.restore_interrupted", "flink.snapshot", "flink.task_finished")]
+    if second["second"] == "during-restore":
+        if not any(e["kind"] in ("flink.restore", "flink.restore_interrupted") and s1 < int(e["seq"]) for e in mine):
+            return f"no task of attempt {a} logged a restore: the second failure is not shown to strike while it restored"
+        busy = [e for e in mine if e["kind"] in ("flink.snapshot", "flink.task_finished") and int(e["seq"]) < s2]
+        if busy:
+            return (f"attempt {a} had already {busy[0]['kind'].split('.')[-1].replace('_', ' ')} (seq {busy[0]['seq']}) "
+                    f"before the second failure (seq {s2}): it was not restoring any more")
+    elif not any(e["kind"] == "flink.restore" and s1 < int(e["seq"]) < s2 for e in mine):
+        return f"the job had not recovered (no restore of attempt {a}) before the second failure (seq {s2})"
+    return None
 
 
 # ----------------------------------------------------------------------------- mutants

@@ -44,10 +44,13 @@ from rollcheck.flink_replay.replay import source_cut
 from rollcheck.pyimpl import children
 from rollcheck.pyimpl.errors import InconclusiveError, InternalError, InvalidInputError
 
-__all__ = ["RecordConfig", "record", "record_wordcount", "build_trace", "LOG4J", "BACKENDS", "parse_rescale",
+__all__ = ["RecordConfig", "record", "record_wordcount", "build_trace", "LOG4J", "BACKENDS", "FAILURES", "parse_rescale",
            "job_outcome"]
 
 BACKENDS = ("hashmap", "rocksdb", "changelog")
+#: The failures a recording injects: a task fails, the TaskManager process is killed, a second task
+#: failure while the restarted job restores its state, a second one right after the first recovery.
+FAILURES = ("task", "taskmanager", "during-restore", "twice")
 
 LOG4J = """rootLogger.level = INFO
 rootLogger.appenderRef.file.ref = FileAppender
@@ -119,8 +122,10 @@ class RecordConfig(dict):
             raise InvalidInputError("--records, --rate and the number of keys must be positive")
         if (fail_at_record is None) != (failure is None):
             raise InvalidInputError("--fail-at-record and --failure go together")
-        if failure not in (None, "task", "taskmanager"):
-            raise InvalidInputError(f"--failure {failure}: one of task, taskmanager")
+        if failure not in (None, *FAILURES):
+            raise InvalidInputError(f"--failure {failure}: one of {', '.join(FAILURES)}")
+        if failure in ("during-restore", "twice") and rescale is not None:
+            raise InvalidInputError(f"--failure {failure} restarts the job in place: not with --rescale")
         if fail_at_record is not None and module is None and not 1 <= fail_at_record <= records:
             raise InvalidInputError(f"--fail-at-record {fail_at_record} is outside the input (1..{records})")
         if fail_at_record is not None and fail_at_record < 1:
@@ -559,6 +564,23 @@ def build_trace(run: str | Path, out: str | Path, *, env_version: str = "?") -> 
         timed.append((int(fi["t"] * 1e6), 1, {"kind": "failure", "processes": ["source", "keyed"],
                                               "failed_task": "source",
                                               "failure": fi.get("failure", "task"), "record": fi.get("value")}))
+    marker2 = run / "failure2.json"
+    if marker2.exists():  # the second failure of "during-restore" / "twice" (job_pipelines.pace_class)
+        f2 = json.loads(marker2.read_text())
+        # "twice": a failure of the recovered job, a core failure with its own recovery; "during-restore":
+        # the first recovery had not happened yet (it is the restore that completes after it), so for the
+        # core model the job failed once and recovered once, and the second failure is Flink's own event
+        kind = "failure" if f2.get("failure") == "twice" else "flink.failure_during_restore"
+        if kind != "failure" and f2.get("attempt") is not None:
+            # the restores of the attempt that failure interrupted: not a recovery (some tasks of that
+            # attempt never restored); the recovery is the next attempt's
+            for _, _, e in timed:
+                if e["kind"] == "flink.restore" and e["attempt"] == int(f2["attempt"]):
+                    e["kind"] = "flink.restore_interrupted"
+        timed.append((int(f2["t"] * 1e6), 1, {"kind": kind, "processes": ["source", "keyed"],
+                                              "failed_task": "source", "failure": "task", "second": f2.get("failure"),
+                                              "phase": f2.get("phase"), "in_attempt": f2.get("attempt"),
+                                              "subtask": f2.get("subtask"), "record": f2.get("value")}))
     for c in info.get("commits", []):
         timed.append((int(c["t"] * 1e6), 7, {"kind": "flink.sink_commit", "file": c["file"], "lines": c["lines"]}))
     failed = _recovery_failed(info, timed, run) if marker.exists() else None
@@ -622,8 +644,12 @@ def build_trace(run: str | Path, out: str | Path, *, env_version: str = "?") -> 
     # job's region, which Flink completes by cancelling every task: a checkpoint that completed after
     # a task raised (another task's snapshot can still follow the raise) was taken before that, so
     # its core events come just before the failure.
-    t_fail = next((t for t, _, e in timed if e["kind"] == "failure"), None)
-    t_rec = next((t for t, _, e in timed if e["kind"] == "flink.restore" and e["attempt"] > 0), None)
+    # every failure (two for "during-restore" and "twice") and the first restore after it
+    fails: list[tuple[int, int | None]] = []
+    for tf in sorted(t for t, _, e in timed if e["kind"] == "failure"):
+        tr = next((t for t, _, e in sorted(timed, key=lambda x: (x[0], x[1]))
+                   if e["kind"] == "flink.restore" and e["attempt"] > 0 and t >= tf), None)
+        fails.append((tf, tr))
     taken: dict[tuple[int, str], int] = {}
     for t, _, e in timed:
         if e["kind"] == "flink.snapshot":
@@ -631,7 +657,7 @@ def build_trace(run: str | Path, out: str | Path, *, env_version: str = "?") -> 
             taken[key] = max(taken.get(key, t), t)
     core_timed: list[tuple[int, int, int, dict[str, Any]]] = []  # (t, rank, position, event)
     ordinal: dict[int, int] = {}
-    recovered = False
+    recoveries = 0
     for pos, (t, rank_, e) in enumerate(timed):
         core_timed.append((t, rank_, 2 * pos, e))
         if e["kind"] == "flink.checkpoint_completed":
@@ -639,12 +665,15 @@ def build_trace(run: str | Path, out: str | Path, *, env_version: str = "?") -> 
             for proc in header["processes"]:
                 at = min(t, taken.get((e["checkpoint"], proc), t))
                 rk = 2
-                if t_fail is not None and at >= t_fail and (t_rec is None or t < t_rec):
-                    at, rk = t_fail, 0  # before the failure (rank 1 at the same time)
+                for t_fail, t_rec in fails[::-1]:
+                    if at >= t_fail and (t_rec is None or t < t_rec):
+                        at, rk = t_fail, 0  # before the failure (rank 1 at the same time)
+                        break
                 core_timed.append((at, rk, 2 * pos + 1, {"kind": "checkpoint", "process": proc,
                                                         "index": ordinal[e["checkpoint"]], "forced": False}))
-        elif e["kind"] == "flink.restore" and e["attempt"] > 0 and not recovered:
-            recovered = True
+        elif e["kind"] == "flink.restore" and e["attempt"] > 0 and recoveries < len(fails) \
+                and t >= fails[recoveries][0]:  # the first restore after each failure
+            recoveries += 1
             k = ordinal.get(e["checkpoint"]) if e["checkpoint"] is not None else 0
             restored = {proc: k for proc in header["processes"]}
             core_timed.append((t, rank_, 2 * pos + 1, {"kind": "recovery", "line": restored, "in_transit": []}))

@@ -41,7 +41,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from rollcheck.flink_replay.oracles import BATCH, RECOVERY, batch_check, recovery_check
+from rollcheck.flink_replay.oracles import (
+    BATCH,
+    RECOVERY,
+    batch_check,
+    recovery_check,
+    second_failure_problem,
+)
 from rollcheck.flink_replay.rescale_checks import KEYED, OPERATOR, USER, rescale_checks
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.jsonio import loads_json, safe_name
@@ -53,10 +59,21 @@ __all__ = ["replay_job", "word_count_report", "JOB_CHECKS", "job_check", "job_ch
 SEP = "\x1f"
 
 
-def failure_check(events: list[dict[str, Any]]) -> Check:
-    """``failure-observed``: the failure event and restores in a later attempt."""
+def failure_check(events: list[dict[str, Any]], header: dict[str, Any] | None = None) -> Check:
+    """``failure-observed``: the failure event and restores in a later attempt; for ``during-restore``
+    and ``twice`` also the second failure, where it was meant to strike
+    (:func:`rollcheck.flink_replay.oracles.second_failure_problem`)."""
     name = "failure-observed"
     failure = next((e for e in events if e["kind"] == "failure"), None)
+    kind = ((header or {}).get("config") or {}).get("failure")
+    second = next((e for e in events if e["kind"] in ("failure", "flink.failure_during_restore")
+                   and e.get("second")), None)
+    if kind in ("during-restore", "twice") and failure is not None:
+        if second is None:
+            return Check.unchecked(name, f"--failure {kind}: the second failure never struck (the input ended first)")
+        problem = second_failure_problem(events)
+        if problem is not None:
+            return Check.unchecked(name, f"--failure {kind}: the kill point is not proven: {problem}")
     restores = [e for e in events if e["kind"] == "flink.restore" and e.get("attempt", 0) > 0]
     if failure is None:
         return Check.unchecked(name, "no failure event: nothing about recovery can be checked")
@@ -65,7 +82,11 @@ def failure_check(events: list[dict[str, Any]]) -> Check:
     if failure.get("failure") == "taskmanager" and not any(e["kind"] == "flink.taskmanager_lost" for e in events):
         return Check.unchecked(name, "a TaskManager kill was recorded but the JobManager never reported it lost")
     what = "TaskManager process killed" if failure.get("failure") == "taskmanager" else "task failure"
-    return Check.held(name, f"{what} at seq {failure['seq']} (record {failure.get('record')}), "
+    then = ""
+    if second is not None:
+        then = (f", then a second task failure {second.get('phase')} (attempt {second.get('in_attempt')}) at seq "
+                f"{second['seq']}")
+    return Check.held(name, f"{what} at seq {failure['seq']} (record {failure.get('record')}){then}, "
                       f"{len(restores)} operator restores after it", examined=1)
 
 
@@ -327,7 +348,7 @@ def job_check(name: str, header: dict[str, Any], events: list[dict[str, Any]]) -
         ``name`` is not a check of a user's job trace.
     """
     if name == "failure-observed":
-        return failure_check(events)
+        return failure_check(events, header)
     if name == "restore-latest-completed":
         return restore_check(events)
     if name in (KEYED, OPERATOR, USER):

@@ -186,3 +186,113 @@ def test_a_real_restart_that_fails_is_recorded_and_found(tmp_path: Path) -> None
     assert failed["exception"] == "java.io.FileNotFoundException" and failed["checkpoint"] is not None
     c = recovery_check(h, ev)
     assert c.status is Status.VIOLATED and "FileNotFoundException" in c.detail
+
+
+# ----------------------------------------------------------------------------- during-restore, twice
+def _second(kind: str, attempt: int = 1, seq: int = 5) -> dict[str, Any]:
+    return _ev(seq, "failure" if kind == "twice" else "flink.failure_during_restore", second=kind, phase="during-restore" if kind == "during-restore" else "after-recovery",
+               in_attempt=attempt)
+
+
+def _restore(seq: int, attempt: int) -> dict[str, Any]:
+    return _ev(seq, "flink.restore", attempt=attempt, task="source", subtask=0, checkpoint=1)
+
+
+@pytest.mark.parametrize("kind, events, problem", [
+    ("during-restore", [_ev(1, "failure"), _restore(3, 1), _second("during-restore"), _restore(7, 2)], None),
+    ("during-restore", [_ev(1, "failure"), _restore(3, 1), _ev(4, "flink.snapshot", attempt=1),
+                        _second("during-restore"), _restore(7, 2)], "not restoring any more"),
+    ("during-restore", [_ev(1, "failure"), _second("during-restore"), _restore(7, 2)], "no task of attempt 1"),
+    ("twice", [_ev(1, "failure"), _restore(3, 1), _second("twice"), _restore(7, 2)], None),
+    ("twice", [_ev(1, "failure"), _second("twice"), _restore(7, 1), _restore(8, 2)], "had not recovered"),
+    ("twice", [_ev(1, "failure"), _restore(3, 1), _second("twice")], "never restored after the second"),
+    ("twice", [_ev(1, "failure"), _restore(3, 1), _second("twice", attempt=0), _restore(7, 2)], "not raised by"),
+])
+def test_the_second_failure_must_be_proven_where_it_was_meant_to_strike(kind: str, events: list[dict[str, Any]],
+                                                                       problem: str | None) -> None:
+    from rollcheck.flink_replay.oracles import second_failure_problem
+    from rollcheck.flink_replay.user_replay import failure_check
+
+    got = second_failure_problem(events)
+    header = {"config": {"failure": kind}}
+    c = failure_check(events, header)
+    if problem is None:
+        assert got is None and c.status is Status.HELD and "then a second task failure" in c.detail, (got, c.detail)
+    else:
+        assert got is not None and problem in got, got
+        assert c.status is Status.UNCHECKED and "not proven" in c.detail
+
+
+def test_a_second_failure_that_never_struck_is_inconclusive() -> None:
+    from rollcheck.flink_replay.user_replay import failure_check
+
+    c = failure_check([_ev(1, "failure"), _restore(3, 1), _ev(9, "end")], {"config": {"failure": "twice"}})
+    assert c.status is Status.UNCHECKED and "never struck" in c.detail
+
+
+def test_second_failures_are_refused_with_rescaling() -> None:
+    from rollcheck.flink_replay.matrix import cells
+    from rollcheck.flink_replay.record import RecordConfig
+    from rollcheck.pyimpl.errors import InvalidInputError
+
+    with pytest.raises(InvalidInputError, match="not with --rescale"):
+        RecordConfig.make(module=str(JOB), fail_at_record=3, failure="twice", rescale=(2, 1))
+    got = cells([str(JOB)], ["hashmap"], ["aligned"], ["task", "twice", "during-restore"], [None, (2, 1)])
+    assert sorted((c.failure, str(c.rescale)) for c in got) == [("during-restore", "None"), ("task", "(2, 1)"),
+                                                               ("task", "None"), ("twice", "None")]
+
+
+@pytest.mark.parametrize("kind", ["during-restore", "twice"])
+def test_recorded_second_failures_replay_conformant_with_the_kill_point_proven(
+        kind: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Real apache-flink 2.3.0 runs of keyed_totals (``--failure during-restore`` / ``twice``)."""
+    path = ROOT / "tests" / "data" / "flink" / f"keyed-totals-{kind}-2.3.0.jsonl"
+    h, ev = _load(path)
+    assert h["config"]["failure"] == kind
+    second = next(e for e in ev if e.get("second") == kind)
+    assert second["kind"] == ("failure" if kind == "twice" else "flink.failure_during_restore")
+    assert main(["flink", "replay", str(path), "--json", "--no-tlc"]) == 0
+    got = {c["name"]: c for c in json.loads(capsys.readouterr().out)["checks"]}
+    assert "then a second task failure" in got["failure-observed"]["detail"]
+    assert all(got[n]["status"] == "held" for n in ("recovery-succeeded", "batch-equivalent", "output-exactly-once",
+                                                     "keyed-state-restored-once", "user-state-restored-once"))
+    if kind == "twice":  # two core failures, each with its recovery
+        assert got["recovery-line"]["detail"].startswith("2 recovery(ies)")
+    else:  # the attempt the second failure interrupted is no recovery: its restores are relabelled
+        assert any(e["kind"] == "flink.restore_interrupted" for e in ev)
+
+
+def test_a_second_failure_without_a_later_restore_is_inconclusive(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """The kill point must be proven by the trace: with the restores after the second failure gone
+    (a mutant of the recorder), failure-observed is unchecked and the replay inconclusive."""
+    h, ev = _load(ROOT / "tests" / "data" / "flink" / "keyed-totals-twice-2.3.0.jsonl")
+    second = next(e for e in ev if e.get("second") == "twice")
+    cut = [e for e in ev if not (e["kind"] == "flink.restore" and e["seq"] > second["seq"])]
+    from rollcheck.flink_replay.user_replay import failure_check
+
+    c = failure_check(cut, h)
+    assert c.status is Status.UNCHECKED and "never restored after the second failure" in c.detail
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["during-restore", "twice"])
+def test_second_failures_on_the_command_line(kind: str, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from rollcheck.flink_replay.environment import find_flink
+    from rollcheck.pyimpl.errors import InconclusiveError
+
+    try:
+        find_flink()
+    except InconclusiveError as e:
+        pytest.skip(str(e))
+    out = tmp_path / "t.jsonl"
+    rc = [sys.executable, "-m", "rollcheck.cli.main", "flink"]
+    r = subprocess.run([*rc, "record", "job", "--module", str(JOB), "--out", str(out), "--fail-at-record", "300",
+                        "--failure", kind], capture_output=True, text=True, cwd=ROOT, timeout=1200)
+    assert r.returncode == 0, r.stderr[-2000:]
+    rp = subprocess.run([*rc, "replay", str(out), "--json", "--no-tlc"], capture_output=True, text=True, cwd=ROOT,
+                        timeout=600)
+    assert rp.returncode == 0, rp.stdout[-2000:]

@@ -44,7 +44,10 @@ def _record_args(wc: Any) -> None:
                     help="service-rate cap (used by recovery-time; accepted and recorded here)")
     wc.add_argument("--keys", type=int, default=8, help="distinct words")
     wc.add_argument("--fail-at-record", type=int, default=None, metavar="K")
-    wc.add_argument("--failure", choices=["task", "taskmanager"], default=None)
+    wc.add_argument("--failure", choices=["task", "taskmanager", "during-restore", "twice"], default=None,
+                    help="task: a task fails at record K; taskmanager: its process is killed; during-restore: then a "
+                         "second task failure while the restarted job restores; twice: then a second one right after "
+                         "the first recovery")
     wc.add_argument("--seed", type=int, default=0)
     wc.add_argument("--timeout", type=float, default=300.0, help="seconds before the job is cancelled")
     wc.add_argument("--backend", choices=["hashmap", "rocksdb", "changelog"], default="hashmap",
@@ -268,7 +271,7 @@ def _matrix(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from rollcheck.flink_replay.matrix import cells, run_matrix
-    from rollcheck.flink_replay.record import BACKENDS, parse_rescale
+    from rollcheck.flink_replay.record import BACKENDS, FAILURES, parse_rescale
     from rollcheck.pyimpl.errors import InvalidInputError
 
     def split(text: str, allowed: tuple[str, ...], flag: str) -> list[str]:
@@ -304,7 +307,7 @@ def _matrix(args: argparse.Namespace) -> int:
     todo = cells(modules,
                   split(args.backends, BACKENDS, "--backends"),
                   split(args.checkpoints, ("aligned", "unaligned"), "--checkpoints"),
-                  split(args.failures, ("task", "taskmanager"), "--failures"), rescales, versions)
+                  split(args.failures, FAILURES, "--failures"), rescales, versions)
     print(f"rollcheck flink matrix: {len(todo)} cells, seed {args.seed}, {args.jobs} at a time, into {args.out}",
           file=sys.stderr)
     from rollcheck.cli.spark_matrix_view import MatrixView
