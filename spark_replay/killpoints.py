@@ -639,9 +639,24 @@ def executor_struck(header: dict[str, Any], events: list[dict[str, Any]]) -> Che
     if not later:
         return Check.unchecked(name, f"{who} was killed (seq {f['seq']}) but no batch committed after it in the "
                                      "same driver: the query did not go on")
+    from rollcheck.spark_replay.watcher import state_key
+
+    stores = {state_key(e) for e in events if _base(e.get("kind", "")) == "state_committed"
+              and e.get("version") == k + 1 and e["seq"] < f["seq"]}
+    moved = ""
+    if stores and any(int(e["batch"]) == k + 1 for e in later):
+        # every state store instance, the lost executor's too, was loaded elsewhere and committed again
+        again = {state_key(e) for e in events if _base(e.get("kind", "")) == "state_committed"
+                 and e.get("version") == k + 2 and e["seq"] > f["seq"] and e.get("attempt") == f.get("attempt")}
+        if stores - again:
+            return Check.unchecked(name, f"{who} was killed (seq {f['seq']}) but state store(s) "
+                                         f"{sorted(stores - again)} never committed version {k + 2} after it: the "
+                                         "state was not shown to be reloaded on another executor")
+        moved = (f"; all {len(stores)} state store instance(s) committed version {k + 2} after the loss (the lost "
+                 f"executor's loaded from the checkpoint's version {k + 1} on the executors left)")
     return Check.held(name, f"{who} SIGKILLed in batch {k} after its state stores committed (seq {f['seq']}); "
                             f"Spark removed it ({f.get('remove_reason')}) and the same driver committed batch(es) "
-                            f"{sorted({int(e['batch']) for e in later})} after it", examined=1)
+                            f"{sorted({int(e['batch']) for e in later})} after it{moved}", examined=1)
 
 
 def retry_struck(header: dict[str, Any], events: list[dict[str, Any]]) -> Check:

@@ -145,6 +145,19 @@ def test_executor_lost_is_unchecked_without_its_evidence(change, fragment):
     assert c.status.value == "unchecked" and fragment in c.detail, c.detail
 
 
+def test_executor_lost_needs_every_state_store_committed_again_after_the_loss():
+    def sc(seq, part, version):
+        return {"seq": seq, "kind": "spark.state_committed", "attempt": 1, "partition": part, "version": version,
+                "file": f"state/0/{part}/{version}.delta"}
+
+    before = [sc(10, 0, 3), sc(11, 1, 3)]
+    nxt = {**LATER_COMMIT, "seq": 40}
+    held = executor_struck(EXEC_HEADER, [*before, EXEC_FAILURE, sc(25, 0, 4), sc(26, 1, 4), LATER_COMMIT, nxt])
+    assert held.status.value == "held" and "committed version 4 after the loss" in held.detail
+    lost = executor_struck(EXEC_HEADER, [*before, EXEC_FAILURE, sc(25, 0, 4), LATER_COMMIT, nxt])
+    assert lost.status.value == "unchecked" and "never committed version 4" in lost.detail, lost.detail
+
+
 def test_executor_lost_needs_the_same_driver_to_go_on():
     c = executor_struck(EXEC_HEADER, [EXEC_FAILURE, {**LATER_COMMIT, "attempt": 2}])
     assert c.status.value == "unchecked" and "did not go on" in c.detail
