@@ -194,6 +194,8 @@ def record(out: str | Path, config: RecordConfig, *, run_dir: str | Path | None 
 _ENV_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM}
 #: what a recording writes (checkpoints, logs, the trace): refuse to start with less free space
 MIN_FREE_BYTES = 64 * 1024 * 1024
+#: the text of the failure rollcheck injects (job_failures.INJECTED): never the engine's exception
+INJECTED_TEXT = "rollcheck: injected"
 _ENV_MESSAGES = ("No space left on device", "Disk quota exceeded", "Read-only file system")
 
 
@@ -726,6 +728,13 @@ def _recovery_failed(info: dict[str, Any], timed: list[tuple[int, int, dict[str,
     final = info.get("final_state")
     if final == "FINISHED" or info.get("user_error"):
         return None
+    restarts = max(int(info.get("restarts") or 0), _restarts_in_logs(run, info.get("job_id")))
+    cause = str(info.get("failure_cause") or "")
+    # only what is the engine's: a job Flink failed with its exception, or one restarted again and
+    # again until the limit (not a rescaled run rollcheck could not restore, not a slow run cut at
+    # the limit after one restart)
+    if not ((final == "FAILED" and cause and INJECTED_TEXT not in cause) or (final == "TIMEOUT" and restarts >= 2)):
+        return None
     events = [e for _, _, e in sorted(timed, key=lambda x: (x[0], x[1]))]
     t_fail = next((t for t, _, e in timed if e["kind"] == "failure"), None)
     restored = [e.get("checkpoint") for e in events if e["kind"] == "flink.restore" and e.get("attempt", 0) > 0]
@@ -734,10 +743,11 @@ def _recovery_failed(info: dict[str, Any], timed: list[tuple[int, int, dict[str,
                  and (t_fail is None or t <= t_fail)]
     checkpoint = next((c for c in [*restored[::-1], *reported[::-1]] if c is not None),
                       max(completed) if completed else None)
-    cause = str(info.get("failure_cause") or "")
     etype, _, message = cause.partition(": ")
+    if not cause:
+        etype, message = "", f"restarted {restarts} times without end until the limit"
     return {"kind": "flink.recovery_failed", "final_state": final, "checkpoint": checkpoint,
-            "restarts": max(int(info.get("restarts") or 0), _restarts_in_logs(run, info.get("job_id"))),
+            "restarts": restarts,
             "exception": etype.strip() or None,
             "message": message.strip()[:400], "user_code": False}
 

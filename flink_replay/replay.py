@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from rollcheck.flink_replay.oracles import RECOVERY, recovery_check
 from rollcheck.flink_replay.rescale_checks import (
     KEYED,
     OPERATOR,
@@ -168,6 +169,26 @@ class FlinkCheck(TraceCheck):
                                     f"({type(e).__name__}: {e})", source=getattr(v, "source", None)) from None
 
 
+class _RecoveryPlugin(FlinkCheck):
+    """``recovery-succeeded`` on the word count (:func:`rollcheck.flink_replay.oracles.recovery_check`):
+    the collected Flink events and the trace's ``end`` (whether the trace was complete)."""
+
+    def __init__(self, header: dict[str, Any], collector: FlinkEvents):
+        super().__init__(RECOVERY, header, collector, recovery_check)
+        self.end: dict[str, Any] | None = None
+
+    def on_end(self, v: Any, seq: int) -> None:
+        self.end = {"seq": seq, "kind": "end"}
+
+    def finish(self, v: Any, results: dict[str, Check]) -> Check:
+        events = self.collector.events + ([self.end] if self.end is not None else [])
+        try:
+            return recovery_check(self.header, events)
+        except (TypeError, ValueError, KeyError, AttributeError, IndexError) as e:
+            raise InvalidInputError(f"{self.name}: the trace's Flink events are malformed "
+                                    f"({type(e).__name__}: {e})", source=getattr(v, "source", None)) from None
+
+
 class BarrierTLC(TraceCheck):
     """``barrier-alignment-tlc``: the aligned snapshots walked through the Chandy–Lamport model by TLC.
 
@@ -206,6 +227,8 @@ def flink_plugins(header: dict[str, Any], path: str | Path | None = None,
         ("output-exactly-once", _output_check), ("side-effect-duplicates", _duplicates_of),
         # key by key: every key of the restored checkpoint restored once, by its key group's owner
         (KEYED, keyed_state_check), (OPERATOR, operator_state_check))]
+    # an oracle that does not trust the engine's failure-free run: the restart itself succeeded
+    plugins.append(_RecoveryPlugin(header, ev))
     if tlc is not None and path is not None:
         plugins.insert(5, BarrierTLC(header, path, tlc))
     return plugins

@@ -33,9 +33,9 @@ from rollcheck.pyimpl.verdict import Status
 
 ROOT = Path(__file__).resolve().parents[1]
 GOOD = ROOT / "examples" / "flink-job-rescale-2-1.jsonl"
-FAILED = ROOT / "tests" / "data" / "flink" / "recovery-failed-2.3.0.jsonl"
+FAILED = ROOT / "tests" / "data" / "flink_oracles" / "recovery-failed-2.3.0.jsonl"
 JOB = ROOT / "examples" / "flink_jobs" / "keyed_totals.py"
-TOTALS = ROOT / "tests" / "data" / "flink" / "keyed-totals-task-2.3.0.jsonl"
+TOTALS = ROOT / "tests" / "data" / "flink_oracles" / "keyed-totals-task-2.3.0.jsonl"
 
 
 def _load(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -158,6 +158,8 @@ def test_job_that_did_not_finish_after_restoring_names_flinks_cause() -> None:
     c = recovery_check(h, ev)
     assert c.status is Status.VIOLATED and "checkpoint 3" in c.detail and "java.lang.X: boom" in c.detail
     assert "apache-flink 1.20.5" in c.detail
+    h["flink"].pop("failure_cause")  # nothing says the engine failed it: not a finding, inconclusive
+    assert recovery_check(h, ev).status is Status.UNCHECKED
 
 
 def test_swallow_needs_a_failure() -> None:
@@ -246,7 +248,7 @@ def test_second_failures_are_refused_with_rescaling() -> None:
 def test_recorded_second_failures_replay_conformant_with_the_kill_point_proven(
         kind: str, capsys: pytest.CaptureFixture[str]) -> None:
     """Real apache-flink 2.3.0 runs of keyed_totals (``--failure during-restore`` / ``twice``)."""
-    path = ROOT / "tests" / "data" / "flink" / f"keyed-totals-{kind}-2.3.0.jsonl"
+    path = ROOT / "tests" / "data" / "flink_oracles" / f"keyed-totals-{kind}-2.3.0.jsonl"
     h, ev = _load(path)
     assert h["config"]["failure"] == kind
     second = next(e for e in ev if e.get("second") == kind)
@@ -266,7 +268,7 @@ def test_a_second_failure_without_a_later_restore_is_inconclusive(tmp_path: Path
                                                                   capsys: pytest.CaptureFixture[str]) -> None:
     """The kill point must be proven by the trace: with the restores after the second failure gone
     (a mutant of the recorder), failure-observed is unchecked and the replay inconclusive."""
-    h, ev = _load(ROOT / "tests" / "data" / "flink" / "keyed-totals-twice-2.3.0.jsonl")
+    h, ev = _load(ROOT / "tests" / "data" / "flink_oracles" / "keyed-totals-twice-2.3.0.jsonl")
     second = next(e for e in ev if e.get("second") == "twice")
     cut = [e for e in ev if not (e["kind"] == "flink.restore" and e["seq"] > second["seq"])]
     from rollcheck.flink_replay.user_replay import failure_check
@@ -296,3 +298,14 @@ def test_second_failures_on_the_command_line(kind: str, tmp_path: Path) -> None:
     rp = subprocess.run([*rc, "replay", str(out), "--json", "--no-tlc"], capture_output=True, text=True, cwd=ROOT,
                         timeout=600)
     assert rp.returncode == 0, rp.stdout[-2000:]
+
+
+def test_the_word_count_replay_checks_the_recovery_too(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace = ROOT / "examples" / "flink-aligned-task-failure.jsonl"
+    assert main(["flink", "replay", str(trace), "--json", "--no-tlc"]) == 0
+    got = {c["name"]: c for c in json.loads(capsys.readouterr().out)["checks"]}
+    assert got[RECOVERY]["status"] == "held"
+    h, ev = swallow_recovery_exception(*_load(trace))
+    assert main(["flink", "replay", str(_write(tmp_path / "t.jsonl", h, ev)), "--json", "--no-tlc"]) == 1
+    got = {c["name"]: c for c in json.loads(capsys.readouterr().out)["checks"]}
+    assert got[RECOVERY]["status"] == "violated"
