@@ -245,6 +245,12 @@ def render_markdown(results: dict[str, Any]) -> str:
         notes.append(f"- **{r['id']}** ({r['engine']}, `{r['module']}`): {r['description']}")
         notes.append(f"  Wrong on {r['affected']}: {r['expected']['wrong']}. Right on {r['fixed']}: "
                      f"{r['expected']['right']}.")
+        for v in (r["affected"], r["fixed"]):
+            c = r["rollcheck"].get(v)
+            if c and c.get("how") != "not run":
+                notes.append(f"  rollcheck on {v}: {c.get('how')}; verdicts {', '.join(c.get('verdicts') or []) or 'none'}; "
+                             f"exit codes {[x.get('exit') for x in c.get('runs', [])]}; failed checks "
+                             f"{', '.join(c.get('failed_checks') or []) or 'none'}.")
         if r["status"] == "missed":
             notes.append(f"  rollcheck missed it: {r.get('lacks') or 'no check failed on the affected release'}.")
         if r["status"] == "not run":
