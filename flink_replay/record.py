@@ -579,6 +579,8 @@ def build_trace(run: str | Path, out: str | Path, *, env_version: str = "?") -> 
             for _, _, e in timed:
                 if e["kind"] == "flink.restore" and e["attempt"] == int(f2["attempt"]):
                     e["kind"] = "flink.restore_interrupted"
+                elif e["kind"] == "flink.user_state" and e["phase"] == "restore" and e["attempt"] == int(f2["attempt"]):
+                    e["phase"] = "restore-interrupted"  # the user's keyed operators, likewise
         timed.append((int(f2["t"] * 1e6), 1, {"kind": kind, "processes": ["source", "keyed"],
                                               "failed_task": "source", "failure": "task", "second": f2.get("failure"),
                                               "phase": f2.get("phase"), "in_attempt": f2.get("attempt"),

@@ -262,6 +262,7 @@ def test_recorded_second_failures_replay_conformant_with_the_kill_point_proven(
         assert got["recovery-line"]["detail"].startswith("2 recovery(ies)")
     else:  # the attempt the second failure interrupted is no recovery: its restores are relabelled
         assert any(e["kind"] == "flink.restore_interrupted" for e in ev)
+        assert any(e.get("phase") == "restore-interrupted" for e in ev if e["kind"] == "flink.user_state")
 
 
 def test_a_second_failure_without_a_later_restore_is_inconclusive(tmp_path: Path,
