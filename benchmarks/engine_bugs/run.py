@@ -221,11 +221,11 @@ def render_markdown(results: dict[str, Any]) -> str:
         "`make bench-bugs` runs every entry of `benchmarks/engine_bugs/manifest.json` on the release",
         "the bug was reported against and on the release that fixed it: the entry's standalone",
         "reproducer (PySpark or PyFlink only, no rollcheck import) and rollcheck on the entry's matrix",
-        "slice with `--engine-version`. The numbers below are from the run of "
+        "slice with `--engine-version`. The numbers below are from the bench passes merged on "
         f"{results['generated']} (`benchmarks/results/engine-bugs.json`).",
         "",
         "| bug | kind | releases (affected → fixed) | reproducer on affected / fixed | rollcheck on affected | "
-        "check(s) that found it | quiet on fixed | wall time (s) |",
+        "check(s) that found it | quiet on fixed | wall time (s; both releases, reproducer + rollcheck) |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     rows = []
@@ -290,6 +290,8 @@ def main(argv: list[str] | None = None) -> int:
                 r = got[e["id"]]
                 if r.get("status") == "missed":  # what rollcheck lacks is written after seeing the miss
                     r["lacks"] = e.get("lacks") or r.get("lacks")
+                if r.get("status") == "not run" and e.get("not_run_reason"):
+                    r["note"] = e["not_run_reason"]
             else:  # in the manifest, but no pass ran it: a row that says so, with no number
                 r = {k: e[k] for k in ("id", "engine", "kind", "affected", "fixed", "module", "description",
                                        "slice", "expected", "sources")}
@@ -327,7 +329,9 @@ def main(argv: list[str] | None = None) -> int:
         out_entries.append(rec)
         _write(out_entries, manifest)
     _write(out_entries, manifest)
-    print(f"[bench-bugs] wrote {RESULTS} and {DOC}", file=sys.stderr)
+    wrote = f"{RESULTS} and {DOC}" if RESULTS == (ROOT / "benchmarks" / "results" / "engine-bugs.json").resolve() \
+        else f"{RESULTS} (merge it with --merge to update {DOC})"
+    print(f"[bench-bugs] wrote {wrote}", file=sys.stderr)
     return 0
 
 
