@@ -174,7 +174,7 @@ def _rollcheck(entry: dict[str, Any], version: str, work: Path) -> dict[str, Any
             cmd += ["--rescale", r, "--no-same"]
         how = "flink matrix"
         cmds = [cmd]
-    runs = []
+    runs: list[dict[str, Any]] = []
     answer: Any = None
     for c in cmds:
         try:
