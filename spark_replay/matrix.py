@@ -17,7 +17,11 @@ which supplies:
 - the replay (:func:`rollcheck.spark_replay.replay.replay_file`) and the witness
   (:mod:`rollcheck.spark_replay.matrix_witness`);
 - for a finding: the minimised input and the standalone reproducer
-  (:mod:`rollcheck.spark_replay.reproducer`).
+  (:mod:`rollcheck.spark_replay.reproducer`);
+- with ``--engine-version V[,V2...]`` (:attr:`MatrixOptions.engine_versions`): every release's
+  environment made (or reused) once before any cell runs (a release pip cannot install: exit 2,
+  no cell run), one group of rows per release, the release in every cell's recording
+  (``spark record query --engine-version V``), shared reference, ``config`` and reproducer run.
 
 Every cell's verdict comes from the one verdict rule (:func:`rollcheck.pyimpl.verdict.decide`) and
 its attribution from :func:`rollcheck.pyimpl.attribution.classify_cell`; the matrix's exit code from
@@ -62,6 +66,7 @@ from rollcheck.spark_replay.matrix_plan import (
     columns,
     library_modules,
     plan_cells,
+    row_header,
     supported_providers,
 )
 from rollcheck.spark_replay.matrix_witness import (
@@ -96,6 +101,7 @@ __all__ = [
     "overloaded",
     "shared_reference",
     "write_shared_reference",
+    "prepare_releases",
 ]
 
 #: The core's child-process runner (the name the tests of the Spark matrix knew it by).
@@ -119,10 +125,15 @@ def _last_line(path: Path) -> str:
 
 
 def _record_argv(cell: Cell | None, module: str, provider: str, opts: MatrixOptions, trace: Path,
-                 reference: Path | None) -> list[str]:
+                 reference: Path | None, engine_version: str | None = None) -> list[str]:
     argv = [sys.executable, "-m", "rollcheck.cli.main", "spark", "record", "query", "--module", module,
             "--out", str(trace), "--seed", str(opts.seed), "--state-store", provider,
             "--call-timeout", f"{opts.call_timeout:g}", "--json"]
+    release = cell.engine_version if cell is not None else engine_version
+    if release:  # the recorder makes no environment here: prepare_releases made it before the cells
+        argv += ["--engine-version", release]
+        if opts.reference_version:
+            argv += ["--reference-version", opts.reference_version]
     if opts.batches is not None:
         argv += ["--batches", str(opts.batches)]
     if opts.master:
@@ -192,11 +203,16 @@ class SparkAdapter(EngineAdapter):
         #: where the cells run: ``local-standalone`` (a cluster the matrix started) or the user's
         #: ``spark://`` master; None in local mode
         self.cluster = opts.cluster or (opts.master if on_cluster(opts.master) else None)
+        #: "release · query · state store" when the cells name their releases
+        self.row_header = row_header(planned)
 
     def describe(self, cell: Cell) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
         o = self.opts
         where = {"cluster": self.cluster} if self.cluster else {}
-        return ({"state_store": cell.provider, "batches": o.batches, "seed": o.seed, **where},
+        release = {"engine_version": cell.engine_version or _pinned()}
+        if cell.engine_version:
+            release["reference_version"] = o.reference_version or _pinned()
+        return ({"state_store": cell.provider, "batches": o.batches, "seed": o.seed, **where, **release},
                 {"mode": cell.failure, "batch": o.fail_at_batch, **({"kill_point": cell.kill_point}
                                                                     if cell.kill_point else {})},
                 {"name": cell.name})
@@ -211,7 +227,7 @@ class SparkAdapter(EngineAdapter):
         trace.parent.mkdir(parents=True, exist_ok=True)
         rc: int | None = None
         for attempt in range(1 + self.opts.retries):
-            rc, _ = runner.run(_record_argv(None, c0.module, c0.provider, self.opts, trace, None),
+            rc, _ = runner.run(_record_argv(None, c0.module, c0.provider, self.opts, trace, None, c0.engine_version),
                                self.opts.cell_timeout, log)
             if rc == 0 or not overloaded(log) or attempt == self.opts.retries:
                 break
@@ -267,11 +283,51 @@ class SparkAdapter(EngineAdapter):
         return minimise_and_write(cell, self.opts, dict(entry), runner.run, argv_for, root_cause)
 
     def caption(self) -> str:
-        return f"Seed {self.opts.seed}, failure at batch {self.opts.fail_at_batch}."
+        return _caption({"seed": self.opts.seed, "fail_at_batch": self.opts.fail_at_batch,
+                         "engine_versions": self.opts.engine_versions,
+                         "reference_version": self.opts.reference_version})
 
     def meta(self) -> dict[str, Any]:
+        releases = ({"engine_versions": list(self.opts.engine_versions),
+                     "reference_version": self.opts.reference_version or _pinned()}
+                    if self.opts.engine_versions else {})
         return {"seed": self.opts.seed, "fail_at_batch": self.opts.fail_at_batch, "batches": self.opts.batches,
-                "skipped": self.skipped}
+                "skipped": self.skipped, **releases}
+
+
+def _pinned() -> str:
+    from rollcheck.spark_replay.releases import pinned_release
+
+    return pinned_release()
+
+
+def _caption(meta: Mapping[str, Any]) -> str:
+    text = f"Seed {meta.get('seed')}, failure at batch {meta.get('fail_at_batch')}."
+    if meta.get("engine_versions"):
+        text += (f" Releases: pyspark {', '.join(meta['engine_versions'])} (release-differential against "
+                 f"{meta.get('reference_version') or _pinned()}).")
+    return text
+
+
+def prepare_releases(opts: MatrixOptions) -> dict[str, Path]:
+    """Make (or reuse) the environment of every release of ``opts.engine_versions`` and of
+    ``opts.reference_version``, once, before any cell runs; return ``{release: python}``.
+
+    Raises
+    ------
+    InvalidInputError
+        A release outside the range (all are checked before anything is installed) or one pip
+        cannot install (one line: the release and pip's reason; exit 2, no cell run).
+    """
+    from rollcheck.spark_replay.releases import parse_release, spark_environment
+
+    if not opts.engine_versions:
+        return {}
+    wanted = list(dict.fromkeys([*opts.engine_versions, *([opts.reference_version] if opts.reference_version
+                                                           else [])]))
+    for v in wanted:
+        parse_release(v)
+    return {v: spark_environment(v) for v in wanted}
 
 
 def cell_result(cell: Cell, opts: MatrixOptions, trace: Path, *, error: str | None = None) -> dict[str, Any]:
@@ -289,8 +345,8 @@ def render_html(cells: list[dict[str, Any]], planned: list[Cell], out: Path, *, 
     """The matrix's HTML table (the core's, :func:`rollcheck.pyimpl.matrix.render_html`) with Spark's
     title, legend and caption; ``running``: the table places ``(row, column)`` running now."""
     busy = {k: "running" for k in running} if isinstance(running, set) else dict(running or {})
-    return _render_html(cells, planned, out, done=done, title=SparkAdapter.title, row_header=SparkAdapter.row_header,
-                        legend=_LEGEND, caption=f"Seed {meta.get('seed')}, failure at batch {meta.get('fail_at_batch')}.",
+    return _render_html(cells, planned, out, done=done, title=SparkAdapter.title, row_header=row_header(planned),
+                        legend=_LEGEND, caption=_caption(meta),
                         running=busy, skipped=meta.get("skipped") or [])
 
 
@@ -308,7 +364,8 @@ def run_matrix(opts: MatrixOptions, *, on_update: Callable[[list[dict[str, Any]]
 
     opts.validate()
     planned = (list(cells) if cells is not None
-               else plan_cells(opts.modules, opts.providers, opts.failures, opts.kill_points))
+               else plan_cells(opts.modules, opts.providers, opts.failures, opts.kill_points,
+                               opts.engine_versions or [None]))
     if not planned:
         raise InvalidInputError("the matrix is empty: give at least one provider and one failure",
                                 location="--failures")
@@ -331,6 +388,9 @@ def run_matrix(opts: MatrixOptions, *, on_update: Callable[[list[dict[str, Any]]
     if not planned:
         raise InvalidInputError("no cell left to run (every provider is excluded by the modules' "
                                 "STATE_STORES)", location="--providers")
+    # every release made once before any cell runs (an uninstallable one: exit 2, nothing run)
+    prepare_releases(replace(opts, engine_versions=list(dict.fromkeys(
+        [c.engine_version for c in planned if c.engine_version] + list(opts.engine_versions)))))
     if opts.cluster is not None:  # one cluster for every cell, stopped at the end (cluster.py)
         from rollcheck.spark_replay.cluster import LocalStandaloneCluster
 

@@ -8,12 +8,15 @@ a standalone cluster SIGKILLed: ``--cluster local-standalone`` or ``--master spa
 killed after batch K, and again after its restarted driver wrote batch K again), ``during-recovery``
 (the driver killed after batch K, and again while the restarted driver restores), or ``kill`` at one of
 the kill points of :mod:`rollcheck.spark_replay.killpoints` (``kill:offsets``, ``kill:state``,
-``kill:sink``, ``kill:commit``). The matrix itself is :mod:`rollcheck.spark_replay.matrix`.
+``kill:sink``, ``kill:commit``). With ``--engine-version V[,V2...]`` every configuration is run on
+each pyspark release, one group of rows per release (``pyspark V · <name> · <provider>``). The
+matrix itself is :mod:`rollcheck.spark_replay.matrix`.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,12 +25,16 @@ from rollcheck.spark_replay.cluster import on_cluster, validate_cluster
 from rollcheck.spark_replay.killpoints import KILL_POINTS, STATE_STORES
 
 __all__ = ["PROVIDERS", "FAILURES", "DEFAULT_FAILURES", "Cell", "columns", "plan_cells", "MatrixOptions", "library_modules",
-           "supported_providers"]
+           "supported_providers", "ROW_HEADER", "RELEASE_ROW_HEADER", "row_header", "parse_versions"]
 
 PROVIDERS = tuple(STATE_STORES)
 FAILURES = ("task", "sink", "kill", "executor", "retry", "twice", "during-recovery")
 #: The failures the matrix runs when ``--failures`` is not given (``executor`` needs a cluster).
 DEFAULT_FAILURES = ("task", "sink", "kill")
+#: The header of the table's first column.
+ROW_HEADER = "query · state store"
+#: The header of the table's first column when the matrix names releases (``--engine-version``).
+RELEASE_ROW_HEADER = "release · " + ROW_HEADER
 
 
 @dataclass(frozen=True)
@@ -39,6 +46,8 @@ class Cell:
     provider: str
     failure: str
     kill_point: str | None = None
+    #: the pyspark release (``--engine-version``); None: the pinned one (the running interpreter's)
+    engine_version: str | None = None
 
     @property
     def name(self) -> str:
@@ -56,13 +65,24 @@ class Cell:
 
     @property
     def config_id(self) -> str:
-        """The configuration's folder name: ``<name>--<provider>``."""
-        return f"{self.name}--{self.provider}"
+        """The configuration's folder name: ``<name>--<provider>`` (``pyspark<V>-<name>--<provider>``
+        on a release of ``--engine-version``).
+
+        >>> Cell("q.py", "hdfs", "task").config_id, Cell("q.py", "hdfs", "task", None, "3.5.9").config_id
+        ('q--hdfs', 'pyspark3.5.9-q--hdfs')
+        """
+        v = f"pyspark{self.engine_version}-" if self.engine_version else ""
+        return f"{v}{self.name}--{self.provider}"
 
     @property
     def row(self) -> str:
-        """The table row: ``<name> · <provider>``."""
-        return f"{self.name} · {self.provider}"
+        """The table row: ``<name> · <provider>`` (``pyspark <V> · <name> · <provider>``).
+
+        >>> Cell("q.py", "rocksdb", "task", None, "4.3.0").row
+        'pyspark 4.3.0 · q · rocksdb'
+        """
+        v = f"pyspark {self.engine_version} · " if self.engine_version else ""
+        return f"{v}{self.name} · {self.provider}"
 
     @property
     def stem(self) -> str:
@@ -89,14 +109,45 @@ def columns(failures: list[str], kill_points: list[str]) -> list[str]:
     return out + [f for f in ("executor", "retry", "twice", "during-recovery") if f in failures]
 
 
+def row_header(planned: Sequence[Cell]) -> str:
+    """:data:`RELEASE_ROW_HEADER` when a planned cell names its release, else :data:`ROW_HEADER`."""
+    return RELEASE_ROW_HEADER if any(c.engine_version for c in planned) else ROW_HEADER
+
+
+def parse_versions(text: str | None) -> list[str]:
+    """The releases of ``--engine-version V[,V2...]`` (in order, each once; each checked against
+    the supported range before anything is installed); ``[]`` for None.
+
+    >>> parse_versions("3.5.9, 4.3.0,3.5.9"), parse_versions(None)
+    (['3.5.9', '4.3.0'], [])
+    >>> parse_versions(",")
+    Traceback (most recent call last):
+    ...
+    rollcheck.pyimpl.errors.InvalidInputError: --engine-version: ',': one release or several, separated by commas
+    """
+    from rollcheck.spark_replay.releases import parse_release
+
+    if text is None:
+        return []
+    versions = list(dict.fromkeys(x.strip() for x in text.split(",") if x.strip()))
+    if not versions:
+        raise InvalidInputError(f"{text!r}: one release or several, separated by commas", location="--engine-version")
+    for v in versions:
+        parse_release(v)
+    return versions
+
+
 def plan_cells(modules: list[str], providers: list[str], failures: list[str],
-               kill_points: list[str]) -> list[Cell]:
-    """Every cell, configuration by configuration (module-major), columns in protocol order.
+               kill_points: list[str], engine_versions: Sequence[str | None] = (None,)) -> list[Cell]:
+    """Every cell, release by release (``engine_versions``; None: the pinned release), then
+    configuration by configuration (module-major), columns in protocol order.
 
     Examples
     --------
     >>> [c.column for c in plan_cells(["q.py"], ["hdfs"], ["task", "kill"], ["sink", "state"])]
     ['task', 'kill:state', 'kill:sink']
+    >>> [c.row for c in plan_cells(["q.py"], ["hdfs"], ["task"], [], ["3.5.9", "4.3.0"])]
+    ['pyspark 3.5.9 · q · hdfs', 'pyspark 4.3.0 · q · hdfs']
     >>> plan_cells(["q.py"], ["mem"], ["task"], [])
     Traceback (most recent call last):
     ...
@@ -120,11 +171,12 @@ def plan_cells(modules: list[str], providers: list[str], failures: list[str],
                                 location="--failures")
     cols = columns(failures, kill_points)
     cells = []
-    for m in modules:
-        for p in providers:
-            for col in cols:
-                f, _, k = col.partition(":")
-                cells.append(Cell(m, p, f, k or None))
+    for v in engine_versions or (None,):
+        for m in modules:
+            for p in providers:
+                for col in cols:
+                    f, _, k = col.partition(":")
+                    cells.append(Cell(m, p, f, k or None, v))
     names = Counter(c.config_id for c in cells if c.column == cols[0])
     dup = [n for n, x in names.items() if x > 1]
     if dup:
@@ -158,9 +210,27 @@ class MatrixOptions:
     run_reproducer: bool = True
     #: a cluster the matrix starts for its cells (``local-standalone``; ``cluster.CLUSTERS``)
     cluster: str | None = None
+    #: the pyspark releases to run every configuration on (``--engine-version``; one group of rows
+    #: per release); empty: the pinned release only
+    engine_versions: list[str] = field(default_factory=list)
+    #: with ``engine_versions``: the release the ``release-differential`` check compares with
+    #: (``--reference-version``; None: the pinned release)
+    reference_version: str | None = None
 
     def validate(self) -> None:
         """Refuse options no matrix can run (exit 2 naming the flag)."""
+        from rollcheck.spark_replay.releases import parse_release
+
+        for v in self.engine_versions:
+            parse_release(v)
+        if self.reference_version is not None:
+            if not self.engine_versions:
+                raise InvalidInputError("--reference-version needs --engine-version (the releases it is "
+                                        "compared with)", location="--reference-version")
+            try:
+                parse_release(self.reference_version)
+            except InvalidInputError as e:
+                raise InvalidInputError(e.reason, location="--reference-version") from None
         if self.jobs < 1 or self.jobs > 16:
             raise InvalidInputError(f"--jobs must be 1..16, got {self.jobs}", location="--jobs")
         validate_cluster(self.cluster, self.master)

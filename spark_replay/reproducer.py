@@ -35,7 +35,7 @@ from rollcheck.pyimpl.matrix.shrink import shrink_batches
 from rollcheck.pyimpl.patternio import atomic_write_text
 from rollcheck.spark_replay.killpoints import STATE_STORES
 
-__all__ = ["module_with_rows", "reproducer_source", "minimise_and_write", "MAX_RUNS"]
+__all__ = ["module_with_rows", "reproducer_source", "minimise_and_write", "reproducer_python", "MAX_RUNS"]
 
 #: Re-recordings a minimisation may spend at most (each is a full Spark run; the matrix's
 #: ``shrink_runs`` may ask for fewer).
@@ -327,6 +327,20 @@ def _module_source(module: str) -> str:
     return Path(path).read_text(encoding="utf-8")
 
 
+def reproducer_python(engine_version: str | None) -> Path:
+    """The interpreter a finding's reproducer runs with: the running one for the pinned release
+    (None), else the environment of pyspark ``engine_version``
+    (:func:`rollcheck.spark_replay.releases.spark_environment`, made once and reused).
+
+    >>> import sys
+    >>> str(reproducer_python(None)) == sys.executable
+    True
+    """
+    from rollcheck.spark_replay.releases import spark_environment
+
+    return Path(sys.executable) if engine_version is None else spark_environment(engine_version)
+
+
 def minimise_and_write(cell: Any, opts: Any, result: dict[str, Any],
                        run: Callable[[list[str], float, Path], tuple[int | None, str]],
                        argv_for: Callable[[str, Path, int], list[str]],
@@ -386,8 +400,10 @@ def minimise_and_write(cell: Any, opts: Any, result: dict[str, Any],
                                          "from_rows": sum(len(b) for b in rows)}}
     if getattr(opts, "run_reproducer", True):
         # run it once, as a user would (isolated mode: no current folder on the path; it imports no
-        # rollcheck module): does it show the rows?
-        out["reproducer_run"] = run_reproducer([sys.executable, "-I", str(script), str(work / "reproducer-run")],
+        # rollcheck module), on the cell's release (--engine-version: that release's environment,
+        # made before the cells ran): does it show the rows?
+        python = reproducer_python(getattr(cell, "engine_version", None))
+        out["reproducer_run"] = run_reproducer([str(python), "-I", str(script), str(work / "reproducer-run")],
                                                run, opts.cell_timeout, work / "reproducer.log",
                                                shows=("LOST row", "DUPLICATED row"))
     return out

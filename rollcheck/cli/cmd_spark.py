@@ -120,6 +120,13 @@ def register(sub: Any) -> None:
     mx.add_argument("--call-timeout", type=float, default=300.0, metavar="S",
                     help="seconds per call into a query module (below --cell-timeout; default 300)")
     mx.add_argument("--no-minimise", action="store_true", help="do not minimise findings")
+    mx.add_argument("--engine-version", default=None, metavar="V[,V2...]",
+                    help="run the matrix on these pyspark releases (3.4 <= V < 5; one group of rows per release; "
+                         "each made once in rollcheck's cache folder before any cell runs); default: the pinned "
+                         "release")
+    mx.add_argument("--reference-version", default=None, metavar="R",
+                    help="with --engine-version: the release whose failure-free run the release-differential "
+                         "check compares with (default: the pinned release)")
     mx.add_argument("--json", action="store_true")
 
     rp = add_parser(ssub, "replay", "Check a recorded trace against the reference models.", _replay)
@@ -298,18 +305,22 @@ def _split(v: str, flag: str) -> list[str]:
 
 def _matrix(args: argparse.Namespace) -> int:
     from rollcheck.spark_replay.matrix import MatrixOptions, library_modules, run_matrix
+    from rollcheck.spark_replay.matrix_plan import RELEASE_ROW_HEADER, ROW_HEADER, parse_versions
 
-    opts = MatrixOptions(modules=args.module or library_modules(), providers=_split(args.providers, "--providers"),
+    opts = MatrixOptions(engine_versions=parse_versions(args.engine_version),
+                         reference_version=args.reference_version,
+                         modules=args.module or library_modules(), providers=_split(args.providers, "--providers"),
                          failures=_split(args.failures, "--failures"),
                          kill_points=_split(args.kill_points, "--kill-points"), batches=args.batches,
                          seed=args.seed, fail_at_batch=args.fail_at_batch, out=Path(args.out), jobs=args.jobs,
                          master=args.master, cell_timeout=args.cell_timeout,
                          call_timeout=args.call_timeout, minimise=not args.no_minimise, cluster=args.cluster)
     opts.validate()
-    print(f"rollcheck spark matrix: seed={args.seed} jobs={args.jobs} out={args.out}", file=sys.stderr)
+    print(f"rollcheck spark matrix: seed={args.seed} jobs={args.jobs} out={args.out}"
+          + (f" pyspark={','.join(opts.engine_versions)}" if opts.engine_versions else ""), file=sys.stderr)
     from rollcheck.cli.spark_matrix_view import MatrixView
 
-    with MatrixView() as view:
+    with MatrixView(row_header=RELEASE_ROW_HEADER if opts.engine_versions else ROW_HEADER) as view:
         res = run_matrix(opts, on_update=view.update)
     from rollcheck.pyimpl.matrix import matrix_verdict
     from rollcheck.pyimpl.matrix.table import summary_line
