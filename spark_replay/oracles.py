@@ -32,7 +32,15 @@ engine against something else:
     After an injected failure the query restarts from its own checkpoint. A restart that fails
     with the engine's exception (``spark.recovery_failed``), or ends without committing the
     batches left, is a violation naming the exception and the checkpoint; an exception raised by
-    the user's own code is the module's (the recording says so), not the engine's.
+    the user's own code is the module's (the recording says so), not the engine's. So is Spark's
+    own state reader failing on the engine's checkpoint with the engine's exception
+    (``spark.state_read_failed``): the state the engine wrote cannot be reloaded.
+
+A failure-free run that fails on the release under test with the engine's exception (not raised
+by the user's functions; pyspark's own code they call is the engine's) while the reference
+release ran it to its end (``spark.reference_failed``) violates ``release-differential``, naming
+both releases and the exception. A module that fails on the reference release too is the
+module's own failure (the recording is refused, exit 2).
 
 The recorder side (:func:`analyse_plan`, :func:`evaluate_batch`) runs inside the recording's
 driver; the checks (:func:`oracle_plugins`) read only the trace.
@@ -425,6 +433,15 @@ def release_differential(header: dict[str, Any], events: list[dict[str, Any]]) -
         return Check.not_applicable(name, f"one release ({mine}): no --engine-version other than the reference")
     r = rel[0]
     other = r.get("engine_version")
+    failed = next(iter(_events(events, "reference_failed")), None)
+    if failed is not None:  # fails on the release under test, ran to its end on the reference release
+        cause = f" (caused by {failed['cause']})" if failed.get("cause") else ""
+        return Check.violated(name, f"the failure-free run on pyspark {failed.get('engine_version') or mine} failed "
+                                    f"with the engine's exception {failed.get('exception')}: {failed.get('message')}"
+                                    f"{cause} (checkpoint {failed.get('checkpoint')}, batches committed "
+                                    f"{failed.get('batches')}); on {other} the same run ran to its end "
+                                    f"({len(r.get('output') or [])} output row(s))",
+                              offending_seq=int(failed["seq"]))
     ref = next((e for e in _events(events, "reference")), None)
     if ref is None:
         return Check.unchecked(name, f"no failure-free run on {mine} to compare with {other}'s")
@@ -468,6 +485,15 @@ def recovery_succeeded(header: dict[str, Any], events: list[dict[str, Any]]) -> 
                                      f"exception: {f.get('exception')}: {f.get('message')}",
                                offending_seq=int(f["seq"]))
         return check
+    unreadable = next(iter(_events(events, "state_read_failed")), None)
+    if unreadable is not None:  # the engine's own reader could not reload the engine's own checkpoint
+        cause = f" (caused by {unreadable['cause']})" if unreadable.get("cause") else ""
+        return Check.violated(name, f"Spark's own state reader failed on the engine's checkpoint "
+                                    f"{unreadable.get('checkpoint')} ({unreadable.get('run')} run, pyspark "
+                                    f"{unreadable.get('engine_version') or header.get('engine_version')}) with the "
+                                    f"engine's exception {unreadable.get('exception')}: {unreadable.get('message')}"
+                                    f"{cause}: state the engine wrote cannot be reloaded",
+                              offending_seq=int(unreadable["seq"]))
     failures = [e for e in events if e.get("kind") == "failure"]
     if not failures:
         return Check.not_applicable(name, "no failure in the run: no recovery to check")

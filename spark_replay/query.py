@@ -108,6 +108,11 @@ __all__ = [
     "WORK_MARKER",
     "OVERLOAD_SIGNS",
     "has_state_reader",
+    "raising_frame",
+    "engine_code_raised",
+    "engine_failure",
+    "release_ran",
+    "reference_failure_is_engines",
     "StateUnreadable",
     "STATE_READER_SINCE",
 ]
@@ -562,11 +567,25 @@ def _decoded_state_stores(ck: CheckpointDir) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _state_or_reason(spark: Any, checkpoint: Path) -> tuple[dict[str, dict[str, Any]], str | None]:
+def _state_or_reason(spark: Any, checkpoint: Path) -> tuple[dict[str, dict[str, Any]], str | None,
+                                                              dict[str, Any] | None]:
+    """The checkpoint's state stores, or why they cannot be read: ``(stores, reason, failed)``.
+    ``failed`` is Spark's own state reader failing on the engine's own checkpoint with the
+    engine's exception (``spark.state_read_failed``: a finding, ``oracles.recovery_succeeded``),
+    not rollcheck's error; a fault of the machine (a full disk) stays the machine's."""
     try:
-        return read_state_stores(spark, checkpoint), None
+        return read_state_stores(spark, checkpoint), None, None
     except StateUnreadable as e:
-        return {}, str(e)
+        return {}, str(e), None
+    except (UserCodeTimeout, InvalidInputError):
+        raise
+    except Exception as e:
+        fault = environment_fault(e, str(checkpoint))
+        if fault is not None:
+            raise fault from None
+        failed = engine_failure(str(e) or type(e).__name__, str(checkpoint))
+        return {}, (f"Spark's state reader failed on this checkpoint with the engine's exception "
+                    f"{failed['exception']}: {failed['message']}"), failed
 
 
 class _InjectedSinkFailure(RuntimeError):
@@ -782,12 +801,19 @@ def _run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: _Paths, *, ref
                                  or (cfg.failure in _KILLED and attempt > 1))
         overloaded = any(sign in str(error) for sign in OVERLOAD_SIGNS)  # the machine's, not the engine's
         if writer is not None and restarted and not sink_raised and not overloaded \
-                and not _user_code_raised(error_text, uq):
+                and engine_code_raised(error_text, uq):
             # the restart from the engine's own checkpoint failed with the engine's exception: a
             # finding against the engine (oracles.recovery_succeeded), not the query's fault
             writer.emit(PREFIX + "recovery_failed", checkpoint=str(ck), message=error,
                         exception=_exception_name(error_text), user_code=False)
             return "recovery_failed"
+        if ref and notes is not None and reference_failure_is_engines(
+                error_text, uq, release_ok=bool(notes.get("release_ok")), sink_raised=bool(sink_raised),
+                overloaded=overloaded):
+            # fails on the release under test, ran on the reference release: the engine's
+            # (oracles.release_differential), not the module's
+            notes["reference_failed"] = engine_failure(error_text, str(ck))
+            return "reference_failed"
         if sink_raised:
             raise InvalidInputError(sink_raised[0], source=uq.spec, location="sink")
         if any(sign in str(error) for sign in OVERLOAD_SIGNS):
@@ -852,6 +878,82 @@ def _user_code_raised(text: str, uq: UserQuery) -> bool:
     return any(f'File "{n}' in text or (n in text and "PythonException" in text) for n in names)
 
 
+_FRAME = re.compile(r'File "([^"]+)", line \d+')
+_CAUSE = re.compile(r"Caused by: ((?:[a-zA-Z_$][\w$]*\.)+[A-Z][\w$]*)(?:: ?(.*))?")
+
+
+def raising_frame(text: str) -> str | None:
+    """The file of the innermost Python frame in a failure's text (the code that raised), if any.
+
+    Examples
+    --------
+    >>> raising_frame('Traceback:\\n  File "/u/q.py", line 3, in f\\n  File "/x/pyspark/sql/state.py", line 9')
+    '/x/pyspark/sql/state.py'
+    >>> raising_frame("java.util.NoSuchElementException: None.get") is None
+    True
+    """
+    frames = _FRAME.findall(text.replace("\\n", "\n"))
+    return frames[-1] if frames else None
+
+
+def engine_code_raised(text: str, uq: UserQuery) -> bool:
+    """Whether a query failure is the engine's: no frame of the user's module in its traceback (an
+    exception of Spark's plan), or the innermost Python frame lies in pyspark's own package (an
+    exception of pyspark's code the user's function called, e.g. ``GroupState``)."""
+    if not _user_code_raised(text, uq):
+        return True
+    frame = raising_frame(text)
+    return frame is not None and f"{os.sep}pyspark{os.sep}" in frame
+
+
+def engine_failure(text: str, checkpoint: str) -> dict[str, Any]:
+    """The record of an engine exception: ``{"checkpoint", "exception", "message", "cause"}``
+    (``cause``: the root ``Caused by:`` of the JVM's trace, where there is one).
+
+    Examples
+    --------
+    >>> f = engine_failure("org.apache.spark.SparkException: [CANNOT_LOAD_STATE_STORE] x\\n"
+    ...                    "Caused by: java.lang.NumberFormatException: For input string: \\")\\"", "/ck")
+    >>> f["exception"], f["cause"]
+    ('CANNOT_LOAD_STATE_STORE', 'java.lang.NumberFormatException: For input string: ")"')
+    """
+    causes = _CAUSE.findall(text)
+    cause = None
+    if causes:
+        name, msg = causes[-1]
+        cause = f"{name}: {msg.strip()}" if msg and msg.strip() else name
+    classes = [c for c in re.findall(r"\[([A-Z][A-Z0-9_.]+)\]", text) if c not in _WRAPPERS]
+    java = re.findall(r"((?:[a-z][a-z0-9_]*\.)+[A-Z]\w*(?:Exception|Error))", text)
+    specific = [j for j in java if j not in _WRAPPERS]
+    exception = (classes or specific or java or [_exception_name(text)])[0]
+    lines = [ln.strip() for ln in text.replace("\\n", "\n").splitlines() if ln.strip()]
+    message = next((ln for ln in lines if exception in ln), lines[0] if lines else "?")
+    return {"checkpoint": checkpoint, "exception": exception, "message": message[:2000], "cause": cause}
+
+
+#: Exceptions that only carry another (the query's failure, py4j's call, the Python worker's).
+_WRAPPERS = frozenset({"STREAM_FAILED", "org.apache.spark.SparkException", "py4j.protocol.Py4JJavaError",
+                       "org.apache.spark.sql.streaming.StreamingQueryException",
+                       "pyspark.errors.exceptions.captured.StreamingQueryException",
+                       "pyspark.errors.exceptions.captured.PythonException",
+                       "org.apache.spark.api.python.PythonException"})
+
+
+def release_ran(previous: list[dict[str, Any]]) -> bool:
+    """Whether the trace so far holds the reference release's failure-free run with its output
+    (``spark.release_reference``: that release ran the module to its end)."""
+    return any(e.get("kind") == PREFIX + "release_reference" and e.get("output") is not None for e in previous)
+
+
+def reference_failure_is_engines(error_text: str, uq: UserQuery, *, release_ok: bool, sink_raised: bool,
+                                 overloaded: bool) -> bool:
+    """Whether the failure-free run's own failure is a finding against the engine: the reference
+    release ran the same module to its end (``release_ok``), and the exception is the engine's
+    (:func:`engine_code_raised`), not the user's sink's nor the overloaded machine's. Otherwise it
+    stays the module's own failure (exit 2): a module that fails everywhere is the user's."""
+    return release_ok and not sink_raised and not overloaded and engine_code_raised(error_text, uq)
+
+
 def _user_exception(method: str, batch_id: int, e: BaseException, spec: str) -> str:
     """One line naming the user's ``method``, the line of the module it raised at, the exception.
 
@@ -872,13 +974,26 @@ def _user_exception(method: str, batch_id: int, e: BaseException, spec: str) -> 
     return f"{method}(batch_df, {batch_id}, out_dir) raised {type(e).__name__}: {e}{where}"
 
 
-def _reference(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: _Paths, writer: TraceWriter) -> float:
+def _reference(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: _Paths, writer: TraceWriter) -> float | None:
+    """The failure-free run on this release; None when it failed with the engine's exception while
+    the reference release ran it to its end (``spark.reference_failed``, a finding)."""
+    import pyspark
+
     t0 = time.perf_counter()
-    notes: dict[str, Any] = {}
-    _run_once(spark, uq, cfg, paths, ref=True, writer=None, watcher=None, notes=notes)
+    notes: dict[str, Any] = {"release_ok": release_ran(writer.previous)}
+    outcome = _run_once(spark, uq, cfg, paths, ref=True, writer=None, watcher=None, notes=notes)
     seconds = time.perf_counter() - t0
     ck = CheckpointDir(paths.checkpoint(True))
-    state, unreadable = _state_or_reason(spark, paths.checkpoint(True))
+    if outcome == "reference_failed":
+        writer.emit(PREFIX + "reference_failed", engine_version=pyspark.__version__,
+                    batches=sorted(ck.commits()) if paths.checkpoint(True).is_dir() else [],
+                    seconds=round(seconds, 3), **notes["reference_failed"])
+        writer.emit("end", status="reference-failed")
+        return None
+    state, unreadable, read_failed = _state_or_reason(spark, paths.checkpoint(True))
+    if read_failed is not None:
+        writer.emit(PREFIX + "state_read_failed", run="reference", engine_version=pyspark.__version__,
+                    **read_failed)
     writer.emit(PREFIX + "reference", output=_read_output(uq, paths.out(True)), state=state,
                 batches=sorted(ck.commits()), seconds=round(seconds, 3),
                 **({"state_unreadable": unreadable} if unreadable else {}))
@@ -917,7 +1032,11 @@ def _batch_evaluation(spark: Any, uq: UserQuery, cfg: QueryConfig, checkpoint: P
 def _finish(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: _Paths, writer: TraceWriter,
             notes: dict[str, Any]) -> None:
     writer.emit(PREFIX + "output_final", rows=_read_output(uq, paths.out()))
-    stores, unreadable = _state_or_reason(spark, paths.checkpoint())
+    stores, unreadable, read_failed = _state_or_reason(spark, paths.checkpoint())
+    if read_failed is not None:
+        import pyspark
+
+        writer.emit(PREFIX + "state_read_failed", run="final", engine_version=pyspark.__version__, **read_failed)
     writer.emit(PREFIX + "state_final", stores=stores, **({"unreadable": unreadable} if unreadable else {}))
     progress = [e for e in writer.previous if e.get("kind") == PREFIX + "progress"] + notes.get("progress", [])
     writer.emit(PREFIX + "batch_evaluation", run="final",
@@ -956,7 +1075,11 @@ def _drive(cfg: QueryConfig, paths: _Paths, trace: Path, header: dict[str, Any],
                 spark.conf.set("spark.sql.shuffle.partitions", str(cfg.shuffle_partitions))
             _quiet(spark)
             if with_reference:
+                t_ref = time.perf_counter()
                 ref_s = _reference(spark, uq, cfg, paths, writer)
+                if ref_s is None:  # failed on this release only: the engine's (spark.reference_failed)
+                    return {"status": "reference-failed", "reference_seconds": round(time.perf_counter() - t_ref, 3),
+                            "attempt_seconds": []}
             watcher = (CheckpointWatcher(paths.checkpoint(), writer, writer.previous, provider=cfg.state_store)
                        if enabled else None)
             notes: dict[str, Any] = {}
@@ -1187,7 +1310,7 @@ def _record(cfg: QueryConfig, out: Path, root: Path, paths: _Paths, header: dict
             if child.get("reference_seconds") is not None:
                 res["reference_seconds"] = child["reference_seconds"]
             res["attempt_seconds"] += child.get("attempt_seconds", [])
-            if res["status"] in ("done", "recovery-failed"):
+            if res["status"] in ("done", "recovery-failed", "reference-failed"):
                 break
     if res["reference_seconds"] is None and enabled and out.exists():
         from rollcheck.spark_replay.trace import read_trace

@@ -33,6 +33,15 @@ from rollcheck.spark_replay.user_sink import user_sink_output
 __all__ = ["output_exactly_once", "user_output", "state_failure_free", "query_statestore_crosscheck", "query_plugins"]
 
 
+def _reference_failed(v: StreamView, name: str) -> Check | None:
+    """Not applicable where the failure-free run on this release failed with the engine's exception
+    (``spark.reference_failed``: ``release-differential`` judges it): no failure-free run to compare."""
+    if v.ends.get("reference") is None and (v.ends.get("end") or {}).get("status") == "reference-failed":
+        return Check.not_applicable(name, "the failure-free run on this release failed with the engine's exception "
+                                          "(release-differential names it): no failure-free run to compare with")
+    return None
+
+
 def output_exactly_once(v: StreamView) -> Check:
     """The final output equals the failure-free run's: the same rows, each as often (a
     duplicate is named with its batch and row), and the same last row per key.
@@ -42,6 +51,9 @@ def output_exactly_once(v: StreamView) -> Check:
     See ``tests/test_spark_query.py`` (a non-idempotent sink under a sink failure).
     """
     name = "output-exactly-once"
+    gone = _reference_failed(v, name)
+    if gone is not None:
+        return gone
     ref, fin = v.ends.get("reference"), v.ends.get("output_final")
     if ref is None or fin is None:
         return check_verdict(name, False, "no " + ("reference" if ref is None else "output_final") + " event",
@@ -94,6 +106,9 @@ def user_output(v: StreamView) -> Check:
 def state_failure_free(v: StreamView) -> Check:
     """The operator state read with Spark's state reader equals the failure-free run's."""
     name = "state-failure-free"
+    gone = _reference_failed(v, name)
+    if gone is not None:
+        return gone
     ref, fin = v.ends.get("reference"), v.ends.get("state_final")
     if ref is None or fin is None:
         return check_verdict(name, False, "no " + ("reference" if ref is None else "state_final") + " event",
