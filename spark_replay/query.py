@@ -926,7 +926,7 @@ def engine_failure(text: str, checkpoint: str) -> dict[str, Any]:
     java = re.findall(r"((?:[a-z][a-z0-9_]*\.)+[A-Z]\w*(?:Exception|Error))", text)
     specific = [j for j in java if j not in _WRAPPERS]
     exception = (classes or specific or java or [_exception_name(text)])[0]
-    lines = [ln.strip() for ln in text.replace("\\n", "\n").splitlines() if ln.strip()]
+    lines = [ln.strip().lstrip(": ") for ln in text.replace("\\n", "\n").splitlines() if ln.strip().lstrip(": ")]
     message = next((ln for ln in lines if exception in ln), lines[0] if lines else "?")
     return {"checkpoint": checkpoint, "exception": exception, "message": message[:2000], "cause": cause}
 

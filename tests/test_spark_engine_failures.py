@@ -92,7 +92,9 @@ def test_engine_failure_names_the_exception_and_its_cause() -> None:
     f = qmod.engine_failure(STATE_TEXT, "/w/checkpoint")
     assert f["exception"] == "CANNOT_LOAD_STATE_STORE.UNCATEGORIZED" and f["checkpoint"] == "/w/checkpoint"
     assert f["cause"] == 'java.lang.NumberFormatException: For input string: ")"'
-    assert qmod.engine_failure(JVM_TEXT, "/ck")["exception"] == "java.util.NoSuchElementException"
+    f = qmod.engine_failure(JVM_TEXT, "/ck")
+    assert f["exception"] == "java.util.NoSuchElementException"
+    assert f["message"].startswith("org.apache.spark.SparkException: Job aborted")  # py4j's ": " dropped
 
 
 # ----------------------------------------------------------------------------- the state reader
