@@ -30,7 +30,12 @@ from rollcheck.spark_replay.matrix import (
     render_html,
     run_matrix,
 )
-from rollcheck.spark_replay.matrix_plan import RELEASE_ROW_HEADER, ROW_HEADER, parse_versions, row_header
+from rollcheck.spark_replay.matrix_plan import (
+    RELEASE_ROW_HEADER,
+    ROW_HEADER,
+    parse_versions,
+    row_header,
+)
 from rollcheck.spark_replay.releases import pinned_release
 
 ROOT = Path(__file__).resolve().parent.parent
