@@ -112,7 +112,7 @@ def _failed_checks(obj: Any) -> list[str]:
     """The names of the checks that failed anywhere in a replay or matrix answer."""
     out: list[str] = []
     if isinstance(obj, dict):
-        if "name" in obj and obj.get("ok") is False:
+        if "name" in obj and (obj.get("ok") is False or obj.get("status") == "violated"):  # replay / matrix cell
             out.append(str(obj["name"]))
         for v in obj.values():
             out.extend(_failed_checks(v))
