@@ -55,7 +55,8 @@ _SEP = "\x1f"
 
 def release_of_trace(header: dict[str, Any]) -> str:
     """The apache-flink release a trace was recorded on (``engine_version``, else ``flink.pyflink``)."""
-    return str(header.get("engine_version") or (header.get("flink") or {}).get("pyflink") or "?")
+    v = header.get("engine_version") or (header.get("flink") or {}).get("pyflink")
+    return str(v) if v and v != "?" else "release not recorded"
 
 
 def recovery_check(header: dict[str, Any], events: list[dict[str, Any]]) -> Check:
