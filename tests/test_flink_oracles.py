@@ -168,6 +168,9 @@ def test_swallow_needs_a_failure() -> None:
 
 
 @pytest.mark.slow
+
+
+@pytest.mark.engines
 def test_a_real_restart_that_fails_is_recorded_and_found(tmp_path: Path) -> None:
     """apache-flink 2.3.0: the checkpoints' state files vanish with the injected failure (a storage
     fault); every restart fails in Flink's restore and the job ends FAILED."""
@@ -279,6 +282,9 @@ def test_a_second_failure_without_a_later_restore_is_inconclusive(tmp_path: Path
 
 
 @pytest.mark.slow
+
+
+@pytest.mark.engines
 @pytest.mark.parametrize("kind", ["during-restore", "twice"])
 def test_second_failures_on_the_command_line(kind: str, tmp_path: Path) -> None:
     import subprocess

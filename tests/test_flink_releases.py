@@ -129,6 +129,9 @@ def _flink_or_skip() -> None:
 
 
 @pytest.mark.slow
+
+
+@pytest.mark.engines
 def test_uninstallable_release_is_exit_2_with_pips_reason(tmp_path: Path) -> None:
     r = subprocess.run([*RC, "flink", "record", "job", "--module", JOB, "--out", str(tmp_path / "t.jsonl"),
                         "--engine-version", "1.19.99"], capture_output=True, text=True, cwd=ROOT, timeout=900,
@@ -142,6 +145,9 @@ def test_uninstallable_release_is_exit_2_with_pips_reason(tmp_path: Path) -> Non
 
 
 @pytest.mark.slow
+
+
+@pytest.mark.engines
 @pytest.mark.parametrize("version", [*LINES, releases.PINNED])
 def test_record_and_replay_on_each_release_line(version: str, tmp_path: Path) -> None:
     """Record keyed_totals with a task failure on the release and replay it: the trace names the

@@ -234,6 +234,7 @@ def test_flink_declaration_is_read_before_flink_starts(tmp_path: Path) -> None:
 
 # ----------------------------------------------------------------------------- real recordings
 @pytest.mark.slow
+@pytest.mark.engines
 def test_real_flink_recording_of_a_declared_at_least_once_sink(tmp_path: Path) -> None:
     out = tmp_path / "t.jsonl"
     r = subprocess.run([*CLI, "flink", "record", "job", "--module", "examples/flink_jobs/totals_side_effect_sink.py",
@@ -249,6 +250,7 @@ def test_real_flink_recording_of_a_declared_at_least_once_sink(tmp_path: Path) -
 
 @pytest.mark.spark
 @pytest.mark.slow
+@pytest.mark.engines
 def test_real_spark_ledger_read_back_as_balances(tmp_path: Path) -> None:
     """The held-out case of issue 29: a ledger sink read back as balances per user, under a sink
     failure. Undeclared: not conformant (exit 1), attributed to the module with Spark's documentation
@@ -279,6 +281,9 @@ def test_real_spark_ledger_read_back_as_balances(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+
+
+@pytest.mark.engines
 def test_real_flink_mutant_sink_writing_twice_is_caught(tmp_path: Path) -> None:
     out = tmp_path / "t.jsonl"
     r = subprocess.run([*CLI, "flink", "record", "job", "--module", "tests/flink_jobs/double_write_sink.py",

@@ -254,6 +254,7 @@ def _record(tmp_path: Path, *extra: str) -> tuple[dict, dict]:
 
 @pytest.mark.spark
 @pytest.mark.slow
+@pytest.mark.engines
 def test_real_retry_after_the_state_store_committed(tmp_path):
     res, checks = _record(tmp_path, "--failure", "retry")
     assert checks["task-retried"]["status"] == "held" and "failed in attempt 0" in checks["task-retried"]["detail"]
@@ -262,6 +263,7 @@ def test_real_retry_after_the_state_store_committed(tmp_path):
 
 @pytest.mark.spark
 @pytest.mark.slow
+@pytest.mark.engines
 @pytest.mark.parametrize("failure", ["twice", "during-recovery"])
 def test_real_second_kill(tmp_path, failure):
     res, checks = _record(tmp_path, "--failure", failure)
@@ -271,6 +273,7 @@ def test_real_second_kill(tmp_path, failure):
 
 @pytest.mark.spark
 @pytest.mark.slow
+@pytest.mark.engines
 def test_real_executor_lost_on_a_local_standalone_cluster(tmp_path):
     res, checks = _record(tmp_path, "--failure", "executor", "--cluster", "local-standalone")
     assert checks["executor-lost"]["status"] == "held" and "code 137" in checks["executor-lost"]["detail"]
@@ -293,6 +296,7 @@ def _cmdline(pid: int) -> list[str]:
 
 @pytest.mark.spark
 @pytest.mark.slow
+@pytest.mark.engines
 def test_the_cluster_dies_with_its_owner(tmp_path):
     """A process that started a local standalone cluster is SIGKILLed: every JVM of the cluster
     (master, workers) ends within 10 s."""

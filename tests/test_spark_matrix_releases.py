@@ -183,6 +183,7 @@ def test_reproducer_runs_with_the_release_interpreter(monkeypatch, tmp_path):
 # ----------------------------------------------------------------------------- two real releases
 @pytest.mark.spark
 @pytest.mark.slow
+@pytest.mark.engines
 def test_real_matrix_on_two_releases(tmp_path):
     """clicks_per_window under a task failure on pyspark 3.5.9 and on the pinned 4.3.0: both rows
     conformant, each naming its release (row, config, the recording's trace header)."""

@@ -186,6 +186,9 @@ def late_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.slow
+
+
+@pytest.mark.engines
 @pytest.mark.spark
 def test_recorded_late_rows_are_batch_equivalent(late_trace: Path) -> None:
     rep = replay_file(late_trace)
@@ -201,6 +204,9 @@ def test_recorded_late_rows_are_batch_equivalent(late_trace: Path) -> None:
 
 
 @pytest.mark.slow
+
+
+@pytest.mark.engines
 @pytest.mark.spark
 @pytest.mark.parametrize("how", ["drop-on-time-row", "count-late-row", "swallow-recovery-exception",
                                  "fail-recovery"])
@@ -228,6 +234,9 @@ def test_tampers_refuse_traces_without_what_they_change() -> None:
 
 
 @pytest.mark.slow
+
+
+@pytest.mark.engines
 @pytest.mark.spark
 def test_restart_failing_with_the_engines_exception_is_a_finding(tmp_path: Path,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
@@ -327,6 +336,9 @@ def _record_on(version: str, reference: str, out: Path) -> dict[str, Any]:
 
 
 @pytest.mark.slow
+
+
+@pytest.mark.engines
 @pytest.mark.spark
 def test_oracles_find_spark_49829_that_the_failure_free_reference_cannot(tmp_path: Path) -> None:
     """SPARK-49829 on pyspark 3.5.3 (fixed on the 3.5 line since): the window-join query loses

@@ -134,6 +134,9 @@ def _index_reachable() -> bool:
 
 
 @pytest.mark.slow
+
+
+@pytest.mark.engines
 @pytest.mark.spark
 def test_uninstallable_release_is_exit_2_with_pips_reason(tmp_path: Path) -> None:
     r = subprocess.run([*RC, "spark", "record", "query", "--module", QUERY, "--out", str(tmp_path / "t.jsonl"),
@@ -148,6 +151,9 @@ def test_uninstallable_release_is_exit_2_with_pips_reason(tmp_path: Path) -> Non
 
 
 @pytest.mark.slow
+
+
+@pytest.mark.engines
 @pytest.mark.spark
 @pytest.mark.parametrize("version", [*LINES, "pinned"])
 def test_record_and_replay_on_each_release_line(version: str, tmp_path: Path) -> None:
@@ -179,6 +185,9 @@ def test_record_and_replay_on_each_release_line(version: str, tmp_path: Path) ->
 
 
 @pytest.mark.slow
+
+
+@pytest.mark.engines
 @pytest.mark.spark
 def test_rocksdb_state_on_a_release_without_state_reader(tmp_path: Path) -> None:
     """pyspark 3.5 has no state data source and rollcheck decodes only HDFS-backed state: the

@@ -81,6 +81,7 @@ def test_a_missing_job_module_is_bad_input(tmp_path):
 
 @pytest.mark.spark
 @pytest.mark.slow
+@pytest.mark.engines
 def test_real_slices_declared_at_least_once_passes_undeclared_appending_sink_fails(tmp_path):
     rep = assert_query_exactly_once(ROOT / "examples" / "queries" / "foreachbatch_append.py", batches=3,
                                     fail_at_batch=1, out=tmp_path)
@@ -107,6 +108,9 @@ def _flink_available() -> bool:
 
 
 @pytest.mark.slow
+
+
+@pytest.mark.engines
 @pytest.mark.skipif(not _flink_available(), reason="no PyFlink environment (make flink-setup)")
 def test_real_flink_slice_of_a_job_module(tmp_path):
     """One Flink cell (hashmap, aligned, a task failure) of the library's keyed totals: conformant,
