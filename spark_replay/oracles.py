@@ -481,8 +481,9 @@ def recovery_succeeded(header: dict[str, Any], events: list[dict[str, Any]]) -> 
     if failed:
         f = failed[0]
         who = "the user's code" if f.get("user_code") else "the engine"
+        cause = f" (caused by {f['cause']})" if f.get("cause") else ""
         check = Check.violated(name, f"the restart from checkpoint {f.get('checkpoint')} failed with {who}'s "
-                                     f"exception: {f.get('exception')}: {f.get('message')}",
+                                     f"exception: {f.get('exception')}: {f.get('message')}{cause}",
                                offending_seq=int(f["seq"]))
         return check
     unreadable = next(iter(_events(events, "state_read_failed")), None)

@@ -804,8 +804,9 @@ def _run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: _Paths, *, ref
                 and engine_code_raised(error_text, uq):
             # the restart from the engine's own checkpoint failed with the engine's exception: a
             # finding against the engine (oracles.recovery_succeeded), not the query's fault
-            writer.emit(PREFIX + "recovery_failed", checkpoint=str(ck), message=error,
-                        exception=_exception_name(error_text), user_code=False)
+            failed = engine_failure(error_text, str(ck))  # the specific exception and its root cause
+            writer.emit(PREFIX + "recovery_failed", checkpoint=str(ck), message=failed["message"],
+                        exception=failed["exception"], cause=failed["cause"], user_code=False)
             return "recovery_failed"
         if ref and notes is not None and reference_failure_is_engines(
                 error_text, uq, release_ok=bool(notes.get("release_ok")), sink_raised=bool(sink_raised),

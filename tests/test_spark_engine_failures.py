@@ -182,3 +182,13 @@ def test_without_a_reference_release_the_failure_stays_the_modules(uq: qmod.User
     """The refusal (exit 2) is unchanged where no reference release ran the module to its end."""
     assert not qmod.reference_failure_is_engines(JVM_TEXT, uq, release_ok=qmod.release_ran([]),
                                                  sink_raised=False, overloaded=False)
+
+
+def test_a_failed_restart_names_the_root_cause() -> None:
+    failed = {"seq": 2, "kind": "spark.recovery_failed", "checkpoint": "/w/checkpoint",
+              **{k: v for k, v in qmod.engine_failure(STATE_TEXT, "/w/checkpoint").items() if k != "checkpoint"},
+              "user_code": False}
+    c = recovery_succeeded(_hdr(), [{"seq": 1, "kind": "failure"}, failed,
+                                    {"seq": 3, "kind": "end", "status": "recovery-failed"}])
+    assert c is not None and c.status.value == "violated"
+    assert "CANNOT_LOAD_STATE_STORE" in c.detail and 'NumberFormatException: For input string: ")"' in c.detail
