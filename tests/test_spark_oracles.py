@@ -324,8 +324,8 @@ def _record_on(version: str, reference: str, out: Path) -> dict[str, Any]:
                            text=True, timeout=180)
         if r.returncode != 0:
             pytest.skip("pip cannot reach the package index to install pyspark " + version)
-    r = subprocess.run([*RC, "spark", "record", "query", "--module", str(ROOT / "tests" / "queries" /
-                                                                       "windowed_counts_join.py"),
+    r = subprocess.run([*RC, "spark", "record", "query", "--module", str(ROOT / "benchmarks" / "engine_bugs" /
+                                                                       "modules" / "spark_49829_window_join.py"),
                         "--out", str(out), "--engine-version", version, "--reference-version", reference, "--json"],
                        capture_output=True, text=True, cwd=ROOT, timeout=3000)
     assert r.returncode == 0, r.stderr[-3000:]
