@@ -28,7 +28,6 @@ References
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import importlib.metadata
 import importlib.util
 import json
@@ -38,11 +37,13 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 from rollcheck.pyimpl import children
 from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.pyimpl.release_envs import cache_root
+from rollcheck.pyimpl.release_envs import locked as _locked
+from rollcheck.pyimpl.release_envs import pip_reason as _pip_reason
 
 __all__ = [
     "SUPPORTED",
@@ -112,29 +113,6 @@ install()
 _RELEASE = re.compile(r"^(\d+)\.(\d+)\.(\d+)$")
 
 
-def cache_root() -> Path:
-    """rollcheck's cache folder: ``$ROLLCHECK_CACHE``, else the user cache folder
-    (``platformdirs`` where installed, else ``$XDG_CACHE_HOME/rollcheck`` or ``~/.cache/rollcheck``).
-
-    Examples
-    --------
-    >>> import os
-    >>> old = os.environ.get("ROLLCHECK_CACHE"); os.environ["ROLLCHECK_CACHE"] = "/tmp/rc-cache"
-    >>> str(cache_root())
-    '/tmp/rc-cache'
-    >>> _ = os.environ.pop("ROLLCHECK_CACHE") if old is None else os.environ.update(ROLLCHECK_CACHE=old)
-    """
-    env = os.environ.get("ROLLCHECK_CACHE")
-    if env:
-        return Path(env)
-    try:
-        import platformdirs
-    except ImportError:
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        return Path(base) / "rollcheck"
-    return Path(platformdirs.user_cache_dir("rollcheck", appauthor=False))
-
-
 def parse_release(version: str) -> tuple[int, int, int]:
     """``"3.5.9"`` -> ``(3, 5, 9)``, refusing anything but a supported full release.
 
@@ -187,30 +165,6 @@ def companions(version: str) -> list[str]:
     else:
         extra = ["pandas>=2.2,<3", "numpy>=1.26,<3", "pyarrow>=15", "protobuf>=4.25"]
     return [f"pyspark=={version}", *extra]
-
-
-def _pip_reason(stderr: str) -> str:
-    """pip's reason in one line: its last ``ERROR:`` line, else its last line."""
-    lines = [x.strip() for x in stderr.splitlines() if x.strip()]
-    errors = [x for x in lines if x.startswith("ERROR:")]
-    pick = errors[-1] if errors else (lines[-1] if lines else "pip failed without a message")
-    pick = pick.removeprefix("ERROR:").strip()
-    return pick if len(pick) <= 300 else pick[:300] + " …"
-
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+", encoding="utf-8") as fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            print(f"rollcheck: waiting for another rollcheck that is making {path.stem} ...", file=sys.stderr)
-            fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def _env_python(root: Path) -> Path:
