@@ -35,6 +35,36 @@ appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
 """
 
 
+
+def _drop_dead_gateway() -> None:
+    """Forget a Py4J gateway whose JVM has died since an earlier session of this process stopped.
+
+    ``SparkSession.stop()`` keeps the gateway for the next session; if its JVM was killed in
+    between (a test of the kill points, the OOM killer), the next ``getOrCreate`` would talk to a
+    dead socket ("Answer from Java side is empty"). A dead gateway is dropped, so a new JVM starts.
+    """
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    gw = SparkContext._gateway
+    if gw is None or SparkContext._active_spark_context is not None:
+        return
+    proc = getattr(gw, "proc", None)
+    dead = proc is not None and proc.poll() is not None
+    if not dead:
+        try:
+            gw.jvm.java.lang.System.currentTimeMillis()
+        except Exception:  # noqa: BLE001 - any failure to answer means the JVM is gone
+            dead = True
+    if not dead:
+        return
+    with contextlib.suppress(Exception):
+        gw.shutdown()
+    SparkContext._gateway = None
+    SparkContext._jvm = None
+    SparkSession._instantiatedSession = None
+    SparkSession._activeSession = None
+
 @contextlib.contextmanager
 def spark_session(
     master: str | None = None,
@@ -83,6 +113,7 @@ def spark_session(
     from rollcheck.spark_replay.supervise import spark_gateway_in_group
 
     spark_gateway_in_group(dict(builder._options))  # the JVM dies with this process, however it dies
+    _drop_dead_gateway()
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     try:
