@@ -100,10 +100,16 @@ def execute(cfg: dict, *, user=None, restarts: bool = True, restore_path: str | 
             if state in ("FINISHED", "FAILED", "CANCELED"):
                 final_state = state
                 if state == "FAILED":
-                    exc = get_json(f"{base}/jobs/{job_id}/exceptions") or {}
+                    # on a loaded machine the REST call can time out, or the history can still be
+                    # empty just after the FAILED transition: ask again for a few seconds
+                    for _ in range(20):
+                        exc = get_json(f"{base}/jobs/{job_id}/exceptions") or {}
+                        history = (exc.get("exceptionHistory") or {}).get("entries") or []
+                        if exc.get("root-exception") or history:
+                            break
+                        time.sleep(0.5)
                     # "root-exception" up to 1.20; Flink 2.0 removed it: the newest entry of the
                     # exception history (each failure of the job, newest first) has the text
-                    history = (exc.get("exceptionHistory") or {}).get("entries") or []
                     failures_seen = len(history)
                     failure_text = str(exc.get("root-exception") or (history[0].get("stacktrace") if history
                                                                      else "") or "")
