@@ -46,6 +46,7 @@ from rollcheck.pyimpl.release_envs import (
     cache_root,
     clean_environ,
     locked,
+    parse_engine_release,
     parse_full_release,
     pip_reason,
 )
@@ -64,13 +65,14 @@ INSTALL_TIMEOUT_S = 1800.0
 _FLAG = "--engine-version"
 
 
-def parse_release(version: str) -> tuple[int, int, int]:
-    """``"1.20.5"`` -> ``(1, 20, 5)``, refusing anything but a supported full release.
+def parse_release(version: str, location: str = _FLAG) -> tuple[int, int, int]:
+    """``"1.20.5"`` -> ``(1, 20, 5)``, refusing anything but a supported full release
+    (:func:`rollcheck.pyimpl.release_envs.parse_engine_release` with :data:`SUPPORTED`).
 
     Raises
     ------
     InvalidInputError
-        Not ``X.Y.Z``, or outside :data:`SUPPORTED` (naming the release; ``--engine-version``).
+        Not ``X.Y.Z``, or outside :data:`SUPPORTED` (naming the release and ``location``, the flag).
 
     Examples
     --------
@@ -81,15 +83,8 @@ def parse_release(version: str) -> tuple[int, int, int]:
     ...
     rollcheck.pyimpl.errors.InvalidInputError: --engine-version: apache-flink 1.18.1 is not supported: rollcheck supports apache-flink 1.19.0 <= V < 3.0.0
     """
-    v = parse_full_release(version)
-    if v is None:
-        raise InvalidInputError(f"apache-flink {version!r} is not a release: give one like 1.20.5 (X.Y.Z)",
-                                location=_FLAG)
-    if not SUPPORTED[0] <= v < SUPPORTED[1]:
-        lo, hi = (".".join(map(str, x)) for x in SUPPORTED)
-        raise InvalidInputError(f"apache-flink {version.strip()} is not supported: rollcheck supports "
-                                f"apache-flink {lo} <= V < {hi}", location=_FLAG)
-    return v
+    return parse_engine_release(version, package="apache-flink", supported=SUPPORTED, example="1.20.5",
+                                location=location)
 
 
 def cluster_config_name(version: str) -> str:

@@ -21,7 +21,9 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["cache_root", "locked", "pip_reason", "clean_environ", "parse_full_release"]
+from rollcheck.pyimpl.errors import InvalidInputError
+
+__all__ = ["cache_root", "locked", "pip_reason", "clean_environ", "parse_full_release", "parse_engine_release"]
 
 
 def cache_root() -> Path:
@@ -61,6 +63,51 @@ def parse_full_release(version: str) -> tuple[int, int, int] | None:
     if len(parts) != 3 or not all(p.isdigit() for p in parts):
         return None
     return int(parts[0]), int(parts[1]), int(parts[2])
+
+
+def parse_engine_release(version: str, *, package: str, supported: tuple[tuple[int, int, int], tuple[int, int, int]],
+                         example: str, location: str = "--engine-version") -> tuple[int, int, int]:
+    """``version`` as ``(X, Y, Z)``, refusing anything but a full release of ``package`` in
+    ``supported[0] <= V < supported[1]`` (what ``--engine-version`` and ``--reference-version``
+    accept; pyspark's and apache-flink's ``parse_release`` call it with their range).
+
+    Parameters
+    ----------
+    version : str
+        The release as given (surrounding blanks ignored).
+    package : str
+        The engine's package, as the messages name it (``pyspark``, ``apache-flink``).
+    supported : tuple
+        The half-open range of supported releases.
+    example : str
+        A release the message of a malformed one suggests.
+    location : str
+        The flag the refusal names.
+
+    Raises
+    ------
+    InvalidInputError
+        Not ``X.Y.Z``, or outside ``supported`` (naming the package, the release and ``location``).
+
+    Examples
+    --------
+    >>> parse_engine_release(" 1.20.5", package="apache-flink", supported=((1, 19, 0), (3, 0, 0)), example="1.20.5")
+    (1, 20, 5)
+    >>> parse_engine_release("9.0.0", package="pyspark", supported=((3, 4, 0), (5, 0, 0)), example="3.5.9",
+    ...                      location="--reference-version")
+    Traceback (most recent call last):
+    ...
+    rollcheck.pyimpl.errors.InvalidInputError: --reference-version: pyspark 9.0.0 is not supported: rollcheck supports pyspark 3.4.0 <= V < 5.0.0
+    """
+    v = parse_full_release(version)
+    if v is None:
+        raise InvalidInputError(f"{package} {version!r} is not a release: give one like {example} (X.Y.Z)",
+                                location=location)
+    if not supported[0] <= v < supported[1]:
+        lo, hi = (".".join(map(str, x)) for x in supported)
+        raise InvalidInputError(f"{package} {version.strip()} is not supported: rollcheck supports "
+                                f"{package} {lo} <= V < {hi}", location=location)
+    return v
 
 
 def pip_reason(stderr: str) -> str:

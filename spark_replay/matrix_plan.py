@@ -227,10 +227,7 @@ class MatrixOptions:
             if not self.engine_versions:
                 raise InvalidInputError("--reference-version needs --engine-version (the releases it is "
                                         "compared with)", location="--reference-version")
-            try:
-                parse_release(self.reference_version)
-            except InvalidInputError as e:
-                raise InvalidInputError(e.reason, location="--reference-version") from None
+            parse_release(self.reference_version, location="--reference-version")
         if self.jobs < 1 or self.jobs > 16:
             raise InvalidInputError(f"--jobs must be 1..16, got {self.jobs}", location="--jobs")
         validate_cluster(self.cluster, self.master)

@@ -32,7 +32,6 @@ import importlib.metadata
 import importlib.util
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -41,7 +40,7 @@ from pathlib import Path
 
 from rollcheck.pyimpl import children
 from rollcheck.pyimpl.errors import InvalidInputError
-from rollcheck.pyimpl.release_envs import cache_root
+from rollcheck.pyimpl.release_envs import cache_root, parse_engine_release
 from rollcheck.pyimpl.release_envs import locked as _locked
 from rollcheck.pyimpl.release_envs import pip_reason as _pip_reason
 
@@ -110,16 +109,14 @@ def install():
 install()
 '''
 
-_RELEASE = re.compile(r"^(\d+)\.(\d+)\.(\d+)$")
-
-
-def parse_release(version: str) -> tuple[int, int, int]:
-    """``"3.5.9"`` -> ``(3, 5, 9)``, refusing anything but a supported full release.
+def parse_release(version: str, location: str = "--engine-version") -> tuple[int, int, int]:
+    """``"3.5.9"`` -> ``(3, 5, 9)``, refusing anything but a supported full release
+    (:func:`rollcheck.pyimpl.release_envs.parse_engine_release` with :data:`SUPPORTED`).
 
     Raises
     ------
     InvalidInputError
-        Not ``X.Y.Z``, or outside :data:`SUPPORTED` (naming the release; ``--engine-version``).
+        Not ``X.Y.Z``, or outside :data:`SUPPORTED` (naming the release and ``location``, the flag).
 
     Examples
     --------
@@ -130,16 +127,7 @@ def parse_release(version: str) -> tuple[int, int, int]:
     ...
     rollcheck.pyimpl.errors.InvalidInputError: --engine-version: pyspark 3.3.4 is not supported: rollcheck supports pyspark 3.4.0 <= V < 5.0.0
     """
-    m = _RELEASE.match(version.strip())
-    if m is None:
-        raise InvalidInputError(f"pyspark {version!r} is not a release: give one like 3.5.9 (X.Y.Z)",
-                                location="--engine-version")
-    v = (int(m.group(1)), int(m.group(2)), int(m.group(3)))
-    if not SUPPORTED[0] <= v < SUPPORTED[1]:
-        lo, hi = (".".join(map(str, x)) for x in SUPPORTED)
-        raise InvalidInputError(f"pyspark {version} is not supported: rollcheck supports pyspark {lo} <= V < {hi}",
-                                location="--engine-version")
-    return v
+    return parse_engine_release(version, package="pyspark", supported=SUPPORTED, example="3.5.9", location=location)
 
 
 def pinned_release() -> str:
