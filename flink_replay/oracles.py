@@ -31,6 +31,18 @@ These checks judge the engine by something else.
     and processing time does not advance in a batch job the way it does in a stream), a job Flink
     cannot run in BATCH mode (Flink's reason), a rescaled run (no batch run recorded).
 
+``release-differential``
+    With ``--engine-version V`` the recorder also runs the failure-free run of the same job (same
+    module, input, configuration) on the reference release R (``--reference-version R``, default
+    the pinned release), in R's own environment, and records its committed rows
+    (``flink.release_reference``; the trace alone decides the check). The final output table
+    (per KEY the last row, as for ``batch-equivalent``) of the failure-free run on V must equal
+    R's: a KEY missing on one release, or another last row, is a violation naming both releases and
+    the first differing KEYs (with, where the BATCH run applies, which release agrees with it). A
+    failure-free run that ends FAILED on R with the engine's exception while V ran it to its end is
+    a violation too; the module failing on R (an API R lacks) leaves it unchecked, with the reason.
+    Not applicable without ``--engine-version`` or when V is R.
+
 References
 ----------
 Apache Flink documentation, "Execution Mode (Batch/Streaming)" (what BATCH mode guarantees and
@@ -45,11 +57,12 @@ from typing import Any
 
 from rollcheck.pyimpl.verdict import Check
 
-__all__ = ["RECOVERY", "BATCH", "batch_check", "final_table", "drop_last_record", "double_count_last_record",
+__all__ = ["RECOVERY", "BATCH", "RELEASE", "release_check", "differ_release", "batch_check", "final_table", "drop_last_record", "double_count_last_record",
            "recovery_check", "second_failure_problem", "release_of_trace", "swallow_recovery_exception", "ORACLE_TAMPERS"]
 
 RECOVERY = "recovery-succeeded"
 BATCH = "batch-equivalent"
+RELEASE = "release-differential"
 _SEP = "\x1f"
 
 
@@ -189,6 +202,73 @@ def batch_check(header: dict[str, Any], events: list[dict[str, Any]]) -> Check:
     done = " and ".join(w for w, _ in runs)
     return Check.held(BATCH, f"{len(want) - len(split)} KEY(s): the final row of every KEY of the {done} equals "
                       f"the BATCH-mode run's (apache-flink {release}){note}", examined=examined)
+
+
+def release_check(header: dict[str, Any], events: list[dict[str, Any]]) -> Check:
+    """``release-differential`` (see the module docstring).
+
+    Examples
+    --------
+    >>> us = chr(31)
+    >>> h = {"engine_version": "2.2.1", "config": {"engine_version": "2.2.1", "reference_version": "2.3.0"}}
+    >>> ref = {"seq": 5, "kind": "flink.sink_output", "sink": "reference", "lines": [us.join(["1", "a", "[1]"])]}
+    >>> rr = {"seq": 6, "kind": "flink.release_reference", "engine_version": "2.3.0", "final_state": "FINISHED",
+    ...       "lines": [us.join(["1", "a", "[2]"])]}
+    >>> c = release_check(h, [ref, rr, {"seq": 7, "kind": "end"}])
+    >>> c.status.value, c.detail.split(":")[0]
+    ('violated', 'apache-flink 2.2.1 and 2.3.0 give different final tables')
+    """
+    cfg = header.get("config") or {}
+    mine = str(cfg.get("engine_version") or release_of_trace(header))
+    want = cfg.get("reference_version")
+    rel = next((e for e in events if e.get("kind") == "flink.release_reference"), None)
+    if rel is None:
+        if want and str(want) != mine:
+            return Check.unchecked(RELEASE, f"no failure-free run on the reference release apache-flink {want} in "
+                                   "the trace")
+        if want:
+            return Check.not_applicable(RELEASE, f"apache-flink {mine} is the reference release itself: one release")
+        return Check.not_applicable(RELEASE, f"one release (apache-flink {mine}): recorded without --engine-version")
+    other = str(rel.get("engine_version") or want or "the reference release")
+    seq = int(rel["seq"])
+    ended = bool(events) and events[-1].get("kind") == "end"
+    ref = next((e for e in events if e.get("kind") == "flink.sink_output" and e.get("sink") == "reference"), None)
+    if not ended or ref is None:
+        return Check.unchecked(RELEASE, f"no complete failure-free run on apache-flink {mine} to compare with {other}'s")
+    if rel.get("user_error"):
+        return Check.unchecked(RELEASE, f"the job module did not run on apache-flink {other}: {rel['user_error']} "
+                               "(the module's own failure there; nothing compared)")
+    if rel.get("final_state") != "FINISHED":
+        cause = rel.get("failure_cause")
+        if not cause:
+            return Check.unchecked(RELEASE, f"the failure-free run on apache-flink {other} ended "
+                                   f"{rel.get('final_state')} and the recording says of no exception why")
+        got = final_table(ref["lines"])
+        return Check.violated(RELEASE, f"the failure-free run on apache-flink {other} ended {rel.get('final_state')} "
+                              f"with the engine's exception {cause}; on {mine} the same run ran to its end "
+                              f"({len(got)} KEY(s))", offending_seq=seq)
+    a, b = final_table(ref["lines"]), final_table(rel.get("lines") or [])
+    if a == b:
+        if not a:
+            return Check.unchecked(RELEASE, f"the failure-free runs on apache-flink {mine} and {other} emitted no "
+                                   "row: nothing to compare")
+        return Check.held(RELEASE, f"the failure-free final table on apache-flink {mine} equals the one on {other} "
+                          f"({len(a)} KEY(s))", examined=len(a))
+    differ = sorted((set(a) ^ set(b)) | {k for k in a if k in b and a[k] != b[k]})
+    shown = "; ".join(f"KEY {k}: {a.get(k) or 'missing'} on {mine}, {b.get(k) or 'missing'} on {other}"
+                      for k in differ[:3])
+    more = f" (and {len(differ) - 3} more)" if len(differ) > 3 else ""
+    which = ""
+    batch = next((e for e in events if e.get("kind") == "flink.batch_output"), None)
+    if batch is not None and batch.get("final_state") == "FINISHED":
+        table, split = _batch_table(batch.get("subtasks") or [])
+        if differ[0] not in split:
+            w = table.get(differ[0])
+            agrees = (f"{mine} agrees" if a.get(differ[0]) == w else f"{other} agrees" if b.get(differ[0]) == w
+                      else "neither agrees")
+            which = f"; the same job in BATCH mode on {mine} gives {w or 'no row'} for KEY {differ[0]}: {agrees}"
+    return Check.violated(RELEASE, f"apache-flink {mine} and {other} give different final tables: {len(differ)} "
+                          f"KEY(s) differ: {shown}{more}{which}", offending_seq=seq)
 
 
 def second_failure_problem(events: list[dict[str, Any]]) -> str | None:
@@ -333,7 +413,35 @@ def double_count_last_record(header: dict[str, Any], events: list[dict[str, Any]
     return _retell(header, events, final, 1)
 
 
+def differ_release(header: dict[str, Any], events: list[dict[str, Any]]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A mutant of ``release-differential``: the reference release's failure-free run lost the last
+    row of a KEY (the first KEY whose last row differs from the one before it, or that has one row):
+    that KEY ends with another row, or is missing, on R only.
+
+    Raises
+    ------
+    ValueError
+        The trace has no failure-free run on a reference release, or no KEY whose final row a lost
+        last row would change.
+    """
+    import copy
+
+    out = copy.deepcopy(events)
+    rel = next((e for e in out if e.get("kind") == "flink.release_reference"), None)
+    if rel is None or not rel.get("lines"):
+        raise ValueError("the trace has no failure-free run on a reference release (record with --engine-version)")
+    lines = list(rel["lines"])
+    for key in sorted({str(x).split(_SEP, 2)[1] for x in lines}):
+        mine = _key_rows(lines, key)
+        if len(mine) == 1 or mine[-1][2] != mine[-2][2]:
+            del lines[mine[-1][1]]
+            rel["lines"] = lines
+            return copy.deepcopy(header), out
+    raise ValueError("no KEY of the reference release's run whose final row a lost last row would change")
+
+
 #: The mutants of this module's oracles: name -> (function, the check that must call it a violation).
 ORACLE_TAMPERS = {"swallow-recovery-exception": (swallow_recovery_exception, RECOVERY),
                   "drop-last-record": (drop_last_record, BATCH),
-                  "double-count-last-record": (double_count_last_record, BATCH)}
+                  "double-count-last-record": (double_count_last_record, BATCH),
+                  "differ-release": (differ_release, RELEASE)}

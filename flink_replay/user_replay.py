@@ -18,9 +18,10 @@ state, restored with the checkpoint), and a transactional ``FileSink`` commits t
 ``output-exactly-once``
     per KEY, the committed rows are numbered 1..n without a duplicate or a gap, n is the number of
     rows the reference run produced for the key, and the last row equals the reference's last row.
-``recovery-succeeded``, ``batch-equivalent``
+``recovery-succeeded``, ``batch-equivalent``, ``release-differential``
     the restart from the engine's own checkpoint succeeded; the final output table equals the same
-    job's in Flink's BATCH mode (:mod:`rollcheck.flink_replay.oracles`).
+    job's in Flink's BATCH mode, and (with ``--engine-version``) the failure-free final table equals
+    the one of the reference release (:mod:`rollcheck.flink_replay.oracles`).
 ``user-sink-exactly-once`` (or ``user-sink-at-least-once``)
     with the module's own ``sink``/``read_output``, judged against the module's ``SINK_GUARANTEE``
     (exactly-once by default): per KEY as many rows as the reference run; declared at-least-once,
@@ -44,8 +45,10 @@ from typing import Any
 from rollcheck.flink_replay.oracles import (
     BATCH,
     RECOVERY,
+    RELEASE,
     batch_check,
     recovery_check,
+    release_check,
     second_failure_problem,
 )
 from rollcheck.flink_replay.rescale_checks import KEYED, OPERATOR, USER, rescale_checks
@@ -335,7 +338,7 @@ def user_sink_check(outputs: dict[str, dict[str, Any]], key_idx: list[int], ende
 #: The checks of a user's job trace, in reporting order (the last, the module's own sink, is named
 #: by its ``SINK_GUARANTEE``: ``user-sink-exactly-once`` or ``user-sink-at-least-once``).
 JOB_CHECKS = ("failure-observed", "restore-latest-completed", KEYED, OPERATOR, USER, "output-exactly-once", RECOVERY,
-              BATCH, "user-sink")
+              BATCH, RELEASE, "user-sink")
 
 
 def job_check(name: str, header: dict[str, Any], events: list[dict[str, Any]]) -> Check:
@@ -370,6 +373,8 @@ def job_check(name: str, header: dict[str, Any], events: list[dict[str, Any]]) -
         return recovery_check(header, events)
     if name == BATCH:
         return batch_check(header, events)
+    if name == RELEASE:
+        return release_check(header, events)
     if name == "user-sink" or name.startswith("user-sink-"):
         return user_sink_check(outputs, header.get("key") or [], ended, header, events)
     raise ValueError(f"no check {name!r} of a user's job trace (one of {', '.join(JOB_CHECKS)})")
