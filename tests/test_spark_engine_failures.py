@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from rollcheck.spark_replay import query as qmod
+from rollcheck.spark_replay import query_state
 from rollcheck.spark_replay.oracles import recovery_succeeded, release_differential
 from rollcheck.spark_replay.replay import replay_trace
 from rollcheck.spark_replay.trace import parse_trace_text
@@ -103,7 +104,7 @@ def test_spark_state_reader_failing_is_recorded_not_rollchecks_error(tmp_path: P
     def engine_raises(spark: Any, checkpoint: Path) -> dict[str, Any]:
         raise RuntimeError(STATE_TEXT)  # what py4j raises for the JVM's SparkException
 
-    monkeypatch.setattr(qmod, "read_state_stores", engine_raises)
+    monkeypatch.setattr(query_state, "read_state_stores", engine_raises)
     stores, reason, failed = qmod._state_or_reason(None, tmp_path)
     assert stores == {} and failed is not None and "CANNOT_LOAD_STATE_STORE" in str(reason)
     assert failed["checkpoint"] == str(tmp_path) and "NumberFormatException" in str(failed["cause"])
@@ -111,13 +112,13 @@ def test_spark_state_reader_failing_is_recorded_not_rollchecks_error(tmp_path: P
     def unreadable(spark: Any, checkpoint: Path) -> dict[str, Any]:
         raise qmod.StateUnreadable("no state reader on 3.5")
 
-    monkeypatch.setattr(qmod, "read_state_stores", unreadable)
+    monkeypatch.setattr(query_state, "read_state_stores", unreadable)
     assert qmod._state_or_reason(None, tmp_path) == ({}, "no state reader on 3.5", None)
 
     def full_disk(spark: Any, checkpoint: Path) -> dict[str, Any]:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(qmod, "read_state_stores", full_disk)
+    monkeypatch.setattr(query_state, "read_state_stores", full_disk)
     with pytest.raises(Exception, match="space"):  # the machine's fault, not a finding
         qmod._state_or_reason(None, tmp_path)
 

@@ -244,9 +244,10 @@ def test_restart_failing_with_the_engines_exception_is_a_finding(tmp_path: Path,
     with its own exception; the recording records it (not exit 2, not inconclusive) and the replay
     names the exception and the checkpoint."""
     from rollcheck.spark_replay import query as qmod
+    from rollcheck.spark_replay import query_drive
     from rollcheck.spark_replay.session import spark_session
 
-    real = qmod._run_once
+    real = query_drive.run_once
 
     def corrupting(*args: Any, **kw: Any) -> str:
         out = real(*args, **kw)
@@ -255,7 +256,7 @@ def test_restart_failing_with_the_engines_exception_is_a_finding(tmp_path: Path,
                 f.unlink()
         return out
 
-    monkeypatch.setattr(qmod, "_run_once", corrupting)
+    monkeypatch.setattr(query_drive, "run_once", corrupting)  # where drive() looks it up
     trace = tmp_path / "t.jsonl"
     with spark_session(conf=qmod.session_conf()) as spark:
         res = qmod.record_query(qmod.QueryConfig(str(ROOT / "tests" / "queries" / "windowed_agg.py"), batches=4,
