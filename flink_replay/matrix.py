@@ -13,7 +13,13 @@ tables, the minimiser's search), :class:`FlinkAdapter`, which supplies:
 - for a finding: the fewest first records that still show it (:func:`shrink_finding`, the core's
   bisection) and a pyflink-only reproducer (:mod:`rollcheck.flink_replay.reproducer`), run once
   with the PyFlink environment's Python on request (``--run-reproducer``; the core's
-  :func:`~rollcheck.pyimpl.matrix.reproducer.run_reproducer`).
+  :func:`~rollcheck.pyimpl.matrix.reproducer.run_reproducer`); with ``--engine-version`` on the
+  cell's release V and on the reference release R (``reproducer_run`` keyed by release);
+- with ``--engine-version``: the ``release-differential`` check's failure-free run on the reference
+  release R (:mod:`rollcheck.flink_replay.release_reference`), run once per configuration of a
+  job module (module, state backend, checkpoints, parallelism: not the failure, not the release
+  under test) as the core's shared preparation and handed to every cell of that configuration; a
+  configuration with a single cell runs it inside that cell's recording.
 
 Every cell's verdict comes from the one verdict rule (:func:`rollcheck.pyimpl.verdict.decide`) and
 its attribution from :func:`rollcheck.pyimpl.attribution.classify_cell`: a sink of the user's own
@@ -39,7 +45,14 @@ from itertools import product
 from pathlib import Path
 from typing import Any
 
-from rollcheck.flink_replay.record import BACKENDS, RecordConfig, record
+from rollcheck.flink_replay.oracles import RELEASE
+from rollcheck.flink_replay.record import BACKENDS, RecordConfig
+from rollcheck.flink_replay.release_reference import (
+    config_key,
+    needs_release_reference,
+    record_job,
+    release_reference,
+)
 from rollcheck.flink_replay.releases import PINNED
 from rollcheck.flink_replay.user_replay import GUARANTEES_DOC
 from rollcheck.pyimpl.errors import InconclusiveError
@@ -47,10 +60,12 @@ from rollcheck.pyimpl.matrix import (
     ChildRunner,
     EngineAdapter,
     GenericCell,
+    Prepared,
     Recording,
     Replayed,
     bisect_fewest,
     classify,
+    run_on_releases,
     run_reproducer,
     summarize,
 )
@@ -197,9 +212,11 @@ def shrink_finding(cell: Cell, cfg: dict[str, Any], out: Path, check: str, full:
     >>> r["records"], [x["records"] for x in r["runs"]]
     (7, [50, 25, 12, 6, 9, 7])
     """
+    if check != RELEASE:  # the failure-free run on the reference release only where it is the finding
+        cfg = dict(cfg, reference_version=None)
     if run is None:
         def run(trace: Path, c: dict[str, Any]) -> Report:
-            record(trace, RecordConfig(c))
+            record_job(trace, RecordConfig(c))
             return _report(trace, cell.module)
 
     traces: dict[int, str] = {}
@@ -232,17 +249,64 @@ class FlinkAdapter(EngineAdapter):
               "restores; twice — a second one right after the first recovery. A rescaled row fails at parallelism "
               "P1 and is restored at P2.")
 
+    preparing_word = "reference"
+
     def __init__(self, *, records: int = 1200, rate: float = 400.0, interval_ms: int = 300, seed: int = 0,
                  timeout_s: float = 600.0, shrink_runs: int = 4, minimise: bool = True,
-                 run_reproducer: bool = False):
+                 run_reproducer: bool = False, reference_version: str | None = None):
         self.records, self.rate, self.interval_ms, self.seed = records, rate, interval_ms, seed
         self.timeout_s, self.shrink_runs, self.minimise = timeout_s, shrink_runs, minimise
         self.run_reproducer = run_reproducer
+        #: with cells that name a release: the release-differential check's reference release
+        #: (``--reference-version``; None: the pinned one)
+        self.reference_version = reference_version
         self._cfgs: dict[str, dict[str, Any]] = {}
         self._lock = threading.Lock()
+        self._shared: set[str] = set()
+        self._releases: list[str] = []  # the releases the planned cells name (plan())
+
+    def plan(self, planned: Sequence[Cell]) -> None:
+        """Note which configurations share the failure-free run on the reference release (more than
+        one cell of a job module whose release is not the reference): :meth:`group` names them."""
+        sizes: dict[str, int] = {}
+        for c in planned:
+            g = self._release_group(c)
+            if g is not None:
+                sizes[g] = sizes.get(g, 0) + 1
+        self._shared = {g for g, n in sizes.items() if n > 1}
+        self._releases = list(dict.fromkeys(c.engine_version for c in planned if c.engine_version))
+
+    def _release_group(self, cell: Cell) -> str | None:
+        if cell.module == "wordcount" or not cell.engine_version:
+            return None
+        cfg = self._config(cell)
+        return "release-reference " + config_key(cfg) if needs_release_reference(cfg) else None
+
+    def group(self, cell: Cell) -> str | None:
+        g = self._release_group(cell)
+        return g if g in self._shared else None
+
+    def prepare(self, group: str, cells: Sequence[Cell], runner: ChildRunner, out: Path) -> Prepared:
+        """The failure-free run on the reference release of the configuration ``cells`` share (once);
+        its ``flink.release_reference`` event is every cell's context. A run that cannot be made
+        (no result, a limit) is handed on as such: the cells still run, the check is unchecked."""
+        import hashlib
+
+        cfg = self._config(cells[0])
+        tag = hashlib.sha256(group.encode()).hexdigest()[:10]
+        run = out / "release-reference" / f"{cells[0].job}-{cfg['reference_version']}-{tag}"
+        try:
+            return Prepared(context=release_reference(cfg, run))
+        except InconclusiveError as e:
+            return Prepared(context={"kind": "flink.release_reference", "engine_version": cfg["reference_version"],
+                                     "final_state": "NO_RESULT", "failure_cause": None, "reason": str(e),
+                                     "lines": []})
 
     def describe(self, cell: Cell) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-        return cell.config(), {"kind": cell.failure}, {}
+        config = cell.config()
+        if cell.engine_version:
+            config["reference_version"] = self.reference_version or PINNED
+        return config, {"kind": cell.failure}, {}
 
     def _config(self, cell: Cell) -> dict[str, Any]:
         user = cell.module != "wordcount"
@@ -252,7 +316,8 @@ class FlinkAdapter(EngineAdapter):
                                 fail_at_record=1 if user else max(2, self.records // 2), failure=cell.failure,
                                 seed=self.seed, timeout_s=self.timeout_s, backend=cell.backend,
                                 rescale=cell.rescale, module=cell.module if user else None,
-                                engine_version=cell.engine_version)
+                                engine_version=cell.engine_version,
+                                reference_version=self.reference_version if cell.engine_version else None)
         if user:
             cfg["fail_at_fraction"] = 0.5  # half way through the module's own input
         return dict(cfg)
@@ -263,7 +328,7 @@ class FlinkAdapter(EngineAdapter):
             cfg = self._config(cell)
             with self._lock:
                 self._cfgs[cell.ident] = cfg
-            rec = record(trace, RecordConfig(cfg))
+            rec = record_job(trace, RecordConfig(cfg), shared=context)
         except InconclusiveError as e:
             return Recording(trace, error=f"not recorded: {e}")
         fail_at = _header(trace).get("config", {}).get("fail_at_record", cfg["fail_at_record"])
@@ -295,20 +360,36 @@ class FlinkAdapter(EngineAdapter):
             from rollcheck.flink_replay.environment import find_flink
 
             try:
-                found = find_flink(cell.engine_version) if cell.engine_version else find_flink()
-                python = str(found.python)
+                if cell.engine_version:  # on the cell's release and on the reference release, each its own Python
+                    releases = [cell.engine_version, self.reference_version or PINNED]
+                    pythons = {r: str(find_flink(r).python) for r in releases}
+                else:
+                    python = str(find_flink().python)
             except InconclusiveError as e:
                 extra["reproducer_error"] = str(e)
             else:
-                extra["reproducer_run"] = run_reproducer([python, "-I", str(script)], runner.run, self.timeout_s,
-                                                         out / f"{cell.ident}.repro.log", shows=("KEY ",))
+                if cell.engine_version:
+                    extra["reproducer_run"] = run_on_releases(
+                        lambda r: [pythons[r], "-I", str(script)], releases, runner.run, self.timeout_s,
+                        lambda r: out / f"{cell.ident}.repro.{r}.log", shows=("KEY ",))
+                else:
+                    extra["reproducer_run"] = run_reproducer([python, "-I", str(script)], runner.run,
+                                                             self.timeout_s, out / f"{cell.ident}.repro.log",
+                                                             shows=("KEY ",))
         return extra
 
     def caption(self) -> str:
-        return f"Seed {self.seed}, {self.interval_ms} ms checkpoint interval."
+        text = f"Seed {self.seed}, {self.interval_ms} ms checkpoint interval."
+        if self._releases:
+            text += (f" Releases: apache-flink {', '.join(self._releases)} (release-differential against "
+                     f"{self.reference_version or PINNED}).")
+        return text
 
     def meta(self) -> dict[str, Any]:
-        return {"seed": self.seed, "records": self.records, "interval_ms": self.interval_ms}
+        releases = ({"engine_versions": list(self._releases), "reference_version": self.reference_version or PINNED}
+                    if self._releases else {})
+        return {"seed": self.seed, "records": self.records, "interval_ms": self.interval_ms, **releases}
+
 
 
 def run_cell(cell: Cell, out: Path, *, records: int = 1200, rate: float = 400.0, interval_ms: int = 300,
@@ -335,6 +416,7 @@ def run_matrix(all_cells: list[Cell], out: str | Path, *, jobs: int = 1,
         random.Random(spread_seed).shuffle(order)
     adapter = FlinkAdapter(**kw)
     adapter.row_header = row_header(all_cells)  # "release | ..." when the cells name releases
+    adapter.plan(all_cells)  # which configurations share the failure-free run on the reference release
     return _run_core(adapter, all_cells, out, jobs=jobs, on_update=on_update, order=order, log=log)
 
 

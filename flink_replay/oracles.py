@@ -241,8 +241,9 @@ def release_check(header: dict[str, Any], events: list[dict[str, Any]]) -> Check
     if rel.get("final_state") != "FINISHED":
         cause = rel.get("failure_cause")
         if not cause:
+            why = f": {rel['reason']}" if rel.get("reason") else " and the recording says of no exception why"
             return Check.unchecked(RELEASE, f"the failure-free run on apache-flink {other} ended "
-                                   f"{rel.get('final_state')} and the recording says of no exception why")
+                                   f"{rel.get('final_state')}{why}")
         got = final_table(ref["lines"])
         return Check.violated(RELEASE, f"the failure-free run on apache-flink {other} ended {rel.get('final_state')} "
                               f"with the engine's exception {cause}; on {mine} the same run ran to its end "

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from rollcheck.flink_replay.environment import find_flink, tap_jar
-from rollcheck.flink_replay.releases import cluster_config_name, parse_release
+from rollcheck.flink_replay.releases import PINNED, cluster_config_name, parse_release
 from rollcheck.flink_replay.replay import source_cut
 from rollcheck.pyimpl import children
 from rollcheck.pyimpl.errors import InconclusiveError, InternalError, InvalidInputError
@@ -104,7 +104,8 @@ class RecordConfig(dict):
              records: int = 2000, rate: float = 500.0, keys: int = 8, fail_at_record: int | None = None,
              failure: str | None = None, seed: int = 0, timeout_s: float = 300.0, backend: str = "hashmap",
              rescale: tuple[int, int] | None = None, module: str | None = None,
-             call_timeout: float = 300.0, engine_version: str | None = None) -> RecordConfig:
+             call_timeout: float = 300.0, engine_version: str | None = None,
+             reference_version: str | None = None) -> RecordConfig:
         if checkpoints not in ("aligned", "unaligned"):
             raise InvalidInputError(f"--checkpoints must be aligned or unaligned, not {checkpoints!r}")
         if backend not in BACKENDS:
@@ -135,6 +136,14 @@ class RecordConfig(dict):
         if engine_version is not None:  # the release's range, before anything is installed or run
             parse_release(engine_version)
             engine_version = engine_version.strip()
+        if reference_version is not None:  # release-differential's reference release (release_reference.py)
+            if engine_version is None:
+                raise InvalidInputError("--reference-version needs --engine-version (the release it is compared "
+                                        "with)", location="--reference-version")
+            parse_release(reference_version, location="--reference-version")
+            reference_version = reference_version.strip()
+        if engine_version is not None and reference_version is None:
+            reference_version = PINNED
         extra: dict[str, Any] = {}
         if module is not None:
             path = Path(module)
@@ -146,7 +155,8 @@ class RecordConfig(dict):
                    records=records, rate=rate, keys=keys, fail_at_record=fail_at_record,
                    failure=failure, seed=seed, timeout_s=timeout_s, backend=backend,
                    rescale=list(rescale) if rescale else None, max_parallelism=128,
-                   call_timeout=call_timeout, engine_version=engine_version, **extra)
+                   call_timeout=call_timeout, engine_version=engine_version,
+                   reference_version=reference_version, **extra)
 
 
 def _job_file() -> Path:
@@ -158,9 +168,15 @@ def record_wordcount(out: str | Path, config: RecordConfig, *, run_dir: str | Pa
     return record(out, config, run_dir=run_dir)
 
 
-def record(out: str | Path, config: RecordConfig, *, run_dir: str | Path | None = None) -> dict[str, Any]:
+def record(out: str | Path, config: RecordConfig, *, run_dir: str | Path | None = None,
+           before_publish: Callable[[Path, Path], int | None] | None = None) -> dict[str, Any]:
     """Run the word-count job or a user's job module once in the Flink environment and write its
     trace to ``out`` (through ``OUT.partial``, renamed when complete).
+
+    ``before_publish(partial_trace, run_folder)`` is called on the finished trace before it is
+    renamed to ``out`` and returns the trace's new number of events, if it added some (the
+    failure-free run on the reference release:
+    :func:`rollcheck.flink_replay.release_reference.record_job`).
 
     Returns ``{"trace", "checkpoint_dir", "restored_checkpoint", "seconds", "final_state"}``.
 
@@ -182,7 +198,7 @@ def record(out: str | Path, config: RecordConfig, *, run_dir: str | Path | None 
     run = Path(run_dir) if run_dir is not None else out.with_name(out.stem + ".flinkrun")
     try:
         _check_space(out.parent if str(out.parent) else Path("."))
-        return _record(out, run, config, env, jar, t0)
+        return _record(out, run, config, env, jar, t0, before_publish)
     except OSError as e:
         if e.errno in _ENV_ERRNOS:  # the environment's fault: named as such, exit 2
             where = e.filename or str(run)
@@ -225,7 +241,8 @@ def _environment_failure(run: Path) -> str | None:
     return None
 
 
-def _record(out: Path, run: Path, config: RecordConfig, env: Any, jar: Path, t0: float) -> dict[str, Any]:
+def _record(out: Path, run: Path, config: RecordConfig, env: Any, jar: Path, t0: float,
+            before_publish: Callable[[Path, Path], int | None] | None = None) -> dict[str, Any]:
     if run.exists():
         shutil.rmtree(run)
     run.mkdir(parents=True)
@@ -275,6 +292,10 @@ def _record(out: Path, run: Path, config: RecordConfig, env: Any, jar: Path, t0:
     job_outcome(run, config, p.returncode, discard=_discard)
     tmp = out.with_name(out.name + ".partial")
     summary = build_trace(run, tmp, env_version=env.version)
+    if before_publish is not None:  # e.g. release-differential's failure-free run on the reference release
+        added = before_publish(tmp, run)
+        if added is not None:
+            summary["events"] = added
     os.replace(tmp, out)
     summary.update(trace=str(out), checkpoint_dir=str(run / "checkpoints"), seconds=round(time.time() - t0, 2))
     return summary
@@ -621,7 +642,7 @@ def build_trace(run: str | Path, out: str | Path, *, env_version: str = "?") -> 
     else:
         outputs += [("naive", naive["0"], {"generation": 0}), ("naive", naive["1"], {"generation": 1})]
     keys = ("checkpoints", "parallelism", "interval_ms", "records", "rate", "keys", "fail_at_record", "failure",
-            "backend", "rescale", "max_parallelism", "max_records", "engine_version")
+            "backend", "rescale", "max_parallelism", "max_records", "engine_version", "reference_version")
     header = {"format": "rollcheck.trace/1", "source": "flink", "seed": cfg.get("seed", 0),
               "processes": ["source", "keyed"], "job": "module" if module else "wordcount",
               "engine_version": env_version,

@@ -21,7 +21,9 @@ which supplies:
 - with ``--engine-version V[,V2...]`` (:attr:`MatrixOptions.engine_versions`): every release's
   environment made (or reused) once before any cell runs (a release pip cannot install: exit 2,
   no cell run), one group of rows per release, the release in every cell's recording
-  (``spark record query --engine-version V``), shared reference, ``config`` and reproducer run.
+  (``spark record query --engine-version V``), shared reference, ``config`` and reproducer run
+  (on V and on the reference release R, ``reproducer_run`` keyed by release:
+  :func:`reproducer_on_releases`).
 
 Every cell's verdict comes from the one verdict rule (:func:`rollcheck.pyimpl.verdict.decide`) and
 its attribution from :func:`rollcheck.pyimpl.attribution.classify_cell`; the matrix's exit code from
@@ -102,6 +104,7 @@ __all__ = [
     "shared_reference",
     "write_shared_reference",
     "prepare_releases",
+    "reproducer_on_releases",
 ]
 
 #: The core's child-process runner (the name the tests of the Spark matrix knew it by).
@@ -280,7 +283,14 @@ class SparkAdapter(EngineAdapter):
             rc_ = report_of(replay_file(trace)).root_cause
             return rc_.name if rc_ is not None else None
 
-        return minimise_and_write(cell, self.opts, dict(entry), runner.run, argv_for, root_cause)
+        if not cell.engine_version:
+            return minimise_and_write(cell, self.opts, dict(entry), runner.run, argv_for, root_cause)
+        # --engine-version: the reproducer runs on the cell's release V and on the reference release R
+        fields = minimise_and_write(cell, replace(self.opts, run_reproducer=False), dict(entry), runner.run,
+                                    argv_for, root_cause)
+        if self.opts.run_reproducer and fields.get("reproducer"):
+            fields["reproducer_run"] = reproducer_on_releases(cell, self.opts, Path(fields["reproducer"]), runner.run)
+        return fields
 
     def caption(self) -> str:
         return _caption({"seed": self.opts.seed, "fail_at_batch": self.opts.fail_at_batch,
@@ -293,6 +303,23 @@ class SparkAdapter(EngineAdapter):
                     if self.opts.engine_versions else {})
         return {"seed": self.opts.seed, "fail_at_batch": self.opts.fail_at_batch, "batches": self.opts.batches,
                 "skipped": self.skipped, **releases}
+
+
+def reproducer_on_releases(cell: Cell, opts: MatrixOptions, script: Path,
+                           run: Callable[[list[str], float, Path], tuple[int | None, str]]) -> dict[str, Any]:
+    """Run a finding's reproducer once on the cell's release V and once on the reference release R
+    (``--reference-version``, default the pinned one), each with its own environment's interpreter
+    (made before the cells ran); return ``{V: run, R: run}`` (the core's
+    :func:`~rollcheck.pyimpl.matrix.reproducer.run_on_releases`)."""
+    from rollcheck.pyimpl.matrix import run_on_releases
+    from rollcheck.spark_replay.reproducer import reproducer_python
+
+    work = opts.out / f"{cell.stem}.min"
+    work.mkdir(parents=True, exist_ok=True)
+    releases = [str(cell.engine_version), opts.reference_version or _pinned()]
+    return run_on_releases(lambda r: [str(reproducer_python(r)), "-I", str(script), str(work / f"reproducer-run-{r}")],
+                           releases, run, opts.cell_timeout, lambda r: work / f"reproducer.{r}.log",
+                           shows=("LOST row", "DUPLICATED row"))
 
 
 def _pinned() -> str:

@@ -21,7 +21,8 @@ concept per module:
   and the terminal table (one of each for every engine);
 - :mod:`~rollcheck.pyimpl.matrix.shrink` — the minimiser's searches (fewest records by bisection,
   fewest batches and rows by halving);
-- :mod:`~rollcheck.pyimpl.matrix.reproducer` — running a reproducer script once, as a user would.
+- :mod:`~rollcheck.pyimpl.matrix.reproducer` — running a reproducer script once, as a user would
+  (with ``--engine-version``: on the release under test and on the reference release).
 
 Why here, in ``pyimpl``
 -----------------------
@@ -50,7 +51,7 @@ from rollcheck.pyimpl.matrix.document import (
     write_document,
 )
 from rollcheck.pyimpl.matrix.html import render_html, write_html
-from rollcheck.pyimpl.matrix.reproducer import run_reproducer
+from rollcheck.pyimpl.matrix.reproducer import reproduced_words, run_on_releases, run_reproducer
 from rollcheck.pyimpl.matrix.run import run_matrix
 from rollcheck.pyimpl.matrix.runner import ChildRunner
 from rollcheck.pyimpl.matrix.shrink import bisect_fewest, shrink_batches
@@ -62,7 +63,7 @@ __all__ = [
     "classify",
     "CELL_KEYS", "SUMMARY_KEYS", "base_entry", "cell_check", "matrix_verdict", "summarize", "write_document",
     "render_html", "write_html",
-    "run_reproducer",
+    "run_reproducer", "run_on_releases", "reproduced_words",
     "run_matrix",
     "ChildRunner",
     "bisect_fewest", "shrink_batches",

@@ -18,6 +18,7 @@ from typing import Any
 
 from rollcheck.pyimpl.matrix.cells import MatrixCell, axes, cell_key, entry_key
 from rollcheck.pyimpl.matrix.document import summarize
+from rollcheck.pyimpl.matrix.reproducer import per_release, reproduced_words
 from rollcheck.pyimpl.matrix.table import cell_word, summary_line
 from rollcheck.pyimpl.patternio import atomic_write_text
 
@@ -38,8 +39,10 @@ def _rel(path: str | None, out: Path) -> str | None:
 
 def _reproducer_note(r: Mapping[str, Any]) -> str:
     run, parts = r.get("reproducer_run"), []
-    if run:
-        parts.append(f'{"shows it" if run.get("reproduced") else "did NOT show it"} in {run.get("seconds")} s')
+    if run and per_release(run):
+        parts.append(f'{reproduced_words(run)} in {sum(float(x.get("seconds") or 0) for x in run.values()):.1f} s')
+    elif run:
+        parts.append(f'{reproduced_words(run)} in {run.get("seconds")} s')
     m, s = r.get("minimised"), r.get("shrink")
     if m:
         parts.append(f'{m.get("batches")} batch(es), {m.get("rows")} row(s)')

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rollcheck.pyimpl.matrix.cells import MatrixCell, axes, cell_key, entry_key
+from rollcheck.pyimpl.matrix.reproducer import reproduced_words
 
 __all__ = ["cell_word", "summary_line", "terminal_table", "STYLES"]
 
@@ -78,6 +79,8 @@ def terminal_table(results: Sequence[Mapping[str, Any]], planned: Sequence[Matri
             text = f"[{STYLES[key]}]{escape(word)}[/]"
             if reasons and r["verdict"] != "conformant":
                 text += f"\n{escape(str(r.get('reason') or '')[:120])}"
+            if r.get("reproducer_run"):  # "reproduced on V / not on R" (the reproducer run per release)
+                text += f"\n[dim]reproducer: {escape(reproduced_words(r['reproducer_run']))}[/]"
             out.append(text)
         t.add_row(row, *out)
     return t

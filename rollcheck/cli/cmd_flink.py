@@ -57,6 +57,9 @@ def _record_args(wc: Any) -> None:
     wc.add_argument("--engine-version", default=None, metavar="V",
                     help="record on apache-flink V (1.19.0 <= V < 3.0.0; made once in rollcheck's cache folder, "
                          "$ROLLCHECK_CACHE or the user cache folder; default: the pinned 2.3.0 of .venv-flink)")
+    wc.add_argument("--reference-version", default=None, metavar="R",
+                    help="with --engine-version: the release whose failure-free run of the same job the "
+                         "release-differential check compares with (default: the pinned 2.3.0)")
     wc.add_argument("--json", action="store_true")
 
 
@@ -124,6 +127,9 @@ def _register_rest(fsub: Any) -> None:
     mx.add_argument("--engine-version", default=None, metavar="V[,V2...]",
                     help="run the matrix on these apache-flink releases (one group of rows per release; each "
                          "made once in rollcheck's cache folder; default: the pinned 2.3.0 of .venv-flink)")
+    mx.add_argument("--reference-version", default=None, metavar="R",
+                    help="with --engine-version: the release whose failure-free run (once per configuration) the "
+                         "release-differential check compares with (default: the pinned 2.3.0)")
     mx.add_argument("--json", action="store_true")
 
     tp = add_parser(fsub, "tamper", "Write a deliberately broken copy of a Flink trace.", _tamper)
@@ -139,7 +145,8 @@ def _register_rest(fsub: Any) -> None:
 def _record(args: argparse.Namespace) -> int:
     import sys
 
-    from rollcheck.flink_replay.record import RecordConfig, parse_rescale, record
+    from rollcheck.flink_replay.record import RecordConfig, parse_rescale
+    from rollcheck.flink_replay.release_reference import record_job
 
     module = getattr(args, "module", None)
     rescale = parse_rescale(args.rescale) if args.rescale else None
@@ -147,7 +154,8 @@ def _record(args: argparse.Namespace) -> int:
                             interval_ms=args.interval, records=args.records, rate=args.rate, keys=args.keys,
                             fail_at_record=args.fail_at_record, failure=args.failure, seed=args.seed,
                             timeout_s=args.timeout, backend=args.backend, rescale=rescale, module=module,
-                            call_timeout=getattr(args, "call_timeout", 300.0), engine_version=args.engine_version)
+                            call_timeout=getattr(args, "call_timeout", 300.0), engine_version=args.engine_version,
+                            reference_version=args.reference_version)
     if args.max_rate is not None:
         cfg["max_rate"] = args.max_rate
     what = f"job {module}" if module else "wordcount"
@@ -155,7 +163,7 @@ def _record(args: argparse.Namespace) -> int:
     print(f"rollcheck flink record {what}: seed {args.seed}, {args.checkpoints} checkpoints every "
           f"{args.interval} ms, {args.backend} state backend, {par}"
           + (f", apache-flink {args.engine_version}" if args.engine_version else ""), file=sys.stderr)
-    res = record(args.out, cfg)
+    res = record_job(args.out, cfg)  # with --engine-version: also the failure-free run on the reference release
     if args.json:
         emit_json(res)
     else:
@@ -292,9 +300,16 @@ def _matrix(args: argparse.Namespace) -> int:
     if args.jobs < 1:
         raise InvalidInputError("--jobs must be at least 1")
     from rollcheck.flink_replay.environment import find_flink
-    from rollcheck.flink_replay.releases import parse_release
+    from rollcheck.flink_replay.releases import PINNED, parse_release
 
     versions: list[str | None] = [None]
+    reference = args.reference_version
+    if reference is not None:
+        if args.engine_version is None:
+            raise InvalidInputError("--reference-version needs --engine-version (the releases it is compared with)",
+                                    location="--reference-version")
+        parse_release(reference, location="--reference-version")
+        reference = reference.strip()
     if args.engine_version is not None:
         versions = list(dict.fromkeys(x.strip() for x in args.engine_version.split(",") if x.strip()))
         if not versions:
@@ -302,7 +317,7 @@ def _matrix(args: argparse.Namespace) -> int:
                                     "separated by commas")
         for v in versions:
             parse_release(str(v))  # every release's range first, before anything is installed
-        for v in versions:
+        for v in dict.fromkeys([*versions, reference or PINNED]):
             find_flink(v)  # made once (exit 2 naming a release pip cannot install), before any cell runs
     todo = cells(modules,
                   split(args.backends, BACKENDS, "--backends"),
@@ -318,7 +333,7 @@ def _matrix(args: argparse.Namespace) -> int:
         doc = run_matrix(todo, args.out, jobs=args.jobs, on_update=view.update, records=args.records,
                          rate=args.rate, interval_ms=args.interval, seed=args.seed,
                          shrink_runs=max(0, args.shrink_runs), spread_seed=args.spread,
-                         run_reproducer=args.run_reproducer)
+                         run_reproducer=args.run_reproducer, reference_version=reference)
     if args.json:
         emit_json(doc)
     else:

@@ -1,0 +1,170 @@
+"""The failure-free run of a user's job on the reference release (``release-differential``).
+
+With ``flink record job --engine-version V`` the recorder also runs the job once without a failure
+on the reference release R (``--reference-version R``, default the pinned release): the same module,
+the same input, the same configuration (parallelism, state backend, checkpoints; for a rescaled
+run the parallelism the run starts at), in R's own environment
+(:func:`rollcheck.flink_replay.environment.find_flink`, rollcheck's Java operators compiled against
+R's jars), and keeps what its transactional sink committed. :func:`release_reference` returns
+that run as the ``flink.release_reference`` event (:func:`add_to_trace` puts it into the trace just
+before ``end``), so that a replay decides the check from the trace alone
+(:func:`rollcheck.flink_replay.oracles.release_check`). :func:`record_job` is
+:func:`rollcheck.flink_replay.record.record` with that run added (after V's run, before the trace
+is published); ``rollcheck flink record`` and the matrix record through it.
+
+The matrix runs it once per configuration and hands it to every cell of that configuration (the
+run does not depend on the cell's failure nor on the release V under test).
+
+What the event holds: ``engine_version`` (R), ``final_state`` (Flink's, ``NOT_RUN`` when the module
+failed on R), ``failure_cause`` (Flink's root cause when the job did not finish), ``user_error``
+(the module's own failure on R: an API R lacks, say), ``lines`` (the committed
+``N<US>KEY<US>ROW`` rows, as the reference sink of the trace) and ``seconds``.
+
+References
+----------
+McKeeman, "Differential Testing for Software", Digital Technical Journal 10(1), 1998 (the same
+input to two implementations, the outputs compared).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from rollcheck.pyimpl import children
+from rollcheck.pyimpl.errors import InconclusiveError, InvalidInputError
+
+__all__ = ["record_job", "needs_release_reference", "release_reference", "add_to_trace", "config_key"]
+
+#: The configuration keys the failure-free run depends on (what the matrix shares it by).
+_SAME = ("module", "checkpoints", "parallelism", "interval_ms", "records", "rate", "keys", "seed", "backend",
+         "max_parallelism", "max_records", "call_timeout", "reference_version")
+
+
+def record_job(out: str | Path, config: dict[str, Any], *, run_dir: str | Path | None = None,
+               shared: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Record ``config`` (:func:`rollcheck.flink_replay.record.record`); when
+    :func:`needs_release_reference`, also the failure-free run on the reference release, after the
+    run on V, into the same trace — or ``shared``, that run's event made once for several cells
+    (the matrix). Returns :func:`record`'s summary.
+
+    Raises
+    ------
+    InvalidInputError, InconclusiveError, InternalError
+        As :func:`record`, and as :func:`release_reference` (the trace is then not published).
+    """
+    from rollcheck.flink_replay.record import RecordConfig, record
+
+    def add(tmp: Path, run: Path) -> int | None:
+        if not needs_release_reference(config):
+            return None
+        event = shared if shared is not None else release_reference(config, run / f"release-{config['reference_version']}")
+        return add_to_trace(tmp, event)
+
+    return record(out, RecordConfig(config), run_dir=run_dir, before_publish=add)
+
+
+def needs_release_reference(config: dict[str, Any], version: str | None = None) -> bool:
+    """Whether a recording of ``config`` also runs the failure-free run on its reference release:
+    a user's job module recorded with ``--engine-version V`` whose reference release is not V."""
+    v = version or config.get("engine_version")
+    r = config.get("reference_version")
+    return config.get("job") == "module" and bool(config.get("engine_version")) and bool(r) and r != v
+
+
+def config_key(config: dict[str, Any]) -> str:
+    """What identifies the failure-free run on R of ``config`` (the same for every failure and every
+    release V under test): the keys of :data:`_SAME`, as JSON.
+
+    Examples
+    --------
+    >>> a = {"module": "/j.py", "backend": "hashmap", "failure": "task", "engine_version": "2.2.1"}
+    >>> config_key(a) == config_key({**a, "failure": "twice", "engine_version": "1.20.5"})
+    True
+    """
+    return json.dumps({k: config.get(k) for k in _SAME}, sort_keys=True, default=str)
+
+
+def release_reference(config: dict[str, Any], run: Path) -> dict[str, Any]:
+    """Run the job of ``config`` failure-free on ``config["reference_version"]`` in that release's
+    environment, in the folder ``run`` (made afresh); return the ``flink.release_reference`` event
+    (without ``seq``).
+
+    Raises
+    ------
+    InvalidInputError
+        The reference release is out of range or cannot be installed (exit 2 naming it).
+    InconclusiveError
+        PyFlink or a JDK is missing, or the job process did not end within its limit.
+    InternalError
+        rollcheck's own code raised inside the job on R (a bug in rollcheck).
+    """
+    from rollcheck.flink_replay.environment import find_flink, tap_jar
+    from rollcheck.flink_replay.record import LOG4J, _job_file, _tx_lines, job_outcome
+
+    version = str(config["reference_version"])
+    t0 = time.monotonic()
+    env = find_flink(version)
+    jar = tap_jar(env)
+    if run.exists():
+        shutil.rmtree(run)
+    run.mkdir(parents=True)
+    # the failure-free run: no failure, no rescale, no reference of its own, no BATCH run
+    cfg = dict(config, run_dir=str(run.resolve()), tap_jar=str(jar), engine_version=env.version, failure=None,
+               fail_at_record=None, rescale=None, reference=False, batch_equivalent=False, cluster_rest_port=None)
+    rocksdb_dir = None
+    if config.get("backend") == "rocksdb":
+        rocksdb_dir = tempfile.mkdtemp(prefix="rc-rdb-")
+        cfg["rocksdb_dir"] = rocksdb_dir
+    (run / "config.json").write_text(json.dumps(cfg))
+    (run / "log4j.properties").write_text(LOG4J)
+    (run / "tmp").mkdir()
+    penv = dict(os.environ, LOG4J_PROPERTIES=str(run / "log4j.properties"), FLINK_LOG_DIR=str(run),
+                PYTHONPATH=str(_job_file().parent), TMPDIR=str(run / "tmp"))
+    penv.pop("PYTHONSTARTUP", None)
+    penv["JVM_ARGS"] = (penv.get("JVM_ARGS", "") + f" -Djava.io.tmpdir={run / 'tmp'}").strip()
+    event: dict[str, Any] = {"kind": "flink.release_reference", "engine_version": env.version}
+    try:
+        with open(run / "job.out", "w") as so:
+            try:
+                p = children.run([str(env.python), str(_job_file()), str(run / "config.json")], stdout=so,
+                                 stderr=subprocess.STDOUT, env=penv, timeout=float(config["timeout_s"]) + 180)
+            except subprocess.TimeoutExpired:
+                raise InconclusiveError(f"the failure-free run on apache-flink {version} did not end within "
+                                        f"{config['timeout_s']} s (log: {run})") from None
+    finally:
+        if rocksdb_dir is not None:
+            shutil.rmtree(rocksdb_dir, ignore_errors=True)
+    try:
+        job_outcome(run, cfg, p.returncode)
+    except InvalidInputError as e:  # the module's own failure on R (its import, a call, an API R lacks)
+        event.update(final_state="NOT_RUN", user_error=e.reason, lines=[])
+    except InconclusiveError as e:
+        event.update(final_state="NO_RESULT", failure_cause=None, reason=str(e), lines=[])
+    else:
+        info = json.loads((run / "run.json").read_text())
+        event.update(final_state=info.get("final_state"), lines=_tx_lines(run / "tx"))
+        if info.get("final_state") != "FINISHED":
+            event["failure_cause"] = info.get("failure_cause")
+    event["seconds"] = round(time.monotonic() - t0, 1)
+    return event
+
+
+def add_to_trace(path: Path, event: dict[str, Any]) -> int:
+    """Insert ``event`` into the trace file ``path`` just before its ``end`` (renumbering ``end``);
+    return the number of events after it."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    end = json.loads(lines[-1])
+    if end.get("kind") != "end":
+        raise ValueError(f"{path}: the trace does not end with an end event")
+    seq = int(end["seq"])
+    new = [*lines[:-1], json.dumps({"seq": seq, **{k: v for k, v in event.items() if k != "seq"}}),
+           json.dumps({**end, "seq": seq + 1})]
+    path.write_text("\n".join(new) + "\n", encoding="utf-8")
+    return seq + 1
