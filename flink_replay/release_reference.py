@@ -59,7 +59,11 @@ def record_job(out: str | Path, config: dict[str, Any], *, run_dir: str | Path |
     InvalidInputError, InconclusiveError, InternalError
         As :func:`record`, and as :func:`release_reference` (the trace is then not published).
     """
+    from rollcheck.flink_replay.environment import find_flink
     from rollcheck.flink_replay.record import RecordConfig, record
+
+    if shared is None and needs_release_reference(config):
+        find_flink(str(config["reference_version"]))  # R's environment made (or refused, exit 2) before V's run
 
     def add(tmp: Path, run: Path) -> int | None:
         if not needs_release_reference(config):

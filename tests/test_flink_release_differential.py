@@ -126,6 +126,46 @@ def test_reference_version_needs_engine_version(tmp_path: Path, capsys: pytest.C
     assert not (tmp_path / "t.jsonl").exists() and not (tmp_path / "m").exists()
 
 
+def test_record_job_adds_rs_run_before_the_trace_is_published(monkeypatch: pytest.MonkeyPatch,
+                                                               tmp_path: Path) -> None:
+    """record_job: R's environment first, then V's recording, R's run into the trace before ``end``."""
+    import rollcheck.flink_replay.environment as environment
+    import rollcheck.flink_replay.record as record
+    import rollcheck.flink_replay.release_reference as rr
+
+    calls: list[str] = []
+    monkeypatch.setattr(environment, "find_flink", lambda v=None: calls.append(f"env {v}"))
+
+    def fake_record(out: Path, config: Any, *, run_dir: Any = None, before_publish: Any = None) -> dict[str, Any]:
+        calls.append("record V")
+        tmp = Path(str(out) + ".partial")
+        _write(tmp, {"format": "rollcheck.trace/1"}, [{"seq": 1, "kind": "failure"}, {"seq": 2, "kind": "end"}])
+        n = before_publish(tmp, tmp_path / "run") if before_publish else None
+        tmp.rename(out)
+        return {"events": n or 2}
+
+    def fake_reference(config: dict[str, Any], run: Path) -> dict[str, Any]:
+        calls.append(f"run on {config['reference_version']} in {run.name}")
+        return {"kind": "flink.release_reference", "engine_version": "2.3.0", "final_state": "FINISHED", "lines": []}
+
+    monkeypatch.setattr(record, "record", fake_record)
+    monkeypatch.setattr(rr, "release_reference", fake_reference)
+    cfg = record.RecordConfig.make(module=str(JOB), engine_version="2.2.1", fail_at_record=5, failure="task")
+    assert cfg["reference_version"] == "2.3.0" and rr.needs_release_reference(cfg)
+    res = rr.record_job(tmp_path / "t.jsonl", cfg)
+    assert calls == ["env 2.3.0", "record V", "run on 2.3.0 in release-2.3.0"] and res["events"] == 3
+    _, ev = _load(tmp_path / "t.jsonl")
+    assert [(e["seq"], e["kind"]) for e in ev] == [(1, "failure"), (2, "flink.release_reference"), (3, "end")]
+    calls.clear()
+    rr.record_job(tmp_path / "u.jsonl", cfg, shared={"kind": "flink.release_reference", "lines": []})
+    assert calls == ["record V"]  # the matrix's shared run: nothing more runs
+    calls.clear()
+    same = record.RecordConfig.make(module=str(JOB), engine_version="2.3.0")
+    assert not rr.needs_release_reference(same)
+    rr.record_job(tmp_path / "v.jsonl", same)
+    assert calls == ["record V"] and len(_load(tmp_path / "v.jsonl")[1]) == 2
+
+
 @pytest.mark.engines
 def test_real_release_differential_on_two_releases(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """keyed_totals on apache-flink 2.2.1 with a task failure; its failure-free run also on the
