@@ -8,8 +8,9 @@ filter raises in a task of batch K), ``sink`` (raises after the sink wrote batch
 ``during-recovery`` (the supervising parent SIGKILLs the driver) and ``retry`` (a task of batch K
 fails once after its state committed, Spark retries it; the driver is restarted after the next
 batch) (:mod:`rollcheck.spark_replay.killpoints`). At the first sink call of a restarted attempt it records
-``spark.restart``; a restart that fails with the engine's exception records
-``spark.recovery_failed``. It also records Spark's progress reports (the
+``spark.restart``; a restart that fails with the engine's exception before that records a
+``spark.restart`` marked ``failed`` (with the exception's name) and ``spark.recovery_failed`` (the
+exception, its root cause, the checkpoint). It also records Spark's progress reports (the
 watermark in force per batch) and, for a task failure, the physical plan.
 """
 
@@ -255,7 +256,11 @@ def run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: WorkPaths, *, r
     except StreamingQueryException as e:
         if expired:
             raise expired[0] from None
-        injected = failing and marker.exists() and not (paths.markers / "recovered").exists()
+        # the injected task or sink failure fails the query once; a killed driver's failure is the
+        # SIGKILL, so a query failing in a driver of a kill mode is never the injected failure (a
+        # restarted driver failing there is a failed restart, recorded below)
+        injected = (failing and cfg.failure not in KILLED and marker.exists()
+                    and not (paths.markers / "recovered").exists())
         if injected:
             outcome = "failed"
             (paths.markers / "recovered").write_text("1", encoding="utf-8")
@@ -290,16 +295,23 @@ def run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: WorkPaths, *, r
     if outcome == "done" and writer is not None and attempt > 1 and first_sink[0]:
         writer.emit(PREFIX + "restart", resume_batch=None, restored_versions={})
     if outcome == "error":
-        if writer is not None:
-            writer.emit(PREFIX + "query_error", message=error)
         restarted = failing and ((paths.markers / "recovered").exists()
                                  or (cfg.failure in KILLED and attempt > 1))
         overloaded = any(sign in str(error) for sign in OVERLOAD_SIGNS)  # the machine's, not the engine's
-        if writer is not None and restarted and not sink_raised and not overloaded \
-                and engine_code_raised(error_text, uq):
-            # the restart from the engine's own checkpoint failed with the engine's exception: a
-            # finding against the engine (oracles.recovery_succeeded), not the query's fault
-            failed = engine_failure(error_text, str(ck))  # the specific exception and its root cause
+        # the restart from the engine's own checkpoint failed with the engine's exception: a
+        # finding against the engine (oracles.recovery_succeeded), not the query's fault
+        failed = (engine_failure(error_text, str(ck))  # the specific exception and its root cause
+                  if writer is not None and restarted and not sink_raised and not overloaded
+                  and engine_code_raised(error_text, uq) else None)
+        if writer is not None and failed is not None and attempt > 1 and first_sink[0]:
+            # the restart itself failed, before a batch reached the sink: it was started, and it
+            # failed with the engine's exception (nothing restored to observe)
+            writer.emit(PREFIX + "restart", resume_batch=None,
+                        restored_versions=watcher.restored_versions() if watcher else {}, failed=True,
+                        exception=failed["exception"])
+        if writer is not None:
+            writer.emit(PREFIX + "query_error", message=error)
+        if writer is not None and failed is not None:
             writer.emit(PREFIX + "recovery_failed", checkpoint=str(ck), message=failed["message"],
                         exception=failed["exception"], cause=failed["cause"], user_code=False)
             return "recovery_failed"

@@ -45,6 +45,11 @@ def failure_observed(v: StreamView) -> Check:
         return Check.held(name, f"executor failure at batch {batch} (seq {hit[0]['seq']}: executor "
                                 f"{hit[0].get('executor_id')}, pid {hit[0].get('pid')}); the query went on in the "
                                 "same driver and finished")
+    failed = [r for r in v.failed_restarts if r["seq"] > hit[0]["seq"]]
+    if not after and failed and v.ended:  # recovery was exercised; recovery-succeeded judges the restart
+        return Check.held(name, f"{mode} failure at batch {batch} (seq {hit[0]['seq']}); the query was restarted "
+                                f"(seq {failed[0]['seq']}) and the restart failed with the engine's exception "
+                                f"{failed[0].get('exception')}")
     if not after:
         return Check.unchecked(name, f"the {mode} failure at batch {batch} (seq {hit[0]['seq']}) happened but "
                                      "the trace has no restart after it")
@@ -99,9 +104,11 @@ def commit_protocol(v: StreamView) -> Check:
 def resume_prediction(v: StreamView) -> Check:
     """Every restart resumed at the batch and state versions the span model predicts."""
     bad = v.resume_bad
+    unjudged = (f" ({len(v.failed_restarts)} failed restart(s) not judged: nothing was restored)"
+                if v.failed_restarts else "")
     return check_verdict("resume-prediction", bad is None,
                  bad[1] if bad else f"{len(v.restarts)} restart(s); resume batch and restored state "
-                 f"versions equal the span model's", bad[0] if bad else None)
+                 f"versions equal the span model's{unjudged}", bad[0] if bad else None)
 
 
 def end_of_run(v: StreamView) -> Check | None:

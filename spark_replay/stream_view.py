@@ -52,6 +52,9 @@ class StreamView:
     sink_writes: list[dict[str, Any]] = field(default_factory=list)
     failures: list[dict[str, Any]] = field(default_factory=list)
     restarts: list[dict[str, Any]] = field(default_factory=list)
+    #: restarts that failed before a batch reached the sink (``failed``: the engine's exception;
+    #: nothing restored to compare with the span model, ``oracles.recovery_succeeded`` judges them)
+    failed_restarts: list[dict[str, Any]] = field(default_factory=list)
     progress: list[dict[str, Any]] = field(default_factory=list)
     ends: dict[str, dict[str, Any]] = field(default_factory=dict)
     commit_bad: tuple[int, str] | None = None
@@ -107,6 +110,8 @@ class StreamView:
             self.failures.append(e)
         elif k == "attempt_start":
             self._snapshot = (set(self.planned), set(self.committed), {p: set(x) for p, x in self.versions.items()})
+        elif k == "restart" and e.get("failed"):
+            self.failed_restarts.append(e)
         elif k == "restart":
             self.restarts.append(e)
             if self._snapshot is None:
