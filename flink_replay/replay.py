@@ -27,6 +27,7 @@ from rollcheck.flink_replay.rescale_checks import (
     keyed_state_check,
     operator_state_check,
 )
+from rollcheck.flink_replay.restores import restore_latest_completed
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.traces.api import check_trace_lines
 from rollcheck.pyimpl.traces.plugin import TraceCheck
@@ -272,8 +273,7 @@ def _failure_check(header: dict[str, Any], events: list[dict[str, Any]]) -> Chec
 
 
 def _restore_of(header: dict[str, Any], events: list[dict[str, Any]]) -> Check:
-    failure, restores, completed = _failures(events)
-    return _restore_check(events, failure, restores, completed)
+    return restore_latest_completed(events)
 
 
 def _snapshot_of(header: dict[str, Any], events: list[dict[str, Any]]) -> Check:
@@ -308,27 +308,6 @@ def _duplicates_of(header: dict[str, Any], events: list[dict[str, Any]]) -> Chec
     failure, restores, _ = _failures(events)
     expected = failure_free_output(int(cfg["records"]), int(cfg["keys"]))
     return _duplicates_check(_sink_outputs(events), expected, restores, failure)
-
-
-def _restore_check(events, failure, restores, completed) -> Check:
-    name = "restore-latest-completed"
-    if failure is None or not restores:
-        return Check.unchecked(name, "no restore after a failure")
-    ids = {e["checkpoint"] for e in restores}
-    first = min(restores, key=lambda e: e["seq"])
-    if len(ids) != 1:
-        return _bad(name, f"operators restored different checkpoints: {sorted(map(str, ids))}", first["seq"])
-    rid = ids.pop()
-    restart = next((e for e in events if e["kind"] == "flink.job_state" and e["state"] == "RESTARTING"), None)
-    limit = restart["seq"] if restart is not None else first["seq"]
-    before_restart = [e["checkpoint"] for e in completed if e["seq"] < limit]
-    before_failure = [e["checkpoint"] for e in completed if e["seq"] < failure["seq"]]
-    latest = max(before_restart) if before_restart else None
-    if rid != latest or (before_failure and (rid is None or rid < max(before_failure))):
-        return _bad(name, f"restored checkpoint {rid}, but the latest completed before the restart was "
-                     f"{latest} (before the failure: {max(before_failure) if before_failure else None})", first["seq"])
-    return Check.held(name, f"restored checkpoint {rid} = latest completed before the restart "
-                 f"({len(before_restart)} completed)")
 
 
 def _snapshot_check(events, completed, mode) -> Check:

@@ -52,6 +52,7 @@ from rollcheck.flink_replay.oracles import (
     second_failure_problem,
 )
 from rollcheck.flink_replay.rescale_checks import KEYED, OPERATOR, USER, rescale_checks
+from rollcheck.flink_replay.restores import restore_latest_completed
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.jsonio import loads_json, safe_name
 from rollcheck.pyimpl.verdict import Check, Report, Status
@@ -94,32 +95,9 @@ def failure_check(events: list[dict[str, Any]], header: dict[str, Any] | None = 
 
 
 def restore_check(events: list[dict[str, Any]]) -> Check:
-    """``restore-latest-completed`` (see the module docstring)."""
-    name = "restore-latest-completed"
-    failure = next((e for e in events if e["kind"] == "failure"), None)
-    restores = [e for e in events if e["kind"] == "flink.restore" and e.get("attempt", 0) > 0]
-    if failure is None:
-        return Check.not_applicable(name, "no failure in the run")
-    if not restores:
-        return Check.unchecked(name, "no restore after the failure")
-    first = min(restores, key=lambda e: e["seq"])
-    ids = {e["checkpoint"] for e in restores if e["attempt"] == first["attempt"]}
-    if len(ids) != 1:
-        return Check.violated(name, f"tasks restored different checkpoints {sorted(map(str, ids))}",
-                              offending_seq=first["seq"])
-    rid = ids.pop()
-    restart = next((e for e in events if e["kind"] == "flink.job_state" and e["state"] == "RESTARTING"), None)
-    limit = restart["seq"] if restart is not None else first["seq"]
-    completed = [e for e in events if e["kind"] == "flink.checkpoint_completed"]
-    before_restart = [e["checkpoint"] for e in completed if e["seq"] < limit]
-    before_failure = [e["checkpoint"] for e in completed if e["seq"] < failure["seq"]]
-    latest = max(before_restart) if before_restart else None
-    if rid != latest or (before_failure and (rid is None or rid < max(before_failure))):
-        return Check.violated(name, f"restored checkpoint {rid}, but the latest completed before the restore was "
-                              f"{latest} (before the failure: {max(before_failure) if before_failure else None})",
-                              offending_seq=first["seq"])
-    return Check.held(name, f"restored checkpoint {rid} = latest completed before the restore "
-                      f"({len(before_restart)} completed)", examined=1)
+    """``restore-latest-completed`` of every restoring attempt
+    (:func:`rollcheck.flink_replay.restores.restore_latest_completed`)."""
+    return restore_latest_completed(events, no_failure="not-applicable")
 
 
 def parse_rows(lines: list[str], where: str) -> dict[str, list[tuple[int, str]]]:
