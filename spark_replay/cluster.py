@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from rollcheck.pyimpl.children import ProcessGroup
+from rollcheck.spark_replay.session import log4j2_properties
 
 __all__ = ["CLUSTERS", "LocalStandaloneCluster", "ExecutorProcess", "executor_processes", "kill_executor",
            "free_port", "cluster_conf", "validate_cluster", "on_cluster", "EXECUTOR_CLASS",
@@ -51,16 +52,6 @@ __all__ = ["CLUSTERS", "LocalStandaloneCluster", "ExecutorProcess", "executor_pr
 CLUSTERS = ("local-standalone",)
 #: The executor JVM's main class (its command line names it).
 EXECUTOR_CLASS = "org.apache.spark.executor.CoarseGrainedExecutorBackend"
-_LOG4J2 = """\
-status = error
-rootLogger.level = warn
-rootLogger.appenderRef.stderr.ref = console
-appender.console.type = Console
-appender.console.name = console
-appender.console.target = SYSTEM_ERR
-appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
-"""
 
 
 def free_port() -> int:
@@ -222,7 +213,7 @@ class LocalStandaloneCluster:
         self.root.mkdir(parents=True, exist_ok=True)
         conf = self.root / "conf"
         conf.mkdir(exist_ok=True)
-        (conf / "log4j2.properties").write_text(_LOG4J2, encoding="utf-8")
+        (conf / "log4j2.properties").write_text(log4j2_properties("warn"), encoding="utf-8")
         env = {**os.environ, "SPARK_HOME": str(home), "SPARK_CONF_DIR": str(conf), "SPARK_LOCAL_IP": "127.0.0.1",
                "SPARK_DAEMON_MEMORY": "256m", "SPARK_LOG_DIR": str(self.root / "logs"),
                "SPARK_NO_DAEMONIZE": "1"}

@@ -19,21 +19,25 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["spark_session", "DEFAULT_MASTER"]
+__all__ = ["spark_session", "DEFAULT_MASTER", "log4j2_properties"]
 
 DEFAULT_MASTER = "local[2]"
 
-_LOG4J2 = """\
-status = error
-rootLogger.level = error
-rootLogger.appenderRef.stderr.ref = console
-appender.console.type = Console
-appender.console.name = console
-appender.console.target = SYSTEM_ERR
-appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
-"""
 
+def log4j2_properties(level: str = "error") -> str:
+    """A log4j2 configuration that writes ``level`` and above to stderr, one short line each.
+
+    >>> log4j2_properties("warn").splitlines()[1]
+    'rootLogger.level = warn'
+    """
+    return ("status = error\n"
+            f"rootLogger.level = {level}\n"
+            "rootLogger.appenderRef.stderr.ref = console\n"
+            "appender.console.type = Console\n"
+            "appender.console.name = console\n"
+            "appender.console.target = SYSTEM_ERR\n"
+            "appender.console.layout.type = PatternLayout\n"
+            "appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n\n")
 
 
 def _drop_dead_gateway() -> None:
@@ -88,7 +92,7 @@ def spark_session(
     master = master or os.environ.get("ROLLCHECK_SPARK_MASTER") or DEFAULT_MASTER
     tmp = Path(tempfile.mkdtemp(prefix="rollcheck-spark-"))
     log_cfg = tmp / "log4j2.properties"
-    log_cfg.write_text(_LOG4J2, encoding="utf-8")
+    log_cfg.write_text(log4j2_properties(), encoding="utf-8")
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     java_opts = f"-Dlog4j2.configurationFile=file:{log_cfg} -Dlog4j.configurationFile=file:{log_cfg}"
