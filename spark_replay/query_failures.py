@@ -82,6 +82,14 @@ def engine_failure(text: str, checkpoint: str) -> dict[str, Any]:
     ...                    "Caused by: java.lang.NumberFormatException: For input string: \\")\\"", "/ck")
     >>> f["exception"], f["cause"]
     ('CANNOT_LOAD_STATE_STORE', 'java.lang.NumberFormatException: For input string: ")"')
+
+    A batch that fails inside ``foreachBatch`` (the recorder's sink collects it) is wrapped in
+    ``FOREACH_BATCH_USER_FUNCTION_ERROR``; the exception is the one it carries:
+
+    >>> engine_failure("[STREAM_FAILED] Query terminated with exception: [FOREACH_BATCH_USER_FUNCTION_ERROR] "
+    ...                "An error occurred\\n[CANNOT_LOAD_STATE_STORE.UNCATEGORIZED] An error occurred during "
+    ...                "loading state.", "/ck")["exception"]
+    'CANNOT_LOAD_STATE_STORE.UNCATEGORIZED'
     """
     causes = _CAUSE.findall(text)
     cause = None
@@ -98,7 +106,7 @@ def engine_failure(text: str, checkpoint: str) -> dict[str, Any]:
 
 
 #: Exceptions that only carry another (the query's failure, py4j's call, the Python worker's).
-_WRAPPERS = frozenset({"STREAM_FAILED", "org.apache.spark.SparkException", "py4j.protocol.Py4JJavaError",
+_WRAPPERS = frozenset({"STREAM_FAILED", "FOREACH_BATCH_USER_FUNCTION_ERROR", "org.apache.spark.SparkException", "py4j.protocol.Py4JJavaError",
                        "org.apache.spark.sql.streaming.StreamingQueryException",
                        "pyspark.errors.exceptions.captured.StreamingQueryException",
                        "pyspark.errors.exceptions.captured.PythonException",

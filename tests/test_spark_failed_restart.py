@@ -15,11 +15,16 @@ and ``recovery-succeeded`` is the root cause. The trace below has the shape of t
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
+import pytest
+
 from rollcheck.pyimpl.verdict import Report
-from rollcheck.spark_replay.replay import replay_trace
-from rollcheck.spark_replay.trace import parse_trace_text
+from rollcheck.spark_replay.replay import replay_file, replay_trace
+from rollcheck.spark_replay.trace import parse_trace_text, read_trace
+
+ROOT = Path(__file__).resolve().parent.parent
 
 CK = "/w/checkpoint"
 CAUSE = 'java.lang.NumberFormatException: For input string: ")"'
@@ -100,3 +105,39 @@ def test_a_restart_not_marked_failed_is_judged_by_the_span_model() -> None:
     resume violation (Spark resumed at None with no state)."""
     rep, c = _replay(_events(restart={k: v for k, v in FAILED.items() if k != "failed"}))
     assert c["resume-prediction"].status.value == "violated"
+
+
+@pytest.mark.spark
+def test_the_recorder_writes_the_failed_restart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A real recording: the query's state files vanish between the injected sink failure and the
+    in-process restart, whose query then fails with the engine's exception; the trace has the
+    restart, marked failed, before ``spark.recovery_failed``, and failure-observed holds."""
+    from rollcheck.spark_replay import query as qmod
+    from rollcheck.spark_replay import query_drive
+    from rollcheck.spark_replay.session import spark_session
+
+    real = query_drive.run_once
+
+    def corrupting(*args: Any, **kw: Any) -> str:
+        out = real(*args, **kw)
+        if out == "failed":
+            for f in (args[3].checkpoint() / "state").rglob("*.delta"):
+                f.unlink()
+        return out
+
+    monkeypatch.setattr(query_drive, "run_once", corrupting)
+    trace = tmp_path / "t.jsonl"
+    with spark_session(conf=qmod.session_conf()) as spark:
+        res = qmod.record_query(qmod.QueryConfig(str(ROOT / "tests" / "queries" / "windowed_agg.py"), batches=4,
+                                                 failure="sink", fail_at_batch=2), trace, spark=spark)
+    assert res["status"] == "recovery-failed"
+    t = read_trace(trace)
+    restart = t.of_kind("spark.restart")
+    failed = t.of_kind("spark.recovery_failed")
+    assert len(restart) == 1 and restart[0]["failed"] is True and restart[0]["attempt"] == 2
+    assert restart[0]["exception"] == failed[0]["exception"] and restart[0]["seq"] < failed[0]["seq"]
+    rep = replay_file(trace)
+    c = {x.name: x for x in rep.checks}
+    assert c["failure-observed"].status.value == "held", c["failure-observed"].detail
+    assert c["resume-prediction"].status.value == "held", c["resume-prediction"].detail
+    assert rep.root_cause is not None and rep.root_cause.name == "recovery-succeeded"
