@@ -42,9 +42,11 @@ ROLLCHECK = [str(ROOT / ".venv" / "bin" / "rollcheck")]
 LIMIT = 1800
 
 
-def judge(result: dict[str, Any], right_rows: int | None) -> str:
+def judge(result: dict[str, Any], right_rows: int | None, right_table: list[Any] | None = None) -> str:
     """``reproduced`` when the run failed (or could not restore) or its final table has not the
-    right number of rows; ``not reproduced`` otherwise; ``no result`` when nothing was printed.
+    right number of rows, or (where the entry gives ``right_table``, for a bug that changes values
+    and not the number of rows) is not that table; ``not reproduced`` otherwise; ``no result``
+    when nothing was printed.
 
     Examples
     --------
@@ -56,12 +58,19 @@ def judge(result: dict[str, Any], right_rows: int | None) -> str:
     'reproduced'
     >>> judge({}, 1)
     'no result'
+    >>> judge({"error": None, "rows": [["all", 240, 240]]}, 1, [["all", 240, 124]])
+    'reproduced'
+    >>> judge({"error": None, "rows": [["all", 240, 124]]}, 1, [["all", 240, 124]])
+    'not reproduced'
     """
     if not result:
         return "no result"
     if result.get("error") or result.get("restore_ok") is False:
         return "reproduced"
     if right_rows is not None and len(result.get("rows", [])) != right_rows:
+        return "reproduced"
+    if right_table is not None and sorted(json.dumps(r) for r in result.get("rows", [])) != \
+            sorted(json.dumps(r) for r in right_table):
         return "reproduced"
     return "not reproduced"
 
@@ -97,7 +106,9 @@ def _run_reproducer(entry: dict[str, Any], version: str, work: Path) -> dict[str
         return {"outcome": "no result", "reason": f"timed out after {LIMIT} s", "seconds": LIMIT}
     lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
     result = json.loads(lines[-1]) if lines else {}
-    return {"outcome": judge(result, entry["expected"].get("right_rows")), "error": result.get("error"),
+    expected = entry["expected"]
+    return {"outcome": judge(result, expected.get("right_rows"), expected.get("right_table")),
+            "error": result.get("error"), "table": result.get("rows") if expected.get("right_table") else None,
             "rows": len(result.get("rows", [])), "restore_ok": result.get("restore_ok"),
             "engine_version": result.get("version"), "seconds": round(time.time() - t0, 1),
             "stderr_tail": p.stderr.strip().splitlines()[-1][:300] if not lines and p.stderr.strip() else None}
