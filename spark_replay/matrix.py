@@ -312,14 +312,14 @@ def reproducer_on_releases(cell: Cell, opts: MatrixOptions, script: Path,
     (made before the cells ran); return ``{V: run, R: run}`` (the core's
     :func:`~rollcheck.pyimpl.matrix.reproducer.run_on_releases`)."""
     from rollcheck.pyimpl.matrix import run_on_releases
-    from rollcheck.spark_replay.reproducer import reproducer_python
+    from rollcheck.spark_replay.reproducer import SHOWS, reproducer_python
 
     work = opts.out / f"{cell.stem}.min"
     work.mkdir(parents=True, exist_ok=True)
     releases = [str(cell.engine_version), opts.reference_version or _pinned()]
     return run_on_releases(lambda r: [str(reproducer_python(r)), "-I", str(script), str(work / f"reproducer-run-{r}")],
                            releases, run, opts.cell_timeout, lambda r: work / f"reproducer.{r}.log",
-                           shows=("LOST row", "DUPLICATED row"))
+                           shows=SHOWS)
 
 
 def _pinned() -> str:
