@@ -28,7 +28,9 @@ watermark), the failure injection and the recording. :func:`record_query` runs a
 
 The trace (``"source": "spark", "job": "query"``) has the streaming events of
 :mod:`rollcheck.spark_replay.watcher` plus ``spark.attempt_start``, ``spark.sink_written`` (with the
-rows handed to the sink), the core ``failure``, ``spark.restart``, ``spark.plan``, and at the end
+rows handed to the sink), the core ``failure``, ``spark.restart`` (marked ``failed`` when the restart
+itself failed with the engine's exception, followed by ``spark.recovery_failed``), ``spark.plan``,
+and at the end
 ``spark.reference`` (the failure-free run's output and state), ``spark.output_final``,
 ``spark.state_final`` (every state store read with Spark's ``statestore`` reader, with the row
 count of our own decoder) and ``end``. The checks are in :mod:`rollcheck.spark_replay.checks`.
