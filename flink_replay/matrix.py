@@ -340,7 +340,7 @@ class FlinkAdapter(EngineAdapter):
 
     def finding(self, cell: Cell, entry: Mapping[str, Any], replayed: Replayed, runner: ChildRunner,
                 out: Path) -> dict[str, Any]:
-        from rollcheck.flink_replay.reproducer import write_reproducer
+        from rollcheck.flink_replay.reproducer import SHOWS, expected_of, write_reproducer
 
         rep = replayed.report
         cfg = self._cfgs.get(cell.ident) or self._config(cell)
@@ -354,7 +354,10 @@ class FlinkAdapter(EngineAdapter):
             if extra["shrink"]["records"] < full:
                 few = extra["shrink"]["records"]
                 fail_at = max(1, int(few * float(cfg.get("fail_at_fraction", 0.5))))
-        script = write_reproducer(cell, cfg, out / f"{cell.ident}.repro.py", rep, records=few, fail_at=fail_at)
+        shown_by = extra["shrink"]["trace"] if few is not None else entry.get("trace")
+        expected = expected_of(shown_by, {c.name for c in rep.checks if c.status is Status.VIOLATED})
+        script = write_reproducer(cell, cfg, out / f"{cell.ident}.repro.py", rep, records=few, fail_at=fail_at,
+                                  expected=expected)
         extra["reproducer"] = str(script)
         if self.run_reproducer:  # with the PyFlink environment's Python, as a user would (isolated mode)
             from rollcheck.flink_replay.environment import find_flink
@@ -371,11 +374,11 @@ class FlinkAdapter(EngineAdapter):
                 if cell.engine_version:
                     extra["reproducer_run"] = run_on_releases(
                         lambda r: [pythons[r], "-I", str(script)], releases, runner.run, self.timeout_s,
-                        lambda r: out / f"{cell.ident}.repro.{r}.log", shows=("KEY ",))
+                        lambda r: out / f"{cell.ident}.repro.{r}.log", shows=SHOWS)
                 else:
                     extra["reproducer_run"] = run_reproducer([python, "-I", str(script)], runner.run,
                                                              self.timeout_s, out / f"{cell.ident}.repro.log",
-                                                             shows=("KEY ",))
+                                                             shows=SHOWS)
         return extra
 
     def caption(self) -> str:

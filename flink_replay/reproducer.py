@@ -6,6 +6,13 @@ state backend, checkpoint mode, parallelism and rescaling), reads both transacti
 prints the rows that were lost or duplicated; it exits 1 when it shows the problem, 0 when the run
 was clean. It imports nothing of rollcheck, so it can be attached to a report to the Flink project.
 
+A finding of an oracle that does not trust Flink's own failure-free run (``release-differential``,
+``batch-equivalent``; :mod:`rollcheck.flink_replay.oracles`) is wrong with or without the failure,
+so the two runs agree and show nothing. Its script also carries the expected final table of its
+input (:func:`expected_of`: the failure-free run on the reference release, or the same job in
+BATCH mode) and compares the failure-free run with it per KEY; a failure-free run that fails is
+shown too (``JOB FAILED``). Run with the affected release's pyflink it exits 1, with the fixed one 0.
+
 A TaskManager kill becomes a task failure in the script (its MiniCluster is one process); the
 failure strikes at the same record, after two checkpoint intervals. The script carries the whole
 input and by default runs the first N records, N being the fewest with which rollcheck's re-runs
@@ -18,7 +25,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-__all__ = ["write_reproducer", "WORDCOUNT_SOURCE"]
+__all__ = ["write_reproducer", "expected_of", "WORDCOUNT_SOURCE", "SHOWS"]
+
+#: How the script's lines that show a finding begin (what the matrix looks for in its output).
+SHOWS = ("KEY ", "JOB FAILED")
 
 WORDCOUNT_SOURCE = '''
 from pyflink.common import Types
@@ -53,7 +63,8 @@ Configuration: state backend {backend}, {checkpoints} checkpoints every {interva
 Seen by rollcheck: {finding}
 
 Run with the Python of a PyFlink installation:  python {name} [--records N]
-Exit 1: the output after the failure differs from the failure-free output (printed); 0: it does not.
+Exit 1: the output after the failure differs from the failure-free output, or the failure-free
+output differs from EXPECTED (both printed); 0: neither.
 """
 import argparse, collections, json, os, shutil, sys, tempfile, time
 
@@ -61,6 +72,9 @@ JOB = {job_source!r}
 BACKEND, CHECKPOINTS, INTERVAL_MS, PAR, RESCALE = {backend!r}, {checkpoints!r}, {interval}, {par}, {rescale!r}
 FAIL_AT, SEED, RATE = {fail_at}, {seed}, {rate}
 RECORDS = {records!r}  # {records_text}
+# The final table (per KEY its last row) the failure-free run of the first RECORDS records must give
+# (None: only the two runs are compared), from {expected_from}.
+EXPECTED = {expected!r}
 
 
 def run(ns, recs, out, par, fail, restore=None, restarts=True):
@@ -175,7 +189,12 @@ def main():
     recs = ns["records"](SEED)[: args.records]
     work = tempfile.mkdtemp(prefix="flink-repro-")
     try:
-        run(ns, recs, os.path.join(work, "ref"), RESCALE[0] if RESCALE else PAR, fail=False)
+        try:
+            run(ns, recs, os.path.join(work, "ref"), RESCALE[0] if RESCALE else PAR, fail=False)
+            ref_failed = None
+        except Exception as e:  # the failure-free run fails: that is a finding in itself
+            ref_failed = str(e).strip().splitlines()[0][:300] if str(e).strip() else type(e).__name__
+            print("JOB FAILED in the failure-free run:", ref_failed)
         out = os.path.join(work, "run")
         if RESCALE:
             run(ns, recs, out, RESCALE[0], fail=True, restarts=False)
@@ -201,6 +220,17 @@ def main():
             elif g and w and g[-1][1] != w[-1][1]:
                 bad += 1
                 print("KEY %s: final row %s, without the failure %s" % (k, g[-1][1], w[-1][1]))
+        if EXPECTED is not None and args.records == RECORDS:
+            have = {{k: json.dumps(max(v)[1], default=str) for k, v in want.items()}}
+            table = EXPECTED["table"]
+            for k in sorted(set(table) | set(have)):
+                if table.get(k) != have.get(k):
+                    bad += 1
+                    print("KEY %s: final row %s in the failure-free run; %s gives %s" % (
+                        k, have.get(k) or "missing", EXPECTED["from"], table.get(k) or "no row"))
+        elif EXPECTED is not None:
+            print("EXPECTED not compared: it is the table of the first %d records, not %d" % (RECORDS, args.records))
+        bad += ref_failed is not None
         print("reproduced" if bad else "not reproduced: the output equals the failure-free output")
         return 1 if bad else 0
     finally:
@@ -212,11 +242,52 @@ if __name__ == "__main__":
 '''
 
 
+def expected_of(trace: Path | str | None, violated: set[str] | frozenset[str]) -> dict[str, Any] | None:
+    """The final table the failure-free run recorded in ``trace`` should have given, from an oracle
+    that does not trust it, for a finding whose violated checks are ``violated``; None when the
+    finding shows in the run with the failure (or the trace tells no such table).
+
+    ``release-differential``: the failure-free run on the reference release
+    (``flink.release_reference``, when it finished); else ``batch-equivalent``: the same job in
+    BATCH mode (``flink.batch_output``), unless several of its subtasks emitted rows of one KEY.
+
+    Returns
+    -------
+    dict or None
+        ``{"from": words, "table": {KEY: row}}`` (KEY and row as the recorder writes them: JSON lists).
+    """
+    from rollcheck.flink_replay.oracles import final_table
+    from rollcheck.pyimpl.jsonio import loads_json
+
+    if trace is None or not Path(trace).is_file():
+        return None
+    events = [loads_json(x, str(trace)) for x in Path(trace).read_text(encoding="utf-8").splitlines()[1:] if x.strip()]
+    kinds = {str(e.get("kind")): e for e in events if isinstance(e, dict)
+             and e.get("kind") in ("flink.release_reference", "flink.batch_output")}
+    rel = kinds.get("flink.release_reference")
+    if "release-differential" in violated and rel is not None and rel.get("final_state") == "FINISHED":
+        return {"from": f"the failure-free run on apache-flink {rel.get('engine_version')}",
+                "table": final_table(list(rel.get("lines") or []))}
+    batch = kinds.get("flink.batch_output")
+    if "batch-equivalent" in violated and batch is not None and batch.get("final_state") == "FINISHED":
+        last: dict[str, str] = {}
+        where: dict[str, set[int]] = {}
+        for i, lines in enumerate(batch.get("subtasks") or []):
+            for line in lines:
+                key, row = str(line).split("\x1f", 1)
+                last[key] = row
+                where.setdefault(key, set()).add(i)
+        if all(len(s) == 1 for s in where.values()):
+            return {"from": "the same job in Flink's BATCH mode", "table": last}
+    return None
+
+
 def write_reproducer(cell: Any, cfg: dict[str, Any], path: Path, report: Any, *, records: int | None = None,
-                     fail_at: int | None = None) -> Path:
+                     fail_at: int | None = None, expected: dict[str, Any] | None = None) -> Path:
     """Write the standalone script for ``cell`` (a :class:`rollcheck.flink_replay.matrix.Cell`):
     ``records`` the first records it runs by default (None: all), ``fail_at`` the record the
-    failure strikes at (default: the configuration's)."""
+    failure strikes at (default: the configuration's), ``expected`` the final table its failure-free
+    run must give (:func:`expected_of`)."""
     source = WORDCOUNT_SOURCE if cell.module == "wordcount" else Path(cell.module).read_text()
     rc = report.root_cause
     finding = f"{rc.name}: {rc.detail}" if rc is not None else "not conformant"
@@ -230,7 +301,10 @@ def write_reproducer(cell: Any, cfg: dict[str, Any], path: Path, report: Any, *,
                            records_text=(f"shrunk by rollcheck's re-runs to the first {records} records" if records
                                          else "all records"),
                            finding=finding.replace('"""', "'''")[:400], name=path.name, job_source=source,
-                           rescale=rescale, seed=int(cfg.get("seed", 0)), rate=float(cfg.get("rate", 400.0)))
+                           rescale=rescale, seed=int(cfg.get("seed", 0)), rate=float(cfg.get("rate", 400.0)),
+                           expected=expected,
+                           expected_from=(expected["from"] if expected
+                                          else "nowhere: the finding shows in the run with the failure"))
     tmp = path.with_name(path.name + ".partial")
     tmp.write_text(text)
     tmp.replace(path)
