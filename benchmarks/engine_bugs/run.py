@@ -235,6 +235,12 @@ def render_markdown(results: dict[str, Any]) -> str:
         "slice with `--engine-version`. The numbers below are from the bench passes merged on "
         f"{results['generated']} (`benchmarks/results/engine-bugs.json`).",
         "",
+        "A reproducer counts as *reproduced* when its run failed, or its final output table (the last row per KEY) "
+        "has not the entry's number of rows or, where the entry gives the right table (a bug that changes values, "
+        "not rows), is not that table. A Flink reproducer with `--no-failure` runs the job once over its whole "
+        "input (for a bug that shows with or without a failure); otherwise it fails the job half way and judges "
+        "the output of the job restored from its checkpoint.",
+        "",
         "| bug | kind | releases (affected → fixed) | reproducer on affected / fixed | rollcheck on affected | "
         "check(s) that found it | quiet on fixed | wall time (s; both releases, reproducer + rollcheck) |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
