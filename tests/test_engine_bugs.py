@@ -59,3 +59,16 @@ def test_flink_reproducer_table_is_last_row_per_key() -> None:
     rows = [["b", 1, 5], ["a", 1, 3], ["b", 2, 9], ["a", 2, 4]]
     assert standalone._table(mod, rows) == [["a", 2, 4], ["b", 2, 9]]
     assert standalone._table(SimpleNamespace(KEY=[0]), rows) == [["a", 2, 4], ["b", 2, 9]]
+
+
+def test_doc_lists_notes_of_open_bugs() -> None:
+    run = _load("run")
+    entry = {"id": "FLINK-1", "engine": "flink", "kind": "wrong output", "affected": "1.19.0", "fixed": "1.19.1",
+             "module": "modules/x.py", "description": "d", "expected": {"wrong": "w", "right": "r"},
+             "reproducer_run": {}, "rollcheck": {}, "status": "not run", "note": "n"}
+    results = {"generated": "now", "entries": [entry], "notes": ["an open bug"],
+               "summary": {"entries": 1, "reproduced_affected": 0, "quiet_fixed_reproducer": 0, "found": 0,
+                           "missed": 0, "not_run": 1, "findings_on_fixed": 0}}
+    text = run.render_markdown(results)
+    assert "## Found while building the zoo" in text and "- an open bug" in text
+    assert "## Found while building the zoo" not in run.render_markdown(dict(results, notes=[]))

@@ -273,6 +273,9 @@ def render_markdown(results: dict[str, Any]) -> str:
         if r["status"] == "not run":
             reason = next((x.get("reason") for x in r["rollcheck"].values() if x.get("reason")), r.get("note", ""))
             notes.append(f"  rollcheck not run: {reason}.")
+    if results.get("notes"):
+        notes += ["", "## Found while building the zoo (not fixed, so not an entry)", ""]
+        notes += [f"- {n}" for n in results["notes"]]
     s = results["summary"]
     tail = ["", f"Summary: {s['entries']} entries, reproduced on the affected release {s['reproduced_affected']}, "
             f"quiet reproducer on the fixed release {s['quiet_fixed_reproducer']}; rollcheck found "
@@ -367,7 +370,7 @@ def _write(entries: list[dict[str, Any]], manifest: dict[str, Any]) -> None:
     }
     results = {"format": "rollcheck.engine-bugs-results/1",
                "generated": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-               "entries": entries, "summary": summary}
+               "entries": entries, "summary": summary, "notes": list(manifest.get("notes", []))}
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     if RESULTS == (ROOT / "benchmarks" / "results" / "engine-bugs.json").resolve():

@@ -1,7 +1,8 @@
 """Order lines priced by a Python map that serves two kinds of line: the DataStream carries named
 ``Row`` records, and the pricing code asks whether a line has a ``discount`` field
 (``"discount" in line``, as it would ask a dict) before applying it; the running revenue per
-customer is then kept in Flink keyed state by ``reduce``. Zoo entry FLINK-35112.
+customer is then kept in Flink keyed state (``ValueState`` of a ``KeyedProcessFunction``). Zoo
+entry FLINK-35112.
 
 PyFlink's ``Row.__contains__`` looked for the value among the row's values instead of the name
 among its field names (a Row with field names reads like a dict, ``line.discount`` and
@@ -13,6 +14,8 @@ streaming and BATCH mode alike.
 import random
 
 from pyflink.common import Row, Types
+from pyflink.datastream.functions import KeyedProcessFunction
+from pyflink.datastream.state import ValueStateDescriptor
 
 KEY = ["customer"]
 FIELDS = ["customer", "lines", "revenue"]
@@ -37,8 +40,20 @@ def _revenue(line):
     return line.customer, 1, unit * line.quantity
 
 
+class RunningRevenue(KeyedProcessFunction):
+    def open(self, runtime_context):
+        self.lines = runtime_context.get_state(ValueStateDescriptor("lines", Types.LONG()))
+        self.revenue = runtime_context.get_state(ValueStateDescriptor("revenue", Types.LONG()))
+
+    def process_element(self, value, ctx):
+        lines = (self.lines.value() or 0) + value[1]
+        revenue = (self.revenue.value() or 0) + value[2]
+        self.lines.update(lines)
+        self.revenue.update(revenue)
+        yield value[0], lines, revenue
+
+
 def job(env, source):
     lines = source.map(_line, output_type=LINE)
     priced = lines.map(_revenue, output_type=Types.TUPLE([Types.STRING(), Types.INT(), Types.INT()]))
-    return (priced.key_by(lambda t: t[0], key_type=Types.STRING())
-            .reduce(lambda a, b: (a[0], a[1] + b[1], a[2] + b[2])))
+    return priced.key_by(lambda t: t[0], key_type=Types.STRING()).process(RunningRevenue())
