@@ -24,6 +24,7 @@ import argparse
 import datetime as dt
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -355,6 +356,20 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def portable(text: str) -> str:
+    """``text`` without this machine's paths: the checkout's prefix dropped (paths relative to the
+    repository), a run folder under the temporary directory written ``<work>``, the home folder ``~``.
+
+    Examples
+    --------
+    >>> portable(f"--module {ROOT}/benchmarks/m.py --out /tmp/zoo-bench-c/SPARK-1/rollcheck-3.5.3")
+    '--module benchmarks/m.py --out <work>/SPARK-1/rollcheck-3.5.3'
+    """
+    text = text.replace(str(ROOT) + os.sep, "")
+    text = re.sub(re.escape(tempfile.gettempdir()) + r"/[^\s\"'/]+", "<work>", text)
+    return text.replace(str(Path.home()) + os.sep, "~" + os.sep)
+
+
 def _write(entries: list[dict[str, Any]], manifest: dict[str, Any]) -> None:
     def rep(e: dict[str, Any], which: str, outcome: str) -> bool:
         return bool(e["reproducer_run"].get(e[which], {}).get("outcome") == outcome)
@@ -372,7 +387,7 @@ def _write(entries: list[dict[str, Any]], manifest: dict[str, Any]) -> None:
                "generated": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
                "entries": entries, "summary": summary, "notes": list(manifest.get("notes", []))}
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    RESULTS.write_text(portable(json.dumps(results, indent=1, sort_keys=True)) + "\n", encoding="utf-8")
     if RESULTS == (ROOT / "benchmarks" / "results" / "engine-bugs.json").resolve():
         DOC.write_text(render_markdown(results), encoding="utf-8")
 
