@@ -42,7 +42,7 @@ from rollcheck.flink_replay.keygroups import key_group, key_group_range, operato
 from rollcheck.pyimpl.traces.plugin import TraceCheck
 from rollcheck.pyimpl.verdict import Check
 
-__all__ = ["keyed_state_check", "operator_state_check", "user_state_check", "rescale_checks", "restore_attempts",
+__all__ = ["abandoned_state", "keyed_state_check", "operator_state_check", "user_state_check", "rescale_checks", "restore_attempts",
            "KeyedStateRestored", "OperatorStateRestored", "UserStateRestored", "PLUGINS", "USER"]
 
 KEYED = "keyed-state-restored-once"
@@ -210,6 +210,54 @@ def _recomputed_group(key: str, maxp: int) -> int | None:
     return None
 
 
+def abandoned_state(logged: list[dict[str, Any]], op: str, attempt: int,
+                    restores: list[dict[str, Any]]) -> tuple[str, int] | None:
+    """A restored state that the operator abandoned after the restore, as ``(words, seq)``; None if none.
+
+    Restored state must be *read* again, not only handed back: an operator whose state name changes
+    between runs (PyFlink's ``KeyedStream.reduce`` names its state ``_reduce_state`` plus a random
+    UUID in ``open()``) finds nothing under the new name after a restore, so its keys start over
+    while the restored state lies unread in the backend. Seen in the snapshots after the restore: a
+    state name that no snapshot or restore of the operator held before this attempt receives keys
+    of a restored state, and the restored state's values for those keys stay as restored.
+
+    Examples
+    --------
+    >>> rs = [{"states": {"s-1": {"rs:a": [3, "v1"]}}}]
+    >>> snap = {"kind": "flink.user_state", "phase": "snapshot", "operator": "op", "attempt": 1, "seq": 9,
+    ...         "states": {"s-1": {"rs:a": [3, "v1"]}, "s-2": {"rs:a": [3, "v0"]}}}
+    >>> abandoned_state([snap], "op", 1, rs)[1]
+    9
+    >>> abandoned_state([dict(snap, states={"s-1": {"rs:a": [3, "v2"]}})], "op", 1, rs) is None
+    True
+    """
+    restored: dict[str, dict[str, Any]] = {}
+    for e in restores:
+        for state, keys in e["states"].items():
+            restored.setdefault(state, {}).update({k: gv[1] for k, gv in keys.items()})
+    if not any(restored.values()):
+        return None
+    earlier = {state for e in logged if e["operator"] == op and e["attempt"] < attempt for state in e["states"]}
+    earlier |= set(restored)
+    after = sorted((e for e in logged if e["operator"] == op and e["attempt"] == attempt
+                    and e["phase"] == "snapshot"), key=lambda e: e["seq"])
+    for sn in after:
+        for new, keys in sorted(sn["states"].items()):
+            if new in earlier:
+                continue
+            for old, values in sorted(restored.items()):
+                common = sorted(set(keys) & set(values))
+                frozen = [k for k in common if k not in sn["states"].get(old, {})
+                          or sn["states"][old][k][1] == values[k]]
+                if common and len(frozen) == len(common):
+                    k = common[0]
+                    return (f"restored its state {old!r} ({len(values)} keys), but after the restore it kept the same "
+                            f"keys in a state that did not exist before, {new!r} (e.g. key {k}), and never updated "
+                            f"the restored one: the restored state was abandoned, its keys started over",
+                            int(sn["seq"]))
+    return None
+
+
 def user_state_check(header: dict[str, Any], events: list[dict[str, Any]]) -> Check:
     """``user-state-restored-once`` (see the module docstring)."""
     if header.get("job") != "module":
@@ -309,6 +357,9 @@ def user_state_check(header: dict[str, Any], events: list[dict[str, Any]]) -> Ch
             return Check.violated(USER, f"attempt {attempt}: {len(lost)} keys of {name} in checkpoint {cid} restored "
                                   f"by no subtask (lost state), e.g. {st} key {k} (key group {g}) = {v}",
                                   offending_seq=max(e["seq"] for e in rs))
+        bad = abandoned_state(logged, op, attempt, rs)
+        if bad is not None:
+            return Check.violated(USER, f"attempt {attempt}: {name} {bad[0]}", offending_seq=bad[1])
         ops.add(name)
     if examined == 0:
         if not any(keys for e in logged for keys in e["states"].values()):

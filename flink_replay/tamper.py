@@ -13,6 +13,9 @@
   every key of one key group of a user operator's restored keyed state is dropped (a restore that
   loses a key group), also restored by a second subtask (a key group handed out twice), or one
   key's state changes (caught by ``user-state-restored-once``);
+- ``abandon-user-state``: after the failure, a user operator keeps its restored keys in a state of a
+  new name and never updates the restored one (as PyFlink's ``KeyedStream.reduce`` does, naming its
+  state with a random UUID in ``open()``; caught by ``user-state-restored-once``);
 - ``duplicate-row``: one committed row of a user's job appears twice in the transactional sink's
   output (caught by ``output-exactly-once``).
 
@@ -35,7 +38,8 @@ TAMPERS = {"older-restore": "restore-latest-completed", "barrier-after-snapshot"
            "drop-failure": "failure-observed", "lose-key": "keyed-state-restored-once",
            "duplicate-key": "keyed-state-restored-once", "wrong-owner": "keyed-state-restored-once",
            "duplicate-row": "output-exactly-once", "lose-user-key-group": "user-state-restored-once",
-           "duplicate-user-key-group": "user-state-restored-once", "corrupt-user-state": "user-state-restored-once"}
+           "duplicate-user-key-group": "user-state-restored-once", "corrupt-user-state": "user-state-restored-once",
+           "abandon-user-state": "user-state-restored-once"}
 
 
 def _keyed_restores(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -91,6 +95,35 @@ def _user_tamper(events: list[dict[str, Any]], how: str) -> list[dict[str, Any]]
         raise InvalidInputError("the restore has a single subtask: no other subtask to hand the key group to")
     for st, keys in moved.items():
         others[0]["states"].setdefault(st, {}).update(keys)
+    return events
+
+
+def _abandon_user_state(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """After the first restore, the operator's snapshots keep the restored values under the old
+    state names and the keys' new values under new names (see the module docstring)."""
+    rs = [e for e in events if e["kind"] == "flink.user_state" and e["phase"] == "restore"
+          and e.get("attempt", 0) > 0 and any(e["states"].values())]
+    if not rs:
+        raise InvalidInputError("the trace has no restored keyed state of a user operator after a failure")
+    def snapshots(op: str, attempt: int) -> list[dict[str, Any]]:
+        return [e for e in events if e["kind"] == "flink.user_state" and e["phase"] == "snapshot"
+                and e["operator"] == op and e["attempt"] == attempt]
+
+    pair = next(((e["operator"], e["attempt"]) for e in rs if snapshots(e["operator"], e["attempt"])), None)
+    if pair is None:
+        raise InvalidInputError("the trace has no snapshot of a restored user operator after its restore")
+    op, attempt = pair
+    restored: dict[str, dict[str, Any]] = {}
+    for e in rs:
+        if e["operator"] == op and e["attempt"] == attempt:
+            for st, keys in e["states"].items():
+                restored.setdefault(st, {}).update(keys)
+    snaps = snapshots(op, attempt)
+    for e in snaps:
+        for st, keys in list(e["states"].items()):
+            if st in restored:
+                e["states"][st + "-reopened"] = keys
+                e["states"][st] = {k: gv for k, gv in restored[st].items()}
     return events
 
 
@@ -197,6 +230,8 @@ def tamper(src: str | Path, how: str, out: str | Path) -> str:
         events = _key_tamper(events, how)
     elif how in ("lose-user-key-group", "duplicate-user-key-group", "corrupt-user-state"):
         events = _user_tamper(events, how)
+    elif how == "abandon-user-state":
+        events = _abandon_user_state(events)
     elif how == "duplicate-row":
         events = _duplicate_row(events)
     else:

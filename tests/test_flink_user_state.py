@@ -38,7 +38,8 @@ def test_real_rescaled_restore_holds_key_by_key() -> None:
 
 @pytest.mark.parametrize(("how", "word"), [("lose-user-key-group", "lost state"),
                                             ("duplicate-user-key-group", "restored twice"),
-                                            ("corrupt-user-state", "restored as")])
+                                            ("corrupt-user-state", "restored as"),
+                                            ("abandon-user-state", "the restored state was abandoned")])
 def test_broken_restores_are_caught(how: str, word: str, tmp_path: Path) -> None:
     out = tmp_path / f"{how}.jsonl"
     assert tamper(TRACE, how, out) == USER
@@ -80,3 +81,23 @@ def test_the_word_count_is_not_its_business() -> None:
     header = json.loads(TRACE.read_text().splitlines()[0])
     header["job"] = "wordcount"
     assert user_state_check(header, []).status is Status.NOT_APPLICABLE
+
+
+FINDING = ROOT / "tests" / "data" / "flink_findings" / "pyflink-keyed-reduce-2.3.0.jsonl"
+
+
+def test_pyflinks_keyed_reduce_abandons_its_restored_state() -> None:
+    """A real apache-flink 2.3.0 recording of benchmarks/engine_bugs/findings/pyflink_keyed_reduce.py
+    (a task failure at record 300): PyFlink's ``KeyedStream.reduce`` names its state with a new UUID
+    in every ``open()``, so after the restore each subtask sums into a new, empty state. The root
+    cause names both state names; the output and the BATCH run disagree with the restored job."""
+    rep = replay_job(FINDING)
+    c = rep.check(USER)
+    assert c is not None and c.status is Status.VIOLATED, c
+    assert "the restored state was abandoned" in c.detail and c.detail.count("'_reduce_state") == 2
+    assert rep.root_cause is not None and rep.root_cause.name == USER
+    for name in ("output-exactly-once", "batch-equivalent"):
+        got = rep.check(name)
+        assert got is not None and got.status is Status.VIOLATED, got
+    ok = rep.check("restore-latest-completed")
+    assert ok is not None and ok.status is Status.HELD

@@ -134,10 +134,9 @@ def _register_rest(fsub: Any) -> None:
 
     tp = add_parser(fsub, "tamper", "Write a deliberately broken copy of a Flink trace.", _tamper)
     tp.add_argument("trace")
-    tp.add_argument("--how", required=True, choices=["older-restore", "barrier-after-snapshot", "drop-failure",
-                                                     "lose-key", "duplicate-key", "wrong-owner", "duplicate-row",
-                                                     "lose-user-key-group", "duplicate-user-key-group",
-                                                     "corrupt-user-state"])
+    from rollcheck.flink_replay.tamper import TAMPER_NAMES
+
+    tp.add_argument("--how", required=True, choices=list(TAMPER_NAMES))
     tp.add_argument("-o", "--out", required=True)
     tp.add_argument("--json", action="store_true")
 
