@@ -2,8 +2,8 @@
 
 Fast tests: the range and the refusals (exit 2 naming the release and the reason, before anything
 is installed), the lock and the stamp (a half-made environment is never reused), the matrix's
-row group per release. Slow tests (one per supported minor line on its newest patch, and the
-pinned release): the release's environment is made once into rollcheck's cache folder
+row group per release. Slow tests (one per supported minor line on its newest patch, every release
+the bug zoo uses, and the pinned release): the release's environment is made once into rollcheck's cache folder
 (``$ROLLCHECK_CACHE`` when set, else the user cache folder, so later runs reuse it), and
 ``examples/flink_jobs/keyed_totals.py`` is recorded with a task failure and replayed conformant;
 they are skipped only when pip cannot reach the package index.
@@ -31,6 +31,9 @@ JOB = str(ROOT / "examples" / "flink_jobs" / "keyed_totals.py")
 #: The newest patch of every supported minor line (``pip index versions apache-flink``, November
 #: 2026: 1.19.3, 1.20.5, 2.0.2, 2.1.3, 2.2.1, 2.3.0 the pinned one); all install on Python 3.11.
 LINES = ["1.19.3", "1.20.5", "2.0.2", "2.1.3", "2.2.1"]
+#: Every apache-flink release the bug zoo runs (``benchmarks/engine_bugs/manifest.json``), affected and fixed.
+ZOO = sorted({e[w] for e in json.loads((ROOT / "benchmarks" / "engine_bugs" / "manifest.json").read_text())["entries"]
+              if e["engine"] == "flink" for w in ("affected", "fixed")} - set(LINES))
 
 
 # ----------------------------------------------------------------------------- without Flink
@@ -148,7 +151,7 @@ def test_uninstallable_release_is_exit_2_with_pips_reason(tmp_path: Path) -> Non
 
 
 @pytest.mark.engines
-@pytest.mark.parametrize("version", [*LINES, releases.PINNED])
+@pytest.mark.parametrize("version", [*LINES, *ZOO, releases.PINNED])
 def test_record_and_replay_on_each_release_line(version: str, tmp_path: Path) -> None:
     """Record keyed_totals with a task failure on the release and replay it: the trace names the
     release, the job really ran on it (the job process's Python is the release's environment), and

@@ -2,7 +2,8 @@
 
 Fast tests: the range and the refusals (exit 2 naming the release and the reason), the import
 hook of a release environment, the lock and the stamp (a half-made environment is never reused).
-Slow tests (one per supported minor line on its newest patch, plus the pinned release): the
+Slow tests (one per supported minor line on its newest patch, every release the bug zoo uses, and
+the pinned release): the
 release's environment is made once into rollcheck's cache folder (``$ROLLCHECK_CACHE`` when set,
 else the user cache folder, so later runs reuse it) and a query is recorded and replayed there;
 they are skipped only when pip cannot reach the package index.
@@ -34,8 +35,11 @@ ROOT = Path(__file__).resolve().parent.parent
 RC = [sys.executable, "-m", "rollcheck.cli.main"]
 QUERY = str(ROOT / "tests" / "queries" / "windowed_agg.py")
 #: The newest patch of every supported minor line that installs on Python 3.11 here (pip index
-#: versions pyspark, November 2026), and the pinned release.
-LINES = ["3.4.4", "3.5.9"]
+#: versions pyspark, November 2026: 3.4.4, 3.5.9, 4.0.5, 4.1.4, 4.2.1; 4.3.0 is the pinned one).
+LINES = ["3.4.4", "3.5.9", "4.0.5", "4.1.4", "4.2.1"]
+#: Every pyspark release the bug zoo runs (``benchmarks/engine_bugs/manifest.json``), affected and fixed.
+ZOO = sorted({e[w] for e in json.loads((ROOT / "benchmarks" / "engine_bugs" / "manifest.json").read_text())["entries"]
+              if e["engine"] == "spark" for w in ("affected", "fixed")} - set(LINES))
 
 
 # ----------------------------------------------------------------------------- without Spark
@@ -155,7 +159,7 @@ def test_uninstallable_release_is_exit_2_with_pips_reason(tmp_path: Path) -> Non
 
 @pytest.mark.engines
 @pytest.mark.spark
-@pytest.mark.parametrize("version", [*LINES, "pinned"])
+@pytest.mark.parametrize("version", [*LINES, *ZOO, "pinned"])
 def test_record_and_replay_on_each_release_line(version: str, tmp_path: Path) -> None:
     """Record the windowed aggregation with a task failure on the release and replay it: the
     trace names the release, the driver really ran it, and the replay is conformant (on pyspark
