@@ -153,11 +153,14 @@ def _rollcheck(entry: dict[str, Any], version: str, work: Path) -> dict[str, Any
     module = str(HERE / entry["module"])
     out = work / f"rollcheck-{version}"
     t0 = time.time()
+    # on the affected release, the fixed one is the reference: release-differential compares the two,
+    # and a finding's reproducer runs on both (reproducer_run keyed by release)
+    ref = ["--reference-version", entry["fixed"]] if version == entry["affected"] else []
     if entry["engine"] == "spark":
         if "--engine-version" in _help("spark", "matrix"):
             cmd = [*ROLLCHECK, "spark", "matrix", "--module", module, "--engine-version", version,
                    "--providers", ",".join(s["providers"]), "--failures", ",".join(s["failures"]),
-                   "--fail-at-batch", str(s["fail_at_batch"]), "--out", str(out), "--jobs", "1", "--json"]
+                   "--fail-at-batch", str(s["fail_at_batch"]), "--out", str(out), "--jobs", "1", "--json", *ref]
             if s.get("kill_points"):
                 cmd += ["--kill-points", ",".join(s["kill_points"])]
             how = "spark matrix"
@@ -168,7 +171,7 @@ def _rollcheck(entry: dict[str, Any], version: str, work: Path) -> dict[str, Any
             rec = [*ROLLCHECK, "spark", "record", "query", "--module", module, "--engine-version", version,
                    "--out", str(trace), "--fail-at-batch", str(s["fail_at_batch"]),
                    "--failure", s["failures"][0], "--state-store", s["providers"][0],
-                   "--workdir", str(out / "work"), "--json"]
+                   "--workdir", str(out / "work"), "--json", *ref]
             if s["failures"][0] == "kill" and s.get("kill_points"):
                 rec += ["--kill-point", s["kill_points"][0]]
             how = "spark record query + spark replay (one cell: the slice's first provider and failure)"
@@ -181,7 +184,8 @@ def _rollcheck(entry: dict[str, Any], version: str, work: Path) -> dict[str, Any
             return {"found": None, "how": "not run", "reason": "this rollcheck has no --engine-version on flink matrix"}
         cmd = [*ROLLCHECK, "flink", "matrix", "--module", module, "--engine-version", version,
                "--backends", ",".join(s["backends"]), "--checkpoints", ",".join(s["checkpoints"]),
-               "--failures", ",".join(s["failures"]), "--out", str(out), "--jobs", "1", "--json"]
+               "--failures", ",".join(s["failures"]), "--out", str(out), "--jobs", "1", "--json",
+               "--run-reproducer", *ref]
         for r in s.get("rescale", []):
             cmd += ["--rescale", r, "--no-same"]
         how = "flink matrix"
@@ -212,7 +216,32 @@ def _rollcheck(entry: dict[str, Any], version: str, work: Path) -> dict[str, Any
     else:
         found = False
     return {"found": found, "how": how, "exit": last.get("exit"), "verdicts": verdicts,
-            "failed_checks": failed, "runs": runs, "seconds": round(time.time() - t0, 1)}
+            "failed_checks": failed, "runs": runs, "seconds": round(time.time() - t0, 1),
+            "finding": finding_of(answer)}
+
+
+def finding_of(answer: Any) -> dict[str, Any] | None:
+    """The first not-conformant cell's minimised input, reproducer and reproducer runs (per release
+    with ``--reference-version``), from a matrix's JSON; None without one.
+
+    Examples
+    --------
+    >>> finding_of({"cells": [{"verdict": "conformant"}, {"verdict": "not-conformant", "reproducer": "r.py",
+    ...             "minimised": {"batches": 1}, "reproducer_run": {"3.5.3": {"reproduced": True}}}]})["reproduced"]
+    {'3.5.3': True}
+    >>> finding_of({"cells": []}) is None
+    True
+    """
+    if not isinstance(answer, dict) or not isinstance(answer.get("cells"), list):
+        return None
+    cell = next((c for c in answer["cells"] if isinstance(c, dict) and c.get("verdict") == "not-conformant"), None)
+    if cell is None:
+        return None
+    runs = cell.get("reproducer_run") or {}
+    per = ({r: bool(x.get("reproduced")) for r, x in runs.items() if isinstance(x, dict)}
+           if runs and "reproduced" not in runs else ({"": bool(runs.get("reproduced"))} if runs else {}))
+    return {"reproducer": cell.get("reproducer"), "minimised": cell.get("minimised") or cell.get("shrink"),
+            "reproduced": per, "reproducer_run": runs}
 
 
 def _status(affected: dict[str, Any], fixed: dict[str, Any]) -> str:
@@ -243,8 +272,9 @@ def render_markdown(results: dict[str, Any]) -> str:
         "the output of the job restored from its checkpoint.",
         "",
         "| bug | kind | releases (affected → fixed) | reproducer on affected / fixed | rollcheck on affected | "
-        "check(s) that found it | quiet on fixed | wall time (s; both releases, reproducer + rollcheck) |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        "check(s) that found it | rollcheck's reproducer of the finding, on affected / fixed | quiet on fixed | "
+        "wall time (s; both releases, reproducer + rollcheck) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     rows = []
     for r in results["entries"]:
@@ -256,8 +286,12 @@ def render_markdown(results: dict[str, Any]) -> str:
         checks = ", ".join(ca.get("failed_checks") or []) or ("—" if status != "missed" else "none failed")
         quiet = "—" if cf.get("found") is None else ("yes" if not cf.get("found") else "**no**")
         secs = sum(float(x.get("seconds") or 0) for x in (ra, rf, ca, cf))
+        fnd = (ca.get("finding") or {}).get("reproduced") or {}
+        words = {True: "reproduced", False: "not reproduced"}
+        own = (f"{words[fnd[a]]} / {words[fnd[f]]}" if a in fnd and f in fnd
+               else "not run (recorded before)" if status == "found" else "—")
         rows.append(f"| {r['id']} | {r['kind']} | {a} → {f} | {ra.get('outcome', '—')} / {rf.get('outcome', '—')} "
-                    f"| {found} | {checks} | {quiet} | {secs:.0f} |")
+                    f"| {found} | {checks} | {own} | {quiet} | {secs:.0f} |")
     notes = ["", "## Entries", ""]
     for r in results["entries"]:
         notes.append(f"- **{r['id']}** ({r['engine']}, `{r['module']}`): {r['description']}")
