@@ -26,15 +26,28 @@ class UserCodeError(Exception):
     """The user's module failed, hung or returned something of the wrong type (named by the call)."""
 
 
-def user_error(run_dir: str, call: str, message: str, *, kind: str = "call") -> None:
+def user_error(run_dir: str, call: str, message: str, *, kind: str = "call", java: str | None = None) -> None:
     """Record the user's module's failure for the recorder: ``call`` names the call (``kind``
     ``call``: ``records``, ``job``, ...; ``import``) or the module attribute (``attribute``: ``KEY``,
-    ``FIELDS``). The first record stays (a task that fails again writes nothing more)."""
+    ``FIELDS``); ``java`` the class of the Java exception when Flink's JVM raised it inside the call
+    (a ``Py4JJavaError``: Flink's planner, say; whose fault it is, only another release can tell).
+    The first record stays (a task that fails again writes nothing more)."""
     if os.path.exists(os.path.join(run_dir, "user-error.json")):
         return
     with open(os.path.join(run_dir, "user-error.json.tmp"), "w") as f:
-        json.dump({"call": call, "error": message, "kind": kind}, f)
+        json.dump({"call": call, "error": message, "kind": kind, "java": java}, f)
     os.replace(os.path.join(run_dir, "user-error.json.tmp"), os.path.join(run_dir, "user-error.json"))
+
+
+def _java_class(e: BaseException) -> str | None:
+    """The Java exception's class name of a ``Py4JJavaError`` (None for a Python exception)."""
+    je = getattr(e, "java_exception", None)
+    if je is None:
+        return None
+    try:
+        return str(je.getClass().getName())
+    except Exception:  # noqa: BLE001 - the gateway may be gone; the Python name still says it was Java
+        return type(e).__name__
 
 
 def call_user(run_dir: str, what: str, limit: float, fn, *args):
@@ -51,7 +64,7 @@ def call_user(run_dir: str, what: str, limit: float, fn, *args):
         user_error(run_dir, what, str(e))
         raise UserCodeError(what) from None
     except Exception as e:  # noqa: BLE001 - the user's code failed on its own
-        user_error(run_dir, what, f"raised {type(e).__name__}: {e}")
+        user_error(run_dir, what, f"raised {type(e).__name__}: {e}", java=_java_class(e))
         raise UserCodeError(what) from None
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)

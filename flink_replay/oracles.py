@@ -231,6 +231,13 @@ def release_check(header: dict[str, Any], events: list[dict[str, Any]]) -> Check
         return Check.not_applicable(RELEASE, f"one release (apache-flink {mine}): recorded without --engine-version")
     other = str(rel.get("engine_version") or want or "the reference release")
     seq = int(rel["seq"])
+    built = next((e for e in events if e.get("kind") == "flink.reference_failed"), None)
+    if built is not None and rel.get("final_state") == "FINISHED":
+        n = len(final_table(rel.get("lines") or []))
+        return Check.violated(RELEASE, f"on apache-flink {mine} Flink raised {built.get('exception')} inside the "
+                              f"module's {built.get('phase') or 'job()'} ({str(built.get('message'))[:300]}); on "
+                              f"{other} the same job was built and ran to its end ({n} KEY(s)): the engine's "
+                              f"exception, not the module's", offending_seq=int(built["seq"]))
     ended = bool(events) and events[-1].get("kind") == "end"
     ref = next((e for e in events if e.get("kind") == "flink.sink_output" and e.get("sink") == "reference"), None)
     if not ended or ref is None:

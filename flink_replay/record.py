@@ -44,7 +44,7 @@ from rollcheck.flink_replay.replay import source_cut
 from rollcheck.pyimpl import children
 from rollcheck.pyimpl.errors import InconclusiveError, InternalError, InvalidInputError
 
-__all__ = ["RecordConfig", "record", "record_wordcount", "build_trace", "LOG4J", "BACKENDS", "FAILURES", "parse_rescale",
+__all__ = ["RecordConfig", "ModuleFailure", "record", "record_wordcount", "build_trace", "LOG4J", "BACKENDS", "FAILURES", "parse_rescale",
            "job_outcome"]
 
 BACKENDS = ("hashmap", "rocksdb", "changelog")
@@ -301,6 +301,16 @@ def _record(out: Path, run: Path, config: RecordConfig, env: Any, jar: Path, t0:
     return summary
 
 
+class ModuleFailure(InvalidInputError):
+    """The user's module failed a call (exit 2): ``call`` names it, ``java`` the class of the Java
+    exception when Flink's JVM raised it inside the call (None for the module's Python exception)."""
+
+    def __init__(self, reason: str, *, source: str | None = None, call: str = "", java: str | None = None):
+        super().__init__(reason, source=source)
+        self.call = call
+        self.java = java
+
+
 def job_outcome(run: Path, config: dict[str, Any], returncode: int,
                 discard: Callable[[], None] = lambda: None) -> None:
     """Raise what the job process's run folder says went wrong; return when it left a result.
@@ -337,8 +347,8 @@ def job_outcome(run: Path, config: dict[str, Any], returncode: int,
             kind = ue.get("kind", "call")
             call = ue["call"] + ("()" if kind == "call" and ue["call"] != "import" else "")
             discard()
-            raise InvalidInputError(f"{call}: {ue['error']} (the job module's own failure)",
-                                    source=str(config.get("module") or run))
+            raise ModuleFailure(f"{call}: {ue['error']} (the job module's own failure)",
+                                source=str(config.get("module") or run), call=str(ue["call"]), java=ue.get("java"))
     reason = _environment_failure(run)
     if reason is not None:
         raise InvalidInputError(f"{reason} while Flink ran (the run folder {run} and its file system)",

@@ -40,7 +40,7 @@ from typing import Any
 from rollcheck.pyimpl import children
 from rollcheck.pyimpl.errors import InconclusiveError, InvalidInputError
 
-__all__ = ["record_job", "needs_release_reference", "release_reference", "add_to_trace", "config_key"]
+__all__ = ["record_job", "build_failure_trace", "needs_release_reference", "release_reference", "add_to_trace", "config_key"]
 
 #: The configuration keys the failure-free run depends on (what the matrix shares it by).
 _SAME = ("module", "checkpoints", "parallelism", "interval_ms", "records", "rate", "keys", "seed", "backend",
@@ -60,7 +60,7 @@ def record_job(out: str | Path, config: dict[str, Any], *, run_dir: str | Path |
         As :func:`record`, and as :func:`release_reference` (the trace is then not published).
     """
     from rollcheck.flink_replay.environment import find_flink
-    from rollcheck.flink_replay.record import RecordConfig, record
+    from rollcheck.flink_replay.record import ModuleFailure, RecordConfig, record
 
     if shared is None and needs_release_reference(config):
         find_flink(str(config["reference_version"]))  # R's environment made (or refused, exit 2) before V's run
@@ -71,7 +71,46 @@ def record_job(out: str | Path, config: dict[str, Any], *, run_dir: str | Path |
         event = shared if shared is not None else release_reference(config, run / f"release-{config['reference_version']}")
         return add_to_trace(tmp, event)
 
-    return record(out, RecordConfig(config), run_dir=run_dir, before_publish=add)
+    t0 = time.monotonic()
+    try:
+        return record(out, RecordConfig(config), run_dir=run_dir, before_publish=add)
+    except ModuleFailure as e:
+        # Flink's JVM raised inside the module's job() on V: the module's fault, unless the same
+        # module builds and runs on R, which makes it the engine's (the release is the difference)
+        if not (e.java and e.call == "job" and needs_release_reference(config)):
+            raise
+        folder = Path(out).with_name(Path(out).stem + f".release-{config['reference_version']}")
+        event = shared if shared is not None else release_reference(config, folder)
+        if event.get("final_state") != "FINISHED":
+            raise
+        return build_failure_trace(Path(out), config, e, event, time.monotonic() - t0)
+
+
+def build_failure_trace(out: Path, config: dict[str, Any], failure: Any, event: dict[str, Any],
+                        seconds: float) -> dict[str, Any]:
+    """Write the trace of a job whose graph Flink could not build on V, while it built and ran on R:
+    the header, ``flink.reference_failed`` (the Java exception raised inside ``job()``), R's
+    ``flink.release_reference`` and ``end`` (``release-differential`` decides it from the trace).
+    Returns :func:`~rollcheck.flink_replay.record.record`'s summary."""
+    from rollcheck.pyimpl.patternio import atomic_write_text
+
+    v = str(config.get("engine_version"))
+    keys = ("checkpoints", "parallelism", "interval_ms", "records", "rate", "keys", "fail_at_record", "failure",
+            "backend", "rescale", "max_parallelism", "max_records", "engine_version", "reference_version")
+    header = {"format": "rollcheck.trace/1", "source": "flink", "seed": config.get("seed", 0),
+              "processes": ["source", "keyed"], "job": "module", "engine_version": v,
+              "config": {k: config.get(k) for k in keys},
+              "flink": {"pyflink": v, "job_id": None, "final_state": "NOT_RUN",
+                        "failure_cause": f"{failure.java} raised inside job()"},
+              "key": None, "module": config.get("module_arg", config.get("module")),
+              "sink_guarantee": config.get("sink_guarantee") or "exactly-once"}
+    failed = {"seq": 1, "kind": "flink.reference_failed", "engine_version": v, "phase": "job()",
+              "exception": failure.java,
+              "message": " ".join(failure.reason.replace(" (the job module's own failure)", "").split())[:2000]}
+    events = [failed, {**{k: x for k, x in event.items() if k != "seq"}, "seq": 2}, {"seq": 3, "kind": "end"}]
+    atomic_write_text(out, "".join(json.dumps(x) + "\n" for x in [header, *events]))
+    return {"trace": str(out), "checkpoint_dir": None, "restored_checkpoint": None,
+            "seconds": round(seconds, 1), "final_state": "NOT_RUN"}
 
 
 def needs_release_reference(config: dict[str, Any], version: str | None = None) -> bool:

@@ -166,6 +166,54 @@ def test_record_job_adds_rs_run_before_the_trace_is_published(monkeypatch: pytes
     assert calls == ["record V"] and len(_load(tmp_path / "v.jsonl")[1]) == 2
 
 
+@pytest.mark.parametrize("java, r_state, found", [
+    ("java.lang.NullPointerException", "FINISHED", True),   # builds and runs on R: the engine's exception
+    ("java.lang.NullPointerException", "NOT_RUN", False),   # fails on R too: the module's failure (exit 2)
+    (None, "FINISHED", False),                              # a Python exception: the module's, R not asked
+])
+def test_flink_raising_inside_job_on_v_only_is_the_engines(java: str | None, r_state: str, found: bool,
+                                                            monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """FLINK-27741's shape: Flink's planner raises inside the module's job() on V (exit 2 so far,
+    'the job module's own failure'); the same module built and run on R makes it the engine's: the
+    trace says so and release-differential is violated, naming the exception and both releases."""
+    import rollcheck.flink_replay.environment as environment
+    import rollcheck.flink_replay.record as record
+    import rollcheck.flink_replay.release_reference as rr
+    from rollcheck.pyimpl.errors import InvalidInputError
+
+    asked: list[str] = []
+    monkeypatch.setattr(environment, "find_flink", lambda v=None: None)
+
+    def fake_record(out: Path, config: Any, *, run_dir: Any = None, before_publish: Any = None) -> dict[str, Any]:
+        raise record.ModuleFailure("job(): raised Py4JJavaError: An error occurred while calling o7.toDataStream.\n"
+                                   ": java.lang.NullPointerException (the job module's own failure)",
+                                   source="m.py", call="job", java=java)
+
+    def fake_reference(config: dict[str, Any], run: Path) -> dict[str, Any]:
+        asked.append(str(config["reference_version"]))
+        return {"kind": "flink.release_reference", "engine_version": "2.3.0", "final_state": r_state,
+                "lines": ["1\x1f[\"a\"]\x1f[\"a\", 1]"] if r_state == "FINISHED" else []}
+
+    monkeypatch.setattr(record, "record", fake_record)
+    monkeypatch.setattr(rr, "release_reference", fake_reference)
+    cfg = record.RecordConfig.make(module=str(JOB), engine_version="2.2.1", fail_at_record=5, failure="task")
+    out = tmp_path / "t.jsonl"
+    if not found:
+        with pytest.raises(InvalidInputError, match="the job module's own failure"):
+            rr.record_job(out, cfg)
+        assert not out.exists() and asked == ([] if java is None else ["2.3.0"])
+        return
+    assert rr.record_job(out, cfg)["final_state"] == "NOT_RUN" and asked == ["2.3.0"]
+    assert main(["flink", "replay", str(out), "--json", "--no-tlc"]) == 1
+    rep = json.loads(capsys.readouterr().out)
+    got = {c["name"]: c for c in rep["checks"]}
+    assert got[RELEASE]["status"] == "violated" and rep["root_cause"] == RELEASE
+    assert "on apache-flink 2.2.1 Flink raised java.lang.NullPointerException inside the module's job()" in \
+        got[RELEASE]["detail"] and "on 2.3.0 the same job was built and ran to its end" in got[RELEASE]["detail"]
+    assert "own failure" not in got[RELEASE]["detail"]
+
+
 @pytest.mark.engines
 def test_real_release_differential_on_two_releases(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """keyed_totals on apache-flink 2.2.1 with a task failure; its failure-free run also on the
