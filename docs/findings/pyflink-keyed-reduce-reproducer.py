@@ -4,7 +4,7 @@ Configuration: state backend hashmap, aligned checkpoints every 300 ms, parallel
 2, failure: task at record 37.
 Seen by rollcheck: output-exactly-once: KEY ["cust-0"]: final row ["cust-0", 3138], the failure-free run ends with ["cust-0", 6051]
 
-Run with the Python of a PyFlink installation:  python pyflink_keyed_reduce-hashmap-aligned-task-same.repro.py [--records N]
+Run with the Python of a PyFlink installation:  python pyflink-keyed-reduce-reproducer.py [--records N]
 Exit 1: the output after the failure differs from the failure-free output, or the failure-free
 output differs from EXPECTED (both printed); 0: neither.
 """
