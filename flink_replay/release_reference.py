@@ -109,8 +109,8 @@ def build_failure_trace(out: Path, config: dict[str, Any], failure: Any, event: 
               "message": " ".join(failure.reason.replace(" (the job module's own failure)", "").split())[:2000]}
     events = [failed, {**{k: x for k, x in event.items() if k != "seq"}, "seq": 2}, {"seq": 3, "kind": "end"}]
     atomic_write_text(out, "".join(json.dumps(x) + "\n" for x in [header, *events]))
-    return {"trace": str(out), "checkpoint_dir": None, "restored_checkpoint": None,
-            "seconds": round(seconds, 1), "final_state": "NOT_RUN"}
+    return {"trace": str(out), "events": len(events), "checkpoint_dir": None, "restored_checkpoint": None,
+            "seconds": round(seconds, 1), "final_state": "NOT_RUN", "engine_failure": failure.java}
 
 
 def needs_release_reference(config: dict[str, Any], version: str | None = None) -> bool:

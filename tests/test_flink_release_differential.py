@@ -204,7 +204,9 @@ def test_flink_raising_inside_job_on_v_only_is_the_engines(java: str | None, r_s
             rr.record_job(out, cfg)
         assert not out.exists() and asked == ([] if java is None else ["2.3.0"])
         return
-    assert rr.record_job(out, cfg)["final_state"] == "NOT_RUN" and asked == ["2.3.0"]
+    res = rr.record_job(out, cfg)
+    assert res["final_state"] == "NOT_RUN" and res["engine_failure"] == java and res["events"] == 3
+    assert asked == ["2.3.0"]
     assert main(["flink", "replay", str(out), "--json", "--no-tlc"]) == 1
     rep = json.loads(capsys.readouterr().out)
     got = {c["name"]: c for c in rep["checks"]}
