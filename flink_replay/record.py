@@ -44,7 +44,7 @@ from rollcheck.flink_replay.replay import source_cut
 from rollcheck.pyimpl import children
 from rollcheck.pyimpl.errors import InconclusiveError, InternalError, InvalidInputError
 
-__all__ = ["RecordConfig", "ModuleFailure", "record", "record_wordcount", "build_trace", "LOG4J", "BACKENDS", "FAILURES", "parse_rescale",
+__all__ = ["RecordConfig", "ModuleFailure", "write_run_folder", "record", "record_wordcount", "build_trace", "LOG4J", "BACKENDS", "FAILURES", "parse_rescale",
            "job_outcome"]
 
 BACKENDS = ("hashmap", "rocksdb", "changelog")
@@ -252,12 +252,7 @@ def _record(out: Path, run: Path, config: RecordConfig, env: Any, jar: Path, t0:
     partial.write_text(json.dumps({"format": "rollcheck.trace/1", "source": "flink", "partial": True,
                                    "seed": config.get("seed", 0), "processes": ["source", "keyed"]}) + "\n")
     cfg = dict(config, run_dir=str(run.resolve()), tap_jar=str(jar), engine_version=env.version)
-    rocksdb_dir = None
-    if config.get("backend") == "rocksdb":
-        rocksdb_dir = tempfile.mkdtemp(prefix="rc-rdb-")
-        cfg["rocksdb_dir"] = rocksdb_dir
-    (run / "config.json").write_text(json.dumps(cfg))
-    (run / "log4j.properties").write_text(LOG4J)
+    rocksdb_dir = write_run_folder(run, cfg)
     penv = dict(os.environ, LOG4J_PROPERTIES=str(run / "log4j.properties"), FLINK_LOG_DIR=str(run),
                 PYTHONPATH=str(_job_file().parent))
     penv.pop("PYTHONSTARTUP", None)
@@ -309,6 +304,19 @@ class ModuleFailure(InvalidInputError):
         super().__init__(reason, source=source)
         self.call = call
         self.java = java
+
+
+def write_run_folder(run: Path, cfg: dict[str, Any]) -> str | None:
+    """Write the job process's ``config.json`` and ``log4j.properties`` into ``run``; with the RocksDB
+    backend, also make a temporary folder for RocksDB's local files (named in ``cfg``) and return it
+    (the caller removes it when the job ended)."""
+    rocksdb_dir = None
+    if cfg.get("backend") == "rocksdb":
+        rocksdb_dir = tempfile.mkdtemp(prefix="rc-rdb-")
+        cfg["rocksdb_dir"] = rocksdb_dir
+    (run / "config.json").write_text(json.dumps(cfg))
+    (run / "log4j.properties").write_text(LOG4J)
+    return rocksdb_dir
 
 
 def job_outcome(run: Path, config: dict[str, Any], returncode: int,

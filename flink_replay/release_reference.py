@@ -32,7 +32,6 @@ import json
 import os
 import shutil
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -149,7 +148,7 @@ def release_reference(config: dict[str, Any], run: Path) -> dict[str, Any]:
         rollcheck's own code raised inside the job on R (a bug in rollcheck).
     """
     from rollcheck.flink_replay.environment import find_flink, tap_jar
-    from rollcheck.flink_replay.record import LOG4J, _job_file, _tx_lines, job_outcome
+    from rollcheck.flink_replay.record import _job_file, _tx_lines, job_outcome, write_run_folder
 
     version = str(config["reference_version"])
     t0 = time.monotonic()
@@ -161,12 +160,7 @@ def release_reference(config: dict[str, Any], run: Path) -> dict[str, Any]:
     # the failure-free run: no failure, no rescale, no reference of its own, no BATCH run
     cfg = dict(config, run_dir=str(run.resolve()), tap_jar=str(jar), engine_version=env.version, failure=None,
                fail_at_record=None, rescale=None, reference=False, batch_equivalent=False, cluster_rest_port=None)
-    rocksdb_dir = None
-    if config.get("backend") == "rocksdb":
-        rocksdb_dir = tempfile.mkdtemp(prefix="rc-rdb-")
-        cfg["rocksdb_dir"] = rocksdb_dir
-    (run / "config.json").write_text(json.dumps(cfg))
-    (run / "log4j.properties").write_text(LOG4J)
+    rocksdb_dir = write_run_folder(run, cfg)
     (run / "tmp").mkdir()
     penv = dict(os.environ, LOG4J_PROPERTIES=str(run / "log4j.properties"), FLINK_LOG_DIR=str(run),
                 PYTHONPATH=str(_job_file().parent), TMPDIR=str(run / "tmp"))
