@@ -57,7 +57,7 @@ from typing import Any
 
 from rollcheck.pyimpl.verdict import Check
 
-__all__ = ["RECOVERY", "BATCH", "RELEASE", "release_check", "differ_release", "batch_check", "final_table", "drop_last_record", "double_count_last_record",
+__all__ = ["RECOVERY", "BATCH", "RELEASE", "release_check", "differ_release", "batch_check", "final_table", "batch_table", "drop_last_record", "double_count_last_record",
            "recovery_check", "second_failure_problem", "release_of_trace", "swallow_recovery_exception", "ORACLE_TAMPERS"]
 
 RECOVERY = "recovery-succeeded"
@@ -149,7 +149,7 @@ def final_table(lines: list[str]) -> dict[str, str]:
     return {k: v[1] for k, v in best.items()}
 
 
-def _batch_table(subtasks: list[list[str]]) -> tuple[dict[str, str], set[str]]:
+def batch_table(subtasks: list[list[str]]) -> tuple[dict[str, str], set[str]]:
     """The batch run's final table (per KEY its last emitted row) and the KEYs several subtasks emitted."""
     last: dict[str, str] = {}
     where: dict[str, set[int]] = {}
@@ -174,7 +174,7 @@ def batch_check(header: dict[str, Any], events: list[dict[str, Any]]) -> Check:
                                     f"{batch.get('reason') or 'no reason reported'}")
     ended = bool(events) and events[-1].get("kind") == "end"
     outputs = {e["sink"]: e for e in events if e.get("kind") == "flink.sink_output"}
-    want, split = _batch_table(batch.get("subtasks") or [])
+    want, split = batch_table(batch.get("subtasks") or [])
     finished = (header.get("flink") or {}).get("final_state", "FINISHED") == "FINISHED"
     named = [("failure-free reference", outputs.get("reference"))]
     if finished:
@@ -269,7 +269,7 @@ def release_check(header: dict[str, Any], events: list[dict[str, Any]]) -> Check
     which = ""
     batch = next((e for e in events if e.get("kind") == "flink.batch_output"), None)
     if batch is not None and batch.get("final_state") == "FINISHED":
-        table, split = _batch_table(batch.get("subtasks") or [])
+        table, split = batch_table(batch.get("subtasks") or [])
         if differ[0] not in split:
             w = table.get(differ[0])
             agrees = (f"{mine} agrees" if a.get(differ[0]) == w else f"{other} agrees" if b.get(differ[0]) == w

@@ -44,7 +44,7 @@ from rollcheck.flink_replay.replay import source_cut
 from rollcheck.pyimpl import children
 from rollcheck.pyimpl.errors import InconclusiveError, InternalError, InvalidInputError
 
-__all__ = ["RecordConfig", "ModuleFailure", "write_run_folder", "record", "record_wordcount", "build_trace", "LOG4J", "BACKENDS", "FAILURES", "parse_rescale",
+__all__ = ["RecordConfig", "ModuleFailure", "write_run_folder", "HEADER_CONFIG_KEYS", "record", "record_wordcount", "build_trace", "LOG4J", "BACKENDS", "FAILURES", "parse_rescale",
            "job_outcome"]
 
 BACKENDS = ("hashmap", "rocksdb", "changelog")
@@ -304,6 +304,12 @@ class ModuleFailure(InvalidInputError):
         super().__init__(reason, source=source)
         self.call = call
         self.java = java
+
+
+#: The recording's settings a trace header's ``config`` holds.
+HEADER_CONFIG_KEYS = ("checkpoints", "parallelism", "interval_ms", "records", "rate", "keys", "fail_at_record",
+                      "failure", "backend", "rescale", "max_parallelism", "max_records", "engine_version",
+                      "reference_version")
 
 
 def write_run_folder(run: Path, cfg: dict[str, Any]) -> str | None:
@@ -659,12 +665,10 @@ def build_trace(run: str | Path, out: str | Path, *, env_version: str = "?") -> 
                                                 for x in f.read_text().splitlines() if x], {"generation": g}))
     else:
         outputs += [("naive", naive["0"], {"generation": 0}), ("naive", naive["1"], {"generation": 1})]
-    keys = ("checkpoints", "parallelism", "interval_ms", "records", "rate", "keys", "fail_at_record", "failure",
-            "backend", "rescale", "max_parallelism", "max_records", "engine_version", "reference_version")
     header = {"format": "rollcheck.trace/1", "source": "flink", "seed": cfg.get("seed", 0),
               "processes": ["source", "keyed"], "job": "module" if module else "wordcount",
               "engine_version": env_version,
-              "config": {k: cfg.get(k) for k in keys},
+              "config": {k: cfg.get(k) for k in HEADER_CONFIG_KEYS},
               "flink": {"pyflink": env_version, "job_id": info.get("job_id"), "final_state": info.get("final_state"),
                         "python_mode": cfg.get("python_mode", "thread")}}
     if info.get("failure_cause") and info.get("final_state") != "FINISHED":

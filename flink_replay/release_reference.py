@@ -94,11 +94,10 @@ def build_failure_trace(out: Path, config: dict[str, Any], failure: Any, event: 
     from rollcheck.pyimpl.patternio import atomic_write_text
 
     v = str(config.get("engine_version"))
-    keys = ("checkpoints", "parallelism", "interval_ms", "records", "rate", "keys", "fail_at_record", "failure",
-            "backend", "rescale", "max_parallelism", "max_records", "engine_version", "reference_version")
+    from rollcheck.flink_replay.record import HEADER_CONFIG_KEYS
     header = {"format": "rollcheck.trace/1", "source": "flink", "seed": config.get("seed", 0),
               "processes": ["source", "keyed"], "job": "module", "engine_version": v,
-              "config": {k: config.get(k) for k in keys},
+              "config": {k: config.get(k) for k in HEADER_CONFIG_KEYS},
               "flink": {"pyflink": v, "job_id": None, "final_state": "NOT_RUN",
                         "failure_cause": f"{failure.java} raised inside job()"},
               "key": None, "module": config.get("module_arg", config.get("module")),

@@ -256,29 +256,22 @@ def expected_of(trace: Path | str | None, violated: set[str] | frozenset[str]) -
     dict or None
         ``{"from": words, "table": {KEY: row}}`` (KEY and row as the recorder writes them: JSON lists).
     """
-    from rollcheck.flink_replay.oracles import final_table
-    from rollcheck.pyimpl.jsonio import loads_json
+    from rollcheck.flink_replay.oracles import batch_table, final_table
+    from rollcheck.pyimpl.traces.reader import read_events
 
     if trace is None or not Path(trace).is_file():
         return None
-    events = [loads_json(x, str(trace)) for x in Path(trace).read_text(encoding="utf-8").splitlines()[1:] if x.strip()]
-    kinds = {str(e.get("kind")): e for e in events if isinstance(e, dict)
-             and e.get("kind") in ("flink.release_reference", "flink.batch_output")}
+    _, events = read_events(trace)
+    kinds = {str(e.get("kind")): e for e in events if e.get("kind") in ("flink.release_reference", "flink.batch_output")}
     rel = kinds.get("flink.release_reference")
     if "release-differential" in violated and rel is not None and rel.get("final_state") == "FINISHED":
         return {"from": f"the failure-free run on apache-flink {rel.get('engine_version')}",
                 "table": final_table(list(rel.get("lines") or []))}
     batch = kinds.get("flink.batch_output")
     if "batch-equivalent" in violated and batch is not None and batch.get("final_state") == "FINISHED":
-        last: dict[str, str] = {}
-        where: dict[str, set[int]] = {}
-        for i, lines in enumerate(batch.get("subtasks") or []):
-            for line in lines:
-                key, row = str(line).split("\x1f", 1)
-                last[key] = row
-                where.setdefault(key, set()).add(i)
-        if all(len(s) == 1 for s in where.values()):
-            return {"from": "the same job in Flink's BATCH mode", "table": last}
+        table, split = batch_table(batch.get("subtasks") or [])
+        if not split:
+            return {"from": "the same job in Flink's BATCH mode", "table": table}
     return None
 
 

@@ -430,19 +430,13 @@ def expected_table(trace: Path, violated: set[str] | frozenset[str]) -> dict[str
     dict or None
         ``{"from": words, "key": KEY columns, "columns": compared columns or None (all), "rows": [...]}``.
     """
-    from rollcheck.pyimpl.jsonio import loads_json
+    from rollcheck.spark_replay.trace import read_trace
 
-    lines = trace.read_text(encoding="utf-8").splitlines()
-    if not lines:
+    if trace.stat().st_size == 0:
         return None
-    header = loads_json(lines[0], str(trace))
-    cfg = header.get("config") or {}
-    events = [loads_json(x, str(trace)) for x in lines[1:] if x.strip()]
-    kinds = {"spark.release_reference", "spark.batch_evaluation"}
-    found: dict[str, list[dict[str, Any]]] = {}
-    for e in events:
-        if isinstance(e, dict) and e.get("kind") in kinds:
-            found.setdefault(str(e["kind"]), []).append(e)
+    t = read_trace(trace)
+    cfg = t.header.get("config") or {}
+    found = {k: t.of_kind(k) for k in ("spark.release_reference", "spark.batch_evaluation")}
     ev = next((e for e in found.get("spark.batch_evaluation", []) if e.get("run") == "reference"
                and e.get("applicable") and e.get("variants")), None)
     cols = None if ev is None else [str(f["name"]) for f in ev.get("fields") or []]

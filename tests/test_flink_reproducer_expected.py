@@ -26,7 +26,9 @@ US = "\x1f"
 
 def _trace(tmp: Path, events: list[dict[str, Any]]) -> Path:
     path = tmp / "t.jsonl"
-    path.write_text("\n".join(json.dumps(x) for x in [{"kind": "header"}, *events]) + "\n", encoding="utf-8")
+    events = [{**e, "seq": i} for i, e in enumerate(events, 1)]  # the trace reader wants seq 1, 2, ...
+    path.write_text("\n".join(json.dumps(x) for x in [{"format": "rollcheck.trace/1"}, *events]) + "\n",
+                    encoding="utf-8")
     return path
 
 

@@ -33,9 +33,10 @@ def query(df):
 
 
 def _trace(tmp: Path, mode: str, events: list[dict[str, Any]]) -> Path:
-    header = {"kind": "header", "engine": "spark", "engine_version": "3.5.3",
+    header = {"format": "rollcheck.trace/1", "engine": "spark", "engine_version": "3.5.3",
               "config": {"key": ["user"], "output_mode": mode}}
     path = tmp / "t.jsonl"
+    events = [{**e, "seq": i} for i, e in enumerate(events, 1)]  # the trace reader wants seq 1, 2, ...
     path.write_text("\n".join(json.dumps(x) for x in [header, *events]) + "\n", encoding="utf-8")
     return path
 
