@@ -48,7 +48,7 @@ from rollcheck.spark_replay.query_failures import (
 )
 from rollcheck.spark_replay.query_io import WorkPaths, default_sink, plain
 from rollcheck.spark_replay.query_module import UserQuery
-from rollcheck.spark_replay.supervise import give_up_on_user_code, request_kill
+from rollcheck.spark_replay.supervise import claim_once, give_up_on_user_code, request_kill
 from rollcheck.spark_replay.trace import TraceWriter
 from rollcheck.spark_replay.watcher import PREFIX, CheckpointWatcher
 
@@ -90,12 +90,8 @@ class _InjectedSinkFailure(RuntimeError):
 
 def _request_kill(paths: WorkPaths) -> None:
     """Ask the supervising parent to SIGKILL this driver now (once per recording) and wait."""
-    try:
-        fd = os.open(paths.markers / "failed", os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-    except FileExistsError:
-        return
-    os.close(fd)
-    request_kill(paths.markers)  # the parent SIGKILLs this driver and its JVM now
+    if claim_once(paths.markers / "failed"):
+        request_kill(paths.markers)  # the parent SIGKILLs this driver and its JVM now
 
 
 def run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: WorkPaths, *, ref: bool,
@@ -204,30 +200,17 @@ def run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: WorkPaths, *, r
         if failing and cfg.fail_at_batch == bid and cfg.failure == "kill" and cfg.kill_point in (None, "sink"):
             _request_kill(paths)  # kill point "sink" (the default): the parent records the kill
         if failing and cfg.fail_at_batch == bid and cfg.failure in SECOND_FAILURES:
-            if cfg.failure == "twice" and marker.exists():  # the restarted driver wrote batch K again: once more
-                try:
-                    fd = os.open(paths.markers / SECOND_KILL, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-                except FileExistsError:
-                    pass
-                else:
-                    os.close(fd)
-                    request_kill(paths.markers)
+            if cfg.failure == "twice" and marker.exists() and claim_once(paths.markers / SECOND_KILL):
+                request_kill(paths.markers)  # the restarted driver wrote batch K again: once more
             _request_kill(paths)  # the first kill, after the sink wrote batch K (once: the marker)
         if failing and cfg.failure == "retry" and (paths.markers / RETRY_FAILED).exists() \
                 and bid == retry_restart_batch(int(cfg.fail_at_batch or 0), len(list(paths.inputs.glob("batch-*.json")))):
-            try:  # after the next batch: a new driver restarts from the checkpoint (the retried state reloads)
-                fd = os.open(paths.markers / RETRY_RESTART, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-            except FileExistsError:
-                pass
-            else:
-                os.close(fd)
+            if claim_once(paths.markers / RETRY_RESTART):
+                # after the next batch: a new driver restarts from the checkpoint (the retried state reloads)
                 request_kill(paths.markers)
         if failing and cfg.fail_at_batch == bid and cfg.failure == "sink":
-            try:
-                fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-            except FileExistsError:
+            if not claim_once(marker):
                 return
-            os.close(fd)
             if writer is not None:
                 writer.emit("failure", processes=["driver"], batch=bid, mode=cfg.failure)
             raise _InjectedSinkFailure(f"rollcheck: injected sink failure in batch {bid}")

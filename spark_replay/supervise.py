@@ -55,6 +55,7 @@ from rollcheck.pyimpl.errors import (
 )
 
 __all__ = [
+    "claim_once",
     "KILL_REQUEST",
     "DriverOutcome",
     "run_driver",
@@ -219,6 +220,23 @@ def _raise_from_reply(reply: dict[str, Any], spec: dict[str, Any]) -> None:
         raise EnvironmentFault(**reply["environment"])
     if "timeout" in reply:
         raise UserCodeTimeout(**reply["timeout"])
+
+
+def claim_once(marker: Path) -> bool:
+    """Create ``marker`` exclusively: True for the one caller (of any process) that created it,
+    False once it exists — how an injected failure fires once per recording.
+
+    >>> import tempfile, pathlib
+    >>> m = pathlib.Path(tempfile.mkdtemp()) / "failed"
+    >>> claim_once(m), claim_once(m)
+    (True, False)
+    """
+    try:
+        fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+        return False
+    os.close(fd)
+    return True
 
 
 def request_kill(markers: Path) -> None:
