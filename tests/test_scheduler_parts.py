@@ -46,7 +46,9 @@ def _same_as_whole(module: Any, tmp: Path, profile_of: Any = None) -> None:
 def test_spark_parts(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     from rollcheck.sections import sec_spark as m
 
-    monkeypatch.delenv("SPARK_SUBMIT_OPTS", raising=False)  # the parts set it (in their own processes)
+    monkeypatch.setenv("SPARK_SUBMIT_OPTS", "")  # the parts set it (in their own processes): restored after
+    monkeypatch.delenv("SPARK_SUBMIT_OPTS")
+    monkeypatch.setenv("ROLLCHECK_CLASS_ARCHIVES", "0")  # no training run of a class-data archive here
     for name in ("_streaming", "_nhop", "_sweep", "_matrix_slice", "_local_batch"):
         monkeypatch.setattr(m, name, _marker(name))
     monkeypatch.setattr(m, "_queries", lambda ctx, tmp: [Row("x", "pyimpl", f"query {q} {f}", "pass", 1)
@@ -93,8 +95,10 @@ def test_tlc_parts(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr(runner, "find_jar", lambda: "tla2tools.jar")
     monkeypatch.setattr(runner, "find_java", lambda: "java")
     monkeypatch.setattr(m, "_trace_rows", _marker("_trace_rows"))
-    monkeypatch.delenv("JAVA_TOOL_OPTIONS", raising=False)
+    monkeypatch.setenv("JAVA_TOOL_OPTIONS", "")  # the short parts set it: restored after the test
+    monkeypatch.delenv("JAVA_TOOL_OPTIONS")
     monkeypatch.delenv("ROLLCHECK_JVM_DEFAULTS", raising=False)
+    monkeypatch.setenv("ROLLCHECK_CLASS_ARCHIVES", "0")  # no training run of a class-data archive here
     _same_as_whole(m, tmp_path)
     # the short runs (small bounds) get C1 only
     from rollcheck.sections._jvm import SHORT_JVM_OPTIONS

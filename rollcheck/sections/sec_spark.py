@@ -69,10 +69,13 @@ PARTS = {"quick": ("streaming", "queries"),
 
 
 def run(ctx: VerifyContext) -> list[Row]:
+    from rollcheck.sections._class_archive import use_class_archive
     from rollcheck.sections._jvm import use_short_jvm_options
 
     if ctx.part is not None:  # its own process: the Spark drivers it starts (children too) get C1 only
         use_short_jvm_options("SPARK_SUBMIT_OPTS")
+        if ctx.part != "batch":  # and the class-data archive (made once per machine; no Spark in batch)
+            use_class_archive("spark", ctx.log)
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="rollcheck-verify-spark-") as d:
         tmp = Path(d)
