@@ -15,7 +15,6 @@ References
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -36,14 +35,46 @@ _ODD_VALUES: list[Any] = [
 
 
 def _paths(doc: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    out = [prefix]
-    if isinstance(doc, dict):
-        for k, v in doc.items():
-            out += _paths(v, (*prefix, k))
-    elif isinstance(doc, list):
-        for i, v in enumerate(doc):
-            out += _paths(v, (*prefix, i))
+    """Every path into ``doc``, parents before children, in document order.
+
+    Examples
+    --------
+    >>> _paths({"a": [1, {"b": 2}], "c": 3})
+    [(), ('a',), ('a', 0), ('a', 1), ('a', 1, 'b'), ('c',)]
+    """
+    out: list[tuple[Any, ...]] = []
+
+    def walk(x: Any, here: tuple[Any, ...]) -> None:
+        out.append(here)
+        if isinstance(x, dict):
+            for k, v in x.items():
+                walk(v, (*here, k))
+        elif isinstance(x, list):
+            for i, v in enumerate(x):
+                walk(v, (*here, i))
+
+    walk(doc, prefix)
     return out
+
+
+def _copy(doc: Any) -> Any:
+    """A deep copy of a JSON document (dicts, lists and immutable scalars; no shared parts).
+
+    ``copy.deepcopy`` gives the same document, with a memo and a dispatch per value the fuzzer
+    does not need (a seed or a mutated document never holds one list or dict twice).
+
+    Examples
+    --------
+    >>> d = {"a": [1, {"b": "x"}], "c": None}
+    >>> e = _copy(d); e["a"][1]["b"] = "y"
+    >>> d == {"a": [1, {"b": "x"}], "c": None}, e["a"][0] is d["a"][0]
+    (True, True)
+    """
+    if isinstance(doc, dict):
+        return {k: _copy(v) for k, v in doc.items()}
+    if isinstance(doc, list):
+        return [_copy(v) for v in doc]
+    return doc
 
 
 def _get(doc: Any, path: tuple[Any, ...]) -> Any:
@@ -74,27 +105,40 @@ _STRUCTURAL = ("replace", "delete", "add_key", "duplicate", "drop_item", "swap_n
 _BYTES = ("none", "none", "none", "nan", "infinity", "overflow", "bigint", "truncate", "bom",
           "bad_utf8", "trailing", "dup_key", "empty", "blank", "deep", "surrogate_bytes")
 
+# The strategies with fixed elements, built once: a strategy built inside a draw is validated and
+# labelled again on every input (the same strategy, so the same values: only the work is saved).
+_KIND = st.sampled_from(_STRUCTURAL)
+_ODD = st.sampled_from(_ODD_VALUES)
+_NEW_KEY = st.sampled_from(["extra", "format", "", "\ud800", "processes", "x" * 300])
+_DEPTH = st.sampled_from([2, 50, 99, 101, 150, 300])
+_BYTE_KIND = st.sampled_from(_BYTES)
+_BAD_UTF8 = st.sampled_from([b"\xff", b"\xc3", b"\xed\xa0\x80", b"\x80\x80"])
+_TRAILING = st.sampled_from([b"x", b"{}", b"]", b"\x00", b"\n\n{"])
+_DEEP = st.sampled_from([200, 100_000])
+_LINE_KIND = st.sampled_from(["drop line", "repeat line", "swap lines", "move line"])
+
 
 @st.composite
-def _structural(draw: Any, doc: Any) -> tuple[Any, str]:
-    kind = draw(st.sampled_from(_STRUCTURAL))
-    paths = _paths(doc)
-    path = draw(st.sampled_from(paths))
+def _structural(draw: Any, doc: Any, pick_path: Any = None) -> tuple[Any, str]:
+    """One structural mutation of ``doc``; ``pick_path`` (when ``doc`` is an unchanged seed) is
+    ``sampled_from(_paths(doc))`` built once for that seed."""
+    kind = draw(_KIND)
+    path = draw(pick_path if pick_path is not None else st.sampled_from(_paths(doc)))
     target = _get(doc, path)
     where = "".join(f"[{k}]" if isinstance(k, int) else f".{k}" for k in path) or "(root)"
     if kind == "replace":
-        return _set(doc, path, copy.deepcopy(draw(st.sampled_from(_ODD_VALUES)))), f"replace {where}"
+        return _set(doc, path, _copy(draw(_ODD))), f"replace {where}"
     if kind == "delete" and path:
         parent = _get(doc, path[:-1])
         del parent[path[-1]]
         return doc, f"delete {where}"
     if kind == "add_key" and isinstance(target, dict):
-        key = draw(st.sampled_from(["extra", "format", "", "\ud800", "processes", "x" * 300]))
-        target[key] = copy.deepcopy(draw(st.sampled_from(_ODD_VALUES)))
+        key = draw(_NEW_KEY)
+        target[key] = _copy(draw(_ODD))
         return doc, f"add key to {where}"
     if kind == "duplicate" and isinstance(target, list) and target:
         i = draw(st.integers(0, len(target) - 1))
-        target.insert(draw(st.integers(0, len(target))), copy.deepcopy(target[i]))
+        target.insert(draw(st.integers(0, len(target))), _copy(target[i]))
         return doc, f"duplicate an item of {where}"
     if kind == "drop_item" and isinstance(target, list) and target:
         del target[draw(st.integers(0, len(target) - 1))]
@@ -103,9 +147,9 @@ def _structural(draw: Any, doc: Any) -> tuple[Any, str]:
         names = _strings(doc) + ["nope", "P9", ""]
         return _set(doc, path, draw(st.sampled_from(names))), f"swap name at {where}"
     if kind == "nest":
-        # deeper nesting is a byte-level mutation ("deep"): Python's own deepcopy/dumps of a
+        # deeper nesting is a byte-level mutation ("deep"): a copy or Python's json.dumps of a
         # document nested ~1,000 deep would recurse out, inside the strategy
-        depth = draw(st.sampled_from([2, 50, 99, 101, 150, 300]))
+        depth = draw(_DEPTH)
         v: Any = target
         for _ in range(depth):
             v = [v]
@@ -117,7 +161,7 @@ def _structural(draw: Any, doc: Any) -> tuple[Any, str]:
         v = draw(st.sampled_from([-target, target * 1000, target + 0.5, 0, -1, 10**9, 10**18, 2**64,
                                   10**23, 1e9, 1e-300, 1e300]))
         return _set(doc, path, v), f"number at {where}"
-    return _set(doc, path, copy.deepcopy(draw(st.sampled_from(_ODD_VALUES)))), f"replace {where}"
+    return _set(doc, path, _copy(draw(_ODD))), f"replace {where}"
 
 
 def _dump(doc: Any, compact: bool, lines: bool = False) -> bytes:
@@ -134,7 +178,7 @@ def _dump(doc: Any, compact: bool, lines: bool = False) -> bytes:
 def _byte_mutation(draw: Any, data: bytes) -> tuple[bytes, str]:
     import re
 
-    kind = draw(st.sampled_from(_BYTES))
+    kind = draw(_BYTE_KIND)
     if kind == "none":
         return data, ""
     num = re.search(rb"(?<![\w.\"])-?\d+(\.\d+)?([eE][+-]?\d+)?", data)
@@ -147,9 +191,9 @@ def _byte_mutation(draw: Any, data: bytes) -> tuple[bytes, str]:
         return b"\xef\xbb\xbf" + data, kind
     if kind == "bad_utf8":
         i = draw(st.integers(0, len(data)))
-        return data[:i] + draw(st.sampled_from([b"\xff", b"\xc3", b"\xed\xa0\x80", b"\x80\x80"])) + data[i:], kind
+        return data[:i] + draw(_BAD_UTF8) + data[i:], kind
     if kind == "trailing":
-        return data + draw(st.sampled_from([b"x", b"{}", b"]", b"\x00", b"\n\n{"])), kind
+        return data + draw(_TRAILING), kind
     if kind == "dup_key" and data.startswith(b"{"):
         return b'{"format":"dup",' + data[1:], kind
     if kind == "empty":
@@ -157,37 +201,47 @@ def _byte_mutation(draw: Any, data: bytes) -> tuple[bytes, str]:
     if kind == "blank":
         return b" \n\t ", kind
     if kind == "deep":
-        n = draw(st.sampled_from([200, 100_000]))
+        n = draw(_DEEP)
         return b"[" * n + b"]" * n, kind
     if kind == "surrogate_bytes":
         return data.replace(b'"', b'"\xed\xa0\x80', 1), kind
     return data, ""
 
 
-@st.composite
-def mutated_document(draw: Any, seeds: Sequence[Any], lines: bool = False) -> tuple[str, bytes]:
+def mutated_document(seeds: Sequence[Any], lines: bool = False) -> st.SearchStrategy[tuple[str, bytes]]:
     """A strategy of ``(description, file bytes)``: a seed with 0–3 structural and 0–1 byte mutations.
 
     The seeds themselves (no mutation) are among the values drawn, so valid input is exercised too.
     With ``lines`` a seed is a list of objects written one per line (JSON Lines): the structural
     mutations of the list drop, duplicate and reorder lines, those of its items change fields, and
     the byte-level ``truncate`` cuts the file mid-line, as a killed writer does.
+
+    What depends only on the seeds (the strategy picking one, the paths into each) is built here,
+    once, not on every draw.
     """
-    doc = copy.deepcopy(draw(st.sampled_from(list(seeds))))
+    seed_list = list(seeds)
+    seed_paths = {id(s): st.sampled_from(_paths(s)) for s in seed_list}  # the picker holds the seeds: ids stay theirs
+    return _mutated_document(st.sampled_from(seed_list), seed_paths, lines)
+
+
+@st.composite
+def _mutated_document(draw: Any, pick_seed: Any, seed_paths: dict[int, Any], lines: bool) -> tuple[str, bytes]:
+    seed = draw(pick_seed)
+    doc = _copy(seed)
     notes = []
-    for _ in range(draw(st.integers(0, 3))):
-        doc, what = draw(_structural(doc))
+    for m in range(draw(st.integers(0, 3))):
+        doc, what = draw(_structural(doc, seed_paths[id(seed)] if m == 0 else None))
         notes.append(what)
         if what.startswith("nest"):
-            break  # keep the document shallow enough for deepcopy and json.dumps
+            break  # keep the document shallow enough for copying and json.dumps
     if lines and isinstance(doc, list) and len(doc) > 2 and draw(st.booleans()):
         # a line-level mutation: what a buggy engine or a bad merge of two logs writes
         i = draw(st.integers(1, len(doc) - 1))
-        kind = draw(st.sampled_from(["drop line", "repeat line", "swap lines", "move line"]))
+        kind = draw(_LINE_KIND)
         if kind == "drop line":
             del doc[i]
         elif kind == "repeat line":
-            doc.insert(i, copy.deepcopy(doc[i]))
+            doc.insert(i, _copy(doc[i]))
         elif kind == "swap lines" and i + 1 < len(doc):
             doc[i], doc[i + 1] = doc[i + 1], doc[i]
         else:
@@ -207,44 +261,64 @@ def mutated_document(draw: Any, seeds: Sequence[Any], lines: bool = False) -> tu
     return "; ".join(notes) or "valid seed", data
 
 
+_CHOICE = st.sampled_from(["good", "odd", "odd", "absent"])
+
+
+def mutated_options(fmt: OptionsFormat) -> st.SearchStrategy[list[str]]:
+    """A strategy of argvs: one command of ``fmt`` with each flag either sensible, odd, or absent.
+
+    The strategies picking a command and each flag's odd value are built here, once.
+    """
+    odd_values = {id(flags): [(flag, st.sampled_from(odd)) for flag, odd in flags.items()]
+                  for _, flags in fmt.commands}  # the picker holds the commands: ids stay theirs
+    return _mutated_options(st.sampled_from(fmt.commands), odd_values)
+
+
 @st.composite
-def mutated_options(draw: Any, fmt: OptionsFormat) -> list[str]:
-    """An argv: one command of ``fmt`` with each flag either sensible, odd, or absent."""
-    base, flags = draw(st.sampled_from(fmt.commands))
+def _mutated_options(draw: Any, pick_command: Any, odd_values: dict[int, list[tuple[str, Any]]]) -> list[str]:
+    base, flags = draw(pick_command)
     argv = list(base)
-    for flag, odd in flags.items():
-        choice = draw(st.sampled_from(["good", "odd", "odd", "absent"]))
+    for flag, odd in odd_values[id(flags)]:
+        choice = draw(_CHOICE)
         if choice == "good" and flag in GOOD_VALUES:
             argv += [flag, GOOD_VALUES[flag]]
         elif choice == "odd":
-            argv += [f"{flag}={draw(st.sampled_from(odd))}"]
+            argv += [f"{flag}={draw(odd)}"]
     return argv
 
 
 _TEXT_KINDS = ("cut", "splice", "deep", "bigint", "range", "char", "dup")
+_TEXT_DEEP = st.sampled_from([10, 500, 5000])
+_TEXT_DIGITS = st.sampled_from([20, 5000])
+_TEXT_RANGE = st.sampled_from(["1..1000000000000", "-5..5", "3..1", "1..", ".."])
+_TEXT_CHAR = st.sampled_from(["\ud800", "\x00", "@@", ":>", "|->", '"', "\\", "{", ">>"])
+
+
+def mutated_text(seeds: Sequence[str], skip: Sequence[str] = ()) -> st.SearchStrategy[str]:
+    """A strategy of TLA+-like texts: a seed cut, spliced, deepened, or with huge numbers and ranges."""
+    return _mutated_text(st.sampled_from(list(seeds)),
+                         st.sampled_from([k for k in _TEXT_KINDS if k not in skip]))
 
 
 @st.composite
-def mutated_text(draw: Any, seeds: Sequence[str], skip: Sequence[str] = ()) -> str:
-    """A TLA+-like text: a seed cut, spliced, deepened, or with huge numbers and ranges."""
-    s = draw(st.sampled_from(list(seeds)))
-    kinds = [k for k in _TEXT_KINDS if k not in skip]
+def _mutated_text(draw: Any, pick_seed: Any, pick_kind: Any) -> str:
+    s = draw(pick_seed)
     for _ in range(draw(st.integers(0, 3))):
-        kind = draw(st.sampled_from(kinds))
+        kind = draw(pick_kind)
         i = draw(st.integers(0, len(s)))
         if kind == "cut":
             s = s[:i]
         elif kind == "splice":
-            s = s[:i] + draw(st.sampled_from(list(seeds))) + s[i:]
+            s = s[:i] + draw(pick_seed) + s[i:]
         elif kind == "deep":
-            n = draw(st.sampled_from([10, 500, 5000]))
+            n = draw(_TEXT_DEEP)
             s = "<<" * n + s + ">>" * n
         elif kind == "bigint":
-            s = s[:i] + "9" * draw(st.sampled_from([20, 5000])) + s[i:]
+            s = s[:i] + "9" * draw(_TEXT_DIGITS) + s[i:]
         elif kind == "range":
-            s = s[:i] + draw(st.sampled_from(["1..1000000000000", "-5..5", "3..1", "1..", ".."])) + s[i:]
+            s = s[:i] + draw(_TEXT_RANGE) + s[i:]
         elif kind == "char":
-            s = s[:i] + draw(st.sampled_from(["\ud800", "\x00", "@@", ":>", "|->", '"', "\\", "{", ">>"])) + s[i:]
+            s = s[:i] + draw(_TEXT_CHAR) + s[i:]
         else:
             s = s + s
     return s

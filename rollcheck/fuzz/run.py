@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import signal
 import time
 from collections.abc import Iterator, Sequence
@@ -140,6 +141,21 @@ def check_outcome(o: Outcome, *, names: Sequence[str], json_out: bool, out_dir: 
     return None
 
 
+def _empty(d: Path) -> None:
+    """Make ``d`` an empty folder: created if missing, else emptied (files, and the folders a
+    ``"directory"`` input or a command left, with their files)."""
+    try:
+        entries = list(os.scandir(d))
+    except FileNotFoundError:
+        d.mkdir(parents=True)
+        return
+    for e in entries:
+        if e.is_dir():
+            for q in os.scandir(e.path):
+                os.unlink(q.path)
+            os.rmdir(e.path)
+        else:
+            os.unlink(e.path)
 
 
 def run_file_input(fmt: FileFormat, command: list[str], data: bytes | str, workdir: Path,
@@ -151,14 +167,7 @@ def run_file_input(fmt: FileFormat, command: list[str], data: bytes | str, workd
     in_dir = workdir / "in"
     out_dir = workdir / "out"
     for d in (in_dir, out_dir):
-        d.mkdir(parents=True, exist_ok=True)
-        for p in d.iterdir():
-            if p.is_dir():
-                for q in p.iterdir():
-                    q.unlink()
-                p.rmdir()
-            else:
-                p.unlink()
+        _empty(d)
     path = in_dir / f"input{fmt.suffix}"
     if data == "directory":
         path.mkdir()
