@@ -94,15 +94,35 @@ def definition_violations(s: SpanSystem, lv: Mapping[str, int]) -> list[str]:
     return bad
 
 
+def _edge_holds(p: Any, q: Any, e: Any, x: int, y: int) -> bool:
+    """C1 and C2 of ``e = (p, q)`` at source level ``x`` and destination level ``y``, from the sets
+    (the same definitions as :func:`definition_violations`)."""
+    p_top, q_top = x == len(p.chain), y == len(q.chain)
+    sent = e.discarded_top if p_top else e.discarded[x]
+    if not (p_top and q_top) and not set(sent or ()) <= set(_level_set(q, y)):
+        return False
+    return p_top or not (set(e.processed) & set(_level_set(q, y))) - set(e.phi[x])
+
+
 def brute_force(s: SpanSystem) -> list[dict[str, int]]:
-    """Every feasible assignment (small systems only), feasibility from the definitions."""
+    """Every feasible assignment (small systems only), feasibility from the definitions.
+
+    Each edge's constraints are decided once per pair of its endpoints' levels; an assignment is
+    feasible iff every edge holds at its endpoints' levels.
+    """
     names = s.names
+    procs = {p.name: p for p in s.processors}
     ranges = [_levels(p) for p in s.processors]
+    pos = {n: i for i, n in enumerate(names)}
+    checks = []
+    for e in s.edges:
+        p, q = procs[e.src], procs[e.dst]
+        ok = {(x, y) for x in _levels(p) for y in _levels(q) if _edge_holds(p, q, e, x, y)}
+        checks.append((pos[e.src], pos[e.dst], ok))
     out = []
     for combo in itertools.product(*ranges):
-        lv = dict(zip(names, combo, strict=True))
-        if not definition_violations(s, lv):
-            out.append(lv)
+        if all((combo[a], combo[b]) in ok for a, b, ok in checks):
+            out.append(dict(zip(names, combo, strict=True)))
     return out
 
 
@@ -122,10 +142,15 @@ def greatest_by_z3(s: SpanSystem, result: Mapping[str, int]) -> tuple[bool, bool
     for p in s.processors:
         base += [v[p.name] >= 0, v[p.name] < len(_levels(p))]
 
+    members: dict[tuple[str, Any], Any] = {}
+
     def member(name: str, t: Any) -> Any:
-        p = procs[name]
-        first = next((lvl for lvl in _levels(p) if t in _level_set(p, lvl)), None)
-        return z3.BoolVal(False) if first is None else v[name] >= first
+        key = (name, t)
+        if key not in members:  # one term per processor and time, shared by every constraint using it
+            p = procs[name]
+            first = next((lvl for lvl in _levels(p) if t in _level_set(p, lvl)), None)
+            members[key] = z3.BoolVal(False) if first is None else v[name] >= first
+        return members[key]
 
     for e in s.edges:
         p, q = procs[e.src], procs[e.dst]
@@ -264,11 +289,13 @@ def end_to_end(name: str, seed: int, frac: float, data: Any,
                solver: Solver | None = None, top_all: bool = False) -> None:
     make = EXAMPLES[name]
     df = make(seed)
-    n = run_to_end(Run.start(df, seed)).steps
+    ref = run_to_end(Run.start(df, seed))  # the failure-free run, also the one compared with
+    n = ref.steps
     assume(n > 0)
     failed = data.draw(st.sets(st.sampled_from(sorted(df.ops)), min_size=1, max_size=2))
     fail_at = int(frac * n)
-    out = failure_experiment(lambda: make(seed), seed, fail_at, set(failed), solver=solver, top_all=top_all)
+    out = failure_experiment(lambda: make(seed), seed, fail_at, set(failed), solver=solver, top_all=top_all,
+                             ref=ref)
     if not out.ok:
         raise PropertyViolation(
             f"{name} seed={seed} fail {sorted(failed)} after {fail_at} deliveries: spans {out.levels}: "

@@ -32,6 +32,7 @@ from rollcheck.pyimpl.spans.executor import (
     exactly_once,
     example,
     failure_experiment,
+    failure_sweep,
     recover,
     run_to_end,
 )
@@ -246,6 +247,34 @@ def test_examples_exactly_once(name: str) -> None:
     assert rolled > 0  # the cases really roll back more than the failed processor
 
 
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
+def test_failure_sweep_equals_failure_experiment(name: str) -> None:
+    # the shared failure-free run and the copied recorded run give exactly the outcomes of
+    # separate failure_experiment calls (levels, lost messages, verdict, detail, span system)
+    for seed, track in ((0, True), (3, False)):
+        df = example(name, seed)
+        n = run_to_end(Run.start(df, seed)).steps
+        points = [0, n // 3, n // 3, 2 * n // 3, n, n + 5]
+        procs = sorted(df.ops)
+        failed_sets = [{p} for p in procs] + [{procs[0], procs[-1]}, set(procs)]
+        got = list(failure_sweep(lambda s=seed: example(name, s), seed, points, failed_sets, track_watermark=track))
+        assert [(t, f) for t, f, _o in got] == [(t, f) for t in points for f in failed_sets]
+        for fail_at, failed, out in got:
+            want = failure_experiment(lambda s=seed: example(name, s), seed, fail_at, failed, track_watermark=track)
+            assert (out.levels, out.lost, out.ok, out.detail) == (want.levels, want.lost, want.ok, want.detail)
+            assert out.system is not None and want.system is not None
+            assert system_to_dict(out.system) == system_to_dict(want.system)
+
+
+def test_failure_sweep_reports_a_wrong_top() -> None:
+    # the sweep shows the failure of ⊤ = all times like failure_experiment does
+    got = [(t, o.ok, o.detail) for t, _f, o in failure_sweep(_inflight_dataflow, 0, [0, 1, 2, 3], [{"a"}],
+                                                             top_all=True)]
+    want = [(t, o.ok, o.detail) for t in (0, 1, 2, 3)
+            for o in [failure_experiment(_inflight_dataflow, 0, t, {"a"}, top_all=True)]]
+    assert got == want and not all(ok for _t, ok, _d in got)
+
+
 def _inflight_dataflow() -> Dataflow:
     """src -> a -> b with an unlogged seq edge a -> b; a checkpoints after every delivery."""
     ops = {"src": Source({0: [1, 2, 3]}, seq_out=True), "a": Counter_(), "b": Sink(domain="seq")}
@@ -312,3 +341,47 @@ def test_watermark_acknowledges_inputs_and_releases_outputs() -> None:
     recover(r, set(r.df.ops))          # raises if an acked batch or released output is lost
     run_to_end(r)
     assert exactly_once(r, run_to_end(Run.start(example("epoch", 1), 1))) is None
+
+
+def test_sort_key_is_the_json_text_of_the_time() -> None:
+    # system_to_dict orders every set by the JSON text of its times; the direct key must agree
+    import random
+
+    from rollcheck.pyimpl.spans.system import _sort_key, time_to_json
+
+    rng = random.Random(5)
+    atoms: list = ["a", "é", 'q"uote', "\n", "\u2028", "", 0, -3, 10**30, True, False, 1.5, None]
+
+    def draw(depth: int = 0) -> object:
+        if depth < 3 and rng.random() < 0.3:
+            return tuple(draw(depth + 1) for _ in range(rng.randrange(4)))
+        return rng.choice(atoms)
+
+    times = [draw() for _ in range(2000)]
+    assert any(isinstance(t, tuple) and t for t in times)
+    for t in times:
+        assert _sort_key(t) == json.dumps(time_to_json(t), sort_keys=True), t
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
+def test_run_epoch_caches_match_a_fresh_scan(name: str) -> None:
+    # the executor keeps the largest epoch seen and the last checkpointed epoch per processor;
+    # at every step, and after a recovery replaced the lists, they equal a scan from scratch
+    from rollcheck.pyimpl.spans.executor.run import _epoch_of
+
+    def check(r: Run) -> None:
+        for p in r.df.ops:
+            seen = [_epoch_of(ev.time) for ev in r.history[p]]
+            assert r._max_epoch_seen(p) == (max(seen) if seen else None)
+            assert r._last_epoch(p) == Run._last_epoch_of(r.pending_ckpt[p] + r.chain[p])
+
+    for seed in (0, 1):
+        r = Run.start(example(name, seed), seed)
+        check(r)
+        while r.step():
+            check(r)
+            if r.steps == 7:
+                r.checkpointing = False
+                recover(r, {sorted(r.df.ops)[1]})
+                check(r)
+        check(r)

@@ -62,3 +62,34 @@ def test_greatest_catches_a_too_cautious_solver(no_shrink: None) -> None:
     assert run_property("spans-greatest-z3", max_examples=20, solver=everyone_zero).status == "fail"
     # feasible, not greatest (all at level 0 is never "interesting", so the run is vacuous, not violated)
     assert not run_property("spans-feasible", solver=everyone_zero).violated
+
+
+def test_brute_force_enumerates_exactly_the_assignments_without_violations() -> None:
+    """The per-edge tables of brute_force give the assignments definition_violations accepts."""
+    import itertools
+
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    from rollcheck.properties.spans_strategies import mixed_span_docs
+    from rollcheck.pyimpl.spans.system import system_from_dict
+
+    seen = {"feasible": 0, "infeasible": 0}
+
+    @settings(max_examples=80, deadline=None, database=None, derandomize=True)
+    @given(doc=mixed_span_docs(max_procs=4, max_chain=3, max_edges=6), keep=st.booleans())
+    def check(doc: dict, keep: bool) -> None:
+        s = system_from_dict(doc, phi="keep" if keep else "reject")
+        names = s.names
+        want = []
+        for combo in itertools.product(*[sp._levels(p) for p in s.processors]):
+            lv = dict(zip(names, combo, strict=True))
+            if sp.definition_violations(s, lv):
+                seen["infeasible"] += 1
+            else:
+                seen["feasible"] += 1
+                want.append(lv)
+        assert sp.brute_force(s) == want
+
+    check()
+    assert seen["feasible"] > 0 and seen["infeasible"] > 0

@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from rollcheck.pyimpl.errors import InvalidInputError
-from rollcheck.pyimpl.spans.system import SpanSystem
+from rollcheck.pyimpl.spans.system import EdgeSpec, SpanSystem
 
 __all__ = [
     "INF",
@@ -95,22 +95,58 @@ def compile_system(s: SpanSystem) -> Compiled:
     cons: list[list[tuple[int, Sequence[int]]]] = [[] for _ in range(n)]
     watch: list[set[int]] = [set() for _ in range(n)]
     down: list[set[int]] = [set() for _ in range(n)]
+    # the constraints as SpanSystem defines them (not a subclass that redefines them): decided on
+    # the sets directly, each span looked up once
+    plain = type(s).c1_holds is SpanSystem.c1_holds and type(s).c2_holds is SpanSystem.c2_holds
+    spans = [[p.span(lvl) for lvl in range(p.top_level + 1)] for p in s.processors] if plain else []
     for e in s.edges:
         a, b = s.index(e.src), s.index(e.dst)
-        # C1 owned by a, neighbour b
-        need1 = []
-        for x in range(top[a] + 1):
-            need1.append(next((y for y in range(top[b] + 1) if s.c1_holds(e, x, y)), INF))
+        if plain:
+            need1, need2 = _need_tables(s, e, a, b, spans[b])
+        else:
+            # C1 owned by a, neighbour b
+            need1 = []
+            for x in range(top[a] + 1):
+                need1.append(next((y for y in range(top[b] + 1) if s.c1_holds(e, x, y)), INF))
+            # C2 owned by b, neighbour a
+            need2 = []
+            for y in range(top[b] + 1):
+                need2.append(next((x for x in range(top[a] + 1) if s.c2_holds(e, y, x)), INF))
         cons[a].append((b, need1))
-        # C2 owned by b, neighbour a
-        need2 = []
-        for y in range(top[b] + 1):
-            need2.append(next((x for x in range(top[a] + 1) if s.c2_holds(e, y, x)), INF))
         cons[b].append((a, need2))
         watch[b].add(a)   # a owns C1 whose neighbour is b
         watch[a].add(b)   # b owns C2 whose neighbour is a
         down[a].add(b)
     return Compiled(names, top, cons, [sorted(w) for w in watch], [sorted(d) for d in down])
+
+
+def _need_tables(s: SpanSystem, e: EdgeSpec, a: int, b: int, spans_b: list[frozenset]) -> tuple[list[int], list[int]]:
+    """The need tables of C1 and C2 of ``e = (a, b)`` exactly as :meth:`SpanSystem.c1_holds` and
+    :meth:`SpanSystem.c2_holds` decide them, with ``spans_b[y]`` the span of ``b`` at level ``y``.
+
+    C1 at sender level ``x``: the least ``y`` with ``T_D(x) ⊆ s_y(b)``, any ``y`` at ⊤ of ``b``
+    when ``x`` is ⊤ of ``a``; C2 at receiver level ``y``: the least ``x`` with
+    ``T_M ∩ s_y(b) ⊆ φ(x)``, or ``x`` = ⊤ of ``a`` (φ(⊤) is all times).
+    """
+    pa, pb = s.processors[a], s.processors[b]
+    top_b = pb.top_level
+    top_lvl_a = len(pa.chain) if pa.top is not None else -1  # the level of ⊤ (none when failed)
+    top_lvl_b = len(pb.chain) if pb.top is not None else -1
+    need1 = []
+    for x in range(pa.top_level + 1):
+        if x == top_lvl_a:
+            d = e.discarded_top
+            assert d is not None
+            need1.append(next((y for y in range(top_b + 1) if y == top_lvl_b or d <= spans_b[y]), INF))
+        else:
+            d = e.discarded[x]
+            need1.append(next((y for y in range(top_b + 1) if d <= spans_b[y]), INF))
+    need2 = []
+    phi, processed = e.phi, e.processed
+    for y in range(top_b + 1):
+        m = processed & spans_b[y]
+        need2.append(next((x for x in range(pa.top_level + 1) if x == top_lvl_a or m <= phi[x]), INF))
+    return need1, need2
 
 
 def _best(c: Compiled, lvl: list[int], p: int) -> int:

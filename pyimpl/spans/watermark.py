@@ -23,18 +23,18 @@ References
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Mapping
-from dataclasses import replace
 
 from rollcheck.pyimpl.spans.fixpoint import compile_system, run_worklist
-from rollcheck.pyimpl.spans.system import SpanSystem
+from rollcheck.pyimpl.spans.system import EdgeSpec, ProcessorSpec, SpanSystem
 
 __all__ = ["checkpoints_only", "low_watermark", "update_watermark", "released"]
 
 
 def checkpoints_only(s: SpanSystem) -> SpanSystem:
     """The same system with every processor treated as failed (no ⊤)."""
-    return SpanSystem(tuple(replace(p, top=None) for p in s.processors),
-                      tuple(replace(e, discarded_top=None) for e in s.edges), s.phi_monotone)
+    return SpanSystem(tuple(ProcessorSpec(p.name, p.chain, None) for p in s.processors),
+                      tuple(EdgeSpec(e.name, e.src, e.dst, e.discarded, None, e.processed, e.phi) for e in s.edges),
+                      s.phi_monotone)
 
 
 def low_watermark(s: SpanSystem) -> dict[str, int]:

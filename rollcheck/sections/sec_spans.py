@@ -74,7 +74,7 @@ def _non_monotone_row() -> Row:
 
 
 def _e2e_row(ctx: VerifyContext) -> Row:
-    from rollcheck.pyimpl.spans.executor import EXAMPLES, Run, failure_experiment, run_to_end
+    from rollcheck.pyimpl.spans.executor import EXAMPLES, Run, failure_sweep, run_to_end
 
     seeds = range(ctx.seed, ctx.seed + (2 if ctx.quick else 8))
     points = 4 if ctx.quick else 10
@@ -83,16 +83,17 @@ def _e2e_row(ctx: VerifyContext) -> Row:
     for name, make in EXAMPLES.items():
         for seed in seeds:
             n = run_to_end(Run.start(make(seed), seed)).steps
-            for i in range(points):
-                fail_at = i * n // points
-                for p in make(seed).ops:
-                    out = failure_experiment(functools.partial(make, seed), seed, fail_at, {p},
-                                             track_watermark=not ctx.quick)
-                    runs += 1
-                    rolled += sum(v != "top" for v in out.levels.values()) > 1
-                    if not out.ok:
-                        bad += 1
-                        detail = detail or f"{name} seed {seed} fail {p} at {fail_at}: {out.detail}"
+            # = failure_experiment for every point and processor, sharing the failure-free run and
+            # the recorded run up to each point (tests/test_spans.py checks the two agree)
+            for fail_at, failed, out in failure_sweep(functools.partial(make, seed), seed,
+                                                      [i * n // points for i in range(points)],
+                                                      [{p} for p in make(seed).ops],
+                                                      track_watermark=not ctx.quick):
+                runs += 1
+                rolled += sum(v != "top" for v in out.levels.values()) > 1
+                if not out.ok:
+                    bad += 1
+                    detail = detail or f"{name} seed {seed} fail {min(failed)} at {fail_at}: {out.detail}"
     ctx.log(f"  spans: {runs} end-to-end failure runs (seeds {seeds.start}..{seeds.stop - 1})")
     return Row(ALGO, "pyimpl", f"five example dataflows, every processor failed at {points} points: "
                "exactly once vs failure-free", "fail" if bad else "pass", runs, "failure runs",

@@ -56,6 +56,7 @@ from rollcheck.pyimpl.spans.executor.recovery import (
     Outcome,
     exactly_once,
     failure_experiment,
+    failure_sweep,
     recover,
 )
 from rollcheck.pyimpl.spans.executor.run import Event, Msg, Run, run_to_end
@@ -63,5 +64,5 @@ from rollcheck.pyimpl.spans.executor.run import Event, Msg, Run, run_to_end
 __all__ = [
     "Op", "Source", "Map", "Counter_", "SumPerTime", "Sink", "BridgeOp", "LoopEntryOp", "LoopBody",
     "LoopExitOp", "Edge", "Dataflow", "Msg", "Event", "Run", "Built", "build_system", "recover",
-    "run_to_end", "exactly_once", "Outcome", "failure_experiment", "EXAMPLES", "example",
+    "run_to_end", "exactly_once", "Outcome", "failure_experiment", "failure_sweep", "EXAMPLES", "example",
 ]

@@ -103,16 +103,23 @@ def build_system(r: Run, failed: set[str], top_all: bool = False, phi: str = "re
         sp = spans[e.src]
         k = len(sp) - (1 if live_top[e.src] else 0)
         tr = _transformer(r, e)
+        # (time of the message, time of the event that sent it), once per edge; many messages
+        # share a cause time, so each span is asked about each distinct cause time once
+        sends = [(m.time, r.cause_time[m.cause][1]) for m in r.sent[e.name]]
+        causes = {c for _t, c in sends}
 
-        def disc(s: T.Span, e: Edge = e) -> frozenset:
+        def disc(s: T.Span, e: Edge = e, sends: list = sends, causes: set = causes) -> frozenset:
             if e.logged:
                 return frozenset()
-            return frozenset(m.time for m in r.sent[e.name] if r.cause_time[m.cause][1] in s)
+            inside = {c for c in causes if c in s}
+            return frozenset(t for t, c in sends if c in inside)
 
-        def fixed(s: T.Span, e: Edge = e, tr: T.Transformer | None = tr, universe: set = universe) -> frozenset:
+        def fixed(s: T.Span, tr: T.Transformer | None = tr, universe: set = universe, sends: list = sends,
+                  causes: set = causes) -> frozenset:
             if tr is not None:
                 return tr(s, universe)
-            outside = {m.time for m in r.sent[e.name] if r.cause_time[m.cause][1] not in s}
+            inside = {c for c in causes if c in s}
+            outside = {t for t, c in sends if c not in inside}
             return frozenset(universe - outside)
 
         processed = frozenset(ev.time for ev in r.history[e.dst] if ev.edge == e.name)

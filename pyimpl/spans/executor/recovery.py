@@ -11,8 +11,9 @@ References
 
 from __future__ import annotations
 
+import copy
 from collections import Counter, deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +25,7 @@ from rollcheck.pyimpl.spans.executor.run import Msg, Run, run_to_end
 from rollcheck.pyimpl.spans.fixpoint import solve_levels, solve_literal
 from rollcheck.pyimpl.spans.system import SpanSystem
 
-__all__ = ['Outcome', 'recover', 'exactly_once', 'failure_experiment']
+__all__ = ['Outcome', 'recover', 'exactly_once', 'failure_experiment', 'failure_sweep']
 
 @dataclass
 class Outcome:
@@ -149,14 +150,46 @@ def exactly_once(a: Run, b: Run) -> str | None:
 
 def failure_experiment(df_factory: Callable[[], Dataflow], seed: int, fail_at: int, failed: set[str],
                        solver: Callable[[SpanSystem], Mapping[str, int]] | None = None,
-                       top_all: bool = False, track_watermark: bool = False) -> Outcome:
+                       top_all: bool = False, track_watermark: bool = False, ref: Run | None = None) -> Outcome:
     """Run ``df`` with ``seed``; after ``fail_at`` deliveries fail ``failed``, recover, finish, and
-    compare with the failure-free run of the same dataflow and seed."""
-    ref = run_to_end(Run.start(df_factory(), seed))
+    compare with the failure-free run of the same dataflow and seed (``ref``: that run, when the
+    caller has already made it with ``run_to_end(Run.start(df_factory(), seed))``)."""
+    if ref is None:
+        ref = run_to_end(Run.start(df_factory(), seed))
     r = Run.start(df_factory(), seed)
     r.track_watermark = track_watermark
     while r.steps < fail_at and r.step():
         pass
+    return _fail_and_compare(r, ref, failed, solver, top_all)
+
+
+def failure_sweep(df_factory: Callable[[], Dataflow], seed: int, fail_ats: Sequence[int],
+                  failed_sets: Sequence[set[str]], solver: Callable[[SpanSystem], Mapping[str, int]] | None = None,
+                  top_all: bool = False, track_watermark: bool = False
+                  ) -> Iterator[tuple[int, set[str], Outcome]]:
+    """:func:`failure_experiment` for every ``fail_at`` of ``fail_ats`` (in order) and every set of
+    ``failed_sets``, yielding ``(fail_at, failed, outcome)``; the same outcomes, computed once per
+    dataflow and seed: the failure-free run is made once, and one recorded run is advanced from
+    failure point to failure point and copied (``copy.deepcopy``) for each failure.
+
+    >>> from rollcheck.pyimpl.spans.executor.examples import EXAMPLES
+    >>> make = EXAMPLES["selective"]
+    >>> [o.ok for _t, _f, o in failure_sweep(lambda: make(0), 0, [0, 5], [{"sum"}, {"src"}])]
+    [True, True, True, True]
+    """
+    ref = run_to_end(Run.start(df_factory(), seed))
+    base = Run.start(df_factory(), seed)
+    base.track_watermark = track_watermark
+    for fail_at in fail_ats:
+        while base.steps < fail_at and base.step():
+            pass
+        for failed in failed_sets:
+            yield fail_at, failed, _fail_and_compare(copy.deepcopy(base), ref, failed, solver, top_all)
+
+
+def _fail_and_compare(r: Run, ref: Run, failed: set[str], solver: Callable[[SpanSystem], Mapping[str, int]] | None,
+                      top_all: bool) -> Outcome:
+    """Fail ``failed`` in ``r`` now, recover, run to the end and compare with ``ref``."""
     r.checkpointing = False
     for p in failed:
         if p not in r.df.ops:

@@ -62,6 +62,12 @@ class Run:
     steps: int = 0
     next_uid: int = 1
     checkpointing: bool = True
+    # per processor: (the history list, its length, its largest epoch), see _max_epoch_seen
+    _epoch_seen: dict[str, tuple[list[Event], int, int | None]] = field(default_factory=dict, repr=False,
+                                                                         compare=False)
+    # per processor: (pending list, its length, chain list, its length, last epoch), see _last_epoch
+    _last_seen: dict[str, tuple[list[T.Span], int, list[T.Span], int, int]] = field(
+        default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def start(cls, df: Dataflow, seed: int) -> Run:
@@ -132,21 +138,56 @@ class Run:
         self._publish()
 
     def epoch_checkpoints(self) -> None:
-        pending = [m.time for c in self.chan.values() for m in c]
-        low = min((_epoch_of(t) for t in pending), default=None)
+        low: int | None = None
+        low_known = False
         for p, (kind, _k) in self.df.policy.items():
             if kind != "epoch":
                 continue
-            seen = [_epoch_of(ev.time) for ev in self.history[p]]
-            if not seen:
+            seen = self._max_epoch_seen(p)
+            if seen is None:
                 continue
-            done = max(seen) if low is None else min(max(seen), low - 1)
             last = self._last_epoch(p)
+            if seen <= last:  # done <= seen: nothing new to offer, whatever is pending
+                continue
+            if not low_known:  # the lowest pending epoch, read once (offers do not change channels)
+                low = min(map(_epoch_of, [m.time for c in self.chan.values() for m in c]), default=None)
+                low_known = True
+            done = seen if low is None else min(seen, low - 1)
             if done > last:
                 self._offer(p, _epoch_span(self.df.ops[p], done))
 
+    def _max_epoch_seen(self, p: str) -> int | None:
+        """The largest epoch of the events in ``p``'s history (None when it is empty).
+
+        Kept per processor with the history list it was computed from and its length: a history
+        only grows by appending (a recovery replaces the list), so only the new events are read.
+        """
+        h = self.history[p]
+        got = self._epoch_seen.get(p)
+        if got is not None and got[0] is h and got[1] <= len(h):
+            n, best = got[1], got[2]
+        else:
+            n, best = 0, None
+        if n < len(h):
+            new = max(_epoch_of(h[i].time) for i in range(n, len(h)))
+            best = new if best is None else max(best, new)
+            self._epoch_seen[p] = (h, len(h), best)
+        return best
+
     def _last_epoch(self, p: str) -> int:
-        spans = self.pending_ckpt[p] + self.chain[p]
+        pend, chain = self.pending_ckpt[p], self.chain[p]
+        # kept with both lists and their lengths: here they only grow at the end (an offer appends
+        # to pend, a publication moves pend's head to chain's end, so chain grows), and a recovery
+        # replaces them; the same lists at the same lengths therefore hold the same spans
+        got = self._last_seen.get(p)
+        if got is not None and got[0] is pend and got[1] == len(pend) and got[2] is chain and got[3] == len(chain):
+            return got[4]
+        best = self._last_epoch_of(pend + chain)
+        self._last_seen[p] = (pend, len(pend), chain, len(chain), best)
+        return best
+
+    @staticmethod
+    def _last_epoch_of(spans: list[T.Span]) -> int:
         best = -1
         for s in spans:
             if isinstance(s, T.EpochFrontier):
@@ -199,7 +240,7 @@ class Run:
 
 
 def _epoch_of(t: Any) -> int:
-    if isinstance(t, int):
+    if type(t) is int or isinstance(t, int):
         return t
     if isinstance(t, tuple) and isinstance(t[0], int):
         return t[0]
