@@ -12,6 +12,12 @@ gave the subtask. These checks compare that against the checkpoint's snapshots a
 key-group assignment recomputed by :mod:`rollcheck.flink_replay.keygroups` — not against Flink's
 own report of it, which is cross-checked separately.
 
+An attempt that a second failure cancelled (``twice``, ``during-restore``: the failure event's
+``in_attempt``) may end before every subtask restored: there each subtask restores at most once,
+and what the subtasks that did restore hold is checked in full (their key groups' keys, the same
+values), but a subtask that logged no restore is not taken for lost state; the attempt after it
+must restore everything.
+
 Checks (all :class:`rollcheck.pyimpl.verdict.Check`):
 
 ``keyed-state-restored-once``
@@ -42,7 +48,7 @@ from rollcheck.flink_replay.keygroups import key_group, key_group_range, operato
 from rollcheck.pyimpl.traces.plugin import TraceCheck
 from rollcheck.pyimpl.verdict import Check
 
-__all__ = ["abandoned_state", "keyed_state_check", "operator_state_check", "user_state_check", "rescale_checks", "restore_attempts",
+__all__ = ["abandoned_state", "cut_attempts", "keyed_state_check", "operator_state_check", "user_state_check", "rescale_checks", "restore_attempts",
            "KeyedStateRestored", "OperatorStateRestored", "UserStateRestored", "PLUGINS", "USER"]
 
 KEYED = "keyed-state-restored-once"
@@ -67,6 +73,18 @@ def restore_attempts(events: list[dict[str, Any]]) -> dict[int, list[dict[str, A
     return out
 
 
+def cut_attempts(events: list[dict[str, Any]]) -> set[int]:
+    """Attempts that a second failure (``twice``, ``during-restore``) struck: their restores may be
+    incomplete, a subtask that had not restored yet when the attempt was cancelled logs none.
+
+    Examples
+    --------
+    >>> cut_attempts([{"kind": "failure"}, {"kind": "failure", "second": "twice", "in_attempt": 1}])
+    {1}
+    """
+    return {int(e["in_attempt"]) for e in events if e["kind"] == "failure" and isinstance(e.get("in_attempt"), int)}
+
+
 def keyed_state_check(header: dict[str, Any], events: list[dict[str, Any]]) -> Check:
     """``keyed-state-restored-once`` (see the module docstring)."""
     cfg = header.get("config", {})
@@ -84,8 +102,14 @@ def keyed_state_check(header: dict[str, Any], events: list[dict[str, Any]]) -> C
         return Check.unchecked(KEYED, why) if rescaled else Check.not_applicable(KEYED, why)
     examined = 0
     moved = 0
+    cut = cut_attempts(events)
     for attempt, restores in sorted(attempts.items()):
         keyed = [e for e in restores if e["task"] == "keyed"]
+        if not keyed:
+            if attempt in cut:
+                continue  # cancelled before any keyed subtask restored
+            return Check.violated(KEYED, f"attempt {attempt}: no keyed subtask restored (its source subtasks did)",
+                                  offending_seq=max(e["seq"] for e in restores))
         cids = {e["checkpoint"] for e in keyed}
         if len(cids) != 1:
             return Check.violated(KEYED, f"attempt {attempt}: keyed subtasks restored different checkpoints "
@@ -96,9 +120,13 @@ def keyed_state_check(header: dict[str, Any], events: list[dict[str, Any]]) -> C
         if not isinstance(par, int) or not isinstance(maxp, int):
             return Check.unchecked(KEYED, f"attempt {attempt}: the restores do not say their parallelism")
         subtasks = sorted(e["subtask"] for e in keyed)
-        if subtasks != list(range(par)):
+        partial = attempt in cut  # a cancelled attempt: each subtask at most once, not necessarily all
+        if (sorted(set(subtasks)) != subtasks or not set(subtasks) <= set(range(par))) if partial else (
+                subtasks != list(range(par))):
             return Check.violated(KEYED, f"attempt {attempt}: keyed subtasks {subtasks} restored, expected "
-                                  f"0..{par - 1} at parallelism {par}", offending_seq=max(e["seq"] for e in keyed))
+                                  f"{'each of ' if partial else ''}0..{par - 1} at parallelism {par}"
+                                  f"{' at most once (an attempt a second failure cancelled)' if partial else ''}",
+                                  offending_seq=max(e["seq"] for e in keyed))
         if cid is None:
             if any(e["keys"] for e in keyed):
                 e = next(e for e in keyed if e["keys"])
@@ -146,7 +174,9 @@ def keyed_state_check(header: dict[str, Any], events: list[dict[str, Any]]) -> C
                                           offending_seq=e["seq"])
                 moved += before[k][1] != e["subtask"]
                 examined += 1
-        lost = sorted(set(before) - set(seen))
+        restored_by = set(subtasks)
+        lost = sorted(k for k in set(before) - set(seen)
+                      if not partial or owner(_key(header, k)[0], par, maxp, row=_key(header, k)[1]) in restored_by)
         if lost:
             last = max(e["seq"] for e in keyed)
             return Check.violated(KEYED, f"attempt {attempt}: {len(lost)} keys of checkpoint {cid} restored by no "
@@ -167,11 +197,14 @@ def operator_state_check(header: dict[str, Any], events: list[dict[str, Any]]) -
             return Check.unchecked(OPERATOR, "no restore after the failure")
         return Check.not_applicable(OPERATOR, "no failure in the run, so no restore")
     examined = 0
+    cut = cut_attempts(events)
     for attempt, restores in sorted(attempts.items()):
         src = [e for e in restores if e["task"] == "source"]
         cids = {e["checkpoint"] for e in src}
         if not src or len(cids) != 1 or None in cids:
             continue
+        if attempt in cut and len(src) != src[0].get("parallelism", len(src)):
+            continue  # cancelled by a second failure before every source subtask restored: a partial sum
         cid = cids.pop()
         snaps = [e for e in events if e["kind"] == "flink.snapshot" and e["task"] == "source"
                  and e["checkpoint"] == cid]
@@ -279,6 +312,7 @@ def user_state_check(header: dict[str, Any], events: list[dict[str, Any]]) -> Ch
     if not restores:
         return Check.unchecked(USER, "the user's keyed operators logged no restore after the failure")
     examined = moved = recomputed = 0
+    cut = cut_attempts(events)
     ops: set[str] = set()
     by_attempt: dict[tuple[int, str], list[dict[str, Any]]] = {}
     for e in restores:
@@ -292,9 +326,13 @@ def user_state_check(header: dict[str, Any], events: list[dict[str, Any]]) -> Ch
         cid = cids.pop()
         par, maxp = rs[0]["parallelism"], rs[0]["max_parallelism"]
         subtasks = sorted(e["subtask"] for e in rs)
-        if subtasks != list(range(par)):
+        partial = attempt in cut  # a cancelled attempt: each subtask at most once, not necessarily all
+        if (sorted(set(subtasks)) != subtasks or not set(subtasks) <= set(range(par))) if partial else (
+                subtasks != list(range(par))):
             return Check.violated(USER, f"attempt {attempt}: subtasks {subtasks} of {name} restored, expected "
-                                  f"0..{par - 1} at parallelism {par}", offending_seq=max(e["seq"] for e in rs))
+                                  f"{'each of ' if partial else ''}0..{par - 1} at parallelism {par}"
+                                  f"{' at most once (an attempt a second failure cancelled)' if partial else ''}",
+                                  offending_seq=max(e["seq"] for e in rs))
         if cid is None:
             held = next((e for e in rs if any(e["states"].values())), None)
             if held is not None:
@@ -350,7 +388,8 @@ def user_state_check(header: dict[str, Any], events: list[dict[str, Any]]) -> Ch
                                               offending_seq=e["seq"])
                     moved += sub0 != e["subtask"]
                     examined += 1
-        lost = sorted(set(before) - set(seen))
+        lost = sorted(sk for sk in set(before) - set(seen)
+                      if not partial or operator_index(before[sk][0], par, maxp) in set(subtasks))
         if lost:
             st, k = lost[0]
             g, v, _ = before[st, k]
