@@ -40,13 +40,16 @@ def consistency_solver(p: Pattern, upper: Sequence[int]) -> tuple[Any, list[Any]
     return s, xs
 
 
-def z3_contains_consistent(p: Pattern, c: tuple[int, int]) -> bool:
-    """Is there a consistent global checkpoint (V allowed) that contains checkpoint ``c``?"""
+def z3_contains_consistent(p: Pattern, c: tuple[int, int], solver: tuple[Any, list[Any]] | None = None) -> bool:
+    """Is there a consistent global checkpoint (V allowed) that contains checkpoint ``c``?
+
+    ``solver`` is ``consistency_solver(p, volatile indices)`` when several checkpoints of ``p`` are
+    asked about: each question is then an assumption ``x_i == index`` on the one encoding.
+    """
     import z3
 
-    s, xs = consistency_solver(p, [p.volatile_index(i) for i in range(p.n)])
-    s.add(xs[c[0]] == c[1])
-    return s.check() == z3.sat
+    s, xs = solver if solver is not None else consistency_solver(p, [p.volatile_index(i) for i in range(p.n)])
+    return s.check(xs[c[0]] == c[1]) == z3.sat
 
 
 def z3_above_line(p: Pattern, failed: Iterable[int], virtual: bool, line: Sequence[int]) -> tuple[bool, bool]:
@@ -83,8 +86,9 @@ def z3_useless_agrees(p: Pattern, useless: Any = useless_checkpoints) -> None:
     """Z3 finds a consistent global checkpoint containing C exactly when C is not useless."""
     flagged = {tuple(c) for c in useless(p)}
     found = False
+    solver = consistency_solver(p, [p.volatile_index(i) for i in range(p.n)])
     for c in p.checkpoints(include_initial=False):
-        exists = z3_contains_consistent(p, c)
+        exists = z3_contains_consistent(p, c, solver)
         found = found or not exists
         expect(exists == (tuple(c) not in flagged), f"{p.checkpoint_name(c)}: Z3 sat={exists}, useless={tuple(c) in flagged}", p)
     interesting(found, "a useless checkpoint")

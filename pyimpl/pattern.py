@@ -175,6 +175,26 @@ class Pattern:
         return tuple(out)
 
     @cached_property
+    def delivered_sends(self) -> tuple[tuple[tuple[int, ...], ...], tuple[tuple[int, ...], ...]]:
+        """Per process: positions (in :attr:`messages`) of the *delivered* messages it sent, in
+        send order, and their send intervals (computed once; the Z-path searches share it).
+
+        Examples
+        --------
+        >>> b = PatternBuilder(2); m = b.send(0, 1); c = b.checkpoint(0); k = b.send(0, 1); b.deliver(1, k)
+        >>> b.build().delivered_sends
+        (((1,), ()), ((1,), ()))
+        """
+        sends: list[list[int]] = [[] for _ in self.processes]
+        ivals: list[list[int]] = [[] for _ in self.processes]
+        for idx, d in enumerate(self._msg_deliver_interval):
+            if d >= 0:
+                s = self._msg_sender[idx]
+                sends[s].append(idx)
+                ivals[s].append(self._msg_send_interval[idx])
+        return tuple(map(tuple, sends)), tuple(map(tuple, ivals))
+
+    @cached_property
     def message_by_id(self) -> dict[str, Message]:
         return {m.id: m for m in self.messages}
 
@@ -222,6 +242,11 @@ class Pattern:
 
     def __hash__(self) -> int:
         return hash((self.processes, self.events))
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Pattern:
+        """A pattern is immutable: its deep copy is itself (the property runner deep-copies every
+        drawn value; copying the derived arrays and caches each time was pure cost)."""
+        return self
 
     def __repr__(self) -> str:
         return (

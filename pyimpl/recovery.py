@@ -156,10 +156,15 @@ def recovery_line(p: Pattern, failed: Iterable[int], virtual: bool = True) -> Re
     return _finish(p, line.tolist())
 
 
-def recovery_line_networkx(p: Pattern, failed: Iterable[int], virtual: bool = True) -> RecoveryLine:
-    """The readable R-graph algorithm: mark what is reachable from lost volatile states."""
+def recovery_line_networkx(p: Pattern, failed: Iterable[int], virtual: bool = True,
+                           graph: nx.DiGraph | None = None) -> RecoveryLine:
+    """The readable R-graph algorithm: mark what is reachable from lost volatile states.
+
+    ``graph`` defaults to :func:`rollcheck.pyimpl.rgraph.rgraph` of ``p`` (pass it to reuse one
+    R-graph for several failed sets; it is not modified).
+    """
     fail = _check_failed(p, failed)
-    g = rgraph(p)
+    g = rgraph(p) if graph is None else graph
     marked: set[tuple[int, int]] = set()
     for i in range(p.n):
         if i in fail or not virtual:

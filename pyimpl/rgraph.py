@@ -50,14 +50,18 @@ def _graph(p: Pattern, shift: int) -> nx.DiGraph:
         v = p.volatile_index(i)
         g.add_nodes_from(((i, x) for x in range(v + 1)), process=i)
         g.add_edges_from((((i, x), (i, x + 1)) for x in range(v)), kind="local", messages=())
+    # message edges grouped first (in the order of their first message), then added in one call
+    grouped: dict[tuple[tuple[int, int], tuple[int, int]], list[str]] = {}
     for m in p.messages:
         if m.deliver_interval is None:
             continue
-        u, w = (m.sender, m.send_interval + shift), (m.receiver, m.deliver_interval + 1)
-        if g.has_edge(u, w) and g.edges[u, w]["kind"] == "message":
-            g.edges[u, w]["messages"] += (m.id,)
+        key = ((m.sender, m.send_interval + shift), (m.receiver, m.deliver_interval + 1))
+        ids = grouped.get(key)
+        if ids is None:
+            grouped[key] = [m.id]
         else:
-            g.add_edge(u, w, kind="message", messages=(m.id,))
+            ids.append(m.id)
+    g.add_edges_from((u, w, {"kind": "message", "messages": tuple(ids)}) for (u, w), ids in grouped.items())
     return g
 
 

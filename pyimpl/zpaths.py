@@ -95,15 +95,10 @@ def zpath(p: Pattern, src: tuple[int, int], dst: tuple[int, int]) -> list[str] |
     return None
 
 
-def _sends_by_process(p: Pattern) -> tuple[list[list[int]], list[list[int]]]:
-    """Per process: indices of its *delivered* messages in send order, and their send intervals."""
-    sends: list[list[int]] = [[] for _ in range(p.n)]
-    ivals: list[list[int]] = [[] for _ in range(p.n)]
-    for idx, m in enumerate(p.messages):
-        if m.deliver_interval is not None:
-            sends[m.sender].append(idx)
-            ivals[m.sender].append(m.send_interval)
-    return sends, ivals
+def _sends_by_process(p: Pattern) -> tuple[tuple[tuple[int, ...], ...], tuple[tuple[int, ...], ...]]:
+    """Per process: indices of its *delivered* messages in send order, and their send intervals
+    (:attr:`Pattern.delivered_sends`, computed once per pattern)."""
+    return p.delivered_sends
 
 
 def zcycle(p: Pattern, c: tuple[int, int]) -> list[str] | None:
@@ -163,9 +158,12 @@ def useless_checkpoints(p: Pattern) -> list[Checkpoint]:
     return out
 
 
-def useless_checkpoints_networkx(p: Pattern) -> list[Checkpoint]:
-    """The readable version of :func:`useless_checkpoints`, on networkx's SCCs."""
-    g = rgraph(p)
+def useless_checkpoints_networkx(p: Pattern, graph: nx.DiGraph | None = None) -> list[Checkpoint]:
+    """The readable version of :func:`useless_checkpoints`, on networkx's SCCs.
+
+    ``graph`` defaults to :func:`rollcheck.pyimpl.rgraph.rgraph` of ``p`` (it is not modified).
+    """
+    g = rgraph(p) if graph is None else graph
     comp: dict[tuple[int, int], int] = {}
     for k, scc in enumerate(nx.strongly_connected_components(g)):
         for node in scc:
