@@ -38,6 +38,7 @@ from typing import Any
 
 from hypothesis import Phase, event, given, settings
 from hypothesis.errors import Unsatisfiable
+from hypothesis.strategies import DataObject
 
 from rollcheck.properties.profiles import registered as _registered
 from rollcheck.pyimpl.errors import PropertyViolation
@@ -209,8 +210,9 @@ def _rebuild(func: Callable[..., Any]) -> Callable[..., Any]:
         recorded = dict(kw)
         if counter is not None:
             counter.flag = None
-            try:  # a body may change what it was given: keep the drawn values as drawn
-                recorded = copy.deepcopy(kw)
+            try:  # a body may change what it was given: keep the drawn values as drawn (not st.data()'s
+                # DataObject: it cannot be replayed, and copying Hypothesis's internals grows with the run)
+                recorded = {k: v if isinstance(v, DataObject) else copy.deepcopy(v) for k, v in kw.items()}
             except Exception:
                 pass
         try:
