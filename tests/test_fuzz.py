@@ -226,3 +226,17 @@ def test_harness_catches_a_crash_in_the_trace_checker(monkeypatch, tmp_path):
 def test_run_cli_reports_the_code(tmp_path):
     o = run_cli(["validate", str(Path(tmp_path) / "none.json")])
     assert o.code == 2 and "cannot read" in o.stderr
+
+
+@pytest.mark.parametrize("code", [130, 143])
+def test_interrupted_fuzzing_stops_instead_of_counting_an_outcome(code, monkeypatch):
+    """SIGINT/SIGTERM during an input: main() exits 130/143, and the fuzzing stops there (it used
+    to record one more outcome and go on, so a scheduler could not stop a fuzz part)."""
+    import rollcheck.cli.main as cli
+    from rollcheck.fuzz.run import run_cli
+
+    monkeypatch.setattr(cli, "main", lambda argv: code)
+    with pytest.raises(KeyboardInterrupt):
+        run_cli(["check", "trace", "x.jsonl"])
+    monkeypatch.setattr(cli, "main", lambda argv: 2)
+    assert run_cli(["check", "trace", "x.jsonl"]).code == 2

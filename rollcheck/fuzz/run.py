@@ -76,7 +76,7 @@ def _alarm(seconds: float) -> Iterator[None]:
 
 def run_cli(argv: Sequence[str], time_limit: float = TIME_LIMIT) -> Outcome:
     """Run ``rollcheck ARGV`` in-process; stdout/stderr captured; at most ``time_limit`` seconds."""
-    from rollcheck.cli.main import main
+    from rollcheck.cli.main import EXIT_SIGINT, EXIT_SIGTERM, main
 
     out, err = io.StringIO(), io.StringIO()
     t0 = time.perf_counter()
@@ -92,6 +92,10 @@ def run_cli(argv: Sequence[str], time_limit: float = TIME_LIMIT) -> Outcome:
         timed_out = True
     except BaseException as e:  # noqa: BLE001 - anything escaping main() is a finding
         crashed = f"{type(e).__name__}: {e}"[:300]
+    if code in (EXIT_SIGINT, EXIT_SIGTERM):  # the fuzzing itself was interrupted (no input exits so)
+        from rollcheck.pyimpl.errors import TerminationRequested
+
+        raise KeyboardInterrupt() if code == EXIT_SIGINT else TerminationRequested(signal.SIGTERM)
     return Outcome(code, out.getvalue(), err.getvalue(), time.perf_counter() - t0, timed_out, crashed)
 
 
