@@ -89,18 +89,26 @@ def test_read_only_cache_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 
 
 @pytest.mark.tlc
-def test_tlc_with_its_archive_gives_the_same_result(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from rollcheck.tla.manifest import load_manifest, run_entry
+def test_a_real_jvm_dumps_and_maps_an_archive(tmp_path: Path) -> None:
+    """The machinery with a real JVM (TLC's jar: the cheapest one at hand): the training run's
+    JVM writes the archive as it exits, and a JVM mapping it gives the same model-checking result."""
+    from rollcheck.tla.manifest import MODELS_DIR, load_manifest, run_entry
+    from rollcheck.tla.runner import TLCUnavailable, find_jar, find_java
 
     try:
-        from rollcheck.tla.runner import find_jar, find_java
-
-        find_jar(), find_java()
-    except Exception as e:  # noqa: BLE001
+        jar, java = Path(find_jar()), find_java()
+    except TLCUnavailable as e:
         pytest.skip(f"no TLC: {e}")
     entry = next(e for e in load_manifest() if e.name == "cl-aligned-acyclic-small")
+
+    def train(opts: list[str], scratch: Path) -> bool:
+        return ca._run_training([java, *opts, "-cp", str(jar), "tlc2.TLC", "-workers", "1", "-metadir",
+                                 str(scratch / "meta"), "-config", str(MODELS_DIR / entry.config), entry.module],
+                                MODELS_DIR, ca._training_environ())
+
+    kind = ca.ArchiveKind("tlc-test", "JAVA_TOOL_OPTIONS", lambda: java, lambda: [jar], train)
     plain = run_entry(entry, workers=1, timeout=300).result
-    path = ca.use_class_archive("tlc", print)
+    path = ca.use_class_archive(kind, print)
     assert path is not None and path.stat().st_size > 1_000_000
     assert f"-XX:SharedArchiveFile={path}" in os.environ["JAVA_TOOL_OPTIONS"]
     mapped = run_entry(entry, workers=1, timeout=300).result

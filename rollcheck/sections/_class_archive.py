@@ -1,12 +1,18 @@
-"""Class-data archives (JDK AppCDS) for the short-lived JVMs of a verify section.
+"""Class-data archives (JDK AppCDS) for the short-lived Spark drivers of a verify section.
 
-A Spark driver, a TLC run or a PyFlink local cluster spends most of its CPU on small inputs
-loading, parsing and verifying classes. Java 13 and later can dump the classes a JVM loaded into a
-*dynamic archive* at its exit (``-XX:ArchiveClassesAtExit``) and map them, already parsed and
-verified, into later JVMs of the same class path (``-XX:SharedArchiveFile``). Measured on the
-shared 2-core machine (CPU seconds of the whole process tree, both with C1 only, see
-:mod:`rollcheck.sections._jvm`): a Spark session running one small aggregation 9.5 → 5.2; TLC on
-``cl-aligned-acyclic-small`` 1.0 → 0.7; a PyFlink job collecting 200 records 5.8 → 4.5.
+A Spark driver spends most of its CPU on small inputs loading, parsing and verifying classes.
+Java 13 and later can dump the classes a JVM loaded into a *dynamic archive* at its exit
+(``-XX:ArchiveClassesAtExit``) and map them, already parsed and verified, into later JVMs of the
+same class path (``-XX:SharedArchiveFile``). Measured on the 2-core machine (CPU seconds of the
+whole process tree, both with C1 only, see :mod:`rollcheck.sections._jvm`): a Spark session
+running one small aggregation 9.5 → 5.2, one with a small streaming aggregation 11 → 6.7; in a
+whole full verify run the Spark parts 565 → 475 CPU s.
+
+Only Spark uses it. TLC and PyFlink were tried and left out, measured: an archive made TLC's
+longer runs much slower (``cic-hmnr-large``, 39 840 states: 7.7 → 12.7 CPU s with the JVM's
+defaults, 7.5 → 23.3 with C1 only; its tiny runs gained 0.3 s), so the TLC section used 394 CPU s
+with it against 252 without; a PyFlink job collecting 200 records gained 5.8 → 4.5, but the
+Flink recordings of a verify run only 59 → 55 CPU s, less than the archive's one training run.
 
 :func:`use_class_archive` makes the archive of one kind of JVM once per machine — a *training*
 run of a small representative workload, under a file lock so that parallel section processes
@@ -17,7 +23,7 @@ environment variable that JVM's launcher reads. An archive that does not fit (an
 changed jar) is never used: its name would differ; and a JVM that finds it unusable runs without
 it (``-Xshare:auto``) with its CDS messages silenced (``-Xlog:cds*=off`` would not cover the class
 path messages, so unified logging is limited to errors on stderr: nothing reaches a stdout that
-TLC's or PyFlink's output parsers read).
+an output parser reads).
 
 Nothing depends on the archive: a training run that fails or times out leaves no file, says so on
 the section's log, and the section runs its JVMs without it. ``ROLLCHECK_JVM_DEFAULTS=1`` turns
@@ -140,7 +146,7 @@ def use_class_archive(kind: ArchiveKind | str, log: Callable[[str], None] = prin
 
 
 # ---------------------------------------------------------------------------------------------
-# The kinds: TLC, Spark's driver, PyFlink's local cluster
+# The kinds: Spark's driver
 # ---------------------------------------------------------------------------------------------
 
 
@@ -194,37 +200,6 @@ def _run_training(cmd: Sequence[str], cwd: Path, env: dict[str, str]) -> bool:
         return False
 
 
-def _tlc_java() -> str | None:
-    from rollcheck.tla.runner import TLCUnavailable, find_java
-
-    try:
-        return find_java()
-    except TLCUnavailable:
-        return None
-
-
-def _tlc_classpath() -> list[Path]:
-    from rollcheck.tla.runner import TLCUnavailable, find_jar
-
-    try:
-        return [Path(find_jar())]
-    except TLCUnavailable:
-        return []
-
-
-def _tlc_train(opts: list[str], scratch: Path) -> bool:
-    """TLC on a small bundled model: parsing (SANY), the model checker, the state queue."""
-    from rollcheck.tla.manifest import MODELS_DIR as models
-
-    java, jar = _tlc_java(), _tlc_classpath()
-    if java is None or not jar:
-        return False
-    cmd = [java, *opts, "-XX:+UseParallelGC", "-Dfile.encoding=UTF-8", f"-Djava.io.tmpdir={scratch}",
-           "-cp", str(jar[0]), "tlc2.TLC", "-tool", "-workers", "1", "-metadir", str(scratch / "meta"),
-           "-config", str(models / "cl-aligned-acyclic-small.cfg"), "ChandyLamport.tla"]
-    return _run_training(cmd, models, _training_environ())
-
-
 def _java() -> str | None:
     home = os.environ.get("JAVA_HOME")
     if home and (Path(home) / "bin" / "java").is_file():
@@ -271,52 +246,7 @@ def _spark_train(opts: list[str], scratch: Path) -> bool:
     return _run_training([sys.executable, str(script), str(scratch)], scratch, env)
 
 
-def _flink_env():  # type: ignore[no-untyped-def]
-    from rollcheck.flink_replay.environment import find_flink
-    from rollcheck.pyimpl.errors import RollcheckError
-
-    try:
-        return find_flink()
-    except RollcheckError:
-        return None
-
-
-def _flink_classpath() -> list[Path]:
-    env = _flink_env()
-    return [] if env is None else sorted((Path(env.pyflink_dir) / "lib").glob("*.jar"))
-
-
-#: The PyFlink training workload: a keyed job with Python functions on the local cluster,
-#: collected to its end (no restarts: a failure ends it at once).
-_FLINK_TRAINING = textwrap.dedent("""
-    import sys
-    from pyflink.common import Configuration, Types
-    from pyflink.datastream import StreamExecutionEnvironment
-    conf = Configuration()
-    conf.set_string("restart-strategy.type", "none")
-    conf.set_string("python.executable", sys.executable)
-    env = StreamExecutionEnvironment.get_execution_environment(conf)
-    env.set_parallelism(2)
-    ds = env.from_collection([(i % 5, i) for i in range(200)],
-                             type_info=Types.TUPLE([Types.INT(), Types.INT()]))
-    with ds.key_by(lambda x: x[0]).map(lambda x: (x[0], x[1] * 2)).execute_and_collect() as it:
-        assert sum(1 for _ in it) == 200
-""")
-
-
-def _flink_train(opts: list[str], scratch: Path) -> bool:
-    flink = _flink_env()
-    if flink is None:
-        return False
-    script = scratch / "train.py"
-    script.write_text(_FLINK_TRAINING, encoding="utf-8")
-    env = _training_environ(JVM_ARGS=" ".join(opts))
-    return _run_training([str(flink.python), str(script)], scratch, env)
-
-
 #: The kinds of JVM a verify section starts, by name.
 KINDS: dict[str, ArchiveKind] = {
-    "tlc": ArchiveKind("tlc", "JAVA_TOOL_OPTIONS", _tlc_java, _tlc_classpath, _tlc_train),
     "spark": ArchiveKind("spark", "SPARK_SUBMIT_OPTS", _java, _spark_classpath, _spark_train),
-    "flink": ArchiveKind("flink", "JVM_ARGS", _java, _flink_classpath, _flink_train),
 }

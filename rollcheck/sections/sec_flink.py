@@ -249,11 +249,9 @@ def run(ctx: VerifyContext) -> list[Row]:
         if missing is not None:
             return [missing] if ctx.part == PARTS[0] else []
     if ctx.part in ("recordings", "user-rescale"):  # its own process; the timed sweeps keep the defaults
-        from rollcheck.sections._class_archive import use_class_archive
         from rollcheck.sections._jvm import use_short_jvm_options
 
         use_short_jvm_options("JVM_ARGS")
-        use_class_archive("flink", ctx.log)  # made once per machine
     with tempfile.TemporaryDirectory(prefix="rollcheck-verify-flink-") as d:
         tmp = Path(d)
         if ctx.runs("recordings"):

@@ -60,10 +60,6 @@ def run(ctx: VerifyContext) -> list[Row]:
             from rollcheck.sections._jvm import use_short_jvm_options
 
             use_short_jvm_options("JAVA_TOOL_OPTIONS")  # C1 only for these short runs
-    if ctx.part is not None:  # its own process: every TLC run of the part maps the class-data archive
-        from rollcheck.sections._class_archive import use_class_archive
-
-        use_class_archive("tlc", ctx.log)
     run_models = ctx.runs("models-small") or ctx.runs("models-large")
     run_coverage = ctx.runs("coverage-small") or ctx.runs("coverage-large")
 
