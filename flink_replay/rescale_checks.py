@@ -64,6 +64,12 @@ def _key(header: dict[str, Any], text: str) -> tuple[int | str, bool]:
     return text, False
 
 
+def _owner_of(header: dict[str, Any], text: str, par: int, maxp: int) -> int:
+    """The subtask owning logged key ``text`` at parallelism ``par``."""
+    jkey, row = _key(header, text)
+    return owner(jkey, par, maxp, row=row)
+
+
 def restore_attempts(events: list[dict[str, Any]]) -> dict[int, list[dict[str, Any]]]:
     """Restores after a failure (attempt > 0), grouped by attempt."""
     out: dict[int, list[dict[str, Any]]] = {}
@@ -175,8 +181,7 @@ def keyed_state_check(header: dict[str, Any], events: list[dict[str, Any]]) -> C
                 moved += before[k][1] != e["subtask"]
                 examined += 1
         restored_by = set(subtasks)
-        lost = sorted(k for k in set(before) - set(seen)
-                      if not partial or owner(_key(header, k)[0], par, maxp, row=_key(header, k)[1]) in restored_by)
+        lost = sorted(k for k in set(before) - set(seen) if not partial or _owner_of(header, k, par, maxp) in restored_by)
         if lost:
             last = max(e["seq"] for e in keyed)
             return Check.violated(KEYED, f"attempt {attempt}: {len(lost)} keys of checkpoint {cid} restored by no "
