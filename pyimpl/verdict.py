@@ -53,7 +53,8 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
-__all__ = ["Status", "Verdict", "Check", "Report", "decide", "VERDICT_WORDS"]
+__all__ = ["Status", "Verdict", "Check", "Report", "decide", "exit_code", "recording_check",
+           "VERDICT_WORDS", "RECORDING_ENDS"]
 
 
 class Status(StrEnum):
@@ -239,6 +240,59 @@ def decide(checks: Iterable[Check]) -> Verdict:
     if not any(c.status is Status.HELD and c.substantive for c in checks):
         return Verdict.INCONCLUSIVE
     return Verdict.CONFORMANT
+
+
+def exit_code(checks: Iterable[Check]) -> int:
+    """The CLI's exit code for ``checks``: ``decide(checks).exit_code`` (0, 1 or 3).
+
+    Every command that judges something ends through this function (exit 2 and 4 come from the
+    input's and rollcheck's own exceptions, not from a verdict).
+
+    >>> exit_code([Check.held("x", "ok")]), exit_code([Check.unchecked("x", "no java")])
+    (0, 3)
+    """
+    return decide(checks).exit_code
+
+
+#: How a recording can end (Spark's ``status``, Flink's job state), and what each end means: ``None``
+#: for an end that recorded the whole run, else why the recording decides nothing. A recording does
+#: not judge the run (its replay does), so no end of a recording is a violation.
+RECORDING_ENDS: dict[str, str | None] = {
+    "done": None,
+    "FINISHED": None,
+    "failed": "the query did not run to its end in the attempts allowed",
+    "recovery-failed": ("the engine could not restart the query after the failure (the trace "
+                        "records it: its replay judges it)"),
+    "reference-failed": "the failure-free reference run failed on this release",
+    "FAILED": "the job failed and did not finish",
+    "CANCELED": "the job was cancelled before it finished",
+}
+
+
+def recording_check(status: str, what: str = "recording") -> Check:
+    """The check a recording's end stands for: held when it recorded the whole run, else unchecked.
+
+    Parameters
+    ----------
+    status : str
+        How the recording ended (a key of :data:`RECORDING_ENDS`; another value is read as a run
+        that did not end).
+    what : str
+        The check's name.
+
+    Returns
+    -------
+    Check
+
+    Examples
+    --------
+    >>> exit_code([recording_check("done")]), exit_code([recording_check("recovery-failed")])
+    (0, 3)
+    """
+    if status in RECORDING_ENDS and RECORDING_ENDS[status] is None:
+        return Check.held(what, f"the run ended {status}")
+    why = RECORDING_ENDS.get(status) or "the run did not end"
+    return Check.unchecked(what, f"the recording ended {status!r}: {why}")
 
 
 @dataclass

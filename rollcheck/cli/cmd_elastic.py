@@ -20,6 +20,7 @@ from rollcheck.cli._util import (
     emit_json,
     progress,
 )
+from rollcheck.pyimpl.verdict import Check, exit_code
 
 MAX_CONFIGS = 100  # elastic sweep --configs (each pipeline is swept at every step: ~5-15 s each)
 MAX_SEED = 2**63 - 1
@@ -211,9 +212,10 @@ def _simulate(args: argparse.Namespace) -> int:
             print(f"{k}: {'-' if v is None else ('ok' if v else 'VIOLATED')}")
         if inconclusive and failure is not None and hit is not None:
             print(f"failure step {failure.step} is beyond the run's {hit.steps} steps: no failure happened")
-    if not out["ok"]:
-        return 1
-    return 3 if inconclusive else 0
+    verdict = [Check.from_ok(k, v, applicable=False) for k, v in checks.items()]
+    if inconclusive:
+        verdict.append(Check.unchecked("failure-observed", "the failure step is beyond the end of the run"))
+    return exit_code(verdict)
 
 
 def _sweep(args: argparse.Namespace) -> int:
@@ -257,4 +259,5 @@ def _sweep(args: argparse.Namespace) -> int:
             print(f"{' -> '.join(r['ops'])}: keys={r['keys']} scalings={r['scalings']} steps={r['steps']} "
                   f"failure runs={r['runs']} mismatches={r['mismatches']}")
         print(f"{runs} runs in {out['seconds']} s: {'exactly once' if not bad else 'VIOLATED'}")
-    return 0 if not bad else 1
+    return exit_code([Check.held("exactly-once", f"{runs} runs", examined=runs) if not bad else
+                      Check.violated("exactly-once", str(bad[0]["detail"]))])

@@ -162,6 +162,8 @@ def _record(args: argparse.Namespace) -> int:
     print(f"rollcheck flink record {what}: seed {args.seed}, {args.checkpoints} checkpoints every "
           f"{args.interval} ms, {args.backend} state backend, {par}"
           + (f", apache-flink {args.engine_version}" if args.engine_version else ""), file=sys.stderr)
+    from rollcheck.pyimpl.verdict import Check, exit_code, recording_check
+
     res = record_job(args.out, cfg)  # with --engine-version: also the failure-free run on the reference release
     if args.json:
         emit_json(res)
@@ -172,12 +174,12 @@ def _record(args: argparse.Namespace) -> int:
         print(f"apache-flink {args.engine_version} raised {res['engine_failure']} inside the module's job(); on "
               f"{cfg.get('reference_version')} the same job was built and ran to its end: the trace records the "
               "engine's exception (its replay: release-differential)", file=sys.stderr)
-        return 0
+        return exit_code([recording_check("FINISHED")])
     if args.fail_at_record is not None and not res.get("failure_injected"):
         print(f"the requested failure at record {args.fail_at_record} did not happen (the input ended first): "
               "the trace replays as inconclusive", file=sys.stderr)
-        return 3
-    return 0 if res["final_state"] == "FINISHED" else 3
+        return exit_code([Check.unchecked("failure-observed", "the requested failure did not happen")])
+    return exit_code([recording_check(str(res["final_state"]))])
 
 
 def tlc_validator() -> Any:

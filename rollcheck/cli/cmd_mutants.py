@@ -17,6 +17,7 @@ from typing import Any
 
 from rollcheck.cli._util import add_parser, emit_json
 from rollcheck.properties.catalogue import run_catalogue
+from rollcheck.pyimpl.verdict import Check, exit_code
 
 __all__ = ["register", "run_catalogue"]
 
@@ -52,7 +53,7 @@ def _replay(path: str, as_json: bool) -> int:
         emit_json({"reproduced": True, "violation": str(e)})
     else:
         print(f"reproduced: {e}")
-    return 1
+    return exit_code([Check.violated("reproducer", str(e))])
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -99,4 +100,7 @@ def _run(args: argparse.Namespace) -> int:
     if errors:
         print(f"error: the catalogue could not judge {', '.join(errors)}", file=sys.stderr)
         return 4
-    return 1 if (bad or safe_killed) else 0
+    checks = [Check.violated(r["name"], "an unsafe mutant survived") if r["name"] in bad else
+              Check.violated(r["name"], "a safe variant was killed") if r["name"] in safe_killed else
+              Check.held(r["name"], str(r["verdict"])) for r in records]
+    return exit_code(checks)

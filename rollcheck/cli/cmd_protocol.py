@@ -71,4 +71,7 @@ def _run(args: argparse.Namespace) -> int:
         if useless:
             print(f"UNSAFE: {r.protocol} claims zcycle_free but leaves the useless checkpoint(s) "
                   f"{', '.join(useless)}")
-    return 1 if useless else 0
+    from rollcheck.pyimpl.verdict import Check, exit_code
+
+    return exit_code([Check.violated("zcycle-free", f"useless checkpoint(s) {', '.join(useless)}") if useless
+                      else Check.held("zcycle-free", f"{r.protocol}: no useless checkpoint")])

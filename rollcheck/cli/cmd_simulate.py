@@ -155,8 +155,10 @@ def _run(args: argparse.Namespace) -> int:
     if res.deadlock is not None:
         print(f"rollcheck: deadlock at t={res.deadlock.time:g}: {', '.join(res.deadlock.stuck)} wait for "
               "markers on a cycle", file=sys.stderr)
-        return 1
-    return 0
+    from rollcheck.pyimpl.verdict import Check, exit_code
+
+    return exit_code([Check.held("deadlock-free", "the run ended") if res.deadlock is None else
+                      Check.violated("deadlock-free", f"deadlock at t={res.deadlock.time:g}")])
 
 
 def _sweep(args: argparse.Namespace) -> int:

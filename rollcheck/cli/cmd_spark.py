@@ -187,7 +187,7 @@ def _record_wordcount(args: argparse.Namespace) -> int:
     print(f"rollcheck spark record wordcount: seed={args.seed}", file=sys.stderr)
     res = record_wordcount(cfg, out, enabled=not args.no_record)
     _print(args, res, f"recorded {out} in {res['seconds']} s ({res['status']})")
-    return 0 if res["status"] == "done" else 1
+    return _recording_exit(res["status"])
 
 
 def _record_query(args: argparse.Namespace) -> int:
@@ -207,7 +207,17 @@ def _record_query(args: argparse.Namespace) -> int:
                        reference_from=args.reference_from)
     _print(args, res, f"recorded {out} in {res['seconds']} s ({res['status']}); checkpoint folder "
                       f"{res['checkpoint']}")
-    return 0 if res["status"] == "done" else 1
+    return _recording_exit(res["status"])
+
+
+def _recording_exit(status: str) -> int:
+    """0 for a recording that ended done; else 3 (inconclusive: a recording judges nothing)."""
+    from rollcheck.pyimpl.verdict import Status, exit_code, recording_check
+
+    check = recording_check(status)
+    if check.status is not Status.HELD:
+        print(f"rollcheck: inconclusive: {check.detail}", file=sys.stderr)
+    return exit_code([check])
 
 
 def _checkpoint(args: argparse.Namespace) -> int:
@@ -221,7 +231,9 @@ def _checkpoint(args: argparse.Namespace) -> int:
                      f"{op['reader_agrees']}")
     lines += [f"  problem: {p}" for p in res["problems"]]
     _print(args, res, "\n".join(lines))
-    return 0 if res["valid"] else 1
+    from rollcheck.pyimpl.verdict import Check, exit_code
+
+    return exit_code([Check.from_ok("checkpoint-valid", bool(res["valid"]), "; ".join(map(str, res["problems"])))])
 
 
 def _parse_proc(v: str | None) -> int | None:
@@ -276,9 +288,10 @@ def _sweep(args: argparse.Namespace) -> int:
     for row in res.get("table", []):
         text.append("  " + ", ".join(f"{k}={v}" for k, v in row.items()))
     _print(args, res, "\n".join(text))
-    if res.get("identical") is False or res.get("violations"):
-        return 1
-    return 0
+    from rollcheck.pyimpl.verdict import Check, exit_code
+
+    return exit_code([Check.from_ok("sweep", not (res.get("identical") is False or res.get("violations")),
+                                    f"{args.seeds} seeds")])
 
 
 def _tamper(args: argparse.Namespace) -> int:

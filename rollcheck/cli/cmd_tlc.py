@@ -14,8 +14,11 @@ import sys
 from typing import Any
 
 from rollcheck.cli._util import add_allow_large, add_parser, emit_json
+from rollcheck.pyimpl.verdict import Check, exit_code
 
-EXIT = {"ok": 0, "violation": 1, "deadlock": 1, "error": 2, "inconclusive": 3}
+#: TLC's status -> the check it stands for (True held, False violated, None unchecked); "error"
+#: (the model could not be evaluated) is bad input, exit 2, not a verdict.
+TLC_OK: dict[str, bool | None] = {"ok": True, "violation": False, "deadlock": False, "inconclusive": None}
 
 
 def register(sub: Any) -> None:
@@ -76,7 +79,9 @@ def _tlc(args: argparse.Namespace) -> int:
         print(f"rollcheck: error: {args.module}: TLC could not evaluate the model: {res.message}", file=sys.stderr)
     elif res.status == "inconclusive":
         print(f"rollcheck: inconclusive: {res.message}", file=sys.stderr)
-    return EXIT[res.status]
+    if res.status == "error":
+        return 2
+    return exit_code([Check.from_ok("tlc", TLC_OK[res.status], str(res.message))])
 
 
 def _trace(args: argparse.Namespace) -> int:
@@ -91,7 +96,7 @@ def _trace(args: argparse.Namespace) -> int:
             emit_json({"accepted": None, "first_rejected_event": None, "status": "inconclusive",
                        "reason": reason})
         print(f"rollcheck: inconclusive: {reason}", file=sys.stderr)
-        return 3
+        return exit_code([Check.unchecked("trace-accepted", reason)])
     pattern = load_trace_events(args.trace, allow_large=args.allow_large)
     v = validate_trace(args.protocol, pattern, zcheck=args.zcheck, timeout=args.timeout)
     if args.json:
@@ -101,8 +106,8 @@ def _trace(args: argparse.Namespace) -> int:
         print(f"{v.status}{where}: {v.reason} ({v.events} events, {v.seconds:.1f} s)")
     if v.status == "inconclusive":
         print(f"rollcheck: inconclusive: {v.reason}", file=sys.stderr)
-        return 3
-    return 0 if v.accepted else 1
+    return exit_code([Check.from_ok("trace-accepted", None if v.status == "inconclusive" else bool(v.accepted),
+                                    str(v.reason))])
 
 
 def _manifest(args: argparse.Namespace) -> int:
@@ -136,12 +141,8 @@ def _manifest(args: argparse.Namespace) -> int:
         if args.cover:
             doc["coverage"] = covers
         emit_json(doc)
-    if not rows:
-        return 3
-    missed = [r for r in rows if not r["met"] and r["status"] != "inconclusive"]
-    missed += [c for c in covers if c["status"] == "unreached"]
-    if missed:
-        return 1
-    if any(r["status"] == "inconclusive" for r in rows) or any(c["status"] == "inconclusive" for c in covers):
-        return 3
-    return 0
+    checks = [Check.from_ok(r["name"], None if r["status"] == "inconclusive" else bool(r["met"]),
+                            str(r["status"])) for r in rows]
+    checks += [Check.from_ok(f"cover {c['goal']}", None if c["status"] == "inconclusive"
+                             else c["status"] != "unreached", str(c["status"])) for c in covers]
+    return exit_code(checks)  # no row: nothing examined, inconclusive
