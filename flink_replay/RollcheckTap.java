@@ -22,7 +22,8 @@ import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
  * (snapshotState) and completion notification, with per-key record counts.
  *
  * mode "source": elements are Long sequence numbers; per key (value mod keys) it counts
- * the records that passed. mode "keyed": elements are strings "key,count"; per key it keeps
+ * the records that passed. With a bucket table (a job with several input streams: one character
+ * per sequence number, '0' + the index of the record's source), the key is the record's source. mode "keyed": elements are strings "key,count"; per key it keeps
  * the latest count (the keyed state of the operator before it). Both are operator state, so
  * they are restored with the checkpoint.
  */
@@ -37,6 +38,7 @@ public class RollcheckTap extends AbstractStreamOperator<Object>
     private final int keys;
     private final int attemptOffset;
     private final int snapshotCostMs;
+    private final String buckets;
 
     private transient long[] perKey;
     private transient long seen;
@@ -51,6 +53,18 @@ public class RollcheckTap extends AbstractStreamOperator<Object>
         this.keys = keys;
         this.attemptOffset = attemptOffset;
         this.snapshotCostMs = snapshotCostMs;
+        this.buckets = "";
+    }
+
+    public RollcheckTap(String name, String dir, String mode, Integer keys, Integer attemptOffset,
+                        Integer snapshotCostMs, String buckets) {
+        this.name = name;
+        this.dir = dir;
+        this.mode = mode;
+        this.keys = keys;
+        this.attemptOffset = attemptOffset;
+        this.snapshotCostMs = snapshotCostMs;
+        this.buckets = buckets == null ? "" : buckets;
     }
 
     private int subtask() {
@@ -123,7 +137,11 @@ public class RollcheckTap extends AbstractStreamOperator<Object>
         Object v = element.getValue();
         if (mode.equals("source")) {
             long x = ((Number) v).longValue();
-            perKey[(int) Math.floorMod(x, (long) keys)] += 1;
+            if (buckets.isEmpty()) {
+                perKey[(int) Math.floorMod(x, (long) keys)] += 1;
+            } else {
+                perKey[buckets.charAt((int) x) - '0'] += 1;
+            }
         } else {
             String s = v.toString();
             int comma = s.indexOf(',');

@@ -15,7 +15,8 @@ A thread polls the MiniCluster REST API for checkpoint statistics and job state 
 
 ``job: "module"`` runs a user's job instead (``records(seed)``, ``job(env, source)``, ``KEY``,
 optional ``sink``/``read_output``): the same checkpointed source and pacing, the user's records
-by index, the user's ``job``, then rollcheck's keyed tap (keyed by ``KEY``) and a transactional
+by index (with ``SOURCES``, every source's records in one interleaved sequence, split into one
+stream per source name), the user's ``job``, then rollcheck's keyed tap (keyed by ``KEY``) and a transactional
 ``FileSink``; a failure-free reference run comes first, in the same JVM.
 
 ``backend`` selects the state backend (``hashmap``, ``rocksdb`` — incremental checkpoints — or
@@ -103,14 +104,14 @@ def run_one(cfg: dict) -> int:
     user = None
     if cfg.get("job") == "module":
         try:
-            module, recs, key_idx = load_user_job(cfg)
+            module, recs, key_idx, layout = load_user_job(cfg)
         except UserCodeError:
             return 2
-        cfg = dict(cfg, records=len(recs), key_idx=key_idx)
+        cfg = dict(cfg, records=len(recs), key_idx=key_idx, sources=layout)
         if cfg.get("fail_at_fraction") and cfg.get("fail_at_record") is not None:
             # the matrix fails every job half way through its own input
             cfg["fail_at_record"] = max(1, int(len(recs) * float(cfg["fail_at_fraction"])))
-        user = (module, recs)
+        user = (module, recs, layout)
         if cfg.get("reference", True):
             ref_dir = os.path.join(run_dir, "reference")
             os.makedirs(ref_dir, exist_ok=True)

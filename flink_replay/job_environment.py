@@ -173,12 +173,17 @@ def make_taps(run_dir: str, attempt_offset: int, keys: int):
         args[4] = gw.jvm.Integer(attempt_offset)
         return args
 
-    def tap(ds, name: str, mode: str, type_info, n_keys: int = keys, cost_ms: int = 0):
-        args = gw.new_array(gw.jvm.Object, 6)
+    def tap(ds, name: str, mode: str, type_info, n_keys: int = keys, cost_ms: int = 0, buckets: str = ""):
+        """``buckets``: the source tap's table of each record's source (a job with several input
+        streams; one character per sequence number), empty for records counted by value mod keys."""
+        args = gw.new_array(gw.jvm.Object, 7 if buckets else 6)
         for i, a in enumerate(_args(name, mode, n_keys)):
             args[i] = a
         args[5] = gw.jvm.Integer(cost_ms)
-        op = _chained(tap_class.getConstructors()[0].newInstance(args))
+        if buckets:
+            args[6] = buckets
+        ctor = next(c for c in tap_class.getConstructors() if len(c.getParameterTypes()) == len(args))
+        op = _chained(ctor.newInstance(args))
         j = ds._j_data_stream.transform(name, type_info.get_java_type_info(), op)
         return DataStream(j)
 

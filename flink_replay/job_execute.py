@@ -35,7 +35,7 @@ __all__ = ["execute"]
 
 def execute(cfg: dict, *, user=None, restarts: bool = True, restore_path: str | None = None,
             attempt_offset: int = 0) -> dict:
-    """One Flink job (word count, or the user's job when ``user`` = (module, records)); raw
+    """One Flink job (word count, or the user's job when ``user`` = (module, records, layout)); raw
     observations go to ``cfg["run_dir"]``; returns what the REST poller and the sink saw."""
     run_dir = cfg["run_dir"]
     n_records = int(cfg["records"])
@@ -163,6 +163,8 @@ def execute(cfg: dict, *, user=None, restarts: bool = True, restore_path: str | 
         result["key"] = key_idx
         result["records"] = n_records
         result["fail_at_record"] = cfg.get("fail_at_record")
+        if cfg.get("sources"):  # a job with several input streams: their names, sizes and interleaving
+            result["sources"] = cfg["sources"]
     if user is not None and os.path.exists(os.path.join(run_dir, "user-error.json")):
         result["user_error"] = True
     if final_state == "FAILED" and failure_text:

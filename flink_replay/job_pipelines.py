@@ -28,7 +28,7 @@ else:  # run by job.py in the PyFlink environment: this folder is on sys.path
     from job_environment import user_state_log  # type: ignore[no-redef]
     from job_user import UserCodeError, call_user, user_error  # type: ignore[no-redef]
 
-__all__ = ["build", "pace_class", "utilization_pipeline"]
+__all__ = ["build", "pace_class", "source_streams", "utilization_pipeline"]
 
 
 def build(cfg: dict, env, tap, keyed_tap, *, user=None, attempt_offset: int = 0):
@@ -311,7 +311,7 @@ def user_pipeline(cfg: dict, env, tap, keyed_tap, tx_sink, user, attempt_offset:
     n_records = int(cfg["records"])
     marker = os.path.join(run_dir, "failure.json")
     Pace = pace_class(cfg)
-    module, recs = user
+    module, recs, layout = user
     key_idx = [int(i) for i in cfg["key_idx"]]  # KEY as indices (names resolved through FIELDS)
     key_spec = getattr(module, "KEY", None)
     module_path = cfg["module"]
@@ -349,13 +349,18 @@ def user_pipeline(cfg: dict, env, tap, keyed_tap, tx_sink, user, attempt_offset:
     source = NumberSequenceSource(0, n_records - 1)
     ds = env.from_source(source, WatermarkStrategy.no_watermarks(), "rollcheck-source",
                          type_info=Types.LONG())
-    ds = tap(ds, "tap-source", "source", Types.LONG(), 1)
-    ds = ds.map(Pace(), output_type=Types.LONG()).name("rollcheck-pace")
-    ds = ds.map(Input()).name("rollcheck-input")
+    if layout is None:
+        ds = tap(ds, "tap-source", "source", Types.LONG(), 1)
+        ds = ds.map(Pace(), output_type=Types.LONG()).name("rollcheck-pace")
+        arg = ds.map(Input()).name("rollcheck-input")
+    else:  # SOURCES: the source tap counts each source's records; one stream per source name
+        ds = tap(ds, "tap-source", "source", Types.LONG(), len(layout["names"]), buckets=layout["order"])
+        ds = ds.map(Pace(), output_type=Types.LONG()).name("rollcheck-pace")
+        arg = source_streams(ds, layout, Input)
     limit = float(cfg.get("call_timeout", 300))
     try:
         with user_state_log(run_dir, attempt_offset):
-            out = call_user(run_dir, "job", limit, module.job, env, ds)
+            out = call_user(run_dir, "job", limit, module.job, env, arg)
     except UserCodeError:
         return {"user_error": True, "final_state": "NOT_RUN"}
     if not isinstance(out, DataStream):
@@ -416,6 +421,28 @@ def user_pipeline(cfg: dict, env, tap, keyed_tap, tx_sink, user, attempt_offset:
     ds.sink_to(tx_sink).name("rollcheck-tx-sink")
     job_name = "rollcheck-user-job"
     return job_name
+
+
+def source_streams(ds, layout: dict, input_class) -> dict:
+    """One stream per source name of a job with several input streams: the records of the one
+    checkpointed sequence (numbers) that belong to the source (``layout["order"]``), as the user's
+    records (``input_class``). Split right after the pace step, in the source's task: the source's
+    checkpointed offsets cover every source's records."""
+    from pyflink.datastream.functions import FilterFunction
+
+    order = layout["order"]
+
+    class OfSource(FilterFunction):
+        """Keeps the sequence numbers of source ``s``."""
+
+        def __init__(self, s: int) -> None:
+            self.mark = chr(48 + s)
+
+        def filter(self, value):
+            return order[int(value)] == self.mark
+
+    return {name: ds.filter(OfSource(s)).name(f"rollcheck-source-{name}").map(input_class())
+            .name(f"rollcheck-input-{name}") for s, name in enumerate(layout["names"])}
 
 
 def utilization_pipeline(cfg: dict, env, tap):

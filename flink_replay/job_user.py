@@ -1,7 +1,9 @@
 """The user's job module: importing it, calling it within a time limit, reading ``KEY``.
 
 A job module gives ``records(seed)``, ``job(env, source)``, ``KEY`` and optionally ``FIELDS``,
-``sink`` and ``read_output``. Its failures are recorded for the recorder in the run folder as
+``sink`` and ``read_output``; a job with several input streams gives ``SOURCES`` (their names),
+``records(seed) -> {name: [tuples]}`` and ``job(env, sources)`` with ``sources`` a dict of streams
+by name (:func:`check_sources`, :func:`interleave`). Its failures are recorded for the recorder in the run folder as
 ``user-error.json`` (``{"call", "error", "kind"}``): the call that failed (``records``, ``job``,
 ``sink``, ``read_output``, ``import``) or the attribute that is wrong (``KEY``, ``FIELDS``); the
 recorder turns it into exit 2 naming the file.
@@ -19,7 +21,11 @@ import signal
 import sys
 
 __all__ = ["UserCodeError", "KeyDeclarationError", "user_error", "call_user", "load_user_module", "resolve_key",
-           "load_user_job"]
+           "load_user_job", "check_sources", "interleave", "source_layout", "MAX_SOURCES"]
+
+#: The most input streams a job module may name in ``SOURCES`` (one character each in the source
+#: tap's table of which record belongs to which source).
+MAX_SOURCES = 32
 
 
 class UserCodeError(Exception):
@@ -144,17 +150,132 @@ def resolve_key(module) -> list[int]:
     return out
 
 
-def load_user_job(cfg: dict):
-    """Import the user's module, check ``KEY`` (before Flink starts) and call ``records(seed)``.
+def check_sources(module) -> list[str] | None:
+    """The module's ``SOURCES`` as a list of names, None for a one-source module (no ``SOURCES``).
 
-    Returns ``(module, records, key_idx)``: the records cut to ``max_records`` when a finding is
-    being shrunk, ``KEY`` as indices into the output tuple.
+    Raises
+    ------
+    KeyDeclarationError
+        Naming ``SOURCES``: not a tuple/list, empty, a name that is not a non-empty string, a name
+        given twice, more than :data:`MAX_SOURCES` names.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> check_sources(SimpleNamespace(SOURCES=("deposits", "withdrawals")))
+    ['deposits', 'withdrawals']
+    >>> check_sources(SimpleNamespace()) is None
+    True
+    """
+    if not hasattr(module, "SOURCES"):
+        return None
+    spec = module.SOURCES
+    if not isinstance(spec, (tuple, list)):
+        raise KeyDeclarationError("SOURCES", f"must be a tuple of the input streams' names (str), got "
+                                  f"{type(spec).__name__} {spec!r:.80}")
+    if not spec:
+        raise KeyDeclarationError("SOURCES", "is empty: name the job's input streams (or drop SOURCES for one "
+                                  "stream)")
+    for name in spec:
+        if not isinstance(name, str) or not name.strip():
+            raise KeyDeclarationError("SOURCES", f"{name!r:.60} is not a source name (a non-empty string)")
+    dup = sorted({n for n in spec if list(spec).count(n) > 1})
+    if dup:
+        raise KeyDeclarationError("SOURCES", f"names {dup[0]!r} twice")
+    if len(spec) > MAX_SOURCES:
+        raise KeyDeclarationError("SOURCES", f"names {len(spec)} sources, at most {MAX_SOURCES}")
+    return list(spec)
+
+
+def interleave(counts: list[int]) -> list[int]:
+    """The order of one sequence over several sources: the source (its position in ``counts``) of
+    each record, the sources merged in proportion (record ``i`` of source ``s`` stands at
+    ``(i + 1/2) / counts[s]``; ties by source order), so that every source is as far through its
+    records as the others at any point of the sequence.
+
+    Examples
+    --------
+    >>> interleave([4, 2])
+    [0, 1, 0, 0, 1, 0]
+    >>> interleave([0, 3])
+    [1, 1, 1]
+    """
+    from fractions import Fraction
+
+    spots = [(Fraction(2 * i + 1, 2 * n), s) for s, n in enumerate(counts) for i in range(n)]
+    return [s for _, s in sorted(spots)]
+
+
+def source_layout(names: list[str], per_source: dict, max_records: int | None = None,
+                  drop: list[str] | None = None) -> tuple[list[tuple], dict]:
+    """The records of every source as one sequence (:func:`interleave`) and its layout.
+
+    Returns ``(records, layout)``: ``records[g]`` the g-th record of the sequence (cut to its first
+    ``max_records``; the sources named in ``drop`` left out, for a finding being shrunk),
+    ``layout = {"names", "records", "order"}``: the names, each source's number of records in the
+    sequence, and ``order``, one character per record, ``chr(48 + s)`` for source ``s``.
+
+    Examples
+    --------
+    >>> recs, lay = source_layout(["a", "b"], {"a": [(1,), (2,)], "b": [(9,)]})
+    >>> recs, lay["records"], lay["order"]
+    ([(1,), (9,), (2,)], [2, 1], '010')
+    """
+    lists = [[] if n in (drop or []) else list(per_source.get(n) or []) for n in names]
+    order = interleave([len(x) for x in lists])
+    if max_records:
+        order = order[: int(max_records)]
+    nxt = [0] * len(names)
+    recs: list[tuple] = []
+    for s in order:
+        recs.append(lists[s][nxt[s]])
+        nxt[s] += 1
+    return recs, {"names": list(names), "records": nxt, "order": "".join(chr(48 + s) for s in order)}
+
+
+def _check_records(run_dir: str, recs, names: list[str] | None) -> None:
+    """Raise :class:`UserCodeError` (recorded first) when ``records(seed)`` returned the wrong shape:
+    a list of tuples for one source, ``{name: [tuples]}`` over ``SOURCES`` names for several."""
+
+    def bad_list(value, what: str) -> str | None:
+        if not isinstance(value, list):
+            return f"{what} a list of tuples, got {type(value).__name__}"
+        i = next((i for i, r in enumerate(value) if not isinstance(r, tuple)), None)
+        if i is not None:
+            return (f"{what} a list of tuples, got {type(value).__name__} with element [{i}] of type "
+                    f"{type(value[i]).__name__}")
+        return None
+
+    if names is None:
+        problem = bad_list(recs, "must return")
+        if problem is not None and isinstance(recs, dict):
+            problem += " (a dict of input streams by name needs SOURCES naming them)"
+    elif not isinstance(recs, dict):
+        problem = (f"must return a dict {{source name: [tuples]}} over SOURCES {tuple(names)!r}, got "
+                   f"{type(recs).__name__}")
+    else:
+        unknown = [k for k in recs if k not in names]
+        problem = (f"names source {unknown[0]!r:.60}, which is not one of SOURCES {tuple(names)!r}" if unknown
+                   else next((p for n in names if n in recs and (p := bad_list(recs[n], f"[{n!r}] must be"))),
+                             None))
+    if problem is not None:
+        user_error(run_dir, "records", problem)
+        raise UserCodeError("records")
+
+
+def load_user_job(cfg: dict):
+    """Import the user's module, check ``KEY`` and ``SOURCES`` (before Flink starts) and call
+    ``records(seed)``.
+
+    Returns ``(module, records, key_idx, layout)``: the records (one sequence over every source,
+    :func:`source_layout`) cut to ``max_records`` when a finding is being shrunk, ``KEY`` as indices
+    into the output tuple, and the sources' layout (None for a one-source module).
 
     Raises
     ------
     UserCodeError
-        The module failed, hung, returned the wrong type or declares a bad ``KEY`` (recorded in
-        ``user-error.json`` first).
+        The module failed, hung, returned the wrong type or declares a bad ``KEY`` or ``SOURCES``
+        (recorded in ``user-error.json`` first).
     """
     run_dir = cfg["run_dir"]
     limit = float(cfg.get("call_timeout", 300))
@@ -162,20 +283,22 @@ def load_user_job(cfg: dict):
     user = call_user(run_dir, "import", limit, load_user_module, cfg["module"])
     try:
         key_idx = resolve_key(user)
+        names = check_sources(user)
     except KeyDeclarationError as e:  # seen from the module: before Flink starts
         user_error(run_dir, e.name, str(e), kind="attribute")
         raise UserCodeError(e.name) from None
     recs = call_user(run_dir, "records", limit, user.records, int(cfg.get("seed", 0)))
-    if not isinstance(recs, list) or not all(isinstance(r, tuple) for r in recs):
-        bad = next((i for i, r in enumerate(recs) if not isinstance(r, tuple)), None) \
-            if isinstance(recs, list) else None
-        user_error(run_dir, "records", f"must return a list of tuples, got {type(recs).__name__}"
-                   + (f" with element [{bad}] of type {type(recs[bad]).__name__}" if bad is not None else ""))
+    _check_records(run_dir, recs, names)
+    if not recs or (names is not None and not any(recs.values())):
+        user_error(run_dir, "records", "returned no records" + (" (every source is empty)" if names else ""))
         raise UserCodeError("records")
-    if not recs:
-        user_error(run_dir, "records", "returned no records")
-        raise UserCodeError("records")
-    if cfg.get("max_records"):
+    layout = None
+    if names is not None:
+        recs, layout = source_layout(names, recs, cfg.get("max_records"), cfg.get("drop_sources"))
+        if not recs:
+            user_error(run_dir, "records", "left no records once the sources were cut")
+            raise UserCodeError("records")
+    elif cfg.get("max_records"):
         # a finding being shrunk: the first N records of the user's input only
         recs = recs[: int(cfg["max_records"])]
-    return user, recs, key_idx
+    return user, recs, key_idx, layout

@@ -44,7 +44,7 @@ from rollcheck.flink_replay.replay import source_cut
 from rollcheck.pyimpl import children
 from rollcheck.pyimpl.errors import InconclusiveError, InternalError, InvalidInputError
 
-__all__ = ["RecordConfig", "ModuleFailure", "write_run_folder", "HEADER_CONFIG_KEYS", "record", "record_wordcount", "build_trace", "LOG4J", "BACKENDS", "FAILURES", "parse_rescale",
+__all__ = ["RecordConfig", "ModuleFailure", "write_run_folder", "HEADER_CONFIG_KEYS", "record", "record_wordcount", "build_trace", "source_of_record", "LOG4J", "BACKENDS", "FAILURES", "parse_rescale",
            "job_outcome"]
 
 BACKENDS = ("hashmap", "rocksdb", "changelog")
@@ -610,7 +610,8 @@ def build_trace(run: str | Path, out: str | Path, *, env_version: str = "?") -> 
         # state is lost and restored (the task that raised is named separately)
         timed.append((int(fi["t"] * 1e6), 1, {"kind": "failure", "processes": ["source", "keyed"],
                                               "failed_task": "source",
-                                              "failure": fi.get("failure", "task"), "record": fi.get("value")}))
+                                              "failure": fi.get("failure", "task"), "record": fi.get("value"),
+                                              **source_of_record(info.get("sources"), fi.get("value"))}))
     marker2 = run / "failure2.json"
     if marker2.exists():  # the second failure of "during-restore" / "twice" (job_pipelines.pace_class)
         f2 = json.loads(marker2.read_text())
@@ -682,6 +683,8 @@ def build_trace(run: str | Path, out: str | Path, *, env_version: str = "?") -> 
         header["sink_guarantee"] = cfg.get("sink_guarantee") or "exactly-once"  # the module's SINK_GUARANTEE
         # the user's keyed operators were logged key by key (RollcheckStateLog)
         header["user_state_log"] = True
+        if info.get("sources"):  # SOURCES: the names and each one's records in the run's input
+            header["sources"] = {"names": info["sources"]["names"], "records": info["sources"]["records"]}
     restored = None
     # the engine-neutral core next to the flink.* kinds (for `rollcheck check trace`): a
     # `checkpoint` of every task per completed checkpoint (index = its ordinal), and after the
@@ -747,6 +750,22 @@ def build_trace(run: str | Path, out: str | Path, *, env_version: str = "?") -> 
         fh.write(json.dumps({"seq": seq, "kind": "end"}) + "\n")
     return {"restored_checkpoint": restored, "final_state": info.get("final_state"), "events": seq,
             "failure_injected": marker.exists()}
+
+
+def source_of_record(layout: dict[str, Any] | None, value: Any) -> dict[str, Any]:
+    """``{"source": name, "source_record": i}`` of sequence number ``value`` of a job with several
+    input streams (``layout``: the job process's ``sources``, with ``order``, one character per
+    record), ``{}`` for a one-source job or a number outside the sequence.
+
+    Examples
+    --------
+    >>> source_of_record({"names": ["a", "b"], "order": "0100"}, 3)
+    {'source': 'a', 'source_record': 2}
+    """
+    if not layout or not isinstance(value, int) or not 0 <= value < len(layout.get("order") or ""):
+        return {}
+    order = layout["order"]
+    return {"source": layout["names"][ord(order[value]) - 48], "source_record": order.count(order[value], 0, value)}
 
 
 def _restarts_in_logs(run: Path, job_id: str | None) -> int:

@@ -194,6 +194,15 @@ def keyed_state_check(header: dict[str, Any], events: list[dict[str, Any]]) -> C
                       f"owner of their key group ({where})", examined=examined)
 
 
+def _bucket(header: dict[str, Any], k: int) -> str:
+    """What bucket ``k`` of the source tap counts: a source of a job with several input streams
+    (the header's ``sources``: the tap counts each source's records), else a key bucket."""
+    names = (header.get("sources") or {}).get("names") if isinstance(header.get("sources"), dict) else None
+    if isinstance(names, list) and 0 <= k < len(names):
+        return f"source {names[k]!r}"
+    return f"bucket {k}"
+
+
 def operator_state_check(header: dict[str, Any], events: list[dict[str, Any]]) -> Check:
     """``operator-state-restored``: the source tap's list state survives redistribution."""
     attempts = restore_attempts(events)
@@ -202,6 +211,7 @@ def operator_state_check(header: dict[str, Any], events: list[dict[str, Any]]) -
             return Check.unchecked(OPERATOR, "no restore after the failure")
         return Check.not_applicable(OPERATOR, "no failure in the run, so no restore")
     examined = 0
+    per_source: str | None = None
     cut = cut_attempts(events)
     for attempt, restores in sorted(attempts.items()):
         src = [e for e in restores if e["task"] == "source"]
@@ -222,12 +232,15 @@ def operator_state_check(header: dict[str, Any], events: list[dict[str, Any]]) -
             k = next(i for i in range(n) if got[i] != want[i])
             what = "lost" if got[k] < want[k] else "duplicated"
             return Check.violated(OPERATOR, f"attempt {attempt}: the source subtasks restored {got[k]} records of "
-                                  f"bucket {k}, checkpoint {cid} holds {want[k]} ({what} operator state)",
-                                  offending_seq=max(e["seq"] for e in src))
+                                  f"{_bucket(header, k)}, checkpoint {cid} holds {want[k]} ({what} operator "
+                                  "state)", offending_seq=max(e["seq"] for e in src))
         examined += len(src)
+        per_source = ", ".join(f"{_bucket(header, k)[len('source '):]} {want[k]}" for k in range(n)) \
+            if _bucket(header, 0).startswith("source ") else None
     if examined == 0:
         return Check.unchecked(OPERATOR, "no source restore from a checkpoint to compare")
-    return Check.held(OPERATOR, f"{examined} source subtask restores sum to their checkpoint's operator state",
+    return Check.held(OPERATOR, f"{examined} source subtask restores sum to their checkpoint's operator state"
+                      + (f" (records per source at the last restored checkpoint: {per_source})" if per_source else ""),
                       examined=examined)
 
 

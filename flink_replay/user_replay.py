@@ -90,7 +90,10 @@ def failure_check(events: list[dict[str, Any]], header: dict[str, Any] | None = 
     if second is not None:
         then = (f", then a second task failure {second.get('phase')} (attempt {second.get('in_attempt')}) at seq "
                 f"{second['seq']}")
-    return Check.held(name, f"{what} at seq {failure['seq']} (record {failure.get('record')}){then}, "
+    record = f"record {failure.get('record')}"
+    if failure.get("source") is not None:  # a job with several input streams: which one's record
+        record += f": {failure['source']} record {failure.get('source_record')}"
+    return Check.held(name, f"{what} at seq {failure['seq']} ({record}){then}, "
                       f"{len(restores)} operator restores after it", examined=1)
 
 
