@@ -6,23 +6,22 @@ state, a join that drops a match) makes the reference just as wrong. Three check
 engine against something else:
 
 ``batch-equivalent``
-    The final output table equals the same ``query`` evaluated as a *batch* job
-    (``spark.createDataFrame(rows, SCHEMA)`` then ``query(df)``, in the recording's own session
-    and release) over the input rows that were on time when they arrived. A row of data batch
-    *b* whose event time is above the watermark Spark reported in force for batch *b* (the
-    ``spark.progress`` events; the offset log's ``batchWatermarkMs`` where a killed driver took
-    the progress with it) must count. A row at or below it is *late*: Spark drops it only where
-    the state it would update is already evicted (a window still open takes it; the programming
-    guide guarantees one direction only), so the batch job is evaluated without the late rows,
-    with all of them, and with each one alone (:func:`evaluate_batch`); a key of the final table
-    must equal one of those evaluations for that key, and equal *the* evaluation where they all
-    agree. Update and complete mode: the whole final table (last row per ``KEY``). Append mode:
-    every batch row whose event-time bound (an output column that carries Spark's event-time
-    metadata, a window's ``end``, or the module's ``EVENT_TIME``) is at or below the last
-    watermark must be in the output, and no output row may be one the batch job does not give.
-    Not applicable, with the reason: arbitrary stateful operators
-    (``applyInPandasWithState``, ``transformWithState``, ``flatMapGroupsWithState``),
-    processing time, a watermark on a derived column, an append query whose bound nobody tells.
+    The final output table equals the same ``query`` evaluated as a *batch* job (one
+    ``spark.createDataFrame(rows, DDL)`` per source, in the recording's own session and release)
+    over exactly the input rows Spark's own lateness rule keeps
+    (:mod:`rollcheck.spark_replay.lateness`): the stateful operator read from the analysed
+    streaming plan compares its event-time operand (a window's end for a windowed aggregation,
+    the event-time column for deduplication and for each side of a stream-stream join) with the
+    *previous* batch's watermark as Spark reported it (progress, else the offset log); complete
+    mode drops nothing. The batch job runs once (sliding windows: once per distinct late-events
+    watermark) and the decision never depends on trying subsets. Update and complete mode: the
+    whole final table (last row per ``KEY``). Append mode: every batch row whose event-time bound
+    (an output column that carries Spark's event-time metadata, a window's ``end``, or the
+    module's ``EVENT_TIME``) is at or below the last watermark must be in the output, and no
+    output row may be one the batch job does not give. Not applicable, with the reason: arbitrary
+    stateful operators, processing time, a watermark on a derived column, session windows, chained
+    stateful operators, a union of sources into one stateful operator, an append query whose bound
+    nobody tells. Inconclusive where a watermark the rule needs is unknown.
 ``release-differential``
     With ``--engine-version V``: the failure-free run's final table on V equals the one on the
     reference release R (``--reference-version``, default the pinned one); a difference is a
@@ -58,13 +57,18 @@ from typing import Any
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.traces.plugin import TraceCheck
 from rollcheck.pyimpl.verdict import Check
+from rollcheck.spark_replay.batch_eval import (
+    ARBITRARY_STATEFUL,
+    analyse_plan,
+    evaluate_batch,
+    event_time_ms,
+)
 
 __all__ = [
     "ORACLE_CHECKS",
     "ARBITRARY_STATEFUL",
     "analyse_plan",
     "event_time_ms",
-    "classify_rows",
     "evaluate_batch",
     "canon_row",
     "final_table",
@@ -77,154 +81,6 @@ __all__ = [
 
 #: The check names this module adds to every query replay.
 ORACLE_CHECKS = ("batch-equivalent", "release-differential", "recovery-succeeded")
-#: Logical plan nodes of arbitrary stateful processing (no batch meaning in the oracle's sense).
-ARBITRARY_STATEFUL = ("FlatMapGroupsWithState", "FlatMapGroupsInPandasWithState", "TransformWithState",
-                      "FlatMapGroupsInR", "FlatMapCoGroupsInPandasWithState")
-_PROCESSING_TIME = re.compile(r"\b(current_timestamp|current_date|now|localtimestamp|current_time)\(")
-_WATERMARK = re.compile(r"EventTimeWatermark (?:[0-9a-f-]{36}, )?(.+?)#(\d+): \w+, (.+)$")
-_ALIAS = re.compile(r"(?<![\w.#])([A-Za-z_][\w]*)#(\d+)(?:-T\d+ms)? AS ([^\s,\]#]+)#(\d+)")
-_RELATION = re.compile(r"(?:StreamingRelation|StreamingExecutionRelation|LogicalRDD|LocalRelation).*\[([^\[\]]*)\]")
-#: At most this many late rows get an evaluation of their own (each is one small batch job).
-MAX_SINGLE_LATE = 8
-
-
-# ----------------------------------------------------------------------------- recorder side
-def analyse_plan(plan: str, columns: Sequence[str]) -> dict[str, Any]:
-    """What the streaming query's analysed plan tells the oracle: ``{"applicable": bool,
-    "reason": str|None, "event_time": input column|None, "watermarked": bool}``.
-
-    Examples
-    --------
-    >>> p = '''~Aggregate [window#11-T20000ms]
-    ... +- ~EventTimeWatermark 4032c16a-9c4d-4e25-9af6-e0afe8eae570, ts#0: timestamp, 20 seconds
-    ...    +- StreamingRelation FileSource[/x], [ts#0, page#1], name=<Unassigned>'''
-    >>> analyse_plan(p, ["ts", "page"])["event_time"]
-    'ts'
-    >>> analyse_plan("FlatMapGroupsInPandasWithState f(user#1)", ["user"])["reason"][:40]
-    'the query has an arbitrary stateful oper'
-    """
-    for node in ARBITRARY_STATEFUL:
-        if re.search(rf"(^|[\s~]){node}\w*\b", plan, flags=re.M):
-            return {"applicable": False, "event_time": None, "watermarked": False,
-                    "reason": f"the query has an arbitrary stateful operator ({node}): its state follows the "
-                              "user's function, not a batch query's meaning"}
-    if _PROCESSING_TIME.search(plan):
-        return {"applicable": False, "event_time": None, "watermarked": False,
-                "reason": "the query reads processing time (current_timestamp/now): a batch job gives another time"}
-    marks = [(m.group(1), int(m.group(2))) for m in (_WATERMARK.search(x) for x in plan.splitlines()) if m]
-    if not marks:
-        return {"applicable": True, "event_time": None, "watermarked": False, "reason": None}
-    alias: dict[int, tuple[str, int]] = {}
-    for m in _ALIAS.finditer(plan):
-        alias[int(m.group(4))] = (m.group(1), int(m.group(2)))
-    inputs: set[tuple[str, int]] = set()
-    for m in _RELATION.finditer(plan):
-        for a in m.group(1).split(","):
-            a = a.strip()
-            if "#" in a:
-                name, _, num = a.rpartition("#")
-                if num.isdigit():
-                    inputs.add((name, int(num)))
-    found: set[str] = set()
-    for name, num in marks:
-        seen = 0
-        while num in alias and seen < 100:
-            name, num = alias[num]
-            seen += 1
-        if (name, num) not in inputs or name not in columns:
-            return {"applicable": False, "event_time": None, "watermarked": True,
-                    "reason": f"the watermark is on {marks[0][0]}, a column computed from the input (not an "
-                              "input column): the oracle cannot tell an input row's event time"}
-        found.add(name)
-    if len(found) > 1:
-        return {"applicable": False, "event_time": None, "watermarked": True,
-                "reason": f"watermarks on several input columns ({', '.join(sorted(found))})"}
-    return {"applicable": True, "event_time": found.pop(), "watermarked": True, "reason": None}
-
-
-def event_time_ms(v: Any) -> int | None:
-    """An input row's event-time value in epoch milliseconds (naive datetimes are UTC, as the
-    recorder writes them); None for a value that is not a time.
-
-    Examples
-    --------
-    >>> event_time_ms(dt.datetime(1970, 1, 1, 0, 0, 2))
-    2000
-    """
-    if isinstance(v, dt.datetime):
-        if v.tzinfo is not None:
-            v = v.astimezone(dt.UTC).replace(tzinfo=None)
-        return int((v - dt.datetime(1970, 1, 1)).total_seconds() * 1000)
-    if isinstance(v, dt.date):
-        return event_time_ms(dt.datetime(v.year, v.month, v.day))
-    return None
-
-
-def classify_rows(batches: Sequence[Sequence[tuple[Any, ...]]], column: int | None,
-                  watermarks: dict[int, int]) -> tuple[list[tuple[Any, ...]], list[tuple[int, tuple[Any, ...]]]]:
-    """Split the input into rows on time (event time above the watermark in force in their
-    batch) and late rows ``(batch, row)``. Without an event-time column every row is on time.
-
-    Examples
-    --------
-    >>> t = lambda s: dt.datetime(1970, 1, 1, 0, 0, s)
-    >>> on, late = classify_rows([[(t(5),)], [(t(1),), (t(9),)]], 0, {0: 0, 1: 2000})
-    >>> len(on), late
-    (2, [(1, (datetime.datetime(1970, 1, 1, 0, 0, 1),))])
-    """
-    on: list[tuple[Any, ...]] = []
-    late: list[tuple[int, tuple[Any, ...]]] = []
-    for b, rows in enumerate(batches):
-        wm = int(watermarks.get(b, 0) or 0)
-        for r in rows:
-            ms = None if column is None else event_time_ms(r[column])
-            if column is not None and wm > 0 and (ms is None or ms <= wm):
-                late.append((b, r))
-            else:
-                on.append(r)
-    return on, late
-
-
-def evaluate_batch(run_query: Callable[[Any], Any], spark: Any, schema: str, columns: Sequence[str],
-                   batches: Sequence[Sequence[tuple[Any, ...]]], watermarks: dict[int, int],
-                   plan: str, plain: Callable[[Any], Any]) -> dict[str, Any]:
-    """The batch evaluations of one run (the payload of a ``spark.batch_evaluation`` event).
-
-    ``run_query(df)`` applies the user's ``query``; ``plan`` is the streaming query's analysed
-    plan (:func:`analyse_plan`); ``watermarks`` the watermark in force per batch (ms).
-    """
-    info = analyse_plan(plan, columns)
-    out: dict[str, Any] = {"applicable": info["applicable"], "reason": info["reason"],
-                           "event_time": info["event_time"],
-                           "watermarks": {str(b): w for b, w in sorted(watermarks.items())}}
-    if not info["applicable"]:
-        return out
-    col = list(columns).index(info["event_time"]) if info["event_time"] else None
-    on, late = classify_rows(batches, col, watermarks)
-    out.update(on_time_rows=len(on), late=[{"batch": b, "row": plain(list(r))} for b, r in late])
-
-    def run(rows: list[tuple[Any, ...]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        df = spark.createDataFrame(rows, schema)
-        res = run_query(df)
-        fields = [{"name": f.name, "type": f.dataType.simpleString(), "metadata": dict(f.metadata or {})}
-                  for f in res.schema.fields]
-        return [plain(r) for r in res.collect()], fields
-
-    variants: list[dict[str, Any]] = []
-    try:
-        rows0, fields = run(on)
-        variants.append({"late": [], "rows": rows0})
-        if late:
-            variants.append({"late": list(range(len(late))), "rows": run(on + [r for _, r in late])[0]})
-            if len(late) > 1:
-                for i, (_, r) in enumerate(late[:MAX_SINGLE_LATE]):
-                    variants.append({"late": [i], "rows": run([*on, r])[0]})
-    except Exception as e:  # the query has no batch meaning (a streaming-only operator)
-        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
-        out.update(applicable=False, reason=f"the query cannot run as a batch job: {type(e).__name__}: {first[:300]}")
-        return out
-    out.update(fields=fields, variants=variants)
-    return out
 
 
 # ----------------------------------------------------------------------------- replay side
@@ -301,51 +157,39 @@ def _value(row: dict[str, Any], col: str) -> Any:
     return row.get(col)
 
 
-def _covered(late: int, singles: int, touching: int) -> bool:
-    """Whether the evaluations (none, all, each late row alone) cover every subset of the late rows
-    that change one key or row: always for up to two late rows, else when every late row was
-    evaluated alone and at most one of them changes it.
-
-    Examples
-    --------
-    >>> _covered(2, 2, 2), _covered(5, 5, 1), _covered(5, 5, 2), _covered(9, 8, 1)
-    (True, True, False, False)
-    """
-    return late <= 2 or (singles == late and touching <= 1)
+def _variant(ev: dict[str, Any], mode: str | None) -> dict[str, Any] | None:
+    """The evaluation the run is judged against: by Spark's lateness rule, the one for the run's
+    output mode (an event from before the rule: its only evaluation, when it had no late row)."""
+    variants = ev.get("variants") or []
+    if "rule" not in ev:
+        return variants[0] if variants and not ev.get("late") else None
+    return next((v for v in variants if mode in (v.get("modes") or [])), None)
 
 
 def _judge(name: str, run: str, ev: dict[str, Any], output: list[dict[str, Any]], header: dict[str, Any],
-           seq: int, undecided: list[str]) -> Check | None:
-    """One run's output against its batch evaluations; None when it agrees. A key (or row) that
-    agrees with no evaluation while untried subsets of its late rows remain is added to
-    ``undecided`` instead of being called a violation."""
+           seq: int) -> Check | None:
+    """One run's output against the batch job over the rows Spark's lateness rule keeps; None when
+    it agrees."""
     cfg = header.get("config") or {}
     key = [str(k) for k in cfg.get("key") or []]
     mode = cfg.get("output_mode")
-    variants = ev.get("variants") or []
+    v = _variant(ev, mode)
+    if v is None:
+        return Check.unchecked(name, f"the {run} run's batch evaluation has none for {mode} mode by Spark's lateness "
+                                     "rule (recorded before the rule: record the query again)")
     names = [f["name"] for f in ev.get("fields") or []]
     cols = [c for c in names if not output or c in output[0]]
     if not set(key) <= set(cols):
         return Check.not_applicable(name, f"the {run} output's rows do not carry the query's columns "
                                           f"{key} (a sink of the user's own)")
-    late = ev.get("late") or []
-    singles = [i for i, v in enumerate(variants) if len(v.get("late") or []) == 1]
+    rule = f" ({ev['rule']})" if ev.get("rule") else ""
     if mode in ("update", "complete"):
-        got = final_table(output, key, cols)
-        tables = [final_table(v["rows"], key, cols) for v in variants]
-        for k in sorted(set(got) | set().union(*[set(t) for t in tables])):
-            options = {t.get(k) for t in tables}
-            if got.get(k) in options:
-                continue
-            touching = sum(1 for i in singles if tables[i].get(k) != tables[0].get(k))
-            if late and not _covered(len(late), len(singles), touching):
-                undecided.append(f"{run} key {k}")
-                continue
-            want = tables[0].get(k)
-            return Check.violated(name, f"{run} run: key {k} is {got.get(k) or 'missing'} in the final table; the "
-                                        f"batch job over the on-time rows gives {want or 'no row'}"
-                                        + (f" ({len(late)} late row(s) considered with and without)" if late else ""),
-                                  offending_seq=seq)
+        got, want = final_table(output, key, cols), final_table(v["rows"], key, cols)
+        for k in sorted(set(got) | set(want)):
+            if got.get(k) != want.get(k):
+                return Check.violated(name, f"{run} run: key {k} is {got.get(k) or 'missing'} in the final table; the "
+                                            f"batch job over the rows Spark's lateness rule keeps gives "
+                                            f"{want.get(k) or 'no row'}{rule}", offending_seq=seq)
         return None
     bound, where = _bound_column(ev, header)
     if bound is None:
@@ -355,24 +199,20 @@ def _judge(name: str, run: str, ev: dict[str, Any], output: list[dict[str, Any]]
     wms = [int(w) for w in (ev.get("watermarks") or {}).values() if w is not None]
     last = max(wms) if wms else 0
     have = Counter(canon_row(r, cols) for r in output)
-    counts = [Counter(canon_row(r, cols) for r in v["rows"]) for v in variants]
+    want_n = Counter(canon_row(r, cols) for r in v["rows"])
     # copies written by the user's own sink are judged by the sink checks (its declared guarantee)
     own_sink = bool(cfg.get("user_sink"))
-    for row in sorted(set(have) | set().union(*[set(c) for c in counts])):
-        lo = min(c.get(row, 0) for c in counts)
-        hi = max(c.get(row, 0) for c in counts)
-        touching = sum(1 for i in singles if counts[i].get(row, 0) != counts[0].get(row, 0))
-        if late and not _covered(len(late), len(singles), touching) and (have.get(row, 0) > hi or have.get(row, 0) < lo):
-            undecided.append(f"{run} row {row}")
-            continue
-        if have.get(row, 0) > hi and not (own_sink and hi > 0):  # a user's sink: its copies are its own
+    for row in sorted(set(have) | set(want_n)):
+        if have.get(row, 0) > want_n.get(row, 0) and not (own_sink and want_n.get(row, 0) > 0):
             return Check.violated(name, f"{run} run: output row {row} is there {have[row]} time(s); the batch job "
-                                        f"over the on-time rows gives it {hi} time(s)", offending_seq=seq)
+                                        f"over the rows Spark's lateness rule keeps gives it {want_n.get(row, 0)} "
+                                        f"time(s){rule}", offending_seq=seq)
         ms = _ms(_value(json.loads(row), bound))
-        if ms is not None and ms <= last and have.get(row, 0) < lo:
+        if ms is not None and ms <= last and have.get(row, 0) < want_n.get(row, 0):
             return Check.violated(name, f"{run} run: row {row} is final by the last watermark ({bound} <= "
-                                        f"{last} ms, bound from {where}) and the batch job gives it {lo} time(s); "
-                                        f"the output has it {have.get(row, 0)} time(s)", offending_seq=seq)
+                                        f"{last} ms, bound from {where}) and the batch job gives it "
+                                        f"{want_n.get(row, 0)} time(s); the output has it {have.get(row, 0)} "
+                                        f"time(s){rule}", offending_seq=seq)
     return None
 
 
@@ -392,13 +232,14 @@ def batch_equivalent(header: dict[str, Any], events: list[dict[str, Any]]) -> Ch
     outputs = {"reference": None if ref is None else (ref.get("output"), int(ref["seq"])),
                "final": None if fin is None else (fin.get("rows"), int(fin["seq"]))}
     judged: list[str] = []
-    undecided: list[str] = []
     seen: set[str] = set()
     own_sink = bool((header.get("config") or {}).get("user_sink"))
     for ev in evals:
         run = str(ev.get("run"))
         if not ev.get("applicable"):
             return Check.not_applicable(name, str(ev.get("reason")))
+        if ev.get("undecided"):
+            return Check.unchecked(name, f"{run} run: {ev['undecided']}")
         got = outputs.get(run)
         if got is None or got[0] is None:
             continue
@@ -407,18 +248,18 @@ def batch_equivalent(header: dict[str, Any], events: list[dict[str, Any]]) -> Ch
             continue
         seen.add(run)
         output = list(got[0])
-        bad = _judge(name, run, ev, output, header, got[1], undecided)
+        bad = _judge(name, run, ev, output, header, got[1])
         if bad is not None:
             return bad
-        judged.append(f"{run} ({len(output)} row(s); {ev.get('on_time_rows')} input row(s) on time, "
-                      f"{len(ev.get('late') or [])} late)")
+        judged.append(f"{run} ({len(output)} row(s); {ev.get('on_time_rows')} input row(s) kept, "
+                      f"{ev.get('dropped_rows', len(ev.get('late') or []))} dropped as late"
+                      + (f", {ev['partly_counted_rows']} counted in some windows only"
+                         if ev.get("partly_counted_rows") else "") + ")")
     if not judged:
         return Check.unchecked(name, "batch evaluations recorded but no output of the same run to judge")
-    if undecided:
-        return Check.unchecked(name, f"{len(undecided)} key(s)/row(s) agree with no evaluation and several late rows "
-                                     f"touch them, not every subset of which was evaluated: {undecided[0]}")
-    return Check.held(name, "equal to the query run as a batch job over the on-time input: " + "; ".join(judged),
-                      examined=len(judged))
+    rule = next((str(e["rule"]) for e in evals if e.get("rule")), "")
+    return Check.held(name, "equal to the query run as a batch job over the input rows Spark's lateness rule keeps"
+                      + (f" ({rule})" if rule else "") + ": " + "; ".join(judged), examined=len(judged))
 
 
 def release_differential(header: dict[str, Any], events: list[dict[str, Any]]) -> Check | None:
