@@ -20,6 +20,7 @@ Examples
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from hypothesis import HealthCheck, settings
 
@@ -36,6 +37,7 @@ __all__ = [
     "load_profile",
     "seed",
     "seed_text",
+    "pin_constants",
 ]
 
 #: Examples per property, by the name users type.
@@ -80,6 +82,42 @@ def _derandomize() -> bool:
         return True
 
 
+def pin_constants() -> bool:
+    """Keep Hypothesis from drawing the literals of the modules loaded so far: the seed alone then
+    decides the examples (not which modules happen to be imported). Idempotent.
+
+    Hypothesis (6.131 and later) collects the constants of every *local* module in ``sys.modules``
+    into a pool it draws from now and then; it has no setting to turn that off, so its collector is
+    replaced by one that returns an empty pool (the built-in constants stay). Returns False when
+    the installed Hypothesis has no such collector (nothing to pin).
+
+    Examples
+    --------
+    >>> pin_constants(), pin_constants()
+    (True, True)
+    """
+    try:
+        from hypothesis.internal.conjecture import providers
+    except ImportError:  # pragma: no cover - a Hypothesis without the module
+        return False
+    collector = getattr(providers, "_get_local_constants", None)
+    if collector is None or not hasattr(providers, "Constants"):
+        return False
+    if getattr(collector, "_rollcheck_pinned", False):
+        return True
+    empty = providers.Constants()
+
+    def no_local_constants() -> Any:
+        return empty
+
+    no_local_constants._rollcheck_pinned = True  # type: ignore[attr-defined]
+    providers._get_local_constants = no_local_constants
+    cache = getattr(providers, "CONSTANTS_CACHE", None)
+    if cache is not None:  # choices cached from a pool that held local constants
+        cache.cache.clear()
+    return True
+
+
 for _name, _n in PROFILES.items():
     settings.register_profile(
         PREFIX + _name, max_examples=_n, deadline=None, derandomize=_derandomize(),
@@ -106,7 +144,9 @@ def registered(name: str) -> str:
 
 
 def profile_settings(name: str | None = None) -> settings:
-    """The :class:`hypothesis.settings` of rollcheck's profile ``name`` (not loaded globally)."""
+    """The :class:`hypothesis.settings` of rollcheck's profile ``name`` (not loaded globally);
+    pins the constant pool (:func:`pin_constants`)."""
+    pin_constants()
     return settings.get_profile(hypothesis_name(name))
 
 
@@ -118,5 +158,6 @@ def active_profile() -> str:
 def load_profile(name: str | None = None) -> str:
     """Activate rollcheck's profile ``name`` (or the environment's) and return its short name."""
     short = short_name(name or active_profile())
+    pin_constants()
     settings.load_profile(PREFIX + short)
     return short
