@@ -1,0 +1,133 @@
+"""PyFlink: ``KeyedStream.sum`` (``reduce`` underneath) starts over when a job is restored from a savepoint.
+
+Two submissions of the same job (every operator has a uid). The first counts records per key with
+``key_by(...).sum(1)`` and is stopped with a savepoint part-way; the second is restored from that
+savepoint and reads the rest of the input. Each key's final count should be the number of all
+its records; it is only the number read after the restore.
+
+No failure is involved: the random state name is drawn again in the new submission's tasks, so a
+fix that draws it once per submission (on the client) would not help here either.
+
+Usage (with the Python of a PyFlink installation)::
+
+    python pyflink-reduce-savepoint.py [--mode process|thread] [--records N]
+
+Exit 1 if a final count is wrong, 0 if all are right.
+"""
+
+import argparse
+import os
+import shutil
+import site
+import sys
+import tempfile
+import time
+
+from pyflink.common import Configuration, Encoder, Types, WatermarkStrategy
+from pyflink.datastream import CheckpointingMode, StreamExecutionEnvironment
+from pyflink.datastream.connectors.file_system import FileSink
+from pyflink.datastream.connectors.number_seq import NumberSequenceSource
+from pyflink.datastream.functions import MapFunction, RuntimeContext
+from pyflink.version import __version__
+
+KEYS = 3
+
+
+class Paced(MapFunction):
+    """Passes records on, 10 ms each, and writes how many it has seen to ``progress``."""
+
+    def __init__(self, progress):
+        self.progress = progress
+
+    def open(self, runtime_context: RuntimeContext):
+        self.n = 0
+
+    def map(self, i):
+        self.n += 1
+        time.sleep(0.01)
+        with open(self.progress, "w") as f:
+            f.write(str(self.n))
+        return f"k{i % KEYS}", 1
+
+
+def submit(mode, records, work, run, restore=None):
+    """Builds the job (its output in ``work/run``) and submits it; returns the job client."""
+    conf = Configuration()
+    settings = {
+        "python.execution-mode": mode,
+        "python.executable": sys.executable,
+        "python.fn-execution.bundle.size": "10",  # small bundles: a savepoint completes while records flow
+        "state.backend.type": "hashmap",
+    }
+    if restore:
+        settings["execution.state-recovery.path"] = restore  # Flink 2.x
+        settings["execution.savepoint.path"] = restore  # Flink 1.x
+    for key, value in settings.items():
+        conf.set_string(key, value)
+    env = StreamExecutionEnvironment.get_execution_environment(conf)
+    env.set_parallelism(1)
+    env.enable_checkpointing(500, CheckpointingMode.EXACTLY_ONCE)
+    (env.from_source(NumberSequenceSource(0, records - 1), WatermarkStrategy.no_watermarks(), "numbers",
+                     type_info=Types.LONG()).uid("numbers")
+     .map(Paced(os.path.join(work, run + ".progress")), output_type=Types.TUPLE([Types.STRING(), Types.LONG()]))
+     .uid("paced")
+     .key_by(lambda r: r[0], key_type=Types.STRING())
+     .sum(1).uid("count")
+     .map(lambda r: f"{r[0]} {r[1]}", output_type=Types.STRING()).uid("format")
+     .sink_to(FileSink.for_row_format(os.path.join(work, run), Encoder.simple_string_encoder()).build())
+     .uid("sink"))
+    return env.execute_async(f"reduce-savepoint-{run}")
+
+
+def totals(folder):
+    """The last count per key that ``folder``'s committed files hold (counts only grow)."""
+    last = {}
+    for root, _, files in os.walk(folder):
+        for name in files:
+            if not name.startswith("."):  # in-progress files are hidden
+                with open(os.path.join(root, name)) as f:
+                    for line in f:
+                        key, count = line.split()
+                        last[key] = max(last.get(key, 0), int(count))
+    return last
+
+
+def stop_with_savepoint(client, folder):
+    try:
+        return client.stop_with_savepoint(False, folder).result()
+    except Exception:  # Flink 2.x: the Java method also takes the savepoint format
+        from pyflink.java_gateway import get_gateway
+        canonical = get_gateway().jvm.org.apache.flink.core.execution.SavepointFormatType.CANONICAL
+        return client._j_job_client.stopWithSavepoint(False, folder, canonical).get()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--mode", choices=("process", "thread"), default="process")
+    ap.add_argument("--records", type=int, default=600)
+    args = ap.parse_args()
+    os.environ["PYTHONPATH"] = os.pathsep.join(site.getsitepackages())  # for thread mode's embedded Python
+    work = tempfile.mkdtemp(prefix="reduce-savepoint-")
+    t0 = time.time()
+    first = submit(args.mode, args.records, work, "first")
+    progress = os.path.join(work, "first.progress")
+    while not os.path.exists(progress) or int(open(progress).read() or 0) < args.records // 3:
+        time.sleep(0.1)
+    savepoint = stop_with_savepoint(first, "file://" + os.path.join(work, "savepoints"))
+    before = totals(os.path.join(work, "first"))
+    print(f"pyflink {__version__}, python.execution-mode={args.mode}, {args.records} records")
+    print(f"first submission stopped with a savepoint ({savepoint}) after counting {before}")
+    submit(args.mode, args.records, work, "second", restore=savepoint).get_job_execution_result().result()
+    after = totals(os.path.join(work, "second"))
+    print(f"second submission, restored from the savepoint, ends with {after} ({time.time() - t0:.1f} s in all)")
+    wrong = 0
+    for k in range(KEYS):
+        key, expected = f"k{k}", len(range(k, args.records, KEYS))
+        wrong += after.get(key) != expected
+        print(f"{key}: expected {expected}, got {after.get(key)}{'' if after.get(key) == expected else '  <-- WRONG'}")
+    shutil.rmtree(work, ignore_errors=True)
+    return 1 if wrong else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
