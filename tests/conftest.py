@@ -3,6 +3,8 @@
 - Activates the Hypothesis profile named by ROLLCHECK_PROFILE (ci by default).
 - ``chromium``: headless Chromium as a reader meets a page (skips without it, fails under
   ``CI=true``; ``make chromium`` installs it).
+- Under ``CI=true`` every skip for a missing engine environment (PyFlink, a JDK, TLC, pip's package
+  index) fails the test instead (:data:`ENGINE_MISSING`).
 - No leftovers: ``make test`` points ``TMPDIR`` at a fresh folder and names it in
   ``ROLLCHECK_CHECK_TMPDIR``; when the whole run is over, anything left in it other than pytest's
   own ``pytest-of-*`` folder (and the JVM's ``hsperfdata_*``) fails the run, naming what was left.
@@ -14,7 +16,8 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Generator
+from typing import Any
 
 import pytest
 
@@ -47,6 +50,34 @@ def chromium() -> Callable[..., subprocess.CompletedProcess[str]]:
                                   capture_output=True, text=True, timeout=120, env=env, start_new_session=True)
 
     return run
+
+
+#: How a real-engine test words a skip for a missing engine environment (PyFlink, a JDK, TLC, pip's
+#: package index, Chromium). Under ``CI=true`` such a skip fails the test instead: a CI run must not
+#: pass by leaving its engines out.
+ENGINE_MISSING = ("no PyFlink environment", "PyFlink is not installed", "no flink-dist jar", "javac/jar not found",
+                  "pip cannot reach the package index", "no java", "no TLC", "headless Chromium not found")
+
+
+def skip_reason(report: pytest.TestReport) -> str:
+    """The reason of a skipped test's report (``""`` when it carries none)."""
+    lr = report.longrepr
+    if isinstance(lr, tuple) and len(lr) == 3:
+        return str(lr[2]).removeprefix("Skipped: ")
+    return str(lr or "")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
+    """Under ``CI=true``, a skip for a missing engine environment (:data:`ENGINE_MISSING`) fails."""
+    outcome = yield
+    report = outcome.get_result()
+    if not report.skipped or hasattr(report, "wasxfail") or os.environ.get("CI") != "true":
+        return
+    reason = skip_reason(report)
+    if any(w in reason for w in ENGINE_MISSING):
+        report.outcome = "failed"
+        report.longrepr = f"CI=true: a missing engine environment fails the run instead of skipping: {reason}"
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
