@@ -277,6 +277,8 @@ def plan_rule(plan: str, sources: Sequence[str]) -> LateRule:
     rule = LateRule()
     if p.root is None:
         return rule
+    if p.unmapped:
+        return LateRule(False, "a streaming relation of the plan reads no folder named after a source")
     for n in _walk(p.root):
         m = _WATERMARK.search(n.text) if n.name == "EventTimeWatermark" else None
         if m:
@@ -287,8 +289,6 @@ def plan_rule(plan: str, sources: Sequence[str]) -> LateRule:
             if rule.watermarked.get(src[0], src[1]) != src[1]:
                 return LateRule(False, f"two watermarks on source {src[0]} ({rule.watermarked[src[0]]}, {src[1]})")
             rule.watermarked[src[0]] = src[1]
-    if p.unmapped:
-        return LateRule(False, "a streaming relation of the plan reads no folder named after a source")
     ops = [n for n in _walk(p.root) if n.name in _STATEFUL and p.streaming(n)
            and (n.name != "Join" or all(p.streaming(c) for c in n.children))]
     if not ops:

@@ -88,7 +88,7 @@ def count_late_row(trace: Trace) -> tuple[list[str], int]:
     events = copy.deepcopy(trace.events)
     fin = _index(events, "output_final")
     ev = next((e for e in events if base_kind(e["kind"]) == "batch_evaluation" and e.get("run") == "final"), None)
-    if fin is None or ev is None or not ev.get("late"):
+    if fin is None or ev is None or not (ev.get("late") or ev.get("dropped")):
         raise InvalidInputError("the trace's final run has no late input row (record a query with late rows, "
                                 "e.g. tests/queries/late_rows.py)")
     key = _key(trace.header)
