@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -173,13 +174,18 @@ def _header(trace: Path) -> dict[str, Any]:
 
 
 def shrink_finding(cell: Cell, cfg: dict[str, Any], out: Path, check: str, full: int, *, runs: int = 4,
-                   run: Callable[[Path, dict[str, Any]], Report] | None = None) -> dict[str, Any]:
+                   run: Callable[[Path, dict[str, Any]], Report] | None = None,
+                   sources: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Minimise a finding by re-running: the fewest first records of the job's input that still
     violate ``check`` (the core's bisection, :func:`rollcheck.pyimpl.matrix.shrink.bisect_fewest`).
 
     A bisection between 1 (never tried: a run needs records to fail in) and ``full`` (the cell's
     input, which showed the finding), halving first; at most ``runs`` re-runs, each a real
     recording decided by the same replay. A re-run that cannot be decided counts as not showing it.
+    A job with several input streams (``sources``: the trace header's names and records per source)
+    first tries each source left out, the last first, while another source with records remains:
+    a source whose absence still shows the finding stays out (``drop_sources``), and the bisection
+    then runs over the sequence of the sources kept; these tries come out of the same ``runs``.
 
     Parameters
     ----------
@@ -199,8 +205,9 @@ def shrink_finding(cell: Cell, cfg: dict[str, Any], out: Path, check: str, full:
     Returns
     -------
     dict
-        ``{"check", "from", "records", "trace", "runs": [{"records", "verdict", "violated"}]}``;
-        ``records`` is the smallest input that showed the finding (``full`` if none smaller did).
+        ``{"check", "from", "records", "trace", "runs": [{"records", "verdict", "violated"}],
+        "drop_sources"}``; ``records`` is the smallest input that showed the finding (``full`` if
+        none smaller did), ``drop_sources`` the sources left out (a run's entry names its own).
 
     Examples
     --------
@@ -220,21 +227,43 @@ def shrink_finding(cell: Cell, cfg: dict[str, Any], out: Path, check: str, full:
             return _report(trace, cell.module)
 
     traces: dict[int, str] = {}
+    dropped: list[str] = []
 
-    def shows(n: int) -> tuple[bool, dict[str, Any]]:
-        trace = out / f"{cell.ident}.shrink-{n}.jsonl"
+    def attempt(n: int, drop: list[str], tag: str) -> tuple[bool, dict[str, Any], str]:
+        trace = out / f"{cell.ident}.shrink-{tag}.jsonl"
+        c = dict(cfg, max_records=n, **({"drop_sources": drop} if drop else {}))
         try:
-            rep = run(trace, dict(cfg, max_records=n))
+            rep = run(trace, c)
             bad = _violated(rep)
             verdict = classify(rep)["verdict"] if rep.checks else "inconclusive"
         except InconclusiveError as e:
             bad, verdict = set(), f"inconclusive ({e})"
-        if check in bad:
-            traces[n] = str(trace)
-        return check in bad, {"records": n, "verdict": verdict, "violated": sorted(bad)}
+        entry = {"records": n, "verdict": verdict, "violated": sorted(bad),
+                 **({"drop_sources": list(drop)} if drop else {})}
+        return check in bad, entry, str(trace)
 
-    best, tries = bisect_fewest(full, shows, runs)
-    return {"check": check, "from": full, "records": best, "trace": traces.get(best), "runs": tries}
+    source_tries: list[dict[str, Any]] = []
+    names = list((sources or {}).get("names") or [])
+    counts = dict(zip(names, [int(x) for x in (sources or {}).get("records") or []], strict=False))
+    for name in names[::-1]:
+        kept = [n for n in names if n != name and n not in dropped and counts.get(n)]
+        if len(source_tries) >= runs - 1 or not counts.get(name) or not kept:
+            continue
+        ok, entry, trace = attempt(sum(counts[n] for n in kept), [*dropped, name], "without-" + re.sub(r"[^A-Za-z0-9_.-]", "_", name))
+        source_tries.append(entry)
+        if ok:
+            dropped.append(name)
+    full = sum(counts[n] for n in names if n not in dropped) if dropped else full
+
+    def shows(n: int) -> tuple[bool, dict[str, Any]]:
+        ok, entry, trace = attempt(n, dropped, str(n))
+        if ok:
+            traces[n] = trace
+        return ok, entry
+
+    best, tries = bisect_fewest(full, shows, runs - len(source_tries))
+    return {"check": check, "from": full, "records": best, "trace": traces.get(best), "runs": source_tries + tries,
+            "drop_sources": dropped}
 
 
 class FlinkAdapter(EngineAdapter):
@@ -350,14 +379,16 @@ class FlinkAdapter(EngineAdapter):
         few: int | None = None
         extra: dict[str, Any] = {}
         if cell.module != "wordcount" and self.shrink_runs > 0 and rep.root_cause is not None:
-            extra["shrink"] = shrink_finding(cell, cfg, out, rep.root_cause.name, full, runs=self.shrink_runs)
-            if extra["shrink"]["records"] < full:
+            extra["shrink"] = shrink_finding(cell, cfg, out, rep.root_cause.name, full, runs=self.shrink_runs,
+                                             sources=replayed.header.get("sources"))
+            drop = extra["shrink"]["drop_sources"]
+            if extra["shrink"]["records"] < full or drop:
                 few = extra["shrink"]["records"]
                 fail_at = max(1, int(few * float(cfg.get("fail_at_fraction", 0.5))))
         shown_by = extra["shrink"]["trace"] if few is not None else entry.get("trace")
         expected = expected_of(shown_by, {c.name for c in rep.checks if c.status is Status.VIOLATED})
         script = write_reproducer(cell, cfg, out / f"{cell.ident}.repro.py", rep, records=few, fail_at=fail_at,
-                                  expected=expected)
+                                  expected=expected, drop=(extra.get("shrink") or {}).get("drop_sources"))
         extra["reproducer"] = str(script)
         if self.run_reproducer:  # with the PyFlink environment's Python, as a user would (isolated mode)
             from rollcheck.flink_replay.environment import find_flink

@@ -685,6 +685,8 @@ def build_trace(run: str | Path, out: str | Path, *, env_version: str = "?") -> 
         header["user_state_log"] = True
         if info.get("sources"):  # SOURCES: the names and each one's records in the run's input
             header["sources"] = {"names": info["sources"]["names"], "records": info["sources"]["records"]}
+            if cfg.get("drop_sources"):  # a finding being shrunk without these sources
+                header["config"]["drop_sources"] = list(cfg["drop_sources"])
     restored = None
     # the engine-neutral core next to the flink.* kinds (for `rollcheck check trace`): a
     # `checkpoint` of every task per completed checkpoint (index = its ordinal), and after the

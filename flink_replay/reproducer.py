@@ -75,6 +75,23 @@ RECORDS = {records!r}  # {records_text}
 # The final table (per KEY its last row) the failure-free run of the first RECORDS records must give
 # (None: only the two runs are compared), from {expected_from}.
 EXPECTED = {expected!r}
+# A job with several input streams (SOURCES): its sources left out ({drop_text}), and the order of
+# its one sequence of records (one character per record, "0" + the index of its source)
+DROP = {drop!r}
+ORDER = None
+
+
+def sequence(names, per_source, n):
+    """Every source's records in one sequence, merged in proportion (as rollcheck runs them)."""
+    from fractions import Fraction
+    lists = [[] if name in DROP else list(per_source.get(name) or []) for name in names]
+    spots = sorted((Fraction(2 * i + 1, 2 * len(x)), s) for s, x in enumerate(lists) for i in range(len(x)))
+    order = [s for _, s in spots][:n]
+    nxt, recs = [0] * len(names), []
+    for s in order:
+        recs.append(lists[s][nxt[s]])
+        nxt[s] += 1
+    return recs, "".join(chr(48 + s) for s in order)
 
 
 def run(ns, recs, out, par, fail, restore=None, restarts=True):
@@ -120,16 +137,35 @@ def run(ns, recs, out, par, fail, restore=None, restarts=True):
             if fail and self.n * par >= FAIL_AT and not os.path.exists(marker):
                 if time.time() < self.first + 3 * INTERVAL_MS / 1000:
                     time.sleep(0.05)  # slow down until checkpoints completed, then fail
-                    return recs[i]
+                    return emit(i)
                 try:
                     os.close(os.open(marker, os.O_CREAT | os.O_EXCL))
                 except FileExistsError:
-                    return recs[i]
+                    return emit(i)
                 raise RuntimeError("injected failure at record %d" % i)
-            return recs[i]
+            return emit(i)
+
+    def emit(i):  # one source: the record; several: its number in the sequence, split below
+        return recs[i] if ORDER is None else i
 
     ds = env.from_source(NumberSequenceSource(0, len(recs) - 1), WatermarkStrategy.no_watermarks(), "src",
-                         type_info=Types.LONG()).map(Pace())
+                         type_info=Types.LONG())
+    ds = ds.map(Pace()) if ORDER is None else ds.map(Pace(), output_type=Types.LONG())
+    if ORDER is not None:  # SOURCES: one stream per source name, split off the one sequence
+        from pyflink.datastream.functions import FilterFunction
+
+        class OfSource(FilterFunction):
+            def __init__(self, mark):
+                self.mark = mark
+
+            def filter(self, i):
+                return ORDER[i] == self.mark
+
+        class Record(MapFunction):
+            def map(self, i):
+                return recs[i]
+
+        ds = {{name: ds.filter(OfSource(chr(48 + s))).map(Record()) for s, name in enumerate(ns["SOURCES"])}}
     key = list(ns["KEY"]) if isinstance(ns["KEY"], (list, tuple)) else [ns["KEY"]]
     key = [list(ns["FIELDS"]).index(k) if isinstance(k, str) else k for k in key]  # names of FIELDS
     from pyflink.datastream.functions import KeyedProcessFunction
@@ -186,7 +222,11 @@ def main():
     os.environ["PYTHONPATH"] = os.pathsep.join(site.getsitepackages() + [os.environ.get("PYTHONPATH", "")])
     ns = {{"__name__": "flink_repro_job"}}
     exec(compile(JOB, "job", "exec"), ns)
-    recs = ns["records"](SEED)[: args.records]
+    global ORDER
+    if "SOURCES" in ns:
+        recs, ORDER = sequence(list(ns["SOURCES"]), ns["records"](SEED), args.records)
+    else:
+        recs = ns["records"](SEED)[: args.records]
     work = tempfile.mkdtemp(prefix="flink-repro-")
     try:
         try:
@@ -276,11 +316,13 @@ def expected_of(trace: Path | str | None, violated: set[str] | frozenset[str]) -
 
 
 def write_reproducer(cell: Any, cfg: dict[str, Any], path: Path, report: Any, *, records: int | None = None,
-                     fail_at: int | None = None, expected: dict[str, Any] | None = None) -> Path:
+                     fail_at: int | None = None, expected: dict[str, Any] | None = None,
+                     drop: list[str] | None = None) -> Path:
     """Write the standalone script for ``cell`` (a :class:`rollcheck.flink_replay.matrix.Cell`):
     ``records`` the first records it runs by default (None: all), ``fail_at`` the record the
     failure strikes at (default: the configuration's), ``expected`` the final table its failure-free
-    run must give (:func:`expected_of`)."""
+    run must give (:func:`expected_of`), ``drop`` the sources of a job with several input streams
+    it leaves out (a finding shrunk without them)."""
     source = WORDCOUNT_SOURCE if cell.module == "wordcount" else Path(cell.module).read_text()
     rc = report.root_cause
     finding = f"{rc.name}: {rc.detail}" if rc is not None else "not conformant"
@@ -295,7 +337,9 @@ def write_reproducer(cell: Any, cfg: dict[str, Any], path: Path, report: Any, *,
                                          else "all records"),
                            finding=finding.replace('"""', "'''")[:400], name=path.name, job_source=source,
                            rescale=rescale, seed=int(cfg.get("seed", 0)), rate=float(cfg.get("rate", 400.0)),
-                           expected=expected,
+                           expected=expected, drop=list(drop or []),
+                           drop_text=("left out by rollcheck's re-runs, which still showed the finding without "
+                                      "them" if drop else "none"),
                            expected_from=(expected["from"] if expected
                                           else "nowhere: the finding shows in the run with the failure"))
     tmp = path.with_name(path.name + ".partial")

@@ -17,7 +17,10 @@
   new name and never updates the restored one (as PyFlink's ``KeyedStream.reduce`` does, naming its
   state with a random UUID in ``open()``; caught by ``user-state-restored-once``);
 - ``duplicate-row``: one committed row of a user's job appears twice in the transactional sink's
-  output (caught by ``output-exactly-once``).
+  output (caught by ``output-exactly-once``);
+- ``lose-source-record``: a job with several input streams (``SOURCES``) restores one record fewer
+  of its last source than the checkpoint holds — a record of that stream lost on the restore
+  (caught by ``operator-state-restored``, which names the source).
 
 Both engines' tamper modules share one file-level interface: :data:`TAMPER_NAMES` and
 :func:`tamper_file` (``rollcheck.spark_replay.tamper`` has the same two).
@@ -39,7 +42,7 @@ TAMPERS = {"older-restore": "restore-latest-completed", "barrier-after-snapshot"
            "duplicate-key": "keyed-state-restored-once", "wrong-owner": "keyed-state-restored-once",
            "duplicate-row": "output-exactly-once", "lose-user-key-group": "user-state-restored-once",
            "duplicate-user-key-group": "user-state-restored-once", "corrupt-user-state": "user-state-restored-once",
-           "abandon-user-state": "user-state-restored-once"}
+           "abandon-user-state": "user-state-restored-once", "lose-source-record": "operator-state-restored"}
 
 
 def _keyed_restores(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -133,6 +136,22 @@ def _duplicate_row(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
         raise InvalidInputError("the trace has no committed transactional output")
     tx["lines"].append(tx["lines"][len(tx["lines"]) // 2])
     return events
+
+
+def _lose_source_record(head: dict[str, Any], events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The first source subtask after the failure that restored records of the last source
+    (``SOURCES``) restores one fewer."""
+    names = (head.get("sources") or {}).get("names") if isinstance(head.get("sources"), dict) else None
+    if not isinstance(names, list) or len(names) < 2:
+        raise InvalidInputError("the trace is not of a job with several input streams (no header \"sources\")")
+    last = len(names) - 1
+    for e in events:
+        if e["kind"] == "flink.restore" and e.get("attempt", 0) > 0 and e.get("task") == "source" \
+                and len(e.get("per_key") or []) == len(names) and e["per_key"][last] > 0:
+            e["per_key"][last] -= 1
+            e["records"] = int(e.get("records") or 0) - 1
+            return events
+    raise InvalidInputError(f"the trace has no source restore after a failure holding records of {names[last]!r}")
 
 
 def _older_restore(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -234,6 +253,8 @@ def tamper(src: str | Path, how: str, out: str | Path) -> str:
         events = _abandon_user_state(events)
     elif how == "duplicate-row":
         events = _duplicate_row(events)
+    elif how == "lose-source-record":
+        events = _lose_source_record(head, events)
     else:
         events = _drop_failure(events)
     for n, e in enumerate(events, start=1):
