@@ -10,7 +10,15 @@ update/complete mode, every row in append mode) and the error if the query faile
 
 The input is written as one JSON Lines file per micro-batch and read with ``maxFilesPerTrigger=1``
 (data batch *b* is Spark batch *b*); the query runs until every file is processed and the
-watermark-only batches that follow have run. ``--restart-after-batch K`` stops the query cleanly
+watermark-only batches that follow have run.
+
+A module with several sources (``SOURCES = {name: schema}``, ``batches(seed)`` a list of dicts
+``{name: rows}``, ``query(**{name: df})``) gets one file source per name reading ``in/<name>/``, and data batch *b+1*'s files are written only once every file written
+before is in a micro-batch's offsets (checked in the sources' logs of the checkpoint), from inside
+the sink of the batch that read them: a source with no rows in a data batch therefore has no new
+offset in that micro-batch. The JSON line then also says what every micro-batch read per source
+(``input_per_batch``, from the checkpoint's offsets) and whether that is the module's batches
+(``feed_aligned``). ``--restart-after-batch K`` stops the query cleanly
 once batch ``K`` committed and starts it again from the same checkpoint folder (a restore without
 a failure), which is all some restore bugs need. ``--kill-after-batch K`` runs the first ``K + 1``
 batches in a child driver, SIGKILLs it (driver and JVM) once they committed and restarts the
@@ -35,6 +43,7 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlparse
 
 __all__ = ["main"]
 
@@ -84,6 +93,112 @@ def _write_input(mod: Any, seed: int, folder: Path, upto: int | None = None) -> 
     return len(data)
 
 
+def _columns(schema: str) -> list[str]:
+    return [c.strip().split()[0] for c in schema.split(",")]
+
+
+def _plan(mod: Any, seed: int) -> list[dict[str, list[Any]]]:
+    """A several-source module's data batches without the ones where no source has a row (Spark
+    runs no micro-batch for them), each ``{name: rows}`` with every name of ``SOURCES``."""
+    plan = []
+    for b, batch in enumerate(mod.batches(seed)):
+        unknown = set(batch) - set(mod.SOURCES)
+        if unknown:
+            raise ValueError(f"batch {b} names sources {sorted(unknown)} that SOURCES does not declare")
+        if any(batch.values()):
+            plan.append({n: list(batch.get(n) or []) for n in mod.SOURCES})
+    return plan
+
+
+class _Feeder:
+    """Writes a several-source module's data batches into ``in/<name>/``, one batch at a time.
+
+    :meth:`step` writes the next data batch only when every file written so far is in the offsets
+    of a micro-batch (the file sources' logs in the checkpoint), so one micro-batch reads exactly
+    one data batch, and a source without rows in it has no new offset. It is called before a
+    query starts and from the sink, while no offsets are being planned.
+    """
+
+    def __init__(self, mod: Any, seed: int, work: Path, limit: int | None = None) -> None:
+        self.names = list(mod.SOURCES)
+        self.columns = {n: _columns(mod.SOURCES[n]) for n in self.names}
+        self.plan = _plan(mod, seed)
+        self.work, self.limit = work, limit
+        for n in self.names:
+            (work / "in" / n).mkdir(parents=True, exist_ok=True)
+        (work / "fed").mkdir(exist_ok=True)
+
+    def fed(self) -> int:
+        """How many data batches are written (a marker per batch, written after its files)."""
+        return len(list((self.work / "fed").glob("[0-9]*")))
+
+    def _logged(self) -> dict[int, dict[int, set[Path]]]:
+        """The file sources' logs in the checkpoint: source index -> log offset -> files."""
+        logs: dict[int, dict[int, set[Path]]] = {}
+        root = self.work / "checkpoint" / "sources"
+        for f in root.glob("*/*") if root.exists() else []:
+            if f.name.startswith(".") or not f.is_file() or not f.parent.name.isdigit():
+                continue
+            for line in f.read_text(encoding="utf-8").splitlines()[1:]:
+                e = json.loads(line)
+                path = Path(unquote(urlparse(e["path"]).path))
+                logs.setdefault(int(f.parent.name), {}).setdefault(int(e["batchId"]), set()).add(path)
+        return logs
+
+    def _offered(self) -> set[tuple[str, str]]:
+        """(source folder, file name) of every file a file source put into a micro-batch's offsets."""
+        return {(p.parent.name, p.name) for per in self._logged().values() for ps in per.values() for p in ps}
+
+    def step(self) -> bool:
+        """Write the next data batch if the ones written are all read; say whether it wrote."""
+        i = self.fed()
+        if i >= len(self.plan) or (self.limit is not None and i > self.limit):
+            return False
+        written = {(f.parent.name, f.name) for f in (self.work / "in").glob("*/batch-*.json")}
+        if written - self._offered():
+            return False
+        for n, rows in self.plan[i].items():
+            if not rows:
+                continue
+            f = self.work / "in" / n / f"batch-{i:05d}.json"
+            tmp = f.parent / f".{f.name}.tmp"  # hidden from the file source until complete
+            with open(tmp, "w", encoding="utf-8") as fh:
+                for r in rows:
+                    fh.write(json.dumps(dict(zip(self.columns[n], map(_input_value, r), strict=True))) + "\n")
+            os.replace(tmp, f)
+        (self.work / "fed" / f"{i:05d}").touch()
+        return True
+
+    def expected(self) -> list[dict[str, int]]:
+        """Rows per source of every data batch, as each micro-batch should read them."""
+        return [{n: len(rows) for n, rows in b.items()} for b in self.plan]
+
+    def observed(self) -> list[dict[str, int]]:
+        """Rows per source read by every committed micro-batch that read any, in batch order: the
+        checkpoint's offsets (one line per source after the version and metadata lines, ``-`` for
+        none yet) against the file sources' logs (the query's progress leaves out a source that an
+        empty relation replaced on some releases)."""
+        ck = self.work / "checkpoint"
+        logs = self._logged()
+        done = {int(f.name) for f in (ck / "commits").glob("[0-9]*")} if (ck / "commits").exists() else set()
+        prev: dict[int, int] = {}
+        out = []
+        for b in sorted(done):
+            got = {n: 0 for n in self.names}
+            for i, line in enumerate((ck / "offsets" / str(b)).read_text(encoding="utf-8").splitlines()[2:]):
+                if not line.strip().startswith("{"):
+                    continue
+                off = int(json.loads(line)["logOffset"])
+                for lo in range(prev.get(i, -1) + 1, off + 1):
+                    for path in logs.get(i, {}).get(lo, set()):
+                        local = self.work / "in" / path.parent.name / path.name
+                        got[path.parent.name] += len(local.read_text(encoding="utf-8").splitlines())
+                prev[i] = off
+            if any(got.values()):
+                out.append(got)
+        return out
+
+
 def _session(provider: str, work: Path) -> Any:
     from pyspark.sql import SparkSession
 
@@ -107,10 +222,18 @@ def _session(provider: str, work: Path) -> Any:
     return spark
 
 
-def _run_once(spark: Any, mod: Any, work: Path, stop_after: int | None, keep: bool = False) -> None:
-    df = (spark.readStream.schema(mod.SCHEMA).option("maxFilesPerTrigger", 1)
-          .option("timestampFormat", "yyyy-MM-dd'T'HH:mm:ss.SSSSSS").option("mode", "FAILFAST")
-          .json(str(work / "in")))
+def _reader(spark: Any, schema: str) -> Any:
+    return (spark.readStream.schema(schema).option("timestampFormat", "yyyy-MM-dd'T'HH:mm:ss.SSSSSS")
+            .option("mode", "FAILFAST"))
+
+
+def _run_once(spark: Any, mod: Any, work: Path, stop_after: int | None, keep: bool = False,
+              feeder: _Feeder | None = None) -> None:
+    if feeder is None:
+        result = mod.query(_reader(spark, mod.SCHEMA).option("maxFilesPerTrigger", 1).json(str(work / "in")))
+    else:
+        feeder.step()
+        result = mod.query(**{n: _reader(spark, mod.SOURCES[n]).json(str(work / "in" / n)) for n in feeder.names})
     out = work / "out"
 
     def sink(batch_df: Any, batch_id: int) -> None:
@@ -119,8 +242,10 @@ def _run_once(spark: Any, mod: Any, work: Path, stop_after: int | None, keep: bo
         tmp = out / f".batch-{batch_id:05d}.tmp"
         tmp.write_text(json.dumps(rows), encoding="utf-8")
         os.replace(tmp, p)
+        if feeder is not None:
+            feeder.step()
 
-    q = (mod.query(df).writeStream.outputMode(mod.OUTPUT_MODE).foreachBatch(sink)
+    q = (result.writeStream.outputMode(mod.OUTPUT_MODE).foreachBatch(sink)
          .option("checkpointLocation", str(work / "checkpoint")).start())
     try:
         if stop_after is None:
@@ -181,11 +306,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--kill-after-batch", type=int, default=None)
     ap.add_argument("--workdir", default=None)
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--feed-limit", type=int, default=None, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.child:  # the driver that is killed: run what is there, say so, wait for the kill
         mod = _load(a.module)
         spark = _session(a.provider, Path(a.workdir))
-        _run_once(spark, mod, Path(a.workdir), None, keep=True)
+        child_feed = _Feeder(mod, a.seed, Path(a.workdir), a.feed_limit) if hasattr(mod, "SOURCES") else None
+        _run_once(spark, mod, Path(a.workdir), None, keep=True, feeder=child_feed)
         print("READY", flush=True)
         time.sleep(3600)
         return 0
@@ -199,23 +326,26 @@ def main(argv: list[str] | None = None) -> int:
     (work / "out").mkdir()
     t0 = time.time()
     killed = None
+    feeder = _Feeder(mod, a.seed, work) if hasattr(mod, "SOURCES") else None
     if a.kill_after_batch is not None:
-        _write_input(mod, a.seed, work / "in", upto=a.kill_after_batch)
+        if feeder is None:
+            _write_input(mod, a.seed, work / "in", upto=a.kill_after_batch)
         child = subprocess.Popen([sys.executable, os.path.abspath(__file__), a.module, "--child",
-                                  "--seed", str(a.seed), "--provider", a.provider, "--workdir", str(work)],
+                                  "--seed", str(a.seed), "--provider", a.provider, "--workdir", str(work),
+                                  "--feed-limit", str(a.kill_after_batch)],
                                  stdout=subprocess.PIPE, text=True, start_new_session=True)
         assert child.stdout is not None
         line = child.stdout.readline()
         os.killpg(child.pid, signal.SIGKILL)
         child.wait()
         killed = line.strip() == "READY"
-    n = _write_input(mod, a.seed, work / "in")
+    n = _write_input(mod, a.seed, work / "in") if feeder is None else len(mod.batches(a.seed))
     spark = _session(a.provider, work)
     error = None
     try:
         if a.restart_after_batch is not None:
-            _run_once(spark, mod, work, a.restart_after_batch)
-        _run_once(spark, mod, work, None)
+            _run_once(spark, mod, work, a.restart_after_batch, feeder=feeder)
+        _run_once(spark, mod, work, None, feeder=feeder)
     except Exception as e:  # the engine's failure is the observation, not a crash of this script
         error = _summary(f"{type(e).__name__}: {e}")
     rows: list[dict[str, Any]] = []
@@ -229,9 +359,13 @@ def main(argv: list[str] | None = None) -> int:
         for r in rows:
             last[json.dumps([r.get(k) for k in key], default=str)] = r
         table = sorted(last.values(), key=lambda r: json.dumps(r, sort_keys=True))
-    print(json.dumps({"engine": "spark", "version": pyspark.__version__, "provider": a.provider,
-                      "input_batches": n, "rows": table, "error": error, "killed_driver": killed,
-                      "seconds": round(time.time() - t0, 1)}, sort_keys=True))
+    report: dict[str, Any] = {"engine": "spark", "version": pyspark.__version__, "provider": a.provider,
+                              "input_batches": n, "rows": table, "error": error, "killed_driver": killed,
+                              "seconds": round(time.time() - t0, 1)}
+    if feeder is not None:  # what each micro-batch read per source, from the checkpoint
+        report["input_per_batch"] = feeder.observed()
+        report["feed_aligned"] = report["input_per_batch"] == feeder.expected() if error is None else None
+    print(json.dumps(report, sort_keys=True))
     spark.stop()
     if a.workdir is None:
         shutil.rmtree(work, ignore_errors=True)
