@@ -1,7 +1,10 @@
 """Running rollcheck's CLI in-process on one fuzzed input, and the contract it must keep.
 
 - :func:`run_cli` — ``rollcheck.cli.main.main(argv)`` in-process with stdout/stderr captured and
-  a hard per-input time bound (SIGALRM);
+  a hard per-input bound on the CPU time it uses (``ITIMER_PROF``), with a generous wall-clock
+  backstop (``ITIMER_REAL``): an input past its CPU time is an *unbounded run* (a finding); one cut
+  by the backstop before using its CPU time waited (a loaded machine, a blocked call) and is
+  *inconclusive* (``Outcome.overloaded``), never a finding;
 - :func:`check_outcome` — the contract on (possibly) bad input: exit 2 with **one** line naming
   the file (or flag) and the place, within a bounded time, nothing written, never a traceback,
   never exit 4; valid input may give 0, 1 or 3;
@@ -28,11 +31,13 @@ from typing import Any
 
 from rollcheck.fuzz.formats import FileFormat, ValueFormat
 
-__all__ = ["TIME_LIMIT", "Outcome", "run_cli", "check_outcome", "run_file_input",
+__all__ = ["TIME_LIMIT", "WALL_FACTOR", "Outcome", "run_cli", "check_outcome", "run_file_input",
            "run_options_input", "run_value_input"]
 
 TIME_LIMIT = 20.0
-"""Seconds one input may take in-process before it counts as an unbounded run."""
+"""CPU seconds one input may use in-process before it counts as an unbounded run."""
+WALL_FACTOR = 10.0
+"""The wall-clock backstop, as a multiple of the CPU limit: a run cut by it is inconclusive."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -41,7 +46,8 @@ TIME_LIMIT = 20.0
 
 
 class _Timeout(BaseException):
-    """Raised by SIGALRM inside the command: not an Exception, so main() does not map it."""
+    """Raised by a timer's signal inside the command: not an Exception, so main() does not map it.
+    ``args[0]`` is ``"cpu"`` (the CPU limit) or ``"wall"`` (the backstop)."""
 
 
 @dataclass
@@ -52,51 +58,82 @@ class Outcome:
     stdout: str
     stderr: str
     seconds: float
-    timed_out: bool = False
+    timed_out: bool = False  # past its CPU time: an unbounded run
     crashed: str | None = None  # an exception that escaped main() itself
+    cpu_seconds: float = 0.0
+    overloaded: bool = False  # cut by the wall backstop before using its CPU time: inconclusive
 
 
 @contextlib.contextmanager
-def _alarm(seconds: float) -> Iterator[None]:
+def _alarm(seconds: float, wall: float | None = None) -> Iterator[None]:
+    """At most ``seconds`` of this process's CPU time (``_Timeout("cpu")``) and ``wall`` seconds
+    of wall-clock time (``_Timeout("wall")``; default ``WALL_FACTOR * seconds``)."""
     if seconds <= 0 or not hasattr(signal, "setitimer"):
         yield
         return
+    wall = WALL_FACTOR * seconds if wall is None else wall
 
     def fire(signum: int, frame: Any) -> None:
-        raise _Timeout()
+        raise _Timeout("cpu" if signum == signal.SIGPROF else "wall")
 
-    old = signal.signal(signal.SIGALRM, fire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    old_prof = signal.signal(signal.SIGPROF, fire)
+    old_alrm = signal.signal(signal.SIGALRM, fire)
+    signal.setitimer(signal.ITIMER_PROF, seconds)
+    signal.setitimer(signal.ITIMER_REAL, max(wall, seconds))
     try:
         yield
     finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
         signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
+        signal.signal(signal.SIGPROF, old_prof)
+        signal.signal(signal.SIGALRM, old_alrm)
 
 
-def run_cli(argv: Sequence[str], time_limit: float = TIME_LIMIT) -> Outcome:
-    """Run ``rollcheck ARGV`` in-process; stdout/stderr captured; at most ``time_limit`` seconds."""
+def _cpu() -> float:
+    """CPU seconds used by this process and the children it waited for."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def run_cli(argv: Sequence[str], time_limit: float = TIME_LIMIT, wall_limit: float | None = None) -> Outcome:
+    """Run ``rollcheck ARGV`` in-process, stdout/stderr captured.
+
+    Parameters
+    ----------
+    argv : sequence of str
+        The command line.
+    time_limit : float
+        CPU seconds the run may use (past them: ``timed_out``, an unbounded run).
+    wall_limit : float, optional
+        Wall-clock backstop (default ``WALL_FACTOR * time_limit``); a run it cuts is
+        ``overloaded`` (inconclusive: the machine was busy or the run was blocked).
+
+    Returns
+    -------
+    Outcome
+    """
     from rollcheck.cli.main import EXIT_SIGINT, EXIT_SIGTERM, main
 
     out, err = io.StringIO(), io.StringIO()
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), _cpu()
     code: int | None = None
-    timed_out = False
+    timed_out = overloaded = False
     crashed = None
     try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), _alarm(time_limit):
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), _alarm(time_limit, wall_limit):
             code = main(list(argv))
     except SystemExit as e:  # argparse usage errors
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
-    except _Timeout:
-        timed_out = True
+    except _Timeout as e:
+        timed_out, overloaded = (True, False) if e.args[:1] == ("cpu",) else (False, True)
     except BaseException as e:  # noqa: BLE001 - anything escaping main() is a finding
         crashed = f"{type(e).__name__}: {e}"[:300]
     if code in (EXIT_SIGINT, EXIT_SIGTERM):  # the fuzzing itself was interrupted (no input exits so)
         from rollcheck.pyimpl.errors import TerminationRequested
 
         raise KeyboardInterrupt() if code == EXIT_SIGINT else TerminationRequested(signal.SIGTERM)
-    return Outcome(code, out.getvalue(), err.getvalue(), time.perf_counter() - t0, timed_out, crashed)
+    return Outcome(code, out.getvalue(), err.getvalue(), time.perf_counter() - t0, timed_out, crashed,
+                   cpu_seconds=_cpu() - c0, overloaded=overloaded)
 
 
 def _strict_json(text: str) -> Any:
@@ -115,7 +152,9 @@ def check_outcome(o: Outcome, *, names: Sequence[str], json_out: bool, out_dir: 
     nothing but ``allowed_inputs`` afterwards (no temporary file left next to the input).
     """
     if o.timed_out:
-        return f"unbounded run (over {o.seconds:.1f} s)"
+        return f"unbounded run (over {o.cpu_seconds:.1f} CPU s in {o.seconds:.1f} s)"
+    if o.overloaded:  # cut by the wall backstop before its CPU time: not a finding (inconclusive)
+        return None
     if o.crashed:
         return f"exception escaped main(): {o.crashed}"
     if "Traceback (most recent call last)" in o.stderr:
@@ -163,7 +202,7 @@ def _empty(d: Path) -> None:
 
 
 def run_file_input(fmt: FileFormat, command: list[str], data: bytes | str, workdir: Path,
-                   time_limit: float = TIME_LIMIT) -> tuple[Outcome, str | None]:
+                   time_limit: float = TIME_LIMIT, wall_limit: float | None = None) -> tuple[Outcome, str | None]:
     """Write ``data`` as the input (or use a folder / a missing path), run ``command``, check it.
 
     ``data`` may be the strings ``"directory"`` or ``"missing"`` for those special inputs.
@@ -179,7 +218,7 @@ def run_file_input(fmt: FileFormat, command: list[str], data: bytes | str, workd
         assert isinstance(data, bytes)
         path.write_bytes(data)
     argv = [a.replace("{input}", str(path)).replace("{out}", str(out_dir)) for a in command]
-    o = run_cli(argv, time_limit)
+    o = run_cli(argv, time_limit, wall_limit)
     # the message names the file, or the flag whose value the file does not support, or another
     # input file the command was given (a reference the trace does not fit)
     flags = [a for a in command if a.startswith("-") and a != "--json"]
@@ -189,9 +228,10 @@ def run_file_input(fmt: FileFormat, command: list[str], data: bytes | str, workd
     return o, problem
 
 
-def run_options_input(argv: list[str], workdir: Path, time_limit: float = TIME_LIMIT) -> tuple[Outcome, str | None]:
+def run_options_input(argv: list[str], workdir: Path, time_limit: float = TIME_LIMIT,
+                      wall_limit: float | None = None) -> tuple[Outcome, str | None]:
     """Run an options argv and check it; an exit-2 message must name a flag (``--…``)."""
-    o = run_cli(argv, time_limit)
+    o = run_cli(argv, time_limit, wall_limit)
     flags = [a.split("=")[0] for a in argv if a.startswith("--")] + ["rollcheck", "--"]
     problem = check_outcome(o, names=flags, json_out="--json" in argv, out_dir=None)
     return o, problem
@@ -206,8 +246,10 @@ def run_value_input(fmt: ValueFormat, text: str) -> str | None:
     try:
         with _alarm(fmt.time_limit):
             parse(text)
-    except _Timeout:
-        return f"unbounded parse (over {fmt.time_limit} s)"
+    except _Timeout as e:
+        if e.args[:1] == ("wall",):  # waited, did not compute: the machine's, not a finding
+            return None
+        return f"unbounded parse (over {fmt.time_limit} CPU s)"
     except InvalidInputError as e:
         if len(str(e)) > 2000:
             return f"message of {len(str(e))} characters"
