@@ -100,7 +100,14 @@ from rollcheck.spark_replay.query_failures import (
     release_ran,
 )
 from rollcheck.spark_replay.query_io import WORK_MARKER, WorkPaths, prepare_workdir
-from rollcheck.spark_replay.query_module import OUTPUT_MODES, UserQuery, ddl_columns, load_query
+from rollcheck.spark_replay.query_module import (
+    OUTPUT_MODES,
+    Batch,
+    UserQuery,
+    ddl_columns,
+    load_query,
+    total_rows,
+)
 from rollcheck.spark_replay.query_run import run_once as _run_once  # noqa: F401
 from rollcheck.spark_replay.query_state import (
     STATE_READER_SINCE,
@@ -209,7 +216,7 @@ def record_query(cfg: QueryConfig, out: str | Path, *, workdir: str | Path | Non
     if event_time is not None and (not isinstance(event_time, str) or not event_time.strip()):
         raise InvalidInputError("EVENT_TIME must name the output column that carries a row's event-time bound",
                                 source=uq.spec, location="EVENT_TIME")
-    paths = prepare_workdir(root, rows, uq.columns)
+    paths = prepare_workdir(root, rows, uq)
     release_ref = None
     if enabled and cfg.engine_version is not None and other != release and reference_from is not None:
         from rollcheck.spark_replay.trace import read_trace
@@ -223,14 +230,16 @@ def record_query(cfg: QueryConfig, out: str | Path, *, workdir: str | Path | Non
     if enabled and cfg.engine_version is not None and other != release and release_ref is None \
             and (cfg.reference or reference_from is not None):
         with environment_guard(root):  # oracles.release_differential: the failure-free run on R
-            release_ref = _release_reference(cfg, other, root / f"release-{other}", rows, uq.columns)
+            release_ref = _release_reference(cfg, other, root / f"release-{other}", rows, uq)
     header = {"source": "spark", "job": "query", "seed": cfg.seed, "processes": ["driver"],
               "engine_version": release,
               "config": {**asdict(cfg), "engine_version": release,
                          "reference_version": other if cfg.engine_version is not None else None,
                          "event_time": event_time, "key": uq.key, "output_mode": uq.output_mode, "schema": uq.schema,
+                         **({"sources": uq.sources} if uq.multi else {}),
                          "user_sink": uq.has_sink, "sink_guarantee": uq.sink_guarantee, "input_batches": len(rows),
-                         "input_rows": sum(len(b) for b in rows)}}
+                         "input_rows": total_rows(rows),
+                         "batch_rows": [{n: len(r) for n, r in b.items()} for b in rows]}}
     # OUT.partial until the run ends (then renamed); a refused query leaves no fragment, an
     # interrupted run leaves OUT as it was (pyimpl.partialfile)
     with partial_output(out) as partial, environment_guard(root):
@@ -309,13 +318,13 @@ def _record(cfg: QueryConfig, out: Path, root: Path, paths: WorkPaths, header: d
             "batches": n_rows, "children": children, "seed": cfg.seed}
 
 
-def _release_reference(cfg: QueryConfig, version: str, root: Path, rows: list[list[tuple[Any, ...]]],
-                       columns: list[str]) -> dict[str, Any]:
+def _release_reference(cfg: QueryConfig, version: str, root: Path, rows: list[Batch],
+                       uq: UserQuery) -> dict[str, Any]:
     """The failure-free run of the same query on pyspark ``version`` (a driver child in that
     release's environment): ``{"engine_version", "output", "seconds"}``."""
     python = spark_environment(version)
     here = Path(python) == Path(sys.executable)
-    paths = prepare_workdir(root, rows, columns)
+    paths = prepare_workdir(root, rows, uq)
     spec = {"cfg": asdict(replace(cfg, failure=None, fail_at_batch=None, kill_point=None)), "root": str(root),
             "release_only": True}
     run = run_driver("rollcheck.spark_replay.query", spec, workdir=root, n=1, markers=paths.markers,

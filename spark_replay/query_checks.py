@@ -30,7 +30,8 @@ from rollcheck.spark_replay.stream_plugins import EventListCheck, SparkStream, S
 from rollcheck.spark_replay.stream_view import StreamView, canon_row, check_verdict
 from rollcheck.spark_replay.user_sink import user_sink_output
 
-__all__ = ["output_exactly_once", "user_output", "state_failure_free", "query_statestore_crosscheck", "query_plugins"]
+__all__ = ["output_exactly_once", "user_output", "state_failure_free", "query_statestore_crosscheck", "input_batches",
+           "query_plugins"]
 
 
 def _reference_failed(v: StreamView, name: str) -> Check | None:
@@ -149,6 +150,39 @@ def query_statestore_crosscheck(v: StreamView) -> Check:
                  f"and the plain-Python decoder agree on every row count", fin["seq"] if bad else None)
 
 
+def input_batches(v: StreamView) -> Check | None:
+    """``input-batches``: Spark's micro-batch *b* read exactly input batch *b*'s rows of every
+    source, and a source without rows in batch *b* read none (an idle source stays idle), as
+    Spark's progress reports count them (``source_rows``) against the module's batches
+    (``config.batch_rows``); a batch beyond the input reads nothing. None for a trace without
+    either (recorded before they were).
+
+    Examples
+    --------
+    See ``tests/test_spark_sources.py`` (a tampered count is caught).
+    """
+    name = "input-batches"
+    want = (v.header.get("config") or {}).get("batch_rows")
+    reports = [e for e in v.progress if isinstance(e.get("source_rows"), dict) and e.get("source_rows")]
+    if not isinstance(want, list) or not reports:
+        return None
+    sources = sorted({str(n) for b in want if isinstance(b, dict) for n in b}
+                     | {str(n) for e in reports for n in e["source_rows"]})
+    seen: set[int] = set()
+    for e in reports:
+        b = int(e.get("batch", -1))
+        expect = want[b] if 0 <= b < len(want) and isinstance(want[b], dict) else {}
+        for src in sources:
+            got, exp = int(e["source_rows"].get(src, 0)), int(expect.get(src, 0))
+            if got != exp:
+                return Check.violated(name, f"micro-batch {b} read {got} row(s) of source {src!r}; input batch {b} "
+                                            f"has {exp}" + (" (the source was idle in it)" if not exp else ""),
+                                      offending_seq=int(e["seq"]))
+        seen.add(b)
+    return Check.held(name, f"{len(seen)} micro-batch(es) reported by Spark read exactly their input batch's rows "
+                            f"of {len(sources)} source(s) ({', '.join(sources)})", examined=len(seen))
+
+
 def query_plugins(header: dict[str, Any], source: str | None) -> list[TraceCheck]:
     """The plug-ins of a user-query trace (module docstring)."""
     cfg = header.get("config", {})
@@ -170,6 +204,7 @@ def query_plugins(header: dict[str, Any], source: str | None) -> list[TraceCheck
         StreamCheck("commit-protocol", stream, commit_protocol),
         StreamCheck("resume-prediction", stream, resume_prediction),
         StreamCheck("end-of-run", stream, end_of_run),
+        StreamCheck("input-batches", stream, input_batches, at_end=True),
         StreamCheck(output_name, stream, user_output, at_end=True),
         StreamCheck("state-failure-free", stream, state_failure_free, at_end=True),
         StreamCheck("statestore-crosscheck", stream, crosscheck, at_end=True)]

@@ -2,7 +2,10 @@
 
 :func:`prepare_workdir` makes the work folder (only a folder marked :data:`WORK_MARKER` is ever
 replaced) with one JSON Lines input file per batch (strictly increasing modification times fix
-Spark's file order) and the checkpoint, output and marker folders (:class:`WorkPaths`);
+Spark's file order) and the checkpoint, output and marker folders (:class:`WorkPaths`). A query of
+several sources (``SOURCES``) reads one folder per source, fed batch by batch (:func:`feed_inputs`:
+batch *b*'s files appear when batch *b* - 1 runs), so that a source without rows in batch *b* has
+no new data in Spark's micro-batch *b*;
 :func:`default_sink` is rollcheck's idempotent sink (``batch-<id>.json`` replaced atomically),
 :func:`read_output` reads back what the sink wrote (the module's own ``read_output`` if it has
 one); :func:`plain` and :func:`json_value` turn Spark values into JSON-able data.
@@ -17,14 +20,15 @@ import os
 import shutil
 import time
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from rollcheck.pyimpl.errors import InvalidInputError, UserCodeTimeout
-from rollcheck.spark_replay.query_module import UserQuery
+from rollcheck.spark_replay.query_module import SINGLE_SOURCE, Batch, UserQuery
 
-__all__ = ["WORK_MARKER", "WorkPaths", "prepare_workdir", "plain", "json_value", "canon_json", "default_sink",
-           "default_read", "read_output"]
+__all__ = ["WORK_MARKER", "WorkPaths", "prepare_workdir", "feed_inputs", "plain", "json_value", "canon_json",
+           "default_sink", "default_read", "read_output"]
 
 #: A file that marks a work folder as rollcheck's (only such a folder is ever replaced).
 WORK_MARKER = ".rollcheck-work"
@@ -77,11 +81,41 @@ def canon_json(x: Any) -> str:
 
 @dataclass
 class WorkPaths:
+    """The folders of one recording (``root``: its work folder)."""
+
     root: Path
 
     @property
     def inputs(self) -> Path:
+        """The input folder of a one-source query (shared by the reference and the failure run)."""
         return self.root / "in"
+
+    def inputs_of(self, ref: bool = False) -> Path:
+        """The folder the run reads: ``in``; with several sources one per run (each fed batch by
+        batch), ``in-ref`` for the reference run, each holding a folder per source."""
+        return self.root / ("in-ref" if ref and self.multi else "in")
+
+    @property
+    def staged(self) -> Path:
+        """Every source's input files, written before the run (several sources only)."""
+        return self.root / "staged"
+
+    @cached_property
+    def layout(self) -> dict[str, Any]:
+        """``{"sources": [...], "batches": n, "multi": bool}`` (``inputs.json``)."""
+        f = self.root / "inputs.json"
+        if not f.is_file():
+            return {"sources": [SINGLE_SOURCE], "batches": len(list(self.inputs.glob("batch-*.json"))),
+                    "multi": False}
+        return dict(json.loads(f.read_text(encoding="utf-8")))
+
+    @property
+    def multi(self) -> bool:
+        return bool(self.layout.get("multi"))
+
+    @property
+    def n_batches(self) -> int:
+        return int(self.layout["batches"])
 
     def checkpoint(self, ref: bool = False) -> Path:
         return self.root / ("ref-checkpoint" if ref else "checkpoint")
@@ -94,7 +128,16 @@ class WorkPaths:
         return self.root / "markers"
 
 
-def prepare_workdir(root: Path, rows: list[list[tuple[Any, ...]]], columns: list[str]) -> WorkPaths:
+def _write_rows(f: Path, rows: list[tuple[Any, ...]], columns: list[str], mtime: float) -> None:
+    with open(f, "w", encoding="utf-8") as fh:
+        for r in rows:
+            fh.write(json.dumps(dict(zip(columns, map(json_value, r), strict=True))) + "\n")
+    os.utime(f, (mtime, mtime))
+
+
+def prepare_workdir(root: Path, batches: list[Batch], uq: UserQuery) -> WorkPaths:
+    """The work folder of a recording, with the input files of every batch (one source: ``in/``;
+    several: ``staged/<source>/``, fed to the runs by :func:`feed_inputs`)."""
     if root.exists():
         if not (root / WORK_MARKER).exists():
             raise InvalidInputError("the work folder exists and is not rollcheck's; remove it or choose "
@@ -105,14 +148,45 @@ def prepare_workdir(root: Path, rows: list[list[tuple[Any, ...]]], columns: list
     (root / WORK_MARKER).write_text("rollcheck spark record query\n", encoding="utf-8")
     for d in (paths.inputs, paths.out(), paths.out(True), paths.markers):
         d.mkdir()
+    (root / "inputs.json").write_text(json.dumps({"sources": list(uq.sources), "batches": len(batches),
+                                                  "multi": uq.multi}), encoding="utf-8")
     base = time.time() - 3600  # strictly increasing modification times fix the file order
-    for b, batch in enumerate(rows):
-        f = paths.inputs / f"batch-{b:05d}.json"
-        with open(f, "w", encoding="utf-8") as fh:
-            for r in batch:
-                fh.write(json.dumps(dict(zip(columns, map(json_value, r), strict=True))) + "\n")
-        os.utime(f, (base + b, base + b))
+    if not uq.multi:
+        for b, batch in enumerate(batches):
+            _write_rows(paths.inputs / f"batch-{b:05d}.json", batch.get(SINGLE_SOURCE, []), uq.columns, base + b)
+        return paths
+    first = next(iter(uq.sources))
+    for name in uq.sources:
+        for d in (paths.staged / name, paths.inputs_of(False) / name, paths.inputs_of(True) / name):
+            d.mkdir(parents=True)
+    for b, batch in enumerate(batches):
+        # a batch in which no source moves gets an empty file of the first source: Spark runs no
+        # micro-batch without new data, and input batch b must stay Spark's batch b
+        for name, rows in (batch or {first: []}).items():
+            _write_rows(paths.staged / name / f"batch-{b:05d}.json", rows, uq.source_columns(name), base + b)
     return paths
+
+
+def feed_inputs(paths: WorkPaths, ref: bool, upto: int) -> None:
+    """Make the input files of batches ``0..upto`` visible to the run (several sources: a hard
+    link per staged file, created once; a one-source query's files are all there from the start)."""
+    if not paths.multi:
+        return
+    for b in range(min(upto, paths.n_batches - 1) + 1):
+        name = f"batch-{b:05d}.json"
+        for src in paths.staged.iterdir():
+            staged = src / name
+            target = paths.inputs_of(ref) / src.name / name
+            if not staged.is_file() or target.exists():
+                continue
+            try:
+                os.link(staged, target)
+            except FileExistsError:
+                pass
+            except OSError:  # no hard links here: a copy, renamed into place (Spark skips dot files)
+                tmp = target.with_name("." + name + ".tmp")
+                shutil.copy2(staged, tmp)
+                os.replace(tmp, target)
 
 
 def default_sink(rows: list[dict[str, Any]], batch_id: int, out_dir: str) -> None:

@@ -19,6 +19,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import re
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -46,8 +48,8 @@ from rollcheck.spark_replay.query_failures import (
     reference_failure_is_engines,
     user_exception,
 )
-from rollcheck.spark_replay.query_io import WorkPaths, default_sink, plain
-from rollcheck.spark_replay.query_module import UserQuery
+from rollcheck.spark_replay.query_io import WorkPaths, default_sink, feed_inputs, plain
+from rollcheck.spark_replay.query_module import SINGLE_SOURCE, UserQuery
 from rollcheck.spark_replay.supervise import claim_once, give_up_on_user_code, request_kill
 from rollcheck.spark_replay.trace import TraceWriter
 from rollcheck.spark_replay.watcher import PREFIX, CheckpointWatcher
@@ -58,10 +60,35 @@ __all__ = ["run_once"]
 _SINK_GRACE_S = 10.0
 
 
-def _source(spark: Any, uq: UserQuery, paths: WorkPaths) -> Any:
-    return (spark.readStream.schema(uq.schema).option("maxFilesPerTrigger", 1)
+def _read(spark: Any, ddl: str, folder: Path) -> Any:
+    return (spark.readStream.schema(ddl).option("maxFilesPerTrigger", 1)
             .option("timestampFormat", "yyyy-MM-dd'T'HH:mm:ss.SSSSSS").option("mode", "FAILFAST")
-            .json(str(paths.inputs)))
+            .json(str(folder)))
+
+
+def _sources(spark: Any, uq: UserQuery, paths: WorkPaths, ref: bool) -> dict[str, Any]:
+    """One streaming DataFrame per source: a one-source query reads ``in``, a query of several
+    sources one folder per source of its run's input folder (fed batch by batch)."""
+    if not uq.multi:
+        return {SINGLE_SOURCE: _read(spark, uq.sources[SINGLE_SOURCE], paths.inputs)}
+    return {name: _read(spark, ddl, paths.inputs_of(ref) / name) for name, ddl in uq.sources.items()}
+
+
+def _run_to_end(q: Any) -> threading.Thread:
+    """A query of several sources runs on Spark's default trigger (its input is fed batch by
+    batch, which ``availableNow`` would not see): stop it once Spark has processed everything
+    available, the last data-less batch included (``processAllAvailable``)."""
+
+    def wait() -> None:
+        try:
+            q.processAllAvailable()
+            q.stop()
+        except Exception:  # the query failed: the caller's awaitTermination raises it
+            pass
+
+    t = threading.Thread(target=wait, name="rollcheck-run-to-end", daemon=True)
+    t.start()
+    return t
 
 
 def _with_task_failure(df: Any, F: Any, marker: Path, batch: int) -> Any:
@@ -115,25 +142,30 @@ def run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: WorkPaths, *, r
         spark.sparkContext.cancelAllJobs()
     out_dir = paths.out(ref)
     ck = paths.checkpoint(ref)
+    committed = sorted(CheckpointDir(ck).commits()) if ck.is_dir() else []
     if writer is not None:
-        commits = sorted(CheckpointDir(ck).commits()) if ck.is_dir() else []
-        writer.emit(PREFIX + "attempt_start", pid=os.getpid(), committed=commits)
-    df = _source(spark, uq, paths)
-    if failing and cfg.failure == "task":
-        df = _with_task_failure(df, F, marker, int(cfg.fail_at_batch))  # type: ignore[arg-type]
-    if failing and cfg.failure == "during-recovery" and marker.exists() and not (paths.markers / SECOND_KILL).exists():
-        # the restarted driver: killed in batch K's first stage, before its stateful stage loads any state
-        hold = recovery_kill_filter(paths.markers, int(cfg.fail_at_batch))  # type: ignore[arg-type]
-        df = df.where(F.udf(hold, "boolean").asNondeterministic()(F.input_file_name()))
+        writer.emit(PREFIX + "attempt_start", pid=os.getpid(), committed=committed)
+    feed_inputs(paths, ref, (committed[-1] + 1) if committed else 0)  # several sources: batch by batch
+    dfs = _sources(spark, uq, paths, ref)
+    for name, df in dfs.items():  # every source: the failure strikes in whichever reads batch K
+        if failing and cfg.failure == "task":
+            df = _with_task_failure(df, F, marker, int(cfg.fail_at_batch))  # type: ignore[arg-type]
+        if failing and cfg.failure == "during-recovery" and marker.exists() \
+                and not (paths.markers / SECOND_KILL).exists():
+            # the restarted driver: killed in batch K's first stage, before its stateful stage loads any state
+            hold = recovery_kill_filter(paths.markers, int(cfg.fail_at_batch))  # type: ignore[arg-type]
+            df = df.where(F.udf(hold, "boolean").asNondeterministic()(F.input_file_name()))
+        dfs[name] = df
+    call = f"query({', '.join(dfs) if uq.multi else 'df'})"
     try:
-        result = uq.call("query", df)
+        result = uq.run_query(dfs)
     except UserCodeTimeout:
         raise
     except Exception as e:
-        raise InvalidInputError(f"query(df) raised {type(e).__name__}: {e}", source=uq.spec,
+        raise InvalidInputError(f"{call} raised {type(e).__name__}: {e}", source=uq.spec,
                                 location="query") from None
     if not getattr(result, "isStreaming", False):
-        raise InvalidInputError("query(df) must return a streaming DataFrame", source=uq.spec,
+        raise InvalidInputError(f"{call} must return a streaming DataFrame", source=uq.spec,
                                 location="query")
     if notes is not None and "stream_plan" not in notes:
         try:  # what the oracles read: event-time column, operators (oracles.analyse_plan)
@@ -147,6 +179,7 @@ def run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: WorkPaths, *, r
         watcher.start()
 
     def sink(bdf: Any, bid: int) -> None:
+        feed_inputs(paths, ref, bid + 1)  # several sources: the next batch's files, before this one commits
         # the retry failure collects batch K through a task that fails once after its state store
         # committed (killpoints.retry_task); uncached, so that Spark's retry runs the stateful operator again
         retrying = (failing and cfg.failure == "retry" and cfg.fail_at_batch == bid
@@ -204,7 +237,7 @@ def run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: WorkPaths, *, r
                 request_kill(paths.markers)  # the restarted driver wrote batch K again: once more
             _request_kill(paths)  # the first kill, after the sink wrote batch K (once: the marker)
         if failing and cfg.failure == "retry" and (paths.markers / RETRY_FAILED).exists() \
-                and bid == retry_restart_batch(int(cfg.fail_at_batch or 0), len(list(paths.inputs.glob("batch-*.json")))):
+                and bid == retry_restart_batch(int(cfg.fail_at_batch or 0), paths.n_batches):
             if claim_once(paths.markers / RETRY_RESTART):
                 # after the next batch: a new driver restarts from the checkpoint (the retried state reloads)
                 request_kill(paths.markers)
@@ -216,7 +249,9 @@ def run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: WorkPaths, *, r
             raise _InjectedSinkFailure(f"rollcheck: injected sink failure in batch {bid}")
 
     writer_ = (result.writeStream.outputMode(uq.output_mode).option("checkpointLocation", str(ck))
-               .foreachBatch(sink).trigger(availableNow=True))
+               .foreachBatch(sink))
+    if not uq.multi:  # one source: every file is there from the start
+        writer_ = writer_.trigger(availableNow=True)
     try:
         q = writer_.start()
     except Exception as e:
@@ -227,6 +262,8 @@ def run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: WorkPaths, *, r
             raise fault from None
         raise InvalidInputError(f"Spark refused the query: {type(e).__name__}: {str(e).splitlines()[0]}",
                                 source=uq.spec, location="query") from None
+    if uq.multi:
+        _run_to_end(q)
     outcome = "done"
     error: str | None = None
     error_text = ""
@@ -328,9 +365,31 @@ def _progress_of(q: Any) -> list[dict[str, Any]]:
         et = d.get("eventTime") or {}
         wm = et.get("watermark")
         out.append({"batch": int(d.get("batchId", -1)), "input_rows": int(d.get("numInputRows") or 0),
+                    "source_rows": _source_rows(d.get("sources") or []),
                     "watermark": wm, "watermark_ms": _iso_ms(wm),
                     "late_rows_dropped": sum(int(op.get("numRowsDroppedByWatermark") or 0)
                                              for op in d.get("stateOperators") or [])})
+    return out
+
+
+_SOURCE_FOLDER = re.compile(r"/in(?:-ref)?(?:/([^/\]]+))?/?\]?$")
+
+
+def _source_rows(sources: list[dict[str, Any]]) -> dict[str, int]:
+    """The rows each of rollcheck's sources read in a batch (Spark's progress; a source is named
+    by its folder: ``in`` for a one-source query, ``in/<name>`` for each of several).
+
+    Examples
+    --------
+    >>> _source_rows([{"description": "FileStreamSource[file:/w/in/clicks]", "numInputRows": 3},
+    ...               {"description": "FileStreamSource[file:/w/in]", "numInputRows": 0}])
+    {'clicks': 3, 'input': 0}
+    """
+    out: dict[str, int] = {}
+    for s in sources:
+        m = _SOURCE_FOLDER.search(str(s.get("description") or ""))
+        if m:
+            out[m.group(1) or SINGLE_SOURCE] = out.get(m.group(1) or SINGLE_SOURCE, 0) + int(s.get("numInputRows") or 0)
     return out
 
 

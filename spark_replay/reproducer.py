@@ -43,6 +43,7 @@ from rollcheck.pyimpl.matrix.reproducer import run_reproducer
 from rollcheck.pyimpl.matrix.shrink import shrink_batches
 from rollcheck.pyimpl.patternio import atomic_write_text
 from rollcheck.spark_replay.killpoints import STATE_STORES
+from rollcheck.spark_replay.query_module import SINGLE_SOURCE
 
 __all__ = ["module_with_rows", "reproducer_source", "minimise_and_write", "reproducer_python", "expected_table",
            "MAX_RUNS", "SHOWS"]
@@ -55,20 +56,29 @@ SHOWS = ("LOST row", "DUPLICATED row", "MISSING row", "EXTRA row", "WRONG row", 
 MAX_RUNS = 6
 
 
-def _literal(rows: list[list[tuple[Any, ...]]]) -> str:
-    """Python source of the batches (datetimes as ``datetime.datetime(...)``).
+def _literal(rows: list[Any]) -> str:
+    """Python source of the batches (datetimes as ``datetime.datetime(...)``): lists of rows, or
+    one ``{source: rows}`` dict per batch for a module of several sources.
 
     >>> import datetime as dt
     >>> _literal([[(dt.datetime(2024, 1, 1, 0, 0, 5), "a", 1)]])
     "[[(datetime.datetime(2024, 1, 1, 0, 0, 5), 'a', 1)]]"
+    >>> _literal([{"clicks": [[1, "u"]]}, {}])
+    "[{'clicks': [(1, 'u')]}, {}]"
     """
-    text = repr([[tuple(r) for r in b] for b in rows])
+    text = repr([{n: [tuple(r) for r in rs] for n, rs in b.items()} if isinstance(b, dict)
+                 else [tuple(r) for r in b] for b in rows])
     compile(text, "<rows>", "eval")  # every value must have an evaluable repr
     return text
 
 
-def module_with_rows(source: str, rows: list[list[tuple[Any, ...]]]) -> str:
-    """The user's module source with ``batches(seed)`` replaced by fixed ``rows``."""
+def _n_rows(rows: list[Any]) -> int:
+    return sum(sum(len(r) for r in b.values()) if isinstance(b, dict) else len(b) for b in rows)
+
+
+def module_with_rows(source: str, rows: list[Any]) -> str:
+    """The user's module source with ``batches(seed)`` replaced by fixed ``rows`` (lists of rows,
+    or ``{source: rows}`` dicts)."""
     return (source.rstrip() + "\n\n\n# --- rollcheck: the minimised input replaces batches(seed) ---\n"
             "import datetime  # noqa: E402\n\n\n"
             f"def batches(seed):\n    return {_literal(rows)}\n")
@@ -94,6 +104,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 FAIL_AT = {fail_at}
@@ -114,17 +125,65 @@ def load_user():
     return ns
 
 
-def write_inputs(user, folder):
-    os.makedirs(folder)
-    cols = [c.strip().split()[0].strip("`") for c in user["SCHEMA"].split(",")]
+def columns(ddl):
+    """The column names of a DDL string (top-level commas only)."""
+    parts, cur, depth = [], "", 0
+    for ch in ddl:
+        if ch in "<(":
+            depth += 1
+        elif ch in ">)":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    parts.append(cur)
+    return [p.strip()[1:p.strip().find("`", 1)] if p.strip().startswith("`") else p.replace(":", " ").split()[0]
+            for p in parts]
+
+
+def write_rows(path, cols, rows, mtime):
+    with open(path, "w") as f:
+        for row in rows:
+            f.write(json.dumps({{c: (v.strftime("%Y-%m-%dT%H:%M:%S.%f") if hasattr(v, "strftime") else v)
+                                 for c, v in zip(cols, row)}}) + "\n")
+    os.utime(path, (mtime, mtime))
+
+
+def write_inputs(user, root):
+    """One JSON Lines file per micro-batch; with SOURCES one folder per source, its files staged and
+    fed to each run batch by batch (feed), so a source without rows in batch b reads nothing in b."""
     base = time.time() - 3600
+    sources = user.get("SOURCES")
+    if not sources:
+        os.makedirs(os.path.join(root, "in"))
+        cols = columns(user["SCHEMA"])
+        for b, batch in enumerate(user["batches"](0)):
+            write_rows(os.path.join(root, "in", "batch-%05d.json" % b), cols, batch, base + b)
+        return
+    first = next(iter(sources))
+    for name in sources:
+        for top in ("staged", "in", "in-ref"):
+            os.makedirs(os.path.join(root, top, name))
     for b, batch in enumerate(user["batches"](0)):
-        path = os.path.join(folder, "batch-%05d.json" % b)
-        with open(path, "w") as f:
-            for row in batch:
-                f.write(json.dumps({{c: (v.strftime("%Y-%m-%dT%H:%M:%S.%f") if hasattr(v, "strftime") else v)
-                                     for c, v in zip(cols, row)}}) + "\n")
-        os.utime(path, (base + b, base + b))  # one file per micro-batch, in this order
+        batch = {{n: r for n, r in batch.items() if r}} or {{first: []}}  # an empty file keeps batch b Spark's b
+        for name, rows in batch.items():
+            write_rows(os.path.join(root, "staged", name, "batch-%05d.json" % b), columns(sources[name]), rows,
+                       base + b)
+
+
+def feed(root, tag, upto):
+    """Several sources: the files of batches 0..upto appear in this run's input folders."""
+    staged = os.path.join(root, "staged")
+    if not os.path.isdir(staged):
+        return
+    for name in os.listdir(staged):
+        for b in range(upto + 1):
+            f = "batch-%05d.json" % b
+            target = os.path.join(root, "in" + tag, name, f)
+            if os.path.exists(os.path.join(staged, name, f)) and not os.path.exists(target):
+                os.link(os.path.join(staged, name, f), target)
 
 
 def canon(row):
@@ -165,8 +224,14 @@ def run_query(spark, user, root, fail, driver):
         except FileExistsError:
             return False
 
+    sources = user.get("SOURCES")
     for start in range(1, 4):
+        done = sorted(int(n) for n in os.listdir(os.path.join(ck, "commits")) if n.isdigit()) \
+            if os.path.isdir(os.path.join(ck, "commits")) else []
+        feed(root, tag, done[-1] + 1 if done else 0)
+
         def batch_fn(df, bid, start=start):
+            feed(root, tag, bid + 1)  # several sources: the next batch's files, before this one commits
             df.persist()
             rows = [canon(r.asDict()) for r in df.collect()]  # runs the batch: the state stores commit
             with open(handed, "a") as f:
@@ -183,8 +248,14 @@ def run_query(spark, user, root, fail, driver):
                 print("raising in the sink after it wrote batch", bid, flush=True)
                 raise RuntimeError("injected sink failure after the sink wrote batch %d" % bid)
 
-        df = (spark.readStream.schema(user["SCHEMA"]).option("maxFilesPerTrigger", 1)
-              .option("timestampFormat", "yyyy-MM-dd'T'HH:mm:ss.SSSSSS").json(os.path.join(root, "in")))
+        def read(ddl, folder):
+            return (spark.readStream.schema(ddl).option("maxFilesPerTrigger", 1)
+                    .option("timestampFormat", "yyyy-MM-dd'T'HH:mm:ss.SSSSSS").json(folder))
+
+        if sources:
+            dfs = {{n: read(ddl, os.path.join(root, "in" + tag, n)) for n, ddl in sources.items()}}
+        else:
+            dfs = {{"df": read(user["SCHEMA"], os.path.join(root, "in"))}}
         if fail and FAILURE == "task":
             target = "batch-%05d.json" % FAIL_AT
 
@@ -193,9 +264,23 @@ def run_query(spark, user, root, fail, driver):
                     raise RuntimeError("injected task failure in batch %d" % FAIL_AT)
                 return True
 
-            df = df.where(F.udf(inject, "boolean").asNondeterministic()(F.input_file_name()))
-        q = (user["query"](df).writeStream.outputMode(user["OUTPUT_MODE"]).option("checkpointLocation", ck)
-             .foreachBatch(batch_fn).trigger(availableNow=True).start())
+            dfs = {{n: df.where(F.udf(inject, "boolean").asNondeterministic()(F.input_file_name()))
+                   for n, df in dfs.items()}}
+        result = user["query"](**dfs) if sources else user["query"](dfs["df"])
+        w = result.writeStream.outputMode(user["OUTPUT_MODE"]).option("checkpointLocation", ck).foreachBatch(batch_fn)
+        if sources:  # fed batch by batch: Spark's default trigger, stopped once all is processed
+            q = w.start()
+
+            def to_end(q=q):
+                try:
+                    q.processAllAvailable()
+                    q.stop()
+                except Exception:
+                    pass
+
+            threading.Thread(target=to_end, daemon=True).start()
+        else:
+            q = w.trigger(availableNow=True).start()
         try:
             q.awaitTermination()
             return
@@ -283,7 +368,7 @@ def main():
         os.makedirs(root)
     else:
         root = tempfile.mkdtemp(prefix="spark-repro-")
-    write_inputs(user, os.path.join(root, "in"))
+    write_inputs(user, root)
     supervise(root)
     read = user.get("read_output") or default_read
     ref = [canon(r) for r in read(os.path.join(root, "out-ref"))]
@@ -386,7 +471,7 @@ def _block(text: str) -> str:
     return '"""\\\n' + body + '"""'
 
 
-def reproducer_source(module_source: str, rows: list[list[tuple[Any, ...]]], *, failure: str,
+def reproducer_source(module_source: str, rows: list[Any], *, failure: str,
                       kill_point: str | None, fail_at: int, state_store: str, title: str, reason: str,
                       script: str = "reproducer.py", shuffle_partitions: int = 2,
                       master: str = "local[1]", expected: dict[str, Any] | None = None) -> str:
@@ -401,7 +486,7 @@ def reproducer_source(module_source: str, rows: list[list[tuple[Any, ...]]], *, 
     conf = {**REPRO_CONF, "spark.sql.shuffle.partitions": str(shuffle_partitions), **STATE_STORES[state_store]}
     text = _TEMPLATE.format(
         title=title, reason=reason.replace("\\", "/").replace('"""', "'''"), n_batches=len(rows),
-        n_rows=sum(len(b) for b in rows),
+        n_rows=_n_rows(rows),
         failure=failure + (f" at kill point {kill_point}" if kill_point else "") + f" in batch {fail_at}",
         script=script, fail_at=fail_at, failure_mode=failure, kill_point=kill_point, master=master,
         conf=pprint.pformat(conf, width=100),
@@ -499,9 +584,19 @@ def minimise_and_write(cell: Any, opts: Any, result: dict[str, Any],
     from rollcheck.spark_replay.query import load_query
 
     source = _module_source(cell.module)
-    rows = load_query(cell.module).batches(opts.seed)
+    uq = load_query(cell.module)
+    data = uq.batches(opts.seed)
     if opts.batches is not None:
-        rows = rows[: opts.batches]
+        data = data[: opts.batches]
+    # the minimiser's batches are lists: of rows, or (several sources) of (source, row) pairs, so
+    # that halving a batch may drop one source's rows
+    rows: list[list[Any]] = ([[(n, r) for n, rs in b.items() for r in rs] for b in data] if uq.multi
+                             else [b.get(SINGLE_SOURCE, []) for b in data])
+
+    def shaped(batches: list[list[Any]]) -> list[Any]:
+        if not uq.multi:
+            return batches
+        return [{n: [r for m, r in b if m == n] for n in dict.fromkeys(m for m, _ in b)} for b in batches]
     want = json.loads(Path(result["checks"]).read_text()).get("root_cause")
     work = opts.out / f"{cell.stem}.min"
     shutil.rmtree(work, ignore_errors=True)
@@ -513,7 +608,7 @@ def minimise_and_write(cell: Any, opts: Any, result: dict[str, Any],
         nonlocal tries
         tries += 1
         mod = work / f"try{tries}.py"
-        mod.write_text(module_with_rows(source, candidate), encoding="utf-8")
+        mod.write_text(module_with_rows(source, shaped(candidate)), encoding="utf-8")
         trace = work / f"try{tries}.jsonl"
         rc, _ = run(argv_for(str(mod), trace, fail_at), opts.cell_timeout, work / f"try{tries}.log")
         if rc not in (0, 1) or not trace.exists():
@@ -534,7 +629,7 @@ def minimise_and_write(cell: Any, opts: Any, result: dict[str, Any],
     checks = json.loads(Path(result["checks"]).read_text())
     violated = {str(c.get("name")) for c in checks.get("checks") or [] if c.get("status") == "violated"}
     expected = expected_table(best_trace, violated) if best_trace is not None and best_trace.is_file() else None
-    text = reproducer_source(source, best, failure=cell.failure, kill_point=cell.kill_point, fail_at=k,
+    text = reproducer_source(source, shaped(best), failure=cell.failure, kill_point=cell.kill_point, fail_at=k,
                              state_store=cell.provider, title=f"{cell.name} with {cell.provider} state, "
                              f"{cell.column} at batch {k}", reason=result["reason"], script=script.name,
                              expected=expected)

@@ -1,0 +1,148 @@
+"""Queries that read several input streams (``SOURCES``): the module contract, the feeding of
+each source batch by batch (an idle source reads nothing in its micro-batch), the
+``input-batches`` check, and a real two-stream join recorded under a failure."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.spark_replay.query import QueryConfig, load_query, record_query
+from rollcheck.spark_replay.query_checks import input_batches
+from rollcheck.spark_replay.query_io import feed_inputs, prepare_workdir
+
+ROOT = Path(__file__).resolve().parent.parent
+RC = [sys.executable, "-m", "rollcheck.cli.main"]
+EXAMPLE = ROOT / "examples" / "queries" / "impressions_clicks.py"
+
+GOOD = '''
+SOURCES = {"imps": "ts TIMESTAMP, ad INT", "clicks": "ts TIMESTAMP, ad INT, user STRING"}
+OUTPUT_MODE = "update"
+KEY = ["ad"]
+def batches(seed):
+    return [{"imps": [(None, 1)], "clicks": [(None, 1, "u")]}, {"clicks": [(None, 2, "v")]}, {}]
+def query(imps, clicks):
+    return imps.union(clicks.select("ts", "ad")).groupBy("ad").count()
+'''
+
+
+def _module(tmp_path: Path, text: str) -> str:
+    p = tmp_path / "q.py"
+    p.write_text(text, encoding="utf-8")
+    return str(p)
+
+
+@pytest.mark.parametrize("edit, where, words", [
+    (lambda s: 'SCHEMA = "x INT"\n' + s, "SOURCES", "not both"),
+    (lambda s: s.replace("def query(imps, clicks)", "def query(imps, click)"), "query", "clicks"),
+    (lambda s: s.replace("def query(imps, clicks)", "def query(df)"), "query", "source"),
+    (lambda s: s.replace('{"clicks": [(None, 2, "v")]}', '{"views": [(None, 2)]}'), "batches(seed)[1]",
+     "unknown source 'views'"),
+    (lambda s: s.replace('(None, 2, "v")', "(None, 2)"), "batches(seed)[1]['clicks'][0]", "3 values"),
+    (lambda s: s.replace('[{"imps"', '[[(None, 1)], {"imps"'), "batches(seed)[0]", "dict"),
+    (lambda s: s.replace('"imps": "ts', '"my imps": "ts'), "SOURCES", "identifier"),
+    (lambda s: s.replace('"clicks": "ts TIMESTAMP, ad INT, user STRING"', '"clicks": 3'), "SOURCES", "DDL"),
+    (lambda s: s.replace("return [{", "return [{}, {}] or [{"), "batches", "no row"),
+])
+def test_contract_violations_are_named(tmp_path, edit, where, words):
+    spec = _module(tmp_path, edit(GOOD))
+    with pytest.raises(InvalidInputError) as e:
+        record_query(QueryConfig(spec), tmp_path / "t.jsonl")
+    assert e.value.location == where and "q.py" in str(e.value) and words in str(e.value), str(e.value)
+    assert not (tmp_path / "t.jsonl").exists() and not (tmp_path / "t.jsonl.work").exists()
+
+
+def test_cli_refuses_a_bad_module_in_one_line_before_spark(tmp_path):
+    spec = _module(tmp_path, GOOD.replace("def query(imps, clicks)", "def query(imps)"))
+    r = subprocess.run([*RC, "spark", "record", "query", "--module", spec, "--out", str(tmp_path / "t.jsonl")],
+                       capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    line = r.stderr.strip().splitlines()[-1]
+    assert "q.py" in line and "query" in line and "clicks" in line, r.stderr
+
+
+def test_one_source_modules_keep_their_shape(tmp_path):
+    uq = load_query(_module(tmp_path, 'SCHEMA = "u STRING, n INT"\nOUTPUT_MODE = "update"\nKEY = ["u"]\n'
+                                      'def batches(seed):\n    return [[("a", 1)], []]\n'
+                                      'def query(df):\n    return df.groupBy("u").count()\n'))
+    assert not uq.multi and uq.schema == "u STRING, n INT" and uq.columns == ["u", "n"]
+    assert uq.batches(0) == [{"input": [("a", 1)]}, {"input": []}]
+
+
+def test_each_source_is_fed_batch_by_batch(tmp_path):
+    """Every batch's files are staged; a run sees batch b's files only once fed, an idle source
+    none for that batch, and a batch where no source moves keeps its number with an empty file."""
+    uq = load_query(_module(tmp_path, GOOD))
+    rows = uq.batches(0)
+    paths = prepare_workdir(tmp_path / "w", rows, uq)
+    staged = sorted(str(p.relative_to(paths.staged)) for p in paths.staged.rglob("*.json"))
+    assert staged == ["clicks/batch-00000.json", "clicks/batch-00001.json", "imps/batch-00000.json",
+                      "imps/batch-00002.json"]
+    assert (paths.staged / "imps" / "batch-00002.json").read_text() == ""
+
+    def visible(ref: bool) -> list[str]:
+        return sorted(str(p.relative_to(paths.inputs_of(ref))) for p in paths.inputs_of(ref).rglob("*.json"))
+
+    feed_inputs(paths, False, 0)
+    assert visible(False) == ["clicks/batch-00000.json", "imps/batch-00000.json"] and visible(True) == []
+    feed_inputs(paths, False, 1)
+    assert visible(False) == ["clicks/batch-00000.json", "clicks/batch-00001.json", "imps/batch-00000.json"]
+    feed_inputs(paths, True, 99)  # beyond the input: everything, once; the other run untouched
+    assert len(visible(True)) == 4 and len(visible(False)) == 3
+    feed_inputs(paths, True, 99)
+    line = json.loads((paths.inputs_of(False) / "imps" / "batch-00000.json").read_text())
+    assert line == {"ts": None, "ad": 1}
+
+
+def _view(batch_rows, progress):
+    return SimpleNamespace(header={"config": {"batch_rows": batch_rows}},
+                           progress=[{"seq": i + 1, **p} for i, p in enumerate(progress)])
+
+
+def test_input_batches_holds_and_catches_a_batch_read_elsewhere():
+    want = [{"imps": 1, "clicks": 1}, {"clicks": 1}, {"imps": 0}]
+    ok = [{"batch": 0, "source_rows": {"imps": 1, "clicks": 1}}, {"batch": 1, "source_rows": {"imps": 0, "clicks": 1}},
+          {"batch": 2, "source_rows": {"imps": 0, "clicks": 0}}, {"batch": 3, "source_rows": {"imps": 0, "clicks": 0}}]
+    c = input_batches(_view(want, ok))
+    assert c is not None and c.ok is True and c.examined == 4, c
+    # an idle source that read rows in its idle batch (the next batch's file read early)
+    moved = [dict(p) for p in ok]
+    moved[1] = {"batch": 1, "source_rows": {"imps": 1, "clicks": 1}}
+    c = input_batches(_view(want, moved))
+    assert c.ok is False and "source 'imps'" in c.detail and "idle" in c.detail and c.offending_seq == 2
+    # a data-less batch beyond the input that read something
+    late = [*ok[:3], {"batch": 3, "source_rows": {"imps": 0, "clicks": 2}}]
+    assert input_batches(_view(want, late)).ok is False
+    assert input_batches(_view(None, ok)) is None and input_batches(_view(want, [])) is None
+
+
+# ----------------------------------------------------------------------------- with Spark
+@pytest.mark.spark
+def test_two_stream_join_recovers_from_a_task_failure(tmp_path):
+    """The shipped two-stream join (impressions and clicks, a watermark each, an event-time bound)
+    under a task failure: conformant, every micro-batch read exactly its batch of each source
+    (the clicks idle in batches 0, 2 and 4, the impressions in batch 3)."""
+    from rollcheck.spark_replay.query import session_conf
+    from rollcheck.spark_replay.replay import replay_file
+    from rollcheck.spark_replay.session import spark_session
+    from rollcheck.spark_replay.trace import read_trace
+
+    trace = tmp_path / "join.jsonl"
+    with spark_session(conf=session_conf()) as spark:
+        res = record_query(QueryConfig(str(EXAMPLE), failure="task", fail_at_batch=3), trace, spark=spark)
+    assert res["status"] == "done"
+    r = replay_file(trace)
+    bad = [c.to_json() for c in r.checks if c.ok is False or c.status.value == "unchecked"]
+    assert r.conformant is True, bad
+    assert r.check("input-batches").ok is True and r.check("failure-observed").ok is True
+    t = read_trace(trace)
+    assert t.header["config"]["sources"] == load_query(str(EXAMPLE)).sources
+    rows = {p["batch"]: p["source_rows"] for p in t.of_kind("spark.progress")}
+    assert rows[0]["clicks"] == 0 and rows[3]["impressions"] == 0 and rows[3]["clicks"] > 0
+    assert [(e["mode"], e["batch"]) for e in t.of_kind("failure")] == [("task", 3)]
