@@ -6,7 +6,8 @@ For each entry and each of its two releases (the affected one and the one that f
    PySpark or PyFlink only, no rollcheck import) with the Python of that release's environment
    (rollcheck's own per-release environments: ``spark_environment(V)`` / ``flink_python(V)``),
    and judges it against the entry's right output: ``reproduced`` when the run failed or its
-   final table is not the right one, else ``not reproduced``;
+   final table is not the right one, else ``not reproduced`` (``no result`` when a module with
+   several sources was not fed one data batch per micro-batch: ``feed_aligned`` false);
 2. **rollcheck** on the entry's matrix slice with ``--engine-version V``: ``spark matrix`` /
    ``flink matrix`` where the matrix takes the flag, else ``spark record query --engine-version``
    followed by ``spark replay`` (one cell: the slice's first provider and failure); where neither
@@ -108,8 +109,11 @@ def _run_reproducer(entry: dict[str, Any], version: str, work: Path) -> dict[str
     lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
     result = json.loads(lines[-1]) if lines else {}
     expected = entry["expected"]
-    return {"outcome": judge(result, expected.get("right_rows"), expected.get("right_table")),
-            "error": result.get("error"), "table": result.get("rows") if expected.get("right_table") else None,
+    outcome = judge(result, expected.get("right_rows"), expected.get("right_table"))
+    if result.get("feed_aligned") is False:  # a several-source run whose micro-batches did not read the module's batches
+        outcome = "no result"
+    return {"outcome": outcome, "error": result.get("error"), "feed_aligned": result.get("feed_aligned"),
+            "input_per_batch": result.get("input_per_batch"), "table": result.get("rows") if expected.get("right_table") else None,
             "rows": len(result.get("rows", [])), "restore_ok": result.get("restore_ok"),
             "engine_version": result.get("version"), "seconds": round(time.time() - t0, 1),
             "stderr_tail": p.stderr.strip().splitlines()[-1][:300] if not lines and p.stderr.strip() else None}
