@@ -441,8 +441,14 @@ def source_streams(ds, layout: dict, input_class) -> dict:
         def filter(self, value):
             return order[int(value)] == self.mark
 
-    return {name: ds.filter(OfSource(s)).name(f"rollcheck-source-{name}").map(input_class())
-            .name(f"rollcheck-input-{name}") for s, name in enumerate(layout["names"])}
+    class Sources(dict):
+        """The streams by name; a name not in ``SOURCES`` says so (the user's ``job()`` raised it)."""
+
+        def __missing__(self, key):
+            raise KeyError(f"{key!r} is not one of SOURCES {tuple(self)!r}")
+
+    return Sources({name: ds.filter(OfSource(s)).name(f"rollcheck-source-{name}").map(input_class())
+                    .name(f"rollcheck-input-{name}") for s, name in enumerate(layout["names"])})
 
 
 def utilization_pipeline(cfg: dict, env, tap):

@@ -630,7 +630,8 @@ def build_trace(run: str | Path, out: str | Path, *, env_version: str = "?") -> 
         timed.append((int(f2["t"] * 1e6), 1, {"kind": kind, "processes": ["source", "keyed"],
                                               "failed_task": "source", "failure": "task", "second": f2.get("failure"),
                                               "phase": f2.get("phase"), "in_attempt": f2.get("attempt"),
-                                              "subtask": f2.get("subtask"), "record": f2.get("value")}))
+                                              "subtask": f2.get("subtask"), "record": f2.get("value"),
+                                              **source_of_record(info.get("sources"), f2.get("value"))}))
     for c in info.get("commits", []):
         timed.append((int(c["t"] * 1e6), 7, {"kind": "flink.sink_commit", "file": c["file"], "lines": c["lines"]}))
     failed = _recovery_failed(info, timed, run) if marker.exists() else None

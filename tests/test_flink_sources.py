@@ -149,6 +149,21 @@ def test_bad_sources_module_is_exit_2_before_flink_starts(head: str, needle: str
     assert time.monotonic() - t0 < 60  # no JVM: the PyFlink interpreter imported the module and stopped
 
 
+@pytest.mark.slow
+def test_job_asking_for_an_unknown_source_is_exit_2_naming_it(tmp_path: Path) -> None:
+    """``job()`` builds the graph in Flink's gateway (a JVM, no job run): a name not in SOURCES is
+    the module's KeyError, which says which names there are."""
+    mod = tmp_path / "refunds_job.py"
+    mod.write_text('KEY = [0]\nSOURCES = ("deposits", "withdrawals")\ndef records(seed):\n'
+                   '    return {"deposits": [("u", 1)], "withdrawals": [("u", 2)]}\n'
+                   'def job(env, sources):\n    return sources["refunds"]\n')
+    r = _record(mod, tmp_path / "o.jsonl", "--fail-at-record", "1", "--failure", "task", timeout=300)
+    last = r.stderr.strip().splitlines()[-1]
+    assert r.returncode == 2, r.stderr[-1500:]
+    assert "refunds_job.py" in last and "job(): raised KeyError" in last, last
+    assert "'refunds' is not one of SOURCES ('deposits', 'withdrawals')" in last, last
+
+
 # -- the shipped two-source trace -----------------------------------------------------------------
 
 def _replay(path: Path) -> Report:
@@ -180,6 +195,24 @@ def test_lost_record_of_the_second_source_is_caught(tmp_path: Path) -> None:
     assert "55 records of source 'withdrawals', checkpoint 2 holds 56 (lost" in bad[0].detail, bad[0].detail
     rp = subprocess.run([*CLI, "flink", "replay", str(out)], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert rp.returncode == 1, rp.stdout + rp.stderr
+
+
+def test_rescaled_two_source_trace_sums_each_source_over_the_new_subtasks(tmp_path: Path) -> None:
+    """Recorded with ``--rescale 2:1``: one source subtask restores both subtasks' list-state
+    entries, each source's count on its own; a record of the second source lost there is caught."""
+    rescaled = JOBS / "ledger-rescale-2-1.jsonl"
+    rep = _replay(rescaled)
+    checks = {c.name: c for c in rep.checks}
+    assert rep.conformant is True, [(c.name, c.detail) for c in rep.checks if c.status.value != "held"]
+    assert "rescaled 2 -> 1" in checks["keyed-state-restored-once"].detail
+    assert "1 source subtask restores" in checks["operator-state-restored"].detail
+    assert "'deposits' 68, 'withdrawals' 34" in checks["operator-state-restored"].detail
+    out = tmp_path / "t.jsonl"
+    assert subprocess.run([*CLI, "flink", "tamper", str(rescaled), "--how", "lose-source-record", "-o", str(out)],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT).returncode == 0
+    bad = [c for c in _replay(out).checks if c.status.value == "violated"]
+    assert [c.name for c in bad] == ["operator-state-restored"] and "33 records of source 'withdrawals'" in \
+        bad[0].detail, [(c.name, c.detail) for c in bad]
 
 
 def test_lose_source_record_needs_several_sources(tmp_path: Path) -> None:
