@@ -17,7 +17,9 @@ A TaskManager kill becomes a task failure in the script (its MiniCluster is one 
 failure strikes at the same record, after two checkpoint intervals. The script carries the whole
 input and by default runs the first N records, N being the fewest with which rollcheck's re-runs
 still showed the finding (:func:`rollcheck.flink_replay.matrix.shrink_finding`); ``--records N``
-overrides it.
+overrides it. A job with several input streams (``SOURCES``) gets every stream's records laid out
+in one sequence as rollcheck's recorder lays them out (merged in proportion, the streams the shrink
+left out dropped first) and split into one stream per name.
 """
 
 from __future__ import annotations
