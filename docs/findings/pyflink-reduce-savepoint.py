@@ -51,7 +51,7 @@ class Paced(MapFunction):
 
 
 def submit(mode, records, work, run, restore=None):
-    """Builds the job (its output in ``work/run``) and submits it; returns the job client."""
+    """Builds the job and submits it; its rows (``run key count``) go to ``work/out``."""
     conf = Configuration()
     settings = {
         "python.execution-mode": mode,
@@ -73,22 +73,22 @@ def submit(mode, records, work, run, restore=None):
      .uid("paced")
      .key_by(lambda r: r[0], key_type=Types.STRING())
      .sum(1).uid("count")
-     .map(lambda r: f"{r[0]} {r[1]}", output_type=Types.STRING()).uid("format")
-     .sink_to(FileSink.for_row_format(os.path.join(work, run), Encoder.simple_string_encoder()).build())
+     .map(lambda r: f"{run} {r[0]} {r[1]}", output_type=Types.STRING()).uid("format")
+     .sink_to(FileSink.for_row_format(os.path.join(work, "out"), Encoder.simple_string_encoder()).build())
      .uid("sink"))
     return env.execute_async(f"reduce-savepoint-{run}")
 
 
 def totals(folder):
-    """The last count per key that ``folder``'s committed files hold (counts only grow)."""
-    last = {}
+    """{run: {key: its last count}} from the committed files under ``folder`` (counts only grow)."""
+    last = {"first": {}, "second": {}}
     for root, _, files in os.walk(folder):
         for name in files:
             if not name.startswith("."):  # in-progress files are hidden
                 with open(os.path.join(root, name)) as f:
                     for line in f:
-                        key, count = line.split()
-                        last[key] = max(last.get(key, 0), int(count))
+                        run, key, count = line.split()
+                        last[run][key] = max(last[run].get(key, 0), int(count))
     return last
 
 
@@ -114,12 +114,14 @@ def main():
     while not os.path.exists(progress) or int(open(progress).read() or 0) < args.records // 3:
         time.sleep(0.1)
     savepoint = stop_with_savepoint(first, "file://" + os.path.join(work, "savepoints"))
-    before = totals(os.path.join(work, "first"))
-    print(f"pyflink {__version__}, python.execution-mode={args.mode}, {args.records} records")
-    print(f"first submission stopped with a savepoint ({savepoint}) after counting {before}")
     submit(args.mode, args.records, work, "second", restore=savepoint).get_job_execution_result().result()
-    after = totals(os.path.join(work, "second"))
-    print(f"second submission, restored from the savepoint, ends with {after} ({time.time() - t0:.1f} s in all)")
+    rows = totals(os.path.join(work, "out"))
+    after = rows["second"]
+    print(f"pyflink {__version__}, python.execution-mode={args.mode}, {args.records} records, "
+          f"{time.time() - t0:.1f} s in all")
+    print(f"first submission: stopped with a savepoint ({os.path.basename(savepoint)}) after counting "
+          f"{dict(sorted(rows['first'].items()))}")
+    print(f"second submission: restored from the savepoint, ends with {dict(sorted(after.items()))}")
     wrong = 0
     for k in range(KEYS):
         key, expected = f"k{k}", len(range(k, args.records, KEYS))
