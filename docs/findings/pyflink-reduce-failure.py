@@ -125,7 +125,7 @@ def main():
     ap.add_argument("--records", type=int, default=300)
     args = ap.parse_args()
     # thread mode runs Python inside the JVM, which finds pyflink only through PYTHONPATH
-    os.environ["PYTHONPATH"] = os.pathsep.join(site.getsitepackages())
+    os.environ["PYTHONPATH"] = os.pathsep.join([*site.getsitepackages(), os.environ.get("PYTHONPATH", "")])
     work = tempfile.mkdtemp(prefix="reduce-failure-")
     chk = os.path.join(work, "chk")
     env = environment(args.mode, args.failures, chk)

@@ -106,7 +106,8 @@ def main():
     ap.add_argument("--mode", choices=("process", "thread"), default="process")
     ap.add_argument("--records", type=int, default=600)
     args = ap.parse_args()
-    os.environ["PYTHONPATH"] = os.pathsep.join(site.getsitepackages())  # for thread mode's embedded Python
+    # thread mode runs Python inside the JVM, which finds pyflink only through PYTHONPATH
+    os.environ["PYTHONPATH"] = os.pathsep.join([*site.getsitepackages(), os.environ.get("PYTHONPATH", "")])
     work = tempfile.mkdtemp(prefix="reduce-savepoint-")
     t0 = time.time()
     first = submit(args.mode, args.records, work, "first")
