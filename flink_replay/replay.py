@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from rollcheck.flink_replay.event_shape import check_error
 from rollcheck.flink_replay.oracles import RECOVERY, recovery_check
 from rollcheck.flink_replay.rescale_checks import (
     KEYED,
@@ -165,9 +166,9 @@ class FlinkCheck(TraceCheck):
         try:
             return self.fn(self.header, self.collector.events)
         except (TypeError, ValueError, KeyError, AttributeError, IndexError) as e:
-            # a field of a Flink event that is not what the recorder writes: bad input, not a crash
-            raise InvalidInputError(f"{self.name}: the trace's Flink events are malformed "
-                                    f"({type(e).__name__}: {e})", source=getattr(v, "source", None)) from None
+            # events not as the recorder writes them: bad input; well-formed ones: rollcheck's bug
+            raise check_error(self.name, e, self.header, self.collector.events,
+                              getattr(v, "source", None)) from None
 
 
 class _RecoveryPlugin(FlinkCheck):
@@ -186,8 +187,7 @@ class _RecoveryPlugin(FlinkCheck):
         try:
             return recovery_check(self.header, events)
         except (TypeError, ValueError, KeyError, AttributeError, IndexError) as e:
-            raise InvalidInputError(f"{self.name}: the trace's Flink events are malformed "
-                                    f"({type(e).__name__}: {e})", source=getattr(v, "source", None)) from None
+            raise check_error(self.name, e, self.header, events, getattr(v, "source", None)) from None
 
 
 class BarrierTLC(TraceCheck):
