@@ -175,11 +175,13 @@ def evaluate_batch(run_query: Callable[[dict[str, Any]], Any], spark: Any, sourc
             rows = [plain(r) for r in got]
         if modes:
             variants.append({"late": [], "rows": rows, "modes": modes})
+        every_rows: list[Any] | None = None
         if rule.not_in_complete and output_mode in (None, "complete"):
             got, fields = run(every)
-            variants.append({"late": [], "rows": [plain(r) for r in got], "modes": ["complete"]})
-        elif dropped:  # what a wrong rule that counted the dropped rows gives (for mutants; judged by none)
-            variants.append({"late": [0], "rows": [plain(r) for r in run(every)[0]], "modes": []})
+            every_rows = [plain(r) for r in got]
+            variants.append({"late": [], "rows": every_rows, "modes": ["complete"]})
+        if dropped:  # what a wrong rule that counted the dropped rows gives (for mutants; judged by none)
+            out["with_dropped"] = every_rows if every_rows is not None else [plain(r) for r in run(every)[0]]
     except _NoWindowColumn as e:
         out["undecided"] = str(e)
         return out

@@ -92,7 +92,7 @@ def count_late_row(trace: Trace) -> tuple[list[str], int]:
         raise InvalidInputError("the trace's final run has no late input row (record a query with late rows, "
                                 "e.g. tests/queries/late_rows.py)")
     key = _key(trace.header)
-    variants = ev.get("variants") or []
+    variants = [*(ev.get("variants") or []), *([{"late": [0], "rows": ev["with_dropped"]}] if ev.get("with_dropped") else [])]
     base_rows = {json.dumps([r.get(k) for k in key], default=str): r for r in variants[0]["rows"]}
     for v in variants[1:]:
         if len(v.get("late") or []) != 1:

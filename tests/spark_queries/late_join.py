@@ -19,13 +19,15 @@ def _t(s):
 
 
 def batches(seed):
-    """Five batches of both sources; a late impression and a late click in batches 2 and 3."""
+    """Five batches of both sources; late rows in batches 2 and 3; in batch 3 (late-events
+    watermark 14 s, the previous batch's global one) the impression at 12 s and the click at 2 s are
+    dropped, the impression at 21 s and the click at 23 s count."""
     k = seed % 2
     return [
         {"imps": [(_t(1), 1), (_t(5), 2)], "clicks": [(_t(3), 1)]},
         {"imps": [(_t(20), 3)], "clicks": [(_t(8), 2), (_t(24), 3)]},
         {"imps": [(_t(2), 4), (_t(30), 5)], "clicks": [(_t(4), 4), (_t(33), 5), (_t(6 + k), 2)]},
-        {"imps": [(_t(40), 6), (_t(21), 7)], "clicks": [(_t(44), 6), (_t(23), 7), (_t(2), 1)]},
+        {"imps": [(_t(40), 6), (_t(21), 7), (_t(12), 9)], "clicks": [(_t(44), 6), (_t(23), 7), (_t(2), 1)]},
         {"imps": [(_t(60), 8)], "clicks": [(_t(62), 8)]},
     ]
 
