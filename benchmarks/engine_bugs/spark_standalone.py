@@ -10,20 +10,21 @@ update/complete mode, every row in append mode) and the error if the query faile
 
 The input is written as one JSON Lines file per micro-batch and read with ``maxFilesPerTrigger=1``
 (data batch *b* is Spark batch *b*); the query runs until every file is processed and the
-watermark-only batches that follow have run.
-
-A module with several sources (``SOURCES = {name: schema}``, ``batches(seed)`` a list of dicts
-``{name: rows}``, ``query(**{name: df})``) gets one file source per name reading ``in/<name>/``, and data batch *b+1*'s files are written only once every file written
-before is in a micro-batch's offsets (checked in the sources' logs of the checkpoint), from inside
-the sink of the batch that read them: a source with no rows in a data batch therefore has no new
-offset in that micro-batch. The JSON line then also says what every micro-batch read per source
-(``input_per_batch``, from the checkpoint's offsets) and whether that is the module's batches
-(``feed_aligned``). ``--restart-after-batch K`` stops the query cleanly
+watermark-only batches that follow have run. ``--restart-after-batch K`` stops the query cleanly
 once batch ``K`` committed and starts it again from the same checkpoint folder (a restore without
 a failure), which is all some restore bugs need. ``--kill-after-batch K`` runs the first ``K + 1``
 batches in a child driver, SIGKILLs it (driver and JVM) once they committed and restarts the
 query from the checkpoint in a new driver with the rest of the input (a crash, so state stores
 are reloaded from their files, not from a clean shutdown).
+
+A module with several sources (``SOURCES = {name: schema}``, ``batches(seed)`` a list of dicts
+``{name: rows}``, ``query(**{name: df})``) gets one file source per name reading ``in/<name>/``,
+and data batch *b+1*'s files are written only once every file written before is in a
+micro-batch's offsets (the file sources' logs in the checkpoint), from inside the sink of the
+batch that read them: a source with no rows in a data batch has no new offset in that
+micro-batch. The JSON line then also says what every committed micro-batch read per source
+(``input_per_batch``, from the checkpoint's offsets) and whether that is the module's batches
+(``feed_aligned``).
 """
 
 from __future__ import annotations
