@@ -146,3 +146,31 @@ def test_two_stream_join_recovers_from_a_task_failure(tmp_path):
     rows = {p["batch"]: p["source_rows"] for p in t.of_kind("spark.progress")}
     assert rows[0]["clicks"] == 0 and rows[3]["impressions"] == 0 and rows[3]["clicks"] > 0
     assert [(e["mode"], e["batch"]) for e in t.of_kind("failure")] == [("task", 3)]
+
+
+def test_reproducer_writes_and_feeds_every_source(tmp_path):
+    """The standalone reproducer of a module of several sources carries the input as one dict per
+    batch, stages every source's files and feeds each run's folders batch by batch, as the recorder."""
+    from rollcheck.spark_replay.reproducer import module_with_rows, reproducer_source
+
+    uq = load_query(str(EXAMPLE))
+    rows = uq.batches(0)
+    src = EXAMPLE.read_text(encoding="utf-8")
+    assert "return [{'impressions': [(datetime.datetime(" in module_with_rows(src, rows)
+    text = reproducer_source(src, rows, failure="sink", kill_point=None, fail_at=2, state_store="hdfs",
+                             title="t", reason="r")
+    assert "import rollcheck" not in text and "from rollcheck" not in text
+    ns: dict = {"__name__": "reproducer", "__file__": str(tmp_path / "r.py")}
+    exec(compile(text, "r.py", "exec"), ns)
+    user = ns["load_user"]()
+    ns["write_inputs"](user, str(tmp_path))
+    staged = {n: sorted(p.name for p in (tmp_path / "staged" / n).iterdir()) for n in uq.sources}
+    first = next(iter(uq.sources))
+    moving = [[n for n in batch if batch[n]] or [first] for batch in rows]  # no source moves: an empty file
+    assert staged == {n: [f"batch-{b:05d}.json" for b, names in enumerate(moving) if n in names] for n in uq.sources}
+    assert ["clicks" not in names for names in moving] == [True, False, True, False, True, False]
+    assert ["impressions" not in names for names in moving] == [False, False, False, True, False, False]
+    ns["feed"](str(tmp_path), "", 1)
+    fed = sorted(str(p.relative_to(tmp_path / "in")) for p in (tmp_path / "in").rglob("*.json"))
+    assert fed == sorted(f"{n}/batch-{b:05d}.json" for b in (0, 1) for n in rows[b])
+    assert not list((tmp_path / "in-ref").rglob("*.json"))

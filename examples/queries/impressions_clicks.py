@@ -28,7 +28,7 @@ def batches(seed):
                 ad = b * 3 + k
                 t = T0 + dt.timedelta(seconds=b * 10 + rng.randrange(0, 5))
                 imps.append((t, ad, rng.choice(["spring", "autumn"])))
-                if rng.random() < 0.7:
+                if k == 0 or rng.random() < 0.7:  # at least one click per batch of impressions
                     pending.append((t + dt.timedelta(seconds=rng.randrange(1, 15)), ad, f"u{rng.randrange(5)}"))
         if b in (1, 3, 5):  # the clicks arrive in bursts: idle in batches 0, 2 and 4
             clicks, pending = pending, []
