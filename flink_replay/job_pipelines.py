@@ -3,7 +3,8 @@
 Each starts at a checkpointed ``NumberSequenceSource`` and rollcheck's source tap, and ends at
 a transactional ``FileSink`` behind rollcheck's keyed tap (:func:`build`). :func:`pace_class`
 paces the source and injects the failure; the word count adds a keyed count and a naive
-side-effect sink; the user's job gets the user's records by index, the user's ``job()`` (its keyed
+side-effect sink; the user's job gets the user's records by index (with ``SOURCES``, one stream per
+source name split off the one sequence: :func:`job_user.source_streams`), the user's ``job()`` (its keyed
 operators logged key by key), the user's ``sink`` and rollcheck's output step (each row checked
 against ``KEY`` and written as JSON).
 
@@ -23,12 +24,12 @@ import uuid
 
 if __package__:  # imported as rollcheck.flink_replay (tests, the recorder's helpers)
     from .job_environment import user_state_log
-    from .job_user import UserCodeError, call_user, user_error
+    from .job_user import UserCodeError, call_user, source_streams, user_error
 else:  # run by job.py in the PyFlink environment: this folder is on sys.path
     from job_environment import user_state_log  # type: ignore[no-redef]
-    from job_user import UserCodeError, call_user, user_error  # type: ignore[no-redef]
+    from job_user import UserCodeError, call_user, source_streams, user_error  # type: ignore[no-redef]
 
-__all__ = ["build", "pace_class", "source_streams", "utilization_pipeline"]
+__all__ = ["build", "pace_class", "utilization_pipeline"]
 
 
 def build(cfg: dict, env, tap, keyed_tap, *, user=None, attempt_offset: int = 0):
@@ -421,34 +422,6 @@ def user_pipeline(cfg: dict, env, tap, keyed_tap, tx_sink, user, attempt_offset:
     ds.sink_to(tx_sink).name("rollcheck-tx-sink")
     job_name = "rollcheck-user-job"
     return job_name
-
-
-def source_streams(ds, layout: dict, input_class) -> dict:
-    """One stream per source name of a job with several input streams: the records of the one
-    checkpointed sequence (numbers) that belong to the source (``layout["order"]``), as the user's
-    records (``input_class``). Split right after the pace step, in the source's task: the source's
-    checkpointed offsets cover every source's records."""
-    from pyflink.datastream.functions import FilterFunction
-
-    order = layout["order"]
-
-    class OfSource(FilterFunction):
-        """Keeps the sequence numbers of source ``s``."""
-
-        def __init__(self, s: int) -> None:
-            self.mark = chr(48 + s)
-
-        def filter(self, value):
-            return order[int(value)] == self.mark
-
-    class Sources(dict):
-        """The streams by name; a name not in ``SOURCES`` says so (the user's ``job()`` raised it)."""
-
-        def __missing__(self, key):
-            raise KeyError(f"{key!r} is not one of SOURCES {tuple(self)!r}")
-
-    return Sources({name: ds.filter(OfSource(s)).name(f"rollcheck-source-{name}").map(input_class())
-                    .name(f"rollcheck-input-{name}") for s, name in enumerate(layout["names"])})
 
 
 def utilization_pipeline(cfg: dict, env, tap):

@@ -1,4 +1,4 @@
-"""The user's job module: importing it, calling it within a time limit, reading ``KEY``.
+"""The user's job module: importing it, calling it within a time limit, reading ``KEY`` and ``SOURCES``.
 
 A job module gives ``records(seed)``, ``job(env, source)``, ``KEY`` and optionally ``FIELDS``,
 ``sink`` and ``read_output``; a job with several input streams gives ``SOURCES`` (their names),
@@ -21,7 +21,7 @@ import signal
 import sys
 
 __all__ = ["UserCodeError", "KeyDeclarationError", "user_error", "call_user", "load_user_module", "resolve_key",
-           "load_user_job", "check_sources", "interleave", "source_layout", "MAX_SOURCES"]
+           "load_user_job", "check_sources", "interleave", "source_layout", "source_streams", "MAX_SOURCES"]
 
 #: The most input streams a job module may name in ``SOURCES`` (one character each in the source
 #: tap's table of which record belongs to which source).
@@ -302,3 +302,31 @@ def load_user_job(cfg: dict):
         # a finding being shrunk: the first N records of the user's input only
         recs = recs[: int(cfg["max_records"])]
     return user, recs, key_idx, layout
+
+
+def source_streams(ds, layout: dict, input_class) -> dict:
+    """One stream per source name of a job with several input streams: the records of the one
+    checkpointed sequence (numbers) that belong to the source (``layout["order"]``), as the user's
+    records (``input_class``). Split right after the pace step, in the source's task: the source's
+    checkpointed offsets cover every source's records."""
+    from pyflink.datastream.functions import FilterFunction
+
+    order = layout["order"]
+
+    class OfSource(FilterFunction):
+        """Keeps the sequence numbers of source ``s``."""
+
+        def __init__(self, s: int) -> None:
+            self.mark = chr(48 + s)
+
+        def filter(self, value):
+            return order[int(value)] == self.mark
+
+    class Sources(dict):
+        """The streams by name; a name not in ``SOURCES`` says so (the user's ``job()`` raised it)."""
+
+        def __missing__(self, key):
+            raise KeyError(f"{key!r} is not one of SOURCES {tuple(self)!r}")
+
+    return Sources({name: ds.filter(OfSource(s)).name(f"rollcheck-source-{name}").map(input_class())
+                    .name(f"rollcheck-input-{name}") for s, name in enumerate(layout["names"])})
