@@ -282,8 +282,10 @@ def classify_cell(report: Report) -> dict[str, Any]:
     if not (extra or changed):  # the same rows per KEY in another order (the last row per KEY differs)
         return {"verdict": verdict, "expected_by_engine": False, "attributed_to": None,
                 "reason": f"finding: {head} — not attributed: the same rows per KEY, in another order"}
+    envelope = d.get("envelope") or {}
     explained = (all(n <= int(redel.get(k, 0)) for k, n in extra.items())
-                 and all(k in redel for k in changed))
+                 and all(k in redel for k in changed)
+                 and not (envelope and envelope.get("matched") is None))  # outside the at-least-once envelope
     if not explained:
         return {"verdict": verdict, "expected_by_engine": False, "attributed_to": "module",
                 "reason": f"finding: {head} — more copies than the engine handed the sink (or values changed at KEYs "

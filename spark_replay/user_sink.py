@@ -4,7 +4,9 @@
 within one attempt, again without a failure) from the trace's ``spark.sink_written`` events — never
 from the output rows; :func:`user_sink_output` judges the output with
 :func:`~rollcheck.pyimpl.attribution.judge_sink` (``output-at-least-once`` when the module declares
-at-least-once), citing :data:`FOREACHBATCH_DOC`.
+at-least-once), citing :data:`FOREACHBATCH_DOC`. Where an at-least-once sink's ``read_output``
+aggregates (values changed, copies cannot be counted), :func:`envelope_check` judges the output by
+the at-least-once envelope the recorder built (:mod:`rollcheck.spark_replay.sink_envelope`).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.verdict import Check
 from rollcheck.spark_replay.stream_view import StreamView, canon_row
 
-__all__ = ["FOREACHBATCH_DOC", "sink_handings", "user_sink_output"]
+__all__ = ["FOREACHBATCH_DOC", "sink_handings", "user_sink_output", "envelope_check"]
 
 
 #: Spark's documentation of foreachBatch's re-deliveries after a failure.
@@ -107,6 +109,52 @@ def user_sink_output(v: StreamView, plain_check: Check) -> Check:
             plain_check = replace(plain_check, detail=j["detail"])
         return replace(plain_check, data={**plain_check.data, **d})
     name = "output-at-least-once"
+    if j["data"]["changed"] and not j["data"]["lost"]:  # aggregated output: copies cannot be counted
+        return envelope_check(name, v.ends.get("sink_envelope"), list(fin.get("rows", [])), fin["seq"], j["data"])
     if j["ok"]:
         return Check.held(name, j["detail"], **j["data"])
     return Check.violated(name, j["detail"], offending_seq=fin["seq"], **j["data"])
+
+
+def envelope_check(name: str, envelope: dict[str, Any] | None, rows: list[Any], seq: int,
+                   data: dict[str, Any]) -> Check:
+    """An at-least-once sink's aggregated output judged by the envelope (:mod:`.sink_envelope`).
+
+    Held when ``rows`` equal (as a multiset) one of the envelope's tables, violated when none,
+    unchecked when the trace holds no envelope or it could not be built.
+
+    Examples
+    --------
+    >>> env = {"tables": [[{"u": "a", "b": 5}], [{"u": "a", "b": 8}]], "extra": [{"batch": 1, "as": 4}]}
+    >>> envelope_check("s", env, [{"u": "a", "b": 8}], 9, {"changed": {'["a"]': 1}}).status.value
+    'held'
+    >>> c = envelope_check("s", env, [{"u": "a", "b": 14}], 9, {"changed": {'["a"]': 1}})
+    >>> c.status.value, c.data["envelope"]["matched"]
+    ('violated', None)
+    >>> envelope_check("s", None, [], 9, {"changed": {'["a"]': 1}}).status.value
+    'unchecked'
+    """
+    n_changed = len(data.get("changed") or {})
+    why = f"values changed at {n_changed} KEY(s): read_output aggregates, so copies cannot be counted in its rows"
+    if envelope is None:
+        return Check.unchecked(name, f"{why}, and the trace holds no at-least-once envelope", **data)
+    if envelope.get("error") is not None or not isinstance(envelope.get("tables"), list):
+        return Check.unchecked(name, f"{why}, and the at-least-once envelope could not be built: "
+                                     f"{envelope.get('error')}", **data)
+    tables = envelope["tables"]
+    got = Counter(canon_row(r) for r in rows)
+    matched = next((m for m, t in enumerate(tables) if Counter(canon_row(r) for r in t) == got), None)
+    n_extra = len(tables) - 1
+    env = {"tables": len(tables), "matched": matched, "extra_handings": envelope.get("extra") or []}
+    if matched is not None:
+        return Check.held(name, f"within the at-least-once envelope: {why}; the output equals the user's sink "
+                                f"handed the run's batches with {matched} of the {n_extra} re-deliveries after "
+                                "the failure", **{**data, "envelope": env})
+    missing = sorted(set(Counter(canon_row(r) for r in tables[-1])) - set(got))
+    extra = sorted(set(got) - set(Counter(canon_row(r) for r in tables[-1])))
+    show = (f"e.g. the output has {extra[0]}" if extra else f"e.g. the output lacks {missing[0]}" if missing
+            else "the same rows, other counts")
+    return Check.violated(name, f"outside the at-least-once envelope: {why}; the output equals none of the "
+                                f"{len(tables)} tables of the user's sink handed the run's batches with 0..{n_extra} "
+                                f"re-deliveries after the failure ({show[:300]})", offending_seq=seq,
+                          **{**data, "envelope": env})
