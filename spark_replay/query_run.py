@@ -375,22 +375,26 @@ def _progress_of(q: Any) -> list[dict[str, Any]]:
 _SOURCE_FOLDER = re.compile(r"/in(?:-ref)?(?:/([^/\]]+))?/?\]?$")
 
 
-def _source_rows(sources: list[dict[str, Any]]) -> dict[str, int]:
+def _source_rows(sources: list[dict[str, Any]]) -> dict[str, int | list[int]]:
     """The rows each of rollcheck's sources read in a batch (Spark's progress; a source is named
-    by its folder: ``in`` for a one-source query, ``in/<name>`` for each of several).
+    by its folder: ``in`` for a one-source query, ``in/<name>`` for each of several). A query that
+    reads one stream twice (a self-join) has a source instance per read: one count when they
+    agree, each instance's count when they do not.
 
     Examples
     --------
     >>> _source_rows([{"description": "FileStreamSource[file:/w/in/clicks]", "numInputRows": 3},
     ...               {"description": "FileStreamSource[file:/w/in]", "numInputRows": 0}])
     {'clicks': 3, 'input': 0}
+    >>> _source_rows([{"description": "FileStreamSource[file:/w/in]", "numInputRows": n} for n in (6, 6)])
+    {'input': 6}
     """
-    out: dict[str, int] = {}
+    seen: dict[str, list[int]] = {}
     for s in sources:
         m = _SOURCE_FOLDER.search(str(s.get("description") or ""))
         if m:
-            out[m.group(1) or SINGLE_SOURCE] = out.get(m.group(1) or SINGLE_SOURCE, 0) + int(s.get("numInputRows") or 0)
-    return out
+            seen.setdefault(m.group(1) or SINGLE_SOURCE, []).append(int(s.get("numInputRows") or 0))
+    return {name: n[0] if len(set(n)) == 1 else n for name, n in seen.items()}
 
 
 def _iso_ms(v: Any) -> int | None:

@@ -120,6 +120,10 @@ def test_input_batches_holds_and_catches_a_batch_read_elsewhere():
     late = [*ok[:3], {"batch": 3, "source_rows": {"imps": 0, "clicks": 2}}]
     assert input_batches(_view(want, late)).ok is False
     assert input_batches(_view(None, ok)) is None and input_batches(_view(want, [])) is None
+    # a stream read twice (a self-join): each instance must read the batch
+    twice = [{"batch": 0, "source_rows": {"input": 2}}, {"batch": 1, "source_rows": {"input": [2, 0]}}]
+    c = input_batches(_view([{"input": 2}, {"input": 2}], twice))
+    assert c.ok is False and "read 0 row(s) of source 'input'" in c.detail
 
 
 # ----------------------------------------------------------------------------- with Spark
