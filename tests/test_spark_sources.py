@@ -178,3 +178,17 @@ def test_reproducer_writes_and_feeds_every_source(tmp_path):
     fed = sorted(str(p.relative_to(tmp_path / "in")) for p in (tmp_path / "in").rglob("*.json"))
     assert fed == sorted(f"{n}/batch-{b:05d}.json" for b in (0, 1) for n in rows[b])
     assert not list((tmp_path / "in-ref").rglob("*.json"))
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+@pytest.mark.engines
+def test_pytest_api_checks_a_query_of_two_sources(tmp_path):
+    """``rollcheck.testing.assert_query_exactly_once`` on the two-stream join: one conformant cell."""
+    from rollcheck.testing import assert_query_exactly_once
+
+    rep = assert_query_exactly_once(EXAMPLE, batches=4, fail_at_batch=1, out=tmp_path)
+    (cell,) = rep.cells
+    assert cell["verdict"] == "conformant" and Path(cell["trace"]).is_file()
+    checks = json.loads(Path(cell["checks"]).read_text())["checks"]
+    assert {c["name"]: c["status"] for c in checks}["input-batches"] == "held"
