@@ -65,4 +65,4 @@ def test_a_run_that_computes_past_its_cpu_time_is_unbounded(monkeypatch: pytest.
     o, problem = run_file_input(fmt, fmt.commands[0], b"{}", tmp_path, time_limit=1.0)
     assert o.timed_out and not o.overloaded
     assert problem is not None and problem.startswith("unbounded run") and "CPU s" in problem
-    assert o.cpu_seconds >= 0.9
+    assert o.cpu_seconds >= 0.5  # os.times() and the kernel's profiling timer account CPU time apart
