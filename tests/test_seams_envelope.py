@@ -9,7 +9,6 @@ once more per re-delivery, and the output must equal one of those tables.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -36,43 +35,13 @@ def test_outside_the_envelope_is_violated_and_attributed_to_the_module() -> None
     assert envelope_check("output-at-least-once", None, [], 9, data).status is Status.UNCHECKED
 
 
-def _recording_with_envelope(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``finish_run`` with the envelope recorded just before the trace's end (as the recorder calls
-    :func:`record_envelope`)."""
-    import rollcheck.spark_replay.query_drive as qd
-    from rollcheck.spark_replay.query_io import read_output
-    from rollcheck.spark_replay.sink_envelope import record_envelope
-
-    real = qd.finish_run
-
-    def finish(spark: Any, uq: Any, cfg: Any, paths: Any, writer: Any, notes: dict[str, Any]) -> None:
-        if any(e.get("kind") == "spark.sink_envelope" for e in getattr(writer, "previous", [])):
-            return real(spark, uq, cfg, paths, writer, notes)
-        emit = writer.emit
-
-        def emit_end(kind: str, **kw: Any) -> Any:
-            if kind == "end":
-                record_envelope(spark, uq, paths.root, writer.path, emit, notes.get("stream_fields"), read_output)
-            return emit(kind, **kw)
-
-        writer.emit = emit_end
-        try:
-            real(spark, uq, cfg, paths, writer, notes)
-        finally:
-            del writer.emit
-
-    if "record_envelope" not in Path(qd.__file__).read_text(encoding="utf-8"):  # until the recorder calls it
-        monkeypatch.setattr(qd, "finish_run", finish)
-
-
 @pytest.mark.spark
 @pytest.mark.slow
-def test_real_spark_triple_append_is_outside_the_envelope(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_real_spark_triple_append_is_outside_the_envelope(tmp_path: Path) -> None:
     from rollcheck.spark_replay.query import QueryConfig, record_query, session_conf
     from rollcheck.spark_replay.replay import replay_file
     from rollcheck.spark_replay.session import spark_session
 
-    _recording_with_envelope(monkeypatch)
     declared = tmp_path / "ledger_declared.py"
     declared.write_text(LEDGER.read_text().replace('KEY = ["user"]\n', 'KEY = ["user"]\nSINK_GUARANTEE = "at-least-once"\n'))
     runs = [("triple", TRIPLE, "sink"), ("triple-task", TRIPLE, "task"), ("ledger", declared, "sink"),
