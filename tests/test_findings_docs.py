@@ -50,7 +50,7 @@ def test_attachment_stands_alone(name: str) -> None:
 
 
 def test_attachments_are_ruff_clean() -> None:
-    paths = [str(FINDINGS / n) for n in ATTACHMENTS]
+    paths = [str(FINDINGS / n) for n in ATTACHMENTS] + [str(FINDINGS / "fixed-name" / "sitecustomize.py")]
     proc = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", *paths],
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-1000:]
