@@ -167,7 +167,9 @@ def _rollcheck(entry: dict[str, Any], version: str, work: Path) -> dict[str, Any
                    "--fail-at-batch", str(s["fail_at_batch"]), "--out", str(out), "--jobs", "1", "--json", *ref]
             if s.get("kill_points"):
                 cmd += ["--kill-points", ",".join(s["kill_points"])]
-            how = "spark matrix"
+            if s.get("minimise") is False:  # the entry's slice says a finding is reported as found, not minimised
+                cmd += ["--no-minimise"]
+            how = "spark matrix" + (" (findings not minimised)" if s.get("minimise") is False else "")
             cmds = [cmd]
         elif "--engine-version" in _help("spark", "record", "query"):
             trace = out / "trace.jsonl"
