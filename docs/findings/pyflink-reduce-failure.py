@@ -11,6 +11,7 @@ states it holds: one more abandoned ``_reduce_state<uuid>`` per failover.
 Usage (with the Python of a PyFlink installation)::
 
     python pyflink-reduce-failure.py [--mode process|thread] [--failures N] [--records N]
+                                     [--backend hashmap|rocksdb]
 
 Exit 1 if a final count is wrong, 0 if all are right, 2 if fewer failures than asked happened.
 """
@@ -87,7 +88,7 @@ def watch(chk_dir, seen, stop):
         time.sleep(0.05)
 
 
-def environment(mode, failures, chk):
+def environment(mode, failures, backend, chk):
     conf = Configuration()
     for key, value in {
         "python.execution-mode": mode,
@@ -96,7 +97,7 @@ def environment(mode, failures, chk):
         "restart-strategy.type": "fixed-delay",
         "restart-strategy.fixed-delay.attempts": str(failures + 1),
         "restart-strategy.fixed-delay.delay": "100 ms",
-        "state.backend.type": "hashmap",
+        "state.backend.type": backend,
         "execution.checkpointing.dir": "file://" + chk,  # Flink 2.x
         "state.checkpoints.dir": "file://" + chk,  # Flink 1.x
         "execution.checkpointing.num-retained": "1000",
@@ -123,12 +124,13 @@ def main():
     ap.add_argument("--mode", choices=("process", "thread"), default="process")
     ap.add_argument("--failures", type=int, default=1)
     ap.add_argument("--records", type=int, default=300)
+    ap.add_argument("--backend", choices=("hashmap", "rocksdb"), default="hashmap")
     args = ap.parse_args()
     # thread mode runs Python inside the JVM, which finds pyflink only through PYTHONPATH
     os.environ["PYTHONPATH"] = os.pathsep.join([*site.getsitepackages(), os.environ.get("PYTHONPATH", "")])
     work = tempfile.mkdtemp(prefix="reduce-failure-")
     chk = os.path.join(work, "chk")
-    env = environment(args.mode, args.failures, chk)
+    env = environment(args.mode, args.failures, args.backend, chk)
     counts = (
         env.from_source(NumberSequenceSource(0, args.records - 1), WatermarkStrategy.no_watermarks(),
                         "numbers", type_info=Types.LONG())
@@ -147,7 +149,7 @@ def main():
     stop.set()
     watcher.join()
     injected = failures_done(work)
-    print(f"pyflink {__version__}, python.execution-mode={args.mode}, {args.records} records, "
+    print(f"pyflink {__version__}, python.execution-mode={args.mode}, {args.backend}, {args.records} records, "
           f"{injected} injected failure(s), job ran {time.time() - t0:.1f} s")
     print_checkpoints(seen)
     wrong = 0

@@ -12,7 +12,7 @@ Usage (with the Python of a PyFlink installation)::
 
     python pyflink-reduce-savepoint.py [--mode process|thread] [--records N]
 
-Exit 1 if a final count is wrong, 0 if all are right.
+Exit 1 if a final count is wrong, 0 if all are right, 2 if the first submission made no progress.
 """
 
 import argparse
@@ -93,12 +93,26 @@ def totals(folder):
 
 
 def stop_with_savepoint(client, folder):
-    try:
-        return client.stop_with_savepoint(False, folder).result()
-    except Exception:  # Flink 2.x: the Java method also takes the savepoint format
-        from pyflink.java_gateway import get_gateway
-        canonical = get_gateway().jvm.org.apache.flink.core.execution.SavepointFormatType.CANONICAL
-        return client._j_job_client.stopWithSavepoint(False, folder, canonical).get()
+    """Stops the job with a canonical savepoint in ``folder``; returns the savepoint's path.
+
+    Calls Java's three-argument ``JobClient.stopWithSavepoint`` (Flink 1.15 on): PyFlink 2.x's
+    ``JobClient.stop_with_savepoint`` calls the two-argument one, which Flink 2.0 removed.
+    """
+    from pyflink.java_gateway import get_gateway
+    canonical = get_gateway().jvm.org.apache.flink.core.execution.SavepointFormatType.CANONICAL
+    return client._j_job_client.stopWithSavepoint(False, folder, canonical).get()
+
+
+def wait_for(progress, n, timeout=600):
+    """Waits until the first submission has counted ``n`` records (False after ``timeout`` s)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if os.path.exists(progress):
+            with open(progress) as f:
+                if int(f.read() or 0) >= n:
+                    return True
+        time.sleep(0.1)
+    return False
 
 
 def main():
@@ -111,9 +125,9 @@ def main():
     work = tempfile.mkdtemp(prefix="reduce-savepoint-")
     t0 = time.time()
     first = submit(args.mode, args.records, work, "first")
-    progress = os.path.join(work, "first.progress")
-    while not os.path.exists(progress) or int(open(progress).read() or 0) < args.records // 3:
-        time.sleep(0.1)
+    if not wait_for(os.path.join(work, "first.progress"), args.records // 3):
+        print("the first submission did not count a third of the records in 10 minutes")
+        return 2
     savepoint = stop_with_savepoint(first, "file://" + os.path.join(work, "savepoints"))
     submit(args.mode, args.records, work, "second", restore=savepoint).get_job_execution_result().result()
     rows = totals(os.path.join(work, "out"))
