@@ -51,6 +51,23 @@ from typing import Any
 
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.verdict import Check
+from rollcheck.spark_replay.faults_cluster import (
+    CLUSTER_FAILURES,
+    SECOND_FAILURES,
+    SECOND_KILL,
+    executor_struck,
+    recovery_kill_filter,
+    second_failure_struck,
+)
+from rollcheck.spark_replay.faults_retry import (
+    RETRY_DONE,
+    RETRY_FAILED,
+    RETRY_RESTART,
+    retry_facts,
+    retry_restart_batch,
+    retry_task,
+)
+from rollcheck.spark_replay.faults_retry_check import retry_struck
 from rollcheck.spark_replay.watcher import STATE_FILE
 
 __all__ = [
@@ -280,8 +297,9 @@ class KillSupervisor:
         reached; True when it killed. The facts of the kill are kept for :meth:`take`."""
         request = self.markers / KILL_REQUEST
         if request.exists():
+            asked = _request_facts(request)
             request.unlink()
-            self._kill(proc)
+            self._kill(proc, asked)
             return True
         external = self.fired is None and self.batch is not None and self.kill_point in ("offsets", "commit")
         if not external:
@@ -335,7 +353,7 @@ class KillSupervisor:
             self._ino = None
             self._watching = False
 
-    def _kill(self, proc: subprocess.Popen[bytes]) -> None:
+    def _kill(self, proc: subprocess.Popen[bytes], asked: dict[str, Any] | None = None) -> None:
         t0 = time.perf_counter()
         kill_tree(proc)
         self.timings.append(time.perf_counter() - t0)
@@ -345,10 +363,33 @@ class KillSupervisor:
             os.close(fd)
         except FileExistsError:
             pass
-        self.fired = {"batch": self.batch, "kill_point": self.kill_point,
+        batch = (asked or {}).get("batch", self.batch)
+        self.fired = {"batch": batch, "kill_point": (asked or {}).get("kill_point", self.kill_point),
                       "checkpoint_logs": checkpoint_logs(self.checkpoint),
-                      "state_files": state_files_of_version(self.checkpoint, (self.batch or 0) + 1)}
+                      "state_files": state_files_of_version(self.checkpoint, (batch or 0) + 1)}
         self._pending = self.fired
+
+
+def _request_facts(request: Path) -> dict[str, Any] | None:
+    """The batch and kill point a driver's kill request names (a JSON object; a request holding
+    only the driver's pid, as :func:`~rollcheck.spark_replay.supervise.request_kill` writes, names
+    none: the supervisor's own batch and kill point apply).
+
+    >>> import tempfile; p = Path(tempfile.mkdtemp()) / KILL_REQUEST
+    >>> _ = p.write_text('{"batch": 2, "kill_point": "before-retry"}'); _request_facts(p)
+    {'batch': 2, 'kill_point': 'before-retry'}
+    >>> _ = p.write_text("4242"); _request_facts(p) is None
+    True
+    """
+    import json
+
+    try:
+        got = json.loads(request.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(got, dict):
+        return None
+    return {k: got[k] for k in ("batch", "kill_point") if k in got}
 
 
 def _descendants(pid: int) -> list[int]:
@@ -492,335 +533,6 @@ def kill_point_struck(header: dict[str, Any], events: list[dict[str, Any]]) -> C
              "commit": f"after the sink wrote batch {k}, as commits/{k} was being written (not yet there)"}[point]
     return Check.held(name, f"the kill (seq {f['seq']}) struck {where}: offset log at {logs.get('offsets')}, "
                             f"commit log at {logs.get('commits')}", examined=1)
-
-
-# ----------------------------------------------------------------------------- faults only a cluster has
-#: The failures that strike somewhere else than the driver's own run: ``executor`` (one executor
-#: JVM SIGKILLed, the driver goes on) and ``retry`` (a task fails after its state store committed
-#: and Spark retries it; the driver is then restarted after the next batch).
-CLUSTER_FAILURES = ("executor", "retry")
-#: The marker (in the recording's ``markers`` folder) of the retry failure's failed task attempt.
-RETRY_FAILED = "retry-failed"
-#: The marker prefix of a task attempt of the retried batch that ran to its end.
-RETRY_DONE = "retry-done-"
-#: The marker by which a ``retry`` recording's driver asks to be restarted (once).
-RETRY_RESTART = "retry-restart"
-
-
-def retry_restart_batch(fail_at: int, n_input: int) -> int:
-    """The batch after whose sink a ``retry`` recording restarts its driver: the next data batch,
-    or the retried batch itself when it is the last one.
-
-    >>> retry_restart_batch(2, 6), retry_restart_batch(5, 6)
-    (3, 5)
-    """
-    return fail_at + 1 if fail_at + 1 < n_input else fail_at
-
-
-def retry_task(markers: str | Path, checkpoint: str | Path, batch: int) -> Any:
-    """The ``mapPartitions`` function through which the ``retry`` failure collects batch ``batch``
-    in the driver's ``foreachBatch``: it runs in the same task as the batch's last (stateful)
-    stage, drains its input - the state store commits version ``batch + 1`` when its output
-    iterator is exhausted - and then, in the first task attempt to get there, raises once. Each
-    attempt that gets past that point records itself (``retry-done-<partition>-<attempt>``); the
-    failing one records, in :data:`RETRY_FAILED`, its partition, stage, attempt and the state
-    files of version ``batch + 1`` of its partition that existed when it raised."""
-    mpath, ck, version = str(markers), str(checkpoint), batch + 1
-
-    def run(rows):  # no type hints: PySpark 4 would read them as a pandas UDF
-        import json as _json
-        import os as _os
-
-        from pyspark import TaskContext
-
-        out = list(rows)  # drained: the stateful operator's iterator ended, its store committed
-        tc = TaskContext.get()
-        part, att, stage = tc.partitionId(), tc.attemptNumber(), tc.stageId()
-        files = []
-        root = _os.path.join(ck, "state")
-        for dirpath, _dirs, names in _os.walk(root):
-            parts = _os.path.relpath(dirpath, root).split(_os.sep)  # op/partition[/store]
-            if len(parts) >= 2 and parts[1] == str(part) and "_metadata" not in parts:
-                files += [n for n in names if n.split(".")[0].split("_")[0] == str(version)
-                          and not n.endswith(".crc")]
-        facts = {"partition": part, "attempt": att, "stage": stage, "batch": batch, "rows": len(out),
-                 "state_files": sorted(files), "pid": _os.getpid()}
-        try:
-            fd = _os.open(_os.path.join(mpath, RETRY_FAILED), _os.O_CREAT | _os.O_EXCL | _os.O_WRONLY)
-        except FileExistsError:
-            with open(_os.path.join(mpath, f"{RETRY_DONE}{part}-{att}"), "w", encoding="utf-8") as fh:
-                fh.write(_json.dumps(facts))
-            return iter(out)
-        _os.write(fd, _json.dumps(facts).encode())
-        _os.close(fd)
-        raise RuntimeError(f"rollcheck: injected task failure in batch {batch} after the state store committed "
-                           f"(partition {part}, attempt {att})")
-
-    return run
-
-
-def retry_facts(markers: str | Path) -> dict[str, Any]:
-    """What the ``retry`` failure's task attempts recorded: ``failed_attempt`` (or None) and
-    ``succeeded_attempts`` (every attempt that ran to its end)."""
-    import json
-
-    m = Path(markers)
-    failed = None
-    with contextlib.suppress(OSError, ValueError):
-        failed = json.loads((m / RETRY_FAILED).read_text(encoding="utf-8"))
-    done = []
-    for p in sorted(m.glob(RETRY_DONE + "*")):
-        with contextlib.suppress(OSError, ValueError):
-            done.append(json.loads(p.read_text(encoding="utf-8")))
-    return {"failed_attempt": failed, "succeeded_attempts": done}
-
-
-def _requested_failure(header: dict[str, Any], mode: str) -> tuple[int | None, str | None]:
-    cfg = header.get("config") or {}
-    if cfg.get("failure") != mode:
-        return None, f"no {mode} failure requested"
-    k = cfg.get("fail_at_batch")
-    if not isinstance(k, int) or isinstance(k, bool):
-        return None, f"the header's fail_at_batch is {k!r}, not a batch id"
-    return k, None
-
-
-def executor_struck(header: dict[str, Any], events: list[dict[str, Any]]) -> Check:
-    """``executor-lost``: an executor JVM was SIGKILLed in batch K, the driver saw it removed, and
-    the query went on in the same driver.
-
-    The ``spark.failure`` event (mode ``executor``: an engine-level failure, not a failure of the
-    trace's one process, the driver, which goes on) must name the executor id and pid, say that the
-    process was gone, and carry Spark's own record of the loss: the executor listed as inactive,
-    with its removal reason, by the driver's status store (Spark's listener of
-    ``SparkListenerExecutorRemoved``); its ``checkpoint_logs`` must show that the batch had run
-    (offset log at K, commit log at K-1: the kill struck after the state stores committed, before
-    the sink). Tasks of a later batch must have run (a batch committed after the kill in the same
-    attempt): the killed executor's state store partitions were loaded elsewhere, from the
-    checkpoint. A kill that did not happen or was not seen by Spark is *unchecked*.
-
-    Examples
-    --------
-    >>> h = {"config": {"failure": "executor", "fail_at_batch": 1}}
-    >>> f = {"seq": 5, "kind": "spark.failure", "mode": "executor", "batch": 1, "attempt": 1, "executor_id": "0",
-    ...      "pid": 42, "process_gone": True, "removed": True, "remove_reason": "Command exited with code 137",
-    ...      "checkpoint_logs": {"offsets": 1, "commits": 0}, "kill_point": "state"}
-    >>> c = {"seq": 9, "kind": "spark.batch_committed", "batch": 2, "attempt": 1}
-    >>> executor_struck(h, [f, c]).status.value
-    'held'
-    >>> executor_struck(h, [{**f, "removed": False}, c]).status.value
-    'unchecked'
-    """
-    name = "executor-lost"
-    k, why = _requested_failure(header, "executor")
-    if k is None:
-        return (Check.not_applicable(name, why or "") if "requested" in (why or "")
-                else Check.unchecked(name, why or ""))
-    hit = [e for e in events if _base(e.get("kind", "")) == "failure" and e.get("mode") == "executor"
-           and e.get("batch") == k]
-    if not hit:
-        return Check.unchecked(name, f"no executor was killed in batch {k}: the executor failure was not exercised")
-    f = hit[0]
-    who = f"executor {f.get('executor_id')} (pid {f.get('pid')})"
-    if f.get("executor_id") is None or not isinstance(f.get("pid"), int):
-        return Check.unchecked(name, f"the executor failure (seq {f['seq']}) does not say which executor was killed")
-    if not f.get("process_gone"):
-        return Check.unchecked(name, f"{who} was signalled but its process did not end (seq {f['seq']})")
-    if not f.get("removed"):
-        return Check.unchecked(name, f"{who} was killed but Spark's driver never listed it as removed "
-                                     f"(seq {f['seq']}): the loss was not seen by Spark")
-    logs = f.get("checkpoint_logs") or {}
-    want_commit = k - 1 if k > 0 else None
-    if logs.get("offsets") != k or logs.get("commits") != want_commit:
-        return Check.unchecked(name, f"{who} was killed with the offset log at {logs.get('offsets')} and the "
-                                     f"commit log at {logs.get('commits')}: not inside batch {k}")
-    later = [e for e in events if _base(e.get("kind", "")) == "batch_committed" and e["seq"] > f["seq"]
-             and e.get("attempt") == f.get("attempt")]
-    if not later:
-        return Check.unchecked(name, f"{who} was killed (seq {f['seq']}) but no batch committed after it in the "
-                                     "same driver: the query did not go on")
-    from rollcheck.spark_replay.watcher import state_key
-
-    stores = {state_key(e) for e in events if _base(e.get("kind", "")) == "state_committed"
-              and e.get("version") == k + 1 and e["seq"] < f["seq"]}
-    moved = ""
-    if stores and any(int(e["batch"]) == k + 1 for e in later):
-        # every state store instance, the lost executor's too, was loaded elsewhere and committed again
-        again = {state_key(e) for e in events if _base(e.get("kind", "")) == "state_committed"
-                 and e.get("version") == k + 2 and e["seq"] > f["seq"] and e.get("attempt") == f.get("attempt")}
-        if stores - again:
-            return Check.unchecked(name, f"{who} was killed (seq {f['seq']}) but state store(s) "
-                                         f"{sorted(stores - again)} never committed version {k + 2} after it: the "
-                                         "state was not shown to be reloaded on another executor")
-        moved = (f"; all {len(stores)} state store instance(s) committed version {k + 2} after the loss (the lost "
-                 f"executor's loaded from the checkpoint's version {k + 1} on the executors left)")
-    return Check.held(name, f"{who} SIGKILLed in batch {k} after its state stores committed (seq {f['seq']}); "
-                            f"Spark removed it ({f.get('remove_reason')}) and the same driver committed batch(es) "
-                            f"{sorted({int(e['batch']) for e in later})} after it{moved}", examined=1)
-
-
-def retry_struck(header: dict[str, Any], events: list[dict[str, Any]]) -> Check:
-    """``task-retried``: a task of batch K failed after its state store committed, and Spark ran
-    the same partition of the same stage again to success; then the driver was restarted from the
-    checkpoint after a later batch.
-
-    The ``failure`` event (mode ``retry``) carries the failed attempt (partition, stage, attempt,
-    the state files of version K+1 of its partition when it raised) and the attempts that ran to
-    their end: one of them must be the same stage and partition with a higher attempt number. For
-    a stateful query the failed attempt must have seen its state file of version K+1 (it failed
-    after the commit). A driver restart (a ``restart`` event) must follow, so that the retried
-    state was reloaded from the checkpoint. Anything missing is *unchecked*.
-
-    Examples
-    --------
-    >>> h = {"config": {"failure": "retry", "fail_at_batch": 1}}
-    >>> f = {"seq": 5, "kind": "failure", "mode": "retry", "batch": 1, "stateful": True,
-    ...      "failed_attempt": {"partition": 0, "stage": 7, "attempt": 0, "state_files": ["2.delta"]},
-    ...      "succeeded_attempts": [{"partition": 0, "stage": 7, "attempt": 1, "state_files": ["2.delta"]}]}
-    >>> r = {"seq": 9, "kind": "spark.restart", "resume_batch": 2}
-    >>> retry_struck(h, [f, r]).status.value
-    'held'
-    >>> retry_struck(h, [{**f, "succeeded_attempts": []}, r]).status.value
-    'unchecked'
-    """
-    name = "task-retried"
-    k, why = _requested_failure(header, "retry")
-    if k is None:
-        return (Check.not_applicable(name, why or "") if "requested" in (why or "")
-                else Check.unchecked(name, why or ""))
-    hit = [e for e in events if e.get("kind") == "failure" and e.get("mode") == "retry" and e.get("batch") == k]
-    if not hit:
-        return Check.unchecked(name, f"no task of batch {k} failed: the retry was not exercised")
-    f = hit[0]
-    bad = f.get("failed_attempt")
-    if not isinstance(bad, dict):
-        return Check.unchecked(name, f"the retry failure (seq {f['seq']}) does not record the failed task attempt")
-    part, stage, att = bad.get("partition"), bad.get("stage"), bad.get("attempt")
-    again = [a for a in f.get("succeeded_attempts") or [] if isinstance(a, dict) and a.get("partition") == part
-             and a.get("stage") == stage and isinstance(a.get("attempt"), int) and isinstance(att, int)
-             and a["attempt"] > att]
-    if not again:
-        return Check.unchecked(name, f"partition {part} of stage {stage} failed in attempt {att} (seq {f['seq']}) "
-                                     "but no later attempt of it ran to its end: Spark did not retry it")
-    if f.get("stateful") and not bad.get("state_files"):
-        return Check.unchecked(name, f"the failed attempt of partition {part} saw no state file of version {k + 1}: "
-                                     "it did not fail after its state store committed")
-    restart = [e for e in events if _base(e.get("kind", "")) == "restart" and e["seq"] > f["seq"]]
-    if not restart:
-        return Check.unchecked(name, f"the retried batch {k} (seq {f['seq']}) was never followed by a restart from "
-                                     "the checkpoint: the retried state was not reloaded")
-    return Check.held(name, f"partition {part} of stage {stage} failed in attempt {att} after committing "
-                            f"{bad.get('state_files') or 'no state (stateless query)'} and succeeded in attempt "
-                            f"{again[0]['attempt']}; the driver was restarted (seq {restart[0]['seq']}, resume batch "
-                            f"{restart[0].get('resume_batch')})", examined=1)
-
-
-#: The failures that strike twice: ``twice`` (the driver SIGKILLed after the sink wrote batch K, and
-#: again after the restarted driver wrote batch K once more, the batch right after the recovery) and
-#: ``during-recovery`` (the driver SIGKILLed after the sink wrote batch K, and again while the
-#: restarted driver restores: in the first stage of batch K's re-run, before any stateful task loaded
-#: its state store).
-SECOND_FAILURES = ("twice", "during-recovery")
-#: The marker of the second kill (once per recording).
-SECOND_KILL = "second-kill"
-
-
-def recovery_kill_filter(markers: str | Path, batch: int) -> Any:
-    """The Python function of the filter through which a restarted ``during-recovery`` driver reads
-    its input: in the task that reads batch ``batch``'s file - the batch's first stage, before the
-    shuffle to its stateful stage, so before any state store of the restarted query is loaded - it
-    asks the supervising parent (once) to SIGKILL the driver and waits for it."""
-    mpath, target = str(markers), f"batch-{batch:05d}.json"
-
-    def hold(path):  # no type hints: PySpark 4 would read them as a pandas UDF
-        import os as _os
-        import time as _time
-
-        if path and path.endswith(target):
-            try:
-                fd = _os.open(_os.path.join(mpath, SECOND_KILL), _os.O_CREAT | _os.O_EXCL | _os.O_WRONLY)
-            except FileExistsError:
-                return True
-            _os.close(fd)
-            with open(_os.path.join(mpath, KILL_REQUEST), "w", encoding="utf-8") as fh:
-                fh.write(str(_os.getpid()))
-            _time.sleep(600)
-        return True
-
-    return hold
-
-
-def second_failure_struck(header: dict[str, Any], events: list[dict[str, Any]]) -> Check:
-    """``second-failure``: the second kill of ``twice`` / ``during-recovery`` struck where asked.
-
-    Both: a first kill at batch K (mode ``kill``) and then a second ``failure`` of the requested
-    mode at batch K in a later driver (attempt), with the offset log at K and the commit log at K-1
-    (batch K never committed in between). ``twice``: the later driver had recovered (a ``restart``
-    in its attempt before the second kill) and its sink had written batch K again. ``during-recovery``:
-    the later driver had started (``attempt_start``) and was killed before it had restored anything
-    - no ``restart``, no ``sink_written`` and no ``state_committed`` in its attempt before the kill.
-    Anything else is *unchecked*: the requested sequence was not exercised.
-
-    Examples
-    --------
-    >>> h = {"config": {"failure": "during-recovery", "fail_at_batch": 2}}
-    >>> logs = {"offsets": 2, "commits": 1}
-    >>> ev = [{"seq": 5, "kind": "failure", "mode": "kill", "batch": 2, "attempt": 1, "checkpoint_logs": logs},
-    ...       {"seq": 6, "kind": "spark.attempt_start", "attempt": 2},
-    ...       {"seq": 7, "kind": "failure", "mode": "during-recovery", "batch": 2, "attempt": 2,
-    ...        "checkpoint_logs": logs}]
-    >>> second_failure_struck(h, ev).status.value
-    'held'
-    >>> ev.insert(2, {"seq": 6, "kind": "spark.state_committed", "attempt": 2, "version": 3, "partition": 0})
-    >>> second_failure_struck(h, ev).detail[:60]
-    'the second kill (seq 7) struck after the restarted driver ha'
-    """
-    name = "second-failure"
-    cfg = header.get("config") or {}
-    mode = cfg.get("failure")
-    if mode not in SECOND_FAILURES:
-        return Check.not_applicable(name, "no second failure requested")
-    k = cfg.get("fail_at_batch")
-    if not isinstance(k, int) or isinstance(k, bool):
-        return Check.unchecked(name, f"the header's fail_at_batch is {k!r}, not a batch id")
-    fails = [e for e in events if e.get("kind") == "failure" and e.get("batch") == k]
-    first = next((e for e in fails if e.get("mode") == "kill"), None)
-    second = next((e for e in fails if e.get("mode") == mode), None)
-    if first is None or second is None:
-        return Check.unchecked(name, f"the {mode} sequence did not happen at batch {k} (failures seen: "
-                                     f"{[(e.get('mode'), e.get('batch')) for e in fails] or 'none'})")
-    a1, a2 = first.get("attempt"), second.get("attempt")
-    if not (isinstance(a1, int) and isinstance(a2, int) and a2 > a1 and second["seq"] > first["seq"]):
-        return Check.unchecked(name, f"the second kill (seq {second['seq']}, attempt {a2}) did not strike a later "
-                                     f"driver than the first (seq {first['seq']}, attempt {a1})")
-    logs = second.get("checkpoint_logs") or {}
-    want_commit = k - 1 if k > 0 else None
-    if logs.get("offsets") != k or logs.get("commits") != want_commit:
-        return Check.unchecked(name, f"the second kill (seq {second['seq']}) struck with the offset log at "
-                                     f"{logs.get('offsets')} and the commit log at {logs.get('commits')}, not "
-                                     f"inside batch {k}")
-    mine = [e for e in events if e.get("attempt") == a2 and first["seq"] < e["seq"] < second["seq"]]
-    kinds = [_base(e.get("kind", "")) for e in mine]
-    if mode == "twice":
-        if "restart" not in kinds:
-            return Check.unchecked(name, f"the second kill (seq {second['seq']}) struck before the restarted driver "
-                                         "recovered: not in the batch right after the recovery")
-        if not any(_base(e.get("kind", "")) == "sink_written" and e.get("batch") == k for e in mine):
-            return Check.unchecked(name, f"the restarted driver had not written batch {k} again when the second "
-                                         f"kill (seq {second['seq']}) struck")
-        return Check.held(name, f"the driver was killed after batch {k} (seq {first['seq']}), recovered, wrote batch "
-                                f"{k} again and was killed again (seq {second['seq']}) before commits/{k}",
-                          examined=2)
-    if "attempt_start" not in kinds:
-        return Check.unchecked(name, f"the second kill (seq {second['seq']}) struck before the restarted driver "
-                                     "started its query")
-    done = sorted({x for x in kinds if x in ("restart", "sink_written", "state_committed")})
-    if done:
-        return Check.unchecked(name, f"the second kill (seq {second['seq']}) struck after the restarted driver had "
-                                     f"restored state ({', '.join(done)} in its attempt): not during the recovery")
-    return Check.held(name, f"the driver was killed after batch {k} (seq {first['seq']}); the restarted driver "
-                            f"was killed (seq {second['seq']}) while re-running batch {k}, before any state store "
-                            "of it was loaded or committed", examined=2)
 
 
 #: The check that proves from the trace where each of these failures struck, by failure mode

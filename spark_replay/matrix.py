@@ -59,6 +59,7 @@ from rollcheck.pyimpl.matrix import (
 from rollcheck.pyimpl.matrix import run_matrix as _run_core
 from rollcheck.pyimpl.matrix.run import entry_of
 from rollcheck.spark_replay.cluster import on_cluster
+from rollcheck.spark_replay.faults_retry import RetrySchedule
 from rollcheck.spark_replay.killpoints import FAILURE_CHECKS
 from rollcheck.spark_replay.matrix_plan import (
     FAILURES,
@@ -115,7 +116,8 @@ _LEGEND = ("Columns: task — a task of the batch raises; sink — the sink rais
            "store commit; sink: after the sink wrote; commit: just before the commit log entry); executor — an "
            "executor JVM of the cluster is SIGKILLed after the state store commit, the driver goes on; retry — a "
            "task fails after its state store committed, Spark retries it, the driver restarts after the next "
-           "batch.")
+           "batch; retry:S — the retry under schedule S (tasks one|all, stage stateful|input, attempts N, load "
+           "first|later, then restart|continue).")
 
 
 def _last_line(path: Path) -> str:
@@ -147,6 +149,8 @@ def _record_argv(cell: Cell | None, module: str, provider: str, opts: MatrixOpti
         argv += ["--fail-at-batch", str(opts.fail_at_batch), "--failure", cell.failure]
         if cell.kill_point:
             argv += ["--kill-point", cell.kill_point]
+        if cell.schedule:  # the retry's schedule (faults_retry.RetrySchedule): its flags
+            argv += RetrySchedule.parse(cell.schedule).argv()
         if reference is not None:
             argv += ["--reference-from", str(reference)]
     return argv
@@ -216,8 +220,9 @@ class SparkAdapter(EngineAdapter):
         if cell.engine_version:
             release["reference_version"] = o.reference_version or _pinned()
         return ({"state_store": cell.provider, "batches": o.batches, "seed": o.seed, **where, **release},
-                {"mode": cell.failure, "batch": o.fail_at_batch, **({"kill_point": cell.kill_point}
-                                                                    if cell.kill_point else {})},
+                {"mode": cell.failure, "batch": o.fail_at_batch,
+                 **({"kill_point": cell.kill_point} if cell.kill_point else {}),
+                 **({"schedule": cell.schedule} if cell.schedule else {})},
                 {"name": cell.name})
 
     def group(self, cell: Cell) -> str | None:
@@ -392,7 +397,7 @@ def run_matrix(opts: MatrixOptions, *, on_update: Callable[[list[dict[str, Any]]
     opts.validate()
     planned = (list(cells) if cells is not None
                else plan_cells(opts.modules, opts.providers, opts.failures, opts.kill_points,
-                               opts.engine_versions or [None]))
+                               opts.engine_versions or [None], opts.retry_schedules))
     if not planned:
         raise InvalidInputError("the matrix is empty: give at least one provider and one failure",
                                 location="--failures")

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.spark_replay.cluster import on_cluster, validate_cluster
+from rollcheck.spark_replay.faults_retry import RetrySchedule
 from rollcheck.spark_replay.killpoints import KILL_POINTS, STATE_STORES
 
 __all__ = ["PROVIDERS", "FAILURES", "DEFAULT_FAILURES", "Cell", "columns", "plan_cells", "MatrixOptions", "library_modules",
@@ -48,6 +49,8 @@ class Cell:
     kill_point: str | None = None
     #: the pyspark release (``--engine-version``); None: the pinned one (the running interpreter's)
     engine_version: str | None = None
+    #: the ``retry`` failure's schedule (``--retry-schedules``: ``RetrySchedule.text()``); None: the default
+    schedule: str | None = None
 
     @property
     def name(self) -> str:
@@ -60,8 +63,12 @@ class Cell:
 
         >>> Cell("q.py", "hdfs", "kill", "commit").column, Cell("a.b", "rocksdb", "task").column
         ('kill:commit', 'task')
+        >>> Cell("q.py", "rocksdb", "retry", schedule="tasks=all").column
+        'retry:tasks=all'
         """
-        return f"kill:{self.kill_point}" if self.failure == "kill" else self.failure
+        if self.failure == "kill":
+            return f"kill:{self.kill_point}"
+        return f"retry:{self.schedule}" if self.failure == "retry" and self.schedule else self.failure
 
     @property
     def config_id(self) -> str:
@@ -95,18 +102,26 @@ class Cell:
         return self.stem
 
 
-def columns(failures: list[str], kill_points: list[str]) -> list[str]:
-    """The table's columns, in protocol order.
+def columns(failures: list[str], kill_points: list[str], retry_schedules: Sequence[str] = ()) -> list[str]:
+    """The table's columns, in protocol order (``retry``: one column per schedule, if any given).
 
     >>> columns(["kill", "task"], ["commit", "offsets"])
     ['task', 'kill:offsets', 'kill:commit']
     >>> columns(["retry", "executor", "kill", "sink"], ["state"])
     ['sink', 'kill:state', 'executor', 'retry']
+    >>> columns(["retry"], [], ["default", "tasks=all+attempts=2"])
+    ['retry', 'retry:tasks=all+attempts=2']
     """
     out: list[str] = [f for f in ("task", "sink") if f in failures]
     if "kill" in failures:
         out += [f"kill:{p}" for p in KILL_POINTS if p in kill_points]
-    return out + [f for f in ("executor", "retry", "twice", "during-recovery") if f in failures]
+    for f in ("executor", "retry", "twice", "during-recovery"):
+        if f in failures and f == "retry" and retry_schedules:
+            texts = [RetrySchedule.parse(x).text() for x in retry_schedules]
+            out += ["retry" if t == "default" else f"retry:{t}" for t in dict.fromkeys(texts)]
+        elif f in failures:
+            out.append(f)
+    return out
 
 
 def row_header(planned: Sequence[Cell]) -> str:
@@ -138,7 +153,8 @@ def parse_versions(text: str | None) -> list[str]:
 
 
 def plan_cells(modules: list[str], providers: list[str], failures: list[str],
-               kill_points: list[str], engine_versions: Sequence[str | None] = (None,)) -> list[Cell]:
+               kill_points: list[str], engine_versions: Sequence[str | None] = (None,),
+               retry_schedules: Sequence[str] = ()) -> list[Cell]:
     """Every cell, release by release (``engine_versions``; None: the pinned release), then
     configuration by configuration (module-major), columns in protocol order.
 
@@ -169,14 +185,15 @@ def plan_cells(modules: list[str], providers: list[str], failures: list[str],
     if not providers or not failures or ("kill" in failures and not kill_points and failures == ["kill"]):
         raise InvalidInputError("the matrix is empty: give at least one provider and one failure",
                                 location="--failures")
-    cols = columns(failures, kill_points)
+    cols = columns(failures, kill_points, retry_schedules)
     cells = []
     for v in engine_versions or (None,):
         for m in modules:
             for p in providers:
                 for col in cols:
                     f, _, k = col.partition(":")
-                    cells.append(Cell(m, p, f, k or None, v))
+                    kp, sched = (k or None, None) if f == "kill" else (None, k or None)
+                    cells.append(Cell(m, p, f, kp, v, sched))
     names = Counter(c.config_id for c in cells if c.column == cols[0])
     dup = [n for n, x in names.items() if x > 1]
     if dup:
@@ -216,10 +233,20 @@ class MatrixOptions:
     #: with ``engine_versions``: the release the ``release-differential`` check compares with
     #: (``--reference-version``; None: the pinned release)
     reference_version: str | None = None
+    #: the ``retry`` failure's schedules, one column each (``--retry-schedules``; empty: the default)
+    retry_schedules: list[str] = field(default_factory=list)
 
     def validate(self) -> None:
         """Refuse options no matrix can run (exit 2 naming the flag)."""
         from rollcheck.spark_replay.releases import parse_release
+
+        if self.retry_schedules and "retry" not in self.failures:
+            raise InvalidInputError("retry schedules need the retry failure in --failures", location="--retry-schedules")
+        for text in self.retry_schedules:
+            try:
+                RetrySchedule.parse(text).validate(self.fail_at_batch)
+            except InvalidInputError as e:
+                raise InvalidInputError(f"{text!r}: {e.reason}", location="--retry-schedules") from None
 
         for v in self.engine_versions:
             parse_release(v)

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from rollcheck.pyimpl.calllimit import DEFAULT_QUERY_CALL_TIMEOUT, check_limit
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.spark_replay.cluster import on_cluster, validate_cluster
+from rollcheck.spark_replay.faults_retry import SCHEDULE_FLAGS, RetrySchedule
 from rollcheck.spark_replay.killpoints import state_store_conf, validate_options
 
 __all__ = ["FAILURES", "KILLED", "QueryConfig", "session_conf", "driver_master"]
@@ -49,6 +50,17 @@ class QueryConfig:
     reference_version: str | None = None
     #: a cluster rollcheck starts for the recording (``cluster.CLUSTERS``: ``local-standalone``)
     cluster: str | None = None
+    #: the ``retry`` failure's schedule (``faults_retry.RetrySchedule``; None: the default of each)
+    fail_tasks: str | None = None
+    fail_stage: str | None = None
+    fail_where: str | None = None
+    fail_attempts: int | None = None
+    fail_load: str | None = None
+    after_failure: str | None = None
+
+    def retry_schedule(self) -> RetrySchedule:
+        """The ``retry`` failure's schedule these flags ask for (defaults where not given)."""
+        return RetrySchedule.of_config(asdict(self))
 
     def validate(self, n_input: int | None = None) -> None:
         """Check the flags; with ``n_input`` (the number of input batches) also the batch."""
@@ -61,6 +73,7 @@ class QueryConfig:
             raise InvalidInputError(f"unknown failure {self.failure!r}; use one of {FAILURES}",
                                     location="--failure")
         validate_options(self.failure, self.kill_point, self.state_store)  # killpoints.py
+        self._validate_schedule()
         validate_cluster(self.cluster, self.master)  # cluster.py
         if self.failure == "executor" and self.cluster is None and not on_cluster(self.master):
             raise InvalidInputError("the executor failure needs a cluster whose executors run on this machine: "
@@ -84,6 +97,16 @@ class QueryConfig:
             raise InvalidInputError(f"--fail-at-batch {self.fail_at_batch} is beyond the input: it has "
                                     f"{n_input} batches (ids 0..{n_input - 1}, plus at most one data-less "
                                     f"batch {n_input})", location="--fail-at-batch")
+
+
+    def _validate_schedule(self) -> None:
+        """The retry schedule's flags: only with ``--failure retry``, each among its values."""
+        given = [flag for key, flag in SCHEDULE_FLAGS.items()
+                 if getattr(self, flag[2:].replace("-", "_")) is not None]
+        if given and self.failure != "retry":
+            raise InvalidInputError(f"a failure schedule needs --failure retry (got {self.failure})", location=given[0])
+        if given:
+            self.retry_schedule().validate(self.fail_at_batch)
 
 
 def session_conf(state_store: str = "hdfs") -> dict[str, Any]:

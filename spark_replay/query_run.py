@@ -28,16 +28,21 @@ from typing import Any
 from rollcheck.pyimpl.errors import InvalidInputError, UserCodeTimeout, environment_fault
 from rollcheck.spark_replay.checkpoint_reader import CheckpointDir
 from rollcheck.spark_replay.cluster import strike_executor
-from rollcheck.spark_replay.killpoints import (
+from rollcheck.spark_replay.faults_retry import (
+    RETRY_EXHAUSTED,
     RETRY_FAILED,
     RETRY_RESTART,
+    collect_struck,
+    restart_before,
+    retry_input_filter,
+    retry_restart_batch,
+    strike_armed,
+)
+from rollcheck.spark_replay.killpoints import (
     SECOND_FAILURES,
     SECOND_KILL,
     checkpoint_logs,
     recovery_kill_filter,
-    retry_facts,
-    retry_restart_batch,
-    retry_task,
     state_files_of_version,
 )
 from rollcheck.spark_replay.query_config import KILLED, QueryConfig
@@ -131,6 +136,7 @@ def run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: WorkPaths, *, r
 
     attempt = writer.attempt if writer is not None else 0
     failing = not ref and cfg.failure is not None
+    sched = cfg.retry_schedule()  # the retry failure's schedule (faults_retry.py)
     marker = paths.markers / "failed"
     first_sink = [True]
     expired: list[UserCodeTimeout] = []
@@ -150,6 +156,11 @@ def run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: WorkPaths, *, r
     for name, df in dfs.items():  # every source: the failure strikes in whichever reads batch K
         if failing and cfg.failure == "task":
             df = _with_task_failure(df, F, marker, int(cfg.fail_at_batch))  # type: ignore[arg-type]
+        if failing and cfg.failure == "retry" and sched.stage == "input" \
+                and strike_armed(paths.markers, sched, int(cfg.fail_at_batch or 0)):
+            # the retry in the input stage: a filter's UDF fails the tasks reading batch K's file
+            keep = retry_input_filter(paths.markers, ck, int(cfg.fail_at_batch or 0), sched)
+            df = df.where(F.udf(keep, "boolean").asNondeterministic()(F.input_file_name()))
         if failing and cfg.failure == "during-recovery" and marker.exists() \
                 and not (paths.markers / SECOND_KILL).exists():
             # the restarted driver: killed in batch K's first stage, before its stateful stage loads any state
@@ -182,8 +193,10 @@ def run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: WorkPaths, *, r
         feed_inputs(paths, ref, bid + 1)  # several sources: the next batch's files, before this one commits
         # the retry failure collects batch K through a task that fails once after its state store
         # committed (killpoints.retry_task); uncached, so that Spark's retry runs the stateful operator again
+        if failing and cfg.failure == "retry":  # load=first: a new driver runs batch K first (faults_retry.py)
+            restart_before(paths.markers, sched, bid, int(cfg.fail_at_batch or 0))
         retrying = (failing and cfg.failure == "retry" and cfg.fail_at_batch == bid
-                    and not (paths.markers / RETRY_FAILED).exists())
+                    and strike_armed(paths.markers, sched, bid))
         # The recorder keeps the rows handed to the sink; the default sink writes the same rows
         # (one Spark action). Only a user's sink next to the recorder reads the batch twice: cache it.
         twice = writer is not None and uq.has_sink and not retrying
@@ -191,11 +204,12 @@ def run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: WorkPaths, *, r
             bdf.persist()
         try:
             # collecting runs the batch: its state stores commit their new versions now
-            if retrying:
-                rows = [plain(r) for r in bdf.rdd.mapPartitions(retry_task(paths.markers, ck, bid)).collect()]
-                if writer is not None:  # the failed attempt and the attempts that ran to their end
-                    writer.emit("failure", processes=["driver"], batch=bid, mode="retry",
-                                stateful=(ck / "state").is_dir(), **retry_facts(paths.markers))
+            if retrying:  # the failed attempts and the attempts that ran to their end, in the failure event
+                # (then=continue: no process of the trace's model fails, an engine-level spark.failure)
+                rows = collect_struck(bdf, paths.markers, ck, bid, sched, plain, lambda **facts: None if writer is None
+                                      else writer.emit("failure", processes=["driver"], batch=bid, mode="retry", **facts)
+                                      if sched.then == "restart" else
+                                      writer.emit(PREFIX + "failure", batch=bid, mode="retry", **facts))
             else:
                 rows = [plain(r) for r in bdf.collect()] if (writer is not None or not uq.has_sink) else []
             if failing and cfg.failure == "executor" and cfg.fail_at_batch == bid and not marker.exists():
@@ -237,6 +251,7 @@ def run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: WorkPaths, *, r
                 request_kill(paths.markers)  # the restarted driver wrote batch K again: once more
             _request_kill(paths)  # the first kill, after the sink wrote batch K (once: the marker)
         if failing and cfg.failure == "retry" and (paths.markers / RETRY_FAILED).exists() \
+                and sched.then == "restart" and not (paths.markers / RETRY_EXHAUSTED).exists() \
                 and bid == retry_restart_batch(int(cfg.fail_at_batch or 0), paths.n_batches):
             if claim_once(paths.markers / RETRY_RESTART):
                 # after the next batch: a new driver restarts from the checkpoint (the retried state reloads)
@@ -279,7 +294,8 @@ def run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: WorkPaths, *, r
         # the injected task or sink failure fails the query once; a killed driver's failure is the
         # SIGKILL, so a query failing in a driver of a kill mode is never the injected failure (a
         # restarted driver failing there is a failed restart, recorded below)
-        injected = (failing and cfg.failure not in KILLED and marker.exists()
+        injected = (failing and (cfg.failure not in KILLED and marker.exists()  # or every retry of batch K failed
+                                 or cfg.failure == "retry" and (paths.markers / RETRY_EXHAUSTED).exists())
                     and not (paths.markers / "recovered").exists())
         if injected:
             outcome = "failed"

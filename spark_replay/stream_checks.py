@@ -45,6 +45,9 @@ def failure_observed(v: StreamView) -> Check:
         return Check.held(name, f"executor failure at batch {batch} (seq {hit[0]['seq']}: executor "
                                 f"{hit[0].get('executor_id')}, pid {hit[0].get('pid')}); the query went on in the "
                                 "same driver and finished")
+    if mode == "retry" and str(hit[0].get("kind")).startswith("spark.") and v.ended:  # retried, the driver went on
+        return Check.held(name, f"retry failure at batch {batch} (seq {hit[0]['seq']}): Spark retried the failed "
+                                "task attempts and the query went on in the same driver and finished")
     failed = [r for r in v.failed_restarts if r["seq"] > hit[0]["seq"]]
     if not after and failed and v.ended:  # recovery was exercised; recovery-succeeded judges the restart
         return Check.held(name, f"{mode} failure at batch {batch} (seq {hit[0]['seq']}); the query was restarted "

@@ -72,6 +72,23 @@ def register(sub: Any) -> None:
                     help="with --failure kill: SIGKILL the driver after the offset log entry (offsets), after "
                          "the state store commit (state), after the sink wrote (sink, the default) or just "
                          "before the commit log entry (commit)")
+    qq.add_argument("--fail-tasks", choices=["one", "all"], default=None,
+                    help="with --failure retry: one task of the stage fails (default) or every task of it")
+    qq.add_argument("--fail-stage", choices=["stateful", "input"], default=None,
+                    help="with --failure retry: the stage holding the state stores (default) or the stage that "
+                         "reads the batch's input, before the shuffle")
+    qq.add_argument("--fail-where", choices=["after-commit"], default=None,
+                    help="with --failure retry: where in the stateful task it fails (after its state store "
+                         "committed)")
+    qq.add_argument("--fail-attempts", type=int, default=None, metavar="N",
+                    help="with --failure retry: the first N attempts of each failing task fail (1..4; default 1; "
+                         "4 = spark.task.maxFailures: the batch fails and a new driver restarts the query)")
+    qq.add_argument("--fail-load", choices=["first", "later"], default=None,
+                    help="with --failure retry: batch K is the first batch of its driver (for K > 0 the driver is "
+                         "restarted as batch K starts, its state stores load version K) or a later one")
+    qq.add_argument("--after-failure", choices=["restart", "continue"], default=None,
+                    help="with --failure retry: after the next batch a new driver restarts from the checkpoint "
+                         "(default), or the query goes on to its end")
     qq.add_argument("--state-store", choices=["hdfs", "rocksdb", "rocksdb-changelog"], default="hdfs",
                     help="state store provider (rocksdb-changelog: RocksDB with changelog checkpointing)")
     qq.add_argument("--seed", type=int, default=0)
@@ -109,6 +126,10 @@ def register(sub: Any) -> None:
                     help="run every cell on a Spark standalone cluster that rollcheck starts and stops")
     mx.add_argument("--kill-points", default="offsets,state,sink,commit",
                     help="kill points of the kill failure, comma-separated")
+    mx.add_argument("--retry-schedules", default=None, metavar="S[,S2...]",
+                    help="with --failures retry: one column per schedule, comma-separated; a schedule is "
+                         "'default' or KEY=VALUE joined by '+' (tasks=one|all, stage=stateful|input, "
+                         "attempts=1..4, load=first|later, then=restart|continue), e.g. tasks=all+attempts=2")
     mx.add_argument("--batches", type=int, default=None, help="use the first N input batches")
     mx.add_argument("--fail-at-batch", type=int, default=2, metavar="K", help="the batch every failure strikes")
     mx.add_argument("--seed", type=int, default=0)
@@ -198,7 +219,9 @@ def _record_query(args: argparse.Namespace) -> int:
                       reference=not args.no_reference, call_timeout=args.call_timeout,
                       state_store=args.state_store, kill_point=args.kill_point,
                       engine_version=args.engine_version, reference_version=args.reference_version,
-                      cluster=args.cluster)
+                      cluster=args.cluster, fail_tasks=args.fail_tasks, fail_stage=args.fail_stage,
+                      fail_where=args.fail_where, fail_attempts=args.fail_attempts, fail_load=args.fail_load,
+                      after_failure=args.after_failure)
     cfg.validate()
     out = _check_out(args.out)
     print(f"rollcheck spark record query: module={args.module} seed={args.seed}"
@@ -327,7 +350,9 @@ def _matrix(args: argparse.Namespace) -> int:
                          kill_points=_split(args.kill_points, "--kill-points"), batches=args.batches,
                          seed=args.seed, fail_at_batch=args.fail_at_batch, out=Path(args.out), jobs=args.jobs,
                          master=args.master, cell_timeout=args.cell_timeout,
-                         call_timeout=args.call_timeout, minimise=not args.no_minimise, cluster=args.cluster)
+                         call_timeout=args.call_timeout, minimise=not args.no_minimise, cluster=args.cluster,
+                         retry_schedules=_split(args.retry_schedules, "--retry-schedules") if args.retry_schedules
+                         else [])
     opts.validate()
     print(f"rollcheck spark matrix: seed={args.seed} jobs={args.jobs} out={args.out}"
           + (f" pyspark={','.join(opts.engine_versions)}" if opts.engine_versions else ""), file=sys.stderr)
