@@ -58,10 +58,11 @@ REQUIRED: dict[str, tuple[str, ...]] = {
 }
 
 _INT = ("attempt", "channel", "duration_ms", "gate", "generation", "in_attempt", "inflight_records",
-        "max_parallelism", "parallelism", "persisted_bytes", "records", "restarts", "subtask", "seq")
+        "max_parallelism", "parallelism", "persisted_bytes", "records", "restarts", "subtask", "seq",
+        "source_record")
 _STR = ("backend", "engine_version", "exception", "failed_task", "failure", "file", "final_state",
         "message", "name", "operator", "phase", "second", "sink", "state", "task", "taskmanager",
-        "type", "kind")
+        "type", "kind", "source")
 
 
 def _is_int(v: Any) -> bool:

@@ -215,6 +215,20 @@ def test_rescaled_two_source_trace_sums_each_source_over_the_new_subtasks(tmp_pa
         bad[0].detail, [(c.name, c.detail) for c in bad]
 
 
+@pytest.mark.parametrize("name", ["ledger-task.jsonl", "ledger-rescale-2-1.jsonl"])
+def test_two_source_events_are_as_the_recorder_writes_them(name: str) -> None:
+    """The failure's ``source``/``source_record`` are fields the recorder writes: an exception inside
+    a check on such a trace is rollcheck's bug, not malformed events."""
+    from rollcheck.flink_replay.event_shape import malformed_reason
+    from rollcheck.pyimpl.traces.reader import read_events
+
+    lines, events = read_events(JOBS / name)
+    flink = [{k: v for k, v in e.items() if k != "_line"} for e in events
+             if e["kind"] == "failure" or e["kind"].startswith("flink.")]
+    assert any("source_record" in e for e in flink)
+    assert malformed_reason(lines.header, flink) is None
+
+
 def test_lose_source_record_needs_several_sources(tmp_path: Path) -> None:
     r = subprocess.run([*CLI, "flink", "tamper", str(JOBS / "job-rocksdb-rescale-2-3.jsonl"), "--how",
                         "lose-source-record", "-o", str(tmp_path / "x.jsonl")],
