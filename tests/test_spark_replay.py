@@ -137,9 +137,10 @@ def test_xxh32_known_values():
 
 def test_lz4_block_overlapping_match_and_long_lengths():
     lit = bytes(range(20))  # 20 literals: 15 + extra byte 5
-    block = bytes([0xF0 | 0x0F, 5]) + lit + bytes([1, 0]) + bytes([255, 10]) + bytes([0x00])
-    out = lz4_block_decompress(block, 20 + 15 + 4 + 255 + 10)
-    assert out[:20] == lit and set(out[20:]) == {19}
+    # then a match of 15 + 255 + 10 + 4 at offset 1, then the 12 final literals the format requires
+    block = bytes([0xF0 | 0x0F, 5]) + lit + bytes([1, 0]) + bytes([255, 10]) + bytes([0xC0]) + b"z" * 12
+    out = lz4_block_decompress(block, 20 + 15 + 4 + 255 + 10 + 12)
+    assert out[:20] == lit and set(out[20:-12]) == {19} and out[-12:] == b"z" * 12
 
 
 def test_lz4_stream_rejects_corruption():
