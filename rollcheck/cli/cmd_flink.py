@@ -24,7 +24,8 @@ def register(sub: Any) -> None:
     wc = add_parser(rsub, "wordcount", "Keyed count behind a keyBy shuffle, a transactional FileSink "
                     "and a naive side-effect sink.", _record)
     uj = add_parser(rsub, "job", "Your own PyFlink job: a Python file with records(seed), job(env, source), "
-                    "KEY and optional sink/read_output (docs/your-flink-job.md).", _record)
+                    "KEY and optional sink/read_output; several input streams: SOURCES (their names), "
+                    "records(seed) -> {name: [tuples]}, job(env, sources) (docs/your-flink-job.md).", _record)
     uj.add_argument("--module", required=True, metavar="FILE.py", help="the job module")
     uj.add_argument("--call-timeout", type=float, default=300.0, metavar="SECONDS",
                     help="limit for each call of the module (records, job, sink, read_output)")
