@@ -204,3 +204,26 @@ def test_matrix_refuses_bad_schedules(opts, fragment):
     with pytest.raises(InvalidInputError, match=fragment) as e:
         MatrixOptions(modules=["q.py"], **opts).validate()
     assert e.value.location == "--retry-schedules"
+
+
+# ----------------------------------------------------------------------------- a shipped recording
+def test_shipped_schedule_recording_is_conformant_and_its_tampered_attempts_inconclusive(capsys, tmp_path):
+    """A real RocksDB recording (``tasks=all+attempts=2+then=continue``, pyspark 4.3.0): conformant,
+    ``task-retried`` held; with one failed attempt of partition 1 dropped it is inconclusive."""
+    import json
+
+    data = Path(__file__).parent / "data" / "spark" / "spark-query-retry-schedule.jsonl"
+    assert main(["spark", "replay", str(data), "--json"]) == 0
+    checks = {c["name"]: c for c in json.loads(capsys.readouterr().out)["checks"]}
+    assert checks["task-retried"]["status"] == "held" and checks["failure-observed"]["status"] == "held"
+    lines = []
+    for ln in data.read_text(encoding="utf-8").splitlines():
+        e = json.loads(ln)
+        if e.get("mode") == "retry":
+            e["failed_attempts"] = [a for a in e["failed_attempts"] if (a["partition"], a["attempt"]) != (1, 1)]
+        lines.append(json.dumps(e))
+    bad = tmp_path / "t.jsonl"
+    bad.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert main(["spark", "replay", str(bad), "--json"]) == 3
+    checks = {c["name"]: c for c in json.loads(capsys.readouterr().out)["checks"]}
+    assert checks["task-retried"]["status"] == "unchecked" and "asked for the first 2" in checks["task-retried"]["detail"]
