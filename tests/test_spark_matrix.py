@@ -473,7 +473,7 @@ def test_reproducer_is_standalone_and_carries_the_minimised_input():
     imports = {(a.name if isinstance(n, ast.Import) else n.module).split(".")[0]
                for n in ast.walk(tree) if isinstance(n, ast.Import | ast.ImportFrom)
                for a in (n.names if isinstance(n, ast.Import) else n.names[:1])}
-    assert imports == {"json", "os", "re", "signal", "subprocess", "sys", "tempfile", "time", "pyspark"}
+    assert imports == {"json", "os", "re", "signal", "subprocess", "sys", "tempfile", "threading", "time", "pyspark"}
     assert "rollcheck" not in imports
     assert "RocksDBStateStoreProvider" in text and "KILL_POINT = 'commit'" in text
     user = next(n.value.value for n in tree.body if isinstance(n, ast.Assign) and n.targets[0].id == "USER_SOURCE")
