@@ -168,7 +168,7 @@ def _with_final_rows(trace: Path, rows: list[dict[str, Any]]) -> Any:
     for e in events:
         if e["kind"] == "spark.output_final":
             e["rows"] = rows
-    return replay_trace(parse_trace_text("\n".join(to_lines(t.header, events)) + "\n"))
+    return replay_trace(parse_trace_text(("\n".join(to_lines(t.header, events)) + "\n").encode()))
 
 
 def _check(rep: Any, name: str = "batch-equivalent") -> Any:
@@ -222,7 +222,7 @@ def test_a_wrong_lateness_rule_is_caught(recorded: dict[str, Path]) -> None:
     c = _check(_with_final_rows(trace, ev["with_dropped"]))  # counted the rows Spark drops too
     assert c.status.value == "violated", c.detail
     lines, seq = ORACLE_TAMPERS["count-late-row"](read_trace(trace))  # a dropped row re-creates its window
-    c = _check(replay_trace(parse_trace_text("\n".join(lines) + "\n")))
+    c = _check(replay_trace(parse_trace_text(("\n".join(lines) + "\n").encode())))
     assert c.status.value == "violated" and c.offending_seq == seq, c.detail
 
 
