@@ -15,6 +15,8 @@ concept per module:
   recording, replay, failure points, witness, the reproducer);
 - :mod:`~rollcheck.pyimpl.matrix.runner` — child processes bounded in time that die with the
   matrix (:class:`ChildRunner`);
+- :mod:`~rollcheck.pyimpl.matrix.cost` — what a cell costs: wall and CPU seconds of every process
+  it ran (:class:`TreeCpu`, :class:`Usage`);
 - :mod:`~rollcheck.pyimpl.matrix.run` — :func:`run_matrix`: planning order, shared preparations,
   ``jobs`` cells at a time, retries, Ctrl-C / SIGTERM handling (children die, nothing half-written);
 - :mod:`~rollcheck.pyimpl.matrix.html` and :mod:`~rollcheck.pyimpl.matrix.table` — the HTML table
@@ -41,6 +43,7 @@ References
 from rollcheck.pyimpl.matrix.adapter import EngineAdapter, Prepared, Recording, Replayed
 from rollcheck.pyimpl.matrix.cells import GenericCell, MatrixCell, axes, cell_key, entry_key
 from rollcheck.pyimpl.matrix.classify import classify
+from rollcheck.pyimpl.matrix.cost import TreeCpu, Usage
 from rollcheck.pyimpl.matrix.document import (
     CELL_KEYS,
     SUMMARY_KEYS,
@@ -55,7 +58,7 @@ from rollcheck.pyimpl.matrix.reproducer import reproduced_words, run_on_releases
 from rollcheck.pyimpl.matrix.run import run_matrix
 from rollcheck.pyimpl.matrix.runner import ChildRunner
 from rollcheck.pyimpl.matrix.shrink import bisect_fewest, shrink_batches
-from rollcheck.pyimpl.matrix.table import cell_word, terminal_table
+from rollcheck.pyimpl.matrix.table import cell_word, cost_words, terminal_table
 
 __all__ = [
     "EngineAdapter", "Prepared", "Recording", "Replayed",
@@ -65,7 +68,7 @@ __all__ = [
     "render_html", "write_html",
     "run_reproducer", "run_on_releases", "reproduced_words",
     "run_matrix",
-    "ChildRunner",
+    "ChildRunner", "TreeCpu", "Usage",
     "bisect_fewest", "shrink_batches",
-    "cell_word", "terminal_table",
+    "cell_word", "cost_words", "terminal_table",
 ]

@@ -14,6 +14,7 @@ the rest (order, parallelism, retries, classification, files, tables, the verdic
 - :meth:`~EngineAdapter.witness` — the lost or duplicated rows of a not-conformant cell;
 - :meth:`~EngineAdapter.retry` — whether an inconclusive cell is recorded once more (a race with
   the engine, an overloaded machine);
+- :meth:`~EngineAdapter.close` — end what the adapter kept between cells (warm engines);
 - :meth:`~EngineAdapter.finding` — minimise a finding (with :mod:`rollcheck.pyimpl.matrix.shrink`)
   and write its reproducer from the engine's template (run with
   :func:`rollcheck.pyimpl.matrix.reproducer.run_reproducer`).
@@ -128,6 +129,11 @@ class EngineAdapter(ABC):
     def meta(self) -> dict[str, Any]:
         """Keys of the matrix's JSON document besides ``cells`` and ``summary``."""
         return {}
+
+    def close(self) -> None:
+        """End what the adapter keeps between cells (warm engines); called once when the matrix ends,
+        however it ends."""
+        return None
 
     def is_member(self, cell: Any) -> bool:
         """Whether ``cell`` is a cell this adapter can run (the core asks before it starts)."""

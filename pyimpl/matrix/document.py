@@ -35,10 +35,13 @@ __all__ = ["CELL_KEYS", "SUMMARY_KEYS", "VERDICTS", "base_entry", "summarize", "
            "write_document"]
 
 #: The keys of every cell's entry, whatever the engine: the contract's, then the table's place and
-#: the files (``checks``: the replay's report, a JSON file) and what the run cost.
+#: the files (``checks``: the replay's report, a JSON file) and what the run cost: ``seconds`` (the
+#: last try), ``wall_seconds`` and ``cpu_seconds`` (all tries; the CPU of every process the cell ran
+#: and of its replay), ``shared`` (what the cell did not pay for alone: ``{"reference": "reused" |
+#: "recorded" | None, "engine": "warm" | "fresh" | None}``; ``engine`` itself names the engine).
 CELL_KEYS = ("engine", "module", "config", "failure", "verdict", "expected_by_engine", "attributed_to", "reason",
              "trace", "witness", "reproducer", "checks", "check_statuses", "row", "column", "id", "seconds",
-             "tries")
+             "tries", "wall_seconds", "cpu_seconds", "shared")
 #: The keys of ``summary``: the contract's three counts, then how the not-conformant cells split.
 SUMMARY_KEYS = ("conformant", "not_conformant", "inconclusive", "expected_by_engine", "findings")
 VERDICTS = ("conformant", "not-conformant", "inconclusive")
@@ -51,7 +54,7 @@ def base_entry(engine: str, cell: MatrixCell, config: Mapping[str, Any], failure
     entry: dict[str, Any] = {k: None for k in CELL_KEYS}
     entry.update(engine=engine, module=cell.module, config=dict(config), failure=dict(failure),
                  verdict="inconclusive", expected_by_engine=False, reason="not run", row=cell.row,
-                 column=cell.column, id=cell.ident)
+                 column=cell.column, id=cell.ident, shared={"reference": None, "engine": None})
     entry.update(extra)
     return entry
 

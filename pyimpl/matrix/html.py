@@ -19,7 +19,7 @@ from typing import Any
 from rollcheck.pyimpl.matrix.cells import MatrixCell, axes, cell_key, entry_key
 from rollcheck.pyimpl.matrix.document import summarize
 from rollcheck.pyimpl.matrix.reproducer import per_release, reproduced_words
-from rollcheck.pyimpl.matrix.table import cell_word, summary_line
+from rollcheck.pyimpl.matrix.table import cell_word, cost_words, summary_line
 from rollcheck.pyimpl.patternio import atomic_write_text
 
 __all__ = ["render_html", "write_html", "COLORS"]
@@ -51,6 +51,19 @@ def _reproducer_note(r: Mapping[str, Any]) -> str:
     return f' ({"; ".join(parts)})' if parts else ""
 
 
+def _total_words(results: Sequence[Mapping[str, Any]]) -> str:
+    """The cells' cost together: wall and CPU seconds, cells in a warm engine."""
+    done = [r for r in results if r.get("cpu_seconds") is not None or r.get("wall_seconds") is not None]
+    if not done:
+        return ""
+    wall = sum(float(r.get("wall_seconds") or 0) for r in done)
+    cpu = sum(float(r.get("cpu_seconds") or 0) for r in done)
+    warm = sum(1 for r in done if (r.get("shared") or {}).get("engine") == "warm")
+    reused = sum(1 for r in done if (r.get("shared") or {}).get("reference") == "reused")
+    return (f"Cells: {wall:.1f} s wall, {cpu:.1f} s CPU; {warm} of {len(done)} in a warm engine, "
+            f"{reused} with a reference kept from an earlier run.")
+
+
 def render_html(results: Sequence[Mapping[str, Any]], planned: Sequence[MatrixCell], out: Path, *, done: bool,
                 title: str, row_header: str, legend: str = "", caption: str = "",
                 running: Mapping[tuple[str, str], str] | None = None,
@@ -76,7 +89,8 @@ def render_html(results: Sequence[Mapping[str, Any]], planned: Sequence[MatrixCe
         reason = str(r.get("reason") or "")
         return (f'<td class="cell v-{key}" style="background:{COLORS[key]}" title="{html.escape(reason)}">'
                 f'<b>{html.escape(label)}</b><br><small>{" · ".join(links)}</small>'
-                f'<div class="why">{html.escape(reason[:300])}</div></td>')
+                f'<div class="why">{html.escape(reason[:300])}</div>'
+                f'<div class="cost">{html.escape(cost_words(r))}</div></td>')
 
     head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
     body = "".join(f'<tr><td class="row">{html.escape(row)}</td>{"".join(td(row, c) for c in cols)}</tr>'
@@ -98,10 +112,12 @@ td.cell {{ color: white; min-width: 9em; max-width: 16em; }}
 td.cell a {{ color: white; }}
 td.v-pending {{ color: #666; }}
 td.cell .why {{ font-size: 80%; opacity: .9; }}
+td.cell .cost {{ font-size: 75%; opacity: .8; }}
 .legend span {{ display: inline-block; padding: .2em .5em; color: white; margin-right: .5em; }}
 </style></head><body>
 <h1>rollcheck {html.escape(title)}</h1>
 <p id="status">{html.escape(status)} — {html.escape(summary_line(summarize(results)))}.{caption_html}</p>
+<p id="cost">{html.escape(_total_words(results))}</p>
 <p class="legend"><span style="background:{COLORS['conformant']}">conformant</span>
 <span style="background:{COLORS['expected']}">not conformant, expected by the engine's documentation</span>
 <span style="background:{COLORS['not-conformant']}">not conformant: a finding, or the module's</span>

@@ -32,12 +32,13 @@ from rollcheck.pyimpl.errors import InconclusiveError, InvalidInputError
 from rollcheck.pyimpl.matrix.adapter import EngineAdapter, Prepared, Recording, Replayed
 from rollcheck.pyimpl.matrix.cells import MatrixCell, cell_key, check_unique, entry_key
 from rollcheck.pyimpl.matrix.classify import classify
+from rollcheck.pyimpl.matrix.cost import Usage, metered
 from rollcheck.pyimpl.matrix.document import base_entry, matrix_verdict, summarize, write_document
 from rollcheck.pyimpl.matrix.html import render_html
 from rollcheck.pyimpl.matrix.runner import ChildRunner
 from rollcheck.pyimpl.patternio import atomic_write_text
 
-__all__ = ["run_matrix", "decide_cell", "entry_of"]
+__all__ = ["run_matrix", "decide_cell", "entry_of", "total_cost"]
 
 Update = Callable[[list[dict[str, Any]], list[Any], dict[tuple[str, str], str]], None]
 
@@ -79,13 +80,25 @@ def entry_of(adapter: EngineAdapter, cell: MatrixCell, recording: Recording | No
     return entry, replayed
 
 
-def decide_cell(adapter: EngineAdapter, cell: MatrixCell, context: Any, runner: ChildRunner, out: Path,
-                *, prepared_error: str | None = None,
-                started: Callable[[], None] = lambda: None) -> dict[str, Any]:
-    """Record, replay and classify one cell (retried as the adapter allows); minimise a finding."""
-    if prepared_error is not None:
-        entry, _ = entry_of(adapter, cell, None, out, error=prepared_error)
-        return entry
+def total_cost(cells: Sequence[dict[str, Any]], preparations: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The matrix's account: CPU seconds of its cells and preparations, and how many cells ran in a
+    warm engine or shared a reference kept from an earlier run.
+
+    >>> total_cost([{"cpu_seconds": 2.0, "shared": {"engine": "warm", "reference": "reused"}}],
+    ...            [{"cpu_seconds": 1.5}])["cpu_seconds"]
+    3.5
+    """
+    shared = [c.get("shared") or {} for c in cells]
+    return {"cpu_seconds": round(sum(float(x.get("cpu_seconds") or 0) for x in [*cells, *preparations]), 1),
+            "cells_warm": sum(1 for s in shared if s.get("engine") == "warm"),
+            "cells_fresh": sum(1 for s in shared if s.get("engine") == "fresh"),
+            "references_reused": sum(1 for p in preparations if p.get("reference") == "reused"),
+            "references_recorded": sum(1 for p in preparations if p.get("reference") == "recorded")}
+
+
+def _tries(adapter: EngineAdapter, cell: MatrixCell, context: Any, runner: ChildRunner, out: Path,
+           started: Callable[[], None]) -> tuple[dict[str, Any], Replayed | None]:
+    """Record and replay ``cell`` until it is decided or the adapter allows no more tries."""
     tries = 0
     while True:
         tries += 1
@@ -96,14 +109,31 @@ def decide_cell(adapter: EngineAdapter, cell: MatrixCell, context: Any, runner: 
         entry["seconds"] = round(time.perf_counter() - t0, 1)
         entry["tries"] = tries
         if runner.stopping:
-            return entry
+            return entry, replayed
         if entry["verdict"] == "inconclusive" and tries <= adapter.retries and adapter.retry(cell, entry, rec):
             continue
         if entry["verdict"] == "inconclusive":
             better = adapter.explain(cell, entry, rec)
             if better:
                 entry["reason"] = f"inconclusive: {better}"
-        break
+        return entry, replayed
+
+
+def decide_cell(adapter: EngineAdapter, cell: MatrixCell, context: Any, runner: ChildRunner, out: Path,
+                *, prepared_error: str | None = None,
+                started: Callable[[], None] = lambda: None) -> dict[str, Any]:
+    """Record, replay and classify one cell (retried as the adapter allows); minimise a finding."""
+    if prepared_error is not None:
+        entry, _ = entry_of(adapter, cell, None, out, error=prepared_error)
+        return entry
+    usage = Usage()
+    with runner.metering(usage), metered(usage):
+        entry, replayed = _tries(adapter, cell, context, runner, out, started)
+    entry.update(usage.fields())
+    entry["shared"] = {"reference": None, "engine": None, **(entry.get("shared") or {}),
+                       **{k: v for k, v in usage.notes.items() if k in ("reference", "engine")}}
+    if runner.stopping:
+        return entry
     if (entry["verdict"] == "not-conformant" and not entry["expected_by_engine"] and adapter.minimise
             and replayed is not None):
         try:
@@ -154,6 +184,7 @@ def run_matrix(adapter: EngineAdapter, cells: Sequence[MatrixCell], out: str | P
     outdir.mkdir(parents=True, exist_ok=True)
     meta = adapter.meta()
     results: list[dict[str, Any]] = []
+    preparations: list[dict[str, Any]] = []
     running: dict[tuple[str, str], str] = {}
     lock = threading.RLock()
     runner = ChildRunner()
@@ -167,7 +198,8 @@ def run_matrix(adapter: EngineAdapter, cells: Sequence[MatrixCell], out: str | P
                 return  # interrupted: the files stay as after the last finished cell
             results.sort(key=lambda r: place.get(entry_key(r), 0))
             doc = {"cells": list(results), "summary": summarize(results), **meta,
-                   "seconds": round(time.perf_counter() - t_start, 1), "finished": done}
+                   "seconds": round(time.perf_counter() - t_start, 1), "finished": done,
+                   "preparations": list(preparations), "cost": total_cost(results, preparations)}
             write_document(outdir, doc)
             atomic_write_text(outdir / "index.html",
                               render_html(results, planned, outdir, done=done, title=adapter.title,
@@ -212,11 +244,16 @@ def run_matrix(adapter: EngineAdapter, cells: Sequence[MatrixCell], out: str | P
             for c in members:
                 running[cell_key(c)] = adapter.preparing_word
         publish()
+        usage = Usage()
         try:
-            prepared[g] = adapter.prepare(g, members, runner, outdir)
+            with runner.metering(usage), metered(usage):
+                prepared[g] = adapter.prepare(g, members, runner, outdir)
         except (InvalidInputError, InconclusiveError, OSError) as e:
             prepared[g] = Prepared(error=str(e))
         finally:
+            with lock:
+                preparations.append({"group": g, "word": adapter.preparing_word, **usage.fields(),
+                                     **{k: v for k, v in usage.notes.items() if k in ("reference", "engine")}})
             with lock:
                 for c in members:
                     running.pop(cell_key(c), None)
@@ -285,6 +322,8 @@ def run_matrix(adapter: EngineAdapter, cells: Sequence[MatrixCell], out: str | P
         for t in threads:
             t.join(max(0.0, deadline - time.monotonic()))
         raise
+    finally:
+        adapter.close()  # the adapter's long-lived engines (warm drivers) end with the matrix
     if fatal:
         from rollcheck.pyimpl import children
 

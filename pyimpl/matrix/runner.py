@@ -4,6 +4,12 @@ Each recording runs as a child process group (:mod:`rollcheck.pyimpl.children`: 
 rollcheck however rollcheck dies); :meth:`ChildRunner.stop` kills every one still running and
 refuses new ones, which is how an interrupted matrix ends its cells at once.
 
+What the runs cost: inside ``with runner.metering(usage):`` every run of the calling thread adds
+its CPU seconds (the child's whole process tree, :class:`~rollcheck.pyimpl.matrix.cost.TreeCpu`)
+to ``usage``; an adapter that runs a cell elsewhere (a warm engine) adds its own with
+:meth:`ChildRunner.charge`. Long-lived processes of an adapter (:meth:`ChildRunner.adopt`) are
+killed by :meth:`ChildRunner.stop` too.
+
 Examples
 --------
 >>> import sys, tempfile, pathlib
@@ -20,8 +26,11 @@ from __future__ import annotations
 import contextlib
 import subprocess
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from rollcheck.pyimpl.matrix.cost import TreeCpu, Usage
 
 __all__ = ["ChildRunner", "STOPPED"]
 
@@ -36,6 +45,38 @@ class ChildRunner:
         self.procs: set[Any] = set()
         self.lock = threading.Lock()
         self.stopping = False
+        self._local = threading.local()
+
+    @contextlib.contextmanager
+    def metering(self, usage: Usage) -> Iterator[Usage]:
+        """Within the block, every run of this thread (and :meth:`charge`) adds to ``usage``."""
+        before = getattr(self._local, "usage", None)
+        self._local.usage = usage
+        try:
+            yield usage
+        finally:
+            self._local.usage = before
+
+    def charge(self, cpu: float, runs: int = 1, **notes: Any) -> None:
+        """Add ``cpu`` seconds (and ``notes``: what the run shared) to this thread's account."""
+        usage: Usage | None = getattr(self._local, "usage", None)
+        if usage is not None:
+            usage.charge(cpu, runs)
+            usage.notes.update(notes)
+
+    def adopt(self, proc: Any) -> None:
+        """Kill ``proc`` (a :class:`~rollcheck.pyimpl.children.Child`) with the others on :meth:`stop`."""
+        with self.lock:
+            if self.stopping:
+                with contextlib.suppress(Exception):
+                    proc.kill_group()
+                return
+            self.procs.add(proc)
+
+    def release(self, proc: Any) -> None:
+        """Forget an adopted process (it ended)."""
+        with self.lock:
+            self.procs.discard(proc)
 
     def run(self, argv: list[str], timeout: float, log: Path) -> tuple[int | None, str]:
         """Run ``argv`` (stderr to ``log``) for at most ``timeout`` seconds.
@@ -57,8 +98,10 @@ class ChildRunner:
                     return None, STOPPED
                 p = children.spawn(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err)
                 self.procs.add(p)
+            meter = TreeCpu(p.pid)
             try:
-                out, _ = p.communicate(timeout=timeout)
+                with meter:
+                    out, _ = p.communicate(timeout=timeout)
             except subprocess.TimeoutExpired:
                 p.kill_group()
                 p.communicate()
@@ -67,6 +110,7 @@ class ChildRunner:
                 p.kill_group()  # stragglers of an ended recording die with its group
                 with self.lock:
                     self.procs.discard(p)
+                self.charge(meter.seconds(), engine="fresh")
         if self.stopping and p.returncode is not None and p.returncode < 0:
             return None, STOPPED
         return p.returncode, out.decode(errors="replace")

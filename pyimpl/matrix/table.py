@@ -8,6 +8,8 @@ Examples
 ('not-conformant', 'not-conformant (FINDING)')
 >>> cell_word({"verdict": "not-conformant", "attributed_to": "module"})
 ('not-conformant', "not-conformant (the module's)")
+>>> cost_words({"wall_seconds": 41.27, "cpu_seconds": 60.0, "shared": {"engine": "warm", "reference": "reused"}})
+'41.3 s wall, 60.0 s CPU; warm engine, reference reused'
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any
 from rollcheck.pyimpl.matrix.cells import MatrixCell, axes, cell_key, entry_key
 from rollcheck.pyimpl.matrix.reproducer import reproduced_words
 
-__all__ = ["cell_word", "summary_line", "terminal_table", "STYLES"]
+__all__ = ["cell_word", "cost_words", "summary_line", "terminal_table", "STYLES"]
 
 #: rich styles of the terminal table, per :func:`cell_word` key.
 STYLES = {"conformant": "bold green", "not-conformant": "bold red", "inconclusive": "yellow",
@@ -36,6 +38,22 @@ def cell_word(entry: Mapping[str, Any]) -> tuple[str, str]:
     if entry.get("attributed_to") == "module":
         return "not-conformant", "not-conformant (the module's)"
     return "not-conformant", "not-conformant (FINDING)"
+
+
+def cost_words(entry: Mapping[str, Any]) -> str:
+    """What a decided cell cost and shared, in words ("" when the entry carries no account)."""
+    parts: list[str] = []
+    wall, cpu = entry.get("wall_seconds"), entry.get("cpu_seconds")
+    if wall is None and cpu is None:
+        return ""
+    if wall is not None:
+        parts.append(f"{float(wall):.1f} s wall")
+    if cpu is not None:
+        parts.append(f"{float(cpu):.1f} s CPU")
+    shared = entry.get("shared") or {}
+    more = [f"{shared['engine']} engine"] if shared.get("engine") else []
+    more += [f"reference {shared['reference']}"] if shared.get("reference") else []
+    return ", ".join(parts) + (f"; {', '.join(more)}" if more else "")
 
 
 def summary_line(summary: Mapping[str, int]) -> str:
@@ -79,6 +97,8 @@ def terminal_table(results: Sequence[Mapping[str, Any]], planned: Sequence[Matri
             text = f"[{STYLES[key]}]{escape(word)}[/]"
             if reasons and r["verdict"] != "conformant":
                 text += f"\n{escape(str(r.get('reason') or '')[:120])}"
+            if cost_words(r):
+                text += f"\n[dim]{escape(cost_words(r))}[/]"
             if r.get("reproducer_run"):  # "reproduced on V / not on R" (the reproducer run per release)
                 text += f"\n[dim]reproducer: {escape(reproduced_words(r['reproducer_run']))}[/]"
             out.append(text)
