@@ -47,6 +47,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 __all__ = ["SectionJob", "SectionOutcome", "default_engine_slots", "default_jobs", "plan_jobs", "run_sections",
            "section_parts"]
 
@@ -113,12 +115,10 @@ def default_jobs() -> int:
 def default_engine_slots() -> int:
     """Engine sections (Spark, Flink) at once: 2, or 1 with less than 4 GB of memory available."""
     try:
-        with open("/proc/meminfo", encoding="ascii") as fh:
-            info = dict(line.split(":", 1) for line in fh if ":" in line)
-        avail_kb = int(info["MemAvailable"].split()[0])
-    except (OSError, KeyError, ValueError, IndexError):
+        avail = int(psutil.virtual_memory().available)
+    except (psutil.Error, OSError, RuntimeError):
         return 1
-    return 2 if avail_kb >= 4 * 1024 * 1024 else 1
+    return 2 if avail >= 4 * 1024 * 1024 * 1024 else 1
 
 
 def section_parts(module: Any, quick: bool) -> list[str]:
@@ -273,44 +273,39 @@ def _worker(name: str, module_name: str, section: str, part: str | None, ctx_arg
     q.put(("done", name, blob, time.perf_counter() - t0, error, _cpu_seconds()))
 
 
-def _proc_table(ticks: dict[tuple[int, str], int] | None = None) -> dict[int, tuple[int, str]]:
-    """pid → (parent pid, start time) of every process (Linux ``/proc``; {} elsewhere).
+#: A process as the scheduler tracks it: (pid, start time); the start time guards against pid reuse.
+_ProcKey = tuple[int, float]
 
-    ``ticks``, when given, is filled with (pid, start time) → the process's own user + system CPU
-    time so far, in clock ticks.
+
+def _proc_table(cpu: dict[_ProcKey, float] | None = None) -> dict[int, tuple[int, float]]:
+    """pid → (parent pid, start time) of every process ({} where it cannot be listed).
+
+    ``cpu``, when given, is filled with (pid, start time) → the process's own user + system CPU
+    seconds so far.
     """
-    out: dict[int, tuple[int, str]] = {}
+    out: dict[int, tuple[int, float]] = {}
+    attrs = ["ppid", "create_time"] + (["cpu_times"] if cpu is not None else [])
     try:
-        names = os.listdir("/proc")
-    except OSError:
+        procs = list(psutil.process_iter(attrs, ad_value=None))
+    except (psutil.Error, OSError):
         return out
-    for name in names:
-        if not name.isdigit():
+    for p in procs:
+        ppid, start = p.info["ppid"], p.info["create_time"]
+        if ppid is None or start is None:  # gone while listed, or not readable
             continue
-        try:
-            with open(f"/proc/{name}/stat", encoding="ascii", errors="replace") as fh:
-                fields = fh.read().rsplit(")", 1)[1].split()
-            out[int(name)] = (int(fields[1]), fields[19])
-            if ticks is not None:
-                ticks[(int(name), fields[19])] = int(fields[11]) + int(fields[12])
-        except (OSError, IndexError, ValueError):
-            continue
+        out[p.pid] = (int(ppid), float(start))
+        times = p.info.get("cpu_times")
+        if cpu is not None and times is not None:
+            cpu[(p.pid, float(start))] = float(times.user + times.system)
     return out
 
 
-def _clock_ticks() -> int:
-    try:
-        return int(os.sysconf("SC_CLK_TCK"))
-    except (AttributeError, ValueError, OSError):
-        return 100
-
-
-def _descendants(roots: list[int], table: dict[int, tuple[int, str]]) -> set[tuple[int, str]]:
+def _descendants(roots: list[int], table: dict[int, tuple[int, float]]) -> set[_ProcKey]:
     """(pid, start time) of every descendant of ``roots`` (start times guard against pid reuse)."""
     kids: dict[int, list[int]] = {}
     for pid, (ppid, _start) in table.items():
         kids.setdefault(ppid, []).append(pid)
-    found: set[tuple[int, str]] = set()
+    found: set[_ProcKey] = set()
     todo = list(roots)
     while todo:
         for c in kids.get(todo.pop(), []):
@@ -320,12 +315,12 @@ def _descendants(roots: list[int], table: dict[int, tuple[int, str]]) -> set[tup
     return found
 
 
-def _kill_tracked(tracked: set[tuple[int, str]]) -> None:
+def _kill_tracked(tracked: set[_ProcKey]) -> None:
     """SIGKILL every tracked process that is still the same process (a JVM or TLC run a section
     started in a session of its own is not in the section's group)."""
     table = _proc_table()
     for pid, start in tracked:
-        if table.get(pid, (0, ""))[1] == start:
+        if pid in table and table[pid][1] == start:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
 
@@ -365,11 +360,10 @@ def run_sections(jobs: list[SectionJob], ctx_args: dict[str, Any], log_dir: Path
     running: dict[str, tuple[Any, SectionJob, float]] = {}
     done: dict[str, SectionOutcome] = {}
     gone_since: dict[str, float] = {}
-    tracked: set[tuple[int, str]] = set()  # every process the sections started, seen so far
-    # job → (pid, start) → own CPU ticks last seen: the CPU of the JVMs a section starts and never
-    # waits for (Spark's gateway, PyFlink's), which the section's own rusage does not count
-    sampled: dict[str, dict[tuple[int, str], int]] = {}
-    hz = _clock_ticks()
+    tracked: set[_ProcKey] = set()  # every process the sections started, seen so far
+    # job → (pid, start) → own CPU seconds last seen: the CPU of the JVMs a section starts and
+    # never waits for (Spark's gateway, PyFlink's), which the section's own rusage does not count
+    sampled: dict[str, dict[_ProcKey, float]] = {}
     last_scan = 0.0
 
     def finish(name: str, rows: list[Any], seconds: float, error: str | None, cpu: float | None = None) -> None:
@@ -379,7 +373,7 @@ def run_sections(jobs: list[SectionJob], ctx_args: dict[str, Any], log_dir: Path
             _kill_group(proc)
         # both are lower bounds of the section's CPU time: the children it waited for (exact,
         # short-lived ones included) and the processes of its tree seen once a second
-        seen = sum(sampled.pop(name, {}).values()) / hz
+        seen = sum(sampled.pop(name, {}).values())
         cpu = max(cpu or 0.0, seen)
         out = SectionOutcome(name, job.title, rows, seconds, t0, log_dir / f"{name}.log", error,
                              round(cpu, 1) if cpu else None)
@@ -407,7 +401,7 @@ def run_sections(jobs: list[SectionJob], ctx_args: dict[str, Any], log_dir: Path
                 on_event("start", job.name, job)
             if time.monotonic() - last_scan > 1.0:
                 last_scan = time.monotonic()
-                ticks: dict[tuple[int, str], int] = {}
+                ticks: dict[_ProcKey, float] = {}
                 table = _proc_table(ticks)
                 for jname, (p, _j, _t) in running.items():
                     if not p.pid or p.pid not in table:
@@ -417,7 +411,7 @@ def run_sections(jobs: list[SectionJob], ctx_args: dict[str, Any], log_dir: Path
                     seen = sampled.setdefault(jname, {})
                     for key in tree:
                         if key in ticks:
-                            seen[key] = max(seen.get(key, 0), ticks[key])
+                            seen[key] = max(seen.get(key, 0.0), ticks[key])
             try:
                 msg = q.get(timeout=0.25)
             except queue_mod.Empty:

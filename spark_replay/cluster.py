@@ -13,8 +13,8 @@ group), so the whole cluster dies with rollcheck however rollcheck dies (the gro
 Linux's parent-death signal for the launchers).
 
 :func:`executor_processes` finds the executor JVMs of an application by their command line
-(``org.apache.spark.executor.CoarseGrainedExecutorBackend ... --executor-id N ... --app-id APP``)
-under ``/proc``; :func:`kill_executor` SIGKILLs one. A user's own cluster (``--master
+(``org.apache.spark.executor.CoarseGrainedExecutorBackend ... --executor-id N ... --app-id APP``),
+read with psutil; :func:`kill_executor` SIGKILLs one. A user's own cluster (``--master
 spark://H:P``) works the same way as long as its executors run on this machine.
 
 References
@@ -40,6 +40,8 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 from rollcheck.pyimpl.children import ProcessGroup
 from rollcheck.spark_replay.session import log4j2_properties
@@ -131,39 +133,48 @@ def _arg_after(argv: list[str], flag: str) -> str | None:
 def executor_processes(app_id: str | None = None) -> list[ExecutorProcess]:
     """The executor JVMs running on this machine (of application ``app_id`` when given), by pid.
 
-    Read from ``/proc/<pid>/cmdline``: a worker starts each executor as ``java ...
+    Found by their command lines (psutil): a worker starts each executor as ``java ...
     CoarseGrainedExecutorBackend --driver-url ... --executor-id N ... --app-id APP ...``.
+
+    Parameters
+    ----------
+    app_id : str, optional
+        Keep only the executors of this application.
+
+    Returns
+    -------
+    list of ExecutorProcess
+        Sorted by executor id (numerically for numeric ids).
     """
     out = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
+    for proc in psutil.process_iter():
         try:
-            with open(f"/proc/{name}/cmdline", "rb") as fh:
-                argv = [a.decode(errors="replace") for a in fh.read().split(b"\0") if a]
-        except OSError:
+            argv = proc.cmdline()
+        except psutil.Error:  # gone, a zombie, or not ours to read
             continue
         if EXECUTOR_CLASS not in argv:
             continue
         eid, app = _arg_after(argv, "--executor-id"), _arg_after(argv, "--app-id")
         if eid is None or app is None or (app_id is not None and app != app_id):
             continue
-        out.append(ExecutorProcess(int(name), eid, app))
+        out.append(ExecutorProcess(proc.pid, eid, app))
     return sorted(out, key=lambda e: (len(e.executor_id), e.executor_id))
 
 
 def kill_executor(ex: ExecutorProcess, timeout: float = 10.0) -> bool:
-    """SIGKILL one executor JVM; True once its process is gone (within ``timeout``)."""
+    """SIGKILL one executor JVM; True once its process is gone (within ``timeout``).
+
+    A zombie (dead, not yet reaped by its worker) counts as gone.
+    """
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.kill(ex.pid, signal.SIGKILL)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
-            with open(f"/proc/{ex.pid}/stat", encoding="ascii", errors="replace") as fh:
-                state = fh.read().rsplit(")", 1)[1].split()[0]
-        except OSError:
+            state = psutil.Process(ex.pid).status()
+        except psutil.Error:
             return True
-        if state in ("Z", "X"):  # dead, not yet reaped by its worker
+        if state in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD):
             return True
         time.sleep(0.02)
     return False

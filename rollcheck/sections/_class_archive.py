@@ -49,6 +49,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
+
 __all__ = ["ARCHIVE_LOGGING", "ArchiveKind", "archive_path", "make_archive", "use_class_archive", "KINDS"]
 
 #: Unified logging of a JVM that uses or dumps an archive: errors only, on stderr.
@@ -168,16 +170,18 @@ def _training_environ(**extra: str) -> dict[str, str]:
 def _members_left(pgid: int) -> bool:
     """Whether a process of group ``pgid`` is still running, other than its leader (the watchdog,
     :mod:`rollcheck.pyimpl.children`) and the leader's own children."""
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == pgid:
+    for pid in psutil.pids():
+        if pid == pgid:
             continue
         try:
-            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as fh:
-                fields = fh.read().rsplit(")", 1)[1].split()
-        except OSError:
+            if os.getpgid(pid) != pgid:
+                continue
+            proc = psutil.Process(pid)
+            with proc.oneshot():
+                if proc.ppid() != pgid and proc.status() != psutil.STATUS_ZOMBIE:
+                    return True
+        except (OSError, psutil.Error):  # gone meanwhile
             continue
-        if int(fields[2]) == pgid and int(fields[1]) != pgid and fields[0] != "Z":
-            return True
     return False
 
 

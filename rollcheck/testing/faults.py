@@ -6,7 +6,7 @@ this module provides the means to test it from outside, as a user would meet the
 
 - :func:`tagged_env` / :func:`tagged_processes` / :func:`wait_gone`: every process of a run
   carries ``ROLLCHECK_FAULT_TAG=<tag>`` in its environment (inherited by every descendant, even
-  one re-parented to init), so survivors are found by reading ``/proc/*/environ``;
+  one re-parented to init), so survivors are found by their environments (psutil);
 - :func:`small_fs`: a ``tmpfs`` of a few KiB (root only) for disk-full runs;
 - :data:`SCENARIOS` and :func:`run_scenarios`: the harness's scenarios (each a function returning a
   problem or ``None``); :func:`faults_row` turns their outcome into a ``verify`` row (section
@@ -38,6 +38,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 __all__ = [
     "TAG_VAR",
@@ -76,25 +78,29 @@ def tagged_env(tag: str, base: dict[str, str] | None = None, **extra: str) -> di
 
 
 def tagged_processes(tag: str) -> list[tuple[int, str]]:
-    """Live (non-zombie) processes carrying ``tag``: ``(pid, command line)`` pairs."""
-    want = f"{TAG_VAR}={tag}".encode()
+    """Live (non-zombie) processes carrying ``tag``: ``(pid, command line)`` pairs.
+
+    Parameters
+    ----------
+    tag : str
+        The run's tag (:func:`new_tag`), found in each process's environment.
+
+    Returns
+    -------
+    list of (int, str)
+        The pid and the space-joined command line of each.
+    """
     found = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
+    for proc in psutil.process_iter():
         try:
-            with open(f"/proc/{d}/environ", "rb") as f:
-                env = f.read().split(b"\0")
-            if want not in env:
+            if proc.environ().get(TAG_VAR) != tag:
                 continue
-            with open(f"/proc/{d}/stat", "rb") as f:
-                state = f.read().rsplit(b")", 1)[1].split()[0]
-            with open(f"/proc/{d}/cmdline", "rb") as f:
-                cmd = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
-        except OSError:
+            if proc.status() == psutil.STATUS_ZOMBIE:
+                continue
+            cmd = " ".join(proc.cmdline()).strip()
+        except psutil.Error:  # gone, a zombie, or not ours to read
             continue
-        if state != b"Z":
-            found.append((int(d), cmd))
+        found.append((proc.pid, cmd))
     return found
 
 
