@@ -38,7 +38,7 @@ ForeachBatch", "State Store"); ``specs/spark.md``; ``specs/verdicts.md``.
 from __future__ import annotations
 
 import json
-import sys
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -58,8 +58,8 @@ from rollcheck.pyimpl.matrix import (
 )
 from rollcheck.pyimpl.matrix import run_matrix as _run_core
 from rollcheck.pyimpl.matrix.run import entry_of
+from rollcheck.spark_replay.cell import CellConfig, cell_argv, cell_config
 from rollcheck.spark_replay.cluster import on_cluster
-from rollcheck.spark_replay.faults_retry import RetrySchedule
 from rollcheck.spark_replay.killpoints import FAILURE_CHECKS
 from rollcheck.spark_replay.matrix_plan import (
     FAILURES,
@@ -81,6 +81,7 @@ from rollcheck.spark_replay.matrix_witness import (
 )
 from rollcheck.spark_replay.query import OVERLOAD_SIGNS
 from rollcheck.spark_replay.shared_reference import shared_reference, write_shared_reference
+from rollcheck.spark_replay.warm import WARM_FAILURES, WarmDriver
 
 __all__ = [
     "PROVIDERS",
@@ -129,31 +130,18 @@ def _last_line(path: Path) -> str:
     return lines[-1][:400] if lines else ""
 
 
+def _cell_file(cfg: CellConfig) -> Path:
+    """Write a recording's configuration beside its trace (``<stem>.cell.json``) and return the file."""
+    trace = Path(cfg.trace)
+    return cfg.write(trace.with_name(trace.name.removesuffix(".jsonl") + ".cell.json"))
+
+
 def _record_argv(cell: Cell | None, module: str, provider: str, opts: MatrixOptions, trace: Path,
                  reference: Path | None, engine_version: str | None = None) -> list[str]:
-    argv = [sys.executable, "-m", "rollcheck.cli.main", "spark", "record", "query", "--module", module,
-            "--out", str(trace), "--seed", str(opts.seed), "--state-store", provider,
-            "--call-timeout", f"{opts.call_timeout:g}", "--json"]
-    release = cell.engine_version if cell is not None else engine_version
-    if release:  # the recorder makes no environment here: prepare_releases made it before the cells
-        argv += ["--engine-version", release]
-        if opts.reference_version:
-            argv += ["--reference-version", opts.reference_version]
-    if opts.batches is not None:
-        argv += ["--batches", str(opts.batches)]
-    if opts.master:
-        argv += ["--master", opts.master]
-    if cell is None:
-        argv += ["--no-reference"]
-    else:
-        argv += ["--fail-at-batch", str(opts.fail_at_batch), "--failure", cell.failure]
-        if cell.kill_point:
-            argv += ["--kill-point", cell.kill_point]
-        if cell.schedule:  # the retry's schedule (faults_retry.RetrySchedule): its flags
-            argv += RetrySchedule.parse(cell.schedule).argv()
-        if reference is not None:
-            argv += ["--reference-from", str(reference)]
-    return argv
+    """The command of a fresh child recording ``cell`` (None: the configuration's reference): its
+    configuration (:func:`rollcheck.spark_replay.cell.cell_config`) written beside the trace."""
+    cfg = cell_config(cell, opts, trace, reference, module=module, provider=provider, engine_version=engine_version)
+    return cell_argv(_cell_file(cfg))
 
 
 def _shrink_argv(cell: Cell, module: str, opts: MatrixOptions, trace: Path, fail_at: int) -> list[str]:
@@ -212,6 +200,11 @@ class SparkAdapter(EngineAdapter):
         self.cluster = opts.cluster or (opts.master if on_cluster(opts.master) else None)
         #: "release · query · state store" when the cells name their releases
         self.row_header = row_header(planned)
+        #: the warm drivers, one per worker thread (warm.py)
+        self._drivers: dict[int, WarmDriver] = {}
+        self._failed_starts: dict[int, int] = {}
+        self._serial = 0
+        self._lock = threading.Lock()
 
     def describe(self, cell: Cell) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
         o = self.opts
@@ -233,25 +226,100 @@ class SparkAdapter(EngineAdapter):
         trace = out / c0.config_id / "reference.jsonl"
         log = out / c0.config_id / "reference.log"
         trace.parent.mkdir(parents=True, exist_ok=True)
+        cfg = cell_config(None, self.opts, trace, None, module=c0.module, provider=c0.provider,
+                          engine_version=c0.engine_version)
         rc: int | None = None
         for attempt in range(1 + self.opts.retries):
-            rc, _ = runner.run(_record_argv(None, c0.module, c0.provider, self.opts, trace, None, c0.engine_version),
-                               self.opts.cell_timeout, log)
+            rc, _ = self._run(cfg, self._warm_for(None, c0.engine_version), runner, log)
             if rc == 0 or not overloaded(log) or attempt == self.opts.retries:
                 break
         if rc == 0 and trace.exists():
+            runner.charge(0.0, runs=0, reference="recorded")
             return Prepared(context=trace)
         why = _OVERLOAD_WHY if overloaded(log) else (_last_line(log) or f"exit {rc}")
         return Prepared(error=f"the failure-free reference run of this configuration did not finish: {why}")
 
     def record(self, cell: Cell, context: Any, runner: ChildRunner, out: Path) -> Recording:
         trace, log = out / f"{cell.stem}.jsonl", out / f"{cell.stem}.log"
-        rc, stdout = runner.run(_record_argv(cell, cell.module, cell.provider, self.opts, trace, context),
-                                self.opts.cell_timeout, log)
+        trace.parent.mkdir(parents=True, exist_ok=True)
+        cfg = cell_config(cell, self.opts, trace, context)
+        runner.charge(0.0, runs=0, reference="recorded")
+        rc, stdout = self._run(cfg, self._warm_for(cell.failure, cell.engine_version), runner, log)
         if rc is None or rc not in (0, 1):
             why = stdout.strip() if rc is None else (_last_line(log) or f"exit {rc}")
             return Recording(trace, error=f"the recording did not finish: {why}", log=log)
         return Recording(trace, log=log)
+
+    # ------------------------------------------------------------------ where a recording runs
+    def _warm_for(self, failure: str | None, release: str | None) -> bool:
+        """Whether a recording with ``failure`` (None: the reference) runs in a warm driver: a task
+        or sink failure or none, on the running release, unless the options turned warm drivers off."""
+        return self.opts.warm and not release and (failure is None or failure in WARM_FAILURES)
+
+    def _run(self, cfg: CellConfig, warm: bool, runner: ChildRunner, log: Path) -> tuple[int | None, str]:
+        """Record ``cfg`` in this worker's warm driver (``warm``) or in a fresh child: (exit, stdout)."""
+        path = _cell_file(cfg)
+        if warm and not runner.stopping:
+            done = self._run_warm(path, runner, log)
+            if done is not None:
+                return done
+        return runner.run(cell_argv(path), self.opts.cell_timeout, log)
+
+    def _run_warm(self, path: Path, runner: ChildRunner, log: Path) -> tuple[int | None, str] | None:
+        """The cell in this worker's warm driver, run again on a fresh one when the driver was damaged;
+        None when no warm driver could be started (the caller runs a fresh child)."""
+        why = ""
+        for _ in range(2):
+            drv = self._driver(runner)
+            if drv is None:
+                return None
+            reply = drv.run(path, self.opts.cell_timeout, log)
+            runner.charge(reply.cpu_seconds, engine="warm" if drv.cells > 1 else "fresh")
+            if reply.damaged or reply.retire:
+                self._retire(drv)
+            if reply.damaged and not reply.retire:
+                why = reply.damaged  # never a verdict from a dirty engine: again, on a fresh driver
+                if runner.stopping:
+                    return None, why
+                continue
+            return reply.exit, json.dumps(reply.result)
+        return None, f"the warm Spark driver was damaged twice: {why}"
+
+    def _driver(self, runner: ChildRunner) -> WarmDriver | None:
+        key = threading.get_ident()
+        with self._lock:
+            drv = self._drivers.get(key)
+            if drv is not None and drv.alive:
+                return drv
+            if self._failed_starts.get(key, 0) >= 2:
+                return None
+            self._serial += 1
+            n = self._serial
+        if drv is not None:
+            self._retire(drv)
+        drv = WarmDriver(self.opts.out / "warm", n, self.opts.master, runner)
+        try:
+            drv.start(self.opts.cell_timeout)
+        except (RuntimeError, OSError):
+            with self._lock:
+                self._failed_starts[key] = self._failed_starts.get(key, 0) + 1
+            return None
+        with self._lock:
+            self._drivers[key] = drv
+        return drv
+
+    def _retire(self, drv: WarmDriver) -> None:
+        with self._lock:
+            for k, v in list(self._drivers.items()):
+                if v is drv:
+                    del self._drivers[k]
+        drv.close()
+
+    def close(self) -> None:
+        with self._lock:
+            drivers, self._drivers = list(self._drivers.values()), {}
+        for d in drivers:
+            d.close()
 
     def replay(self, cell: Cell, recording: Recording) -> Replayed:
         from rollcheck.spark_replay.replay import replay_file

@@ -235,6 +235,9 @@ class MatrixOptions:
     reference_version: str | None = None
     #: the ``retry`` failure's schedules, one column each (``--retry-schedules``; empty: the default)
     retry_schedules: list[str] = field(default_factory=list)
+    #: run the cells that need no new process (task, sink, the reference) in one warm Spark driver per
+    #: worker (:mod:`rollcheck.spark_replay.warm`); False: every recording in a fresh child
+    warm: bool = True
 
     def validate(self) -> None:
         """Refuse options no matrix can run (exit 2 naming the flag)."""

@@ -103,19 +103,24 @@ def test_options_validate():
 
 
 def test_call_timeout_reaches_every_recording(tmp_path):
+    from rollcheck.spark_replay.cell import CellConfig
     from rollcheck.spark_replay.matrix import Cell, _record_argv
+
+    def config(argv):  # a recording's child reads its typed configuration, no command-line flags
+        assert argv[1:3] == ["-m", "rollcheck.spark_replay.cell"] and "--call-timeout" not in argv
+        return CellConfig.read(argv[3])
 
     opts = MatrixOptions(["q.py"], call_timeout=42.5)
     cell = Cell("q.py", "hdfs", "task", None)
     for argv in (_record_argv(None, "q.py", "hdfs", opts, tmp_path / "r.jsonl", None),
                  _record_argv(cell, "q.py", "hdfs", opts, tmp_path / "c.jsonl", tmp_path / "r.jsonl")):
-        assert argv[argv.index("--call-timeout") + 1] == "42.5"
+        assert config(argv).query.call_timeout == 42.5
     from rollcheck.spark_replay.matrix import _shrink_argv
 
-    shrink = _shrink_argv(cell, "try1.py", MatrixOptions(["q.py"], batches=3, call_timeout=42.5, seed=7), tmp_path / "t",
-                          0)  # a minimiser's re-recording: the same limit, all of the shrunk input's batches
-    assert shrink[shrink.index("--call-timeout") + 1] == "42.5" and "--batches" not in shrink
-    assert shrink[shrink.index("--fail-at-batch") + 1] == "0" and shrink[shrink.index("--seed") + 1] == "7"
+    shrink = config(_shrink_argv(cell, "try1.py", MatrixOptions(["q.py"], batches=3, call_timeout=42.5, seed=7),
+                                 tmp_path / "t", 0))  # a minimiser's re-recording: the same limit, all batches
+    assert shrink.query.call_timeout == 42.5 and shrink.query.batches is None and shrink.query.module == "try1.py"
+    assert shrink.query.fail_at_batch == 0 and shrink.query.seed == 7 and shrink.reference_from is None
     with pytest.raises(InvalidInputError, match="needs --failure kill"):
         validate_options("sink", "state", "hdfs")
     with pytest.raises(InvalidInputError, match="--state-store"):

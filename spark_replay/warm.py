@@ -1,0 +1,303 @@
+"""Warm Spark drivers: one long-lived driver per matrix worker for the cells that need no new process.
+
+A matrix cell with a ``task`` or ``sink`` failure, and a configuration's failure-free reference,
+restart the query inside the same driver (a new query run from the checkpoint: every state store
+is loaded again from the checkpoint files), so they need no process of their own. Each matrix
+worker keeps one :class:`WarmDriver`: a child process (``python -m rollcheck.spark_replay.warm``)
+holding one Spark session (:func:`~rollcheck.spark_replay.session.spark_session` with
+:func:`~rollcheck.spark_replay.query_config.session_conf`, the recorder's settings) that runs such
+cells one after another:
+
+- a cell's configuration goes in as a JSON file (:class:`~rollcheck.spark_replay.cell.CellConfig`,
+  the same a fresh child reads), one request line on the driver's standard input; the reply (the
+  recording's result, its exit code, whether the engine is still clean) comes back as one JSON line
+  through a pipe of its own (the user's code may print);
+- every cell runs in a new session of the driver's Spark context (``newSession()``: its own SQL
+  settings, temporary views and functions) with its own checkpoint, input and output folders;
+- after each cell the driver checks itself: no streaming query still active, the JVM answering.
+  A damaged driver (a leaked query, a dead JVM, a cell stuck past its timeout, a driver that died)
+  is replaced and the cell run again on a fresh one — never a verdict from a dirty engine. A cell
+  whose user code ran past its limit keeps its result (the engine was clean when it started) and
+  the driver is replaced after it;
+- the driver runs in a process group of its own with its JVM and Python workers
+  (:mod:`rollcheck.pyimpl.children`): it dies with rollcheck however rollcheck dies, and the
+  matrix's :meth:`~rollcheck.pyimpl.matrix.ChildRunner.stop` kills it with the other children.
+
+The driver's standard output and error go to ``DIR/warm-N.log``; each cell's part of it is copied
+to the cell's own log. What a cell cost is the CPU its driver's process tree spent while it ran
+(:class:`~rollcheck.pyimpl.matrix.cost.TreeCpu`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["WARM_FAILURES", "WarmReply", "WarmDriver", "serve", "LEAK_FOR_TESTS"]
+
+#: The failures a warm driver runs (besides the failure-free reference).
+WARM_FAILURES = ("task", "sink")
+#: Environment variable naming a marker file: while it exists, a warm driver leaks a streaming query
+#: after its next cell (and removes the marker) — how the tests damage a driver on purpose.
+LEAK_FOR_TESTS = "ROLLCHECK_WARM_LEAK_MARKER"
+_SUPERVISED = "ROLLCHECK_SUPERVISED_DRIVER"  # supervise.py: the JVM stays in the driver's own group
+
+
+@dataclass
+class WarmReply:
+    """One cell's outcome in a warm driver.
+
+    ``exit``: the recording's exit code (0 done, 3 ended otherwise, 2 bad input, 4 internal; None:
+    no answer); ``error``: the one line a fresh child would have printed; ``damaged``: why the
+    driver cannot run another cell (the cell's result is then not to be trusted unless ``retire``);
+    ``retire``: the result stands but the driver is replaced; ``cpu_seconds``, ``seconds``: its cost.
+    """
+
+    exit: int | None
+    result: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+    damaged: str | None = None
+    retire: bool = False
+    cpu_seconds: float = 0.0
+    seconds: float = 0.0
+
+
+class WarmDriver:
+    """A long-lived Spark driver child (module docstring).
+
+    Parameters
+    ----------
+    workdir : Path
+        Its folder: ``warm-N.log`` and the scratch folder ``warm-N.tmp`` (removed when it ends).
+    n : int
+        Its number (a matrix worker's drivers are numbered 1, 2, ... as they are replaced).
+    master : str, optional
+        The Spark master of every cell it runs.
+    runner : ChildRunner, optional
+        The matrix's runner: :meth:`~rollcheck.pyimpl.matrix.ChildRunner.stop` kills it too.
+    """
+
+    def __init__(self, workdir: Path, n: int, master: str | None = None, runner: Any = None) -> None:
+        self.workdir, self.n, self.master, self.runner = Path(workdir), n, master, runner
+        self.log = self.workdir / f"warm-{n}.log"
+        self.scratch = self.workdir / f"warm-{n}.tmp"
+        self.proc: Any = None
+        self.meter: Any = None
+        self._started = time.perf_counter()
+        self.cells = 0
+        self._r = -1
+        self._buf = b""
+
+    @property
+    def alive(self) -> bool:
+        """Whether the driver process is running."""
+        return self.proc is not None and self.proc.poll() is None
+
+    def start(self, timeout: float = 300.0) -> None:
+        """Start the driver and wait until its Spark session is up (RuntimeError when it is not)."""
+        from rollcheck.pyimpl import children
+        from rollcheck.pyimpl.matrix.cost import TreeCpu
+
+        self._started = time.perf_counter()
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(self.scratch, ignore_errors=True)
+        self.scratch.mkdir(parents=True)
+        r, w = os.pipe()
+        env = {**os.environ, "TMPDIR": str(self.scratch), "JAVA_TOOL_OPTIONS": f"-Djava.io.tmpdir={self.scratch}",
+               _SUPERVISED: "1"}
+        argv = [sys.executable, "-m", "rollcheck.spark_replay.warm", str(w), self.master or "", str(os.getpid())]
+        with open(self.log, "ab") as log:
+            self.proc = children.spawn(argv, stdin=subprocess.PIPE, stdout=log, stderr=log, env=env, pass_fds=(w,))
+        os.close(w)
+        self._r = r
+        if self.runner is not None:
+            self.runner.adopt(self.proc)
+        self.meter = TreeCpu(self.proc.pid)
+        self.meter.__enter__()
+        hello = self._read_line(timeout)
+        if not hello or not hello.get("ready"):
+            self.close()
+            raise RuntimeError(f"the warm Spark driver did not start: {_tail(self.log) or 'no answer'}")
+
+    def run(self, config: Path, timeout: float, cell_log: Path | None = None) -> WarmReply:
+        """Run the cell of the configuration file ``config``; return its :class:`WarmReply`
+        (``exit`` None and ``damaged`` set when the driver did not answer within ``timeout``)."""
+        assert self.proc is not None and self.proc.stdin is not None
+        start = self.log.stat().st_size if self.log.exists() else 0
+        self.meter.sample()
+        # the first cell of a driver pays for its start (a fresh engine), the others find it warm
+        c0, t0 = (0.0, self._started) if self.cells == 0 else (self.meter.seconds(), time.perf_counter())
+        self.cells += 1
+        try:
+            self.proc.stdin.write((json.dumps({"config": str(config)}) + "\n").encode())
+            self.proc.stdin.flush()
+            doc = self._read_line(timeout)
+        except (BrokenPipeError, OSError):
+            doc = None
+        self.meter.sample()
+        reply = WarmReply(exit=None, cpu_seconds=round(self.meter.seconds() - c0, 3),
+                          seconds=round(time.perf_counter() - t0, 3))
+        if doc is None:
+            reply.damaged = (f"the cell did not end within {timeout:.0f} s" if self.alive
+                             else f"the warm driver died (exit {self.proc.poll()})")
+        else:
+            reply.exit, reply.result, reply.error = doc.get("exit"), doc.get("result") or {}, doc.get("error")
+            reply.damaged, reply.retire = doc.get("damaged"), bool(doc.get("retire"))
+        if cell_log is not None:
+            _copy_from(self.log, start, cell_log)
+        return reply
+
+    def _read_line(self, timeout: float) -> dict[str, Any] | None:
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self._buf:
+            left = deadline - time.monotonic()
+            if left <= 0 or self._r < 0:
+                return None
+            ready, _, _ = select.select([self._r], [], [], min(left, 1.0))
+            if not ready:
+                if not self.alive:
+                    return None
+                continue
+            chunk = os.read(self._r, 65536)
+            if not chunk:
+                return None
+            self._buf += chunk
+        line, self._buf = self._buf.split(b"\n", 1)
+        with contextlib.suppress(ValueError):
+            doc = json.loads(line.decode("utf-8", errors="replace"))
+            return doc if isinstance(doc, dict) else None
+        return None
+
+    def close(self) -> None:
+        """End the driver (its whole process group) and remove its scratch folder."""
+        if self.proc is not None:
+            with contextlib.suppress(Exception):
+                if self.proc.stdin is not None:
+                    self.proc.stdin.close()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=5)
+            self.proc.kill_group()
+            with contextlib.suppress(Exception):
+                self.proc.wait(timeout=10)
+            if self.runner is not None:
+                self.runner.release(self.proc)
+        if self.meter is not None:
+            self.meter.__exit__(None, None, None)
+        if self._r >= 0:
+            os.close(self._r)
+            self._r = -1
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+def _copy_from(src: Path, start: int, dst: Path) -> None:
+    """Append ``src`` from byte ``start`` on to ``dst`` (a cell's part of its driver's log)."""
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(OSError), open(src, "rb") as f, open(dst, "wb") as out:
+        f.seek(start)
+        shutil.copyfileobj(f, out)
+
+
+def _tail(path: Path) -> str:
+    with contextlib.suppress(OSError):
+        lines = [ln for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
+        return lines[-1][:400] if lines else ""
+    return ""
+
+
+# ----------------------------------------------------------------------------- the driver side
+def _one_cell(base: Any, config: str) -> dict[str, Any]:
+    """Run one cell in a new session of ``base``'s context; the reply (module docstring)."""
+    from rollcheck.pyimpl.errors import (
+        EnvironmentFault,
+        InconclusiveError,
+        InvalidInputError,
+        UserCodeTimeout,
+        environment_fault,
+    )
+    from rollcheck.spark_replay.cell import CellConfig, recording_exit, run_cell
+
+    spark = base.newSession()
+    reply: dict[str, Any] = {}
+    try:
+        cfg = CellConfig.read(config)
+        res = run_cell(cfg, spark=spark)
+        reply = {"exit": recording_exit(str(res.get("status"))), "result": res}
+    except UserCodeTimeout as e:  # the user's code did not return: its thread may still run
+        reply = {"exit": 2, "error": f"rollcheck: error: {e}", "retire": True}
+    except EnvironmentFault as e:
+        reply = {"exit": 2, "error": f"rollcheck: environment error: {e}"}
+    except InvalidInputError as e:
+        reply = {"exit": 2, "error": f"rollcheck: error: {e}"}
+    except InconclusiveError as e:
+        reply = {"exit": 3, "error": f"rollcheck: inconclusive: {e}"}
+    except Exception as e:  # noqa: BLE001 - the machine's fault is exit 2, anything else 4
+        fault = environment_fault(e, config)
+        reply = ({"exit": 2, "error": f"rollcheck: environment error: {fault}"} if fault is not None else
+                 {"exit": 4, "error": f"rollcheck: internal error: {type(e).__name__}: {e} (a bug in rollcheck)"})
+    if reply.get("error"):
+        print(reply["error"], file=sys.stderr, flush=True)
+    _leak_for_tests(spark)
+    reply["damaged"] = _damage(base, spark)
+    return reply
+
+
+def _leak_for_tests(spark: Any) -> None:
+    marker = os.environ.get(LEAK_FOR_TESTS)
+    if marker and Path(marker).exists():
+        Path(marker).unlink()
+        spark.readStream.format("rate").load().writeStream.format("noop").queryName("leaked-for-tests").start()
+
+
+def _damage(base: Any, spark: Any) -> str | None:
+    """Why this driver cannot run another cell, or None."""
+    try:
+        base.sparkContext._jvm.java.lang.System.currentTimeMillis()
+    except Exception:  # noqa: BLE001 - any failure to answer: the JVM is gone
+        return "the driver's JVM does not answer"
+    try:
+        active = [q.name or str(q.id) for s in (spark, base) for q in s.streams.active]
+    except Exception as e:  # noqa: BLE001
+        return f"the driver cannot list its streaming queries: {type(e).__name__}"
+    if active:
+        with contextlib.suppress(Exception):
+            for q in spark.streams.active:
+                q.stop()
+        return f"a streaming query was still active after the cell: {', '.join(active)}"
+    return None
+
+
+def serve(reply_fd: int, master: str | None, parent: int | None = None) -> int:
+    """The driver's main loop: one Spark session, one cell per request line, one reply line each."""
+    from rollcheck.pyimpl import children
+    from rollcheck.spark_replay.cluster import cluster_conf
+    from rollcheck.spark_replay.query_config import session_conf
+    from rollcheck.spark_replay.session import spark_session
+
+    children.die_with_parent(parent=parent)
+    out = os.fdopen(reply_fd, "w", buffering=1)
+    conf = {**session_conf("hdfs"), **cluster_conf(master or None)}
+    with spark_session(master or None, app_name="rollcheck-warm", conf=conf) as base:
+        base.sparkContext.setLogLevel("OFF")
+        out.write(json.dumps({"ready": True}) + "\n")
+        for line in sys.stdin:
+            if not line.strip():
+                continue
+            reply = _one_cell(base, str(json.loads(line)["config"]))
+            out.write(json.dumps(reply, default=str) + "\n")
+            if reply.get("damaged") or reply.get("retire"):
+                break
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(serve(int(sys.argv[1]), sys.argv[2] if len(sys.argv) > 2 else None,
+                   int(sys.argv[3]) if len(sys.argv) > 3 else None))
