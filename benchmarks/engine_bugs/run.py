@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["main", "judge", "render_markdown"]
+__all__ = ["main", "judge", "render_markdown", "recall"]
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
@@ -167,6 +167,8 @@ def _rollcheck(entry: dict[str, Any], version: str, work: Path) -> dict[str, Any
                    "--fail-at-batch", str(s["fail_at_batch"]), "--out", str(out), "--jobs", "1", "--json", *ref]
             if s.get("kill_points"):
                 cmd += ["--kill-points", ",".join(s["kill_points"])]
+            if s.get("retry_schedules"):  # the retry failure's schedules (a column each)
+                cmd += ["--retry-schedules", ",".join(s["retry_schedules"])]
             if s.get("minimise") is False:  # the entry's slice says a finding is reported as found, not minimised
                 cmd += ["--no-minimise"]
             how = "spark matrix" + (" (findings not minimised)" if s.get("minimise") is False else "")
@@ -277,10 +279,14 @@ def render_markdown(results: dict[str, Any]) -> str:
         "input (for a bug that shows with or without a failure); otherwise it fails the job half way and judges "
         "the output of the job restored from its checkpoint.",
         "",
-        "| bug | kind | releases (affected → fixed) | reproducer on affected / fixed | rollcheck on affected | "
-        "check(s) that found it | rollcheck's reproducer of the finding, on affected / fixed | quiet on fixed | "
-        "wall time (s; both releases, reproducer + rollcheck) |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "*Needs a failure* says whether the bug shows only under a failure or a restore (a task retry, a "
+        "driver crash and restart, a restore from a checkpoint): a failure-free run of the affected release "
+        "is right.",
+        "",
+        "| bug | kind | needs a failure | releases (affected → fixed) | reproducer on affected / fixed | "
+        "rollcheck on affected | check(s) that found it | rollcheck's reproducer of the finding, on affected / "
+        "fixed | quiet on fixed | wall time (s; both releases, reproducer + rollcheck) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     rows = []
     for r in results["entries"]:
@@ -296,7 +302,8 @@ def render_markdown(results: dict[str, Any]) -> str:
         words = {True: "reproduced", False: "not reproduced"}
         own = (f"{words[fnd[a]]} / {words[fnd[f]]}" if a in fnd and f in fnd
                else "not run (recorded before)" if status == "found" else "—")
-        rows.append(f"| {r['id']} | {r['kind']} | {a} → {f} | {ra.get('outcome', '—')} / {rf.get('outcome', '—')} "
+        needs = "yes" if r.get("needs_failure") else "no"
+        rows.append(f"| {r['id']} | {r['kind']} | {needs} | {a} → {f} | {ra.get('outcome', '—')} / {rf.get('outcome', '—')} "
                     f"| {found} | {checks} | {own} | {quiet} | {secs:.0f} |")
     notes = ["", "## Entries", ""]
     for r in results["entries"]:
@@ -321,8 +328,33 @@ def render_markdown(results: dict[str, Any]) -> str:
     tail = ["", f"Summary: {s['entries']} entries, reproduced on the affected release {s['reproduced_affected']}, "
             f"quiet reproducer on the fixed release {s['quiet_fixed_reproducer']}; rollcheck found "
             f"{s['found']}, missed {s['missed']}, not run {s['not_run']}, findings on fixed releases "
-            f"{s['findings_on_fixed']}.", ""]
+            f"{s['findings_on_fixed']}.", "", _recall_line(results["entries"]), ""]
     return "\n".join(head + rows + notes + tail)
+
+
+def recall(entries: list[dict[str, Any]], needs_failure: bool) -> tuple[int, int]:
+    """(found, found + missed) among the entries that need a failure (or that do not); entries
+    rollcheck did not run count in neither.
+
+    Examples
+    --------
+    >>> recall([{"needs_failure": True, "status": "found"}, {"needs_failure": True, "status": "missed"},
+    ...         {"status": "found"}, {"needs_failure": True, "status": "not run"}], True)
+    (1, 2)
+    """
+    mine = [e for e in entries if bool(e.get("needs_failure")) == needs_failure]
+    found = sum(e["status"] == "found" for e in mine)
+    return found, found + sum(e["status"] == "missed" for e in mine)
+
+
+def _recall_line(entries: list[dict[str, Any]]) -> str:
+    parts = []
+    for needs, what in ((False, "bugs that show without a failure"), (True, "bugs that need a failure or a restore")):
+        found, ran = recall(entries, needs)
+        share = f" ({100 * found / ran:.0f} %)" if ran else ""
+        parts.append(f"{what}: found {found} of {ran} run{share}")
+        parts[-1] += f", {sum(bool(e.get('needs_failure')) == needs for e in entries)} entries"
+    return "Recall, " + "; ".join(parts) + "."
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -353,10 +385,11 @@ def main(argv: list[str] | None = None) -> int:
                     r["lacks"] = e.get("lacks") or r.get("lacks")
                 if r.get("status") == "not run" and e.get("not_run_reason"):
                     r["note"] = e["not_run_reason"]
+                r["needs_failure"] = bool(e.get("needs_failure"))
             else:  # in the manifest, but no pass ran it: a row that says so, with no number
                 r = {k: e[k] for k in ("id", "engine", "kind", "affected", "fixed", "module", "description",
                                        "slice", "expected", "sources")}
-                r.update(reproducer_run={}, rollcheck={}, status="not run",
+                r.update(reproducer_run={}, rollcheck={}, status="not run", needs_failure=bool(e.get("needs_failure")),
                          note="no bench pass ran this entry (the merged results do not contain it)")
             merged.append(r)
         _write(merged, manifest)
@@ -369,6 +402,7 @@ def main(argv: list[str] | None = None) -> int:
     for entry in manifest["entries"]:
         if only is not None and entry["id"] not in only:
             if entry["id"] in kept:
+                kept[entry["id"]]["needs_failure"] = bool(entry.get("needs_failure"))
                 out_entries.append(kept[entry["id"]])
             continue
         ew = work / entry["id"]
@@ -377,6 +411,7 @@ def main(argv: list[str] | None = None) -> int:
                                                      "description", "slice", "expected", "sources")}
         rec["reproducer_run"] = {}
         rec["rollcheck"] = {}
+        rec["needs_failure"] = bool(entry.get("needs_failure"))
         for v in (entry["affected"], entry["fixed"]):
             print(f"[bench-bugs] {entry['id']} on {entry['engine']} {v} ...", file=sys.stderr, flush=True)
             if not a.skip_reproducer:
@@ -422,6 +457,9 @@ def _write(entries: list[dict[str, Any]], manifest: dict[str, Any]) -> None:
         "missed": sum(e["status"] == "missed" for e in entries),
         "not_run": sum(e["status"] == "not run" for e in entries),
         "findings_on_fixed": sum(bool(e["rollcheck"].get(e["fixed"], {}).get("found")) for e in entries),
+        # [found, found + missed] among the bugs that show without a failure, and among those that need one
+        "recall_failure_free": list(recall(entries, False)),
+        "recall_needs_failure": list(recall(entries, True)),
     }
     results = {"format": "rollcheck.engine-bugs-results/1",
                "generated": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),

@@ -6,7 +6,8 @@ one JSON line: the pyspark version, the final output table (the last row per ``K
 update/complete mode, every row in append mode) and the error if the query failed::
 
     python spark_standalone.py MODULE.py [--seed S] [--provider hdfs|rocksdb|rocksdb-changelog]
-                               [--restart-after-batch K | --kill-after-batch K] [--workdir DIR]
+                               [--restart-after-batch K | --kill-after-batch K]
+                               [--retry-at-batch K] [--workdir DIR]
 
 The input is written as one JSON Lines file per micro-batch and read with ``maxFilesPerTrigger=1``
 (data batch *b* is Spark batch *b*); the query runs until every file is processed and the
@@ -15,7 +16,10 @@ once batch ``K`` committed and starts it again from the same checkpoint folder (
 a failure), which is all some restore bugs need. ``--kill-after-batch K`` runs the first ``K + 1``
 batches in a child driver, SIGKILLs it (driver and JVM) once they committed and restarts the
 query from the checkpoint in a new driver with the rest of the input (a crash, so state stores
-are reloaded from their files, not from a clean shutdown).
+are reloaded from their files, not from a clean shutdown). ``--retry-at-batch K`` makes the first
+attempt of every task of batch ``K``'s last stage fail once it has drained its input (so its state
+stores committed version ``K + 1``) and Spark retry it (master ``local[2,4]``): the sink collects
+the batch through a ``mapPartitions`` pipelined into the stateful stage.
 
 A module with several sources (``SOURCES = {name: schema}``, ``batches(seed)`` a list of dicts
 ``{name: rows}``, ``query(**{name: df})``) gets one file source per name reading ``in/<name>/``,
@@ -200,11 +204,11 @@ class _Feeder:
         return out
 
 
-def _session(provider: str, work: Path) -> Any:
+def _session(provider: str, work: Path, retries: bool = False) -> Any:
     from pyspark.sql import SparkSession
 
     os.environ["PYSPARK_PYTHON"] = sys.executable  # Python workers run this interpreter too
-    b = (SparkSession.builder.master("local[2]").appName("zoo-reproducer")
+    b = (SparkSession.builder.master("local[2,4]" if retries else "local[2]").appName("zoo-reproducer")
          .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
          .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
          .config("spark.sql.shuffle.partitions", "2").config("spark.default.parallelism", "2")
@@ -228,8 +232,19 @@ def _reader(spark: Any, schema: str) -> Any:
             .option("mode", "FAILFAST"))
 
 
+def _fail_first_attempt(rows: Any) -> Any:
+    """Drain a task's rows (its state stores commit), then fail its first attempt."""
+    from pyspark import TaskContext
+
+    out = list(rows)
+    ctx = TaskContext.get()
+    if ctx is not None and ctx.attemptNumber() == 0:
+        raise RuntimeError("zoo reproducer: first attempt of the batch's task fails after its input")
+    return out
+
+
 def _run_once(spark: Any, mod: Any, work: Path, stop_after: int | None, keep: bool = False,
-              feeder: _Feeder | None = None) -> None:
+              feeder: _Feeder | None = None, retry_at: int | None = None) -> None:
     if feeder is None:
         result = mod.query(_reader(spark, mod.SCHEMA).option("maxFilesPerTrigger", 1).json(str(work / "in")))
     else:
@@ -238,7 +253,8 @@ def _run_once(spark: Any, mod: Any, work: Path, stop_after: int | None, keep: bo
     out = work / "out"
 
     def sink(batch_df: Any, batch_id: int) -> None:
-        rows = [_jsonable(r) for r in batch_df.collect()]
+        got = batch_df.rdd.mapPartitions(_fail_first_attempt).collect() if batch_id == retry_at else batch_df.collect()
+        rows = [_jsonable(r) for r in got]
         p = out / f"batch-{batch_id:05d}.json"
         tmp = out / f".batch-{batch_id:05d}.tmp"
         tmp.write_text(json.dumps(rows), encoding="utf-8")
@@ -305,15 +321,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--provider", default="hdfs", choices=["hdfs", "rocksdb", "rocksdb-changelog"])
     ap.add_argument("--restart-after-batch", type=int, default=None)
     ap.add_argument("--kill-after-batch", type=int, default=None)
+    ap.add_argument("--retry-at-batch", type=int, default=None)
     ap.add_argument("--workdir", default=None)
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--feed-limit", type=int, default=None, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.child:  # the driver that is killed: run what is there, say so, wait for the kill
         mod = _load(a.module)
-        spark = _session(a.provider, Path(a.workdir))
+        spark = _session(a.provider, Path(a.workdir), a.retry_at_batch is not None)
         child_feed = _Feeder(mod, a.seed, Path(a.workdir), a.feed_limit) if hasattr(mod, "SOURCES") else None
-        _run_once(spark, mod, Path(a.workdir), None, keep=True, feeder=child_feed)
+        _run_once(spark, mod, Path(a.workdir), None, keep=True, feeder=child_feed, retry_at=a.retry_at_batch)
         print("READY", flush=True)
         time.sleep(3600)
         return 0
@@ -333,7 +350,8 @@ def main(argv: list[str] | None = None) -> int:
             _write_input(mod, a.seed, work / "in", upto=a.kill_after_batch)
         child = subprocess.Popen([sys.executable, os.path.abspath(__file__), a.module, "--child",
                                   "--seed", str(a.seed), "--provider", a.provider, "--workdir", str(work),
-                                  "--feed-limit", str(a.kill_after_batch)],
+                                  "--feed-limit", str(a.kill_after_batch),
+                                  *([] if a.retry_at_batch is None else ["--retry-at-batch", str(a.retry_at_batch)])],
                                  stdout=subprocess.PIPE, text=True, start_new_session=True)
         assert child.stdout is not None
         line = child.stdout.readline()
@@ -341,12 +359,12 @@ def main(argv: list[str] | None = None) -> int:
         child.wait()
         killed = line.strip() == "READY"
     n = _write_input(mod, a.seed, work / "in") if feeder is None else len(mod.batches(a.seed))
-    spark = _session(a.provider, work)
+    spark = _session(a.provider, work, a.retry_at_batch is not None)
     error = None
     try:
         if a.restart_after_batch is not None:
-            _run_once(spark, mod, work, a.restart_after_batch, feeder=feeder)
-        _run_once(spark, mod, work, None, feeder=feeder)
+            _run_once(spark, mod, work, a.restart_after_batch, feeder=feeder, retry_at=a.retry_at_batch)
+        _run_once(spark, mod, work, None, feeder=feeder, retry_at=a.retry_at_batch)
     except Exception as e:  # the engine's failure is the observation, not a crash of this script
         error = _summary(f"{type(e).__name__}: {e}")
     rows: list[dict[str, Any]] = []
