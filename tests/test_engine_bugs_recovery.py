@@ -50,6 +50,9 @@ def test_table_says_which_bugs_need_a_failure_and_recall_apart() -> None:
     assert "bugs that show without a failure: found 1 of 1 run (100 %)" in text
     assert "bugs that need a failure or a restore: found 2 of 3 run (67 %)" in text
     assert run.recall(entries, True) == (2, 3) and run.recall(entries, False) == (1, 1)
+    assert "## Recovery bugs examined, not entries" not in text
+    text = run.render_markdown(dict(results, candidates=["SPARK-9: needs two live executors"]))
+    assert "## Recovery bugs examined, not entries\n\n- SPARK-9: needs two live executors" in text
 
 
 def test_manifest_says_for_every_entry_whether_it_needs_a_failure() -> None:

@@ -324,6 +324,9 @@ def render_markdown(results: dict[str, Any]) -> str:
     if results.get("notes"):
         notes += ["", "## Found while building the zoo (not fixed, so not an entry)", ""]
         notes += [f"- {n}" for n in results["notes"]]
+    if results.get("candidates"):
+        notes += ["", "## Recovery bugs examined, not entries", ""]
+        notes += [f"- {n}" for n in results["candidates"]]
     s = results["summary"]
     tail = ["", f"Summary: {s['entries']} entries, reproduced on the affected release {s['reproduced_affected']}, "
             f"quiet reproducer on the fixed release {s['quiet_fixed_reproducer']}; rollcheck found "
@@ -463,7 +466,8 @@ def _write(entries: list[dict[str, Any]], manifest: dict[str, Any]) -> None:
     }
     results = {"format": "rollcheck.engine-bugs-results/1",
                "generated": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-               "entries": entries, "summary": summary, "notes": list(manifest.get("notes", []))}
+               "entries": entries, "summary": summary, "notes": list(manifest.get("notes", [])),
+               "candidates": list(manifest.get("candidates", []))}
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(portable(json.dumps(results, indent=1, sort_keys=True)) + "\n", encoding="utf-8")
     if RESULTS == (ROOT / "benchmarks" / "results" / "engine-bugs.json").resolve():
