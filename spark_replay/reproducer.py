@@ -327,8 +327,20 @@ def minimise_and_write(cell: Any, opts: Any, result: dict[str, Any],
             failing[(json.dumps(candidate, default=str), fail_at)] = trace
         return ok
 
-    best, k, runs = shrink_batches(rows, opts.fail_at_batch, still_fails,
-                                   min(MAX_RUNS, int(getattr(opts, "shrink_runs", MAX_RUNS))))
+    budget = min(MAX_RUNS, int(getattr(opts, "shrink_runs", MAX_RUNS)))
+    dropped, original = 0, rows
+    if uq.multi:  # several sources: first each source left out (its rows gone, its batches idle)
+        for name in uq.sources:
+            if dropped >= budget or len({m for b in rows for m, _ in b}) < 2:
+                break
+            cand = [[(m, r) for m, r in b if m != name] for b in rows]
+            if cand == rows:
+                continue
+            dropped += 1
+            if still_fails(cand, opts.fail_at_batch):
+                rows = cand
+    best, k, runs = shrink_batches(rows, opts.fail_at_batch, still_fails, budget - dropped)
+    runs += dropped
     script = opts.out / f"{cell.stem}.reproducer.py"
     best_trace = failing.get((json.dumps(best, default=str), k)) or (Path(result["trace"]) if result.get("trace")
                                                                       else None)
@@ -342,8 +354,8 @@ def minimise_and_write(cell: Any, opts: Any, result: dict[str, Any],
     atomic_write_text(script, text)
     out: dict[str, Any] = {"reproducer": str(script),
                            "minimised": {"batches": len(best), "rows": sum(len(b) for b in best), "fail_at_batch": k,
-                                         "runs": runs, "from_batches": len(rows),
-                                         "from_rows": sum(len(b) for b in rows)}}
+                                         "runs": runs, "from_batches": len(original),
+                                         "from_rows": sum(len(b) for b in original)}}
     if getattr(opts, "run_reproducer", True):
         # run it once, as a user would (isolated mode: no current folder on the path; it imports no
         # rollcheck module), on the cell's release (--engine-version: that release's environment,

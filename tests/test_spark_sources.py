@@ -192,3 +192,43 @@ def test_pytest_api_checks_a_query_of_two_sources(tmp_path):
     assert cell["verdict"] == "conformant" and Path(cell["trace"]).is_file()
     checks = json.loads(Path(cell["checks"]).read_text())["checks"]
     assert {c["name"]: c["status"] for c in checks}["input-batches"] == "held"
+
+
+def test_minimiser_leaves_a_source_out_and_keeps_dict_batches(tmp_path):
+    """The finding needs one click of ad 3 only: the minimiser drops the impressions first (a source
+    left out), then batches and rows, and the minimised module and reproducer keep the SOURCES shape."""
+    import ast
+    import importlib.util
+
+    from rollcheck.spark_replay.reproducer import minimise_and_write
+
+    checks = tmp_path / "cell.checks.json"
+    checks.write_text(json.dumps({"root_cause": "batch-equivalent", "checks": [
+        {"name": "batch-equivalent", "status": "violated"}]}))
+    tried: list[dict] = []
+
+    def run(argv, timeout, log):  # the recording of a candidate: "fails" while a click of ad 3 is in it
+        if argv[0] == "record":
+            spec = importlib.util.spec_from_file_location("cand", argv[1])
+            mod = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(mod)
+            data = mod.batches(0)
+            tried.append(data)
+            Path(argv[2]).write_text("" if any(r[1] == 3 for b in data for r in b.get("clicks", [])) else "ok")
+            return 1, ""
+        return 0, ""
+
+    cell = SimpleNamespace(module=str(EXAMPLE), stem="cell", failure="task", kill_point=None, provider="hdfs",
+                           name="impressions_clicks", column="task")
+    opts = SimpleNamespace(seed=0, batches=None, out=tmp_path, fail_at_batch=2, shrink_runs=6, cell_timeout=60,
+                           run_reproducer=False)
+    got = minimise_and_write(cell, opts, {"checks": str(checks), "trace": None, "reason": "r"}, run,
+                             lambda module, trace, k: ["record", module, str(trace)],
+                             lambda trace: "batch-equivalent" if trace.read_text() == "" else None)
+    assert all(isinstance(b, dict) for d in tried for b in d)
+    assert "impressions" not in {n for b in tried[0] for n in b}  # the first try: the impressions left out
+    m = got["minimised"]
+    assert m["runs"] <= 6 and m["from_rows"] > m["rows"] >= 1 and m["from_batches"] == 6, m
+    script = Path(got["reproducer"]).read_text()
+    ast.parse(script)
+    assert "'clicks': [(datetime.datetime(" in script and "'impressions'" not in script.split("def batches(seed)")[-1]
