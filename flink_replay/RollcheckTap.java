@@ -3,6 +3,11 @@ package rollcheck.flink;
 import java.io.FileOutputStream;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.FileAlreadyExistsException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.nio.file.StandardOpenOption;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
@@ -44,6 +49,9 @@ public class RollcheckTap extends AbstractStreamOperator<Object>
     private transient long seen;
     private transient ListState<Long> state;
     private transient FileOutputStream out;
+    private transient long lastValue = -1;
+    private transient long localSeen;
+    private transient boolean inputEnded;
 
     public RollcheckTap(String name, String dir, String mode, Integer keys, Integer attemptOffset,
                         Integer snapshotCostMs) {
@@ -137,6 +145,8 @@ public class RollcheckTap extends AbstractStreamOperator<Object>
         Object v = element.getValue();
         if (mode.equals("source")) {
             long x = ((Number) v).longValue();
+            lastValue = x;
+            localSeen += 1;
             if (buckets.isEmpty()) {
                 perKey[(int) Math.floorMod(x, (long) keys)] += 1;
             } else {
@@ -182,11 +192,69 @@ public class RollcheckTap extends AbstractStreamOperator<Object>
         super.notifyCheckpointComplete(checkpointId);
         log("complete", "\"checkpoint\":" + checkpointId);
         new FileOutputStream(dir + "/completed-" + checkpointId).close();
+        if (mode.equals("source")) {
+            strikeIfArmed(checkpointId);
+        }
+    }
+
+    /**
+     * The injected failure when the pace step (same task, after this operator) reached its failure
+     * point but saw no record after the checkpoints it waits for (the input ended, or a slow branch
+     * elsewhere holds the job): the file "armed" holds "KIND SUBTASK NEED AFTER DEADLINE_MS"
+     * (SUBTASK -1: any; NEED completed checkpoints; AFTER: at least this checkpoint id; until
+     * DEADLINE_MS the completed checkpoint must have persisted data in flight, marked inflight-ID,
+     * unless this subtask's input ended). Strikes once: failure.json is created exclusively.
+     */
+    private void strikeIfArmed(long checkpointId) throws Exception {
+        Path armed = Paths.get(dir, "armed");
+        if (!Files.exists(armed) || Files.exists(Paths.get(dir, "failure.json"))) {
+            return;
+        }
+        String[] f = new String(Files.readAllBytes(armed), StandardCharsets.UTF_8).trim().split(" ");
+        int only = Integer.parseInt(f[1]);
+        int need = Integer.parseInt(f[2]);
+        long after = Long.parseLong(f[3]);
+        long deadline = Long.parseLong(f[4]);
+        if (only >= 0 && only != subtask()) {
+            return;
+        }
+        int completed = 0;
+        String[] names = new java.io.File(dir).list();
+        for (String n : names == null ? new String[0] : names) {
+            if (n.startsWith("completed-")) {
+                completed += 1;
+            }
+        }
+        if (completed < need || checkpointId < after) {
+            return;
+        }
+        if (deadline > 0 && !inputEnded && System.currentTimeMillis() < deadline
+                && !Files.exists(Paths.get(dir, "inflight-" + checkpointId))) {
+            return;
+        }
+        double t = System.currentTimeMillis() / 1000.0;
+        String info = "{\"t\":" + t + ",\"value\":" + lastValue + ",\"local_index\":" + localSeen
+                + ",\"failure\":\"" + f[0] + "\",\"pid\":" + ProcessHandle.current().pid()
+                + ",\"where\":\"checkpoint-complete\",\"subtask\":" + subtask() + ",\"attempt\":"
+                + getRuntimeContext().getTaskInfo().getAttemptNumber() + ",\"after_checkpoint\":" + checkpointId
+                + ",\"operator\":\"rollcheck-tap-source\",\"input_ended\":" + inputEnded + "}";
+        try {
+            Files.write(Paths.get(dir, "failure.json"), info.getBytes(StandardCharsets.UTF_8),
+                    StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
+        } catch (FileAlreadyExistsException e) {
+            return;
+        }
+        log("strike", "\"checkpoint\":" + checkpointId);
+        if (f[0].equals("taskmanager")) {
+            Runtime.getRuntime().halt(137); // the TaskManager process dies, as a kill -9 would
+        }
+        throw new RuntimeException("rollcheck: injected task failure after checkpoint " + checkpointId);
     }
 
     @Override
     public void finish() throws Exception {
         // end of input (not called when the task fails): the final counts of this subtask
+        inputEnded = true;
         if (perKey != null) {
             log("finish", "\"seen\":" + seen + ",\"per_key\":" + counts());
         }

@@ -36,6 +36,7 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     "flink.barrier": ("attempt", "channel", "checkpoint", "gate", "subtask", "t", "task"),
     "flink.barrier_announcement": ("attempt", "checkpoint", "subtask", "t", "task"),
     "flink.batch_output": ("final_state", "reason", "subtasks"),
+    "flink.channel_state": ("checkpoint", "holders", "input_bytes", "output_bytes", "reason", "t"),
     "flink.checkpoint_completed": ("checkpoint", "duration_ms", "persisted_bytes", "t", "type"),
     "flink.failure_during_restore": ("failed_task", "failure", "in_attempt", "phase", "processes",
                                      "record", "second", "subtask", "t"),
@@ -58,11 +59,11 @@ REQUIRED: dict[str, tuple[str, ...]] = {
 }
 
 _INT = ("attempt", "channel", "duration_ms", "gate", "generation", "in_attempt", "inflight_records",
-        "max_parallelism", "parallelism", "persisted_bytes", "records", "restarts", "subtask", "seq",
+        "max_parallelism", "parallelism", "persisted_bytes", "records", "restarts", "subtask", "seq", "input_bytes", "output_bytes",
         "source_record")
 _STR = ("backend", "engine_version", "exception", "failed_task", "failure", "file", "final_state",
         "message", "name", "operator", "phase", "second", "sink", "state", "task", "taskmanager",
-        "type", "kind", "source")
+        "type", "kind", "source", "where")
 
 
 def _is_int(v: Any) -> bool:
@@ -104,7 +105,7 @@ def _nested(k: str, v: Any) -> str | None:
     """Why field ``k``'s container value is not as the recorder writes it."""
     if k in ("key_groups", "per_key"):
         return None if isinstance(v, list) and all(map(_is_int, v)) else "not a list of integers"
-    if k == "processes":
+    if k in ("processes", "holders"):
         return None if isinstance(v, list) and all(isinstance(x, str) for x in v) else "not a list of texts"
     if k == "keys":
         ok = isinstance(v, dict) and all(_json_text(x) and _is_int(n) for x, n in v.items())
@@ -130,7 +131,7 @@ def _field(kind: str, k: str, v: Any, keyed: bool, sink: Any = None) -> str | No
         return None if _is_int(v) else "not an integer"
     if k in _STR:
         return None if isinstance(v, str) else "not text"
-    if k in ("checkpoint", "record"):
+    if k in ("checkpoint", "record", "after_checkpoint"):
         return None if v is None or _is_int(v) else "neither an integer nor null"
     if k in ("t", "seconds"):
         return None if isinstance(v, (int, float)) and not isinstance(v, bool) else "not a number"

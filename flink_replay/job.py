@@ -40,11 +40,13 @@ import site
 import sys
 
 if __package__:  # imported as rollcheck.flink_replay (tests, the recorder's helpers)
+    from .job_channels import channel_state
     from .job_execute import execute
     from .job_failures import classify_failure, driver_error, root_cause_text, write_engine_error
     from .job_io import write_json
     from .job_user import KeyDeclarationError, UserCodeError, load_user_job, resolve_key
 else:  # run by job.py in the PyFlink environment: this folder is on sys.path
+    from job_channels import channel_state  # type: ignore[no-redef]
     from job_execute import execute  # type: ignore[no-redef]
     from job_failures import (  # type: ignore[no-redef]
         classify_failure,
@@ -132,6 +134,8 @@ def run_one(cfg: dict) -> int:
             if path is None:
                 first["rescale_error"] = "no retained completed checkpoint to restore from"
             else:
+                if cfg.get("checkpoints") == "unaligned" and cfg.get("inflight_wait_s") is not None:
+                    first["rest"]["channel_state"] = channel_state(path, None)
                 second = execute(dict(cfg, parallelism=p2), user=user, restore_path=path,
                                  attempt_offset=first["max_attempt"] + 1)
                 second["restored_from"] = path
@@ -140,8 +144,22 @@ def run_one(cfg: dict) -> int:
     else:
         info = execute(cfg, user=user)
         info["jobs"] = [{k: info.get(k) for k in ("job_id", "final_state", "timestamps", "parallelism")}]
+    if cfg.get("checkpoints") == "unaligned" and cfg.get("failure") and cfg.get("inflight_wait_s") is not None:
+        _record_channel_state(cfg, info)
     write_json(os.path.join(run_dir, "run.json"), info)
     return _exit_code(info)
+
+
+def _record_channel_state(cfg: dict, info: dict) -> None:
+    """``channel-state.json``: the data in flight the restored checkpoint held (its ``_metadata``,
+    read while it still existed: a finished job discards its checkpoints), or why it could not be
+    read; nothing when the job never restored."""
+    read = info["rest"].get("channel_state")
+    if read is None and info["rest"].get("restored"):
+        read = {"checkpoint": info["rest"]["restored"][0].get("id"), "input_bytes": 0, "output_bytes": 0,
+                "holders": [], "error": "the restore was seen without its checkpoint's path"}
+    if read is not None:
+        write_json(os.path.join(cfg["run_dir"], "channel-state.json"), read)
 
 
 def _batch_run(cfg: dict, user) -> None:
@@ -229,6 +247,8 @@ def _merge(jobs: list[dict]) -> dict:
         out["rest"]["checkpoints"].update(j["rest"]["checkpoints"])
         out["rest"]["restored"].extend(j["rest"]["restored"])
         out["rest"]["states"].extend(j["rest"]["states"])
+        if "channel_state" in j["rest"]:
+            out["rest"]["channel_state"] = j["rest"]["channel_state"]
         out["commits"].extend(j["commits"])
     out["t_start"] = jobs[0]["t_start"]
     out["jobs"] = [{k: j.get(k) for k in ("job_id", "final_state", "timestamps", "parallelism", "restored_from",

@@ -18,12 +18,14 @@ import threading
 import time
 
 if __package__:  # imported as rollcheck.flink_replay (tests, the recorder's helpers)
+    from .job_channels import channel_state
     from .job_environment import make_environment, make_taps
     from .job_failures import classify_failure, root_cause_text, write_engine_error
     from .job_io import get_json, write_json
     from .job_pipelines import build
     from .job_user import UserCodeError, call_user, user_error
 else:  # run by job.py in the PyFlink environment: this folder is on sys.path
+    from job_channels import channel_state  # type: ignore[no-redef]
     from job_environment import make_environment, make_taps  # type: ignore[no-redef]
     from job_failures import classify_failure, root_cause_text, write_engine_error  # type: ignore[no-redef]
     from job_io import get_json, write_json  # type: ignore[no-redef]
@@ -70,6 +72,8 @@ def execute(cfg: dict, *, user=None, restarts: bool = True, restore_path: str | 
                     n = sum(1 for line in fh if line.strip())
                 commits.append({"t": time.time(), "file": os.path.relpath(path, tx_dir), "lines": n})
 
+    wants_channels = cfg.get("checkpoints") == "unaligned" and bool(cfg.get("failure")) \
+        and cfg.get("inflight_wait_s") is not None and restore_path is None
     last_state = None
     failures_seen = 0
     failure_cause = None
@@ -119,9 +123,18 @@ def execute(cfg: dict, *, user=None, restarts: bool = True, restore_path: str | 
         if chk is not None:
             for h in chk.get("history", []):
                 polls["checkpoints"][str(h["id"])] = h
+                if h.get("status") == "COMPLETED" and (h.get("persisted_data") or 0) > 0:
+                    # an unaligned checkpoint that holds data in flight: the injected failure waits
+                    # for one (job_strike)
+                    mark = os.path.join(run_dir, f"inflight-{h['id']}")
+                    if not os.path.exists(mark):
+                        open(mark, "w").close()
             rest = (chk.get("latest") or {}).get("restored")
             if rest and (not polls["restored"] or polls["restored"][-1]["id"] != rest.get("id")):
                 polls["restored"].append(rest)
+                if wants_channels and "channel_state" not in polls and rest.get("external_path"):
+                    # read now: a job that finishes discards its checkpoints
+                    polls["channel_state"] = channel_state(rest["external_path"], rest.get("id"))
         scan_commits()
         if user is not None and os.path.exists(os.path.join(run_dir, "user-error.json")):
             # the user's module is at fault (a bad output row): no restart can help

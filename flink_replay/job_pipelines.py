@@ -24,9 +24,11 @@ import uuid
 
 if __package__:  # imported as rollcheck.flink_replay (tests, the recorder's helpers)
     from .job_environment import user_state_log
+    from .job_strike import make_strike_plan
     from .job_user import UserCodeError, call_user, source_streams, user_error
 else:  # run by job.py in the PyFlink environment: this folder is on sys.path
     from job_environment import user_state_log  # type: ignore[no-redef]
+    from job_strike import make_strike_plan  # type: ignore[no-redef]
     from job_user import UserCodeError, call_user, source_streams, user_error  # type: ignore[no-redef]
 
 __all__ = ["build", "pace_class", "utilization_pipeline"]
@@ -94,6 +96,7 @@ def pace_class(cfg: dict):
     # a storage fault (tests of recovery-succeeded): the checkpoints' state files vanish with the
     # injected failure, so the restart from the engine's own checkpoint fails with its exception
     lose_files = bool(cfg.get("lose_checkpoint_files"))
+    strike = strike_plan(cfg)
 
     def _t0() -> float:
         """The common start of the absolute arrival schedule (the first emission of any subtask)."""
@@ -193,15 +196,16 @@ def pace_class(cfg: dict):
                 return value  # the initial backlog is not drained yet: no failure before that
             if second == "twice" and self.restarted and self.n >= 10 and not os.path.exists(marker2):
                 self._second("after-recovery", int(value))
-            if fail_at is not None and self.n * par >= int(fail_at) and not os.path.exists(marker):
+            if fail_at is not None and self.n >= strike["local_at"] and not os.path.exists(marker):
                 names = os.listdir(run_dir)
                 if all_caught_up and sum(f.startswith("caught-up-") for f in names) < par:
                     return value  # every subtask drains its initial backlog before the failure
-                completed = [f for f in names if f.startswith("completed-")]
-                if len(completed) < 2:
-                    # slow down (not block: a blocked task takes no checkpoint) until two
-                    # checkpoints completed, so that the failure does strike before the input ends
-                    time.sleep(0.05)
+                if not strike["ready"](names, self.subtask):
+                    # slow down (not block: a blocked task takes no checkpoint) until the checkpoints the
+                    # failure waits for completed, so that it strikes before the input ends; the source
+                    # tap strikes at a checkpoint's completion if the input ends first (arm_failure)
+                    strike["arm"](self.subtask, int(value), self.n)
+                    time.sleep(strike["wait_s"](self.n))
                     return value
                 if fail_before_trigger:
                     snaps = [f for f in names if f.startswith("snapshot-")]
@@ -212,8 +216,11 @@ def pace_class(cfg: dict):
                     fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
                 except FileExistsError:
                     return value
+                done = [int(f[len("completed-"):]) for f in names if f.startswith("completed-")
+                        and f[len("completed-"):].isdigit()]
                 info = {"t": time.time(), "value": int(value), "local_index": self.n, "failure": failure,
-                        "pid": os.getpid()}
+                        "pid": os.getpid(), "where": "record", "subtask": self.subtask, "attempt": self.attempt,
+                        "after_checkpoint": max(done) if done else None, "operator": "rollcheck-pace"}
                 os.write(fd, json.dumps(info).encode())
                 os.close(fd)
                 if lose_files:
@@ -231,6 +238,11 @@ def pace_class(cfg: dict):
             return value
 
     return Pace
+
+
+def strike_plan(cfg: dict) -> dict:
+    """When and how the pace step lets the injected failure strike (see :mod:`job_strike`)."""
+    return make_strike_plan(cfg)
 
 
 def wordcount_pipeline(cfg: dict, env, tap, keyed_tap, tx_sink) -> str:

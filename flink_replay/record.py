@@ -105,7 +105,8 @@ class RecordConfig(dict):
              failure: str | None = None, seed: int = 0, timeout_s: float = 300.0, backend: str = "hashmap",
              rescale: tuple[int, int] | None = None, module: str | None = None,
              call_timeout: float = 300.0, engine_version: str | None = None,
-             reference_version: str | None = None) -> RecordConfig:
+             reference_version: str | None = None, fail_subtask: int | None = None,
+             fail_after_checkpoint: int | None = None) -> RecordConfig:
         if checkpoints not in ("aligned", "unaligned"):
             raise InvalidInputError(f"--checkpoints must be aligned or unaligned, not {checkpoints!r}")
         if backend not in BACKENDS:
@@ -131,6 +132,7 @@ class RecordConfig(dict):
             raise InvalidInputError(f"--fail-at-record {fail_at_record} is outside the input (1..{records})")
         if fail_at_record is not None and fail_at_record < 1:
             raise InvalidInputError(f"--fail-at-record {fail_at_record}: records count from 1")
+        _check_strike(failure, fail_subtask, fail_after_checkpoint, rescale[0] if rescale else parallelism)
         if call_timeout <= 0:
             raise InvalidInputError("--call-timeout must be positive")
         if engine_version is not None:  # the release's range, before anything is installed or run
@@ -151,12 +153,31 @@ class RecordConfig(dict):
                 raise InvalidInputError("no such job module", source=str(module))
             extra = {"job": "module", "module": str(path.resolve()), "module_arg": str(module)}
             keys = 1  # the source tap counts the user's records in one bucket
+        if failure is not None:
+            # where and when the failure strikes (job_strike); an unaligned run's failure waits (up to
+            # this long) for a completed checkpoint that holds data in flight
+            extra.update(fail_subtask=fail_subtask, fail_after_checkpoint=fail_after_checkpoint)
+            if checkpoints == "unaligned":
+                extra["inflight_wait_s"] = 20.0
         return cls(checkpoints=checkpoints, parallelism=parallelism, interval_ms=interval_ms,
                    records=records, rate=rate, keys=keys, fail_at_record=fail_at_record,
                    failure=failure, seed=seed, timeout_s=timeout_s, backend=backend,
                    rescale=list(rescale) if rescale else None, max_parallelism=128,
                    call_timeout=call_timeout, engine_version=engine_version,
                    reference_version=reference_version, **extra)
+
+
+def _check_strike(failure: str | None, subtask: int | None, after: int | None, parallelism: int) -> None:
+    """Refuse a failure point no run can reach: a subtask beyond the parallelism, a checkpoint before 1."""
+    if (subtask is not None or after is not None) and failure is None:
+        raise InvalidInputError("--fail-subtask and --fail-after-checkpoint place the injected failure: give "
+                                "--fail-at-record and --failure too", location="--fail-subtask")
+    if subtask is not None and not 0 <= subtask < parallelism:
+        raise InvalidInputError(f"--fail-subtask {subtask}: the failing job runs {parallelism} subtasks "
+                                f"(0..{parallelism - 1})", location="--fail-subtask")
+    if after is not None and after < 1:
+        raise InvalidInputError(f"--fail-after-checkpoint {after}: checkpoints count from 1",
+                                location="--fail-after-checkpoint")
 
 
 def _job_file() -> Path:
@@ -307,9 +328,11 @@ class ModuleFailure(InvalidInputError):
 
 
 #: The recording's settings a trace header's ``config`` holds.
+#: the header keys of a failure's placement: written only when set (older headers have none)
+_PLACEMENT_KEYS = ("fail_subtask", "fail_after_checkpoint", "inflight_wait_s")
 HEADER_CONFIG_KEYS = ("checkpoints", "parallelism", "interval_ms", "records", "rate", "keys", "fail_at_record",
                       "failure", "backend", "rescale", "max_parallelism", "max_records", "engine_version",
-                      "reference_version")
+                      "reference_version", "fail_subtask", "fail_after_checkpoint", "inflight_wait_s")
 
 
 def write_run_folder(run: Path, cfg: dict[str, Any]) -> str | None:
@@ -512,6 +535,35 @@ def _read_jsonl(path: Path) -> list[dict[str, Any]]:
     return out
 
 
+def _channel_state_event(run: Path) -> dict[str, Any] | None:
+    """``flink.channel_state``: the data in flight the restored checkpoint held, from the job
+    process's reading of its ``_metadata`` (``channel-state.json``), None when it did not read one."""
+    path = run / "channel-state.json"
+    if not path.exists():
+        return None
+    cs = json.loads(path.read_text())
+    return {"kind": "flink.channel_state", "checkpoint": cs.get("checkpoint"),
+            "input_bytes": int(cs.get("input_bytes") or 0), "output_bytes": int(cs.get("output_bytes") or 0),
+            "holders": [str(h) for h in cs.get("holders") or []], "reason": cs.get("error")}
+
+
+def _strike_fields(fi: dict[str, Any]) -> dict[str, Any]:
+    """Where and when the injected failure struck, as ``failure.json`` says (recordings before these
+    fields have none): the operator, its subtask, the attempt, ``where`` (at a ``record`` in the pace
+    step, or at a ``checkpoint-complete`` notification in the source tap) and the latest checkpoint
+    completed before it."""
+    out: dict[str, Any] = {}
+    for k in ("operator", "where"):
+        if isinstance(fi.get(k), str):
+            out[k] = fi[k]
+    for k in ("subtask", "after_checkpoint"):
+        if isinstance(fi.get(k), int) and not isinstance(fi.get(k), bool):
+            out[k] = fi[k]
+    if isinstance(fi.get("attempt"), int):
+        out["in_attempt"] = fi["attempt"]
+    return out
+
+
 def build_trace(run: str | Path, out: str | Path, *, env_version: str = "?") -> dict[str, Any]:
     """Merge the raw observations of a run folder into a ``rollcheck.trace/1`` file."""
     run = Path(run)
@@ -611,6 +663,7 @@ def build_trace(run: str | Path, out: str | Path, *, env_version: str = "?") -> 
         timed.append((int(fi["t"] * 1e6), 1, {"kind": "failure", "processes": ["source", "keyed"],
                                               "failed_task": "source",
                                               "failure": fi.get("failure", "task"), "record": fi.get("value"),
+                                              **_strike_fields(fi),
                                               **source_of_record(info.get("sources"), fi.get("value"))}))
     marker2 = run / "failure2.json"
     if marker2.exists():  # the second failure of "during-restore" / "twice" (job_pipelines.pace_class)
@@ -632,6 +685,10 @@ def build_trace(run: str | Path, out: str | Path, *, env_version: str = "?") -> 
                                               "phase": f2.get("phase"), "in_attempt": f2.get("attempt"),
                                               "subtask": f2.get("subtask"), "record": f2.get("value"),
                                               **source_of_record(info.get("sources"), f2.get("value"))}))
+    channels = _channel_state_event(run)
+    if channels is not None:
+        restored_t = min((t for t, _, e in timed if e["kind"] == "flink.restore" and e["attempt"] > 0), default=None)
+        timed.append(((restored_t or int(float(info.get("t_end") or 0) * 1e6)), 2, channels))
     for c in info.get("commits", []):
         timed.append((int(c["t"] * 1e6), 7, {"kind": "flink.sink_commit", "file": c["file"], "lines": c["lines"]}))
     failed = _recovery_failed(info, timed, run) if marker.exists() else None
@@ -670,7 +727,8 @@ def build_trace(run: str | Path, out: str | Path, *, env_version: str = "?") -> 
     header = {"format": "rollcheck.trace/1", "source": "flink", "seed": cfg.get("seed", 0),
               "processes": ["source", "keyed"], "job": "module" if module else "wordcount",
               "engine_version": env_version,
-              "config": {k: cfg.get(k) for k in HEADER_CONFIG_KEYS},
+              "config": {k: cfg.get(k) for k in HEADER_CONFIG_KEYS
+                         if k not in _PLACEMENT_KEYS or cfg.get(k) is not None},
               "flink": {"pyflink": env_version, "job_id": info.get("job_id"), "final_state": info.get("final_state"),
                         "python_mode": cfg.get("python_mode", "thread")}}
     if info.get("failure_cause") and info.get("final_state") != "FINISHED":

@@ -29,6 +29,12 @@ from rollcheck.flink_replay.rescale_checks import (
     operator_state_check,
 )
 from rollcheck.flink_replay.restores import restore_latest_completed
+from rollcheck.flink_replay.strike_checks import (
+    STRUCK,
+    channel_check,
+    strike_checks_for,
+    struck_check,
+)
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.traces.api import check_trace_lines
 from rollcheck.pyimpl.traces.plugin import TraceCheck
@@ -228,6 +234,9 @@ def flink_plugins(header: dict[str, Any], path: str | Path | None = None,
         ("output-exactly-once", _output_check), ("side-effect-duplicates", _duplicates_of),
         # key by key: every key of the restored checkpoint restored once, by its key group's owner
         (KEYED, keyed_state_check), (OPERATOR, operator_state_check))]
+    # the failure struck where asked, the unaligned restore held data in flight (when the recording asks)
+    plugins += [FlinkCheck(name, header, ev, struck_check if name == STRUCK else channel_check)
+                for name in strike_checks_for(header)]
     # an oracle that does not trust the engine's failure-free run: the restart itself succeeded
     plugins.append(_RecoveryPlugin(header, ev))
     if tlc is not None and path is not None:

@@ -53,6 +53,13 @@ from rollcheck.flink_replay.oracles import (
 )
 from rollcheck.flink_replay.rescale_checks import KEYED, OPERATOR, USER, rescale_checks
 from rollcheck.flink_replay.restores import restore_latest_completed
+from rollcheck.flink_replay.strike_checks import (
+    CHANNELS,
+    STRUCK,
+    channel_check,
+    strike_checks_for,
+    struck_check,
+)
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.jsonio import loads_json, safe_name
 from rollcheck.pyimpl.verdict import Check, Report, Status
@@ -356,6 +363,8 @@ def job_check(name: str, header: dict[str, Any], events: list[dict[str, Any]]) -
         return batch_check(header, events)
     if name == RELEASE:
         return release_check(header, events)
+    if name in (STRUCK, CHANNELS):  # asked for by the recording's config (strike_checks)
+        return struck_check(header, events) if name == STRUCK else channel_check(header, events)
     if name == "user-sink" or name.startswith("user-sink-"):
         return user_sink_check(outputs, header.get("key") or [], ended, header, events)
     raise ValueError(f"no check {name!r} of a user's job trace (one of {', '.join(JOB_CHECKS)})")
@@ -401,7 +410,7 @@ def replay_job(path: str | Path) -> Report:
         sink_name = f"user-sink-{check_guarantee(header.get('sink_guarantee'))}"
     except ValueError as e:
         raise InvalidInputError(f"header sink_guarantee: {e}", source=str(path), location="line 1") from None
-    names = [*JOB_CHECKS[:-1], sink_name]
+    names = [*JOB_CHECKS[:-1], *strike_checks_for(header), sink_name]
 
     def pick(name: str) -> Any:  # each plug-in computes its own check only (and errors carry its name)
         return lambda h, ev: job_check(name, h, ev)

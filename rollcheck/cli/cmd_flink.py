@@ -49,6 +49,12 @@ def _record_args(wc: Any) -> None:
                     help="task: a task fails at record K; taskmanager: its process is killed; during-restore: then a "
                          "second task failure while the restarted job restores; twice: then a second one right after "
                          "the first recovery")
+    wc.add_argument("--fail-subtask", type=int, default=None, metavar="I",
+                    help="the failure strikes in subtask I (0-based) of rollcheck's step after the source; the "
+                         "trace proves it (failure-struck-as-asked)")
+    wc.add_argument("--fail-after-checkpoint", type=int, default=None, metavar="C",
+                    help="the failure strikes once checkpoint C completed (at the next record, or at a "
+                         "checkpoint's completion if the input ended); the trace proves it")
     wc.add_argument("--seed", type=int, default=0)
     wc.add_argument("--timeout", type=float, default=300.0, help="seconds before the job is cancelled")
     wc.add_argument("--backend", choices=["hashmap", "rocksdb", "changelog"], default="hashmap",
@@ -155,7 +161,8 @@ def _record(args: argparse.Namespace) -> int:
                             fail_at_record=args.fail_at_record, failure=args.failure, seed=args.seed,
                             timeout_s=args.timeout, backend=args.backend, rescale=rescale, module=module,
                             call_timeout=getattr(args, "call_timeout", 300.0), engine_version=args.engine_version,
-                            reference_version=args.reference_version)
+                            reference_version=args.reference_version, fail_subtask=args.fail_subtask,
+                            fail_after_checkpoint=args.fail_after_checkpoint)
     if args.max_rate is not None:
         cfg["max_rate"] = args.max_rate
     what = f"job {module}" if module else "wordcount"
