@@ -12,7 +12,7 @@ PYTEST_WORKERS ?= 2
 # tree of symlinks laid out as installed
 TYPECHECK := build/typecheck
 
-.PHONY: setup java chromium flink-setup test test-engines verify verify-quick bench bench-verify bench-bugs lint typecheck-tree clean
+.PHONY: setup java chromium flink-setup test test-engines verify verify-quick bench bench-matrix bench-verify bench-bugs lint typecheck-tree clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -79,6 +79,11 @@ bench: setup
 # of a run already made), recorded in benchmarks/results/verify-sections.json next to the previous ones
 bench-verify: setup flink-setup
 	ROLLCHECK_BENCH_VERIFY_FULL=$(FULL) ROLLCHECK_BENCH_VERIFY_FROM=$(FROM) $(PY) -m benchmarks --only verify
+
+# plain PySpark (reference + task + sink failure + state reader in one session) against spark matrix
+# --failures task,sink on the same query, side by side; appends benchmarks/results/spark-matrix-engine-time.json
+bench-matrix: setup
+	$(PY) -P -m benchmarks.bench_spark_matrix --side-by-side
 
 # the bug zoo (benchmarks/engine_bugs): every entry on its affected and its fixed engine release, the
 # standalone reproducer and rollcheck's matrix slice; writes benchmarks/results/engine-bugs.json and

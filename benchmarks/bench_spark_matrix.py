@@ -8,6 +8,14 @@
   kill point that never comes (inotify, and the 2 ms polling fallback), and the whole recorder
   (supervisor, checkpoint watcher, trace) — see :func:`hook_overhead`. The target is at most 10 %.
 
+- *Side by side* (:func:`side_by_side`, ``make bench-matrix``): plain PySpark doing the reference,
+  a task failure and a sink failure (each restarted from its checkpoint) and Spark's state reader
+  in one session (``benchmarks/_plain_spark_runs.py``), then ``rollcheck spark matrix --providers
+  hdfs --failures task,sink`` on the same query with an empty reference cache, then the same
+  matrix again (its reference kept from the run before); wall seconds of each, the ratio
+  matrix / plain (goal <= 1.0), the machine's load and the calibration loop
+  (:mod:`rollcheck.calibration`), appended to ``benchmarks/results/spark-matrix-engine-time.json``.
+
 Run with ``python -m benchmarks --only spark_matrix [--quick]``; the machine's load is printed
 with every result (the ratios are only comparable on a quiet machine).
 """
@@ -117,10 +125,63 @@ def hook_overhead(rounds: int) -> None:
     print("  target: the hooks cost at most 10 % of the query's run")
 
 
+RESULTS = Path(__file__).resolve().parent / "results" / "spark-matrix-engine-time.json"
+
+
+def _timed(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, str]:
+    t0 = time.perf_counter()
+    r = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=3600)
+    if r.returncode not in (0, 1):
+        raise RuntimeError(f"{argv[:4]} exited {r.returncode}: {r.stderr[-1500:]}")
+    return time.perf_counter() - t0, r.stdout
+
+
+def side_by_side(batches: int = 4, fail_at: int = 2) -> dict:
+    """Plain PySpark against the matrix on the same query, in one run (module docstring)."""
+    from rollcheck.calibration import calibrate, finish
+
+    module = str(LIB / "clicks_per_window.py")
+    cal = calibrate()
+    with tempfile.TemporaryDirectory(prefix="rollcheck-bench-") as d:
+        plain_s, out = _timed([sys.executable, str(Path(__file__).with_name("_plain_spark_runs.py")), module,
+                               str(batches), str(fail_at), str(Path(d) / "plain")])
+        plain = json.loads(out.strip().splitlines()[-1])
+        env = {**os.environ, "ROLLCHECK_CACHE": str(Path(d) / "cache")}
+        runs = {}
+        for name in ("matrix", "matrix_kept_reference"):
+            argv = [sys.executable, "-m", "rollcheck.cli.main", "spark", "matrix", "--module", module, "--providers",
+                    "hdfs", "--failures", "task,sink", "--batches", str(batches), "--fail-at-batch", str(fail_at),
+                    "--out", str(Path(d) / name), "--json"]
+            wall, out = _timed(argv, env)
+            doc = json.loads(out)
+            runs[name] = {"wall_seconds": round(wall, 1), "verdicts": [c["verdict"] for c in doc["cells"]],
+                          "cells": [{k: c.get(k) for k in ("column", "wall_seconds", "cpu_seconds", "shared")}
+                                    for c in doc["cells"]], "cost": doc.get("cost"),
+                          "preparations": doc.get("preparations")}
+    record = {"when": time.strftime("%Y-%m-%dT%H:%M:%S"), "module": "clicks_per_window", "batches": batches,
+              "fail_at_batch": fail_at, "plain_wall_seconds": round(plain_s, 1), "plain": plain, **runs,
+              "ratio": round(runs["matrix"]["wall_seconds"] / plain_s, 2),
+              "ratio_kept_reference": round(runs["matrix_kept_reference"]["wall_seconds"] / plain_s, 2),
+              "calibration": finish(cal)}
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    old = json.loads(RESULTS.read_text()) if RESULTS.exists() else []
+    RESULTS.write_text(json.dumps([*old, record], indent=1) + "\n")
+    print(f"plain PySpark (reference + task + sink + state reader, one session): {plain_s:.1f} s")
+    print(f"spark matrix --failures task,sink: {runs['matrix']['wall_seconds']:.1f} s "
+          f"(ratio {record['ratio']}; goal <= 1.0); reference kept from before: "
+          f"{runs['matrix_kept_reference']['wall_seconds']:.1f} s (ratio {record['ratio_kept_reference']})")
+    print(f"load {_load()}, calibration loop {record['calibration'].get('loop_cpu_seconds')} s")
+    return record
+
+
 def main(quick: bool) -> None:
     per_cell(quick)
     hook_overhead(1 if quick else 3)
+    side_by_side()
 
 
 if __name__ == "__main__":
-    main("--quick" in sys.argv)
+    if "--side-by-side" in sys.argv:
+        side_by_side()
+    else:
+        main("--quick" in sys.argv)

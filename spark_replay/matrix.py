@@ -38,7 +38,7 @@ ForeachBatch", "State Store"); ``specs/spark.md``; ``specs/verdicts.md``.
 from __future__ import annotations
 
 import json
-import threading
+import shutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -80,8 +80,14 @@ from rollcheck.spark_replay.matrix_witness import (
     witness,
 )
 from rollcheck.spark_replay.query import OVERLOAD_SIGNS
-from rollcheck.spark_replay.shared_reference import shared_reference, write_shared_reference
-from rollcheck.spark_replay.warm import WARM_FAILURES, WarmDriver
+from rollcheck.spark_replay.shared_reference import (
+    reference_key,
+    shared_reference,
+    store_reference,
+    stored_reference,
+    write_shared_reference,
+)
+from rollcheck.spark_replay.warm import WARM_FAILURES, WarmPool
 
 __all__ = [
     "PROVIDERS",
@@ -201,10 +207,9 @@ class SparkAdapter(EngineAdapter):
         #: "release · query · state store" when the cells name their releases
         self.row_header = row_header(planned)
         #: the warm drivers, one per worker thread (warm.py)
-        self._drivers: dict[int, WarmDriver] = {}
-        self._failed_starts: dict[int, int] = {}
-        self._serial = 0
-        self._lock = threading.Lock()
+        self._warm = WarmPool(opts.out / "warm", opts.master)
+        #: per configuration: its reference "reused" (kept from an earlier run) or "recorded" (this run)
+        self._how: dict[str, str] = {}
 
     def describe(self, cell: Cell) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
         o = self.opts
@@ -219,7 +224,8 @@ class SparkAdapter(EngineAdapter):
                 {"name": cell.name})
 
     def group(self, cell: Cell) -> str | None:
-        return cell.config_id if cell.config_id in self._shared else None
+        # a kept reference serves every configuration, a single cell's too (shared_reference.py)
+        return cell.config_id if cell.config_id in self._shared or self.opts.reuse_reference else None
 
     def prepare(self, group: str, cells: Sequence[Cell], runner: ChildRunner, out: Path) -> Prepared:
         c0 = cells[0]
@@ -228,12 +234,21 @@ class SparkAdapter(EngineAdapter):
         trace.parent.mkdir(parents=True, exist_ok=True)
         cfg = cell_config(None, self.opts, trace, None, module=c0.module, provider=c0.provider,
                           engine_version=c0.engine_version)
+        key = reference_key(cfg.query) if self.opts.reuse_reference else None
+        kept = stored_reference(key)
+        if kept is not None:  # recorded by an earlier run: the output folder keeps its own copy
+            shutil.copyfile(kept, trace)
+            self._how[c0.config_id] = "reused"
+            runner.charge(0.0, runs=0, reference="reused")
+            return Prepared(context=trace)
         rc: int | None = None
         for attempt in range(1 + self.opts.retries):
             rc, _ = self._run(cfg, self._warm_for(None, c0.engine_version), runner, log)
             if rc == 0 or not overloaded(log) or attempt == self.opts.retries:
                 break
         if rc == 0 and trace.exists():
+            store_reference(key, trace)
+            self._how[c0.config_id] = "recorded"
             runner.charge(0.0, runs=0, reference="recorded")
             return Prepared(context=trace)
         why = _OVERLOAD_WHY if overloaded(log) else (_last_line(log) or f"exit {rc}")
@@ -243,7 +258,7 @@ class SparkAdapter(EngineAdapter):
         trace, log = out / f"{cell.stem}.jsonl", out / f"{cell.stem}.log"
         trace.parent.mkdir(parents=True, exist_ok=True)
         cfg = cell_config(cell, self.opts, trace, context)
-        runner.charge(0.0, runs=0, reference="recorded")
+        runner.charge(0.0, runs=0, reference=self._how.get(cell.config_id, "recorded") if context else "recorded")
         rc, stdout = self._run(cfg, self._warm_for(cell.failure, cell.engine_version), runner, log)
         if rc is None or rc not in (0, 1):
             why = stdout.strip() if rc is None else (_last_line(log) or f"exit {rc}")
@@ -260,66 +275,13 @@ class SparkAdapter(EngineAdapter):
         """Record ``cfg`` in this worker's warm driver (``warm``) or in a fresh child: (exit, stdout)."""
         path = _cell_file(cfg)
         if warm and not runner.stopping:
-            done = self._run_warm(path, runner, log)
+            done = self._warm.run(path, runner, log, self.opts.cell_timeout)
             if done is not None:
                 return done
         return runner.run(cell_argv(path), self.opts.cell_timeout, log)
 
-    def _run_warm(self, path: Path, runner: ChildRunner, log: Path) -> tuple[int | None, str] | None:
-        """The cell in this worker's warm driver, run again on a fresh one when the driver was damaged;
-        None when no warm driver could be started (the caller runs a fresh child)."""
-        why = ""
-        for _ in range(2):
-            drv = self._driver(runner)
-            if drv is None:
-                return None
-            reply = drv.run(path, self.opts.cell_timeout, log)
-            runner.charge(reply.cpu_seconds, engine="warm" if drv.cells > 1 else "fresh")
-            if reply.damaged or reply.retire:
-                self._retire(drv)
-            if reply.damaged and not reply.retire:
-                why = reply.damaged  # never a verdict from a dirty engine: again, on a fresh driver
-                if runner.stopping:
-                    return None, why
-                continue
-            return reply.exit, json.dumps(reply.result)
-        return None, f"the warm Spark driver was damaged twice: {why}"
-
-    def _driver(self, runner: ChildRunner) -> WarmDriver | None:
-        key = threading.get_ident()
-        with self._lock:
-            drv = self._drivers.get(key)
-            if drv is not None and drv.alive:
-                return drv
-            if self._failed_starts.get(key, 0) >= 2:
-                return None
-            self._serial += 1
-            n = self._serial
-        if drv is not None:
-            self._retire(drv)
-        drv = WarmDriver(self.opts.out / "warm", n, self.opts.master, runner)
-        try:
-            drv.start(self.opts.cell_timeout)
-        except (RuntimeError, OSError):
-            with self._lock:
-                self._failed_starts[key] = self._failed_starts.get(key, 0) + 1
-            return None
-        with self._lock:
-            self._drivers[key] = drv
-        return drv
-
-    def _retire(self, drv: WarmDriver) -> None:
-        with self._lock:
-            for k, v in list(self._drivers.items()):
-                if v is drv:
-                    del self._drivers[k]
-        drv.close()
-
     def close(self) -> None:
-        with self._lock:
-            drivers, self._drivers = list(self._drivers.values()), {}
-        for d in drivers:
-            d.close()
+        self._warm.close()
 
     def replay(self, cell: Cell, recording: Recording) -> Replayed:
         from rollcheck.spark_replay.replay import replay_file

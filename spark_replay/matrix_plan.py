@@ -238,6 +238,10 @@ class MatrixOptions:
     #: run the cells that need no new process (task, sink, the reference) in one warm Spark driver per
     #: worker (:mod:`rollcheck.spark_replay.warm`); False: every recording in a fresh child
     warm: bool = True
+    #: take a configuration's failure-free reference from rollcheck's cache when an earlier run
+    #: recorded it (same module bytes, configuration, release, recorder), and keep new ones there
+    #: (:mod:`rollcheck.spark_replay.shared_reference`)
+    reuse_reference: bool = True
 
     def validate(self) -> None:
         """Refuse options no matrix can run (exit 2 naming the flag)."""

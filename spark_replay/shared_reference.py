@@ -5,16 +5,36 @@ store provider, seed, batches) once without failure; its final output and its st
 Spark's own state reader, are the reference every cell of the configuration is compared with. A
 cell's recording (``rollcheck spark record query --reference-from TRACE``) starts its trace with
 that reference instead of running one of its own.
+
+The reference is also kept across runs, content-addressed in rollcheck's cache folder
+(``$ROLLCHECK_CACHE``, else the user cache folder; ``spark-references/``): its key
+(:func:`reference_key`) hashes the module's bytes and path, the recording's configuration (seed,
+batches, state store, shuffle partitions, master, call timeout), the pyspark release, and the bytes
+of rollcheck's Spark recorder itself; any byte change of one of them is another key, so a stale
+reference is never found. :func:`stored_reference` finds a kept one (checked as a whole finished
+failure-free recording), :func:`store_reference` keeps a new one. A module that imports other files
+of the user's is keyed by its own bytes only.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import hashlib
+import json
+import os
+import shutil
 from pathlib import Path
 from typing import Any
 
 from rollcheck.pyimpl.errors import InvalidInputError
 
-__all__ = ["shared_reference", "write_shared_reference"]
+__all__ = ["shared_reference", "write_shared_reference", "reference_key", "stored_reference", "store_reference",
+           "references_folder"]
+
+#: The configuration fields a reference recording depends on (besides the module and the release).
+_KEY_FIELDS = ("module", "batches", "seed", "state_store", "shuffle_partitions", "master", "call_timeout",
+               "reference_version", "cluster")
 
 
 def shared_reference(path: str | Path, header: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -68,3 +88,96 @@ def write_shared_reference(path: str | Path, out: str | Path, header: dict[str, 
         w.emit(PREFIX + "reference", **ref)
     finally:
         w.close()
+
+
+def references_folder() -> Path:
+    """Where kept references live: ``<cache>/spark-references``."""
+    from rollcheck.pyimpl.release_envs import cache_root
+
+    return cache_root() / "spark-references"
+
+
+def _module_bytes(module: str) -> tuple[str, bytes]:
+    """The module's resolved path (or name) and its source bytes (b"" when it cannot be read)."""
+    if module.endswith(".py"):
+        path = Path(module).resolve()
+        try:
+            return str(path), path.read_bytes()
+        except OSError:
+            return str(path), b""
+    import importlib.util
+
+    with contextlib.suppress(ImportError, ValueError, AttributeError):
+        spec = importlib.util.find_spec(module)
+        if spec is not None and spec.origin and Path(spec.origin).is_file():
+            return module, Path(spec.origin).read_bytes()
+    return module, b""
+
+
+@functools.lru_cache(maxsize=1)
+def _recorder_fingerprint() -> str:
+    """A hash of rollcheck's Spark recorder (every module of this package): a changed recorder
+    never reuses a reference an older one wrote."""
+    h = hashlib.sha256()
+    for f in sorted(Path(__file__).resolve().parent.glob("*.py")):
+        h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def reference_key(cfg: Any) -> str | None:
+    """The content address of the failure-free reference of ``cfg`` (a
+    :class:`~rollcheck.spark_replay.query_config.QueryConfig`), or None when the module's bytes
+    cannot be read (nothing is kept then).
+
+    >>> from rollcheck.spark_replay.query_config import QueryConfig
+    >>> reference_key(QueryConfig("no/such/module.py")) is None
+    True
+    """
+    from dataclasses import asdict
+
+    from rollcheck.spark_replay.releases import pinned_release
+
+    name, data = _module_bytes(cfg.module)
+    if not data:
+        return None
+    fields = {k: v for k, v in asdict(cfg).items() if k in _KEY_FIELDS}
+    fields.update(module=name, engine_version=cfg.engine_version or pinned_release())
+    h = hashlib.sha256()
+    h.update(hashlib.sha256(data).hexdigest().encode())
+    h.update(json.dumps(fields, sort_keys=True, default=str).encode())
+    h.update(_recorder_fingerprint().encode())
+    return h.hexdigest()
+
+
+def stored_reference(key: str | None) -> Path | None:
+    """The kept reference of ``key`` when there is a whole one, else None."""
+    if key is None:
+        return None
+    path = references_folder() / key[:2] / f"{key}.jsonl"
+    if not path.is_file():
+        return None
+    try:
+        shared_reference(path)
+    except (InvalidInputError, OSError, ValueError):
+        return None
+    return path
+
+
+def store_reference(key: str | None, trace: str | Path) -> Path | None:
+    """Keep the finished failure-free recording ``trace`` under ``key`` (atomically); its path, or
+    None when nothing was kept (no key, not a whole reference, the cache folder not writable)."""
+    if key is None:
+        return None
+    try:
+        shared_reference(trace)
+    except (InvalidInputError, OSError, ValueError):
+        return None
+    dest = references_folder() / key[:2] / f"{key}.jsonl"
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
+        shutil.copyfile(trace, tmp)
+        os.replace(tmp, dest)
+    except OSError:
+        return None
+    return dest

@@ -37,12 +37,13 @@ import select
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["WARM_FAILURES", "WarmReply", "WarmDriver", "serve", "LEAK_FOR_TESTS"]
+__all__ = ["WARM_FAILURES", "WarmReply", "WarmDriver", "WarmPool", "serve", "LEAK_FOR_TESTS"]
 
 #: The failures a warm driver runs (besides the failure-free reference).
 WARM_FAILURES = ("task", "sink")
@@ -196,6 +197,85 @@ class WarmDriver:
             os.close(self._r)
             self._r = -1
         shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+class WarmPool:
+    """One :class:`WarmDriver` per calling thread (a matrix worker), replaced when damaged.
+
+    Parameters
+    ----------
+    workdir : Path
+        The drivers' folder (``warm-N.log``).
+    master : str, optional
+        The Spark master of every cell.
+    """
+
+    def __init__(self, workdir: Path, master: str | None = None) -> None:
+        self.workdir, self.master = Path(workdir), master
+        self._drivers: dict[int, WarmDriver] = {}
+        self._failed_starts: dict[int, int] = {}
+        self._serial = 0
+        self._lock = threading.Lock()
+
+    def run(self, config: Path, runner: Any, log: Path, timeout: float) -> tuple[int | None, str] | None:
+        """Run the cell of ``config`` in this thread's driver: ``(exit, result as JSON)``, or
+        ``(None, why)`` when it could not be decided; run again on a fresh driver when the driver
+        was damaged (never a verdict from a dirty engine). None when no driver could be started
+        (the caller runs a fresh child). The CPU it cost and whether the engine was warm go to
+        ``runner``'s account (:meth:`~rollcheck.pyimpl.matrix.ChildRunner.charge`)."""
+        why = ""
+        for _ in range(2):
+            drv = self._driver(runner, timeout)
+            if drv is None:
+                return None
+            reply = drv.run(config, timeout, log)
+            runner.charge(reply.cpu_seconds, engine="warm" if drv.cells > 1 else "fresh")
+            if reply.damaged or reply.retire:
+                self._retire(drv)
+            if reply.damaged and not reply.retire:
+                why = reply.damaged
+                if runner.stopping:
+                    return None, why
+                continue
+            return reply.exit, json.dumps(reply.result)
+        return None, f"the warm Spark driver was damaged twice: {why}"
+
+    def _driver(self, runner: Any, timeout: float) -> WarmDriver | None:
+        key = threading.get_ident()
+        with self._lock:
+            drv = self._drivers.get(key)
+            if drv is not None and drv.alive:
+                return drv
+            if self._failed_starts.get(key, 0) >= 2 or runner.stopping:
+                return None
+            self._serial += 1
+            n = self._serial
+        if drv is not None:
+            self._retire(drv)
+        drv = WarmDriver(self.workdir, n, self.master, runner)
+        try:
+            drv.start(timeout)
+        except (RuntimeError, OSError):
+            with self._lock:
+                self._failed_starts[key] = self._failed_starts.get(key, 0) + 1
+            return None
+        with self._lock:
+            self._drivers[key] = drv
+        return drv
+
+    def _retire(self, drv: WarmDriver) -> None:
+        with self._lock:
+            for k, v in list(self._drivers.items()):
+                if v is drv:
+                    del self._drivers[k]
+        drv.close()
+
+    def close(self) -> None:
+        """End every driver."""
+        with self._lock:
+            drivers, self._drivers = list(self._drivers.values()), {}
+        for d in drivers:
+            d.close()
 
 
 def _copy_from(src: Path, start: int, dst: Path) -> None:
