@@ -83,7 +83,7 @@ bench-verify: setup flink-setup
 # plain PySpark (reference + task + sink failure + state reader in one session) against spark matrix
 # --failures task,sink on the same query, side by side; appends benchmarks/results/spark-matrix-engine-time.json
 bench-matrix: setup
-	$(PY) -P -m benchmarks.bench_spark_matrix --side-by-side
+	$(PY) -m benchmarks.bench_spark_matrix --side-by-side
 
 # the bug zoo (benchmarks/engine_bugs): every entry on its affected and its fixed engine release, the
 # standalone reproducer and rollcheck's matrix slice; writes benchmarks/results/engine-bugs.json and
