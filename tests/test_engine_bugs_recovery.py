@@ -113,3 +113,29 @@ def test_reproducer_retry_fails_the_first_attempt_after_draining(monkeypatch: py
     monkeypatch.setattr(pyspark.TaskContext, "get", staticmethod(lambda: _Attempt(1)))
     assert standalone._fail_first_attempt(iter([4, 5])) == [4, 5]
 
+
+
+def test_reproducer_runner_kills_what_the_script_left_running(tmp_path: Path) -> None:
+    """A reproducer whose JVM outlives it (it keeps the output open) does not hold the runner: the
+    script's answer is read once it exited, and what it left in its session is killed."""
+    import sys
+    import time
+
+    run = _load("run")
+    pid_file = tmp_path / "child.pid"
+    script = ("import subprocess, sys\n"
+              f"c = subprocess.Popen(['sleep', '300'])\nopen({str(pid_file)!r}, 'w').write(str(c.pid))\n"
+              "print('{\"rows\": []}', flush=True)\n")
+    t0 = time.time()
+    p = run.run_script([sys.executable, "-c", script], {}, tmp_path / "r.log", 120)
+    assert p is not None and p.returncode == 0 and p.stdout.strip() == '{"rows": []}'
+    assert time.time() - t0 < 60
+    child = int(pid_file.read_text())
+    for _ in range(50):  # killed: gone, or a zombie of init's until reaped
+        stat = Path(f"/proc/{child}/stat")
+        if not stat.exists() or stat.read_text().split(")")[-1].split()[0] == "Z":
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError(f"the script's child {child} is still running")
+    assert run.run_script([sys.executable, "-c", "import time; time.sleep(30)"], {}, tmp_path / "t.log", 1) is None

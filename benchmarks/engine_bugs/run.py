@@ -22,10 +22,12 @@ the table in ``docs/engine-bugs.md``. A bug rollcheck misses stays in the table 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -33,7 +35,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["main", "judge", "render_markdown", "recall"]
+__all__ = ["main", "judge", "render_markdown", "recall", "run_script"]
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
@@ -102,9 +104,8 @@ def _run_reproducer(entry: dict[str, Any], version: str, work: Path) -> dict[str
            "--workdir", str(work / f"repro-{version}")]
     env = dict(os.environ)
     env["PATH"] = str(Path(py).parent) + os.pathsep + env.get("PATH", "")
-    try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=LIMIT, env=env)
-    except subprocess.TimeoutExpired:
+    p = run_script(cmd, env, work / f"repro-{version}.log", LIMIT)
+    if p is None:
         return {"outcome": "no result", "reason": f"timed out after {LIMIT} s", "seconds": LIMIT}
     lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
     result = json.loads(lines[-1]) if lines else {}
@@ -117,6 +118,34 @@ def _run_reproducer(entry: dict[str, Any], version: str, work: Path) -> dict[str
             "rows": len(result.get("rows", [])), "restore_ok": result.get("restore_ok"),
             "engine_version": result.get("version"), "seconds": round(time.time() - t0, 1),
             "stderr_tail": p.stderr.strip().splitlines()[-1][:300] if not lines and p.stderr.strip() else None}
+
+
+def run_script(cmd: list[str], env: dict[str, str], log: Path, limit: float) -> subprocess.CompletedProcess[str] | None:
+    """Run a reproducer in a session of its own, its output in files (``log`` and ``log`` + ``.err``);
+    once it exited, whatever it left running (a Spark JVM that did not exit with its driver keeps the
+    output open) is killed with its session. None when it ran longer than ``limit`` seconds.
+
+    Examples
+    --------
+    >>> import sys, tempfile
+    >>> d = Path(tempfile.mkdtemp())
+    >>> run_script([sys.executable, "-c", "print('{}')"], dict(os.environ), d / "x.log", 60).stdout
+    '{}\\n'
+    """
+    log.parent.mkdir(parents=True, exist_ok=True)
+    err = log.with_name(log.name + ".err")
+    with open(log, "w", encoding="utf-8") as out, open(err, "w", encoding="utf-8") as eout:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=eout, text=True, env=env, start_new_session=True)
+        try:
+            code = proc.wait(timeout=limit)
+        except subprocess.TimeoutExpired:
+            code = None
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)  # the script's session: only what it started
+        proc.wait()
+    if code is None:
+        return None
+    return subprocess.CompletedProcess(cmd, code, log.read_text(encoding="utf-8"), err.read_text(encoding="utf-8"))
 
 
 def _help(*sub: str) -> str:
