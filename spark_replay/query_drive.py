@@ -85,7 +85,7 @@ def batch_evaluation(spark: Any, uq: UserQuery, cfg: QueryConfig, checkpoint: Pa
     for p in progress:
         if p.get("watermark_ms") is not None and p.get("batch", -1) >= 0:
             wm[int(p["batch"])], source[str(p["batch"])] = int(p["watermark_ms"]), "progress"
-    res = evaluate_batch(uq.run_query, spark, uq.sources, rows, wm, plan, plain)
+    res = evaluate_batch(uq.run_query, spark, uq.sources, rows, wm, plan, plain, output_mode=uq.output_mode)
     return {**res, "stream_fields": stream_fields or [], "watermark_source": source,
             "seconds": round(time.perf_counter() - t0, 3)}
 

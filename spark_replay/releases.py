@@ -135,6 +135,30 @@ def pinned_release() -> str:
     return importlib.metadata.version("pyspark")
 
 
+#: What rollcheck's recorder imports in every release's environment besides pyspark's companions.
+RECORDER_PACKAGES = ("lz4>=4.3,<5", "xxhash>=3.4,<5", "psutil>=5.9,<8")
+
+
+def _stamped(root: Path, version: str) -> bool:
+    """The environment is complete for what this rollcheck installs there (its stamp lists
+    :func:`companions`); one made by an older rollcheck gets the missing packages (under the lock)."""
+    try:
+        stamp = json.loads((root / STAMP).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return stamp.get("packages") == companions(version)
+
+
+def _top_up(root: Path, version: str) -> None:
+    python = _env_python(root)
+    _run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *companions(version)],
+         "pip install", version, INSTALL_TIMEOUT_S)
+    stamp = json.loads((root / STAMP).read_text(encoding="utf-8"))
+    tmp = root / (STAMP + ".tmp")
+    tmp.write_text(json.dumps({**stamp, "packages": companions(version)}) + "\n", encoding="utf-8")
+    os.replace(tmp, root / STAMP)
+
+
 def companions(version: str) -> list[str]:
     """What the environment of pyspark ``version`` gets next to ``pyspark==version``: the pandas,
     pyarrow and numpy its pandas UDFs (``applyInPandasWithState``) were released against, and from
@@ -152,7 +176,9 @@ def companions(version: str) -> list[str]:
         extra = ["pandas>=2.0,<2.3", "numpy>=1.26,<2", "pyarrow>=12,<17"]
     else:
         extra = ["pandas>=2.2,<3", "numpy>=1.26,<3", "pyarrow>=15", "protobuf>=4.25"]
-    return [f"pyspark=={version}", *extra]
+    # what rollcheck's own recorder imports there: the state files' LZ4 blocks and checksums,
+    # process trees (pyproject's dependencies of the same names)
+    return [f"pyspark=={version}", *extra, *RECORDER_PACKAGES]
 
 
 def _env_python(root: Path) -> Path:
@@ -225,11 +251,13 @@ def spark_environment(version: str | None = None) -> Path:
     base = cache_root() / "spark"
     root = base / f"pyspark-{version}"
     python = _env_python(root)
-    if (root / STAMP).exists() and python.exists():
+    if (root / STAMP).exists() and python.exists() and _stamped(root, version):
         _write_bridge(root)
         return python
     with _locked(base / f"pyspark-{version}.lock"):
         if (root / STAMP).exists() and python.exists():  # made by another rollcheck meanwhile
+            if not _stamped(root, version):  # made by an older rollcheck: what it lacks
+                _top_up(root, version)
             _write_bridge(root)
             return python
         if root.exists():  # half-made (no stamp): never reused

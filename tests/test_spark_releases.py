@@ -127,6 +127,26 @@ def test_half_made_environment_is_never_reused(tmp_path: Path, monkeypatch: pyte
     assert not (tmp_path / "spark" / "pyspark-3.5.1").exists()
 
 
+def test_environment_of_an_older_rollcheck_gets_what_the_recorder_now_imports(tmp_path: Path,
+                                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """A complete environment whose stamp lists fewer packages (made before the recorder imported
+    lz4, xxhash and psutil) is topped up once with pip, not rebuilt and not reused as it is."""
+    monkeypatch.setenv("ROLLCHECK_CACHE", str(tmp_path))
+    calls: list[list[str]] = []
+    monkeypatch.setattr(releases, "_run", lambda argv, what, version, timeout: calls.append(argv))
+    root = tmp_path / "spark" / "pyspark-3.5.2"
+    (root / "bin").mkdir(parents=True)
+    (root / "bin" / "python").write_text("", encoding="utf-8")
+    (root / "lib" / "python3.11" / "site-packages").mkdir(parents=True)
+    old = [p for p in releases.companions("3.5.2") if p not in releases.RECORDER_PACKAGES]
+    (root / STAMP).write_text(json.dumps({"pyspark": "3.5.2", "packages": old}), encoding="utf-8")
+    assert spark_environment("3.5.2") == root / "bin" / "python"
+    assert len(calls) == 1 and calls[0][1:4] == ["-m", "pip", "install"]
+    assert all(p in calls[0] for p in releases.RECORDER_PACKAGES)
+    assert json.loads((root / STAMP).read_text())["packages"] == releases.companions("3.5.2")
+    assert spark_environment("3.5.2") == root / "bin" / "python" and len(calls) == 1  # now complete
+
+
 # ----------------------------------------------------------------------------- real releases
 def _index_reachable() -> bool:
     try:

@@ -309,9 +309,10 @@ def _run(args: argparse.Namespace) -> int:
             raise
         print(f"rollcheck verify: the report could not be written to {os.path.relpath(out_dir)}: {env} "
               f"(an environment failure, not a finding); {verdict}", file=sys.stderr)
-        from rollcheck.pyimpl.verdict import Check, exit_code
+        from rollcheck.pyimpl.verdict import Check
+        from rollcheck.pyimpl.verdict import exit_code as checks_exit_code
 
-        return exit_code([Check.unchecked("report", f"the report could not be written: {env}")])
+        return checks_exit_code([Check.unchecked("report", f"the report could not be written: {env}")])
     print(f"report: {os.path.relpath(md)} and {os.path.relpath(html)}; logs: {os.path.relpath(log_path)}, "
           f"{os.path.relpath(log_dir)}/")
     print(verdict)

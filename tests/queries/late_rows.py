@@ -2,9 +2,8 @@
 watermark delay). Two rows of batch 2 arrive at or below the watermark in force (23 s): t=21 s for
 the window [20, 30), still open, and t=3 s for the window [0, 10), whose end is below that
 watermark. Spark 4 counts both (its late-row filter compares a window's end with the previous
-batch's watermark, 7 s); the watermark's guarantee holds in one direction only, so the
-``batch-equivalent`` oracle accepts a final table with or without each late row, and nothing
-else (``tests/test_spark_oracles.py``)."""
+batch's watermark, 7 s), and so does ``batch-equivalent``, which applies that rule to each input
+row and expects the batch job over exactly the rows it keeps (``tests/test_spark_oracles.py``)."""
 
 import datetime as dt
 
