@@ -151,38 +151,42 @@ def query_statestore_crosscheck(v: StreamView) -> Check:
 
 
 def input_batches(v: StreamView) -> Check | None:
-    """``input-batches``: Spark's micro-batch *b* read exactly input batch *b*'s rows of every
-    source, and a source without rows in batch *b* read none (an idle source stays idle), as
-    Spark's progress reports count them (``source_rows``) against the module's batches
-    (``config.batch_rows``); a batch beyond the input reads nothing. None for a trace without
-    either (recorded before they were).
+    """``input-batches``: Spark's micro-batch *b* read exactly input batch *b*'s file of every
+    source that has rows in it, and nothing of a source idle in it (a batch where no source moves
+    reads the first source's empty file), as the checkpoint's file-source logs record what each
+    micro-batch read (``spark.input_files``; the logs the restarted query trusts, alike on every
+    release); every input batch was read. None for a trace recorded before that event.
 
     Examples
     --------
-    See ``tests/test_spark_sources.py`` (a tampered count is caught).
+    See ``tests/test_spark_sources.py`` (a batch read early, an idle source read, a batch never read).
     """
     name = "input-batches"
-    want = (v.header.get("config") or {}).get("batch_rows")
-    reports = [e for e in v.progress if isinstance(e.get("source_rows"), dict) and e.get("source_rows")]
-    if not isinstance(want, list) or not reports:
+    cfg = v.header.get("config") or {}
+    want, ev = cfg.get("batch_rows"), v.ends.get("input_files")
+    if not isinstance(want, list) or ev is None:
         return None
-    sources = sorted({str(n) for b in want if isinstance(b, dict) for n in b}
-                     | {str(n) for e in reports for n in e["source_rows"]})
-    seen: set[int] = set()
-    for e in reports:
-        b = int(e.get("batch", -1))
-        expect = want[b] if 0 <= b < len(want) and isinstance(want[b], dict) else {}
-        for src in sources:
-            read = e["source_rows"].get(src, 0)  # a list: one count per instance of a source read twice
-            exp = int(expect.get(src, 0))
-            for got in (read if isinstance(read, list) else [read]):
-                if int(got) != exp:
-                    return Check.violated(name, f"micro-batch {b} read {got} row(s) of source {src!r}; input batch "
-                                                f"{b} has {exp}" + (" (the source was idle in it)" if not exp else ""),
-                                          offending_seq=int(e["seq"]))
-        seen.add(b)
-    return Check.held(name, f"{len(seen)} micro-batch(es) reported by Spark read exactly their input batch's rows "
-                            f"of {len(sources)} source(s) ({', '.join(sources)})", examined=len(seen))
+    sources = cfg.get("sources")
+    first = next(iter(sources)) if isinstance(sources, dict) and sources else "input"
+    read = {int(b): per for b, per in (ev.get("batches") or {}).items()}
+    for b, per in sorted(read.items()):
+        moving = sorted(want[b]) if 0 <= b < len(want) and isinstance(want[b], dict) else []
+        expect = {s: [b] for s in (moving or ([first] if b < len(want) else []))}
+        got = {s: list(n) for s, n in per.items() if n}
+        if got != expect:
+            wrong = sorted(set(got) | set(expect), key=lambda s: (got.get(s) == expect.get(s), s))[0]
+            return Check.violated(name, f"micro-batch {b} read input batch(es) {got.get(wrong, [])} of source "
+                                        f"{wrong!r}; it should read {expect.get(wrong, [])}"
+                                        + ("" if wrong in moving else " (the source is idle in it)"),
+                                  offending_seq=int(ev["seq"]))
+    missing = [b for b in range(len(want)) if b not in read]
+    if missing:
+        return Check.violated(name, f"input batch {missing[0]} was never read by a micro-batch (the file-source "
+                                    f"logs have micro-batches {sorted(read)})", offending_seq=int(ev["seq"]))
+    names = sorted({s for per in read.values() for s in per})
+    return Check.held(name, f"{len(read)} micro-batch(es) each read exactly its input batch of every moving source "
+                            f"({', '.join(names)}), none of an idle one (the checkpoint's file-source logs)",
+                      examined=len(read))
 
 
 def query_plugins(header: dict[str, Any], source: str | None) -> list[TraceCheck]:

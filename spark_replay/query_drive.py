@@ -92,6 +92,10 @@ def batch_evaluation(spark: Any, uq: UserQuery, cfg: QueryConfig, checkpoint: Pa
 
 def finish_run(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: WorkPaths, writer: TraceWriter,
             notes: dict[str, Any]) -> None:
+    from rollcheck.spark_replay.input_files import files_per_batch
+
+    # what each micro-batch read, per source, from the checkpoint's file-source logs (input-batches)
+    writer.emit(PREFIX + "input_files", batches={str(b): per for b, per in files_per_batch(paths.checkpoint()).items()})
     writer.emit(PREFIX + "output_final", rows=read_output(uq, paths.out()))
     stores, unreadable, read_failed = state_or_reason(spark, paths.checkpoint())
     if read_failed is not None:

@@ -24,7 +24,7 @@ __all__ = ["StreamView", "END_KINDS", "check_verdict", "canon_row"]
 
 #: The kinds of the end-of-run records a streaming trace closes with.
 END_KINDS = ("final_state", "sink_final", "side_channel", "state_crosscheck", "reference", "output_final",
-         "state_final", "sink_envelope", "end")
+         "state_final", "sink_envelope", "input_files", "end")
 
 
 def _field(e: dict[str, Any], name: str, typ: type | tuple[type, ...], source: str | None) -> Any:

@@ -100,30 +100,50 @@ def test_each_source_is_fed_batch_by_batch(tmp_path):
     assert line == {"ts": None, "ad": 1}
 
 
-def _view(batch_rows, progress):
-    return SimpleNamespace(header={"config": {"batch_rows": batch_rows}},
-                           progress=[{"seq": i + 1, **p} for i, p in enumerate(progress)])
+def _view(batch_rows, read, sources=("imps", "clicks")):
+    ends = {} if read is None else {"input_files": {"seq": 9, "batches": {str(k): v for k, v in read.items()}}}
+    return SimpleNamespace(header={"config": {"batch_rows": batch_rows, "sources": dict.fromkeys(sources, "x INT")}},
+                           ends=ends)
 
 
 def test_input_batches_holds_and_catches_a_batch_read_elsewhere():
-    want = [{"imps": 1, "clicks": 1}, {"clicks": 1}, {"imps": 0}]
-    ok = [{"batch": 0, "source_rows": {"imps": 1, "clicks": 1}}, {"batch": 1, "source_rows": {"imps": 0, "clicks": 1}},
-          {"batch": 2, "source_rows": {"imps": 0, "clicks": 0}}, {"batch": 3, "source_rows": {"imps": 0, "clicks": 0}}]
+    want = [{"imps": 1, "clicks": 1}, {"clicks": 1}, {}]
+    ok = {0: {"clicks": [0], "imps": [0]}, 1: {"clicks": [1]}, 2: {"imps": [2]}}  # 2: no source moves
     c = input_batches(_view(want, ok))
-    assert c is not None and c.ok is True and c.examined == 4, c
-    # an idle source that read rows in its idle batch (the next batch's file read early)
-    moved = [dict(p) for p in ok]
-    moved[1] = {"batch": 1, "source_rows": {"imps": 1, "clicks": 1}}
-    c = input_batches(_view(want, moved))
-    assert c.ok is False and "source 'imps'" in c.detail and "idle" in c.detail and c.offending_seq == 2
-    # a data-less batch beyond the input that read something
-    late = [*ok[:3], {"batch": 3, "source_rows": {"imps": 0, "clicks": 2}}]
-    assert input_batches(_view(want, late)).ok is False
-    assert input_batches(_view(None, ok)) is None and input_batches(_view(want, [])) is None
-    # a stream read twice (a self-join): each instance must read the batch
-    twice = [{"batch": 0, "source_rows": {"input": 2}}, {"batch": 1, "source_rows": {"input": [2, 0]}}]
-    c = input_batches(_view([{"input": 2}, {"input": 2}], twice))
-    assert c.ok is False and "read 0 row(s) of source 'input'" in c.detail
+    assert c is not None and c.ok is True and c.examined == 3, c
+    # an idle source read in its idle batch (the next batch's file read early)
+    early = {**ok, 1: {"clicks": [1], "imps": [2]}}
+    c = input_batches(_view(want, early))
+    assert c.ok is False and "source 'imps'" in c.detail and "idle" in c.detail and c.offending_seq == 9
+    # two batches of one source read in one micro-batch, and a batch never read
+    merged = {0: {"clicks": [0, 1], "imps": [0]}, 2: {"imps": [2]}}
+    c = input_batches(_view(want, merged))
+    assert c.ok is False and "[0, 1]" in c.detail
+    c = input_batches(_view(want, {0: ok[0], 1: ok[1]}))
+    assert c.ok is False and "input batch 2 was never read" in c.detail
+    # a data-less batch beyond the input that read a file
+    assert input_batches(_view(want, {**ok, 3: {"clicks": [3]}})).ok is False
+    assert input_batches(_view(None, ok)) is None and input_batches(_view(want, None)) is None
+    # one source (SCHEMA): every batch reads its file, also an empty one
+    one = _view([{"input": 2}, {"input": 0}], {0: {"input": [0]}, 1: {"input": [1]}}, sources=())
+    assert input_batches(one).ok is True
+
+
+def test_file_source_logs_name_what_each_micro_batch_read(tmp_path):
+    """The checkpoint's file-source logs, compacted ones included, turned into batches per source."""
+    from rollcheck.spark_replay.input_files import files_per_batch
+
+    for src, name, entries in (("0", "9.compact", [(b, "imps", b) for b in range(10)]),
+                               ("0", "10", [(10, "imps", 10)]), ("1", "3", [(3, "clicks", 3)])):
+        d = tmp_path / "sources" / src
+        d.mkdir(parents=True, exist_ok=True)
+        lines = ["v1"] + [json.dumps({"path": f"file:///w/in/{s}/batch-{n:05d}.json", "timestamp": 1, "batchId": b})
+                          for b, s, n in entries]
+        (d / name).write_text("\n".join(lines) + "\n")
+    (tmp_path / "sources" / "0" / ".10.crc").write_text("x")
+    got = files_per_batch(tmp_path)
+    assert got[3] == {"clicks": [3], "imps": [3]} and got[10] == {"imps": [10]} and len(got) == 11
+    assert files_per_batch(tmp_path / "nothing") == {}
 
 
 # ----------------------------------------------------------------------------- with Spark
@@ -147,8 +167,8 @@ def test_two_stream_join_recovers_from_a_task_failure(tmp_path):
     assert r.check("input-batches").ok is True and r.check("failure-observed").ok is True
     t = read_trace(trace)
     assert t.header["config"]["sources"] == load_query(str(EXAMPLE)).sources
-    rows = {p["batch"]: p["source_rows"] for p in t.of_kind("spark.progress")}
-    assert rows[0]["clicks"] == 0 and rows[3]["impressions"] == 0 and rows[3]["clicks"] > 0
+    read = t.of_kind("spark.input_files")[0]["batches"]
+    assert "clicks" not in read["0"] and "impressions" not in read["3"] and read["3"]["clicks"] == [3]
     assert [(e["mode"], e["batch"]) for e in t.of_kind("failure")] == [("task", 3)]
 
 
