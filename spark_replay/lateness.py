@@ -252,13 +252,7 @@ def _operand_of(p: _Plan, n: _Node) -> Operand | str | None:
             return _window(p, attr, name)
         src, col = p.trace(attr)  # type: ignore[misc]
         return Operand(src, col)
-    marked = _first_marked(p, n.children[0]) if n.children else None
-    if marked is None:
-        return None
-    src = p.trace(marked[1])
-    if src is None:
-        return f"the watermark is on {marked[0]}, a column computed from the input"
-    return Operand(src[0], src[1])
+    return _side_operand(p, n.children[0]) if n.children else None
 
 
 def plan_rule(plan: str, sources: Sequence[str]) -> LateRule:
