@@ -32,6 +32,10 @@ from rollcheck.pyimpl.errors import InvalidInputError
 __all__ = ["shared_reference", "write_shared_reference", "reference_key", "stored_reference", "store_reference",
            "references_folder"]
 
+#: The modules of this package that shape a failure-free recording (their bytes are in every key).
+_RECORDER = ("query*.py", "watcher.py", "trace.py", "session.py", "supervise.py", "releases.py", "cell.py",
+             "warm.py", "checkpoint_reader.py", "oracles.py", "sink_envelope.py", "input_files.py",
+             "stream_*.py", "killpoints.py", "user_sink.py", "lz4block.py")
 #: The configuration fields a reference recording depends on (besides the module and the release).
 _KEY_FIELDS = ("module", "batches", "seed", "state_store", "shuffle_partitions", "master", "call_timeout",
                "reference_version", "cluster")
@@ -116,10 +120,11 @@ def _module_bytes(module: str) -> tuple[str, bytes]:
 
 @functools.lru_cache(maxsize=1)
 def _recorder_fingerprint() -> str:
-    """A hash of rollcheck's Spark recorder (every module of this package): a changed recorder
-    never reuses a reference an older one wrote."""
+    """A hash of rollcheck's Spark recorder (the modules a failure-free recording runs through:
+    :data:`_RECORDER`): a changed recorder never reuses a reference an older one wrote."""
     h = hashlib.sha256()
-    for f in sorted(Path(__file__).resolve().parent.glob("*.py")):
+    here = Path(__file__).resolve().parent
+    for f in sorted({p for pat in _RECORDER for p in here.glob(pat)}):
         h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
     return h.hexdigest()
 
