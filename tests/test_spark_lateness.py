@@ -230,10 +230,12 @@ def test_a_wrong_lateness_rule_is_caught(recorded: dict[str, Path]) -> None:
 @pytest.mark.spark
 @pytest.mark.slow
 @pytest.mark.engines
+@pytest.mark.parametrize("module", ["late_window_update", "late_dedup", "late_join"])
 @pytest.mark.parametrize("version", ["3.4.4", "3.5.2", "4.0.5", "4.1.4", "4.2.1"])
-def test_the_rule_holds_on_each_supported_minor(tmp_path: Path, version: str) -> None:
-    """The windowed aggregation with late rows recorded on ``version``: decided and held."""
-    trace = _record(tmp_path, "late_window_update", "--engine-version", version)
+def test_the_rule_holds_on_each_supported_minor(tmp_path: Path, version: str, module: str) -> None:
+    """The windowed aggregation, the deduplication and the stream-stream join with late rows
+    recorded on ``version``: decided and held."""
+    trace = _record(tmp_path, module, "--engine-version", version)
     assert json.loads(trace.read_text().splitlines()[0])["engine_version"] == version
     c = _check(replay_trace(read_trace(trace)))
     assert c.status.value == "held", c.detail
