@@ -139,3 +139,34 @@ def test_reproducer_runner_kills_what_the_script_left_running(tmp_path: Path) ->
     else:
         raise AssertionError(f"the script's child {child} is still running")
     assert run.run_script([sys.executable, "-c", "import time; time.sleep(30)"], {}, tmp_path / "t.log", 1) is None
+
+
+def test_record_runner_gets_the_schedule_as_flags(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An entry whose slice says ``runner: record`` is recorded with ``spark record query`` (its
+    retry schedule as that command's flags) and judged by ``spark replay``, not by the matrix."""
+    run = _load("run")
+    calls: list[list[str]] = []
+
+    def fake_run(cmd: list[str], **kw: Any) -> subprocess.CompletedProcess[str]:
+        calls.append(cmd)
+        if "record" in cmd:  # a recording whose restart failed judges nothing (exit 3)
+            return subprocess.CompletedProcess(cmd, 3, stdout="{}", stderr="inconclusive")
+        return subprocess.CompletedProcess(cmd, 1, stdout=json.dumps({"conformant": False, "checks": [
+            {"name": "recovery-succeeded", "status": "violated"}]}), stderr="")
+
+    monkeypatch.setattr(run, "_help", lambda *sub: "--engine-version")
+    monkeypatch.setattr(run.subprocess, "run", fake_run)
+    entry: dict[str, Any] = {
+        "engine": "spark", "module": "modules/spark_43404_retry_sst_reuse.py", "affected": "3.4.0", "fixed": "3.4.1",
+        "slice": {"providers": ["rocksdb"], "failures": ["retry"], "kill_points": [], "runner": "record",
+                  "retry_schedules": ["load=first+then=restart"], "fail_at_batch": 1}}
+    got = run._rollcheck(entry, "3.4.0", tmp_path)
+    rec, replay = calls[0], calls[1]
+    assert rec[rec.index("spark") + 1:rec.index("spark") + 3] == ["record", "query"]
+    assert replay[replay.index("spark") + 1] == "replay"
+    assert rec[rec.index("--fail-load") + 1] == "first" and rec[rec.index("--after-failure") + 1] == "restart"
+    assert "matrix" not in rec and "--retry-schedules" not in rec
+    assert got["found"] is True and got["failed_checks"] == ["recovery-succeeded"]
+    assert "retry schedule load=first+then=restart" in got["how"]
+    with pytest.raises(ValueError, match="'cores=2'"):
+        run.schedule_flags("load=first+cores=2")

@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["main", "judge", "render_markdown", "recall", "run_script"]
+__all__ = ["main", "judge", "render_markdown", "recall", "run_script", "schedule_flags"]
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
@@ -190,7 +190,7 @@ def _rollcheck(entry: dict[str, Any], version: str, work: Path) -> dict[str, Any
     # and a finding's reproducer runs on both (reproducer_run keyed by release)
     ref = ["--reference-version", entry["fixed"]] if version == entry["affected"] else []
     if entry["engine"] == "spark":
-        if "--engine-version" in _help("spark", "matrix"):
+        if s.get("runner") != "record" and "--engine-version" in _help("spark", "matrix"):
             cmd = [*ROLLCHECK, "spark", "matrix", "--module", module, "--engine-version", version,
                    "--providers", ",".join(s["providers"]), "--failures", ",".join(s["failures"]),
                    "--fail-at-batch", str(s["fail_at_batch"]), "--out", str(out), "--jobs", "1", "--json", *ref]
@@ -211,7 +211,11 @@ def _rollcheck(entry: dict[str, Any], version: str, work: Path) -> dict[str, Any
                    "--workdir", str(out / "work"), "--json", *ref]
             if s["failures"][0] == "kill" and s.get("kill_points"):
                 rec += ["--kill-point", s["kill_points"][0]]
-            how = "spark record query + spark replay (one cell: the slice's first provider and failure)"
+            if s["failures"][0] == "retry" and s.get("retry_schedules"):
+                rec += schedule_flags(s["retry_schedules"][0])
+            how = "spark record query + spark replay (one cell: the slice's first provider and failure" + (
+                f", retry schedule {s['retry_schedules'][0]}" if s["failures"][0] == "retry" and s.get("retry_schedules")
+                else "") + ")"
             cmds = [rec, [*ROLLCHECK, "spark", "replay", str(trace), "--json"]]
         else:
             return {"found": None, "how": "not run",
@@ -255,6 +259,33 @@ def _rollcheck(entry: dict[str, Any], version: str, work: Path) -> dict[str, Any
     return {"found": found, "how": how, "exit": last.get("exit"), "verdicts": verdicts,
             "failed_checks": failed, "runs": runs, "seconds": round(time.time() - t0, 1),
             "finding": finding_of(answer)}
+
+
+#: A retry schedule's keys (``spark matrix --retry-schedules``) and the ``spark record query`` flag of each.
+SCHEDULE_FLAGS = {"tasks": "--fail-tasks", "stage": "--fail-stage", "where": "--fail-where",
+                  "attempts": "--fail-attempts", "load": "--fail-load", "then": "--after-failure"}
+
+
+def schedule_flags(schedule: str) -> list[str]:
+    """The ``spark record query`` flags of a retry schedule written as the matrix takes it.
+
+    Examples
+    --------
+    >>> schedule_flags("load=first+tasks=all")
+    ['--fail-load', 'first', '--fail-tasks', 'all']
+    >>> schedule_flags("default")
+    []
+    """
+    if schedule == "default":
+        return []
+    out: list[str] = []
+    for part in schedule.split("+"):
+        key, _, value = part.partition("=")
+        if key not in SCHEDULE_FLAGS or not value:
+            raise ValueError(f"retry schedule {schedule!r}: {part!r} is not KEY=VALUE with KEY one of "
+                             f"{', '.join(SCHEDULE_FLAGS)}")
+        out += [SCHEDULE_FLAGS[key], value]
+    return out
 
 
 def finding_of(answer: Any) -> dict[str, Any] | None:
