@@ -170,3 +170,16 @@ def test_record_runner_gets_the_schedule_as_flags(tmp_path: Path, monkeypatch: p
     assert "retry schedule load=first+then=restart" in got["how"]
     with pytest.raises(ValueError, match="'cores=2'"):
         run.schedule_flags("load=first+cores=2")
+
+
+def test_merge_keeps_the_part_a_later_pass_skipped(tmp_path: Path) -> None:
+    """Passes run side by side, one with --skip-rollcheck and one with --skip-reproducer, merge into
+    one entry: each part from the pass that ran it, the status judged from rollcheck's part."""
+    run = _load("run")
+    repro = dict(_result("SPARK-43404", "not run", True), rollcheck={})
+    check = dict(_result("SPARK-43404", "found", True), reproducer_run={})
+    got = run.combine(run.combine(None, repro), check)
+    assert got["reproducer_run"] == repro["reproducer_run"] and got["rollcheck"] == check["rollcheck"]
+    assert got["status"] == "found"
+    again = run.combine(got, dict(_result("SPARK-43404", "missed", True), reproducer_run={}))
+    assert again["status"] == "missed" and again["reproducer_run"] == repro["reproducer_run"]

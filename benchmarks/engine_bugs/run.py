@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["main", "judge", "render_markdown", "recall", "run_script", "schedule_flags"]
+__all__ = ["main", "judge", "render_markdown", "recall", "run_script", "schedule_flags", "combine"]
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
@@ -420,6 +420,31 @@ def _recall_line(entries: list[dict[str, Any]]) -> str:
     return "Recall, " + "; ".join(parts) + "."
 
 
+def combine(earlier: dict[str, Any] | None, later: dict[str, Any]) -> dict[str, Any]:
+    """A later pass's result of an entry over an earlier one's: the later wins, but a part it skipped
+    (``--skip-reproducer``: no reproducer runs; ``--skip-rollcheck``: no rollcheck runs) is the
+    earlier pass's, and the status is judged again from the parts kept.
+
+    Examples
+    --------
+    >>> a = {"reproducer_run": {"1": {"outcome": "reproduced"}}, "rollcheck": {}, "status": "not run",
+    ...      "affected": "1", "fixed": "2"}
+    >>> b = {"reproducer_run": {}, "rollcheck": {"1": {"found": True}, "2": {"found": False}}, "status": "found",
+    ...      "affected": "1", "fixed": "2"}
+    >>> c = combine(a, b)
+    >>> c["reproducer_run"]["1"]["outcome"], c["status"]
+    ('reproduced', 'found')
+    """
+    if earlier is None:
+        return later
+    out = dict(later)
+    for part in ("reproducer_run", "rollcheck"):
+        if not later.get(part) and earlier.get(part):
+            out[part] = earlier[part]
+    out["status"] = _status(out["rollcheck"].get(out["affected"], {"found": None}), out["rollcheck"].get(out["fixed"], {}))
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the zoo; write the results JSON and the doc table; exit 0 (the table says what was found)."""
     global RESULTS
@@ -439,7 +464,7 @@ def main(argv: list[str] | None = None) -> int:
         got: dict[str, Any] = {}
         for f in a.merge:
             for e in json.loads(Path(f).read_text(encoding="utf-8")).get("entries", []):
-                got[e["id"]] = e
+                got[e["id"]] = combine(got.get(e["id"]), e)
         merged = []
         for e in manifest["entries"]:
             if e["id"] in got:
