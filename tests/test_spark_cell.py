@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -56,3 +57,21 @@ def test_the_child_refuses_a_bad_file_in_one_line(tmp_path):
     lines = [ln for ln in r.stderr.splitlines() if ln.startswith("rollcheck:")]
     assert len(lines) == 1 and "--state-store" in lines[0] and "leveldb" in lines[0] and "Traceback" not in r.stderr
     assert not (tmp_path / "t.jsonl").exists() and not (tmp_path / "t.jsonl.partial").exists()
+
+
+@pytest.mark.parametrize("flags, warm, reuse", [([], True, True), (["--no-warm"], False, True),
+                                                (["--no-reference-cache"], True, False)])
+def test_matrix_flags_turn_warm_drivers_and_the_kept_reference_off(tmp_path, monkeypatch, flags, warm, reuse):
+    import rollcheck.spark_replay.matrix as sm
+    from rollcheck.cli.main import main
+
+    seen = {}
+
+    def fake_run(opts, on_update=None):
+        seen["opts"] = opts
+        return {"cells": [], "seconds": 0, "summary": {}, "index": str(tmp_path / "index.html")}
+
+    monkeypatch.setattr(sm, "run_matrix", fake_run)
+    module = Path(__file__).resolve().parent / "queries" / "windowed_agg.py"
+    main(["spark", "matrix", "--module", str(module), "--failures", "task", "--out", str(tmp_path), *flags])
+    assert seen["opts"].warm is warm and seen["opts"].reuse_reference is reuse

@@ -141,6 +141,12 @@ def register(sub: Any) -> None:
     mx.add_argument("--call-timeout", type=float, default=300.0, metavar="S",
                     help="seconds per call into a query module (below --cell-timeout; default 300)")
     mx.add_argument("--no-minimise", action="store_true", help="do not minimise findings")
+    mx.add_argument("--no-warm", action="store_true",
+                    help="run every recording in a fresh Spark driver (default: task, sink and reference cells "
+                         "run one after another in a warm driver per worker)")
+    mx.add_argument("--no-reference-cache", action="store_true",
+                    help="record each configuration's failure-free reference again instead of reusing the one "
+                         "kept in rollcheck's cache folder")
     mx.add_argument("--engine-version", default=None, metavar="V[,V2...]",
                     help="run the matrix on these pyspark releases (3.4 <= V < 5; one group of rows per release; "
                          "each made once in rollcheck's cache folder before any cell runs); default: the pinned "
@@ -351,6 +357,7 @@ def _matrix(args: argparse.Namespace) -> int:
                          seed=args.seed, fail_at_batch=args.fail_at_batch, out=Path(args.out), jobs=args.jobs,
                          master=args.master, cell_timeout=args.cell_timeout,
                          call_timeout=args.call_timeout, minimise=not args.no_minimise, cluster=args.cluster,
+                         warm=not args.no_warm, reuse_reference=not args.no_reference_cache,
                          retry_schedules=_split(args.retry_schedules, "--retry-schedules") if args.retry_schedules
                          else [])
     opts.validate()
