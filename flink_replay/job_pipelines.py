@@ -1,7 +1,7 @@
 """The dataflows rollcheck runs: the word count, the user's job, the utilization pipeline.
 
 Each starts at a checkpointed ``NumberSequenceSource`` and rollcheck's source tap, and ends at
-a transactional ``FileSink`` behind rollcheck's keyed tap (:func:`build`). :func:`pace_class`
+a transactional ``FileSink`` behind rollcheck's keyed tap (:func:`build`). :func:`job_pace.pace_class`
 paces the source and injects the failure; the word count adds a keyed count and a naive
 side-effect sink; the user's job gets the user's records by index (with ``SOURCES``, one stream per
 source name split off the one sequence: :func:`job_user.source_streams`), the user's ``job()`` (its keyed
@@ -18,17 +18,16 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import time
 import uuid
 
 if __package__:  # imported as rollcheck.flink_replay (tests, the recorder's helpers)
     from .job_environment import user_state_log
-    from .job_strike import make_strike_plan
+    from .job_pace import pace_class
     from .job_user import UserCodeError, call_user, source_streams, user_error
 else:  # run by job.py in the PyFlink environment: this folder is on sys.path
     from job_environment import user_state_log  # type: ignore[no-redef]
-    from job_strike import make_strike_plan  # type: ignore[no-redef]
+    from job_pace import pace_class  # type: ignore[no-redef]
     from job_user import UserCodeError, call_user, source_streams, user_error  # type: ignore[no-redef]
 
 __all__ = ["build", "pace_class", "utilization_pipeline"]
@@ -50,199 +49,6 @@ def build(cfg: dict, env, tap, keyed_tap, *, user=None, attempt_offset: int = 0)
     if user is None:
         return wordcount_pipeline(cfg, env, tap, keyed_tap, tx_sink)
     return user_pipeline(cfg, env, tap, keyed_tap, tx_sink, user, attempt_offset)
-
-
-def _task_info(runtime_context, method: str, java: str) -> int | None:
-    """``method()`` of PyFlink's runtime context (``get_attempt_number``, ``get_index_of_this_subtask``)
-    where its thread mode still has it (up to 1.20), else the task information Flink 2 moved it to
-    (``getTaskInfo().getAttemptNumber()``; PyFlink 2.x's embedded context still calls the removed
-    methods); None when neither answers (the trace then cannot prove the kill point)."""
-    try:
-        return int(getattr(runtime_context, method)())
-    except Exception:  # noqa: BLE001 - 2.x thread mode: the Java context lacks the old method
-        pass
-    j_ctx = getattr(runtime_context, "_runtime_context", None)
-    try:
-        return int(getattr(j_ctx.getTaskInfo(), java)())  # type: ignore[union-attr]
-    except Exception:  # noqa: BLE001
-        return None
-
-
-def pace_class(cfg: dict):
-    """The ``Pace`` map function of this job's configuration (a class, pickled by value)."""
-    from pyflink.datastream.functions import MapFunction, RuntimeContext
-
-    run_dir = cfg["run_dir"]
-    par = int(cfg["parallelism"])
-    rate = float(cfg["rate"])
-    fail_at = cfg.get("fail_at_record")
-    failure = cfg.get("failure") or "task"
-    # "during-restore" and "twice": the first failure is a task failure; the second strikes while the
-    # restarted job restores (in the pace step's open(), which Flink calls while the task initializes
-    # its restored operators) or right after the recovery (the restarted subtask's 10th record)
-    second = failure if failure in ("during-restore", "twice") else None
-    if second is not None:
-        failure = "task"
-    marker = os.path.join(run_dir, "failure.json")
-    marker2 = os.path.join(run_dir, "failure2.json")
-    per_subtask_rate = rate / par
-    absolute = cfg.get("schedule") == "absolute"
-    cap = cfg.get("source_cap")
-    cap_per_subtask = float(cap) / par if cap else None
-    fail_before_trigger = bool(cfg.get("fail_before_trigger"))
-    # recovery-time runs: the failure waits until every subtask drained its initial backlog
-    all_caught_up = bool(cfg.get("fail_after_all_caught_up"))
-    interval_s = int(cfg["interval_ms"]) / 1000.0
-    # a storage fault (tests of recovery-succeeded): the checkpoints' state files vanish with the
-    # injected failure, so the restart from the engine's own checkpoint fails with its exception
-    lose_files = bool(cfg.get("lose_checkpoint_files"))
-    strike = strike_plan(cfg)
-
-    def _t0() -> float:
-        """The common start of the absolute arrival schedule (the first emission of any subtask)."""
-        path = os.path.join(run_dir, "t0")
-        try:
-            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-        except FileExistsError:
-            for _ in range(1000):
-                with open(path) as fh:
-                    txt = fh.read()
-                if txt:
-                    return float(txt)
-                time.sleep(0.001)
-            raise RuntimeError("rollcheck: t0 file stayed empty") from None
-        # recovery-time runs start with a backlog of ``calibrate_s`` seconds of input: the source
-        # drains it at its capped rate, which measures the service rate before any failure
-        t = time.time() - float(cfg.get("calibrate_s", 0.0))
-        os.write(fd, repr(t).encode())
-        os.close(fd)
-        return t
-
-    class Pace(MapFunction):
-        """Paces the source to ``rate`` records/s and raises once at the K-th record.
-
-        ``schedule: absolute`` (recovery-time runs): record v of a split is due at
-        t0 + (v - split start)/rate_per_subtask, records whose due time passed (after a restart)
-        are emitted at most at ``source_cap`` records/s, and every emission is logged.
-        """
-
-        def _second(self, what: str, value) -> None:
-            """Raise the second failure once (one marker file for all subtasks)."""
-            try:
-                fd = os.open(marker2, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-            except FileExistsError:
-                return
-            info = {"t": time.time(), "failure": second, "phase": what, "value": value,
-                    "attempt": self.attempt, "subtask": self.subtask, "pid": os.getpid()}
-            os.write(fd, json.dumps(info).encode())
-            os.close(fd)
-            raise RuntimeError(f"rollcheck: injected second failure ({what})")
-
-        def open(self, runtime_context: RuntimeContext) -> None:
-            self.attempt = _task_info(runtime_context, "get_attempt_number", "getAttemptNumber")
-            self.subtask = _task_info(runtime_context, "get_index_of_this_subtask", "getIndexOfThisSubtask")
-            self.restarted = os.path.exists(marker)
-            if second == "during-restore" and self.restarted and not os.path.exists(marker2):
-                self._second("during-restore", None)
-            self.n = 0
-            self.t0: float | None = None
-            self.last = 0.0
-            self.start: int | None = None
-            self.caught_up = False
-            self.log = None
-            if absolute:
-                gen = 1 if os.path.exists(marker) else 0
-                path = os.path.join(run_dir, f"pace-gen{gen}-{uuid.uuid4().hex[:10]}.jsonl")
-                self.log = open(path, "a", buffering=1)  # noqa: SIM115 - closed in close()
-
-        def close(self) -> None:
-            if self.log is not None:
-                self.log.close()
-
-        def _split_start(self, v: int) -> int:
-            if self.start is None:
-                starts_dir = os.path.join(run_dir, "splits")
-                os.makedirs(starts_dir, exist_ok=True)
-                if not os.path.exists(marker):
-                    open(os.path.join(starts_dir, str(v)), "w").close()
-                    self.start = v
-                else:
-                    starts = sorted(int(x) for x in os.listdir(starts_dir))
-                    self.start = max(x for x in starts if x <= v)
-            return self.start
-
-        def map(self, value):
-            now = time.time()
-            self.n += 1
-            if absolute:
-                if self.t0 is None:
-                    self.t0 = _t0()
-                due = self.t0 + (int(value) - self._split_start(int(value))) / per_subtask_rate
-                at = max(due, self.last + 1.0 / cap_per_subtask) if cap_per_subtask else due
-            else:
-                if self.t0 is None:
-                    self.t0 = now
-                due = at = self.t0 + self.n / per_subtask_rate
-            if at > now:
-                time.sleep(at - now)
-            self.last = max(at, now)
-            if self.log is not None:
-                self.log.write(f"{int(value)} {due:.6f} {self.last:.6f}\n")
-                if self.last - due <= 0.05:
-                    if not self.caught_up and all_caught_up and not os.path.exists(marker):
-                        open(os.path.join(run_dir, f"caught-up-{uuid.uuid4().hex[:10]}"), "w").close()
-                    self.caught_up = True
-            if absolute and not self.caught_up:
-                return value  # the initial backlog is not drained yet: no failure before that
-            if second == "twice" and self.restarted and self.n >= 10 and not os.path.exists(marker2):
-                self._second("after-recovery", int(value))
-            if fail_at is not None and self.n >= strike["local_at"] and not os.path.exists(marker):
-                names = os.listdir(run_dir)
-                if all_caught_up and sum(f.startswith("caught-up-") for f in names) < par:
-                    return value  # every subtask drains its initial backlog before the failure
-                if not strike["ready"](names, self.subtask):
-                    # slow down (not block: a blocked task takes no checkpoint) until the checkpoints the
-                    # failure waits for completed, so that it strikes before the input ends; the source
-                    # tap strikes at a checkpoint's completion if the input ends first (arm_failure)
-                    strike["arm"](self.subtask, int(value), self.n)
-                    time.sleep(strike["wait_s"](self.n))
-                    return value
-                if fail_before_trigger:
-                    snaps = [f for f in names if f.startswith("snapshot-")]
-                    last = max(os.path.getmtime(os.path.join(run_dir, f)) for f in snaps)
-                    if time.time() < last + interval_s * 0.92:
-                        return value
-                try:
-                    fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-                except FileExistsError:
-                    return value
-                done = [int(f[len("completed-"):]) for f in names if f.startswith("completed-")
-                        and f[len("completed-"):].isdigit()]
-                info = {"t": time.time(), "value": int(value), "local_index": self.n, "failure": failure,
-                        "pid": os.getpid(), "where": "record", "subtask": self.subtask, "attempt": self.attempt,
-                        "after_checkpoint": max(done) if done else None, "operator": "rollcheck-pace"}
-                os.write(fd, json.dumps(info).encode())
-                os.close(fd)
-                if lose_files:
-                    for root, _dirs, files in os.walk(os.path.join(run_dir, "checkpoints")):
-                        for f in files:
-                            if f != "_metadata":
-                                try:
-                                    os.unlink(os.path.join(root, f))
-                                except OSError:
-                                    pass
-                if failure == "taskmanager":
-                    # thread mode: this function runs inside the TaskManager's JVM process
-                    os.kill(os.getpid(), signal.SIGKILL)
-                raise RuntimeError(f"rollcheck: injected task failure at record {value}")
-            return value
-
-    return Pace
-
-
-def strike_plan(cfg: dict) -> dict:
-    """When and how the pace step lets the injected failure strike (see :mod:`job_strike`)."""
-    return make_strike_plan(cfg)
 
 
 def wordcount_pipeline(cfg: dict, env, tap, keyed_tap, tx_sink) -> str:
@@ -318,7 +124,7 @@ def user_pipeline(cfg: dict, env, tap, keyed_tap, tx_sink, user, attempt_offset:
     from pyflink.common import Types, WatermarkStrategy
     from pyflink.datastream.connectors.number_seq import NumberSequenceSource
     from pyflink.datastream.data_stream import DataStream
-    from pyflink.datastream.functions import MapFunction, RuntimeContext
+    from pyflink.datastream.functions import MapFunction
 
     run_dir = cfg["run_dir"]
     n_records = int(cfg["records"])
@@ -380,49 +186,11 @@ def user_pipeline(cfg: dict, env, tap, keyed_tap, tx_sink, user, attempt_offset:
         user_error(run_dir, "job", f"must return a DataStream, got {type(out).__name__}")
         return {"user_error": True, "final_state": "NOT_RUN"}
     if cfg.get("runtime_mode") == "batch":
-        # the batch-equivalent oracle's run: the rows of every KEY in the order the user's job emitted
-        # them (the output step runs in the same task as the user's last operator), one file per
-        # subtask; no keyed tap (a BATCH shuffle sorts by key and does not keep the emission order)
-        batch_dir = os.path.join(run_dir, "batch-out")
-        os.makedirs(batch_dir, exist_ok=True)
-
-        class Emitted(MapFunction):
-            def open(self, runtime_context: RuntimeContext) -> None:
-                name = f"rows-{uuid.uuid4().hex[:10]}.txt"
-                self.f = open(os.path.join(batch_dir, name), "a", buffering=1 << 16)  # noqa: SIM115 - closed in close()
-
-            def map(self, value):
-                self.f.write(value + "\n")
-                return False
-
-            def close(self) -> None:
-                self.f.close()
-
-        out.map(Output(), output_type=Types.STRING()).name("rollcheck-output") \
-            .map(Emitted(), output_type=Types.BOOLEAN()).name("rollcheck-batch-rows").filter(lambda x: x).print()
-        return "rollcheck-user-job-batch"
+        return _batch_rows(run_dir, out, Output())
     if hasattr(module, "sink"):
         user_out = os.path.join(run_dir, "user-sink")
         os.makedirs(user_out, exist_ok=True)
-
-        class Handed(MapFunction):
-            """Logs the KEY of every row handed to the module's sink (beside it on the same stream): one
-            file per subtask and generation (1 once the injected failure struck), line-buffered."""
-
-            def open(self, runtime_context: RuntimeContext) -> None:
-                gen = 1 if os.path.exists(marker) else 0
-                name = f"handed-gen{gen}-{uuid.uuid4().hex[:10]}.txt"
-                self.f = open(os.path.join(run_dir, name), "a", buffering=1)  # noqa: SIM115 - closed in close()
-
-            def map(self, value):
-                row = tuple(value) if isinstance(value, (tuple, list)) or hasattr(value, "_values") else value
-                if isinstance(row, tuple) and all(i < len(row) for i in key_idx):
-                    self.f.write(json.dumps([row[i] for i in key_idx], default=str) + "\n")
-                return False
-
-            def close(self) -> None:
-                self.f.close()
-
+        Handed = _handed_class(run_dir, marker, key_idx)
         out.map(Handed(), output_type=Types.BOOLEAN()).name("rollcheck-sink-handings") \
             .filter(lambda x: x).print()
         try:
@@ -434,6 +202,58 @@ def user_pipeline(cfg: dict, env, tap, keyed_tap, tx_sink, user, attempt_offset:
     ds.sink_to(tx_sink).name("rollcheck-tx-sink")
     job_name = "rollcheck-user-job"
     return job_name
+
+
+def _batch_rows(run_dir: str, out, output) -> str:
+    """The batch-equivalent oracle's run: the rows of every KEY in the order the user's job emitted
+    them (``output``, the output step, runs in the same task as the user's last operator), one file
+    per subtask; no keyed tap (a BATCH shuffle sorts by key and does not keep the emission order)."""
+    from pyflink.common import Types
+    from pyflink.datastream.functions import MapFunction, RuntimeContext
+
+    batch_dir = os.path.join(run_dir, "batch-out")
+    os.makedirs(batch_dir, exist_ok=True)
+
+    class Emitted(MapFunction):
+        def open(self, runtime_context: RuntimeContext) -> None:
+            name = f"rows-{uuid.uuid4().hex[:10]}.txt"
+            self.f = open(os.path.join(batch_dir, name), "a", buffering=1 << 16)  # noqa: SIM115 - closed in close()
+
+        def map(self, value):
+            self.f.write(value + "\n")
+            return False
+
+        def close(self) -> None:
+            self.f.close()
+
+    out.map(output, output_type=Types.STRING()).name("rollcheck-output") \
+        .map(Emitted(), output_type=Types.BOOLEAN()).name("rollcheck-batch-rows").filter(lambda x: x).print()
+    return "rollcheck-user-job-batch"
+
+
+def _handed_class(run_dir: str, marker: str, key_idx: list):
+    """The ``Handed`` map function: it logs the KEY of every row handed to the module's sink."""
+    from pyflink.datastream.functions import MapFunction, RuntimeContext
+
+    class Handed(MapFunction):
+        """Logs the KEY of every row handed to the module's sink (beside it on the same stream): one
+        file per subtask and generation (1 once the injected failure struck), line-buffered."""
+
+        def open(self, runtime_context: RuntimeContext) -> None:
+            gen = 1 if os.path.exists(marker) else 0
+            name = f"handed-gen{gen}-{uuid.uuid4().hex[:10]}.txt"
+            self.f = open(os.path.join(run_dir, name), "a", buffering=1)  # noqa: SIM115 - closed in close()
+
+        def map(self, value):
+            row = tuple(value) if isinstance(value, (tuple, list)) or hasattr(value, "_values") else value
+            if isinstance(row, tuple) and all(i < len(row) for i in key_idx):
+                self.f.write(json.dumps([row[i] for i in key_idx], default=str) + "\n")
+            return False
+
+        def close(self) -> None:
+            self.f.close()
+
+    return Handed
 
 
 def utilization_pipeline(cfg: dict, env, tap):
