@@ -376,6 +376,8 @@ def render_markdown(results: dict[str, Any]) -> str:
                 notes.append(f"  rollcheck on {v}: {c.get('how')}; verdicts {', '.join(c.get('verdicts') or []) or 'none'}; "
                              f"exit codes {[x.get('exit') for x in c.get('runs', [])]}; failed checks "
                              f"{', '.join(c.get('failed_checks') or []) or 'none'}.")
+        if (r.get("slice") or {}).get("runner_reason"):
+            notes.append(f"  Why spark record query and not the matrix: {r['slice']['runner_reason']}.")
         if r["status"] == "missed":
             notes.append(f"  rollcheck missed it: {r.get('lacks') or 'no check failed on the affected release'}.")
         if r["status"] == "not run":
@@ -474,6 +476,8 @@ def main(argv: list[str] | None = None) -> int:
                 if r.get("status") == "not run" and e.get("not_run_reason"):
                     r["note"] = e["not_run_reason"]
                 r["needs_failure"] = bool(e.get("needs_failure"))
+                if e["slice"].get("runner_reason"):  # written after seeing the matrix's answer
+                    r["slice"] = dict(r["slice"], runner_reason=e["slice"]["runner_reason"])
             else:  # in the manifest, but no pass ran it: a row that says so, with no number
                 r = {k: e[k] for k in ("id", "engine", "kind", "affected", "fixed", "module", "description",
                                        "slice", "expected", "sources")}
