@@ -130,19 +130,32 @@ def test_input_batches_holds_and_catches_a_batch_read_elsewhere():
 
 
 def test_file_source_logs_name_what_each_micro_batch_read(tmp_path):
-    """The checkpoint's file-source logs, compacted ones included, turned into batches per source."""
+    """A file source numbers its reads with a counter of its own (the log's ``batchId``); the
+    offset log says where each source's counter stood at the end of each micro-batch. Here the
+    clicks are idle in micro-batches 0 and 2 and the impressions in 3; 12 is data-less; the
+    impressions' log is compacted."""
     from rollcheck.spark_replay.input_files import files_per_batch
 
-    for src, name, entries in (("0", "9.compact", [(b, "imps", b) for b in range(10)]),
-                               ("0", "10", [(10, "imps", 10)]), ("1", "3", [(3, "clicks", 3)])):
+    imps = [b for b in range(12) if b != 3]  # the impressions' n-th read is input batch imps[n]
+    clicks = [1, 3]
+    logs = {"0": [("9.compact", range(10)), ("10", [10])], "1": [("0", [0]), ("1", [1])]}
+    for src, files in logs.items():
         d = tmp_path / "sources" / src
-        d.mkdir(parents=True, exist_ok=True)
-        lines = ["v1"] + [json.dumps({"path": f"file:///w/in/{s}/batch-{n:05d}.json", "timestamp": 1, "batchId": b})
-                          for b, s, n in entries]
-        (d / name).write_text("\n".join(lines) + "\n")
+        d.mkdir(parents=True)
+        inputs, name = (imps, "imps") if src == "0" else (clicks, "clicks")
+        for fname, ns in files:
+            lines = ["v1"] + [json.dumps({"path": f"file:///w/in/{name}/batch-{inputs[n]:05d}.json", "timestamp": 1,
+                                          "batchId": n}) for n in ns]
+            (d / fname).write_text("\n".join(lines) + "\n")
     (tmp_path / "sources" / "0" / ".10.crc").write_text("x")
+    (tmp_path / "offsets").mkdir()
+    for b in range(13):
+        counters = [sum(1 for x in inputs if x <= b) - 1 for inputs in (imps, clicks)]
+        lines = ["v1", "{}"] + [json.dumps({"logOffset": c}) if c >= 0 else "-" for c in counters]
+        (tmp_path / "offsets" / str(b)).write_text("\n".join(lines) + "\n")
     got = files_per_batch(tmp_path)
-    assert got[3] == {"clicks": [3], "imps": [3]} and got[10] == {"imps": [10]} and len(got) == 11
+    assert got[0] == {"imps": [0]} and got[1] == {"clicks": [1], "imps": [1]} and got[3] == {"clicks": [3]}
+    assert got[11] == {"imps": [11]} and got[12] == {} and len(got) == 13
     assert files_per_batch(tmp_path / "nothing") == {}
 
 
