@@ -47,8 +47,8 @@ def test_table_says_which_bugs_need_a_failure_and_recall_apart() -> None:
     assert "| needs a failure |" in header
     rows = {ln.split(" | ")[0][2:]: ln.split(" | ") for ln in text.splitlines() if ln.startswith("| SPARK-")}
     assert rows["SPARK-1"][2] == "no" and rows["SPARK-2"][2] == "yes" and rows["SPARK-3"][2] == "yes"
-    assert "bugs that show without a failure: found 1 of 1 run (100 %)" in text
-    assert "bugs that need a failure or a restore: found 2 of 3 run (67 %)" in text
+    assert "bugs that show without a failure 1/1 (100 %) (1 entries: 1 found, 0 missed, 0 neither" in text
+    assert "bugs that need a failure or a restore 2/3 (67 %) (3 entries: 2 found, 1 missed, 0 neither" in text
     assert run.recall(entries, True) == (2, 3) and run.recall(entries, False) == (1, 1)
     assert "## Recovery bugs examined, not entries" not in text
     text = run.render_markdown(dict(results, candidates=["SPARK-9: needs two live executors"]))

@@ -416,10 +416,11 @@ def _recall_line(entries: list[dict[str, Any]]) -> str:
     parts = []
     for needs, what in ((False, "bugs that show without a failure"), (True, "bugs that need a failure or a restore")):
         found, ran = recall(entries, needs)
+        n = sum(bool(e.get("needs_failure")) == needs for e in entries)
         share = f" ({100 * found / ran:.0f} %)" if ran else ""
-        parts.append(f"{what}: found {found} of {ran} run{share}")
-        parts[-1] += f", {sum(bool(e.get('needs_failure')) == needs for e in entries)} entries"
-    return "Recall, " + "; ".join(parts) + "."
+        parts.append(f"{what} {found}/{ran}{share} ({n} entries: {found} found, {ran - found} missed, "
+                     f"{n - ran} neither: not run, or a finding on the fixed release too)")
+    return "Recall (found / (found + missed)): " + "; ".join(parts) + "."
 
 
 def combine(earlier: dict[str, Any] | None, later: dict[str, Any]) -> dict[str, Any]:
