@@ -42,6 +42,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rollcheck.pyimpl.errors import InternalError, InvalidInputError
+from rollcheck.pyimpl.spans.dataflow_values import Time
+from rollcheck.pyimpl.spans.dataflow_values import cmp_key as _cmp_key
+from rollcheck.pyimpl.spans.dataflow_values import epoch_of as _epoch
+from rollcheck.pyimpl.spans.dataflow_values import json_array as _array
+from rollcheck.pyimpl.spans.dataflow_values import json_object as _obj
+from rollcheck.pyimpl.spans.dataflow_values import parse_time as _time
+from rollcheck.pyimpl.spans.dataflow_values import time_json as _to_json
 from rollcheck.pyimpl.spans.fixpoint import solve_levels
 from rollcheck.pyimpl.spans.system import (
     TOP,
@@ -59,7 +66,6 @@ __all__ = ["FORMAT", "MAX_LOOPS", "Checkpoint", "Proc", "Message", "Channel", "D
 FORMAT = "rollcheck.dataflow/1"
 MAX_LOOPS = 16
 
-Time = int | tuple[int, ...]
 
 
 #: An ``every k`` policy may stand for at most this many checkpoints (work grows with it).
@@ -115,46 +121,6 @@ class Description:
     failed: set[str]
 
 
-def _cmp_key(t: Time) -> tuple[int, ...]:
-    return (t,) if isinstance(t, int) else t
-
-
-def _time(v: Any, loops: int, loc: str, what: str) -> Time:
-    if loops == 0:
-        if type(v) is int and v >= 0:
-            return v
-        raise InvalidInputError(f"{what} must be an epoch (an integer >= 0), got {json.dumps(v)[:60]}",
-                                location=loc)
-    if (type(v) is list and len(v) == loops + 1 and all(type(x) is int and x >= 0 for x in v)):
-        return tuple(v)
-    raise InvalidInputError(f"{what} must be [epoch, {', '.join(f'c{i + 1}' for i in range(loops))}] "
-                            f"(integers >= 0), got {json.dumps(v)[:60]}", location=loc)
-
-
-def _to_json(t: Time) -> Any:
-    return list(t) if isinstance(t, tuple) else t
-
-
-def _epoch(t: Time) -> int:
-    return t if isinstance(t, int) else t[0]
-
-
-def _obj(v: Any, loc: str, allowed: set[str], required: tuple[str, ...] = ()) -> dict:
-    if type(v) is not dict:
-        raise InvalidInputError(f"expected an object, got {type(v).__name__}", location=loc)
-    extra = set(v) - allowed
-    if extra:
-        raise InvalidInputError(f"unknown field(s) {sorted(extra)}"[:200], location=loc)
-    for f in required:
-        if f not in v:
-            raise InvalidInputError(f"missing {f!r}", location=loc)
-    return v
-
-
-def _array(v: Any, loc: str) -> list:
-    if type(v) is not list:
-        raise InvalidInputError(f"expected an array, got {type(v).__name__}", location=loc)
-    return v
 
 
 def description_from_dict(doc: Any, *, source: str | None = None) -> Description:
