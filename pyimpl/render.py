@@ -29,6 +29,10 @@ from typing import Any
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.pattern import Pattern
 from rollcheck.pyimpl.patternio import atomic_output
+from rollcheck.pyimpl.render_labels import Label as _Label
+from rollcheck.pyimpl.render_labels import clean as _clean
+from rollcheck.pyimpl.render_labels import place_labels as _place_labels
+from rollcheck.pyimpl.render_labels import tag as _tag
 
 __all__ = ["render_pattern", "save_figure", "integer_axis", "MAX_DETAILED_PROCESSES", "MAX_DETAILED_MESSAGES"]
 
@@ -239,6 +243,61 @@ def _detailed(p: Pattern, plt: Any, failed: tuple[int, ...], zcycles: bool,
         ev = p.checkpoint_event(i, x)
         return -1.0 if ev < 0 else float(ev)
 
+    useless, cycles, cyc_colour, in_cycles, shared = _cycles(p, zcycles)
+    if drawn is not None:
+        drawn.update(cycles=cycles, shared=shared, zcycles=zcycles)
+    labels = _messages(p, ax, y, highlight, cyc_colour, in_cycles)
+
+    ck_labels: list[tuple[str, float, float]] = []
+    for i in range(n):
+        for x in range(p.last_index(i) + 1):
+            forced = p.is_forced(i, x)
+            (mk,) = ax.plot(cx(i, x), y[i], marker="D", ms=9, mec="black",
+                            mfc="#222222" if forced else "white", zorder=4)
+            mk.set_gid(_clean(f"checkpoint:{p.processes[i]}:{x}"))
+            ck_labels.append((f"C{x}", cx(i, x), y[i]))
+        ax.plot(x_end, y[i], marker="o", ms=6, mec="black", mfc="#bbbbbb", zorder=4)
+        ax.annotate("V", (x_end, y[i]), xytext=(9, 0), textcoords="offset points", fontsize=8,
+                    va="center")  # clear of the failure cross
+        if i in failed:
+            (fx,) = ax.plot(x_end, y[i], marker="x", ms=13, mew=3, color="#d62728", zorder=6)
+            fx.set_gid(_clean(f"failure:{p.processes[i]}"))
+            fx.set_label(_clean(f"failure of {p.processes[i]}"))
+    for i, x in useless:
+        (rg,) = ax.plot(cx(i, x), y[i], marker="o", ms=19, mfc="none", mec="#ff7f0e", mew=2.2, zorder=3)
+        rg.set_gid(_clean(f"useless:{p.processes[i]}:{x}"))
+    for i, x in marks or []:
+        (rg,) = ax.plot(cx(i, x), y[i], marker="o", ms=23, mfc="none", mec="#d62728", mew=2.6, zorder=3)
+        rg.set_gid(_clean(f"offending-checkpoint:{p.processes[i]}:{x}"))
+        rg.set_label(_clean(f"{p.processes[i]}:C{x}"))
+    if line is not None:
+        xs = [cx(i, line[i]) for i in range(n)]
+        ys = [y[i] for i in range(n)]
+        (rl,) = ax.plot(xs, ys, color="#d62728", lw=2, ls="-.", zorder=3, alpha=0.8)
+        rl.set_gid(_clean("recovery-line"))
+    handles = _handles(useless, shared, highlight, marks, line)
+    for k, (label, cut) in enumerate((other_lines or {}).items()):
+        colour = ("#1f77b4", "#9467bd", "#17becf")[k % 3]
+        (cl,) = ax.plot([cx(i, cut[i]) for i in range(n)], [y[i] - 0.06 * (k + 1) for i in range(n)], color=colour,
+                        lw=2, ls="--", zorder=3, alpha=0.85)
+        cl.set_gid(_clean(f"cut:{label}"))
+        handles.append(Line2D([], [], color=colour, ls="--", label=label))
+    if failed:
+        handles.append(Line2D([], [], marker="x", ls="", color="#d62728", label="failed process"))
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.04), ncol=min(6, len(handles)),
+              fontsize=8, frameon=False)
+    ax.set_xlim(-3.2, x_end + 1.2)
+    ax.set_ylim(-0.7, n - 0.3)
+    ax.axis("off")
+    _place_labels(p, fig, ax, y, x_end, ck_labels, labels, useless, cx)
+    ax.set_title(title or f"{n} processes, {p.num_messages} messages", fontsize=11)
+    return fig
+
+
+def _cycles(p: Pattern, zcycles: bool) -> tuple[list[tuple[int, int]], dict[tuple[int, int], list[str]],
+                                                dict[str, str], dict[str, list[int]], list[str]]:
+    """The useless checkpoints, one Z-cycle of each, the colour of every message on one, the cycles
+    each message is on, and the messages on several."""
     useless: list[tuple[int, int]] = []
     cycles: dict[tuple[int, int], list[str]] = {}
     if zcycles:
@@ -256,9 +315,12 @@ def _detailed(p: Pattern, plt: Any, failed: tuple[int, ...], zcycles: bool,
             cyc_colour.setdefault(mid, _CYCLE_COLOURS[k % len(_CYCLE_COLOURS)])
             in_cycles.setdefault(mid, []).append(k)
     shared = sorted((m for m, ks in in_cycles.items() if len(ks) > 1), key=lambda m: (len(m), m))
-    if drawn is not None:
-        drawn.update(cycles=cycles, shared=shared, zcycles=zcycles)
+    return useless, cycles, cyc_colour, in_cycles, shared
 
+
+def _messages(p: Pattern, ax: Any, y: dict[int, int], highlight: set[str], cyc_colour: dict[str, str],
+              in_cycles: dict[str, list[int]]) -> list[_Label]:
+    """Draw every message's arrow (one more per further Z-cycle it is on); their labels to place."""
     labels: list[_Label] = []
     for m in p.messages:
         x0, y0 = m.send_event, y[m.sender]
@@ -290,34 +352,14 @@ def _detailed(p: Pattern, plt: Any, failed: tuple[int, ...], zcycles: bool,
                                                  ls=_CYCLE_STYLES[k % len(_CYCLE_STYLES)],
                                                  shrinkA=2, shrinkB=2), zorder=2)
                 _tag(a2, f"zcycle-{k}:{m.id}", f"{m.id} (Z-cycle {k + 1})")
+    return labels
 
-    ck_labels: list[tuple[str, float, float]] = []
-    for i in range(n):
-        for x in range(p.last_index(i) + 1):
-            forced = p.is_forced(i, x)
-            (mk,) = ax.plot(cx(i, x), y[i], marker="D", ms=9, mec="black",
-                            mfc="#222222" if forced else "white", zorder=4)
-            mk.set_gid(_clean(f"checkpoint:{p.processes[i]}:{x}"))
-            ck_labels.append((f"C{x}", cx(i, x), y[i]))
-        ax.plot(x_end, y[i], marker="o", ms=6, mec="black", mfc="#bbbbbb", zorder=4)
-        ax.annotate("V", (x_end, y[i]), xytext=(9, 0), textcoords="offset points", fontsize=8,
-                    va="center")  # clear of the failure cross
-        if i in failed:
-            (fx,) = ax.plot(x_end, y[i], marker="x", ms=13, mew=3, color="#d62728", zorder=6)
-            fx.set_gid(_clean(f"failure:{p.processes[i]}"))
-            fx.set_label(_clean(f"failure of {p.processes[i]}"))
-    for i, x in useless:
-        (rg,) = ax.plot(cx(i, x), y[i], marker="o", ms=19, mfc="none", mec="#ff7f0e", mew=2.2, zorder=3)
-        rg.set_gid(_clean(f"useless:{p.processes[i]}:{x}"))
-    for i, x in marks or []:
-        (rg,) = ax.plot(cx(i, x), y[i], marker="o", ms=23, mfc="none", mec="#d62728", mew=2.6, zorder=3)
-        rg.set_gid(_clean(f"offending-checkpoint:{p.processes[i]}:{x}"))
-        rg.set_label(_clean(f"{p.processes[i]}:C{x}"))
-    if line is not None:
-        xs = [cx(i, line[i]) for i in range(n)]
-        ys = [y[i] for i in range(n)]
-        (rl,) = ax.plot(xs, ys, color="#d62728", lw=2, ls="-.", zorder=3, alpha=0.8)
-        rl.set_gid(_clean("recovery-line"))
+
+def _handles(useless: list[tuple[int, int]], shared: list[str], highlight: set[str],
+             marks: list[tuple[int, int]] | None, line: tuple[int, ...] | None) -> list[Any]:
+    """The legend's entries for the markers and the marked evidence (the cuts and failures follow)."""
+    from matplotlib.lines import Line2D
+
     handles = [
         Line2D([], [], marker="D", ls="", mfc="white", mec="black", label="basic checkpoint"),
         Line2D([], [], marker="D", ls="", mfc="#222222", mec="black", label="forced checkpoint"),
@@ -336,178 +378,7 @@ def _detailed(p: Pattern, plt: Any, failed: tuple[int, ...], zcycles: bool,
                               label="offending checkpoint"))
     if line is not None:
         handles.append(Line2D([], [], color="#d62728", ls="-.", label="recovery line"))
-    for k, (label, cut) in enumerate((other_lines or {}).items()):
-        colour = ("#1f77b4", "#9467bd", "#17becf")[k % 3]
-        (cl,) = ax.plot([cx(i, cut[i]) for i in range(n)], [y[i] - 0.06 * (k + 1) for i in range(n)], color=colour,
-                        lw=2, ls="--", zorder=3, alpha=0.85)
-        cl.set_gid(_clean(f"cut:{label}"))
-        handles.append(Line2D([], [], color=colour, ls="--", label=label))
-    if failed:
-        handles.append(Line2D([], [], marker="x", ls="", color="#d62728", label="failed process"))
-    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.04), ncol=min(6, len(handles)),
-              fontsize=8, frameon=False)
-    ax.set_xlim(-3.2, x_end + 1.2)
-    ax.set_ylim(-0.7, n - 0.3)
-    ax.axis("off")
-    _place_labels(p, fig, ax, y, x_end, ck_labels, labels, useless, cx)
-    ax.set_title(title or f"{n} processes, {p.num_messages} messages", fontsize=11)
-    return fig
-
-
-def _clean(text: str) -> str:
-    """``text`` with lone surrogates (names from the input) as backslash escapes: encodable."""
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")
-
-
-def _tag(artist: Any, gid: str, label: str) -> None:
-    """Name an artist (and, for an arrow, its patch, which is what a PNG or SVG shows)."""
-    gid, label = _clean(gid), _clean(label)
-    artist.set_gid(_clean(gid))
-    artist.set_label(label)
-    patch = getattr(artist, "arrow_patch", None)
-    if patch is not None:
-        patch.set_gid(_clean(gid))
-        patch.set_label(label)
-
-
-class _Label:
-    """A message label to place: its text, colour and the arrow (or end point) it belongs to."""
-
-    __slots__ = ("mid", "text", "colour", "seg", "end_label")
-
-    def __init__(self, mid: str, text: str, colour: str,
-                 seg: tuple[tuple[float, float], tuple[float, float]], end_label: bool = False):
-        self.mid, self.text, self.colour, self.seg, self.end_label = mid, text, colour, seg, end_label
-
-
-_RING = 2.4  # a useless checkpoint's ring (19 pt, 2.2 pt edge) relative to the diamond's 11 pt box
-# fractions of the arrow tried for a message label, from the middle outwards
-_ALONG = (0.5, 0.4, 0.6, 0.3, 0.7, 0.22, 0.78, 0.15, 0.85, 0.35, 0.65, 0.45, 0.55, 0.27, 0.73)
-
-
-def _crosses(seg: tuple[tuple[float, float], tuple[float, float]],
-             b: tuple[float, float, float, float]) -> bool:
-    """Whether the segment ``seg`` meets the box ``b`` (Liang–Barsky clipping)."""
-    (x0, y0), (x1, y1) = seg
-    dx, dy = x1 - x0, y1 - y0
-    lo, hi = 0.0, 1.0
-    for pk, qk in ((-dx, x0 - b[0]), (dx, b[2] - x0), (-dy, y0 - b[1]), (dy, b[3] - y0)):
-        if pk == 0:
-            if qk < 0:
-                return False
-        else:
-            r = qk / pk
-            if pk < 0:
-                lo = max(lo, r)
-            else:
-                hi = min(hi, r)
-            if lo > hi:
-                return False
-    return True
-
-
-def _overlaps(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> bool:
-    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
-
-
-def _place_labels(p: Pattern, fig: Any, ax: Any, y: dict[int, int], x_end: float,
-                  ck_labels: list[tuple[str, float, float]], labels: list[_Label],
-                  useless: list[tuple[int, int]], cx: Any) -> None:
-    """Place checkpoint and message labels without overlaps (see the module docstring)."""
-    renderer = fig.canvas.get_renderer()
-    origin = ax.transData.transform((0.0, 0.0))
-    px_x, px_y = ax.transData.transform((1.0, 1.0)) - origin  # pixels per data unit
-
-    def size(text: str, fontsize: float) -> tuple[float, float]:
-        t = ax.text(0, 0, text, fontsize=fontsize)
-        bb = t.get_window_extent(renderer=renderer)
-        t.remove()
-        return (bb.width + 4) / px_x, (bb.height + 2) / px_y  # a little padding
-
-    def box(xc: float, yc: float, w: float, h: float) -> tuple[float, float, float, float]:
-        return (xc - w / 2, yc - h / 2, xc + w / 2, yc + h / 2)
-
-    # obstacles: checkpoint markers (rings are larger), volatile states with their "V", process lines
-    mw, mh = 11 / px_x * fig.dpi / 72, 11 / px_y * fig.dpi / 72  # a 9 pt diamond plus margin
-    ring = {(i, x) for i, x in useless}
-    taken: list[tuple[float, float, float, float]] = []
-    for i in range(p.n):
-        for x in range(p.last_index(i) + 1):
-            k = _RING if (i, x) in ring else 1.0
-            taken.append(box(cx(i, x), y[i], mw * k, mh * k))
-        taken.append((x_end - mw, y[i] - mh, x_end + 9 / px_x * fig.dpi / 72 + size("V", 8)[0],
-                      y[i] + mh))
-    gap_x, gap_y = 2 / px_x * fig.dpi / 72, 2 / px_y * fig.dpi / 72  # 2 pt between label and marker
-    line_half = 1.5 / px_y  # half the width of a process line
-    lines = [(-1.5, y[i] - line_half, x_end, y[i] + line_half) for i in range(p.n)]
-
-    arrows = [lab.seg for lab in labels if not lab.end_label]
-
-    def free(b: tuple[float, float, float, float], own: Any = None, strict: bool = True) -> bool:
-        """No label, marker or process line under ``b``; ``strict``: no other arrow either."""
-        if any(_overlaps(b, o) for o in taken) or any(_overlaps(b, ln) for ln in lines):
-            return False
-        return not strict or not any(seg is not own and _crosses(seg, b) for seg in arrows)
-
-    for text, xc, yc in ck_labels:
-        w, h = size(text, 7)
-        k = _RING if any(cx(i, x) == xc and y[i] == yc for i, x in ring) else 1.0
-        dy = mh * k / 2 + h / 2 + gap_y
-        dx = mw * k / 2 + w / 2 + gap_x
-        offsets = ((0, dy), (0, -dy), (-dx, dy), (dx, dy), (-dx, -dy), (dx, -dy))
-        options = [box(xc + ox, yc + oy, w, h) for ox, oy in offsets]
-        # clear of arrows if possible, else clear of labels and markers, else above
-        b = next((o for o in options if free(o)), None) or next(
-            (o for o in options if free(o, strict=False)), options[0])
-        taken.append(b)
-        ax.text((b[0] + b[2]) / 2, (b[1] + b[3]) / 2, text, fontsize=7, ha="center", va="center",
-                zorder=5, bbox=dict(boxstyle="round,pad=0.1", fc="white", ec="none", alpha=0.85))
-
-    placed: list[tuple[_Label, tuple[float, float, float, float]]] = []
-    for lab in labels:
-        w, h = size(lab.text, 7)
-        (x0, y0), (x1, y1) = lab.seg
-        if lab.end_label:
-            cands = [(x1 + w / 2 + 0.1, y1), (x1, y1 + h), (x1, y1 - h), (x1 - w / 2 - 0.1, y1)]
-        else:
-            cands = [(x0 + t * (x1 - x0), y0 + t * (y1 - y0)) for t in _ALONG]
-        boxes = [box(xc, yc, w, h) for xc, yc in cands]
-        own = None if lab.end_label else lab.seg
-        spot = next((o for o in boxes if free(o, own)), None) or next(
-            (o for o in boxes if free(o, own, strict=False)), None)
-        if spot is None:
-            placed = []
-            break
-        taken.append(spot)
-        placed.append((lab, spot))
-    if labels and len(placed) == len(labels):
-        for lab, bx in placed:
-            ax.text((bx[0] + bx[2]) / 2, (bx[1] + bx[3]) / 2, lab.text, fontsize=7, color=lab.colour,
-                    ha="center", va="center", zorder=5,
-                    bbox=dict(boxstyle="round,pad=0.1", fc="white", ec="none", alpha=0.85))
-    elif labels:
-        _message_table(p, fig, ax, x_end)
-
-
-def _message_table(p: Pattern, fig: Any, ax: Any, x_end: float) -> None:
-    """The dense fallback: event positions along the bottom and a table of the messages."""
-    step = max(1, len(p.events) // 40)
-    for e in range(0, len(p.events), step):
-        ax.text(e, -0.55, str(e), fontsize=6, ha="center", va="center", color="#555555")
-    rows = []
-    for m in p.messages:
-        dst = "in transit" if m.deliver_event is None else f"{p.processes[m.receiver]} @{m.deliver_event}"
-        rows.append(f"{m.id}: {p.processes[m.sender]} @{m.send_event} → {dst}")
-    ncol = max(1, min(4, (len(rows) + 11) // 12))
-    per = -(-len(rows) // ncol)
-    cols = ["\n".join(rows[k * per:(k + 1) * per]) for k in range(ncol)]
-    # below the legend (which hangs about 20 pt under the axes), whatever the figure's height
-    for k, col in enumerate(cols):
-        ax.annotate(col, (k / ncol, 0.0), xycoords="axes fraction", xytext=(0, -44),
-                    textcoords="offset points", fontsize=7, va="top", ha="left", family="monospace")
-    ax.annotate("messages (sender @send position → receiver @delivery position):", (0.0, 0.0),
-                xycoords="axes fraction", xytext=(0, -30), textcoords="offset points", fontsize=8,
-                va="top", ha="left")
+    return handles
 
 
 def _summary(p: Pattern, plt: Any, zcycles: bool, title: str | None, highlight: set[str] | None = None,
