@@ -31,7 +31,6 @@ True
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from rollcheck.pyimpl.elastic.config import Config, Failure, ScaleEvent
@@ -39,9 +38,9 @@ from rollcheck.pyimpl.elastic.operators import KINDS
 from rollcheck.pyimpl.elastic.partition import Partition, contiguous_ranges, repartition_keyed
 from rollcheck.pyimpl.elastic.reference import reference_output, reference_streams, source_events
 from rollcheck.pyimpl.elastic.rules import REFERENCE_RULES, Checkpoint, Rules
+from rollcheck.pyimpl.elastic.runtime import Message, RunResult, Task
 from rollcheck.pyimpl.elastic.slices import (
     Event,
-    OutputQueue,
     Slice,
     SliceRecord,
     last_seq,
@@ -50,79 +49,11 @@ from rollcheck.pyimpl.elastic.slices import (
     split_records,
     split_slice,
 )
+from rollcheck.pyimpl.elastic.trim_safety import trim_violations
 from rollcheck.pyimpl.errors import InternalError, InvalidInputError
 
 __all__ = ["Task", "Message", "RunResult", "Simulator", "simulate", "Config", "Failure", "ScaleEvent",
            "reference_output"]
-
-
-# --------------------------------------------------------------------------------------------
-# Runtime objects
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass
-class Task:
-    """One task: its keys, running status (state, IST/OST records, queue) and ACK bookkeeping."""
-
-    id: str
-    level: int
-    keys: frozenset[int]
-    stateful: bool
-    incarnation: int = 0
-    state: dict[int, int] = field(default_factory=dict)
-    in_wm: dict[int, int] = field(default_factory=dict)  # last input seq accepted, per key
-    received: dict[int, int] = field(default_factory=dict)  # last input seq received (L0 content)
-    inbox: list[Event] = field(default_factory=list)
-    queue: OutputQueue = field(default_factory=OutputQueue)
-    records: list[SliceRecord] = field(default_factory=list)
-    succ_l0: dict[int, int] = field(default_factory=dict)  # successors' L0 watermarks, per key
-    l1_sent: dict[int, int] = field(default_factory=dict)  # L1 watermarks sent upstream, per key
-    pending_l1: list[dict[int, int]] = field(default_factory=list)  # held back (Rules.l1_delay)
-    checkpoint: Checkpoint | None = None
-
-
-@dataclass
-class Message:
-    kind: str  # "data" | "l0" | "l1"
-    src: str
-    dst: str
-    payload: Any  # Slice for data, dict[key, seq] for acks
-
-
-@dataclass
-class RunResult:
-    """What a run produced: the sink's accepted events, queue maxima, recoveries, step count."""
-
-    config: Config
-    steps: int
-    rounds_run: int
-    sink: list[Event]
-    duplicates_dropped: int
-    max_queue: dict[int, int]  # per level (0 = source .. n), max events in one task's queue
-    recoveries: list[dict[str, Any]]
-    scalings: list[dict[str, Any]]
-    violations: list[str]  # trim-safety violations found (only with check_trim=True)
-    checkpoint_events: int = 0  # output events stored in checkpoints (the data buffers), summed
-
-    def output_by_key(self) -> dict[int, list[tuple[int, int]]]:
-        out: dict[int, list[tuple[int, int]]] = {}
-        for e in self.sink:
-            out.setdefault(e.key, []).append((e.seq, e.value))
-        return dict(sorted(out.items()))
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "steps": self.steps,
-            "rounds_run": self.rounds_run,
-            "sink_events": len(self.sink),
-            "duplicates_dropped": self.duplicates_dropped,
-            "max_queue": {str(k): v for k, v in sorted(self.max_queue.items())},
-            "recoveries": self.recoveries,
-            "scalings": self.scalings,
-            "trim_violations": self.violations[:10],
-            "checkpoint_buffer_events": self.checkpoint_events,
-        }
 
 
 # --------------------------------------------------------------------------------------------
@@ -536,30 +467,7 @@ class Simulator:
     # ---------------------------------------------------------------- trim safety (invariant)
     def _check_trim(self) -> None:
         """Every event a recovery of any operator task would need is still in its upstream queue."""
-        assert self._ref is not None
-        for lv in range(1, self.n + 1):
-            kind = KINDS[self.cfg.ops[lv - 1]]
-            up_level = self._ref[lv - 1]
-            for tid in self.partitions[lv].tasks:
-                t = self.tasks[tid]
-                for k in t.keys:
-                    hi = self.emitted[lv - 1].get(k, 0)
-                    if kind.stateful:
-                        lo = t.checkpoint.in_wm.get(k, 0) if t.checkpoint else 0
-                    else:
-                        lo = self.owner(lv + 1, k).received.get(k, 0)
-                    if hi <= lo:
-                        continue
-                    need = [e.seq for e in up_level.get(k, []) if lo < e.seq <= hi
-                            and (kind.stateful or kind.step(None, e.value)[1] is not None)]
-                    if not need:
-                        continue
-                    have = {e.seq for e in self.owner(lv - 1, k).queue.events([k])}
-                    missing = [q for q in need if q not in have]
-                    if missing:
-                        self.violations.append(
-                            f"step {self.step}: {tid} key {k} needs seq {missing[:5]} trimmed from "
-                            f"{self.owner(lv - 1, k).id}'s queue")
+        self.violations.extend(trim_violations(self))
 
 
 def simulate(cfg: Config, *, failure: Failure | None = None, rules: Rules = REFERENCE_RULES,
