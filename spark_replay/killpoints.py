@@ -37,12 +37,8 @@ Failures with Checkpointing", "State Store" (HDFS and RocksDB state store implem
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
 import os
-import select
 import signal
-import struct
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -68,7 +64,8 @@ from rollcheck.spark_replay.faults_retry import (
     retry_task,
 )
 from rollcheck.spark_replay.faults_retry_check import retry_struck
-from rollcheck.spark_replay.watcher import STATE_FILE
+from rollcheck.spark_replay.stream_inotify import Inotify as _Inotify
+from rollcheck.spark_replay.stream_logs import checkpoint_logs, state_files_of_version
 
 __all__ = [
     "KILL_POINTS",
@@ -154,101 +151,6 @@ def validate_options(failure: str | None, kill_point: str | None, state_store: s
                                 location="--kill-point")
     if failure != "kill":
         raise InvalidInputError(f"a kill point needs --failure kill (got {failure})", location="--kill-point")
-
-
-# ----------------------------------------------------------------------------- checkpoint facts
-def _log_ids(folder: Path) -> list[int]:
-    try:
-        return sorted(int(n) for n in os.listdir(folder) if n.isdigit())
-    except FileNotFoundError:
-        return []
-
-
-def checkpoint_logs(checkpoint: str | Path) -> dict[str, int | None]:
-    """The highest batch id in the offset and commit logs of a checkpoint (None: empty log).
-
-    Examples
-    --------
-    >>> import tempfile; d = Path(tempfile.mkdtemp())
-    >>> for p in ("offsets/0", "offsets/1", "commits/0", "commits/.1.x.tmp"):
-    ...     (d / p).parent.mkdir(exist_ok=True); _ = (d / p).write_text("v1")
-    >>> checkpoint_logs(d)
-    {'offsets': 1, 'commits': 0}
-    >>> import shutil; shutil.rmtree(d)
-    """
-    ck = Path(checkpoint)
-    out: dict[str, int | None] = {}
-    for log in ("offsets", "commits"):
-        ids = _log_ids(ck / log)
-        out[log] = ids[-1] if ids else None
-    return out
-
-
-def state_files_of_version(checkpoint: str | Path, version: int) -> int:
-    """How many state files of ``version`` (any operator, partition, store, provider) exist.
-
-    HDFS-backed stores write ``V.delta`` (and ``V.snapshot``); RocksDB writes ``V.zip`` (a
-    snapshot, possibly ``V_<uuid>.zip``) and, with changelog checkpointing, ``V.changelog``.
-    """
-    root = Path(checkpoint) / "state"
-    n = 0
-    for dirpath, _dirs, files in os.walk(root):
-        if "_metadata" in Path(dirpath).parts:
-            continue
-        for f in files:
-            m = STATE_FILE.match(f)
-            if m and int(m.group(1)) == version:
-                n += 1
-    return n
-
-
-# ----------------------------------------------------------------------------- inotify
-_IN_CREATE, _IN_MOVED_TO = 0x100, 0x80
-
-
-class _Inotify:
-    """A minimal Linux inotify reader (ctypes); ``None``-safe: :meth:`open` returns None where
-    inotify is not available, and the caller polls instead."""
-
-    def __init__(self, fd: int, libc: Any):
-        self.fd = fd
-        self.libc = libc
-        self.watches: dict[int, Path] = {}
-
-    @classmethod
-    def open(cls) -> _Inotify | None:
-        try:
-            libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-            fd = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
-        except (OSError, AttributeError):
-            return None
-        return cls(fd, libc) if fd >= 0 else None
-
-    def watch(self, folder: Path) -> bool:
-        wd = self.libc.inotify_add_watch(self.fd, str(folder).encode(), _IN_CREATE | _IN_MOVED_TO)
-        if wd < 0:
-            return False
-        self.watches[wd] = folder
-        return True
-
-    def read(self, timeout: float) -> list[tuple[Path, str]]:
-        r, _, _ = select.select([self.fd], [], [], timeout)
-        if not r:
-            return []
-        try:
-            data = os.read(self.fd, 65536)
-        except BlockingIOError:
-            return []
-        out, i = [], 0
-        while i + 16 <= len(data):
-            wd, _mask, _cookie, n = struct.unpack_from("iIII", data, i)
-            name = data[i + 16: i + 16 + n].split(b"\0", 1)[0].decode(errors="replace")
-            out.append((self.watches.get(wd, Path()), name))
-            i += 16 + n
-        return out
-
-    def close(self) -> None:
-        os.close(self.fd)
 
 
 # ----------------------------------------------------------------------------- the supervisor
