@@ -22,7 +22,15 @@ def register(sub: Any) -> None:
     rec = add_parser(ssub, "record", "Run and record a Spark job (wordcount, nhop or your own query).", None)
     rec.set_defaults(handler=None)
     rsub = rec.add_subparsers(dest="job", metavar="JOB", parser_class=type(p))
+    _register_wordcount(rsub)
+    _register_nhop(rsub)
+    _register_query(rsub)
+    _register_matrix(ssub)
+    _register_tools(ssub)
 
+
+def _register_wordcount(rsub: Any) -> None:
+    """``spark record wordcount``."""
     wc = add_parser(rsub, "wordcount", "Stateful Structured Streaming word count with a failure.", _record_wordcount)
     wc.add_argument("--out", required=True, help="trace file to write (rollcheck.trace/1)")
     wc.add_argument("--batches", type=int, default=6)
@@ -36,6 +44,9 @@ def register(sub: Any) -> None:
     wc.add_argument("--no-record", action="store_true", help="run without the recorder (overhead baseline)")
     wc.add_argument("--json", action="store_true")
 
+
+def _register_nhop(rsub: Any) -> None:
+    """``spark record nhop``."""
     nh = add_parser(rsub, "nhop", "Message passing in rounds with a checkpointing protocol in the tasks.",
                     _record_nhop)
     nh.add_argument("--protocol", required=True, choices=["uc", "bcs", "hmnr"])
@@ -51,6 +62,9 @@ def register(sub: Any) -> None:
                     help="local: the same rounds without Spark (for quick checks)")
     nh.add_argument("--json", action="store_true")
 
+
+def _register_query(rsub: Any) -> None:
+    """``spark record query``: the module, the failure and where it strikes, then the run's settings."""
     qq = add_parser(rsub, "query", "Your own Structured Streaming query (a Python file or module with "
                     "SCHEMA, batches, query, OUTPUT_MODE, KEY), recorded with a real injected failure.",
                     _record_query)
@@ -89,6 +103,11 @@ def register(sub: Any) -> None:
     qq.add_argument("--after-failure", choices=["restart", "continue"], default=None,
                     help="with --failure retry: after the next batch a new driver restarts from the checkpoint "
                          "(default), or the query goes on to its end")
+    _query_run_options(qq)
+
+
+def _query_run_options(qq: Any) -> None:
+    """``spark record query``'s state store, Spark, reference and release options."""
     qq.add_argument("--state-store", choices=["hdfs", "rocksdb", "rocksdb-changelog"], default="hdfs",
                     help="state store provider (rocksdb-changelog: RocksDB with changelog checkpointing)")
     qq.add_argument("--seed", type=int, default=0)
@@ -113,6 +132,9 @@ def register(sub: Any) -> None:
                          "check compares with (default: the pinned release)")
     qq.add_argument("--json", action="store_true")
 
+
+def _register_matrix(ssub: Any) -> None:
+    """``spark matrix``."""
     mx = add_parser(ssub, "matrix", "Chaos matrix: every query module x state store provider x failure x "
                     "kill point, each cell recorded and replayed (docs/spark-matrix.md).", _matrix)
     mx.add_argument("--module", action="append", default=None, metavar="FILE.py|MODULE",
@@ -156,6 +178,9 @@ def register(sub: Any) -> None:
                          "check compares with (default: the pinned release)")
     mx.add_argument("--json", action="store_true")
 
+
+def _register_tools(ssub: Any) -> None:
+    """``spark replay``, ``checkpoint``, ``sweep`` and ``tamper``."""
     rp = add_parser(ssub, "replay", "Check a recorded trace against the reference models.", _replay)
     rp.add_argument("trace")
     rp.add_argument("--json", action="store_true")
