@@ -260,6 +260,10 @@ class SparkAdapter(EngineAdapter):
         cfg = cell_config(cell, self.opts, trace, context)
         runner.charge(0.0, runs=0, reference=self._how.get(cell.config_id, "recorded") if context else "recorded")
         rc, stdout = self._run(cfg, self._warm_for(cell.failure, cell.engine_version), runner, log)
+        if rc == 3 and trace.is_file():
+            # a recording that ended without "done" (the restart failed with the engine's exception,
+            # the failure-free run failed on this release): its trace is whole, and the replay judges it
+            return Recording(trace, log=log)
         if rc is None or rc not in (0, 1):
             why = stdout.strip() if rc is None else (_last_line(log) or f"exit {rc}")
             return Recording(trace, error=f"the recording did not finish: {why}", log=log)

@@ -75,3 +75,26 @@ def test_matrix_flags_turn_warm_drivers_and_the_kept_reference_off(tmp_path, mon
     module = Path(__file__).resolve().parent / "queries" / "windowed_agg.py"
     main(["spark", "matrix", "--module", str(module), "--failures", "task", "--out", str(tmp_path), *flags])
     assert seen["opts"].warm is warm and seen["opts"].reuse_reference is reuse
+
+
+@pytest.mark.parametrize("rc, whole, replayed", [(3, True, True), (3, False, False), (4, True, False),
+                                                  (0, True, True)])
+def test_a_recording_that_ended_without_done_is_replayed(tmp_path, monkeypatch, rc, whole, replayed):
+    """A restart that failed with the engine's exception ends the recording with exit 3 and a whole
+    trace: the matrix replays it (recovery-succeeded judges it) instead of calling the cell
+    unfinished; exit 3 without a trace, or exit 4, stays a recording that did not finish."""
+    from rollcheck.spark_replay.matrix import SparkAdapter
+
+    opts = MatrixOptions(["q.py"], out=tmp_path, warm=False)
+    cell = Cell("q.py", "hdfs", "kill", "sink")
+    adapter = SparkAdapter(opts, [cell])
+
+    def fake_run(cfg, warm, runner, log):
+        if whole:
+            (tmp_path / f"{cell.stem}.jsonl").write_text("{}\n")
+        return rc, ""
+
+    monkeypatch.setattr(adapter, "_run", fake_run)
+    runner = type("R", (), {"charge": lambda self, *a, **k: None, "stopping": False})()
+    rec = adapter.record(cell, None, runner, tmp_path)
+    assert (rec.error is None) is replayed, rec.error
