@@ -162,18 +162,123 @@ def check_protocol(
     ----------
     FERDiS paper §5.3; ``specs/protocols.md#your-protocol``.
     """
-    from rollcheck.properties.explore import (
-        DEFAULT_BOUNDS,
-        Bound,
-        ProtocolCodeError,
-        drop_idle,
-        explore,
-        parse_bounds,
-        word_to_pattern,
-    )
+    run, the_bounds, given_p, n_random = _prepare(protocol, profile, out, seed, max_examples, budget, call_timeout,
+                                                  bounds, schedule, line)
+    violation, phase, counted, seen = _phases(run, the_bounds, given_p, n_random, budget=budget, workers=workers,
+                                              call_timeout=call_timeout, spark=spark, master=master,
+                                              progress=progress)
+    run.report.examples = sum(counted.values())
+    if seen:
+        _compare(run, seen)
+    run.report.checks = _checks(run, violation, counted, phase)
+    _conclude(run, violation, phase, picture)
+    return run.report
 
+
+class _Run:
+    """One check's protocol (as given and guarded), its claimed properties and where it saves."""
+
+    def __init__(self, proto: Any, label: str, guarded: GuardedProtocol, props: list[str], rb: int | None,
+                 line: Callable[..., Any], out: str | Path | None, report: ProtocolReport):
+        self.proto, self.label, self.guarded, self.name, self.props = proto, label, guarded, guarded.name, props
+        self.rb, self.line, self.out, self.report = rb, line, out, report
+        self.claims = [p for p in props if p != "recovery-line-is-max-consistent"]
+
+    def violation(self, p: Pattern) -> ProtocolViolation | None:
+        """The first claimed property the guarded protocol violates on basic schedule ``p``."""
+        self.guarded.reset()
+        return violation_of(run_protocol(self.guarded, p).pattern, self.props, self.name, self.rb, self.line)
+
+
+def _prepare(protocol: Any, profile: str | None, out: str | Path | None, seed: int | None,
+             max_examples: int | None, budget: float | None, call_timeout: float | None, bounds: Any,
+             schedule: Any, line: Callable[..., Any]) -> tuple[_Run, tuple[Any, ...], Pattern | None, int]:
+    """The checked protocol with its claims and report, the exhaustive bounds, the given schedule
+    (None: none) and the number of random schedules; exit 2 naming a bad option or claim."""
     proto = resolve_protocol(protocol)
     label = protocol if isinstance(protocol, str) else type(proto).__name__
+    short, seed, the_bounds = _options(profile, seed, max_examples, budget, call_timeout, bounds)
+    guarded = GuardedProtocol(proto, label)
+    rb = getattr(proto, "rollback_bound", None)
+    if rb is not None and (not isinstance(rb, int) or isinstance(rb, bool) or rb < 0):
+        raise InvalidInputError(f"rollback_bound must be a non-negative integer or None, got {rb!r}",
+                                source=type(proto).__name__, location="rollback_bound")
+    props = [k for k, claim in PROTOCOL_PROPERTIES.items()
+             if claim is None or (claim == "zcycle_free" and guarded.zcycle_free)
+             or (claim == "rollback_bound" and rb is not None)]
+    report = ProtocolReport(guarded.name, properties=props, profile=short, seed=seed)
+    given_p: Pattern | None = None
+    if schedule is not None:
+        from rollcheck.pyimpl.patternio import load_pattern
+
+        given_p = strip_forced(schedule if isinstance(schedule, Pattern) else load_pattern(schedule))
+        report.schedule = str(schedule) if not isinstance(schedule, Pattern) else "(pattern)"
+    n_random = RANDOM_EXAMPLES.get(short, 600) if max_examples is None else max_examples
+    return _Run(proto, label, guarded, props, rb, line, out, report), the_bounds, given_p, n_random
+
+
+def _phases(run: _Run, the_bounds: tuple[Any, ...], given_p: Pattern | None, n_random: int, *,
+            budget: float | None, workers: int | None, call_timeout: float | None, spark: bool,
+            master: str | None, progress: Callable[[str], None] | None,
+            ) -> tuple[ProtocolViolation | None, str, dict[str, int], list[Pattern]]:
+    """Run the phases until one finds a violation: the violation, its phase, the schedules each
+    phase checked and the random schedules run."""
+    violation: ProtocolViolation | None = None
+    phase = ""
+    counted = {"exhaustive": 0, "random": 0, "given": 0}
+    # 1. bounded-exhaustive (it vets the user's code first: copyable states, not changed in
+    # place, the same results when a schedule is run twice)
+    if run.claims and the_bounds:
+        violation, counted["exhaustive"] = _exhaustive(run, the_bounds, budget=budget, workers=workers,
+                                                       call_timeout=call_timeout, spark=spark, master=master,
+                                                       progress=progress)
+        phase = "exhaustive" if violation is not None else phase
+    elif n_random > 0 or given_p is not None:
+        # no exhaustive phase: vet the user's code all the same, at the random phase's sizes
+        from rollcheck.properties.explore import ProtocolCodeError
+        from rollcheck.properties.explore.explorer import vet
+
+        try:
+            _, run.report.determinism = vet(run.proto, run.label, call_timeout,
+                                            range(2, RANDOM_MAX_PROCESSES + 1))
+        except ProtocolCodeError as e:
+            raise user_error(e, run.out, run.name) from None
+    # 2. a given schedule
+    if violation is None and given_p is not None:
+        run.guarded.reset()
+        try:
+            ran = run_protocol(run.guarded, given_p)
+        except UserCodeError as e:
+            raise UserCodeError(f"{e.reason} (schedule {run.report.schedule})", source=e.source,
+                                location=e.location) from None
+        counted["given"] = 1
+        violation = violation_of(ran.pattern, run.props, run.name, run.rb, run.line)
+        phase = "the given schedule" if violation is not None else phase
+    # 3. random, steered at the protocol
+    seen: list[Pattern] = []
+    if violation is None and n_random > 0:
+        violation, seen = _random(run, n_random, run.report.seed, call_timeout, progress)
+        counted["random"] = len(seen)
+        phase = "random" if violation is not None else phase
+    return violation, phase, counted, seen
+
+
+def _compare(run: _Run, seen: list[Pattern]) -> None:
+    """Forced checkpoints per delivery of the protocol and of HMNR and BCS on the random schedules,
+    and the fraction of them on which UC leaves a useless checkpoint."""
+    report = run.report
+    report.forced_per_delivery = forced_per_delivery(run.guarded, seen)
+    report.compared = {k: forced_per_delivery(get_protocol(k), seen) for k in ("hmnr", "bcs")}
+    uc = get_protocol("uc")
+    report.uc_useless_fraction = sum(
+        1 for s in seen if useless_checkpoints(run_protocol(uc, s).pattern)) / len(seen)
+
+
+def _options(profile: str | None, seed: int | None, max_examples: int | None, budget: float | None,
+             call_timeout: float | None, bounds: Any) -> tuple[str, int | None, tuple[Any, ...]]:
+    """The profile's short name, the seed and the exhaustive bounds; exit 2 naming a bad option."""
+    from rollcheck.properties.explore import DEFAULT_BOUNDS, Bound, parse_bounds
+
     short = _profiles.short_name(profile or _profiles.active_profile())
     if profile is not None and _profiles.short_name(profile) != profile.removeprefix(_profiles.PREFIX):
         raise InvalidInputError(f"unknown profile {profile!r} (ci or verify)", location="profile")
@@ -197,126 +302,87 @@ def check_protocol(
             raise InvalidInputError(str(e), location="bound") from None
     else:
         the_bounds = tuple(bounds)
-    guarded = GuardedProtocol(proto, label)
-    name = guarded.name
-    rb = getattr(proto, "rollback_bound", None)
-    if rb is not None and (not isinstance(rb, int) or isinstance(rb, bool) or rb < 0):
-        raise InvalidInputError(f"rollback_bound must be a non-negative integer or None, got {rb!r}",
-                                source=type(proto).__name__, location="rollback_bound")
-    props = [k for k, claim in PROTOCOL_PROPERTIES.items()
-             if claim is None or (claim == "zcycle_free" and guarded.zcycle_free)
-             or (claim == "rollback_bound" and rb is not None)]
-    claims = [p for p in props if p != "recovery-line-is-max-consistent"]
-    report = ProtocolReport(name, properties=props, profile=short, seed=seed)
-    given_p: Pattern | None = None
-    if schedule is not None:
-        from rollcheck.pyimpl.patternio import load_pattern
+    return short, seed, the_bounds
 
-        given_p = strip_forced(schedule if isinstance(schedule, Pattern) else load_pattern(schedule))
-        report.schedule = str(schedule) if not isinstance(schedule, Pattern) else "(pattern)"
 
-    n_random = RANDOM_EXAMPLES.get(short, 600) if max_examples is None else max_examples
-    violation: ProtocolViolation | None = None
-    phase = ""
-    counted = {"exhaustive": 0, "random": 0, "given": 0}
-    # 1. bounded-exhaustive (it vets the user's code first: copyable states, not changed in
-    # place, the same results when a schedule is run twice)
-    if claims and the_bounds:
-        spark_fn: Any = None
-        if spark:
-            from rollcheck.testing._spark import spark_runner
+def _exhaustive(run: _Run, the_bounds: tuple[Any, ...], *, budget: float | None, workers: int | None,
+                call_timeout: float | None, spark: bool, master: str | None,
+                progress: Callable[[str], None] | None) -> tuple[ProtocolViolation | None, int]:
+    """The bounded-exhaustive phase: its smallest violation (None: none) and its schedule count."""
+    from rollcheck.properties.explore import ProtocolCodeError, drop_idle, explore, word_to_pattern
 
-            spark_fn = spark_runner(master)
-        report.budget = DEFAULT_BUDGET if budget is None else budget
-        try:
-            ex = explore(proto, label, the_bounds, budget=report.budget, workers=workers,
-                         call_timeout=call_timeout, zcycles="no-useless-checkpoint" in props,
-                         rollback_bound=rb, spark=spark_fn, progress=progress)
-        except ProtocolCodeError as e:
-            raise user_error(e, out, name) from None
-        finally:
-            if spark_fn is not None:
-                spark_fn.close()
-        report.symmetry = ex.symmetry
-        report.engine = ex.engine
-        report.determinism = ex.determinism
-        report.exhaustive = [dict(b.to_json(), limit=b.limit) for b in ex.bounds]
-        counted["exhaustive"] = sum(b.schedules for b in ex.bounds)
-        if ex.best is not None:
-            # the schedule as walked (a protocol may treat processes by their ids), then without
-            # its idle processes when the renumbered schedule shows the same flaw
-            word = ex.best.word
-            basic = word_to_pattern(ex.best_processes, word)
-            guarded.reset()
-            violation = violation_of(run_protocol(guarded, basic).pattern, props, name, rb, line)
-            n, small_word = drop_idle(ex.best_processes, word)
-            if violation is not None and n < ex.best_processes:
-                guarded.reset()
-                small = violation_of(run_protocol(guarded, word_to_pattern(n, small_word)).pattern,
-                                     props, name, rb, line)
-                if small is not None and small.property == violation.property:
-                    violation = small
-            if violation is None:
-                # the walk and the pattern-level checks disagree: the protocol's results differ
-                # from run to run (its error), or else a bug of ours
-                named = nondeterminism(proto, label, [basic])
-                if named is not None:
-                    path, _ = save_pattern(basic, folder(out), f"{slug(name)}-error-input", False, "")
-                    raise UserCodeError(f"{named.reason} (the schedule is saved in {path})",
-                                        source=named.source, location=named.location)
-                raise InternalError(f"the explorer reports {ex.best.what} on {word}, but the "
-                                    f"pattern-level checks find nothing")
-            phase = "exhaustive"
-    elif n_random > 0 or given_p is not None:
-        # no exhaustive phase: vet the user's code all the same, at the random phase's sizes
-        from rollcheck.properties.explore.explorer import vet
+    report, name = run.report, run.name
+    spark_fn: Any = None
+    if spark:
+        from rollcheck.testing._spark import spark_runner
 
-        try:
-            _, report.determinism = vet(proto, label, call_timeout,
-                                        range(2, RANDOM_MAX_PROCESSES + 1))
-        except ProtocolCodeError as e:
-            raise user_error(e, out, name) from None
-    # 2. a given schedule
-    if violation is None and given_p is not None:
-        guarded.reset()
-        try:
-            run = run_protocol(guarded, given_p)
-        except UserCodeError as e:
-            raise UserCodeError(f"{e.reason} (schedule {report.schedule})", source=e.source,
-                                location=e.location) from None
-        counted["given"] = 1
-        violation = violation_of(run.pattern, props, name, rb, line)
-        phase = "the given schedule" if violation is not None else phase
-    # 3. random, steered at the protocol
-    seen: list[Pattern] = []
-    if violation is None and n_random > 0:
-        violation, seen = random_phase(guarded, props, name, rb, line, n_random, seed, out,
-                                        call_timeout)
-        counted["random"] = len(seen)
-        report.random = {"schedules": len(seen), "max_processes": RANDOM_MAX_PROCESSES,
+        spark_fn = spark_runner(master)
+    report.budget = DEFAULT_BUDGET if budget is None else budget
+    try:
+        ex = explore(run.proto, run.label, the_bounds, budget=report.budget, workers=workers,
+                     call_timeout=call_timeout, zcycles="no-useless-checkpoint" in run.props,
+                     rollback_bound=run.rb, spark=spark_fn, progress=progress)
+    except ProtocolCodeError as e:
+        raise user_error(e, run.out, name) from None
+    finally:
+        if spark_fn is not None:
+            spark_fn.close()
+    report.symmetry = ex.symmetry
+    report.engine = ex.engine
+    report.determinism = ex.determinism
+    report.exhaustive = [dict(b.to_json(), limit=b.limit) for b in ex.bounds]
+    count = sum(b.schedules for b in ex.bounds)
+    if ex.best is None:
+        return None, count
+    # the schedule as walked (a protocol may treat processes by their ids), then without
+    # its idle processes when the renumbered schedule shows the same flaw
+    word = ex.best.word
+    basic = word_to_pattern(ex.best_processes, word)
+    violation = run.violation(basic)
+    n, small_word = drop_idle(ex.best_processes, word)
+    if violation is not None and n < ex.best_processes:
+        small = run.violation(word_to_pattern(n, small_word))
+        if small is not None and small.property == violation.property:
+            violation = small
+    if violation is None:
+        # the walk and the pattern-level checks disagree: the protocol's results differ
+        # from run to run (its error), or else a bug of ours
+        named = nondeterminism(run.proto, run.label, [basic])
+        if named is not None:
+            path, _ = save_pattern(basic, folder(run.out), f"{slug(name)}-error-input", False, "")
+            raise UserCodeError(f"{named.reason} (the schedule is saved in {path})",
+                                source=named.source, location=named.location)
+        raise InternalError(f"the explorer reports {ex.best.what} on {word}, but the "
+                            f"pattern-level checks find nothing")
+    return violation, count
+
+
+def _random(run: _Run, n_random: int, seed: int | None, call_timeout: float | None,
+            progress: Callable[[str], None] | None) -> tuple[ProtocolViolation | None, list[Pattern]]:
+    """The random phase, steered at the protocol: its violation (without idle processes when the
+    smaller schedule shows the same flaw) and the schedules it ran."""
+    violation, seen = random_phase(run.guarded, run.props, run.name, run.rb, run.line, n_random, seed, run.out,
+                                    call_timeout)
+    run.report.random = {"schedules": len(seen), "max_processes": RANDOM_MAX_PROCESSES,
                          "max_events": RANDOM_MAX_EVENTS}
-        if violation is not None:
-            phase = "random"
-            smaller = without_idle(violation.counterexample)
-            if smaller is not None:
-                guarded.reset()
-                v2 = violation_of(run_protocol(guarded, smaller).pattern, props, name, rb, line)
-                if v2 is not None and v2.property == violation.property:
-                    violation = v2
-        if progress is not None:
-            progress(f"random: {_n(len(seen), 'schedule')} up to {RANDOM_MAX_PROCESSES}x{RANDOM_MAX_EVENTS}")
-    report.examples = sum(counted.values())
-    if seen:
-        report.forced_per_delivery = forced_per_delivery(guarded, seen)
-        report.compared = {k: forced_per_delivery(get_protocol(k), seen) for k in ("hmnr", "bcs")}
-        uc = get_protocol("uc")
-        report.uc_useless_fraction = sum(
-            1 for s in seen if useless_checkpoints(run_protocol(uc, s).pattern)) / len(seen)
-    # the checks and the verdict
+    if violation is not None:
+        smaller = without_idle(violation.counterexample)
+        if smaller is not None:
+            v2 = run.violation(smaller)
+            if v2 is not None and v2.property == violation.property:
+                violation = v2
+    if progress is not None:
+        progress(f"random: {_n(len(seen), 'schedule')} up to {RANDOM_MAX_PROCESSES}x{RANDOM_MAX_EVENTS}")
+    return violation, seen
+
+
+def _checks(run: _Run, violation: ProtocolViolation | None, counted: dict[str, int], phase: str) -> list[Check]:
+    """One check per claimed property, the claims' check, and the cut bound's (if any)."""
+    report = run.report
     checks: list[Check] = []
     cover: dict[str, Any] = {"exhaustive": counted["exhaustive"], "random": counted["random"],
              "given": counted["given"]}
-    for prop in props:
+    for prop in run.props:
         if violation is not None and violation.property == prop:
             checks.append(Check.violated(prop, str(violation), examined=report.examples,
                                          phase=phase))
@@ -333,14 +399,19 @@ def check_protocol(
         else:
             n_ok = report.examples
             checks.append(Check.held(prop, f"held on {_n(n_ok, 'schedule')}", examined=n_ok, **cover))
-    if not claims:
+    if not run.claims:
         checks.append(Check.unchecked(
-            "claims", f"{name} claims neither zcycle_free nor a rollback_bound: only the recovery "
+            "claims", f"{run.name} claims neither zcycle_free nor a rollback_bound: only the recovery "
             f"lines were checked, nothing about the protocol itself"))
     cut = exhaustive_check(report.exhaustive, report.budget)
     if cut is not None:  # SAFE means complete: a requested bound the budget cut is a gap
         checks.append(cut)
-    report.checks = checks
+    return checks
+
+
+def _conclude(run: _Run, violation: ProtocolViolation | None, phase: str, picture: bool) -> None:
+    """The report's counterexample (saved, drawn) or the detail of a pass or an inconclusive run."""
+    report, name = run.report, run.name
     if violation is not None:
         cex = violation.counterexample
         report.property = violation.property
@@ -350,12 +421,11 @@ def check_protocol(
         report.counterexample_phase = phase
         report.useless = [cex.checkpoint_name(c) for c in useless_checkpoints(cex)]
         report.counterexample, report.picture = save_pattern(
-            cex, folder(out), f"{slug(name)}-{violation.property}", picture, f"{name}: {violation.property}")
+            cex, folder(run.out), f"{slug(name)}-{violation.property}", picture, f"{name}: {violation.property}")
     elif report.report.why_inconclusive is not None:
         report.detail = report.verdict_line().removeprefix("INCONCLUSIVE: ")
     else:
-        report.detail = f"{', '.join(props)} held on {_n(report.examples, 'schedule')}"
-    return report
+        report.detail = f"{', '.join(run.props)} held on {_n(report.examples, 'schedule')}"
 
 
 def assert_protocol_safe(protocol: Any, profile: str | None = None, out: str | Path | None = None,
