@@ -201,42 +201,7 @@ def _compile(doc: Any, normalise: bool, _times: Any) -> Tables:
     live = [False] * n
     ranks: list[dict] = []
     for i, name in enumerate(names):
-        loc = f"processors.{name}"
-        pd = procs[name]
-        if type(pd) is not dict:
-            raise InvalidInputError("expected an object with 'chain' (and 'top' when live)", location=loc)
-        if not pd.keys() <= _PROC_FIELDS:
-            raise InvalidInputError(f"unknown field(s) {sorted(set(pd) - _PROC_FIELDS)}"[:200], location=loc)
-        if "chain" not in pd:
-            raise InvalidInputError("missing 'chain'", location=loc)
-        chain = _lists(pd["chain"], f"{loc}.chain")
-        if not chain:
-            raise InvalidInputError("the chain must start with the empty span c_0", location=f"{loc}.chain")
-        rank: dict = {}
-        prev_len = 0
-        for k, c in enumerate(chain):
-            cs = _times(c, f"{loc}.chain[{k}]")
-            if k == 0:
-                if cs:
-                    raise InvalidInputError("c_0 must be the empty span", location=f"{loc}.chain[0]")
-                continue
-            kept = len(cs) - len(cs.difference(rank))  # |c_k ∩ c_{k-1}|
-            if kept != prev_len or len(cs) == prev_len:
-                why = (f"c_{k} misses time {_show(_first_missing(set(rank), cs))} of c_{k - 1}"
-                       if kept != prev_len else f"c_{k} equals c_{k - 1}")
-                raise InvalidInputError(f"processor {name}: chain is not strictly increasing ({why})",
-                                        location=f"{loc}.chain[{k}]")
-            rank.update(dict.fromkeys(cs.difference(rank), k))
-            prev_len = len(cs)
-        chain_len[i] = len(chain)
-        top = pd.get("top")
-        if top is not None:
-            ts = _times(top, f"{loc}.top")
-            if len(ts) - len(ts.difference(rank)) != prev_len:
-                raise InvalidInputError(f"processor {name}: top must contain the last chain element",
-                                        location=f"{loc}.top")
-            rank.update(dict.fromkeys(ts.difference(rank), len(chain)))
-            live[i] = True
+        chain_len[i], live[i], rank = _processor(name, procs[name], _times)
         ranks.append(rank)
     edges = doc.get("edges", [])
     if type(edges) is not list:
@@ -252,33 +217,9 @@ def _compile(doc: Any, normalise: bool, _times: Any) -> Tables:
     seen: set[str] = set()
     for j, ed in enumerate(edges):
         loc = f"edges[{j}]"
-        if type(ed) is not dict:
-            raise InvalidInputError("expected an edge object", location=loc)
-        if not ed.keys() <= _EDGE_FIELDS:
-            raise InvalidInputError(f"unknown field(s) {sorted(set(ed) - _EDGE_FIELDS)}"[:200], location=loc)
-        ename = ed.get("name", f"e{j}")
-        if type(ename) is not str:
-            raise InvalidInputError("edge name must be a string", location=f"{loc}.name")
-        if ename in seen:
-            raise InvalidInputError(f"duplicate edge name {ename!r}", location=f"{loc}.name")
-        seen.add(ename)
-        for f in ("src", "dst", "discarded", "processed", "phi"):
-            if f not in ed:
-                raise InvalidInputError(f"edge {ename}: missing {f!r}", location=loc)
-        ends = []
-        for f in ("src", "dst"):
-            v = ed[f]
-            if type(v) is not str:
-                raise InvalidInputError(f"edge {ename}: {f} must be a processor name (a string), got {v!r}"[:200],
-                                        location=f"{loc}.{f}")
-            if v not in index:
-                raise InvalidInputError(f"edge {ename}: unknown processor {v!r}"[:200], location=f"{loc}.{f}")
-            ends.append(index[v])
-        a, b = ends
+        ename, a, b = _edge_ends(ed, j, loc, index, seen)
         src_i[j], dst_i[j] = a, b
-        ka, kb = chain_len[a], chain_len[b]
-        live_a, live_b = live[a], live[b]
-        top_a, top_b = top[a], top[b]
+        ka = chain_len[a]
         rb = ranks[b]
         disc = _lists(ed["discarded"], f"{loc}.discarded")
         phis = _lists(ed["phi"], f"{loc}.phi")
@@ -287,68 +228,152 @@ def _compile(doc: Any, normalise: bool, _times: Any) -> Tables:
                 raise InvalidInputError(f"edge {ename}: {f} has {len(lst)} entries but source "
                                         f"{names[a]}'s chain has {ka}", location=f"{loc}.{f}")
         # C1, owned by a: need1[x] = max rank_b over T_D(s_x(a))
-        r1 = j * L
-        prev: set = set()
-        for x, d in enumerate(disc):
-            ds = _times(d, f"{loc}.discarded[{x}]")
-            if x == 0 and ds:
-                raise InvalidInputError(f"edge {ename}: T_D(c_0) must be empty (nothing is sent before any "
-                                        "event)", location=f"{loc}.discarded[0]")
-            if not prev <= ds:
-                raise InvalidInputError(
-                    f"edge {ename}: discarded[{x}] misses time {_show(_first_missing(prev, ds))} of "
-                    f"discarded[{x - 1}] (the events of a larger span send at least as much)",
-                    location=f"{loc}.discarded[{x}]")
-            m = max(map(rb.get, ds, repeat(_MISSING)), default=0)
-            need[r1 + x] = m if m <= top_b else none
-            prev = ds
-        dt = ed.get("discarded_top")
-        if dt is not None:
-            ds = _times(dt, f"{loc}.discarded_top")
-            if not prev <= ds:
-                raise InvalidInputError(
-                    f"edge {ename}: discarded_top misses time {_show(_first_missing(prev, ds))} of the last "
-                    "discarded entry", location=f"{loc}.discarded_top")
-            if live_a:
-                m = max(map(rb.get, ds, repeat(_MISSING)), default=0)
-                if live_b:
-                    m = min(m, kb)  # both at ⊤: C1 holds
-                need[r1 + ka] = m if m <= top_b else none
-        elif live_a:
-            raise InvalidInputError(f"edge {ename}: discarded_top is required because source {names[a]} is live",
-                                    location=f"{loc}.discarded_top")
+        for x, v in enumerate(_c1_need(ed, ename, loc, disc, rb, chain_len[b], live[a], live[b], names[a],
+                                       _times)):
+            need[j * L + x] = v if v <= top[b] else none
         # C2, owned by b: need2[y] = max φrank over T_M ∩ s_y(b)
-        phr: dict = {}
-        plen = 0
-        for x, f in enumerate(phis):
-            fs = _times(f, f"{loc}.phi[{x}]")
-            if not normalise and x > 0:
-                kept = len(fs) - len(fs.difference(phr))
-                if kept != plen:
-                    raise InvalidInputError(
-                        f"edge {ename}: phi is not monotone along {names[a]}'s chain (phi[{x - 1}] ⊄ "
-                        f"phi[{x}]); use --normalise-phi to take running unions", location=f"{loc}.phi[{x}]")
-            phr.update(dict.fromkeys(fs.difference(phr), x))
-            plen = len(phr)
-        tm = _times(ed["processed"], f"{loc}.processed")
-        r2 = (E + j) * L
-        if tm:
-            if live_b:
-                miss = tm.difference(rb)
-                if miss:
-                    raise InvalidInputError(
-                        f"edge {ename}: {names[b]} processed time {_show(next(iter(miss)))} but its top does not "
-                        "hold it (a live processor's top holds every time it processed)",
-                        location=f"{loc}.processed")
-            phi_top = ka if live_a else _MISSING  # φ(⊤) is all times; a failed source has no ⊤
-            row = _c2_need(map(rb.get, tm, repeat(_MISSING)), map(phr.get, tm, repeat(phi_top)), top_b)
-            for y, v in enumerate(row):
-                need[r2 + y] = v if v <= top_a else none
+        for y, v in enumerate(_c2_edge(ed, ename, loc, phis, rb, ka, live[a], live[b], top[b], names, a, b,
+                                       normalise, _times)):
+            need[(E + j) * L + y] = v if v <= top[a] else none
     owner = np.array(src_i + dst_i, dtype=np.int64)
     nbr = np.array(dst_i + src_i, dtype=np.int64)
     need_np = np.frombuffer(need, dtype=dtype).reshape(2 * E, L)
     flat = FlatCompiled(np.array(top, dtype=np.int64), L, owner, nbr, need_np)
     return Tables(names, np.array(chain_len, dtype=np.int64), np.array(live, dtype=bool), flat)
+
+
+def _processor(name: str, pd: Any, _times: Any) -> tuple[int, bool, dict]:
+    """Processor ``name``'s chain length, whether it is live (has a top) and the rank of each of its
+    times (the first chain element holding it; the chain's length for the top's own)."""
+    loc = f"processors.{name}"
+    if type(pd) is not dict:
+        raise InvalidInputError("expected an object with 'chain' (and 'top' when live)", location=loc)
+    if not pd.keys() <= _PROC_FIELDS:
+        raise InvalidInputError(f"unknown field(s) {sorted(set(pd) - _PROC_FIELDS)}"[:200], location=loc)
+    if "chain" not in pd:
+        raise InvalidInputError("missing 'chain'", location=loc)
+    chain = _lists(pd["chain"], f"{loc}.chain")
+    if not chain:
+        raise InvalidInputError("the chain must start with the empty span c_0", location=f"{loc}.chain")
+    rank: dict = {}
+    prev_len = 0
+    for k, c in enumerate(chain):
+        cs = _times(c, f"{loc}.chain[{k}]")
+        if k == 0:
+            if cs:
+                raise InvalidInputError("c_0 must be the empty span", location=f"{loc}.chain[0]")
+            continue
+        kept = len(cs) - len(cs.difference(rank))  # |c_k ∩ c_{k-1}|
+        if kept != prev_len or len(cs) == prev_len:
+            why = (f"c_{k} misses time {_show(_first_missing(set(rank), cs))} of c_{k - 1}"
+                   if kept != prev_len else f"c_{k} equals c_{k - 1}")
+            raise InvalidInputError(f"processor {name}: chain is not strictly increasing ({why})",
+                                    location=f"{loc}.chain[{k}]")
+        rank.update(dict.fromkeys(cs.difference(rank), k))
+        prev_len = len(cs)
+    live = False
+    top = pd.get("top")
+    if top is not None:
+        ts = _times(top, f"{loc}.top")
+        if len(ts) - len(ts.difference(rank)) != prev_len:
+            raise InvalidInputError(f"processor {name}: top must contain the last chain element",
+                                    location=f"{loc}.top")
+        rank.update(dict.fromkeys(ts.difference(rank), len(chain)))
+        live = True
+    return len(chain), live, rank
+
+
+def _edge_ends(ed: Any, j: int, loc: str, index: dict[str, int], seen: set[str]) -> tuple[str, int, int]:
+    """Edge ``j``'s name and the indices of its source and destination (the edge object checked)."""
+    if type(ed) is not dict:
+        raise InvalidInputError("expected an edge object", location=loc)
+    if not ed.keys() <= _EDGE_FIELDS:
+        raise InvalidInputError(f"unknown field(s) {sorted(set(ed) - _EDGE_FIELDS)}"[:200], location=loc)
+    ename = ed.get("name", f"e{j}")
+    if type(ename) is not str:
+        raise InvalidInputError("edge name must be a string", location=f"{loc}.name")
+    if ename in seen:
+        raise InvalidInputError(f"duplicate edge name {ename!r}", location=f"{loc}.name")
+    seen.add(ename)
+    for f in ("src", "dst", "discarded", "processed", "phi"):
+        if f not in ed:
+            raise InvalidInputError(f"edge {ename}: missing {f!r}", location=loc)
+    ends = []
+    for f in ("src", "dst"):
+        v = ed[f]
+        if type(v) is not str:
+            raise InvalidInputError(f"edge {ename}: {f} must be a processor name (a string), got {v!r}"[:200],
+                                    location=f"{loc}.{f}")
+        if v not in index:
+            raise InvalidInputError(f"edge {ename}: unknown processor {v!r}"[:200], location=f"{loc}.{f}")
+        ends.append(index[v])
+    return ename, ends[0], ends[1]
+
+
+def _c1_need(ed: dict, ename: str, loc: str, disc: list, rb: dict, kb: int, live_a: bool, live_b: bool,
+             src_name: str, _times: Any) -> list[int]:
+    """C1 of an edge, owned by its source: per source span x, the greatest rank at the destination
+    of a time the span's events sent (``discarded``; ``discarded_top`` for a live source's top)."""
+    out: list[int] = []
+    prev: set = set()
+    for x, d in enumerate(disc):
+        ds = _times(d, f"{loc}.discarded[{x}]")
+        if x == 0 and ds:
+            raise InvalidInputError(f"edge {ename}: T_D(c_0) must be empty (nothing is sent before any "
+                                    "event)", location=f"{loc}.discarded[0]")
+        if not prev <= ds:
+            raise InvalidInputError(
+                f"edge {ename}: discarded[{x}] misses time {_show(_first_missing(prev, ds))} of "
+                f"discarded[{x - 1}] (the events of a larger span send at least as much)",
+                location=f"{loc}.discarded[{x}]")
+        out.append(max(map(rb.get, ds, repeat(_MISSING)), default=0))
+        prev = ds
+    dt = ed.get("discarded_top")
+    if dt is not None:
+        ds = _times(dt, f"{loc}.discarded_top")
+        if not prev <= ds:
+            raise InvalidInputError(
+                f"edge {ename}: discarded_top misses time {_show(_first_missing(prev, ds))} of the last "
+                "discarded entry", location=f"{loc}.discarded_top")
+        if live_a:
+            m = max(map(rb.get, ds, repeat(_MISSING)), default=0)
+            if live_b:
+                m = min(m, kb)  # both at ⊤: C1 holds
+            out.append(m)
+    elif live_a:
+        raise InvalidInputError(f"edge {ename}: discarded_top is required because source {src_name} is live",
+                                location=f"{loc}.discarded_top")
+    return out
+
+
+def _c2_edge(ed: dict, ename: str, loc: str, phis: list, rb: dict, ka: int, live_a: bool, live_b: bool,
+             top_b: int, names: list[str], a: int, b: int, normalise: bool, _times: Any) -> list[int]:
+    """C2 of an edge, owned by its destination: per destination span y, the greatest φ-rank of a
+    processed time it holds (empty when the destination processed nothing on the edge)."""
+    phr: dict = {}
+    plen = 0
+    for x, f in enumerate(phis):
+        fs = _times(f, f"{loc}.phi[{x}]")
+        if not normalise and x > 0:
+            kept = len(fs) - len(fs.difference(phr))
+            if kept != plen:
+                raise InvalidInputError(
+                    f"edge {ename}: phi is not monotone along {names[a]}'s chain (phi[{x - 1}] ⊄ "
+                    f"phi[{x}]); use --normalise-phi to take running unions", location=f"{loc}.phi[{x}]")
+        phr.update(dict.fromkeys(fs.difference(phr), x))
+        plen = len(phr)
+    tm = _times(ed["processed"], f"{loc}.processed")
+    if not tm:
+        return []
+    if live_b:
+        miss = tm.difference(rb)
+        if miss:
+            raise InvalidInputError(
+                f"edge {ename}: {names[b]} processed time {_show(next(iter(miss)))} but its top does not "
+                "hold it (a live processor's top holds every time it processed)",
+                location=f"{loc}.processed")
+    phi_top = ka if live_a else _MISSING  # φ(⊤) is all times; a failed source has no ⊤
+    return list(_c2_need(map(rb.get, tm, repeat(_MISSING)), map(phr.get, tm, repeat(phi_top)), top_b))
 
 
 def solve_tables(t: Tables) -> tuple[dict[str, int | str], int, int]:
