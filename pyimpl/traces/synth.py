@@ -55,7 +55,6 @@ def synthetic_trace(processes: int | Sequence[str] = 3, steps: int = 40, seed: i
     ('rollcheck.trace/1', 'end', True)
     """
     from rollcheck.pyimpl.protocols import resolve_protocol
-    from rollcheck.pyimpl.recovery import rollback_propagation
 
     names = [f"P{i}" for i in range(processes)] if isinstance(processes, int) else list(processes)
     n = len(names)
@@ -65,107 +64,134 @@ def synthetic_trace(processes: int | Sequence[str] = 3, steps: int = 40, seed: i
     rng = random.Random(seed)
     yield {"format": "rollcheck.trace/1", "source": source, "processes": names, "protocol": protocol,
            "seed": seed}
-    seq = 0
-    st = [proto.initial(i, n) for i in range(n)]
-    snaps: list[list[Any]] = [[s] for s in st]
-    count = [0] * n
-    flight: list[tuple[str, int, int, Any, bool]] = []  # (id, src, dst, piggyback, replayed)
-    pbs: dict[str, tuple[int, int, Any]] = {}
-    evs: list[Event] = []
-    outs: list[tuple[int, int, list[Any]]] = []  # (process, interval, [process, key, value])
-    local = [0] * n
-    next_id = 0
+    run = _ToyRun(names, proto, rng)
     fail_at = set(failures)
-
-    def ev(kind: str, **fields: Any) -> dict[str, Any]:
-        nonlocal seq
-        seq += 1
-        return {"seq": seq, "kind": kind, **fields}
-
     for step in range(steps):
         if step in fail_at:
-            f = rng.randrange(n)
-            yield ev("failure", processes=[names[f]])
-            p = Pattern(tuple(names), tuple(evs))
-            line = rollback_propagation(p, [f])
-            cut = list(line.line)
-            transit = set(line.in_transit)
-            yield ev("recovery", line={names[i]: ("volatile" if line.volatile[i] else cut[i]) for i in range(n)},
-                     in_transit=sorted(transit))
-            # cut the effective execution
-            c = [0] * n
-            kept_evs: list[Event] = []
-            for e in evs:
-                i = e.process
-                lim = None if line.volatile[i] else cut[i]
-                if e.kind == CHECKPOINT:
-                    c[i] += 1
-                    if lim is not None and c[i] > lim:
-                        continue
-                elif lim is not None and c[i] >= lim:
-                    continue
-                kept_evs.append(e)
-            evs = kept_evs
-            for i in range(n):
-                if not line.volatile[i]:
-                    count[i] = cut[i]
-                    del snaps[i][cut[i] + 1:]
-                    st[i] = snaps[i][cut[i]]
-            outs = [o for o in outs if line.volatile[o[0]] or o[1] < cut[o[0]]]
-            flight = [(m, s, d, pbs[m][2], True) for m in sorted(transit) for s, d in [pbs[m][:2]]]
+            yield from run.fail()
         r = rng.random()
         out_p = 1.0 / output_every if output_every else 0.0
-        if flight and r < 0.4:
-            k = rng.randrange(len(flight))
-            mid, src, dst, pb, replayed = flight.pop(k)
-            if proto.must_force(st[dst], src, pb):
-                count[dst] += 1
-                st[dst] = checkpoint_function(proto)(st[dst], True)
-                snaps[dst].append(st[dst])
-                evs.append(Event(dst, CHECKPOINT, None, None, True))
-                yield ev("checkpoint", process=names[dst], index=count[dst], forced=True)
-            st[dst] = proto.on_deliver(st[dst], src, pb)
-            evs.append(Event(dst, DELIVER, mid))
-            yield ev("deliver", process=names[dst], message=mid, **({"replayed": True} if replayed else {}))
+        if run.flight and r < 0.4:
+            yield from run.deliver(rng.randrange(len(run.flight)))
         elif r < 0.4 + out_p:
-            i = rng.randrange(n)
-            local[i] += 1
-            key, value = f"{names[i]}-{count[i]}-{local[i]}", rng.randrange(100)
-            outs.append((i, count[i], [names[i], key, value]))
-            yield ev("output", process=names[i], key=key, value=value)
+            yield run.output()
         elif r < 0.85:
-            i = rng.randrange(n)
-            j = rng.randrange(n - 1)
-            j += j >= i
-            mid = f"m{next_id}"
-            next_id += 1
-            st[i], pb = proto.on_send(st[i], j)
-            pbs[mid] = (i, j, pb)
-            flight.append((mid, i, j, pb, False))
-            evs.append(Event(i, SEND, mid, j))
-            yield ev("send", process=names[i], message=mid, to=names[j])
+            yield run.send()
         else:
-            i = rng.randrange(n)
-            count[i] += 1
-            st[i] = checkpoint_function(proto)(st[i], False)
-            snaps[i].append(st[i])
-            evs.append(Event(i, CHECKPOINT))
-            yield ev("checkpoint", process=names[i], index=count[i], forced=False)
+            yield run.checkpoint()
     # drain: deliver everything still in flight, so that replays complete
-    while flight:
-        mid, src, dst, pb, replayed = flight.pop(0)
-        if proto.must_force(st[dst], src, pb):
-            count[dst] += 1
-            st[dst] = checkpoint_function(proto)(st[dst], True)
-            snaps[dst].append(st[dst])
-            evs.append(Event(dst, CHECKPOINT, None, None, True))
-            yield ev("checkpoint", process=names[dst], index=count[dst], forced=True)
-        st[dst] = proto.on_deliver(st[dst], src, pb)
-        evs.append(Event(dst, DELIVER, mid))
-        yield ev("deliver", process=names[dst], message=mid, **({"replayed": True} if replayed else {}))
-    end = ev("end")
-    end["reference"] = [{"process": p, "key": k, "value": v} for _i, _x, (p, k, v) in outs]
+    while run.flight:
+        yield from run.deliver(0)
+    end = run.ev("end")
+    end["reference"] = [{"process": p, "key": k, "value": v} for _i, _x, (p, k, v) in run.outs]
     yield end
+
+
+class _ToyRun:
+    """The state of a toy run: each process's protocol state and checkpoints, the messages in
+    flight, the pattern so far and the outputs of the effective execution; each action returns (or
+    yields) its trace events."""
+
+    def __init__(self, names: list[str], proto: Any, rng: random.Random):
+        n = len(names)
+        self.names, self.proto, self.rng, self.n = names, proto, rng, n
+        self.seq = 0
+        self.st = [proto.initial(i, n) for i in range(n)]
+        self.snaps: list[list[Any]] = [[s] for s in self.st]
+        self.count = [0] * n
+        self.flight: list[tuple[str, int, int, Any, bool]] = []  # (id, src, dst, piggyback, replayed)
+        self.pbs: dict[str, tuple[int, int, Any]] = {}
+        self.evs: list[Event] = []
+        self.outs: list[tuple[int, int, list[Any]]] = []  # (process, interval, [process, key, value])
+        self.local = [0] * n
+        self.next_id = 0
+
+    def ev(self, kind: str, **fields: Any) -> dict[str, Any]:
+        self.seq += 1
+        return {"seq": self.seq, "kind": kind, **fields}
+
+    def fail(self) -> Iterator[dict[str, Any]]:
+        """A random process fails; the recovery line by rollback propagation, the effective execution
+        cut to it, the messages in transit re-sent from the logs."""
+        from rollcheck.pyimpl.recovery import rollback_propagation
+
+        names, n, rng = self.names, self.n, self.rng
+        f = rng.randrange(n)
+        yield self.ev("failure", processes=[names[f]])
+        p = Pattern(tuple(names), tuple(self.evs))
+        line = rollback_propagation(p, [f])
+        cut = list(line.line)
+        transit = set(line.in_transit)
+        yield self.ev("recovery", line={names[i]: ("volatile" if line.volatile[i] else cut[i]) for i in range(n)},
+                      in_transit=sorted(transit))
+        # cut the effective execution
+        c = [0] * n
+        kept_evs: list[Event] = []
+        for e in self.evs:
+            i = e.process
+            lim = None if line.volatile[i] else cut[i]
+            if e.kind == CHECKPOINT:
+                c[i] += 1
+                if lim is not None and c[i] > lim:
+                    continue
+            elif lim is not None and c[i] >= lim:
+                continue
+            kept_evs.append(e)
+        self.evs = kept_evs
+        for i in range(n):
+            if not line.volatile[i]:
+                self.count[i] = cut[i]
+                del self.snaps[i][cut[i] + 1:]
+                self.st[i] = self.snaps[i][cut[i]]
+        self.outs = [o for o in self.outs if line.volatile[o[0]] or o[1] < cut[o[0]]]
+        pbs = self.pbs
+        self.flight = [(m, s, d, pbs[m][2], True) for m in sorted(transit) for s, d in [pbs[m][:2]]]
+
+    def deliver(self, k: int) -> Iterator[dict[str, Any]]:
+        """Deliver the ``k``-th message in flight, after a forced checkpoint if the protocol says so."""
+        proto, names = self.proto, self.names
+        mid, src, dst, pb, replayed = self.flight.pop(k)
+        if proto.must_force(self.st[dst], src, pb):
+            self.count[dst] += 1
+            self.st[dst] = checkpoint_function(proto)(self.st[dst], True)
+            self.snaps[dst].append(self.st[dst])
+            self.evs.append(Event(dst, CHECKPOINT, None, None, True))
+            yield self.ev("checkpoint", process=names[dst], index=self.count[dst], forced=True)
+        self.st[dst] = proto.on_deliver(self.st[dst], src, pb)
+        self.evs.append(Event(dst, DELIVER, mid))
+        yield self.ev("deliver", process=names[dst], message=mid, **({"replayed": True} if replayed else {}))
+
+    def output(self) -> dict[str, Any]:
+        """A random process emits an output."""
+        names, rng = self.names, self.rng
+        i = rng.randrange(self.n)
+        self.local[i] += 1
+        key, value = f"{names[i]}-{self.count[i]}-{self.local[i]}", rng.randrange(100)
+        self.outs.append((i, self.count[i], [names[i], key, value]))
+        return self.ev("output", process=names[i], key=key, value=value)
+
+    def send(self) -> dict[str, Any]:
+        """A random process sends to another (the piggyback kept for a replay)."""
+        rng = self.rng
+        i = rng.randrange(self.n)
+        j = rng.randrange(self.n - 1)
+        j += j >= i
+        mid = f"m{self.next_id}"
+        self.next_id += 1
+        self.st[i], pb = self.proto.on_send(self.st[i], j)
+        self.pbs[mid] = (i, j, pb)
+        self.flight.append((mid, i, j, pb, False))
+        self.evs.append(Event(i, SEND, mid, j))
+        return self.ev("send", process=self.names[i], message=mid, to=self.names[j])
+
+    def checkpoint(self) -> dict[str, Any]:
+        """A random process takes a basic checkpoint."""
+        i = self.rng.randrange(self.n)
+        self.count[i] += 1
+        self.st[i] = checkpoint_function(self.proto)(self.st[i], False)
+        self.snaps[i].append(self.st[i])
+        self.evs.append(Event(i, CHECKPOINT))
+        return self.ev("checkpoint", process=self.names[i], index=self.count[i], forced=False)
 
 
 def write_synthetic_trace(path: str, *args: Any, reference: str | None = None, **kw: Any) -> int:
