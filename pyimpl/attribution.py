@@ -142,6 +142,35 @@ def judge_sink(guarantee: str, want: Mapping[str, Mapping[str, int]], got: Mappi
     check_guarantee(guarantee)
     redel = _positive(redelivered)
     known = redelivered is not None
+    lost, extra, changed = _differences(want, got)
+    within, again = _positive(within_attempt), _positive(again_without_failure)
+    owner = "module" if lost and handed_keys is not None and set(lost) <= set(handed_keys) else None
+    data: dict[str, Any] = {"sink_guarantee": guarantee, "lost": lost, "extra_copies": extra, "changed": changed,
+                            "redelivered_after_failure": redel if known else None, "handed_within_attempt": within,
+                            "handed_again_without_failure": again, "loss_owner": owner,
+                            "documentation": documentation}
+    unexplained = {k: n - redel.get(k, 0) for k, n in extra.items() if n > redel.get(k, 0)}
+    changed_bad = sorted(k for k in changed if k not in redel)
+    n_extra = sum(extra.values())
+    if guarantee == "exactly-once":
+        ok = not (lost or extra or changed)
+    else:
+        ok = not lost and not unexplained and not changed_bad
+    if ok and not extra and not changed:
+        detail = f"per KEY the same rows as the failure-free run ({len(want)} KEY(s)): no duplicate, none lost"
+    elif ok:
+        detail = (f"as declared at-least-once: {n_extra} extra cop{'y' if n_extra == 1 else 'ies'}"
+                  + (f" and {len(changed)} KEY(s) with changed values" if changed else "")
+                  + f", none beyond the {sum(redel.values())} row(s) handed again after the failure; none lost")
+    else:
+        detail = f"{guarantee} declared; " + "; ".join(_failed_parts(guarantee, lost, extra, changed, redel,
+                                                                     unexplained, changed_bad))
+    return {"ok": ok, "detail": detail, "data": data}
+
+
+def _differences(want: Mapping[str, Mapping[str, int]], got: Mapping[str, Mapping[str, int]],
+                 ) -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
+    """Per KEY, the rows lost, the extra copies and the changed rows of ``got`` against ``want``."""
     lost: dict[str, int] = {}
     extra: dict[str, int] = {}
     changed: dict[str, int] = {}
@@ -157,46 +186,32 @@ def judge_sink(guarantee: str, want: Mapping[str, Mapping[str, int]], got: Mappi
             diff = sum((g - w).values())  # rows of the output not in the reference
         if diff:
             changed[k] = diff
-    within, again = _positive(within_attempt), _positive(again_without_failure)
-    owner = "module" if lost and handed_keys is not None and set(lost) <= set(handed_keys) else None
-    data: dict[str, Any] = {"sink_guarantee": guarantee, "lost": lost, "extra_copies": extra, "changed": changed,
-                            "redelivered_after_failure": redel if known else None, "handed_within_attempt": within,
-                            "handed_again_without_failure": again, "loss_owner": owner,
-                            "documentation": documentation}
-    unexplained = {k: n - redel.get(k, 0) for k, n in extra.items() if n > redel.get(k, 0)}
-    changed_bad = sorted(k for k in changed if k not in redel)
+    return lost, extra, changed
+
+
+def _failed_parts(guarantee: str, lost: dict[str, int], extra: dict[str, int], changed: dict[str, int],
+                  redel: dict[str, int], unexplained: dict[str, int], changed_bad: list[str]) -> list[str]:
+    """What broke the declared guarantee, one clause each (a KEY named as the example)."""
     n_extra, n_lost = sum(extra.values()), sum(lost.values())
-    if guarantee == "exactly-once":
-        ok = not (lost or extra or changed)
-    else:
-        ok = not lost and not unexplained and not changed_bad
-    if ok and not extra and not changed:
-        detail = f"per KEY the same rows as the failure-free run ({len(want)} KEY(s)): no duplicate, none lost"
-    elif ok:
-        detail = (f"as declared at-least-once: {n_extra} extra cop{'y' if n_extra == 1 else 'ies'}"
-                  + (f" and {len(changed)} KEY(s) with changed values" if changed else "")
-                  + f", none beyond the {sum(redel.values())} row(s) handed again after the failure; none lost")
-    else:
-        parts = []
-        if lost:
-            k0 = next(iter(lost))
-            parts.append(f"lost: {n_lost} row(s) over {len(lost)} KEY(s) (KEY {k0}: {lost[k0]})")
-        if extra:
-            k0 = next(iter(extra))
-            parts.append(f"duplicated: {n_extra} extra cop{'y' if n_extra == 1 else 'ies'} over {len(extra)} KEY(s) "
-                         f"(KEY {k0}: {extra[k0]} extra, {redel.get(k0, 0)} handed again after the failure)")
-        if changed:
-            k0 = next(iter(changed))
-            parts.append(f"changed values at {len(changed)} KEY(s) (KEY {k0})")
-        if guarantee == "at-least-once":
-            if unexplained:
-                k0 = next(iter(unexplained))
-                parts.append(f"beyond at-least-once: KEY {k0} has {unexplained[k0]} more extra cop(ies) than "
-                             f"re-deliveries after the failure")
-            if changed_bad:
-                parts.append(f"beyond at-least-once: KEY {changed_bad[0]} changed with no re-delivery after the failure")
-        detail = f"{guarantee} declared; " + "; ".join(parts)
-    return {"ok": ok, "detail": detail, "data": data}
+    parts = []
+    if lost:
+        k0 = next(iter(lost))
+        parts.append(f"lost: {n_lost} row(s) over {len(lost)} KEY(s) (KEY {k0}: {lost[k0]})")
+    if extra:
+        k0 = next(iter(extra))
+        parts.append(f"duplicated: {n_extra} extra cop{'y' if n_extra == 1 else 'ies'} over {len(extra)} KEY(s) "
+                     f"(KEY {k0}: {extra[k0]} extra, {redel.get(k0, 0)} handed again after the failure)")
+    if changed:
+        k0 = next(iter(changed))
+        parts.append(f"changed values at {len(changed)} KEY(s) (KEY {k0})")
+    if guarantee == "at-least-once":
+        if unexplained:
+            k0 = next(iter(unexplained))
+            parts.append(f"beyond at-least-once: KEY {k0} has {unexplained[k0]} more extra cop(ies) than "
+                         f"re-deliveries after the failure")
+        if changed_bad:
+            parts.append(f"beyond at-least-once: KEY {changed_bad[0]} changed with no re-delivery after the failure")
+    return parts
 
 
 def sink_check_of(report: Report) -> Check | None:
