@@ -311,31 +311,7 @@ def _from_dict(doc: Any, phi_mode: str, semantic: bool = False) -> SpanSystem:
         raise InvalidInputError("processors must be a non-empty object", location="processors")
     procs: list[ProcessorSpec] = []
     for name, pd in procs_doc.items():
-        loc = f"processors.{name}"
-        if not isinstance(pd, dict):
-            raise InvalidInputError("expected an object with 'chain' (and 'top' when live)", location=loc)
-        unknown = set(pd) - {"chain", "top"}
-        if unknown:
-            raise InvalidInputError(f"unknown field(s) {sorted(unknown)}", location=loc)
-        if "chain" not in pd:
-            raise InvalidInputError("missing 'chain'", location=loc)
-        chain = _sets(pd["chain"], f"{loc}.chain")
-        if not chain:
-            raise InvalidInputError("the chain must start with the empty span c_0", location=f"{loc}.chain")
-        if chain[0]:
-            raise InvalidInputError("c_0 must be the empty span", location=f"{loc}.chain[0]")
-        for k in range(1, len(chain)):
-            if not (chain[k - 1] < chain[k]):
-                raise InvalidInputError(
-                    f"processor {name}: chain is not strictly increasing (c_{k - 1} ⊄ c_{k} or equal)",
-                    location=f"{loc}.chain[{k}]")
-        top = None
-        if "top" in pd and pd["top"] is not None:
-            top = _set(pd["top"], f"{loc}.top")
-            if not chain[-1] <= top:
-                raise InvalidInputError(
-                    f"processor {name}: top must contain the last chain element", location=f"{loc}.top")
-        procs.append(ProcessorSpec(str(name), tuple(chain), top))
+        procs.append(_processor_spec(name, pd))
     by_name = {p.name: p for p in procs}
     edges_doc = doc.get("edges", [])
     if not isinstance(edges_doc, list):
@@ -401,6 +377,36 @@ def _from_dict(doc: Any, phi_mode: str, semantic: bool = False) -> SpanSystem:
     if unknown_top:
         raise InvalidInputError(f"unknown field(s) {sorted(unknown_top)}", location="$")
     return SpanSystem(tuple(procs), tuple(edges), monotone)
+
+
+def _processor_spec(name: Any, pd: Any) -> ProcessorSpec:
+    """Processor ``name`` of a document: its chain (strictly increasing from the empty c_0) and its
+    top when live (holding the last chain element)."""
+    loc = f"processors.{name}"
+    if not isinstance(pd, dict):
+        raise InvalidInputError("expected an object with 'chain' (and 'top' when live)", location=loc)
+    unknown = set(pd) - {"chain", "top"}
+    if unknown:
+        raise InvalidInputError(f"unknown field(s) {sorted(unknown)}", location=loc)
+    if "chain" not in pd:
+        raise InvalidInputError("missing 'chain'", location=loc)
+    chain = _sets(pd["chain"], f"{loc}.chain")
+    if not chain:
+        raise InvalidInputError("the chain must start with the empty span c_0", location=f"{loc}.chain")
+    if chain[0]:
+        raise InvalidInputError("c_0 must be the empty span", location=f"{loc}.chain[0]")
+    for k in range(1, len(chain)):
+        if not (chain[k - 1] < chain[k]):
+            raise InvalidInputError(
+                f"processor {name}: chain is not strictly increasing (c_{k - 1} ⊄ c_{k} or equal)",
+                location=f"{loc}.chain[{k}]")
+    top = None
+    if "top" in pd and pd["top"] is not None:
+        top = _set(pd["top"], f"{loc}.top")
+        if not chain[-1] <= top:
+            raise InvalidInputError(
+                f"processor {name}: top must contain the last chain element", location=f"{loc}.top")
+    return ProcessorSpec(str(name), tuple(chain), top)
 
 
 def _check_semantic(name: str, loc: str, discarded: list[frozenset], dtop: frozenset | None,
