@@ -216,7 +216,6 @@ def _header_words(profile: str, quick: bool, seed: int, seed_from: str, hyp: int
 def _run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.live import Live
-    from rich.table import Table
 
     from rollcheck.calibration import calibrate, describe, finish
     from rollcheck.properties.profiles import load_profile
@@ -224,7 +223,7 @@ def _run(args: argparse.Namespace) -> int:
     from rollcheck.pyimpl.errors import InvalidInputError
     from rollcheck.report import write_report
     from rollcheck.scheduler import default_engine_slots, default_jobs, plan_jobs, run_sections
-    from rollcheck.suite import discover_sections, environment, format_duration, summary_line
+    from rollcheck.suite import environment, summary_line
 
     out_dir = _check_out_dir(args.out, args.force)
     seed, seed_from = _seed(args)
@@ -237,13 +236,7 @@ def _run(args: argparse.Namespace) -> int:
     jobs = args.jobs or default_jobs()
     engine_jobs = min(jobs, args.engine_jobs or default_engine_slots())
     load_profile(profile)
-    sections = discover_sections()
-    if args.only:
-        names = {n for n, _ in sections}
-        unknown = set(args.only) - names
-        if unknown:
-            raise InvalidInputError(f"unknown section(s) {sorted(unknown)}; known: {sorted(names)}", location="--only")
-        sections = [(n, m) for n, m in sections if n in args.only]
+    sections = _selected_sections(args.only)
     plan = plan_jobs(sections, args.quick, _previous_times(out_dir, args.quick))
     interactive = sys.stdout.isatty()
     log_path = out_dir / "verify.log"
@@ -277,25 +270,11 @@ def _run(args: argparse.Namespace) -> int:
     calibration = finish(calibration, _load_average())
     words["machine"] = describe({"calibration": calibration})
     if interactive:
-        table = Table(title="rollcheck verify")
-        for col in ("algorithm", "method", "check", "result", "count", "s"):
-            table.add_column(col, overflow="fold")
-        colour = {"pass": "green", "fail": "red", "inconclusive": "yellow"}
-        for r in rows:
-            table.add_row(r.algorithm, r.method, r.check, f"[{colour[r.status]}]{r.status}",
-                          f"{r.count} {r.unit}", f"{r.seconds:.1f}")
-        Console().print(table)
+        _print_table(rows)
     meta: dict[str, object] = {
         "verdict": verdict, "words": words, "profile": profile, "quick": args.quick, "seed": seed,
-        "seed_from": seed_from, "hypothesis_seed": hyp, "jobs": jobs, "engine_jobs": engine_jobs, "total_seconds": round(seconds, 1),
-        "total_time": format_duration(seconds), "generated": time.strftime("%Y-%m-%d %H:%M:%S"),
-        "section_seconds": _section_seconds(plan, outcomes),
-        "job_seconds": {n: round(o.seconds, 1) for n, o in outcomes.items()},
-        # user + system CPU of each section's process and the children (JVMs, TLC) it waited for
-        "section_cpu_seconds": _section_seconds(plan, outcomes, "cpu_seconds"),
-        "job_cpu_seconds": {n: o.cpu_seconds for n, o in outcomes.items()},
-        "job_started": {n: round(o.started - t_all, 1) for n, o in outcomes.items()},
-        "section_titles": {name: str(getattr(m, "TITLE", name)) for name, m in sections},
+        "seed_from": seed_from, "hypothesis_seed": hyp, "jobs": jobs, "engine_jobs": engine_jobs,
+        **_times(seconds, plan, outcomes, t_all, sections),
         "cores": _cores(), "load_average": dict(calibration["load_average"]), "calibration": calibration,
         "versions": environment(),
     }
@@ -323,6 +302,55 @@ def _run(args: argparse.Namespace) -> int:
     from rollcheck.suite import exit_code
 
     return exit_code([r.status for r in rows])
+
+
+def _selected_sections(only: list[str] | None) -> list[Any]:
+    """The report's sections, those named by ``--only`` when given (exit 2 naming an unknown one)."""
+    from rollcheck.pyimpl.errors import InvalidInputError
+    from rollcheck.suite import discover_sections
+
+    sections = discover_sections()
+    if only:
+        names = {n for n, _ in sections}
+        unknown = set(only) - names
+        if unknown:
+            raise InvalidInputError(f"unknown section(s) {sorted(unknown)}; known: {sorted(names)}", location="--only")
+        sections = [(n, m) for n, m in sections if n in only]
+    return sections
+
+
+def _print_table(rows: list[Any]) -> None:
+    """The rows as a table on the terminal."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="rollcheck verify")
+    for col in ("algorithm", "method", "check", "result", "count", "s"):
+        table.add_column(col, overflow="fold")
+    colour = {"pass": "green", "fail": "red", "inconclusive": "yellow"}
+    for r in rows:
+        table.add_row(r.algorithm, r.method, r.check, f"[{colour[r.status]}]{r.status}",
+                      f"{r.count} {r.unit}", f"{r.seconds:.1f}")
+    Console().print(table)
+
+
+def _times(seconds: float, plan: list[Any], outcomes: dict[str, Any], t_all: float,
+           sections: list[Any]) -> dict[str, object]:
+    """The report's times: the total, each section's and job's wall and CPU seconds, when each job
+    started, and the sections' titles."""
+    from rollcheck.suite import format_duration
+
+    return {
+        "total_seconds": round(seconds, 1),
+        "total_time": format_duration(seconds), "generated": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "section_seconds": _section_seconds(plan, outcomes),
+        "job_seconds": {n: round(o.seconds, 1) for n, o in outcomes.items()},
+        # user + system CPU of each section's process and the children (JVMs, TLC) it waited for
+        "section_cpu_seconds": _section_seconds(plan, outcomes, "cpu_seconds"),
+        "job_cpu_seconds": {n: o.cpu_seconds for n, o in outcomes.items()},
+        "job_started": {n: round(o.started - t_all, 1) for n, o in outcomes.items()},
+        "section_titles": {name: str(getattr(m, "TITLE", name)) for name, m in sections},
+    }
 
 
 def _environment_fault(rows: list[Any], out_dir: Path) -> Any:
