@@ -222,142 +222,166 @@ def write_report(rows: list[Row], out_dir: Path, meta: dict[str, Any]) -> tuple[
     for r in rows:
         r.detail = _relative_text(r.detail, out_dir)
     meta = dict(meta)
-    versions = dict(meta.get("versions") or {})
-    words = dict(meta.get("words") or {})
-    verdict = str(meta.get("verdict", ""))
-    titles = dict(meta.get("section_titles") or {})
-    secs = dict(meta.get("section_seconds") or {})
-    if "total_time" in meta:
-        words.setdefault("total time", str(meta["total_time"]))
-    if "generated" in meta:
-        words.setdefault("generated", str(meta["generated"]))
-    ids = {id(r): f"row-{i + 1}" for i, r in enumerate(rows)}
-    sections: list[str] = []
-    for r in rows:
-        if r.section not in sections:
-            sections.append(r.section)
-    by_section = {s: sorted((r for r in rows if r.section == s), key=_row_order) for s in sections}
-    failed = [r for r in rows if r.status == "fail"]
-    inconclusive = [r for r in rows if r.status == "inconclusive"]
-    algos, methods, cells = _cells(rows)
+    layout = _Layout(rows, out_dir, meta)
+    md_path = out_dir / "report.md"
+    atomic_write_text(md_path, "\n".join(_markdown(layout)) + "\n")
+    html_path = out_dir / "index.html"
+    atomic_write_text(html_path, "\n".join(_html(layout)) + "\n")
+    doc = {"verdict": layout.verdict, **{str(k): v for k, v in meta.items() if k not in ("verdict",)},
+           "rows": [r.to_json() for r in rows]}
+    atomic_write_text(out_dir / "results.json", json.dumps(doc, indent=1, default=str))
+    for f in (md_path, html_path, out_dir / "results.json"):
+        f.chmod(0o644)
+    return md_path, html_path
 
-    def sec_title(s: str) -> str:
-        return str(titles.get(s) or s or "checks")
 
-    def sec_counts(s: str) -> str:
-        got = by_section[s]
+class _Layout:
+    """What both pages show: the run in words, the sections with their rows in order, the failed and
+    inconclusive rows, the algorithm × method grid and every row's anchor."""
+
+    def __init__(self, rows: list[Row], out_dir: Path, meta: dict[str, Any]):
+        self.rows, self.out_dir = rows, out_dir
+        self.versions = dict(meta.get("versions") or {})
+        words = dict(meta.get("words") or {})
+        self.verdict = str(meta.get("verdict", ""))
+        self.titles = dict(meta.get("section_titles") or {})
+        self.secs = dict(meta.get("section_seconds") or {})
+        if "total_time" in meta:
+            words.setdefault("total time", str(meta["total_time"]))
+        if "generated" in meta:
+            words.setdefault("generated", str(meta["generated"]))
+        self.words = words
+        self.ids = {id(r): f"row-{i + 1}" for i, r in enumerate(rows)}
+        sections: list[str] = []
+        for r in rows:
+            if r.section not in sections:
+                sections.append(r.section)
+        self.sections = sections
+        self.by_section = {s: sorted((r for r in rows if r.section == s), key=_row_order) for s in sections}
+        self.failed = [r for r in rows if r.status == "fail"]
+        self.inconclusive = [r for r in rows if r.status == "inconclusive"]
+        self.algos, self.methods, self.cells = _cells(rows)
+
+    def sec_title(self, s: str) -> str:
+        return str(self.titles.get(s) or s or "checks")
+
+    def sec_counts(self, s: str) -> str:
+        got = self.by_section[s]
         nf = sum(r.status == "fail" for r in got)
         ni = sum(r.status == "inconclusive" for r in got)
-        t = f", {secs[s]:.0f} s" if s in secs else ""
+        t = f", {self.secs[s]:.0f} s" if s in self.secs else ""
         return f"{plural(len(got), 'checks')}: {nf} failed, {ni} inconclusive{t}"
 
-    # ------------------------------------------------------------------ markdown
-    md = ["# rollcheck verification report", "", f"**{verdict}**", ""]
-    md += [f"- {k}: {v}" for k, v in words.items()]
-    if versions:
-        md.append("- versions: " + ", ".join(f"{k} {v}" for k, v in versions.items()))
+
+def _markdown(lay: _Layout) -> list[str]:
+    """The lines of ``report.md``."""
+    md = ["# rollcheck verification report", "", f"**{lay.verdict}**", ""]
+    md += [f"- {k}: {v}" for k, v in lay.words.items()]
+    if lay.versions:
+        md.append("- versions: " + ", ".join(f"{k} {v}" for k, v in lay.versions.items()))
     md += ["", "## Contents", ""]
-    if failed:
-        md.append(f"- [Failed checks ({len(failed)})](#failed)")
-    if inconclusive:
-        md.append(f"- [Inconclusive checks ({len(inconclusive)})](#inconclusive)")
+    if lay.failed:
+        md.append(f"- [Failed checks ({len(lay.failed)})](#failed)")
+    if lay.inconclusive:
+        md.append(f"- [Inconclusive checks ({len(lay.inconclusive)})](#inconclusive)")
     md.append("- [Algorithm × method](#grid)")
-    for s in sections:
-        md.append(f"- [{sec_title(s)}](#sec-{_slug(s)}) — {sec_counts(s)}")
-    for anchor, title, sel in (("failed", "Failed checks", failed), ("inconclusive", "Inconclusive checks", inconclusive)):
+    for s in lay.sections:
+        md.append(f"- [{lay.sec_title(s)}](#sec-{_slug(s)}) — {lay.sec_counts(s)}")
+    for anchor, title, sel in (("failed", "Failed checks", lay.failed), ("inconclusive", "Inconclusive checks", lay.inconclusive)):
         if sel:
             md += ["", f"## <a id=\"{anchor}\"></a>{title}", ""]
-            md += [f"- [{r.algorithm} / {r.method} / {r.check}](#{ids[id(r)]}): {r.detail}" for r in sel]
+            md += [f"- [{r.algorithm} / {r.method} / {r.check}](#{lay.ids[id(r)]}): {r.detail}" for r in sel]
     md += ["", "## <a id=\"grid\"></a>Algorithm × method", "", "Each cell links to its evidence (its worst check).", ""]
-    md.append("| algorithm | source | " + " | ".join(methods) + " |")
-    md.append("|---|---|" + "---|" * len(methods))
-    for a, src in algos:
+    md.append("| algorithm | source | " + " | ".join(lay.methods) + " |")
+    md.append("|---|---|" + "---|" * len(lay.methods))
+    for a, src in lay.algos:
         cols = []
-        for m in methods:
-            idx = cells.get((a, m))
+        for m in lay.methods:
+            idx = lay.cells.get((a, m))
             if not idx:
                 cols.append("–")
                 continue
-            worst = min(idx, key=lambda i: (_row_order(rows[i]), i))
-            cols.append(f"[{_cell_text(rows, idx)}](#{ids[id(rows[worst])]})")
+            worst = min(idx, key=lambda i: (_row_order(lay.rows[i]), i))
+            cols.append(f"[{_cell_text(lay.rows, idx)}](#{lay.ids[id(lay.rows[worst])]})")
         md.append(f"| {a} | {src} | " + " | ".join(cols) + " |")
-    for s in sections:
-        md += ["", f"## <a id=\"sec-{_slug(s)}\"></a>{sec_title(s)}", "", f"{sec_counts(s)}; log: [logs/{s}.log](logs/{s}.log)"
-               if (out_dir / "logs" / f"{s}.log").is_file() else sec_counts(s), ""]
+    for s in lay.sections:
+        md += ["", f"## <a id=\"sec-{_slug(s)}\"></a>{lay.sec_title(s)}", "", f"{lay.sec_counts(s)}; log: [logs/{s}.log](logs/{s}.log)"
+               if (lay.out_dir / "logs" / f"{s}.log").is_file() else lay.sec_counts(s), ""]
         md += ["| | algorithm | method | check | result | examined | time (s) | detail |",
                "|---|---|---|---|---|---|---|---|"]
         figs: list[str] = []
-        for r in by_section[s]:
+        for r in lay.by_section[s]:
             d = r.detail.replace("|", "\\|").replace("\n", " ")
-            md.append(f"| <a id=\"{ids[id(r)]}\"></a> | {r.algorithm} | {r.method} | {r.check} | **{r.status}** | "
+            md.append(f"| <a id=\"{lay.ids[id(r)]}\"></a> | {r.algorithm} | {r.method} | {r.check} | **{r.status}** | "
                       f"{plural(r.count, r.unit)} | {r.seconds:.1f} | {d} |")
-            for p, alt, cap in _figures(r, out_dir):
+            for p, alt, cap in _figures(r, lay.out_dir):
                 figs.append(f"![{alt}]({p})\n\n*{r.check}* — {cap}\n")
         if figs:
             md += ["", *figs]
-    md_path = out_dir / "report.md"
-    atomic_write_text(md_path, "\n".join(md) + "\n")
+    return md
 
-    # ------------------------------------------------------------------ html
+
+def _html(lay: _Layout) -> list[str]:
+    """The lines of ``index.html``."""
     esc = html.escape
-    vclass = "fail" if failed else ("inconclusive" if inconclusive or not rows else "pass")
+    vclass = "fail" if lay.failed else ("inconclusive" if lay.inconclusive or not lay.rows else "pass")
     h = ["<!doctype html><html lang='en'><head><meta charset='utf-8'>",
          "<meta name='viewport' content='width=device-width, initial-scale=1'>",
-         f"<title>rollcheck report: {esc(verdict)}</title><style>{_STYLE}</style>",
+         f"<title>rollcheck report: {esc(lay.verdict)}</title><style>{_STYLE}</style>",
          f"<script>{_SCRIPT}</script></head><body>",
          "<header><h1>rollcheck verification report</h1>",
-         f"<p class='verdict {vclass}' id='verdict'>{esc(verdict)}</p><ul>"]
-    h += [f"<li><b>{esc(str(k))}</b>: {esc(str(v))}</li>" for k, v in words.items()]
+         f"<p class='verdict {vclass}' id='verdict'>{esc(lay.verdict)}</p><ul>"]
+    h += [f"<li><b>{esc(str(k))}</b>: {esc(str(v))}</li>" for k, v in lay.words.items()]
     h.append("</ul>")
-    if versions:
+    if lay.versions:
         h.append("<details><summary>versions</summary><ul>"
-                 + "".join(f"<li>{esc(str(k))} {esc(str(v))}</li>" for k, v in versions.items())
+                 + "".join(f"<li>{esc(str(k))} {esc(str(v))}</li>" for k, v in lay.versions.items())
                  + "</ul></details>")
     h.append("</header><nav id='contents'><h2>Contents</h2><ol>")
-    if failed:
-        h.append(f"<li><a href='#failed'>Failed checks ({len(failed)})</a></li>")
-    if inconclusive:
-        h.append(f"<li><a href='#inconclusive'>Inconclusive checks ({len(inconclusive)})</a></li>")
+    if lay.failed:
+        h.append(f"<li><a href='#failed'>Failed checks ({len(lay.failed)})</a></li>")
+    if lay.inconclusive:
+        h.append(f"<li><a href='#inconclusive'>Inconclusive checks ({len(lay.inconclusive)})</a></li>")
     h.append("<li><a href='#grid'>Algorithm × method</a></li>")
-    for s in sections:
-        cls = "fail" if any(r.status == "fail" for r in by_section[s]) else ""
-        h.append(f"<li><a href='#sec-{_slug(s)}' class='{cls}'>{esc(sec_title(s))}</a> — {esc(sec_counts(s))}</li>")
+    for s in lay.sections:
+        cls = "fail" if any(r.status == "fail" for r in lay.by_section[s]) else ""
+        h.append(f"<li><a href='#sec-{_slug(s)}' class='{cls}'>{esc(lay.sec_title(s))}</a> — {esc(lay.sec_counts(s))}</li>")
     h.append("</ol></nav>")
-    for anchor, title, sel in (("failed", "Failed checks", failed), ("inconclusive", "Inconclusive checks", inconclusive)):
+    for anchor, title, sel in (("failed", "Failed checks", lay.failed), ("inconclusive", "Inconclusive checks", lay.inconclusive)):
         if sel:
             h.append(f"<section id='{anchor}'><h2>{title}</h2><ul>")
-            h += [f"<li><a href='#{ids[id(r)]}'>{esc(r.algorithm)} / {esc(r.method)} / {esc(r.check)}</a>: "
-                  f"{_linkify(r.detail, out_dir)}</li>" for r in sel]
+            h += [f"<li><a href='#{lay.ids[id(r)]}'>{esc(r.algorithm)} / {esc(r.method)} / {esc(r.check)}</a>: "
+                  f"{_linkify(r.detail, lay.out_dir)}</li>" for r in sel]
             h.append("</ul></section>")
     h.append("<section id='grid'><h2>Algorithm × method</h2><p>Each cell links to its evidence: the cell's "
              "worst check (a failure if there is one) in its section below.</p><table><tr><th>algorithm</th>"
-             "<th>source</th>" + "".join(f"<th>{esc(m)}</th>" for m in methods) + "</tr>")
-    for a, src in algos:
+             "<th>source</th>" + "".join(f"<th>{esc(m)}</th>" for m in lay.methods) + "</tr>")
+    for a, src in lay.algos:
         h.append(f"<tr><td>{esc(a)}</td><td>{esc(src)}</td>")
-        for m in methods:
-            idx = cells.get((a, m))
+        for m in lay.methods:
+            idx = lay.cells.get((a, m))
             if not idx:
                 h.append("<td>–</td>")
                 continue
-            worst = min(idx, key=lambda i: (_row_order(rows[i]), i))
-            h.append(f"<td class='{_cell_status(rows, idx)}'><a class='cell' href='#{ids[id(rows[worst])]}' "
-                     f"title='{esc(rows[worst].check)}'>{esc(_cell_text(rows, idx))}</a></td>")
+            worst = min(idx, key=lambda i: (_row_order(lay.rows[i]), i))
+            h.append(f"<td class='{_cell_status(lay.rows, idx)}'><a class='cell' href='#{lay.ids[id(lay.rows[worst])]}' "
+                     f"title='{esc(lay.rows[worst].check)}'>{esc(_cell_text(lay.rows, idx))}</a></td>")
         h.append("</tr>")
     h.append("</table></section>")
-    for s in sections:
-        got = by_section[s]
+    for s in lay.sections:
+        got = lay.by_section[s]
         bad = any(r.status == "fail" for r in got)
         log = (f"; log: <a href='logs/{esc(s)}.log'>logs/{esc(s)}.log</a>"
-               if (out_dir / "logs" / f"{s}.log").is_file() else "")
+               if (lay.out_dir / "logs" / f"{s}.log").is_file() else "")
         h.append(f"<details class='section' id='sec-{_slug(s)}'{' open' if bad else ''}><summary>"
-                 f"{esc(sec_title(s))} — {esc(sec_counts(s))}</summary><p>Failures first, then inconclusive "
+                 f"{esc(lay.sec_title(s))} — {esc(lay.sec_counts(s))}</summary><p>Failures first, then inconclusive "
                  f"checks, then killed mutants{log}.</p><table><tr><th>algorithm</th><th>method</th><th>check</th>"
                  "<th>result</th><th>examined</th><th>s</th><th>detail</th></tr>")
         for r in got:
-            h.append(f"<tr id='{ids[id(r)]}'><td>{esc(r.algorithm)}</td><td>{esc(r.method)}</td><td>{esc(r.check)}</td>"
+            h.append(f"<tr id='{lay.ids[id(r)]}'><td>{esc(r.algorithm)}</td><td>{esc(r.method)}</td><td>{esc(r.check)}</td>"
                      f"<td class='{r.status}'>{r.status}</td><td>{esc(plural(r.count, r.unit))}</td>"
-                     f"<td>{r.seconds:.1f}</td><td class='detail'>{_linkify(r.detail, out_dir)}</td></tr>")
-            row_figs = _figures(r, out_dir)
+                     f"<td>{r.seconds:.1f}</td><td class='detail'>{_linkify(r.detail, lay.out_dir)}</td></tr>")
+            row_figs = _figures(r, lay.out_dir)
             if row_figs:
                 h.append("<tr><td colspan='7'>")
                 for p, alt, cap in row_figs:
@@ -366,11 +390,4 @@ def write_report(rows: list[Row], out_dir: Path, meta: dict[str, Any]) -> tuple[
                 h.append("</td></tr>")
         h.append("</table></details>")
     h.append("</body></html>")
-    html_path = out_dir / "index.html"
-    atomic_write_text(html_path, "\n".join(h) + "\n")
-    doc = {"verdict": verdict, **{str(k): v for k, v in meta.items() if k not in ("verdict",)},
-           "rows": [r.to_json() for r in rows]}
-    atomic_write_text(out_dir / "results.json", json.dumps(doc, indent=1, default=str))
-    for f in (md_path, html_path, out_dir / "results.json"):
-        f.chmod(0o644)
-    return md_path, html_path
+    return h
