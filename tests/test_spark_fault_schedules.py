@@ -8,6 +8,7 @@ parameter, a trace whose failure struck elsewhere than asked, which ``task-retri
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 
 import pytest
@@ -184,16 +185,18 @@ def test_record_query_refuses_a_schedule_without_retry_in_one_line(capsys, tmp_p
     assert rc == 2 and len(err) == 1 and "--fail-tasks" in err[0] and not (tmp_path / "t.jsonl").exists()
 
 
-def test_the_matrix_sweeps_schedules_one_column_each():
+def test_the_matrix_sweeps_schedules_one_column_each(tmp_path):
     cols = columns(["retry", "task"], [], ["default", "tasks=all+attempts=2", "attempts=2+tasks=all"])
     assert cols == ["task", "retry", "retry:tasks=all+attempts=2"]
     cells = plan_cells(["q.py"], ["rocksdb"], ["retry"], [], [None], ["stage=input", "load=first"])
     assert [c.column for c in cells] == ["retry:stage=input", "retry:load=first"]
     assert cells[0].stem == "q--rocksdb/retry-stage=input"
     opts = MatrixOptions(modules=["q.py"], failures=["retry"], retry_schedules=["stage=input"])
-    argv = _record_argv(cells[0], "q.py", "rocksdb", opts, Path("t"), None)
-    assert argv[argv.index("--failure") + 1] == "retry" and argv[argv.index("--fail-stage") + 1] == "input"
-    assert "--fail-stage" not in _record_argv(Cell("q.py", "rocksdb", "retry"), "q.py", "rocksdb", opts, Path("t"), None)
+    argv = _record_argv(cells[0], "q.py", "rocksdb", opts, tmp_path / "t.jsonl", None)
+    q = json.loads(Path(argv[-1]).read_text())["query"]  # the child's typed configuration
+    assert q["failure"] == "retry" and q["fail_stage"] == "input"
+    argv = _record_argv(Cell("q.py", "rocksdb", "retry"), "q.py", "rocksdb", opts, tmp_path / "d.jsonl", None)
+    assert json.loads(Path(argv[-1]).read_text())["query"]["fail_stage"] is None
 
 
 @pytest.mark.parametrize("opts,fragment", [

@@ -77,13 +77,15 @@ def test_every_recording_names_its_release(tmp_path):
     ref = _record_argv(None, "q.py", "hdfs", opts, tmp_path / "r.jsonl", None, cell.engine_version)
     rec = _record_argv(cell, "q.py", "hdfs", opts, tmp_path / "c.jsonl", tmp_path / "r.jsonl")
     shrink = _shrink_argv(cell, "try1.py", opts, tmp_path / "t.jsonl", 0)
-    for argv in (ref, rec, shrink):
-        assert _flag(argv, "--engine-version") == "3.5.9" and _flag(argv, "--reference-version") == "4.0.1"
+    for argv in (ref, rec, shrink):  # the child reads a typed configuration (spark_replay/cell.py)
+        q = json.loads(Path(argv[-1]).read_text())["query"]
+        assert q["engine_version"] == "3.5.9" and q["reference_version"] == "4.0.1", q
     pinned = Cell("q.py", "hdfs", "task")
     plain = MatrixOptions(["q.py"])
     for argv in (_record_argv(None, "q.py", "hdfs", plain, tmp_path / "r.jsonl", None),
                  _record_argv(pinned, "q.py", "hdfs", plain, tmp_path / "c.jsonl", None)):
-        assert "--engine-version" not in argv and "--reference-version" not in argv
+        q = json.loads(Path(argv[-1]).read_text())["query"]
+        assert q["engine_version"] is None and q["reference_version"] is None, q
 
 
 def test_the_shared_reference_is_per_release():
