@@ -7,18 +7,8 @@ it) are ``partitionBy(N)``-ed so that partition i holds process i, and
 back as data and are recorded in (round, process, local order) - a global order that respects
 causality because a message sent in round r is delivered in a later round.
 
-Topologies (n-hop paths): ``pipeline`` (P_i -> P_{i+1}), ``scatter`` (P0 -> every P_i -> P0)
-and ``cyclic`` (P_i -> P_{(i+1) mod N}).
-
-One logical round of a process (:func:`process_round`): deliver the inbox in (source, sequence
-number) order - for each message the protocol first decides whether a *forced* checkpoint
-precedes the delivery (``must_force``, before merging), then merges the piggyback; duplicates
-(sequence number already delivered) are dropped - then, while the process has logical rounds
-left, its sends and at most one *basic* checkpoint at a random position among them, decided by an
-RNG seeded with (seed, process, logical round) only. Every send goes to the sender's persistent
-message log first; its piggyback (the protocol's metadata) travels on the row. Every checkpoint
-is written atomically (temporary file + rename) with the protocol state, the application state and
-the per-channel sent/delivered counters.
+The topologies, one logical round of a process and the recovery line are the model's
+(:mod:`rollcheck.spark_replay.nhop_model`).
 
 Failure (``--fail-process P --fail-round K``): the task of P raises in global round K, so the
 whole round's job fails (``local[N]`` does not retry) and its effects are discarded. Recovery
