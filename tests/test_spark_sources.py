@@ -124,6 +124,9 @@ def test_input_batches_holds_and_catches_a_batch_read_elsewhere():
     # a data-less batch beyond the input that read a file
     assert input_batches(_view(want, {**ok, 3: {"clicks": [3]}})).ok is False
     assert input_batches(_view(None, ok)) is None and input_batches(_view(want, None)) is None
+    ended = _view(want, None)  # several sources, the run done, no record of what was read: unchecked
+    ended.ends["end"] = {"status": "done", "seq": 10}
+    assert input_batches(ended).status.value == "unchecked"
     # one source (SCHEMA): every batch reads its file, also an empty one
     one = _view([{"input": 2}, {"input": 0}], {0: {"input": [0]}, 1: {"input": [1]}}, sources=())
     assert input_batches(one).ok is True
