@@ -19,7 +19,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import re
 import threading
 import time
 from pathlib import Path
@@ -381,36 +380,10 @@ def _progress_of(q: Any) -> list[dict[str, Any]]:
         et = d.get("eventTime") or {}
         wm = et.get("watermark")
         out.append({"batch": int(d.get("batchId", -1)), "input_rows": int(d.get("numInputRows") or 0),
-                    "source_rows": _source_rows(d.get("sources") or []),
                     "watermark": wm, "watermark_ms": _iso_ms(wm),
                     "late_rows_dropped": sum(int(op.get("numRowsDroppedByWatermark") or 0)
                                              for op in d.get("stateOperators") or [])})
     return out
-
-
-_SOURCE_FOLDER = re.compile(r"/in(?:-ref)?(?:/([^/\]]+))?/?\]?$")
-
-
-def _source_rows(sources: list[dict[str, Any]]) -> dict[str, int | list[int]]:
-    """The rows each of rollcheck's sources read in a batch (Spark's progress; a source is named
-    by its folder: ``in`` for a one-source query, ``in/<name>`` for each of several). A query that
-    reads one stream twice (a self-join) has a source instance per read: one count when they
-    agree, each instance's count when they do not.
-
-    Examples
-    --------
-    >>> _source_rows([{"description": "FileStreamSource[file:/w/in/clicks]", "numInputRows": 3},
-    ...               {"description": "FileStreamSource[file:/w/in]", "numInputRows": 0}])
-    {'clicks': 3, 'input': 0}
-    >>> _source_rows([{"description": "FileStreamSource[file:/w/in]", "numInputRows": n} for n in (6, 6)])
-    {'input': 6}
-    """
-    seen: dict[str, list[int]] = {}
-    for s in sources:
-        m = _SOURCE_FOLDER.search(str(s.get("description") or ""))
-        if m:
-            seen.setdefault(m.group(1) or SINGLE_SOURCE, []).append(int(s.get("numInputRows") or 0))
-    return {name: n[0] if len(set(n)) == 1 else n for name, n in seen.items()}
 
 
 def _iso_ms(v: Any) -> int | None:
