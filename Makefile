@@ -95,13 +95,13 @@ typecheck-tree:
 	rm -rf $(TYPECHECK)
 	mkdir -p $(TYPECHECK)/rollcheck
 	cp -rs $(CURDIR)/rollcheck/. $(TYPECHECK)/rollcheck/
-	for d in pyimpl properties tla spark_replay flink_replay; do cp -rs $(CURDIR)/$$d $(TYPECHECK)/rollcheck/$$d; done
+	for d in pyimpl infra properties tla spark_replay flink_replay; do cp -rs $(CURDIR)/$$d $(TYPECHECK)/rollcheck/$$d; done
 	find $(TYPECHECK) -name __pycache__ -prune -exec rm -rf {} +
 
 # both tools always run; the target fails if either found something
 lint: setup typecheck-tree
 	@status=0; \
-	$(PY) -m ruff check pyimpl properties tla spark_replay flink_replay rollcheck benchmarks tests || status=1; \
+	$(PY) -m ruff check pyimpl infra properties tla spark_replay flink_replay rollcheck benchmarks tests || status=1; \
 	(cd $(TYPECHECK) && $(CURDIR)/$(PY) -m mypy --config-file $(CURDIR)/pyproject.toml \
 	  --cache-dir $(CURDIR)/.mypy_cache) || status=1; \
 	exit $$status

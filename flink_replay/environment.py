@@ -25,9 +25,9 @@ from importlib import resources
 from pathlib import Path
 
 from rollcheck.flink_replay.releases import PINNED, flink_python, parse_release
-from rollcheck.pyimpl import children
+from rollcheck.infra import children
+from rollcheck.infra.release_envs import cache_root
 from rollcheck.pyimpl.errors import InconclusiveError, InvalidInputError
-from rollcheck.pyimpl.release_envs import cache_root
 
 __all__ = ["FlinkEnvironment", "find_flink", "tap_jar", "INSTALL_HINT", "JAVA_SOURCES"]
 

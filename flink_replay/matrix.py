@@ -3,7 +3,7 @@
 A user wants to know whether *their* job, with *their* engine configuration, stays exactly-once
 under every failure Flink promises to survive. The matrix crosses jobs × state backends ×
 checkpoint modes × failures × rescalings on restore. This module is Flink's adapter to the
-engine-neutral core (:mod:`rollcheck.pyimpl.matrix`: runner, classification, JSON document,
+engine-neutral core (:mod:`rollcheck.infra.matrix`: runner, classification, JSON document,
 tables, the minimiser's search), :class:`FlinkAdapter`, which supplies:
 
 - the recording (:func:`rollcheck.flink_replay.record.record`; a user's job fails half way through
@@ -13,7 +13,7 @@ tables, the minimiser's search), :class:`FlinkAdapter`, which supplies:
 - for a finding: the fewest first records that still show it (:func:`shrink_finding`, the core's
   bisection) and a pyflink-only reproducer (:mod:`rollcheck.flink_replay.reproducer`), run once
   with the PyFlink environment's Python on request (``--run-reproducer``; the core's
-  :func:`~rollcheck.pyimpl.matrix.reproducer.run_reproducer`); with ``--engine-version`` on the
+  :func:`~rollcheck.infra.matrix.reproducer.run_reproducer`); with ``--engine-version`` on the
   cell's release V and on the reference release R (``reproducer_run`` keyed by release);
 - with ``--engine-version``: the ``release-differential`` check's failure-free run on the reference
   release R (:mod:`rollcheck.flink_replay.release_reference`), run once per configuration of a
@@ -56,8 +56,7 @@ from rollcheck.flink_replay.release_reference import (
 )
 from rollcheck.flink_replay.releases import PINNED
 from rollcheck.flink_replay.user_replay import GUARANTEES_DOC
-from rollcheck.pyimpl.errors import InconclusiveError
-from rollcheck.pyimpl.matrix import (
+from rollcheck.infra.matrix import (
     ChildRunner,
     EngineAdapter,
     GenericCell,
@@ -70,9 +69,10 @@ from rollcheck.pyimpl.matrix import (
     run_reproducer,
     summarize,
 )
-from rollcheck.pyimpl.matrix import run_matrix as _run_core
-from rollcheck.pyimpl.matrix import write_html as _write_html
-from rollcheck.pyimpl.matrix.run import decide_cell
+from rollcheck.infra.matrix import run_matrix as _run_core
+from rollcheck.infra.matrix import write_html as _write_html
+from rollcheck.infra.matrix.run import decide_cell
+from rollcheck.pyimpl.errors import InconclusiveError
 from rollcheck.pyimpl.verdict import Report, Status
 
 __all__ = ["Cell", "FlinkAdapter", "cells", "classify", "run_cell", "run_matrix", "shrink_finding", "write_html",
@@ -94,7 +94,7 @@ summarise = summarize
 @dataclass(frozen=True)
 class Cell:
     """One configuration and failure of the matrix (a
-    :class:`~rollcheck.pyimpl.matrix.cells.MatrixCell`: ``row``, ``column``, ``ident``)."""
+    :class:`~rollcheck.infra.matrix.cells.MatrixCell`: ``row``, ``column``, ``ident``)."""
 
     module: str  # "wordcount" or a job file
     backend: str
@@ -177,7 +177,7 @@ def shrink_finding(cell: Cell, cfg: dict[str, Any], out: Path, check: str, full:
                    run: Callable[[Path, dict[str, Any]], Report] | None = None,
                    sources: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Minimise a finding by re-running: the fewest first records of the job's input that still
-    violate ``check`` (the core's bisection, :func:`rollcheck.pyimpl.matrix.shrink.bisect_fewest`).
+    violate ``check`` (the core's bisection, :func:`rollcheck.infra.matrix.shrink.bisect_fewest`).
 
     A bisection between 1 (never tried: a run needs records to fail in) and ``full`` (the cell's
     input, which showed the finding), halving first; at most ``runs`` re-runs, each a real
@@ -455,7 +455,7 @@ def run_matrix(all_cells: list[Cell], out: str | Path, *, jobs: int = 1,
 
 
 def write_html(doc: Mapping[str, Any], path: Path) -> Path:
-    """The table of a matrix document (the core's HTML, :func:`rollcheck.pyimpl.matrix.write_html`):
+    """The table of a matrix document (the core's HTML, :func:`rollcheck.infra.matrix.write_html`):
     one row per configuration, one column per failure, links relative to ``path``'s folder. Entries
     written before the core (no ``row``/``column``) are placed from their ``config`` and ``failure``."""
     entries = []

@@ -48,7 +48,7 @@ from rollcheck.flink_replay.run_folder import _environment_failure as _environme
 from rollcheck.flink_replay.standalone import start_cluster
 from rollcheck.flink_replay.trace_build import HEADER_CONFIG_KEYS, build_trace, tx_lines
 from rollcheck.flink_replay.trace_events import source_of_record
-from rollcheck.pyimpl import children
+from rollcheck.infra import children
 from rollcheck.pyimpl.errors import InconclusiveError, InvalidInputError
 
 # the settings (record_config), the run folder (run_folder), the standalone cluster (standalone)

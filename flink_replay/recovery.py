@@ -57,7 +57,7 @@ from rollcheck.flink_replay.recovery_analysis import (
     ms_list,
 )
 from rollcheck.flink_replay.run_folder import LOG4J, _job_file
-from rollcheck.pyimpl import children
+from rollcheck.infra import children
 from rollcheck.pyimpl.errors import InconclusiveError, InvalidInputError
 from rollcheck.pyimpl.intervals.trt import trt_breakdown
 

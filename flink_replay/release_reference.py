@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rollcheck.pyimpl import children
+from rollcheck.infra import children
 from rollcheck.pyimpl.errors import InconclusiveError, InvalidInputError
 
 __all__ = ["record_job", "build_failure_trace", "needs_release_reference", "release_reference", "add_to_trace", "config_key"]

@@ -4,7 +4,7 @@ A user runs the Flink release they run in production, not the one rollcheck pins
 flink record job --engine-version V`` (and the matrix's ``--engine-version V[,V2]``) records the
 job on apache-flink ``V``: :func:`flink_python` makes once, and then reuses, a virtual
 environment with ``apache-flink==V`` (and what pip resolves for it) in rollcheck's cache folder
-(``<cache>/flink/apache-flink-V``, :func:`rollcheck.pyimpl.release_envs.cache_root`:
+(``<cache>/flink/apache-flink-V``, :func:`rollcheck.infra.release_envs.cache_root`:
 ``$ROLLCHECK_CACHE``, else the user cache folder), with the same isolation as the default Flink
 environment (``.venv-flink``): the job process runs there and imports only the standard library,
 ``pyflink`` and the ``job*.py`` files beside ``job.py``. rollcheck's Java operators are compiled
@@ -40,9 +40,8 @@ import sys
 import time
 from pathlib import Path
 
-from rollcheck.pyimpl import children
-from rollcheck.pyimpl.errors import InvalidInputError
-from rollcheck.pyimpl.release_envs import (
+from rollcheck.infra import children
+from rollcheck.infra.release_envs import (
     cache_root,
     clean_environ,
     locked,
@@ -50,6 +49,7 @@ from rollcheck.pyimpl.release_envs import (
     parse_full_release,
     pip_reason,
 )
+from rollcheck.pyimpl.errors import InvalidInputError
 
 __all__ = ["SUPPORTED", "PINNED", "STAMP", "parse_release", "flink_python", "release_of",
            "cluster_config_name", "release_root"]
@@ -67,7 +67,7 @@ _FLAG = "--engine-version"
 
 def parse_release(version: str, location: str = _FLAG) -> tuple[int, int, int]:
     """``"1.20.5"`` -> ``(1, 20, 5)``, refusing anything but a supported full release
-    (:func:`rollcheck.pyimpl.release_envs.parse_engine_release` with :data:`SUPPORTED`).
+    (:func:`rollcheck.infra.release_envs.parse_engine_release` with :data:`SUPPORTED`).
 
     Raises
     ------

@@ -15,7 +15,7 @@ from typing import Any
 
 from rollcheck.flink_replay.releases import cluster_config_name
 from rollcheck.flink_replay.run_folder import LOG4J
-from rollcheck.pyimpl import children
+from rollcheck.infra import children
 from rollcheck.pyimpl.errors import InconclusiveError
 
 __all__ = ["CLUSTER_CONFIG", "start_cluster"]

@@ -49,7 +49,7 @@ from typing import Any
 
 from rollcheck.flink_replay.environment import find_flink, tap_jar
 from rollcheck.flink_replay.record import LOG4J, _job_file
-from rollcheck.pyimpl import children
+from rollcheck.infra import children
 from rollcheck.pyimpl.errors import InconclusiveError, InvalidInputError
 from rollcheck.pyimpl.intervals import optimal_interval, utilization_dag, utilization_single
 

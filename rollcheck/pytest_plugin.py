@@ -98,7 +98,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: Any)
 def _engine_lines(tr: Any, r: Any) -> None:
     """A matrix slice of ``check_query`` / ``check_job``: verdict, summary, folder, table, and each
     cell that is not conformant."""
-    from rollcheck.pyimpl.matrix.table import cell_word, summary_line
+    from rollcheck.infra.matrix.table import cell_word, summary_line
 
     tr.write_line(f"{r.module} on {r.engine}: {r.verdict} ({summary_line(r.summary)})")
     tr.write_line(f"    files: {r.out}")

@@ -8,7 +8,7 @@ starts a master and two workers with the pinned pyspark's own launcher
 127.0.0.1 on free ports, one core and a little memory per worker, work folders and logs in a
 temporary folder; it waits until both workers registered (the master's JSON at its web UI port)
 and stops everything at the end. Every JVM is a member of one
-:class:`rollcheck.pyimpl.children.ProcessGroup` (the executors a worker launches stay in its
+:class:`rollcheck.infra.children.ProcessGroup` (the executors a worker launches stay in its
 group), so the whole cluster dies with rollcheck however rollcheck dies (the group's watchdog, and
 Linux's parent-death signal for the launchers).
 
@@ -43,7 +43,7 @@ from typing import Any
 
 import psutil
 
-from rollcheck.pyimpl.children import ProcessGroup
+from rollcheck.infra.children import ProcessGroup
 from rollcheck.spark_replay.session import log4j2_properties
 
 __all__ = ["CLUSTERS", "LocalStandaloneCluster", "ExecutorProcess", "executor_processes", "kill_executor",

@@ -2,7 +2,7 @@
 
 ``rollcheck spark matrix`` (``docs/spark-matrix.md``) runs one recorded and replayed run per
 *cell* (:mod:`rollcheck.spark_replay.matrix_plan`: the cells and the options). This module is
-Spark's adapter to the engine-neutral core (:mod:`rollcheck.pyimpl.matrix`: the runner, the
+Spark's adapter to the engine-neutral core (:mod:`rollcheck.infra.matrix`: the runner, the
 classification, the JSON document, the tables, the minimiser's search), :class:`SparkAdapter`,
 which supplies:
 
@@ -27,7 +27,7 @@ which supplies:
 
 Every cell's verdict comes from the one verdict rule (:func:`rollcheck.pyimpl.verdict.decide`) and
 its attribution from :func:`rollcheck.pyimpl.attribution.classify_cell`; the matrix's exit code from
-:func:`rollcheck.pyimpl.matrix.matrix_verdict`.
+:func:`rollcheck.infra.matrix.matrix_verdict`.
 
 References
 ----------
@@ -44,8 +44,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from rollcheck.pyimpl.errors import InvalidInputError
-from rollcheck.pyimpl.matrix import (
+from rollcheck.infra.matrix import (
     ChildRunner,
     EngineAdapter,
     Prepared,
@@ -53,11 +52,12 @@ from rollcheck.pyimpl.matrix import (
     Replayed,
     summarize,
 )
-from rollcheck.pyimpl.matrix import (
+from rollcheck.infra.matrix import (
     render_html as _render_html,
 )
-from rollcheck.pyimpl.matrix import run_matrix as _run_core
-from rollcheck.pyimpl.matrix.run import entry_of
+from rollcheck.infra.matrix import run_matrix as _run_core
+from rollcheck.infra.matrix.run import entry_of
+from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.spark_replay.cell import CellConfig, cell_argv, cell_config
 from rollcheck.spark_replay.cluster import on_cluster
 from rollcheck.spark_replay.killpoints import FAILURE_CHECKS
@@ -349,8 +349,8 @@ def reproducer_on_releases(cell: Cell, opts: MatrixOptions, script: Path,
     """Run a finding's reproducer once on the cell's release V and once on the reference release R
     (``--reference-version``, default the pinned one), each with its own environment's interpreter
     (made before the cells ran); return ``{V: run, R: run}`` (the core's
-    :func:`~rollcheck.pyimpl.matrix.reproducer.run_on_releases`)."""
-    from rollcheck.pyimpl.matrix import run_on_releases
+    :func:`~rollcheck.infra.matrix.reproducer.run_on_releases`)."""
+    from rollcheck.infra.matrix import run_on_releases
     from rollcheck.spark_replay.reproducer import SHOWS, reproducer_python
 
     work = opts.out / f"{cell.stem}.min"
@@ -398,7 +398,7 @@ def prepare_releases(opts: MatrixOptions) -> dict[str, Path]:
 
 def cell_result(cell: Cell, opts: MatrixOptions, trace: Path, *, error: str | None = None) -> dict[str, Any]:
     """Replay one recorded cell and build its entry of the matrix's JSON (the core's keys,
-    :data:`rollcheck.pyimpl.matrix.CELL_KEYS`); ``error``: the cell is inconclusive with it."""
+    :data:`rollcheck.infra.matrix.CELL_KEYS`); ``error``: the cell is inconclusive with it."""
     adapter = SparkAdapter(opts, [cell])
     err = error[len("inconclusive: "):] if error and error.startswith("inconclusive: ") else error
     entry, _ = entry_of(adapter, cell, Recording(Path(trace)), opts.out, error=err)
@@ -408,7 +408,7 @@ def cell_result(cell: Cell, opts: MatrixOptions, trace: Path, *, error: str | No
 def render_html(cells: list[dict[str, Any]], planned: list[Cell], out: Path, *, done: bool,
                 meta: dict[str, Any], running: Mapping[tuple[str, str], str] | set[tuple[str, str]] | None = None,
                 ) -> str:
-    """The matrix's HTML table (the core's, :func:`rollcheck.pyimpl.matrix.render_html`) with Spark's
+    """The matrix's HTML table (the core's, :func:`rollcheck.infra.matrix.render_html`) with Spark's
     title, legend and caption; ``running``: the table places ``(row, column)`` running now."""
     busy = {k: "running" for k in running} if isinstance(running, set) else dict(running or {})
     return _render_html(cells, planned, out, done=done, title=SparkAdapter.title, row_header=row_header(planned),

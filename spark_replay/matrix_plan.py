@@ -41,7 +41,7 @@ RELEASE_ROW_HEADER = "release · " + ROW_HEADER
 @dataclass(frozen=True)
 class Cell:
     """One cell: a query module under a state store provider with one failure (a
-    :class:`~rollcheck.pyimpl.matrix.cells.MatrixCell`: ``row``, ``column``, ``ident``)."""
+    :class:`~rollcheck.infra.matrix.cells.MatrixCell`: ``row``, ``column``, ``ident``)."""
 
     module: str
     provider: str

@@ -46,8 +46,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from rollcheck.infra.partialfile import partial_output
 from rollcheck.pyimpl.errors import InvalidInputError
-from rollcheck.pyimpl.partialfile import partial_output
 from rollcheck.spark_replay.nhop_model import (
     MAX_PROCESSES,
     MAX_ROUNDS,

@@ -74,8 +74,8 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
+from rollcheck.infra.partialfile import partial_output
 from rollcheck.pyimpl.errors import InvalidInputError
-from rollcheck.pyimpl.partialfile import partial_output
 from rollcheck.spark_replay.killpoints import (
     SECOND_FAILURES,
     SECOND_KILL,

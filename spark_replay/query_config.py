@@ -14,7 +14,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from rollcheck.pyimpl.calllimit import DEFAULT_QUERY_CALL_TIMEOUT, check_limit
+from rollcheck.infra.calllimit import DEFAULT_QUERY_CALL_TIMEOUT, check_limit
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.spark_replay.cluster import on_cluster, validate_cluster
 from rollcheck.spark_replay.faults_retry import SCHEDULE_FLAGS, RetrySchedule

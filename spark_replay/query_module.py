@@ -8,7 +8,7 @@ micro-batch and ``query(**sources)``; optionally ``sink``/``read_output`` (its o
 ``foreachBatch`` sink, given together) and ``SINK_GUARANTEE``. :func:`load_query` imports it (a
 ``.py`` file or an importable module) and returns a :class:`UserQuery`, or refuses it with one
 :class:`~rollcheck.pyimpl.errors.InvalidInputError` naming the attribute; every call into the
-module runs within its time limit (:mod:`rollcheck.pyimpl.calllimit`).
+module runs within its time limit (:mod:`rollcheck.infra.calllimit`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from rollcheck.pyimpl.calllimit import DEFAULT_QUERY_CALL_TIMEOUT, call_limited, check_limit
+from rollcheck.infra.calllimit import DEFAULT_QUERY_CALL_TIMEOUT, call_limited, check_limit
 from rollcheck.pyimpl.errors import InvalidInputError, UserCodeTimeout
 
 __all__ = ["OUTPUT_MODES", "SINGLE_SOURCE", "Batch", "UserQuery", "ddl_columns", "load_query", "total_rows"]

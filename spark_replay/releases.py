@@ -38,11 +38,11 @@ import sys
 import time
 from pathlib import Path
 
-from rollcheck.pyimpl import children
+from rollcheck.infra import children
+from rollcheck.infra.release_envs import cache_root, parse_engine_release
+from rollcheck.infra.release_envs import locked as _locked
+from rollcheck.infra.release_envs import pip_reason as _pip_reason
 from rollcheck.pyimpl.errors import InvalidInputError
-from rollcheck.pyimpl.release_envs import cache_root, parse_engine_release
-from rollcheck.pyimpl.release_envs import locked as _locked
-from rollcheck.pyimpl.release_envs import pip_reason as _pip_reason
 
 __all__ = [
     "SUPPORTED",
@@ -111,7 +111,7 @@ install()
 
 def parse_release(version: str, location: str = "--engine-version") -> tuple[int, int, int]:
     """``"3.5.9"`` -> ``(3, 5, 9)``, refusing anything but a supported full release
-    (:func:`rollcheck.pyimpl.release_envs.parse_engine_release` with :data:`SUPPORTED`).
+    (:func:`rollcheck.infra.release_envs.parse_engine_release` with :data:`SUPPORTED`).
 
     Raises
     ------

@@ -39,9 +39,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from rollcheck.infra.matrix.reproducer import run_reproducer
+from rollcheck.infra.matrix.shrink import shrink_batches
 from rollcheck.pyimpl.errors import InvalidInputError
-from rollcheck.pyimpl.matrix.reproducer import run_reproducer
-from rollcheck.pyimpl.matrix.shrink import shrink_batches
 from rollcheck.pyimpl.patternio import atomic_write_text
 from rollcheck.spark_replay.killpoints import STATE_STORES
 from rollcheck.spark_replay.query_module import SINGLE_SOURCE
@@ -283,7 +283,7 @@ def minimise_and_write(cell: Any, opts: Any, result: dict[str, Any],
     The steps, each kept only if the re-recording still fails the same check: (1) drop the batches
     after the failing batch K (keep 0..K, else 0..K+1, ...); (2) drop the batches before K (the
     failure then strikes at batch 0); (3) halve each batch's rows (the first half, else the second)
-    while it fails (the core's search, :func:`rollcheck.pyimpl.matrix.shrink.shrink_batches`). At
+    while it fails (the core's search, :func:`rollcheck.infra.matrix.shrink.shrink_batches`). At
     most ``opts.shrink_runs`` (at most :data:`MAX_RUNS`) re-recordings; the reproducer is run
     unless ``opts.run_reproducer`` is false.
     """

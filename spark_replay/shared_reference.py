@@ -96,7 +96,7 @@ def write_shared_reference(path: str | Path, out: str | Path, header: dict[str, 
 
 def references_folder() -> Path:
     """Where kept references live: ``<cache>/spark-references``."""
-    from rollcheck.pyimpl.release_envs import cache_root
+    from rollcheck.infra.release_envs import cache_root
 
     return cache_root() / "spark-references"
 

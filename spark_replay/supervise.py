@@ -6,7 +6,7 @@ on the same checkpoint, so the recorders (:mod:`~rollcheck.spark_replay.query`,
 module is the one supervision loop they share:
 
 - :func:`run_driver` starts ``python -m MODULE --child`` in a process group of its own
-  (:mod:`rollcheck.pyimpl.children`: the driver, the JVM PySpark starts for it and Spark's Python
+  (:mod:`rollcheck.infra.children`: the driver, the JVM PySpark starts for it and Spark's Python
   workers die when rollcheck dies, however it dies), hands it a JSON *spec* on standard input,
   SIGKILLs the group when the driver asks for its own kill (the file ``MARKERS/kill-requested``,
   written by :func:`request_kill` at the injection point), enforces an optional time limit, and
@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rollcheck.pyimpl import children
+from rollcheck.infra import children
 from rollcheck.pyimpl.errors import (
     EnvironmentFault,
     InvalidInputError,

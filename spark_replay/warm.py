@@ -20,12 +20,12 @@ cells one after another:
   whose user code ran past its limit keeps its result (the engine was clean when it started) and
   the driver is replaced after it;
 - the driver runs in a process group of its own with its JVM and Python workers
-  (:mod:`rollcheck.pyimpl.children`): it dies with rollcheck however rollcheck dies, and the
-  matrix's :meth:`~rollcheck.pyimpl.matrix.ChildRunner.stop` kills it with the other children.
+  (:mod:`rollcheck.infra.children`): it dies with rollcheck however rollcheck dies, and the
+  matrix's :meth:`~rollcheck.infra.matrix.ChildRunner.stop` kills it with the other children.
 
 The driver's standard output and error go to ``DIR/warm-N.log``; each cell's part of it is copied
 to the cell's own log. What a cell cost is the CPU its driver's process tree spent while it ran
-(:class:`~rollcheck.pyimpl.matrix.cost.TreeCpu`).
+(:class:`~rollcheck.infra.matrix.cost.TreeCpu`).
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ class WarmDriver:
     master : str, optional
         The Spark master of every cell it runs.
     runner : ChildRunner, optional
-        The matrix's runner: :meth:`~rollcheck.pyimpl.matrix.ChildRunner.stop` kills it too.
+        The matrix's runner: :meth:`~rollcheck.infra.matrix.ChildRunner.stop` kills it too.
     """
 
     def __init__(self, workdir: Path, n: int, master: str | None = None, runner: Any = None) -> None:
@@ -105,8 +105,8 @@ class WarmDriver:
 
     def start(self, timeout: float = 300.0) -> None:
         """Start the driver and wait until its Spark session is up (RuntimeError when it is not)."""
-        from rollcheck.pyimpl import children
-        from rollcheck.pyimpl.matrix.cost import TreeCpu
+        from rollcheck.infra import children
+        from rollcheck.infra.matrix.cost import TreeCpu
 
         self._started = time.perf_counter()
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -222,7 +222,7 @@ class WarmPool:
         ``(None, why)`` when it could not be decided; run again on a fresh driver when the driver
         was damaged (never a verdict from a dirty engine). None when no driver could be started
         (the caller runs a fresh child). The CPU it cost and whether the engine was warm go to
-        ``runner``'s account (:meth:`~rollcheck.pyimpl.matrix.ChildRunner.charge`)."""
+        ``runner``'s account (:meth:`~rollcheck.infra.matrix.ChildRunner.charge`)."""
         why = ""
         for _ in range(2):
             drv = self._driver(runner, timeout)
@@ -357,7 +357,7 @@ def _damage(base: Any, spark: Any) -> str | None:
 
 def serve(reply_fd: int, master: str | None, parent: int | None = None) -> int:
     """The driver's main loop: one Spark session, one cell per request line, one reply line each."""
-    from rollcheck.pyimpl import children
+    from rollcheck.infra import children
     from rollcheck.spark_replay.cluster import cluster_conf
     from rollcheck.spark_replay.query_config import session_conf
     from rollcheck.spark_replay.session import spark_session

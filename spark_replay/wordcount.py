@@ -54,8 +54,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rollcheck.infra.partialfile import partial_output
 from rollcheck.pyimpl.errors import InvalidInputError
-from rollcheck.pyimpl.partialfile import partial_output
 from rollcheck.spark_replay.checkpoint_reader import CheckpointDir
 from rollcheck.spark_replay.supervise import child_main, environment_guard, request_kill, run_driver
 from rollcheck.spark_replay.trace import TraceWriter

@@ -1,4 +1,4 @@
-"""Children die with rollcheck: the process groups of :mod:`rollcheck.pyimpl.children`.
+"""Children die with rollcheck: the process groups of :mod:`rollcheck.infra.children`.
 
 Every process of a run carries a tag in its environment (``ROLLCHECK_FAULT_TAG``), inherited by
 all descendants, so the test finds survivors by reading ``/proc/*/environ`` even after they were
@@ -18,7 +18,7 @@ import uuid
 
 import pytest
 
-from rollcheck.pyimpl import children
+from rollcheck.infra import children
 
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc to find survivors")
 
@@ -64,7 +64,7 @@ def start(script: str) -> tuple[subprocess.Popen[str], str]:
 
 PARENT = """
     import sys, threading, time
-    from rollcheck.pyimpl import children
+    from rollcheck.infra import children
     children.spawn(["/bin/sh", "-c", "sleep 300 & sleep 301; wait"])  # a child with a grandchild
     t = threading.Thread(target=lambda: children.spawn(["sleep", "302"]))  # watchdog only
     t.start(); t.join()
@@ -92,7 +92,7 @@ def test_sigkill_of_the_parent_kills_children_and_grandchildren():
 def test_parent_death_signal_alone_kills_the_child():
     p, tag = start("""
         import os, signal, time
-        from rollcheck.pyimpl import children
+        from rollcheck.infra import children
         c = children.spawn(["sleep", "303"])
         os.killpg(c.group.pgid, 0)
         w = c.group._watchdog
@@ -114,7 +114,7 @@ def test_parent_death_signal_alone_kills_the_child():
 def test_sigterm_unwinding_kills_the_group_promptly():
     p, tag = start("""
         import signal, sys, time
-        from rollcheck.pyimpl import children
+        from rollcheck.infra import children
         def on_term(*a): raise KeyboardInterrupt
         signal.signal(signal.SIGTERM, on_term)
         print("ready", flush=True)
@@ -163,7 +163,7 @@ def test_groups_are_tracked_and_kill_all_ends_them():
     code = textwrap.dedent("""
         import signal
         import pytest
-        from rollcheck.pyimpl import children
+        from rollcheck.infra import children
         g = children.ProcessGroup()
         p = g.spawn(["sleep", "309"])
         assert g in children.live_groups()

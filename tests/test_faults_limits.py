@@ -1,4 +1,4 @@
-"""User code that hangs: ``--call-timeout`` and :func:`rollcheck.pyimpl.calllimit.call_limited`.
+"""User code that hangs: ``--call-timeout`` and :func:`rollcheck.infra.calllimit.call_limited`.
 
 The fast tests (about 10 s) bound calls in the main thread and in other threads and run the CLI on
 a query module whose ``batches()`` never returns (no JVM: ``batches`` runs before Spark starts).
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from rollcheck.pyimpl.calllimit import call_limited, check_limit
+from rollcheck.infra.calllimit import call_limited, check_limit
 from rollcheck.pyimpl.errors import InvalidInputError, UserCodeTimeout
 from rollcheck.testing.faults import kill_tagged, new_tag, tagged_env, wait_gone
 

@@ -78,7 +78,7 @@ def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_tree_is_laid_out_as_installed(tree: Path) -> None:
-    for pkg in ("pyimpl", "pyimpl/intervals", "pyimpl/simulate", "properties", "tla", "spark_replay",
+    for pkg in ("pyimpl", "infra", "infra/matrix", "pyimpl/intervals", "pyimpl/simulate", "properties", "tla", "spark_replay",
                 "cli", "sections"):
         assert (tree / "rollcheck" / pkg / "__init__.py").is_file(), pkg
     assert not (tree / "pyimpl").exists()
@@ -98,9 +98,11 @@ BROKEN_TREES = [
     ("pyimpl/zpaths.py", "import rollcheck.cli.main", "pyimpl imports nothing of ours"),
     ("pyimpl/simulate/topology.py", "import rollcheck.properties.registry", "pyimpl imports nothing of ours"),
     ("tla/values.py", "import rollcheck.suite",
-     "properties, tla and spark_replay import only pyimpl, each other and the package data"),
+     "properties, tla and spark_replay import only pyimpl, infrastructure, each other and the package data"),
     ("properties/registry.py", "import rollcheck.cli.cmd_tlc",
-     "properties, tla and spark_replay import only pyimpl, each other and the package data"),
+     "properties, tla and spark_replay import only pyimpl, infrastructure, each other and the package data"),
+    ("infra/matrix/run.py", "import rollcheck.spark_replay.matrix", "infrastructure imports only pyimpl"),
+    ("infra/children.py", "import rollcheck.cli.main", "infrastructure imports only pyimpl"),
     ("rollcheck/sections/sec_tlc.py", "import rollcheck.cli.cmd_tlc", "report sections do not import CLI modules"),
     ("pyimpl/simulate/recovery.py", "import rollcheck.pyimpl.simulate.engine", "no import cycles between siblings"),
     ("pyimpl/intervals/utilization.py", "import rollcheck.pyimpl.intervals.sim", "no import cycles between siblings"),

@@ -1,4 +1,4 @@
-"""The engine-neutral matrix core (rollcheck.pyimpl.matrix) with a toy adapter, no engine.
+"""The engine-neutral matrix core (rollcheck.infra.matrix) with a toy adapter, no engine.
 
 What every engine's matrix relies on: shared preparations (a failed one makes its cells
 inconclusive without running them), retries, a cell that raises stops the matrix and reaches the
@@ -19,8 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from rollcheck.pyimpl.errors import InvalidInputError
-from rollcheck.pyimpl.matrix import (
+from rollcheck.infra.matrix import (
     EngineAdapter,
     GenericCell,
     Prepared,
@@ -29,6 +28,7 @@ from rollcheck.pyimpl.matrix import (
     matrix_verdict,
     run_matrix,
 )
+from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.verdict import Check, Report
 
 
@@ -117,7 +117,7 @@ def test_two_cells_on_one_table_place_are_refused(tmp_path):
 _SLOW = textwrap.dedent("""
     import signal, sys, time
     from pathlib import Path
-    from rollcheck.pyimpl.matrix import EngineAdapter, GenericCell, Recording, Replayed, run_matrix
+    from rollcheck.infra.matrix import EngineAdapter, GenericCell, Recording, Replayed, run_matrix
     from rollcheck.pyimpl.verdict import Check, Report
 
     def term(*_):  # as rollcheck's entry point does: SIGTERM becomes an exception in the main thread
@@ -191,7 +191,7 @@ def test_flink_adapter_writes_a_findings_reproducer_without_a_jvm(tmp_path):
     """The Flink adapter's part of a finding (no Flink run): a word-count cell's reproducer from
     the engine's template, with the failure at the recorded record."""
     from rollcheck.flink_replay.matrix import Cell, FlinkAdapter
-    from rollcheck.pyimpl.matrix import ChildRunner
+    from rollcheck.infra.matrix import ChildRunner
 
     cell = Cell("wordcount", "rocksdb", "aligned", "task", None)
     rep = Report([Check.violated("output-exactly-once", "row 3 of KEY [\"w1\"] committed 2 times")])
@@ -208,7 +208,7 @@ def test_flink_adapter_runs_the_reproducer_on_request(tmp_path, monkeypatch):
     (here a stand-in interpreter that prints what the template prints) and the run recorded."""
     import rollcheck.flink_replay.environment as env
     from rollcheck.flink_replay.matrix import Cell, FlinkAdapter
-    from rollcheck.pyimpl.matrix import ChildRunner
+    from rollcheck.infra.matrix import ChildRunner
 
     fake = tmp_path / "python"
     fake.write_text("#!/bin/sh\necho 'KEY [\"w1\"]: 3 rows committed, 2 without the failure'\nexit 1\n")

@@ -8,7 +8,7 @@ import json
 import sys
 import time
 
-from rollcheck.pyimpl.matrix import (
+from rollcheck.infra.matrix import (
     EngineAdapter,
     GenericCell,
     Prepared,
@@ -69,7 +69,7 @@ def test_cells_carry_wall_and_cpu_of_their_grandchildren(tmp_path):
 def test_terminal_table_says_what_a_cell_cost():
     from rich.console import Console
 
-    from rollcheck.pyimpl.matrix import terminal_table
+    from rollcheck.infra.matrix import terminal_table
 
     c = GenericCell("m.py", "r", "task")
     entry = {"row": "r", "column": "task", "verdict": "conformant", "wall_seconds": 12.0, "cpu_seconds": 30.5,

@@ -2,7 +2,7 @@
 failure-free run on R shared by a configuration's cells.
 
 Fast: the processes are stand-ins (a fake runner deciding by the interpreter it is given, as the
-tests of :mod:`rollcheck.pyimpl.matrix` do), so the shapes are exact: with ``--engine-version``
+tests of :mod:`rollcheck.infra.matrix` do), so the shapes are exact: with ``--engine-version``
 a finding's ``reproducer_run`` is keyed by release (``{"V": run, "R": run}``) on both adapters, the
 single-run shape stays without it, and the tables say "reproduced on V / not on R". The Flink
 adapter groups the cells of one job configuration (every failure, every release under test) for
@@ -19,9 +19,9 @@ import pytest
 
 from rollcheck.flink_replay import matrix as fm
 from rollcheck.flink_replay.releases import PINNED
-from rollcheck.pyimpl.matrix import Recording, Replayed, reproduced_words, terminal_table
-from rollcheck.pyimpl.matrix.cells import GenericCell
-from rollcheck.pyimpl.matrix.html import render_html
+from rollcheck.infra.matrix import Recording, Replayed, reproduced_words, terminal_table
+from rollcheck.infra.matrix.cells import GenericCell
+from rollcheck.infra.matrix.html import render_html
 from rollcheck.pyimpl.verdict import Check, Report
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -44,8 +44,8 @@ with (ROOT / "pyproject.toml").open("rb") as _f:
     PYPROJECT = tomllib.load(_f)
 SETUPTOOLS = PYPROJECT["tool"]["setuptools"]
 MAPPING: dict[str, str] = SETUPTOOLS["package-dir"]
-FOLDERS = ("pyimpl", "properties", "tla", "spark_replay", "flink_replay", "rollcheck")
-NOT_INSTALLED = ("pyimpl", "properties", "tla", "spark_replay", "flink_replay", "benchmarks", "tests", "examples", "specs", "docs")
+FOLDERS = ("pyimpl", "infra", "properties", "tla", "spark_replay", "flink_replay", "rollcheck")
+NOT_INSTALLED = ("pyimpl", "infra", "properties", "tla", "spark_replay", "flink_replay", "benchmarks", "tests", "examples", "specs", "docs")
 
 
 def _ignore(_dir: str, names: list[str]) -> list[str]:

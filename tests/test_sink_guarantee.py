@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from rollcheck.flink_replay.user_replay import declared_guarantee, replay_job
+from rollcheck.infra.matrix import matrix_verdict
 from rollcheck.pyimpl.attribution import classify_cell
 from rollcheck.pyimpl.errors import InvalidInputError
-from rollcheck.pyimpl.matrix import matrix_verdict
 from rollcheck.pyimpl.verdict import Status
 from rollcheck.spark_replay.matrix import Cell, MatrixOptions, cell_result
 from rollcheck.spark_replay.replay import replay_file

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from rollcheck.infra.matrix import matrix_verdict
 from rollcheck.pyimpl.errors import InvalidInputError
-from rollcheck.pyimpl.matrix import matrix_verdict
 from rollcheck.pyimpl.verdict import Status
 from rollcheck.spark_replay.killpoints import (
     KILL_POINTS,

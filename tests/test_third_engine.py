@@ -101,7 +101,7 @@ def test_kv_mutants_are_caught_by_the_generic_and_the_engine_check(tmp_path):
 
 
 # ----------------------------------------------------------------------------- the third engine's matrix
-# The same engine's chaos matrix is one short adapter of the core (rollcheck.pyimpl.matrix): the toy
+# The same engine's chaos matrix is one short adapter of the core (rollcheck.infra.matrix): the toy
 # "kv" engine below (pure Python, no JVM) runs a module's records, applies them to a keyed state,
 # hands every row to the module's sink, snapshots every N records, and on a crash reloads its newest
 # snapshot and hands the rows since then to the sink again (its documented at-least-once delivery).
@@ -109,8 +109,7 @@ def test_kv_mutants_are_caught_by_the_generic_and_the_engine_check(tmp_path):
 # (classify_cell), writes matrix.json and index.html, and decides the exit code (decide()).
 from pathlib import Path  # noqa: E402
 
-from rollcheck.pyimpl.attribution import judge_sink  # noqa: E402
-from rollcheck.pyimpl.matrix import (  # noqa: E402
+from rollcheck.infra.matrix import (  # noqa: E402
     EngineAdapter,
     GenericCell,
     Recording,
@@ -118,6 +117,7 @@ from rollcheck.pyimpl.matrix import (  # noqa: E402
     matrix_verdict,
     run_matrix,
 )
+from rollcheck.pyimpl.attribution import judge_sink  # noqa: E402
 from rollcheck.pyimpl.verdict import Report  # noqa: E402
 
 KV_DOC = "kv manual, \"Delivery\": after a crash a node re-sends the rows since its newest snapshot"

@@ -167,6 +167,6 @@ def test_one_check_type_in_the_trace_and_replay_world():
 
     old = re.compile(r"^class (Check|CheckResult|TraceReport|ReplayResult|FlinkReplay)\b", re.M)
     found = [f"{p.relative_to(ROOT)}: {m.group(0)}"
-             for folder in ("pyimpl", "spark_replay", "flink_replay", "rollcheck", "tla", "properties")
+             for folder in ("pyimpl", "infra", "spark_replay", "flink_replay", "rollcheck", "tla", "properties")
              for p in (ROOT / folder).rglob("*.py") for m in old.finditer(p.read_text(encoding="utf-8"))]
     assert found == ["pyimpl/verdict.py: class Check"], found

@@ -50,7 +50,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from rollcheck.pyimpl import children
+from rollcheck.infra import children
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.tla.tlc_interpret import interpret
 from rollcheck.tla.tlc_locate import find_jar, find_java
@@ -138,7 +138,7 @@ def _private_tmp() -> Iterator[Path]:
 
 
 def _run(cmd: list[str], cwd: Path, timeout: float | None) -> tuple[str, int | None, bool]:
-    """Run ``cmd`` in a process group that dies with rollcheck (:mod:`rollcheck.pyimpl.children`);
+    """Run ``cmd`` in a process group that dies with rollcheck (:mod:`rollcheck.infra.children`);
     return (output, exit code, timed out). The whole group (TLC's JVM and anything it started) is
     killed on a timeout, on any exception (Ctrl-C, SIGTERM), after TLC ends, and by the kernel or
     the group's watchdog if rollcheck itself is killed."""

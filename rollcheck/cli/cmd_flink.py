@@ -341,7 +341,7 @@ def _matrix(args: argparse.Namespace) -> int:
           file=sys.stderr)
     from rollcheck.cli.spark_matrix_view import MatrixView
     from rollcheck.flink_replay.matrix import FlinkAdapter, row_header
-    from rollcheck.pyimpl.matrix import matrix_verdict
+    from rollcheck.infra.matrix import matrix_verdict
 
     with MatrixView(title=FlinkAdapter.title, row_header=row_header(todo)) as view:
         doc = run_matrix(todo, args.out, jobs=args.jobs, on_update=view.update, records=args.records,
@@ -359,8 +359,8 @@ def _print_matrix(doc: dict[str, Any], planned: list[Any]) -> None:
     from rich.console import Console
 
     from rollcheck.flink_replay.matrix import FlinkAdapter, row_header
-    from rollcheck.pyimpl.matrix import terminal_table
-    from rollcheck.pyimpl.matrix.table import summary_line
+    from rollcheck.infra.matrix import terminal_table
+    from rollcheck.infra.matrix.table import summary_line
 
     Console().print(terminal_table(doc["cells"], planned, {}, title=FlinkAdapter.title, row_header=row_header(planned),
                                    reasons=True))

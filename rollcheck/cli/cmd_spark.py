@@ -392,8 +392,8 @@ def _matrix(args: argparse.Namespace) -> int:
 
     with MatrixView(row_header=RELEASE_ROW_HEADER if opts.engine_versions else ROW_HEADER) as view:
         res = run_matrix(opts, on_update=view.update)
-    from rollcheck.pyimpl.matrix import matrix_verdict
-    from rollcheck.pyimpl.matrix.table import summary_line
+    from rollcheck.infra.matrix import matrix_verdict
+    from rollcheck.infra.matrix.table import summary_line
 
     if args.json:
         emit_json(res)

@@ -1,7 +1,7 @@
 """The live terminal view of a matrix (``spark matrix``, ``flink matrix``): a table on stderr.
 
 On a terminal the table (one row per configuration, one column per failure: the core's
-:func:`rollcheck.pyimpl.matrix.terminal_table`) is redrawn whenever a cell starts or ends;
+:func:`rollcheck.infra.matrix.terminal_table`) is redrawn whenever a cell starts or ends;
 otherwise one line per finished cell goes to stderr. stdout is left alone (``--json`` prints
 exactly one document there).
 """
@@ -12,7 +12,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rollcheck.pyimpl.matrix import cell_word, terminal_table
+from rollcheck.infra.matrix import cell_word, terminal_table
 
 __all__ = ["MatrixView", "matrix_table"]
 

@@ -88,7 +88,7 @@ def _fingerprint(java: str, files: Iterable[Path]) -> str:
 
 def archive_path(kind: ArchiveKind) -> Path | None:
     """Where ``kind``'s archive lives for this Java and class path (None: no Java or no class path)."""
-    from rollcheck.pyimpl.release_envs import cache_root
+    from rollcheck.infra.release_envs import cache_root
 
     java = kind.java()
     files = kind.classpath()
@@ -99,7 +99,7 @@ def archive_path(kind: ArchiveKind) -> Path | None:
 
 def make_archive(kind: ArchiveKind, log: Callable[[str], None] = print) -> Path | None:
     """``kind``'s archive, made by one training run when missing; None when it cannot be made."""
-    from rollcheck.pyimpl.release_envs import locked
+    from rollcheck.infra.release_envs import locked
 
     path = archive_path(kind)
     if path is None:
@@ -169,7 +169,7 @@ def _training_environ(**extra: str) -> dict[str, str]:
 
 def _members_left(pgid: int) -> bool:
     """Whether a process of group ``pgid`` is still running, other than its leader (the watchdog,
-    :mod:`rollcheck.pyimpl.children`) and the leader's own children."""
+    :mod:`rollcheck.infra.children`) and the leader's own children."""
     for pid in psutil.pids():
         if pid == pgid:
             continue
@@ -188,7 +188,7 @@ def _members_left(pgid: int) -> bool:
 def _run_training(cmd: Sequence[str], cwd: Path, env: dict[str, str]) -> bool:
     """Run a training command to its end, then wait for the JVM it started: the JVM writes the
     archive as it exits, after the Python process that drove it (the group dies with us)."""
-    from rollcheck.pyimpl import children
+    from rollcheck.infra import children
 
     try:
         with children.spawn(list(cmd), cwd=str(cwd), env=env, stdin=subprocess.DEVNULL,

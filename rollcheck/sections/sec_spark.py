@@ -291,7 +291,7 @@ MATRIX_SLICE = [("clicks_per_window", "rocksdb", "kill", "offsets"),
 
 def _matrix_slice(ctx: VerifyContext, tmp: Path) -> list[Row]:
     """The matrix slice (:data:`MATRIX_SLICE`), two cells at once; one row per cell."""
-    from rollcheck.pyimpl.matrix import matrix_verdict
+    from rollcheck.infra.matrix import matrix_verdict
     from rollcheck.spark_replay.matrix import Cell, MatrixOptions, run_matrix
 
     lib = Path(__file__).resolve().parents[2] / "examples" / "queries"

@@ -2,7 +2,7 @@
 
 :func:`check_query` (Spark) and :func:`check_job` (Flink) run a slice of the engine's chaos matrix
 (``rollcheck spark matrix`` / ``rollcheck flink matrix``: the same core,
-:mod:`rollcheck.pyimpl.matrix`) on one module — by default one state store provider or state
+:mod:`rollcheck.infra.matrix`) on one module — by default one state store provider or state
 backend and the failures given — and return an :class:`EngineReport`;
 :func:`assert_query_exactly_once` and :func:`assert_job_exactly_once` raise
 :class:`AssertionError` unless every cell is conformant, naming each cell that is not with its
@@ -36,8 +36,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from rollcheck.pyimpl.matrix import matrix_verdict
-from rollcheck.pyimpl.matrix.table import cell_word, summary_line
+from rollcheck.infra.matrix import matrix_verdict
+from rollcheck.infra.matrix.table import cell_word, summary_line
 
 __all__ = ["EngineReport", "check_query", "assert_query_exactly_once", "check_job", "assert_job_exactly_once"]
 

@@ -190,7 +190,7 @@ class Scenario:
 #: A parent that starts a child with a grandchild through rollcheck's own launcher.
 PARENT_OURS = """
 import time
-from rollcheck.pyimpl import children
+from rollcheck.infra import children
 children.spawn(["/bin/sh", "-c", "sleep 300 & sleep 301; wait"])
 print("ready", flush=True)
 time.sleep(600)

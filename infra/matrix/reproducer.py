@@ -11,7 +11,7 @@ release R, each with its own environment's interpreter (:func:`run_on_releases`)
 Examples
 --------
 >>> import sys, tempfile, pathlib
->>> from rollcheck.pyimpl.matrix.runner import ChildRunner
+>>> from rollcheck.infra.matrix.runner import ChildRunner
 >>> with tempfile.TemporaryDirectory() as d:
 ...     s = pathlib.Path(d) / "r.py"
 ...     _ = s.write_text("import sys\\nprint('LOST row: 1')\\nsys.exit(1)\\n")
@@ -36,7 +36,7 @@ SHOWS = ("LOST row", "DUPLICATED row", "KEY ")
 def run_reproducer(argv: list[str], run: Callable[[list[str], float, Path], tuple[int | None, str]],
                    timeout: float, log: Path, shows: Sequence[str] = SHOWS) -> dict[str, Any]:
     """Run a reproducer with ``run(argv, timeout, log) -> (exit status or None, stdout)`` (a
-    :meth:`ChildRunner.run <rollcheck.pyimpl.matrix.runner.ChildRunner.run>`); return ``{"exit",
+    :meth:`ChildRunner.run <rollcheck.infra.matrix.runner.ChildRunner.run>`); return ``{"exit",
     "seconds", "shows", "reproduced"}`` (it showed the finding when it exited 1 and printed at
     least one line beginning with one of ``shows``)."""
     t0 = time.perf_counter()

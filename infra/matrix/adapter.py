@@ -15,9 +15,9 @@ the rest (order, parallelism, retries, classification, files, tables, the verdic
 - :meth:`~EngineAdapter.retry` — whether an inconclusive cell is recorded once more (a race with
   the engine, an overloaded machine);
 - :meth:`~EngineAdapter.close` — end what the adapter kept between cells (warm engines);
-- :meth:`~EngineAdapter.finding` — minimise a finding (with :mod:`rollcheck.pyimpl.matrix.shrink`)
+- :meth:`~EngineAdapter.finding` — minimise a finding (with :mod:`rollcheck.infra.matrix.shrink`)
   and write its reproducer from the engine's template (run with
-  :func:`rollcheck.pyimpl.matrix.reproducer.run_reproducer`).
+  :func:`rollcheck.infra.matrix.reproducer.run_reproducer`).
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rollcheck.pyimpl.matrix.cells import MatrixCell
-from rollcheck.pyimpl.matrix.runner import ChildRunner
+from rollcheck.infra.matrix.cells import MatrixCell
+from rollcheck.infra.matrix.runner import ChildRunner
 from rollcheck.pyimpl.verdict import Report
 
 __all__ = ["EngineAdapter", "Prepared", "Recording", "Replayed"]

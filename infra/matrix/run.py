@@ -14,7 +14,7 @@ the exception reaches the caller (exit 2 or 4), never an undecided cell that hid
 Interrupts: SIGINT and SIGTERM (which ``rollcheck``'s entry point turns into a
 ``KeyboardInterrupt`` in the main thread) stop the matrix at once: no new cell starts, every child
 process group still running is killed (:meth:`ChildRunner.stop` and
-:func:`rollcheck.pyimpl.children.kill_all`), the workers are given a few seconds to end, and
+:func:`rollcheck.infra.children.kill_all`), the workers are given a few seconds to end, and
 nothing is published after the interrupt — ``matrix.json`` and ``index.html`` stay as they were
 after the last finished cell (``"finished": false``), whole files, never half-written ones.
 """
@@ -28,14 +28,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from rollcheck.infra.matrix.adapter import EngineAdapter, Prepared, Recording, Replayed
+from rollcheck.infra.matrix.cells import MatrixCell, cell_key, check_unique, entry_key
+from rollcheck.infra.matrix.classify import classify
+from rollcheck.infra.matrix.cost import Usage, metered
+from rollcheck.infra.matrix.document import base_entry, matrix_verdict, summarize, write_document
+from rollcheck.infra.matrix.html import render_html
+from rollcheck.infra.matrix.runner import ChildRunner
 from rollcheck.pyimpl.errors import InconclusiveError, InvalidInputError
-from rollcheck.pyimpl.matrix.adapter import EngineAdapter, Prepared, Recording, Replayed
-from rollcheck.pyimpl.matrix.cells import MatrixCell, cell_key, check_unique, entry_key
-from rollcheck.pyimpl.matrix.classify import classify
-from rollcheck.pyimpl.matrix.cost import Usage, metered
-from rollcheck.pyimpl.matrix.document import base_entry, matrix_verdict, summarize, write_document
-from rollcheck.pyimpl.matrix.html import render_html
-from rollcheck.pyimpl.matrix.runner import ChildRunner
 from rollcheck.pyimpl.patternio import atomic_write_text
 
 __all__ = ["run_matrix", "decide_cell", "entry_of", "total_cost"]
@@ -312,7 +312,7 @@ def run_matrix(adapter: EngineAdapter, cells: Sequence[MatrixCell], out: str | P
     except BaseException:
         # interrupted (SIGINT/SIGTERM arrive in this thread): no new cell, every child killed, the
         # workers' last results dropped (the published files are those of the last finished cell)
-        from rollcheck.pyimpl import children
+        from rollcheck.infra import children
 
         runner.stop()
         with qlock:
@@ -325,7 +325,7 @@ def run_matrix(adapter: EngineAdapter, cells: Sequence[MatrixCell], out: str | P
     finally:
         adapter.close()  # the adapter's long-lived engines (warm drivers) end with the matrix
     if fatal:
-        from rollcheck.pyimpl import children
+        from rollcheck.infra import children
 
         children.kill_all()
         raise fatal[0]

@@ -1,11 +1,11 @@
 """Child processes of a matrix, bounded in time, that die with it: :class:`ChildRunner`.
 
-Each recording runs as a child process group (:mod:`rollcheck.pyimpl.children`: it dies with
+Each recording runs as a child process group (:mod:`rollcheck.infra.children`: it dies with
 rollcheck however rollcheck dies); :meth:`ChildRunner.stop` kills every one still running and
 refuses new ones, which is how an interrupted matrix ends its cells at once.
 
 What the runs cost: inside ``with runner.metering(usage):`` every run of the calling thread adds
-its CPU seconds (the child's whole process tree, :class:`~rollcheck.pyimpl.matrix.cost.TreeCpu`)
+its CPU seconds (the child's whole process tree, :class:`~rollcheck.infra.matrix.cost.TreeCpu`)
 to ``usage``; an adapter that runs a cell elsewhere (a warm engine) adds its own with
 :meth:`ChildRunner.charge`. Long-lived processes of an adapter (:meth:`ChildRunner.adopt`) are
 killed by :meth:`ChildRunner.stop` too.
@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from rollcheck.pyimpl.matrix.cost import TreeCpu, Usage
+from rollcheck.infra.matrix.cost import TreeCpu, Usage
 
 __all__ = ["ChildRunner", "STOPPED"]
 
@@ -65,7 +65,7 @@ class ChildRunner:
             usage.notes.update(notes)
 
     def adopt(self, proc: Any) -> None:
-        """Kill ``proc`` (a :class:`~rollcheck.pyimpl.children.Child`) with the others on :meth:`stop`."""
+        """Kill ``proc`` (a :class:`~rollcheck.infra.children.Child`) with the others on :meth:`stop`."""
         with self.lock:
             if self.stopping:
                 with contextlib.suppress(Exception):
@@ -87,7 +87,7 @@ class ChildRunner:
             The exit status and the standard output; ``None`` and the reason when it timed out or
             the matrix was stopped.
         """
-        from rollcheck.pyimpl import children
+        from rollcheck.infra import children
 
         if self.stopping:
             return None, STOPPED

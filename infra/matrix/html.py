@@ -1,6 +1,6 @@
 """The matrix's HTML table (every engine's): one row per configuration, one column per failure.
 
-Each decided cell shows its verdict in words and colour (:func:`~rollcheck.pyimpl.matrix.table.cell_word`),
+Each decided cell shows its verdict in words and colour (:func:`~rollcheck.infra.matrix.table.cell_word`),
 the start of its reason, and relative links to its trace, checks, witness and reproducer (with
 whether the reproducer showed the finding, when it was run); cells not decided yet say
 ``running…``, the preparation's word, or ``pending``. Until the matrix ends the page reloads
@@ -16,10 +16,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rollcheck.pyimpl.matrix.cells import MatrixCell, axes, cell_key, entry_key
-from rollcheck.pyimpl.matrix.document import summarize
-from rollcheck.pyimpl.matrix.reproducer import per_release, reproduced_words
-from rollcheck.pyimpl.matrix.table import cell_word, cost_words, summary_line
+from rollcheck.infra.matrix.cells import MatrixCell, axes, cell_key, entry_key
+from rollcheck.infra.matrix.document import summarize
+from rollcheck.infra.matrix.reproducer import per_release, reproduced_words
+from rollcheck.infra.matrix.table import cell_word, cost_words, summary_line
 from rollcheck.pyimpl.patternio import atomic_write_text
 
 __all__ = ["render_html", "write_html", "COLORS"]

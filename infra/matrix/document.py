@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from rollcheck.pyimpl.matrix.cells import MatrixCell
+from rollcheck.infra.matrix.cells import MatrixCell
 from rollcheck.pyimpl.patternio import atomic_write_text
 from rollcheck.pyimpl.verdict import Check, Verdict, decide
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rollcheck.pyimpl.matrix.cells import MatrixCell, axes, cell_key, entry_key
-from rollcheck.pyimpl.matrix.reproducer import reproduced_words
+from rollcheck.infra.matrix.cells import MatrixCell, axes, cell_key, entry_key
+from rollcheck.infra.matrix.reproducer import reproduced_words
 
 __all__ = ["cell_word", "cost_words", "summary_line", "terminal_table", "STYLES"]
 
