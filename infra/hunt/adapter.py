@@ -1,0 +1,180 @@
+"""What an engine gives the hunt: its programs, its cells, how to run, shrink and reproduce them.
+
+The hunt's core (:mod:`rollcheck.infra.hunt`) knows no engine. An engine (Spark, Flink, the tests'
+toy) implements :class:`HuntAdapter`; the core draws programs through it in order, runs their
+cells, keeps the store and turns violated outcomes into findings.
+
+Examples
+--------
+>>> p = Program(id="P0007", text="", operators=("source", "filter"), spec={})
+>>> p.pairs
+()
+>>> CellOutcome(verdict="conformant", checks={"exactly-once": "held"}).exception is None
+True
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "CHECK_STATES",
+    "VERDICTS",
+    "CellOutcome",
+    "HuntAdapter",
+    "HuntCell",
+    "Program",
+]
+
+#: A cell outcome's verdicts. ``rejected``: the engine refused the program at analysis (counted,
+#: never a finding).
+VERDICTS = ("conformant", "violated", "inconclusive", "rejected", "error")
+
+#: A check's states in a cell outcome.
+CHECK_STATES = ("held", "violated", "not_applicable", "unchecked")
+
+
+@dataclass(frozen=True)
+class Program:
+    """One generated program: an ordinary query / job module of the engine.
+
+    Parameters
+    ----------
+    id : str
+        ``"P0007"``: the draw index, zero-padded to 4.
+    text : str
+        The module's source.
+    operators : tuple of str
+        Operator kinds it uses, in plan order.
+    spec : dict
+        The engine's structured form (JSON-able); :meth:`HuntAdapter.shrink` works on it.
+    pairs : tuple of str
+        Chained operator pairs ``"parent>child"`` (coverage).
+    """
+
+    id: str
+    text: str
+    operators: tuple[str, ...]
+    spec: dict[str, Any]
+    pairs: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class HuntCell:
+    """One configuration a program runs in (a fault schedule, a provider, a release).
+
+    Parameters
+    ----------
+    key : str
+        Stable and unique within a program, e.g. ``"hdfs/none"``, ``"rocksdb/task@b2"``.
+    params : dict
+        JSON-able; what the adapter needs to run it.
+    """
+
+    key: str
+    params: dict[str, Any]
+
+
+@dataclass
+class CellOutcome:
+    """What one cell decided.
+
+    Parameters
+    ----------
+    verdict : str
+        One of :data:`VERDICTS`.
+    checks : dict
+        Check name -> one of :data:`CHECK_STATES`.
+    exception : str or None
+        The engine's exception class, if one was raised.
+    attributed_to : str or None
+        ``"engine"``, ``"user"``, ``"environment"`` or None.
+    trace : str or None
+        The cell's trace file.
+    detail : str
+        One line: what was seen.
+    seconds, cpu_seconds : float
+        The cell's wall-clock and CPU cost.
+    shared : dict
+        What was reused (reference, engine).
+    """
+
+    verdict: str
+    checks: dict[str, str]
+    exception: str | None = None
+    attributed_to: str | None = None
+    trace: str | None = None
+    detail: str = ""
+    seconds: float = 0.0
+    cpu_seconds: float = 0.0
+    shared: dict[str, Any] = field(default_factory=dict)
+
+
+class HuntAdapter(ABC):
+    """An engine's side of the hunt (see the module docstring).
+
+    Attributes
+    ----------
+    engine : str
+        ``"spark"``, ``"flink"`` or ``"toy"``.
+    engine_version : str or None
+        The release hunted (None: the pinned one).
+    reference_version : str or None
+        The release-differential's other release.
+    """
+
+    engine: str
+    engine_version: str | None = None
+    reference_version: str | None = None
+
+    @abstractmethod
+    def vocabulary(self) -> list[str]:
+        """Every operator kind the grammar can emit (the coverage keys)."""
+
+    @abstractmethod
+    def generate(self, seed: int, index: int, coverage: Mapping[str, int]) -> Program:
+        """Program number ``index`` for ``seed``: deterministic in (seed, index, coverage).
+
+        ``coverage`` maps operator kind / pair to its count over the programs generated before
+        this one; steer towards the least covered.
+        """
+
+    @abstractmethod
+    def cells(self, program: Program, seed: int) -> list[HuntCell]:
+        """The cells to run: a failure-free cell first, fault schedules, differential cells."""
+
+    @abstractmethod
+    def run(self, program: Program, module: Path, cells: Sequence[HuntCell], workdir: Path,
+            jobs: int = 1) -> Iterator[tuple[HuntCell, CellOutcome]]:
+        """Run ``cells`` of ``program`` (written at ``module``), yielding each outcome when decided.
+
+        Never raises for the program's or the engine's failures: they are outcomes.
+        """
+
+    @abstractmethod
+    def shrink(self, program: Program) -> Iterator[Program]:
+        """Smaller variants of ``program``, biggest reductions first, each a valid module."""
+
+    @abstractmethod
+    def reproducer(self, program: Program, cell: HuntCell, outcome: CellOutcome,
+                   dest: Path) -> Path:
+        """Write a standalone script (the engine only, no rollcheck import) showing the finding."""
+
+    @abstractmethod
+    def run_reproducer(self, script: Path, release: str | None) -> str:
+        """Run ``script`` on ``release``: ``"reproduced"``, ``"not reproduced"`` or ``"could not run: <why>"``."""
+
+    @abstractmethod
+    def newer_releases(self) -> list[str]:
+        """[newest patch of engine_version's line, newest release], deduplicated; may be empty."""
+
+    @abstractmethod
+    def confirm(self, module: Path, cell: HuntCell, workdir: Path) -> CellOutcome:
+        """Run ``module`` through the ordinary matrix for ``cell``'s configuration."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook, nothing to release by default
+        """Release what the adapter holds (engines, sessions); nothing by default."""
