@@ -12,7 +12,7 @@ PYTEST_WORKERS ?= 2
 # tree of symlinks laid out as installed
 TYPECHECK := build/typecheck
 
-.PHONY: setup java chromium flink-setup test test-engines verify verify-quick bench bench-matrix bench-verify bench-bugs lint typecheck-tree clean
+.PHONY: setup java chromium flink-setup test test-engines verify verify-quick bench bench-matrix bench-verify bench-bugs bench-hunt lint typecheck-tree clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -90,6 +90,12 @@ bench-matrix: setup
 # docs/engine-bugs.md (ONLY=ID,ID runs some entries)
 bench-bugs: setup flink-setup
 	$(PY) -P benchmarks/engine_bugs/run.py $(if $(ONLY),--only $(ONLY))
+
+# blind recall of the hunt: the hunt on each zoo entry's affected release (reference: the fixed one)
+# without the entry's module, BUDGET per entry (default 45m); writes benchmarks/results/hunt-recall.json
+# and docs/hunt-recall.md (ONLY=ID,ID runs some entries, ENGINE=spark|flink one engine)
+bench-hunt: setup flink-setup
+	$(PY) -P -m benchmarks.bench_hunt --budget $(or $(BUDGET),45m) $(if $(ONLY),--only $(ONLY)) $(if $(ENGINE),--engine $(ENGINE))
 
 typecheck-tree:
 	rm -rf $(TYPECHECK)
