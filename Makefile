@@ -95,7 +95,7 @@ bench-bugs: setup flink-setup
 # without the entry's module, BUDGET per entry (default 45m); writes benchmarks/results/hunt-recall.json
 # and docs/hunt-recall.md (ONLY=ID,ID runs some entries, ENGINE=spark|flink one engine)
 bench-hunt: setup flink-setup
-	$(PY) -P -m benchmarks.bench_hunt --budget $(or $(BUDGET),45m) $(if $(ONLY),--only $(ONLY)) $(if $(ENGINE),--engine $(ENGINE))
+	$(PY) -m benchmarks.bench_hunt --budget $(or $(BUDGET),45m) $(if $(ONLY),--only $(ONLY)) $(if $(ENGINE),--engine $(ENGINE))
 
 typecheck-tree:
 	rm -rf $(TYPECHECK)

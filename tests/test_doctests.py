@@ -15,7 +15,7 @@ import pytest
 
 import rollcheck
 
-PACKAGES = ["rollcheck.pyimpl", "rollcheck.testing"]
+PACKAGES = ["rollcheck.pyimpl", "rollcheck.infra", "rollcheck.testing"]
 
 
 def _modules() -> list[str]:
