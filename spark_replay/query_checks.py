@@ -230,4 +230,7 @@ def query_plugins(header: dict[str, Any], source: str | None) -> list[TraceCheck
     from rollcheck.spark_replay.oracles import oracle_plugins
 
     plugins += oracle_plugins(header, source)  # batch-equivalent, release-differential, ...
+    from rollcheck.spark_replay.plan_checks import plan_plugins
+
+    plugins += plan_plugins(header, source)  # plan-stable, complete-key-unique
     return plugins

@@ -370,7 +370,8 @@ def run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: WorkPaths, *, r
 
 def _progress_of(q: Any) -> list[dict[str, Any]]:
     """The query's progress reports (Spark's ``recentProgress``, read from the JVM: the same on
-    every release): per batch the input rows, the watermark in force and the rows dropped as late."""
+    every release): per batch the input rows, the watermark in force, the rows dropped as late and
+    the names of the stateful operators it ran."""
     out: list[dict[str, Any]] = []
     try:
         items = [json.loads(p.json()) for p in q._jsq.recentProgress()]
@@ -382,7 +383,9 @@ def _progress_of(q: Any) -> list[dict[str, Any]]:
         out.append({"batch": int(d.get("batchId", -1)), "input_rows": int(d.get("numInputRows") or 0),
                     "watermark": wm, "watermark_ms": _iso_ms(wm),
                     "late_rows_dropped": sum(int(op.get("numRowsDroppedByWatermark") or 0)
-                                             for op in d.get("stateOperators") or [])})
+                                             for op in d.get("stateOperators") or []),
+                    # the stateful operators this batch ran (plan_checks.plan_stable)
+                    "state_operators": [str(op.get("operatorName") or "?") for op in d.get("stateOperators") or []]})
     return out
 
 
