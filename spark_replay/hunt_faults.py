@@ -1,0 +1,204 @@
+"""The hunt's fault schedules for Spark: which failure, at which batch, on which state store.
+
+A schedule (:class:`FaultSchedule`) is one matrix cell (:class:`~rollcheck.spark_replay.matrix_plan.Cell`)
+with the batch it strikes, so that a hunt cell is re-run as it is by the ordinary ``spark matrix``.
+:func:`fault_schedules` is the grammar, a Hypothesis strategy over
+
+- the failure, among the kinds the hunt was asked for: ``task``, ``sink``, ``kill`` at one of the
+  kill points (``offsets``, ``state``, ``sink``, ``commit``), ``executor``, ``retry`` with a
+  :class:`~rollcheck.spark_replay.faults_retry.RetrySchedule` (one task or all, the stateful or the
+  input stage, 1-4 failing attempts, the batch loaded first or later, then a restart or not);
+- a second failure or none: a driver kill may be followed by a second one, Spark's ``twice`` (again
+  in the batch after the recovery) or ``during-recovery`` (while the restarted driver restores),
+  when those kinds were asked for;
+- the batch, relative to the program's input (:class:`BatchShape`): the first batch with data
+  (the first state written), the last batch, or the batch after an idle one (a source, or every
+  source, without new rows);
+- the state store provider.
+
+:func:`draw_schedules` draws a program's schedules with
+:func:`rollcheck.infra.hunt.draw.draw` (seeded by the hunt's seed and the program's id).
+
+Examples
+--------
+>>> shape = BatchShape(n=4, data=(0, 1, 3), idle=(2,))
+>>> s = draw_schedules(shape, ["task", "kill"], ["hdfs"], seed=1, salt="P0001", count=2)
+>>> len(s), all(x.batch < 4 for x in s)
+(2, True)
+>>> s == draw_schedules(shape, ["task", "kill"], ["hdfs"], seed=1, salt="P0001", count=2)
+True
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from hypothesis import strategies as st
+
+from rollcheck.infra.hunt.draw import draw
+from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.spark_replay.faults_retry import MAX_TASK_FAILURES, RetrySchedule
+from rollcheck.spark_replay.killpoints import KILL_POINTS
+from rollcheck.spark_replay.matrix_plan import FAILURES, PROVIDERS, Cell
+
+__all__ = ["BatchShape", "FaultSchedule", "ANCHORS", "SECOND_FAILURES", "fault_schedules", "draw_schedules",
+           "retry_schedules"]
+
+#: Where a schedule's batch lies in the program's input.
+ANCHORS = ("first-data", "last", "after-idle")
+#: The failures that are a driver kill followed by a second failure.
+SECOND_FAILURES = ("twice", "during-recovery")
+
+
+@dataclass(frozen=True)
+class BatchShape:
+    """What the schedules need of a program's input: ``n`` micro-batches, the batches with new rows
+    (``data``) and those where a source (or every source) has none (``idle``).
+
+    >>> BatchShape.of([[1], [], [2]]).idle, BatchShape.of([{"a": [1]}, {"a": [2], "b": []}], ("a", "b")).idle
+    ((1,), (0, 1))
+    """
+
+    n: int
+    data: tuple[int, ...]
+    idle: tuple[int, ...]
+
+    @classmethod
+    def of(cls, batches: list[Any], sources: tuple[str, ...] = ()) -> BatchShape:
+        """The shape of ``batches(seed)``: lists of rows, or dicts ``{source: rows}`` (``sources``:
+        every source's name, so that a source missing from a batch counts as idle)."""
+        data, idle = [], []
+        for b, batch in enumerate(batches):
+            if isinstance(batch, dict):
+                names = set(sources) | set(batch)
+                counts = [len(batch.get(s) or []) for s in names]
+            else:
+                counts = [len(batch or [])]
+            if any(counts):
+                data.append(b)
+            if not all(counts):
+                idle.append(b)
+        return cls(len(batches), tuple(data), tuple(idle))
+
+    def anchors(self) -> dict[str, list[int]]:
+        """The batches of each anchor (an anchor with none is absent)."""
+        out = {"first-data": [self.data[0]] if self.data else [], "last": [self.n - 1] if self.n else [],
+               "after-idle": [b + 1 for b in self.idle if b + 1 < self.n]}
+        return {k: v for k, v in out.items() if v}
+
+
+@dataclass(frozen=True)
+class FaultSchedule:
+    """One fault schedule: a matrix failure (``failure``, its ``kill_point`` or retry ``schedule``)
+    at ``batch`` (found by ``anchor``) on the state store ``provider``."""
+
+    failure: str
+    provider: str
+    batch: int
+    anchor: str = "first-data"
+    kill_point: str | None = None
+    schedule: str | None = None
+
+    def cell(self, module: str, engine_version: str | None = None) -> Cell:
+        """The matrix cell of this schedule for ``module`` on ``engine_version``."""
+        return Cell(module, self.provider, self.failure, self.kill_point, engine_version, self.schedule)
+
+    @property
+    def key(self) -> str:
+        """The hunt cell's key: ``<provider>/<matrix column>@b<batch>``.
+
+        >>> FaultSchedule("kill", "rocksdb", 1, kill_point="commit").key
+        'rocksdb/kill:commit@b1'
+        """
+        return f"{self.provider}/{self.cell('q.py').column}@b{self.batch}"
+
+    def params(self) -> dict[str, Any]:
+        """JSON-able parameters (:meth:`from_params` reads them back)."""
+        return {"failure": self.failure, "provider": self.provider, "batch": self.batch, "anchor": self.anchor,
+                "kill_point": self.kill_point, "schedule": self.schedule}
+
+    @classmethod
+    def from_params(cls, p: dict[str, Any]) -> FaultSchedule:
+        """A schedule from :meth:`params` (a bad one: :class:`InvalidInputError` naming the field)."""
+        if p.get("failure") not in FAILURES:
+            raise InvalidInputError(f"unknown failure {p.get('failure')!r}", location="params.failure")
+        if p.get("provider") not in PROVIDERS:
+            raise InvalidInputError(f"unknown provider {p.get('provider')!r}", location="params.provider")
+        if not isinstance(p.get("batch"), int) or p["batch"] < 0:
+            raise InvalidInputError("the batch must be a whole number >= 0", location="params.batch")
+        return cls(p["failure"], p["provider"], p["batch"], str(p.get("anchor") or "first-data"),
+                   p.get("kill_point"), p.get("schedule"))
+
+
+def retry_schedules(batch: int) -> st.SearchStrategy[str]:
+    """The retry schedules that can strike at ``batch`` (as :meth:`RetrySchedule.text`)."""
+    def valid(s: RetrySchedule) -> bool:
+        try:
+            s.validate(batch)
+        except InvalidInputError:
+            return False
+        return True
+
+    return st.builds(RetrySchedule, tasks=st.sampled_from(("one", "all")), stage=st.sampled_from(("stateful", "input")),
+                     attempts=st.integers(1, MAX_TASK_FAILURES), load=st.sampled_from((None, "first", "later")),
+                     then=st.sampled_from(("restart", "continue"))).filter(valid).map(RetrySchedule.text)
+
+
+def fault_schedules(shape: BatchShape, failures: list[str], providers: list[str],
+                    kill_points: tuple[str, ...] = KILL_POINTS) -> st.SearchStrategy[FaultSchedule]:
+    """The grammar of fault schedules (module docstring) for a program of ``shape``.
+
+    Parameters
+    ----------
+    shape : BatchShape
+        The program's input.
+    failures : list of str
+        The kinds asked for (matrix failures).
+    providers : list of str
+        The state store providers asked for.
+    kill_points : tuple of str
+        The kill points a ``kill`` may strike at.
+
+    Returns
+    -------
+    SearchStrategy of FaultSchedule
+    """
+    firsts = [f for f in failures if f not in SECOND_FAILURES]
+    seconds = [f for f in failures if f in SECOND_FAILURES]
+    if not shape.n or not providers or not failures:
+        raise InvalidInputError("no fault schedule: the program has no batch, or no failure or provider was asked "
+                                "for", location="--failures")
+    anchors = shape.anchors()
+
+    @st.composite
+    def one(dr: Any) -> FaultSchedule:
+        kind = dr(st.sampled_from(firsts or seconds))
+        anchor = dr(st.sampled_from(sorted(anchors)))
+        batch = dr(st.sampled_from(anchors[anchor]))
+        provider = dr(st.sampled_from(providers))
+        if kind == "kill" and seconds and dr(st.booleans()):  # a second failure after the kill
+            kind = dr(st.sampled_from(seconds))
+        if kind == "kill":
+            return FaultSchedule("kill", provider, batch, anchor, kill_point=dr(st.sampled_from(kill_points)))
+        if kind == "retry":
+            text = dr(retry_schedules(batch))
+            return FaultSchedule("retry", provider, batch, anchor, schedule=None if text == "default" else text)
+        return FaultSchedule(kind, provider, batch, anchor)
+
+    return one()
+
+
+def draw_schedules(shape: BatchShape, failures: list[str], providers: list[str], *, seed: int, salt: str,
+                   count: int = 2, tries: int = 12) -> list[FaultSchedule]:
+    """``count`` different schedules (fewer when the grammar has fewer), drawn in order with
+    :func:`rollcheck.infra.hunt.draw.draw` from ``seed`` and ``salt`` (the program's id)."""
+    strategy = fault_schedules(shape, failures, providers)
+    out: list[FaultSchedule] = []
+    for i in range(tries):
+        s = draw(strategy, seed, i, salt=f"faults/{salt}")
+        if s.key not in {x.key for x in out}:
+            out.append(s)
+        if len(out) >= count:
+            break
+    return out
