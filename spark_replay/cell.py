@@ -117,13 +117,15 @@ def cell_config(cell: Any, opts: Any, trace: str | Path, reference: str | Path |
         For the reference (no cell): what it records; with a cell they default to the cell's.
     """
     from rollcheck.spark_replay.faults_retry import RetrySchedule
+    from rollcheck.spark_replay.releases import pinned_release
 
     release = cell.engine_version if cell is not None else engine_version
     q: dict[str, Any] = {
         "module": module or cell.module, "batches": opts.batches, "seed": opts.seed, "master": opts.master,
         "call_timeout": float(opts.call_timeout), "state_store": provider or cell.provider,
         "engine_version": release or None,
-        "reference_version": (opts.reference_version or None) if release else None}
+        # named, not left to the recorder: a warm driver on release V would take V for the pinned one
+        "reference_version": (opts.reference_version or pinned_release()) if release else None}
     if cell is None:
         return CellConfig(QueryConfig(**q, reference=False), str(trace))
     q.update(failure=cell.failure, fail_at_batch=opts.fail_at_batch, kill_point=cell.kill_point)

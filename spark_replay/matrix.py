@@ -192,7 +192,8 @@ class SparkAdapter(EngineAdapter):
     legend = _LEGEND
     preparing_word = "reference"
 
-    def __init__(self, opts: MatrixOptions, planned: Sequence[Cell], skipped: list[dict[str, Any]] | None = None):
+    def __init__(self, opts: MatrixOptions, planned: Sequence[Cell], skipped: list[dict[str, Any]] | None = None,
+                 warm_pool: WarmPool | None = None):
         self.opts = opts
         self.retries = opts.retries
         self.minimise = opts.minimise
@@ -206,8 +207,10 @@ class SparkAdapter(EngineAdapter):
         self.cluster = opts.cluster or (opts.master if on_cluster(opts.master) else None)
         #: "release · query · state store" when the cells name their releases
         self.row_header = row_header(planned)
-        #: the warm drivers, one per worker thread (warm.py)
-        self._warm = WarmPool(opts.out / "warm", opts.master)
+        #: the warm drivers, lent to the workers a cell at a time (warm.py): the caller's pool, kept
+        #: open after the matrix, or one of the matrix's own, closed with it
+        self._own_pool = warm_pool is None
+        self._warm = warm_pool if warm_pool is not None else WarmPool(opts.out / "warm", opts.master, limit=opts.jobs)
         #: per configuration: its reference "reused" (kept from an earlier run) or "recorded" (this run)
         self._how: dict[str, str] = {}
 
@@ -243,7 +246,7 @@ class SparkAdapter(EngineAdapter):
             return Prepared(context=trace)
         rc: int | None = None
         for attempt in range(1 + self.opts.retries):
-            rc, _ = self._run(cfg, self._warm_for(None, c0.engine_version), runner, log)
+            rc, _ = self._run(cfg, self._warm_for(None), runner, log)
             if rc == 0 or not overloaded(log) or attempt == self.opts.retries:
                 break
         if rc == 0 and trace.exists():
@@ -259,7 +262,7 @@ class SparkAdapter(EngineAdapter):
         trace.parent.mkdir(parents=True, exist_ok=True)
         cfg = cell_config(cell, self.opts, trace, context)
         runner.charge(0.0, runs=0, reference=self._how.get(cell.config_id, "recorded") if context else "recorded")
-        rc, stdout = self._run(cfg, self._warm_for(cell.failure, cell.engine_version), runner, log)
+        rc, stdout = self._run(cfg, self._warm_for(cell.failure), runner, log)
         if rc == 3 and trace.is_file():
             # a recording that ended without "done" (the restart failed with the engine's exception,
             # the failure-free run failed on this release): its trace is whole, and the replay judges it
@@ -270,22 +273,25 @@ class SparkAdapter(EngineAdapter):
         return Recording(trace, log=log)
 
     # ------------------------------------------------------------------ where a recording runs
-    def _warm_for(self, failure: str | None, release: str | None) -> bool:
+    def _warm_for(self, failure: str | None) -> bool:
         """Whether a recording with ``failure`` (None: the reference) runs in a warm driver: a task
-        or sink failure or none, on the running release, unless the options turned warm drivers off."""
-        return self.opts.warm and not release and (failure is None or failure in WARM_FAILURES)
+        or sink failure or none, on any release (a driver of that release's environment), unless
+        the options turned warm drivers off."""
+        return self.opts.warm and (failure is None or failure in WARM_FAILURES)
 
     def _run(self, cfg: CellConfig, warm: bool, runner: ChildRunner, log: Path) -> tuple[int | None, str]:
         """Record ``cfg`` in this worker's warm driver (``warm``) or in a fresh child: (exit, stdout)."""
         path = _cell_file(cfg)
         if warm and not runner.stopping:
-            done = self._warm.run(path, runner, log, self.opts.cell_timeout)
+            done = self._warm.run(path, runner, log, self.opts.cell_timeout, release=cfg.query.engine_version,
+                                  master=self.opts.master)
             if done is not None:
                 return done
         return runner.run(cell_argv(path), self.opts.cell_timeout, log)
 
     def close(self) -> None:
-        self._warm.close()
+        if self._own_pool:  # a caller's pool outlives the matrix
+            self._warm.close()
 
     def replay(self, cell: Cell, recording: Recording) -> Replayed:
         from rollcheck.spark_replay.replay import replay_file
@@ -418,13 +424,16 @@ def render_html(cells: list[dict[str, Any]], planned: list[Cell], out: Path, *, 
 
 def run_matrix(opts: MatrixOptions, *, on_update: Callable[[list[dict[str, Any]], list[Any],
                                                               dict[tuple[str, str], str]], None] | None = None,
-               cells: list[Cell] | None = None) -> dict[str, Any]:
+               cells: list[Cell] | None = None, warm_pool: WarmPool | None = None) -> dict[str, Any]:
     """Run every cell (module docstring); return the contract's JSON document.
 
     ``on_update(results, planned, running)`` is called whenever a cell starts or ends (the CLI's
     live table); ``DIR/index.html`` and ``DIR/matrix.json`` are rewritten after every cell.
     ``cells`` runs a chosen slice instead of the whole product of the options. A module is
-    loaded (and refused with exit 2 when broken) before any Spark run.
+    loaded (and refused with exit 2 when broken) before any Spark run. ``warm_pool``: a
+    :class:`~rollcheck.spark_replay.warm.WarmPool` of the caller's (the hunt runs many small
+    matrices in a row) that lends its warm drivers to this matrix and stays open after it (closing
+    it is the caller's job; a matrix on a cluster of its own uses a pool of its own).
     """
     from rollcheck.spark_replay.query import load_query
 
@@ -464,5 +473,5 @@ def run_matrix(opts: MatrixOptions, *, on_update: Callable[[list[dict[str, Any]]
         with LocalStandaloneCluster(root=opts.out / "cluster") as cluster:
             adapter = SparkAdapter(replace(opts, master=cluster.master_url), planned, skipped)
             return _run_core(adapter, planned, opts.out, jobs=opts.jobs, on_update=on_update)
-    adapter = SparkAdapter(opts, planned, skipped)
+    adapter = SparkAdapter(opts, planned, skipped, warm_pool=warm_pool)
     return _run_core(adapter, planned, opts.out, jobs=opts.jobs, on_update=on_update)

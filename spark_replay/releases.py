@@ -57,6 +57,7 @@ __all__ = [
     "release_of",
     "sources_map",
     "child_environment",
+    "HOME_VAR",
 ]
 
 #: The supported pyspark releases: ``SUPPORTED[0] <= V < SUPPORTED[1]``.
@@ -65,10 +66,14 @@ SUPPORTED = ((3, 4, 0), (5, 0, 0))
 STAMP = ".rollcheck-complete"
 #: The environment variable through which a recorder child finds rollcheck's source packages.
 SOURCES_VAR = "ROLLCHECK_SOURCES"
+#: The environment variable through which a child in a release environment finds rollcheck's own
+#: interpreter and its pyspark release (a JSON object ``{"python": path, "pyspark": release}``):
+#: :func:`spark_environment` there answers the pinned release with that interpreter.
+HOME_VAR = "ROLLCHECK_HOME_PYTHON"
 #: Seconds pip may take to make one environment (pyspark is a ~300 MB download and a build).
 INSTALL_TIMEOUT_S = 1800.0
 #: The packages whose folders the bridge maps (the installed layout's top-level subpackages).
-_PACKAGES = ("rollcheck", "rollcheck.pyimpl", "rollcheck.spark_replay", "rollcheck.properties",
+_PACKAGES = ("rollcheck", "rollcheck.pyimpl", "rollcheck.infra", "rollcheck.spark_replay", "rollcheck.properties",
              "rollcheck.tla", "rollcheck.flink_replay")
 
 #: The import hook put into every release environment (``_rollcheck_bridge.py`` with a ``.pth``
@@ -248,6 +253,9 @@ def spark_environment(version: str | None = None) -> Path:
     with contextlib.suppress(importlib.metadata.PackageNotFoundError):
         if pinned_release() == version:
             return Path(sys.executable)
+    home = _home()
+    if home is not None and home[1] == version:  # in a release environment: rollcheck's own interpreter
+        return home[0]
     base = cache_root() / "spark"
     root = base / f"pyspark-{version}"
     python = _env_python(root)
@@ -283,6 +291,18 @@ def spark_environment(version: str | None = None) -> Path:
     return python
 
 
+def _home() -> tuple[Path, str] | None:
+    """rollcheck's own interpreter and its pyspark release (:data:`HOME_VAR`), or None."""
+    try:
+        doc = json.loads(os.environ.get(HOME_VAR) or "null")
+    except ValueError:
+        return None
+    if not isinstance(doc, dict) or not isinstance(doc.get("python"), str) or not isinstance(doc.get("pyspark"), str):
+        return None
+    python = Path(doc["python"])
+    return (python, doc["pyspark"]) if python.is_file() else None
+
+
 def sources_map() -> dict[str, str]:
     """Where the running rollcheck's packages are: ``{package: folder}`` for :data:`BRIDGE`."""
     out: dict[str, str] = {}
@@ -295,12 +315,17 @@ def sources_map() -> dict[str, str]:
 
 def child_environment(python: Path | str, base: dict[str, str] | None = None) -> dict[str, str]:
     """The process environment of a recorder child run by ``python``: for a release environment
-    rollcheck's source folders (:data:`SOURCES_VAR`) and nothing of the running environment's
-    Python paths or Spark installation; for the running interpreter ``base`` unchanged."""
+    rollcheck's source folders (:data:`SOURCES_VAR`), rollcheck's own interpreter (:data:`HOME_VAR`,
+    kept when the caller runs in a release environment itself) and nothing of the running
+    environment's Python paths or Spark installation; for the running interpreter ``base`` unchanged."""
     env = dict(os.environ if base is None else base)
     if Path(python) == Path(sys.executable):
         return env
     for k in ("PYTHONPATH", "PYTHONHOME", "SPARK_HOME", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON"):
         env.pop(k, None)
     env[SOURCES_VAR] = json.dumps(sources_map())
+    home = _home()
+    with contextlib.suppress(importlib.metadata.PackageNotFoundError):
+        env[HOME_VAR] = json.dumps({"python": str(home[0]), "pyspark": home[1]} if home is not None
+                                   else {"python": sys.executable, "pyspark": pinned_release()})
     return env

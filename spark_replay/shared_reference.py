@@ -12,12 +12,16 @@ The reference is also kept across runs, content-addressed in rollcheck's cache f
 batches, state store, shuffle partitions, master, call timeout), the pyspark release, and the bytes
 of rollcheck's Spark recorder itself; any byte change of one of them is another key, so a stale
 reference is never found. :func:`stored_reference` finds a kept one (checked as a whole finished
-failure-free recording), :func:`store_reference` keeps a new one. A module that imports other files
-of the user's is keyed by its own bytes only.
+failure-free recording), :func:`store_reference` keeps a new one. The module's bytes include those
+of the files it imports from its own folder, and theirs in turn (:func:`local_imports`: ``import
+helper``, ``from helper import f``, ``from . import helper``, packages of that folder), so an edited
+helper file is never served a stale reference; files it reads otherwise (data files, modules
+imported by a name computed at run time) are not in the key.
 """
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import functools
 import hashlib
@@ -30,7 +34,7 @@ from typing import Any
 from rollcheck.pyimpl.errors import InvalidInputError
 
 __all__ = ["shared_reference", "write_shared_reference", "reference_key", "stored_reference", "store_reference",
-           "references_folder"]
+           "references_folder", "local_imports"]
 
 #: The modules of this package that shape a failure-free recording (their bytes are in every key).
 _RECORDER = ("query*.py", "watcher.py", "trace.py", "session.py", "supervise.py", "releases.py", "cell.py",
@@ -101,21 +105,85 @@ def references_folder() -> Path:
     return cache_root() / "spark-references"
 
 
-def _module_bytes(module: str) -> tuple[str, bytes]:
-    """The module's resolved path (or name) and its source bytes (b"" when it cannot be read)."""
-    if module.endswith(".py"):
-        path = Path(module).resolve()
-        try:
-            return str(path), path.read_bytes()
-        except OSError:
-            return str(path), b""
-    import importlib.util
+def _imported_names(tree: ast.AST) -> list[tuple[int, str]]:
+    """``(level, dotted name)`` of what each ``import`` or ``from ... import`` of ``tree`` may load
+    (level 0: absolute; 1: the importing file's folder; 2: its parent ...)."""
+    names: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [(0, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            names += [(node.level, base)] if base else []
+            names += [(node.level, f"{base}.{a.name}" if base else a.name) for a in node.names if a.name != "*"]
+    return names
 
-    with contextlib.suppress(ImportError, ValueError, AttributeError):
-        spec = importlib.util.find_spec(module)
-        if spec is not None and spec.origin and Path(spec.origin).is_file():
-            return module, Path(spec.origin).read_bytes()
-    return module, b""
+
+def local_imports(path: str | Path) -> list[Path]:
+    """The files of ``path``'s folder (and its subfolders) that the module ``path`` imports, and
+    those they import in turn (resolved paths, sorted; the module itself not included).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp())
+    >>> _ = (d / "q.py").write_text("import helper\\nfrom pkg.sub import f\\nimport json\\n")
+    >>> _ = (d / "helper.py").write_text("from . import more\\n")
+    >>> _ = (d / "more.py").write_text("")
+    >>> (d / "pkg").mkdir(); _ = (d / "pkg" / "__init__.py").write_text(""); _ = (d / "pkg" / "sub.py").write_text("")
+    >>> [str(p.relative_to(d.resolve())) for p in local_imports(d / "q.py")]
+    ['helper.py', 'more.py', 'pkg/__init__.py', 'pkg/sub.py']
+    """
+    root = Path(path).resolve()
+    top = root.parent
+    seen, todo = {root}, [root]
+    while todo:
+        here = todo.pop()
+        try:
+            tree = ast.parse(here.read_bytes())
+        except (SyntaxError, ValueError, OSError):
+            continue
+        for level, name in _imported_names(tree):
+            if level > len(here.parents):
+                continue
+            folder = top if level == 0 else here.parents[level - 1]
+            if folder != top and top not in folder.parents:
+                continue  # outside the module's folder
+            parts = name.split(".")
+            for i in range(1, len(parts) + 1):  # a package's __init__ runs before its submodule
+                base = folder.joinpath(*parts[:i])
+                for f in (base.with_name(base.name + ".py"), base / "__init__.py"):
+                    if f.is_file() and f.resolve() not in seen:
+                        seen.add(f.resolve())
+                        todo.append(f.resolve())
+    return sorted(seen - {root})
+
+
+def _module_bytes(module: str) -> tuple[str, bytes]:
+    """The module's resolved path (or name) and its source bytes with those of the files it
+    imports from its own folder (:func:`local_imports`; b"" when the module cannot be read)."""
+    origin: Path | None = None
+    if module.endswith(".py"):
+        origin = Path(module).resolve()
+        name = str(origin)
+    else:
+        import importlib.util
+
+        name = module
+        with contextlib.suppress(ImportError, ValueError, AttributeError):
+            spec = importlib.util.find_spec(module)
+            if spec is not None and spec.origin and Path(spec.origin).is_file():
+                origin = Path(spec.origin)
+    if origin is None:
+        return name, b""
+    try:
+        data = origin.read_bytes()
+    except OSError:
+        return name, b""
+    for f in local_imports(origin):
+        with contextlib.suppress(OSError):
+            data += b"\0" + str(f.relative_to(origin.resolve().parent)).encode() + b"\0" + f.read_bytes()
+    return name, data
 
 
 @functools.lru_cache(maxsize=1)

@@ -23,6 +23,15 @@ cells one after another:
   (:mod:`rollcheck.infra.children`): it dies with rollcheck however rollcheck dies, and the
   matrix's :meth:`~rollcheck.infra.matrix.ChildRunner.stop` kills it with the other children.
 
+A driver runs one pyspark release: the running one, or a release ``V`` of ``--engine-version``,
+with that release's interpreter (:func:`~rollcheck.spark_replay.releases.spark_environment`) and
+child environment (:func:`~rollcheck.spark_replay.releases.child_environment`), so cells on any
+release run warm. :class:`WarmPool` lends its idle drivers to the workers of any number of
+matrices, one cell at a time, by (release, master); a caller (the hunt) may keep one pool across
+many matrices (``run_matrix(..., warm_pool=pool)``) and close it when it is done. The user's
+modules (the query module and whatever it imported from outside Python's and rollcheck's folders)
+are forgotten after every cell, so an edited file is read again by the next cell.
+
 The driver's standard output and error go to ``DIR/warm-N.log``; each cell's part of it is copied
 to the cell's own log. What a cell cost is the CPU its driver's process tree spent while it ran
 (:class:`~rollcheck.infra.matrix.cost.TreeCpu`).
@@ -43,7 +52,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["WARM_FAILURES", "WarmReply", "WarmDriver", "WarmPool", "serve", "LEAK_FOR_TESTS"]
+from rollcheck.pyimpl.errors import InvalidInputError
+
+__all__ = ["WARM_FAILURES", "WarmReply", "WarmDriver", "WarmPool", "serve", "forget_user_modules", "LEAK_FOR_TESTS"]
 
 #: The failures a warm driver runs (besides the failure-free reference).
 WARM_FAILURES = ("task", "sink")
@@ -85,10 +96,14 @@ class WarmDriver:
         The Spark master of every cell it runs.
     runner : ChildRunner, optional
         The matrix's runner: :meth:`~rollcheck.infra.matrix.ChildRunner.stop` kills it too.
+    release : str, optional
+        The pyspark release it runs (None: the running interpreter's).
     """
 
-    def __init__(self, workdir: Path, n: int, master: str | None = None, runner: Any = None) -> None:
+    def __init__(self, workdir: Path, n: int, master: str | None = None, runner: Any = None,
+                 release: str | None = None) -> None:
         self.workdir, self.n, self.master, self.runner = Path(workdir), n, master, runner
+        self.release = release
         self.log = self.workdir / f"warm-{n}.log"
         self.scratch = self.workdir / f"warm-{n}.tmp"
         self.proc: Any = None
@@ -104,18 +119,21 @@ class WarmDriver:
         return self.proc is not None and self.proc.poll() is None
 
     def start(self, timeout: float = 300.0) -> None:
-        """Start the driver and wait until its Spark session is up (RuntimeError when it is not)."""
+        """Start the driver and wait until its Spark session is up (RuntimeError when it is not,
+        or when it runs another release than :attr:`release`)."""
         from rollcheck.infra import children
         from rollcheck.infra.matrix.cost import TreeCpu
+        from rollcheck.spark_replay.releases import child_environment, spark_environment
 
         self._started = time.perf_counter()
+        python = spark_environment(self.release)  # made before the cells ran (matrix.prepare_releases)
         self.workdir.mkdir(parents=True, exist_ok=True)
         shutil.rmtree(self.scratch, ignore_errors=True)
         self.scratch.mkdir(parents=True)
         r, w = os.pipe()
-        env = {**os.environ, "TMPDIR": str(self.scratch), "JAVA_TOOL_OPTIONS": f"-Djava.io.tmpdir={self.scratch}",
-               _SUPERVISED: "1"}
-        argv = [sys.executable, "-m", "rollcheck.spark_replay.warm", str(w), self.master or "", str(os.getpid())]
+        env = child_environment(python, {**os.environ, "TMPDIR": str(self.scratch),
+                                         "JAVA_TOOL_OPTIONS": f"-Djava.io.tmpdir={self.scratch}", _SUPERVISED: "1"})
+        argv = [str(python), "-m", "rollcheck.spark_replay.warm", str(w), self.master or "", str(os.getpid())]
         with open(self.log, "ab") as log:
             self.proc = children.spawn(argv, stdin=subprocess.PIPE, stdout=log, stderr=log, env=env, pass_fds=(w,))
         os.close(w)
@@ -128,6 +146,19 @@ class WarmDriver:
         if not hello or not hello.get("ready"):
             self.close()
             raise RuntimeError(f"the warm Spark driver did not start: {_tail(self.log) or 'no answer'}")
+        if self.release is not None and hello.get("pyspark") != self.release:
+            self.close()
+            raise RuntimeError(f"the warm Spark driver runs pyspark {hello.get('pyspark')}, not {self.release}")
+
+    def attach(self, runner: Any) -> None:
+        """Let ``runner`` (the matrix now using the driver) kill it on stop, instead of the last one."""
+        if runner is self.runner or self.proc is None:
+            return
+        if self.runner is not None:
+            self.runner.release(self.proc)
+        self.runner = runner
+        if runner is not None:
+            runner.adopt(self.proc)
 
     def run(self, config: Path, timeout: float, cell_log: Path | None = None) -> WarmReply:
         """Run the cell of the configuration file ``config``; return its :class:`WarmReply`
@@ -200,38 +231,50 @@ class WarmDriver:
 
 
 class WarmPool:
-    """One :class:`WarmDriver` per calling thread (a matrix worker), replaced when damaged.
+    """Idle :class:`WarmDriver` s lent to matrix workers one cell at a time, by (release, master).
+
+    A worker takes an idle driver of the cell's release (or starts one), runs the cell and gives
+    it back; a damaged driver is replaced. A new driver ends idle ones (the least recently used
+    first) while ``limit`` or more are alive. The pool outlives the matrices that use it until
+    :meth:`close` (its owner's job: a matrix closes only the pool it made).
 
     Parameters
     ----------
     workdir : Path
         The drivers' folder (``warm-N.log``).
     master : str, optional
-        The Spark master of every cell.
+        The Spark master of every cell (unless :meth:`run` names another).
+    limit : int
+        How many drivers may live at once (the number of workers that use the pool; busy drivers
+        are never ended for a new one).
     """
 
-    def __init__(self, workdir: Path, master: str | None = None) -> None:
-        self.workdir, self.master = Path(workdir), master
-        self._drivers: dict[int, WarmDriver] = {}
-        self._failed_starts: dict[int, int] = {}
+    def __init__(self, workdir: Path, master: str | None = None, limit: int = 1) -> None:
+        self.workdir, self.master, self.limit = Path(workdir), master, max(1, int(limit))
+        self._idle: list[WarmDriver] = []  # least recently used first
+        self._busy: set[WarmDriver] = set()
+        self._failed_starts: dict[tuple[str | None, str], int] = {}
         self._serial = 0
         self._lock = threading.Lock()
 
-    def run(self, config: Path, runner: Any, log: Path, timeout: float) -> tuple[int | None, str] | None:
-        """Run the cell of ``config`` in this thread's driver: ``(exit, result as JSON)``, or
+    def run(self, config: Path, runner: Any, log: Path, timeout: float, release: str | None = None,
+            master: str | None = None) -> tuple[int | None, str] | None:
+        """Run the cell of ``config`` in a driver of ``release``: ``(exit, result as JSON)``, or
         ``(None, why)`` when it could not be decided; run again on a fresh driver when the driver
         was damaged (never a verdict from a dirty engine). None when no driver could be started
         (the caller runs a fresh child). The CPU it cost and whether the engine was warm go to
         ``runner``'s account (:meth:`~rollcheck.infra.matrix.ChildRunner.charge`)."""
         why = ""
         for _ in range(2):
-            drv = self._driver(runner, timeout)
+            drv = self._take(runner, timeout, release, master if master is not None else self.master)
             if drv is None:
                 return None
             reply = drv.run(config, timeout, log)
             runner.charge(reply.cpu_seconds, engine="warm" if drv.cells > 1 else "fresh")
             if reply.damaged or reply.retire:
                 self._retire(drv)
+            else:
+                self._give_back(drv)
             if reply.damaged and not reply.retire:
                 why = reply.damaged
                 if runner.stopping:
@@ -240,40 +283,71 @@ class WarmPool:
             return reply.exit, json.dumps(reply.result)
         return None, f"the warm Spark driver was damaged twice: {why}"
 
-    def _driver(self, runner: Any, timeout: float) -> WarmDriver | None:
-        key = threading.get_ident()
+    def _take(self, runner: Any, timeout: float, release: str | None, master: str | None) -> WarmDriver | None:
+        from rollcheck.spark_replay.releases import pinned_release
+
+        release = None if release == pinned_release() else release  # the running interpreter's
+        key = (release, master or "")
+        victims: list[WarmDriver] = []
         with self._lock:
-            drv = self._drivers.get(key)
-            if drv is not None and drv.alive:
-                return drv
-            if self._failed_starts.get(key, 0) >= 2 or runner.stopping:
+            if runner.stopping:
                 return None
-            self._serial += 1
-            n = self._serial
+            victims = [d for d in self._idle if not d.alive]
+            self._idle = [d for d in self._idle if d.alive]
+            drv = next((d for d in reversed(self._idle) if (d.release, d.master or "") == key), None)
+            if drv is not None:
+                self._idle.remove(drv)
+                self._busy.add(drv)
+            elif self._failed_starts.get(key, 0) >= 2:
+                return None
+            else:
+                while self._idle and len(self._idle) + len(self._busy) >= self.limit:
+                    victims.append(self._idle.pop(0))
+                self._serial += 1
+                n = self._serial
+        for v in victims:
+            v.close()
         if drv is not None:
-            self._retire(drv)
-        drv = WarmDriver(self.workdir, n, self.master, runner)
+            drv.attach(runner)
+            if drv.alive:
+                return drv
+            self._retire(drv)  # killed by a stopping runner: a fresh one
+            return self._take(runner, timeout, release, master)
+        drv = WarmDriver(self.workdir, n, master, runner, release)
+        with self._lock:
+            self._busy.add(drv)
         try:
             drv.start(timeout)
-        except (RuntimeError, OSError):
+        except (RuntimeError, OSError, InvalidInputError):
             with self._lock:
+                self._busy.discard(drv)
                 self._failed_starts[key] = self._failed_starts.get(key, 0) + 1
             return None
         with self._lock:
-            self._drivers[key] = drv
+            self._failed_starts.pop(key, None)
         return drv
+
+    def _give_back(self, drv: WarmDriver) -> None:
+        with self._lock:
+            self._busy.discard(drv)
+            self._idle.append(drv)
 
     def _retire(self, drv: WarmDriver) -> None:
         with self._lock:
-            for k, v in list(self._drivers.items()):
-                if v is drv:
-                    del self._drivers[k]
+            self._busy.discard(drv)
+            if drv in self._idle:
+                self._idle.remove(drv)
         drv.close()
 
-    def close(self) -> None:
-        """End every driver."""
+    def drivers(self) -> list[WarmDriver]:
+        """The drivers alive now (idle and busy)."""
         with self._lock:
-            drivers, self._drivers = list(self._drivers.values()), {}
+            return [d for d in [*self._idle, *self._busy] if d.alive]
+
+    def close(self) -> None:
+        """End every driver (the busy ones too: their cells come back without an answer)."""
+        with self._lock:
+            drivers, self._idle, self._busy = [*self._idle, *self._busy], [], set()
         for d in drivers:
             d.close()
 
@@ -355,8 +429,37 @@ def _damage(base: Any, spark: Any) -> str | None:
     return None
 
 
+def forget_user_modules(before: set[str]) -> list[str]:
+    """Drop from ``sys.modules`` the user's modules imported since ``before`` (a set of names): the
+    query modules (``rollcheck_user_query_*``) and every module whose file lies outside Python's
+    own folders (the standard library, site-packages) and is not rollcheck's; return their names.
+
+    Examples
+    --------
+    >>> import sys, types
+    >>> before = set(sys.modules)
+    >>> sys.modules["rollcheck_user_query_demo"] = types.ModuleType("rollcheck_user_query_demo")
+    >>> forget_user_modules(before)
+    ['rollcheck_user_query_demo']
+    """
+    keep = tuple(str(Path(p).resolve()) + os.sep for p in {sys.prefix, sys.base_prefix, sys.exec_prefix})
+    gone = []
+    for name in sorted(set(sys.modules) - before):
+        if name == "rollcheck" or name.startswith("rollcheck."):
+            continue
+        mod = sys.modules.get(name)
+        where = getattr(mod, "__file__", None)
+        ours = isinstance(where, str) and not str(Path(where).resolve()).startswith(keep)
+        if name.startswith("rollcheck_user_query_") or ours:
+            sys.modules.pop(name, None)
+            gone.append(name)
+    return gone
+
+
 def serve(reply_fd: int, master: str | None, parent: int | None = None) -> int:
     """The driver's main loop: one Spark session, one cell per request line, one reply line each."""
+    import pyspark
+
     from rollcheck.infra import children
     from rollcheck.spark_replay.cluster import cluster_conf
     from rollcheck.spark_replay.query_config import session_conf
@@ -367,11 +470,13 @@ def serve(reply_fd: int, master: str | None, parent: int | None = None) -> int:
     conf = {**session_conf("hdfs"), **cluster_conf(master or None)}
     with spark_session(master or None, app_name="rollcheck-warm", conf=conf) as base:
         base.sparkContext.setLogLevel("OFF")
-        out.write(json.dumps({"ready": True}) + "\n")
+        before = set(sys.modules)
+        out.write(json.dumps({"ready": True, "pyspark": pyspark.__version__}) + "\n")
         for line in sys.stdin:
             if not line.strip():
                 continue
             reply = _one_cell(base, str(json.loads(line)["config"]))
+            forget_user_modules(before)  # an edited module (or helper file) is read again by the next cell
             out.write(json.dumps(reply, default=str) + "\n")
             if reply.get("damaged") or reply.get("retire"):
                 break

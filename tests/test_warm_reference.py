@@ -1,0 +1,37 @@
+"""The kept reference's key covers the files a query module imports from its own folder
+(spark_replay/shared_reference.py): an edited helper is never served a stale reference."""
+
+from __future__ import annotations
+
+from rollcheck.spark_replay.query_config import QueryConfig
+from rollcheck.spark_replay.shared_reference import local_imports, reference_key
+
+QUERY = '''import os, sys
+sys.path.insert(0, os.path.dirname(__file__))
+from helpers.windows import WIDTH
+import counting
+'''
+
+
+def test_the_key_follows_the_helpers_a_module_imports(tmp_path):
+    (tmp_path / "q.py").write_text(QUERY)
+    (tmp_path / "helpers").mkdir()
+    (tmp_path / "helpers" / "__init__.py").write_text("")
+    (tmp_path / "helpers" / "windows.py").write_text("from . import units\nWIDTH = 10\n")
+    (tmp_path / "helpers" / "units.py").write_text("SECOND = 1\n")
+    (tmp_path / "counting.py").write_text("def count(df):\n    return df.count()\n")
+    (tmp_path / "unrelated.py").write_text("X = 1\n")
+    cfg = QueryConfig(str(tmp_path / "q.py"), batches=3, state_store="hdfs")
+    key = reference_key(cfg)
+    assert key is not None
+    assert [p.name for p in local_imports(tmp_path / "q.py")] == ["counting.py", "__init__.py", "units.py",
+                                                                   "windows.py"]
+    (tmp_path / "unrelated.py").write_text("X = 2\n")  # not imported: the same key
+    assert reference_key(cfg) == key
+    for helper in ("counting.py", "helpers/windows.py", "helpers/units.py"):  # each imported file counts
+        f = tmp_path / helper
+        before = f.read_text()
+        f.write_text(before + "# edited\n")
+        assert reference_key(cfg) != key, helper
+        f.write_text(before)
+        assert reference_key(cfg) == key
