@@ -23,6 +23,7 @@ from typing import Any
 
 __all__ = [
     "CHECK_STATES",
+    "STATEFUL_WORDS",
     "VERDICTS",
     "CellOutcome",
     "HuntAdapter",
@@ -33,6 +34,10 @@ __all__ = [
 #: A cell outcome's verdicts. ``rejected``: the engine refused the program at analysis (counted,
 #: never a finding).
 VERDICTS = ("conformant", "violated", "inconclusive", "rejected", "error")
+
+#: Words that mark an operator kind as stateful in :meth:`HuntAdapter.stateful`'s default.
+STATEFUL_WORDS = ("agg", "window", "dedup", "distinct", "join", "state", "top", "over", "reduce",
+                  "count", "session", "timer", "process")
 
 #: A check's states in a cell outcome.
 CHECK_STATES = ("held", "violated", "not_applicable", "unchecked")
@@ -175,6 +180,14 @@ class HuntAdapter(ABC):
     @abstractmethod
     def confirm(self, module: Path, cell: HuntCell, workdir: Path) -> CellOutcome:
         """Run ``module`` through the ordinary matrix for ``cell``'s configuration."""
+
+    def stateful(self) -> set[str]:
+        """The operator kinds that keep state across batches (the ``interesting`` share).
+
+        By default the kinds of :meth:`vocabulary` whose name contains one of
+        :data:`STATEFUL_WORDS`; an engine may say it exactly.
+        """
+        return {k for k in self.vocabulary() if any(w in k.lower() for w in STATEFUL_WORDS)}
 
     def close(self) -> None:  # noqa: B027 - optional hook, nothing to release by default
         """Release what the adapter holds (engines, sessions); nothing by default."""
