@@ -32,6 +32,7 @@ def register(sub: Any) -> None:
     for sp in (wc, uj):
         _record_args(sp)
     _register_rest(fsub)
+    __import__("rollcheck.cli.cmd_hunt", fromlist=["register_engine"]).register_engine(fsub, "flink")
 
 
 def _record_args(wc: Any) -> None:

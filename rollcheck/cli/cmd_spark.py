@@ -27,6 +27,7 @@ def register(sub: Any) -> None:
     _register_query(rsub)
     _register_matrix(ssub)
     _register_tools(ssub)
+    __import__("rollcheck.cli.cmd_hunt", fromlist=["register_engine"]).register_engine(ssub, "spark")
 
 
 def _register_wordcount(rsub: Any) -> None:
@@ -72,9 +73,11 @@ def _register_query(rsub: Any) -> None:
     qq.add_argument("--out", required=True, help="trace file to write (rollcheck.trace/1)")
     qq.add_argument("--batches", type=int, default=None, help="use the first N input batches")
     qq.add_argument("--fail-at-batch", type=int, default=None, metavar="K", help="Spark batch id")
-    qq.add_argument("--failure", choices=["task", "sink", "kill", "executor", "retry", "twice", "during-recovery"],
+    qq.add_argument("--failure", choices=["task", "sink", "kill", "executor", "retry", "twice", "during-recovery",
+                                          "upgrade"],
                     default=None,
-                    help="executor: SIGKILL an executor JVM of the cluster after the batch's state store commit "
+                    help="upgrade: the query stops after batch K commits and the module's query_next restarts "
+                         "from its checkpoint; executor: SIGKILL an executor JVM of the cluster after the batch's state store commit "
                          "(needs --cluster or --master spark://...); retry: a task fails after its state store "
                          "committed and Spark retries it, the driver restarts after the next batch; twice: the "
                          "driver killed after batch K and again after its restart wrote batch K again; "
@@ -143,7 +146,7 @@ def _register_matrix(ssub: Any) -> None:
                     help="state store providers, comma-separated")
     mx.add_argument("--failures", default="task,sink,kill",
                     help="failures, comma-separated: task, sink, kill, executor (needs --cluster or --master "
-                         "spark://...), retry, twice, during-recovery")
+                         "spark://...), retry, twice, during-recovery, upgrade (modules giving query_next)")
     mx.add_argument("--cluster", choices=["local-standalone"], default=None,
                     help="run every cell on a Spark standalone cluster that rollcheck starts and stops")
     mx.add_argument("--kill-points", default="offsets,state,sink,commit",
