@@ -31,8 +31,9 @@ True
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from hypothesis import strategies as st
 
@@ -44,6 +45,8 @@ from rollcheck.spark_replay.matrix_plan import FAILURES, PROVIDERS, Cell
 
 __all__ = ["BatchShape", "FaultSchedule", "ANCHORS", "SECOND_FAILURES", "fault_schedules", "draw_schedules",
            "retry_schedules"]
+
+T = TypeVar("T")
 
 #: Where a schedule's batch lies in the program's input.
 ANCHORS = ("first-data", "last", "after-idle")
@@ -131,6 +134,12 @@ class FaultSchedule:
                    p.get("kill_point"), p.get("schedule"))
 
 
+def _pick(dr: Any, options: Sequence[T]) -> T:
+    """One of ``options``, about evenly (``sampled_from`` as the seeded draw uses it almost never
+    gives its first option), shrinking towards the first."""
+    return options[dr(st.integers(0, 2**20)) % len(options)]
+
+
 def retry_schedules(batch: int) -> st.SearchStrategy[str]:
     """The retry schedules that can strike at ``batch`` (as :meth:`RetrySchedule.text`)."""
     def valid(s: RetrySchedule) -> bool:
@@ -140,9 +149,13 @@ def retry_schedules(batch: int) -> st.SearchStrategy[str]:
             return False
         return True
 
-    return st.builds(RetrySchedule, tasks=st.sampled_from(("one", "all")), stage=st.sampled_from(("stateful", "input")),
-                     attempts=st.integers(1, MAX_TASK_FAILURES), load=st.sampled_from((None, "first", "later")),
-                     then=st.sampled_from(("restart", "continue"))).filter(valid).map(RetrySchedule.text)
+    @st.composite
+    def one(dr: Any) -> RetrySchedule:
+        return RetrySchedule(tasks=_pick(dr, ("one", "all")), stage=_pick(dr, ("stateful", "input")),
+                             attempts=_pick(dr, range(1, MAX_TASK_FAILURES + 1)),
+                             load=_pick(dr, (None, "first", "later")), then=_pick(dr, ("restart", "continue")))
+
+    return one().filter(valid).map(RetrySchedule.text)
 
 
 def fault_schedules(shape: BatchShape, failures: list[str], providers: list[str],
@@ -173,14 +186,14 @@ def fault_schedules(shape: BatchShape, failures: list[str], providers: list[str]
 
     @st.composite
     def one(dr: Any) -> FaultSchedule:
-        kind = dr(st.sampled_from(firsts or seconds))
-        anchor = dr(st.sampled_from(sorted(anchors)))
-        batch = dr(st.sampled_from(anchors[anchor]))
-        provider = dr(st.sampled_from(providers))
-        if kind == "kill" and seconds and dr(st.booleans()):  # a second failure after the kill
-            kind = dr(st.sampled_from(seconds))
+        kind = _pick(dr, firsts or seconds)
+        anchor = _pick(dr, sorted(anchors))
+        batch = _pick(dr, anchors[anchor])
+        provider = _pick(dr, providers)
+        if kind == "kill" and seconds and _pick(dr, [False, True]):  # a second failure after the kill
+            kind = _pick(dr, seconds)
         if kind == "kill":
-            return FaultSchedule("kill", provider, batch, anchor, kill_point=dr(st.sampled_from(kill_points)))
+            return FaultSchedule("kill", provider, batch, anchor, kill_point=_pick(dr, kill_points))
         if kind == "retry":
             text = dr(retry_schedules(batch))
             return FaultSchedule("retry", provider, batch, anchor, schedule=None if text == "default" else text)
