@@ -29,7 +29,7 @@ __all__ = ["PROVIDERS", "FAILURES", "DEFAULT_FAILURES", "Cell", "columns", "plan
            "supported_providers", "ROW_HEADER", "RELEASE_ROW_HEADER", "row_header", "parse_versions"]
 
 PROVIDERS = tuple(STATE_STORES)
-FAILURES = ("task", "sink", "kill", "executor", "retry", "twice", "during-recovery")
+FAILURES = ("task", "sink", "kill", "executor", "retry", "twice", "during-recovery", "upgrade")
 #: The failures the matrix runs when ``--failures`` is not given (``executor`` needs a cluster).
 DEFAULT_FAILURES = ("task", "sink", "kill")
 #: The header of the table's first column.
@@ -115,7 +115,7 @@ def columns(failures: list[str], kill_points: list[str], retry_schedules: Sequen
     out: list[str] = [f for f in ("task", "sink") if f in failures]
     if "kill" in failures:
         out += [f"kill:{p}" for p in KILL_POINTS if p in kill_points]
-    for f in ("executor", "retry", "twice", "during-recovery"):
+    for f in ("executor", "retry", "twice", "during-recovery", "upgrade"):
         if f in failures and f == "retry" and retry_schedules:
             texts = [RetrySchedule.parse(x).text() for x in retry_schedules]
             out += ["retry" if t == "default" else f"retry:{t}" for t in dict.fromkeys(texts)]

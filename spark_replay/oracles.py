@@ -224,6 +224,10 @@ def batch_equivalent(header: dict[str, Any], events: list[dict[str, Any]]) -> Ch
     """``batch-equivalent`` (module docstring); None when the recording has no batch evaluation
     (a trace from before this oracle)."""
     name = "batch-equivalent"
+    if (header.get("config") or {}).get("failure") == "upgrade":  # each row by the query that read it
+        from rollcheck.spark_replay.upgrade_eval import judge_upgrade
+
+        return judge_upgrade(header, events)
     evals = _events(events, "batch_evaluation")
     if not evals:
         return None

@@ -202,6 +202,9 @@ def record_query(cfg: QueryConfig, out: str | Path, *, workdir: str | Path | Non
     if reference_from is not None:
         cfg = replace(cfg, reference=False)
     uq = load_query(cfg.module, cfg.call_timeout)
+    if cfg.failure == "upgrade" and not uq.has_next:  # upgrade.py: the changed query restarts on the checkpoint
+        raise InvalidInputError("--failure upgrade needs query_next (an allowed change of query, run from its "
+                                "checkpoint)", source=uq.spec, location="query_next")
     rows = uq.batches(cfg.seed)
     if cfg.batches is not None:
         rows = rows[: cfg.batches]

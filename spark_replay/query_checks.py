@@ -28,6 +28,7 @@ from rollcheck.spark_replay.stream_checks import (
 )
 from rollcheck.spark_replay.stream_plugins import EventListCheck, SparkStream, StreamCheck
 from rollcheck.spark_replay.stream_view import StreamView, canon_row, check_verdict
+from rollcheck.spark_replay.upgrade_eval import upgrade_output, upgrade_state
 from rollcheck.spark_replay.user_sink import user_sink_output
 
 __all__ = ["output_exactly_once", "user_output", "state_failure_free", "query_statestore_crosscheck", "input_batches",
@@ -52,7 +53,7 @@ def output_exactly_once(v: StreamView) -> Check:
     See ``tests/test_spark_query.py`` (a non-idempotent sink under a sink failure).
     """
     name = "output-exactly-once"
-    gone = _reference_failed(v, name)
+    gone = _reference_failed(v, name) or upgrade_output(v)  # upgrade_eval.py: batch-equivalent judges
     if gone is not None:
         return gone
     ref, fin = v.ends.get("reference"), v.ends.get("output_final")
@@ -107,7 +108,7 @@ def user_output(v: StreamView) -> Check:
 def state_failure_free(v: StreamView) -> Check:
     """The operator state read with Spark's state reader equals the failure-free run's."""
     name = "state-failure-free"
-    gone = _reference_failed(v, name)
+    gone = _reference_failed(v, name) or upgrade_state(v)  # upgrade_eval.py
     if gone is not None:
         return gone
     ref, fin = v.ends.get("reference"), v.ends.get("state_final")

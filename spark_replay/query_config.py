@@ -22,7 +22,7 @@ from rollcheck.spark_replay.killpoints import state_store_conf, validate_options
 
 __all__ = ["FAILURES", "KILLED", "QueryConfig", "session_conf", "driver_master"]
 
-FAILURES = ("task", "sink", "kill", "executor", "retry", "twice", "during-recovery")
+FAILURES = ("task", "sink", "kill", "executor", "retry", "twice", "during-recovery", "upgrade")
 #: The failures whose drivers are SIGKILLed and restarted by a supervising parent.
 KILLED = ("kill", "retry", "twice", "during-recovery")
 
@@ -92,6 +92,10 @@ class QueryConfig:
                 raise InvalidInputError(e.reason, location="--reference-version") from None
         if self.fail_at_batch is not None and self.fail_at_batch < 0:
             raise InvalidInputError("--fail-at-batch must be >= 0", location="--fail-at-batch")
+        if n_input is not None and self.failure == "upgrade" and int(self.fail_at_batch or 0) >= n_input - 1:
+            raise InvalidInputError(f"--fail-at-batch {self.fail_at_batch} leaves query_next no input batch to read "
+                                    f"(the input has {n_input} batches, ids 0..{n_input - 1}): the upgrade needs "
+                                    f"K < {n_input - 1}", location="--fail-at-batch")
         if n_input is not None and self.fail_at_batch is not None and self.fail_at_batch > n_input:
             # batch n_input may exist (a data-less batch that advances the watermark); beyond: never
             raise InvalidInputError(f"--fail-at-batch {self.fail_at_batch} is beyond the input: it has "

@@ -104,9 +104,15 @@ def finish_run(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: WorkPaths, wr
         writer.emit(PREFIX + "state_read_failed", run="final", engine_version=pyspark.__version__, **read_failed)
     writer.emit(PREFIX + "state_final", stores=stores, **({"unreadable": unreadable} if unreadable else {}))
     progress = [e for e in writer.previous if e.get("kind") == PREFIX + "progress"] + notes.get("progress", [])
-    writer.emit(PREFIX + "batch_evaluation", run="final",
-                **batch_evaluation(spark, uq, cfg, paths.checkpoint(), progress, notes.get("stream_plan", ""),
-                                    notes.get("stream_fields")))
+    if cfg.failure == "upgrade":  # each input row evaluated by the query that read it (upgrade_eval.py)
+        from rollcheck.spark_replay.upgrade_eval import combined_evaluation
+
+        writer.emit(PREFIX + "batch_evaluation", run="final",
+                    **combined_evaluation(spark, uq, cfg, paths.checkpoint(), progress, notes, plain))
+    else:
+        writer.emit(PREFIX + "batch_evaluation", run="final",
+                    **batch_evaluation(spark, uq, cfg, paths.checkpoint(), progress, notes.get("stream_plan", ""),
+                                        notes.get("stream_fields")))
     from rollcheck.spark_replay.sink_envelope import record_envelope
 
     # an at-least-once sink whose read_output aggregates: the tables its re-deliveries may give

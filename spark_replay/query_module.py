@@ -5,7 +5,8 @@ A query module (``docs/your-query.md``) gives ``SCHEMA`` (the input rows as a Sp
 transformation), ``OUTPUT_MODE`` and ``KEY`` — or, reading several streams, ``SOURCES`` (source
 name -> DDL) instead of ``SCHEMA``, ``batches(seed)`` giving one dict ``{source: rows}`` per
 micro-batch and ``query(**sources)``; optionally ``sink``/``read_output`` (its own
-``foreachBatch`` sink, given together) and ``SINK_GUARANTEE``. :func:`load_query` imports it (a
+``foreachBatch`` sink, given together), ``SINK_GUARANTEE`` and ``query_next`` (an allowed change of
+``query``, with its signature, run from ``query``'s checkpoint by the ``upgrade`` failure). :func:`load_query` imports it (a
 ``.py`` file or an importable module) and returns a :class:`UserQuery`, or refuses it with one
 :class:`~rollcheck.pyimpl.errors.InvalidInputError` naming the attribute; every call into the
 module runs within its time limit (:mod:`rollcheck.infra.calllimit`).
@@ -75,13 +76,19 @@ class UserQuery:
     def source_columns(self, name: str) -> list[str]:
         return ddl_columns(self.sources[name])
 
-    def run_query(self, dfs: dict[str, Any]) -> Any:
-        """``query`` on one streaming (or batch) DataFrame per source, within the call limit:
-        positionally for a ``SCHEMA`` module, by source name for a ``SOURCES`` one."""
+    def run_query(self, dfs: dict[str, Any], which: str = "query") -> Any:
+        """``query`` (or ``which="query_next"``) on one streaming (or batch) DataFrame per source,
+        within the call limit: positionally for a ``SCHEMA`` module, by source name for a
+        ``SOURCES`` one."""
         if self.multi:
-            return call_limited(self.module.query, limit=self.call_timeout, file=self.spec, method="query",
-                                **dfs)
-        return self.call("query", dfs[SINGLE_SOURCE])
+            return call_limited(getattr(self.module, which), limit=self.call_timeout, file=self.spec,
+                                method=which, **dfs)
+        return self.call(which, dfs[SINGLE_SOURCE])
+
+    @property
+    def has_next(self) -> bool:
+        """Whether the module gives ``query_next`` (the ``upgrade`` failure's changed query)."""
+        return callable(getattr(self.module, "query_next", None))
 
     @property
     def has_sink(self) -> bool:
@@ -218,11 +225,13 @@ def load_query(spec: str, call_timeout: float = DEFAULT_QUERY_CALL_TIMEOUT) -> U
     for name in ("SOURCES" if has_sources else "SCHEMA", "batches", "query", "OUTPUT_MODE", "KEY"):
         if not hasattr(mod, name):
             raise InvalidInputError(f"the query module has no {name}", source=spec, location=name)
-    for name in ("batches", "query"):
+    for name in ("batches", "query") + (("query_next",) if hasattr(mod, "query_next") else ()):
         if not callable(getattr(mod, name)):
             raise InvalidInputError(f"{name} must be a function", source=spec, location=name)
     if has_sources:
         sources = _check_sources(spec, mod)
+        if hasattr(mod, "query_next"):
+            _check_sources(spec, mod, "query_next")
     else:
         if not isinstance(mod.SCHEMA, str) or not mod.SCHEMA.strip():
             raise InvalidInputError("SCHEMA must be a DDL string", source=spec, location="SCHEMA")
@@ -251,9 +260,9 @@ def load_query(spec: str, call_timeout: float = DEFAULT_QUERY_CALL_TIMEOUT) -> U
                      multi=has_sources)
 
 
-def _check_sources(spec: str, mod: ModuleType) -> dict[str, str]:
+def _check_sources(spec: str, mod: ModuleType, fn: str = "query") -> dict[str, str]:
     """``SOURCES`` checked (names usable as parameter and folder names, DDL strings) against the
-    parameters of ``query``, which must name exactly the sources."""
+    parameters of ``query`` (or ``query_next``), which must name exactly the sources."""
     sources = mod.SOURCES
     if not isinstance(sources, dict) or not sources:
         raise InvalidInputError("SOURCES must be a non-empty dict {source name: DDL string}", source=spec,
@@ -270,7 +279,7 @@ def _check_sources(spec: str, mod: ModuleType) -> dict[str, str]:
             raise InvalidInputError(e.reason.replace("SCHEMA", f"SOURCES[{name!r}]"), source=spec,
                                     location="SOURCES") from None
     try:
-        params = inspect.signature(mod.query).parameters.values()
+        params = inspect.signature(getattr(mod, fn)).parameters.values()
     except (TypeError, ValueError):
         return dict(sources)
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
@@ -284,6 +293,6 @@ def _check_sources(spec: str, mod: ModuleType) -> dict[str, str]:
     if missing or extra:
         what = (f"has no parameter for the source(s) {', '.join(missing)}" if missing
                 else f"takes {', '.join(extra)}, which SOURCES does not name")
-        raise InvalidInputError(f"query({', '.join(named)}) {what}: its parameters must be the source names "
-                                f"({', '.join(sources)})", source=spec, location="query")
+        raise InvalidInputError(f"{fn}({', '.join(named)}) {what}: its parameters must be the source names "
+                                f"({', '.join(sources)})", source=spec, location=fn)
     return dict(sources)

@@ -56,6 +56,14 @@ from rollcheck.spark_replay.query_io import WorkPaths, default_sink, feed_inputs
 from rollcheck.spark_replay.query_module import SINGLE_SOURCE, UserQuery
 from rollcheck.spark_replay.supervise import claim_once, give_up_on_user_code, request_kill
 from rollcheck.spark_replay.trace import TraceWriter
+from rollcheck.spark_replay.upgrade import (
+    begin_first_start,
+    end_first_start,
+    ensure_checked,
+    record_upgrade,
+    restart_query,
+    upgraded,
+)
 from rollcheck.spark_replay.watcher import PREFIX, CheckpointWatcher
 
 __all__ = ["run_once"]
@@ -141,6 +149,10 @@ def run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: WorkPaths, *, r
     expired: list[UserCodeTimeout] = []
     expired_at: list[float] = []
     sink_raised: list[str] = []  # the user's sink raised: what, where (Spark's message loses it)
+    # the upgrade (upgrade.py): query runs to batch K and stops; query_next restarts on its checkpoint
+    upgrading = failing and cfg.failure == "upgrade"
+    which = restart_query(paths.markers) if upgrading else "query"
+    first_start = upgrading and not upgraded(paths.markers)
 
     def sink_expired() -> None:  # from the limit's timer: unblock a Spark action in the sink
         expired_at.append(time.monotonic())
@@ -152,6 +164,8 @@ def run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: WorkPaths, *, r
         writer.emit(PREFIX + "attempt_start", pid=os.getpid(), committed=committed)
     feed_inputs(paths, ref, (committed[-1] + 1) if committed else 0)  # several sources: batch by batch
     dfs = _sources(spark, uq, paths, ref)
+    # a change Spark's guide forbids is refused before any query of the recording starts (exit 2)
+    upgrade_info = ensure_checked(uq, dfs, paths.markers) if cfg.failure == "upgrade" else {}
     for name, df in dfs.items():  # every source: the failure strikes in whichever reads batch K
         if failing and cfg.failure == "task":
             df = _with_task_failure(df, F, marker, int(cfg.fail_at_batch))  # type: ignore[arg-type]
@@ -166,9 +180,9 @@ def run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: WorkPaths, *, r
             hold = recovery_kill_filter(paths.markers, int(cfg.fail_at_batch))  # type: ignore[arg-type]
             df = df.where(F.udf(hold, "boolean").asNondeterministic()(F.input_file_name()))
         dfs[name] = df
-    call = f"query({', '.join(dfs) if uq.multi else 'df'})"
+    call = f"{which}({', '.join(dfs) if uq.multi else 'df'})"
     try:
-        result = uq.run_query(dfs)
+        result = uq.run_query(dfs, which=which)
     except UserCodeTimeout:
         raise
     except Exception as e:
@@ -184,12 +198,15 @@ def run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: WorkPaths, *, r
                                        "metadata": dict(f.metadata or {})} for f in result.schema.fields]
         except Exception:
             notes["stream_plan"] = ""
+    if notes is not None and which == "query_next":  # the batch evaluation of the combined run reads it
+        notes["stream_plan_next"] = str(result._jdf.queryExecution().analyzed().toString())
     if watcher is not None:
         watcher.poll_now()
         watcher.start()
 
     def sink(bdf: Any, bid: int) -> None:
-        feed_inputs(paths, ref, bid + 1)  # several sources: the next batch's files, before this one commits
+        # several sources: the next batch's files, before this one commits (query of an upgrade: to batch K)
+        feed_inputs(paths, ref, min(bid + 1, int(cfg.fail_at_batch or 0)) if first_start else bid + 1)
         # the retry failure collects batch K through a task that fails once after its state store
         # committed (killpoints.retry_task); uncached, so that Spark's retry runs the stateful operator again
         if failing and cfg.failure == "retry":  # load=first: a new driver runs batch K first (faults_retry.py)
@@ -241,6 +258,8 @@ def run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: WorkPaths, *, r
         finally:
             if twice:
                 bdf.unpersist()
+        if writer is not None and upgrading:  # which query ran the batch
+            writer.emit(PREFIX + "batch_query", batch=bid, query=which)
         if writer is not None:
             writer.emit(PREFIX + "sink_written", batch=bid, rows=rows)
         if failing and cfg.fail_at_batch == bid and cfg.failure == "kill" and cfg.kill_point in (None, "sink"):
@@ -266,9 +285,13 @@ def run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: WorkPaths, *, r
                .foreachBatch(sink))
     if not uq.multi:  # one source: every file is there from the start
         writer_ = writer_.trigger(availableNow=True)
+    no_data = (begin_first_start(spark, paths.inputs_of(ref), int(cfg.fail_at_batch or 0), uq.multi)
+               if first_start else None)
     try:
         q = writer_.start()
     except Exception as e:
+        if no_data is not None:
+            end_first_start(spark, paths.inputs_of(ref), no_data)
         if watcher is not None:
             watcher.stop()
         fault = environment_fault(e, str(paths.root))
@@ -307,8 +330,14 @@ def run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: WorkPaths, *, r
             error = str(e).splitlines()[0] if str(e) else type(e).__name__
             error_text = str(e)
     finally:
+        if no_data is not None:
+            end_first_start(spark, paths.inputs_of(ref), no_data)
         if watcher is not None:
             watcher.stop()
+    if outcome == "done" and first_start:  # query ended after batch K committed: query_next restarts
+        record_upgrade(paths.markers, None if writer is None else writer.emit, int(cfg.fail_at_batch or 0),
+                       sorted(CheckpointDir(ck).commits()), upgrade_info)
+        outcome = "failed"
     progress = _progress_of(q)
     if notes is not None:
         notes.setdefault("progress", []).extend(progress)
