@@ -21,7 +21,6 @@ Environment: ``ROLLCHECK_TOY_CELL_SECONDS`` makes every cell sleep that long (ki
 from __future__ import annotations
 
 import ast
-import copy
 import os
 import pprint
 import subprocess
@@ -36,84 +35,14 @@ from hypothesis import strategies as st
 from rollcheck.infra.hunt import CellOutcome, HuntAdapter, HuntCell, Program, draw
 from rollcheck.pyimpl.errors import InvalidInputError
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from hunt_toy_engine import RELEASES, evaluate, rejected, run_engine  # noqa: E402
+
 __all__ = ["RELEASES", "ToyHuntAdapter", "ToyFixedAdapter", "run_engine", "evaluate", "rejected"]
 
-RELEASES = ("1.0", "1.1", "2.0")
 KINDS = ("filter", "map", "dedup", "count")
 VOCABULARY = ["source", "union", *KINDS]
-
-
-# the engine ---------------------------------------------------------------------------------------
-def rejected(spec: Mapping[str, Any]) -> str | None:
-    """Why the engine refuses ``spec`` at analysis (None: it runs it)."""
-    kinds = [o["op"] for o in spec["ops"]]
-    for i, k in enumerate(kinds):
-        if k == "dedup" and "count" in kinds[:i]:
-            return "dedup after count is not supported"
-    return None
-
-
-def _batch_rows(spec: Mapping[str, Any], b: int) -> list[list[int]]:
-    rows = [list(r) for r in spec["batches"][b]]
-    if spec.get("sources", 1) == 2:
-        rows += [list(r) for r in spec["batches2"][b]]
-    return rows
-
-
-def _step(ops: list[dict[str, Any]], rows: list[list[int]], state: list[Any]) -> list[list[int]]:
-    for i, op in enumerate(ops):
-        out: list[list[int]] = []
-        for k, v in rows:
-            if op["op"] == "filter" and v >= op["min"]:
-                out.append([k, v])
-            elif op["op"] == "map":
-                out.append([k, v + op["add"]])
-            elif op["op"] == "dedup" and k not in state[i]:
-                state[i].add(k)
-                out.append([k, v])
-            elif op["op"] == "count":
-                state[i][k] = state[i].get(k, 0) + 1
-                out.append([k, state[i][k]])
-        rows = out
-    return rows
-
-
-def _restore(spec: Mapping[str, Any], checkpoint: list[Any], b: int, release: str) -> list[Any]:
-    state = copy.deepcopy(checkpoint)
-    kinds = [o["op"] for o in spec["ops"]]
-    for i, k in enumerate(kinds):
-        if k == "dedup" and "filter" in kinds[:i] and b >= 1 and release < "2.0":
-            state[i] = set()  # bug A
-        if k == "count" and spec.get("sources", 1) == 2 and b >= 2:
-            state[i] = {}  # bug B
-    return state
-
-
-def _fresh(spec: Mapping[str, Any]) -> list[Any]:
-    return [set() if o["op"] == "dedup" else {} for o in spec["ops"]]
-
-
-def run_engine(spec: Mapping[str, Any], fail_at: int | None, release: str = "1.0") -> list[list[list[int]]]:
-    """The committed output of every batch of ``spec``, with a failure at batch ``fail_at``."""
-    ops = list(spec["ops"])
-    state = _fresh(spec)
-    checkpoint = copy.deepcopy(state)
-    committed = []
-    for b in range(len(spec["batches"])):
-        work = copy.deepcopy(state)
-        out = _step(ops, _batch_rows(spec, b), work)
-        if fail_at == b:  # the task dies before the commit: restore, run the batch again
-            work = _restore(spec, checkpoint, b, release)
-            out = _step(ops, _batch_rows(spec, b), work)
-        state, checkpoint = work, copy.deepcopy(work)
-        committed.append(out)
-    return committed
-
-
-def evaluate(spec: Mapping[str, Any]) -> list[list[int]]:
-    """The whole input in arrival order as one batch (the batch evaluation)."""
-    rows = [r for b in range(len(spec["batches"])) for r in _batch_rows(spec, b)]
-    return _step(list(spec["ops"]), rows, _fresh(spec))
 
 
 def judge(spec: Mapping[str, Any], fail_at: int | None, release: str) -> CellOutcome:
@@ -192,7 +121,7 @@ def read_module(path: Path) -> dict[str, Any]:
 _REPRODUCER = '''"""Standalone reproducer: the toy engine only. Usage: python {name} [RELEASE]; exit 1: reproduced."""
 import sys
 sys.path.insert(0, {engine_dir!r})
-import hunt_toy
+import hunt_toy_engine as hunt_toy
 
 SPEC = {spec}
 FAIL_AT = {fail_at!r}

@@ -113,7 +113,7 @@ class Hunt:
                 if not self._active:
                     break
                 with self._cond:
-                    self._cond.wait(timeout=0.5)
+                    self._cond.wait_for(self._slot_free, timeout=0.5)
                 self._tick()
             self._raise_worker_error()
         except KeyboardInterrupt:
@@ -122,6 +122,9 @@ class Hunt:
             self._tick(final=True)
             raise
         self._tick(final=True)
+
+    def _slot_free(self) -> bool:
+        return len(self._active) < max(1, self.options.jobs) or bool(self._errors)
 
     def _start_next(self, resume: list[StoredProgram]) -> bool:
         """Start the next piece of work (resumed program, undecided group, new program); whether any."""

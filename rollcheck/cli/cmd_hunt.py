@@ -145,7 +145,14 @@ def _check(args: argparse.Namespace) -> tuple[Any, Path]:
 
 
 def _hunt(args: argparse.Namespace) -> int:
-    from rollcheck.infra.hunt import Hunt, HuntOptions, HuntStore, build_document, exit_code, write_document
+    from rollcheck.infra.hunt import (
+        Hunt,
+        HuntOptions,
+        HuntStore,
+        build_document,
+        exit_code,
+        write_document,
+    )
 
     engine = args.hunt_engine
     budget, out = _check(args)
@@ -157,8 +164,9 @@ def _hunt(args: argparse.Namespace) -> int:
         print(f"rollcheck: internal error: no {engine} hunt adapter ({module_name}.{cls_name} is not installed)",
               file=sys.stderr)
         return 4
-    kwargs = {k: v for k, v in opts.items() if k in ("engine_version", "reference_version", "failures", "seed")}
-    kwargs.update({k: opts[k] for k in (("providers",) if engine == "spark" else ("backends", "checkpoints"))})
+    lists = ("failures", "providers") if engine == "spark" else ("failures", "backends", "checkpoints")
+    kwargs = {"engine_version": opts["engine_version"], "reference_version": opts["reference_version"],
+              "seed": opts["seed"], **{k: opts[k] for k in lists if opts.get(k) is not None}}
     adapter = cls(**kwargs, out=out, jobs=args.jobs)
     print(f"hunt: seed {opts['seed']}{' (resumed)' if meta else ''}, out {out}", file=sys.stderr)
     store = HuntStore.open(out / "hunt.sqlite")
