@@ -452,6 +452,15 @@ def run_matrix(opts: MatrixOptions, *, on_update: Callable[[list[dict[str, Any]]
         if opts.fail_at_batch >= n:
             raise InvalidInputError(f"--fail-at-batch {opts.fail_at_batch} is beyond the {n} input batches of "
                                     f"this module", source=m, location="--fail-at-batch")
+        upgrades = [c for c in planned if c.module == m and c.failure == "upgrade"]
+        if upgrades and not uq.has_next:  # upgrade.py: the module's changed query restarts on the checkpoint
+            if len({c.module for c in planned}) == 1:
+                raise InvalidInputError("--failures upgrade needs query_next (an allowed change of query, run "
+                                        "from its checkpoint)", source=m, location="query_next")
+            for c in upgrades:  # several modules: not applicable to this one
+                planned.remove(c)
+                skipped.append({"module": m, "name": c.name, "state_store": c.provider, "row": f"{c.row} · upgrade",
+                                "column": "upgrade", "reason": "not applicable: the module gives no query_next"})
         ok = supported_providers(m)
         if ok is not None:
             for c in [c for c in planned if c.module == m and c.provider not in ok]:
