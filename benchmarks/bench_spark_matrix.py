@@ -16,6 +16,13 @@
   matrix / plain (goal <= 1.0), the machine's load and the calibration loop
   (:mod:`rollcheck.calibration`), appended to ``benchmarks/results/spark-matrix-engine-time.json``.
 
+- *A release's cell, cold against warm* (:func:`release_cell`, ``--release-cell V``): ``spark matrix
+  --engine-version V --failures task`` (reference release: the pinned one) once with ``--no-warm``
+  (every recording a fresh child, and each cell's failure-free run on the reference release a
+  cold driver of its own) and once with warm drivers (V's and the reference release's, the
+  reference release's run recorded once per configuration), each with an empty reference cache;
+  appended to ``benchmarks/results/spark-release-cell.json``.
+
 Run with ``python -m benchmarks --only spark_matrix [--quick]``; the machine's load is printed
 with every result (the ratios are only comparable on a quiet machine).
 """
@@ -174,6 +181,51 @@ def side_by_side(batches: int = 4, fail_at: int = 2) -> dict:
     return record
 
 
+RELEASE_RESULTS = Path(__file__).resolve().parent / "results" / "spark-release-cell.json"
+
+
+def release_cell(version: str, batches: int = 4, fail_at: int = 2) -> dict:
+    """One task cell on pyspark ``version``, cold (``--no-warm``) against warm (module docstring)."""
+    from rollcheck.calibration import calibrate, finish
+    from rollcheck.spark_replay.releases import cache_root, pinned_release, spark_environment
+
+    spark_environment(version)  # made (once) before anything is timed
+    module = str(LIB / "clicks_per_window.py")
+    cal = calibrate()
+    runs: dict[str, dict] = {}
+    with tempfile.TemporaryDirectory(prefix="rollcheck-bench-") as d:
+        for name, flags in (("cold", ["--no-warm"]), ("warm", [])):
+            cache = Path(d) / f"cache-{name}"  # an empty reference cache; the release environments shared
+            cache.mkdir()
+            (cache / "spark").symlink_to(cache_root() / "spark")
+            argv = [sys.executable, "-m", "rollcheck.cli.main", "spark", "matrix", "--module", module, "--providers",
+                    "hdfs", "--failures", "task", "--batches", str(batches), "--fail-at-batch", str(fail_at),
+                    "--engine-version", version, "--no-minimise", "--out", str(Path(d) / name), "--json", *flags]
+            load = _load()
+            wall, out = _timed(argv, {**os.environ, "ROLLCHECK_CACHE": str(cache)})
+            doc = json.loads(out)
+            (cell,) = doc["cells"]
+            runs[name] = {"wall_seconds": round(wall, 1), "load_before": load, "verdict": cell["verdict"],
+                          "cell": {k: cell.get(k) for k in ("wall_seconds", "cpu_seconds", "shared")},
+                          "checks": {c["name"]: c["status"] for c in
+                                     json.loads(Path(cell["checks"]).read_text())["checks"]},
+                          "preparations": doc.get("preparations"), "cost": doc.get("cost")}
+    record = {"when": time.strftime("%Y-%m-%dT%H:%M:%S"), "module": "clicks_per_window", "engine_version": version,
+              "reference_version": pinned_release(), "batches": batches, "fail_at_batch": fail_at, **runs,
+              "same_checks": runs["cold"]["checks"] == runs["warm"]["checks"], "load_after": _load(),
+              "calibration": finish(cal)}
+    RELEASE_RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    old = json.loads(RELEASE_RESULTS.read_text()) if RELEASE_RESULTS.exists() else []
+    RELEASE_RESULTS.write_text(json.dumps([*old, record], indent=1) + "\n")
+    for name in ("cold", "warm"):
+        r = runs[name]
+        print(f"pyspark {version} task cell, {name}: matrix {r['wall_seconds']} s; cell {r['cell']['wall_seconds']} s "
+              f"wall, {r['cell']['cpu_seconds']} s CPU ({r['cell']['shared']}); {r['verdict']}")
+    print(f"same checks: {record['same_checks']}; load {record['load_after']}, calibration loop "
+          f"{record['calibration'].get('loop_cpu_seconds')} s")
+    return record
+
+
 def main(quick: bool) -> None:
     per_cell(quick)
     hook_overhead(1 if quick else 3)
@@ -183,5 +235,7 @@ def main(quick: bool) -> None:
 if __name__ == "__main__":
     if "--side-by-side" in sys.argv:
         side_by_side()
+    elif "--release-cell" in sys.argv:
+        release_cell(sys.argv[sys.argv.index("--release-cell") + 1])
     else:
         main("--quick" in sys.argv)

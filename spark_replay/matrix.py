@@ -10,10 +10,12 @@ which supplies:
   state (read with Spark's own state reader) every cell of that configuration is compared with
   (:func:`write_shared_reference`), so each cell runs only its failing recording; a configuration
   with a single cell records its reference inside that cell's run (one driver fewer);
-- the recording: a child process (``rollcheck spark record query``) bounded in time, with the
-  failure of the cell's column (a task failure, a sink failure, or a SIGKILL of the driver at a kill
-  point), recorded once more when the kill struck off its point (a race with Spark) or the machine
-  was too loaded for Spark's Python workers;
+- the recording, bounded in time, with the failure of the cell's column (a task failure, a sink
+  failure, or a SIGKILL of the driver at a kill point), recorded once more when the kill struck off
+  its point (a race with Spark) or the machine was too loaded for Spark's Python workers: task,
+  sink and reference recordings in a warm driver of the cell's release
+  (:mod:`rollcheck.spark_replay.warm`; a pool of the matrix's own, or the caller's), the others
+  in a fresh child (:mod:`rollcheck.spark_replay.cell`);
 - the replay (:func:`rollcheck.spark_replay.replay.replay_file`) and the witness
   (:mod:`rollcheck.spark_replay.matrix_witness`);
 - for a finding: the minimised input and the standalone reproducer
@@ -23,7 +25,8 @@ which supplies:
   no cell run), one group of rows per release, the release in every cell's recording
   (``spark record query --engine-version V``), shared reference, ``config`` and reproducer run
   (on V and on the reference release R, ``reproducer_run`` keyed by release:
-  :func:`reproducer_on_releases`).
+  :func:`reproducer_on_releases`); R's failure-free run of a configuration recorded once, in R's
+  warm driver, and added to V's shared reference, not run again by every cell.
 
 Every cell's verdict comes from the one verdict rule (:func:`rollcheck.pyimpl.verdict.decide`) and
 its attribution from :func:`rollcheck.pyimpl.attribution.classify_cell`; the matrix's exit code from
@@ -72,6 +75,7 @@ from rollcheck.spark_replay.matrix_plan import (
     row_header,
     supported_providers,
 )
+from rollcheck.spark_replay.matrix_releases import prepare_releases, reproducer_on_releases
 from rollcheck.spark_replay.matrix_witness import (
     FOREACHBATCH_DOC,
     expected_by_engine,
@@ -81,6 +85,7 @@ from rollcheck.spark_replay.matrix_witness import (
 )
 from rollcheck.spark_replay.query import OVERLOAD_SIGNS
 from rollcheck.spark_replay.shared_reference import (
+    add_release_reference,
     reference_key,
     shared_reference,
     store_reference,
@@ -210,7 +215,9 @@ class SparkAdapter(EngineAdapter):
         #: the warm drivers, lent to the workers a cell at a time (warm.py): the caller's pool, kept
         #: open after the matrix, or one of the matrix's own, closed with it
         self._own_pool = warm_pool is None
-        self._warm = warm_pool if warm_pool is not None else WarmPool(opts.out / "warm", opts.master, limit=opts.jobs)
+        releases = {c.engine_version or "" for c in planned} | ({"R"} if opts.engine_versions else set())
+        self._warm = warm_pool if warm_pool is not None else WarmPool(
+            opts.out / "warm", opts.master, limit=opts.jobs * min(4, len(releases)))  # a driver per release
         #: per configuration: its reference "reused" (kept from an earlier run) or "recorded" (this run)
         self._how: dict[str, str] = {}
 
@@ -241,6 +248,8 @@ class SparkAdapter(EngineAdapter):
         kept = stored_reference(key)
         if kept is not None:  # recorded by an earlier run: the output folder keeps its own copy
             shutil.copyfile(kept, trace)
+            if self._release_reference(cfg, trace, c0, runner):
+                store_reference(key, trace)
             self._how[c0.config_id] = "reused"
             runner.charge(0.0, runs=0, reference="reused")
             return Prepared(context=trace)
@@ -250,12 +259,38 @@ class SparkAdapter(EngineAdapter):
             if rc == 0 or not overloaded(log) or attempt == self.opts.retries:
                 break
         if rc == 0 and trace.exists():
+            self._release_reference(cfg, trace, c0, runner)
             store_reference(key, trace)
             self._how[c0.config_id] = "recorded"
             runner.charge(0.0, runs=0, reference="recorded")
             return Prepared(context=trace)
         why = _OVERLOAD_WHY if overloaded(log) else (_last_line(log) or f"exit {rc}")
         return Prepared(error=f"the failure-free reference run of this configuration did not finish: {why}")
+
+    def _release_reference(self, cfg: CellConfig, trace: Path, c0: Cell, runner: ChildRunner) -> bool:
+        """On release V with a reference release R: R's failure-free run of the configuration,
+        once (a failure-free recording on R, in R's warm driver, itself kept in the reference cache),
+        added to the shared reference ``trace`` (:func:`add_release_reference`), so the cells do not
+        each run the query on R again. Whether ``trace`` changed; when R's run does not finish, each
+        cell runs it as before."""
+        other, mine = cfg.query.reference_version, cfg.query.engine_version
+        if not mine or not other or other == mine:
+            return False
+        rtrace = trace.with_name(f"release-reference-{other}.jsonl")
+        rcfg = cell_config(None, self.opts, rtrace, None, module=c0.module, provider=c0.provider,
+                           engine_version=None if other == _pinned() else other)
+        rkey = reference_key(rcfg.query) if self.opts.reuse_reference else None
+        src = stored_reference(rkey)
+        if src is None:
+            rc, _ = self._run(rcfg, self._warm_for(None), runner, rtrace.with_suffix(".log"))
+            if rc != 0 or not rtrace.is_file():
+                return False
+            src = store_reference(rkey, rtrace) or rtrace
+        try:
+            ref = shared_reference(src)
+        except (InvalidInputError, OSError, ValueError):
+            return False
+        return add_release_reference(trace, other, ref["output"], workdir=f"{rtrace}.work", shared_from=str(src))
 
     def record(self, cell: Cell, context: Any, runner: ChildRunner, out: Path) -> Recording:
         trace, log = out / f"{cell.stem}.jsonl", out / f"{cell.stem}.log"
@@ -350,23 +385,6 @@ class SparkAdapter(EngineAdapter):
                 "skipped": self.skipped, **releases}
 
 
-def reproducer_on_releases(cell: Cell, opts: MatrixOptions, script: Path,
-                           run: Callable[[list[str], float, Path], tuple[int | None, str]]) -> dict[str, Any]:
-    """Run a finding's reproducer once on the cell's release V and once on the reference release R
-    (``--reference-version``, default the pinned one), each with its own environment's interpreter
-    (made before the cells ran); return ``{V: run, R: run}`` (the core's
-    :func:`~rollcheck.infra.matrix.reproducer.run_on_releases`)."""
-    from rollcheck.infra.matrix import run_on_releases
-    from rollcheck.spark_replay.reproducer import SHOWS, reproducer_python
-
-    work = opts.out / f"{cell.stem}.min"
-    work.mkdir(parents=True, exist_ok=True)
-    releases = [str(cell.engine_version), opts.reference_version or _pinned()]
-    return run_on_releases(lambda r: [str(reproducer_python(r)), "-I", str(script), str(work / f"reproducer-run-{r}")],
-                           releases, run, opts.cell_timeout, lambda r: work / f"reproducer.{r}.log",
-                           shows=SHOWS)
-
-
 def _pinned() -> str:
     from rollcheck.spark_replay.releases import pinned_release
 
@@ -379,27 +397,6 @@ def _caption(meta: Mapping[str, Any]) -> str:
         text += (f" Releases: pyspark {', '.join(meta['engine_versions'])} (release-differential against "
                  f"{meta.get('reference_version') or _pinned()}).")
     return text
-
-
-def prepare_releases(opts: MatrixOptions) -> dict[str, Path]:
-    """Make (or reuse) the environment of every release of ``opts.engine_versions`` and of
-    ``opts.reference_version``, once, before any cell runs; return ``{release: python}``.
-
-    Raises
-    ------
-    InvalidInputError
-        A release outside the range (all are checked before anything is installed) or one pip
-        cannot install (one line: the release and pip's reason; exit 2, no cell run).
-    """
-    from rollcheck.spark_replay.releases import parse_release, spark_environment
-
-    if not opts.engine_versions:
-        return {}
-    wanted = list(dict.fromkeys([*opts.engine_versions, *([opts.reference_version] if opts.reference_version
-                                                           else [])]))
-    for v in wanted:
-        parse_release(v)
-    return {v: spark_environment(v) for v in wanted}
 
 
 def cell_result(cell: Cell, opts: MatrixOptions, trace: Path, *, error: str | None = None) -> dict[str, Any]:

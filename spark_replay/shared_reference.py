@@ -34,7 +34,7 @@ from typing import Any
 from rollcheck.pyimpl.errors import InvalidInputError
 
 __all__ = ["shared_reference", "write_shared_reference", "reference_key", "stored_reference", "store_reference",
-           "references_folder", "local_imports"]
+           "references_folder", "local_imports", "add_release_reference"]
 
 #: The modules of this package that shape a failure-free recording (their bytes are in every key).
 _RECORDER = ("query*.py", "watcher.py", "trace.py", "session.py", "supervise.py", "releases.py", "cell.py",
@@ -96,6 +96,32 @@ def write_shared_reference(path: str | Path, out: str | Path, header: dict[str, 
         w.emit(PREFIX + "reference", **ref)
     finally:
         w.close()
+
+
+def add_release_reference(path: str | Path, release: str, output: list[Any], **fields: Any) -> bool:
+    """Give the shared reference ``path`` (a finished failure-free recording on release V) the
+    failure-free final output of the same query on the reference release ``release``, as the
+    ``spark.release_reference`` event a recording on V writes before its attempts (attempt 0, right
+    after the header; the later events renumbered): every cell of the configuration then takes it
+    from there instead of running the query on ``release`` once more. False (the file unchanged)
+    when it already has one for ``release``.
+    """
+    from rollcheck.pyimpl.patternio import atomic_write_text
+    from rollcheck.spark_replay.watcher import PREFIX
+
+    path = Path(path)
+    lines = path.read_text(encoding="utf-8").splitlines()
+    events = [json.loads(ln) for ln in lines[1:] if ln.strip()]
+    if any(e.get("kind") == PREFIX + "release_reference" and e.get("engine_version") == release for e in events):
+        return False
+    head = json.loads(lines[0])
+    first = events[0] if events else {}
+    ev = {"seq": 1, "kind": PREFIX + "release_reference", "run": head.get("run", first.get("run")), "attempt": 0,
+          "t": first.get("t", head.get("t")), "engine_version": release, "output": output, **fields}
+    for e in events:
+        e["seq"] = int(e["seq"]) + 1
+    atomic_write_text(path, "".join(json.dumps(o, separators=(",", ":")) + "\n" for o in [head, ev, *events]))
+    return True
 
 
 def references_folder() -> Path:

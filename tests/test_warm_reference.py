@@ -35,3 +35,23 @@ def test_the_key_follows_the_helpers_a_module_imports(tmp_path):
         assert reference_key(cfg) != key, helper
         f.write_text(before)
         assert reference_key(cfg) == key
+
+
+def test_the_reference_releases_run_is_added_once_before_the_attempts(tmp_path):
+    from rollcheck.spark_replay.shared_reference import add_release_reference, shared_reference
+    from rollcheck.spark_replay.trace import TraceWriter, read_trace
+
+    path = tmp_path / "reference.jsonl"
+    w = TraceWriter(path, {"source": "spark", "job": "query", "seed": 0, "config": {"module": "q.py"}})
+    w.emit("spark.batch_committed", batch=0)
+    w.emit("spark.output_final", rows=[{"k": 1}])
+    w.emit("spark.state_final", stores={})
+    w.emit("end", status="done")
+    w.close()
+    assert add_release_reference(path, "4.3.0", [{"k": 2}], seconds=1.5)
+    assert not add_release_reference(path, "4.3.0", [{"k": 3}])  # once per release
+    t = read_trace(path)
+    assert [e["seq"] for e in t.events] == [1, 2, 3, 4, 5] and t.events[-1]["kind"] == "end"
+    (rel,) = t.of_kind("spark.release_reference")
+    assert rel["attempt"] == 0 and rel["engine_version"] == "4.3.0" and rel["output"] == [{"k": 2}]
+    assert shared_reference(path)["output"] == [{"k": 1}]  # the reference itself unchanged
