@@ -53,7 +53,7 @@ def vocabulary(release: str = "4.0.0") -> list[str]:
              "window-tumbling", "window-sliding", "window-session", "window-of-window",
              *(f"agg-{f}" for f in AGG_FUNCS), "dedup", "dedup-within-watermark",
              *(f"join-{h.replace('_', '-')}" for h in _JOINS), "join-static", "union", "pandas-state",
-             "sql", "output-append", "output-update", "output-complete"]
+             "sql", "sink-foreachbatch", "output-append", "output-update", "output-complete"]
     if release_tuple(release) < (3, 5):
         kinds.remove("dedup-within-watermark")
     return kinds
@@ -383,8 +383,9 @@ def programs(draw: Any, release: str, steer: Mapping[str, int] | None = None) ->
     delays = [s["delay"] for s in d.steps if s["op"] == "watermark"] or [0]
     data = draw(data_batches(d.sources, d.count(3, 7), idle=idle, late_ms=1000 * max(delays),
                              no_extreme=summed))
+    sink = d.choose([("foreachbatch", ["sink-foreachbatch"], 1), ("rollcheck", [], 3)])
     return finish({"release": release, "form": "sql" if sql else "dataframe", "sources": d.sources,
-                   "steps": d.steps, "output_mode": mode, "batches": data})
+                   "steps": d.steps, "output_mode": mode, "sink": sink, "batches": data})
 
 
 def finish(spec: dict[str, Any]) -> dict[str, Any]:
@@ -400,7 +401,8 @@ def finish(spec: dict[str, Any]) -> dict[str, Any]:
 def to_program(spec: dict[str, Any], index: int) -> Program:
     """The :class:`Program` of a finished spec (its text rendered, its operator kinds and pairs)."""
     rel = analyse(spec)[-1]
-    ops = rel.kinds + (("sql",) if spec.get("form") == "sql" else ()) + (f"output-{spec['output_mode']}",)
+    ops = (rel.kinds + (("sql",) if spec.get("form") == "sql" else ())
+           + (("sink-foreachbatch",) if spec.get("sink") == "foreachbatch" else ()) + (f"output-{spec['output_mode']}",))
     return Program(id=f"P{index:04d}", text=render(spec), operators=ops, spec=spec,
                    pairs=tuple(dict.fromkeys(rel.pairs)))
 

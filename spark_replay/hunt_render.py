@@ -301,7 +301,8 @@ def _describe(spec: dict[str, Any], rels: list[Rel]) -> str:
             f"{', shrunk' if spec.get('shrunk') else ''}) for Spark {spec['release']} rules, "
             f"{spec.get('form', 'dataframe')} form: reads {srcs}; "
             f"{' -> '.join(ops) if ops else 'passes the rows through'}; output mode "
-            f"{spec['output_mode']}.")
+            f"{spec['output_mode']}"
+            f"{'; its own idempotent foreachBatch sink' if spec.get('sink') == 'foreachbatch' else ''}.")
     words, out, line = text.split(), [], ""
     for w in words:
         if len(line) + len(w) + 1 > 96:
@@ -335,6 +336,29 @@ def _batches_lines(spec: dict[str, Any]) -> list[str]:
     return out
 
 
+_SINK = ["def sink(batch_df, batch_id, out_dir):",
+         "    import json",
+         "    import os",
+         "",
+         "    rows = [{k: (v.isoformat() if isinstance(v, datetime.datetime) else v) for k, v in r.asDict().items()}",
+         "            for r in batch_df.collect()]",
+         '    path = os.path.join(out_dir, f"part-{batch_id:05d}.json")',
+         '    with open(path + ".tmp", "w", encoding="utf-8") as f:',
+         "        json.dump(rows, f)",
+         '    os.replace(path + ".tmp", path)  # idempotent: a batch run again replaces its file',
+         "", "",
+         "def read_output(out_dir):",
+         "    import glob",
+         "    import json",
+         "    import os",
+         "",
+         "    rows = []",
+         '    for path in sorted(glob.glob(os.path.join(out_dir, "part-*.json"))):',
+         '        with open(path, encoding="utf-8") as f:',
+         "            rows += json.load(f)",
+         "    return rows", "", ""]
+
+
 def render(spec: dict[str, Any]) -> str:
     """The query module of ``spec`` (deterministic text)."""
     rels = analyse(spec)
@@ -360,6 +384,8 @@ def render(spec: dict[str, Any]) -> str:
                   f'        total += float(pd.to_numeric(pdf["{s["value"]}"], errors="coerce").sum())',
                   "    state.update((cnt, total))",
                   f'    yield pd.DataFrame({{"{s["key"]}": [key[0]], "cnt": [cnt], "total": [total]}})', "", ""]
+    if spec.get("sink") == "foreachbatch":
+        lines += _SINK
     lines += _batches_lines(spec) + ["", ""]
     lines.append(f"def query({', '.join(params[n] for n in names)}):")
     if pandas:

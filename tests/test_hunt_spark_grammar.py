@@ -35,7 +35,7 @@ MARKERS = {
     "join-right-outer": ('"right_outer")', "RIGHT OUTER JOIN"), "join-full-outer": ('"full_outer")', "FULL OUTER JOIN"),
     "join-left-semi": ('"left_semi")', "LEFT SEMI JOIN"), "join-static": ("createDataFrame(",),
     "union": (".union(", "UNION ALL"), "pandas-state": ("applyInPandasWithState(",), "sql": (".sql(sql)",),
-    "source": ("def query(",),
+    "source": ("def query(",), "sink-foreachbatch": ("def sink(batch_df, batch_id, out_dir):",),
 }
 
 
@@ -62,6 +62,7 @@ def test_modules_load_and_show_their_operators(tmp_path, release):
         p = program(5, i, {}, release)
         uq = load_query(str(_write(tmp_path, p)))
         assert uq.output_mode == p.spec["output_mode"] and uq.key == p.spec["key"]
+        assert uq.has_sink == ("sink-foreachbatch" in p.operators)
         assert set(uq.key) <= set(output_columns(analyse(p.spec)[-1]))
         data = uq.batches(0)
         assert len(data) == len(p.spec["batches"]) and sum(len(r) for b in data for r in b.values()) > 0
