@@ -15,10 +15,12 @@ SIGINT / SIGTERM stop everything; the store stays as it was after its last write
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -36,7 +38,7 @@ from rollcheck.infra.hunt.budget import Budget, format_seconds
 from rollcheck.infra.hunt.findings import FindingContext, process_group
 from rollcheck.infra.hunt.signature import is_candidate, signature
 from rollcheck.infra.hunt.store import HuntStore, StoreClosed, StoredProgram
-from rollcheck.pyimpl.errors import InternalError
+from rollcheck.pyimpl.errors import InternalError, TerminationRequested
 from rollcheck.pyimpl.patternio import atomic_write_text
 
 __all__ = ["Hunt", "HuntOptions", "coverage_of", "progress_line"]
@@ -99,29 +101,61 @@ class Hunt:
         self.coverage = coverage_of(store.programs())
         self._seconds_before = float(store.meta().get("seconds") or 0.0)
         self._last_tick = 0.0
+        self._signal: int | None = None
         self._tty = bool(options.progress is not None and getattr(options.progress, "isatty", lambda: False)())
 
     # the main thread -----------------------------------------------------------------------------
     def run(self) -> None:
-        """Run until the budget is spent or nothing is left; KeyboardInterrupt stops it (re-raised)."""
-        resume = [sp for sp in self.store.programs() if sp.status != "done"]
-        try:
-            while not self.stop.is_set():
+        """Run until the budget is spent or nothing is left.
+
+        SIGINT / SIGTERM (in the main thread) only ask the hunt to stop: the loop leaves at its
+        next step (never inside a write or a draw), the workers after their cell, and then
+        :class:`KeyboardInterrupt` / :class:`TerminationRequested` is raised. A second signal
+        interrupts at once.
+        """
+        with self._deferred_signals():
+            resume = [sp for sp in self.store.programs() if sp.status != "done"]
+            try:
+                while not self.stop.is_set():
+                    self._raise_worker_error()
+                    if len(self._active) < max(1, self.options.jobs) and self._start_next(resume):
+                        continue
+                    if not self._active:
+                        break
+                    with self._cond:
+                        self._cond.wait_for(self._slot_free, timeout=0.5)
+                    self._tick()
                 self._raise_worker_error()
-                if len(self._active) < max(1, self.options.jobs) and self._start_next(resume):
-                    continue
-                if not self._active:
-                    break
-                with self._cond:
-                    self._cond.wait_for(self._slot_free, timeout=0.5)
-                self._tick()
-            self._raise_worker_error()
-        except KeyboardInterrupt:
-            self.stop.set()
-            self._drain(STOP_GRACE)
+            except KeyboardInterrupt:
+                self.stop.set()
+                self._drain(STOP_GRACE)
+                self._tick(final=True)
+                raise
+            if self._signal is not None:
+                self._drain(STOP_GRACE)
             self._tick(final=True)
-            raise
-        self._tick(final=True)
+        if self._signal is not None:
+            raise KeyboardInterrupt if self._signal == signal.SIGINT else TerminationRequested(self._signal)
+
+    @contextlib.contextmanager
+    def _deferred_signals(self) -> Iterator[None]:
+        """SIGINT and SIGTERM set :attr:`stop` (the second one raises at once)."""
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+
+        def ask(signum: int, frame: Any) -> None:
+            if self._signal is not None:
+                raise KeyboardInterrupt if signum == signal.SIGINT else TerminationRequested(signum)
+            self._signal = signum
+            self.stop.set()
+
+        previous = {s: signal.signal(s, ask) for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield
+        finally:
+            for s, handler in previous.items():
+                signal.signal(s, handler)
 
     def _slot_free(self) -> bool:
         return len(self._active) < max(1, self.options.jobs) or bool(self._errors)
