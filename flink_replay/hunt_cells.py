@@ -116,10 +116,19 @@ def hunt_cells(program_id: str, seed: int, failures: Sequence[str], backends: Se
             f["failure"] = rescalable[0]
         cells.append(HuntCell(_key(backends[0], f, (1, 2)), {"kind": "fault", "backend": backends[0], **f,
                                                              "rescale": [1, 2]}))
-    if len(backends) > 1:
-        cells.append(HuntCell("diff:providers", {"kind": "diff", "check": PROVIDERS}))
+    faults = cells[1:]
+
+    def part(c: HuntCell) -> dict[str, Any]:
+        return {"key": c.key, "params": c.params}
+
+    if len(backends) > 1:  # the first cell of each backend (none rescaled)
+        compare = {c.params["backend"]: part(c) for c in faults[: len(backends)]}
+        cells.append(HuntCell("diff:providers", {"kind": "diff", "check": PROVIDERS, "compare": compare}))
     if rescalable:
-        cells.append(HuntCell("diff:partitioning", {"kind": "diff", "check": PARTITIONING}))
+        scaled, same = faults[-1], faults[0]
+        cells.append(HuntCell("diff:partitioning", {"kind": "diff", "check": PARTITIONING,
+                                                    "compare": {"parallelism 1": part(scaled),
+                                                                "parallelism 2": part(same)}}))
     return cells
 
 

@@ -40,7 +40,7 @@ from rollcheck.infra.hunt.draw import draw
 __all__ = ["program", "vocabulary", "operators", "pairs", "spec_strategy", "EVENT_TIME_OPS", "CANDIDATES"]
 
 #: Candidates drawn per program; the least covered one is kept.
-CANDIDATES = 4
+CANDIDATES = 6
 
 _DS_COMBINE = ("union", "connect-coprocess", "connect-interval-join")
 _DS_TERMINAL = ("keyed-reduce", "keyed-sum", "process-value-state", "process-list-state", "process-map-state")
