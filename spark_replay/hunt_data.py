@@ -35,13 +35,14 @@ BIGINT_MIN, BIGINT_MAX = -(2**63), 2**63 - 1
 _LONG_KEY = "k" * 300
 
 
-def key_pool(t: str) -> list[Any]:
-    """Key values (few, so groups and joins meet; a null, an empty and a long one among them)."""
+def key_pool(t: str, extreme: bool = True) -> list[Any]:
+    """Key values (few, so groups and joins meet; a null, an empty and a long one among them; the
+    type's limits unless ``extreme`` is false)."""
     if t == "STRING":
         return ["a", "b", "c", "a", "b", None, "", _LONG_KEY, "ü"]
     if t == "INT":
-        return [0, 1, 2, 1, -1, None, INT_MIN, INT_MAX]
-    return [0, 1, 2, 1, -1, None, BIGINT_MIN, BIGINT_MAX]
+        return [0, 1, 2, 1, -1, None] + ([INT_MIN, INT_MAX] if extreme else [])
+    return [0, 1, 2, 1, -1, None] + ([BIGINT_MIN, BIGINT_MAX] if extreme else [])
 
 
 def value_pool(t: str, extreme: bool = True) -> list[Any]:
@@ -78,7 +79,7 @@ def _row(rng: random.Random, cols: list[list[str]], now_ms: int, late_ms: int,
                 ms = now_ms + rng.randint(0, 2999)
             row.append(_stamp(max(ms, 0)))
         elif i == 1:
-            row.append(rng.choice(key_pool(t)))
+            row.append(rng.choice(key_pool(t, name not in no_extreme)))
         else:
             row.append(rng.choice(value_pool(t, name not in no_extreme)))
     return row

@@ -100,7 +100,8 @@ def test_every_vocabulary_kind_covered_in_200(release):
 def test_shrink_gives_smaller_programs_that_load(tmp_path):
     def size(p) -> tuple[int, int, int, int]:
         s = p.spec
-        return (len(s["sources"]), len(s["steps"]), sum(len(c) for c in s["sources"].values()),
+        return (len(s["sources"]), len(s["steps"]),
+                sum(len(c) for c in s["sources"].values()) + sum(len(t.get("cols", [])) for t in s["steps"]),
                 sum(len(r) for b in s["batches"] for r in b.values()) + len(s["batches"]))
     for i in (1, 4, 9):
         p = program(7, i, {}, "4.0.0")
