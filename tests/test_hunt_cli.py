@@ -50,8 +50,9 @@ def _done_cells(store: Path) -> int:
     return int(n)
 
 
-def _start_and_stop(out: Path, sig: int, after_cells: int, *args: str) -> subprocess.Popen[str]:
-    proc = subprocess.Popen(_argv(*args, "--out", str(out)), env=_env(delay=0.08), stdout=subprocess.PIPE,
+def _start_and_stop(out: Path, sig: int, after_cells: int, *args: str,
+                    adapter: str = "ToyHuntAdapter") -> subprocess.Popen[str]:
+    proc = subprocess.Popen(_argv(*args, "--out", str(out)), env=_env(adapter, delay=0.08), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
     while _done_cells(out / "hunt.sqlite") < after_cells:
@@ -69,18 +70,18 @@ def _summary(doc: dict[str, Any]) -> tuple[Any, ...]:
 
 
 def test_a_killed_hunt_resumed_ends_as_an_uninterrupted_one(tmp_path: Path) -> None:
-    whole = run("--programs", "8", "--seed", "3", "--out", str(tmp_path / "a"), "--json")
+    whole = run("--programs", "8", "--seed", "3", "--out", str(tmp_path / "a"), "--json", adapter="ToyBugs")
     assert whole.returncode == 1, whole.stderr
     expected = json.loads(whole.stdout)
     assert expected["findings"] and expected["cells"] > 8
 
-    killed = _start_and_stop(tmp_path / "b", signal.SIGKILL, 4, "--programs", "8", "--seed", "3")
+    killed = _start_and_stop(tmp_path / "b", signal.SIGKILL, 4, "--programs", "8", "--seed", "3", adapter="ToyBugs")
     assert killed.returncode == -signal.SIGKILL
     assert not (tmp_path / "b" / "hunt.json").exists()
     before = _done_cells(tmp_path / "b" / "hunt.sqlite")
     assert 4 <= before < expected["cells"]
 
-    resumed = run("--programs", "8", "--out", str(tmp_path / "b"), "--json")  # the stored seed
+    resumed = run("--programs", "8", "--out", str(tmp_path / "b"), "--json", adapter="ToyBugs")  # the stored seed
     assert resumed.returncode == 1, resumed.stderr
     assert "(resumed)" in resumed.stderr
     got = json.loads(resumed.stdout)

@@ -90,6 +90,7 @@ def build_document(adapter: HuntAdapter, store: HuntStore, out: Path, budget: Bu
                         "share": round(interesting / len(done), 4) if done else None},
         "findings": _findings(store, out),
         "unconfirmed": groups["unconfirmed"], "candidates": groups["candidates"],
+        "triage": groups["groups"],
         "cost": {"cell_seconds": round(cell_seconds, 3), "cell_cpu_seconds": round(cell_cpu, 3),
                  "seconds_per_cell": round(cell_seconds / len(done_cells), 3) if done_cells else None,
                  "shrink_runs": groups["shrink_runs"], "shrink_seconds": round(groups["shrink_seconds"], 3)},
