@@ -53,6 +53,12 @@ PLAN_TIMEOUT_S = 300.0
 _PIP_TIMEOUT_S = 30.0
 
 
+def _digest(module: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(Path(module).read_bytes()).hexdigest()
+
+
 def newest_releases(versions: Sequence[str], line_of: str | None) -> list[str]:
     """[the newest patch of ``line_of``'s X.Y line, the newest release], deduplicated.
 
@@ -159,9 +165,11 @@ class FlinkHuntAdapter(HuntAdapter):
         if status == "rejected":
             return CellOutcome("rejected", {"planned": "not_applicable"}, exception=exc, seconds=seconds,
                                detail=f"Flink refused the program: {detail}"[:300])
-        who = "engine" if status == "error" else "user"
-        return CellOutcome("error", {"planned": "violated" if who == "engine" else "unchecked"}, exception=exc,
-                           attributed_to=who, seconds=seconds, detail=f"planning failed: {detail}"[:300])
+        if status == "error":  # Flink failed on a program it did not refuse: its own exception
+            return CellOutcome("violated", {"planned": "violated"}, exception=exc, attributed_to="engine",
+                               seconds=seconds, detail=f"Flink failed while planning the job: {detail}"[:300])
+        return CellOutcome("error", {"planned": "unchecked"}, exception=exc, attributed_to="user", seconds=seconds,
+                           detail=f"the generated module failed: {detail}"[:300])
 
     def _fault(self, module: Path, params: Mapping[str, Any], workdir: Path) -> CellOutcome:
         cell = matrix_cell(str(module), params, self.engine_version)
@@ -169,6 +177,9 @@ class FlinkHuntAdapter(HuntAdapter):
             entry = decide_cell(self._matrix_adapter(), cell, None, self.runner, workdir)
         except InvalidInputError as e:  # the generated module failed inside Flink: the program's fault
             return CellOutcome("error", {}, attributed_to="user", detail=str(e).splitlines()[0][:300])
+        trace = self._trace_of(module, params, workdir)
+        if trace.is_file():  # which program's run it is: a differential reuses it only for the same text
+            trace.with_name(trace.name + ".program").write_text(_digest(module))
         return outcome_of_entry(entry)
 
     def _trace_of(self, module: Path, params: Mapping[str, Any], workdir: Path) -> Path:
@@ -180,7 +191,9 @@ class FlinkHuntAdapter(HuntAdapter):
         tables: dict[str, dict[str, Any] | None] = {}
         for name, part in (cell.params.get("compare") or {}).items():
             trace = self._trace_of(module, part["params"], workdir)
-            if part["key"] not in done and not trace.is_file():
+            mark = trace.with_name(trace.name + ".program")
+            fresh = trace.is_file() and mark.is_file() and mark.read_text() == _digest(module)
+            if part["key"] not in done and not fresh:  # not run here, nor for this program text before
                 self._fault(module, part["params"], workdir)
             tables[name] = reference_table(trace)
         return differential(str(cell.params["check"]), tables)
@@ -195,8 +208,9 @@ class FlinkHuntAdapter(HuntAdapter):
             yield c, planned
         rest = [c for c in cells if c.params.get("kind") != "plan"]
         if planned.verdict != "conformant":
+            verdict = "error" if planned.verdict == "violated" else planned.verdict  # the plan cell is the finding
             for c in rest:  # nothing more can run: every cell says why
-                yield c, CellOutcome(planned.verdict, {}, exception=planned.exception,
+                yield c, CellOutcome(verdict, {}, exception=planned.exception,
                                      attributed_to=planned.attributed_to, detail=f"not run: {planned.detail}"[:300])
             return
         done: dict[str, CellOutcome] = {}
