@@ -167,55 +167,102 @@ def walk(n: int, max_events: int, calls: Any = None, *, prefix: tuple[Any, ...] 
     """
     if n < 2:
         raise ValueError(f"need at least 2 processes, got {n}")
-    lim = [max_events if limit is None else min(limit, max_events)]
-    res = WalkResult()
-    st: list[Any] = [None] * n
-    if calls is not None:
-        try:
-            st = [calls.initial(i, n) for i in range(n)]
-        except Exception as e:
-            raise WalkError(()) from e
-        ckpt = calls.on_checkpoint
-        send = calls.on_send
-        force = calls.must_force
-        deliver = calls.on_deliver
-    last = [-1] * n
-    nck = [0] * n
-    word: list[tuple[int, int, int]] = []
-    transit: list[tuple[int, int, int, Any, int]] = []  # (pos, src, dst, pb, sint)
-    dlv: list[tuple[int, int, int, int]] = []           # (src, sint, dst, dint)
-    active = [0]
-    count = [0]
-    check_at = [4096]
-    # per process: the latest send interval of its delivered messages, the earliest delivery
-    # interval of those delivered to it (a cheap necessary condition for a new Z-cycle)
-    dsmax = [-1] * n
-    ddmin = [1 << 30] * n
-    frontier = res.frontier
-    now = time.monotonic
-    has_calls = calls is not None
-    rb = rollback_bound
+    lim = max_events if limit is None else min(limit, max_events)
+    w = _Walk(n, calls, lim, split_at=split_at, deadline=deadline, symmetric=symmetric,
+              zcycles=zcycles, rollback_bound=rollback_bound)
+    # replay the prefix (its nodes were counted by the walk that produced it), then walk below it
+    try:
+        w.replay(prefix)
+        w.node(len(prefix))
+    except _Budget:
+        w.res.complete = False
+    except Exception as e:
+        raise WalkError(tuple(w.word)) from e
+    w.res.schedules = w.count[0] + (1 if not prefix else 0)
+    return w.res
 
-    def found(depth: int, what: tuple[Any, ...]) -> None:
-        v = Violation(depth, tuple(word), what)
+
+class _Walk:
+    """The state of one walk, updated in place along the tree and restored on backtracking.
+
+    ``word`` is the current schedule, ``st`` the protocol state per process, ``last`` the position
+    of each process's latest event, ``nck`` its latest checkpoint's index, ``transit`` the
+    messages in transit ``(pos, src, dst, pb, sint)``, ``dlv`` the delivered ones
+    ``(src, sint, dst, dint)``; ``dsmax``/``ddmin`` per process: the latest send interval of its
+    delivered messages and the earliest delivery interval of those delivered to it (a cheap
+    necessary condition for a new Z-cycle). One-element lists are counters shared by the methods.
+    """
+
+    def __init__(self, n: int, calls: Any, lim: int, *, split_at: int | None,
+                 deadline: float | None, symmetric: bool, zcycles: bool,
+                 rollback_bound: int | None):
+        self.n = n
+        self.lim = [lim]
+        self.res = WalkResult()
+        self.st: list[Any] = [None] * n
+        self.has_calls = calls is not None
+        self.ckpt: Any = None
+        self.send: Any = None
+        self.force: Any = None
+        self.deliver: Any = None
+        if calls is not None:
+            try:
+                self.st = [calls.initial(i, n) for i in range(n)]
+            except Exception as e:
+                raise WalkError(()) from e
+            self.ckpt = calls.on_checkpoint
+            self.send = calls.on_send
+            self.force = calls.must_force
+            self.deliver = calls.on_deliver
+        self.last = [-1] * n
+        self.nck = [0] * n
+        self.word: list[tuple[int, int, int]] = []
+        self.transit: list[tuple[int, int, int, Any, int]] = []
+        self.dlv: list[tuple[int, int, int, int]] = []
+        self.active = [0]
+        self.count = [0]
+        self.check_at = [4096]
+        self.dsmax = [-1] * n
+        self.ddmin = [1 << 30] * n
+        self.split_at = split_at
+        self.deadline = deadline
+        self.symmetric = symmetric
+        self.zcycles = zcycles
+        self.rb = rollback_bound
+        self.now = time.monotonic
+
+    def found(self, depth: int, what: tuple[Any, ...]) -> None:
+        """Keep the violation if it is the smallest so far; look only below it from now on."""
+        v = Violation(depth, tuple(self.word), what)
+        res = self.res
         if res.best is None or v < res.best:
             res.best = v
-        lim[0] = min(lim[0], depth - 1)
+        self.lim[0] = min(self.lim[0], depth - 1)
 
-    def node(depth: int) -> None:
+    def node(self, depth: int) -> None:
+        """Expand the node ``word`` (of ``depth`` events): every canonical one-event extension."""
+        lim = self.lim
         if depth >= lim[0]:
             return
-        if depth == split_at:
-            frontier.append(tuple(word))
+        word = self.word
+        if depth == self.split_at:
+            self.res.frontier.append(tuple(word))
             return
+        n = self.n
+        last = self.last
         suf = [-1] * (n + 1)
         for q in range(n - 1, -1, -1):
             lq = last[q]
             suf[q] = lq if lq > suf[q + 1] else suf[q + 1]
         nd = depth + 1
-        if nd >= lim[0] and rb is None:
+        symmetric = self.symmetric
+        active = self.active
+        transit = self.transit
+        if nd >= lim[0] and self.rb is None:
             # the children are leaves: a checkpoint or a send cannot close a Z-cycle, so they are
             # counted without calling the protocol; a delivery needs only must_force (its interval)
+            count, st, nck, dsmax, ddmin = self.count, self.st, self.nck, self.dsmax, self.ddmin
+            zcycles, has_calls, force, dlv = self.zcycles, self.has_calls, self.force, self.dlv
             for p in range(n):
                 lp = last[p]
                 if lp < 0 and symmetric and p != active[0]:
@@ -245,11 +292,11 @@ def walk(n: int, max_events: int, calls: Any = None, *, prefix: tuple[Any, ...] 
                         bad = zcycle_through_last(dlv)
                         dlv.pop()
                         if bad:
-                            found(nd, ("zcycle",) + bad)
+                            self.found(nd, ("zcycle",) + bad)
                     word.pop()
-            if deadline is not None and count[0] >= check_at[0]:
-                check_at[0] = count[0] + 4096
-                if now() > deadline:
+            if self.deadline is not None and count[0] >= self.check_at[0]:
+                self.check_at[0] = count[0] + 4096
+                if self.now() > self.deadline:
                     raise _Budget
             return
         for p in range(n):
@@ -259,134 +306,150 @@ def walk(n: int, max_events: int, calls: Any = None, *, prefix: tuple[Any, ...] 
                     continue
                 active[0] += 1
             s = suf[p + 1]
-            s0 = st[p]
             if s <= lp:
-                # a basic checkpoint
-                word.append((p, CKPT, 0))
-                last[p] = depth
-                nck[p] += 1
-                if has_calls:
-                    st[p] = ckpt(s0, False)
-                count[0] += 1
-                if count[0] & 4095 == 0 and deadline is not None and now() > deadline:
-                    raise _Budget
-                bad = rollback_excess(n, nck, dlv, rb) if rb is not None else None
-                if bad:
-                    found(nd, ("rollback",) + bad)
-                else:
-                    node(nd)
-                st[p] = s0
-                nck[p] -= 1
-                # sends
-                for q in range(n):
-                    if q == p:
-                        continue
-                    word[-1] = (p, SEND, q)
-                    if has_calls:
-                        st[p], pb = send(s0, q)
-                    else:
-                        pb = None
-                    transit.append((depth, p, q, pb, nck[p]))
-                    count[0] += 1
-                    if count[0] & 4095 == 0 and deadline is not None and now() > deadline:
-                        raise _Budget
-                    node(nd)
-                    transit.pop()
-                    st[p] = s0
-                word.pop()
-                last[p] = lp
+                self.checkpoint_and_sends(p, depth)
             # deliveries of messages in transit to p
             for j in range(len(transit)):
                 m = transit[j]
                 if m[2] != p or (s > lp and s > m[0]):
                     continue
-                src = m[1]
-                pb = m[3]
-                forced = False
-                word.append((p, DELIVER, m[0]))
-                if has_calls:
-                    forced = force(s0, src, pb)
-                    if forced is not True and forced is not False:
-                        raise NotBool(forced)
-                    if forced:
-                        nck[p] += 1
-                        s1 = ckpt(s0, True)
-                    else:
-                        s1 = s0
-                    st[p] = deliver(s1, src, pb)
-                del transit[j]
-                last[p] = depth
-                di = nck[p]
-                dlv.append((src, m[4], p, di))
-                count[0] += 1
-                if count[0] & 4095 == 0 and deadline is not None and now() > deadline:
-                    raise _Budget
-                bad = (zcycle_through_last(dlv) if zcycles and dsmax[p] >= di and ddmin[src] <= m[4]
-                       else None)
-                old_s, old_d = dsmax[src], ddmin[p]
-                if m[4] > old_s:
-                    dsmax[src] = m[4]
-                if di < old_d:
-                    ddmin[p] = di
-                if bad:
-                    found(nd, ("zcycle",) + bad)
-                else:
-                    bad = rollback_excess(n, nck, dlv, rb) if rb is not None else None
-                    if bad:
-                        found(nd, ("rollback",) + bad)
-                    else:
-                        node(nd)
-                dsmax[src], ddmin[p] = old_s, old_d
-                dlv.pop()
-                word.pop()
-                last[p] = lp
-                transit.insert(j, m)
-                if forced:
-                    nck[p] -= 1
-                st[p] = s0
+                self.delivery(p, j, depth)
             if lp < 0 and symmetric:
                 active[0] -= 1
 
-    def _replay(events: tuple[Any, ...]) -> None:
+    def tick(self) -> None:
+        """Count one node; every 4096 nodes, stop (:class:`_Budget`) if the deadline passed."""
+        count = self.count
+        count[0] += 1
+        if count[0] & 4095 == 0 and self.deadline is not None and self.now() > self.deadline:
+            raise _Budget
+
+    def checkpoint_and_sends(self, p: int, depth: int) -> None:
+        """Walk below the children of node ``depth`` where ``p`` checkpoints or sends."""
+        word, st, nck, last, transit = self.word, self.st, self.nck, self.last, self.transit
+        lp = last[p]
+        s0 = st[p]
+        nd = depth + 1
+        rb = self.rb
+        word.append((p, CKPT, 0))
+        last[p] = depth
+        nck[p] += 1
+        if self.has_calls:
+            st[p] = self.ckpt(s0, False)
+        self.tick()
+        bad = rollback_excess(self.n, nck, self.dlv, rb) if rb is not None else None
+        if bad:
+            self.found(nd, ("rollback",) + bad)
+        else:
+            self.node(nd)
+        st[p] = s0
+        nck[p] -= 1
+        for q in range(self.n):
+            if q == p:
+                continue
+            word[-1] = (p, SEND, q)
+            if self.has_calls:
+                st[p], pb = self.send(s0, q)
+            else:
+                pb = None
+            transit.append((depth, p, q, pb, nck[p]))
+            self.tick()
+            self.node(nd)
+            transit.pop()
+            st[p] = s0
+        word.pop()
+        last[p] = lp
+
+    def delivery(self, p: int, j: int, depth: int) -> None:
+        """Walk below the child of node ``depth`` where ``p`` delivers ``transit[j]``."""
+        word, st, nck, last, transit = self.word, self.st, self.nck, self.last, self.transit
+        dlv, dsmax, ddmin = self.dlv, self.dsmax, self.ddmin
+        m = transit[j]
+        lp = last[p]
+        s0 = st[p]
+        nd = depth + 1
+        src = m[1]
+        pb = m[3]
+        forced = False
+        word.append((p, DELIVER, m[0]))
+        if self.has_calls:
+            forced = self.force(s0, src, pb)
+            if forced is not True and forced is not False:
+                raise NotBool(forced)
+            if forced:
+                nck[p] += 1
+                s1 = self.ckpt(s0, True)
+            else:
+                s1 = s0
+            st[p] = self.deliver(s1, src, pb)
+        del transit[j]
+        last[p] = depth
+        di = nck[p]
+        dlv.append((src, m[4], p, di))
+        self.tick()
+        bad = (zcycle_through_last(dlv) if self.zcycles and dsmax[p] >= di and ddmin[src] <= m[4]
+               else None)
+        old_s, old_d = dsmax[src], ddmin[p]
+        if m[4] > old_s:
+            dsmax[src] = m[4]
+        if di < old_d:
+            ddmin[p] = di
+        if bad:
+            self.found(nd, ("zcycle",) + bad)
+        else:
+            rb = self.rb
+            bad = rollback_excess(self.n, nck, dlv, rb) if rb is not None else None
+            if bad:
+                self.found(nd, ("rollback",) + bad)
+            else:
+                self.node(nd)
+        dsmax[src], ddmin[p] = old_s, old_d
+        dlv.pop()
+        word.pop()
+        last[p] = lp
+        transit.insert(j, m)
+        if forced:
+            nck[p] -= 1
+        st[p] = s0
+
+    def replay(self, events: tuple[Any, ...]) -> None:
+        """Apply the canonical word ``events`` (not counted: the walk that produced it did)."""
+        word, st, nck, last, transit = self.word, self.st, self.nck, self.last, self.transit
+        has_calls = self.has_calls
         for depth, (p, kind, arg) in enumerate(events):
             if last[p] < 0:
-                active[0] += 1
+                self.active[0] += 1
             s0 = st[p]
             if kind == CKPT:
                 word.append((p, kind, arg))
                 nck[p] += 1
                 if has_calls:
-                    st[p] = ckpt(s0, False)
+                    st[p] = self.ckpt(s0, False)
             elif kind == SEND:
                 word.append((p, kind, arg))
                 pb = None
                 if has_calls:
-                    st[p], pb = send(s0, arg)
+                    st[p], pb = self.send(s0, arg)
                 transit.append((depth, p, arg, pb, nck[p]))
             else:
-                j = next(k for k, m in enumerate(transit) if m[0] == arg)
-                m = transit.pop(j)
-                word.append((p, kind, arg))
-                if has_calls:
-                    forced = force(s0, m[1], m[3])
-                    if forced is not True and forced is not False:
-                        raise NotBool(forced)
-                    if forced:
-                        nck[p] += 1
-                        s0 = ckpt(s0, True)
-                    st[p] = deliver(s0, m[1], m[3])
-                dlv.append((m[1], m[4], p, nck[p]))
-                dsmax[m[1]] = max(dsmax[m[1]], m[4])
-                ddmin[p] = min(ddmin[p], nck[p])
+                self.replay_delivery(p, arg)
             last[p] = depth
 
-    # replay the prefix (its nodes were counted by the walk that produced it), then walk below it
-    try:
-        _replay(prefix)
-        node(len(prefix))
-    except _Budget:
-        res.complete = False
-    except Exception as e:
-        raise WalkError(tuple(word)) from e
-    res.schedules = count[0] + (1 if not prefix else 0)
-    return res
+    def replay_delivery(self, p: int, pos: int) -> None:
+        """Apply ``p``'s delivery of the message sent at ``pos``."""
+        st, nck = self.st, self.nck
+        j = next(k for k, m in enumerate(self.transit) if m[0] == pos)
+        m = self.transit.pop(j)
+        self.word.append((p, DELIVER, pos))
+        s0 = st[p]
+        if self.has_calls:
+            forced = self.force(s0, m[1], m[3])
+            if forced is not True and forced is not False:
+                raise NotBool(forced)
+            if forced:
+                nck[p] += 1
+                s0 = self.ckpt(s0, True)
+            st[p] = self.deliver(s0, m[1], m[3])
+        self.dlv.append((m[1], m[4], p, nck[p]))
+        self.dsmax[m[1]] = max(self.dsmax[m[1]], m[4])
+        self.ddmin[p] = min(self.ddmin[p], nck[p])
