@@ -36,7 +36,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from rollcheck.properties.explore.calls import (
@@ -344,28 +344,16 @@ def explore(proto: Protocol, label: str, bounds: Sequence[Bound] = DEFAULT_BOUND
     >>> explore(UC(), "uc", [Bound(2, 6)], workers=1).best.events
     5
     """
-    from rollcheck.properties.explore.symmetry import refute_symmetry
-
     start = time.monotonic()
     deadline = None if budget is None else start + budget
     out = Exploration()
     counts = sorted({b.processes for b in bounds})
     out.calibration, out.determinism = vet(proto, label, call_timeout, counts)
-    claimed = bool(getattr(proto, "symmetric", False)) if symmetric is None else symmetric
-    use_sym = False
-    if claimed:
-        refuted = refute_symmetry(proto, label, call_timeout, processes=counts)
-        if refuted is None:
-            use_sym = True
-            out.symmetry = "claimed, verified on a sample, used"
-        else:
-            out.symmetry = f"claimed but refuted ({refuted}): not used"
+    use_sym = _use_symmetry(proto, label, call_timeout, counts, symmetric, out)
     if workers is None:
-        workers = max(1, min(2, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-                             else (os.cpu_count() or 1)))
+        workers = _default_workers()
     out.workers = workers if spark is None else 0
     out.engine = "spark" if spark is not None else "local"
-    pool = None
     try:
         for b in bounds:
             t0 = time.monotonic()
@@ -377,57 +365,100 @@ def explore(proto: Protocol, label: str, bounds: Sequence[Bound] = DEFAULT_BOUND
             if deadline is not None and time.monotonic() > deadline:
                 br.complete = False
                 continue
-            # always the same split, whoever runs the tasks: counts and counterexample do not
-            # depend on the number of workers
-            split = split_depth(b.processes, limit)
-            # the first levels (and the whole bound when it is small), in this process
-            head = _walk_here(job, split)
-            br.schedules, br.complete = head.schedules, head.complete
-            best = head.best
-            if head.frontier:
-                sub_limit = limit if best is None else min(limit, best.events - 1)
-                job = _Job(proto, label, b.processes, b.events, sub_limit, deadline, use_sym,
-                           zcycles, rollback_bound, call_timeout)
-                if spark is not None:
-                    n_s, comp, b_best = spark(job, head.frontier)
-                elif workers == 1:
-                    n_s, comp, b_best = run_tasks(job, head.frontier)
-                else:
-                    # a pool per bound, forked after the job is set: the workers inherit it (the
-                    # user's class is never pickled); only prefixes and results cross
-                    _WORKER_JOB[:] = [job]
-                    pool = multiprocessing.get_context("fork").Pool(workers, _worker_init)
-                    n_s, comp, b_best = 0, True, None
-                    for status, value in pool.imap_unordered(_worker_run, head.frontier, chunksize=1):
-                        if status == "error":
-                            raise value
-                        k, c, v = value
-                        n_s += k
-                        comp = comp and c
-                        if v is not None and (b_best is None or v < b_best):
-                            b_best = v
-                    pool.terminate()
-                    pool.join()
-                    pool = None
-                    _WORKER_JOB.clear()
-                br.schedules += n_s
-                br.complete = br.complete and comp
-                if b_best is not None and (best is None or b_best < best):
-                    best = b_best
+            best = _explore_bound(job, br, workers, spark)
             if best is not None and (out.best is None or best.events < out.best.events):
                 out.best, out.best_processes = best, b.processes
             br.seconds = time.monotonic() - t0
             if progress is not None:
-                progress(f"exhaustive {b}: {br.schedules} schedule{'' if br.schedules == 1 else 's'} in {br.seconds:.1f} s"
-                         + ("" if br.complete else " (budget ended it early)")
-                         + (f"; smallest violation so far: {out.best.events} events"
-                            if out.best is not None else ""))
+                progress(_progress_line(br, out.best))
     finally:
-        if pool is not None:
-            pool.terminate()
-            pool.join()
         _WORKER_JOB.clear()
     return out
+
+
+def _use_symmetry(proto: Protocol, label: str, call_timeout: float | None, counts: list[int],
+                  symmetric: bool | None, out: Exploration) -> bool:
+    """Whether to use the symmetry reduction: claimed (or asked) and not refuted on a sample.
+
+    Sets ``out.symmetry`` when the reduction was claimed.
+    """
+    from rollcheck.properties.explore.symmetry import refute_symmetry
+
+    claimed = bool(getattr(proto, "symmetric", False)) if symmetric is None else symmetric
+    if not claimed:
+        return False
+    refuted = refute_symmetry(proto, label, call_timeout, processes=counts)
+    if refuted is None:
+        out.symmetry = "claimed, verified on a sample, used"
+        return True
+    out.symmetry = f"claimed but refuted ({refuted}): not used"
+    return False
+
+
+def _default_workers() -> int:
+    """The CPUs available to this process, at most 2 (one worker per core)."""
+    return max(1, min(2, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                      else (os.cpu_count() or 1)))
+
+
+def _explore_bound(job: _Job, br: BoundResult, workers: int,
+                   spark: Callable[[_Job, list[tuple[Any, ...]]],
+                                   tuple[int, bool, Violation | None]] | None
+                   ) -> Violation | None:
+    """Walk one bound (the first levels here, the frontier by ``spark``, in this process or by a
+    pool); its counts go into ``br``; returns its smallest violation."""
+    # always the same split, whoever runs the tasks: counts and counterexample do not depend on
+    # the number of workers
+    split = split_depth(job.n, job.limit)
+    # the first levels (and the whole bound when it is small), in this process
+    head = _walk_here(job, split)
+    br.schedules, br.complete = head.schedules, head.complete
+    best = head.best
+    if head.frontier:
+        sub = replace(job, limit=job.limit if best is None else min(job.limit, best.events - 1))
+        if spark is not None:
+            n_s, comp, b_best = spark(sub, head.frontier)
+        elif workers == 1:
+            n_s, comp, b_best = run_tasks(sub, head.frontier)
+        else:
+            n_s, comp, b_best = _run_pool(sub, head.frontier, workers)
+        br.schedules += n_s
+        br.complete = br.complete and comp
+        if b_best is not None and (best is None or b_best < best):
+            best = b_best
+    return best
+
+
+def _run_pool(job: _Job, frontier: list[tuple[Any, ...]], workers: int
+              ) -> tuple[int, bool, Violation | None]:
+    """Walk below every prefix of ``frontier`` in a pool of ``workers`` forked processes,
+    terminated however the walk ends; ``(schedules, complete, smallest violation)``."""
+    # a pool per bound, forked after the job is set: the workers inherit it (the user's class is
+    # never pickled); only prefixes and results cross
+    _WORKER_JOB[:] = [job]
+    pool = multiprocessing.get_context("fork").Pool(workers, _worker_init)
+    try:
+        n_s, comp, b_best = 0, True, None
+        for status, value in pool.imap_unordered(_worker_run, frontier, chunksize=1):
+            if status == "error":
+                raise value
+            k, c, v = value
+            n_s += k
+            comp = comp and c
+            if v is not None and (b_best is None or v < b_best):
+                b_best = v
+    finally:
+        pool.terminate()
+        pool.join()
+        _WORKER_JOB.clear()
+    return n_s, comp, b_best
+
+
+def _progress_line(br: BoundResult, best: Violation | None) -> str:
+    """The line reported when a bound is finished."""
+    return (f"exhaustive {br.bound}: {br.schedules} schedule{'' if br.schedules == 1 else 's'} "
+            f"in {br.seconds:.1f} s" + ("" if br.complete else " (budget ended it early)")
+            + (f"; smallest violation so far: {best.events} events" if best is not None else ""))
 
 
 def _walk_here(job: _Job, split: int | None) -> WalkResult:
