@@ -182,155 +182,191 @@ def run_matrix(adapter: EngineAdapter, cells: Sequence[MatrixCell], out: str | P
         raise InvalidInputError(dup, location="--module")
     outdir = Path(out)
     outdir.mkdir(parents=True, exist_ok=True)
-    meta = adapter.meta()
-    results: list[dict[str, Any]] = []
-    preparations: list[dict[str, Any]] = []
-    running: dict[tuple[str, str], str] = {}
-    lock = threading.RLock()
-    runner = ChildRunner()
-    t_start = time.perf_counter()
-    place = {cell_key(c): i for i, c in enumerate(planned)}
-    say = log or (lambda _m: None)
+    run = _MatrixRun(adapter, planned, outdir, order, on_update, log or (lambda _m: None))
+    run.run(jobs)
+    run.publish(done=True)
+    doc = json.loads((outdir / "matrix.json").read_text())
+    doc["index"] = str(outdir / "index.html")
+    doc["verdict"] = matrix_verdict(doc["cells"]).word("trace")
+    return doc
 
-    def publish(done: bool = False) -> None:
-        with lock:
-            if runner.stopping and not done:
+
+class _MatrixRun:
+    """One matrix being run: its results, what is running where, the work queue (a group's
+    preparation before its cells) and the child processes.
+
+    ``lock`` guards results, preparations and ``running``; ``qlock`` the queue and the groups'
+    ``ready`` events.
+    """
+
+    def __init__(self, adapter: EngineAdapter, planned: list[MatrixCell], outdir: Path,
+                 order: Sequence[int] | None, on_update: Update | None,
+                 say: Callable[[str], None]):
+        self.adapter = adapter
+        self.planned = planned
+        self.outdir = outdir
+        self.on_update = on_update
+        self.say = say
+        self.meta = adapter.meta()
+        self.results: list[dict[str, Any]] = []
+        self.preparations: list[dict[str, Any]] = []
+        self.running: dict[tuple[str, str], str] = {}
+        self.lock = threading.RLock()
+        self.runner = ChildRunner()
+        self.t_start = time.perf_counter()
+        self.place = {cell_key(c): i for i, c in enumerate(planned)}
+        self.groups: dict[str, list[MatrixCell]] = {}
+        for c in planned:
+            g = adapter.group(c)
+            if g is not None:
+                self.groups.setdefault(g, []).append(c)
+        self.prepared: dict[str, Prepared] = {}
+        self.ready = {g: threading.Event() for g in self.groups}
+        self.queue = self._queue(order)
+        self.qlock = threading.Condition()
+        self.fatal: list[BaseException] = []
+
+    def _queue(self, order: Sequence[int] | None) -> list[tuple[str | None, MatrixCell | None]]:
+        """The work items in ``order``: ``(group, None)`` prepares a group, before its first cell."""
+        queue: list[tuple[str | None, MatrixCell | None]] = []
+        seen: set[str] = set()
+        for i in (list(order) if order is not None else range(len(self.planned))):
+            c = self.planned[i]
+            g = self.adapter.group(c)
+            if g is not None and g not in seen:
+                seen.add(g)
+                queue.append((g, None))
+            queue.append((g, c))
+        return queue
+
+    def publish(self, done: bool = False) -> None:
+        """Rewrite ``matrix.json`` and ``index.html`` and call ``on_update`` (not once stopping)."""
+        adapter, results = self.adapter, self.results
+        with self.lock:
+            if self.runner.stopping and not done:
                 return  # interrupted: the files stay as after the last finished cell
-            results.sort(key=lambda r: place.get(entry_key(r), 0))
-            doc = {"cells": list(results), "summary": summarize(results), **meta,
-                   "seconds": round(time.perf_counter() - t_start, 1), "finished": done,
-                   "preparations": list(preparations), "cost": total_cost(results, preparations)}
-            write_document(outdir, doc)
-            atomic_write_text(outdir / "index.html",
-                              render_html(results, planned, outdir, done=done, title=adapter.title,
-                                          row_header=adapter.row_header, legend=adapter.legend,
-                                          caption=adapter.caption(), running=dict(running),
-                                          skipped=meta.get("skipped") or []))
-            if on_update is not None:
-                on_update(list(results), planned, dict(running))
+            results.sort(key=lambda r: self.place.get(entry_key(r), 0))
+            doc = {"cells": list(results), "summary": summarize(results), **self.meta,
+                   "seconds": round(time.perf_counter() - self.t_start, 1), "finished": done,
+                   "preparations": list(self.preparations),
+                   "cost": total_cost(results, self.preparations)}
+            write_document(self.outdir, doc)
+            atomic_write_text(self.outdir / "index.html",
+                              render_html(results, self.planned, self.outdir, done=done,
+                                          title=adapter.title, row_header=adapter.row_header,
+                                          legend=adapter.legend, caption=adapter.caption(),
+                                          running=dict(self.running),
+                                          skipped=self.meta.get("skipped") or []))
+            if self.on_update is not None:
+                self.on_update(list(results), self.planned, dict(self.running))
 
-    groups: dict[str, list[MatrixCell]] = {}
-    for c in planned:
-        g = adapter.group(c)
-        if g is not None:
-            groups.setdefault(g, []).append(c)
-    prepared: dict[str, Prepared] = {}
-    ready = {g: threading.Event() for g in groups}
-    queue: list[tuple[str | None, MatrixCell | None]] = []
-    seen: set[str] = set()
-    for i in (list(order) if order is not None else range(len(planned))):
-        c = planned[i]
-        g = adapter.group(c)
-        if g is not None and g not in seen:
-            seen.add(g)
-            queue.append((g, None))
-        queue.append((g, c))
-    qlock = threading.Condition()
-
-    def next_item() -> tuple[str | None, MatrixCell | None] | None:
-        with qlock:
-            while not runner.stopping:
-                if not queue:
+    def next_item(self) -> tuple[str | None, MatrixCell | None] | None:
+        """The first runnable item (a cell waits for its group's preparation); None: no more."""
+        with self.qlock:
+            while not self.runner.stopping:
+                if not self.queue:
                     return None
-                for i, (g, c) in enumerate(queue):
-                    if c is None or g is None or ready[g].is_set():
-                        return queue.pop(i)
-                qlock.wait(1.0)
+                for i, (g, c) in enumerate(self.queue):
+                    if c is None or g is None or self.ready[g].is_set():
+                        return self.queue.pop(i)
+                self.qlock.wait(1.0)
             return None
 
-    def do_prepare(g: str) -> None:
-        members = groups[g]
-        with lock:
+    def prepare(self, g: str) -> None:
+        """Run group ``g``'s shared preparation, metered; its cells may start afterwards."""
+        members = self.groups[g]
+        word = self.adapter.preparing_word
+        with self.lock:
             for c in members:
-                running[cell_key(c)] = adapter.preparing_word
-        publish()
+                self.running[cell_key(c)] = word
+        self.publish()
         usage = Usage()
         try:
-            with runner.metering(usage), metered(usage):
-                prepared[g] = adapter.prepare(g, members, runner, outdir)
+            with self.runner.metering(usage), metered(usage):
+                self.prepared[g] = self.adapter.prepare(g, members, self.runner, self.outdir)
         except (InvalidInputError, InconclusiveError, OSError) as e:
-            prepared[g] = Prepared(error=str(e))
+            self.prepared[g] = Prepared(error=str(e))
         finally:
-            with lock:
-                preparations.append({"group": g, "word": adapter.preparing_word, **usage.fields(),
-                                     **{k: v for k, v in usage.notes.items() if k in ("reference", "engine")}})
-            with lock:
+            with self.lock:
+                self.preparations.append(
+                    {"group": g, "word": word, **usage.fields(),
+                     **{k: v for k, v in usage.notes.items() if k in ("reference", "engine")}})
+            with self.lock:
                 for c in members:
-                    running.pop(cell_key(c), None)
-            with qlock:
-                ready[g].set()
-                qlock.notify_all()
+                    self.running.pop(cell_key(c), None)
+            with self.qlock:
+                self.ready[g].set()
+                self.qlock.notify_all()
 
-    def do_cell(g: str | None, c: MatrixCell) -> None:
-        prep = prepared.get(g, Prepared()) if g is not None else Prepared()
-        n = len(planned)
-        say(f"[cell {place[cell_key(c)] + 1}/{n}] {c.ident} ...")
+    def cell(self, g: str | None, c: MatrixCell) -> None:
+        """Decide cell ``c`` (of group ``g``) and publish its entry."""
+        prep = self.prepared.get(g, Prepared()) if g is not None else Prepared()
+        n = len(self.planned)
+        self.say(f"[cell {self.place[cell_key(c)] + 1}/{n}] {c.ident} ...")
 
         def started() -> None:
-            with lock:
-                running[cell_key(c)] = "running"
-            publish()
+            with self.lock:
+                self.running[cell_key(c)] = "running"
+            self.publish()
 
-        entry = decide_cell(adapter, c, prep.context, runner, outdir, prepared_error=prep.error, started=started)
-        with lock:
-            running.pop(cell_key(c), None)
-            if runner.stopping:
+        entry = decide_cell(self.adapter, c, prep.context, self.runner, self.outdir,
+                            prepared_error=prep.error, started=started)
+        with self.lock:
+            self.running.pop(cell_key(c), None)
+            if self.runner.stopping:
                 return
-            results.append(entry)
-            say(f"[{len(results)}/{n} done] {c.ident}: {entry['verdict']} ({entry.get('seconds')} s) "
-                f"{str(entry['reason'])[:160]}")
-        publish()
+            self.results.append(entry)
+            self.say(f"[{len(self.results)}/{n} done] {c.ident}: {entry['verdict']} "
+                     f"({entry.get('seconds')} s) {str(entry['reason'])[:160]}")
+        self.publish()
 
-    fatal: list[BaseException] = []
-
-    def worker() -> None:
+    def worker(self) -> None:
+        """Take items until none is left; an exception stops the matrix (kept in ``fatal``)."""
         try:
             while True:
-                item = next_item()
+                item = self.next_item()
                 if item is None:
                     return
                 g, c = item
                 if c is None:
                     assert g is not None
-                    do_prepare(g)
+                    self.prepare(g)
                 else:
-                    do_cell(g, c)
+                    self.cell(g, c)
         except Exception as e:  # bad input (the user's module) or a bug: the matrix stops, the caller sees it
-            with lock:
-                fatal.append(e)
-            runner.stop()
-            with qlock:
-                qlock.notify_all()
+            with self.lock:
+                self.fatal.append(e)
+            self.runner.stop()
+            with self.qlock:
+                self.qlock.notify_all()
 
-    threads = [threading.Thread(target=worker, name=f"matrix-{i}", daemon=True) for i in range(jobs)]
-    try:
-        for t in threads:
-            t.start()
-        for t in threads:
-            while t.is_alive():
-                t.join(0.5)
-    except BaseException:
-        # interrupted (SIGINT/SIGTERM arrive in this thread): no new cell, every child killed, the
-        # workers' last results dropped (the published files are those of the last finished cell)
+    def run(self, jobs: int) -> None:
+        """Run every item on ``jobs`` worker threads; re-raise a worker's exception or an interrupt
+        (after killing every child); the adapter is closed however it ends."""
         from rollcheck.infra import children
 
-        runner.stop()
-        with qlock:
-            qlock.notify_all()
-        children.kill_all()
-        deadline = time.monotonic() + 10.0
-        for t in threads:
-            t.join(max(0.0, deadline - time.monotonic()))
-        raise
-    finally:
-        adapter.close()  # the adapter's long-lived engines (warm drivers) end with the matrix
-    if fatal:
-        from rollcheck.infra import children
-
-        children.kill_all()
-        raise fatal[0]
-    publish(done=True)
-    doc = json.loads((outdir / "matrix.json").read_text())
-    doc["index"] = str(outdir / "index.html")
-    doc["verdict"] = matrix_verdict(doc["cells"]).word("trace")
-    return doc
+        threads = [threading.Thread(target=self.worker, name=f"matrix-{i}", daemon=True)
+                   for i in range(jobs)]
+        try:
+            for t in threads:
+                t.start()
+            for t in threads:
+                while t.is_alive():
+                    t.join(0.5)
+        except BaseException:
+            # interrupted (SIGINT/SIGTERM arrive in this thread): no new cell, every child killed,
+            # the workers' last results dropped (the published files are those of the last
+            # finished cell)
+            self.runner.stop()
+            with self.qlock:
+                self.qlock.notify_all()
+            children.kill_all()
+            deadline = time.monotonic() + 10.0
+            for t in threads:
+                t.join(max(0.0, deadline - time.monotonic()))
+            raise
+        finally:
+            self.adapter.close()  # the adapter's long-lived engines (warm drivers) end with the matrix
+        if self.fatal:
+            children.kill_all()
+            raise self.fatal[0]
