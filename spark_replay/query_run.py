@@ -360,7 +360,7 @@ def run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: WorkPaths, *, r
         writer.emit(PREFIX + "restart", resume_batch=None, restored_versions={})
     if outcome == "error":
         restarted = failing and ((paths.markers / "recovered").exists()
-                                 or (cfg.failure in KILLED and attempt > 1))
+                                 or (cfg.failure in KILLED and attempt > 1) or which == "query_next")
         overloaded = any(sign in str(error) for sign in OVERLOAD_SIGNS)  # the machine's, not the engine's
         # the restart from the engine's own checkpoint failed with the engine's exception: a
         # finding against the engine (oracles.recovery_succeeded), not the query's fault
@@ -393,7 +393,7 @@ def run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: WorkPaths, *, r
                                     f"Spark's fixed 10 s (the machine is overloaded; run fewer jobs at once): "
                                     f"{error}", source=uq.spec, location="environment")
         raise InvalidInputError(f"the query failed on its own (not an injected failure): {error}",
-                                source=uq.spec, location="query")
+                                source=uq.spec, location=which)
     return outcome
 
 

@@ -125,7 +125,7 @@ def _cases():
     from pyspark.sql import functions as F
 
     def agg(df, keys=("page",), fn=None):
-        return df.groupBy(*keys).agg((fn or F.count("*")).alias("n"))
+        return df.groupBy(*keys).agg((F.count("*") if fn is None else fn).alias("n"))
 
     allowed = {
         "projection after the aggregation (a column added, one renamed)":
