@@ -346,102 +346,141 @@ def run_sections(jobs: list[SectionJob], ctx_args: dict[str, Any], log_dir: Path
     job), ``"log"`` (a progress message) and ``"done"`` (the :class:`SectionOutcome`). An
     exception here (Ctrl-C, SIGTERM) kills every section's process group before it propagates.
     """
-    import multiprocessing as mp
-
-    from rollcheck.suite import Row
-
     if slots < 1 or engine_slots < 1 or timed_slots < 1:
         raise ValueError(f"slots, engine_slots and timed_slots must be at least 1, got {slots}, {engine_slots}, "
                          f"{timed_slots}")
-    mpc = mp.get_context("spawn")
-    q = mpc.Queue()
     log_dir.mkdir(parents=True, exist_ok=True)
-    pending = list(jobs)
-    running: dict[str, tuple[Any, SectionJob, float]] = {}
-    done: dict[str, SectionOutcome] = {}
-    gone_since: dict[str, float] = {}
-    tracked: set[_ProcKey] = set()  # every process the sections started, seen so far
-    # job → (pid, start) → own CPU seconds last seen: the CPU of the JVMs a section starts and
-    # never waits for (Spark's gateway, PyFlink's), which the section's own rusage does not count
-    sampled: dict[str, dict[_ProcKey, float]] = {}
-    last_scan = 0.0
+    run = _SectionRun(list(jobs), ctx_args, log_dir, slots, on_event, engine_slots, timed_slots)
+    try:
+        run.loop()
+    finally:
+        run.stop()
+    return run.done
 
-    def finish(name: str, rows: list[Any], seconds: float, error: str | None, cpu: float | None = None) -> None:
-        proc, job, t0 = running.pop(name)
+
+class _SectionRun:
+    """The jobs of one :func:`run_sections` call: pending, running (process, job, start) and
+    done, the processes they started, and their CPU seconds sampled from the process table."""
+
+    def __init__(self, pending: list[SectionJob], ctx_args: dict[str, Any], log_dir: Path,
+                 slots: int, on_event: Callable[[str, str, Any], None], engine_slots: int,
+                 timed_slots: int):
+        import multiprocessing as mp
+
+        self.ctx_args = ctx_args
+        self.log_dir = log_dir
+        self.slots, self.engine_slots, self.timed_slots = slots, engine_slots, timed_slots
+        self.on_event = on_event
+        self.mpc = mp.get_context("spawn")
+        self.q = self.mpc.Queue()
+        self.pending = pending
+        self.running: dict[str, tuple[Any, SectionJob, float]] = {}
+        self.done: dict[str, SectionOutcome] = {}
+        self.gone_since: dict[str, float] = {}
+        self.tracked: set[_ProcKey] = set()  # every process the sections started, seen so far
+        # job → (pid, start) → own CPU seconds last seen: the CPU of the JVMs a section starts and
+        # never waits for (Spark's gateway, PyFlink's), which the section's own rusage does not count
+        self.sampled: dict[str, dict[_ProcKey, float]] = {}
+        self.last_scan = 0.0
+
+    def loop(self) -> None:
+        """Start, watch and collect jobs until none is pending or running."""
+        while self.pending or self.running:
+            self.start_ready()
+            if time.monotonic() - self.last_scan > 1.0:
+                self.last_scan = time.monotonic()
+                self.sample()
+            try:
+                msg = self.q.get(timeout=0.25)
+            except queue_mod.Empty:
+                msg = None
+            if msg is not None:
+                if msg[0] == "log":
+                    self.on_event("log", msg[1], msg[2])
+                elif msg[0] == "done" and msg[1] in self.running:
+                    _, name, blob, seconds, error, cpu = msg
+                    self.finish(name, pickle.loads(blob), seconds, error, cpu)
+                continue
+            self.reap()
+
+    def start_ready(self) -> None:
+        """Start pending jobs while their kind has a free slot (timed ones first)."""
+        running = self.running
+        while self.pending:
+            timed = sum(j.kind == "timed" for _, j, _ in running.values())
+            job = _pick_timed(self.pending, timed, self.timed_slots)
+            if job is None and len(running) - timed < self.slots:
+                job = _pick(self.pending, sum(j.kind == "engine" for _, j, _ in running.values()),
+                            self.engine_slots)
+            if job is None:
+                break
+            self.pending.remove(job)
+            log_path = self.log_dir / f"{job.name}.log"
+            with contextlib.suppress(FileNotFoundError):
+                log_path.unlink()
+            proc = self.mpc.Process(target=_worker, args=(job.name, job.module, job.section, job.part,
+                                                          self.ctx_args, str(log_path), self.q, job.kind),
+                                    name=f"rollcheck-verify-{job.name}")
+            proc.start()
+            running[job.name] = (proc, job, time.perf_counter())
+            self.on_event("start", job.name, job)
+
+    def sample(self) -> None:
+        """Scan the process table: track every running job's process tree, keep its CPU seconds."""
+        ticks: dict[_ProcKey, float] = {}
+        table = _proc_table(ticks)
+        for jname, (p, _j, _t) in self.running.items():
+            if not p.pid or p.pid not in table:
+                continue
+            tree = _descendants([p.pid], table) | {(p.pid, table[p.pid][1])}
+            self.tracked |= tree
+            seen = self.sampled.setdefault(jname, {})
+            for key in tree:
+                if key in ticks:
+                    seen[key] = max(seen.get(key, 0.0), ticks[key])
+
+    def finish(self, name: str, rows: list[Any], seconds: float, error: str | None,
+               cpu: float | None = None) -> None:
+        """Record job ``name``'s outcome (its process joined, else killed) and report it."""
+        proc, job, t0 = self.running.pop(name)
         proc.join(5)
         if proc.is_alive():
             _kill_group(proc)
         # both are lower bounds of the section's CPU time: the children it waited for (exact,
         # short-lived ones included) and the processes of its tree seen once a second
-        seen = sum(sampled.pop(name, {}).values())
+        seen = sum(self.sampled.pop(name, {}).values())
         cpu = max(cpu or 0.0, seen)
-        out = SectionOutcome(name, job.title, rows, seconds, t0, log_dir / f"{name}.log", error,
+        out = SectionOutcome(name, job.title, rows, seconds, t0, self.log_dir / f"{name}.log", error,
                              round(cpu, 1) if cpu else None)
-        done[name] = out
-        on_event("done", name, out)
+        self.done[name] = out
+        self.on_event("done", name, out)
 
-    try:
-        while pending or running:
-            while pending:
-                timed = sum(j.kind == "timed" for _, j, _ in running.values())
-                job = _pick_timed(pending, timed, timed_slots)
-                if job is None and len(running) - timed < slots:
-                    job = _pick(pending, sum(j.kind == "engine" for _, j, _ in running.values()), engine_slots)
-                if job is None:
-                    break
-                pending.remove(job)
-                log_path = log_dir / f"{job.name}.log"
-                with contextlib.suppress(FileNotFoundError):
-                    log_path.unlink()
-                proc = mpc.Process(target=_worker, args=(job.name, job.module, job.section, job.part, ctx_args,
-                                                         str(log_path), q, job.kind),
-                                   name=f"rollcheck-verify-{job.name}")
-                proc.start()
-                running[job.name] = (proc, job, time.perf_counter())
-                on_event("start", job.name, job)
-            if time.monotonic() - last_scan > 1.0:
-                last_scan = time.monotonic()
-                ticks: dict[_ProcKey, float] = {}
-                table = _proc_table(ticks)
-                for jname, (p, _j, _t) in running.items():
-                    if not p.pid or p.pid not in table:
-                        continue
-                    tree = _descendants([p.pid], table) | {(p.pid, table[p.pid][1])}
-                    tracked |= tree
-                    seen = sampled.setdefault(jname, {})
-                    for key in tree:
-                        if key in ticks:
-                            seen[key] = max(seen.get(key, 0.0), ticks[key])
-            try:
-                msg = q.get(timeout=0.25)
-            except queue_mod.Empty:
-                msg = None
-            if msg is not None:
-                if msg[0] == "log":
-                    on_event("log", msg[1], msg[2])
-                elif msg[0] == "done" and msg[1] in running:
-                    _, name, blob, seconds, error, cpu = msg
-                    finish(name, pickle.loads(blob), seconds, error, cpu)
+    def reap(self) -> None:
+        """Finish the jobs whose process ended without reporting (after a grace of 2 s)."""
+        from rollcheck.suite import Row
+
+        now = time.perf_counter()
+        for name, (proc, _job, t0) in list(self.running.items()):
+            if proc.is_alive():
                 continue
-            now = time.perf_counter()
-            for name, (proc, _job, t0) in list(running.items()):
-                if proc.is_alive():
-                    continue
-                # its last message may still be in the queue: give it a moment before calling it dead
-                if now - gone_since.setdefault(name, now) < 2.0:
-                    continue
-                code = proc.exitcode
-                why = (f"the section's process was killed by signal {-code} (out of memory?)" if code and code < 0
-                       else f"the section's process exited with code {code} before reporting")
-                status = "inconclusive" if code and code < 0 else "fail"
-                sec = _job.section
-                finish(name, [Row(sec, "pyimpl", "section ran", status, 0, "runs", now - t0, why, section=sec)],
-                       now - t0, why)
-    finally:
+            # its last message may still be in the queue: give it a moment before calling it dead
+            if now - self.gone_since.setdefault(name, now) < 2.0:
+                continue
+            code = proc.exitcode
+            why = (f"the section's process was killed by signal {-code} (out of memory?)" if code and code < 0
+                   else f"the section's process exited with code {code} before reporting")
+            status = "inconclusive" if code and code < 0 else "fail"
+            sec = _job.section
+            self.finish(name, [Row(sec, "pyimpl", "section ran", status, 0, "runs", now - t0, why, section=sec)],
+                        now - t0, why)
+
+    def stop(self) -> None:
+        """Stop every running job (SIGTERM, then SIGKILL to its group) and what they left behind."""
         # interrupted: SIGTERM lets each section stop what it started (its finally blocks), then
         # whatever is left of its group is killed
+        running = self.running
         table = _proc_table()
-        tracked |= _descendants([p.pid for p, _j, _t in running.values() if p.pid], table)
+        self.tracked |= _descendants([p.pid for p, _j, _t in running.values() if p.pid], table)
         for proc, _job, _t0 in running.values():
             _kill_group(proc, signal.SIGTERM)
         deadline = time.monotonic() + 5.0
@@ -450,7 +489,6 @@ def run_sections(jobs: list[SectionJob], ctx_args: dict[str, Any], log_dir: Path
             _kill_group(proc)
             proc.join(2)
         # and whatever the sections started in sessions of their own and left behind
-        _kill_tracked(tracked)
-        q.close()
-        q.join_thread()
-    return done
+        _kill_tracked(self.tracked)
+        self.q.close()
+        self.q.join_thread()
