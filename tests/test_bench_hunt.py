@@ -41,3 +41,12 @@ def test_the_table_counts_what_was_found() -> None:
              "findings": [], "lacks": ["union"]}]
     text = bh.render_markdown(rows, {"when": "now", "machine": "m", "budget": "1m", "seed": 1})
     assert "**1 of 2** rediscovered" in text and "| union |" in text and "F1 `s`" in text
+
+
+def test_the_benchmark_runs_rollcheck_as_python_dash_m() -> None:
+    import subprocess
+    import sys
+
+    res = subprocess.run([sys.executable, "-m", "rollcheck", "spark", "hunt", "--help"], capture_output=True,
+                         text=True, timeout=120)
+    assert res.returncode == 0 and "--reference-version" in res.stdout, res.stderr
