@@ -244,3 +244,11 @@ def test_mutants_are_caught(recorded, mutant):
     assert r.conformant is False, [c.to_json() for c in r.checks]
     assert any(c.ok is False and c.name in ("batch-equivalent", "state-failure-free", "recovery-succeeded")
                for c in r.checks), [c.to_json() for c in r.checks]
+
+
+def test_matrix_of_one_module_without_query_next_refuses_the_upgrade_column(tmp_path):
+    spec = _module(tmp_path, "def query(df):\n    return df.groupBy('page').count()\n")
+    r = subprocess.run([*RC, "spark", "matrix", "--module", spec, "--failures", "upgrade", "--providers", "hdfs",
+                        "--out", str(tmp_path / "mx"), "--json"], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 2 and "query_next" in r.stderr.strip().splitlines()[-1], r.stderr
+    assert "Traceback" not in r.stderr
