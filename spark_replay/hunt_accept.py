@@ -16,12 +16,14 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import re
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from rollcheck.infra.hunt.adapter import Program
+from rollcheck.spark_replay.query_drive import register_by_value
 from rollcheck.spark_replay.query_io import json_value
 from rollcheck.spark_replay.query_module import load_query
 
@@ -43,6 +45,7 @@ def try_program(spark: Any, program: Program, workdir: Path) -> dict[str, Any]:
     module = work / f"{program.id}.py"
     module.write_text(program.text, encoding="utf-8")
     uq = load_query(str(module))
+    register_by_value(uq)  # applyInPandasWithState's function reaches the Python workers
     data = uq.batches(0)
     out: dict[str, Any] = {"id": program.id, "outcome": "accepted", "exception": None, "message": "",
                            "stateful": sum(1 for k in program.operators if _stateful(k))}
@@ -57,7 +60,7 @@ def try_program(spark: Any, program: Program, workdir: Path) -> dict[str, Any]:
         q = (df.writeStream.outputMode(uq.output_mode).option("checkpointLocation", str(work / "cp"))
              .foreachBatch(lambda d, _bid: d.collect()).start())
     except Exception as e:  # noqa: BLE001 - Spark's refusal is the measurement
-        out.update(outcome="rejected", exception=type(e).__name__, message=str(e).strip().splitlines()[0][:300])
+        out.update(outcome="rejected", exception=type(e).__name__, message=_why(e))
     if q is not None:
         try:
             first = next(iter(uq.sources))
@@ -67,11 +70,23 @@ def try_program(spark: Any, program: Program, workdir: Path) -> dict[str, Any]:
                 q.processAllAvailable()
         except Exception as e:  # noqa: BLE001 - a failed micro-batch is the measurement
             out.update(outcome="failed", exception=type(e).__name__,
-                       message=str(e).strip().splitlines()[0][:300])
+                       message=_why(e))
         finally:
             q.stop()
     out["seconds"] = round(time.monotonic() - t0, 2)
     return out
+
+
+_CAUSE = re.compile(r"([\w.]+(?:Exception|Error)): (.+)")
+_WRAPPERS = ("STREAM_FAILED", "FOREACH_BATCH_USER_FUNCTION_ERROR", "StreamingQueryException")
+
+
+def _why(e: BaseException) -> str:
+    """The innermost cause named in an exception's text (Spark wraps a batch's failure twice)."""
+    text = str(e).strip()
+    causes = [m.group(1).rsplit(".", 1)[-1] + ": " + m.group(2) for line in text.splitlines()
+              if (m := _CAUSE.search(line)) and not any(w in line for w in _WRAPPERS)]
+    return (causes[-1] if causes else (text.splitlines() or [""])[0])[:300]
 
 
 def _stateful(kind: str) -> bool:
