@@ -111,9 +111,11 @@ def main(argv: list[str] | None = None) -> int:
     with spark_session(conf={"spark.sql.session.timeZone": "UTC"}) as spark, \
             tempfile.TemporaryDirectory(prefix="hunt-accept-") as tmp:
         cov: collections.Counter[str] = collections.Counter()
-        for i in range(a.start, a.start + a.programs):
+        for i in range(a.start + a.programs):  # the programs before --start steer as in a hunt
             p = program(a.seed, i, cov, a.release)
             cov.update(set(p.operators) | set(p.pairs))
+            if i < a.start:
+                continue
             r = try_program(spark, p, Path(tmp))
             counts[r["outcome"]] += 1
             multi += r["outcome"] == "accepted" and r["stateful"] >= 2
