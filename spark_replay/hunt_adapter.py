@@ -113,6 +113,10 @@ class SparkHuntAdapter(HuntAdapter):
 
         return self.engine_version or pinned_release()
 
+    def release(self) -> str:
+        """The hunted pyspark release by its number (the pinned one when none was asked)."""
+        return self._release()
+
     def generate(self, seed: int, index: int, coverage: Mapping[str, int]) -> Program:
         from rollcheck.spark_replay import hunt_grammar
 

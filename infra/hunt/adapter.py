@@ -181,6 +181,11 @@ class HuntAdapter(ABC):
     def confirm(self, module: Path, cell: HuntCell, workdir: Path) -> CellOutcome:
         """Run ``module`` through the ordinary matrix for ``cell``'s configuration."""
 
+    def release(self) -> str:
+        """The hunted release by its number (``engine_version``, else the engine's pinned release
+        when the adapter knows it, else ``"pinned"``): how ``reproducer_run`` and the JSON name it."""
+        return self.engine_version or "pinned"
+
     def stateful(self) -> set[str]:
         """The operator kinds that keep state across batches (the ``interesting`` share).
 

@@ -78,7 +78,7 @@ def build_document(adapter: HuntAdapter, store: HuntStore, out: Path, budget: Bu
     groups = store.group_stats()
     left = budget.left()
     return {
-        "engine": adapter.engine, "engine_version": adapter.engine_version,
+        "engine": adapter.engine, "engine_version": adapter.release(),
         "reference_version": adapter.reference_version, "seed": meta.get("seed"),
         "programs": len(done), "cells": len(done_cells),
         "seconds": round(float(meta.get("seconds") or 0.0), 3),

@@ -44,8 +44,8 @@ _DECIDE = threading.Lock()
 
 
 def hunted_release(adapter: HuntAdapter) -> str:
-    """The name of the hunted release in ``reproducer_run`` (``"pinned"`` for the engine's pinned one)."""
-    return adapter.engine_version or "pinned"
+    """The name of the hunted release in ``reproducer_run`` (:meth:`HuntAdapter.release`)."""
+    return adapter.release()
 
 
 def status_of(runs: list[tuple[str, str]]) -> str:
