@@ -23,6 +23,11 @@
   reference release's run recorded once per configuration), each with an empty reference cache;
   appended to ``benchmarks/results/spark-release-cell.json``.
 
+- *Many small matrices in a row* (:func:`matrix_series`, ``--series N``): N one-cell matrices (a task
+  cell, each on its own copy of the query, as the hunt runs one matrix per program), once each
+  with a warm pool of its own and once all with one pool shared across them
+  (``run_matrix(..., warm_pool=pool)``); appended to ``benchmarks/results/spark-matrix-series.json``.
+
 Run with ``python -m benchmarks --only spark_matrix [--quick]``; the machine's load is printed
 with every result (the ratios are only comparable on a quiet machine).
 """
@@ -226,6 +231,63 @@ def release_cell(version: str, batches: int = 4, fail_at: int = 2) -> dict:
     return record
 
 
+SERIES_RESULTS = Path(__file__).resolve().parent / "results" / "spark-matrix-series.json"
+
+
+def _series(d: Path, name: str, n: int, pool: object | None) -> dict:
+    from rollcheck.infra.matrix.cost import TreeCpu
+    from rollcheck.spark_replay.matrix import MatrixOptions, run_matrix
+
+    cells, load = [], _load()
+    t0 = time.perf_counter()
+    with TreeCpu(os.getpid()) as meter:
+        for i in range(n):
+            mod = d / f"{name}_{i}.py"
+            mod.write_text((LIB / "clicks_per_window.py").read_text() + f"\n# program {i}\n")
+            doc = run_matrix(MatrixOptions([str(mod)], providers=["hdfs"], failures=["task"], batches=3,
+                                           fail_at_batch=1, out=d / f"{name}-m{i}", minimise=False),
+                             warm_pool=pool)  # type: ignore[arg-type]
+            (c,) = doc["cells"]
+            cells.append({"verdict": c["verdict"], "wall_seconds": c.get("wall_seconds"),
+                          "shared": c.get("shared"), "reference": doc["preparations"][0].get("wall_seconds")})
+    return {"wall_seconds": round(time.perf_counter() - t0, 1), "cpu_seconds": meter.seconds(), "load_before": load,
+            "load_after": _load(), "matrices": cells}
+
+
+def matrix_series(n: int = 3) -> dict:
+    """N one-cell matrices in a row, without and with one warm pool shared by all (module docstring)."""
+    from rollcheck.calibration import calibrate, finish
+    from rollcheck.spark_replay.warm import WarmPool
+
+    cal = calibrate()
+    runs = {}
+    with tempfile.TemporaryDirectory(prefix="rollcheck-bench-") as d_:
+        d = Path(d_)
+        old_cache = os.environ.get("ROLLCHECK_CACHE")
+        os.environ["ROLLCHECK_CACHE"] = str(d / "cache")  # every program's reference recorded
+        try:
+            runs["own_pools"] = _series(d, "own", n, None)
+            pool = WarmPool(d / "pool")
+            try:
+                runs["one_pool"] = _series(d, "shared", n, pool)
+            finally:
+                pool.close()
+        finally:
+            if old_cache is None:
+                os.environ.pop("ROLLCHECK_CACHE", None)
+            else:
+                os.environ["ROLLCHECK_CACHE"] = old_cache
+    record = {"when": time.strftime("%Y-%m-%dT%H:%M:%S"), "module": "clicks_per_window (a copy per matrix)",
+              "matrices": n, "cells_per_matrix": 1, **runs, "calibration": finish(cal)}
+    SERIES_RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    old = json.loads(SERIES_RESULTS.read_text()) if SERIES_RESULTS.exists() else []
+    SERIES_RESULTS.write_text(json.dumps([*old, record], indent=1) + "\n")
+    for name, r in runs.items():
+        print(f"{n} one-cell matrices, {name}: {r['wall_seconds']} s wall, {r['cpu_seconds']} s CPU "
+              f"(load {r['load_before']} -> {r['load_after']}); " + ", ".join(str(m["shared"]) for m in r["matrices"]))
+    return record
+
+
 def main(quick: bool) -> None:
     per_cell(quick)
     hook_overhead(1 if quick else 3)
@@ -235,6 +297,8 @@ def main(quick: bool) -> None:
 if __name__ == "__main__":
     if "--side-by-side" in sys.argv:
         side_by_side()
+    elif "--series" in sys.argv:
+        matrix_series(int(sys.argv[sys.argv.index("--series") + 1]))
     elif "--release-cell" in sys.argv:
         release_cell(sys.argv[sys.argv.index("--release-cell") + 1])
     else:

@@ -245,11 +245,12 @@ class WarmPool:
     master : str, optional
         The Spark master of every cell (unless :meth:`run` names another).
     limit : int
-        How many drivers may live at once (the number of workers that use the pool; busy drivers
-        are never ended for a new one).
+        How many drivers may live at once (busy drivers are never ended for a new one): the
+        number of workers that use the pool times the releases they run; the default 2 keeps one
+        worker's drivers of a release V and of its reference release R both warm.
     """
 
-    def __init__(self, workdir: Path, master: str | None = None, limit: int = 1) -> None:
+    def __init__(self, workdir: Path, master: str | None = None, limit: int = 2) -> None:
         self.workdir, self.master, self.limit = Path(workdir), master, max(1, int(limit))
         self._idle: list[WarmDriver] = []  # least recently used first
         self._busy: set[WarmDriver] = set()
