@@ -173,10 +173,12 @@ class FlinkHuntAdapter(HuntAdapter):
 
     def _fault(self, module: Path, params: Mapping[str, Any], workdir: Path) -> CellOutcome:
         cell = matrix_cell(str(module), params, self.engine_version)
+        t0 = time.perf_counter()
         try:
             entry = decide_cell(self._matrix_adapter(), cell, None, self.runner, workdir)
         except InvalidInputError as e:  # the generated module failed inside Flink: the program's fault
-            return CellOutcome("error", {}, attributed_to="user", detail=str(e).splitlines()[0][:300])
+            return CellOutcome("error", {}, attributed_to="user", detail=str(e).splitlines()[0][:300],
+                               seconds=round(time.perf_counter() - t0, 1))
         trace = self._trace_of(module, params, workdir)
         if trace.is_file():  # which program's run it is: a differential reuses it only for the same text
             trace.with_name(trace.name + ".program").write_text(_digest(module))

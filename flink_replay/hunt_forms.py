@@ -286,10 +286,11 @@ def _row(r, kind=None, v=None):
 
 
 def _changes(r):  # a changelog: inserted, inserted then deleted, or inserted then updated
+    op = r[4] if len(r) > 4 else "I"  # a source drawn without changes has inserts only
     yield _row(r)
-    if r[4] == "D":
+    if op == "D":
         yield _row(r, RowKind.DELETE)
-    elif r[4] == "U":
+    elif op == "U":
         yield _row(r, RowKind.UPDATE_BEFORE)
         yield _row(r, RowKind.UPDATE_AFTER, (r[2] or 0) % 1000 + 1)
 

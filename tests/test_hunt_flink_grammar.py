@@ -115,7 +115,15 @@ for path in sys.argv[3:]:
     recs = mod.records(0)
     _check_records(sys.argv[2], recs, names)
     n = sum(len(v) for v in recs.values()) if names else len(recs)
-    out.append({"module": path, "key": key, "sources": names, "records": n})
+    changes = 0
+    for r in ([x for v in recs.values() for x in v] if names else recs):  # the record functions, as Flink calls them
+        if getattr(mod, "CHANGELOG", False):
+            changes += len(list(mod._changes(r)))
+        elif hasattr(mod, "_row"):
+            mod._row(r)
+        if hasattr(mod, "_clean"):
+            mod._clean(r)
+    out.append({"module": path, "key": key, "sources": names, "records": n, "changes": changes})
 print(json.dumps(out))
 """
 
@@ -147,8 +155,15 @@ def test_modules_and_their_shrinks_load_through_the_job_module_loader(tmp_path: 
             if j < 3:
                 paths.append(tmp_path / f"{p.id}_s{j}.py")
                 paths[-1].write_text(q.text)
+    # a changelog program with a source drawn without changes (inserts only: records of four fields)
+    changelog = next(p for p in _programs(8, 200) if p.spec.get("changelog"))
+    spec = dict(changelog.spec, sources=[dict(changelog.spec["sources"][0], changes=0.0),
+                                         *changelog.spec["sources"][1:]])
+    paths.append(tmp_path / "changelog_inserts_only.py")
+    paths[-1].write_text(render(spec, title="inserts only"))
     loaded = _load_in_flink_env(paths, tmp_path)
     assert len(loaded) == len(paths)
+    assert loaded[-1]["changes"] >= loaded[-1]["records"]
     for entry, p in zip(loaded, progs, strict=False):
         assert entry["records"] > 0
         assert (entry["sources"] is None) == (len(p.spec["sources"]) == 1)
