@@ -154,6 +154,10 @@ def test_the_analysers_rules():
     nowm = [{"op": "source", "source": "a"},
             {"op": "agg", "in": 0, "window": TUMBLE, "keys": [], "aggs": [["count", None]]}]
     assert analyse(_spec(nowm))[-1].modes == {"update", "complete"}
+    session = WM_A + [{"op": "agg", "in": 1, "window": {"kind": "session", "col": "a_ts", "gap": 3}, "keys": [],
+                       "aggs": [["count", None]]}]
+    with pytest.raises(PlanError, match="global session window"):
+        analyse(_spec(session))
     assert finish(_spec(WM_A + [{"op": "agg", "in": 1, "window": TUMBLE, "keys": ["a_k"],
                                  "aggs": [["max", "a_v"]]}]))["key"] == ["window_start", "window_end", "a_k"]
 
