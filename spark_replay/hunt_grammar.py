@@ -337,6 +337,12 @@ def _join(d: _Draw) -> int:
         j = d.add(dict(step, how="inner"))
     if j is None:
         raise PlanError("no join")
+    rel = d.rel(j)
+    if len(rel.wm) > 1 and not rel.late and d.flip(80):
+        # a stateful operator after the join takes one event-time column: keep the left side's
+        drop = sorted(rel.wm - lrel.wm)
+        k = d.add({"op": "project", "in": j, "cols": [[c, ["col", c]] for c in rel.names if c not in drop]})
+        j = j if k is None else k
     return j
 
 

@@ -127,6 +127,8 @@ def _chain_rules(rel: Rel, kind: str, release: str, modes: frozenset[str]) -> fr
     """The modes left when a stateful operator ``kind`` follows ``rel``; PlanError if none may."""
     if rel.closed:
         raise PlanError(f"{kind} after applyInPandasWithState")
+    if len(rel.wm) > 1:
+        raise PlanError(f"{kind} over more than one event-time column ({', '.join(sorted(rel.wm))})")
     if not rel.stateful:
         return rel.modes & modes
     if release_tuple(release) < (3, 4):

@@ -147,6 +147,11 @@ def test_the_analysers_rules():
     with pytest.raises(PlanError, match="needs append mode"):  # a plain grouping cannot follow in append
         analyse(_spec(two_aggs[:3] + [{"op": "agg", "in": 2, "window": None, "keys": ["a_k"],
                                        "aggs": [["count", None]]}]))
+    b_wm = [{"op": "source", "source": "b"}, {"op": "watermark", "in": 2, "col": "b_ts", "delay": 5}]
+    joined = WM_A + b_wm + [{"op": "join", "left": 1, "right": 3, "how": "inner", "eq": [["a_k", "b_k"]]},
+                            {"op": "dedup", "in": 4, "cols": ["a_k"]}]
+    with pytest.raises(PlanError, match="more than one event-time column"):
+        analyse(_spec(joined))
     within = WM_A + [{"op": "dedup", "in": 1, "cols": ["a_k"], "within": True}]
     assert analyse(_spec(within))[-1].stateful == ("dedup-within-watermark",)
     with pytest.raises(PlanError, match="3.5"):
