@@ -123,6 +123,8 @@ def render(spec: dict[str, Any], *, title: str = "program") -> str:
     lines = [*head, body["imports"], ""]
     if len(names) > 1:
         lines.append(f"SOURCES = {tuple(names)!r}")
+    if spec.get("changelog"):  # the batch-equivalent oracle has nothing to run: said so, with the reason
+        lines.append('BATCH_EQUIVALENT = "a changelog input: Flink\'s BATCH mode reads insert-only tables only"')
     lines += [f"FIELDS = {tuple(fields)!r}", f"KEY = {list(key)!r}",
               f"DATA = json.loads({json.dumps(data, sort_keys=True)!r})", DATA_CODE.rstrip() + "\n",
               _records_def(spec), body["code"].rstrip() + "\n"]

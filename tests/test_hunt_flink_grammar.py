@@ -92,6 +92,7 @@ def test_operators_claimed_are_in_the_module_text() -> None:
         missing = [op for op in p.operators if MARKERS[op] not in p.text]
         assert missing == [], (p.id, missing)
         compile(p.text, p.id, "exec")
+        assert ("BATCH_EQUIVALENT" in p.text) == bool(p.spec.get("changelog")), p.id
 
 
 def test_cells_are_deterministic_and_unique() -> None:
