@@ -105,6 +105,11 @@ class _Draw:
             return None
         return len(self.steps) - 1
 
+    def undo(self) -> None:
+        """Take the last step back."""
+        self.steps.pop()
+        self.rels = self.rels[:len(self.steps)]
+
     def rel(self, i: int) -> Rel:
         return self.rels[i]
 
@@ -319,6 +324,8 @@ def _join(d: _Draw) -> int:
         j = d.add(lstep)
         k = d.add({"op": "agg", "in": right, "window": dict(win, col="b_ts"), "keys": ["b_k"],
                    "aggs": [["count", None]]}) if j is not None else None
+        if j is not None and k is None:
+            d.undo()  # the left aggregation alone would be left unread
         left, right = (left, right) if j is None or k is None else (j, k)
     elif sides == 1:
         j = d.add(_dedup(d, left, release_tuple(d.release) >= (3, 5) and d.flip(50)))
@@ -381,8 +388,12 @@ def programs(draw: Any, release: str, steer: Mapping[str, int] | None = None) ->
         if d.rel(last).closed:
             break
         last = _stateful(d, last) if d.flip(60) else _stateless(d, last, "t", 1)
-    spec = {"release": release, "sources": d.sources, "steps": d.steps}
-    rel = analyse(spec)[-1]
+    try:
+        rel = analyse({"release": release, "sources": d.sources, "steps": d.steps})[-1]
+    except PlanError:  # never seen; a plain source is always a valid program
+        d = _Draw(draw, release, steer or {})
+        _branch(d, "a", _types(d))
+        rel = analyse({"release": release, "sources": d.sources, "steps": d.steps})[-1]
     sql = (all(s["op"] in _SQL_OPS for s in d.steps) and any(s["op"] not in ("source", "watermark") for s in d.steps)
            and d.choose([(True, ["sql"], 1), (False, [], 2)]))
     mode = d.choose([(m, [f"output-{m}"], 1) for m in sorted(rel.modes)])
