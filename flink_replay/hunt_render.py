@@ -26,6 +26,7 @@ import json
 from typing import Any
 
 from rollcheck.flink_replay.hunt_forms import render_ds, render_sql
+from rollcheck.flink_replay.hunt_ops import operators
 
 __all__ = ["render", "DATA_CODE", "slack_s"]
 
@@ -113,8 +114,6 @@ def render(spec: dict[str, Any], *, title: str = "program") -> str:
     str
         Python source of a job module of the contract.
     """
-    from rollcheck.flink_replay.hunt_grammar import operators
-
     names = [s["name"] for s in spec["sources"]]
     data = {"data_seed": spec["data_seed"], "sources": spec["sources"]}
     body, fields, key = (render_sql if spec["form"] == "sql" else render_ds)(spec, slack_s(spec))
