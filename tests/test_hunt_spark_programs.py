@@ -31,7 +31,7 @@ def _pick():
     for i in range(300):
         p = program(1, i, {}, "4.0.0")
         for name, ok in wanted.items():
-            if name not in found and ok(p) and len(p.spec["batches"]) <= 5:
+            if name not in found and ok(p) and len(p.spec["batches"]) <= 4:
                 found[name] = p
         if len(found) == len(wanted):
             return [found[n] for n in wanted]
