@@ -23,8 +23,10 @@ Examples
 --------
 >>> shape = BatchShape(n=4, data=(0, 1, 3), idle=(2,))
 >>> s = draw_schedules(shape, ["task", "kill"], ["hdfs"], seed=1, salt="P0001", count=2)
->>> len(s), all(x.batch < 4 for x in s)
+>>> len(s), all(x.batch in shape.data for x in s)
 (2, True)
+>>> BatchShape(n=4, data=(0, 1, 2), idle=(3,)).anchors()["last"]
+[2]
 >>> s == draw_schedules(shape, ["task", "kill"], ["hdfs"], seed=1, salt="P0001", count=2)
 True
 """
@@ -86,8 +88,10 @@ class BatchShape:
 
     def anchors(self) -> dict[str, list[int]]:
         """The batches of each anchor (an anchor with none is absent)."""
-        out = {"first-data": [self.data[0]] if self.data else [], "last": [self.n - 1] if self.n else [],
-               "after-idle": [b + 1 for b in self.idle if b + 1 < self.n]}
+        # a failure strikes a batch that runs tasks: one with data (an empty batch may run none, and
+        # a requested failure that did not happen is an inconclusive cell)
+        out = {"first-data": [self.data[0]] if self.data else [], "last": [self.data[-1]] if self.data else [],
+               "after-idle": [b + 1 for b in self.idle if b + 1 in self.data]}
         return {k: v for k, v in out.items() if v}
 
 
