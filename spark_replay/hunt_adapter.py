@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -229,7 +230,13 @@ class SparkHuntAdapter(HuntAdapter):
         work = Path(workdir)
         free = [c for c in cells if c.params.get("kind") == FREE]
         rest = [c for c in cells if c.params.get("kind") != FREE]
-        release_out = self._release_output(module, work) if free else None
+        from rollcheck.infra.matrix.cost import Usage
+
+        # what every failure-free cell shares: the reference release's run (charged to the first)
+        shared_usage, t0 = Usage(), time.monotonic()
+        with self._runner.metering(shared_usage):
+            release_out = self._release_output(module, work) if free else None
+        shared_usage.wall_seconds = time.monotonic() - t0
         traces: dict[str, Path | None] = {}
         stop: CellOutcome | None = None
         for c in free:
@@ -238,7 +245,11 @@ class SparkHuntAdapter(HuntAdapter):
                 continue
             prov = str(c.params["provider"])
             trace = work / "free" / f"{prov}.jsonl"
-            rc, log = self._record_free(module, prov, trace, release=self.engine_version)
+            usage, t0 = shared_usage, time.monotonic()
+            shared_usage = Usage()
+            with self._runner.metering(usage):
+                rc, log = self._record_free(module, prov, trace, release=self.engine_version)
+            usage.wall_seconds += time.monotonic() - t0
             if rc == 0:
                 got = outcome_of_free(trace, release_out)
                 if self.engine_version and self.reference_version and release_out is None:
@@ -251,6 +262,8 @@ class SparkHuntAdapter(HuntAdapter):
                 if got.verdict in ("rejected", "violated", "error") or c is free[0]:
                     stop = got if got.verdict == "rejected" else CellOutcome(
                         "inconclusive", {}, detail=f"not run: the failure-free run on {prov} did not finish")
+            got.seconds, got.cpu_seconds = round(usage.wall_seconds, 1), round(usage.cpu_seconds, 1)
+            got.shared = {**got.shared, **usage.notes}
             yield c, got
         if stop is not None and stop.verdict == "rejected":
             for c in rest:
