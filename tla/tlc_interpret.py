@@ -80,7 +80,26 @@ def interpret(
     flat = flat_messages(top)
     res = TLCResult(status="inconclusive", exit_code=exit_code, output=text)
     codes = {m.code for m in flat}
+    errors = _input_errors(text, flat, codes, spec_dir)
+    if errors is not None:
+        res.status = "error"
+        res.errors = errors
+        res.message = "; ".join(str(e) for e in res.errors)
+        return res
+    _read_counts(res, flat)
+    # The counterexample.
+    states = [m for m in top if m.code in (TRACE_STATE, STUTTERING, BACK_TO_STATE)]
+    first = 0 if trace_keep_last is None else max(0, len(states) - trace_keep_last)
+    for k in range(first, len(states)):
+        prev = res.trace[-1].number if res.trace else k
+        res.trace.append(_trace_state(states[k], k + 1, prev + 1))
+    _decide(res, top, flat, codes)
+    return res
 
+
+def _input_errors(text: str, flat: list[ToolMessage], codes: set[int],
+                  spec_dir: Path | None) -> list[SourceError] | None:
+    """The errors of parsing, semantic analysis (SANY) or the configuration; None if none."""
     # SANY: the text between 2220 and 2219 is loose text in the output.
     sany_text = ""
     if SANY_START in codes:
@@ -91,17 +110,16 @@ def interpret(
             a += len(end)
             sany_text = text[a:b if b > a else len(text)]
     if PARSE_FAILED in codes or "***Parse Error***" in sany_text or "Semantic errors:" in sany_text:
-        res.status = "error"
-        res.errors = sany_errors(sany_text, spec_dir) or [SourceError("parsing or semantic analysis failed")]
-        res.message = "; ".join(str(e) for e in res.errors)
-        return res
+        return sany_errors(sany_text, spec_dir) or [SourceError("parsing or semantic analysis failed")]
     cfg = [m for m in flat if m.code in CONFIG_ERRORS]
     if cfg:
-        res.status = "error"
-        res.errors = config_errors(cfg)
-        res.message = "; ".join(str(e) for e in res.errors)
-        return res
+        return config_errors(cfg)
+    return None
 
+
+def _read_counts(res: TLCResult, flat: list[ToolMessage]) -> None:
+    """Fill the generated and distinct states and the depth from the final counts (else the last
+    progress line, else the initial states)."""
     final_counts = any(m.code == FINAL_COUNTS for m in flat)
     for m in flat:
         if m.code == FINAL_COUNTS:
@@ -123,13 +141,9 @@ def interpret(
             if nums:
                 res.distinct_states = _num(nums[0])
 
-    # The counterexample.
-    states = [m for m in top if m.code in (TRACE_STATE, STUTTERING, BACK_TO_STATE)]
-    first = 0 if trace_keep_last is None else max(0, len(states) - trace_keep_last)
-    for k in range(first, len(states)):
-        prev = res.trace[-1].number if res.trace else k
-        res.trace.append(_trace_state(states[k], k + 1, prev + 1))
 
+def _decide(res: TLCResult, top: list[ToolMessage], flat: list[ToolMessage], codes: set[int]) -> None:
+    """Set the status, message and violated property from the messages TLC printed."""
     if codes & {INVARIANT_VIOLATED, INVARIANT_VIOLATED_INITIAL}:
         res.status = "violation"
         m = next(x for x in flat if x.code in (INVARIANT_VIOLATED, INVARIANT_VIOLATED_INITIAL))
@@ -169,8 +183,7 @@ def interpret(
             res.message = "TLC reported no error but found zero distinct states"
     else:
         res.status = "inconclusive"
-        res.message = f"TLC gave no verdict (exit code {exit_code})"
-    return res
+        res.message = f"TLC gave no verdict (exit code {res.exit_code})"
 
 
 def _trace_state(m: ToolMessage, default_number: int, next_number: int | None = None) -> TraceState:
