@@ -44,31 +44,24 @@ from __future__ import annotations
 
 from typing import Any
 
-from rollcheck.flink_replay.keygroups import key_group, key_group_range, operator_index, owner
+from rollcheck.flink_replay.keygroups import operator_index
+from rollcheck.flink_replay.rescale_keys import (
+    KEYED,
+    OPERATOR,
+    USER,
+    Tally,
+    expected_subtasks,
+    keyed_restore,
+    keyed_snapshots,
+    owner_of,
+    user_restore,
+    user_snapshots,
+)
 from rollcheck.pyimpl.traces.plugin import TraceCheck
 from rollcheck.pyimpl.verdict import Check
 
 __all__ = ["abandoned_state", "cut_attempts", "keyed_state_check", "operator_state_check", "user_state_check", "rescale_checks", "restore_attempts",
-           "KeyedStateRestored", "OperatorStateRestored", "UserStateRestored", "PLUGINS", "USER"]
-
-KEYED = "keyed-state-restored-once"
-OPERATOR = "operator-state-restored"
-USER = "user-state-restored-once"
-
-
-def _key(header: dict[str, Any], text: str) -> tuple[int | str, bool]:
-    """The Java key behind a logged key: Row(Long) for the word count (PyFlink's key_by), a String
-    for a user's job (rollcheck's own keyBy on KEY). Returns (key, wrapped in a Row)."""
-    if header.get("job", "wordcount") == "wordcount":
-        return int(text), True
-    return text, False
-
-
-def _owner_of(header: dict[str, Any], text: str, par: int, maxp: int) -> int:
-    """The subtask owning logged key ``text`` at parallelism ``par``."""
-    jkey, row = _key(header, text)
-    return owner(jkey, par, maxp, row=row)
-
+           "KeyedStateRestored", "OperatorStateRestored", "UserStateRestored", "PLUGINS", "KEYED", "OPERATOR", "USER"]
 
 def restore_attempts(events: list[dict[str, Any]]) -> dict[int, list[dict[str, Any]]]:
     """Restores after a failure (attempt > 0), grouped by attempt."""
@@ -106,92 +99,65 @@ def keyed_state_check(header: dict[str, Any], events: list[dict[str, Any]]) -> C
     if any("keys" not in e for e in keyed_restores):
         why = "the trace has no key-by-key keyed state (recorded before the keyed tap existed)"
         return Check.unchecked(KEYED, why) if rescaled else Check.not_applicable(KEYED, why)
-    examined = 0
-    moved = 0
+    tally = Tally()
     cut = cut_attempts(events)
     for attempt, restores in sorted(attempts.items()):
-        keyed = [e for e in restores if e["task"] == "keyed"]
-        if not keyed:
-            if attempt in cut:
-                continue  # cancelled before any keyed subtask restored
-            return Check.violated(KEYED, f"attempt {attempt}: no keyed subtask restored (its source subtasks did)",
-                                  offending_seq=max(e["seq"] for e in restores))
-        cids = {e["checkpoint"] for e in keyed}
-        if len(cids) != 1:
-            return Check.violated(KEYED, f"attempt {attempt}: keyed subtasks restored different checkpoints "
-                                  f"{sorted(map(str, cids))}", offending_seq=min(e["seq"] for e in keyed))
-        cid = cids.pop()
-        par = keyed[0].get("parallelism")
-        maxp = keyed[0].get("max_parallelism")
-        if not isinstance(par, int) or not isinstance(maxp, int):
-            return Check.unchecked(KEYED, f"attempt {attempt}: the restores do not say their parallelism")
-        subtasks = sorted(e["subtask"] for e in keyed)
-        partial = attempt in cut  # a cancelled attempt: each subtask at most once, not necessarily all
-        if (sorted(set(subtasks)) != subtasks or not set(subtasks) <= set(range(par))) if partial else (
-                subtasks != list(range(par))):
-            return Check.violated(KEYED, f"attempt {attempt}: keyed subtasks {subtasks} restored, expected "
-                                  f"{'each of ' if partial else ''}0..{par - 1} at parallelism {par}"
-                                  f"{' at most once (an attempt a second failure cancelled)' if partial else ''}",
-                                  offending_seq=max(e["seq"] for e in keyed))
-        if cid is None:
-            if any(e["keys"] for e in keyed):
-                e = next(e for e in keyed if e["keys"])
-                return Check.violated(KEYED, f"attempt {attempt}: no checkpoint restored, yet keyed[{e['subtask']}] "
-                                      f"holds {len(e['keys'])} keys", offending_seq=e["seq"])
-            continue
-        # the checkpoint's keyed state: the union of the keyed snapshots that took it
-        snaps = [e for e in events if e["kind"] == "flink.snapshot" and e["task"] == "keyed"
-                 and e["checkpoint"] == cid]
-        if not snaps or any("keys" not in e for e in snaps):
-            return Check.unchecked(KEYED, f"attempt {attempt}: checkpoint {cid} was restored but its keyed "
-                                   "snapshots were not recorded key by key")
-        before: dict[str, tuple[int, int]] = {}
-        for s in snaps:
-            for k, v in s["keys"].items():
-                if k in before:
-                    return Check.violated(KEYED, f"checkpoint {cid}: key {k} in the snapshots of keyed["
-                                          f"{before[k][1]}] and keyed[{s['subtask']}]", offending_seq=s["seq"])
-                before[k] = (v, s["subtask"])
-        seen: dict[str, dict[str, Any]] = {}
-        for e in sorted(keyed, key=lambda x: x["seq"]):
-            lo, hi = key_group_range(e["subtask"], par, maxp)
-            if e.get("key_groups") is not None and list(e["key_groups"]) != [lo, hi]:
-                return Check.violated(KEYED, f"attempt {attempt}: Flink gave keyed[{e['subtask']}] key groups "
-                                      f"{e['key_groups']}, the assignment at parallelism {par} of {maxp} is "
-                                      f"[{lo}, {hi}]", offending_seq=e["seq"])
-            for k, v in e["keys"].items():
-                if k in seen:
-                    return Check.violated(KEYED, f"attempt {attempt}: key {k} restored twice, by keyed["
-                                          f"{seen[k]['subtask']}] and keyed[{e['subtask']}] (duplicated state)",
-                                          offending_seq=e["seq"])
-                seen[k] = e
-                if k not in before:
-                    return Check.violated(KEYED, f"attempt {attempt}: keyed[{e['subtask']}] restored key {k} = {v}, "
-                                          f"which checkpoint {cid} does not hold", offending_seq=e["seq"])
-                if v != before[k][0]:
-                    return Check.violated(KEYED, f"attempt {attempt}: key {k} restored as {v}, checkpoint {cid} "
-                                          f"holds {before[k][0]}", offending_seq=e["seq"])
-                jkey, row = _key(header, k)
-                want = owner(jkey, par, maxp, row=row)
-                if want != e["subtask"]:
-                    g = key_group(jkey, maxp, row=row)
-                    return Check.violated(KEYED, f"attempt {attempt}: key {k} (key group {g}) restored by keyed["
-                                          f"{e['subtask']}], its owner at parallelism {par} is keyed[{want}]",
-                                          offending_seq=e["seq"])
-                moved += before[k][1] != e["subtask"]
-                examined += 1
-        restored_by = set(subtasks)
-        lost = sorted(k for k in set(before) - set(seen) if not partial or _owner_of(header, k, par, maxp) in restored_by)
-        if lost:
-            last = max(e["seq"] for e in keyed)
-            return Check.violated(KEYED, f"attempt {attempt}: {len(lost)} keys of checkpoint {cid} restored by no "
-                                  f"subtask (lost state), e.g. {lost[0]} = {before[lost[0]][0]}", offending_seq=last)
-    if examined == 0:
+        bad = _keyed_attempt(header, events, attempt, restores, attempt in cut, tally)
+        if bad is not None:
+            return bad
+    if tally.examined == 0:
         return Check.unchecked(KEYED, "the restored checkpoint held no keyed state: nothing to compare")
-    where = (f"rescaled {cfg['rescale'][0]} -> {cfg['rescale'][1]}, {moved} keys changed subtask"
-             if rescaled else f"{moved} keys changed subtask")
-    return Check.held(KEYED, f"{examined} keys restored exactly once, with their checkpointed values, by the "
-                      f"owner of their key group ({where})", examined=examined)
+    where = (f"rescaled {cfg['rescale'][0]} -> {cfg['rescale'][1]}, {tally.moved} keys changed subtask"
+             if rescaled else f"{tally.moved} keys changed subtask")
+    return Check.held(KEYED, f"{tally.examined} keys restored exactly once, with their checkpointed values, by "
+                      f"the owner of their key group ({where})", examined=tally.examined)
+
+
+def _keyed_attempt(header: dict[str, Any], events: list[dict[str, Any]], attempt: int,
+                   restores: list[dict[str, Any]], partial: bool, tally: Tally) -> Check | None:
+    """Check the keyed subtasks' restores of one attempt (``partial``: a second failure cancelled
+    it) against their checkpoint; None if they hold."""
+    keyed = [e for e in restores if e["task"] == "keyed"]
+    if not keyed:
+        if partial:
+            return None  # cancelled before any keyed subtask restored
+        return Check.violated(KEYED, f"attempt {attempt}: no keyed subtask restored (its source subtasks did)",
+                              offending_seq=max(e["seq"] for e in restores))
+    cids = {e["checkpoint"] for e in keyed}
+    if len(cids) != 1:
+        return Check.violated(KEYED, f"attempt {attempt}: keyed subtasks restored different checkpoints "
+                              f"{sorted(map(str, cids))}", offending_seq=min(e["seq"] for e in keyed))
+    cid = cids.pop()
+    par = keyed[0].get("parallelism")
+    maxp = keyed[0].get("max_parallelism")
+    if not isinstance(par, int) or not isinstance(maxp, int):
+        return Check.unchecked(KEYED, f"attempt {attempt}: the restores do not say their parallelism")
+    subtasks = sorted(e["subtask"] for e in keyed)
+    expected = expected_subtasks(subtasks, par, partial)
+    if expected is not None:
+        return Check.violated(KEYED, f"attempt {attempt}: keyed subtasks {subtasks} restored, expected {expected}",
+                              offending_seq=max(e["seq"] for e in keyed))
+    if cid is None:
+        if any(e["keys"] for e in keyed):
+            e = next(e for e in keyed if e["keys"])
+            return Check.violated(KEYED, f"attempt {attempt}: no checkpoint restored, yet keyed[{e['subtask']}] "
+                                  f"holds {len(e['keys'])} keys", offending_seq=e["seq"])
+        return None
+    before = keyed_snapshots(events, attempt, cid)
+    if isinstance(before, Check):
+        return before
+    seen: dict[str, dict[str, Any]] = {}
+    for e in sorted(keyed, key=lambda x: x["seq"]):
+        bad = keyed_restore(header, attempt, cid, e, par, maxp, before, seen, tally)
+        if bad is not None:
+            return bad
+    restored_by = set(subtasks)
+    lost = sorted(k for k in set(before) - set(seen) if not partial or owner_of(header, k, par, maxp) in restored_by)
+    if lost:
+        last = max(e["seq"] for e in keyed)
+        return Check.violated(KEYED, f"attempt {attempt}: {len(lost)} keys of checkpoint {cid} restored by no "
+                              f"subtask (lost state), e.g. {lost[0]} = {before[lost[0]][0]}", offending_seq=last)
+    return None
 
 
 def _bucket(header: dict[str, Any], k: int) -> str:
@@ -242,23 +208,6 @@ def operator_state_check(header: dict[str, Any], events: list[dict[str, Any]]) -
     return Check.held(OPERATOR, f"{examined} source subtask restores sum to their checkpoint's operator state"
                       + (f" (records per source at the last restored checkpoint: {per_source})" if per_source else ""),
                       examined=examined)
-
-
-def _recomputed_group(key: str, maxp: int) -> int | None:
-    """The key group of a logged key ("rs:"/"rl:"/"rb:" a one-field Row of a String, Long or byte
-    array, "s:"/"l:" a plain String/Long),
-    recomputed here; None for another key type (Flink's own value is used then)."""
-    kind, _, text = key.partition(":")
-    try:
-        if kind in ("rs", "s"):
-            return key_group(text, maxp, row=kind == "rs")
-        if kind in ("rl", "l"):
-            return key_group(int(text), maxp, row=kind == "rl")
-        if kind == "rb":
-            return key_group(bytes.fromhex(text), maxp, row=True)
-    except (TypeError, ValueError):
-        return None
-    return None
 
 
 def abandoned_state(logged: list[dict[str, Any]], op: str, attempt: int,
@@ -319,6 +268,40 @@ def user_state_check(header: dict[str, Any], events: list[dict[str, Any]]) -> Ch
         return Check.unchecked(USER, f"reading the user's keyed state failed: {err['error']}")
     logged = [e for e in events if e["kind"] == "flink.user_state"]
     restores = [e for e in logged if e["phase"] == "restore" and e["attempt"] > 0]
+    early = _user_preconditions(header, events, logged, restores)
+    if early is not None:
+        return early
+    tally = Tally()
+    cut = cut_attempts(events)
+    ops: set[str] = set()
+    by_attempt: dict[tuple[int, str], list[dict[str, Any]]] = {}
+    for e in restores:
+        by_attempt.setdefault((e["attempt"], e["operator"]), []).append(e)
+    for (attempt, op), rs in sorted(by_attempt.items()):
+        name = f"{rs[0]['name']} ({op[:8]})"
+        bad = _user_attempt(logged, attempt, op, name, rs, attempt in cut, tally)
+        if bad is not None:
+            return bad
+        ops.add(name)
+    if tally.examined == 0:
+        if not any(keys for e in logged for keys in e["states"].values()):
+            # e.g. state kept outside Flink, or a keyed operator without state: nothing of it to restore
+            return Check.not_applicable(USER, "the user's keyed operators never held keyed state in this run")
+        return Check.unchecked(USER, "the restored checkpoint held no keyed state of the user's operators")
+    cfg = header.get("config", {})
+    how = (f"rescaled {cfg['rescale'][0]} -> {cfg['rescale'][1]}" if cfg.get("rescale") else "same parallelism")
+    examined, recomputed = tally.examined, tally.recomputed
+    return Check.held(USER, f"{examined} keys of {len(ops)} user operators ({', '.join(sorted(ops))}) restored "
+                      f"exactly once, with their checkpointed state, by the owner of their key group ({how}, "
+                      f"{tally.moved} changed subtask; key group recomputed from the key for {recomputed}, "
+                      f"Flink's for the other {examined - recomputed}: keys of a type rollcheck does not hash)",
+                      examined=examined)
+
+
+def _user_preconditions(header: dict[str, Any], events: list[dict[str, Any]],
+                        logged: list[dict[str, Any]], restores: list[dict[str, Any]]) -> Check | None:
+    """Why the user state check does not apply to a user's job or cannot run on its trace (no
+    failure, no log, no restore logged); None if it can."""
     if not any(e["kind"] == "failure" for e in events):
         return Check.not_applicable(USER, "no failure in the run, so no restore")
     if not logged and not header.get("user_state_log"):
@@ -329,107 +312,50 @@ def user_state_check(header: dict[str, Any], events: list[dict[str, Any]]) -> Ch
                                     "KeyedStream process/map/reduce, windows, connected keyed streams)")
     if not restores:
         return Check.unchecked(USER, "the user's keyed operators logged no restore after the failure")
-    examined = moved = recomputed = 0
-    cut = cut_attempts(events)
-    ops: set[str] = set()
-    by_attempt: dict[tuple[int, str], list[dict[str, Any]]] = {}
-    for e in restores:
-        by_attempt.setdefault((e["attempt"], e["operator"]), []).append(e)
-    for (attempt, op), rs in sorted(by_attempt.items()):
-        name = f"{rs[0]['name']} ({op[:8]})"
-        cids = {e["checkpoint"] for e in rs}
-        if len(cids) != 1:
-            return Check.violated(USER, f"attempt {attempt}: subtasks of {name} restored different checkpoints "
-                                  f"{sorted(map(str, cids))}", offending_seq=min(e["seq"] for e in rs))
-        cid = cids.pop()
-        par, maxp = rs[0]["parallelism"], rs[0]["max_parallelism"]
-        subtasks = sorted(e["subtask"] for e in rs)
-        partial = attempt in cut  # a cancelled attempt: each subtask at most once, not necessarily all
-        if (sorted(set(subtasks)) != subtasks or not set(subtasks) <= set(range(par))) if partial else (
-                subtasks != list(range(par))):
-            return Check.violated(USER, f"attempt {attempt}: subtasks {subtasks} of {name} restored, expected "
-                                  f"{'each of ' if partial else ''}0..{par - 1} at parallelism {par}"
-                                  f"{' at most once (an attempt a second failure cancelled)' if partial else ''}",
-                                  offending_seq=max(e["seq"] for e in rs))
-        if cid is None:
-            held = next((e for e in rs if any(e["states"].values())), None)
-            if held is not None:
-                return Check.violated(USER, f"attempt {attempt}: no checkpoint restored, yet {name}[{held['subtask']}]"
-                                      " holds keyed state", offending_seq=held["seq"])
-            continue
-        snaps = [e for e in logged if e["phase"] == "snapshot" and e["operator"] == op
-                 and e["checkpoint"] == cid and e["attempt"] < attempt]
-        if not snaps:
-            return Check.unchecked(USER, f"attempt {attempt}: {name} restored checkpoint {cid}, whose snapshots of "
-                                   "it were not logged")
-        before: dict[tuple[str, str], tuple[int, str, int]] = {}
-        for sn in snaps:
-            for state, keys in sn["states"].items():
-                for k, (g, v) in keys.items():
-                    if (state, k) in before:
-                        return Check.violated(USER, f"checkpoint {cid}: key {k} of {name}.{state} in the snapshots of "
-                                              f"subtasks {before[state, k][2]} and {sn['subtask']}",
-                                              offending_seq=sn["seq"])
-                    before[state, k] = (g, v, sn["subtask"])
-        seen: dict[tuple[str, str], int] = {}
-        for e in sorted(rs, key=lambda x: x["seq"]):
-            lo, hi = key_group_range(e["subtask"], par, maxp)
-            if list(e["key_groups"]) != [lo, hi]:
-                return Check.violated(USER, f"attempt {attempt}: Flink gave {name}[{e['subtask']}] key groups "
-                                      f"{e['key_groups']}, the assignment at parallelism {par} of {maxp} is "
-                                      f"[{lo}, {hi}]", offending_seq=e["seq"])
-            for state, keys in e["states"].items():
-                for k, (g, v) in keys.items():
-                    where = f"{name}.{state} key {k}"
-                    if (state, k) in seen:
-                        return Check.violated(USER, f"attempt {attempt}: {where} restored twice, by subtasks "
-                                              f"{seen[state, k]} and {e['subtask']} (duplicated state)",
-                                              offending_seq=e["seq"])
-                    seen[state, k] = e["subtask"]
-                    if (state, k) not in before:
-                        return Check.violated(USER, f"attempt {attempt}: {where} = {v} restored by subtask "
-                                              f"{e['subtask']}, checkpoint {cid} does not hold it",
-                                              offending_seq=e["seq"])
-                    g0, v0, sub0 = before[state, k]
-                    if v != v0:
-                        return Check.violated(USER, f"attempt {attempt}: {where} restored as {v}, checkpoint {cid} "
-                                              f"holds {v0}", offending_seq=e["seq"])
-                    want_g = _recomputed_group(k, maxp)
-                    recomputed += want_g is not None
-                    if want_g is not None and want_g != g:
-                        return Check.violated(USER, f"{where}: stored in key group {g}, its key group is {want_g}",
-                                              offending_seq=e["seq"])
-                    want = operator_index(g, par, maxp)
-                    if want != e["subtask"]:
-                        return Check.violated(USER, f"attempt {attempt}: {where} (key group {g}) restored by "
-                                              f"subtask {e['subtask']}, its owner at parallelism {par} is {want}",
-                                              offending_seq=e["seq"])
-                    moved += sub0 != e["subtask"]
-                    examined += 1
-        lost = sorted(sk for sk in set(before) - set(seen)
-                      if not partial or operator_index(before[sk][0], par, maxp) in set(subtasks))
-        if lost:
-            st, k = lost[0]
-            g, v, _ = before[st, k]
-            return Check.violated(USER, f"attempt {attempt}: {len(lost)} keys of {name} in checkpoint {cid} restored "
-                                  f"by no subtask (lost state), e.g. {st} key {k} (key group {g}) = {v}",
-                                  offending_seq=max(e["seq"] for e in rs))
-        bad = abandoned_state(logged, op, attempt, rs)
+    return None
+
+
+def _user_attempt(logged: list[dict[str, Any]], attempt: int, op: str, name: str,
+                  rs: list[dict[str, Any]], partial: bool, tally: Tally) -> Check | None:
+    """Check user operator ``op``'s restores ``rs`` of one attempt (``partial``: a second failure
+    cancelled it) against their checkpoint; None if they hold."""
+    cids = {e["checkpoint"] for e in rs}
+    if len(cids) != 1:
+        return Check.violated(USER, f"attempt {attempt}: subtasks of {name} restored different checkpoints "
+                              f"{sorted(map(str, cids))}", offending_seq=min(e["seq"] for e in rs))
+    cid = cids.pop()
+    par, maxp = rs[0]["parallelism"], rs[0]["max_parallelism"]
+    subtasks = sorted(e["subtask"] for e in rs)
+    expected = expected_subtasks(subtasks, par, partial)
+    if expected is not None:
+        return Check.violated(USER, f"attempt {attempt}: subtasks {subtasks} of {name} restored, expected {expected}",
+                              offending_seq=max(e["seq"] for e in rs))
+    if cid is None:
+        held = next((e for e in rs if any(e["states"].values())), None)
+        if held is not None:
+            return Check.violated(USER, f"attempt {attempt}: no checkpoint restored, yet {name}[{held['subtask']}]"
+                                  " holds keyed state", offending_seq=held["seq"])
+        return None
+    before = user_snapshots(logged, op, name, attempt, cid)
+    if isinstance(before, Check):
+        return before
+    seen: dict[tuple[str, str], int] = {}
+    for e in sorted(rs, key=lambda x: x["seq"]):
+        bad = user_restore(attempt, name, cid, e, par, maxp, before, seen, tally)
         if bad is not None:
-            return Check.violated(USER, f"attempt {attempt}: {name} {bad[0]}", offending_seq=bad[1])
-        ops.add(name)
-    if examined == 0:
-        if not any(keys for e in logged for keys in e["states"].values()):
-            # e.g. state kept outside Flink, or a keyed operator without state: nothing of it to restore
-            return Check.not_applicable(USER, "the user's keyed operators never held keyed state in this run")
-        return Check.unchecked(USER, "the restored checkpoint held no keyed state of the user's operators")
-    cfg = header.get("config", {})
-    how = (f"rescaled {cfg['rescale'][0]} -> {cfg['rescale'][1]}" if cfg.get("rescale") else "same parallelism")
-    return Check.held(USER, f"{examined} keys of {len(ops)} user operators ({', '.join(sorted(ops))}) restored "
-                      f"exactly once, with their checkpointed state, by the owner of their key group ({how}, "
-                      f"{moved} changed subtask; key group recomputed from the key for {recomputed}, Flink's for "
-                      f"the other {examined - recomputed}: keys of a type rollcheck does not hash)",
-                      examined=examined)
+            return bad
+    lost = sorted(sk for sk in set(before) - set(seen)
+                  if not partial or operator_index(before[sk][0], par, maxp) in set(subtasks))
+    if lost:
+        st, k = lost[0]
+        g, v, _ = before[st, k]
+        return Check.violated(USER, f"attempt {attempt}: {len(lost)} keys of {name} in checkpoint {cid} restored "
+                              f"by no subtask (lost state), e.g. {st} key {k} (key group {g}) = {v}",
+                              offending_seq=max(e["seq"] for e in rs))
+    bad = abandoned_state(logged, op, attempt, rs)
+    if bad is not None:
+        return Check.violated(USER, f"attempt {attempt}: {name} {bad[0]}", offending_seq=bad[1])
+    return None
 
 
 def rescale_checks(header: dict[str, Any], events: list[dict[str, Any]]) -> list[Check]:
