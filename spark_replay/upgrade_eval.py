@@ -79,7 +79,7 @@ def combined_evaluation(spark: Any, uq: Any, cfg: Any, checkpoint: Any, progress
     def run(which: str) -> Callable[[dict[str, Any]], Any]:
         return lambda dfs: uq.run_query(dfs, which=which)
 
-    parts = {"before": evaluate_batch(run("query"), spark, uq.sources, upto, wm, plan_q, plain,
+    parts: dict[str, dict[str, Any] | None] = {"before": evaluate_batch(run("query"), spark, uq.sources, upto, wm, plan_q, plain,
                                       output_mode=uq.output_mode),
              "after": evaluate_batch(run("query_next"), spark, uq.sources, rows, wm, plan_n, plain,
                                      output_mode=uq.output_mode),
@@ -92,9 +92,10 @@ def combined_evaluation(spark: Any, uq: Any, cfg: Any, checkpoint: Any, progress
         parts["after_only"] = evaluate_batch(run("query_next"), spark, uq.sources, rest, wm, plan_n, plain,
                                              output_mode=uq.output_mode)
     bad = next(((n, p) for n, p in parts.items() if p is not None and not p.get("applicable")), None)
+    after = parts["after"] or {}
     return {"applicable": bad is None, "reason": None if bad is None else f"{bad[0]}: {bad[1].get('reason')}",
-            "event_time": parts["after"].get("event_time"), "watermarks": {str(b): w for b, w in sorted(wm.items())},
-            "fields": parts["after"].get("fields") or [], "stream_fields": notes.get("stream_fields") or [],
+            "event_time": after.get("event_time"), "watermarks": {str(b): w for b, w in sorted(wm.items())},
+            "fields": after.get("fields") or [], "stream_fields": notes.get("stream_fields") or [],
             "upgrade": {"last": k, **parts}, "seconds": round(time.perf_counter() - t0, 3)}
 
 
@@ -158,7 +159,7 @@ def judge_upgrade(header: dict[str, Any], events: list[dict[str, Any]]) -> Check
     seq = int(fin["seq"])
     k = int(up.get("last", -1))
     if info.get("stateless"):
-        bad = _stateless(out, parts, key, mode, k, seq)
+        final = _stateless(out, parts, key, mode, k, seq)
     elif not info.get("state_prefix_same"):
         return Check.unchecked(_NAME, "query_next changes the query before its stateful operators: the state mixes "
                                       "rows filtered or projected by both queries, which no batch job of one of "
@@ -167,10 +168,10 @@ def judge_upgrade(header: dict[str, Any], events: list[dict[str, Any]]) -> Check
         return Check.unchecked(_NAME, "append mode with state carried over an upgrade: when each row became final "
                                       "decides which query's projection it went through; not judged")
     else:
-        bad = _state_carried(out, parts, key, mode, k, seq)
-    if isinstance(bad, Check):
-        return bad
-    judged.append(f"final ({len(out)} row(s): batches 0..{k} by query, the rest by query_next{bad})")
+        final = _state_carried(out, parts, key, mode, k, seq)
+    if isinstance(final, Check):
+        return final
+    judged.append(f"final ({len(out)} row(s): batches 0..{k} by query, the rest by query_next{final})")
     return Check.held(_NAME, "each input row evaluated by the query that read it, as batch jobs over the rows "
                              "Spark's lateness rule keeps: " + "; ".join(judged), examined=len(judged))
 
