@@ -317,13 +317,6 @@ class _Walk:
             if lp < 0 and symmetric:
                 active[0] -= 1
 
-    def tick(self) -> None:
-        """Count one node; every 4096 nodes, stop (:class:`_Budget`) if the deadline passed."""
-        count = self.count
-        count[0] += 1
-        if count[0] & 4095 == 0 and self.deadline is not None and self.now() > self.deadline:
-            raise _Budget
-
     def checkpoint_and_sends(self, p: int, depth: int) -> None:
         """Walk below the children of node ``depth`` where ``p`` checkpoints or sends."""
         word, st, nck, last, transit = self.word, self.st, self.nck, self.last, self.transit
@@ -336,7 +329,10 @@ class _Walk:
         nck[p] += 1
         if self.has_calls:
             st[p] = self.ckpt(s0, False)
-        self.tick()
+        count = self.count
+        count[0] += 1
+        if count[0] & 4095 == 0 and self.deadline is not None and self.now() > self.deadline:
+            raise _Budget
         bad = rollback_excess(self.n, nck, self.dlv, rb) if rb is not None else None
         if bad:
             self.found(nd, ("rollback",) + bad)
@@ -353,7 +349,9 @@ class _Walk:
             else:
                 pb = None
             transit.append((depth, p, q, pb, nck[p]))
-            self.tick()
+            count[0] += 1
+            if count[0] & 4095 == 0 and self.deadline is not None and self.now() > self.deadline:
+                raise _Budget
             self.node(nd)
             transit.pop()
             st[p] = s0
@@ -386,7 +384,10 @@ class _Walk:
         last[p] = depth
         di = nck[p]
         dlv.append((src, m[4], p, di))
-        self.tick()
+        count = self.count
+        count[0] += 1
+        if count[0] & 4095 == 0 and self.deadline is not None and self.now() > self.deadline:
+            raise _Budget
         bad = (zcycle_through_last(dlv) if self.zcycles and dsmax[p] >= di and ddmin[src] <= m[4]
                else None)
         old_s, old_d = dsmax[src], ddmin[p]
