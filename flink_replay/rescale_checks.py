@@ -352,9 +352,9 @@ def _user_attempt(logged: list[dict[str, Any]], attempt: int, op: str, name: str
         return Check.violated(USER, f"attempt {attempt}: {len(lost)} keys of {name} in checkpoint {cid} restored "
                               f"by no subtask (lost state), e.g. {st} key {k} (key group {g}) = {v}",
                               offending_seq=max(e["seq"] for e in rs))
-    bad = abandoned_state(logged, op, attempt, rs)
-    if bad is not None:
-        return Check.violated(USER, f"attempt {attempt}: {name} {bad[0]}", offending_seq=bad[1])
+    abandoned = abandoned_state(logged, op, attempt, rs)
+    if abandoned is not None:
+        return Check.violated(USER, f"attempt {attempt}: {name} {abandoned[0]}", offending_seq=abandoned[1])
     return None
 
 
