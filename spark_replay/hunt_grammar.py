@@ -244,8 +244,8 @@ def _agg(d: _Draw, i: int) -> dict[str, Any] | None:
     lk = [c for c in plain if c.endswith("_lk")]
     keys += lk[:1] + [c for c in plain if c not in lk and d.flip(35)][:2 - len(lk[:1])]
     keys = list(dict.fromkeys(keys))
-    if window and window["kind"] == "session" and not keys and plain:
-        keys.append(plain[0])  # Spark has no global session window
+    if ((window and window["kind"] == "session" and not keys) or keys == ["session_window"]) and plain:
+        keys.append(plain[0])  # Spark has no global session window (nor a grouping by one alone)
     aggs: list[list[Any]] = []
     for _ in range(d.count(1, 3)):
         fn = d.choose([(f, [f"agg-{f}"], 1) for f in AGG_FUNCS])

@@ -175,7 +175,7 @@ def _agg(step: dict[str, Any], rel: Rel, release: str) -> Rel:
         if k in rel.wm:
             wm.add(k)
             appendable = True
-    if win and win["kind"] == "session" and not step["keys"]:
+    if (win and win["kind"] == "session" and not step["keys"]) or (not win and step["keys"] == ["session_window"]):
         raise PlanError("a session window needs a grouping key besides it (no global session window)")
     group = tuple(c for c, _ in cols)
     for fn, col in step["aggs"]:

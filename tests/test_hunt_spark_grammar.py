@@ -163,6 +163,11 @@ def test_the_analysers_rules():
                        "aggs": [["count", None]]}]
     with pytest.raises(PlanError, match="global session window"):
         analyse(_spec(session))
+    session[2]["keys"] = ["a_k"]
+    by_session = session + [{"op": "agg", "in": 2, "window": None, "keys": ["session_window"],
+                             "aggs": [["count", None]]}]
+    with pytest.raises(PlanError, match="global session window"):
+        analyse(_spec(by_session))
     assert finish(_spec(WM_A + [{"op": "agg", "in": 1, "window": TUMBLE, "keys": ["a_k"],
                                  "aggs": [["max", "a_v"]]}]))["key"] == ["window_start", "window_end", "a_k"]
 
