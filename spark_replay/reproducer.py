@@ -35,12 +35,12 @@ import pprint
 import shutil
 import sys
 from collections.abc import Callable
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from rollcheck.infra.matrix.reproducer import run_reproducer
 from rollcheck.infra.matrix.shrink import shrink_batches
+from rollcheck.infra.templates import fill_template, read_template
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.patternio import atomic_write_text
 from rollcheck.spark_replay.killpoints import STATE_STORES
@@ -94,45 +94,7 @@ _DOC_LINE = '"""Reproducer of a Spark matrix finding (rollcheck writes its accou
 
 
 def _template() -> str:
-    return resources.files(TEMPLATE_PACKAGE).joinpath(TEMPLATE_FILE).read_text(encoding="utf-8")
-
-
-def fill_template(template: str, lines: dict[str, str]) -> str:
-    r"""``template`` with each line named by a key of ``lines`` replaced by its value.
-
-    Parameters
-    ----------
-    template : str
-        The script's text.
-    lines : dict of str to str
-        Exact line (without its newline) → replacement (one or more lines, without the last
-        newline).
-
-    Returns
-    -------
-    str
-        The filled script.
-
-    Raises
-    ------
-    RuntimeError
-        A placeholder line is missing or present more than once (a broken template).
-
-    Examples
-    --------
-    >>> fill_template("A = None  # filled by rollcheck\nB = A\n", {"A = None  # filled by rollcheck": "A = 1"})
-    'A = 1\nB = A\n'
-    """
-    out = template.splitlines(keepends=True)
-    where: dict[int, str] = {}
-    for placeholder in lines:
-        hits = [i for i, line in enumerate(out) if line.rstrip("\r\n") == placeholder]
-        if len(hits) != 1:
-            raise RuntimeError(f"the reproducer template has {len(hits)} lines {placeholder!r}, not one")
-        where[hits[0]] = placeholder
-    for i, placeholder in where.items():
-        out[i] = lines[placeholder] + "\n"
-    return "".join(out)
+    return read_template(TEMPLATE_PACKAGE, TEMPLATE_FILE)
 
 
 def _docstring(*, title: str, reason: str, n_batches: int, n_rows: int, failure: str, script: str,
