@@ -7,6 +7,7 @@ The modules are loaded by the recorder's own job-module loader (``job_user``: im
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 from collections import Counter
@@ -48,7 +49,9 @@ MARKERS = {
 }
 
 
+@functools.lru_cache(maxsize=2)
 def _programs(seed: int, n: int) -> list[Program]:
+    """Programs 0..n-1 of ``seed`` with the coverage steering (drawn once per test session)."""
     cov: Counter[str] = Counter()
     out = []
     for i in range(n):
@@ -87,7 +90,7 @@ def test_coverage_steers_towards_the_least_covered() -> None:
 
 
 def test_operators_claimed_are_in_the_module_text() -> None:
-    for p in _programs(3, 80):
+    for p in _programs(5, 200):
         assert p.operators == operators(p.spec)
         missing = [op for op in p.operators if MARKERS[op] not in p.text]
         assert missing == [], (p.id, missing)
@@ -145,7 +148,7 @@ def _load_in_flink_env(paths: list[Path], tmp: Path) -> list[dict]:
 
 
 def test_modules_and_their_shrinks_load_through_the_job_module_loader(tmp_path: Path) -> None:
-    progs = _programs(8, 24)
+    progs = _programs(5, 200)[:24]
     paths = []
     for p in progs:
         paths.append(tmp_path / f"{p.id}.py")
@@ -157,7 +160,7 @@ def test_modules_and_their_shrinks_load_through_the_job_module_loader(tmp_path: 
                 paths.append(tmp_path / f"{p.id}_s{j}.py")
                 paths[-1].write_text(q.text)
     # a changelog program with a source drawn without changes (inserts only: records of four fields)
-    changelog = next(p for p in _programs(8, 200) if p.spec.get("changelog"))
+    changelog = next(q for q in _programs(5, 200) if q.spec.get("changelog"))
     spec = dict(changelog.spec, sources=[dict(changelog.spec["sources"][0], changes=0.0),
                                          *changelog.spec["sources"][1:]])
     paths.append(tmp_path / "changelog_inserts_only.py")
