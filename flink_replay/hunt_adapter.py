@@ -243,22 +243,26 @@ class FlinkHuntAdapter(HuntAdapter):
 
     # -- findings ------------------------------------------------------------------------------
     def reproducer(self, program: Program, cell: HuntCell, outcome: CellOutcome, dest: Path) -> Path:
+        import tempfile
+
         from rollcheck.flink_replay.reproducer import expected_of, write_reproducer
         from rollcheck.flink_replay.user_replay import replay_job
 
         dest.parent.mkdir(parents=True, exist_ok=True)
-        job = dest.with_name(dest.stem + ".job.py")
-        job.write_text(program.text)
         if cell.params.get("kind") != "fault" or not outcome.trace:
             return write_differential_reproducer(program, cell, dest)
-        mcell = matrix_cell(str(job), cell.params, self.engine_version)
-        cfg = self._matrix_adapter()._config(mcell)
-        report = replay_job(outcome.trace)
-        with open(outcome.trace) as f:
-            header = json.loads(f.readline())
-        fail_at = int((header.get("config") or {}).get("fail_at_record") or cfg.get("fail_at_record") or 1)
-        violated = {name for name, state in outcome.checks.items() if state == "violated"}
-        return write_reproducer(mcell, cfg, dest, report, fail_at=fail_at, expected=expected_of(outcome.trace, violated))
+        with tempfile.TemporaryDirectory() as tmp:  # the script carries the job's text: no file beside it
+            job = Path(tmp) / f"{program.id}.py"
+            job.write_text(program.text)
+            mcell = matrix_cell(str(job), cell.params, self.engine_version)
+            cfg = self._matrix_adapter()._config(mcell)
+            report = replay_job(outcome.trace)
+            with open(outcome.trace) as f:
+                header = json.loads(f.readline())
+            fail_at = int((header.get("config") or {}).get("fail_at_record") or cfg.get("fail_at_record") or 1)
+            violated = {name for name, state in outcome.checks.items() if state == "violated"}
+            return write_reproducer(mcell, cfg, dest, report, fail_at=fail_at,
+                                    expected=expected_of(outcome.trace, violated))
 
     def run_reproducer(self, script: Path, release: str | None) -> str:
         from rollcheck.flink_replay.environment import find_flink
