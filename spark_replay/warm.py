@@ -107,7 +107,6 @@ class WarmDriver:
         self.log = self.workdir / f"warm-{n}.log"
         self.scratch = self.workdir / f"warm-{n}.tmp"
         self.proc: Any = None
-        self.meter: Any = None
         self._started = time.perf_counter()
         self.cells = 0
         self._r = -1
@@ -122,7 +121,6 @@ class WarmDriver:
         """Start the driver and wait until its Spark session is up (RuntimeError when it is not,
         or when it runs another release than :attr:`release`)."""
         from rollcheck.infra import children
-        from rollcheck.infra.matrix.cost import TreeCpu
         from rollcheck.spark_replay.releases import child_environment, spark_environment
 
         self._started = time.perf_counter()
@@ -140,8 +138,6 @@ class WarmDriver:
         self._r = r
         if self.runner is not None:
             self.runner.adopt(self.proc)
-        self.meter = TreeCpu(self.proc.pid)
-        self.meter.__enter__()
         hello = self._read_line(timeout)
         if not hello or not hello.get("ready"):
             self.close()
@@ -163,20 +159,23 @@ class WarmDriver:
     def run(self, config: Path, timeout: float, cell_log: Path | None = None) -> WarmReply:
         """Run the cell of the configuration file ``config``; return its :class:`WarmReply`
         (``exit`` None and ``damaged`` set when the driver did not answer within ``timeout``)."""
+        from rollcheck.infra.matrix.cost import TreeCpu
+
         assert self.proc is not None and self.proc.stdin is not None
         start = self.log.stat().st_size if self.log.exists() else 0
-        self.meter.sample()
-        # the first cell of a driver pays for its start (a fresh engine), the others find it warm
-        c0, t0 = (0.0, self._started) if self.cells == 0 else (self.meter.seconds(), time.perf_counter())
-        self.cells += 1
-        try:
-            self.proc.stdin.write((json.dumps({"config": str(config)}) + "\n").encode())
-            self.proc.stdin.flush()
-            doc = self._read_line(timeout)
-        except (BrokenPipeError, OSError):
-            doc = None
-        self.meter.sample()
-        reply = WarmReply(exit=None, cpu_seconds=round(self.meter.seconds() - c0, 3),
+        # sampled only while a cell runs (an idle driver of a long-lived pool costs nothing to watch);
+        # the processes' CPU counts from their start, so the first cell of a driver pays for its
+        # start (a fresh engine), the others find it warm
+        with TreeCpu(self.proc.pid) as meter:
+            c0, t0 = (0.0, self._started) if self.cells == 0 else (meter.seconds(), time.perf_counter())
+            self.cells += 1
+            try:
+                self.proc.stdin.write((json.dumps({"config": str(config)}) + "\n").encode())
+                self.proc.stdin.flush()
+                doc = self._read_line(timeout)
+            except (BrokenPipeError, OSError):
+                doc = None
+        reply = WarmReply(exit=None, cpu_seconds=round(meter.seconds() - c0, 3),
                           seconds=round(time.perf_counter() - t0, 3))
         if doc is None:
             reply.damaged = (f"the cell did not end within {timeout:.0f} s" if self.alive
@@ -222,8 +221,6 @@ class WarmDriver:
                 self.proc.wait(timeout=10)
             if self.runner is not None:
                 self.runner.release(self.proc)
-        if self.meter is not None:
-            self.meter.__exit__(None, None, None)
         if self._r >= 0:
             os.close(self._r)
             self._r = -1
