@@ -120,6 +120,13 @@ class FlinkHuntAdapter(HuntAdapter):
         self.rate, self.timeout_s = rate, timeout_s
         self.runner = ChildRunner()
 
+    def release(self) -> str:
+        """The hunted apache-flink release by its number (the pinned one when none was asked), so
+        that a newer release equal to it is not run twice."""
+        from rollcheck.flink_replay.releases import PINNED
+
+        return self.engine_version or PINNED
+
     # -- programs ------------------------------------------------------------------------------
     def vocabulary(self) -> list[str]:
         return grammar_vocabulary()
