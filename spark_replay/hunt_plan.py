@@ -293,6 +293,8 @@ def _unary(step: dict[str, Any], rel: Rel, spec: dict[str, Any]) -> Rel:
         static = dict(step["static"])
         if rel.col_type(step["col"]) != static["columns"][0][1]:
             raise PlanError("stream-static join key types differ")
+        if "s_tag" in rel.names and step["how"] != "left_semi":
+            raise PlanError("a second stream-static join would repeat the column s_tag")
         cols = rel.cols + ((("s_tag", "STRING"),) if step["how"] != "left_semi" else ())
         return replace(rel, cols=cols, kinds=rel.kinds + ("join-static",),
                        pairs=_pair(rel, "join-static"), chain=rel.chain)

@@ -152,6 +152,10 @@ def test_the_analysers_rules():
                             {"op": "dedup", "in": 4, "cols": ["a_k"]}]
     with pytest.raises(PlanError, match="more than one event-time column"):
         analyse(_spec(joined))
+    static = {"op": "join_static", "in": 1, "col": "a_k", "how": "inner",
+              "static": {"columns": [["s_k", "STRING"], ["s_tag", "STRING"]], "rows": [["a", "t0"]]}}
+    with pytest.raises(PlanError, match="repeat the column s_tag"):
+        analyse(_spec(WM_A + [static, dict(static, **{"in": 2})]))
     within = WM_A + [{"op": "dedup", "in": 1, "cols": ["a_k"], "within": True}]
     assert analyse(_spec(within))[-1].stateful == ("dedup-within-watermark",)
     with pytest.raises(PlanError, match="3.5"):
