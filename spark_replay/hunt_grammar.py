@@ -131,11 +131,13 @@ def _types(d: _Draw) -> tuple[str, str, str | None]:
     return kt, vt, d.pick([None, None, "STRING"])
 
 
-def _filter(d: _Draw, i: int) -> dict[str, Any]:
+def _filter(d: _Draw, i: int, *, may_fold: bool = False) -> dict[str, Any]:
     rel = d.rel(i)
     k, v = _plain_cols(rel)
     vt = rel.col_type(v)
-    if d.choose([(True, ["filter-false"], 1), (False, ["filter"], 2)]):
+    # a filter that folds to false empties its branch for good: only on the second input of a union
+    # or join (the plan keeps a side the optimiser may prune), never on the only path to the output
+    if may_fold and d.choose([(True, ["filter-false"], 1), (False, ["filter"], 2)]):
         pred = d.pick([
             ["cmp", "=", ["lit", 1, "INT"], ["lit", 2, "INT"]],
             ["and", ["isnotnull", ["col", k]], ["lit", False, "BOOLEAN"]],
@@ -176,10 +178,11 @@ def _project(d: _Draw, i: int, name: str) -> dict[str, Any]:
 
 def _stateless(d: _Draw, i: int, name: str, most: int, *, only_filters: bool = False) -> int:
     for _ in range(d.count(0, most)):
-        step = d.choose([("filter", ["filter", "filter-false"], 2), ("project", ["project", "literal-key"], 1),
+        step = d.choose([("filter", ["filter", "filter-false"] if name == "b" else ["filter"], 2),
+                         ("project", ["project", "literal-key"], 1),
                          ("static", ["join-static"], 1)][:1 if only_filters else 3])
         if step == "filter":
-            j = d.add(_filter(d, i))
+            j = d.add(_filter(d, i, may_fold=name == "b"))
         elif step == "project":
             j = d.add(_project(d, i, name)) if not any(s["op"] == "project" for s in d.steps) else None
         else:
