@@ -102,8 +102,9 @@ class SparkHuntAdapter(HuntAdapter):
         self.faults = faults
         self.cell_timeout = cell_timeout
         self._runner = ChildRunner()
-        #: warm Spark drivers shared by the failure-free recordings and every matrix of the hunt
-        self._warm = WarmPool(self.out / "spark-warm")
+        #: warm Spark drivers shared by the failure-free recordings and every matrix of the hunt: one
+        #: for the hunted release and one for the reference release per program run at a time
+        self._warm = WarmPool(self.out / "spark-warm", limit=2 * max(1, int(jobs)))
         self._newer: list[str] | None = None
 
     # ------------------------------------------------------------------ programs
