@@ -326,14 +326,19 @@ class SparkHuntAdapter(HuntAdapter):
             if traces.get(prov) is None:
                 yield c, CellOutcome("inconclusive", {}, detail=f"not run: no failure-free run on {prov}")
                 continue
-            rc, log = self._record_free(module, prov, trace, release=self.engine_version, partitions=n)
+            from rollcheck.infra.matrix.cost import Usage
+
+            usage, t0 = Usage(), time.monotonic()
+            with self._runner.metering(usage):
+                rc, log = self._record_free(module, prov, trace, release=self.engine_version, partitions=n)
             check = partitioning_differential(traces[prov], trace if rc == 0 else None, program.operators,
                                               program.text)
             st = check.status.value.replace("-", "_")
-            if rc != 0:
-                yield c, CellOutcome("inconclusive", {check.name: st}, detail=_last_line(log)[:400])
-                continue
-            yield c, outcome_of_free(trace, None, {check.name: st})
+            got = (CellOutcome("inconclusive", {check.name: st}, detail=_last_line(log)[:400]) if rc != 0
+                   else outcome_of_free(trace, None, {check.name: st}))
+            got.seconds, got.cpu_seconds = round(time.monotonic() - t0, 1), round(usage.cpu_seconds, 1)
+            got.shared = {**got.shared, **usage.notes}
+            yield c, got
 
     # ------------------------------------------------------------------ findings
     def confirm(self, module: Path, cell: HuntCell, workdir: Path) -> CellOutcome:
