@@ -162,7 +162,7 @@ def _plain_cols(rel: Rel) -> tuple[str, str]:
 
 def _project(d: _Draw, i: int, name: str) -> dict[str, Any]:
     rel = d.rel(i)
-    keep = [[c, ["col", c]] for c in rel.names]
+    keep: list[list[Any]] = [[c, ["col", c]] for c in rel.names]
     if d.choose([(True, ["literal-key"], 1), (False, ["project"], 1)]):
         lit = d.pick([["lit", "L", "STRING"], ["lit", 7, "INT"]])
         return {"op": "project", "in": i, "cols": keep + [[f"{name}_lk", lit]]}
@@ -334,7 +334,7 @@ def _join(d: _Draw) -> int:
         j = d.add(_dedup(d, left, release_tuple(d.release) >= (3, 5) and d.flip(50)))
         left = left if j is None else j
     lrel, rrel = d.rel(left), d.rel(right)
-    eq = [[c, c] for c in ("window", "session_window") if c in lrel.names and c in rrel.names]
+    eq: list[list[str]] = [[c, c] for c in ("window", "session_window") if c in lrel.names and c in rrel.names]
     if "a_k" in lrel.names and "b_k" in rrel.names:
         eq.append(["a_k", "b_k"])
     how = d.choose([(h, [f"join-{h.replace('_', '-')}"], 1) for h in _JOINS])
