@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import hashlib
 import json
 import os
 import shutil
@@ -34,7 +35,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["NEEDS", "entries", "symptom_of", "rediscovers", "lacks", "render_markdown", "main"]
+__all__ = ["NEEDS", "entries", "entry_seed", "symptom_of", "rediscovers", "lacks", "render_markdown", "main"]
 
 ROOT = Path(__file__).resolve().parent.parent
 MANIFEST = ROOT / "benchmarks" / "engine_bugs" / "manifest.json"
@@ -174,8 +175,19 @@ def run_reproducer_on(engine: str, release: str, script: Path, log: Path) -> str
     return {1: "reproduced", 0: "not reproduced"}.get(rc, f"could not run: exit {rc}")  # type: ignore[arg-type]
 
 
+def entry_seed(seed: int, entry_id: str) -> int:
+    """The hunt's seed for one entry: drawn from the run's ``seed`` and the entry (entries on the same
+    release would otherwise hunt the very same programs).
+
+    >>> entry_seed(1, "SPARK-49836") == entry_seed(1, "SPARK-49836") != entry_seed(1, "SPARK-50492")
+    True
+    """
+    return int(hashlib.blake2b(f"{seed}/{entry_id}".encode(), digest_size=4).hexdigest(), 16)
+
+
 def hunt_entry(entry: dict[str, Any], budget: str, seed: int, jobs: int) -> dict[str, Any]:
-    """Hunt blind on the entry's affected release; judge its findings against the entry."""
+    """Hunt blind on the entry's affected release (seed :func:`entry_seed`); judge its findings."""
+    seed = entry_seed(seed, entry["id"])
     out = WORK / entry["id"]
     shutil.rmtree(out, ignore_errors=True)
     out.parent.mkdir(parents=True, exist_ok=True)
