@@ -196,7 +196,13 @@ def hunt_entry(entry: dict[str, Any], budget: str, seed: int, jobs: int) -> dict
             "--out", str(out), "--json"]
     t0 = time.monotonic()
     rc = _run(argv, _seconds(budget) * 1.5 + 1800, out.with_suffix(".log"))
-    wall = time.monotonic() - t0
+    return judge_hunt(entry, out, budget=budget, seed=seed, exit_code=rc, wall=time.monotonic() - t0)
+
+
+def judge_hunt(entry: dict[str, Any], out: Path, *, budget: str, seed: int, exit_code: int | None,
+               wall: float) -> dict[str, Any]:
+    """Judge the hunt in ``out`` (its ``hunt.json``) against the entry: the row of the results."""
+    rc = exit_code
     row: dict[str, Any] = {"id": entry["id"], "engine": entry["engine"], "affected": entry["affected"],
                            "fixed": entry["fixed"], "kind": entry["kind"], "budget": budget, "seed": seed,
                            "exit": rc, "wall_seconds": round(wall, 1), "found": False, "findings": []}
@@ -205,7 +211,8 @@ def hunt_entry(entry: dict[str, Any], budget: str, seed: int, jobs: int) -> dict
     except (OSError, ValueError) as e:
         row["error"] = f"no hunt document ({e}); exit {rc}; log {out.with_suffix('.log').name}"
         return row
-    row.update(programs=doc.get("programs"), cells=doc.get("cells"), seconds=doc.get("seconds"))
+    row.update(programs=doc.get("programs"), cells=doc.get("cells"), seconds=doc.get("seconds"),
+               seed=doc.get("seed", seed))
     coverage = (doc.get("coverage") or {}).get("operators") or {}
     for f in doc.get("findings") or []:
         script = Path(f.get("reproducer") or "")
@@ -217,17 +224,24 @@ def hunt_entry(entry: dict[str, Any], budget: str, seed: int, jobs: int) -> dict
         row["findings"].append({"id": f["id"], "signature": f.get("signature"), "status": f.get("status"),
                                 "reproducer_run": {**(f.get("reproducer_run") or {}), entry["fixed"]: fixed_run},
                                 "rediscovers": hit})
-        if hit and not row["found"]:
-            row["found"] = True
-            keep = EVIDENCE / entry["id"]
-            keep.mkdir(parents=True, exist_ok=True)
-            for p in (Path(f.get("module") or ""), script):
-                src = p if p.is_absolute() else out / p
-                if src.is_file():
-                    shutil.copy2(src, keep / src.name)
+        keep = EVIDENCE / entry["id"]
+        keep.mkdir(parents=True, exist_ok=True)
+        for p in (Path(f.get("module") or ""), script, Path(f.get("report") or "")):
+            src = p if p.is_absolute() else out / p
+            if str(p) and src.is_file():
+                shutil.copy2(src, keep / src.name)
+        row["found"] = row["found"] or hit
     if not row["found"]:
         row["lacks"] = lacks(entry, coverage)
     return row
+
+
+def _hunt_seconds(out: Path) -> float:
+    """The wall seconds a finished hunt in ``out`` spent (its JSON's ``seconds``; 0 without one)."""
+    try:
+        return float(json.loads((out / "hunt.json").read_text(encoding="utf-8")).get("seconds") or 0.0)
+    except (OSError, ValueError):
+        return 0.0
 
 
 def _seconds(budget: str) -> float:
@@ -262,6 +276,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--engine", choices=("spark", "flink"))
     ap.add_argument("--only", type=lambda s: [x.strip() for x in s.split(",") if x.strip()])
+    ap.add_argument("--judge-only", action="store_true",
+                    help="judge the hunts already in build/hunt-recall/<ID> (a bench interrupted after them)")
     args = ap.parse_args(argv)
     chosen = entries(args.engine, args.only)
     if not chosen:
@@ -271,7 +287,11 @@ def main(argv: list[str] | None = None) -> int:
     for e in chosen:
         print(f"bench_hunt: {e['id']} on {e['engine']} {e['affected']} (reference {e['fixed']}), "
               f"budget {args.budget}", flush=True)
-        rows.append(hunt_entry(e, args.budget, args.seed, args.jobs))
+        if args.judge_only:
+            rows.append(judge_hunt(e, WORK / e["id"], budget=args.budget, seed=entry_seed(args.seed, e["id"]),
+                                   exit_code=None, wall=_hunt_seconds(WORK / e["id"])))
+        else:
+            rows.append(hunt_entry(e, args.budget, args.seed, args.jobs))
         print(f"bench_hunt: {e['id']}: {'found' if rows[-1]['found'] else 'missed'} "
               f"({rows[-1]['wall_seconds']:.0f} s)", flush=True)
         meta = {"when": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"), "budget": args.budget,
