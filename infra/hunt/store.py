@@ -24,6 +24,7 @@ True
 >>> s.record_outcome("P0000", "none", CellOutcome("violated", {"c": "violated"}))
 False
 >>> s.close()
+>>> import shutil; shutil.rmtree(d)
 """
 
 from __future__ import annotations
