@@ -39,7 +39,7 @@ def _pick():
 
 
 @pytest.mark.spark
-@pytest.mark.slow
+@pytest.mark.engines  # three generated programs and a shrunk one in real Spark: 2-6 minutes (make test-engines)
 def test_hard_shapes_run_on_spark(tmp_path):
     from rollcheck.spark_replay.session import spark_session
 
