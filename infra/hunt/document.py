@@ -44,7 +44,7 @@ def _findings(store: HuntStore, out: Path) -> list[dict[str, Any]]:
         for key in _PATH_FIELDS:
             d[key] = str(out / f[key]) if f.get(key) else None
         d.update({"trace": f.get("trace"), "reproducer_run": f.get("reproducer_run", {}),
-                  "status": f["status"], "attributed_to": f.get("attributed_to"),
+                  "status": f["status"], "doubtful": f.get("doubtful"), "attributed_to": f.get("attributed_to"),
                   "cell": f.get("cell"), "program": f.get("program"), "operators": f.get("operators"),
                   "operators_found": f.get("operators_found"), "shrink_runs": f.get("shrink_runs"),
                   "detail": f.get("detail", "")})

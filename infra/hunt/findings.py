@@ -37,7 +37,7 @@ from rollcheck.infra.hunt.store import HuntStore
 from rollcheck.pyimpl.errors import InternalError
 from rollcheck.pyimpl.patternio import atomic_write_text
 
-__all__ = ["FindingContext", "hunted_release", "process_group", "status_of"]
+__all__ = ["FindingContext", "doubt_of", "hunted_release", "process_group", "status_of"]
 
 #: Decisions on signatures are taken one at a time (minimising runs in parallel).
 _DECIDE = threading.Lock()
@@ -59,6 +59,20 @@ def status_of(runs: list[tuple[str, str]]) -> str:
         return "open"
     first_quiet = next(r for r, v in decided if v == "not reproduced")
     return f"fixed in {first_quiet}"
+
+
+def doubt_of(runs: list[tuple[str, str]]) -> str | None:
+    """Why a finding is doubtful, or None: its standalone reproducer must show it on the hunted
+    release (the first of ``runs``); one that is quiet there shows something else, or nothing.
+
+    >>> doubt_of([("3.5.3", "reproduced"), ("4.3.0", "not reproduced")]) is None
+    True
+    >>> doubt_of([("3.5.3", "not reproduced"), ("4.3.0", "reproduced")])
+    'the standalone reproducer does not show it on the hunted release 3.5.3 (not reproduced)'
+    """
+    release, verdict = runs[0]
+    return None if verdict == "reproduced" else (
+        f"the standalone reproducer does not show it on the hunted release {release} ({verdict})")
 
 
 @dataclass
@@ -152,7 +166,7 @@ def _complete(ctx: FindingContext, fid: str, program: Any, cell: Any, module: Pa
         if release not in {r for r, _ in runs}:
             runs.append((release, ctx.adapter.run_reproducer(script, release)))
     doc.update(module=f"findings/{fid}.py", reproducer=_relative(script, ctx.out),
-               reproducer_run=dict(runs), status=status_of(runs), report=None)
+               reproducer_run=dict(runs), status=status_of(runs), doubtful=doubt_of(runs), report=None)
     if doc["status"] == "open":
         name = f"findings/{fid}.md"
         atomic_write_text(ctx.out / name, report_draft(

@@ -62,6 +62,8 @@ def report_draft(finding: dict[str, Any], *, engine: str, release: str, seed: in
         f"**Affected release:** {engine} {release}"
         + "".join(f"; {r}: {v}" for r, v in runs.items() if r != release),
         "",
+        *([f"**Doubtful:** {finding['doubtful']}: check by hand before reporting.", ""]
+          if finding.get("doubtful") else []),
         "## The program (minimised)",
         "",
         f"Operators: {', '.join(finding.get('operators') or [])}. "
