@@ -24,8 +24,10 @@ def test_a_release_task_cell_runs_warm_and_is_decided_as_a_fresh_child(tmp_path,
     from rollcheck.spark_replay.matrix_plan import MatrixOptions
 
     envs = releases.cache_root() / "spark"
-    if not (envs / f"pyspark-{RELEASE}" / releases.STAMP).exists():
-        pytest.skip(f"pyspark {RELEASE}'s environment is not cached")
+    try:  # made once (about 30 s) on a fresh machine, as a matrix with --engine-version makes it
+        releases.spark_environment(RELEASE)
+    except Exception as e:  # under CI=true this skip fails the run (conftest.ENGINE_MISSING)
+        pytest.skip(f"pip cannot reach the package index: pyspark {RELEASE}: {e}")
     (tmp_path / "cache").mkdir()
     (tmp_path / "cache" / "spark").symlink_to(envs)  # the environments shared, the references not
     monkeypatch.setenv("ROLLCHECK_CACHE", str(tmp_path / "cache"))
