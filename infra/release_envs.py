@@ -27,7 +27,7 @@ __all__ = ["cache_root", "locked", "pip_reason", "clean_environ", "parse_full_re
 
 
 def cache_root() -> Path:
-    """rollcheck's cache folder: ``$ROLLCHECK_CACHE``, else the user cache folder
+    """Rollcheck's cache folder: ``$ROLLCHECK_CACHE``, else the user cache folder
     (``platformdirs`` where installed, else ``$XDG_CACHE_HOME/rollcheck`` or ``~/.cache/rollcheck``).
 
     Examples
@@ -111,7 +111,7 @@ def parse_engine_release(version: str, *, package: str, supported: tuple[tuple[i
 
 
 def pip_reason(stderr: str) -> str:
-    """pip's reason in one line: its last ``ERROR:`` line, else its last line.
+    """Pip's reason in one line: its last ``ERROR:`` line, else its last line.
 
     Examples
     --------
@@ -127,14 +127,16 @@ def pip_reason(stderr: str) -> str:
 
 def clean_environ() -> dict[str, str]:
     """The running process's environment without Python's path variables (what a child that
-    makes or probes another interpreter's environment runs with)."""
+    makes or probes another interpreter's environment runs with).
+    """
     return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
 
 
 @contextlib.contextmanager
 def locked(path: Path) -> Iterator[None]:
     """Hold an exclusive lock on ``path`` (created, with its folder): one rollcheck makes a given
-    release's environment at a time; another one waits (and says so on stderr)."""
+    release's environment at a time; another one waits (and says so on stderr).
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a+", encoding="utf-8") as fh:
         try:

@@ -143,7 +143,8 @@ def netzer_xu_useless(p: Pattern, zcycles: Any = zcycle_checkpoints) -> None:
 
 def _netzer_xu_message(a: Any, b: Any, extends: bool, linked: bool) -> str:
     """The Netzer–Xu violation in words: ``{C[0,1], C[1,2]} extends to no consistent global
-    checkpoint, yet no Z-path links them`` (a singleton is named once)."""
+    checkpoint, yet no Z-path links them`` (a singleton is named once).
+    """
     what = f"{{{a}}}" if a == b else f"{{{a}, {b}}}"
     them = "it to itself" if a == b else "them"
     if extends:
@@ -156,7 +157,8 @@ def _netzer_xu_message(a: Any, b: Any, extends: bool, linked: bool) -> str:
 @given(p=small_patterns)
 def netzer_xu_sets(p: Pattern, zpath_fn: Any = zpath) -> None:
     """A set of checkpoints extends to a consistent global checkpoint iff no Z-path links any two
-    (checked for every singleton and every pair of checkpoints of different processes)."""
+    (checked for every singleton and every pair of checkpoints of different processes).
+    """
     interesting(_zpath_chain(p), ZPATH)
     covered: set[tuple[int, int, int, int]] = set()
     for cut in O.consistent_cuts(p):
@@ -177,8 +179,9 @@ def netzer_xu_sets(p: Pattern, zpath_fn: Any = zpath) -> None:
       interesting=ZPATH, floor=0.25)
 @given(p=small_patterns)
 def zpath_witness(p: Pattern, zpath_fn: Any = zpath) -> None:
-    """zpath finds a Z-path exactly when one exists (closure of the Z-step relation), and each
-    witness satisfies the definition."""
+    """Zpath finds a Z-path exactly when one exists (closure of the Z-step relation), and each
+    witness satisfies the definition.
+    """
     closure = O.zpath_closure(p)
     interesting(_zpath_chain(p, closure), ZPATH)
     for a in p.checkpoints():
@@ -210,7 +213,8 @@ def wang_zpath_rgraph(p: Pattern, exists_fn: Any = zpath_exists_rgraph) -> None:
 @given(p=small_patterns)
 def scc_useless(p: Pattern, useless: Any = useless_checkpoints) -> None:
     """C[i,x] is useless iff C[i,x] and C[i,x+1] share an SCC of the R-graph with V nodes; the
-    scipy and networkx versions agree with brute force."""
+    scipy and networkx versions agree with brute force.
+    """
     want = O.brute_useless(p)
     interesting(bool(want), USELESS)
     got = {tuple(c) for c in useless(p)}
@@ -223,7 +227,8 @@ def scc_useless(p: Pattern, useless: Any = useless_checkpoints) -> None:
 @given(p=small_with_topologies)
 def recovery_line_is_max(p: Pattern, line_fn: Any = recovery_line) -> None:
     """For every failed set, virtual checkpoints on and off, the line is the maximum consistent
-    global checkpoint under the availability bounds; in_transit follows its definition."""
+    global checkpoint under the availability bounds; in_transit follows its definition.
+    """
     last = O.raw_last(p)
     brute = _brute_lines(p)
     interesting(any(brute((f,), True)[i] <= last[i]
@@ -250,7 +255,8 @@ def recovery_line_is_max(p: Pattern, line_fn: Any = recovery_line) -> None:
 @given(p=small_with_topologies)
 def cgraph_equals_rgraph(p: Pattern, propagate: Any = rollback_propagation) -> None:
     """Rollback propagation on the checkpoint graph gives the R-graph recovery line (and the brute
-    force's: the R-graph line is not trusted either)."""
+    force's: the R-graph line is not trusted either).
+    """
     last = O.raw_last(p)
     brute = _brute_lines(p)
     interesting(any(brute((f,), True)[i] <= last[i]
@@ -268,7 +274,8 @@ def cgraph_equals_rgraph(p: Pattern, propagate: Any = rollback_propagation) -> N
 @given(p=small_patterns)
 def consistency_lattice(p: Pattern, consistent: Any = is_consistent, clocks: Any = vector_clocks) -> None:
     """Consistency (no orphan) ⇔ pairwise concurrency by vector clocks; consistent cuts are closed
-    under componentwise max and min."""
+    under componentwise max and min.
+    """
     vc = clocks(p)
     good = []
     for cut in O.global_checkpoints(p):
@@ -290,7 +297,8 @@ def wang_min_max(p: Pattern, rnd: Any, max_fn: Any = max_consistent_containing,
                  min_fn: Any = min_consistent_containing) -> None:
     """Wang's algorithms return the componentwise max/min of the consistent global checkpoints that
     contain the set, or none exactly when there is none (V allowed or not); checked for every
-    singleton and up to 12 pairs of checkpoints of different processes."""
+    singleton and up to 12 pairs of checkpoints of different processes.
+    """
     cps = p.checkpoints()
     pairs = [(a, b) for a in cps for b in cps if a.process < b.process]
     rnd.shuffle(pairs)
@@ -383,7 +391,8 @@ def corrupt(doc: dict[str, Any], how: str, k: int) -> tuple[dict[str, Any], int]
        k=st.integers(0, 50))
 def loader_rejects(p: Pattern, k: int, load: Any = pattern_from_dict) -> None:
     """Every corrupted document (each kind of corruption, near event k) is rejected with
-    InvalidInputError naming the file and the offending event."""
+    InvalidInputError naming the file and the offending event.
+    """
     doc = pattern_to_dict(p)
     if not doc["events"]:
         return

@@ -57,7 +57,8 @@ def direct_trt(ci: float, timeout: float, recovery: float, warmup: float, ratio:
     """An independent derivation from the definitions of ``specs/intervals.md#trt``: the terms
     ``a_k`` are summed one by one (``E`` = 0, CI/2, CI; ``a_1 = E + T_o + R + W``, times U under the
     Eq. 2 reading; stop after the first term below the threshold), and the limit is the closed form
-    ``T_o + R + a_1/(1 − U)``. Returns (TRT, limit, terms)."""
+    ``T_o + R + a_1/(1 − U)``. Returns (TRT, limit, terms).
+    """
     e = {"best": 0.0, "average": 0.5 * ci, "worst": ci}[case]
     a1 = (e + timeout + recovery + warmup) * (ratio if reading == "eq2" else 1.0)
     total, term, k = 0.0, a1, 0
@@ -76,7 +77,8 @@ def direct_trt(ci: float, timeout: float, recovery: float, warmup: float, ratio:
 def trt_direct_sum(p: dict[str, Any], trt: Any = total_recovery_time, limit: Any = trt_limit) -> None:
     """TRT equals the direct summation of the series (relative 1e-9) and the limit equals the closed
     form from a_1 = E + T_o + R + W (relative 1e-12): a derivation that shares nothing with the
-    implementation."""
+    implementation.
+    """
     args = {k: v for k, v in p.items() if k != "threshold"}
     ci = args.pop("ci")
     want, want_lim, terms = direct_trt(ci, threshold=p["threshold"], **args)
@@ -92,7 +94,8 @@ def trt_direct_sum(p: dict[str, Any], trt: Any = total_recovery_time, limit: Any
 @given(p=trt_params())
 def trt_tends_to_limit(p: dict[str, Any], trt: Any = total_recovery_time, limit: Any = trt_limit) -> None:
     """T_o + R + S_n <= the closed form T_o + R + a_1/(1 − U), short by less than threshold·U/(1 − U),
-    and equal to it (1e-9) as the threshold tends to 0."""
+    and equal to it (1e-9) as the threshold tends to 0.
+    """
     args = {k: v for k, v in p.items() if k not in ("threshold",)}
     ci = args.pop("ci")
     lim = limit(ci, **args)
@@ -127,7 +130,8 @@ def profiles(draw: Any) -> tuple[list[ProfilingPoint], float]:
 @given(data=profiles())
 def optimiser_optimal(data: tuple[list[ProfilingPoint], float], optimise: Any = optimise_ci) -> None:
     """The chosen CI meets A(CI) <= bound and no sampled feasible CI has lower predicted P(CI);
-    when the optimiser reports that no CI meets the bound, no sampled CI does."""
+    when the optimiser reports that no CI meets the bound, no sampled CI does.
+    """
     points, bound = data
     lat = fit_quadratic([p.ci for p in points], [p.latency for p in points])
     trt = fit_quadratic([p.ci for p in points], [p.trt for p in points])

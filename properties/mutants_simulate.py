@@ -65,7 +65,8 @@ SAFE: dict[str, tuple[str, dict[str, Any], str, str]] = {
 
 def cost_ratio(reference: str, change: dict[str, Any], runs: int = 12) -> float:
     """Checkpoints (regular + forced) of the changed configuration over the reference's, summed
-    over the same ``runs`` fixed wordcount and nhop runs (seeds 0..runs-1)."""
+    over the same ``runs`` fixed wordcount and nhop runs (seeds 0..runs-1).
+    """
     ref = mine = 0
     for seed in range(runs):
         base = SimConfig("wordcount" if seed % 2 else "nhop", reference, interval=3.0, parallelism=2,

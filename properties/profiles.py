@@ -145,7 +145,8 @@ def registered(name: str) -> str:
 
 def profile_settings(name: str | None = None) -> settings:
     """The :class:`hypothesis.settings` of rollcheck's profile ``name`` (not loaded globally);
-    pins the constant pool (:func:`pin_constants`)."""
+    pins the constant pool (:func:`pin_constants`).
+    """
     pin_constants()
     return settings.get_profile(hypothesis_name(name))
 

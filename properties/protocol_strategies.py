@@ -75,7 +75,8 @@ def _motif_events(cycle: list[int], brk: int, hop_ckpt: list[bool], before: int,
     """The events of one zig-zag motif as ``(kind, process, peer, message)`` tuples in a causal
     order: ``lead`` checkpoints on c_brk, the tail m_brk..m_{k-1} (ending at c_0), ``before``
     checkpoints on c_0, then the head m_0..m_{brk-1} (ending at c_brk, which sent m_brk earlier
-    in the same interval)."""
+    in the same interval).
+    """
     k = len(cycle)
     ev: list[tuple[str, int, int, str]] = []
     mid = [f"z{tag}_{t}" for t in range(k)]

@@ -62,7 +62,8 @@ def _fail(message: str, p: Pattern) -> None:
 
 def check_no_useless(p: Pattern, protocol: Protocol) -> Pattern:
     """Run ``protocol`` on ``p``; raise unless its output has no useless checkpoint (SCC test,
-    cross-checked with the Z-cycle definition). Returns the output pattern."""
+    cross-checked with the Z-cycle definition). Returns the output pattern.
+    """
     out = run_protocol(protocol, p).pattern
     useless = useless_checkpoints(out)
     on_cycle = [c for c in zcycle_checkpoints(out) if c.index > 0]
@@ -105,7 +106,8 @@ def cic_no_useless_zigzag(p: Pattern, name: str, get: Any = get_protocol) -> Non
 def bcs_checkpoint_indices(out: Pattern, protocol: Protocol) -> list[list[int]]:
     """Replay a BCS-like protocol over its own output pattern and return, per process, the lc of
     every checkpoint (index 0 first); a forced checkpoint gets the lc adopted at the delivery it
-    precedes."""
+    precedes.
+    """
     n = out.n
     sender = {m.id: m.sender for m in out.messages}
     states = [protocol.initial(i, n) for i in range(n)]
@@ -134,7 +136,8 @@ def bcs_checkpoint_indices(out: Pattern, protocol: Protocol) -> list[list[int]]:
 @given(p=schedules)
 def bcs_index_lines_consistent(p: Pattern, protocol: Protocol = _BCS) -> None:
     """For every L, the global checkpoint made of each process's first checkpoint with lc >= L
-    (its volatile state if none) is consistent."""
+    (its volatile state if none) is consistent.
+    """
     check_bcs_lines(p, protocol)
 
 
@@ -165,7 +168,8 @@ def _forced_by_position(out: Pattern) -> tuple[str, ...]:
 @given(p=schedules, name=st.sampled_from(PROTOCOLS))
 def protocol_forced_list(p: Pattern, name: str, run: Any = run_protocol) -> None:
     """The reported forced list is exactly the deliveries immediately preceded by a forced
-    checkpoint, every forced checkpoint precedes a delivery, and the counts agree."""
+    checkpoint, every forced checkpoint precedes a delivery, and the counts agree.
+    """
     check_forced_list(p, name, run)
 
 
@@ -184,7 +188,8 @@ def check_forced_list(p: Pattern, name: str, run: Any) -> None:
 @given(p=schedules, name=st.sampled_from(PROTOCOLS))
 def protocol_keeps_basic(p: Pattern, name: str, run: Any = run_protocol) -> None:
     """Removing the forced checkpoints from the output gives back the input schedule, and the
-    basic count is the input's number of checkpoints."""
+    basic count is the input's number of checkpoints.
+    """
     check_keeps_basic(p, name, run)
 
 
@@ -220,7 +225,8 @@ def check_fast_agrees(p: Pattern, name: str, backend: str, fast: Any) -> None:
 )
 def basic_timer_restarts(length: int, every: int, forced: set[int], schedule: Any = count_schedule) -> None:
     """A basic checkpoint is taken exactly ``every`` events after the latest checkpoint, basic or
-    forced, and never earlier."""
+    forced, and never earlier.
+    """
     check_timer(length, every, forced, schedule)
 
 

@@ -43,7 +43,8 @@ AREA = "protocols"
 def _bcs(p: Pattern) -> list[str]:
     """BCS from its rule: one integer ``lc`` per process; a checkpoint adds one; a message carries
     the sender's ``lc``; a delivery with ``m.lc > lc`` is preceded by a forced checkpoint whose
-    label is ``m.lc``."""
+    label is ``m.lc``.
+    """
     lc = {i: 0 for i in range(p.n)}
     carried: dict[str, int] = {}
     forced: list[str] = []
@@ -118,7 +119,8 @@ def _hmnr(p: Pattern) -> list[str]:
 
 def reference_forced(protocol: str, p: Pattern) -> tuple[str, ...]:
     """The ids of the deliveries at which ``protocol`` (``"hmnr"`` or ``"bcs"``) forces on the basic
-    schedule ``p`` (its checkpoints are basic; forced flags ignored), from the rules alone."""
+    schedule ``p`` (its checkpoints are basic; forced flags ignored), from the rules alone.
+    """
     if protocol == "hmnr":
         return tuple(_hmnr(p))
     if protocol == "bcs":
@@ -129,7 +131,8 @@ def reference_forced(protocol: str, p: Pattern) -> tuple[str, ...]:
 class OverForcingHMNR(HMNR):
     """WRONG on purpose (a mutant): HMNR that also forces at every delivery that follows a send in
     the current interval (the checkpoint-after-send rule). Still free of useless checkpoints —
-    the safety properties cannot tell — but it forces far more than HMNR's conditions require."""
+    the safety properties cannot tell — but it forces far more than HMNR's conditions require.
+    """
 
     name = "hmnr-over-forcing"
     description = "HMNR that also forces whenever it has sent in the current interval"
@@ -141,7 +144,8 @@ class OverForcingHMNR(HMNR):
 def forced_schedules() -> st.SearchStrategy[Pattern]:
     """Basic schedules on 2–5 processes: half random traffic with checkpoints, half Z-cycle motifs
     in random traffic (:func:`rollcheck.properties.strategies.zcycle_patterns`, which a CIC protocol
-    must break by forcing), so that forcing decisions happen in most of them."""
+    must break by forcing), so that forcing decisions happen in most of them.
+    """
     from rollcheck.properties.strategies import weighted, zcycle_patterns
 
     return weighted((3, zcycle_patterns(max_processes=5, max_steps=20)), (2, _random_schedules()))

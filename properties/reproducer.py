@@ -124,7 +124,8 @@ def replay(path: str | os.PathLike[str]) -> PropertyViolation:
     """Read a reproducer and raise the violation again; return it.
 
     Raises InvalidInputError for a file that is not a reproducer, InconclusiveError when the
-    violation does not come back."""
+    violation does not come back.
+    """
     from rollcheck.properties.mutation import load_all
     from rollcheck.properties.registry import run_property, violation_on
 

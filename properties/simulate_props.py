@@ -32,7 +32,8 @@ REFERENCE = Variant()
 
 class SimCase(NamedTuple):
     """A drawn simulation: the failure-free configuration, the failing instance and when it fails
-    (as a fraction of the failure-free run's end time)."""
+    (as a fraction of the failure-free run's end time).
+    """
 
     config: SimConfig
     fail: str
@@ -46,7 +47,8 @@ def sim_cases(draw: Any, protocols: tuple[str, ...] = ("uc", "bcs", "hmnr", "cl-
               delays: tuple[float, ...] = (0.2, 0.6, 1.5), fail_prefix: str = "",
               fractions: tuple[float, float] = (0.05, 0.9)) -> SimCase:
     """Random small simulations (1–3 instances per operator, ``min_records``–``max_records``
-    records per source); the failing instance's name starts with ``fail_prefix``."""
+    records per source); the failing instance's name starts with ``fail_prefix``.
+    """
     wl = draw(st.sampled_from(workloads))
     proto = draw(st.sampled_from(protocols))
     par = draw(st.integers(1, 3))
@@ -135,7 +137,8 @@ def sim_cl_aligned_consistent(case: SimCase, protocol: str = "cl-aligned") -> No
 @given(case=sim_cases(protocols=("cl-unaligned",)))
 def sim_cl_unaligned_recorded(case: SimCase, variant: Variant = REFERENCE) -> None:
     """Unaligned snapshots are consistent and their recorded channel state is exactly the cut's
-    in-transit messages."""
+    in-transit messages.
+    """
     res = run_engine(replace(case.config, variant=variant))
     assume(res.snapshots)
     for s in res.snapshots:
@@ -151,7 +154,8 @@ def sim_cl_unaligned_recorded(case: SimCase, variant: Variant = REFERENCE) -> No
 @given(case=sim_cases(protocols=("cl-aligned",), workloads=("nhop",)))
 def sim_cl_aligned_cycle_deadlock(case: SimCase, variant: Variant = REFERENCE) -> None:
     """Aligned barriers on the cyclic query are reported as a deadlock naming the operators on
-    the cycle that wait for the back-channel's marker; the run terminates."""
+    the cycle that wait for the back-channel's marker; the run terminates.
+    """
     res = run_engine(replace(case.config, variant=variant, interval=min(case.config.interval, 1.0)))
     assume(res.checkpoints["regular"] > 0)  # a snapshot was started before the input ran out
     if res.snapshots:
@@ -170,7 +174,8 @@ def sim_cl_aligned_cycle_deadlock(case: SimCase, variant: Variant = REFERENCE) -
 @given(case=sim_cases())
 def sim_exactly_once(case: SimCase, variant: Variant = REFERENCE) -> None:
     """Persistent logs + deduplication + no virtual checkpoints: exactly-once output, and the
-    orphan check finds no delivery of an undone send."""
+    orphan check finds no delivery of an undone send.
+    """
     _, res = run_case(case, virtual=False, persistent_logs=True, variant=variant)
     m = res.metrics
     if res.orphans or res.duplicates or m["verdict"] != "exactly-once":
@@ -184,7 +189,8 @@ def sim_exactly_once(case: SimCase, variant: Variant = REFERENCE) -> None:
 def sim_dedup_once(case: SimCase, virtual: bool, variant: Variant = REFERENCE) -> None:
     """With persistent logs and deduplication (virtual checkpoints on or off) no input is applied
     twice and nothing is lost: every receiver's final state applied each sequence number of each
-    input channel at most once."""
+    input channel at most once.
+    """
     _, res = run_case(case, virtual=virtual, persistent_logs=True, variant=variant)
     if res.duplicates or res.metrics["lost_messages"]:
         _fail(f"{_describe(res)}: {res.duplicates} duplicate deliveries, "
@@ -196,7 +202,8 @@ def sim_dedup_once(case: SimCase, virtual: bool, variant: Variant = REFERENCE) -
 def sim_volatile_at_most_once(case: SimCase, virtual: bool, variant: Variant = REFERENCE) -> None:
     """Volatile logs: the lost-message count from sequence numbers equals the count read off the
     pattern (in-transit messages of the line sent by the failed process); without virtual
-    checkpoints the output is at-most-once, and exactly-once when nothing was lost."""
+    checkpoints the output is at-most-once, and exactly-once when nothing was lost.
+    """
     _, res = run_case(case, virtual=virtual, persistent_logs=False, variant=variant)
     m = res.metrics
     if m["lost_messages"] != m["lost_messages_from_pattern"]:

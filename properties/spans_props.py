@@ -47,7 +47,8 @@ def downstream_only_solver(s: SpanSystem, order: str = "fifo", seed: int = 0) ->
 def drops_inflight_solver(s: SpanSystem, order: str = "fifo", seed: int = 0) -> dict[str, int]:
     """WRONG on purpose: the fixed point of a system whose C1 at a live sender's ⊤ uses the T_D of
     its last checkpoint instead of ``T_D(⊤)``, so an unlogged message sent after that checkpoint and
-    still in flight is dropped from the constraint (the receiver may roll back past it)."""
+    still in flight is dropped from the constraint (the receiver may roll back past it).
+    """
 
     class _DropsInflight(SpanSystem):
         def c1_holds(self, e: Any, src_level: int, dst_level: int) -> bool:
@@ -96,7 +97,8 @@ def definition_violations(s: SpanSystem, lv: Mapping[str, int]) -> list[str]:
 
 def _edge_holds(p: Any, q: Any, e: Any, x: int, y: int) -> bool:
     """C1 and C2 of ``e = (p, q)`` at source level ``x`` and destination level ``y``, from the sets
-    (the same definitions as :func:`definition_violations`)."""
+    (the same definitions as :func:`definition_violations`).
+    """
     p_top, q_top = x == len(p.chain), y == len(q.chain)
     sent = e.discarded_top if p_top else e.discarded[x]
     if not (p_top and q_top) and not set(sent or ()) <= set(_level_set(q, y)):
@@ -133,7 +135,8 @@ def greatest_by_z3(s: SpanSystem, result: Mapping[str, int]) -> tuple[bool, bool
     of a processor's spans, the Boolean "t ∈ s(p)" ⇔ level ≥ the first level whose span holds t
     (spans grow along the chain and ⊤ contains the last one). C1 of an edge at source level x is
     "every t of T_D(x) is in s(dst)" (waived when both are at ⊤); C2 at source level x below ⊤ is
-    "no t of T_M outside φ(x) is in s(dst)"."""
+    "no t of T_M outside φ(x) is in s(dst)".
+    """
     import z3
 
     v = {p.name: z3.Int(p.name) for p in s.processors}
@@ -208,7 +211,8 @@ def feasible(doc: dict[str, Any], solver: Callable[..., Mapping[str, int]] = ref
 @given(doc=mixed_span_docs(max_procs=4, max_chain=3, max_edges=6))
 def greatest_brute(doc: dict[str, Any], solver: Solver = reference_solver) -> None:
     """No feasible assignment (enumerated, feasibility from the definitions) has a processor above
-    the result, and the result is feasible."""
+    the result, and the result is feasible.
+    """
     s = system_from_dict(doc)
     lv = solver(s)
     _report_between(s, lv)
@@ -308,7 +312,8 @@ def end_to_end(name: str, seed: int, frac: float, data: Any,
 def frontier_equals_sets(seed: int, cyclic: bool, jitter: float, procs: int, edges: int,
                          compile_fn: Callable[..., Any] | None = None) -> None:
     """The flat frontier form (need tables from per-edge arrays) gives the same spans as the
-    explicit-set system, in the Python worklist and in bulk steps."""
+    explicit-set system, in the Python worklist and in bulk steps.
+    """
     from rollcheck.pyimpl.spans.frontier import compile_seq, random_seq_system, run_bulk, run_flat
 
     s = random_seq_system(edges, cyclic=cyclic, seed=seed, K=3, failed=0.3, n_procs=procs, jitter=jitter)

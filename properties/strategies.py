@@ -46,7 +46,8 @@ def build_from_actions(
     deliver_all: bool = False,
 ) -> Pattern:
     """Interpret actions ``(kind, a, c)``: 0 = send on channel a, 1 = deliver pending message
-    number a (FIFO: the oldest on channel a), 2 = checkpoint process a (forced if c)."""
+    number a (FIFO: the oldest on channel a), 2 = checkpoint process a (forced if c).
+    """
     b = PatternBuilder(n)
     pending: list[tuple[str, int, int]] = []  # (id, src, dst)
     for kind, a, c in actions:
@@ -85,7 +86,8 @@ def patterns(
 ) -> Pattern:
     """A random pattern; ``topology=None`` draws one of :data:`TOPOLOGIES` too.
 
-    With ``forced=True`` some checkpoints are marked forced (for format round trips)."""
+    With ``forced=True`` some checkpoints are marked forced (for format round trips).
+    """
     n = draw(st.integers(min_processes, max_processes), label="n")
     topo = topology or draw(st.sampled_from(TOPOLOGIES), label="topology")
     if topo == "scatter":
@@ -154,7 +156,8 @@ def zcycle_patterns(draw: st.DrawFn, min_processes: int = 2, max_processes: int 
     motif (``specs/theorems.md#t2-netzer-xu``): P_j sends m to P_i, P_i delivers m, takes a
     checkpoint C and sends m' to P_j, and P_j delivers m' without a checkpoint since sending m —
     the Z-path m'·m leads from C back before C, so C is useless unless noise breaks the cycle
-    (a checkpoint of P_j between the send of m and the delivery of m')."""
+    (a checkpoint of P_j between the send of m and the delivery of m').
+    """
     n = draw(st.integers(min_processes, max_processes), label="n")
     b = PatternBuilder(n)
     pending: list[tuple[str, int]] = []

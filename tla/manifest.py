@@ -171,7 +171,8 @@ class CoverOutcome:
     @property
     def status(self) -> str:
         """``reached``, ``unreached`` (TLC explored everything without reaching it) or
-        ``inconclusive`` (timeout, no Java, ...)."""
+        ``inconclusive`` (timeout, no Java, ...).
+        """
         if self.reached:
             return "reached"
         return "unreached" if self.result.status == "ok" else "inconclusive"
@@ -205,7 +206,8 @@ def coverage_config(entry: ModelEntry, goal: str) -> str:
 def check_coverage(entry: ModelEntry, *, workers: int = 1, timeout: float | None = 600.0,
                    goals: tuple[str, ...] | None = None) -> list[CoverOutcome]:
     """Run TLC once per coverage goal of ``entry`` (deadlock checking off: only reachability
-    matters). A missing TLC gives inconclusive outcomes, never *reached*."""
+    matters). A missing TLC gives inconclusive outcomes, never *reached*.
+    """
     out: list[CoverOutcome] = []
     tmp = Path(tempfile.mkdtemp(prefix="rollcheck-tlc-cover-"))
     try:

@@ -109,7 +109,8 @@ def _prepare_config(cfg: Path, tmp: Path) -> tuple[Path, bool | None]:
 @contextlib.contextmanager
 def _sigterm_unwinds() -> Iterator[None]:
     """In the main thread, while no one else handles SIGTERM, turn it into KeyboardInterrupt so
-    that the ``finally`` clauses below kill TLC and remove the temporary folder."""
+    that the ``finally`` clauses below kill TLC and remove the temporary folder.
+    """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -141,7 +142,8 @@ def _run(cmd: list[str], cwd: Path, timeout: float | None) -> tuple[str, int | N
     """Run ``cmd`` in a process group that dies with rollcheck (:mod:`rollcheck.infra.children`);
     return (output, exit code, timed out). The whole group (TLC's JVM and anything it started) is
     killed on a timeout, on any exception (Ctrl-C, SIGTERM), after TLC ends, and by the kernel or
-    the group's watchdog if rollcheck itself is killed."""
+    the group's watchdog if rollcheck itself is killed.
+    """
     proc = children.spawn(
         cmd, cwd=str(cwd), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         text=True, encoding="utf-8", errors="replace",

@@ -183,7 +183,8 @@ class HuntAdapter(ABC):
 
     def release(self) -> str:
         """The hunted release by its number (``engine_version``, else the engine's pinned release
-        when the adapter knows it, else ``"pinned"``): how ``reproducer_run`` and the JSON name it."""
+        when the adapter knows it, else ``"pinned"``): how ``reproducer_run`` and the JSON name it.
+        """
         return self.engine_version or "pinned"
 
     def stateful(self) -> set[str]:

@@ -133,7 +133,8 @@ def _safe(key: str) -> str:
 def _decided(ctx: FindingContext, sig: str) -> tuple[str, str | None]:
     """What is known of ``sig``: ``("duplicate", id)`` of a complete finding, ``("unconfirmed",
     None)``, ``("resume", id)`` of a finding stored but not completed (a kill in between), or
-    ``("new", None)``."""
+    ``("new", None)``.
+    """
     for f in ctx.store.findings():
         if f["signature"] == sig:
             return ("duplicate" if f.get("status") else "resume"), str(f["id"])

@@ -38,7 +38,8 @@ __all__ = ["EngineAdapter", "Prepared", "Recording", "Replayed"]
 @dataclass
 class Prepared:
     """A group's shared preparation: ``context`` for its cells' recordings, or ``error`` (every
-    cell of the group is then inconclusive with this reason)."""
+    cell of the group is then inconclusive with this reason).
+    """
 
     context: Any = None
     error: str | None = None
@@ -47,7 +48,8 @@ class Prepared:
 @dataclass
 class Recording:
     """One cell's recording: the ``trace`` written, or ``error`` (why it did not finish: the cell
-    is inconclusive); ``extra`` keys go into the cell's entry; ``log`` is the recorder's log."""
+    is inconclusive); ``extra`` keys go into the cell's entry; ``log`` is the recorder's log.
+    """
 
     trace: Path
     error: str | None = None
@@ -58,7 +60,8 @@ class Recording:
 @dataclass
 class Replayed:
     """A recording replayed: the report of the engine's checks, and the trace's header and events
-    (for the witness)."""
+    (for the witness).
+    """
 
     report: Report
     header: dict[str, Any] = field(default_factory=dict)
@@ -67,7 +70,8 @@ class Replayed:
 
 class EngineAdapter(ABC):
     """One engine's part of the matrix (module docstring). Subclasses set the class attributes
-    and implement :meth:`describe`, :meth:`record` and :meth:`replay`."""
+    and implement :meth:`describe`, :meth:`record` and :meth:`replay`.
+    """
 
     #: The ``engine`` of every cell entry.
     engine: str = "engine"
@@ -103,7 +107,8 @@ class EngineAdapter(ABC):
     @abstractmethod
     def replay(self, cell: Any, recording: Recording) -> Replayed:
         """Replay a recording (raise :class:`~rollcheck.pyimpl.errors.InvalidInputError` or
-        :class:`~rollcheck.pyimpl.errors.InconclusiveError` when it cannot be replayed)."""
+        :class:`~rollcheck.pyimpl.errors.InconclusiveError` when it cannot be replayed).
+        """
 
     def witness(self, cell: Any, replayed: Replayed) -> dict[str, Any] | None:
         """What a not-conformant cell lost or duplicated (written beside the trace)."""
@@ -132,7 +137,8 @@ class EngineAdapter(ABC):
 
     def close(self) -> None:
         """End what the adapter keeps between cells (warm engines); called once when the matrix ends,
-        however it ends."""
+        however it ends.
+        """
         return None
 
     def is_member(self, cell: Any) -> bool:

@@ -58,7 +58,8 @@ def _slug(text: str) -> str:
 @dataclass(frozen=True)
 class GenericCell:
     """A cell for an engine that needs nothing more: a module, a row, a column and free-form
-    ``config`` and ``failure`` dictionaries (the JSON entry's ``config`` and ``failure``)."""
+    ``config`` and ``failure`` dictionaries (the JSON entry's ``config`` and ``failure``).
+    """
 
     module: str
     row: str

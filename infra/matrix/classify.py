@@ -37,7 +37,8 @@ ATTRIBUTIONS = ("engine", "module", None)
 
 def classify(report: Report) -> dict[str, Any]:
     """The cell's ``verdict`` (always :func:`~rollcheck.pyimpl.verdict.decide`'s, in the trace
-    vocabulary), ``expected_by_engine``, ``attributed_to`` and ``reason``."""
+    vocabulary), ``expected_by_engine``, ``attributed_to`` and ``reason``.
+    """
     got = dict(classify_cell(report))
     verdict = report.verdict.word("trace")
     if got.get("verdict") != verdict:  # the attribution explains; it never decides

@@ -50,7 +50,8 @@ VERDICTS = ("conformant", "not-conformant", "inconclusive")
 def base_entry(engine: str, cell: MatrixCell, config: Mapping[str, Any], failure: Mapping[str, Any],
                **extra: Any) -> dict[str, Any]:
     """A cell's entry before it is decided: every key of :data:`CELL_KEYS` (undecided ones
-    ``None``; ``verdict`` inconclusive until a replay decides it) and the engine's ``extra`` keys."""
+    ``None``; ``verdict`` inconclusive until a replay decides it) and the engine's ``extra`` keys.
+    """
     entry: dict[str, Any] = {k: None for k in CELL_KEYS}
     entry.update(engine=engine, module=cell.module, config=dict(config), failure=dict(failure),
                  verdict="inconclusive", expected_by_engine=False, reason="not run", row=cell.row,

@@ -38,7 +38,8 @@ def run_reproducer(argv: list[str], run: Callable[[list[str], float, Path], tupl
     """Run a reproducer with ``run(argv, timeout, log) -> (exit status or None, stdout)`` (a
     :meth:`ChildRunner.run <rollcheck.infra.matrix.runner.ChildRunner.run>`); return ``{"exit",
     "seconds", "shows", "reproduced"}`` (it showed the finding when it exited 1 and printed at
-    least one line beginning with one of ``shows``)."""
+    least one line beginning with one of ``shows``).
+    """
     t0 = time.perf_counter()
     rc, out = run(argv, timeout, log)
     lines = [ln for ln in out.splitlines() if ln.startswith(tuple(shows))]

@@ -46,7 +46,8 @@ Update = Callable[[list[dict[str, Any]], list[Any], dict[tuple[str, str], str]],
 def entry_of(adapter: EngineAdapter, cell: MatrixCell, recording: Recording | None, out: Path,
              *, error: str | None = None) -> tuple[dict[str, Any], Replayed | None]:
     """Replay one recording and build the cell's entry (the contract's keys; files written beside
-    the trace: ``<ident>.checks.json``, and ``<ident>.witness.json`` when not conformant)."""
+    the trace: ``<ident>.checks.json``, and ``<ident>.witness.json`` when not conformant).
+    """
     config, failure, extra = adapter.describe(cell)
     entry = base_entry(adapter.engine, cell, config, failure, **extra)
     if recording is not None:
@@ -342,7 +343,8 @@ class _MatrixRun:
 
     def run(self, jobs: int) -> None:
         """Run every item on ``jobs`` worker threads; re-raise a worker's exception or an interrupt
-        (after killing every child); the adapter is closed however it ends."""
+        (after killing every child); the adapter is closed however it ends.
+        """
         from rollcheck.infra import children
 
         threads = [threading.Thread(target=self.worker, name=f"matrix-{i}", daemon=True)

@@ -29,7 +29,8 @@ STYLES = {"conformant": "bold green", "not-conformant": "bold red", "inconclusiv
 
 def cell_word(entry: Mapping[str, Any]) -> tuple[str, str]:
     """``(key, label)`` of a decided cell: the key picks the colour (``conformant``,
-    ``expected``, ``not-conformant``, ``inconclusive``), the label is what the tables print."""
+    ``expected``, ``not-conformant``, ``inconclusive``), the label is what the tables print.
+    """
     v = str(entry["verdict"])
     if v != "not-conformant":
         return v, v
@@ -73,7 +74,8 @@ def terminal_table(results: Sequence[Mapping[str, Any]], planned: Sequence[Matri
                    reasons: bool = False) -> Any:
     """A :class:`rich.table.Table`: one row per configuration, one column per failure; cells not
     decided yet say what runs there (``running``, the preparation's word) or ``·``. With
-    ``reasons`` a not-conformant or inconclusive cell also shows the start of its reason."""
+    ``reasons`` a not-conformant or inconclusive cell also shows the start of its reason.
+    """
     from rich.markup import escape
     from rich.table import Table
 

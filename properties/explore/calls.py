@@ -62,7 +62,8 @@ class NotCopyable(Exception):
 
 class _SnapshotPickler(pickle.Pickler):
     """Pickles classes and functions by identity: a state whose class lives in a user's file (not
-    importable by name) or a local class can still be snapshotted."""
+    importable by name) or a local class can still be snapshotted.
+    """
 
     def __init__(self, buf: io.BytesIO, refs: dict[int, Any]):
         super().__init__(buf, protocol=pickle.HIGHEST_PROTOCOL)
@@ -161,7 +162,8 @@ def method_source(label: str, cls: str, method: str) -> str:
 
 class CallTimeout(BaseException):
     """Raised inside the calling thread when a protocol call overran its limit (a BaseException so
-    that the user's ``except Exception`` does not swallow it)."""
+    that the user's ``except Exception`` does not swallow it).
+    """
 
 
 class ProtocolCalls:

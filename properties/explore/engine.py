@@ -61,7 +61,8 @@ class NotBool(Exception):
 
 class WalkError(Exception):
     """The protocol's code failed during the walk; ``word`` is the schedule up to and including
-    the event at which it failed, ``__cause__`` the exception."""
+    the event at which it failed, ``__cause__`` the exception.
+    """
 
     def __init__(self, word: tuple[Any, ...]):
         super().__init__(f"the protocol failed on a schedule of {len(word)} events")
@@ -84,7 +85,8 @@ class Violation:
 @dataclass
 class WalkResult:
     """What one walk saw: ``schedules`` nodes (schedules) visited, whether it ended by itself
-    (``complete``), the best (smallest) violation, and the split frontier (when asked)."""
+    (``complete``), the best (smallest) violation, and the split frontier (when asked).
+    """
 
     schedules: int = 0
     complete: bool = True

@@ -171,7 +171,8 @@ def _named_error(job: _Job, err: WalkError) -> ProtocolCodeError:
 
 def _raising_method(proto: Protocol, exc: BaseException | None) -> str:
     """The protocol method in whose frame ``exc`` was raised (the outermost one), else ``must_force``
-    (the one the walk checks itself)."""
+    (the one the walk checks itself).
+    """
     codes = method_codes(proto)
     tb = exc.__traceback__ if exc is not None else None
     while tb is not None:
@@ -183,7 +184,8 @@ def _raising_method(proto: Protocol, exc: BaseException | None) -> str:
 
 def run_tasks(job: _Job, prefixes: Iterable[tuple[Any, ...]]) -> tuple[int, bool, Violation | None]:
     """Walk below each prefix; ``(schedules, complete, smallest violation)``. Errors of the
-    user's code are raised as :class:`ProtocolCodeError`."""
+    user's code are raised as :class:`ProtocolCodeError`.
+    """
     calls = ProtocolCalls(job.proto, job.label)
     total, complete, best = 0, True, None
     with Watchdog(method_codes(job.proto), job.call_timeout) as dog:
@@ -406,7 +408,8 @@ def _explore_bound(job: _Job, br: BoundResult, workers: int,
                                    tuple[int, bool, Violation | None]] | None
                    ) -> Violation | None:
     """Walk one bound (the first levels here, the frontier by ``spark``, in this process or by a
-    pool); its counts go into ``br``; returns its smallest violation."""
+    pool); its counts go into ``br``; returns its smallest violation.
+    """
     # always the same split, whoever runs the tasks: counts and counterexample do not depend on
     # the number of workers
     split = split_depth(job.n, job.limit)
@@ -432,7 +435,8 @@ def _explore_bound(job: _Job, br: BoundResult, workers: int,
 def _run_pool(job: _Job, frontier: list[tuple[Any, ...]], workers: int
               ) -> tuple[int, bool, Violation | None]:
     """Walk below every prefix of ``frontier`` in a pool of ``workers`` forked processes,
-    terminated however the walk ends; ``(schedules, complete, smallest violation)``."""
+    terminated however the walk ends; ``(schedules, complete, smallest violation)``.
+    """
     # a pool per bound, forked after the job is set: the workers inherit it (the user's class is
     # never pickled); only prefixes and results cross
     _WORKER_JOB[:] = [job]
