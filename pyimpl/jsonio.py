@@ -79,17 +79,17 @@ _DECODER_FRAMES = 4
 
 
 def safe_name(value: Any, limit: int = MAX_NAME_CHARS) -> str:
-    """``repr``-like, printable, one-line, bounded text of a value taken from the input.
+    r"""``repr``-like, printable, one-line, bounded text of a value taken from the input.
 
-    Lone surrogates (``"\\ud800"``, which cannot be encoded to UTF-8) and control characters are
+    Lone surrogates (``"\ud800"``, which cannot be encoded to UTF-8) and control characters are
     written as escapes; text longer than ``limit`` characters is cut and marked with ``…``.
 
     Examples
     --------
     >>> safe_name("P0")
     "'P0'"
-    >>> safe_name("a\\ud800b")
-    "'a\\\\ud800b'"
+    >>> safe_name("a\ud800b")
+    "'a\\ud800b'"
     >>> safe_name("x" * 100, limit=10)
     "'xxxxxxxxxx…' (100 characters)"
     """
@@ -150,13 +150,13 @@ def read_input_bytes(path: str | os.PathLike[str], *, max_bytes: int | None = No
 
 
 def decode_utf8(data: bytes, source: str | None = None) -> str:
-    """UTF-8 text of ``data``; a BOM or an invalid byte → :class:`InvalidInputError` with its place.
+    r"""UTF-8 text of ``data``; a BOM or an invalid byte → :class:`InvalidInputError` with its place.
 
     Examples
     --------
     >>> decode_utf8(b'{"a": 1}')
     '{"a": 1}'
-    >>> decode_utf8(b'{"a":\\n "\\xff"}', "f.json")
+    >>> decode_utf8(b'{"a":\n "\xff"}', "f.json")
     Traceback (most recent call last):
     ...
     rollcheck.pyimpl.errors.InvalidInputError: f.json: byte 8 (line 2 column 3): not UTF-8 text (invalid byte 0xff)
@@ -319,14 +319,14 @@ def loads_json(text: str | bytes, source: str | None = None, *, reject_duplicate
 
 def load_json_file(path: str | os.PathLike[str], *, max_bytes: int | None = None,
                    reject_duplicate_keys: bool = False, parse_float: Callable[[str], Any] | None = None) -> Any:
-    """Read and parse a JSON input file (see the module notes for everything that is rejected).
+    r"""Read and parse a JSON input file (see the module notes for everything that is rejected).
 
     Examples
     --------
     >>> import tempfile, os
     >>> with tempfile.TemporaryDirectory() as d:
     ...     p = os.path.join(d, "bom.json")
-    ...     _ = open(p, "wb").write(b"\\xef\\xbb\\xbf{}")
+    ...     _ = open(p, "wb").write(b"\xef\xbb\xbf{}")
     ...     load_json_file(p)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...

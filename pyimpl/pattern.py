@@ -245,7 +245,8 @@ class Pattern:
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Pattern:
         """A pattern is immutable: its deep copy is itself (the property runner deep-copies every
-        drawn value; copying the derived arrays and caches each time was pure cost)."""
+        drawn value; copying the derived arrays and caches each time was pure cost).
+        """
         return self
 
     def __repr__(self) -> str:

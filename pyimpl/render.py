@@ -211,8 +211,9 @@ def integer_axis(ax: Any, which: str = "both") -> None:
 
 
 def _plain_texts(fig: Any) -> None:
-    """Every text of ``fig`` drawn literally: no mathtext (a name like ``$\\frac$`` is not TeX),
-    lone surrogates (not encodable) written as backslash escapes such as ``\\ud800``."""
+    r"""Every text of ``fig`` drawn literally: no mathtext (a name like ``$\frac$`` is not TeX),
+    lone surrogates (not encodable) written as backslash escapes such as ``\ud800``.
+    """
     from matplotlib.text import Text
 
     for t in fig.findobj(Text):
@@ -297,7 +298,8 @@ def _detailed(p: Pattern, plt: Any, failed: tuple[int, ...], zcycles: bool,
 def _cycles(p: Pattern, zcycles: bool) -> tuple[list[tuple[int, int]], dict[tuple[int, int], list[str]],
                                                 dict[str, str], dict[str, list[int]], list[str]]:
     """The useless checkpoints, one Z-cycle of each, the colour of every message on one, the cycles
-    each message is on, and the messages on several."""
+    each message is on, and the messages on several.
+    """
     useless: list[tuple[int, int]] = []
     cycles: dict[tuple[int, int], list[str]] = {}
     if zcycles:

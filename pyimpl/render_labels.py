@@ -1,4 +1,4 @@
-"""Labels of a detailed space-time diagram, placed clear of each other.
+r"""Labels of a detailed space-time diagram, placed clear of each other.
 
 Labels never overlap each other, a checkpoint marker or a process line: a message's label sits on
 its arrow, at the first free place found by sliding it from the middle towards either end; a
@@ -9,7 +9,7 @@ every message with its sender, receiver and the event positions of its send and 
 Examples
 --------
 >>> clean("P" + chr(0xD800))  # a lone surrogate, as a name from the input may hold
-'P\\\\ud800'
+'P\\ud800'
 """
 
 from __future__ import annotations

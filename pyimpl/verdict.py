@@ -330,7 +330,8 @@ class Report:
     @property
     def root_cause(self) -> Check | None:
         """The violation to fix first: the earliest (by offending seq) that is not a consequence
-        of another violation; None when nothing is violated."""
+        of another violation; None when nothing is violated.
+        """
         bad = [c for c in self.checks if c.status is Status.VIOLATED]
         if not bad:
             return None

@@ -97,7 +97,8 @@ def zpath(p: Pattern, src: tuple[int, int], dst: tuple[int, int]) -> list[str] |
 
 def _sends_by_process(p: Pattern) -> tuple[tuple[tuple[int, ...], ...], tuple[tuple[int, ...], ...]]:
     """Per process: indices of its *delivered* messages in send order, and their send intervals
-    (:attr:`Pattern.delivered_sends`, computed once per pattern)."""
+    (:attr:`Pattern.delivered_sends`, computed once per pattern).
+    """
     return p.delivered_sends
 
 

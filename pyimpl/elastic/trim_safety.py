@@ -19,7 +19,8 @@ __all__ = ["trim_violations"]
 
 def trim_violations(sim: Simulator) -> list[str]:
     """Trim safety after a step of ``sim``: every event a recovery of any operator task would need is
-    still in its upstream queue; one sentence per task and key that misses some."""
+    still in its upstream queue; one sentence per task and key that misses some.
+    """
     out: list[str] = []
     assert sim._ref is not None
     for lv in range(1, sim.n + 1):

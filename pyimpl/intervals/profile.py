@@ -147,14 +147,14 @@ def points_from_rows(
 
 
 def load_profile(path: str | Path, **kw: Any) -> list[ProfilingPoint]:
-    """Read a CSV (``.csv``) or JSON (anything else) profiling file; see the module notes.
+    r"""Read a CSV (``.csv``) or JSON (anything else) profiling file; see the module notes.
 
     Examples
     --------
     >>> import tempfile
     >>> with tempfile.TemporaryDirectory() as d:
     ...     f = Path(d, "p.csv")
-    ...     _ = f.write_text("ci,latency,trt\\n1000,900,40\\n20000,700,80\\n40000,650,130\\n")
+    ...     _ = f.write_text("ci,latency,trt\n1000,900,40\n20000,700,80\n40000,650,130\n")
     ...     [p.trt for p in load_profile(f)]
     [40.0, 80.0, 130.0]
     """

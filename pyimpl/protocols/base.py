@@ -62,7 +62,8 @@ class Protocol(ABC):
     @abstractmethod
     def on_checkpoint(self, st: Any, forced: bool = False) -> Any:
         """State after a checkpoint; ``forced`` is True for a forced one (a subclass may define
-        ``on_checkpoint(self, st)`` without it)."""
+        ``on_checkpoint(self, st)`` without it).
+        """
 
     @abstractmethod
     def on_send(self, st: Any, dst: int) -> tuple[Any, Any]:
@@ -105,7 +106,8 @@ def checkpoint_function(proto: Any) -> Callable[[Any, bool], Any]:
 @functools.lru_cache(maxsize=256)
 def _takes_forced(fn: Any, bound: bool) -> bool:
     """Whether ``fn`` accepts a second positional argument after ``st`` (``bound``: ``fn`` is the
-    function of a bound method, whose first parameter is the instance)."""
+    function of a bound method, whose first parameter is the instance).
+    """
     try:
         sig = inspect.signature(fn)
     except (TypeError, ValueError):

@@ -94,7 +94,8 @@ class Proc:
 
 class SnapshotRecord(NamedTuple):
     """A completed Chandy–Lamport snapshot: the checkpoint index per process and, per channel, the
-    recorded channel state (pattern message ids)."""
+    recorded channel state (pattern message ids).
+    """
 
     snapshot: int
     cut: tuple[int, ...]
@@ -103,7 +104,8 @@ class SnapshotRecord(NamedTuple):
 
 class Deadlock(NamedTuple):
     """No progress possible: items wait on blocked inputs. ``stuck``: operator instances waiting
-    for markers, with their blocked input channels."""
+    for markers, with their blocked input channels.
+    """
 
     time: float
     stuck: tuple[str, ...]

@@ -200,7 +200,8 @@ class Topology:
     @cached_property
     def route(self) -> dict[tuple[int, int], tuple[int, ...]]:
         """(process, connection) -> channel indices indexed by the downstream instance (shuffle)
-        or a single channel (pipeline)."""
+        or a single channel (pipeline).
+        """
         out: dict[tuple[int, int], list[int]] = {}
         for ch in self.channels:
             out.setdefault((ch.src, ch.connection), []).append(ch.index)
@@ -266,7 +267,8 @@ def nexmark(parallelism: int = 2) -> Topology:
 
 def wordcount(parallelism: int = 2) -> Topology:
     """Incremental WordCount (FERDiS §8.1): source -> split (pipeline) -> count (shuffle by word,
-    the scatter) -> one stateful sink (shuffle into a single instance, the gather)."""
+    the scatter) -> one stateful sink (shuffle into a single instance, the gather).
+    """
     p = _check_parallelism(parallelism)
     return Topology(
         "wordcount",
@@ -286,7 +288,8 @@ def wordcount(parallelism: int = 2) -> Topology:
 
 def nhop(parallelism: int = 2) -> Topology:
     """The cyclic n-hop query (FERDiS §8.1, Fig. 19f): source -> map0 -> map1 -> sink as a full
-    pipeline, plus a shuffle back-channel map1 -> map0 keyed by the edge's target vertex."""
+    pipeline, plus a shuffle back-channel map1 -> map0 keyed by the edge's target vertex.
+    """
     p = _check_parallelism(parallelism)
     return Topology(
         "nhop",

@@ -33,7 +33,8 @@ __all__ = ["EpochProcessor", "EpochEdge", "epoch_system", "resume_epoch", "build
 @dataclass(frozen=True)
 class EpochProcessor:
     """``checkpoints``: the last epoch of each checkpoint, strictly increasing; ``processed``: the
-    last epoch the processor has processed (``None`` if failed, which drops its ⊤)."""
+    last epoch the processor has processed (``None`` if failed, which drops its ⊤).
+    """
 
     checkpoints: tuple[int, ...] = ()
     processed: int | None = None
@@ -42,7 +43,8 @@ class EpochProcessor:
 @dataclass(frozen=True)
 class EpochEdge:
     """An edge carrying epochs ``0..sent`` (``sent = -1``: nothing yet); ``logged`` edges keep
-    their messages (no T_D)."""
+    their messages (no T_D).
+    """
 
     name: str
     src: str
@@ -107,7 +109,8 @@ def epoch_system(processors: Mapping[str, EpochProcessor], edges: Sequence[Epoch
 def build_system(run: Any, failed: set[str], top_all: bool = False, phi: str = "reject") -> Any:
     """The span system of a recorded execution of the example executor when ``failed`` fail now
     (see :func:`rollcheck.pyimpl.spans.executor.build_system`; returns its ``Built``: the system and the
-    span objects behind every level)."""
+    span objects behind every level).
+    """
     from rollcheck.pyimpl.spans.executor import build_system as _build
 
     return _build(run, failed, top_all=top_all, phi=phi)

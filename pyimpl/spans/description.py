@@ -255,7 +255,8 @@ def _description(doc: Any) -> Description:
 
 def _policy(p: Proc, inflight: list[tuple[Time, str]]) -> list[Checkpoint]:
     """``every k``: a checkpoint up to epoch E for E = k-1, 2k-1, ... once p processed a later
-    epoch and no message of an epoch <= E is still in flight to p (epochs in order)."""
+    epoch and no message of an epoch <= E is still in flight to p (epochs in order).
+    """
     if not p.events:
         return []
     k = p.policy_every

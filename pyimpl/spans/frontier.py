@@ -93,7 +93,8 @@ class SeqSystem:
 class FlatCompiled:
     """Every constraint ``c``: owned by ``owner[c]``, looks at ``nbr[c]``, holds at owner level
     ``x`` iff ``level[nbr[c]] >= need[c, x]``. The watchers of ``p`` (owners to re-examine when
-    ``p`` changes) are the owners of the constraints whose neighbour is ``p``."""
+    ``p`` changes) are the owners of the constraints whose neighbour is ``p``.
+    """
 
     top: np.ndarray
     L: int
@@ -166,7 +167,8 @@ def run_bulk(fc: FlatCompiled) -> tuple[np.ndarray, int, int]:
     the worklist at once (each against its neighbours' current levels), lowers them, and puts
     the watchers of the changed ones on the next worklist. A chaotic iteration of the same
     monotone operator, so it reaches the same greatest fixed point (``specs/spans.md#orders``).
-    Returns (levels, examinations, steps)."""
+    Returns (levels, examinations, steps).
+    """
     lvl = fc.top.copy()
     n = len(lvl)
     L = fc.L
@@ -197,7 +199,8 @@ def run_bulk(fc: FlatCompiled) -> tuple[np.ndarray, int, int]:
 
 def run_flat(fc: FlatCompiled, order: str = "fifo") -> tuple[list[int], int]:
     """The worklist over flat tables; returns (levels, examinations). ``order="rounds"`` runs
-    whole-graph rounds instead."""
+    whole-graph rounds instead.
+    """
     lvl = fc.top.tolist()
     n = len(lvl)
     L = fc.L

@@ -247,7 +247,8 @@ class _NotPlain(Exception):
 
 def _plain_time(v: Any) -> Time:
     """:func:`time_from_json` for strings, integers and (nested) arrays of them, exact types only;
-    raises :class:`_NotPlain` on anything else (the caller then takes the checking path)."""
+    raises :class:`_NotPlain` on anything else (the caller then takes the checking path).
+    """
     if type(v) is str or type(v) is int:
         return v
     if type(v) is list:
@@ -381,7 +382,8 @@ def _from_dict(doc: Any, phi_mode: str, semantic: bool = False) -> SpanSystem:
 
 def _processor_spec(name: Any, pd: Any) -> ProcessorSpec:
     """Processor ``name`` of a document: its chain (strictly increasing from the empty c_0) and its
-    top when live (holding the last chain element)."""
+    top when live (holding the last chain element).
+    """
     loc = f"processors.{name}"
     if not isinstance(pd, dict):
         raise InvalidInputError("expected an object with 'chain' (and 'top' when live)", location=loc)
@@ -449,7 +451,8 @@ def system_to_dict(s: SpanSystem) -> dict[str, Any]:
 
 def load_system(path: str | Path, *, phi: str = "reject", semantic: bool = True) -> SpanSystem:
     """Read and validate a ``rollcheck.spans/1`` file (see :func:`system_from_dict`; a file is
-    checked against the semantic rules too unless ``semantic=False``)."""
+    checked against the semantic rules too unless ``semantic=False``).
+    """
     path = Path(path)
     # under the input bounds of rollcheck.pyimpl.jsonio: nesting is capped up front, so a document
     # nested too deeply is refused before the recursive validation sees it

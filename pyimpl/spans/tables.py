@@ -82,7 +82,8 @@ def _key(t: Any, loc: str, depth: int = 0) -> Hashable:
 
 def _times(v: Any, loc: str) -> set:
     """The set of hashable keys of a JSON array of times (hashed directly when it holds only
-    strings and integers, the common case, checked at C speed)."""
+    strings and integers, the common case, checked at C speed).
+    """
     if type(v) is not list:
         raise InvalidInputError(f"expected an array of times, got {type(v).__name__}", location=loc)
     if set(map(type, v)) <= _FAST:
@@ -93,7 +94,8 @@ def _times(v: Any, loc: str) -> set:
 def _times_plain(v: Any, loc: str) -> set:
     """:func:`_times` for a document known to hold no ``true``, ``false``, ``null`` or float
     (see ``plain`` of :func:`compile_document`): every scalar is a string or an integer, so
-    hashing the array is the whole check; an array of arrays (unhashable) takes the slow path."""
+    hashing the array is the whole check; an array of arrays (unhashable) takes the slow path.
+    """
     if type(v) is not list:
         raise InvalidInputError(f"expected an array of times, got {type(v).__name__}", location=loc)
     try:
@@ -244,7 +246,8 @@ def _compile(doc: Any, normalise: bool, _times: Any) -> Tables:
 
 def _processor(name: str, pd: Any, _times: Any) -> tuple[int, bool, dict]:
     """Processor ``name``'s chain length, whether it is live (has a top) and the rank of each of its
-    times (the first chain element holding it; the chain's length for the top's own)."""
+    times (the first chain element holding it; the chain's length for the top's own).
+    """
     loc = f"processors.{name}"
     if type(pd) is not dict:
         raise InvalidInputError("expected an object with 'chain' (and 'top' when live)", location=loc)
@@ -313,7 +316,8 @@ def _edge_ends(ed: Any, j: int, loc: str, index: dict[str, int], seen: set[str])
 def _c1_need(ed: dict, ename: str, loc: str, disc: list, rb: dict, kb: int, live_a: bool, live_b: bool,
              src_name: str, _times: Any) -> list[int]:
     """C1 of an edge, owned by its source: per source span x, the greatest rank at the destination
-    of a time the span's events sent (``discarded``; ``discarded_top`` for a live source's top)."""
+    of a time the span's events sent (``discarded``; ``discarded_top`` for a live source's top).
+    """
     out: list[int] = []
     prev: set = set()
     for x, d in enumerate(disc):
@@ -349,7 +353,8 @@ def _c1_need(ed: dict, ename: str, loc: str, disc: list, rb: dict, kb: int, live
 def _c2_edge(ed: dict, ename: str, loc: str, phis: list, rb: dict, ka: int, live_a: bool, live_b: bool,
              top_b: int, names: list[str], a: int, b: int, normalise: bool, _times: Any) -> list[int]:
     """C2 of an edge, owned by its destination: per destination span y, the greatest φ-rank of a
-    processed time it holds (empty when the destination processed nothing on the edge)."""
+    processed time it holds (empty when the destination processed nothing on the edge).
+    """
     phr: dict = {}
     plen = 0
     for x, f in enumerate(phis):

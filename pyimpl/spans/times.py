@@ -270,7 +270,8 @@ class Bridge(Transformer):
 @dataclass(frozen=True)
 class BridgePerEpoch(Bridge):
     """WRONG on purpose: uses the count of the last epoch instead of the running total, so
-    φ is not monotone (``specs/spans.md#phi``)."""
+    φ is not monotone (``specs/spans.md#phi``).
+    """
 
     monotone = False
 

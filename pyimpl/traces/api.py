@@ -45,7 +45,7 @@ def check_trace_file(path: str | Path, *, protocol: str | None = None, reference
                      keep_first: bool = False, segment_limit: int | None = None,
                      reference_source: str = "reference", tlc: Any = None,
                      extra: Any = (), adapter: Any = None) -> tuple[Report, TraceChecker]:
-    """Stream ``path`` through a :class:`TraceChecker` and return its report (and the checker).
+    r"""Stream ``path`` through a :class:`TraceChecker` and return its report (and the checker).
 
     Parameters
     ----------
@@ -79,10 +79,10 @@ def check_trace_file(path: str | Path, *, protocol: str | None = None, reference
     >>> import os, tempfile
     >>> f = os.path.join(tempfile.mkdtemp(), "t.jsonl")
     >>> _ = open(f, "w").write(
-    ...     '{"format": "rollcheck.trace/1", "source": "toy", "processes": ["a", "b"], "protocol": "hmnr"}\\n'
-    ...     '{"seq": 1, "kind": "send", "process": "a", "message": "m1", "to": "b"}\\n'
-    ...     '{"seq": 2, "kind": "deliver", "process": "b", "message": "m1"}\\n'
-    ...     '{"seq": 3, "kind": "end"}\\n')
+    ...     '{"format": "rollcheck.trace/1", "source": "toy", "processes": ["a", "b"], "protocol": "hmnr"}\n'
+    ...     '{"seq": 1, "kind": "send", "process": "a", "message": "m1", "to": "b"}\n'
+    ...     '{"seq": 2, "kind": "deliver", "process": "b", "message": "m1"}\n'
+    ...     '{"seq": 3, "kind": "end"}\n')
     >>> report, _ = check_trace_file(f)
     >>> report.conformant, [(c.name, c.ok) for c in report.checks]
     (True, [('pattern-valid', True), ('forced-checkpoints', True), ('no-useless-checkpoints', True), ('recovery-line', None), ('log-replay', None)])
@@ -107,7 +107,8 @@ def check_trace_lines(lines: Any, *, protocol: str | None = None, reference: Any
                       tlc: Any = None, extra: Any = (), adapter: Any = None) -> tuple[Report, TraceChecker]:
     """:func:`check_trace_file` on an already opened trace: ``lines`` has ``header``, ``source``,
     iterates ``(line, event)`` pairs and then knows ``truncated`` and ``truncated_after_seq``
-    (a :class:`~rollcheck.pyimpl.traces.reader.TraceLines`)."""
+    (a :class:`~rollcheck.pyimpl.traces.reader.TraceLines`).
+    """
     source = lines.source
     header = lines.header if adapter is None else adapter.header(lines.header)
     proto = resolve_trace_protocol(protocol, header, source)
@@ -125,14 +126,14 @@ def check_trace_lines(lines: Any, *, protocol: str | None = None, reference: Any
 
 
 def trace_to_pattern(path: str | Path) -> Pattern:
-    """The run before the first failure (the whole effective execution if nothing failed).
+    r"""The run before the first failure (the whole effective execution if nothing failed).
 
     Examples
     --------
     >>> import os, tempfile
     >>> f = os.path.join(tempfile.mkdtemp(), "t.jsonl")
-    >>> _ = open(f, "w").write('{"format": "rollcheck.trace/1", "processes": ["a", "b"]}\\n'
-    ...     '{"seq": 1, "kind": "checkpoint", "process": "a", "index": 1, "forced": false}\\n')
+    >>> _ = open(f, "w").write('{"format": "rollcheck.trace/1", "processes": ["a", "b"]}\n'
+    ...     '{"seq": 1, "kind": "checkpoint", "process": "a", "index": 1, "forced": false}\n')
     >>> trace_to_pattern(f)
     Pattern(processes=['a', 'b'], events=1, messages=0, checkpoints=[1, 0])
     >>> import shutil; shutil.rmtree(os.path.dirname(f))

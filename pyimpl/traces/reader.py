@@ -56,7 +56,7 @@ def trace_error(source: str | None, line: int, seq: int | None, field: str | Non
 
 
 class TraceLines:
-    """The lines of a trace file, read lazily: ``header`` at once, events by iteration.
+    r"""The lines of a trace file, read lazily: ``header`` at once, events by iteration.
 
     Parameters
     ----------
@@ -97,8 +97,8 @@ class TraceLines:
     --------
     >>> import os, tempfile
     >>> f = os.path.join(tempfile.mkdtemp(), "t.jsonl")
-    >>> _ = open(f, "w").write('{"format": "rollcheck.trace/1", "processes": ["a"]}\\n'
-    ...                        '{"seq": 1, "kind": "end"}\\n{"seq": 2, "ki')
+    >>> _ = open(f, "w").write('{"format": "rollcheck.trace/1", "processes": ["a"]}\n'
+    ...                        '{"seq": 1, "kind": "end"}\n{"seq": 2, "ki')
     >>> t = TraceLines(f)
     >>> [obj["kind"] for _line, obj in t], t.truncated, t.truncated_after_seq
     (['end'], True, 1)
@@ -166,7 +166,8 @@ class TraceLines:
 
     def _parse(self, raw: bytes, line: int, after: int | None, header: bool = False) -> dict[str, Any] | None:
         """Parse one line under the input bounds of :func:`~rollcheck.pyimpl.jsonio.loads_json`
-        (nesting, NaN/Infinity, integer digits); None for an incomplete last line."""
+        (nesting, NaN/Infinity, integer digits); None for an incomplete last line.
+        """
         complete = raw.endswith(b"\n")
         try:
             obj = loads_json(raw)
@@ -244,14 +245,14 @@ class TraceLines:
 
 def read_events(path: str | Path, *, data: bytes | None = None, accept_unterminated: bool = True,
                 validator: Any = None) -> tuple[TraceLines, list[dict[str, Any]]]:
-    """Read a whole trace: the reader (header, ``truncated``, ...) and its events in a list.
+    r"""Read a whole trace: the reader (header, ``truncated``, ...) and its events in a list.
 
     Each event gets its line number as ``"_line"``. This is :class:`TraceLines` (the one reader
     of ``rollcheck.trace/1``) for callers that need the events more than once.
 
     Examples
     --------
-    >>> t, evs = read_events("t.jsonl", data=b'{"format": "rollcheck.trace/1"}\\n{"seq": 1, "kind": "end"}\\n')
+    >>> t, evs = read_events("t.jsonl", data=b'{"format": "rollcheck.trace/1"}\n{"seq": 1, "kind": "end"}\n')
     >>> [(e["kind"], e["_line"]) for e in evs], t.truncated, t.complete_bytes
     ([('end', 2)], False, 58)
     """

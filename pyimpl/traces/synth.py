@@ -90,7 +90,8 @@ def synthetic_trace(processes: int | Sequence[str] = 3, steps: int = 40, seed: i
 class _ToyRun:
     """The state of a toy run: each process's protocol state and checkpoints, the messages in
     flight, the pattern so far and the outputs of the effective execution; each action returns (or
-    yields) its trace events."""
+    yields) its trace events.
+    """
 
     def __init__(self, names: list[str], proto: Any, rng: random.Random):
         n = len(names)
@@ -112,7 +113,8 @@ class _ToyRun:
 
     def fail(self) -> Iterator[dict[str, Any]]:
         """A random process fails; the recovery line by rollback propagation, the effective execution
-        cut to it, the messages in transit re-sent from the logs."""
+        cut to it, the messages in transit re-sent from the logs.
+        """
         from rollcheck.pyimpl.recovery import rollback_propagation
 
         names, n, rng = self.names, self.n, self.rng

@@ -19,7 +19,8 @@ __all__ = ['Edge', 'Dataflow']
 @dataclass(frozen=True)
 class Edge:
     """An edge; ``seq`` edges number their messages, ``logged`` edges keep L_e, ``phi`` names the
-    transformer: identity, entry, feedback, exit, bridge, bridge-per-epoch, recorded, conservative."""
+    transformer: identity, entry, feedback, exit, bridge, bridge-per-epoch, recorded, conservative.
+    """
 
     name: str
     src: str

@@ -20,7 +20,8 @@ __all__ = ['Op', 'Source', 'Map', 'Counter_', 'SumPerTime', 'Sink', 'BridgeOp', 
 
 class Op(ABC):
     """A deterministic operator: ``process`` updates ``state`` and returns the messages to send
-    as ``(edge, time | None, payload)``; ``None`` asks for the next sequence number on a seq edge."""
+    as ``(edge, time | None, payload)``; ``None`` asks for the next sequence number on a seq edge.
+    """
 
     domain = "epoch"  # "epoch" | "loop" | "seq": the domain of the times it receives
 
@@ -55,7 +56,8 @@ class Map(Op):
 @dataclass
 class Counter_(Op):
     """Sequence-number operator with state: numbers each record it sees and forwards
-    ``(count, payload)`` on its (seq) out edges."""
+    ``(count, payload)`` on its (seq) out edges.
+    """
 
     domain: str = "seq"
 
@@ -106,7 +108,8 @@ class LoopEntryOp(Op):
 @dataclass
 class LoopBody(Op):
     """Halves a value each iteration: ``v > 1`` goes round the feedback edge at ``(t, c+1)``,
-    otherwise leaves on the exit edge. ``outs[0]`` is the feedback edge, ``outs[1]`` the exit."""
+    otherwise leaves on the exit edge. ``outs[0]`` is the feedback edge, ``outs[1]`` the exit.
+    """
 
     domain: str = "loop"
 

@@ -39,7 +39,8 @@ class Outcome:
 def recover(r: Run, failed: set[str], solver: Callable[[SpanSystem], Mapping[str, int]] | None = None,
             top_all: bool = False) -> tuple[Mapping[str, int], list[tuple[str, Any]], SpanSystem]:
     """Fail ``failed`` now, compute spans, restore every processor, reset queues. Returns the
-    levels, the lost messages ``(edge, time)``, and the span system."""
+    levels, the lost messages ``(edge, time)``, and the span system.
+    """
     built = build_system(r, failed, top_all=top_all, phi="keep" if top_all else "normalise")
     s = built.system
     if solver is None:
@@ -135,7 +136,8 @@ def _canon(x: Any) -> Any:
 
 def exactly_once(a: Run, b: Run) -> str | None:
     """None when ``a`` and ``b`` end in the same processor states and every edge delivered the
-    same multiset of (time, payload); else the first difference."""
+    same multiset of (time, payload); else the first difference.
+    """
     for p in a.df.ops:
         if _canon(a.state[p]) != _canon(b.state[p]):
             return f"processor {p}: final state differs"
@@ -153,7 +155,8 @@ def failure_experiment(df_factory: Callable[[], Dataflow], seed: int, fail_at: i
                        top_all: bool = False, track_watermark: bool = False, ref: Run | None = None) -> Outcome:
     """Run ``df`` with ``seed``; after ``fail_at`` deliveries fail ``failed``, recover, finish, and
     compare with the failure-free run of the same dataflow and seed (``ref``: that run, when the
-    caller has already made it with ``run_to_end(Run.start(df_factory(), seed))``)."""
+    caller has already made it with ``run_to_end(Run.start(df_factory(), seed))``).
+    """
     if ref is None:
         ref = run_to_end(Run.start(df_factory(), seed))
     r = Run.start(df_factory(), seed)

@@ -201,7 +201,8 @@ class Run:
 
     def _publish(self) -> None:
         """Move pending checkpoints into chains once their unlogged shared-time messages are
-        processed by their receivers (seq edges need no wait)."""
+        processed by their receivers (seq edges need no wait).
+        """
         changed = False
         for p, pend in self.pending_ckpt.items():
             while pend:
@@ -223,7 +224,8 @@ class Run:
 
     def advance_watermark(self) -> None:
         """Recompute the low watermark; acknowledge source batches and release sink outputs whose
-        times it passes (§4.3)."""
+        times it passes (§4.3).
+        """
         from rollcheck.pyimpl.spans.executor.recording import build_system
         from rollcheck.pyimpl.spans.watermark import low_watermark
 

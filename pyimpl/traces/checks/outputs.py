@@ -61,7 +61,8 @@ def reference_from_list(doc: Any, processes: Sequence[str] | None = None, source
 def load_reference(path: str) -> Any:
     """Read a reference-outputs file (a JSON list) under the input bounds of
     :func:`~rollcheck.pyimpl.jsonio.load_json_file` (nesting, NaN, number sizes); validation
-    happens against the trace's processes."""
+    happens against the trace's processes.
+    """
     from rollcheck.pyimpl.jsonio import load_json_file
 
     try:
