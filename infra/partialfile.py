@@ -66,8 +66,10 @@ def partial_path(out: str | os.PathLike[str]) -> Path:
 
 @contextlib.contextmanager
 def partial_output(out: str | os.PathLike[str]) -> Iterator[Path]:
-    """Yield ``OUT.partial`` (removed first if stale); rename it to ``OUT`` when the block ends
-    normally, remove it on :class:`InvalidInputError`, keep it on any other way out.
+    """Yield ``OUT.partial`` (removed first if stale) and rename it to ``OUT`` at the end.
+
+    It is renamed when the block ends normally, removed on :class:`InvalidInputError`, kept on
+    any other way out.
 
     If the block wrote nothing on a normal end, ``OUT`` is left untouched (a run that records
     nothing does not erase an earlier result).

@@ -27,8 +27,10 @@ __all__ = ["cache_root", "locked", "pip_reason", "clean_environ", "parse_full_re
 
 
 def cache_root() -> Path:
-    """Rollcheck's cache folder: ``$ROLLCHECK_CACHE``, else the user cache folder
-    (``platformdirs`` where installed, else ``$XDG_CACHE_HOME/rollcheck`` or ``~/.cache/rollcheck``).
+    """Rollcheck's cache folder: ``$ROLLCHECK_CACHE``, else the user cache folder.
+
+    The user cache folder is ``platformdirs``' where installed, else ``$XDG_CACHE_HOME/rollcheck``
+    or ``~/.cache/rollcheck``.
 
     Examples
     --------
@@ -67,9 +69,11 @@ def parse_full_release(version: str) -> tuple[int, int, int] | None:
 
 def parse_engine_release(version: str, *, package: str, supported: tuple[tuple[int, int, int], tuple[int, int, int]],
                          example: str, location: str = "--engine-version") -> tuple[int, int, int]:
-    """``version`` as ``(X, Y, Z)``, refusing anything but a full release of ``package`` in
-    ``supported[0] <= V < supported[1]`` (what ``--engine-version`` and ``--reference-version``
-    accept; pyspark's and apache-flink's ``parse_release`` call it with their range).
+    """``version`` as ``(X, Y, Z)``, refusing anything but a supported full release.
+
+    A full release of ``package`` in ``supported[0] <= V < supported[1]`` (what
+    ``--engine-version`` and ``--reference-version`` accept; pyspark's and apache-flink's
+    ``parse_release`` call it with their range).
 
     Parameters
     ----------
@@ -126,16 +130,19 @@ def pip_reason(stderr: str) -> str:
 
 
 def clean_environ() -> dict[str, str]:
-    """The running process's environment without Python's path variables (what a child that
-    makes or probes another interpreter's environment runs with).
+    """The running process's environment without Python's path variables.
+
+    A child that makes or probes another interpreter's environment runs with it.
     """
     return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
 
 
 @contextlib.contextmanager
 def locked(path: Path) -> Iterator[None]:
-    """Hold an exclusive lock on ``path`` (created, with its folder): one rollcheck makes a given
-    release's environment at a time; another one waits (and says so on stderr).
+    """Hold an exclusive lock on ``path`` (created, with its folder).
+
+    One rollcheck makes a given release's environment at a time; another one waits (and says so
+    on stderr).
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a+", encoding="utf-8") as fh:

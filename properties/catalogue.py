@@ -1,5 +1,6 @@
-"""Running the mutation catalogue and saving its evidence: the runner behind ``rollcheck mutants``
-and the catalogue section of ``rollcheck verify``.
+"""Running the mutation catalogue and saving its evidence.
+
+The runner behind ``rollcheck mutants`` and the catalogue section of ``rollcheck verify``.
 
 Each mutant runs in a forked checker with a time limit; a killed mutant's counterexample, reproducer
 and picture are written under the output folder (``specs/theorems.md`` — the catalogue).

@@ -72,8 +72,10 @@ def configs(draw: Any, *, max_keys: int = 6, max_rounds: int = 12, min_scaling: 
 
 @st.composite
 def failure_cases(draw: Any) -> tuple[Config, int, int, int, int]:
-    """A configuration, a failed operator level and key, a phase for the failure steps, and the
-    number of tasks that recover the failed one (1, or 2–3 for parallel recovery).
+    """A configuration, a failure and a number of recovering tasks.
+
+    The failure is an operator level and key, with a phase for the failure steps; 1 task recovers
+    the failed one, or 2–3 for parallel recovery.
 
     The property fails that task, in separate runs with exactly one failure each, at every
     ``stride``-th step of the failure-free run starting at ``phase`` (``stride`` keeps the

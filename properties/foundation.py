@@ -142,8 +142,10 @@ def netzer_xu_useless(p: Pattern, zcycles: Any = zcycle_checkpoints) -> None:
 
 
 def _netzer_xu_message(a: Any, b: Any, extends: bool, linked: bool) -> str:
-    """The Netzer–Xu violation in words: ``{C[0,1], C[1,2]} extends to no consistent global
-    checkpoint, yet no Z-path links them`` (a singleton is named once).
+    """The Netzer–Xu violation in words.
+
+    ``{C[0,1], C[1,2]} extends to no consistent global checkpoint, yet no Z-path links them`` (a
+    singleton is named once).
     """
     what = f"{{{a}}}" if a == b else f"{{{a}, {b}}}"
     them = "it to itself" if a == b else "them"
@@ -156,8 +158,9 @@ def _netzer_xu_message(a: Any, b: Any, extends: bool, linked: bool) -> str:
       interesting=ZPATH, floor=0.25)
 @given(p=small_patterns)
 def netzer_xu_sets(p: Pattern, zpath_fn: Any = zpath) -> None:
-    """A set of checkpoints extends to a consistent global checkpoint iff no Z-path links any two
-    (checked for every singleton and every pair of checkpoints of different processes).
+    """A set of checkpoints extends to a consistent global checkpoint iff no Z-path links any two.
+
+    Checked for every singleton and every pair of checkpoints of different processes.
     """
     interesting(_zpath_chain(p), ZPATH)
     covered: set[tuple[int, int, int, int]] = set()
@@ -179,8 +182,9 @@ def netzer_xu_sets(p: Pattern, zpath_fn: Any = zpath) -> None:
       interesting=ZPATH, floor=0.25)
 @given(p=small_patterns)
 def zpath_witness(p: Pattern, zpath_fn: Any = zpath) -> None:
-    """Zpath finds a Z-path exactly when one exists (closure of the Z-step relation), and each
-    witness satisfies the definition.
+    """Zpath finds a Z-path exactly when one exists, and each witness satisfies the definition.
+
+    Existence is the closure of the Z-step relation.
     """
     closure = O.zpath_closure(p)
     interesting(_zpath_chain(p, closure), ZPATH)
@@ -212,8 +216,9 @@ def wang_zpath_rgraph(p: Pattern, exists_fn: Any = zpath_exists_rgraph) -> None:
 @example(p=PITFALLS["volatile-needed"])
 @given(p=small_patterns)
 def scc_useless(p: Pattern, useless: Any = useless_checkpoints) -> None:
-    """C[i,x] is useless iff C[i,x] and C[i,x+1] share an SCC of the R-graph with V nodes; the
-    scipy and networkx versions agree with brute force.
+    """C[i,x] is useless iff C[i,x] and C[i,x+1] share an SCC of the R-graph with V nodes.
+
+    The scipy and networkx versions agree with brute force.
     """
     want = O.brute_useless(p)
     interesting(bool(want), USELESS)
@@ -226,8 +231,9 @@ def scc_useless(p: Pattern, useless: Any = useless_checkpoints) -> None:
       area="foundation", interesting=ROLLBACK, floor=0.3)
 @given(p=small_with_topologies)
 def recovery_line_is_max(p: Pattern, line_fn: Any = recovery_line) -> None:
-    """For every failed set, virtual checkpoints on and off, the line is the maximum consistent
-    global checkpoint under the availability bounds; in_transit follows its definition.
+    """The line is the maximum consistent global checkpoint under the availability bounds.
+
+    For every failed set, virtual checkpoints on and off; in_transit follows its definition.
     """
     last = O.raw_last(p)
     brute = _brute_lines(p)
@@ -254,8 +260,9 @@ def recovery_line_is_max(p: Pattern, line_fn: Any = recovery_line) -> None:
 @example(p=PITFALLS["two-hop-propagation"])
 @given(p=small_with_topologies)
 def cgraph_equals_rgraph(p: Pattern, propagate: Any = rollback_propagation) -> None:
-    """Rollback propagation on the checkpoint graph gives the R-graph recovery line (and the brute
-    force's: the R-graph line is not trusted either).
+    """Rollback propagation on the checkpoint graph gives the R-graph recovery line.
+
+    It also gives the brute force's: the R-graph line is not trusted either.
     """
     last = O.raw_last(p)
     brute = _brute_lines(p)
@@ -273,8 +280,9 @@ def cgraph_equals_rgraph(p: Pattern, propagate: Any = rollback_propagation) -> N
 @prop("consistency-lattice", target="consistency", theorem="specs/theorems.md#t7-lattice")
 @given(p=small_patterns)
 def consistency_lattice(p: Pattern, consistent: Any = is_consistent, clocks: Any = vector_clocks) -> None:
-    """Consistency (no orphan) ⇔ pairwise concurrency by vector clocks; consistent cuts are closed
-    under componentwise max and min.
+    """Consistency (no orphan) ⇔ pairwise concurrency by vector clocks.
+
+    Consistent cuts are closed under componentwise max and min.
     """
     vc = clocks(p)
     good = []
@@ -295,9 +303,11 @@ def consistency_lattice(p: Pattern, consistent: Any = is_consistent, clocks: Any
 @given(p=small_patterns, rnd=st.randoms(use_true_random=False))
 def wang_min_max(p: Pattern, rnd: Any, max_fn: Any = max_consistent_containing,
                  min_fn: Any = min_consistent_containing) -> None:
-    """Wang's algorithms return the componentwise max/min of the consistent global checkpoints that
-    contain the set, or none exactly when there is none (V allowed or not); checked for every
-    singleton and up to 12 pairs of checkpoints of different processes.
+    """Wang's algorithms return the max/min consistent global checkpoint containing the set.
+
+    That is the componentwise max/min of the consistent global checkpoints that contain it, or
+    none exactly when there is none (V allowed or not); checked for every singleton and up to 12
+    pairs of checkpoints of different processes.
     """
     cps = p.checkpoints()
     pairs = [(a, b) for a in cps for b in cps if a.process < b.process]
@@ -390,8 +400,9 @@ def corrupt(doc: dict[str, Any], how: str, k: int) -> tuple[dict[str, Any], int]
 @given(p=st.one_of(patterns(max_processes=4, max_actions=16), walk_patterns(max_steps=16)),
        k=st.integers(0, 50))
 def loader_rejects(p: Pattern, k: int, load: Any = pattern_from_dict) -> None:
-    """Every corrupted document (each kind of corruption, near event k) is rejected with
-    InvalidInputError naming the file and the offending event.
+    """Every corrupted document is rejected naming the file and the offending event.
+
+    Each kind of corruption, near event k, gives InvalidInputError.
     """
     doc = pattern_to_dict(p)
     if not doc["events"]:

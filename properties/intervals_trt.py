@@ -54,10 +54,11 @@ def trt_monotone(p: dict[str, Any], which: str, grow: float, trt: Any = total_re
 
 def direct_trt(ci: float, timeout: float, recovery: float, warmup: float, ratio: float, case: str,
                reading: str, threshold: float) -> tuple[float, float, int]:
-    """An independent derivation from the definitions of ``specs/intervals.md#trt``: the terms
-    ``a_k`` are summed one by one (``E`` = 0, CI/2, CI; ``a_1 = E + T_o + R + W``, times U under the
-    Eq. 2 reading; stop after the first term below the threshold), and the limit is the closed form
-    ``T_o + R + a_1/(1 − U)``. Returns (TRT, limit, terms).
+    """An independent derivation of TRT from ``specs/intervals.md#trt``; returns (TRT, limit, terms).
+
+    The terms ``a_k`` are summed one by one (``E`` = 0, CI/2, CI; ``a_1 = E + T_o + R + W``,
+    times U under the Eq. 2 reading; stop after the first term below the threshold), and the
+    limit is the closed form ``T_o + R + a_1/(1 − U)``.
     """
     e = {"best": 0.0, "average": 0.5 * ci, "worst": ci}[case]
     a1 = (e + timeout + recovery + warmup) * (ratio if reading == "eq2" else 1.0)
@@ -75,9 +76,10 @@ def direct_trt(ci: float, timeout: float, recovery: float, warmup: float, ratio:
       interesting="the catch-up series has at least 3 terms", floor=0.3)
 @given(p=trt_params())
 def trt_direct_sum(p: dict[str, Any], trt: Any = total_recovery_time, limit: Any = trt_limit) -> None:
-    """TRT equals the direct summation of the series (relative 1e-9) and the limit equals the closed
-    form from a_1 = E + T_o + R + W (relative 1e-12): a derivation that shares nothing with the
-    implementation.
+    """TRT equals the direct summation of the series, and the limit the closed form.
+
+    Relative tolerance 1e-9 for the sum and 1e-12 for the closed form from a_1 = E + T_o + R + W:
+    a derivation that shares nothing with the implementation.
     """
     args = {k: v for k, v in p.items() if k != "threshold"}
     ci = args.pop("ci")
@@ -93,8 +95,9 @@ def trt_direct_sum(p: dict[str, Any], trt: Any = total_recovery_time, limit: Any
 @prop("trt-limit", target="chiron-trt", theorem=f"{SPEC}#trt-limit")
 @given(p=trt_params())
 def trt_tends_to_limit(p: dict[str, Any], trt: Any = total_recovery_time, limit: Any = trt_limit) -> None:
-    """T_o + R + S_n <= the closed form T_o + R + a_1/(1 − U), short by less than threshold·U/(1 − U),
-    and equal to it (1e-9) as the threshold tends to 0.
+    """T_o + R + S_n <= the closed form T_o + R + a_1/(1 − U), and tends to it.
+
+    Short by less than threshold·U/(1 − U), and equal to it (1e-9) as the threshold tends to 0.
     """
     args = {k: v for k, v in p.items() if k not in ("threshold",)}
     ci = args.pop("ci")
@@ -129,8 +132,9 @@ def profiles(draw: Any) -> tuple[list[ProfilingPoint], float]:
 @prop("trt-optimiser-optimal", target="chiron-optimiser", theorem=f"{SPEC}#optimiser")
 @given(data=profiles())
 def optimiser_optimal(data: tuple[list[ProfilingPoint], float], optimise: Any = optimise_ci) -> None:
-    """The chosen CI meets A(CI) <= bound and no sampled feasible CI has lower predicted P(CI);
-    when the optimiser reports that no CI meets the bound, no sampled CI does.
+    """The chosen CI meets A(CI) <= bound and no sampled feasible CI has lower predicted P(CI).
+
+    When the optimiser reports that no CI meets the bound, no sampled CI does.
     """
     points, bound = data
     lat = fit_quadratic([p.ci for p in points], [p.latency for p in points])

@@ -42,8 +42,10 @@ def useless_scc_off_by_one(p: Pattern) -> list[Checkpoint]:
 
 
 def recovery_without_volatile(p: Pattern, failed: Iterable[int], virtual: bool = True) -> RecoveryLine:
-    """R-graph marking without V nodes: a failed process marks only from its last checkpoint's
-    successors, so messages sent in its last interval are forgotten.
+    """R-graph marking without V nodes.
+
+    A failed process marks only from its last checkpoint's successors, so messages sent in its
+    last interval are forgotten.
     """
     g = rgraph(p)
     fail = set(failed)
@@ -117,8 +119,10 @@ def wang_plain_reachability(p: Pattern, src: tuple[int, int], dst: tuple[int, in
 
 
 def zpath_causal_only(p: Pattern, src: tuple[int, int], dst: tuple[int, int]) -> list[str] | None:
-    """Follows only causal chains: the next message must be sent after the delivery (strictly
-    later interval), so non-causal Z-paths inside one interval are missed.
+    """Follows only causal chains.
+
+    The next message must be sent after the delivery (strictly later interval), so non-causal
+    Z-paths inside one interval are missed.
     """
     sends, _ = _sends_by_process(p)
     msgs = p.messages

@@ -1,5 +1,7 @@
-"""The protocol part of the mutation catalogue: broken and costlier variants of BCS and HMNR, and
-broken variants of the driver, the fast kernels and the basic-checkpoint timer.
+"""The protocol part of the mutation catalogue.
+
+Broken and costlier variants of BCS and HMNR, and broken variants of the driver, the fast
+kernels and the basic-checkpoint timer.
 
 Each entry is a :class:`~rollcheck.properties.mutation.MutantSpec`: the registered properties of
 :mod:`rollcheck.properties.protocols_cic` and :mod:`rollcheck.properties.protocols_forced` with the

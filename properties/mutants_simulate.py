@@ -64,8 +64,9 @@ SAFE: dict[str, tuple[str, dict[str, Any], str, str]] = {
 
 
 def cost_ratio(reference: str, change: dict[str, Any], runs: int = 12) -> float:
-    """Checkpoints (regular + forced) of the changed configuration over the reference's, summed
-    over the same ``runs`` fixed wordcount and nhop runs (seeds 0..runs-1).
+    """Checkpoints (regular + forced) of the changed configuration over the reference's.
+
+    Summed over the same ``runs`` fixed wordcount and nhop runs (seeds 0..runs-1).
     """
     ref = mine = 0
     for seed in range(runs):

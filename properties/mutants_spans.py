@@ -1,5 +1,7 @@
-"""Mutants of the span algorithm: deliberately broken (or costlier) variants, declared as
-:class:`~rollcheck.properties.mutation.MutantSpec` entries of the catalogue.
+"""Mutants of the span algorithm: deliberately broken (or costlier) variants.
+
+They are declared as :class:`~rollcheck.properties.mutation.MutantSpec` entries of the
+catalogue.
 """
 
 from __future__ import annotations

@@ -139,8 +139,10 @@ def by_area(area: str) -> list[MutantSpec]:
 
 
 def reduce_pattern(p: Any, still_fails: Callable[[Any], bool]) -> Any:
-    """Greedy 1-minimal reduction of a pattern: drop single events (a send with its deliveries)
-    while ``still_fails`` holds, then drop processes without events.
+    """Greedy 1-minimal reduction of a pattern.
+
+    Drop single events (a send with its deliveries) while ``still_fails`` holds, then drop
+    processes without events.
 
     Examples
     --------

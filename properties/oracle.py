@@ -35,8 +35,10 @@ MAX_CUTS = 200_000
 
 
 class RawMessage(NamedTuple):
-    """A message as read off the event list: its position among the sends, sender, interval of the
-    send, receiver, interval of the delivery (None while in transit).
+    """A message as read off the event list.
+
+    Its position among the sends, sender, interval of the send, receiver, interval of the
+    delivery (None while in transit).
     """
 
     position: int

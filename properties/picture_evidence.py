@@ -29,9 +29,11 @@ def why(spec: Any, detail: str) -> str:
 
 
 def crop_to_evidence(p: Any, found: dict[str, Any], title: str) -> tuple[Any, str]:
-    """A pattern too large to draw event by event, cut down to its evidence: the sender and the
-    receiver of the first orphan, up to their snapshot checkpoints and the orphan's delivery, so
-    that the diagram can show and name them (the caption says what was left out).
+    """A pattern too large to draw event by event, cut down to its evidence.
+
+    The sender and the receiver of the first orphan, up to their snapshot checkpoints and the
+    orphan's delivery, so that the diagram can show and name them (the caption says what was
+    left out).
     """
     from rollcheck.pyimpl.pattern import CHECKPOINT, DELIVER, SEND, Event, Pattern
     from rollcheck.pyimpl.render import MAX_DETAILED_MESSAGES, MAX_DETAILED_PROCESSES
@@ -80,9 +82,11 @@ def _ints(text: str) -> tuple[int, ...]:
 
 
 def pattern_evidence(spec: Any, p: Any, detail: str) -> dict[str, Any]:
-    """What the violation in ``detail`` names, as arguments of ``render_pattern``: the snapshot
-    cut with its orphans, the failure with the recovery line and the wrongly restored checkpoint,
-    or the useless checkpoints; and a ``why`` sentence naming them for the caption.
+    """What the violation in ``detail`` names, as arguments of ``render_pattern``.
+
+    The snapshot cut with its orphans, the failure with the recovery line and the wrongly
+    restored checkpoint, or the useless checkpoints; and a ``why`` sentence naming them for the
+    caption.
     """
     out: dict[str, Any] = {}
     m = _SNAPSHOT.search(detail)

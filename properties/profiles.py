@@ -83,8 +83,9 @@ def _derandomize() -> bool:
 
 
 def pin_constants() -> bool:
-    """Keep Hypothesis from drawing the literals of the modules loaded so far: the seed alone then
-    decides the examples (not which modules happen to be imported). Idempotent.
+    """Keep Hypothesis from drawing the literals of the modules loaded so far. Idempotent.
+
+    The seed alone then decides the examples (not which modules happen to be imported).
 
     Hypothesis (6.131 and later) collects the constants of every *local* module in ``sys.modules``
     into a pool it draws from now and then; it has no setting to turn that off, so its collector is
@@ -144,8 +145,9 @@ def registered(name: str) -> str:
 
 
 def profile_settings(name: str | None = None) -> settings:
-    """The :class:`hypothesis.settings` of rollcheck's profile ``name`` (not loaded globally);
-    pins the constant pool (:func:`pin_constants`).
+    """The :class:`hypothesis.settings` of rollcheck's profile ``name`` (not loaded globally).
+
+    It pins the constant pool (:func:`pin_constants`).
     """
     pin_constants()
     return settings.get_profile(hypothesis_name(name))

@@ -1,5 +1,7 @@
-"""Hypothesis strategies for protocol runs: random basic schedules on 2..5 processes, non-FIFO,
-and Z-cycle-prone zig-zag schedules (:func:`zigzag_schedules`).
+"""Hypothesis strategies for protocol runs.
+
+Random basic schedules on 2..5 processes, non-FIFO, and Z-cycle-prone zig-zag schedules
+(:func:`zigzag_schedules`).
 
 A *basic schedule* is a pattern whose checkpoints are all basic; a protocol run adds the forced
 ones. Schedules are drawn as action lists (send on a channel / deliver a pending message /
@@ -72,10 +74,11 @@ def basic_schedules(
 
 def _motif_events(cycle: list[int], brk: int, hop_ckpt: list[bool], before: int, tag: int,
                   lead: int = 0) -> list[tuple[str, int, int, str]]:
-    """The events of one zig-zag motif as ``(kind, process, peer, message)`` tuples in a causal
-    order: ``lead`` checkpoints on c_brk, the tail m_brk..m_{k-1} (ending at c_0), ``before``
-    checkpoints on c_0, then the head m_0..m_{brk-1} (ending at c_brk, which sent m_brk earlier
-    in the same interval).
+    """The events of one zig-zag motif as ``(kind, process, peer, message)`` tuples.
+
+    In a causal order: ``lead`` checkpoints on c_brk, the tail m_brk..m_{k-1} (ending at c_0),
+    ``before`` checkpoints on c_0, then the head m_0..m_{brk-1} (ending at c_brk, which sent
+    m_brk earlier in the same interval).
     """
     k = len(cycle)
     ev: list[tuple[str, int, int, str]] = []
@@ -206,9 +209,11 @@ def zigzag_schedules(
 @st.composite
 def protocol_schedules(draw: st.DrawFn, min_processes: int = 2, max_processes: int = 4,
                        max_events: int = 30) -> Pattern:
-    """The schedules ``rollcheck check protocol`` draws: zig-zag schedules (three draws in four,
-    :func:`zigzag_schedules`) mixed with uniform random basic schedules of the same size (traffic
-    without a planted cycle). Shrinks towards a zig-zag schedule.
+    """The schedules ``rollcheck check protocol`` draws.
+
+    Zig-zag schedules (three draws in four, :func:`zigzag_schedules`) mixed with uniform random
+    basic schedules of the same size (traffic without a planted cycle). Shrinks towards a zig-zag
+    schedule.
 
     Examples
     --------

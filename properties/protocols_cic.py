@@ -61,8 +61,9 @@ def _fail(message: str, p: Pattern) -> None:
 
 
 def check_no_useless(p: Pattern, protocol: Protocol) -> Pattern:
-    """Run ``protocol`` on ``p``; raise unless its output has no useless checkpoint (SCC test,
-    cross-checked with the Z-cycle definition). Returns the output pattern.
+    """Run ``protocol`` on ``p``; raise unless its output has no useless checkpoint.
+
+    The SCC test is cross-checked with the Z-cycle definition. Returns the output pattern.
     """
     out = run_protocol(protocol, p).pattern
     useless = useless_checkpoints(out)
@@ -104,9 +105,9 @@ def cic_no_useless_zigzag(p: Pattern, name: str, get: Any = get_protocol) -> Non
 
 
 def bcs_checkpoint_indices(out: Pattern, protocol: Protocol) -> list[list[int]]:
-    """Replay a BCS-like protocol over its own output pattern and return, per process, the lc of
-    every checkpoint (index 0 first); a forced checkpoint gets the lc adopted at the delivery it
-    precedes.
+    """Replay a BCS-like protocol over its output pattern: per process, the lc of each checkpoint.
+
+    Index 0 first; a forced checkpoint gets the lc adopted at the delivery it precedes.
     """
     n = out.n
     sender = {m.id: m.sender for m in out.messages}
@@ -135,8 +136,9 @@ def bcs_checkpoint_indices(out: Pattern, protocol: Protocol) -> list[list[int]]:
 @prop("bcs-index-lines-consistent", target="bcs", theorem="specs/protocols.md#thm-bcs-lines")
 @given(p=schedules)
 def bcs_index_lines_consistent(p: Pattern, protocol: Protocol = _BCS) -> None:
-    """For every L, the global checkpoint made of each process's first checkpoint with lc >= L
-    (its volatile state if none) is consistent.
+    """For every L, each process's first checkpoint with lc >= L makes a consistent global one.
+
+    A process without one contributes its volatile state.
     """
     check_bcs_lines(p, protocol)
 
@@ -167,8 +169,9 @@ def _forced_by_position(out: Pattern) -> tuple[str, ...]:
 @prop("protocol-forced-list", target="protocols", theorem="specs/protocols.md#thm-forced-list")
 @given(p=schedules, name=st.sampled_from(PROTOCOLS))
 def protocol_forced_list(p: Pattern, name: str, run: Any = run_protocol) -> None:
-    """The reported forced list is exactly the deliveries immediately preceded by a forced
-    checkpoint, every forced checkpoint precedes a delivery, and the counts agree.
+    """The reported forced list is exactly the deliveries preceded by a forced checkpoint.
+
+    Every forced checkpoint precedes a delivery, and the counts agree.
     """
     check_forced_list(p, name, run)
 
@@ -187,8 +190,9 @@ def check_forced_list(p: Pattern, name: str, run: Any) -> None:
 @prop("protocol-keeps-basic", target="protocols", theorem="specs/protocols.md#thm-keeps-basic")
 @given(p=schedules, name=st.sampled_from(PROTOCOLS))
 def protocol_keeps_basic(p: Pattern, name: str, run: Any = run_protocol) -> None:
-    """Removing the forced checkpoints from the output gives back the input schedule, and the
-    basic count is the input's number of checkpoints.
+    """Removing the forced checkpoints from the output gives back the input schedule.
+
+    The basic count is the input's number of checkpoints.
     """
     check_keeps_basic(p, name, run)
 
@@ -224,8 +228,9 @@ def check_fast_agrees(p: Pattern, name: str, backend: str, fast: Any) -> None:
     forced=st.sets(st.integers(0, 39), max_size=8),
 )
 def basic_timer_restarts(length: int, every: int, forced: set[int], schedule: Any = count_schedule) -> None:
-    """A basic checkpoint is taken exactly ``every`` events after the latest checkpoint, basic or
-    forced, and never earlier.
+    """A basic checkpoint is taken exactly ``every`` events after the latest checkpoint.
+
+    The latest checkpoint may be basic or forced; never earlier.
     """
     check_timer(length, every, forced, schedule)
 

@@ -41,9 +41,11 @@ AREA = "protocols"
 
 
 def _bcs(p: Pattern) -> list[str]:
-    """BCS from its rule: one integer ``lc`` per process; a checkpoint adds one; a message carries
-    the sender's ``lc``; a delivery with ``m.lc > lc`` is preceded by a forced checkpoint whose
-    label is ``m.lc``.
+    """BCS from its rule.
+
+    One integer ``lc`` per process; a checkpoint adds one; a message carries the sender's
+    ``lc``; a delivery with ``m.lc > lc`` is preceded by a forced checkpoint whose label is
+    ``m.lc``.
     """
     lc = {i: 0 for i in range(p.n)}
     carried: dict[str, int] = {}
@@ -118,8 +120,10 @@ def _hmnr(p: Pattern) -> list[str]:
 
 
 def reference_forced(protocol: str, p: Pattern) -> tuple[str, ...]:
-    """The ids of the deliveries at which ``protocol`` (``"hmnr"`` or ``"bcs"``) forces on the basic
-    schedule ``p`` (its checkpoints are basic; forced flags ignored), from the rules alone.
+    """The ids of the deliveries at which ``protocol`` forces on ``p``, from the rules alone.
+
+    ``protocol`` is ``"hmnr"`` or ``"bcs"``; the checkpoints of the basic schedule ``p`` are
+    basic (forced flags ignored).
     """
     if protocol == "hmnr":
         return tuple(_hmnr(p))
@@ -129,9 +133,11 @@ def reference_forced(protocol: str, p: Pattern) -> tuple[str, ...]:
 
 
 class OverForcingHMNR(HMNR):
-    """WRONG on purpose (a mutant): HMNR that also forces at every delivery that follows a send in
-    the current interval (the checkpoint-after-send rule). Still free of useless checkpoints —
-    the safety properties cannot tell — but it forces far more than HMNR's conditions require.
+    """WRONG on purpose (a mutant): HMNR plus the checkpoint-after-send rule.
+
+    It also forces at every delivery that follows a send in the current interval. Still free of
+    useless checkpoints — the safety properties cannot tell — but it forces far more than HMNR's
+    conditions require.
     """
 
     name = "hmnr-over-forcing"
@@ -142,9 +148,11 @@ class OverForcingHMNR(HMNR):
 
 
 def forced_schedules() -> st.SearchStrategy[Pattern]:
-    """Basic schedules on 2–5 processes: half random traffic with checkpoints, half Z-cycle motifs
-    in random traffic (:func:`rollcheck.properties.strategies.zcycle_patterns`, which a CIC protocol
-    must break by forcing), so that forcing decisions happen in most of them.
+    """Basic schedules on 2–5 processes in which forcing decisions happen.
+
+    Half random traffic with checkpoints, half Z-cycle motifs in random traffic
+    (:func:`rollcheck.properties.strategies.zcycle_patterns`, which a CIC protocol must break by
+    forcing).
     """
     from rollcheck.properties.strategies import weighted, zcycle_patterns
 

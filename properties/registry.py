@@ -165,9 +165,10 @@ _MEASURES: dict[str, tuple[str, Callable[..., bool], float | None]] = {}
 
 
 def measure(name: str, what: str, fn: Callable[..., bool], floor: float | None = None) -> None:
-    """Attach an interesting-example measure to the registered property ``name`` (for properties
-    whose module does not call :func:`interesting` itself): ``fn`` gets the drawn values of each
-    example and says whether it is interesting; ``floor`` as in :func:`prop`.
+    """Attach an interesting-example measure to the registered property ``name``.
+
+    For properties whose module does not call :func:`interesting` itself: ``fn`` gets the drawn
+    values of each example and says whether it is interesting; ``floor`` as in :func:`prop`.
     """
     p = PROPERTIES[name]
     if p.interesting and p.interesting != what:
@@ -397,8 +398,9 @@ def run_property(
 
 
 def violation_on(p: Property | str, drawn: dict[str, Any], **impls: Any) -> PropertyViolation | None:
-    """Run a property's body once on fixed drawn values; the violation it raises, or None
-    (a crash is not the same failure: reducers must not drift into it).
+    """Run a property's body once on fixed drawn values; the violation it raises, or None.
+
+    A crash is not the same failure: reducers must not drift into it.
     """
     if isinstance(p, str):
         p = PROPERTIES[p]

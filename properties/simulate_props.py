@@ -31,8 +31,9 @@ REFERENCE = Variant()
 
 
 class SimCase(NamedTuple):
-    """A drawn simulation: the failure-free configuration, the failing instance and when it fails
-    (as a fraction of the failure-free run's end time).
+    """A drawn simulation: the failure-free configuration, the failing instance and when.
+
+    When it fails is a fraction of the failure-free run's end time.
     """
 
     config: SimConfig
@@ -46,8 +47,10 @@ def sim_cases(draw: Any, protocols: tuple[str, ...] = ("uc", "bcs", "hmnr", "cl-
               max_records: int = 24, intervals: tuple[float, ...] = (1.0, 2.0, 3.5, 6.0),
               delays: tuple[float, ...] = (0.2, 0.6, 1.5), fail_prefix: str = "",
               fractions: tuple[float, float] = (0.05, 0.9)) -> SimCase:
-    """Random small simulations (1–3 instances per operator, ``min_records``–``max_records``
-    records per source); the failing instance's name starts with ``fail_prefix``.
+    """Random small simulations.
+
+    1–3 instances per operator, ``min_records``–``max_records`` records per source; the failing
+    instance's name starts with ``fail_prefix``.
     """
     wl = draw(st.sampled_from(workloads))
     proto = draw(st.sampled_from(protocols))
@@ -136,8 +139,7 @@ def sim_cl_aligned_consistent(case: SimCase, protocol: str = "cl-aligned") -> No
 @prop("sim-cl-unaligned-recorded", target="simulate", theorem=f"{SPEC}#t-cl-unaligned")
 @given(case=sim_cases(protocols=("cl-unaligned",)))
 def sim_cl_unaligned_recorded(case: SimCase, variant: Variant = REFERENCE) -> None:
-    """Unaligned snapshots are consistent and their recorded channel state is exactly the cut's
-    in-transit messages.
+    """Unaligned snapshots are consistent and record exactly the cut's in-transit messages.
     """
     res = run_engine(replace(case.config, variant=variant))
     assume(res.snapshots)
@@ -153,8 +155,9 @@ def sim_cl_unaligned_recorded(case: SimCase, variant: Variant = REFERENCE) -> No
 @prop("sim-cl-aligned-cycle-deadlock", target="simulate", theorem=f"{SPEC}#t-deadlock")
 @given(case=sim_cases(protocols=("cl-aligned",), workloads=("nhop",)))
 def sim_cl_aligned_cycle_deadlock(case: SimCase, variant: Variant = REFERENCE) -> None:
-    """Aligned barriers on the cyclic query are reported as a deadlock naming the operators on
-    the cycle that wait for the back-channel's marker; the run terminates.
+    """Aligned barriers on the cyclic query are reported as a deadlock; the run terminates.
+
+    The report names the operators on the cycle that wait for the back-channel's marker.
     """
     res = run_engine(replace(case.config, variant=variant, interval=min(case.config.interval, 1.0)))
     assume(res.checkpoints["regular"] > 0)  # a snapshot was started before the input ran out
@@ -173,8 +176,9 @@ def sim_cl_aligned_cycle_deadlock(case: SimCase, variant: Variant = REFERENCE) -
 @prop("sim-exactly-once", target="simulate", theorem=f"{SPEC}#t-exactly-once")
 @given(case=sim_cases())
 def sim_exactly_once(case: SimCase, variant: Variant = REFERENCE) -> None:
-    """Persistent logs + deduplication + no virtual checkpoints: exactly-once output, and the
-    orphan check finds no delivery of an undone send.
+    """Persistent logs + deduplication + no virtual checkpoints: exactly-once output.
+
+    The orphan check finds no delivery of an undone send.
     """
     _, res = run_case(case, virtual=False, persistent_logs=True, variant=variant)
     m = res.metrics
@@ -187,9 +191,10 @@ def sim_exactly_once(case: SimCase, variant: Variant = REFERENCE) -> None:
 @prop("sim-dedup-once", target="simulate", theorem=f"{SPEC}#t-dedup")
 @given(case=sim_cases(), virtual=st.booleans())
 def sim_dedup_once(case: SimCase, virtual: bool, variant: Variant = REFERENCE) -> None:
-    """With persistent logs and deduplication (virtual checkpoints on or off) no input is applied
-    twice and nothing is lost: every receiver's final state applied each sequence number of each
-    input channel at most once.
+    """With persistent logs and deduplication no input is applied twice and nothing is lost.
+
+    Virtual checkpoints on or off: every receiver's final state applied each sequence number of
+    each input channel at most once.
     """
     _, res = run_case(case, virtual=virtual, persistent_logs=True, variant=variant)
     if res.duplicates or res.metrics["lost_messages"]:
@@ -200,9 +205,11 @@ def sim_dedup_once(case: SimCase, virtual: bool, variant: Variant = REFERENCE) -
 @prop("sim-volatile-at-most-once", target="simulate", theorem=f"{SPEC}#t-at-most-once")
 @given(case=sim_cases(protocols=("uc", "bcs", "hmnr")), virtual=st.booleans())
 def sim_volatile_at_most_once(case: SimCase, virtual: bool, variant: Variant = REFERENCE) -> None:
-    """Volatile logs: the lost-message count from sequence numbers equals the count read off the
-    pattern (in-transit messages of the line sent by the failed process); without virtual
-    checkpoints the output is at-most-once, and exactly-once when nothing was lost.
+    """Volatile logs: the lost-message count from sequence numbers matches the pattern's.
+
+    The pattern's count is the in-transit messages of the line sent by the failed process.
+    Without virtual checkpoints the output is at-most-once, and exactly-once when nothing was
+    lost.
     """
     _, res = run_case(case, virtual=virtual, persistent_logs=False, variant=variant)
     m = res.metrics

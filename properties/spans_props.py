@@ -45,9 +45,11 @@ def downstream_only_solver(s: SpanSystem, order: str = "fifo", seed: int = 0) ->
 
 
 def drops_inflight_solver(s: SpanSystem, order: str = "fifo", seed: int = 0) -> dict[str, int]:
-    """WRONG on purpose: the fixed point of a system whose C1 at a live sender's ⊤ uses the T_D of
-    its last checkpoint instead of ``T_D(⊤)``, so an unlogged message sent after that checkpoint and
-    still in flight is dropped from the constraint (the receiver may roll back past it).
+    """WRONG on purpose: C1 at a live sender's ⊤ uses the T_D of its last checkpoint.
+
+    The fixed point of a system that uses it instead of ``T_D(⊤)``, so an unlogged message sent
+    after that checkpoint and still in flight is dropped from the constraint (the receiver may
+    roll back past it).
     """
 
     class _DropsInflight(SpanSystem):
@@ -96,8 +98,9 @@ def definition_violations(s: SpanSystem, lv: Mapping[str, int]) -> list[str]:
 
 
 def _edge_holds(p: Any, q: Any, e: Any, x: int, y: int) -> bool:
-    """C1 and C2 of ``e = (p, q)`` at source level ``x`` and destination level ``y``, from the sets
-    (the same definitions as :func:`definition_violations`).
+    """C1 and C2 of ``e = (p, q)`` at source level ``x`` and destination level ``y``.
+
+    From the sets (the same definitions as :func:`definition_violations`).
     """
     p_top, q_top = x == len(p.chain), y == len(q.chain)
     sent = e.discarded_top if p_top else e.discarded[x]
@@ -210,8 +213,9 @@ def feasible(doc: dict[str, Any], solver: Callable[..., Mapping[str, int]] = ref
       interesting=_BETWEEN, floor=0.3)
 @given(doc=mixed_span_docs(max_procs=4, max_chain=3, max_edges=6))
 def greatest_brute(doc: dict[str, Any], solver: Solver = reference_solver) -> None:
-    """No feasible assignment (enumerated, feasibility from the definitions) has a processor above
-    the result, and the result is feasible.
+    """No feasible assignment has a processor above the result, and the result is feasible.
+
+    Assignments are enumerated, their feasibility taken from the definitions.
     """
     s = system_from_dict(doc)
     lv = solver(s)
@@ -311,8 +315,9 @@ def end_to_end(name: str, seed: int, frac: float, data: Any,
        procs=st.integers(2, 6), edges=st.integers(1, 16))
 def frontier_equals_sets(seed: int, cyclic: bool, jitter: float, procs: int, edges: int,
                          compile_fn: Callable[..., Any] | None = None) -> None:
-    """The flat frontier form (need tables from per-edge arrays) gives the same spans as the
-    explicit-set system, in the Python worklist and in bulk steps.
+    """The flat frontier form gives the same spans as the explicit-set system.
+
+    Need tables from per-edge arrays, in the Python worklist and in bulk steps.
     """
     from rollcheck.pyimpl.spans.frontier import compile_seq, random_seq_system, run_bulk, run_flat
 

@@ -45,8 +45,10 @@ def build_from_actions(
     n: int, actions: Sequence[tuple[int, int, int]], channels: Sequence[tuple[int, int]], fifo: bool,
     deliver_all: bool = False,
 ) -> Pattern:
-    """Interpret actions ``(kind, a, c)``: 0 = send on channel a, 1 = deliver pending message
-    number a (FIFO: the oldest on channel a), 2 = checkpoint process a (forced if c).
+    """Interpret actions ``(kind, a, c)``.
+
+    0 = send on channel a, 1 = deliver pending message number a (FIFO: the oldest on channel
+    a), 2 = checkpoint process a (forced if c).
     """
     b = PatternBuilder(n)
     pending: list[tuple[str, int, int]] = []  # (id, src, dst)
@@ -118,8 +120,10 @@ def cuts(p: Pattern, allow_volatile: bool = True) -> st.SearchStrategy[tuple[int
 
 @st.composite
 def walk_patterns(draw: st.DrawFn, min_processes: int = 2, max_processes: int = 4, max_steps: int = 30) -> Pattern:
-    """Patterns made by a walk of control between processes: the active process sends, a pending
-    message is delivered (control moves to its receiver), or a checkpoint is taken.
+    """Patterns made by a walk of control between processes.
+
+    The active process sends, a pending message is delivered (control moves to its receiver), or
+    a checkpoint is taken.
 
     Walks return to earlier processes, so Z-cycles (and useless checkpoints) are far more
     frequent than in uniform random traffic of the same size (~12–20% of draws against ~1% at
@@ -152,8 +156,9 @@ def walk_patterns(draw: st.DrawFn, min_processes: int = 2, max_processes: int = 
 
 @st.composite
 def zcycle_patterns(draw: st.DrawFn, min_processes: int = 2, max_processes: int = 4, max_steps: int = 14) -> Pattern:
-    """Z-cycle-prone patterns: random traffic interleaved with the smallest non-causal Z-cycle
-    motif (``specs/theorems.md#t2-netzer-xu``): P_j sends m to P_i, P_i delivers m, takes a
+    """Z-cycle-prone patterns: random traffic with the smallest non-causal Z-cycle motif.
+
+    The motif (``specs/theorems.md#t2-netzer-xu``): P_j sends m to P_i, P_i delivers m, takes a
     checkpoint C and sends m' to P_j, and P_j delivers m' without a checkpoint since sending m —
     the Z-path m'·m leads from C back before C, so C is useless unless noise breaks the cycle
     (a checkpoint of P_j between the send of m and the delivery of m').

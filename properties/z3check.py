@@ -41,7 +41,7 @@ def consistency_solver(p: Pattern, upper: Sequence[int]) -> tuple[Any, list[Any]
 
 
 def z3_contains_consistent(p: Pattern, c: tuple[int, int], solver: tuple[Any, list[Any]] | None = None) -> bool:
-    """Is there a consistent global checkpoint (V allowed) that contains checkpoint ``c``?
+    """Whether a consistent global checkpoint (V allowed) contains checkpoint ``c``.
 
     ``solver`` is ``consistency_solver(p, volatile indices)`` when several checkpoints of ``p`` are
     asked about: each question is then an assumption ``x_i == index`` on the one encoding.

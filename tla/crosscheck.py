@@ -189,9 +189,11 @@ def _max_consistent(ck: list[int], msgs: list[tuple[int, int, int, int]], failed
 
 def propagation_line(ck: list[int], msgs: list[tuple[int, int, int, int]], failed: tuple[int, ...],
                      virtual: bool, variant: str = "correct") -> tuple[int, ...]:
-    """Rollback propagation on the checkpoint graph as ``RecoveryLine.tla`` states it, including its
-    broken variants (``single-pass``: one marking round; ``no-local-edges``: no C[i,x] -> C[i,x+1]
-    edges). A second encoding of the model's ``Line(F)``, used to confirm a mutant's counterexample.
+    """Rollback propagation on the checkpoint graph as ``RecoveryLine.tla`` states it.
+
+    Its broken variants are included (``single-pass``: one marking round; ``no-local-edges``: no
+    C[i,x] -> C[i,x+1] edges). A second encoding of the model's ``Line(F)``, used to confirm a
+    mutant's counterexample.
 
     Examples
     --------

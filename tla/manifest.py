@@ -170,8 +170,10 @@ class CoverOutcome:
 
     @property
     def status(self) -> str:
-        """``reached``, ``unreached`` (TLC explored everything without reaching it) or
-        ``inconclusive`` (timeout, no Java, ...).
+        """``reached``, ``unreached`` or ``inconclusive``.
+
+        ``unreached``: TLC explored everything without reaching it; ``inconclusive``: timeout, no
+        Java, ...
         """
         if self.reached:
             return "reached"
@@ -188,8 +190,9 @@ _PROPERTY_LINE = re.compile(r"^\s*(INVARIANTS?|PROPERT(Y|IES))\b")
 
 
 def coverage_config(entry: ModelEntry, goal: str) -> str:
-    """The text of ``entry``'s configuration with its invariants and properties replaced by
-    ``INVARIANT goal``.
+    """The text of ``entry``'s configuration with its invariants and properties replaced.
+
+    They are replaced by ``INVARIANT goal``.
 
     Examples
     --------
@@ -205,8 +208,9 @@ def coverage_config(entry: ModelEntry, goal: str) -> str:
 
 def check_coverage(entry: ModelEntry, *, workers: int = 1, timeout: float | None = 600.0,
                    goals: tuple[str, ...] | None = None) -> list[CoverOutcome]:
-    """Run TLC once per coverage goal of ``entry`` (deadlock checking off: only reachability
-    matters). A missing TLC gives inconclusive outcomes, never *reached*.
+    """Run TLC once per coverage goal of ``entry`` (deadlock checking off).
+
+    Only reachability matters. A missing TLC gives inconclusive outcomes, never *reached*.
     """
     out: list[CoverOutcome] = []
     tmp = Path(tempfile.mkdtemp(prefix="rollcheck-tlc-cover-"))

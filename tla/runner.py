@@ -79,8 +79,9 @@ _CHECK_DEADLOCK = re.compile(r"\bCHECK_DEADLOCK\s+(TRUE|FALSE)\b")
 
 
 def _prepare_config(cfg: Path, tmp: Path) -> tuple[Path, bool | None]:
-    """Translate what TLC 2.15 does not know in a configuration; return the file to pass and the
-    ``CHECK_DEADLOCK`` setting it held (``None`` when absent).
+    """Translate what TLC 2.15 does not know in a configuration.
+
+    Returns the file to pass and the ``CHECK_DEADLOCK`` setting it held (``None`` when absent).
 
     ``CHECK_DEADLOCK FALSE`` (newer TLCs; common in public specs) becomes ``-deadlock``; the
     keyword is blanked out in a copy in ``tmp`` so line numbers of later errors stay right.
@@ -108,8 +109,9 @@ def _prepare_config(cfg: Path, tmp: Path) -> tuple[Path, bool | None]:
 
 @contextlib.contextmanager
 def _sigterm_unwinds() -> Iterator[None]:
-    """In the main thread, while no one else handles SIGTERM, turn it into KeyboardInterrupt so
-    that the ``finally`` clauses below kill TLC and remove the temporary folder.
+    """Turn SIGTERM into KeyboardInterrupt in the main thread, while no one else handles it.
+
+    Then the ``finally`` clauses below kill TLC and remove the temporary folder.
     """
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -139,10 +141,11 @@ def _private_tmp() -> Iterator[Path]:
 
 
 def _run(cmd: list[str], cwd: Path, timeout: float | None) -> tuple[str, int | None, bool]:
-    """Run ``cmd`` in a process group that dies with rollcheck (:mod:`rollcheck.infra.children`);
-    return (output, exit code, timed out). The whole group (TLC's JVM and anything it started) is
-    killed on a timeout, on any exception (Ctrl-C, SIGTERM), after TLC ends, and by the kernel or
-    the group's watchdog if rollcheck itself is killed.
+    """Run ``cmd`` in a process group that dies with rollcheck; (output, exit code, timed out).
+
+    The group (:mod:`rollcheck.infra.children`: TLC's JVM and anything it started) is killed on
+    a timeout, on any exception (Ctrl-C, SIGTERM), after TLC ends, and by the kernel or the
+    group's watchdog if rollcheck itself is killed.
     """
     proc = children.spawn(
         cmd, cwd=str(cwd), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

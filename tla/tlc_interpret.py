@@ -118,8 +118,9 @@ def _input_errors(text: str, flat: list[ToolMessage], codes: set[int],
 
 
 def _read_counts(res: TLCResult, flat: list[ToolMessage]) -> None:
-    """Fill the generated and distinct states and the depth from the final counts (else the last
-    progress line, else the initial states).
+    """Fill the generated and distinct states and the depth from the final counts.
+
+    Else from the last progress line, else from the initial states.
     """
     final_counts = any(m.code == FINAL_COUNTS for m in flat)
     for m in flat:

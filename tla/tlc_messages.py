@@ -51,8 +51,10 @@ ANY_MARK = re.compile(r"@!@!@(?:STARTMSG \d+:\d+|ENDMSG \d+) @!@!@\n?")
 
 @dataclass
 class ToolMessage:
-    """One ``-tool`` message: its code, its class (0 info, 1 error, 2 trace, 3 warning, 4 state)
-    and its text with nested messages removed (they are in ``children``).
+    """One ``-tool`` message: its code, its class and its text.
+
+    The class is 0 info, 1 error, 2 trace, 3 warning or 4 state; nested messages are removed
+    from the text (they are in ``children``).
     """
 
     code: int

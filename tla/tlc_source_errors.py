@@ -55,8 +55,9 @@ def _import_line(path: str, module: str) -> int | None:
 
 
 def sany_errors(sany_text: str, spec_dir: Path | None) -> list[SourceError]:
-    """Locations and reasons from SANY's text (between codes 2220 and 2219, or ``tla2sany.SANY``'s
-    own output).
+    """Locations and reasons from SANY's text.
+
+    The text between codes 2220 and 2219, or ``tla2sany.SANY``'s own output.
     """
     sany_text = ANY_MARK.sub("", sany_text)
     files = [f.strip() for f in _PARSING_FILE.findall(sany_text)]
@@ -114,8 +115,9 @@ def config_errors(msgs: list[ToolMessage]) -> list[SourceError]:
 
 
 def raise_source_errors(errors: list[SourceError], mod: Path, cfg: Path) -> None:
-    """Raise the first of ``errors`` (and the others after it) as bad input naming ``file:line:col``
-    (a configuration error: ``file.cfg:line``).
+    """Raise the first of ``errors`` (the others after it) as bad input naming ``file:line:col``.
+
+    A configuration error names ``file.cfg:line``.
     """
     first = errors[0]
     if first.kind == "config":

@@ -1,5 +1,7 @@
-"""Loading a trace for TLC trace validation: a pattern, a ``rollcheck.trace/1`` file or an
-engine-neutral trace (every execution between failures, :class:`TracePattern`).
+"""Loading a trace for TLC trace validation.
+
+A pattern, a ``rollcheck.trace/1`` file or an engine-neutral trace (every execution between
+failures, :class:`TracePattern`).
 
 :func:`load_trace_events` refuses a declared process count above :data:`MAX_PROCESSES` before
 anything is built, naming the field.

@@ -182,8 +182,10 @@ class HuntAdapter(ABC):
         """Run ``module`` through the ordinary matrix for ``cell``'s configuration."""
 
     def release(self) -> str:
-        """The hunted release by its number (``engine_version``, else the engine's pinned release
-        when the adapter knows it, else ``"pinned"``): how ``reproducer_run`` and the JSON name it.
+        """The hunted release by its number, as ``reproducer_run`` and the JSON name it.
+
+        ``engine_version``, else the engine's pinned release when the adapter knows it, else
+        ``"pinned"``.
         """
         return self.engine_version or "pinned"
 

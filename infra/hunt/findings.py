@@ -62,8 +62,10 @@ def status_of(runs: list[tuple[str, str]]) -> str:
 
 
 def doubt_of(runs: list[tuple[str, str]]) -> str | None:
-    """Why a finding is doubtful, or None: its standalone reproducer must show it on the hunted
-    release (the first of ``runs``); one that is quiet there shows something else, or nothing.
+    """Why a finding is doubtful, or None.
+
+    Its standalone reproducer must show it on the hunted release (the first of ``runs``); one
+    that is quiet there shows something else, or nothing.
 
     >>> doubt_of([("3.5.3", "reproduced"), ("4.3.0", "not reproduced")]) is None
     True
@@ -131,9 +133,10 @@ def _safe(key: str) -> str:
 
 
 def _decided(ctx: FindingContext, sig: str) -> tuple[str, str | None]:
-    """What is known of ``sig``: ``("duplicate", id)`` of a complete finding, ``("unconfirmed",
-    None)``, ``("resume", id)`` of a finding stored but not completed (a kill in between), or
-    ``("new", None)``.
+    """What is known of the signature ``sig``.
+
+    ``("duplicate", id)`` of a complete finding, ``("unconfirmed", None)``, ``("resume", id)``
+    of a finding stored but not completed (a kill in between), or ``("new", None)``.
     """
     for f in ctx.store.findings():
         if f["signature"] == sig:

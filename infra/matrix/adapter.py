@@ -37,8 +37,9 @@ __all__ = ["EngineAdapter", "Prepared", "Recording", "Replayed"]
 
 @dataclass
 class Prepared:
-    """A group's shared preparation: ``context`` for its cells' recordings, or ``error`` (every
-    cell of the group is then inconclusive with this reason).
+    """A group's shared preparation: ``context`` for its cells' recordings, or ``error``.
+
+    With ``error`` every cell of the group is inconclusive with this reason.
     """
 
     context: Any = None
@@ -47,8 +48,10 @@ class Prepared:
 
 @dataclass
 class Recording:
-    """One cell's recording: the ``trace`` written, or ``error`` (why it did not finish: the cell
-    is inconclusive); ``extra`` keys go into the cell's entry; ``log`` is the recorder's log.
+    """One cell's recording: the ``trace`` written, or ``error``.
+
+    ``error`` says why it did not finish (the cell is inconclusive); ``extra`` keys go into the
+    cell's entry; ``log`` is the recorder's log.
     """
 
     trace: Path
@@ -59,8 +62,9 @@ class Recording:
 
 @dataclass
 class Replayed:
-    """A recording replayed: the report of the engine's checks, and the trace's header and events
-    (for the witness).
+    """A recording replayed: the engine's check report, the trace's header and events.
+
+    The header and events are kept for the witness.
     """
 
     report: Report
@@ -69,8 +73,10 @@ class Replayed:
 
 
 class EngineAdapter(ABC):
-    """One engine's part of the matrix (module docstring). Subclasses set the class attributes
-    and implement :meth:`describe`, :meth:`record` and :meth:`replay`.
+    """One engine's part of the matrix (see the module docstring).
+
+    Subclasses set the class attributes and implement :meth:`describe`, :meth:`record` and
+    :meth:`replay`.
     """
 
     #: The ``engine`` of every cell entry.
@@ -106,8 +112,10 @@ class EngineAdapter(ABC):
 
     @abstractmethod
     def replay(self, cell: Any, recording: Recording) -> Replayed:
-        """Replay a recording (raise :class:`~rollcheck.pyimpl.errors.InvalidInputError` or
-        :class:`~rollcheck.pyimpl.errors.InconclusiveError` when it cannot be replayed).
+        """Replay a recording.
+
+        Raises :class:`~rollcheck.pyimpl.errors.InvalidInputError` or
+        :class:`~rollcheck.pyimpl.errors.InconclusiveError` when it cannot be replayed.
         """
 
     def witness(self, cell: Any, replayed: Replayed) -> dict[str, Any] | None:
@@ -136,8 +144,9 @@ class EngineAdapter(ABC):
         return {}
 
     def close(self) -> None:
-        """End what the adapter keeps between cells (warm engines); called once when the matrix ends,
-        however it ends.
+        """End what the adapter keeps between cells (warm engines).
+
+        Called once when the matrix ends, however it ends.
         """
         return None
 

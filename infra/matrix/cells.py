@@ -57,8 +57,10 @@ def _slug(text: str) -> str:
 
 @dataclass(frozen=True)
 class GenericCell:
-    """A cell for an engine that needs nothing more: a module, a row, a column and free-form
-    ``config`` and ``failure`` dictionaries (the JSON entry's ``config`` and ``failure``).
+    """A cell for an engine that needs nothing more than free-form dictionaries.
+
+    A module, a row, a column and free-form ``config`` and ``failure`` dictionaries (the JSON
+    entry's ``config`` and ``failure``).
     """
 
     module: str
@@ -96,8 +98,9 @@ def axes(cells: Iterable[MatrixCell]) -> tuple[list[str], list[str]]:
 
 
 def check_unique(cells: Iterable[MatrixCell]) -> str | None:
-    """The first ``ident`` or table place two cells share (they would overwrite each other's
-    files or hide each other in the table), or None.
+    """The first ``ident`` or table place two cells share, or None.
+
+    Two such cells would overwrite each other's files or hide each other in the table.
 
     >>> check_unique([GenericCell("a.py", "r", "c"), GenericCell("b.py", "r", "c")])
     "two cells share the file stem 'r/c'"

@@ -36,8 +36,9 @@ ATTRIBUTIONS = ("engine", "module", None)
 
 
 def classify(report: Report) -> dict[str, Any]:
-    """The cell's ``verdict`` (always :func:`~rollcheck.pyimpl.verdict.decide`'s, in the trace
-    vocabulary), ``expected_by_engine``, ``attributed_to`` and ``reason``.
+    """The cell's ``verdict``, ``expected_by_engine``, ``attributed_to`` and ``reason``.
+
+    The verdict is always :func:`~rollcheck.pyimpl.verdict.decide`'s, in the trace vocabulary.
     """
     got = dict(classify_cell(report))
     verdict = report.verdict.word("trace")

@@ -49,8 +49,10 @@ VERDICTS = ("conformant", "not-conformant", "inconclusive")
 
 def base_entry(engine: str, cell: MatrixCell, config: Mapping[str, Any], failure: Mapping[str, Any],
                **extra: Any) -> dict[str, Any]:
-    """A cell's entry before it is decided: every key of :data:`CELL_KEYS` (undecided ones
-    ``None``; ``verdict`` inconclusive until a replay decides it) and the engine's ``extra`` keys.
+    """A cell's entry before it is decided.
+
+    Every key of :data:`CELL_KEYS` (undecided ones ``None``; ``verdict`` inconclusive until a
+    replay decides it) and the engine's ``extra`` keys.
     """
     entry: dict[str, Any] = {k: None for k in CELL_KEYS}
     entry.update(engine=engine, module=cell.module, config=dict(config), failure=dict(failure),
@@ -61,8 +63,10 @@ def base_entry(engine: str, cell: MatrixCell, config: Mapping[str, Any], failure
 
 
 def summarize(cells: Iterable[Mapping[str, Any]]) -> dict[str, int]:
-    """The ``summary``: cells per verdict, and of the not-conformant ones how many the engine's
-    documentation explains (``expected_by_engine``) and how many are ``findings`` against the engine.
+    """The ``summary``: cells per verdict, expected ones and findings.
+
+    Of the not-conformant cells, how many the engine's documentation explains
+    (``expected_by_engine``) and how many are ``findings`` against the engine.
 
     >>> summarize([{"verdict": "not-conformant"}, {"verdict": "inconclusive"}])["findings"]
     1
@@ -78,8 +82,10 @@ def summarize(cells: Iterable[Mapping[str, Any]]) -> dict[str, int]:
 
 
 def cell_check(entry: Mapping[str, Any]) -> Check:
-    """One cell as a check of the one verdict model: held, violated or unchecked (its reason the
-    detail). An explanation of a violation (``expected_by_engine``) does not change it.
+    """One cell as a check of the one verdict model: held, violated or unchecked.
+
+    The cell's reason is the detail. An explanation of a violation (``expected_by_engine``) does
+    not change it.
 
     >>> cell_check({"verdict": "not-conformant", "expected_by_engine": True, "id": "a/sink"}).status.value
     'violated'

@@ -35,10 +35,12 @@ SHOWS = ("LOST row", "DUPLICATED row", "KEY ")
 
 def run_reproducer(argv: list[str], run: Callable[[list[str], float, Path], tuple[int | None, str]],
                    timeout: float, log: Path, shows: Sequence[str] = SHOWS) -> dict[str, Any]:
-    """Run a reproducer with ``run(argv, timeout, log) -> (exit status or None, stdout)`` (a
-    :meth:`ChildRunner.run <rollcheck.infra.matrix.runner.ChildRunner.run>`); return ``{"exit",
-    "seconds", "shows", "reproduced"}`` (it showed the finding when it exited 1 and printed at
-    least one line beginning with one of ``shows``).
+    """Run a reproducer once and say whether it showed the finding.
+
+    ``run(argv, timeout, log) -> (exit status or None, stdout)`` is a
+    :meth:`ChildRunner.run <rollcheck.infra.matrix.runner.ChildRunner.run>`. Returns
+    ``{"exit", "seconds", "shows", "reproduced"}``: it showed the finding when it exited 1 and
+    printed at least one line beginning with one of ``shows``.
     """
     t0 = time.perf_counter()
     rc, out = run(argv, timeout, log)
@@ -50,9 +52,11 @@ def run_reproducer(argv: list[str], run: Callable[[list[str], float, Path], tupl
 def run_on_releases(argv_for: Callable[[str], list[str]], releases: Sequence[str],
                     run: Callable[[list[str], float, Path], tuple[int | None, str]], timeout: float,
                     log_for: Callable[[str], Path], shows: Sequence[str] = SHOWS) -> dict[str, dict[str, Any]]:
-    """Run a reproducer once on each release (the one under test first, then the reference): ``argv_for(release)``
-    is its command with that release's interpreter, ``log_for(release)`` its log; return
-    ``{release: run}`` (each :func:`run_reproducer`'s result; a release named twice runs once).
+    """Run a reproducer once on each release: the one under test first, then the reference.
+
+    ``argv_for(release)`` is its command with that release's interpreter, ``log_for(release)``
+    its log. Returns ``{release: run}`` (each :func:`run_reproducer`'s result; a release named
+    twice runs once).
 
     Examples
     --------
@@ -75,8 +79,10 @@ def per_release(run: Mapping[str, Any] | None) -> bool:
 
 
 def reproduced_words(run: Mapping[str, Any] | None) -> str:
-    """What the tables say of a cell's ``reproducer_run``: ``"shows it"`` / ``"did NOT show it"`` for
-    one run, ``"reproduced on V / not on R"`` (and the like) for runs keyed by release; ``""`` for none.
+    """What the tables say of a cell's ``reproducer_run``.
+
+    ``"shows it"`` / ``"did NOT show it"`` for one run, ``"reproduced on V / not on R"`` (and the
+    like) for runs keyed by release; ``""`` for none.
 
     Examples
     --------

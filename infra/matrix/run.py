@@ -45,8 +45,10 @@ Update = Callable[[list[dict[str, Any]], list[Any], dict[tuple[str, str], str]],
 
 def entry_of(adapter: EngineAdapter, cell: MatrixCell, recording: Recording | None, out: Path,
              *, error: str | None = None) -> tuple[dict[str, Any], Replayed | None]:
-    """Replay one recording and build the cell's entry (the contract's keys; files written beside
-    the trace: ``<ident>.checks.json``, and ``<ident>.witness.json`` when not conformant).
+    """Replay one recording and build the cell's entry (the contract's keys).
+
+    Files written beside the trace: ``<ident>.checks.json``, and ``<ident>.witness.json`` when
+    not conformant.
     """
     config, failure, extra = adapter.describe(cell)
     entry = base_entry(adapter.engine, cell, config, failure, **extra)
@@ -82,8 +84,10 @@ def entry_of(adapter: EngineAdapter, cell: MatrixCell, recording: Recording | No
 
 
 def total_cost(cells: Sequence[dict[str, Any]], preparations: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """The matrix's account: CPU seconds of its cells and preparations, and how many cells ran in a
-    warm engine or shared a reference kept from an earlier run.
+    """The matrix's account: CPU seconds, warm cells and shared references.
+
+    CPU seconds of its cells and preparations, and how many cells ran in a warm engine or shared
+    a reference kept from an earlier run.
 
     >>> total_cost([{"cpu_seconds": 2.0, "shared": {"engine": "warm", "reference": "reused"}}],
     ...            [{"cpu_seconds": 1.5}])["cpu_seconds"]
@@ -193,8 +197,10 @@ def run_matrix(adapter: EngineAdapter, cells: Sequence[MatrixCell], out: str | P
 
 
 class _MatrixRun:
-    """One matrix being run: its results, what is running where, the work queue (a group's
-    preparation before its cells) and the child processes.
+    """One matrix being run.
+
+    Its results, what is running where, the work queue (a group's preparation before its cells)
+    and the child processes.
 
     ``lock`` guards results, preparations and ``running``; ``qlock`` the queue and the groups'
     ``ready`` events.
@@ -342,8 +348,9 @@ class _MatrixRun:
                 self.qlock.notify_all()
 
     def run(self, jobs: int) -> None:
-        """Run every item on ``jobs`` worker threads; re-raise a worker's exception or an interrupt
-        (after killing every child); the adapter is closed however it ends.
+        """Run every item on ``jobs`` worker threads; the adapter is closed however it ends.
+
+        A worker's exception or an interrupt is re-raised after killing every child.
         """
         from rollcheck.infra import children
 

@@ -27,8 +27,9 @@ T = TypeVar("T")
 
 
 def bisect_fewest(full: int, shows: Callable[[int], tuple[bool, T]], runs: int) -> tuple[int, list[T]]:
-    """The fewest of ``full`` first records with which ``shows(n)`` still holds, in at most ``runs``
-    calls; ``full`` (which showed it) when no smaller size did.
+    """The fewest first records with which ``shows(n)`` still holds.
+
+    At most ``runs`` calls; ``full`` (which showed it) when no smaller size did.
 
     Returns
     -------

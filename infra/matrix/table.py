@@ -28,8 +28,10 @@ STYLES = {"conformant": "bold green", "not-conformant": "bold red", "inconclusiv
 
 
 def cell_word(entry: Mapping[str, Any]) -> tuple[str, str]:
-    """``(key, label)`` of a decided cell: the key picks the colour (``conformant``,
-    ``expected``, ``not-conformant``, ``inconclusive``), the label is what the tables print.
+    """``(key, label)`` of a decided cell.
+
+    The key picks the colour (``conformant``, ``expected``, ``not-conformant``,
+    ``inconclusive``), the label is what the tables print.
     """
     v = str(entry["verdict"])
     if v != "not-conformant":
@@ -72,9 +74,10 @@ def summary_line(summary: Mapping[str, int]) -> str:
 def terminal_table(results: Sequence[Mapping[str, Any]], planned: Sequence[MatrixCell],
                    running: Mapping[tuple[str, str], str], *, title: str, row_header: str,
                    reasons: bool = False) -> Any:
-    """A :class:`rich.table.Table`: one row per configuration, one column per failure; cells not
-    decided yet say what runs there (``running``, the preparation's word) or ``·``. With
-    ``reasons`` a not-conformant or inconclusive cell also shows the start of its reason.
+    """A :class:`rich.table.Table`: one row per configuration, one column per failure.
+
+    Cells not decided yet say what runs there (``running``, the preparation's word) or ``·``.
+    With ``reasons`` a not-conformant or inconclusive cell also shows the start of its reason.
     """
     from rich.markup import escape
     from rich.table import Table

@@ -1,5 +1,7 @@
-"""Calling the user's protocol: results type-checked, failures named, calls bounded in time, and
-in-place mutation of a state detected.
+"""Calling the user's protocol: type-checked, bounded in time, failures named.
+
+Results are type-checked, failures named as the user's, calls bounded in time, and in-place
+mutation of a state detected.
 
 Design (so that safety does not cost the exploration its throughput):
 
@@ -61,8 +63,10 @@ class NotCopyable(Exception):
 
 
 class _SnapshotPickler(pickle.Pickler):
-    """Pickles classes and functions by identity: a state whose class lives in a user's file (not
-    importable by name) or a local class can still be snapshotted.
+    """Pickles classes and functions by identity.
+
+    A state whose class lives in a user's file (not importable by name) or a local class can
+    still be snapshotted.
     """
 
     def __init__(self, buf: io.BytesIO, refs: dict[int, Any]):
@@ -118,8 +122,9 @@ def _restore(data: bytes, refs: dict[int, Any]) -> Any:
 
 
 class ProtocolCodeError(InvalidInputError):
-    """The user's protocol misbehaved (raised, returned a wrong type, mutated its argument, or
-    overran its time limit): bad input, exit code 2.
+    """The user's protocol misbehaved: bad input, exit code 2.
+
+    It raised, returned a wrong type, mutated its argument, or overran its time limit.
 
     Attributes
     ----------
@@ -161,8 +166,9 @@ def method_source(label: str, cls: str, method: str) -> str:
 
 
 class CallTimeout(BaseException):
-    """Raised inside the calling thread when a protocol call overran its limit (a BaseException so
-    that the user's ``except Exception`` does not swallow it).
+    """Raised inside the calling thread when a protocol call overran its limit.
+
+    A BaseException, so that the user's ``except Exception`` does not swallow it.
     """
 
 

@@ -84,9 +84,10 @@ def run_recorded(calls: ProtocolCalls, n: int, word: Sequence[tuple[int, int, in
 
 
 def _equal(a: Any, b: Any) -> bool:
-    """``a == b`` as a plain bool (False when the comparison raises or is not a bool): equal values
-    whose images differ only in how objects are shared (a cache returning the same object twice)
-    are the same result.
+    """``a == b`` as a plain bool (False when the comparison raises or is not a bool).
+
+    Equal values whose images differ only in how objects are shared (a cache returning the same
+    object twice) are the same result.
     """
     try:
         r = a == b

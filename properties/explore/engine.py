@@ -1,5 +1,6 @@
-"""The exhaustive walk: every basic schedule of ``n`` processes and at most ``E`` events, each
-partial order once, with the protocol run incrementally along the tree.
+"""The exhaustive walk over every basic schedule of ``n`` processes and at most ``E`` events.
+
+Each partial order is visited once, with the protocol run incrementally along the tree.
 
 **Schedules.** A basic schedule is, per process, a sequence of events — a basic checkpoint, a
 send to another process, or the delivery of a message sent to it (in any order: channels are not
@@ -60,8 +61,10 @@ class NotBool(Exception):
 
 
 class WalkError(Exception):
-    """The protocol's code failed during the walk; ``word`` is the schedule up to and including
-    the event at which it failed, ``__cause__`` the exception.
+    """The protocol's code failed during the walk.
+
+    ``word`` is the schedule up to and including the event at which it failed, ``__cause__`` the
+    exception.
     """
 
     def __init__(self, word: tuple[Any, ...]):
@@ -84,8 +87,10 @@ class Violation:
 
 @dataclass
 class WalkResult:
-    """What one walk saw: ``schedules`` nodes (schedules) visited, whether it ended by itself
-    (``complete``), the best (smallest) violation, and the split frontier (when asked).
+    """What one walk saw.
+
+    ``schedules`` nodes (schedules) visited, whether it ended by itself (``complete``), the best
+    (smallest) violation, and the split frontier (when asked).
     """
 
     schedules: int = 0

@@ -1,5 +1,7 @@
-"""Bounded-exhaustive exploration of a protocol: bounds in order, the frontier split over worker
-processes (or Spark tasks), the user's code calibrated and guarded, the smallest violation kept.
+"""Bounded-exhaustive exploration of a protocol.
+
+Bounds in order, the frontier split over worker processes (or Spark tasks), the user's code
+calibrated and guarded, the smallest violation kept.
 
 Order of work for :func:`explore`:
 
@@ -170,8 +172,9 @@ def _named_error(job: _Job, err: WalkError) -> ProtocolCodeError:
 
 
 def _raising_method(proto: Protocol, exc: BaseException | None) -> str:
-    """The protocol method in whose frame ``exc`` was raised (the outermost one), else ``must_force``
-    (the one the walk checks itself).
+    """The protocol method in whose frame ``exc`` was raised (the outermost one).
+
+    Else ``must_force`` (the one the walk checks itself).
     """
     codes = method_codes(proto)
     tb = exc.__traceback__ if exc is not None else None
@@ -183,8 +186,9 @@ def _raising_method(proto: Protocol, exc: BaseException | None) -> str:
 
 
 def run_tasks(job: _Job, prefixes: Iterable[tuple[Any, ...]]) -> tuple[int, bool, Violation | None]:
-    """Walk below each prefix; ``(schedules, complete, smallest violation)``. Errors of the
-    user's code are raised as :class:`ProtocolCodeError`.
+    """Walk below each prefix; ``(schedules, complete, smallest violation)``.
+
+    Errors of the user's code are raised as :class:`ProtocolCodeError`.
     """
     calls = ProtocolCalls(job.proto, job.label)
     total, complete, best = 0, True, None
@@ -407,8 +411,9 @@ def _explore_bound(job: _Job, br: BoundResult, workers: int,
                    spark: Callable[[_Job, list[tuple[Any, ...]]],
                                    tuple[int, bool, Violation | None]] | None
                    ) -> Violation | None:
-    """Walk one bound (the first levels here, the frontier by ``spark``, in this process or by a
-    pool); its counts go into ``br``; returns its smallest violation.
+    """Walk one bound; its counts go into ``br``; returns its smallest violation.
+
+    The first levels are walked here, the frontier by ``spark``, in this process or by a pool.
     """
     # always the same split, whoever runs the tasks: counts and counterexample do not depend on
     # the number of workers
@@ -434,8 +439,10 @@ def _explore_bound(job: _Job, br: BoundResult, workers: int,
 
 def _run_pool(job: _Job, frontier: list[tuple[Any, ...]], workers: int
               ) -> tuple[int, bool, Violation | None]:
-    """Walk below every prefix of ``frontier`` in a pool of ``workers`` forked processes,
-    terminated however the walk ends; ``(schedules, complete, smallest violation)``.
+    """Walk below every prefix of ``frontier`` in a pool of ``workers`` forked processes.
+
+    The pool is terminated however the walk ends; returns ``(schedules, complete, smallest
+    violation)``.
     """
     # a pool per bound, forked after the job is set: the workers inherit it (the user's class is
     # never pickled); only prefixes and results cross

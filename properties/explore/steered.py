@@ -92,8 +92,9 @@ def steered_schedules(draw: st.DrawFn, max_processes: int = 6, max_events: int =
 
 
 def zigzag_score(out: Pattern) -> int:
-    """Deliveries of the protocol's output ``out`` at which it did not force although the
-    receiver had sent in its current interval (a zigzag closing).
+    """Deliveries of ``out`` that close a zigzag without a forced checkpoint.
+
+    At each, the protocol did not force although the receiver had sent in its current interval.
 
     Examples
     --------
