@@ -1,9 +1,8 @@
 """Reference implementations of rollback recovery: patterns, Z-paths, recovery lines, protocols.
 
-The foundation is re-exported here, as networkx's subpackages do, so that user code reads
-``from rollcheck.pyimpl import Pattern, PatternBuilder, useless_checkpoints``. The submodules stay
-the home of each concept (``pattern``, ``patternio``, ``zpaths``, ``recovery``, ``consistency``,
-``clocks``, ``rgraph``, ``render``, ``protocols``, ...).
+The foundation is re-exported here (``from rollcheck.pyimpl import Pattern, PatternBuilder``);
+each concept keeps its submodule as its home (``pattern``, ``patternio``, ``zpaths``,
+``recovery``, ``consistency``, ``clocks``, ``rgraph``, ``render``, ``protocols``, ...).
 
 Examples
 --------

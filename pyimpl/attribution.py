@@ -1,28 +1,10 @@
 """The user's declared sink guarantee, and who a not-conformant matrix cell is attributed to.
 
-A query or job module with its own sink may declare ``SINK_GUARANTEE = "exactly-once"`` (the
-default) or ``"at-least-once"``. Both engines' user-sink checks compare the module's output per
-KEY with the failure-free run's and count, **from the trace**, how often the engine handed rows of
-each KEY to the sink again after a failure; :func:`judge_sink` turns that into the check's outcome
-and the ``data`` every later step reads, and :func:`classify_cell` turns a cell's replay report
-into its matrix entry:
-
-``verdict``
-    from :func:`~rollcheck.pyimpl.verdict.decide` only (``conformant`` / ``not-conformant`` /
-    ``inconclusive``); an attribution never turns a not-conformant cell into a pass.
-``expected_by_engine``
-    true only when the user-sink check is the only violation and every extra copy is explained by
-    a re-delivery after a failure that the engine documents (the documentation is cited in
-    ``reason``) — never for a lost row, for copies handed twice within one attempt (or handed
-    again with no failure between), nor when any check of the cell is unchecked.
-``attributed_to``
-    ``"module"`` (the engine behaved as documented or delivered the rows; the module's sink did
-    not keep its declaration), ``"engine"`` (against the engine) or ``None`` (conformant,
-    inconclusive, or a violation that cannot be attributed because a check is unchecked).
-``reason``
-    the root cause and the attribution; a not-conformant cell that the engine's documentation
-    does not explain is a *finding* (``reason`` starts with ``finding:``; the matrix minimises it
-    and writes a reproducer), whoever it is attributed to.
+A module may declare ``SINK_GUARANTEE = "exactly-once"`` (default) or ``"at-least-once"``;
+:func:`judge_sink` compares its output per KEY with the failure-free run's, knowing the rows the
+trace shows re-delivered after a failure; :func:`classify_cell` turns a cell's replay report into
+its matrix entry, never a pass for a not-conformant cell.
+See docs/internals/pyimpl-core.md#attribution.
 
 Examples
 --------

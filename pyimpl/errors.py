@@ -208,9 +208,10 @@ def environment_fault(exc: BaseException, path: str | None = None) -> Environmen
 
 
 def environment_fault_in_text(text: str, path: str | None = None) -> EnvironmentFault | None:
-    """The :class:`EnvironmentFault` a message reports (a JVM's stack trace, a report row's
-    detail), or None: the first OS reason of :data:`ENVIRONMENT_ERRNOS` in ``text`` and the path
-    written before it (else ``path``).
+    """The :class:`EnvironmentFault` a message reports (a JVM's stack trace, a report row's detail).
+
+    The first OS reason of :data:`ENVIRONMENT_ERRNOS` in ``text`` and the path written before it
+    (else ``path``); None when ``text`` names none.
 
     Examples
     --------

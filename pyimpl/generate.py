@@ -46,8 +46,24 @@ def random_pattern(n: int, steps: int, seed: int | str, p_send: float = 0.4,
 
 
 def pattern_document(messages: int, processes: int = 50, seed: int = 20261122) -> dict:
-    """A large random pattern document (a ``rollcheck.pattern/1`` dict) for benchmarks and scale checks: sends to random peers, deliveries after a random delay (a few
-    in transit at the end), one checkpoint by a random process after every 10th send.
+    """A large random pattern document (a ``rollcheck.pattern/1`` dict) for benchmarks.
+
+    Sends go to random peers and are delivered after a random delay (a few stay in transit at the
+    end); a random process takes a checkpoint after every 10th send.
+
+    Parameters
+    ----------
+    messages : int
+        Number of messages sent.
+    processes : int
+        Number of processes.
+    seed : int
+        Seed of the random choices (the same seed gives the same document).
+
+    Returns
+    -------
+    dict
+        The document, ready for ``json.dump``.
 
     Examples
     --------

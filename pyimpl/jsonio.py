@@ -1,27 +1,12 @@
 """Reading JSON input safely: one loader for every input file of rollcheck.
 
-Every document a user hands to rollcheck (patterns, span systems, elastic configurations, traces,
-profiles, references, reproducers) goes through :func:`load_json_file` / :func:`loads_json` (one
-line of a JSON Lines file: :func:`loads_json_line`), which turn every way a file can
-be malformed into one :class:`~rollcheck.pyimpl.errors.InvalidInputError` naming the file and the
-place (``byte k``, ``line l column c``) instead of a library exception:
-
-- unreadable paths (missing, a directory, no permission) and empty files;
-- a UTF-8 byte-order mark (rejected: the formats are UTF-8 *without* BOM) and bytes that are not
-  UTF-8 (the offending byte and its line);
-- malformed JSON (line and column);
-- nesting deeper than :data:`MAX_DEPTH` levels (without the cap, ~1,000 levels crash every
-  recursive reader of the document);
-- integers longer than :data:`MAX_INT_DIGITS` digits (Python refuses to convert more than 4,300
-  digits anyway, and no field of any format needs more than a few);
-- ``NaN``, ``Infinity``, ``-Infinity`` and floats that overflow to infinity (``1e999``): they are
-  not JSON (RFC 8259 §6) and no field of any format accepts them;
-- optionally, duplicate keys in an object (``reject_duplicate_keys``; off for the large formats,
-  where the check would cost as much as the parse).
-
-Names taken from the input are echoed in messages through :func:`safe_name` (lone surrogates
-escaped, control characters escaped, long names cut), so an error message is always one printable
-line of bounded length.
+:func:`load_json_file`, :func:`loads_json` and :func:`loads_json_line` turn every way a document
+can be malformed (unreadable path, empty file, BOM, bytes that are not UTF-8, malformed JSON,
+nesting deeper than :data:`MAX_DEPTH`, integers longer than :data:`MAX_INT_DIGITS` digits,
+``NaN``/``Infinity``, optionally duplicate keys) into one
+:class:`~rollcheck.pyimpl.errors.InvalidInputError` naming the file and the place. Names taken
+from the input are echoed through :func:`safe_name`, so a message is one printable bounded line.
+See docs/internals/pyimpl-core.md#jsonio.
 
 References
 ----------

@@ -60,6 +60,7 @@ class Message(NamedTuple):
 
     @property
     def delivered(self) -> bool:
+        """Whether the message was delivered."""
         return self.deliver_interval is not None
 
 
@@ -129,6 +130,7 @@ class Pattern:
 
     @property
     def last_indices(self) -> tuple[int, ...]:
+        """Per process, the index of its last checkpoint."""
         return tuple(len(c) - 1 for c in self._checkpoint_events)
 
     def volatile_index(self, process: int) -> int:
@@ -136,6 +138,7 @@ class Pattern:
         return len(self._checkpoint_events[process])
 
     def is_forced(self, process: int, index: int) -> bool:
+        """Whether checkpoint C[process, index] was forced by the protocol."""
         return self._forced[process][index]
 
     def checkpoint_event(self, process: int, index: int) -> int:
@@ -153,6 +156,7 @@ class Pattern:
 
     @property
     def num_messages(self) -> int:
+        """Number of messages sent."""
         return len(self._msg_ids)
 
     @cached_property
@@ -176,8 +180,9 @@ class Pattern:
 
     @cached_property
     def delivered_sends(self) -> tuple[tuple[tuple[int, ...], ...], tuple[tuple[int, ...], ...]]:
-        """Per process: positions (in :attr:`messages`) of the *delivered* messages it sent, in
-        send order, and their send intervals (computed once; the Z-path searches share it).
+        """Per process: the *delivered* messages it sent and their send intervals.
+
+        Positions in :attr:`messages`, in send order; computed once, the Z-path searches share it.
 
         Examples
         --------
@@ -196,6 +201,7 @@ class Pattern:
 
     @cached_property
     def message_by_id(self) -> dict[str, Message]:
+        """The messages by their id."""
         return {m.id: m for m in self.messages}
 
     @property
@@ -244,8 +250,10 @@ class Pattern:
         return hash((self.processes, self.events))
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Pattern:
-        """A pattern is immutable: its deep copy is itself (the property runner deep-copies every
-        drawn value; copying the derived arrays and caches each time was pure cost).
+        """A pattern is immutable: its deep copy is itself.
+
+        The property runner deep-copies every drawn value; copying the derived arrays and
+        caches each time was pure cost.
         """
         return self
 
@@ -361,6 +369,7 @@ class PatternBuilder:
         self._count = [0] * len(self.processes)
 
     def send(self, src: int, dst: int, message: str | None = None) -> str:
+        """Append a send from ``src`` to ``dst``; return its message id (``m<k>`` unless given)."""
         if message is None:
             message = f"m{self._next_id}"
             self._next_id += 1
@@ -368,6 +377,7 @@ class PatternBuilder:
         return message
 
     def deliver(self, dst: int, message: str) -> None:
+        """Append the delivery of ``message`` to ``dst``."""
         self.events.append(Event(dst, DELIVER, message))
 
     def checkpoint(self, process: int, forced: bool = False) -> int:
@@ -377,10 +387,12 @@ class PatternBuilder:
         return self._count[process]
 
     def extend(self, events: Iterable[Event]) -> None:
+        """Append ``events`` in order."""
         for ev in events:
             if ev.kind == CHECKPOINT:
                 self._count[ev.process] += 1
             self.events.append(ev)
 
     def build(self) -> Pattern:
+        """The :class:`Pattern` of the events appended so far."""
         return Pattern(self.processes, tuple(self.events))

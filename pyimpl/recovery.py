@@ -1,5 +1,4 @@
-"""Recovery lines: the R-graph algorithm, rollback propagation on the checkpoint graph, and Wang's
-minimum/maximum consistent global checkpoints containing a set of checkpoints.
+"""Recovery lines: R-graph marking, rollback propagation, and Wang's min/max consistent checkpoints.
 
 Conventions (``specs/conventions.md`` §Recovery line): a line gives each process a checkpoint
 index, or its volatile index last+1 when it keeps its current state ("volatile"). The failed
@@ -224,6 +223,7 @@ class ConsistentCheckpoint:
 
     @property
     def exists(self) -> bool:
+        """Whether a consistent global checkpoint exists."""
         return self.cut is not None
 
 

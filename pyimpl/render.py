@@ -211,8 +211,10 @@ def integer_axis(ax: Any, which: str = "both") -> None:
 
 
 def _plain_texts(fig: Any) -> None:
-    r"""Every text of ``fig`` drawn literally: no mathtext (a name like ``$\frac$`` is not TeX),
-    lone surrogates (not encodable) written as backslash escapes such as ``\ud800``.
+    r"""Every text of ``fig`` drawn literally.
+
+    No mathtext (a name like ``$\frac$`` is not TeX); lone surrogates (not encodable) are written as
+    backslash escapes such as ``\ud800``.
     """
     from matplotlib.text import Text
 
@@ -297,8 +299,10 @@ def _detailed(p: Pattern, plt: Any, failed: tuple[int, ...], zcycles: bool,
 
 def _cycles(p: Pattern, zcycles: bool) -> tuple[list[tuple[int, int]], dict[tuple[int, int], list[str]],
                                                 dict[str, str], dict[str, list[int]], list[str]]:
-    """The useless checkpoints, one Z-cycle of each, the colour of every message on one, the cycles
-    each message is on, and the messages on several.
+    """The useless checkpoints and their Z-cycles, as the drawing colours them.
+
+    One Z-cycle of each useless checkpoint, the colour of every message on one, the cycles each
+    message is on, and the messages on several.
     """
     useless: list[tuple[int, int]] = []
     cycles: dict[tuple[int, int], list[str]] = {}

@@ -1,29 +1,7 @@
 """One verdict model for every check rollcheck runs.
 
-A *check* examines one property of one input and ends in one of four states:
-
-``held``
-    the property was examined (``examined`` things, when counted) and holds;
-``violated``
-    the property fails, with an explanation and, where there is one, the first offending event
-    (``offending_seq``);
-``unchecked``
-    the input calls for the check but it could not run (a tool that could not start, a failure
-    with no recovery after it, outputs to compare but no end of run); ``detail`` says why;
-``not-applicable``
-    the input does not call for the check (no failure in the run, so no recovery to check).
-
-One function, :func:`decide`, turns a list of checks into a verdict, and every command and every
-row of ``rollcheck verify`` uses it:
-
-* **violated** if any check is violated;
-* otherwise **inconclusive** if nothing was examined (no substantive check held) or if any check
-  is unchecked;
-* otherwise **conformant** (called *safe* for protocols and *pass* for verify rows).
-
-A check whose input was derived from an earlier violation (for instance a model check of the
-"effective" execution after a wrong recovery) names that check in ``consequence_of``; the report's
-*root cause* is the earliest violation that is not such a consequence.
+A check ends ``held``, ``violated``, ``unchecked`` or ``not-applicable``; :func:`decide` makes
+the verdict: violated, else inconclusive, else conformant (docs/internals/pyimpl-core.md#verdict).
 
 Examples
 --------
@@ -194,10 +172,11 @@ class Check:
         return {Status.HELD: True, Status.VIOLATED: False}.get(self.status)
 
     def as_consequence_of(self, root: str) -> Check:
-        """This check, marked as following from the violation of check ``root``."""
+        """A copy of the check, marked as following from the violation of check ``root``."""
         return replace(self, consequence_of=root)
 
     def to_json(self) -> dict[str, Any]:
+        """The check as its JSON object (``name``, ``ok``, ``status``, ``detail`` and its data)."""
         d: dict[str, Any] = {"name": self.name, "ok": self.ok, "status": self.status.value,
                              "detail": self.detail}
         if self.offending_seq is not None:
@@ -308,6 +287,7 @@ class Report:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def add(self, check: Check) -> Check:
+        """Append ``check`` and return it."""
         self.checks.append(check)
         return check
 
@@ -317,20 +297,24 @@ class Report:
 
     @property
     def verdict(self) -> Verdict:
+        """The verdict :func:`decide` gives the checks."""
         return decide(self.checks)
 
     @property
     def conformant(self) -> bool | None:
+        """True conformant, False violated, None inconclusive."""
         return self.verdict.ok
 
     @property
     def exit_code(self) -> int:
+        """The CLI's exit code of the verdict (0, 1 or 3)."""
         return self.verdict.exit_code
 
     @property
     def root_cause(self) -> Check | None:
-        """The violation to fix first: the earliest (by offending seq) that is not a consequence
-        of another violation; None when nothing is violated.
+        """The violation to fix first (None when nothing is violated).
+
+        The earliest (by offending seq) violation that is not a consequence of another one.
         """
         bad = [c for c in self.checks if c.status is Status.VIOLATED]
         if not bad:
@@ -364,6 +348,19 @@ class Report:
         return "; ".join(gaps) if gaps else "nothing was examined"
 
     def to_json(self, kind: str = "trace") -> dict[str, Any]:
+        """The report as the JSON object the commands write.
+
+        Parameters
+        ----------
+        kind : str
+            What is judged (``"trace"``, ``"protocol"``, ...); it picks the verdict's word.
+
+        Returns
+        -------
+        dict
+            ``conformant``, ``verdict``, ``first_offending_seq``, ``checks``, ``root_cause`` and
+            ``inconclusive_because`` when they apply, ``subject``, and the ``extra`` fields.
+        """
         v = self.verdict
         d: dict[str, Any] = {"conformant": v.ok, "verdict": v.word(kind),
                              "first_offending_seq": self.first_offending_seq,

@@ -96,8 +96,9 @@ def zpath(p: Pattern, src: tuple[int, int], dst: tuple[int, int]) -> list[str] |
 
 
 def _sends_by_process(p: Pattern) -> tuple[tuple[tuple[int, ...], ...], tuple[tuple[int, ...], ...]]:
-    """Per process: indices of its *delivered* messages in send order, and their send intervals
-    (:attr:`Pattern.delivered_sends`, computed once per pattern).
+    """Per process: its *delivered* messages in send order, and their send intervals.
+
+    :attr:`Pattern.delivered_sends`, computed once per pattern.
     """
     return p.delivered_sends
 
@@ -183,10 +184,10 @@ def zcycle_checkpoints(p: Pattern) -> list[Checkpoint]:
 
 
 def zpath_exists_rgraph(p: Pattern, src: tuple[int, int], dst: tuple[int, int], graph: nx.DiGraph | None = None) -> bool:
-    """Z-path existence through Wang's theorem: an R-graph path from C[i,x+1] to C[j,y] that uses
-    at least one message edge (``specs/theorems.md#t3-wang``).
+    """Z-path existence through Wang's theorem (``specs/theorems.md#t3-wang``).
 
-    A breadth-first search over (node, used-a-message-edge) states; ``graph`` defaults to
+    An R-graph path from C[i,x+1] to C[j,y] that uses at least one message edge, found by a
+    breadth-first search over (node, used-a-message-edge) states; ``graph`` defaults to
     :func:`rollcheck.pyimpl.rgraph.rgraph` of ``p``.
     """
     i, x = _check_checkpoint(p, src, "from")
