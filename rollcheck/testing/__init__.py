@@ -1,25 +1,7 @@
-"""Testing your own checkpointing protocol with rollcheck: the public, curated namespace.
+"""Test your own checkpointing protocol, Spark query or Flink job: rollcheck's public testing API.
 
-Like :mod:`hypothesis.strategies`, this module is the stable face of rollcheck's machinery;
-everything here is documented and kept; the modules behind it are private: ``_check`` (the
-runner), ``_properties`` (the properties on one pattern), ``_guard`` (the user's code on
-pattern-level runs), ``_random`` (the random phase), ``_report`` (the report and its verdict
-line), ``_evidence`` (counterexample files), ``_strategies`` (the Hypothesis strategies).
-
-- :class:`Protocol`: the base class of a protocol (pure transition functions over a per-process
-  state; the class attribute ``zcycle_free`` claims that no checkpoint is ever useless,
-  ``rollback_bound`` optionally bounds how many checkpoints a failure can cost a process,
-  ``symmetric`` lets the explorer check one schedule per renaming of the processes).
-- :func:`check_protocol`: run every property the protocol claims on every schedule up to the
-  bounds (default 2x11, 3x9, 4x6), then on random ones steered at the protocol, and return a
-  :class:`ProtocolReport` (verdict and what it covered, smallest counterexample file and picture,
-  forced checkpoints per delivery next to HMNR's and BCS's).
-- :func:`assert_protocol_safe`: the same, raising :class:`AssertionError` for pytest.
-- :func:`check_query` / :func:`assert_query_exactly_once` (Spark) and :func:`check_job` /
-  :func:`assert_job_exactly_once` (Flink): a slice of the engine's chaos matrix on your query or job
-  module, an :class:`EngineReport` (files in ``--rollcheck-out``).
-- Strategies: :func:`patterns`, :func:`schedules`, :func:`zigzag_schedules`,
-  :func:`basic_schedules`, :func:`span_systems`, :func:`elastic_configs`.
+Protocols: :func:`check_protocol`, :func:`assert_protocol_safe`; engines: :func:`check_query`,
+:func:`check_job` and their ``assert_*``; strategies: :func:`patterns`, :func:`schedules` and kin.
 
 Examples
 --------
@@ -36,7 +18,6 @@ Examples
 ('safe', 1.0)
 >>> report.verdict_line()
 'SAFE: exhaustive 2x6 (3020 schedules), 3x5 (14218); random 10 schedules up to 6x60'
-
 
 References
 ----------

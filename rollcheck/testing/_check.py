@@ -1,24 +1,9 @@
-"""Checking a user's checkpointing protocol: :func:`check_protocol` and :func:`assert_protocol_safe`.
+"""Check a user's checkpointing protocol: :func:`check_protocol` and :func:`assert_protocol_safe`.
 
-A protocol is checked first on **every** basic schedule up to the bounds (default 2×11, 3×9,
-4×6: :mod:`rollcheck.properties.explore`, each partial order once, smallest counterexample first),
-then on random schedules up to 6 processes × 60 events steered at the protocol under test
-(:mod:`rollcheck.testing._random`), and on a given schedule if any. The properties it claims are
-those of :mod:`rollcheck.testing._properties`; the user's code is guarded
-(:mod:`rollcheck.testing._guard`, :mod:`rollcheck.properties.explore.calls`): before any verdict,
-a calibration refuses states that are changed in place or cannot be copied, and the same
-schedules run twice must give the same results (else exit 2 naming the method).
-
-The exhaustive phase walks by size, so its counterexample is a smallest one (fewest basic events,
-idle processes dropped); a random one is shrunk by Hypothesis. The counterexample is saved as a
-``rollcheck.pattern/1`` file and drawn with its Z-cycles (:mod:`rollcheck.testing._evidence`).
-The verdict is :func:`rollcheck.pyimpl.verdict.decide` over one check per property, plus an
-*unchecked* ``exhaustive-bounds`` check when the budget cut a requested bound: **SAFE means
-complete** — a cut search is inconclusive (exit 3) unless a violation was found before the cut
-(:class:`~rollcheck.testing._report.ProtocolReport`).
-
-The default budget (:data:`DEFAULT_BUDGET`) completes the default bounds with margin on a machine
-half as fast as the developer's; see its note.
+Every basic schedule up to the bounds (smallest counterexample first), then a given schedule,
+then random schedules steered at the protocol; the user's code is vetted before any verdict.
+SAFE means complete: a bound the budget cut makes the verdict inconclusive. The phases, the
+vetting and the measured default budget: docs/internals/testing.md#protocol-checks-_check.
 
 References
 ----------
@@ -60,15 +45,9 @@ from rollcheck.testing._report import (
 
 __all__ = ["check_protocol", "assert_protocol_safe", "DEFAULT_BUDGET"]
 
-#: Seconds for the exhaustive phase when no budget is given. It must complete the default bounds
-#: (2x11, 3x9, 4x6) with margin on a machine whose CPU is half as fast as the developer's, since a
-#: cut bound makes the verdict inconclusive. Measured (2026-11, at load 6 on the 2-core development
-#: machine, where ``rollcheck.calibration``'s loop ``s = 0; for i in range(20_000_000): s += i``,
-#: run at module level as a script runs it, took 1.36 CPU s): CPU seconds of the whole phase
-#: (vetting the code, symmetry, walk) in one worker: HMNR 22 (16 loops), BCS 14 (10 loops),
-#: ``examples/my_index_fixed.py`` 13.6 (10 loops). On the slower machine whose loop takes 2.2 s,
-#: HMNR needs about 35 CPU s: 150 s is a margin of 4x even on one core, so a loaded machine too
-#: completes the default bounds.
+#: Seconds for the exhaustive phase when no budget is given: the default bounds complete with a
+#: 4x margin on one core of a machine half as fast as the developer's (HMNR, the slowest built-in,
+#: needs about 35 CPU s there). Measurements: docs/internals/testing.md#the-default-budget.
 DEFAULT_BUDGET = 150.0
 
 
@@ -193,8 +172,10 @@ class _Run:
 def _prepare(protocol: Any, profile: str | None, out: str | Path | None, seed: int | None,
              max_examples: int | None, budget: float | None, call_timeout: float | None, bounds: Any,
              schedule: Any, line: Callable[..., Any]) -> tuple[_Run, tuple[Any, ...], Pattern | None, int]:
-    """The checked protocol with its claims and report, the exhaustive bounds, the given schedule
-    (None: none) and the number of random schedules; exit 2 naming a bad option or claim."""
+    """Resolve the protocol and options: the run, the bounds, the given schedule, the random count.
+
+    The given schedule is None when there is none; a bad option or claim is exit 2 naming it.
+    """
     proto = resolve_protocol(protocol)
     label = protocol if isinstance(protocol, str) else type(proto).__name__
     short, seed, the_bounds = _options(profile, seed, max_examples, budget, call_timeout, bounds)
@@ -221,8 +202,10 @@ def _phases(run: _Run, the_bounds: tuple[Any, ...], given_p: Pattern | None, n_r
             budget: float | None, workers: int | None, call_timeout: float | None, spark: bool,
             master: str | None, progress: Callable[[str], None] | None,
             ) -> tuple[ProtocolViolation | None, str, dict[str, int], list[Pattern]]:
-    """Run the phases until one finds a violation: the violation, its phase, the schedules each
-    phase checked and the random schedules run."""
+    """Run the phases until one finds a violation.
+
+    Returns the violation, its phase, the schedules each phase checked and the random schedules.
+    """
     violation: ProtocolViolation | None = None
     phase = ""
     counted = {"exhaustive": 0, "random": 0, "given": 0}
@@ -264,8 +247,11 @@ def _phases(run: _Run, the_bounds: tuple[Any, ...], given_p: Pattern | None, n_r
 
 
 def _compare(run: _Run, seen: list[Pattern]) -> None:
-    """Forced checkpoints per delivery of the protocol and of HMNR and BCS on the random schedules,
-    and the fraction of them on which UC leaves a useless checkpoint."""
+    """Compare the cost with HMNR's and BCS's, and count UC's useless checkpoints, on ``seen``.
+
+    Sets the report's forced checkpoints per delivery (the protocol's and the two built-ins') and
+    the fraction of the random schedules on which UC leaves a useless checkpoint.
+    """
     report = run.report
     report.forced_per_delivery = forced_per_delivery(run.guarded, seen)
     report.compared = {k: forced_per_delivery(get_protocol(k), seen) for k in ("hmnr", "bcs")}
@@ -359,8 +345,10 @@ def _exhaustive(run: _Run, the_bounds: tuple[Any, ...], *, budget: float | None,
 
 def _random(run: _Run, n_random: int, seed: int | None, call_timeout: float | None,
             progress: Callable[[str], None] | None) -> tuple[ProtocolViolation | None, list[Pattern]]:
-    """The random phase, steered at the protocol: its violation (without idle processes when the
-    smaller schedule shows the same flaw) and the schedules it ran."""
+    """Run the random phase, steered at the protocol: its violation and the schedules it ran.
+
+    The violation drops idle processes when the smaller schedule shows the same flaw.
+    """
     violation, seen = random_phase(run.guarded, run.props, run.name, run.rb, run.line, n_random, seed, run.out,
                                     call_timeout)
     run.report.random = {"schedules": len(seen), "max_processes": RANDOM_MAX_PROCESSES,
@@ -432,9 +420,27 @@ def assert_protocol_safe(protocol: Any, profile: str | None = None, out: str | P
                          **kw: Any) -> ProtocolReport:
     """Check ``protocol`` and raise :class:`AssertionError` unless the verdict is ``safe``.
 
-    ``profile`` and ``out`` default to the pytest plugin's ``--rollcheck-profile`` and
-    ``--rollcheck-out`` (then ``ci`` and a temporary directory). The message names the violated
-    property and the counterexample file.
+    Parameters
+    ----------
+    protocol : Protocol, Protocol subclass or str
+        As :func:`check_protocol`.
+    profile : {"ci", "verify"}, optional
+        Default: the pytest plugin's ``--rollcheck-profile``, then ``ROLLCHECK_PROFILE`` or ``ci``.
+    out : path, optional
+        Default: the pytest plugin's ``--rollcheck-out``, then a temporary directory.
+    **kw
+        The other keyword arguments of :func:`check_protocol`.
+
+    Returns
+    -------
+    ProtocolReport
+        The report of a safe protocol.
+
+    Raises
+    ------
+    AssertionError
+        The verdict is ``unsafe`` or ``inconclusive``; the message names the violated property (or
+        why nothing is proven) and the counterexample file.
 
     Examples
     --------

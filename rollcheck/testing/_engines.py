@@ -1,20 +1,9 @@
 """The chaos matrix from pytest: keep "my query / my job stays exactly-once" in your test suite.
 
-:func:`check_query` (Spark) and :func:`check_job` (Flink) run a slice of the engine's chaos matrix
-(``rollcheck spark matrix`` / ``rollcheck flink matrix``: the same core,
-:mod:`rollcheck.infra.matrix`) on one module — by default one state store provider or state
-backend and the failures given — and return an :class:`EngineReport`;
-:func:`assert_query_exactly_once` and :func:`assert_job_exactly_once` raise
-:class:`AssertionError` unless every cell is conformant, naming each cell that is not with its
-reason, trace, witness and reproducer. Like :func:`~rollcheck.testing.assert_protocol_safe`,
-``out`` defaults to the pytest plugin's ``--rollcheck-out`` folder (then a temporary folder): the
-matrix's traces, checks, witnesses, reproducers, ``matrix.json`` and ``index.html`` go into a new
-subfolder ``<module>-<engine>-*`` there.
-
-A cell is conformant only when the run kept what the module declares (``SINK_GUARANTEE``, default
-exactly-once); a cell the engine's documentation explains (``expected_by_engine``) still fails the
-assertion — the pipeline is not what the module declared — and an undecided cell fails it too:
-a pass must be earned.
+:func:`check_query` (Spark) and :func:`check_job` (Flink) run a slice of the engine's chaos
+matrix on one module and return an :class:`EngineReport`; the ``assert_*`` forms raise
+:class:`AssertionError` unless every cell is conformant (kept the module's ``SINK_GUARANTEE``).
+An explained or undecided cell fails too: docs/internals/testing.md#engine-checks-_engines.
 
 Examples
 --------
@@ -44,9 +33,22 @@ __all__ = ["EngineReport", "check_query", "assert_query_exactly_once", "check_jo
 
 @dataclass
 class EngineReport:
-    """A matrix slice's outcome: ``verdict`` (``conformant`` / ``not-conformant`` /
-    ``inconclusive``, from :func:`rollcheck.pyimpl.verdict.decide` over the cells), the cells'
-    JSON entries, the ``summary``, and where the files are (``out``, ``index``)."""
+    """A matrix slice's outcome, as :func:`check_query` and :func:`check_job` return it.
+
+    Attributes
+    ----------
+    engine, module : str
+        ``spark`` or ``flink``, and the module checked.
+    verdict : str
+        ``conformant``, ``not-conformant`` or ``inconclusive``
+        (:func:`rollcheck.pyimpl.verdict.decide` over the cells).
+    cells : list of dict
+        The cells' entries of ``matrix.json``.
+    summary : dict
+        Cells per outcome.
+    out, index : str
+        The slice's folder and its ``index.html``.
+    """
 
     engine: str
     module: str
@@ -195,13 +197,47 @@ def _assert(report: EngineReport) -> EngineReport:
 
 
 def assert_query_exactly_once(module: str | Path | ModuleType, **kw: Any) -> EngineReport:
-    """:func:`check_query`, raising :class:`AssertionError` unless every cell is conformant (the
-    message names each other cell, its reason, trace, witness and reproducer)."""
+    """Run :func:`check_query` and raise :class:`AssertionError` unless every cell is conformant.
+
+    Parameters
+    ----------
+    module : str, Path or module
+        The query module, as :func:`check_query`.
+    **kw
+        The keyword arguments of :func:`check_query`.
+
+    Returns
+    -------
+    EngineReport
+
+    Raises
+    ------
+    AssertionError
+        A cell is not conformant or undecided; the message names each such cell, its reason,
+        trace, witness and reproducer.
+    """
     __tracebackhide__ = True
     return _assert(check_query(module, **kw))
 
 
 def assert_job_exactly_once(module: str | Path | ModuleType, **kw: Any) -> EngineReport:
-    """:func:`check_job`, raising :class:`AssertionError` unless every cell is conformant."""
+    """Run :func:`check_job` and raise :class:`AssertionError` unless every cell is conformant.
+
+    Parameters
+    ----------
+    module : str, Path or module
+        The job module, as :func:`check_job`.
+    **kw
+        The keyword arguments of :func:`check_job`.
+
+    Returns
+    -------
+    EngineReport
+
+    Raises
+    ------
+    AssertionError
+        A cell is not conformant or undecided (the message names each such cell and its files).
+    """
     __tracebackhide__ = True
     return _assert(check_job(module, **kw))

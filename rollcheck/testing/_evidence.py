@@ -1,5 +1,4 @@
-"""Saving the evidence of a protocol check: the counterexample pattern and its picture, and the
-schedule on which the user's code failed.
+"""Save the evidence of a protocol check: the counterexample, its picture, the failing schedule.
 
 References
 ----------
@@ -35,8 +34,11 @@ def folder(out: str | Path | None) -> Path:
 
 
 def save_pattern(p: Pattern, out: Path, stem: str, picture: bool, title: str) -> tuple[str, str | None]:
-    """Write ``p`` as ``out/stem.json`` (and, with ``picture``, its drawing ``out/stem.png``, its
-    Z-cycles marked); the paths. A folder that cannot be written is bad input (exit 2)."""
+    """Write ``p`` as ``out/stem.json`` and, with ``picture``, ``out/stem.png`` (Z-cycles marked).
+
+    Returns the two paths (the picture's None without ``picture``); a folder that cannot be
+    written is bad input (exit 2).
+    """
     from rollcheck.pyimpl.patternio import dump_pattern
 
     json_path = out / f"{stem}.json"

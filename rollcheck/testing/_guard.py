@@ -1,8 +1,9 @@
-"""Guarding the user's protocol on the pattern-level runs (random phase, a given schedule,
-``rollcheck protocol``): an exception in its code, or a malformed result, is a one-line
-:class:`UserCodeError` (exit 2) naming the method, its arguments and the schedule's event.
+"""Guard the user's protocol on pattern-level runs: its exceptions become :class:`UserCodeError`.
 
-(The exhaustive walk guards its calls itself: :mod:`rollcheck.properties.explore.calls`.)
+On the random phase, a given schedule and ``rollcheck protocol``, an exception in the user's code
+or a malformed result is a one-line error (exit 2) naming the method, its arguments and the
+schedule's event. The exhaustive walk guards its own calls
+(:mod:`rollcheck.properties.explore.calls`).
 
 References
 ----------
@@ -26,8 +27,11 @@ class UserCodeError(InvalidInputError):
 
 
 class GuardedProtocol(Protocol):
-    """Delegates to the user's protocol; turns any exception it raises (or a malformed result)
-    into :class:`UserCodeError` naming the method, its arguments and the schedule's event."""
+    """A protocol that delegates to the user's and reports its failures as :class:`UserCodeError`.
+
+    Any exception the user's code raises, or a malformed result, names the method, its arguments
+    and the schedule's event.
+    """
 
     def __init__(self, inner: Protocol, label: str | None = None):
         self.inner = inner
@@ -89,6 +93,15 @@ class GuardedProtocol(Protocol):
 
 
 def guarded_protocol(protocol: Any) -> Protocol:
-    """``protocol`` (anything :func:`~rollcheck.pyimpl.protocols.resolve_protocol` accepts) wrapped
-    so that an exception in its code becomes a one-line :class:`UserCodeError` (exit code 2)."""
+    """Wrap ``protocol`` so that an exception in its code becomes a one-line :class:`UserCodeError`.
+
+    Parameters
+    ----------
+    protocol
+        Anything :func:`~rollcheck.pyimpl.protocols.resolve_protocol` accepts.
+
+    Returns
+    -------
+    GuardedProtocol
+    """
     return GuardedProtocol(resolve_protocol(protocol), protocol if isinstance(protocol, str) else None)

@@ -45,8 +45,15 @@ PROTOCOL_PROPERTIES = {
 
 
 class ProtocolViolation(PropertyViolation):
-    """A protocol property does not hold; ``property`` names it, ``counterexample`` is the output
-    pattern of the protocol on the offending schedule."""
+    """A protocol property does not hold.
+
+    Attributes
+    ----------
+    property : str
+        The violated property.
+    counterexample : Pattern
+        The protocol's output pattern on the offending schedule.
+    """
 
     def __init__(self, prop: str, message: str, counterexample: Pattern):
         self.property = prop

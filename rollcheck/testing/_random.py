@@ -1,6 +1,7 @@
-"""The random phase of a protocol check: Hypothesis over schedules of up to 6 processes and 60
-events, steered at the protocol under test (:mod:`rollcheck.properties.explore.steered`), and the
-smaller counterexample without idle processes.
+"""The random phase of a protocol check: Hypothesis over schedules steered at the protocol.
+
+Schedules of up to 6 processes and 60 events (:mod:`rollcheck.properties.explore.steered`); a
+counterexample is made smaller by dropping its idle processes.
 
 References
 ----------
@@ -41,8 +42,9 @@ _DERANDOMISED_SEED = 0
 
 def nondeterminism(proto: Any, label: str, schedules: Sequence[Pattern], runs: int = 4
                    ) -> UserCodeError | None:
-    """The user's error naming the method whose results differ when one of ``schedules`` is run
-    again (None: each gave the same results ``runs`` times).
+    """Name the user's method whose results differ when one of ``schedules`` is run again.
+
+    Returns the user's error, or None when each schedule gave the same results ``runs`` times.
 
     Examples
     --------
@@ -93,8 +95,11 @@ def random_phase(guarded: GuardedProtocol, props: list[str], name: str, rb: int 
                  line: Callable[..., Any], n_examples: int, seed: int | None,
                  out: str | Path | None, call_timeout: float | None
                  ) -> tuple[ProtocolViolation | None, list[Pattern]]:
-    """Hypothesis over :func:`~rollcheck.properties.explore.steered.steered_schedules`, steered
-    by ``target(zigzag_score)``; returns the (shrunk) violation and the schedules checked before it."""
+    """Run Hypothesis over schedules steered by ``target(zigzag_score)``.
+
+    Returns the (shrunk) violation, None when there is none, and the schedules checked before it
+    (:func:`~rollcheck.properties.explore.steered.steered_schedules`).
+    """
     from hypothesis import strategies as st
     from hypothesis import target
 

@@ -1,9 +1,7 @@
-"""The outcome of checking a protocol: :class:`ProtocolReport` (verdict, coverage, cost) and the
-cost measure :func:`forced_per_delivery`.
+"""The outcome of checking a protocol: :class:`ProtocolReport` and :func:`forced_per_delivery`.
 
 The verdict is never stored: it is :func:`rollcheck.pyimpl.verdict.decide` over the report's
-checks, worded for protocols. A requested exhaustive bound that the budget cut is an *unchecked*
-check (``exhaustive-bounds``), so the verdict is then inconclusive unless a property was violated.
+checks, so a bound the budget cut (an *unchecked* check) makes it inconclusive.
 
 References
 ----------
@@ -176,9 +174,11 @@ class ProtocolReport:
         }
 
     def coverage(self, exhaustive: bool = True) -> str:
-        """What was covered: ``exhaustive 2x11 (S1 schedules), 3x9 (S2); random N schedules up to
-        6x60`` (a bound the budget cut: ``2x11 cut by the budget after S schedules``; one it never
-        reached: ``3x9, 4x6 not started``). ``exhaustive=False`` leaves the exhaustive part out."""
+        """What was covered: ``exhaustive 2x11 (S1 schedules), 3x9 (S2); random N schedules up to 6x60``.
+
+        A bound the budget cut reads ``2x11 cut by the budget after S schedules``, one never
+        reached ``3x9, 4x6 not started``; ``exhaustive=False`` leaves the exhaustive part out.
+        """
         out = []
         if exhaustive and self.exhaustive:
             out.append(exhaustive_coverage(self.exhaustive))
@@ -287,9 +287,9 @@ def exhaustive_coverage(bounds: list[dict[str, Any]]) -> str:
 
 
 def exhaustive_check(bounds: list[dict[str, Any]], budget: float | None) -> Check | None:
-    """The *unchecked* check for requested bounds that the budget cut (None: every bound
-    completed). SAFE means complete: it makes the verdict inconclusive unless a property was
-    violated.
+    """The *unchecked* check for requested bounds that the budget cut (None: every bound completed).
+
+    SAFE means complete: this check makes the verdict inconclusive unless a property was violated.
 
     Examples
     --------

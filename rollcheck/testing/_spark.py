@@ -1,13 +1,10 @@
 """``check protocol --spark``: the exhaustive frontier walked by Spark tasks.
 
-The explorer cuts each bound's tree at a fixed depth; the prefixes become an RDD (one partition
-each), every task walks below its prefixes with the same code as a local worker
-(:func:`rollcheck.properties.explore.explorer.run_tasks`) and returns its count, completeness and
-smallest violation; the driver merges them exactly as the local run does, so the verdict, the
-counts and the counterexample are the same. The user's class travels by value (pyspark's
-cloudpickle ``register_pickle_by_value`` for every module of its class hierarchy outside rollcheck
-and the standard library), so it need not be importable on the executors. ``local[*]`` by default;
-any master URL (``spark://host:7077``) works.
+Each task walks below its prefixes with the local workers' code
+(:func:`rollcheck.properties.explore.explorer.run_tasks`); the driver merges the results as a
+local run does, so verdict, counts and counterexample are the same. The user's class travels by
+value. ``local[*]`` by default; any master URL works. See
+docs/internals/testing.md#exhaustive-phase-on-spark-_spark.
 
 References
 ----------
@@ -84,8 +81,11 @@ def _task(job: Any, remaining: float | None) -> Callable[[Any], Any]:
 
 
 class SparkRunner:
-    """Runs the prefixes of each bound as Spark tasks on one session, opened at the first bound and
-    stopped by :meth:`close` (``check_protocol`` closes it however the run ends)."""
+    """Run the prefixes of each bound as Spark tasks on one session.
+
+    The session opens at the first bound and stops at :meth:`close` (``check_protocol`` closes it
+    however the run ends).
+    """
 
     def __init__(self, master: str | None = None):
         self.master = master or DEFAULT_MASTER
@@ -122,6 +122,8 @@ class SparkRunner:
 
 
 def spark_runner(master: str | None = None) -> SparkRunner:
-    """A :class:`SparkRunner`: ``runner(job, prefixes) -> (schedules, complete, smallest
-    violation)`` on ``master`` (default ``local[*]``)."""
+    """Make a :class:`SparkRunner` on ``master`` (default ``local[*]``).
+
+    Calling it, ``runner(job, prefixes)`` returns ``(schedules, complete, smallest violation)``.
+    """
     return SparkRunner(master)

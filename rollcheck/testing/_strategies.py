@@ -1,5 +1,6 @@
-"""Hypothesis strategies for users' own tests: patterns, protocol schedules, span systems, elastic
-pipelines. Each is a function returning a strategy, as in :mod:`hypothesis.strategies`.
+"""Hypothesis strategies for users' own tests: patterns, schedules, span systems, elastic pipelines.
+
+Each is a function returning a strategy, as in :mod:`hypothesis.strategies`.
 
 References
 ----------
@@ -71,8 +72,9 @@ def schedules(min_processes: int = 2, max_processes: int = 4, max_events: int = 
 
 def zigzag_schedules(min_processes: int = 2, max_processes: int = 4, max_events: int = 30,
                      max_motifs: int = 4) -> st.SearchStrategy[Pattern]:
-    """Basic schedules built around zig-zag message cycles with a non-causal hop (under UC almost
-    every one leaves a useless checkpoint).
+    """Basic schedules built around zig-zag message cycles with a non-causal hop.
+
+    Under UC almost every one leaves a useless checkpoint.
 
     Examples
     --------

@@ -163,8 +163,10 @@ class CliRun:
 
 def run_cli(argv: list[str], *, cwd: str | Path | None = None, timeout: float = 120,
             env: dict[str, str] | None = None, stdin: Any = subprocess.DEVNULL) -> CliRun:
-    """Run ``python -m rollcheck.cli.main ARGV`` as a separate process (not in-process: a fault
-    test must see what a user sees)."""
+    """Run ``python -m rollcheck.cli.main ARGV`` as a separate process.
+
+    Not in-process: a fault test must see what a user sees.
+    """
     t0 = time.monotonic()
     try:
         r = subprocess.run([sys.executable, "-m", "rollcheck.cli.main", *argv], cwd=cwd, env=env,
@@ -310,8 +312,10 @@ Next == \\/ x < 100000 /\\ x' = x + 1 /\\ UNCHANGED y
 
 def sigkill_during(argv: list[str], work: Path, ready: Callable[[str], bool], wait_s: float,
                    within: float = 10.0) -> str | None:
-    """Start the CLI, wait for ``ready(tag)``, SIGKILL it: no process of the run may survive
-    ``within`` seconds (the contract's 10 s by default). Returns the problem, or None."""
+    """Start the CLI, wait for ``ready(tag)``, SIGKILL it; the problem found, or None.
+
+    No process of the run may survive it by ``within`` seconds (the contract's 10 s by default).
+    """
     tag = new_tag()
     scratch = work / "tmp"  # a SIGKILLed run cannot clean up: its temporary files stay inside ``work``
     scratch.mkdir(exist_ok=True)
@@ -343,7 +347,7 @@ def java_running(tag: str) -> bool:
 
 
 def tlc_sigkill(work: Path) -> str | None:
-    """rollcheck SIGKILLed while TLC runs: TLC's JVM dies with it."""
+    """SIGKILL rollcheck while TLC runs: TLC's JVM dies with it."""
     if shutil.which("java") is None:
         return "skipped: no java"
     (work / "Big.tla").write_text(_BIG_TLA, encoding="utf-8")
@@ -352,8 +356,10 @@ def tlc_sigkill(work: Path) -> str | None:
 
 
 def spark_sigkill(work: Path) -> str | None:
-    """rollcheck SIGKILLed during a kill-mode recording: driver, JVM and workers die with it; the
-    previous trace is unchanged."""
+    """SIGKILL rollcheck during a kill-mode recording: driver, JVM and workers die with it.
+
+    The previous trace is unchanged.
+    """
     out = work / "o.jsonl"
     out.write_text("previous\n", encoding="utf-8")
     partial = work / "o.jsonl.partial"
@@ -374,9 +380,11 @@ def spark_sigkill(work: Path) -> str | None:
 
 
 def spark_sigterm(work: Path) -> str | None:
-    """SIGTERM during a kill-mode recording (the reporter's case: a good trace replaced by a
-    one-line header): exit 143, the previous trace unchanged, the fragment kept as
-    ``OUT.partial``, no scratch folder ``OUT.work/tmp-N`` and no process left."""
+    """SIGTERM during a kill-mode recording: exit 143, the previous trace unchanged.
+
+    The reporter's case was a good trace replaced by a one-line header. The fragment is kept as
+    ``OUT.partial``; no scratch folder ``OUT.work/tmp-N`` and no process may be left.
+    """
     out = work / "o.jsonl"
     out.write_text("previous\n", encoding="utf-8")
     partial = work / "o.jsonl.partial"
@@ -426,8 +434,10 @@ SCENARIOS: list[Scenario] = [
 
 
 def run_scenarios(quick: bool, work: Path) -> list[tuple[str, str]]:
-    """Run the scenarios (only the quick ones if ``quick``); ``(name, outcome)`` with outcome
-    ``"ok"``, ``"skipped: ..."`` or the problem found."""
+    """Run the scenarios (only the quick ones if ``quick``).
+
+    Returns ``(name, outcome)`` pairs, the outcome ``"ok"``, ``"skipped: ..."`` or the problem found.
+    """
     out = []
     for sc in SCENARIOS:
         if quick and not sc.quick:
