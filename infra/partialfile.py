@@ -1,4 +1,4 @@
-"""Results that appear whole or not at all: a recording writes ``OUT.partial``, renamed when done.
+r"""Results that appear whole or not at all: a recording writes ``OUT.partial``, renamed when done.
 
 A recording (a Spark or Flink trace) is written while the run goes on, event by event, possibly by
 several processes in turn (a restarted driver continues its predecessor's file). Written straight
@@ -19,9 +19,9 @@ Examples
 >>> import os, tempfile
 >>> d = tempfile.mkdtemp(); out = os.path.join(d, "t.jsonl")
 >>> with partial_output(out) as tmp:
-...     _ = open(tmp, "w").write("new\\n")
+...     _ = open(tmp, "w").write("new\n")
 >>> open(out).read(), os.path.exists(out + ".partial")
-('new\\n', False)
+('new\n', False)
 >>> try:
 ...     with partial_output(out) as tmp:
 ...         _ = open(tmp, "w").write("frag")
@@ -29,7 +29,7 @@ Examples
 ... except KeyboardInterrupt:
 ...     pass
 >>> open(out).read(), open(out + ".partial").read()
-('new\\n', 'frag')
+('new\n', 'frag')
 >>> import shutil; shutil.rmtree(d)
 
 References

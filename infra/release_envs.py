@@ -115,11 +115,11 @@ def parse_engine_release(version: str, *, package: str, supported: tuple[tuple[i
 
 
 def pip_reason(stderr: str) -> str:
-    """Pip's reason in one line: its last ``ERROR:`` line, else its last line.
+    r"""Pip's reason in one line: its last ``ERROR:`` line, else its last line.
 
     Examples
     --------
-    >>> pip_reason("Looking in indexes\\nERROR: No matching distribution found for apache-flink==1.99.0\\n")
+    >>> pip_reason("Looking in indexes\nERROR: No matching distribution found for apache-flink==1.99.0\n")
     'No matching distribution found for apache-flink==1.99.0'
     """
     lines = [x.strip() for x in stderr.splitlines() if x.strip()]

@@ -1,0 +1,1 @@
+"""Property-based checks of rollcheck's algorithms, their mutation catalogue and its evidence."""

@@ -96,6 +96,7 @@ def expect(cond: bool, message: str, p: Any) -> None:
 
 
 def failed_sets_all(p: Pattern) -> list[tuple[int, ...]]:
+    """Every non-empty set of failed processes of ``p``, as sorted tuples, smallest first."""
     return [f for r in range(1, p.n + 1) for f in itertools.combinations(range(p.n), r)]
 
 

@@ -24,6 +24,7 @@ SPEC = "specs/intervals.md"
 
 
 def expect(cond: bool, message: str, example: Any) -> None:
+    """Raise :class:`PropertyViolation` with ``message`` and ``example`` unless ``cond`` holds."""
     if not cond:
         raise PropertyViolation(f"{message}; example: {example}", counterexample=example)
 

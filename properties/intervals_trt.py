@@ -30,6 +30,7 @@ _time = st.floats(0.0, 500.0)
 
 @st.composite
 def trt_params(draw: Any) -> dict[str, Any]:
+    """Drawn arguments of the TRT formula: CI, timeout, recovery, warm-up, ratio, case, reading."""
     return {"ci": draw(st.floats(0.0, 600.0)), "timeout": draw(_time), "recovery": draw(_time),
             "warmup": draw(_time), "ratio": draw(st.floats(0.0, 0.98)), "case": draw(st.sampled_from(CASES)),
             "reading": draw(st.sampled_from(READINGS)), "threshold": draw(st.sampled_from([1.0, 0.1, 5.0]))}

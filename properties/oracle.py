@@ -97,6 +97,7 @@ def is_orphan_free(p: Pattern, cut: tuple[int, ...], msgs: list[RawMessage] | No
 
 
 def consistent_cuts(p: Pattern, upper: Iterable[int] | None = None) -> list[tuple[int, ...]]:
+    """The orphan-free global checkpoints of ``p`` (each process at most ``upper``), by brute force."""
     msgs = [m for m in raw_messages(p) if m.deliver_interval is not None]
     return [c for c in global_checkpoints(p, upper) if is_orphan_free(p, c, msgs)]
 
@@ -124,6 +125,7 @@ def brute_max_consistent(p: Pattern, members: dict[int, int], upper: list[int]) 
 
 
 def brute_min_consistent(p: Pattern, members: dict[int, int], upper: list[int]) -> tuple[int, ...] | None:
+    """Componentwise min of the consistent cuts that contain ``members`` under ``upper``."""
     sel = [c for c in consistent_cuts(p, upper) if all(c[i] == x for i, x in members.items())]
     if not sel:
         return None
@@ -131,6 +133,10 @@ def brute_min_consistent(p: Pattern, members: dict[int, int], upper: list[int]) 
 
 
 def brute_recovery_line(p: Pattern, failed: Iterable[int], virtual: bool) -> tuple[int, ...]:
+    """The recovery line by brute force: the maximum consistent cut after ``failed`` fail.
+
+    With ``virtual`` a live process may keep its volatile state (index ``last + 1``).
+    """
     line = brute_max_consistent(p, {}, _upper(p, failed, virtual))
     assert line is not None  # the initial cut is always consistent
     return line

@@ -177,6 +177,7 @@ def protocol_forced_list(p: Pattern, name: str, run: Any = run_protocol) -> None
 
 
 def check_forced_list(p: Pattern, name: str, run: Any) -> None:
+    """Raise unless ``run(name, p)`` reports exactly the deliveries after a forced checkpoint."""
     r = run(name, p)
     out = r.pattern
     got = _forced_by_position(out)
@@ -198,6 +199,7 @@ def protocol_keeps_basic(p: Pattern, name: str, run: Any = run_protocol) -> None
 
 
 def check_keeps_basic(p: Pattern, name: str, run: Any) -> None:
+    """Raise unless ``run(name, p)`` keeps the input schedule and reports its basic count."""
     r = run(name, p)
     stripped = tuple(e for e in r.pattern.events if not (e.kind == CHECKPOINT and e.forced))
     if stripped != p.events or r.pattern.processes != p.processes:
@@ -215,6 +217,7 @@ def protocol_fast_path_agrees(p: Pattern, name: str, backend: str, fast: Any = f
 
 
 def check_fast_agrees(p: Pattern, name: str, backend: str, fast: Any) -> None:
+    """Raise unless the fast kernel ``fast`` forces where the state machine of ``name`` does."""
     want = run_protocol(name, p).forced_messages
     got = tuple(fast(name, p, backend))
     if got != want:
@@ -236,6 +239,10 @@ def basic_timer_restarts(length: int, every: int, forced: set[int], schedule: An
 
 
 def check_timer(length: int, every: int, forced: set[int], schedule: Any) -> None:
+    """Raise unless ``schedule`` places basic checkpoints exactly ``every`` events apart.
+
+    Distances are counted from the latest checkpoint, basic or one of the ``forced`` positions.
+    """
     forced_at = sorted(f for f in forced if f < length)
     basic = schedule(["send"] * length, every, forced_at)
     marks = sorted([(b, "basic") for b in basic] + [(f, "forced") for f in forced_at])

@@ -144,6 +144,7 @@ class OverForcingHMNR(HMNR):
     description = "HMNR that also forces whenever it has sent in the current interval"
 
     def must_force(self, st: Any, src: int, pb: Any) -> bool:
+        """Force whenever the process has sent in its current interval, else as HMNR does."""
         return any(st.sent_to) or super().must_force(st, src, pb)
 
 

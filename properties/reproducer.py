@@ -113,6 +113,7 @@ def reproducer_doc(name: str, killed_by: str, profile: str, seed: int | None, dr
 
 
 def write_reproducer(path: str | os.PathLike[str], doc: dict[str, Any]) -> Path:
+    """Write the reproducer document ``doc`` to ``path`` atomically; returns the path."""
     from rollcheck.pyimpl.patternio import atomic_write_text
 
     path = Path(path)

@@ -139,8 +139,7 @@ def sim_cl_aligned_consistent(case: SimCase, protocol: str = "cl-aligned") -> No
 @prop("sim-cl-unaligned-recorded", target="simulate", theorem=f"{SPEC}#t-cl-unaligned")
 @given(case=sim_cases(protocols=("cl-unaligned",)))
 def sim_cl_unaligned_recorded(case: SimCase, variant: Variant = REFERENCE) -> None:
-    """Unaligned snapshots are consistent and record exactly the cut's in-transit messages.
-    """
+    """Unaligned snapshots are consistent and record exactly the cut's in-transit messages."""
     res = run_engine(replace(case.config, variant=variant))
     assume(res.snapshots)
     for s in res.snapshots:

@@ -32,6 +32,10 @@ Solver = Callable[[SpanSystem], Mapping[str, int]]
 
 
 def reference_solver(s: SpanSystem, order: str = "fifo", seed: int = 0) -> dict[str, int]:
+    """The greatest consistent spans of ``s`` by the reference worklist (or rounds) solver.
+
+    ``order`` is the worklist order (``"rounds"`` for round-based solving), ``seed`` its seed.
+    """
     c = compile_system(s)
     r = run_rounds(c) if order == "rounds" else run_worklist(c, order, seed)
     return dict(zip(c.names, r.levels, strict=True))
@@ -263,6 +267,10 @@ def orders_agree(doc: dict[str, Any], seed: int,
 def watermark_props(doc: dict[str, Any], data: Any,
                     update: Callable[[SpanSystem, Mapping[str, int], str], Mapping[str, int]] = update_watermark
                     ) -> None:
+    """The low watermark is updated incrementally, never decreases, and no failure goes below it.
+
+    Checkpoints arrive one at a time in drawn orders; then a drawn failure set is solved.
+    """
     full = system_from_dict(doc)
     target = {p.name: len(p.chain) for p in full.processors}
     for _history in range(3):  # three drawn orders in which the checkpoints arrive
@@ -295,6 +303,10 @@ def watermark_props(doc: dict[str, Any], data: Any,
        frac=st.floats(0, 1), data=st.data())
 def end_to_end(name: str, seed: int, frac: float, data: Any,
                solver: Solver | None = None, top_all: bool = False) -> None:
+    """A failure and its recovery by the spans leave the same final state as the failure-free run.
+
+    Examples, seeds, failure points and 1–2 failed operators are drawn (Theorem E).
+    """
     make = EXAMPLES[name]
     df = make(seed)
     ref = run_to_end(Run.start(df, seed))  # the failure-free run, also the one compared with

@@ -29,6 +29,11 @@ def _nested(draw: Any, universe: list[str], k: int, first_empty: bool) -> list[l
 def span_docs(draw: Any, max_procs: int = 4, max_chain: int = 3, max_edges: int = 6,
               monotone: bool = True, live_p: float = 0.6,
               dense: bool = False, min_procs: int = 1, min_edges: int = 0) -> dict[str, Any]:
+    """Span-system documents: processors with chains (live ones with a ⊤) and edges between them.
+
+    ``dense`` makes every time processed and nothing discarded, so receivers are limited by φ
+    alone; ``monotone`` draws nested φ sets.
+    """
     n = draw(st.integers(min_procs, max_procs))
     names = [f"p{i}" for i in range(n)]
     nedges = draw(st.integers(min_edges, max_edges))

@@ -1,0 +1,1 @@
+"""TLA+ models of the recovery algorithms and the TLC runs that check them and validate traces."""

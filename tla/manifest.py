@@ -53,6 +53,8 @@ BOUNDS = ("small", "large")
 
 @dataclass(frozen=True)
 class ModelEntry:
+    """One manifest entry: a model, its configuration, bound, expected outcome and coverage goals."""
+
     name: str
     module: str
     config: str
@@ -67,10 +69,12 @@ class ModelEntry:
 
     @property
     def module_path(self) -> Path:
+        """The path of the entry's ``.tla`` module."""
         return MODELS_DIR / self.module
 
     @property
     def config_path(self) -> Path:
+        """The path of the entry's ``.cfg`` configuration."""
         return MODELS_DIR / self.config
 
     def constant(self, name: str) -> str | None:
@@ -82,12 +86,15 @@ class ModelEntry:
 
 @dataclass
 class ModelOutcome:
+    """One entry's TLC run, whether it met its expectation, and its cross-check (if any)."""
+
     entry: ModelEntry
     result: TLCResult
     met: bool
     crosscheck: Any = field(default=None)
 
     def to_json(self) -> dict[str, Any]:
+        """The outcome as a JSON-ready dictionary."""
         r = self.result
         return {
             "name": self.entry.name, "expected": self.entry.expected, "status": r.status,
@@ -166,6 +173,7 @@ class CoverOutcome:
 
     @property
     def reached(self) -> bool:
+        """Whether TLC violated the goal ``Unreached_X`` (the situation was reached)."""
         return self.result.status == "violation" and self.result.violated == self.goal
 
     @property
@@ -180,6 +188,7 @@ class CoverOutcome:
         return "unreached" if self.result.status == "ok" else "inconclusive"
 
     def to_json(self) -> dict[str, Any]:
+        """The goal's outcome as a JSON-ready dictionary."""
         r = self.result
         return {"name": self.entry.name, "goal": self.goal, "status": self.status,
                 "depth": len(r.trace) or None, "distinct_states": r.distinct_states,

@@ -59,7 +59,7 @@ def interpret(
     spec_dir: Path | None = None,
     trace_keep_last: int | None = None,
 ) -> TLCResult:
-    """Turn the text TLC printed in ``-tool`` mode (and its exit code) into a :class:`TLCResult`.
+    r"""Turn the text TLC printed in ``-tool`` mode (and its exit code) into a :class:`TLCResult`.
 
     ``trace_keep_last`` keeps (and parses) only the last states of a long counterexample.
     Parse errors and configuration errors do not raise here: they come back as status
@@ -67,11 +67,11 @@ def interpret(
 
     Examples
     --------
-    >>> out = ("@!@!@STARTMSG 2193:0 @!@!@\\nModel checking completed. No error has been found.\\n"
-    ...        "@!@!@ENDMSG 2193 @!@!@\\n@!@!@STARTMSG 2199:0 @!@!@\\n1,234 states generated, "
-    ...        "567 distinct states found, 0 states left on queue.\\n@!@!@ENDMSG 2199 @!@!@\\n"
-    ...        "@!@!@STARTMSG 2194:0 @!@!@\\nThe depth of the complete state graph search is 9.\\n"
-    ...        "@!@!@ENDMSG 2194 @!@!@\\n")
+    >>> out = ("@!@!@STARTMSG 2193:0 @!@!@\nModel checking completed. No error has been found.\n"
+    ...        "@!@!@ENDMSG 2193 @!@!@\n@!@!@STARTMSG 2199:0 @!@!@\n1,234 states generated, "
+    ...        "567 distinct states found, 0 states left on queue.\n@!@!@ENDMSG 2199 @!@!@\n"
+    ...        "@!@!@STARTMSG 2194:0 @!@!@\nThe depth of the complete state graph search is 9.\n"
+    ...        "@!@!@ENDMSG 2194 @!@!@\n")
     >>> r = interpret(out, 0)
     >>> r.status, r.generated_states, r.distinct_states, r.depth
     ('ok', 1234, 567, 9)

@@ -64,18 +64,18 @@ class ToolMessage:
 
 
 def parse_tool_output(text: str) -> tuple[list[ToolMessage], str]:
-    """Split ``-tool`` output into its top-level messages, and the text outside any message.
+    r"""Split ``-tool`` output into its top-level messages, and the text outside any message.
 
     Nested messages become ``children`` of the enclosing one. Unbalanced markers (a truncated
     output) close what is open at the end.
 
     Examples
     --------
-    >>> out = ("@!@!@STARTMSG 1000:1 @!@!@\\nouter: @!@!@STARTMSG 2154:0 @!@!@\\ninner\\n"
-    ...        "@!@!@ENDMSG 2154 @!@!@\\n@!@!@ENDMSG 1000 @!@!@\\nloose\\n")
+    >>> out = ("@!@!@STARTMSG 1000:1 @!@!@\nouter: @!@!@STARTMSG 2154:0 @!@!@\ninner\n"
+    ...        "@!@!@ENDMSG 2154 @!@!@\n@!@!@ENDMSG 1000 @!@!@\nloose\n")
     >>> msgs, loose = parse_tool_output(out)
     >>> msgs[0].code, msgs[0].text, msgs[0].children[0].code, msgs[0].children[0].text, loose
-    (1000, 'outer: ', 2154, 'inner\\n', 'loose\\n')
+    (1000, 'outer: ', 2154, 'inner\n', 'loose\n')
     """
     top: list[ToolMessage] = []
     loose: list[str] = []
@@ -114,11 +114,11 @@ def flat_messages(msgs: list[ToolMessage]) -> list[ToolMessage]:
 
 
 def clean_text(text: str) -> str:
-    """``text`` on one line, with any ``-tool`` markers removed.
+    r"""``text`` on one line, with any ``-tool`` markers removed.
 
     Examples
     --------
-    >>> clean_text("@!@!@STARTMSG 2220:0 @!@!@\\nStarting SANY...\\n@!@!@ENDMSG 2220 @!@!@\\n  x")
+    >>> clean_text("@!@!@STARTMSG 2220:0 @!@!@\nStarting SANY...\n@!@!@ENDMSG 2220 @!@!@\n  x")
     'Starting SANY... x'
     """
     return " ".join(ANY_MARK.sub(" ", text).split())

@@ -79,6 +79,7 @@ class TraceValidation:
     validated: str = ""
 
     def to_json(self) -> dict[str, Any]:
+        """The validation as a JSON-ready dictionary (``rollcheck tlc --trace --json``)."""
         return {
             "accepted": self.accepted,
             "first_rejected_event": self.first_rejected_event,

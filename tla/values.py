@@ -1,14 +1,14 @@
-"""Parse TLA+ values as TLC prints them into Python values.
+r"""Parse TLA+ values as TLC prints them into Python values.
 
 TLC prints the states of a counterexample (message code 2217 of ``-tool`` mode) as conjunctions
-``/\\ var = value``; this module turns each ``value`` into plain Python data so that the rest of
+``/\ var = value``; this module turns each ``value`` into plain Python data so that the rest of
 rollcheck never has to look at TLA+ syntax.
 
 Mapping (TLC 2.15 output syntax on the left):
 
 ============================  ==========================================
 ``42``, ``-3``                 ``int``
-``"text"``                     ``str`` (``\\"``, ``\\\\``, ``\\n``, ``\\t`` unescaped)
+``"text"``                     ``str`` (``\"``, ``\\``, ``\n``, ``\t`` unescaped)
 ``TRUE`` / ``FALSE``           ``bool``
 ``<<a, b>>``                   ``tuple``
 ``{a, b}``, ``1..3``           ``frozenset``
@@ -254,13 +254,13 @@ def parse_value(text: str) -> Any:
 
 
 def parse_state(text: str) -> dict[str, Any]:
-    """Parse a state ``/\\ x = v /\\ y = w`` (or a single ``x = v``) into ``{"x": v, "y": w}``.
+    r"""Parse a state ``/\ x = v /\ y = w`` (or a single ``x = v``) into ``{"x": v, "y": w}``.
 
-    Values may span several lines; each conjunct starts with ``/\\`` at the start of a line.
+    Values may span several lines; each conjunct starts with ``/\`` at the start of a line.
 
     Examples
     --------
-    >>> parse_state('/\\\\ x = 1\\n/\\\\ y = <<2,\\n  3>>')
+    >>> parse_state('/\\ x = 1\n/\\ y = <<2,\n  3>>')
     {'x': 1, 'y': (2, 3)}
     >>> parse_state('x = "a"')
     {'x': 'a'}

@@ -1,4 +1,4 @@
-"""The report draft of an open finding (``DIR/findings/F1.md``): what a maintainer's issue needs.
+r"""The report draft of an open finding (``DIR/findings/F1.md``): what a maintainer's issue needs.
 
 Title, the affected release, the minimised program, the steps (the standalone reproducer),
 expected against actual, the checks that failed, the releases tried, and how the hunt found it.
@@ -9,7 +9,7 @@ Examples
 ...     "operators": ["source", "dedup"], "cell": "fail@b1", "status": "open",
 ...     "reproducer_run": {"1.0": "reproduced"}, "detail": "key 3 twice", "program": "P0002",
 ...     "programs": 1}, engine="toy", release="1.0", seed=7, programs=12,
-...     module_text="SPEC = {}\\n", reproducer_text="print(1)\\n", reproducer_name="F1.reproducer.py")
+...     module_text="SPEC = {}\n", reproducer_text="print(1)\n", reproducer_name="F1.reproducer.py")
 >>> text.splitlines()[0]
 '# toy 1.0: exactly-once violated after recovery (dedup, source)'
 """

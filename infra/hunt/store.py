@@ -1,4 +1,4 @@
-"""The hunt's store ``DIR/hunt.sqlite``: programs, cells, candidates and findings that survive a kill.
+r"""The hunt's store ``DIR/hunt.sqlite``: programs, cells, candidates and findings that survive a kill.
 
 Every write is one SQLite transaction (WAL journal), so a hunt killed at any moment leaves the
 store as it was after its last finished write. The invariants (``specs/hunt.md``):
@@ -17,7 +17,7 @@ Examples
 >>> from rollcheck.infra.hunt.adapter import CellOutcome, HuntCell, Program
 >>> d = Path(tempfile.mkdtemp())
 >>> s = HuntStore.open(d / "hunt.sqlite")
->>> p = Program(id="P0000", text="x = 1\\n", operators=("source",), spec={})
+>>> p = Program(id="P0000", text="x = 1\n", operators=("source",), spec={})
 >>> s.add_program(0, p, "programs/P0000.py", [HuntCell("none", {})])
 >>> s.record_outcome("P0000", "none", CellOutcome("conformant", {"c": "held"}))
 True

@@ -1,4 +1,4 @@
-"""Running a finding's reproducer once, as a user would, and whether it showed the finding.
+r"""Running a finding's reproducer once, as a user would, and whether it showed the finding.
 
 A reproducer is a standalone script an engine adapter writes from its template (it imports only
 the engine's own Python package); the matrix runs it once in isolated mode (``python -I``: no
@@ -14,7 +14,7 @@ Examples
 >>> from rollcheck.infra.matrix.runner import ChildRunner
 >>> with tempfile.TemporaryDirectory() as d:
 ...     s = pathlib.Path(d) / "r.py"
-...     _ = s.write_text("import sys\\nprint('LOST row: 1')\\nsys.exit(1)\\n")
+...     _ = s.write_text("import sys\nprint('LOST row: 1')\nsys.exit(1)\n")
 ...     r = run_reproducer([sys.executable, "-I", str(s)], ChildRunner().run, 60, pathlib.Path(d) / "r.log")
 >>> r["reproduced"], r["exit"], r["shows"]
 (True, 1, ['LOST row: 1'])

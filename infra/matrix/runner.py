@@ -1,4 +1,4 @@
-"""Child processes of a matrix, bounded in time, that die with it: :class:`ChildRunner`.
+r"""Child processes of a matrix, bounded in time, that die with it: :class:`ChildRunner`.
 
 Each recording runs as a child process group (:mod:`rollcheck.infra.children`: it dies with
 rollcheck however rollcheck dies); :meth:`ChildRunner.stop` kills every one still running and
@@ -16,7 +16,7 @@ Examples
 >>> r = ChildRunner()
 >>> with tempfile.TemporaryDirectory() as d:
 ...     r.run([sys.executable, "-c", "print('hi')"], 60, pathlib.Path(d) / "a.log")
-(0, 'hi\\n')
+(0, 'hi\n')
 >>> r.stop(); r.run(["true"], 60, pathlib.Path("unused.log"))
 (None, 'the matrix was stopped')
 """

@@ -110,6 +110,7 @@ class BoundResult:
     limit: int = 0  # the bound was searched for counterexamples of at most this many events
 
     def to_json(self) -> dict[str, Any]:
+        """The bound's ``"exhaustive"`` entry of the JSON document."""
         return {"processes": self.bound.processes, "events": self.bound.events,
                 "schedules": self.schedules, "complete": self.complete,
                 "seconds": round(self.seconds, 2)}

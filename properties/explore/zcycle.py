@@ -1,4 +1,4 @@
-"""Incremental useless-checkpoint detection: does the newest delivery close a Z-cycle?
+"""Incremental useless-checkpoint detection: whether the newest delivery closes a Z-cycle.
 
 A delivered message is a tuple ``(src, sint, dst, dint)``: its sender, the sender's checkpoint
 interval at the send (the number of checkpoints the sender took before it, the initial one not
