@@ -30,7 +30,9 @@ row step is its one-pass, halving variant).
 
 from __future__ import annotations
 
+import datetime
 import json
+import math
 import pprint
 import shutil
 import sys
@@ -57,6 +59,20 @@ SHOWS = ("LOST row", "DUPLICATED row", "MISSING row", "EXTRA row", "WRONG row", 
 MAX_RUNS = 6
 
 
+def _value(v: Any) -> str:
+    """Python source of one value; a float that is not finite as ``float("nan")`` / ``float("inf")``
+    (``repr`` gives ``nan``, a name no script defines)."""
+    if isinstance(v, float) and not math.isfinite(v):
+        return f'float("{v}")'
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{_value(k)}: {_value(x)}" for k, x in v.items()) + "}"
+    if isinstance(v, list):
+        return "[" + ", ".join(_value(x) for x in v) + "]"
+    if isinstance(v, tuple):
+        return "(" + ", ".join(_value(x) for x in v) + ("," if len(v) == 1 else "") + ")"
+    return repr(v)
+
+
 def _literal(rows: list[Any]) -> str:
     """Python source of the batches (datetimes as ``datetime.datetime(...)``): lists of rows, or
     one ``{source: rows}`` dict per batch for a module of several sources.
@@ -66,10 +82,12 @@ def _literal(rows: list[Any]) -> str:
     "[[(datetime.datetime(2024, 1, 1, 0, 0, 5), 'a', 1)]]"
     >>> _literal([{"clicks": [[1, "u"]]}, {}])
     "[{'clicks': [(1, 'u')]}, {}]"
+    >>> _literal([[(float("nan"), float("-inf"), 1.5)]])
+    '[[(float("nan"), float("-inf"), 1.5)]]'
     """
-    text = repr([{n: [tuple(r) for r in rs] for n, rs in b.items()} if isinstance(b, dict)
-                 else [tuple(r) for r in b] for b in rows])
-    compile(text, "<rows>", "eval")  # every value must have an evaluable repr
+    text = _value([{n: [tuple(r) for r in rs] for n, rs in b.items()} if isinstance(b, dict)
+                   else [tuple(r) for r in b] for b in rows])
+    eval(compile(text, "<rows>", "eval"), {"datetime": datetime})  # every value must evaluate
     return text
 
 

@@ -565,3 +565,15 @@ def test_a_worker_that_did_not_connect_back_is_the_machines_fault(tmp_path):
     assert overloaded(log)
     log.write_text("rollcheck: error: q.py: query: the query failed on its own: division by zero\n")
     assert not overloaded(log) and not overloaded(tmp_path / "missing.log")
+
+
+def test_minimised_rows_with_floats_that_are_not_finite_evaluate():
+    """A minimised input holding NaN or an infinity is a module that runs (``repr`` gives ``nan``)."""
+    import math
+
+    rows = [{"a": [(1, float("nan"), float("inf")), (2, float("-inf"), -0.0)]}, {}]
+    namespace: dict = {}
+    exec(compile(module_with_rows("SOURCES = {}\n", rows), "<m>", "exec"), namespace)
+    (first, second), empty = namespace["batches"](0)[0]["a"], namespace["batches"](0)[1]
+    assert math.isnan(first[1]) and first[2] == math.inf and second[1] == -math.inf
+    assert math.copysign(1, second[2]) == -1 and empty == {}
