@@ -65,8 +65,9 @@ def loop_cpu_seconds(n: int = LOOP_N, repeat: int = 1) -> float:
 
 
 def jvm_start_seconds(java: str | None = None, timeout: float = 60.0) -> float | None:
-    """Wall seconds of one ``java -version`` (``java``: the executable; default ``$JAVA_HOME/bin/java``
-    or the one on the PATH); None when there is no Java or it failed.
+    """Wall seconds of one ``java -version``; None when there is no Java or it failed.
+
+    ``java`` is the executable (default ``$JAVA_HOME/bin/java`` or the one on the PATH).
 
     Examples
     --------
@@ -155,8 +156,9 @@ def _loop_seconds(record: Mapping[str, Any] | None) -> float | None:
 
 
 def normalise(seconds: float, record: Mapping[str, Any] | None) -> float | None:
-    """``seconds`` in calibration loops (seconds / the record's ``loop_cpu_seconds``); None for an
-    uncalibrated record (no ``calibration`` or no positive loop time).
+    """``seconds`` in calibration loops (seconds / the record's ``loop_cpu_seconds``).
+
+    None for an uncalibrated record (no ``calibration`` or no positive loop time).
 
     Examples
     --------
@@ -201,8 +203,11 @@ def describe(record: Mapping[str, Any] | None, *, load: bool = True) -> str:
 
 @dataclass(frozen=True)
 class Slower:
-    """A section slower than in the previous record: its times (seconds) and, when both records are
-    calibrated, in calibration loops; ``ratio`` is the one compared with the tolerance."""
+    """A section slower than in the previous record.
+
+    Its times are in seconds and, when both records are calibrated, in calibration loops;
+    ``ratio`` is the one compared with the tolerance.
+    """
 
     name: str
     seconds: float

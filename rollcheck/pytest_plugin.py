@@ -1,21 +1,10 @@
 """The ``rollcheck`` pytest plugin (entry point ``pytest11``): check your protocol in your test suite.
 
-Options
--------
-``--rollcheck-profile ci|verify``
-    The budget of :func:`rollcheck.testing.assert_protocol_safe` (60 or 600 schedules) when a test
-    does not pass one; default ``$ROLLCHECK_PROFILE`` or ``ci``.
-``--rollcheck-out DIR``
-    Where failing checks save their counterexample (``rollcheck.pattern/1`` JSON) and its picture
-    (PNG); default: a temporary directory per check.
-
-The plugin never loads or replaces a Hypothesis profile: rollcheck's own are registered as
-``rollcheck-ci`` and ``rollcheck-verify`` and only used for rollcheck's checks, so profiles the user
-registered (``ci`` included) stay as they are. At the end of the session every protocol checked is
-listed with its verdict, forced-checkpoint rate and saved files, and every engine slice of
-:func:`~rollcheck.testing.check_query` / :func:`~rollcheck.testing.check_job` (and their
-``assert_*_exactly_once``) with its verdict, its cells' summary, its folder and table, and the
-cells that are not conformant.
+``--rollcheck-profile ci|verify`` is the random budget of
+:func:`rollcheck.testing.assert_protocol_safe` (600 or 3000 schedules) when a test passes none
+(default ``$ROLLCHECK_PROFILE`` or ``ci``); ``--rollcheck-out DIR`` is where failing checks save
+their counterexample and picture (default: a temporary directory). The session ends with a
+summary of every check (docs/internals/testing.md#the-pytest-plugin).
 
 Examples
 --------
@@ -43,6 +32,7 @@ __all__ = ["pytest_addoption", "pytest_configure", "pytest_terminal_summary", "r
 
 
 def pytest_addoption(parser: Any) -> None:
+    """Add ``--rollcheck-profile`` and ``--rollcheck-out`` (pytest hook)."""
     group = parser.getgroup("rollcheck", "rollcheck: checking your own checkpointing protocol")
     group.addoption("--rollcheck-profile", choices=["ci", "verify"], default=None,
                     dest="rollcheck_profile",
@@ -53,6 +43,7 @@ def pytest_addoption(parser: Any) -> None:
 
 
 def pytest_configure(config: Any) -> None:
+    """Set the session defaults of :mod:`rollcheck.testing` from the options (pytest hook)."""
     from rollcheck.testing import _config
 
     out = config.getoption("rollcheck_out", default=None)
@@ -70,6 +61,7 @@ def rollcheck_out(request: Any, tmp_path: Any) -> str:
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: Any) -> None:
+    """List every protocol and engine slice this session checked (pytest hook)."""
     from rollcheck.testing import _config
 
     if not _config.REPORTS:
@@ -96,8 +88,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: Any)
 
 
 def _engine_lines(tr: Any, r: Any) -> None:
-    """A matrix slice of ``check_query`` / ``check_job``: verdict, summary, folder, table, and each
-    cell that is not conformant."""
+    """Write a matrix slice of ``check_query`` / ``check_job``: verdict, summary, files, bad cells."""
     from rollcheck.infra.matrix.table import cell_word, summary_line
 
     tr.write_line(f"{r.module} on {r.engine}: {r.verdict} ({summary_line(r.summary)})")

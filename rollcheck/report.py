@@ -53,9 +53,11 @@ def _row_order(r: Row) -> int:
 
 
 def _copy_pictures(rows: list[Row], out_dir: Path) -> None:
-    """Copy every picture a row shows into ``out_dir/pictures/`` (unless already inside the report)
-    and point the row at it, relative to the report. A picture that does not exist is dropped and
-    said in the row's detail (never a broken image in the page)."""
+    """Copy every picture a row shows into ``out_dir/pictures/`` and point the row at the copy.
+
+    A picture already inside the report stays where it is; one that does not exist is dropped and
+    said in the row's detail (never a broken image in the page).
+    """
     pic_dir = out_dir / "pictures"
     root = out_dir.resolve()
     for r in rows:
@@ -90,8 +92,10 @@ _ABS_PATH = re.compile(r"(?<![\w.~-])(/(?:[\w.@+~-]+/)*[\w.@+~-]+)")
 
 
 def _relative_text(text: str, out_dir: Path) -> str:
-    """``text`` with absolute paths made relative to the report (inside it or the checkout) or,
-    for temporary files that are gone, cut to their name."""
+    """``text`` with absolute paths made relative to the report (inside it or the checkout).
+
+    Temporary files that are gone are cut to their name.
+    """
     root = out_dir.resolve()
     cwd = Path.cwd().resolve()
 
@@ -236,8 +240,11 @@ def write_report(rows: list[Row], out_dir: Path, meta: dict[str, Any]) -> tuple[
 
 
 class _Layout:
-    """What both pages show: the run in words, the sections with their rows in order, the failed and
-    inconclusive rows, the algorithm × method grid and every row's anchor."""
+    """What both pages show: the run in words, the sections and rows, the grid and the anchors.
+
+    The sections come with their rows in order, then the failed and inconclusive rows, the
+    algorithm × method grid and every row's anchor.
+    """
 
     def __init__(self, rows: list[Row], out_dir: Path, meta: dict[str, Any]):
         self.rows, self.out_dir = rows, out_dir

@@ -1,29 +1,10 @@
 """Run ``rollcheck verify``'s sections side by side, each in a process of its own.
 
-The sections are independent (each writes under its own folder of the report), and a long one may
-declare ``PARTS`` — independent parts run as jobs of their own (``<section>.<part>``). The
-scheduler runs up to ``jobs`` jobs at once, longest first (list scheduling by estimated time), with
-two rules on top: at most ``engine_slots`` *engine* jobs (Spark, Flink: a JVM of a gigabyte each)
-at a time — two by default, one when the machine has less than 4 GB of memory available — and
-*timed* jobs (the Flink sweeps, which mostly wait: their wall time is fixed by the durations of
-their runs) start first and run beside the ``jobs`` others, at most ``timed_slots`` of them.
-CPU-bound jobs (Hypothesis, Z3, simulations, TLC) run beside the rest. By default ``jobs`` is the
-number of usable cores plus one: an engine job leaves part of its core idle while a recording
-waits, and the extra CPU-bound job fills that gap.
-
-Each job lowers its own priority by its kind (:data:`NICENESS`): a timed job keeps rollcheck's
-(its runs measure recovery time and utilization), an engine job yields a little to it, CPU-bound
-jobs yield to both. They still fill every cycle the others leave.
-
-Every job runs in a *process* (``multiprocessing`` ``spawn``: no JVM or thread is inherited),
-in a process group of its own so that the JVMs and TLC runs it starts die with it; the scheduler
-also keeps track of every process a job starts (some start their JVMs in sessions of their
-own) and kills what is left of them when the run ends or is interrupted. The same once-a-second
-scan of the process tree adds up each job's CPU time, the JVMs it never waits for included
-(:attr:`SectionOutcome.cpu_seconds`). Its file descriptors 1 and 2 go to ``logs/<job>.log`` of the
-report; its progress messages come back through a queue, and its rows as a pickle at the end. The
-rows are put back in section order, so the report's content does not depend on which job
-finished first.
+Jobs (sections, or the ``PARTS`` a section declares) run longest first, at most ``engine_slots``
+engine jobs at a time, with *timed* jobs started first beside the others; each lowers its own
+priority by kind (:data:`NICENESS`). Every job runs in its own process group, its processes are
+tracked and killed at the end, and its CPU time is summed from the process table. Rows come back
+in section order. See docs/internals/verify.md#the-scheduler-rollcheckscheduler.
 
 References
 ----------
@@ -103,8 +84,10 @@ class SectionOutcome:
 
 
 def default_jobs() -> int:
-    """Sections run at once: the cores this process may use plus one (an engine section mostly
-    waits; a CPU-bound section fills the gap), at least 2."""
+    """Sections run at once: the cores this process may use plus one, at least 2.
+
+    An engine section mostly waits; the extra CPU-bound section fills the gap.
+    """
     try:
         n = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
@@ -122,8 +105,10 @@ def default_engine_slots() -> int:
 
 
 def section_parts(module: Any, quick: bool) -> list[str]:
-    """The parts a section module declares for a quick or full run: its ``PARTS`` (a tuple, or a
-    dict ``{"quick": (...), "full": (...)}`` when the two runs split differently); [] for none.
+    """The parts a section module declares for a quick or full run ([] for none).
+
+    A module's ``PARTS`` is a tuple, or a dict ``{"quick": (...), "full": (...)}`` when the two
+    runs split differently.
 
     Examples
     --------
@@ -180,8 +165,9 @@ def plan_jobs(sections: list[tuple[str, Any]], quick: bool,
 
 
 def _pick(pending: list[SectionJob], engines_running: int, engine_slots: int) -> SectionJob | None:
-    """Longest pending ``cpu`` or ``engine`` job that may start now (an engine job only while an
-    engine slot is free).
+    """Longest pending ``cpu`` or ``engine`` job that may start now.
+
+    An engine job may start only while an engine slot is free.
 
     Examples
     --------
@@ -278,7 +264,7 @@ _ProcKey = tuple[int, float]
 
 
 def _proc_table(cpu: dict[_ProcKey, float] | None = None) -> dict[int, tuple[int, float]]:
-    """pid → (parent pid, start time) of every process ({} where it cannot be listed).
+    """Map each pid to (parent pid, start time) ({} where the processes cannot be listed).
 
     ``cpu``, when given, is filled with (pid, start time) → the process's own user + system CPU
     seconds so far.
@@ -316,8 +302,10 @@ def _descendants(roots: list[int], table: dict[int, tuple[int, float]]) -> set[_
 
 
 def _kill_tracked(tracked: set[_ProcKey]) -> None:
-    """SIGKILL every tracked process that is still the same process (a JVM or TLC run a section
-    started in a session of its own is not in the section's group)."""
+    """SIGKILL every tracked process that is still the same process.
+
+    A JVM or TLC run that a section started in a session of its own is not in the section's group.
+    """
     table = _proc_table()
     for pid, start in tracked:
         if pid in table and table[pid][1] == start:
@@ -338,13 +326,32 @@ def _kill_group(proc: Any, sig: int = signal.SIGKILL) -> None:
 def run_sections(jobs: list[SectionJob], ctx_args: dict[str, Any], log_dir: Path, slots: int,
                  on_event: Callable[[str, str, Any], None], engine_slots: int = 1,
                  timed_slots: int = 2) -> dict[str, SectionOutcome]:
-    """Run ``jobs`` with at most ``slots`` ``cpu`` and ``engine`` jobs at once (``engine_slots``
-    of them engine jobs), and beside them at most ``timed_slots`` ``timed`` jobs; return name →
-    outcome.
+    """Run ``jobs`` side by side, each in a process of its own.
 
-    ``on_event(kind, name, payload)`` is called in this process for ``"start"`` (payload: the
-    job), ``"log"`` (a progress message) and ``"done"`` (the :class:`SectionOutcome`). An
-    exception here (Ctrl-C, SIGTERM) kills every section's process group before it propagates.
+    An exception here (Ctrl-C, SIGTERM) kills every section's process group before it propagates.
+
+    Parameters
+    ----------
+    jobs : list of SectionJob
+        The jobs.
+    ctx_args : dict
+        The keyword arguments of each job's :class:`~rollcheck.suite.VerifyContext`.
+    log_dir : Path
+        Where each job's ``<job>.log`` goes.
+    slots : int
+        ``cpu`` and ``engine`` jobs at once.
+    on_event : callable
+        ``on_event(kind, name, payload)``, called in this process for ``"start"`` (payload: the
+        job), ``"log"`` (a progress message) and ``"done"`` (the :class:`SectionOutcome`).
+    engine_slots : int
+        How many of the ``slots`` may be engine jobs.
+    timed_slots : int
+        ``timed`` jobs at once, beside the ``slots``.
+
+    Returns
+    -------
+    dict of str to SectionOutcome
+        Each job's outcome, by job name.
     """
     if slots < 1 or engine_slots < 1 or timed_slots < 1:
         raise ValueError(f"slots, engine_slots and timed_slots must be at least 1, got {slots}, {engine_slots}, "
@@ -359,8 +366,10 @@ def run_sections(jobs: list[SectionJob], ctx_args: dict[str, Any], log_dir: Path
 
 
 class _SectionRun:
-    """The jobs of one :func:`run_sections` call: pending, running (process, job, start) and
-    done, the processes they started, and their CPU seconds sampled from the process table."""
+    """The jobs of one :func:`run_sections` call: pending, running and done.
+
+    It also keeps the processes they started and their CPU seconds sampled from the process table.
+    """
 
     def __init__(self, pending: list[SectionJob], ctx_args: dict[str, Any], log_dir: Path,
                  slots: int, on_event: Callable[[str, str, Any], None], engine_slots: int,

@@ -218,6 +218,7 @@ class VerifyContext:
         return self.part is None or self.part == part
 
     def path(self, *parts: str) -> Path:
+        """The file ``out_dir/parts...``, its parent folder created."""
         p = self.out_dir.joinpath(*parts)
         p.parent.mkdir(parents=True, exist_ok=True)
         return p
@@ -289,9 +290,10 @@ def format_duration(seconds: float) -> str:
 
 
 def exit_code(statuses: list[str]) -> int:
-    """The exit code of a list of rows' statuses: :func:`rollcheck.pyimpl.verdict.decide` over one
-    check per row (``pass`` held, ``fail`` violated, ``inconclusive`` unchecked), so 1 when a
-    row failed, 3 when there is no row or a row is inconclusive, else 0.
+    """The exit code of a list of rows' statuses: 1 a row failed, 3 no row or one inconclusive, else 0.
+
+    It is :func:`rollcheck.pyimpl.verdict.decide` over one check per row (``pass`` held, ``fail``
+    violated, ``inconclusive`` unchecked).
 
     Examples
     --------
