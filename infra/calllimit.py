@@ -1,22 +1,9 @@
 """Calls into the user's code bounded in time: ``--call-timeout``.
 
-A user's query module (``batches``, ``query``, ``sink``, ``read_output``) or job module can loop
-forever or block; rollcheck must then stop with exit 2 naming the file, the method and the limit
-(:class:`~rollcheck.pyimpl.errors.UserCodeTimeout`) instead of hanging. :func:`call_limited` runs
-the call in the *calling* thread (no helper thread is left running a call that never returns):
-
-- in the main thread, a real-time interval timer (``SIGALRM``) raises inside the call when the
-  limit passes; a blocking system call (``sleep``, a lock, a socket read) is interrupted too. An
-  interval timer armed by an outer caller that expires sooner is left in charge and restored;
-- in another thread (Spark calls a ``foreachBatch`` sink from a Py4J callback thread), a timer
-  raises the same exception asynchronously in that thread (``PyThreadState_SetAsyncExc``) and first
-  calls ``on_expire`` (e.g. cancel the running Spark jobs, so that a call blocked in an action
-  returns). Python code is stopped at its next instruction; code blocked inside a C call stops
-  when that call returns, so callers that must not wait run the user's code in a child process
-  (:mod:`rollcheck.spark_replay.supervise`), whose group is killed.
-
-The exception raised inside the call derives from :class:`BaseException`, so the user's
-``except Exception`` cannot swallow it.
+:func:`call_limited` runs the call in the calling thread and stops it with
+:class:`~rollcheck.pyimpl.errors.UserCodeTimeout` (exit 2, naming the file, the method and the
+limit): by ``SIGALRM`` in the main thread, by an asynchronous exception in another thread.
+See docs/internals/infra.md#calllimit.
 
 Examples
 --------

@@ -1,48 +1,9 @@
 """Child processes that die with rollcheck, however rollcheck dies.
 
-Every process rollcheck starts (a Spark driver, a JVM, TLC, a Flink job) must end when rollcheck
-ends: normally, by an exception, by SIGTERM/SIGINT, and also by SIGKILL or the OOM killer, when no
-code of ours runs any more. Three mechanisms together give that guarantee:
-
-1. **A process group the parent owns.** A child is started in a :class:`ProcessGroup` of its own
-   (never in rollcheck's group, never in a new session): everything the child starts in turn (a
-   ``java`` behind ``spark-submit``, TLC's workers) stays in that group unless it moves itself out,
-   and :meth:`ProcessGroup.kill` SIGKILLs all of them at once. The groups alive are registered
-   here; :func:`kill_all` (run at interpreter exit by :mod:`atexit`) kills them all, so that no
-   exit path that runs Python code leaves a child behind.
-2. **A watchdog on the parent's pipe.** The group's first member is a tiny ``/bin/sh`` whose
-   standard input is the read end of a pipe; only the parent holds the write end (close-on-exec,
-   so no other child inherits it). When the parent dies for any reason the kernel closes the write
-   end, the watchdog reads end-of-file and SIGKILLs its own process group: every member, however
-   deep, dies at once. This works on every POSIX system and for grandchildren.
-3. **Linux's parent-death signal.** A child started from the main thread also gets
-   ``prctl(PR_SET_PDEATHSIG, SIGKILL)`` in a hook that runs between ``fork`` and ``exec``; the hook
-   then re-reads the parent's pid and kills itself if the parent already died before the ``prctl``
-   (the race the system call leaves open). Linux delivers the signal when the *thread* that
-   started the child ends, so children started from other threads rely on the watchdog alone.
-
-A process that is itself such a child and starts more processes the usual way (PySpark starting
-its JVM inside a driver child) passes ``process_group=group.pgid`` of a :class:`ProcessGroup` of
-its own to that launcher: the grandchild then dies with the child exactly as the child dies with
-rollcheck (:mod:`rollcheck.spark_replay.supervise` does this for Spark's JVM).
-
-API
----
-- :class:`ProcessGroup` — ``ProcessGroup()`` starts the watchdog; ``.pgid`` (pass it as
-  ``process_group=`` to any ``Popen``), ``.spawn(args, **popen_kwargs)`` starts a member,
-  ``.kill()`` SIGKILLs every member and reaps what it started, ``.alive``; a context manager that
-  kills on exit.
-- :class:`Child` — a :class:`subprocess.Popen` started in a new :class:`ProcessGroup` of its own
-  (or ``group=``): the usual Popen API plus ``.group`` and ``.kill_group()``; as a context manager
-  it kills its group on exit (after a normal end too: stragglers of an exited child die).
-- :func:`spawn` — ``Child(args, **kwargs)``.
-- :func:`run` — like :func:`subprocess.run` (``input``, ``capture_output``, ``timeout``, ``check``,
-  ``text``...), but the whole group is SIGKILLed on a timeout, on any exception (Ctrl-C, SIGTERM
-  turned into an exception) and after the child exits.
-- :func:`kill_all` — kill every group still alive (registered with :mod:`atexit`).
-- :func:`die_with_parent` — the calling process asks for SIGKILL when its own parent dies (Linux;
-  for a child started by someone else's launcher).
-- :data:`PDEATHSIG_AVAILABLE` — whether the parent-death signal is available here.
+Every child (a Spark driver, a JVM, TLC, a Flink job) runs in a :class:`ProcessGroup` of its own,
+killed at interpreter exit (:func:`kill_all`), by a watchdog on the parent's pipe when rollcheck
+itself is killed, and on Linux by the parent-death signal. :func:`run` and :func:`spawn` start
+children this way. See docs/internals/infra.md#children.
 
 Examples
 --------
@@ -59,8 +20,8 @@ True
 
 References
 ----------
-Linux ``prctl(2)`` (``PR_SET_PDEATHSIG``), POSIX ``setpgid(2)`` and ``kill(2)`` (a negative pid or
-0 names a process group); ``specs/cli.md`` ("Faults the commands survive").
+Linux ``prctl(2)`` (``PR_SET_PDEATHSIG``), POSIX ``setpgid(2)`` and ``kill(2)``;
+``specs/cli.md`` ("Faults the commands survive").
 """
 
 from __future__ import annotations

@@ -1,36 +1,8 @@
-r"""Results that appear whole or not at all: a recording writes ``OUT.partial``, renamed when done.
+"""Results that appear whole or not at all: a recording writes ``OUT.partial``, renamed when done.
 
-A recording (a Spark or Flink trace) is written while the run goes on, event by event, possibly by
-several processes in turn (a restarted driver continues its predecessor's file). Written straight
-to ``OUT``, an interrupted re-run would replace a good trace with a fragment. So a recording goes
-to ``OUT.partial`` and :func:`partial_output` renames it to ``OUT`` only when the run ended:
-
-- success: ``OUT.partial`` replaces ``OUT`` (one ``rename``: readers see the old or the new file);
-- cut short (SIGTERM, SIGINT, an internal error, the recorder killed): ``OUT`` stays as it was
-  and the run's own fragment stays beside it as ``OUT.partial`` for inspection (a later
-  ``rollcheck`` command reads ``OUT``, never the fragment);
-- refused (:class:`~rollcheck.pyimpl.errors.InvalidInputError`, including an environment fault
-  such as a full disk): ``OUT`` stays as it was and the fragment is removed.
-
-A stale ``OUT.partial`` of an earlier interrupted run is removed when a new run starts.
-
-Examples
---------
->>> import os, tempfile
->>> d = tempfile.mkdtemp(); out = os.path.join(d, "t.jsonl")
->>> with partial_output(out) as tmp:
-...     _ = open(tmp, "w").write("new\n")
->>> open(out).read(), os.path.exists(out + ".partial")
-('new\n', False)
->>> try:
-...     with partial_output(out) as tmp:
-...         _ = open(tmp, "w").write("frag")
-...         raise KeyboardInterrupt
-... except KeyboardInterrupt:
-...     pass
->>> open(out).read(), open(out + ".partial").read()
-('new\n', 'frag')
->>> import shutil; shutil.rmtree(d)
+:func:`partial_output` renames ``OUT.partial`` to ``OUT`` when the run succeeds, keeps the
+fragment beside an untouched ``OUT`` when the run is cut short, and removes it when the input is
+refused. See docs/internals/infra.md#partialfile.
 
 References
 ----------
@@ -66,13 +38,31 @@ def partial_path(out: str | os.PathLike[str]) -> Path:
 
 @contextlib.contextmanager
 def partial_output(out: str | os.PathLike[str]) -> Iterator[Path]:
-    """Yield ``OUT.partial`` (removed first if stale) and rename it to ``OUT`` at the end.
+    r"""Yield ``OUT.partial`` (removed first if stale) and rename it to ``OUT`` at the end.
 
     It is renamed when the block ends normally, removed on :class:`InvalidInputError`, kept on
     any other way out.
 
     If the block wrote nothing on a normal end, ``OUT`` is left untouched (a run that records
     nothing does not erase an earlier result).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> d = tempfile.mkdtemp(); out = os.path.join(d, "t.jsonl")
+    >>> with partial_output(out) as tmp:
+    ...     _ = open(tmp, "w").write("new\n")
+    >>> open(out).read(), os.path.exists(out + ".partial")
+    ('new\n', False)
+    >>> try:
+    ...     with partial_output(out) as tmp:
+    ...         _ = open(tmp, "w").write("frag")
+    ...         raise KeyboardInterrupt
+    ... except KeyboardInterrupt:
+    ...     pass
+    >>> open(out).read(), open(out + ".partial").read()
+    ('new\n', 'frag')
+    >>> import shutil; shutil.rmtree(d)
     """
     target = Path(out)
     tmp = partial_path(target)

@@ -1,15 +1,7 @@
 r"""The hunt's store ``DIR/hunt.sqlite``: programs, cells, candidates and findings that survive a kill.
 
 Every write is one SQLite transaction (WAL journal), so a hunt killed at any moment leaves the
-store as it was after its last finished write. The invariants (``specs/hunt.md``):
-
-- a program is stored, with all its cells (``todo``), in the transaction that records it; its
-  module file was written before;
-- a cell is ``todo``, ``running`` or ``done``; only a ``done`` cell is counted, and a ``done`` cell
-  is never written again (``UNIQUE(program, key)``; :meth:`HuntStore.record_outcome` refuses);
-- a cell left ``running`` by a kill is run again by the next run;
-- a candidate (a violated outcome attributed to the engine) is stored with the cell's outcome;
-  its pre-signature opens a group, processed once (minimised, confirmed, reproduced).
+store as it was after its last finished write. Invariants: docs/internals/infra.md#hunt-store.
 
 Examples
 --------
