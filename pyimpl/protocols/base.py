@@ -61,8 +61,9 @@ class Protocol(ABC):
 
     @abstractmethod
     def on_checkpoint(self, st: Any, forced: bool = False) -> Any:
-        """State after a checkpoint; ``forced`` is True for a forced one (a subclass may define
-        ``on_checkpoint(self, st)`` without it).
+        """State after a checkpoint; ``forced`` is True for a forced one.
+
+        A subclass may define ``on_checkpoint(self, st)`` without it (:func:`checkpoint_function`).
         """
 
     @abstractmethod
@@ -105,8 +106,9 @@ def checkpoint_function(proto: Any) -> Callable[[Any, bool], Any]:
 
 @functools.lru_cache(maxsize=256)
 def _takes_forced(fn: Any, bound: bool) -> bool:
-    """Whether ``fn`` accepts a second positional argument after ``st`` (``bound``: ``fn`` is the
-    function of a bound method, whose first parameter is the instance).
+    """Whether ``fn`` accepts a second positional argument after ``st``.
+
+    ``bound``: ``fn`` is the function of a bound method, whose first parameter is the instance.
     """
     try:
         sig = inspect.signature(fn)

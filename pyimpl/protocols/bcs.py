@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from typing_extensions import override
+
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.protocols.base import Protocol
 
@@ -50,19 +52,24 @@ class BCS(Protocol):
     zcycle_free = True
     description = "index-based CIC: force iff m.lc > lc"
 
+    @override
     def initial(self, i: int, n: int) -> BCSState:
         if not 0 <= i < n:
             raise InvalidInputError(f"process index {i} out of range 0..{n - 1}")
         return BCSState(i, 0)
 
+    @override
     def on_checkpoint(self, st: BCSState, forced: bool = False) -> BCSState:
         return BCSState(st.i, st.lc + 1)
 
+    @override
     def on_send(self, st: BCSState, dst: int) -> tuple[BCSState, int]:
         return st, st.lc
 
+    @override
     def must_force(self, st: BCSState, src: int, pb: int) -> bool:
         return pb > st.lc
 
+    @override
     def on_deliver(self, st: BCSState, src: int, pb: int) -> BCSState:
         return BCSState(st.i, pb) if pb > st.lc else st

@@ -1,24 +1,16 @@
 """Chandy–Lamport snapshots for dataflow operator graphs: aligned (blocking) and unaligned barriers.
 
-Each operator is a pure state machine driven by the simulator. Channels are FIFO; a snapshot has
-an id (1, 2, ...) and is started at the source operators (no inputs) with :meth:`start`; markers
-then flow along every channel.
+Each operator is a pure state machine driven by the simulator over FIFO channels; a snapshot has an
+id (1, 2, ...), is started at the source operators with :meth:`SnapshotProtocol.start`, and its
+markers flow along every channel, one snapshot at a time per operator.
 
-- **Aligned** (``cl-aligned``, FERDiS §5.1/§7.2.2): when a marker arrives on an input, that input is
-  *blocked* (the simulator must not deliver its data) until the marker has arrived on every input;
-  then the operator checkpoints, forwards the marker on every output and unblocks. No channel state
-  is recorded: the snapshot is a consistent global state with empty channels. On a cyclic graph
-  the operator on the cycle waits on the back edge for a marker that can only come after it has
-  forwarded its own: a deadlock that the simulator must detect and report.
-- **Unaligned** (``cl-unaligned``, classic Chandy–Lamport): on the *first* marker the operator
-  checkpoints and forwards the marker at once, never blocks, and *records* every message that
-  arrives on an input whose marker has not arrived yet: that is the channel state.
-- ``cl-aligned-no-block`` is the mutation catalogue's broken variant: it aligns like
-  ``cl-aligned`` but never blocks, so post-snapshot messages change the state before the
-  checkpoint (orphans).
-
-One snapshot at a time per operator: a marker of a newer snapshot while one is in progress is a
-precondition violation (the coordinator starts snapshot s+1 after s completed everywhere).
+- ``cl-aligned`` (FERDiS §5.1/§7.2.2) blocks an input once its marker arrived, checkpoints when
+  markers arrived on every input, and records no channel state; on a cycle it deadlocks, and the
+  simulator must report it.
+- ``cl-unaligned`` (classic Chandy–Lamport) checkpoints and forwards on the first marker, never
+  blocks, and records the messages still arriving on unmarked inputs (the channel state).
+- ``cl-aligned-no-block`` (broken, from the mutation catalogue) aligns but never blocks, so
+  post-snapshot messages change the state before the checkpoint (orphans).
 
 References
 ----------
@@ -30,6 +22,8 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 from typing import NamedTuple
+
+from typing_extensions import override
 
 from rollcheck.pyimpl.errors import InvalidInputError
 
@@ -53,6 +47,8 @@ COMPLETE = "complete"  # the operator's part of snapshot `snapshot` is done (mar
 
 
 class CLAction(NamedTuple):
+    """One thing the simulator must do for an operator: ``kind`` (see above) for ``snapshot``."""
+
     kind: str
     snapshot: int
 
@@ -131,6 +127,7 @@ class SnapshotProtocol:
         return self.blocks and st.active and channel in st.marked
 
     def blocked_inputs(self, st: CLState) -> frozenset:
+        """The inputs whose data the simulator must hold back now."""
         return st.marked if (self.blocks and st.active) else frozenset()
 
     def records(self, st: CLState, channel: Hashable) -> bool:
@@ -177,6 +174,7 @@ class UnalignedSnapshot(SnapshotProtocol):
     aligned = False
     blocks = False
 
+    @override
     def records(self, st: CLState, channel: Hashable) -> bool:
         return st.active and st.taken and channel not in st.marked
 

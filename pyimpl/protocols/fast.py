@@ -26,8 +26,26 @@ NUMPY_THRESHOLD = 64
 
 
 def forced_deliveries(protocol: str, pattern: Pattern, backend: str = "auto") -> tuple[str, ...]:
-    """Ids of the messages whose delivery ``protocol`` (``uc``, ``bcs``, ``hmnr``) precedes by a
-    forced checkpoint, with ``pattern``'s checkpoints as the basic ones.
+    """Ids of the messages whose delivery ``protocol`` precedes by a forced checkpoint.
+
+    Parameters
+    ----------
+    protocol : str
+        ``uc``, ``bcs`` or ``hmnr``.
+    pattern : Pattern
+        The schedule; every one of its checkpoints is taken as a basic one.
+    backend : str
+        ``python``, ``numpy``, or ``auto`` (numpy from :data:`NUMPY_THRESHOLD` processes on).
+
+    Returns
+    -------
+    tuple of str
+        The message ids, in delivery order.
+
+    Raises
+    ------
+    InvalidInputError
+        An unknown protocol or backend.
 
     Examples
     --------

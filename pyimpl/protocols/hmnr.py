@@ -1,30 +1,16 @@
-"""HMNR, the "fully informed" communication-induced checkpointing protocol (Hélary, Mostefaoui,
-Netzer, Raynal).
+"""HMNR, the "fully informed" communication-induced checkpointing protocol.
 
-Process P_i keeps five vectors of length n: ``clock`` (the logical clocks it knows, ``clock[i]``
-its own), ``ckpt`` (the checkpoint indices it knows), ``taken`` (whether a checkpoint of P_k is
-known to lie on a causal Z-path ending here), ``sent_to`` (sent to P_k in the current interval)
-and ``min_to`` (its own clock when it first sent to P_k in the current interval).
+By Hélary, Mostefaoui, Netzer and Raynal. Process P_i keeps five vectors of length n: ``clock``
+(the logical clocks it knows), ``ckpt`` (the checkpoint indices it knows), ``taken`` (whether a
+checkpoint of P_k is known to lie on a causal Z-path ending here), ``sent_to`` and ``min_to`` (sent
+to P_k in the current interval, and its own clock at the first such send). A delivery is preceded
+by a forced checkpoint iff condition C1 (a non-causal Z-path the clocks do not order) or C2 (a
+causal Z-cycle back into the current interval) holds, decided *before* the merge. ``ckpt[i] - 1``
+is the pattern index of P_i's latest checkpoint (the initial checkpoint procedure starts it at 1).
 
-- Checkpoint (basic or forced): ``sent_to[k] = False``, ``min_to[k] = INF`` for all k;
-  ``taken[k] = True`` for k != i, ``taken[i] = False``; ``clock[i] += 1``; ``ckpt[i] += 1``.
-- Start: from all-zero vectors every process runs the checkpoint procedure once, so the initial
-  checkpoint C[i,0] has ``ckpt[i] == 1`` (0 means "unknown").
-- Send to P_k: the first time in the interval, ``sent_to[k] = True``, ``min_to[k] = clock[i]``; the
-  piggyback is the triple (clock, ckpt, taken) *as it is at send time*.
-- Delivery of m from P_j, before merging: force a checkpoint iff
-  C1: some k has ``sent_to[k]`` and ``m.clock[j] > min_to[k]`` and
-  ``m.clock[j] > max(clock[k], m.clock[k])``; or
-  C2: ``m.ckpt[i] == ckpt[i]`` and ``m.taken[i]``.
-- Merge: ``clock[i] = max(clock[i], m.clock[j])``; for every k != i, the sender j included:
-  ``clock[k] = max(clock[k], m.clock[k])``; a larger ``m.ckpt[k]`` replaces ``ckpt[k]`` and
-  ``taken[k]``; an equal one ORs ``taken[k]``.
-
-Index conventions: ``ckpt[i] - 1`` is the pattern index of P_i's latest checkpoint (the initial
-checkpoint procedure makes the own index start at 1).
-
-Guarantee: no checkpoint of the resulting pattern is useless (``specs/protocols.md#thm-cic-no-useless``).
-HMNR does *not* guarantee rollback-dependency trackability.
+Guarantee: no checkpoint of the resulting pattern is useless
+(``specs/protocols.md#thm-cic-no-useless``); HMNR does *not* guarantee rollback-dependency
+trackability. The rules step by step: ``specs/protocols.md#hmnr``.
 
 References
 ----------
@@ -36,6 +22,8 @@ from __future__ import annotations
 
 import sys
 from typing import NamedTuple
+
+from typing_extensions import override
 
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.protocols.base import Protocol
@@ -90,6 +78,7 @@ class HMNR(Protocol):
     zcycle_free = True
     description = "fully informed CIC (C1 non-causal Z-paths, C2 causal Z-cycles)"
 
+    @override
     def initial(self, i: int, n: int) -> HMNRState:
         if not 0 <= i < n:
             raise InvalidInputError(f"process index {i} out of range 0..{n - 1}")
@@ -97,6 +86,7 @@ class HMNR(Protocol):
         st = HMNRState(i, zero, zero, (False,) * n, (False,) * n, (INF,) * n)
         return self.on_checkpoint(st)
 
+    @override
     def on_checkpoint(self, st: HMNRState, forced: bool = False) -> HMNRState:
         i = st.i
         n = len(st.clock)
@@ -108,6 +98,7 @@ class HMNR(Protocol):
         taken[i] = False
         return HMNRState(i, tuple(clock), tuple(ckpt), tuple(taken), (False,) * n, (INF,) * n)
 
+    @override
     def on_send(self, st: HMNRState, dst: int) -> tuple[HMNRState, HMNRPiggyback]:
         pb = HMNRPiggyback(st.clock, st.ckpt, st.taken)  # tuples: an immutable copy
         if st.sent_to[dst]:
@@ -120,6 +111,11 @@ class HMNR(Protocol):
 
     # The two conditions are separate methods so that variants can drop or change one.
     def c1(self, st: HMNRState, src: int, pb: HMNRPiggyback) -> bool:
+        """Condition C1: a non-causal Z-path that the clocks do not order.
+
+        Some k has ``sent_to[k]``, ``m.clock[j] > min_to[k]`` and ``m.clock[j] > max(clock[k],
+        m.clock[k])``; a separate method so that variants can drop or change it.
+        """
         mj = pb.clock[src]
         clock = st.clock
         mclock = pb.clock
@@ -130,9 +126,14 @@ class HMNR(Protocol):
         return False
 
     def c2(self, st: HMNRState, src: int, pb: HMNRPiggyback) -> bool:
+        """Condition C2: a causal Z-cycle back into the current interval.
+
+        ``m.ckpt[i] == ckpt[i]`` and ``m.taken[i]``; a separate method so that variants can drop it.
+        """
         i = st.i
         return pb.ckpt[i] == st.ckpt[i] and pb.taken[i]
 
+    @override
     def must_force(self, st: HMNRState, src: int, pb: HMNRPiggyback) -> bool:
         return self.c2(st, src, pb) or self.c1(st, src, pb)
 
@@ -140,6 +141,7 @@ class HMNR(Protocol):
         """Indices the merge loop leaves alone (only i itself in the reference)."""
         return (st.i,)
 
+    @override
     def on_deliver(self, st: HMNRState, src: int, pb: HMNRPiggyback) -> HMNRState:
         i = st.i
         mclock, mckpt, mtaken = pb.clock, pb.ckpt, pb.taken

@@ -64,9 +64,9 @@ class BasicTimer:
 
 
 def count_schedule(kinds: Iterable[str], every: int, forced_at: Sequence[int] = ()) -> list[int]:
-    """Positions (in a process's local event list) before which a count-based basic checkpoint
-    is taken: after ``every`` local events since the latest checkpoint, basic or forced.
+    """Positions in a local event list before which a count-based basic checkpoint is taken.
 
+    A checkpoint comes after ``every`` local events since the latest checkpoint, basic or forced;
     ``forced_at`` lists local positions preceded by a forced checkpoint (they restart the count).
 
     Examples

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from typing_extensions import override
+
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.protocols.base import Protocol
 
@@ -42,19 +44,24 @@ class UC(Protocol):
     zcycle_free = False
     description = "uncoordinated: basic checkpoints only"
 
+    @override
     def initial(self, i: int, n: int) -> UCState:
         if not 0 <= i < n:
             raise InvalidInputError(f"process index {i} out of range 0..{n - 1}")
         return UCState(i, 0)
 
+    @override
     def on_checkpoint(self, st: UCState, forced: bool = False) -> UCState:
         return UCState(st.i, st.checkpoints + 1)
 
+    @override
     def on_send(self, st: UCState, dst: int) -> tuple[UCState, None]:
         return st, None
 
+    @override
     def must_force(self, st: UCState, src: int, pb: None) -> bool:
         return False
 
+    @override
     def on_deliver(self, st: UCState, src: int, pb: None) -> UCState:
         return st

@@ -1,25 +1,9 @@
 """Deliberately changed protocols: the mutation catalogue's variants of HMNR and BCS.
 
-Each variant is a real :class:`~rollcheck.pyimpl.protocols.base.Protocol` (usable by ``run_protocol``, the
-simulator and ``rollcheck protocol``). Two kinds:
-
-*Unsafe* (``zcycle_free = False``; useless checkpoints appear on some schedule):
-
-- ``hmnr-no-c1``: never forces on C1 (misses non-causal Z-paths);
-- ``hmnr-no-c2``: never forces on C2 (misses causal Z-cycles);
-- ``hmnr-merge-skip-sender``: the merge loop skips the sender j as well as i;
-- ``hmnr-merge-own-index``: the own clock is merged with ``m.clock[i]`` instead of ``m.clock[j]``;
-- ``hmnr-taken-overwrite``: when ``m.ckpt[k] == ckpt[k]`` the merge sets ``taken[k] = m.taken[k]``
-  instead of OR-ing it in;
-- ``hmnr-piggyback-at-delivery``: the piggyback is read from the sender's state at *delivery* time
-  instead of being copied at send time;
-- ``bcs-no-force``: BCS that adopts a larger index but never takes the forced checkpoint.
-
-*Safe but costlier* (``zcycle_free = True``; more forced checkpoints than HMNR):
-
-- ``hmnr-no-minto``: C1 without the ``m.clock[j] > min_to[k]`` conjunct;
-- ``hmnr-minto-every-send``: ``min_to[k] = min(clock[k], clock[i])`` recomputed at every send;
-- ``bcs-geq``: BCS forcing iff ``m.lc >= lc``.
+Each variant is a real :class:`~rollcheck.pyimpl.protocols.base.Protocol` (usable by
+``run_protocol``, the simulator and ``rollcheck protocol``); its class docstring says what changed.
+:data:`UNSAFE_VARIANTS` (``zcycle_free = False``) make useless checkpoints on some schedule;
+:data:`SAFE_VARIANTS` (``zcycle_free = True``) stay safe but force more checkpoints than HMNR.
 
 References
 ----------
@@ -30,6 +14,8 @@ References
 from __future__ import annotations
 
 from typing import Any, NamedTuple
+
+from typing_extensions import override
 
 from rollcheck.pyimpl.protocols.base import Protocol
 from rollcheck.pyimpl.protocols.bcs import BCS, BCSState
@@ -52,37 +38,52 @@ __all__ = [
 
 
 class HMNRNoC1(HMNR):
+    """Unsafe ``hmnr-no-c1``: never forces on C1 (misses non-causal Z-paths)."""
+
     name = "hmnr-no-c1"
     zcycle_free = False
     description = "HMNR without condition C1"
 
+    @override
     def c1(self, st: HMNRState, src: int, pb: HMNRPiggyback) -> bool:
         return False
 
 
 class HMNRNoC2(HMNR):
+    """Unsafe ``hmnr-no-c2``: never forces on C2 (misses causal Z-cycles)."""
+
     name = "hmnr-no-c2"
     zcycle_free = False
     description = "HMNR without condition C2"
 
+    @override
     def c2(self, st: HMNRState, src: int, pb: HMNRPiggyback) -> bool:
         return False
 
 
 class HMNRMergeSkipSender(HMNR):
+    """Unsafe ``hmnr-merge-skip-sender``: the merge loop skips the sender j as well as i."""
+
     name = "hmnr-merge-skip-sender"
     zcycle_free = False
     description = "HMNR whose merge loop skips the sender j (k != i, j)"
 
+    @override
     def merge_skips(self, st: HMNRState, src: int) -> tuple[int, ...]:
         return (st.i, src)
 
 
 class HMNRMergeOwnIndex(HMNR):
+    """Unsafe ``hmnr-merge-own-index``: the own clock is merged with ``m.clock[i]``.
+
+    The reference merges it with the sender's entry ``m.clock[j]``.
+    """
+
     name = "hmnr-merge-own-index"
     zcycle_free = False
     description = "HMNR merging its own clock with m.clock[i] instead of m.clock[j]"
 
+    @override
     def on_deliver(self, st: HMNRState, src: int, pb: HMNRPiggyback) -> HMNRState:
         out = super().on_deliver(st, src, pb)
         i = st.i
@@ -92,10 +93,16 @@ class HMNRMergeOwnIndex(HMNR):
 
 
 class HMNRTakenOverwrite(HMNR):
+    """Unsafe ``hmnr-taken-overwrite``: on ``m.ckpt[k] == ckpt[k]`` the merge sets ``taken[k]``.
+
+    It sets ``taken[k] = m.taken[k]`` instead of OR-ing it in.
+    """
+
     name = "hmnr-taken-overwrite"
     zcycle_free = False
     description = "HMNR whose merge overwrites taken[k] with m.taken[k] on equal ckpt[k] (no OR)"
 
+    @override
     def on_deliver(self, st: HMNRState, src: int, pb: HMNRPiggyback) -> HMNRState:
         out = super().on_deliver(st, src, pb)
         taken = list(out.taken)
@@ -106,10 +113,13 @@ class HMNRTakenOverwrite(HMNR):
 
 
 class HMNRNoMinTo(HMNR):
+    """Safe ``hmnr-no-minto``: C1 without the ``m.clock[j] > min_to[k]`` conjunct (forces more)."""
+
     name = "hmnr-no-minto"
     zcycle_free = True
     description = "HMNR without the min_to conjunct of C1 (safe, forces more)"
 
+    @override
     def c1(self, st: HMNRState, src: int, pb: HMNRPiggyback) -> bool:
         mj = pb.clock[src]
         for k, sent in enumerate(st.sent_to):
@@ -119,10 +129,13 @@ class HMNRNoMinTo(HMNR):
 
 
 class HMNRMinToEverySend(HMNR):
+    """Safe ``hmnr-minto-every-send``: ``min_to[k] = min(clock[k], clock[i])`` at every send."""
+
     name = "hmnr-minto-every-send"
     zcycle_free = True
     description = "HMNR with min_to[k] = min(clock[k], clock[i]) at every send (safe, forces more)"
 
+    @override
     def on_send(self, st: HMNRState, dst: int) -> tuple[HMNRState, HMNRPiggyback]:
         pb = HMNRPiggyback(st.clock, st.ckpt, st.taken)
         sent_to = list(st.sent_to)
@@ -149,6 +162,7 @@ class LiveState(NamedTuple):
 
     @property
     def i(self) -> int:
+        """The process index."""
         return self.inner.i
 
 
@@ -162,14 +176,17 @@ class _LivePiggyback:
 
     @property
     def clock(self) -> tuple[int, ...]:
+        """The sender's clock vector now."""
         return self.cell.state.clock
 
     @property
     def ckpt(self) -> tuple[int, ...]:
+        """The sender's checkpoint vector now."""
         return self.cell.state.ckpt
 
     @property
     def taken(self) -> tuple[bool, ...]:
+        """The sender's taken vector now."""
         return self.cell.state.taken
 
     def __repr__(self) -> str:
@@ -177,6 +194,11 @@ class _LivePiggyback:
 
 
 class HMNRPiggybackAtDelivery(Protocol):
+    """Unsafe ``hmnr-piggyback-at-delivery``: the piggyback is read at *delivery* time.
+
+    It is the sender's state when the message is delivered; the reference copies it at send time.
+    """
+
     name = "hmnr-piggyback-at-delivery"
     zcycle_free = False
     description = "HMNR reading the piggyback from the sender's state at delivery time"
@@ -188,38 +210,49 @@ class HMNRPiggybackAtDelivery(Protocol):
         st.cell.state = inner
         return LiveState(inner, st.cell)
 
+    @override
     def initial(self, i: int, n: int) -> LiveState:
         inner = self._h.initial(i, n)
         return LiveState(inner, _Cell(inner))
 
+    @override
     def on_checkpoint(self, st: LiveState, forced: bool = False) -> LiveState:
         return self._wrap(st, self._h.on_checkpoint(st.inner))
 
+    @override
     def on_send(self, st: LiveState, dst: int) -> tuple[LiveState, Any]:
         inner, _ = self._h.on_send(st.inner, dst)
         return self._wrap(st, inner), _LivePiggyback(st.cell)
 
+    @override
     def must_force(self, st: LiveState, src: int, pb: Any) -> bool:
         return self._h.must_force(st.inner, src, pb)
 
+    @override
     def on_deliver(self, st: LiveState, src: int, pb: Any) -> LiveState:
         return self._wrap(st, self._h.on_deliver(st.inner, src, pb))
 
 
 class BCSNoForce(BCS):
+    """Unsafe ``bcs-no-force``: BCS adopting a larger index without the forced checkpoint."""
+
     name = "bcs-no-force"
     zcycle_free = False
     description = "BCS adopting m.lc without the forced checkpoint"
 
+    @override
     def must_force(self, st: BCSState, src: int, pb: int) -> bool:
         return False
 
 
 class BCSGeq(BCS):
+    """Safe ``bcs-geq``: BCS forcing iff ``m.lc >= lc`` (forces more)."""
+
     name = "bcs-geq"
     zcycle_free = True
     description = "BCS forcing iff m.lc >= lc (safe, forces more)"
 
+    @override
     def must_force(self, st: BCSState, src: int, pb: int) -> bool:
         return pb >= st.lc
 
