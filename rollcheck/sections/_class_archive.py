@@ -1,34 +1,12 @@
 """Class-data archives (JDK AppCDS) for the short-lived Spark drivers of a verify section.
 
-A Spark driver spends most of its CPU on small inputs loading, parsing and verifying classes.
-Java 13 and later can dump the classes a JVM loaded into a *dynamic archive* at its exit
-(``-XX:ArchiveClassesAtExit``) and map them, already parsed and verified, into later JVMs of the
-same class path (``-XX:SharedArchiveFile``). Measured on the 2-core machine (CPU seconds of the
-whole process tree, both with C1 only, see :mod:`rollcheck.sections._jvm`): a Spark session
-running one small aggregation 9.5 → 5.2, one with a small streaming aggregation 11 → 6.7; in a
-whole full verify run the Spark parts 565 → 475 CPU s.
-
-Only Spark uses it. TLC and PyFlink were tried and left out, measured: an archive made TLC's
-longer runs much slower (``cic-hmnr-large``, 39 840 states: 7.7 → 12.7 CPU s with the JVM's
-defaults, 7.5 → 23.3 with C1 only; its tiny runs gained 0.3 s), so the TLC section used 394 CPU s
-with it against 252 without; a PyFlink job collecting 200 records gained 5.8 → 4.5, but the
-Flink recordings of a verify run only 59 → 55 CPU s, less than the archive's one training run.
-
-:func:`use_class_archive` makes the archive of one kind of JVM once per machine — a *training*
-run of a small representative workload, under a file lock so that parallel section processes
-make it once — keeps it in rollcheck's cache folder (``$ROLLCHECK_CACHE``, else the user cache
-folder; ``jvm-archives/``) under a name that hashes the Java binary, the JVM library and every
-class path file (size and modification time), and adds ``-XX:SharedArchiveFile`` to the
-environment variable that JVM's launcher reads. An archive that does not fit (another JDK, a
-changed jar) is never used: its name would differ; and a JVM that finds it unusable runs without
-it (``-Xshare:auto``) with its CDS messages silenced (``-Xlog:cds*=off`` would not cover the class
-path messages, so unified logging is limited to errors on stderr: nothing reaches a stdout that
-an output parser reads).
-
-Nothing depends on the archive: a training run that fails or times out leaves no file, says so on
-the section's log, and the section runs its JVMs without it. ``ROLLCHECK_JVM_DEFAULTS=1`` turns
-it off, as it turns off the C1 option; ``ROLLCHECK_CLASS_ARCHIVES=0`` turns off only the archives
-(to measure what they save).
+A dynamic archive (``-XX:ArchiveClassesAtExit``) maps already parsed and verified classes into
+later JVMs of the same class path, which roughly halves a small Spark session's CPU (9.5 → 5.2
+CPU s). :func:`use_class_archive` makes one per machine by a training run, under a file lock,
+named by a hash of the Java binary and class path, and adds ``-XX:SharedArchiveFile`` to the
+launcher's variable. Nothing depends on it: a failed training run leaves no file.
+``ROLLCHECK_CLASS_ARCHIVES=0`` turns the archives off. Measurements (and why TLC and PyFlink do
+not use it): docs/internals/verify.md#class-data-archives-rollchecksections_class_archive.
 
 References
 ----------
@@ -153,8 +131,11 @@ def use_class_archive(kind: ArchiveKind | str, log: Callable[[str], None] = prin
 
 
 def _training_environ(**extra: str) -> dict[str, str]:
-    """This process's environment without any archive in use (a JVM that dumps one must not map
-    another) plus ``extra`` options appended to their variables."""
+    """The environment of a training run: no archive in use, plus ``extra`` options.
+
+    A JVM that dumps an archive must not map another; ``extra`` options are appended to their
+    variables.
+    """
     env = dict(os.environ)
     for var in {k.variable for k in KINDS.values()}:
         kept = [o for o in env.get(var, "").split() if not o.startswith("-XX:SharedArchiveFile=")
@@ -168,8 +149,10 @@ def _training_environ(**extra: str) -> dict[str, str]:
 
 
 def _members_left(pgid: int) -> bool:
-    """Whether a process of group ``pgid`` is still running, other than its leader (the watchdog,
-    :mod:`rollcheck.infra.children`) and the leader's own children."""
+    """Whether a process of group ``pgid`` other than its leader and the leader's children runs.
+
+    The leader is the watchdog of :mod:`rollcheck.infra.children`.
+    """
     for pid in psutil.pids():
         if pid == pgid:
             continue
@@ -186,8 +169,11 @@ def _members_left(pgid: int) -> bool:
 
 
 def _run_training(cmd: Sequence[str], cwd: Path, env: dict[str, str]) -> bool:
-    """Run a training command to its end, then wait for the JVM it started: the JVM writes the
-    archive as it exits, after the Python process that drove it (the group dies with us)."""
+    """Run a training command to its end, then wait for the JVM it started.
+
+    The JVM writes the archive as it exits, after the Python process that drove it (the group dies
+    with us).
+    """
     from rollcheck.infra import children
 
     try:

@@ -13,8 +13,9 @@ __all__ = ["and_join", "mapping_words", "word"]
 
 
 def word(value: Any, none: str = "none") -> str:
-    """One value in words: ``none`` for None, a list or a mapping as :func:`and_join` /
-    :func:`mapping_words` say it, anything else as ``str``.
+    """One value in words: ``none`` for None, a list or a mapping joined, anything else ``str``.
+
+    A list is said as :func:`and_join` says it, a mapping as :func:`mapping_words`.
 
     >>> word(None), word(3), word(True), word(["a", "b"]), word({"p": 1})
     ('none', '3', 'True', 'a and b', 'p 1')
@@ -43,8 +44,9 @@ def and_join(items: Iterable[Any], none: str = "none") -> str:
 
 
 def mapping_words(mapping: Mapping[Any, Any], none: str = "none") -> str:
-    """A mapping as ``key value`` pairs joined by :func:`and_join` (in the mapping's order); a value
-    of several names is put in parentheses.
+    """A mapping as ``key value`` pairs joined by :func:`and_join` (in the mapping's order).
+
+    A value of several names is put in parentheses.
 
     >>> mapping_words({"p": 1, "q": "top"}), mapping_words({"a": [2, 3], "b": [4]}), mapping_words({})
     ('p 1 and q top', 'a (2 and 3) and b 4', 'none')

@@ -103,6 +103,7 @@ def _bound_picture(ctx: VerifyContext) -> Row:
 
 
 def run(ctx: VerifyContext) -> list[Row]:
+    """Run the elastic upstream backup section: its rows."""
     rows = [_sweep_row(ctx)]
     if not ctx.quick:
         rows.append(_sweep_row(ctx, parallel=2))

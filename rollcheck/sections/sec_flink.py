@@ -1,10 +1,10 @@
-"""``rollcheck verify`` section: real Apache Flink runs (aligned and unaligned barrier snapshots)
-recorded with an injected task failure (and, in the full run, a killed TaskManager process),
-replayed against the coordinated-snapshot model (aligned runs also by TLC against the
-Chandy-Lamport model), tampered copies rejected by the check each one targets, and measured
-recovery times compared with Chiron's TRT and the utilization model; a user's own job (the
-tutorial's module contract) under a failure, a restore at another parallelism checked key by key,
-and a short sweep of measured against predicted utilization. See ``docs/flink.md`` and
+"""``rollcheck verify`` section: real Apache Flink runs recorded with failures and replayed.
+
+Aligned and unaligned barrier snapshots under a task failure (full run: also a killed
+TaskManager), replayed against the coordinated-snapshot model (aligned runs also by TLC against
+Chandy-Lamport); tampered copies rejected by the check each targets; measured recovery times
+against Chiron's TRT and the utilization model; a user's own job under a failure, a restore at
+another parallelism checked key by key, and a short utilization sweep. See ``docs/flink.md`` and
 ``docs/your-flink-job.md``.
 
 Without the PyFlink environment (``make flink-setup``) every row is inconclusive.
@@ -243,6 +243,7 @@ def _no_flink_row() -> Row | None:
 
 
 def run(ctx: VerifyContext) -> list[Row]:
+    """Run the Flink section, or its part ``ctx.part`` (one row naming the setup without PyFlink)."""
     rows: list[Row] = []
     if ctx.part is not None:  # without Flink, one row says how to install it (from the first part only)
         missing = _no_flink_row()

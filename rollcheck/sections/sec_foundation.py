@@ -10,6 +10,7 @@ TITLE = "Foundation: patterns, Z-paths, recovery lines (Hypothesis, Z3, pyimpl)"
 
 
 def run(ctx: VerifyContext) -> list[Row]:
+    """Run the pattern model section: its rows."""
     import rollcheck.properties.foundation  # noqa: F401  (registers the properties)
     import rollcheck.properties.z3check  # noqa: F401
     from rollcheck.properties.registry import PROPERTIES, run_property

@@ -140,6 +140,7 @@ def _part_of(name: str, fmt: object) -> str:
 
 
 def run(ctx: VerifyContext) -> list[Row]:
+    """Run the fuzz section: a row per input format and for TLA+ value strings, and the faults row."""
     from rollcheck.fuzz import FORMATS, FileFormat
 
     n = QUICK if ctx.quick else FULL

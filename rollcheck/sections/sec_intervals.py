@@ -127,6 +127,7 @@ def _plot(ctx: VerifyContext, name: str, title: str, depths: tuple[int, ...], la
 
 
 def run(ctx: VerifyContext) -> list[Row]:
+    """Run the checkpoint-interval models section: its rows."""
     import rollcheck.properties.intervals_model  # noqa: F401  (registers the properties)
     import rollcheck.properties.intervals_sim  # noqa: F401
     import rollcheck.properties.intervals_trt  # noqa: F401

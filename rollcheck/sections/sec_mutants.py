@@ -31,6 +31,7 @@ def _areas(part: str | None) -> tuple[str, ...]:
 
 
 def run(ctx: VerifyContext) -> list[Row]:
+    """Run the mutation catalogue section: one row per mutant."""
     from rollcheck.properties.catalogue import run_catalogue
 
     out = ctx.path("mutants", "x").parent

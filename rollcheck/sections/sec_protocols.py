@@ -60,8 +60,10 @@ def _sweep_row(ctx: VerifyContext, name: str, count: int) -> Row:
 
 
 def _exhaustive_rows(ctx: VerifyContext) -> list[Row]:
-    """Every schedule up to a bound (``rollcheck.properties.explore``): BCS and HMNR have no
-    useless checkpoint on any of them; HMNR without C2 is caught with its smallest witness."""
+    """Check every schedule up to a bound: no useless checkpoint under BCS or HMNR.
+
+    HMNR without C2 must be caught with its smallest witness (``rollcheck.properties.explore``).
+    """
     from rollcheck.properties.explore import explore, parse_bounds
     from rollcheck.pyimpl.protocols import get_protocol
 
@@ -89,6 +91,7 @@ def _exhaustive_rows(ctx: VerifyContext) -> list[Row]:
 
 
 def run(ctx: VerifyContext) -> list[Row]:
+    """Run the checkpointing protocols section: its rows."""
     count = 200 if ctx.quick else 3000
     rows = [_sweep_row(ctx, name, count) for name in ("uc", "bcs", "hmnr")]
     return rows + _exhaustive_rows(ctx) + _property_rows()

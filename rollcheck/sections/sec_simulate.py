@@ -1,5 +1,7 @@
-"""``rollcheck verify`` section: the dataflow simulator's properties, the kept domino example, the
-comparison table (``specs/simulate.md``, ``docs/simulate.md``)."""
+"""``rollcheck verify`` section: the dataflow simulator (``specs/simulate.md``, ``docs/simulate.md``).
+
+Its properties, the kept domino example and the comparison table.
+"""
 
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ _ALGO = {
 
 
 def run(ctx: Any) -> list[Any]:
+    """Run the dataflow simulator section: its rows."""
     import rollcheck.properties.simulate_props  # noqa: F401  (registers the properties)
     from rollcheck.properties.registry import PROPERTIES, run_property
     from rollcheck.suite import Row

@@ -168,6 +168,7 @@ def _domino_row() -> Row:
 
 
 def run(ctx: VerifyContext) -> list[Row]:
+    """Run the Falkirk Wheel spans section: its rows."""
     rows = [_contract_row(), _non_monotone_row(), _domino_row(), _command_path_row(ctx), _dataflow_row()]
     rows += _property_rows()
     rows.append(_e2e_row(ctx))

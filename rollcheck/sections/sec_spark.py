@@ -69,6 +69,7 @@ PARTS = {"quick": ("streaming", "queries"),
 
 
 def run(ctx: VerifyContext) -> list[Row]:
+    """Run the Spark section (or the part ``ctx.part``): its rows."""
     from rollcheck.sections._class_archive import use_class_archive
     from rollcheck.sections._jvm import use_short_jvm_options
 
@@ -167,9 +168,11 @@ def _query_files() -> dict[str, Path | None]:
 
 
 def _query_cases(ctx: VerifyContext) -> list[tuple[str, str]]:
-    """(query, failure) recorded by this call: the quick run's two, or the full run's eighteen —
-    of which the part ``queries-kill`` takes the kill failures (their drivers are child processes;
-    the session of the part only validates their checkpoints) and ``queries`` the others."""
+    """The (query, failure) pairs recorded by this call: the quick run's two, or the full run's 18.
+
+    Of the full run's, the part ``queries-kill`` takes the kill failures (their drivers are child
+    processes; the session of the part only validates their checkpoints) and ``queries`` the others.
+    """
     if ctx.quick:
         return [("example", "sink"), ("append_sink", "sink")]
     cases = [(q, m) for q in ("example", "windowed_agg", "dedup", "stream_join", "pandas_state",
@@ -182,7 +185,7 @@ def _query_cases(ctx: VerifyContext) -> list[tuple[str, str]]:
 
 def _queries(ctx: VerifyContext, tmp: Path) -> list[Row]:
     """User queries recorded with failures: replay verdicts and checkpoint validation."""
-    from rollcheck.spark_replay.checkpoint_check import check_checkpoint
+    from rollcheck.spark_replay.checkpoint.check import check_checkpoint
     from rollcheck.spark_replay.query import QueryConfig, record_query, session_conf
     from rollcheck.spark_replay.session import spark_session
 
@@ -247,9 +250,11 @@ def _checkpoint_words(val: dict[str, Any]) -> str:
 
 
 def _sink_writes_imply_duplicate(trace_path: Path, batch: int) -> tuple[bool, str]:
-    """Read the trace's ``spark.sink_written`` events of ``batch``: does a non-idempotent sink hold
-    that batch's rows twice? (Yes when two or more writes of the batch carried rows.) Returns the
-    answer and the evidence in words."""
+    """Whether a non-idempotent sink holds ``batch``'s rows twice, by the trace's sink writes.
+
+    Yes when two or more ``spark.sink_written`` events of the batch carried rows. Returns the
+    answer and the evidence in words.
+    """
     import json
 
     writes = []
@@ -268,9 +273,12 @@ def _sink_writes_imply_duplicate(trace_path: Path, batch: int) -> tuple[bool, st
 
 
 def _sink_row_ok(implied: bool, check: Any, mode: str, batch: int) -> bool:
-    """The non-idempotent sink row's verdict: the replay's ``output-exactly-once`` check names the
-    duplicate of ``batch`` exactly when the sink writes imply one, and is held otherwise; under a
-    sink failure the writes must imply it (the failure strikes after the sink wrote)."""
+    """The non-idempotent sink row's verdict.
+
+    The replay's ``output-exactly-once`` check must name the duplicate of ``batch`` exactly when
+    the sink writes imply one, and hold otherwise; under a sink failure the writes must imply it
+    (the failure strikes after the sink wrote).
+    """
     if check is None:
         return False
     detail = str(getattr(check, "detail", ""))

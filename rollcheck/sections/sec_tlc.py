@@ -1,5 +1,7 @@
-"""``rollcheck verify`` section: every TLA+ model of the manifest with TLC, the cross-checks of
-its counterexamples against the Python reference, and trace validation of HMNR runs.
+"""``rollcheck verify`` section: every TLA+ model of the manifest with TLC.
+
+Also the cross-checks of its counterexamples against the Python reference, and trace validation
+of HMNR runs.
 
 ``--quick`` and the ``ci`` profile run the small bounds; the ``verify`` profile adds the large
 ones and longer traces. Rules: ``specs/tla.md``.
@@ -39,6 +41,7 @@ PARTS = {"quick": ("models-small", "coverage-small", "traces"),
 
 
 def run(ctx: VerifyContext) -> list[Row]:
+    """Run the TLA+ section: its rows."""
     from rollcheck.tla.crosscheck import crosscheck_cic, crosscheck_recovery
     from rollcheck.tla.manifest import check_coverage, load_manifest, run_entry
     from rollcheck.tla.runner import TLCUnavailable, find_jar, find_java

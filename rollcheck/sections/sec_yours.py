@@ -48,7 +48,7 @@ MAX_ORACLE_MESSAGES = 400
 
 
 def _zcycle_useless(p: Any, names: Sequence[str]) -> dict[str, bool]:
-    """For each named checkpoint ``P:x``: is it on a Z-cycle, searched from the definitions?
+    """For each named checkpoint ``P:x``: is it on a Z-cycle, searched from the definitions.
 
     Independent of :func:`~rollcheck.pyimpl.zpaths.useless_checkpoints` (which produced the
     counterexample: an SCC pass over the R-graph): the brute-force oracle of
@@ -69,8 +69,10 @@ def _zcycle_useless(p: Any, names: Sequence[str]) -> dict[str, bool]:
 
 
 def _doctored(p: Any, name: str) -> Any:
-    """``p`` with every delivery to the named checkpoint's process before that checkpoint removed
-    (the messages stay in transit): no Z-path can return to the checkpoint, so it is not useless."""
+    """``p`` with every delivery to the named checkpoint's process before that checkpoint removed.
+
+    The messages stay in transit: no Z-path can return to the checkpoint, so it is not useless.
+    """
     from rollcheck.pyimpl.pattern import CHECKPOINT, DELIVER, Pattern
 
     proc, _, idx = name.rpartition(":")
@@ -86,8 +88,9 @@ def _doctored(p: Any, name: str) -> Any:
 
 
 def confirm_counterexample(p: Any, useless: Sequence[str]) -> tuple[bool, str]:
-    """Confirm that every checkpoint ``useless`` names is useless in ``p`` by an independent
-    method (:func:`_zcycle_useless`), and that the same confirmation rejects a doctored copy of
+    """Confirm independently that every checkpoint ``useless`` names is useless in ``p``.
+
+    The method is :func:`_zcycle_useless`; the same confirmation must reject a doctored copy of
     the counterexample (the first named checkpoint's incoming deliveries removed).
 
     Returns ``(confirmed, what was done)``; not confirmed when the list is empty, the pattern is too
@@ -192,4 +195,5 @@ def _trace_detail(report: Any, bad: list[str]) -> str:
 
 
 def run(ctx: VerifyContext) -> list[Row]:
+    """Run the section of the commands for the user's own system: its rows."""
     return [*_protocol_rows(ctx), *_trace_rows()]
