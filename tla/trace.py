@@ -1,24 +1,10 @@
 """Trace validation: check with TLC that a recorded execution is one the protocol can produce.
 
-From a pattern (``rollcheck.pattern/1``) or a recorded trace (``rollcheck.trace/1``, JSON Lines)
-:func:`trace_module_text` generates a module ``TraceData`` holding the events as a constant
-sequence; the fixed module ``tla/models/TraceCheck.tla`` (which extends it and the protocol rules
-``CICRules.tla``) walks the sequence with an index variable. Each step is enabled only if the
-protocol allows it: a delivery without a forced checkpoint only if the protocol would not force,
-a forced checkpoint only if the protocol forces before the process's next event, a delivery. A
-trace the protocol cannot produce deadlocks; the index in the deadlocked state names the first
-rejected event. (Defining the trace in a module the spec extends is about five times faster in
-TLC than passing it through a ``CONSTANT`` substitution.)
-
-Index conventions: events are numbered from 0 as ``events[k]`` in the pattern (and as ``seq - 1``
-in a trace file); the TLA+ index is ``k + 1``. Theorem and argument: ``specs/tla.md#trace``.
-
-Engine-neutral traces (header ``processes``, ``specs/formats.md#trace``) are read by
-:mod:`rollcheck.pyimpl.traces`: every execution between failures is validated — the run before
-each recovery and the final effective execution, where a checkpoint that a recovery restored is a
-given (basic) one — and a rejection names the trace's own ``seq`` and line, not a pattern index.
-What TLC adds to the Python checks: an independent second encoding of the protocol's rules
-(``CICRules.tla``), so a wrong forced-checkpoint decision must fool two implementations.
+:func:`trace_module_text` writes the events of a pattern or trace as a constant sequence in a
+module ``TraceData``; ``TraceCheck.tla`` walks it under the protocol rules of ``CICRules.tla``, so
+a trace the protocol cannot produce deadlocks at its first rejected event. Engine-neutral traces
+are validated execution by execution between failures. See docs/internals/tla.md#trace and
+``specs/tla.md#trace``.
 
 References
 ----------

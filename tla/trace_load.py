@@ -64,21 +64,22 @@ def _check_processes(count: int, source: str, field: str, allow_large: bool, loc
 def load_trace_events(path: str | Path, *, allow_large: bool = False) -> Pattern:
     """Read a pattern file or a ``rollcheck.trace/1`` file into a :class:`Pattern`.
 
-    An engine-neutral trace (header with ``processes``) is read strictly by
-    :mod:`rollcheck.pyimpl.traces` and returned as a :class:`TracePattern`: its first execution,
-    carrying every execution between failures for :func:`validate_trace`.
+    An engine-neutral trace (header with ``processes``) comes back as a :class:`TracePattern`
+    carrying every execution between failures; of an older trace file only the protocol's events
+    before its first failure count. Header sizes are bounded by :data:`MAX_PROCESSES` before
+    anything is built. Details: docs/internals/tla.md#trace_load.
 
-    Other (older) trace files contribute its ``send``/``deliver``/``checkpoint`` lines (fields ``process``,
-    ``message``, ``to``, ``forced``; other kinds are skipped) up to its first ``failure`` or
-    ``restart`` line (what follows is recovery, not a run of the protocol); processes are named by
-    the header's ``config.processes`` (a list), ``config.processes_names``, ``P0..P{n-1}`` when
-    ``config.processes`` is a count, else in order of first appearance. A truncated last line is
-    ignored (the trace is a valid prefix).
+    Parameters
+    ----------
+    path : str or Path
+        The pattern or trace file.
+    allow_large : bool, optional
+        Accept more than :data:`MAX_PROCESSES` processes.
 
-    The sizes a header declares are bounded before anything is built: at most
-    :data:`MAX_PROCESSES` processes (``config.processes`` as a count or a list,
-    ``config.processes_names``, the engine-neutral ``processes``, a pattern's ``processes``),
-    unless ``allow_large``.
+    Returns
+    -------
+    Pattern
+        A :class:`TracePattern` for an engine-neutral trace.
 
     Raises
     ------

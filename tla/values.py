@@ -1,27 +1,9 @@
-r"""Parse TLA+ values as TLC prints them into Python values.
+"""Parse TLA+ values as TLC prints them into Python values.
 
-TLC prints the states of a counterexample (message code 2217 of ``-tool`` mode) as conjunctions
-``/\ var = value``; this module turns each ``value`` into plain Python data so that the rest of
-rollcheck never has to look at TLA+ syntax.
-
-Mapping (TLC 2.15 output syntax on the left):
-
-============================  ==========================================
-``42``, ``-3``                 ``int``
-``"text"``                     ``str`` (``\"``, ``\\``, ``\n``, ``\t`` unescaped)
-``TRUE`` / ``FALSE``           ``bool``
-``<<a, b>>``                   ``tuple``
-``{a, b}``, ``1..3``           ``frozenset``
-``[f |-> a, g |-> b]``         ``dict`` with ``str`` keys (a record)
-``(k1 :> v1 @@ k2 :> v2)``     ``dict`` (a function with a finite domain)
-``m1`` (an identifier)         :class:`ModelValue`
-============================  ==========================================
-
-A TLA+ function whose domain is ``1..n`` *is* a sequence and TLC prints it as ``<<...>>``;
-the empty function, the empty sequence and ``[]`` come back as ``()``.
-
-:func:`to_jsonable` converts the result further into JSON-compatible data (sets become sorted
-lists, functions with non-string keys become lists of ``[key, value]`` pairs).
+TLC prints counterexample states as ``var = value`` conjunctions; each value becomes plain Python
+data: ``int``, ``str``, ``bool``, ``tuple`` (sequences), ``frozenset`` (sets), ``dict`` (records
+and finite functions) or :class:`ModelValue`. :func:`to_jsonable` converts the result further to
+JSON-compatible data. The full mapping: docs/internals/tla.md#values.
 
 References
 ----------
