@@ -1,18 +1,9 @@
 """The mutation catalogue: one declarative list of broken (or costlier) variants, one runner.
 
-Every area declares its mutants as :class:`MutantSpec` records in ``properties/mutants_<area>.py``
-and registers them with :func:`register`. A spec names the registered properties that must kill
-the variant and the implementation *slots* (keyword arguments of those properties) that it
-replaces; :func:`run_mutant` is the only runner, for every area:
-
-* **killed** — a property raised a :class:`~rollcheck.pyimpl.errors.PropertyViolation`
-  (``killed_by`` names it); the counterexample is kept and, when the property draws a single
-  pattern, reduced greedily to a 1-minimal one;
-* **survived** — an unsafe variant every listed property missed (a gap in the suite);
-* **safe** — a variant that must stay correct: its properties hold and its cost function gives the
-  cost ratio against the reference (never counted as killed);
-* **error** — anything else went wrong (the variant or the harness raised an exception that is not
-  a violation, or nothing could be checked): the catalogue fails, nothing is claimed.
+Each area declares :class:`MutantSpec` records in ``properties/mutants_<area>.py`` naming the
+properties that must kill the variant and the implementation slots it replaces;
+:func:`run_mutant` runs any of them to *killed*, *survived*, *safe* or *error*.
+See docs/internals/properties.md#mutation.
 
 Examples
 --------

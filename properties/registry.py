@@ -1,28 +1,10 @@
 """A registry of the properties every algorithm must satisfy, with an example-counting runner.
 
-A property is a Hypothesis test function (decorated with ``@given``) registered with
-:func:`prop`, which records its name, the algorithm it targets and the theorem of ``specs/`` it
-checks. Implementations under test are passed as keyword arguments with defaults, so the same
-property runs against the reference and against a mutant::
-
-    @prop("recovery-line-is-max", target="recovery", theorem="specs/theorems.md#T4")
-    @given(p=patterns())
-    def recovery_line_is_max(p, line=recovery_line): ...
-
-(Hypothesis itself refuses parameters with defaults; :func:`prop` rebuilds the test so that
-the defaulted parameters become implementation slots.) Call ``recovery_line_is_max()`` to run it
-against the reference, ``recovery_line_is_max(line=broken)`` against a mutant.
-
-:func:`run_property` runs one property under a profile and counts the examples it actually
-executed; zero examples is *inconclusive*, never a pass. A property may also call
-:func:`interesting` once per example to say whether the example exercised the case the theorem is
-about (a useless checkpoint, a processor strictly between its first span and ⊤, ...); the runner
-records the fraction of such examples, and a property registered with a ``floor`` fails when the
-fraction falls below it (its examples were too trivial to be evidence).
-
-Only a :class:`~rollcheck.pyimpl.errors.PropertyViolation` is a *violation*; any other exception
-raised while a property runs is a *crash* (reported as a failure of the run, never as a kill of a
-mutant: see :mod:`rollcheck.properties.mutation`).
+:func:`prop` registers a Hypothesis test with its target and theorem; its defaulted keyword
+arguments are implementation slots, so the same property runs against the reference and against
+a mutant. :func:`run_property` counts the examples run (zero is inconclusive) and the share of
+:func:`interesting` ones. Only a :class:`~rollcheck.pyimpl.errors.PropertyViolation` is a
+violation; any other exception is a crash. See docs/internals/properties.md#registry.
 """
 
 from __future__ import annotations

@@ -1,34 +1,9 @@
 """The exhaustive walk over every basic schedule of ``n`` processes and at most ``E`` events.
 
-Each partial order is visited once, with the protocol run incrementally along the tree.
-
-**Schedules.** A basic schedule is, per process, a sequence of events — a basic checkpoint, a
-send to another process, or the delivery of a message sent to it (in any order: channels are not
-FIFO) — plus the matching of deliveries to sends. A word is one interleaving of it; an event is
-written ``(p, kind, arg)`` with kind :data:`CKPT` (arg 0), :data:`SEND` (arg: the destination) or
-:data:`DELIVER` (arg: the position of the message's send in the word).
-
-**Partial-order reduction.** The protocol's decisions depend only on each process's own sequence
-and on the piggybacks, i.e. on the partial order, not on the interleaving. The walk generates only
-the lexicographically least interleaving of each partial order (events compared by process id):
-appending an event of process ``p`` is allowed iff no event after the last one ``p``'s event
-depends on (``p``'s previous event; for a delivery, also its send) belongs to a process with a
-larger id. This test looks at the prefix only, so every prefix of a canonical word is canonical and
-a depth-first walk yields every partial order exactly once (Anisimov and Knuth's characterisation
-of lexicographic normal forms of traces).
-
-**Symmetry** (optional, for protocols that claim ``symmetric``): a process may start only after
-every lower-numbered process has started. Every renaming class still has a representative (rename
-the processes in the order in which they first act in the least interleaving), so nothing is lost;
-the caller verifies the claim first.
-
-**Incremental protocol and Z-cycle check.** The protocol state of every process, the messages in
-transit and the delivered messages are updated in place and restored on backtracking (prefix
-sharing: each node costs the calls of one event). At a delivery the walk asks whether it closes a
-Z-cycle (:func:`~rollcheck.properties.explore.zcycle.zcycle_through_last`); a useless checkpoint
-stays useless in every extension, so the branch stops there. The walk then only looks for strictly
-smaller counterexamples, so the one it returns has the fewest events, and among those the least
-word: the same result however the tree is split.
+Each partial order is visited once (only its lexicographically least interleaving is generated;
+optionally one representative per renaming of symmetric processes), with the protocol run
+incrementally along the tree and the walk cut at the first Z-cycle. The counterexample returned
+has the fewest events, then the least word. See docs/internals/properties.md#explore-engine.
 
 References
 ----------

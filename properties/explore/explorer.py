@@ -1,27 +1,9 @@
 """Bounded-exhaustive exploration of a protocol.
 
-Bounds in order, the frontier split over worker processes (or Spark tasks), the user's code
-calibrated and guarded, the smallest violation kept.
-
-Order of work for :func:`explore`:
-
-1. **Calibration**: every schedule of 2×6 and 3×4 with a *checking* :class:`ProtocolCalls` (each
-   call's arguments pickled before and compared after — in-place mutation refused — results
-   type-checked); the user's errors are named here, cheaply, before the fast run.
-2. **Determinism**: :func:`~rollcheck.properties.explore.determinism.refute_determinism` runs
-   sample schedules of every process count of the bounds twice each; a method whose result
-   differs is the protocol's error (:class:`ProtocolCodeError`, exit 2), since the walk shares
-   states between schedules and the verdict would not be reproducible.
-3. **Symmetry** (when the class claims ``symmetric``): :func:`~rollcheck.properties.explore.symmetry.refute_symmetry`
-   on random samples of every process count of the bounds, with permuted process ids; a refuted
-   claim switches the reduction off and is reported.
-4. **Bounds**, by increasing number of processes: a walk of the first levels produces the frontier
-   (prefixes), which workers walk to the bound. Each task starts from the same limit (one event less
-   than the smallest violation found so far), so counts and the counterexample do not depend on
-   which worker ran what; a later bound only looks for strictly smaller counterexamples.
-
-Worker processes are forked, die with their parent (a parent-death signal on Linux), and are
-terminated when the exploration ends, however it ends.
+:func:`explore` calibrates and guards the user's code (type checks, in-place mutation,
+determinism, a claimed symmetry), then walks the bounds in order with the frontier split over
+worker processes (or Spark tasks), keeping the smallest violation. Workers die with their parent.
+See docs/internals/properties.md#explore-explorer.
 
 References
 ----------
@@ -311,7 +293,7 @@ def explore(proto: Protocol, label: str, bounds: Sequence[Bound] = DEFAULT_BOUND
             rollback_bound: int | None = None, symmetric: bool | None = None,
             spark: Callable[[_Job, list[tuple[Any, ...]]], tuple[int, bool, Violation | None]] | None = None,
             progress: Callable[[str], None] | None = None) -> Exploration:
-    """Explore every schedule of every bound; see the module docstring.
+    """Explore every schedule of every bound (docs/internals/properties.md#explore-explorer).
 
     Parameters
     ----------
