@@ -1,25 +1,8 @@
 """Calling the user's protocol: type-checked, bounded in time, failures named.
 
-Results are type-checked, failures named as the user's, calls bounded in time, and in-place
-mutation of a state detected.
-
-Design (so that safety does not cost the exploration its throughput):
-
-- **Time limit**: one :class:`Watchdog` thread per process, not a thread per call, and nothing
-  added to the calls: it samples the stack of the calling thread a few times per limit and, if the
-  same call of a protocol method is still running after the limit, interrupts the thread (a signal
-  for the main thread, so that a blocking ``sleep`` is interrupted too; an asynchronous exception
-  otherwise), which raises :class:`CallTimeout`. It is stopped and joined when the run ends.
-- **Type checks** on every call: ``on_send`` returns a pair, ``must_force`` a real ``bool``.
-- **Mutation**: a *checking* :class:`ProtocolCalls` takes a :func:`snapshot` of the arguments
-  before each call and compares after it; the explorer uses it for a calibration sample (every
-  schedule of a small bound) and the fast one afterwards. A protocol whose methods change their
-  arguments in place is refused, naming the method.
-- **Copyable states**: the explorer shares a state between the branches of its tree, so every
-  state must be a value that can be copied. A checking :class:`ProtocolCalls` snapshots every
-  state (and piggyback) a method returns; one that cannot be pickled (a lock, an open file, a
-  generator inside it) is refused, naming the method that returned it — the protocol's error
-  (exit 2), not rollcheck's.
+Results are type-checked, calls bounded in time by one :class:`Watchdog` thread, and (in a
+checking :class:`ProtocolCalls`) in-place mutation and uncopyable states refused, naming the
+method. See docs/internals/properties.md#explore-calls.
 
 References
 ----------
