@@ -60,12 +60,12 @@ MAX_MESSAGE_CHARS = 2000
 
 
 def safe_text(text: Any, limit: int = MAX_MESSAGE_CHARS) -> str:
-    """One printable line: surrogates and control characters escaped, cut after ``limit`` characters.
+    r"""One printable line: surrogates and control characters escaped, cut after ``limit`` characters.
 
     Examples
     --------
-    >>> safe_text("bad name 'a\\ud800'\\nsecond line")
-    "bad name 'a\\\\ud800'\\\\nsecond line"
+    >>> safe_text("bad name 'a\ud800'\nsecond line")
+    "bad name 'a\\ud800'\\nsecond line"
     >>> safe_text("x" * 30, limit=10)
     'xxxxxxxxxx… (30 characters)'
     """
@@ -165,13 +165,11 @@ def check_limit(value: float | int, limit: float | int, flag: str, *, allow_larg
 
 
 def refuse_non_finite(action: argparse.Action, value: Any, arg_string: str) -> Any:
-    """``value`` (an option value after its ``type``), or a usage error when it is a float that is
-    not finite.
+    """``value`` (an option value after its ``type``), or a usage error when it is a non-finite float.
 
-    Python's ``float`` accepts ``nan``, ``inf``, ``-Infinity`` and rounds ``1e309`` to infinity; no
-    numeric option of rollcheck means anything by them (an infinite rate, period or timeout would
-    give an infinite or undefined result, or a run without end), so the argument parser refuses
-    them for every option, whatever its ``type`` function.
+    No numeric option means anything by ``nan`` or ``inf`` (nor by ``1e309``, which ``float``
+    rounds to infinity), so the parser refuses them for every option
+    (docs/internals/cli.md#non-finite-numbers-_utilrefuse_non_finite).
 
     Raises
     ------

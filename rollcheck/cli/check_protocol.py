@@ -31,6 +31,7 @@ HELP = ("Check your own checkpointing protocol (a rollcheck.testing.Protocol sub
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Add the arguments of ``rollcheck check protocol`` to ``p``."""
     p.add_argument("spec", metavar="SPEC",
                    help="a built-in protocol name, MODULE:CLASS or path/to/file.py:CLASS")
     p.add_argument("--profile", choices=["ci", "verify"], default=None,
@@ -62,6 +63,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run ``rollcheck check protocol``; its exit code."""
     from rollcheck.properties.profiles import active_profile, seed, seed_text
     from rollcheck.pyimpl.errors import InvalidInputError
     from rollcheck.testing import check_protocol

@@ -43,6 +43,7 @@ TLC_AUTO_MAX_EVENTS = 2000
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Add the arguments of ``rollcheck check trace`` to ``p``."""
     p.add_argument("trace", metavar="TRACE", help="a rollcheck.trace/1 file (JSON Lines)")
     p.add_argument("--protocol", metavar="SPEC", default=None,
                    help="protocol to check forced checkpoints against: a built-in name, MODULE:CLASS "
@@ -195,6 +196,7 @@ def _run_engine(args: argparse.Namespace, header: dict[str, Any], engine: str) -
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run ``rollcheck check trace``; its exit code."""
     from rollcheck.pyimpl.traces import check_trace_file, load_reference
 
     header = _header(args.trace)

@@ -19,6 +19,7 @@ SUBCOMMANDS = ("protocol", "trace")
 
 
 def register(sub: Any) -> None:
+    """Add ``rollcheck check`` (``check protocol``, ``check trace``) to ``sub``."""
     p = add_parser(sub, "check", "Check your own system: a protocol class (check protocol) or an "
                    "engine's trace (check trace).", None)
     p.set_defaults(handler=None)

@@ -27,6 +27,7 @@ MAX_SEED = 2**63 - 1
 
 
 def register(sub: Any) -> None:
+    """Add ``rollcheck elastic`` (``simulate``, ``sweep``) to ``sub``."""
     parser = add_parser(sub, "elastic", "SPATE elastic upstream backup: simulate pipelines with "
                         "scaling and one failure, and check exactly-once output.", None)
     parser.set_defaults(handler=None)

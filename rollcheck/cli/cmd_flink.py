@@ -13,6 +13,7 @@ from rollcheck.cli._util import add_parser, emit_json
 
 
 def register(sub: Any) -> None:
+    """Add ``rollcheck flink`` and its subcommands (``record``, ``replay``, ``matrix``...)."""
     p = add_parser(sub, "flink", "Record real Flink runs (aligned/unaligned checkpoints, injected "
                    "failures) and replay them against the coordinated-snapshot model.", None)
     p.set_defaults(handler=None)
@@ -192,8 +193,10 @@ def _record(args: argparse.Namespace) -> int:
 
 
 def tlc_validator() -> Any:
-    """``validate_with_tlc`` bound to rollcheck's TLC runner and its ``ChandyLamport`` model (the
-    validator ``flink replay`` and ``check trace`` use)."""
+    """``validate_with_tlc`` bound to rollcheck's TLC runner and its ``ChandyLamport`` model.
+
+    It is the validator ``flink replay`` and ``check trace`` use.
+    """
     from rollcheck.cli.engine_replay import flink_tlc_validator
 
     return flink_tlc_validator()

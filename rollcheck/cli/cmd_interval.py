@@ -37,6 +37,7 @@ _FLAGS = {
 
 
 def register(sub: Any) -> None:
+    """Add ``rollcheck interval`` (``optimal``, ``utilization``, ``compare``, ``simulate``)."""
     fam = sub.add_parser("interval", help="Checkpoint-interval models: optimum, utilization, baselines, simulation.",
                          description="Checkpoint-interval models (utilization model of Jayasekara et al.).")
     fam.set_defaults(_parser=fam)
@@ -75,8 +76,11 @@ def _model_args(p: argparse.ArgumentParser, *, interval: bool) -> None:
 
 
 def _flagged(fn: Any, *a: Any, _derived_interval: bool = False, **kw: Any) -> Any:
-    """Call ``fn``, naming the flag of an offending parameter; an interval the user did not pass
-    (T* computed from --failure-rate/--checkpoint-cost) is named as such."""
+    """Call ``fn``, naming the flag of an offending parameter.
+
+    An interval the user did not pass (T* computed from --failure-rate/--checkpoint-cost) is named
+    as such.
+    """
     from rollcheck.pyimpl.errors import InvalidInputError
 
     try:

@@ -23,6 +23,7 @@ __all__ = ["register", "run_catalogue"]
 
 
 def register(sub: Any) -> None:
+    """Add ``rollcheck mutants`` to ``sub``."""
     p = add_parser(sub, "mutants", "Run the mutation catalogue: every deliberately broken variant must "
                    "be killed by the properties; safe variants are reported with their cost ratio.", _run)
     p.add_argument("--profile", choices=["ci", "verify"], default=None,

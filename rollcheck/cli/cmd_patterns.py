@@ -20,6 +20,7 @@ from rollcheck.cli._util import (
 
 
 def register(sub: Any) -> None:
+    """Add the pattern commands (``validate``, ``useless``, ``zpath``, ``render``...)."""
     p = add_parser(sub, "validate", "Check a rollcheck.pattern/1 file: exit 0 and 'valid', or exit 2 with the reason.", _validate)
     p.add_argument("pattern")
     add_allow_large(p)

@@ -20,6 +20,7 @@ from rollcheck.cli._util import add_parser, emit_json
 
 
 def register(sub: Any) -> None:
+    """Add ``rollcheck protocol`` to ``sub``."""
     p = add_parser(sub, "protocol", "Run a checkpointing protocol (uc, bcs, hmnr) over a pattern: "
                    "its checkpoints are the basic ones, the protocol adds the forced ones.", _run)
     p.add_argument("name", metavar="NAME", help="uc, bcs or hmnr (or a variant such as hmnr-no-c1), "

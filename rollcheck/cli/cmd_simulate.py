@@ -26,6 +26,7 @@ def _run_params(p: argparse.ArgumentParser, single: bool) -> None:
 
 
 def register(sub: Any) -> None:
+    """Add ``rollcheck simulate`` (and ``simulate sweep``) to ``sub``."""
     p = add_parser(sub, "simulate", "Simulate a dataflow job under a checkpointing protocol "
                    "(deterministic, seeded); 'simulate sweep' prints FERDiS-style tables.", _run)
     p.add_argument("--workload", default="nexmark", help=f"one of {', '.join(WORKLOAD_NAMES)} (default nexmark)")

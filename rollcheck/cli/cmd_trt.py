@@ -18,6 +18,7 @@ _FLAGS = {"ci": "--ci", "timeout": "--timeout", "recovery": "--recovery", "warmu
 
 
 def register(sub: Any) -> None:
+    """Add ``rollcheck trt`` (and ``trt optimise``) to ``sub``."""
     p = add_parser(sub, "trt", "Chiron's total recovery time (best/average/worst) for a checkpoint interval; "
                    "'trt optimise' picks a CI under a TRT bound.", _trt)
     p.add_argument("--ci", type=float, default=None, help="checkpoint interval (same unit as the periods)")

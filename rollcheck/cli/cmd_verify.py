@@ -25,6 +25,7 @@ from rollcheck.cli._util import add_parser
 
 
 def register(sub: Any) -> None:
+    """Add ``rollcheck verify`` to ``sub``."""
     p = add_parser(sub, "verify", "Run every check (properties, Z3, mutants, TLC, Spark) and write report/.", _run)
     p.add_argument("--quick", action="store_true", help="the ci profile and small bounds (minutes instead of the full run's tens of minutes)")
     p.add_argument("--profile", choices=["ci", "verify"], default=None,
@@ -49,8 +50,11 @@ _REPORT_FILES = ("report.md", "index.html", "results.json", "verify.log")
 
 
 def _check_out_dir(path: str, force: bool) -> Path:
-    """``--out`` is checked before the run: a file, an unwritable folder, or a non-empty folder
-    that does not hold a previous rollcheck report (unless ``force``) → exit 2 up front."""
+    """Check ``--out`` before the run: exit 2 up front when it cannot hold the report.
+
+    That is a file, an unwritable folder, or (unless ``force``) a non-empty folder that does not
+    hold a previous rollcheck report.
+    """
     from rollcheck.cli._util import check_output_path
     from rollcheck.pyimpl.errors import InvalidInputError
 
@@ -90,8 +94,10 @@ def _plain_line(r: Any) -> str:
 
 
 def _previous_times(out_dir: Path, quick: bool) -> dict[str, float]:
-    """Section wall times of the previous report in ``out_dir`` with the same quick/full setting
-    (the scheduler's best estimate of this run's), or {}."""
+    """Section wall times of the previous report in ``out_dir`` with the same quick setting, or {}.
+
+    They are the scheduler's best estimate of this run's.
+    """
     import json
 
     try:
@@ -173,8 +179,11 @@ class _Progress:
 
 
 def _section_seconds(plan: list[Any], outcomes: dict[str, Any], what: str = "seconds") -> dict[str, float]:
-    """Seconds per section (``what``: ``seconds`` of wall time or ``cpu_seconds``): a section run in
-    parts counts the sum of its parts' times; a part that reported no CPU time counts none."""
+    """Seconds per section (``what``: ``seconds`` of wall time or ``cpu_seconds``).
+
+    A section run in parts counts the sum of its parts' times; a part that reported no CPU time
+    counts none.
+    """
     out: dict[str, float] = {}
     for j in plan:
         out[j.section] = round(out.get(j.section, 0.0) + float(getattr(outcomes[j.name], what) or 0.0), 1)
@@ -336,8 +345,10 @@ def _print_table(rows: list[Any]) -> None:
 
 def _times(seconds: float, plan: list[Any], outcomes: dict[str, Any], t_all: float,
            sections: list[Any]) -> dict[str, object]:
-    """The report's times: the total, each section's and job's wall and CPU seconds, when each job
-    started, and the sections' titles."""
+    """The report's times: the total and each section's and job's wall and CPU seconds.
+
+    Also when each job started, and the sections' titles.
+    """
     from rollcheck.suite import format_duration
 
     return {

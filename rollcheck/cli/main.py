@@ -4,25 +4,10 @@ Exit codes: 0 ok, 1 violation found, 2 bad input or usage, 3 inconclusive, 4 int
 in rollcheck), 130/143 interrupted by SIGINT/SIGTERM.
 
 :func:`main` is the last line of defence: whatever escapes a command becomes one line on stderr
-and an exit code, never a bare traceback (``--debug`` or ``ROLLCHECK_DEBUG=1`` shows it):
-
-- :class:`InvalidInputError` → 2, and so are the library errors that only bad input produces
-  (``UnicodeDecodeError``, ``json.JSONDecodeError``, Python's integer-size limit): the message
-  names the input file(s);
-- ``RecursionError``, ``OverflowError`` and ``MemoryError`` are bad input (2) only where an input
-  bound was hit, and there the reader raises :class:`InvalidInputError` naming the file and the
-  bound (nesting depth in :mod:`rollcheck.pyimpl.jsonio` and :mod:`rollcheck.tla.values`, sizes
-  in the readers' ``--allow-large`` limits). One that escapes to here hit no bound: the input was
-  not checked where it should have been, or the code recursed on its own, so it is an internal
-  error (4) like any other;
-- :class:`EnvironmentFault` and any error caused by a full disk, a read-only file system or a
-  missing permission (``ENOSPC``/``EROFS``/``EACCES``, in Python or in a JVM's message) → 2,
-  "environment error: PATH: REASON";
-- :class:`PropertyViolation` → 1, :class:`InconclusiveError` → 3;
-- :class:`InternalError` and any other exception → 4, "internal error … (a bug in rollcheck)";
-- SIGTERM is handled like SIGINT: :class:`TerminationRequested` (a ``KeyboardInterrupt``) is
-  raised in the main thread so that ``finally`` blocks and context managers run (child
-  processes stopped, temporary folders removed, no half-written file), then exit 128 + signal.
+and an exit code, never a bare traceback (``--debug`` or ``ROLLCHECK_DEBUG=1`` shows it). Bad
+input and environment faults (full disk, read-only, no permission) are 2; a resource error that
+hit no input bound, and any other exception, is 4; SIGTERM unwinds like SIGINT. The mapping, one
+exception type at a time: docs/internals/cli.md#the-last-line-of-defence-main.
 """
 
 from __future__ import annotations
@@ -77,6 +62,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``rollcheck`` argument parser, every command registered."""
     from rollcheck import __version__
 
     parser = _Parser(
@@ -198,9 +184,12 @@ _UNBOUNDED = {
 
 
 def _environment(e: BaseException, debug: bool, args: argparse.Namespace | None) -> bool:
-    """Report ``e`` if the environment caused it (ENOSPC/EROFS/EACCES in an ``OSError`` or in a
-    JVM's message, :func:`~rollcheck.pyimpl.errors.environment_fault`): exit 2, not 4. An error
-    that names no path is reported with the command's output path."""
+    """Report ``e`` if the environment caused it (a full disk, read-only, no permission): exit 2.
+
+    ENOSPC/EROFS/EACCES in an ``OSError`` or in a JVM's message
+    (:func:`~rollcheck.pyimpl.errors.environment_fault`); an error that names no path is reported
+    with the command's output path.
+    """
     outs = [str(v) for k, v in (vars(args).items() if args is not None else ())
             if k in _OUTPUT_ATTRS and isinstance(v, str) and v]
     fault = environment_fault(e, outs[0] if outs else None)
@@ -219,9 +208,11 @@ def _report(kind: str, message: str) -> None:
 
 
 def _hypothesis_storage_outside_cwd() -> None:
-    """Hypothesis keeps a ``.hypothesis`` folder in the working directory; a command must not
-    leave files where the user runs it, so the CLI keeps Hypothesis' storage in the user's cache
-    folder instead (unless the user chose one with ``HYPOTHESIS_STORAGE_DIRECTORY``)."""
+    """Keep Hypothesis' storage in the user's cache folder, not in the working directory.
+
+    A command must not leave files where the user runs it; a ``HYPOTHESIS_STORAGE_DIRECTORY`` the
+    user chose is kept.
+    """
     if not os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
         cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
         os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = os.path.join(cache, "rollcheck", "hypothesis")

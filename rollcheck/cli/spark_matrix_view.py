@@ -43,6 +43,7 @@ class MatrixView:
 
     def update(self, results: list[dict[str, Any]], planned: list[Any],
                running: dict[tuple[str, str], str]) -> None:
+        """Redraw the table (terminal) or log each newly finished cell (pipe)."""
         if self.live is not None:
             self.live.update(matrix_table(results, planned, running, title=self.title,
                                           row_header=self.row_header))
