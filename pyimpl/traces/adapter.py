@@ -1,18 +1,11 @@
 """Engine adapters: an engine's trace mapped onto the core vocabulary, checked by the one checker.
 
-An engine whose recorder writes its own event kinds (prefixed ``<source>.``) plugs into the trace
-checker in two places:
-
-1. an :class:`Adapter` — what the engine's header and events *mean* in the core vocabulary
-   (``processes``; ``checkpoint``, ``failure``, ``recovery``, ...). :meth:`Adapter.events` yields
-   the engine's events unchanged (its own plug-ins read them) plus the core events they imply,
-   each derived event carrying the ``seq`` of the event it comes from and ``"derived": true``;
-2. its own :class:`~rollcheck.pyimpl.traces.plugin.TraceCheck` plug-ins (``extra`` of
-   :func:`~rollcheck.pyimpl.traces.api.check_trace_file`), which read the engine's kinds in
-   ``on_event`` and report :class:`~rollcheck.pyimpl.verdict.Check` results next to the generic
-   checks.
-
-``docs/your-engine.md`` ("Write an adapter for your engine") walks through a small one.
+An engine whose recorder writes its own event kinds (prefixed ``<source>.``) plugs into the
+checker with an :class:`Adapter` (what its header and events *mean* in the core vocabulary: its
+:meth:`Adapter.events` yields the engine's events unchanged plus the core events they imply, each
+carrying the ``seq`` of its origin and ``"derived": true``) and its own
+:class:`~rollcheck.pyimpl.traces.plugin.TraceCheck` plug-ins, which read the engine's kinds in
+``on_event``. ``docs/your-engine.md`` walks through a small one.
 
 Examples
 --------
@@ -43,7 +36,7 @@ def derived(origin: dict[str, Any], kind: str, **fields: Any) -> dict[str, Any]:
 
 
 class Adapter:
-    """Base class of an engine adapter (module docstring).
+    """Base class of an engine adapter.
 
     Subclasses set :attr:`sources` and override :meth:`header` (normalize the header: it must end
     up with ``processes``) and :meth:`map_event` (the core events one engine event implies), or

@@ -105,9 +105,11 @@ def check_trace_lines(lines: Any, *, protocol: str | None = None, reference: Any
                       virtual: bool = True, keep_segments: bool = False, keep_first: bool = False,
                       segment_limit: int | None = None, reference_source: str = "reference",
                       tlc: Any = None, extra: Any = (), adapter: Any = None) -> tuple[Report, TraceChecker]:
-    """:func:`check_trace_file` on an already opened trace: ``lines`` has ``header``, ``source``,
-    iterates ``(line, event)`` pairs and then knows ``truncated`` and ``truncated_after_seq``
-    (a :class:`~rollcheck.pyimpl.traces.reader.TraceLines`).
+    """:func:`check_trace_file` on an already opened trace.
+
+    ``lines`` (a :class:`~rollcheck.pyimpl.traces.reader.TraceLines`) has ``header`` and ``source``,
+    iterates ``(line, event)`` pairs, and then knows ``truncated`` and ``truncated_after_seq``; the
+    other parameters and the result are those of :func:`check_trace_file`.
     """
     source = lines.source
     header = lines.header if adapter is None else adapter.header(lines.header)

@@ -100,10 +100,12 @@ class TraceChecker:
 
     @property
     def first_pattern(self) -> tuple[Pattern, list[int]] | None:
+        """The effective execution at the first failure and its event seqs (None unless kept)."""
         return self.view.first_pattern
 
     @property
     def events(self) -> int:
+        """Number of events read so far."""
         return self.view.events
 
     def final_pattern(self) -> Pattern:

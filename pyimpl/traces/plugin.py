@@ -1,28 +1,8 @@
 """The plug-in interface of the trace checker: a check is a small object fed by one streamed pass.
 
-A :class:`TraceCheck` has a ``name``, says what it ``needs`` from the trace (documentation: the
-registry, :func:`~rollcheck.pyimpl.traces.checks.generic_checks`, leaves a check out when its input
-is not given), and overrides the hooks it cares about. The
-checker (:class:`~rollcheck.pyimpl.traces.view.RunView`) reads the trace once, validates the core
-vocabulary, keeps the *effective execution* (what the recoveries so far left standing) and calls
-each plug-in's hooks in event order; at the end it asks every plug-in for its result, a
-:class:`~rollcheck.pyimpl.verdict.Check` (or several, or None when it has nothing to say).
-
-Hooks (all optional; ``v`` is the :class:`~rollcheck.pyimpl.traces.view.RunView`, processes are
-indices into ``v.names``):
-
-``on_send(v, seq, i, j, mid)``, ``on_deliver(v, seq, i, src, mid, replayed)``,
-``on_checkpoint(v, seq, i, forced, index)`` (``v.count[i]`` is already the new checkpoint's number),
-``on_output(v, seq, i, key, value)``, ``on_failure(v, seq, procs)``,
-``on_recovery(v, rec)`` (before the rolled-back events are removed), ``after_cut(v, rec)``,
-``on_orphan(v, seq, i, mid, undone_at)`` (a delivery whose send a recovery undid; the event is
-dropped), ``on_redeliver(v, seq, i, mid)`` (a ``replayed`` delivery of a message already delivered
-after the recovery; dropped), ``on_end(v, seq)``, ``on_event(v, line, obj)`` (every event, the raw
-JSON object, before the core hooks: engine plug-ins read their own kinds here).
-
-``finish(v, results)`` returns the check(s); ``results`` maps the names of the plug-ins finished
-before it (those without ``after``) to their checks, so a check whose input derives from another
-one's violation can say it is a consequence of it.
+A :class:`TraceCheck` overrides the hooks it cares about (:data:`HOOKS`); the checker
+(:class:`~rollcheck.pyimpl.traces.view.RunView`) reads the trace once, keeps the *effective
+execution* (what the recoveries left standing), calls the hooks in event order, then ``finish``.
 
 Examples
 --------
@@ -64,11 +44,20 @@ HOOKS = ("on_event", "on_send", "on_deliver", "on_checkpoint", "on_output", "on_
 class Recovery:
     """What a ``recovery`` event restored, as the checker derived it from the trace.
 
-    ``pattern`` is the effective execution just before the recovery, ``cut`` the restored line
-    as checkpoint indices (the volatile index of a process that kept its state), ``limit`` per
-    process the restored checkpoint index or None (volatile), ``never`` the checkpoints the event
-    names that the trace never shows, ``transit`` the channel state of the restored line (message
-    ids), ``claimed_transit`` the event's own ``in_transit``.
+    Attributes
+    ----------
+    pattern : Pattern
+        The effective execution just before the recovery.
+    cut : list of int
+        The restored line as checkpoint indices (volatile index: the process kept its state).
+    limit : list of int or None
+        Per process, the restored checkpoint index, or None (volatile).
+    never : list of str
+        The checkpoints the event names that the trace never shows.
+    transit : list of str
+        The channel state of the restored line (message ids).
+    claimed_transit : list of str
+        The event's own ``in_transit``.
     """
 
     seq: int
@@ -84,7 +73,10 @@ class Recovery:
 
 
 class TraceCheck:
-    """Base class of a trace check plug-in (module docstring).
+    """Base class of a trace check plug-in.
+
+    In every hook ``v`` is the :class:`~rollcheck.pyimpl.traces.view.RunView` and processes are
+    indices into ``v.names``; a hook the plug-in does not override is never called.
 
     Attributes
     ----------
@@ -92,7 +84,9 @@ class TraceCheck:
         The check's name as users see it.
     needs : tuple of str
         What the check reads from the trace (core kinds, ``protocol``, ``reference``, an engine's
-        kinds): documentation for whoever composes checks.
+        kinds): documentation for whoever composes checks; the registry
+        (:func:`~rollcheck.pyimpl.traces.checks.generic_checks`) leaves a check out when its input
+        is not given.
     after : tuple of str
         Names of checks whose results :meth:`finish` reads (they are finished first).
     """
@@ -106,18 +100,52 @@ class TraceCheck:
         return [h for h in HOOKS if getattr(type(self), h, None) is not getattr(TraceCheck, h, None)]
 
     # the hooks: overridden by the plug-ins that need them
-    def on_event(self, v: Any, line: int, obj: dict[str, Any]) -> None: ...
-    def on_send(self, v: Any, seq: int, i: int, j: int, mid: str) -> None: ...
-    def on_deliver(self, v: Any, seq: int, i: int, src: int, mid: str, replayed: bool) -> None: ...
-    def on_checkpoint(self, v: Any, seq: int, i: int, forced: bool, index: Any) -> None: ...
-    def on_output(self, v: Any, seq: int, i: int, key: Any, value: Any) -> None: ...
-    def on_failure(self, v: Any, seq: int, procs: list[int]) -> None: ...
-    def on_recovery(self, v: Any, rec: Recovery) -> None: ...
-    def after_cut(self, v: Any, rec: Recovery) -> None: ...
-    def on_orphan(self, v: Any, seq: int, i: int, mid: str, undone_at: int) -> None: ...
-    def on_redeliver(self, v: Any, seq: int, i: int, mid: str) -> None: ...
-    def on_end(self, v: Any, seq: int) -> None: ...
+    def on_event(self, v: Any, line: int, obj: dict[str, Any]) -> None:
+        """Every event as its raw JSON object, before the core hooks (engines read their kinds)."""
+
+    def on_send(self, v: Any, seq: int, i: int, j: int, mid: str) -> None:
+        """A send of message ``mid`` from process ``i`` to ``j``."""
+
+    def on_deliver(self, v: Any, seq: int, i: int, src: int, mid: str, replayed: bool) -> None:
+        """A delivery of ``mid`` from ``src`` at ``i`` (``replayed``: replayed from a log)."""
+
+    def on_checkpoint(self, v: Any, seq: int, i: int, forced: bool, index: Any) -> None:
+        """A checkpoint of ``i``; ``v.count[i]`` is already the new checkpoint's number."""
+
+    def on_output(self, v: Any, seq: int, i: int, key: Any, value: Any) -> None:
+        """An output ``key``/``value`` of process ``i``."""
+
+    def on_failure(self, v: Any, seq: int, procs: list[int]) -> None:
+        """A failure of the processes ``procs``."""
+
+    def on_recovery(self, v: Any, rec: Recovery) -> None:
+        """A recovery, before the rolled-back events are removed."""
+
+    def after_cut(self, v: Any, rec: Recovery) -> None:
+        """A recovery, after the rolled-back events were removed."""
+
+    def on_orphan(self, v: Any, seq: int, i: int, mid: str, undone_at: int) -> None:
+        """A delivery whose send a recovery undid at ``undone_at`` (the event is dropped)."""
+
+    def on_redeliver(self, v: Any, seq: int, i: int, mid: str) -> None:
+        """A replayed delivery of a message delivered after the recovery (dropped)."""
+
+    def on_end(self, v: Any, seq: int) -> None:
+        """The ``end`` event."""
 
     def finish(self, v: Any, results: dict[str, Check]) -> Check | list[Check] | None:
-        """The check's result after the last event (None: nothing to report)."""
+        """The check's result after the last event (None: nothing to report).
+
+        Parameters
+        ----------
+        v : RunView
+            The checker's view of the run.
+        results : dict of str to Check
+            The checks of the plug-ins finished before this one (those without ``after``), so a
+            check whose input derives from another one's violation can say it follows from it.
+
+        Returns
+        -------
+        Check, list of Check or None
+        """
         raise NotImplementedError(f"{type(self).__name__}.finish")

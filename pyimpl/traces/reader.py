@@ -165,8 +165,9 @@ class TraceLines:
                                     source=self.source, location="line 1")
 
     def _parse(self, raw: bytes, line: int, after: int | None, header: bool = False) -> dict[str, Any] | None:
-        """Parse one line under the input bounds of :func:`~rollcheck.pyimpl.jsonio.loads_json`
-        (nesting, NaN/Infinity, integer digits); None for an incomplete last line.
+        """Parse one line under the input bounds of :func:`~rollcheck.pyimpl.jsonio.loads_json`.
+
+        The bounds: nesting, NaN/Infinity, integer digits. None for an incomplete last line.
         """
         complete = raw.endswith(b"\n")
         try:

@@ -88,9 +88,10 @@ def synthetic_trace(processes: int | Sequence[str] = 3, steps: int = 40, seed: i
 
 
 class _ToyRun:
-    """The state of a toy run: each process's protocol state and checkpoints, the messages in
-    flight, the pattern so far and the outputs of the effective execution; each action returns (or
-    yields) its trace events.
+    """The state of a toy run; each action returns (or yields) its trace events.
+
+    Each process's protocol state and checkpoints, the messages in flight, the pattern so far and
+    the outputs of the effective execution.
     """
 
     def __init__(self, names: list[str], proto: Any, rng: random.Random):
@@ -112,8 +113,10 @@ class _ToyRun:
         return {"seq": self.seq, "kind": kind, **fields}
 
     def fail(self) -> Iterator[dict[str, Any]]:
-        """A random process fails; the recovery line by rollback propagation, the effective execution
-        cut to it, the messages in transit re-sent from the logs.
+        """A random process fails and the run recovers.
+
+        The recovery line comes from rollback propagation, the effective execution is cut to it,
+        and the messages in transit are re-sent from the logs.
         """
         from rollcheck.pyimpl.recovery import rollback_propagation
 

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from typing_extensions import override
+
 from rollcheck.pyimpl.pattern import DELIVER, SEND
 from rollcheck.pyimpl.protocols.base import checkpoint_function
 from rollcheck.pyimpl.traces.plugin import Recovery, TraceCheck
@@ -52,15 +54,18 @@ class ForcedCheckpoints(TraceCheck):
                       "delivery of that process")
         self.pend[i] = 0
 
+    @override
     def on_send(self, v: Any, seq: int, i: int, j: int, mid: str) -> None:
         if self.pend[i]:
             self._not_followed(v, i)
         self.st[i], self.pbs[mid] = self.protocol.on_send(self.st[i], j)
 
+    @override
     def on_output(self, v: Any, seq: int, i: int, key: Any, value: Any) -> None:
         if self.pend[i]:
             self._not_followed(v, i)
 
+    @override
     def on_checkpoint(self, v: Any, seq: int, i: int, forced: bool, index: Any) -> None:
         if self.pend[i]:
             self._not_followed(v, i)
@@ -70,6 +75,7 @@ class ForcedCheckpoints(TraceCheck):
             self.pre[i] = self.st[i]
         self.st[i] = checkpoint_function(self.protocol)(self.st[i], forced)
 
+    @override
     def on_deliver(self, v: Any, seq: int, i: int, src: int, mid: str, replayed: bool) -> None:
         proto = self.protocol
         pb = self.pbs.pop(mid)  # only messages in flight keep their piggyback
@@ -90,6 +96,7 @@ class ForcedCheckpoints(TraceCheck):
         self.st[i] = proto.on_deliver(self.st[i], src, pb)
         self.pend[i] = 0
 
+    @override
     def on_failure(self, v: Any, seq: int, procs: list[int]) -> None:
         for i in procs:
             self.pend[i] = 0
@@ -119,6 +126,7 @@ class ForcedCheckpoints(TraceCheck):
         self.st[:] = st
         self.pbs = pbs
 
+    @override
     def finish(self, v: Any, results: dict[str, Check]) -> Check:
         name = getattr(self.protocol, "name", "?")
         if self.bad is not None:

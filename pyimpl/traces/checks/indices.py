@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from typing_extensions import override
+
 from rollcheck.pyimpl.traces.plugin import TraceCheck
 from rollcheck.pyimpl.verdict import Check
 
@@ -29,6 +31,7 @@ class CheckpointIndices(TraceCheck):
         self.bad: tuple[int, str] | None = None
         self.indexed = 0
 
+    @override
     def on_checkpoint(self, v: Any, seq: int, i: int, forced: bool, index: Any) -> None:
         if index is None:
             return
@@ -38,6 +41,7 @@ class CheckpointIndices(TraceCheck):
             self.bad = (seq, f"seq {seq}: checkpoint index {index}, but it is checkpoint {c} of {v.names[i]}"
                              + (" (numbering continues from the restored checkpoint)" if v.recoveries else ""))
 
+    @override
     def finish(self, v: Any, results: dict[str, Check]) -> Check | None:
         if self.bad is not None:
             return Check.violated(self.name, self.bad[1], offending_seq=self.bad[0])

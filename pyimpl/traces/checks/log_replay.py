@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from typing_extensions import override
+
 from rollcheck.pyimpl.traces.plugin import Recovery, TraceCheck
 from rollcheck.pyimpl.verdict import Check
 
@@ -40,9 +42,11 @@ class LogReplay(TraceCheck):
             self.bad = (seq, detail)
             self.bad_line = self.rec_seq
 
+    @override
     def on_redeliver(self, v: Any, seq: int, i: int, mid: str) -> None:
         self._fail(seq, f"seq {seq}: {mid!r} replayed twice (already delivered after the recovery)")
 
+    @override
     def on_deliver(self, v: Any, seq: int, i: int, src: int, mid: str, replayed: bool) -> None:
         rp = self.pending
         if replayed:
@@ -59,6 +63,7 @@ class LogReplay(TraceCheck):
             self._fail(seq, f"seq {seq}: {mid!r} is in transit for the line restored at seq {self.rec_seq} but "
                             "is delivered without \"replayed\" (not from the sender's log)")
 
+    @override
     def on_recovery(self, v: Any, rec: Recovery) -> None:
         # Messages still awaited from an earlier recovery are in transit for this line too (their
         # sends are kept and they are undelivered), so the new set replaces the old one.
@@ -66,6 +71,7 @@ class LogReplay(TraceCheck):
         self.in_transit += len(rec.transit)
         self.rec_seq = rec.seq
 
+    @override
     def finish(self, v: Any, results: dict[str, Check]) -> Check:
         if self.bad is None and v.ended and self.pending:
             miss = sorted(self.pending)

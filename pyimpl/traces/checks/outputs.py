@@ -17,6 +17,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from typing_extensions import override
+
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.traces.plugin import Recovery, TraceCheck
 from rollcheck.pyimpl.verdict import Check
@@ -59,9 +61,10 @@ def reference_from_list(doc: Any, processes: Sequence[str] | None = None, source
 
 
 def load_reference(path: str) -> Any:
-    """Read a reference-outputs file (a JSON list) under the input bounds of
-    :func:`~rollcheck.pyimpl.jsonio.load_json_file` (nesting, NaN, number sizes); validation
-    happens against the trace's processes.
+    """Read a reference-outputs file (a JSON list) under the input bounds of the JSON loader.
+
+    The bounds are those of :func:`~rollcheck.pyimpl.jsonio.load_json_file` (nesting, NaN, number
+    sizes); the content is validated later, against the trace's processes.
     """
     from rollcheck.pyimpl.jsonio import load_json_file
 
@@ -84,13 +87,16 @@ class OutputsExactlyOnce(TraceCheck):
         self.reference = reference
         self.outputs: list[tuple[int, int, str, int]] = []  # process, checkpoints before, canon, seq
 
+    @override
     def on_output(self, v: Any, seq: int, i: int, key: Any, value: Any) -> None:
         self.outputs.append((i, v.count[i], canon_output(v.names[i], key, value), seq))
 
+    @override
     def after_cut(self, v: Any, rec: Recovery) -> None:
         lim = rec.limit
         self.outputs[:] = [o for o in self.outputs if lim[o[0]] is None or o[1] < lim[o[0]]]  # type: ignore[operator]
 
+    @override
     def finish(self, v: Any, results: dict[str, Check]) -> Check:
         ref = self.reference
         if not v.ended:

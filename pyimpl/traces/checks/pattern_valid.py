@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from typing_extensions import override
+
 from rollcheck.pyimpl.traces.plugin import TraceCheck
 from rollcheck.pyimpl.verdict import Check
 
@@ -29,12 +31,14 @@ class PatternValid(TraceCheck):
         self.bad: tuple[int, str] | None = None
         self.undone_at: int | None = None
 
+    @override
     def on_orphan(self, v: Any, seq: int, i: int, mid: str, undone_at: int) -> None:
         if self.bad is None:
             self.undone_at = undone_at
             self.bad = (seq, f"seq {seq}: {v.names[i]} delivers {mid!r}, whose send was undone by the "
                              f"recovery at seq {undone_at} (an orphan message)")
 
+    @override
     def finish(self, v: Any, results: dict[str, Check]) -> Check:
         if self.bad is not None:
             rl = results.get("recovery-line")

@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from typing_extensions import override
+
 from rollcheck.pyimpl.traces.plugin import Recovery, TraceCheck
 from rollcheck.pyimpl.verdict import Check
 
@@ -34,6 +36,7 @@ class RecoveryLine(TraceCheck):
         self.bad: tuple[int, str] | None = None
         self.details: list[str] = []
 
+    @override
     def on_recovery(self, v: Any, rec: Recovery) -> None:
         from rollcheck.pyimpl.consistency import orphans
         from rollcheck.pyimpl.recovery import recovery_line
@@ -81,6 +84,7 @@ class RecoveryLine(TraceCheck):
         else:
             self.details.append(f"seq {rec.seq}: {show(cut)}, {len(rec.transit)} in transit")
 
+    @override
     def finish(self, v: Any, results: dict[str, Check]) -> Check:
         if self.bad is not None:
             return Check.violated(self.name, self.bad[1], offending_seq=self.bad[0])

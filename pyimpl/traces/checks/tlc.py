@@ -25,6 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from typing_extensions import override
+
 from rollcheck.pyimpl.pattern import Pattern
 from rollcheck.pyimpl.traces.plugin import Recovery, TraceCheck
 from rollcheck.pyimpl.verdict import Check
@@ -70,12 +72,14 @@ class SegmentKeeper(TraceCheck):
             self.dropped = True
         return not self.dropped
 
+    @override
     def on_recovery(self, v: Any, rec: Recovery) -> None:
         if self._keeping(v):
             self.segments.append(Segment(f"before the recovery at seq {rec.seq}", rec.pattern, rec.seqs,
                                          set(rec.given), self._last_rec))
         self._last_rec = rec.seq
 
+    @override
     def finish(self, v: Any, results: dict[str, Check]) -> None:
         if self._keeping(v):
             seqs = v.seqs.tolist()
@@ -113,6 +117,7 @@ class TlcTrace(TraceCheck):
         self.why_not = why_not
         self.requested = requested
 
+    @override
     def finish(self, v: Any, results: dict[str, Check]) -> Check:
         if self.protocol is None:
             if self.requested:

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from typing_extensions import override
+
 from rollcheck.pyimpl.pattern import Pattern
 from rollcheck.pyimpl.traces.plugin import Recovery, TraceCheck
 from rollcheck.pyimpl.verdict import Check
@@ -51,9 +53,11 @@ class NoUselessCheckpoints(TraceCheck):
         self.bad = (s, f"{len(u)} useless checkpoint(s) {where} ({names}{', …' if len(u) > 5 else ''}): "
                        f"the first Z-cycle closes at seq {s}")
 
+    @override
     def on_recovery(self, v: Any, rec: Recovery) -> None:
         self._check(rec.pattern, rec.seqs, f"before the recovery at seq {rec.seq}")
 
+    @override
     def finish(self, v: Any, results: dict[str, Check]) -> Check:
         if self.bad is None:
             self._check(v.pattern(), v.seqs, "in the final effective execution")
