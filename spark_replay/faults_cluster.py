@@ -93,7 +93,7 @@ def executor_struck(header: dict[str, Any], events: list[dict[str, Any]]) -> Che
     if not later:
         return Check.unchecked(name, f"{who} was killed (seq {f['seq']}) but no batch committed after it in the "
                                      "same driver: the query did not go on")
-    from rollcheck.spark_replay.watcher import state_key
+    from rollcheck.spark_replay.checkpoint.watcher import state_key
 
     stores = {state_key(e) for e in events if _base(e.get("kind", "")) == "state_committed"
               and e.get("version") == k + 1 and e["seq"] < f["seq"]}

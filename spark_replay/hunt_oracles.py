@@ -107,8 +107,8 @@ def tables_differ(a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, Any]]
 
 def final_output(trace: str | Path) -> tuple[list[str], list[dict[str, Any]]] | None:
     """The KEY and the final output rows of a finished recording (None: it has no final output)."""
+    from rollcheck.spark_replay.checkpoint.watcher import base_kind
     from rollcheck.spark_replay.trace import read_trace
-    from rollcheck.spark_replay.watcher import base_kind
 
     tr = read_trace(trace)
     fin = next((e for e in tr.events if base_kind(e["kind"]) == "output_final"), None)

@@ -84,8 +84,8 @@ def verdict_of(checks: Mapping[str, str]) -> str:
 def trace_exception(trace: str | Path | None) -> str | None:
     """The engine's exception class a recording names (a failed restart or a failure-free run that
     failed on this release), else None."""
+    from rollcheck.spark_replay.checkpoint.watcher import base_kind
     from rollcheck.spark_replay.trace import read_trace
-    from rollcheck.spark_replay.watcher import base_kind
 
     if trace is None or not Path(trace).is_file():
         return None
@@ -117,9 +117,9 @@ def with_release(trace: str | Path, release_output: Mapping[str, Any] | None) ->
     failure-free output (``{"engine_version", "output"}``), or None without one: the oracle of
     :mod:`rollcheck.spark_replay.oracles` over the recording's own final output as the run on its
     release."""
+    from rollcheck.spark_replay.checkpoint.watcher import PREFIX, base_kind
     from rollcheck.spark_replay.oracles import release_differential
     from rollcheck.spark_replay.trace import read_trace
-    from rollcheck.spark_replay.watcher import PREFIX, base_kind
 
     if release_output is None:
         return None

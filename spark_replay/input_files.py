@@ -19,7 +19,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from rollcheck.spark_replay.checkpoint_reader import CheckpointDir
+from rollcheck.spark_replay.checkpoint.reader import CheckpointDir
 from rollcheck.spark_replay.query_module import SINGLE_SOURCE
 
 __all__ = ["files_per_batch"]

@@ -47,6 +47,7 @@ from typing import Any
 
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.verdict import Check
+from rollcheck.spark_replay.checkpoint.logs import checkpoint_logs, state_files_of_version
 from rollcheck.spark_replay.faults_cluster import (
     CLUSTER_FAILURES,
     SECOND_FAILURES,
@@ -65,7 +66,6 @@ from rollcheck.spark_replay.faults_retry import (
 )
 from rollcheck.spark_replay.faults_retry_check import retry_struck
 from rollcheck.spark_replay.stream_inotify import Inotify as _Inotify
-from rollcheck.spark_replay.stream_logs import checkpoint_logs, state_files_of_version
 
 __all__ = [
     "KILL_POINTS",
@@ -345,8 +345,8 @@ def record_kill(trace: str | Path, checkpoint: str | Path, fired: dict[str, Any]
     the kill and the driver had not recorded yet (its watcher's events, as the killed attempt),
     then the ``failure`` event with the kill's facts (``mode``: ``kill``, or the second kill of
     ``twice`` / ``during-recovery``). Returns the failure's ``seq``."""
+    from rollcheck.spark_replay.checkpoint.watcher import CheckpointWatcher
     from rollcheck.spark_replay.trace import TraceWriter
-    from rollcheck.spark_replay.watcher import CheckpointWatcher
 
     w = TraceWriter(trace)  # cuts an incomplete line the killed driver may have left
     try:

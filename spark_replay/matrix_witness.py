@@ -80,7 +80,7 @@ def witness(header: dict[str, Any], events: list[dict[str, Any]]) -> dict[str, A
     >>> w = witness({}, ev); w["duplicated"][0]["batch"], w["duplicated"][0]["written_in_attempts"]
     (0, [1, 2])
     """
-    from rollcheck.spark_replay.watcher import base_kind
+    from rollcheck.spark_replay.checkpoint.watcher import base_kind
 
     ends = {base_kind(e["kind"]): e for e in events}
     ref, fin = ends.get("reference"), ends.get("output_final")

@@ -32,10 +32,10 @@ from collections.abc import Callable
 from typing import Any
 
 from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.spark_replay.checkpoint.watcher import base_kind
 from rollcheck.spark_replay.oracles import canon_row
 from rollcheck.spark_replay.tamper import to_lines
 from rollcheck.spark_replay.trace import Trace
-from rollcheck.spark_replay.watcher import base_kind
 
 __all__ = [
     "drop_on_time_row",

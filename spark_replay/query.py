@@ -27,7 +27,7 @@ watermark), the failure injection and the recording. :func:`record_query` runs a
   the parent SIGKILLs the group (driver and JVM) and starts a new driver on the same checkpoint.
 
 The trace (``"source": "spark", "job": "query"``) has the streaming events of
-:mod:`rollcheck.spark_replay.watcher` plus ``spark.attempt_start``, ``spark.sink_written`` (with the
+:mod:`rollcheck.spark_replay.checkpoint.watcher` plus ``spark.attempt_start``, ``spark.sink_written`` (with the
 rows handed to the sink), the core ``failure``, ``spark.restart`` (marked ``failed`` when the restart
 itself failed with the engine's exception, followed by ``spark.recovery_failed``), ``spark.plan``,
 and at the end
@@ -76,6 +76,7 @@ from typing import Any
 
 from rollcheck.infra.partialfile import partial_output
 from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.spark_replay.checkpoint.watcher import PREFIX
 from rollcheck.spark_replay.killpoints import (
     SECOND_FAILURES,
     SECOND_KILL,
@@ -119,7 +120,6 @@ from rollcheck.spark_replay.query_state import state_or_reason as _state_or_reas
 from rollcheck.spark_replay.releases import child_environment, pinned_release, spark_environment
 from rollcheck.spark_replay.supervise import child_main, environment_guard, run_driver
 from rollcheck.spark_replay.trace import TraceWriter
-from rollcheck.spark_replay.watcher import PREFIX
 
 __all__ = [
     "FAILURES",

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from rollcheck.pyimpl.errors import InvalidInputError
-from rollcheck.spark_replay.checkpoint_reader import CheckpointDir
+from rollcheck.spark_replay.checkpoint.reader import CheckpointDir
+from rollcheck.spark_replay.checkpoint.watcher import PREFIX, CheckpointWatcher
 from rollcheck.spark_replay.cluster import cluster_conf
 from rollcheck.spark_replay.query_config import QueryConfig, driver_master, session_conf
 from rollcheck.spark_replay.query_failures import release_ran
@@ -30,7 +31,6 @@ from rollcheck.spark_replay.query_run import run_once
 from rollcheck.spark_replay.query_state import state_or_reason
 from rollcheck.spark_replay.supervise import environment_guard
 from rollcheck.spark_replay.trace import TraceWriter
-from rollcheck.spark_replay.watcher import PREFIX, CheckpointWatcher
 
 __all__ = ["drive", "reference_run", "batch_evaluation", "finish_run", "check_release", "register_by_value",
            "quiet_logs", "release_run", "child_run"]

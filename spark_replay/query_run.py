@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from rollcheck.pyimpl.errors import InvalidInputError, UserCodeTimeout, environment_fault
-from rollcheck.spark_replay.checkpoint_reader import CheckpointDir
+from rollcheck.spark_replay.checkpoint.reader import CheckpointDir
+from rollcheck.spark_replay.checkpoint.watcher import PREFIX, CheckpointWatcher
 from rollcheck.spark_replay.cluster import strike_executor
 from rollcheck.spark_replay.faults_retry import (
     RETRY_EXHAUSTED,
@@ -64,7 +65,6 @@ from rollcheck.spark_replay.upgrade import (
     restart_query,
     upgraded,
 )
-from rollcheck.spark_replay.watcher import PREFIX, CheckpointWatcher
 
 __all__ = ["run_once"]
 

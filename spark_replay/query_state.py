@@ -2,7 +2,7 @@
 
 :func:`read_state_stores` reads every state store of a checkpoint with Spark's ``statestore``
 data source (one read per state variable of ``transformWithState``), next to the row count of
-rollcheck's own decoder (:mod:`rollcheck.spark_replay.checkpoint_reader`); a release without
+rollcheck's own decoder (:mod:`rollcheck.spark_replay.checkpoint.reader`); a release without
 Spark's state reader (pyspark < 4.0, :func:`has_state_reader`) gets the HDFS-backed stores decoded
 by rollcheck and :class:`StateUnreadable` for RocksDB state. :func:`state_or_reason` tells the
 engine's reader failing on the engine's own checkpoint (a finding) from the machine's fault.
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from rollcheck.pyimpl.errors import InvalidInputError, UserCodeTimeout, environment_fault
-from rollcheck.spark_replay.checkpoint_reader import CheckpointDir, spark_state_reads
+from rollcheck.spark_replay.checkpoint.reader import CheckpointDir, spark_state_reads
 from rollcheck.spark_replay.query_failures import engine_failure
 from rollcheck.spark_replay.query_io import canon_json, plain
 

@@ -37,9 +37,9 @@ __all__ = ["shared_reference", "write_shared_reference", "reference_key", "store
            "references_folder", "local_imports", "add_release_reference"]
 
 #: The modules of this package that shape a failure-free recording (their bytes are in every key).
-_RECORDER = ("query*.py", "watcher.py", "trace.py", "session.py", "supervise.py", "releases.py", "cell.py",
-             "warm.py", "checkpoint_reader.py", "oracles.py", "sink_envelope.py", "input_files.py",
-             "stream_*.py", "killpoints.py", "user_sink.py", "lz4block.py")
+_RECORDER = ("query*.py", "checkpoint/watcher.py", "trace.py", "session.py", "supervise.py", "releases.py",
+             "cell.py", "warm.py", "checkpoint/reader.py", "oracles.py", "sink_envelope.py", "input_files.py",
+             "stream_*.py", "killpoints.py", "user_sink.py", "checkpoint/lz4block.py")
 #: The configuration fields a reference recording depends on (besides the module and the release).
 _KEY_FIELDS = ("module", "batches", "seed", "state_store", "shuffle_partitions", "master", "call_timeout",
                "reference_version", "cluster")
@@ -52,8 +52,8 @@ def shared_reference(path: str | Path, header: dict[str, Any] | None = None) -> 
     With ``header`` (the new recording's), the recordings must agree on module, seed, batches,
     state store and shuffle partitions: a reference of another query or configuration is refused.
     """
+    from rollcheck.spark_replay.checkpoint.watcher import base_kind
     from rollcheck.spark_replay.trace import read_trace
-    from rollcheck.spark_replay.watcher import base_kind
 
     tr = read_trace(path)
     src = str(path)
@@ -86,8 +86,8 @@ def shared_reference(path: str | Path, header: dict[str, Any] | None = None) -> 
 def write_shared_reference(path: str | Path, out: str | Path, header: dict[str, Any]) -> None:
     """Start the trace ``out`` with its header and the shared reference (as attempt 0: the
     recording's own attempts still count from 1)."""
+    from rollcheck.spark_replay.checkpoint.watcher import PREFIX
     from rollcheck.spark_replay.trace import TraceWriter
-    from rollcheck.spark_replay.watcher import PREFIX
 
     ref = shared_reference(path, header)
     w = TraceWriter(out, {**header, "config": {**header["config"], "reference_from": str(path)}})
@@ -107,7 +107,7 @@ def add_release_reference(path: str | Path, release: str, output: list[Any], **f
     when it already has one for ``release``.
     """
     from rollcheck.pyimpl.patternio import atomic_write_text
-    from rollcheck.spark_replay.watcher import PREFIX
+    from rollcheck.spark_replay.checkpoint.watcher import PREFIX
 
     path = Path(path)
     lines = path.read_text(encoding="utf-8").splitlines()
@@ -219,7 +219,7 @@ def _recorder_fingerprint() -> str:
     h = hashlib.sha256()
     here = Path(__file__).resolve().parent
     for f in sorted({p for pat in _RECORDER for p in here.glob(pat)}):
-        h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
+        h.update(f.relative_to(here).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
     return h.hexdigest()
 
 

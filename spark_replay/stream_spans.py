@@ -22,7 +22,7 @@ def streaming_span_system(partitions: int | list[str], planned: set[int], commit
     """The ``rollcheck.spans/1`` instance of a streaming restart, epochs as logical times.
 
     Processors: ``source`` (the offset log: span c_k = epochs 0..k-1 planned), ``state<s>`` per
-    state store instance ``s`` (an int partition, or a :func:`~rollcheck.spark_replay.watcher.state_key`;
+    state store instance ``s`` (an int partition, or a :func:`~rollcheck.spark_replay.checkpoint.watcher.state_key`;
     c_v = epochs folded into state version v, for the versions written whose batch committed:
     Spark treats version v as final only once ``commits/v-1`` exists) and ``sink`` (c_k = the
     committed batches 0..k-1). The driver restart fails every processor (no ⊤).

@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.spark_replay.checkpoint.watcher import base_kind
 from rollcheck.spark_replay.trace import Trace
-from rollcheck.spark_replay.watcher import base_kind
 
 _END = ("final_state", "sink_final", "side_channel", "state_crosscheck", "end")
 

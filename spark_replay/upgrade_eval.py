@@ -46,7 +46,7 @@ _NAME = "batch-equivalent"
 
 def _watermarks(checkpoint: Any, progress: Sequence[dict[str, Any]]) -> dict[int, int]:
     """The watermark in force per batch: Spark's progress, else the offset log."""
-    from rollcheck.spark_replay.checkpoint_reader import CheckpointDir
+    from rollcheck.spark_replay.checkpoint.reader import CheckpointDir
 
     wm: dict[int, int] = {}
     for b, entry in CheckpointDir(checkpoint).offsets().items():

@@ -23,13 +23,13 @@ Failures at batch K (``--fail-at-batch K --failure``):
 
 What is recorded (``specs/spark.md#streaming-trace``; engine-specific kinds carry the ``spark.``
 prefix, the failure is the core ``failure``): a watcher
-(:class:`~rollcheck.spark_replay.watcher.CheckpointWatcher`) polls the checkpoint directory (and is
+(:class:`~rollcheck.spark_replay.checkpoint.watcher.CheckpointWatcher`) polls the checkpoint directory (and is
 polled synchronously at each sink call) and records ``spark.batch_planned`` when ``offsets/N``
 appears, ``spark.state_committed`` when a state file version appears or is rewritten,
 ``spark.batch_committed`` when ``commits/N`` appears; the sink records ``spark.side_effect`` and
 ``spark.sink_written``; the driver records ``failure``, ``spark.attempt_start``, ``spark.restart``
 (with the resume batch and per-partition restored state version observed) and at the end
-``spark.final_state`` (decoded with :mod:`rollcheck.spark_replay.checkpoint_reader`),
+``spark.final_state`` (decoded with :mod:`rollcheck.spark_replay.checkpoint.reader`),
 ``spark.sink_final``, ``spark.side_channel`` and ``spark.state_crosscheck`` (Spark's own
 ``statestore`` reader against the plain-Python decoder).
 
@@ -56,10 +56,10 @@ from typing import Any
 
 from rollcheck.infra.partialfile import partial_output
 from rollcheck.pyimpl.errors import InvalidInputError
-from rollcheck.spark_replay.checkpoint_reader import CheckpointDir
+from rollcheck.spark_replay.checkpoint.reader import CheckpointDir
+from rollcheck.spark_replay.checkpoint.watcher import PREFIX, CheckpointWatcher
 from rollcheck.spark_replay.supervise import child_main, environment_guard, request_kill, run_driver
 from rollcheck.spark_replay.trace import TraceWriter
-from rollcheck.spark_replay.watcher import PREFIX, CheckpointWatcher
 
 __all__ = [
     "WordcountConfig",

@@ -7,7 +7,7 @@ import lz4.block
 import pytest
 
 from rollcheck.pyimpl.errors import InvalidInputError
-from rollcheck.spark_replay.lz4block import (
+from rollcheck.spark_replay.checkpoint.lz4block import (
     MAGIC,
     STREAM_SEED,
     lz4_block_decompress,

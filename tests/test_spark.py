@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from rollcheck.spark_replay.checkpoint_reader import CheckpointDir
+from rollcheck.spark_replay.checkpoint.reader import CheckpointDir
 from rollcheck.spark_replay.replay import replay_file
 from rollcheck.spark_replay.tamper import delete_forced_checkpoint, drop_commit, move_resume
 from rollcheck.spark_replay.trace import read_trace
@@ -70,7 +70,7 @@ def test_streaming_record_replay_reader_and_tampering(tmp_path):
     rows = sorted(([*k, *v] for part in state.values() for k, v in part.items()), key=repr)
     assert rows == sorted(t.of_kind("spark.final_state")[0]["rows"], key=repr)
     assert ck.operators()[0]["operatorInfo"]["operatorName"] == "stateStoreSave"
-    from rollcheck.spark_replay.checkpoint_check import check_checkpoint
+    from rollcheck.spark_replay.checkpoint.check import check_checkpoint
 
     v = check_checkpoint(work / "checkpoint", spark=False)
     assert v["valid"] and v["last_committed"] == 3 and v["operators"][0]["rows"] == cross["rows"]

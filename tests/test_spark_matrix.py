@@ -244,8 +244,8 @@ def test_state_files_of_every_provider_count(tmp_path):
 def test_watcher_records_the_state_files_of_every_provider(tmp_path, provider, files, restored):
     """The trace's state events and the restored versions cover RocksDB (zip, changelog), not only
     the HDFS-backed store's deltas; RocksDB's shared SST files and checksum files are no versions."""
+    from rollcheck.spark_replay.checkpoint.watcher import CheckpointWatcher
     from rollcheck.spark_replay.trace import TraceWriter
-    from rollcheck.spark_replay.watcher import CheckpointWatcher
 
     ck = tmp_path / "checkpoint"
     part = ck / "state" / "0" / "0"

@@ -94,7 +94,7 @@ def test_cli_refuses_bad_input_up_front_with_exit_2(tmp_path):
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory):
     """Record every case in one Spark session; ``{(query, mode, batch): (summary, replay)}``."""
-    from rollcheck.spark_replay.checkpoint_check import check_checkpoint
+    from rollcheck.spark_replay.checkpoint.check import check_checkpoint
     from rollcheck.spark_replay.query import session_conf
     from rollcheck.spark_replay.session import spark_session
 

@@ -22,13 +22,14 @@ from hypothesis import strategies as st
 
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.spark_replay import nhop as nhop_mod
-from rollcheck.spark_replay.checkpoint_reader import Field, decode_unsafe_row, parse_state_records
-from rollcheck.spark_replay.lz4block import (
+from rollcheck.spark_replay.checkpoint.lz4block import (
     STREAM_SEED,
     lz4_block_decompress,
     lz4_stream_decompress,
     xxh32,
 )
+from rollcheck.spark_replay.checkpoint.reader import Field, decode_unsafe_row, parse_state_records
+from rollcheck.spark_replay.checkpoint.watcher import base_kind
 from rollcheck.spark_replay.nhop import NhopConfig, record_nhop, simulate
 from rollcheck.spark_replay.replay import replay_file, replay_trace
 from rollcheck.spark_replay.sweep import properties_work, protocols_work, random_pattern
@@ -39,7 +40,6 @@ from rollcheck.spark_replay.tamper import (
     to_lines,
 )
 from rollcheck.spark_replay.trace import TraceWriter, parse_trace_text, read_trace
-from rollcheck.spark_replay.watcher import base_kind
 
 DATA = Path(__file__).parent / "data" / "spark"
 ROOT = Path(__file__).resolve().parent.parent
@@ -442,8 +442,8 @@ def test_sweep_work_is_deterministic_and_catches_a_broken_protocol(monkeypatch):
 
 
 # ----------------------------------------------------------------------------- doctests, checkpoints
-@pytest.mark.parametrize("name", ["adapter", "stream_spans", "user_sink", "watcher", "checkpoint_reader",
-                                  "checkpoint_check", "query", "replay", "lz4block"])
+@pytest.mark.parametrize("name", ["adapter", "stream_spans", "user_sink", "checkpoint.watcher", "checkpoint.reader",
+                                  "checkpoint.check", "query", "replay", "checkpoint.lz4block"])
 def test_spark_replay_doctests(name):
     import doctest
     import importlib
@@ -473,7 +473,7 @@ def _ck(tmp_path, offsets, commits, meta='{"id": "q"}'):
     ([0, 1], [0, 1], "nonsense", "metadata"),
 ])
 def test_checkpoint_log_validation(tmp_path, offsets, commits, meta, problem):
-    from rollcheck.spark_replay.checkpoint_check import check_checkpoint
+    from rollcheck.spark_replay.checkpoint.check import check_checkpoint
 
     res = check_checkpoint(_ck(tmp_path, offsets, commits, meta), spark=False)
     if problem is None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from rollcheck.spark_replay.watcher import STATE_FILE
+from rollcheck.spark_replay.checkpoint.watcher import STATE_FILE
 
 __all__ = ["checkpoint_logs", "state_files_of_version"]
 

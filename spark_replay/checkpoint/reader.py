@@ -7,7 +7,7 @@ HDFS-backed state store with the ``lz4`` codec), without a JVM:
 - ``commits/N``: written *after* the sink accepted batch N: ``v1`` and a JSON line;
 - ``sources/<s>/N`` (and ``N.compact``): the file source's log of the files of batch N;
 - ``state/<op>/<partition>/<V>.delta`` / ``<V>.snapshot``: state store version V (written by the
-  tasks of batch V-1), an LZ4 block stream (:mod:`rollcheck.spark_replay.lz4block`) of records
+  tasks of batch V-1), an LZ4 block stream (:mod:`rollcheck.spark_replay.checkpoint.lz4block`) of records
   ``int32 key length, key, int32 value length (-1 = removed), value`` ending with ``-1``; keys and
   values are UnsafeRows described by ``state/<op>/<partition>/_metadata/schema``. An operator
   with several stores (a stream-stream join keeps four) has one folder per store under each
@@ -33,7 +33,7 @@ from typing import Any
 
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.jsonio import loads_json
-from rollcheck.spark_replay.lz4block import lz4_stream_decompress
+from rollcheck.spark_replay.checkpoint.lz4block import lz4_stream_decompress
 
 __all__ = [
     "DEFAULT_STORE",

@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rollcheck.spark_replay.checkpoint_reader import DEFAULT_STORE, CheckpointDir
+from rollcheck.spark_replay.checkpoint.reader import DEFAULT_STORE, CheckpointDir
 from rollcheck.spark_replay.trace import TraceWriter
 
 __all__ = ["CheckpointWatcher", "PREFIX", "COMMIT_FILE_KINDS", "STATE_FILE", "base_kind", "state_key"]

@@ -12,7 +12,7 @@ What is checked (``specs/spark.md#checkpoint-validation``):
   is allowed and reported as not final; a later one is a problem; the final version must be
   reconstructable (a snapshot at or below it and every delta after it);
 - **row counts agree**: per operator (and state store), the rows of the final version decoded by
-  rollcheck's own reader (:class:`~rollcheck.spark_replay.checkpoint_reader.CheckpointDir`, LZ4 and
+  rollcheck's own reader (:class:`~rollcheck.spark_replay.checkpoint.reader.CheckpointDir`, LZ4 and
   UnsafeRow decoding, nested structs such as ``window()`` included) equal the rows Spark's own
   ``statestore`` reader returns.
 
@@ -34,7 +34,7 @@ from typing import Any
 
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.jsonio import loads_json
-from rollcheck.spark_replay.checkpoint_reader import CheckpointDir, spark_state_reads
+from rollcheck.spark_replay.checkpoint.reader import CheckpointDir, spark_state_reads
 
 __all__ = ["check_checkpoint", "check_logs", "spark_row_counts"]
 
