@@ -1,13 +1,7 @@
 """Draw one value of a Hypothesis strategy from a seed: the hunt's programs and fault schedules.
 
-The hunt's grammars are Hypothesis strategies (composable, and they shrink well in property
-tests). A hunt needs the other use: the value number ``index`` of a run with seed ``seed``, the same
-every time. :func:`draw` runs the strategy through Hypothesis' own engine with a fixed seed (no
-example database, generation only). Hypothesis tries the simplest value first, and its next values
-avoid the choices already explored — after a first example that took every first option, a
-``sampled_from`` would almost never give its first option again. So the strategy is drawn behind a
-wide random integer: the second example differs from the first in that integer, and every choice of
-the strategy itself is drawn afresh (each option about equally often).
+:func:`draw` gives value number ``index`` of a run with seed ``seed``, the same every time, with
+each option of the strategy drawn about equally often. See docs/internals/infra.md#hunt-draw.
 
 Examples
 --------

@@ -1,17 +1,8 @@
 """From a candidate to a finding: minimise, deduplicate, confirm, reproduce, triage, draft a report.
 
-A group is opened by the first candidate of a pre-signature (:mod:`rollcheck.infra.hunt.store`);
-later candidates of the same pre-signature only add to its program count. :func:`process_group`
-decides a group once:
-
-1. minimise the program (:func:`~rollcheck.infra.hunt.minimise.minimise`) and compute the final
-   signature; a signature already decided closes the group as its ``duplicate`` (or
-   ``unconfirmed`` when that signature was not confirmed);
-2. ``confirm()`` the minimised module through the ordinary matrix: another signature drops it
-   (``unconfirmed``, counted in the JSON);
-3. number it (``F1``, ``F2``... in the order confirmed), write ``findings/F<n>.py``, the
-   reproducer, run it on the hunted release and the newer ones (``reproducer_run``, ``status``),
-   and, when open, the report draft ``findings/F<n>.md``.
+:func:`process_group` decides a candidate group once: minimise and sign it, confirm it through
+the ordinary matrix, then number it, write and run its reproducer and draft its report.
+See docs/internals/infra.md#hunt-findings.
 
 Examples
 --------

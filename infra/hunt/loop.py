@@ -1,16 +1,8 @@
 """The hunt's loop: programs generated in order, their cells run in parallel, findings decided.
 
-The main thread generates program after program (``adapter.generate(seed, index, coverage)``,
-coverage counted over the programs generated before), writes each module into
-``DIR/programs/<id>.py`` and stores it with its cells *before* any cell runs; worker threads (at
-most ``jobs`` at a time) run a program's open cells through ``adapter.run`` and record each
-outcome as it comes, or decide a candidate group (:func:`~rollcheck.infra.hunt.findings.process_group`).
-The generation order and the ids depend only on the seed, never on ``jobs`` or timing.
-
-A resumed hunt first runs the open cells of the programs a kill left unfinished, then the groups
-left undecided, then goes on generating from the next index. When the time budget ends, no program
-is started and the programs in flight stop after the cell they are in (only done cells count).
-SIGINT / SIGTERM stop everything; the store stays as it was after its last write.
+Programs are generated and stored (with their cells) in seed order before any cell runs; worker
+threads run cells and decide candidate groups. A resumed hunt finishes what a kill left open
+first. See docs/internals/infra.md#hunt-loop.
 """
 
 from __future__ import annotations

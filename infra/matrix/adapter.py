@@ -1,23 +1,8 @@
 """What an engine supplies to the matrix core: :class:`EngineAdapter`.
 
-An adapter turns a cell into a recording and a recording into a replay report; the core does
-the rest (order, parallelism, retries, classification, files, tables, the verdict). The parts:
-
-- :meth:`~EngineAdapter.describe` — the cell's ``config`` and ``failure`` (the JSON entry's keys)
-  and any extra keys of the engine;
-- :meth:`~EngineAdapter.group` / :meth:`~EngineAdapter.prepare` — an optional preparation shared
-  by several cells (Spark: one failure-free reference recording per configuration); a failed
-  preparation makes its cells inconclusive without running them;
-- :meth:`~EngineAdapter.record` — run the cell's failing recording (the failure points are the
-  adapter's: kill points, failing batches or records);
-- :meth:`~EngineAdapter.replay` — the recording's replay report (the engine's own checks);
-- :meth:`~EngineAdapter.witness` — the lost or duplicated rows of a not-conformant cell;
-- :meth:`~EngineAdapter.retry` — whether an inconclusive cell is recorded once more (a race with
-  the engine, an overloaded machine);
-- :meth:`~EngineAdapter.close` — end what the adapter kept between cells (warm engines);
-- :meth:`~EngineAdapter.finding` — minimise a finding (with :mod:`rollcheck.infra.matrix.shrink`)
-  and write its reproducer from the engine's template (run with
-  :func:`rollcheck.infra.matrix.reproducer.run_reproducer`).
+An adapter turns a cell into a recording and a recording into a replay report (and optionally
+shares preparations, names witnesses, retries, minimises findings); the core does the rest.
+See docs/internals/infra.md#matrix-adapter.
 """
 
 from __future__ import annotations

@@ -1,14 +1,8 @@
 """What a matrix cell costs: wall and CPU seconds of every process it ran, :class:`TreeCpu`, :class:`Usage`.
 
-A cell's engine runs in child processes (a recorder child, the driver children it starts, their
-JVMs, Spark's Python workers), several levels deep and in process groups of their own; a killed
-JVM is never reaped by its parent, so ``getrusage(RUSAGE_CHILDREN)`` would miss it, and with
-``--jobs`` workers such a delta would mix the cells. :class:`TreeCpu` therefore samples the CPU
-time (user + system) of a root process and of every descendant it can see, keyed by pid and start
-time, a few times a second, and keeps the last value seen of each; a process's CPU in the last
-interval before it ends may be missed (at most ``interval`` seconds per process).
-
-:class:`Usage` is one cell's account: wall seconds, CPU seconds, and the runs it made.
+:class:`TreeCpu` samples the CPU time of a process and of all its descendants a few times a
+second (``getrusage`` misses killed, unreaped JVMs); :class:`Usage` is one cell's account.
+See docs/internals/infra.md#matrix-cost.
 
 Examples
 --------

@@ -1,22 +1,8 @@
 """Running a matrix: :func:`run_matrix`, the same for every engine.
 
-Cells run ``jobs`` at a time on worker threads, in the planned order (or a given one, so that a
-matrix cut short has covered every dimension about evenly); a cell whose group needs a shared
-preparation waits until that preparation ended (a worker takes the first runnable item, so the
-results of the first configuration come early). After every cell ``DIR/matrix.json`` and
-``DIR/index.html`` are rewritten atomically, and ``on_update(results, planned, running)`` is called
-(the live terminal table).
-
-A cell that raises (the user's module refused with
-:class:`~rollcheck.pyimpl.errors.InvalidInputError`, or a bug) stops the matrix the same way and
-the exception reaches the caller (exit 2 or 4), never an undecided cell that hides it.
-
-Interrupts: SIGINT and SIGTERM (which ``rollcheck``'s entry point turns into a
-``KeyboardInterrupt`` in the main thread) stop the matrix at once: no new cell starts, every child
-process group still running is killed (:meth:`ChildRunner.stop` and
-:func:`rollcheck.infra.children.kill_all`), the workers are given a few seconds to end, and
-nothing is published after the interrupt — ``matrix.json`` and ``index.html`` stay as they were
-after the last finished cell (``"finished": false``), whole files, never half-written ones.
+Cells run ``jobs`` at a time after their group's shared preparation; ``matrix.json`` and
+``index.html`` are rewritten atomically after every cell. An exception or an interrupt stops the
+matrix, kills every child and publishes nothing more. See docs/internals/infra.md#matrix-run.
 """
 
 from __future__ import annotations

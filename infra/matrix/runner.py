@@ -1,14 +1,8 @@
 r"""Child processes of a matrix, bounded in time, that die with it: :class:`ChildRunner`.
 
-Each recording runs as a child process group (:mod:`rollcheck.infra.children`: it dies with
-rollcheck however rollcheck dies); :meth:`ChildRunner.stop` kills every one still running and
-refuses new ones, which is how an interrupted matrix ends its cells at once.
-
-What the runs cost: inside ``with runner.metering(usage):`` every run of the calling thread adds
-its CPU seconds (the child's whole process tree, :class:`~rollcheck.infra.matrix.cost.TreeCpu`)
-to ``usage``; an adapter that runs a cell elsewhere (a warm engine) adds its own with
-:meth:`ChildRunner.charge`. Long-lived processes of an adapter (:meth:`ChildRunner.adopt`) are
-killed by :meth:`ChildRunner.stop` too.
+:meth:`ChildRunner.stop` kills every run still going and refuses new ones; runs inside
+``metering(usage)`` add their process tree's CPU seconds to ``usage``.
+See docs/internals/infra.md#matrix-runner.
 
 Examples
 --------
