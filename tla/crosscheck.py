@@ -1,20 +1,10 @@
 """Cross-checks between TLC and the Python reference implementations.
 
-A counterexample TLC found for a pattern-producing model (``CIC.tla``, ``RecoveryLine.tla``) is
-turned back into a ``rollcheck.pattern/1`` file: consecutive states differ by exactly one event
-(a send adds a message, a delivery removes one from the network — with a forced checkpoint when
-the receiver's checkpoint count rose in the same step — and a checkpoint raises a count). The
-Python reference must then see the same violation:
-
-* CIC: :func:`rollcheck.pyimpl.zpaths.useless_checkpoints` finds a useless checkpoint, and running the same
-  protocol in Python (:func:`rollcheck.pyimpl.protocols.run_protocol`) over the basic schedule reproduces
-  exactly the forced checkpoints TLC's model took;
-* recovery lines: the pattern is saved and drawn; the Python reference line
-  (:func:`rollcheck.pyimpl.recovery.recovery_line`) must be the maximum consistent cut on it (brute
-  force), and the model's broken variant, re-encoded in Python (:func:`propagation_line`), must give
-  a different line there for some failure set: it is the mutant that is wrong, not the reference.
-
-Index conventions as in ``specs/conventions.md``; theorems in ``specs/tla.md#crosscheck``.
+A TLC counterexample of ``CIC.tla`` or ``RecoveryLine.tla`` is turned back into a pattern on
+which the Python reference must see the same violation (a useless checkpoint and the same forced
+checkpoints; for a broken recovery-line variant, a line that differs from the reference's, which
+is the maximum consistent cut). See docs/internals/tla.md#crosscheck and
+``specs/tla.md#crosscheck``.
 """
 
 from __future__ import annotations

@@ -1,20 +1,9 @@
 """The manifest of TLA+ models: each model, its configuration, bound and expected outcome.
 
-``tla/manifest.json`` lists one entry per (model, configuration)::
-
-    {"name": "cic-uc-small", "module": "CIC.tla", "config": "cic-uc-small.cfg",
-     "expected": "violation", "bound": "small", "deadlock_check": false,
-     "invariants": ["NoUseless"], "crosscheck": "cic", "protocol": "uc", "description": "..."}
-
-``expected`` is ``ok``, ``violation`` or ``deadlock``; ``bound`` is ``small`` (``make test``, the
-quick ``verify``) or ``large`` (``make verify``). An entry *meets* its expectation when TLC's
-status equals ``expected`` — an inconclusive run (timeout, zero states, no Java) never does.
-
-``cover`` (optional) lists *coverage goals*: state predicates ``Unreached_X`` of the model, each
-the negation of a situation the entry's invariants are meant to face (C1 forcing a checkpoint, a
-replayed duplicate, ...). :func:`check_coverage` runs TLC once per goal with the entry's constants
-and the goal as the only invariant: the goal is *reached* iff TLC violates it, so an invariant
-that passes at this bound did not pass vacuously. Rules: ``specs/tla.md#manifest`` and
+``tla/manifest.json`` has one entry per (model, configuration); an entry *meets* its expectation
+when TLC's status equals ``expected`` (``ok``, ``violation`` or ``deadlock``). Its ``cover`` goals
+``Unreached_X`` are checked by :func:`check_coverage`, one TLC run each, so that an invariant does
+not pass vacuously. See docs/internals/tla.md#manifest, ``specs/tla.md#manifest`` and
 ``specs/tla.md#coverage``.
 """
 
