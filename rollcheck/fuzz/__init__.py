@@ -1,7 +1,7 @@
-"""rollcheck's own fuzzer of its CLI inputs: a Hypothesis-driven mutator of valid documents and a
-checked runner (not part of the testing API of :mod:`rollcheck.testing`).
+"""The fuzzer of rollcheck's own CLI inputs: a Hypothesis mutator of valid documents and a runner.
 
-Every input format and every numeric option of rollcheck must meet one contract on bad input
+It is not part of the testing API of :mod:`rollcheck.testing`. Every input format and every
+numeric option of rollcheck must meet one contract on bad input
 (``specs/cli.md``): exit 2 with **one** line naming the file (or flag) and the place, within a
 bounded time, nothing written, never a traceback, never exit 4. Valid input may give 0, 1 or 3.
 

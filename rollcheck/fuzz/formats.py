@@ -1,5 +1,7 @@
-"""The inputs rollcheck's fuzzer feeds the CLI: one entry per input format (valid seed documents and
-the commands that read them), per family of numeric options, and TLA+ value strings.
+"""The inputs rollcheck's fuzzer feeds the CLI: input formats, numeric options, TLA+ value strings.
+
+One entry per input format (valid seed documents and the commands that read them) and per family
+of numeric options.
 
 Pointing the fuzzer at a new format is one entry of :data:`FORMATS` (``lines=True`` for JSON Lines
 such as ``rollcheck.trace/1``).
@@ -111,8 +113,11 @@ def _profile_seeds() -> list[Any]:
 
 
 def _trace_seeds() -> list[Any]:
-    """The shipped ``rollcheck.trace/1`` examples (a correct run and four broken ones) and seeded
-    synthetic runs of other protocols, sizes and failures, as lists of lines."""
+    """Seed traces, as lists of lines: the shipped ``rollcheck.trace/1`` examples and synthetic runs.
+
+    The examples are a correct run and four broken ones; the seeded synthetic runs cover other
+    protocols, sizes and failures.
+    """
     from importlib.resources import files
 
     from rollcheck.pyimpl.traces.synth import synthetic_trace

@@ -120,8 +120,11 @@ _LINE_KIND = st.sampled_from(["drop line", "repeat line", "swap lines", "move li
 
 @st.composite
 def _structural(draw: Any, doc: Any, pick_path: Any = None) -> tuple[Any, str]:
-    """One structural mutation of ``doc``; ``pick_path`` (when ``doc`` is an unchanged seed) is
-    ``sampled_from(_paths(doc))`` built once for that seed."""
+    """One structural mutation of ``doc``.
+
+    ``pick_path`` (when ``doc`` is an unchanged seed) is ``sampled_from(_paths(doc))`` built once
+    for that seed.
+    """
     kind = draw(_KIND)
     path = draw(pick_path if pick_path is not None else st.sampled_from(_paths(doc)))
     target = _get(doc, path)
@@ -165,8 +168,10 @@ def _structural(draw: Any, doc: Any, pick_path: Any = None) -> tuple[Any, str]:
 
 
 def _dump(doc: Any, compact: bool, lines: bool = False) -> bytes:
-    """The file bytes of ``doc``: one JSON document, or (``lines``) one JSON value per line when
-    ``doc`` is a list (a JSON Lines trace: header, then events)."""
+    """The file bytes of ``doc``: one JSON document, or (``lines``) one JSON value per line.
+
+    ``lines`` applies when ``doc`` is a list (a JSON Lines trace: header, then events).
+    """
     sep = (",", ":") if compact else None
     if lines and isinstance(doc, list):
         text = "".join(json.dumps(x, separators=sep, ensure_ascii=False) + "\n" for x in doc)

@@ -47,7 +47,9 @@ WALL_FACTOR = 10.0
 
 class _Timeout(BaseException):
     """Raised by a timer's signal inside the command: not an Exception, so main() does not map it.
-    ``args[0]`` is ``"cpu"`` (the CPU limit) or ``"wall"`` (the backstop)."""
+
+    ``args[0]`` is ``"cpu"`` (the CPU limit) or ``"wall"`` (the backstop).
+    """
 
 
 @dataclass
@@ -66,8 +68,11 @@ class Outcome:
 
 @contextlib.contextmanager
 def _alarm(seconds: float, wall: float | None = None) -> Iterator[None]:
-    """At most ``seconds`` of this process's CPU time (``_Timeout("cpu")``) and ``wall`` seconds
-    of wall-clock time (``_Timeout("wall")``; default ``WALL_FACTOR * seconds``)."""
+    """Allow at most ``seconds`` of this process's CPU time and ``wall`` seconds of wall time.
+
+    Past them ``_Timeout("cpu")`` or ``_Timeout("wall")`` is raised; ``wall`` defaults to
+    ``WALL_FACTOR * seconds``.
+    """
     if seconds <= 0 or not hasattr(signal, "setitimer"):
         yield
         return
@@ -147,9 +152,27 @@ def check_outcome(o: Outcome, *, names: Sequence[str], json_out: bool, out_dir: 
                   in_dir: Path | None = None, allowed_inputs: Sequence[str] = ()) -> str | None:
     """The contract of a run on (possibly) bad input; None when kept, else what was broken.
 
-    ``names`` — strings one of which an exit-2 message must contain (the file, the flag);
-    ``out_dir`` — must be empty after exit 2 (nothing written on bad input); ``in_dir`` — must hold
-    nothing but ``allowed_inputs`` afterwards (no temporary file left next to the input).
+    Parameters
+    ----------
+    o : Outcome
+        The run.
+    names : sequence of str
+        Strings one of which an exit-2 message must contain (the file, the flag).
+    json_out : bool
+        Whether the command was run with ``--json`` (then its stdout must be one strict JSON
+        document on exit 0, 1 or 3).
+    out_dir : Path or None
+        Must be empty after exit 2 (nothing written on bad input).
+    in_dir : Path or None
+        Must hold nothing but ``allowed_inputs`` afterwards (no temporary file left next to the
+        input).
+    allowed_inputs : sequence of str
+        The names allowed in ``in_dir``.
+
+    Returns
+    -------
+    str or None
+        What the run broke, or None when it kept the contract.
     """
     if o.timed_out:
         return f"unbounded run (over {o.cpu_seconds:.1f} CPU s in {o.seconds:.1f} s)"
@@ -185,8 +208,10 @@ def check_outcome(o: Outcome, *, names: Sequence[str], json_out: bool, out_dir: 
 
 
 def _empty(d: Path) -> None:
-    """Make ``d`` an empty folder: created if missing, else emptied (files, and the folders a
-    ``"directory"`` input or a command left, with their files)."""
+    """Make ``d`` an empty folder: created if missing, else emptied.
+
+    Emptied means its files, and the folders a ``"directory"`` input or a command left, go.
+    """
     try:
         entries = list(os.scandir(d))
     except FileNotFoundError:
