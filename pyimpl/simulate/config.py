@@ -133,5 +133,6 @@ class SimConfig:
         return topo
 
     def without_failure(self) -> SimConfig:
+        """The same configuration without its failure (the failure-free reference run)."""
         return replace(self, fail=None, fail_at=None)
 

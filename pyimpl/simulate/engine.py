@@ -1,41 +1,16 @@
 """The event loop: a seeded, deterministic discrete-event simulation of a dataflow job.
 
 The parameters are :class:`~rollcheck.pyimpl.simulate.config.SimConfig`, the run's state lives in
-the classes of :mod:`~rollcheck.pyimpl.simulate.state`, what the operators compute is
+:mod:`~rollcheck.pyimpl.simulate.state`, what the operators compute in
 :mod:`~rollcheck.pyimpl.simulate.workloads`; a failure is handed to
 :mod:`~rollcheck.pyimpl.simulate.recovery` and the outcome to
-:mod:`~rollcheck.pyimpl.simulate.metrics`.
-
-Model (``specs/simulate.md#engine``):
-
-- Every operator instance of a :class:`~rollcheck.pyimpl.simulate.topology.Topology` is a process. Channels
-  are FIFO; a message's network delay is drawn from the run's seeded generator, and FIFO order is
-  kept by never letting a message overtake the previous one on its channel.
-- A process handles one item at a time: it picks, among the items that have arrived on its
-  unblocked inputs, the one that arrived first (ties: lower channel index), and is busy for
-  ``cost`` time units afterwards. Sources read a replayable input (offsets are part of their
-  state, like Kafka offsets), one record every ``gap`` time units on average.
-- Every data message carries a per-channel sequence number; receivers keep, per input channel,
-  the last sequence number they applied, and senders keep a log of what they sent. Both are part
-  of the checkpointed state (the log is kept apart: persistent, or volatile = lost with its
-  process).
-- Protocols: ``uc``, ``bcs``, ``hmnr`` (and the mutation catalogue's variants) from
-  :mod:`rollcheck.pyimpl.protocols`, or a user's protocol class (``MODULE:CLASS``,
-  ``path/to/file.py:CLASS``) — basic checkpoints by a per-process timer that restarts after *any*
-  checkpoint, forced checkpoints decided before each delivery; ``cl-aligned`` and
-  ``cl-unaligned`` — a coordinator starts snapshot s+1 at the sources every ``interval`` units
-  once snapshot s completed everywhere, and the operators follow
-  :mod:`rollcheck.pyimpl.protocols.chandy_lamport` (aligned operators hold back marked inputs).
-- One fail-stop failure of a chosen process at a chosen time; recovery is instantaneous and is
-  done by :mod:`rollcheck.pyimpl.simulate.recovery`. The pattern of everything before the failure (the
-  whole run without one) is recorded event by event: :attr:`SimResult.pattern`.
-- A run in which nothing can happen any more while operators still wait for markers is a
-  deadlock (aligned barriers on a cycle): the run stops and reports the stuck operators and their
-  blocked inputs; it never hangs.
+:mod:`~rollcheck.pyimpl.simulate.metrics`. Every operator instance is a process on FIFO channels;
+basic checkpoints come from a per-process timer (CIC protocols) or a coordinator (Chandy–Lamport);
+the pattern up to the one fail-stop failure is :attr:`SimResult.pattern`; a run stuck waiting for
+markers stops as a deadlock and never hangs. The model, rule by rule: ``specs/simulate.md#engine``.
 
 Index conventions: processes as in the topology; checkpoint k of a process is C[i,k] of the
-pattern (k = 0 is the initial state). Properties: ``specs/simulate.md`` (anchors in the
-``properties/simulate_*.py`` modules).
+pattern (k = 0 is the initial state).
 
 References
 ----------
@@ -153,6 +128,7 @@ class Engine:
                      {c: len(v) for c, v in pr.applied.items()}, pr.proto, pr.offset, forced)
 
     def push(self, t: float, kind: int, pid: int = -1, extra: int = 0) -> None:
+        """Schedule an event of ``kind`` at ``t`` for process ``pid`` (ties: insertion order)."""
         self._order += 1
         if kind == WAKE:
             self.n_wake += 1
@@ -160,6 +136,7 @@ class Engine:
 
     # ------------------------------------------------------------------ checkpoints
     def checkpoint(self, pr: Proc, forced: bool) -> int:
+        """Checkpoint process ``pr`` now (``forced`` by the protocol or basic); return its index."""
         if self.proto is not None:
             pr.proto = checkpoint_function(self.proto)(pr.proto, forced)
         pr.saved.append(self._save(pr, forced))
@@ -174,6 +151,7 @@ class Engine:
         return len(pr.saved) - 1
 
     def restart_timer(self, pr: Proc) -> None:
+        """Restart the basic-checkpoint timer of ``pr`` from now and schedule its deadline."""
         if pr.timer is None:
             raise InternalError(f"process {pr.pid} has no basic-checkpoint timer to restart")
         pr.timer = pr.timer.restart(self.now)
@@ -182,6 +160,7 @@ class Engine:
 
     # ------------------------------------------------------------------ messages
     def send(self, pr: Proc, ch: int, payload: Any) -> None:
+        """Send ``payload`` on channel ``ch``: sequence number, piggyback, log, pattern, arrival."""
         pr.out_seq[ch] += 1
         seq = pr.out_seq[ch]
         dst = self.topo.channels[ch].dst
@@ -193,6 +172,7 @@ class Engine:
         self.enqueue(Msg(ch, seq, payload, pb, mid, pr.inc, 0.0))
 
     def enqueue(self, m: Msg) -> None:
+        """Put ``m`` on its channel after a random delay, never overtaking the previous message."""
         arrival = max(self.now + self.rng.expovariate(1.0 / self.cfg.delay), self.last_arrival[m.channel])
         self.last_arrival[m.channel] = arrival
         self.chan[m.channel].append(m._replace(arrival=arrival))
@@ -228,6 +208,7 @@ class Engine:
         return best
 
     def wake(self, pr: Proc) -> None:
+        """Let ``pr`` do what it can now: emit a record (source) or take its next arrived item."""
         while True:
             if pr.busy_until > self.now:
                 return
@@ -353,6 +334,13 @@ class Engine:
         return Deadlock(self.now, tuple(stuck), waiting)
 
     def run(self) -> None:
+        """Run until nothing can happen any more, recovering from the failure if one is set.
+
+        Raises
+        ------
+        InvalidInputError
+            The failure time is after the run ended (``--fail-at``).
+        """
         for pr in self.procs:
             if pr.kind == "source":
                 pr.next_emit = self.rng.expovariate(1.0 / self.cfg.gap)
@@ -401,6 +389,7 @@ class Engine:
                     break
 
     def result(self, seconds: float) -> SimResult:
+        """The run's :class:`SimResult`, ``seconds`` being the wall-clock time it took."""
         if self.builder is not None:
             pattern = self.builder.build()
         else:

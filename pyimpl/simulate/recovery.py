@@ -1,28 +1,13 @@
 """Recovery after one fail-stop failure: recovery line, rollback, channel clearing, log replay.
 
-Steps, all at the failure time (``specs/simulate.md#recovery``):
-
-1. The pattern of the run so far is closed; the recovery line is
-   :func:`rollcheck.pyimpl.recovery.recovery_line` for the failed process, with or without virtual
-   checkpoints (FERDiS §7.2.5). Processes whose entry is a checkpoint *roll back* to it (their
-   state, per-channel sequence numbers, protocol state and source offsets); the others keep their
-   volatile state.
-2. A failed process loses its message log unless logs are persistent. A rolled-back sender
-   truncates its log to what its restored state has sent, and bumps its incarnation.
-3. Channel clearing (FERDiS §7.2.6): the failed process's connections are lost with their
-   contents (fail-stop); any other channel is flushed **exactly when both ends roll back** (case
-   A). Upstream-only rollback (B) and downstream-only rollback (C) keep the channel.
-4. Replay (FERDiS §7.2.8): for every channel whose receiver rolled back or that was flushed, the
-   sender replays from
-   the restored last-applied sequence number + 1 up to what the sender's (restored or live) state
-   has sent, taking each message from the sender's log or, for unaligned Chandy–Lamport, from the
-   channel state recorded in the receiver's checkpoint. A message found in neither is *lost*:
-   the receiver is told to skip its sequence number. Receivers deduplicate by the next expected
-   sequence number.
-5. An in-progress Chandy–Lamport snapshot is aborted (markers dropped) and numbering continues.
-
-Theorems checked on simulated runs: ``specs/simulate.md#t-exactly-once``,
-``#t-at-most-once`` and ``#t-clearing``.
+At the failure time: the recovery line of the pattern so far
+(:func:`rollcheck.pyimpl.recovery.recovery_line`, with or without virtual checkpoints) is
+restored; logs of failed processes are lost unless persistent; a channel is flushed exactly when
+both its ends roll back (FERDiS §7.2.6 case A); receivers that rolled back get the missing
+sequence numbers replayed from the sender's log (or the recorded channel state), lost ones are
+skipped, duplicates dropped; an in-progress snapshot is aborted. Step by step:
+``specs/simulate.md#recovery``. Theorems checked on simulated runs:
+``specs/simulate.md#t-exactly-once``, ``#t-at-most-once`` and ``#t-clearing``.
 
 References
 ----------
@@ -80,9 +65,10 @@ class Recovery:
 
 
 def lost_from_pattern(p: Pattern, line: RecoveryLine, failed: int) -> int:
-    """Lost messages predicted from the pattern alone when the failed process's log is volatile:
-    the line's in-transit messages sent by the failed process (its log is gone, and what was in
-    flight on its connections was lost with them).
+    """Lost messages predicted from the pattern alone when the failed process's log is volatile.
+
+    They are the line's in-transit messages sent by the failed process: its log is gone, and what
+    was in flight on its connections was lost with them.
 
     Examples
     --------

@@ -53,6 +53,7 @@ class Msg(NamedTuple):
 
     @property
     def is_marker(self) -> bool:
+        """Whether the message is a Chandy–Lamport marker (sequence number 0)."""
         return self.seq == 0
 
 
@@ -73,6 +74,13 @@ class Saved:
 
 @dataclass
 class Proc:
+    """The live state of one process of the simulated job.
+
+    Its operator state (``app``), per-channel sequence numbers, applied history, protocol state,
+    source offset, timer, Chandy–Lamport state and recording, checkpoints (``saved``), incarnation
+    (``inc``) and the sequence numbers to skip after a loss.
+    """
+
     pid: int
     kind: str
     app: Any
@@ -93,8 +101,10 @@ class Proc:
 
 
 class SnapshotRecord(NamedTuple):
-    """A completed Chandy–Lamport snapshot: the checkpoint index per process and, per channel, the
-    recorded channel state (pattern message ids).
+    """A completed Chandy–Lamport snapshot.
+
+    The checkpoint index per process and, per channel, the recorded channel state (pattern message
+    ids).
     """
 
     snapshot: int
@@ -103,8 +113,9 @@ class SnapshotRecord(NamedTuple):
 
 
 class Deadlock(NamedTuple):
-    """No progress possible: items wait on blocked inputs. ``stuck``: operator instances waiting
-    for markers, with their blocked input channels.
+    """No progress possible: items wait on blocked inputs.
+
+    ``stuck``: operator instances waiting for markers, with their blocked input channels.
     """
 
     time: float

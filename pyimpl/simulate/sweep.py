@@ -54,6 +54,7 @@ class SweepRow:
     seeds: int
 
     def as_dict(self) -> dict[str, Any]:
+        """The row as a dict of the :data:`COLUMNS`."""
         return {c: getattr(self, c) for c in COLUMNS}
 
 
@@ -134,6 +135,7 @@ def to_markdown(rows: Sequence[SweepRow]) -> str:
 
 
 def to_csv(rows: Sequence[SweepRow]) -> str:
+    """The rows as CSV text, a header line of :data:`COLUMNS` first."""
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=list(COLUMNS), lineterminator="\n")
     w.writeheader()

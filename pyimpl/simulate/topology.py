@@ -151,6 +151,7 @@ class Topology:
     # ------------------------------------------------------------------ materialisation
     @cached_property
     def operator_index(self) -> dict[str, int]:
+        """The position of each operator by name."""
         return {o.name: k for k, o in enumerate(self.operators)}
 
     @cached_property
@@ -179,14 +180,17 @@ class Topology:
 
     @cached_property
     def process_instance(self) -> tuple[int, ...]:
+        """The instance number (within its operator) of each process."""
         return tuple(j for o in self.operators for j in range(o.parallelism))
 
     @cached_property
     def process_names(self) -> tuple[str, ...]:
+        """The name ``op.k`` of each process."""
         return tuple(f"{o.name}.{j}" for o in self.operators for j in range(o.parallelism))
 
     @cached_property
     def channels(self) -> tuple[Channel, ...]:
+        """Every FIFO channel between processes, connection by connection."""
         out: list[Channel] = []
         for ci, c in enumerate(self.connections):
             src_op = self.operators[self.operator_index[c.src]]
@@ -199,8 +203,9 @@ class Topology:
 
     @cached_property
     def route(self) -> dict[tuple[int, int], tuple[int, ...]]:
-        """(process, connection) -> channel indices indexed by the downstream instance (shuffle)
-        or a single channel (pipeline).
+        """(process, connection) -> channel indices.
+
+        Indexed by the downstream instance (shuffle), or a single channel (pipeline).
         """
         out: dict[tuple[int, int], list[int]] = {}
         for ch in self.channels:
@@ -217,6 +222,7 @@ class Topology:
 
     @cached_property
     def outputs(self) -> tuple[tuple[int, ...], ...]:
+        """The output channel indices of each process."""
         outs: list[list[int]] = [[] for _ in range(self.n)]
         for ch in self.channels:
             outs[ch.src].append(ch.index)
@@ -229,6 +235,7 @@ class Topology:
 
     @cached_property
     def is_cyclic(self) -> bool:
+        """Whether the operator graph has a cycle."""
         g = nx.DiGraph()
         g.add_nodes_from(o.name for o in self.operators)
         g.add_edges_from((c.src, c.dst) for c in self.connections)
@@ -266,8 +273,10 @@ def nexmark(parallelism: int = 2) -> Topology:
 
 
 def wordcount(parallelism: int = 2) -> Topology:
-    """Incremental WordCount (FERDiS §8.1): source -> split (pipeline) -> count (shuffle by word,
-    the scatter) -> one stateful sink (shuffle into a single instance, the gather).
+    """Incremental WordCount (FERDiS §8.1).
+
+    source -> split (pipeline) -> count (shuffle by word, the scatter) -> one stateful sink
+    (shuffle into a single instance, the gather).
     """
     p = _check_parallelism(parallelism)
     return Topology(
@@ -287,8 +296,10 @@ def wordcount(parallelism: int = 2) -> Topology:
 
 
 def nhop(parallelism: int = 2) -> Topology:
-    """The cyclic n-hop query (FERDiS §8.1, Fig. 19f): source -> map0 -> map1 -> sink as a full
-    pipeline, plus a shuffle back-channel map1 -> map0 keyed by the edge's target vertex.
+    """The cyclic n-hop query (FERDiS §8.1, Fig. 19f).
+
+    source -> map0 -> map1 -> sink as a full pipeline, plus a shuffle back-channel map1 -> map0
+    keyed by the edge's target vertex.
     """
     p = _check_parallelism(parallelism)
     return Topology(
