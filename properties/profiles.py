@@ -1,13 +1,7 @@
 """Hypothesis profiles and the seed: ``ci`` (fast, ``make test``) and ``verify`` (thorough).
 
-Users type the short names ``ci`` and ``verify`` (``ROLLCHECK_PROFILE``, ``--profile``); Hypothesis
-knows them as ``rollcheck-ci`` and ``rollcheck-verify``, so importing rollcheck never replaces a
-profile that the user registered under a name of their own (``ci`` included).
-
-The seed comes from ``ROLLCHECK_SEED``: unset or empty means *derandomised* (a fixed seed per
-property, the same examples on every run); an integer is applied to every property by the
-runners; anything else is bad input (exit 2 on the command line). :func:`seed` is the one reader of
-that variable.
+Hypothesis knows the profiles as ``rollcheck-ci`` and ``rollcheck-verify``; :func:`seed` reads
+``ROLLCHECK_SEED`` (unset or empty: derandomised). See docs/internals/properties.md#profiles.
 
 Examples
 --------

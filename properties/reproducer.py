@@ -1,12 +1,8 @@
 """Reproducers of killed mutants: a ``rollcheck.reproducer/1`` document that rollcheck reads back.
 
-The document names the mutant, the property that killed it, the profile and seed of the run, and
-the values the property was called with on the violating example (tagged JSON: patterns, sets,
-tuples and rollcheck dataclasses survive the round trip). :func:`replay` reads it, runs the
-property's body once on those values with the mutant's implementation, and returns the violation
-it raises again. Examples drawn with ``st.data()`` or ``st.randoms()`` cannot be written as values;
-their document records the profile and seed instead and the replay re-runs the property under them
-(the runs are deterministic for a given seed).
+The document holds the mutant, the killing property, the profile, the seed and the drawn values
+(tagged JSON); :func:`replay` runs the property's body once on them and returns the violation.
+See docs/internals/properties.md#reproducer.
 
 Examples
 --------

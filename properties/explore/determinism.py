@@ -1,13 +1,8 @@
 """Checking that a protocol is deterministic before the explorer relies on it.
 
-The explorer runs each schedule once and shares the protocol's states between the branches of its
-tree; the pattern-level checks and the random phase run schedules again. All of that assumes that
-the five methods are functions of their arguments: the same schedule gives the same states,
-piggybacks and decisions every time. A protocol that keeps state outside ``st`` (a counter in the
-object or the class, a random generator, the clock) breaks it, and a verdict on it would not be
-reproducible. :func:`refute_determinism` runs sample schedules twice each, at every process count
-the bounds use, and compares every call's result (a :func:`~rollcheck.properties.explore.calls.snapshot`):
-the first call whose result differs, with the same arguments, names the method.
+:func:`refute_determinism` runs sample schedules twice each and names the first method whose
+result differs on the same arguments (state kept outside ``st`` would make verdicts
+irreproducible). See docs/internals/properties.md#explore-determinism.
 
 References
 ----------

@@ -1,14 +1,8 @@
 """Random schedules beyond the exhaustive bound, steered at the protocol under test.
 
-The exhaustive walk covers every schedule up to its bound; beyond it, :func:`steered_schedules`
-draws larger ones (up to 6 processes and 60 events) with *swarm testing*: each schedule first draws
-its shape — how many processes, which of them stay idle, how often each kind of event happens,
-whether deliveries are relayed on to a third process, whether senders burst — so that different
-draws stress different corners instead of all averaging the same traffic. :func:`zigzag_score`
-measures what a flaw needs: deliveries at which the protocol did *not* force although the receiver
-had already sent in its current interval (a zigzag closing: the first hop of a non-causal Z-path),
-and the check hands it to Hypothesis's ``target()`` so that generation climbs towards schedules
-where the protocol under test is most exposed.
+:func:`steered_schedules` draws schedules of up to 6 processes and 60 events with swarm testing
+(each draws its shape first); :func:`zigzag_score` counts unforced zigzag closings, which the
+check hands to Hypothesis's ``target()``. See docs/internals/properties.md#explore-steered.
 
 References
 ----------

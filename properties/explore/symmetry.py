@@ -1,11 +1,8 @@
 """Checking a protocol's ``symmetric`` claim before the explorer relies on it.
 
-A protocol is symmetric when renaming the processes renames its decisions: on the schedule with
-process ids permuted by π, it forces exactly at the same deliveries. The explorer then needs only one
-schedule per renaming class. The claim is not trusted: :func:`refute_symmetry` runs random schedules
-of every process count the bounds use (a protocol may treat process 5 differently from the others,
-which no schedule of 4 processes shows) and, for each, the same schedule under a random
-permutation, and compares the forced decisions delivery by delivery.
+:func:`refute_symmetry` compares the forced decisions on random schedules and on the same
+schedules with permuted process ids, at every process count the bounds use.
+See docs/internals/properties.md#explore-symmetry.
 
 References
 ----------
