@@ -75,7 +75,7 @@ VARIANTS = ("plain", "supervisor", "polling", "recorded")
 
 def _run(kind: str, d: Path, n: int) -> tuple[float, float]:
     """One failure-free driver run of the query: (wall seconds, seconds of the query's own run)."""
-    from rollcheck.spark_replay.killpoints import KillSupervisor
+    from rollcheck.spark_replay.faults.killpoints import KillSupervisor
 
     argv = [sys.executable, "-m", "rollcheck.cli.main", "spark", "record", "query", "--module",
             str(LIB / "clicks_per_window.py"), "--out", str(d / f"run{n}.jsonl"), "--workdir", str(d / f"w{n}"),
@@ -87,7 +87,7 @@ def _run(kind: str, d: Path, n: int) -> tuple[float, float]:
     if kind != "plain":  # armed at a kill point that never comes: the hooks stay active all run
         sup = KillSupervisor(d / f"w{n}" / "checkpoint", markers, 10**6, "commit")
         if kind == "polling":
-            from rollcheck.spark_replay import killpoints
+            from rollcheck.spark_replay.faults import killpoints
 
             real = killpoints._Inotify.open
             killpoints._Inotify.open = classmethod(lambda cls: None)  # type: ignore[method-assign]

@@ -116,7 +116,7 @@ def cell_config(cell: Any, opts: Any, trace: str | Path, reference: str | Path |
     module, provider, engine_version
         For the reference (no cell): what it records; with a cell they default to the cell's.
     """
-    from rollcheck.spark_replay.faults_retry import RetrySchedule
+    from rollcheck.spark_replay.faults.retry import RetrySchedule
     from rollcheck.spark_replay.releases import pinned_release
 
     release = cell.engine_version if cell is not None else engine_version

@@ -6,7 +6,7 @@ with the batch it strikes, so that a hunt cell is re-run as it is by the ordinar
 
 - the failure, among the kinds the hunt was asked for: ``task``, ``sink``, ``kill`` at one of the
   kill points (``offsets``, ``state``, ``sink``, ``commit``), ``executor``, ``retry`` with a
-  :class:`~rollcheck.spark_replay.faults_retry.RetrySchedule` (one task or all, the stateful or the
+  :class:`~rollcheck.spark_replay.faults.retry.RetrySchedule` (one task or all, the stateful or the
   input stage, 1-4 failing attempts, the batch loaded first or later, then a restart or not);
 - a second failure or none: a driver kill may be followed by a second one, Spark's ``twice`` (again
   in the batch after the recovery) or ``during-recovery`` (while the restarted driver restores),
@@ -41,8 +41,8 @@ from hypothesis import strategies as st
 
 from rollcheck.infra.hunt.draw import draw
 from rollcheck.pyimpl.errors import InvalidInputError
-from rollcheck.spark_replay.faults_retry import MAX_TASK_FAILURES, RetrySchedule
-from rollcheck.spark_replay.killpoints import KILL_POINTS
+from rollcheck.spark_replay.faults.killpoints import KILL_POINTS
+from rollcheck.spark_replay.faults.retry import MAX_TASK_FAILURES, RetrySchedule
 from rollcheck.spark_replay.matrix_plan import FAILURES, PROVIDERS, Cell
 
 __all__ = ["BatchShape", "FaultSchedule", "ANCHORS", "SECOND_FAILURES", "fault_schedules", "draw_schedules",

@@ -63,7 +63,7 @@ from rollcheck.infra.matrix.run import entry_of
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.spark_replay.cell import CellConfig, cell_argv, cell_config
 from rollcheck.spark_replay.cluster import on_cluster
-from rollcheck.spark_replay.killpoints import FAILURE_CHECKS
+from rollcheck.spark_replay.faults.killpoints import FAILURE_CHECKS
 from rollcheck.spark_replay.matrix_plan import (
     FAILURES,
     PROVIDERS,

@@ -7,7 +7,7 @@ a standalone cluster SIGKILLed: ``--cluster local-standalone`` or ``--master spa
 ``retry`` (a task fails after its state store committed and Spark retries it), ``twice`` (the driver
 killed after batch K, and again after its restarted driver wrote batch K again), ``during-recovery``
 (the driver killed after batch K, and again while the restarted driver restores), or ``kill`` at one of
-the kill points of :mod:`rollcheck.spark_replay.killpoints` (``kill:offsets``, ``kill:state``,
+the kill points of :mod:`rollcheck.spark_replay.faults.killpoints` (``kill:offsets``, ``kill:state``,
 ``kill:sink``, ``kill:commit``). With ``--engine-version V[,V2...]`` every configuration is run on
 each pyspark release, one group of rows per release (``pyspark V · <name> · <provider>``). The
 matrix itself is :mod:`rollcheck.spark_replay.matrix`.
@@ -22,8 +22,8 @@ from pathlib import Path
 
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.spark_replay.cluster import on_cluster, validate_cluster
-from rollcheck.spark_replay.faults_retry import RetrySchedule
-from rollcheck.spark_replay.killpoints import KILL_POINTS, STATE_STORES
+from rollcheck.spark_replay.faults.killpoints import KILL_POINTS, STATE_STORES
+from rollcheck.spark_replay.faults.retry import RetrySchedule
 
 __all__ = ["PROVIDERS", "FAILURES", "DEFAULT_FAILURES", "Cell", "columns", "plan_cells", "MatrixOptions", "library_modules",
            "supported_providers", "ROW_HEADER", "RELEASE_ROW_HEADER", "row_header", "parse_versions"]

@@ -77,7 +77,7 @@ from typing import Any
 from rollcheck.infra.partialfile import partial_output
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.spark_replay.checkpoint.watcher import PREFIX
-from rollcheck.spark_replay.killpoints import (
+from rollcheck.spark_replay.faults.killpoints import (
     SECOND_FAILURES,
     SECOND_KILL,
     KillSupervisor,

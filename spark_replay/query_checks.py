@@ -7,7 +7,7 @@
   failure-free run's; :func:`query_statestore_crosscheck`: that reader and rollcheck's decoder
   count the same rows;
 - :func:`query_plugins` plugs them in with the checks every streaming trace gets, where a kill,
-  executor loss or task retry struck (:mod:`rollcheck.spark_replay.killpoints`) and the
+  executor loss or task retry struck (:mod:`rollcheck.spark_replay.faults.killpoints`) and the
   engine-distrusting oracles (:mod:`rollcheck.spark_replay.oracles`).
 """
 
@@ -220,10 +220,10 @@ def query_plugins(header: dict[str, Any], source: str | None) -> list[TraceCheck
         StreamCheck("state-failure-free", stream, state_failure_free, at_end=True),
         StreamCheck("statestore-crosscheck", stream, crosscheck, at_end=True)]
     if req is not None and req[0] == "kill":  # where the kill struck (killpoints.py)
-        from rollcheck.spark_replay.killpoints import kill_point_struck
+        from rollcheck.spark_replay.faults.killpoints import kill_point_struck
 
         plugins.insert(2, EventListCheck("kill-point", header, kill_point_struck, source))
-    from rollcheck.spark_replay.killpoints import FAILURE_CHECKS
+    from rollcheck.spark_replay.faults.killpoints import FAILURE_CHECKS
 
     if req is not None and req[0] in FAILURE_CHECKS:  # executor, retry, twice, during-recovery (killpoints.py)
         check_name, check_fn = FAILURE_CHECKS[req[0]]

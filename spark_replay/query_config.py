@@ -17,8 +17,8 @@ from typing import Any
 from rollcheck.infra.calllimit import DEFAULT_QUERY_CALL_TIMEOUT, check_limit
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.spark_replay.cluster import on_cluster, validate_cluster
-from rollcheck.spark_replay.faults_retry import SCHEDULE_FLAGS, RetrySchedule
-from rollcheck.spark_replay.killpoints import state_store_conf, validate_options
+from rollcheck.spark_replay.faults.killpoints import state_store_conf, validate_options
+from rollcheck.spark_replay.faults.retry import SCHEDULE_FLAGS, RetrySchedule
 
 __all__ = ["FAILURES", "KILLED", "QueryConfig", "session_conf", "driver_master"]
 

@@ -7,7 +7,7 @@ filter raises in a task of batch K), ``sink`` (raises after the sink wrote batch
 (one executor JVM SIGKILLed after batch K's state committed), ``kill``/``twice``/
 ``during-recovery`` (the supervising parent SIGKILLs the driver) and ``retry`` (a task of batch K
 fails once after its state committed, Spark retries it; the driver is restarted after the next
-batch) (:mod:`rollcheck.spark_replay.killpoints`). At the first sink call of a restarted attempt it records
+batch) (:mod:`rollcheck.spark_replay.faults.killpoints`). At the first sink call of a restarted attempt it records
 ``spark.restart``; a restart that fails with the engine's exception before that records a
 ``spark.restart`` marked ``failed`` (with the exception's name) and ``spark.recovery_failed`` (the
 exception, its root cause, the checkpoint). It also records Spark's progress reports (the
@@ -28,7 +28,14 @@ from rollcheck.pyimpl.errors import InvalidInputError, UserCodeTimeout, environm
 from rollcheck.spark_replay.checkpoint.reader import CheckpointDir
 from rollcheck.spark_replay.checkpoint.watcher import PREFIX, CheckpointWatcher
 from rollcheck.spark_replay.cluster import strike_executor
-from rollcheck.spark_replay.faults_retry import (
+from rollcheck.spark_replay.faults.killpoints import (
+    SECOND_FAILURES,
+    SECOND_KILL,
+    checkpoint_logs,
+    recovery_kill_filter,
+    state_files_of_version,
+)
+from rollcheck.spark_replay.faults.retry import (
     RETRY_EXHAUSTED,
     RETRY_FAILED,
     RETRY_RESTART,
@@ -37,13 +44,6 @@ from rollcheck.spark_replay.faults_retry import (
     retry_input_filter,
     retry_restart_batch,
     strike_armed,
-)
-from rollcheck.spark_replay.killpoints import (
-    SECOND_FAILURES,
-    SECOND_KILL,
-    checkpoint_logs,
-    recovery_kill_filter,
-    state_files_of_version,
 )
 from rollcheck.spark_replay.query_config import KILLED, QueryConfig
 from rollcheck.spark_replay.query_failures import (

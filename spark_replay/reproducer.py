@@ -45,7 +45,7 @@ from rollcheck.infra.matrix.shrink import shrink_batches
 from rollcheck.infra.templates import fill_template, read_template
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.patternio import atomic_write_text
-from rollcheck.spark_replay.killpoints import STATE_STORES
+from rollcheck.spark_replay.faults.killpoints import STATE_STORES
 from rollcheck.spark_replay.query_module import SINGLE_SOURCE
 
 __all__ = ["module_with_rows", "reproducer_source", "fill_template", "minimise_and_write", "reproducer_python",

@@ -120,7 +120,7 @@ def run_driver(module: str, spec: dict[str, Any], *, workdir: Path, n: int, mark
     watch : callable, optional
         Called with the driver's process in every round of the wait (it may block up to about
         ``_POLL_S``); it returns True when it has killed the driver at a kill point (the kill
-        points of :mod:`rollcheck.spark_replay.killpoints`), which counts as ``killed``. It also
+        points of :mod:`rollcheck.spark_replay.faults.killpoints`), which counts as ``killed``. It also
         serves the driver's own kill requests (:data:`KILL_REQUEST`), so that every kill is
         recorded by the one who struck it.
     python : path, optional

@@ -76,7 +76,7 @@ def test_schedules_reach_every_kind_anchor_and_the_second_failure() -> None:
     assert any(s.schedule for s in seen if s.failure == "retry")
     for s in seen:  # every drawn retry schedule can strike at its batch
         if s.failure == "retry" and s.schedule:
-            from rollcheck.spark_replay.faults_retry import RetrySchedule
+            from rollcheck.spark_replay.faults.retry import RetrySchedule
 
             RetrySchedule.parse(s.schedule).validate(s.batch)
 

@@ -32,7 +32,7 @@ from rollcheck.spark_replay.cluster import (
     kill_executor,
     validate_cluster,
 )
-from rollcheck.spark_replay.killpoints import (
+from rollcheck.spark_replay.faults.killpoints import (
     executor_struck,
     retry_restart_batch,
     retry_struck,

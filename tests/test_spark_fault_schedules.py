@@ -1,4 +1,4 @@
-"""The ``retry`` failure as a schedule (``spark_replay/faults_retry.py``, ``faults_retry_check.py``).
+"""The ``retry`` failure as a schedule (``spark_replay/faults/retry.py``, ``faults_retry_check.py``).
 
 Fast tests: the schedule's text, flags and refusals; the matrix's retry columns; and, per schedule
 parameter, a trace whose failure struck elsewhere than asked, which ``task-retried`` must call
@@ -15,8 +15,8 @@ import pytest
 
 from rollcheck.cli.main import main
 from rollcheck.pyimpl.errors import InvalidInputError
-from rollcheck.spark_replay.faults_retry import RetrySchedule
-from rollcheck.spark_replay.faults_retry_check import retry_struck
+from rollcheck.spark_replay.faults.retry import RetrySchedule
+from rollcheck.spark_replay.faults.retry_check import retry_struck
 from rollcheck.spark_replay.matrix import _record_argv
 from rollcheck.spark_replay.matrix_plan import Cell, MatrixOptions, columns, plan_cells
 from rollcheck.spark_replay.query_config import QueryConfig

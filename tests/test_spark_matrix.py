@@ -23,7 +23,7 @@ import pytest
 from rollcheck.infra.matrix import matrix_verdict
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.verdict import Status
-from rollcheck.spark_replay.killpoints import (
+from rollcheck.spark_replay.faults.killpoints import (
     KILL_POINTS,
     KillSupervisor,
     checkpoint_logs,

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from rollcheck.spark_replay import reproducer
-from rollcheck.spark_replay.killpoints import STATE_STORES
+from rollcheck.spark_replay.faults.killpoints import STATE_STORES
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = (ROOT / "examples" / "queries" / "clicks_per_window.py").read_text()

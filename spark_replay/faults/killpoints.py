@@ -48,7 +48,7 @@ from typing import Any
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.verdict import Check
 from rollcheck.spark_replay.checkpoint.logs import checkpoint_logs, state_files_of_version
-from rollcheck.spark_replay.faults_cluster import (
+from rollcheck.spark_replay.faults.cluster import (
     CLUSTER_FAILURES,
     SECOND_FAILURES,
     SECOND_KILL,
@@ -56,7 +56,8 @@ from rollcheck.spark_replay.faults_cluster import (
     recovery_kill_filter,
     second_failure_struck,
 )
-from rollcheck.spark_replay.faults_retry import (
+from rollcheck.spark_replay.faults.inotify import Inotify as _Inotify
+from rollcheck.spark_replay.faults.retry import (
     RETRY_DONE,
     RETRY_FAILED,
     RETRY_RESTART,
@@ -64,8 +65,7 @@ from rollcheck.spark_replay.faults_retry import (
     retry_restart_batch,
     retry_task,
 )
-from rollcheck.spark_replay.faults_retry_check import retry_struck
-from rollcheck.spark_replay.stream_inotify import Inotify as _Inotify
+from rollcheck.spark_replay.faults.retry_check import retry_struck
 
 __all__ = [
     "KILL_POINTS",

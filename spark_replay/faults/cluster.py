@@ -2,8 +2,8 @@
 
 :func:`executor_struck` proves an executor loss (``executor``), :func:`second_failure_struck` the
 second kill of ``twice`` / ``during-recovery`` (:func:`recovery_kill_filter` strikes the latter);
-the ``retry`` failure's schedule and check are :mod:`rollcheck.spark_replay.faults_retry` and
-:mod:`rollcheck.spark_replay.faults_retry_check`. Each check reads the trace alone; a failure that
+the ``retry`` failure's schedule and check are :mod:`rollcheck.spark_replay.faults.retry` and
+:mod:`rollcheck.spark_replay.faults.retry_check`. Each check reads the trace alone; a failure that
 did not strike where asked is *unchecked* (the replay inconclusive), never a pass.
 """
 

@@ -1,5 +1,5 @@
 """``task-retried``: the replay's proof, from the trace alone, that the ``retry`` failure struck as
-its schedule asked (:class:`~rollcheck.spark_replay.faults_retry.RetrySchedule`).
+its schedule asked (:class:`~rollcheck.spark_replay.faults.retry.RetrySchedule`).
 
 The ``failure`` event (``mode: "retry"``) carries every task attempt of the struck stage that
 reached the injection (``failed_attempts``, ``succeeded_attempts``: partition, stage, attempt, the
@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from rollcheck.pyimpl.verdict import Check
-from rollcheck.spark_replay.faults_retry import RetrySchedule
+from rollcheck.spark_replay.faults.retry import RetrySchedule
 
 __all__ = ["retry_struck", "schedule_mismatch"]
 
