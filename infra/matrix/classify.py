@@ -1,13 +1,8 @@
 """A cell's verdict and its attribution: ``verdict``, ``expected_by_engine``, ``attributed_to``, ``reason``.
 
-The verdict is the replay report's, under the one verdict rule
-(:func:`rollcheck.pyimpl.verdict.decide`); nothing here can turn a not-conformant cell into a
-pass. For a not-conformant cell the attribution says who is at fault: the engine (a *finding*,
-``attributed_to: "engine"``), or the user's module (``"module"``; ``expected_by_engine: true``
-when every extra copy is a re-delivery the engine documents, the documentation cited in
-``reason``), or nobody when a check could not run (``None``). The rule is
-:func:`rollcheck.pyimpl.attribution.classify_cell` (counted from the trace: which batches or
-records the sink was handed, in which attempts); the same for every engine.
+The verdict is the replay report's (:func:`rollcheck.pyimpl.verdict.decide`); a not-conformant
+cell is attributed to the engine, the user's module or nobody by
+:func:`rollcheck.pyimpl.attribution.classify_cell`. See docs/internals/infra.md#matrix-classify.
 
 Examples
 --------

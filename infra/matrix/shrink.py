@@ -1,15 +1,8 @@
 """The minimiser's searches: the smallest input that still shows a finding.
 
-Both take a predicate that re-runs the cell on a smaller input (a real recording, decided by the
-same replay) and say whether it still fails the same check; both are bounded in re-runs. A re-run
-that cannot be decided counts as not showing the finding.
-
-- :func:`bisect_fewest` — the fewest first records (Flink): a bisection between 1 and the full
-  input, halving first.
-- :func:`shrink_batches` — the fewest batches, then the fewest rows per batch (Spark): drop the
-  batches after the failing batch K (keep 0..K, else 0..K+1, ...), then those before it (the
-  failure then strikes at batch 0), then halve each batch (the first half, else the second) while
-  it fails — the one-pass, halving variant of delta debugging.
+:func:`bisect_fewest` finds the fewest first records (Flink), :func:`shrink_batches` the fewest
+batches and rows per batch (Spark); both re-run the cell a bounded number of times.
+See docs/internals/infra.md#matrix-shrink.
 
 References
 ----------
