@@ -1,22 +1,10 @@
 """A machine calibration recorded next to measured times, so that times compare across machines.
 
-``rollcheck verify`` records one in ``results.json`` (key ``calibration``) and ``make bench-verify``
-in every record of ``benchmarks/results/verify-sections.json``:
-
-- ``loop_cpu_seconds``: the process CPU time of the pure-Python loop
-  ``s = 0; for i in range(20_000_000): s += i`` (:data:`LOOP`; the best of ``repeat`` runs): the
-  speed of one core for the interpreter's kind of work, nearly independent of other load;
-- ``jvm_start_seconds``: the wall time of one ``java -version`` (None without Java): what every
-  TLC, Spark and Flink run pays first;
-- ``cpu_count`` (``os.cpu_count()``) and ``usable_cores`` (the CPUs this process may run on);
-- ``load_average``: the 1-minute load average at the start and at the end of the measured run.
-
-A time divided by ``loop_cpu_seconds`` (:func:`normalise`) is in units of "calibration loops":
-the same work on a machine twice as slow takes about twice the seconds and the same number of
-loops. :func:`slower_sections` compares two records that way and names the sections whose
-normalised time grew beyond a tolerance. A record without a calibration (older ones) is
-*uncalibrated*: its times are compared as they are, or not at all (:func:`slower_sections`'s
-``require_calibration``), and it never gets an invented calibration.
+``rollcheck verify`` and ``make bench-verify`` record the CPU time of a pure-Python loop
+(:data:`LOOP`), the JVM start time, the core counts and the load average. A time divided by the
+loop's (:func:`normalise`) is in "calibration loops", about the same on a machine twice as slow;
+:func:`slower_sections` compares records that way. A record without a calibration is never given
+an invented one. The fields: docs/internals/verify.md#calibration-rollcheckcalibration.
 """
 
 from __future__ import annotations

@@ -1,20 +1,10 @@
 """Helpers shared by the subcommands: safe input, safe output, JSON output, limits, progress.
 
-- Input: :func:`load_json_input` is the one JSON loader for every input file (nesting and
-  integer-size caps, NaN/Infinity/BOM/non-UTF-8 rejected with the file and the place; see
-  :mod:`rollcheck.pyimpl.jsonio`).
-- Output: :func:`check_output_path` is called before any work starts for every ``-o``/``--out``;
-  files are written through :func:`atomic_write_text` / :func:`atomic_output` (a temporary file in
-  the same folder, renamed into place; the mode of a replaced file is kept, new files get the
-  umask's permissions; a write-protected file is never replaced).
-- :func:`emit_json` prints exactly one JSON document; non-finite numbers become ``null`` and the
-  document gets a ``"note"`` saying which ones (``Infinity``/``NaN`` are not JSON).
-- :func:`safe_text` makes any text one printable line (lone surrogates and control characters
-  escaped, long text cut).
-- :func:`check_limit` enforces the documented upper bound of an option before any work starts;
-  :func:`refuse_non_finite` (called by the CLI's argument parser on every option value) refuses
-  ``nan``, ``inf`` and overflowing literals such as ``1e309`` for every numeric option.
-- :func:`progress` shows a rich progress bar on stderr when stderr is a terminal.
+Input: :func:`load_json_input`, the one JSON loader for every input file. Output:
+:func:`check_output_path` (before any work), :func:`atomic_write_text` / :func:`atomic_output`
+(a temporary file renamed into place; a write-protected file is never replaced),
+:func:`emit_json` (exactly one JSON document). Options: :func:`check_limit`,
+:func:`refuse_non_finite`. Text: :func:`safe_text`; progress: :func:`progress`.
 """
 
 from __future__ import annotations

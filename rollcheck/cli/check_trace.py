@@ -2,25 +2,12 @@
 
 Exit codes: 0 conformant, 1 a check found a violation (the root cause's offending seq is named),
 2 unreadable or malformed trace (``FILE: line N (seq S): field: reason``), 3 inconclusive (nothing
-examined, or a check the trace calls for could not run: a failure without its recovery, a
-reference but no end of run, a TLC that could not start).
-TLC trace validation runs by default for traces of at most :data:`TLC_AUTO_MAX_EVENTS` events
-whose protocol has a TLA+ model (``--tlc`` forces it, ``--no-tlc`` skips it).
+examined, or a check the trace calls for could not run).
 
-**One checker in fact.** A trace whose header ``source`` is a built-in engine's (:data:`ENGINES`:
-the Spark and Flink recorders) is checked by that engine's own replay, the function ``rollcheck
-spark replay`` / ``rollcheck flink replay`` run
-(:func:`rollcheck.cli.engine_replay.replay_engine_trace`, the one function all three call): the
-same checks, verdict and exit code. Options that the engine's replay does not take (``--protocol``, ``--reference``,
-``--no-virtual``) are refused for such a trace (exit 2) rather than silently ignored; TLC runs
-where the engine's replay runs it (``--no-tlc`` skips it, ``--tlc-timeout`` bounds it), whatever
-the trace's size, as in the replays.
-
-For any other engine, a check the trace could call for but the command line did not enable is
-listed as *not applicable*, naming the option that enables it (:func:`not_enabled`):
-``forced-checkpoints`` and ``no-useless-checkpoints`` without a protocol, ``outputs-exactly-once``
-when the trace has outputs but no ``--reference`` was given, ``tlc-trace`` under ``--no-tlc`` or
-without a protocol. Their JSON entries carry ``"enabled_by": "--option"``.
+A trace of a built-in engine (:data:`ENGINES`) is checked by that engine's own replay
+(:func:`rollcheck.cli.engine_replay.replay_engine_trace`), options it does not take refused; for
+any other engine a check the command line did not enable is *not applicable*, naming the option
+that enables it (:func:`not_enabled`). See docs/internals/cli.md#one-trace-checker-check_trace.
 """
 
 from __future__ import annotations

@@ -1,19 +1,9 @@
 """JVM options for the short-lived JVMs a verify section starts (TLC, Spark drivers, PyFlink).
 
-Most JVMs of a verify run live for seconds to a minute on small inputs: their CPU goes to start-up,
-class loading and compiling, not to long-running code. Tiered compilation stopped at C1
-(``-XX:TieredStopAtLevel=1``) skips the optimising compiler, whose threads cost more CPU there
-than they save. Measured on the shared 2-core machine (CPU seconds of the whole process tree,
-default → C1 only): TLC on ``cic-hmnr-small`` (13 003 states) 6.8 → 3.5; a Spark session with
-three small jobs 19.5 → 11.9; a Flink word count recording (1 500 records, a task failure)
-15.7 → 10.6.
-
-A section process calls :func:`use_short_jvm_options` with the environment variable the JVM's
-launcher reads (``JAVA_TOOL_OPTIONS`` for TLC, ``SPARK_SUBMIT_OPTS`` for Spark's driver,
-``JVM_ARGS`` for PyFlink's local cluster): the JVMs it starts from then on, child processes'
-included, get the option. The scheduler runs every section (part) in a process of its own, so
-this never reaches another section. Timed measurements (the Flink recovery-time and utilization
-sweeps) and long model-checking runs (TLC's large bounds) keep the JVM's defaults.
+Tiered compilation stopped at C1 (``-XX:TieredStopAtLevel=1``) nearly halves the CPU of such
+JVMs (TLC on ``cic-hmnr-small``: 6.8 → 3.5 CPU s). A section process calls
+:func:`use_short_jvm_options` with the variable its JVM's launcher reads; timed measurements and
+TLC's large bounds keep the defaults. See docs/internals/verify.md#jvm-options-rollchecksections_jvm.
 """
 
 from __future__ import annotations

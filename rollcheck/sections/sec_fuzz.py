@@ -1,16 +1,10 @@
 """``rollcheck verify`` section: fuzzing every input format and numeric option (``specs/cli.md``).
 
-One row per entry of :data:`rollcheck.fuzz.FORMATS` (pattern, span system, dataflow,
-elastic configuration, TRT profile, ``rollcheck.trace/1`` through ``check trace``, ``trace
-validate`` and ``trace to-pattern``, interval/TRT/simulate/elastic options) and one for TLA+ value
-strings — eight formats: ≥ 10^4 Hypothesis-mutated inputs each (300 with ``--quick``),
-seeded by verify's seed, run through the real CLI in-process. A row passes when every input kept
-the bad-input contract: exit 0/1/3, or exit 2 with one line naming the file or flag, within the
-time bound, nothing written, no traceback, never exit 4. The detail gives the counts (inputs,
-exit codes, tracebacks, unbounded runs) and the first findings. Measured: about 3.5 minutes for
-the first five rows at full size (10^4 inputs each, one core), 10–15 s with ``--quick``; the trace
-row alone takes 4.5–7.5 minutes at full size (10^4 inputs, 28–44 ms each, measured at load average
-18–27 on the shared 2-core machine).
+One row per entry of :data:`rollcheck.fuzz.FORMATS` and one for TLA+ value strings: ≥ 10^4
+Hypothesis-mutated inputs each (300 with ``--quick``), seeded by verify's seed, run through the
+real CLI in-process. A row passes when every input kept the bad-input contract (exit 0/1/3, or
+exit 2 with one line naming the file or flag, in time, nothing written, never a traceback or exit
+4). Timings: docs/internals/fuzz.md#where-it-runs.
 """
 
 from __future__ import annotations

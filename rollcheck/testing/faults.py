@@ -1,22 +1,11 @@
 """Fault injection for rollcheck itself: killed mid-run, a full disk, user code that hangs.
 
-The contract (``specs/cli.md``, "Faults the commands survive") says what every command survives;
-this module provides the means to test it from outside, as a user would meet the faults, and the
-"faults" row of the fuzz/fault harness in ``rollcheck verify``:
-
-- :func:`tagged_env` / :func:`tagged_processes` / :func:`wait_gone`: every process of a run
-  carries ``ROLLCHECK_FAULT_TAG=<tag>`` in its environment (inherited by every descendant, even
-  one re-parented to init), so survivors are found by their environments (psutil);
-- :func:`small_fs`: a ``tmpfs`` of a few KiB (root only) for disk-full runs;
-- :data:`SCENARIOS` and :func:`run_scenarios`: the harness's scenarios (each a function returning a
-  problem or ``None``); :func:`faults_row` turns their outcome into a ``verify`` row (section
-  ``fuzz``). Quick ones (``make test``, ``verify --quick``; about 15 s): children of a SIGKILLed
-  parent die (:func:`children_die`; its broken variant :data:`PARENT_PLAIN` is caught), a query
-  module whose ``batches()`` never returns is stopped by ``--call-timeout``, ``render -o`` on a
-  full disk, ``check protocol --out`` whose picture does not fit (these two need root for a small
-  tmpfs: without it the row says so and is inconclusive). The full ``verify`` adds SIGKILL during
-  TLC and during a Spark recording, and SIGTERM during a Spark recording (one JVM each, about a
-  minute each on an idle machine).
+The means to test, from outside as a user meets them, the faults every command survives, and the
+"faults" row of ``rollcheck verify``. Every process of a run carries a tag in its environment
+(:func:`tagged_env`), so survivors are found (:func:`tagged_processes`, :func:`wait_gone`);
+:func:`small_fs` gives a tiny ``tmpfs`` for disk-full runs; :data:`SCENARIOS`,
+:func:`run_scenarios` and :func:`faults_row` are the harness (quick scenarios in ``make test``).
+The scenarios: docs/internals/testing.md#fault-injection-faults.
 
 References
 ----------
