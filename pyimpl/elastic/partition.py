@@ -51,18 +51,21 @@ class Partition:
 
     @property
     def tasks(self) -> tuple[str, ...]:
+        """The task names, in order of their first key."""
         seen: dict[str, None] = {}
         for t in self.owner:
             seen.setdefault(t, None)
         return tuple(seen)
 
     def keys_of(self, task: str) -> frozenset[int]:
+        """The keys ``task`` owns."""
         return frozenset(k for k, t in enumerate(self.owner) if t == task)
 
     def __getitem__(self, key: int) -> str:
         return self.owner[key]
 
     def as_dict(self) -> dict[int, str]:
+        """The partition as ``{key: task}``."""
         return dict(enumerate(self.owner))
 
 

@@ -35,7 +35,7 @@ class Checkpoint:
 
 
 def l1_ready(rec: SliceRecord, stateful: bool, succ_l0: Mapping[int, int]) -> bool:
-    """QTP T5: may the L1-ACK for the input of slice ``rec`` be sent upstream?
+    """QTP T5: whether the L1-ACK for the input of slice ``rec`` may be sent upstream.
 
     Only when every output of the slice was received downstream (L0 from the successors covers
     ``sd``) and, for a stateful task, a checkpoint was taken after the slice was processed.

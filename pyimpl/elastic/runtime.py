@@ -39,6 +39,8 @@ class Task:
 
 @dataclass
 class Message:
+    """A message between tasks: ``data`` (a ``Slice``) or an ``l0``/``l1`` ACK (key -> seq)."""
+
     kind: str  # "data" | "l0" | "l1"
     src: str
     dst: str
@@ -61,12 +63,14 @@ class RunResult:
     checkpoint_events: int = 0  # output events stored in checkpoints (the data buffers), summed
 
     def output_by_key(self) -> dict[int, list[tuple[int, int]]]:
+        """The sink's ``(seq, value)`` pairs per key, keys in order."""
         out: dict[int, list[tuple[int, int]]] = {}
         for e in self.sink:
             out.setdefault(e.key, []).append((e.seq, e.value))
         return dict(sorted(out.items()))
 
     def to_dict(self) -> dict[str, Any]:
+        """The run's counters as a JSON-ready dict."""
         return {
             "steps": self.steps,
             "rounds_run": self.rounds_run,

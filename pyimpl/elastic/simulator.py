@@ -1,20 +1,11 @@
 """A deterministic, seeded simulator of SPATE's elastic upstream backup on a keyed pipeline.
 
-Source: Wei et al., *Reliable stream data processing for elastic distributed stream processing
-systems* (SPATE), Cluster Computing 2019: §4.1 elastic data slices, §4.2 dynamic checkpoint
-adjustment, §5.1.1 the queue-trimming protocol QTP (two-level ACK), §5.1.2 the online backup
-adjustment protocol OAP, §5.2 Algorithm 1 (recovery) and §5.2.2 (deduplication by sequence
-number). The rules implemented, and the theorems the properties check, are in
-``specs/elastic.md`` (anchors ``#model``, ``#qtp``, ``#scaling``, ``#recovery``, ``#theorems``).
-
-Topology: ``source → op_1 → … → op_n → sink``. Level 0 is the (reliable) source, levels
-``1..n`` the operators of ``Config.ops``, level ``n+1`` the (reliable) sink. Each operator level
-has a key partition; scaling events change it at the start of a round. One task of one operator
-may fail once, before any numbered step of the run (``Failure.step``).
-
-Index conventions: rounds are numbered from 1; a slice formed in round ``r`` has ``k = r``;
-steps are numbered from 1 in execution order (see :class:`Simulator`); keys ``0..K-1``; every
-per-key sequence number starts at 1 and is preserved along the pipeline.
+``source → op_1 → … → op_n → sink``: levels 0 and ``n+1`` are the reliable source and sink,
+levels ``1..n`` the operators of ``Config.ops``, each with a key partition that scaling events
+change at the start of a round; one task may fail once, before step ``Failure.step``. Rounds and
+steps count from 1 (a slice formed in round ``r`` has ``k = r``), keys are ``0..K-1``, per-key
+sequence numbers start at 1 and are preserved along the pipeline. Rules and theorems:
+``specs/elastic.md`` (``#model``, ``#qtp``, ``#scaling``, ``#recovery``, ``#theorems``).
 
 Examples
 --------
@@ -26,6 +17,12 @@ True
 >>> hit = simulate(cfg, failure=Failure(step=clean.steps // 2, op=2, key=1))
 >>> hit.output_by_key() == clean.output_by_key(), len(hit.recoveries)
 (True, 1)
+
+References
+----------
+Wei et al., *Reliable stream data processing for elastic distributed stream processing systems*
+(SPATE), Cluster Computing 2019: §4.1 elastic data slices, §4.2 dynamic checkpoint adjustment,
+§5.1.1 QTP (two-level ACK), §5.1.2 OAP, §5.2 Algorithm 1 (recovery), §5.2.2 deduplication.
 """
 
 from __future__ import annotations
@@ -143,9 +140,11 @@ class Simulator:
             self.tasks[tid] = t
 
     def level_tasks(self, lv: int) -> list[Task]:
+        """The tasks of level ``lv``, in partition order."""
         return [self.tasks[t] for t in self.partitions[lv].tasks]
 
     def owner(self, lv: int, key: int) -> Task:
+        """The task of level ``lv`` that owns ``key``."""
         return self.tasks[self.partitions[lv][key]]
 
     # ---------------------------------------------------------------- stepping and failure
@@ -172,6 +171,7 @@ class Simulator:
 
     # ---------------------------------------------------------------- the round
     def run(self) -> RunResult:
+        """Run rounds until the pipeline is quiescent; the outcome."""
         limit = self.cfg.rounds + 4 * (self.n + 2) + 8
         while True:
             self.round += 1

@@ -76,9 +76,11 @@ class Slice:
     events: tuple[Event, ...]
 
     def last_seq(self) -> dict[int, int]:
+        """The last sequence number per key in the slice."""
         return last_seq(self.events)
 
     def restrict(self, keys: Iterable[int] | Mapping[int, object]) -> Slice:
+        """The slice with only the events of ``keys``."""
         keyset = set(keys)
         return Slice(self.k, tuple(e for e in self.events if e.key in keyset))
 
@@ -130,6 +132,7 @@ class SliceRecord:
     checkpointed: bool = False
 
     def restrict(self, keys: Iterable[int]) -> SliceRecord | None:
+        """The record with only the entries of ``keys`` (None when none is left)."""
         keyset = set(keys)
         su = {k: v for k, v in self.su.items() if k in keyset}
         sd = {k: v for k, v in self.sd.items() if k in keyset}
@@ -181,6 +184,7 @@ class OutputQueue:
     slices: list[Slice] = field(default_factory=list)
 
     def append(self, s: Slice) -> None:
+        """Append ``s`` unless it is empty."""
         if s.events:
             self.slices.append(s)
 
@@ -197,10 +201,12 @@ class OutputQueue:
         return dropped
 
     def events(self, keys: Iterable[int] | None = None) -> list[Event]:
+        """The queued events in order, only those of ``keys`` when given."""
         keyset = None if keys is None else set(keys)
         return [e for s in self.slices for e in s.events if keyset is None or e.key in keyset]
 
     def restrict(self, keys: Iterable[int]) -> OutputQueue:
+        """A queue of the slices restricted to ``keys``."""
         keyset = set(keys)
         out = OutputQueue()
         for s in self.slices:
@@ -208,6 +214,7 @@ class OutputQueue:
         return out
 
     def copy(self) -> OutputQueue:
+        """A shallow copy (the slices are immutable)."""
         return OutputQueue(list(self.slices))
 
     def __len__(self) -> int:

@@ -18,8 +18,10 @@ __all__ = ["trim_violations"]
 
 
 def trim_violations(sim: Simulator) -> list[str]:
-    """Trim safety after a step of ``sim``: every event a recovery of any operator task would need is
-    still in its upstream queue; one sentence per task and key that misses some.
+    """Trim safety after a step of ``sim``: what a recovery would need is still queued upstream.
+
+    Every event a recovery of any operator task would need must still be in its upstream queue;
+    the result has one sentence per task and key that misses some (empty when safe).
     """
     out: list[str] = []
     assert sim._ref is not None

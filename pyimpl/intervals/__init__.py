@@ -1,27 +1,11 @@
 """Checkpoint-interval models: utilization and the optimal interval, total recovery time.
 
-Two families of models decide how often a stream processor should checkpoint.
-
-*Utilization* (Jayasekara, Harwood and Karunasekera, §3–§4): the long-run fraction of time spent
-on useful work when a system checkpoints every ``T`` time units at cost ``c`` and fails as a
-Poisson process of rate ``λ``; the optimum ``T*`` uses the principal branch of the Lambert W
-function. *Total recovery time* (Geldenhuys, Thamsen and Kao, "Chiron", §III–§IV): a
-geometric-series heuristic for the time from a failure until the job has caught up with its
-input, and an optimiser that picks the checkpoint interval with the lowest predicted latency
-whose predicted TRT meets a bound.
-
-Modules (one concept each; everything is re-exported here):
-
-- :mod:`~rollcheck.pyimpl.intervals.utilization` — utilization, Eqs. 1, 3, 4, 5, 10;
-- :mod:`~rollcheck.pyimpl.intervals.optimal` — ``T*`` and the Young/Daly/Zhuang baselines;
-- :mod:`~rollcheck.pyimpl.intervals.trt` — Chiron's total recovery time;
-- :mod:`~rollcheck.pyimpl.intervals.optimiser` — Chiron's CI optimiser (quadratic fits);
-- :mod:`~rollcheck.pyimpl.intervals.sim` — stochastic simulation of the utilization model;
-- :mod:`~rollcheck.pyimpl.intervals.profile` — reading profiling points (CSV or JSON).
-
-Imports only go down this list (``profile`` uses ``trt`` and ``optimiser``, ``sim`` uses
-``utilization``, all share the private precondition checks), never back. Theorems:
-``specs/intervals.md``.
+*Utilization* (Jayasekara et al.): the long-run useful fraction of time when checkpointing every
+``T`` at cost ``c`` under Poisson failures of rate ``λ``, and its optimum ``T*`` (Lambert W).
+*Total recovery time* (Chiron): the time from a failure until the job has caught up, and an
+optimiser picking the interval of lowest predicted latency whose TRT meets a bound. Submodules
+``utilization``, ``optimal``, ``trt``, ``optimiser``, ``sim`` and ``profile`` are re-exported
+here (docs/internals/pyimpl-intervals.md); theorems: ``specs/intervals.md``.
 
 Examples
 --------

@@ -35,6 +35,7 @@ class QuadraticFit:
     _poly: Any = field(repr=False, compare=False, default=None)
 
     def __call__(self, x: Any) -> Any:
+        """The fit's value at ``x`` (a float for a scalar, an array for an array)."""
         v = self._poly(np.asarray(x, dtype=float))
         return float(v) if np.ndim(v) == 0 else v
 
@@ -65,6 +66,7 @@ class QuadraticFit:
         return sorted(xs)
 
     def stationary_points(self) -> list[float]:
+        """Real ``x`` where the fit's derivative is zero."""
         r = self._poly.deriv().roots()
         return [float(z.real) for z in np.atleast_1d(r) if abs(z.imag) <= 1e-12]
 

@@ -1,31 +1,11 @@
 """Stochastic simulation of checkpointing with exponential failures (the utilization model's system).
 
-The simulated system (Jayasekara et al., §3.5 and §4.4) starts fresh at time 0 and works; every
-``T`` after a (re)start the source takes a checkpoint (its cost ``c`` is the last part of the
-period). In a DAG the checkpoint token reaches operator ``v`` after the token offset ``d_v``
-(``(depth − 1)·δ`` for the last operator of the critical path), so system-wide checkpoint ``k``
-after a restart at ``s`` completes at ``s + k·T + max_v d_v``. Failures form a Poisson process of
-rate ``λ`` and strike at any time: while working, while checkpointing and while restarting. After
-a failure the system spends ``R`` detecting and restarting; a failure during the restart starts
-the restart again; then it resumes from the *last completed system-wide* checkpoint (work and
-in-progress checkpoints since then are lost). Useful work is ``T − c`` per completed system-wide
-checkpoint; a run's utilization is its useful work completed in ``[0, horizon]`` divided by the
-horizon. The vectorised path starts each run 20 mean cycles before time 0 (burn-in) so that the
-counted window begins in the stationary regime.
-
-Two independent implementations:
-
-* :func:`simulate_run`: the vectorised numpy path. One run is a sequence of i.i.d. cycles
-  (work until the next failure ``X ~ Exp(λ)``, then a restart of ``R`` plus the lost restart
-  attempts, each a truncated exponential); a cycle commits ``max(0, ⌊(X − (n−1)δ)/T⌋)``
-  checkpoints. All cycles of a run are drawn in a few array operations.
-* :func:`simulate_dag_run`: an explicit, event-by-event simulation over the operators of a DAG
-  (token offsets from :func:`token_offsets`), checking at each checkpoint whether every
-  operator has completed it.
-
-Randomness: run ``r`` of sweep point ``p`` under seed ``s`` uses its own generator
-(:func:`run_rng`, ``SeedSequence(s, spawn_key=(p, r))``), so results do not depend on how runs
-are grouped (numpy loop or Spark tasks). Same seed, same numbers.
+The system checkpoints every ``T`` after a (re)start at cost ``c``, fails as a Poisson process of
+rate ``λ`` (also while checkpointing or restarting), restarts in ``R`` and resumes from the last
+completed system-wide checkpoint. Two independent implementations: :func:`simulate_run`
+(vectorised numpy, i.i.d. failure cycles, burn-in before time 0) and :func:`simulate_dag_run`
+(event by event over the operators of a DAG). Run ``r`` of sweep point ``p`` uses its own
+generator (:func:`run_rng`): same seed, same numbers. See docs/internals/pyimpl-intervals.md#sim.
 
 References
 ----------
@@ -98,10 +78,12 @@ class SimConfig:
                                  self.restart_cost, self.depth, self.token_delay))
 
     def to_dict(self) -> dict[str, Any]:
+        """The configuration as a JSON-ready dict."""
         return asdict(self)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> SimConfig:
+        """The configuration of a dict written by :meth:`to_dict` (unknown keys ignored)."""
         return cls(**{k: d[k] for k in ("interval", "failure_rate", "checkpoint_cost", "restart_cost",
                                         "depth", "token_delay") if k in d})
 
@@ -141,6 +123,7 @@ class SimSummary:
         return (self.mean - self.model) / self.se
 
     def to_dict(self) -> dict[str, Any]:
+        """The summary as a JSON-ready dict (the point, its configuration and the statistics)."""
         return {"point": self.point, **self.config.to_dict(), "runs": self.runs, "horizon": self.horizon,
                 "seed": self.seed, "mean": self.mean, "std": self.std, "se": self.se,
                 "model": self.model, "z": self.z, "failures": self.failures}
