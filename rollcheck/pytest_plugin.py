@@ -4,7 +4,7 @@
 :func:`rollcheck.testing.assert_protocol_safe` (600 or 3000 schedules) when a test passes none
 (default ``$ROLLCHECK_PROFILE`` or ``ci``); ``--rollcheck-out DIR`` is where failing checks save
 their counterexample and picture (default: a temporary directory). The session ends with a
-summary of every check (docs/internals/testing.md#the-pytest-plugin).
+summary of every check (docs/internals/testing.md#the-pytest-plugin-rollcheckpytest_plugin).
 
 Examples
 --------
