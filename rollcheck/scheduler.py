@@ -33,18 +33,13 @@ import psutil
 __all__ = ["SectionJob", "SectionOutcome", "default_engine_slots", "default_jobs", "plan_jobs", "run_sections",
            "section_parts"]
 
-#: Resource kinds: an ``engine`` job holds an engine slot (Spark, Flink: a JVM of a gigabyte);
-#: ``cpu`` jobs (TLC included: CPU-bound, small JVMs) only need a core; a ``timed`` job is an
-#: engine job that mostly *waits* (a sweep of timed runs measuring recovery time or utilization
-#: on Flink: its wall time is fixed by the runs' durations, its CPU use small) and whose
-#: measurements need the CPU promptly when it asks for it. Timed jobs start first, beside the
-#: ``jobs`` others (at most ``timed_slots`` of them), at the highest priority.
+#: Resource kinds: an ``engine`` job holds an engine slot (a JVM of a gigabyte); ``cpu`` jobs
+#: (TLC included) only need a core; a ``timed`` job mostly *waits* (a Flink sweep of timed runs)
+#: and needs the CPU promptly: timed jobs start first, beside the others, at the highest priority.
 KINDS = ("cpu", "engine", "timed")
 
-#: ``nice`` increments per kind (a section process lowers its own priority): a timed job keeps
-#: the priority rollcheck runs at (its runs measure time); an engine job yields a little to it;
-#: CPU-bound jobs, which fill every cycle the others leave, yield to both rather than stretch the
-#: run's longest paths or distort a measurement.
+#: ``nice`` increments per kind (a section process lowers its own priority): timed jobs measure
+#: time and keep rollcheck's; CPU-bound jobs fill the cycles the others leave and yield to both.
 NICENESS = {"timed": 0, "engine": 2, "cpu": 5}
 
 
@@ -333,7 +328,6 @@ def run_sections(jobs: list[SectionJob], ctx_args: dict[str, Any], log_dir: Path
     Parameters
     ----------
     jobs : list of SectionJob
-        The jobs.
     ctx_args : dict
         The keyword arguments of each job's :class:`~rollcheck.suite.VerifyContext`.
     log_dir : Path
