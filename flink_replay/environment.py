@@ -143,7 +143,7 @@ def tap_jar(env: FlinkEnvironment) -> Path:
     InconclusiveError
         ``javac`` is missing or the compilation failed (the message says why).
     """
-    pkg = resources.files("rollcheck.flink_replay")
+    pkg = resources.files("rollcheck.flink_replay.job")
     srcs = {name: pkg.joinpath(name).read_bytes() for name in JAVA_SOURCES}
     dist = env.flink_dist
     # the user-state log subclasses PyFlink's embedded operators (flink-python) and names the

@@ -1,11 +1,11 @@
 """Plan generated job modules without running them: does Flink accept each program?
 
-Run with the PyFlink environment's Python (``.venv-flink``), one process for many modules, this
-folder on ``sys.path`` (as the recorder runs ``job.py``)::
+Run with the PyFlink environment's Python (``.venv-flink``), one process for many modules, the
+job process's folder ``job/`` on ``sys.path`` (as the recorder runs ``job/main.py``)::
 
     python hunt_plan.py OUT.jsonl MODULE.py ...
 
-For each module: the job-module loader of the recorder (``job_user``: import, ``KEY``,
+For each module: the job-module loader of the recorder (``job/user.py``: import, ``KEY``,
 ``SOURCES``, ``records(0)``), then ``job(env, source[s])`` on a fresh streaming environment at
 parallelism 2 whose sources hand out the module's records as the recorder does, then the stream
 graph of the job (``get_execution_plan``): the Table planner optimises and translates every query
@@ -15,7 +15,7 @@ One JSON line per module: ``{"module", "status", "exception", "detail", "seconds
 ``error`` (Flink failed otherwise while planning: ``exception`` names the Java class) or ``module``
 (the module itself failed: it did not load, declare ``KEY`` or return records and a DataStream).
 
-This module imports only the standard library, ``pyflink`` and its sibling ``job_user``.
+This module imports only the standard library, ``pyflink`` and the job process's ``user`` module.
 """
 
 from __future__ import annotations
@@ -70,10 +70,10 @@ def _sources(env, recs, names):
 
 def plan_module(path: str) -> dict:
     """Load, build and plan one module (module docstring); never raises."""
-    from job_user import KeyDeclarationError, check_sources, load_user_module, resolve_key
     from pyflink.common import Types
     from pyflink.datastream import RuntimeExecutionMode, StreamExecutionEnvironment
     from pyflink.datastream.data_stream import DataStream
+    from user import KeyDeclarationError, check_sources, load_user_module, resolve_key
 
     t0 = time.time()
 
@@ -108,7 +108,7 @@ def plan_module(path: str) -> dict:
 def main(argv: list[str]) -> int:
     """``hunt_plan.py OUT.jsonl MODULE.py ...``: one line per module to OUT.jsonl (appended as each ends)."""
     out, modules = argv[0], argv[1:]
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "job"))
     with open(out, "a") as f:
         for m in modules:
             f.write(json.dumps(plan_module(m)) + "\n")

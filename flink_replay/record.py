@@ -1,6 +1,6 @@
 """Record a real Flink run: start the job in the PyFlink environment, then write its trace.
 
-The job (:mod:`rollcheck.flink_replay.job`) runs in a separate interpreter and leaves raw
+The job (:mod:`rollcheck.flink_replay.job.main`) runs in a separate interpreter and leaves raw
 observations in a run folder; :func:`build_trace` merges them, ordered by time (microseconds,
 one JVM clock), into a ``rollcheck.trace/1`` file:
 

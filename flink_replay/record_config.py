@@ -95,7 +95,7 @@ class RecordConfig(dict):
             extra = {"job": "module", "module": str(path.resolve()), "module_arg": str(module)}
             keys = 1  # the source tap counts the user's records in one bucket
         if failure is not None:
-            # where and when the failure strikes (job_strike); an unaligned run's failure waits (up to
+            # where and when the failure strikes (job.strike); an unaligned run's failure waits (up to
             # this long) for a completed checkpoint that holds data in flight
             extra.update(fail_subtask=fail_subtask, fail_after_checkpoint=fail_after_checkpoint)
             if checkpoints == "unaligned":

@@ -7,7 +7,7 @@ environment with ``apache-flink==V`` (and what pip resolves for it) in rollcheck
 (``<cache>/flink/apache-flink-V``, :func:`rollcheck.infra.release_envs.cache_root`:
 ``$ROLLCHECK_CACHE``, else the user cache folder), with the same isolation as the default Flink
 environment (``.venv-flink``): the job process runs there and imports only the standard library,
-``pyflink`` and the ``job*.py`` files beside ``job.py``. rollcheck's Java operators are compiled
+``pyflink`` and the modules of ``job/`` (the job process). rollcheck's Java operators are compiled
 against that release's own jars (:func:`rollcheck.flink_replay.environment.tap_jar`, cached per
 release).
 
@@ -21,7 +21,7 @@ release).
   read back) is there: a half-made one (a killed installation) is removed and made again.
 
 What differs between the releases is handled where it is used: the configuration keys Flink 2.0
-renamed (``job_environment.py`` sets both spellings), the claim-mode class of a remote restore,
+renamed (``job/environment.py`` sets both spellings), the claim-mode class of a remote restore,
 and the standalone cluster's configuration file (``flink-conf.yaml`` before 2.0, ``config.yaml``
 from 2.0 on; :func:`cluster_config_name`).
 

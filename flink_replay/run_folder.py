@@ -42,7 +42,7 @@ logger.barrier.appenderRef.barrier.ref = BarrierAppender
 
 
 def _job_file() -> Path:
-    return Path(str(resources.files("rollcheck.flink_replay").joinpath("job.py")))
+    return Path(str(resources.files("rollcheck.flink_replay.job").joinpath("main.py")))
 
 
 
@@ -50,7 +50,7 @@ def _job_file() -> Path:
 _ENV_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM}
 #: what a recording writes (checkpoints, logs, the trace): refuse to start with less free space
 MIN_FREE_BYTES = 64 * 1024 * 1024
-#: the text of the failure rollcheck injects (job_failures.INJECTED): never the engine's exception
+#: the text of the failure rollcheck injects (job.failures.INJECTED): never the engine's exception
 INJECTED_TEXT = "rollcheck: injected"
 _ENV_MESSAGES = ("No space left on device", "Disk quota exceeded", "Read-only file system")
 
@@ -110,7 +110,7 @@ def job_outcome(run: Path, config: dict[str, Any], returncode: int,
                 discard: Callable[[], None] = lambda: None) -> None:
     """Raise what the job process's run folder says went wrong; return when it left a result.
 
-    The job process (:mod:`rollcheck.flink_replay.job`) leaves typed records in the run folder (or
+    The job process (:mod:`rollcheck.flink_replay.job.main`) leaves typed records in the run folder (or
     in its ``reference/`` folder, for the failure-free run of a user's job that comes first):
 
     - ``user-error.json`` ``{"call", "error", "kind"}``: the user's module failed a call

@@ -82,7 +82,7 @@ def _outputs(run: Path, module: bool) -> list[tuple[str, list[Any], dict[str, An
         for name, folder in (("user", run), ("user-reference", run / "reference")):
             if (folder / "user-sink.json").exists():
                 outputs.append((name, json.loads((folder / "user-sink.json").read_text())["rows"], {}))
-        # the KEY of every row handed to the module's sink (job.py's Handed), per generation
+        # the KEY of every row handed to the module's sink (job/main.py's Handed), per generation
         handed_ref = sorted((run / "reference").glob("handed-gen*.txt"))
         if handed_ref:
             outputs.append(("handed-reference", [x for f in handed_ref for x in f.read_text().splitlines() if x], {}))
@@ -220,7 +220,7 @@ def _recovery_failed(info: dict[str, Any], timed: list[tuple[int, int, dict[str,
 
 
 def _batch_output(folder: Path) -> dict[str, Any] | None:
-    """``flink.batch_output``: the batch-equivalent oracle's run (``job.py``'s ``_batch_run``): its
+    """``flink.batch_output``: the batch-equivalent oracle's run (``job/main.py``'s ``_batch_run``): its
     final state (and Flink's reason when it did not finish, or the module's reason when it declared
     no batch meaning), and per subtask of the output step the ``KEY<US>ROW`` lines in the order the
     job emitted them. None when the recording has no batch run (a rescaled run, an older recorder)."""

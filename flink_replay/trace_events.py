@@ -239,7 +239,7 @@ def failure_events(run: Path, info: dict[str, Any], timed: Timed) -> None:
                                               **_strike_fields(fi),
                                               **source_of_record(info.get("sources"), fi.get("value"))}))
     marker2 = run / "failure2.json"
-    if marker2.exists():  # the second failure of "during-restore" / "twice" (job_pace.pace_class)
+    if marker2.exists():  # the second failure of "during-restore" / "twice" (job.pace.pace_class)
         f2 = json.loads(marker2.read_text())
         # "twice": a failure of the recovered job, a core failure with its own recovery; "during-restore":
         # the first recovery had not happened yet (it is the restore that completes after it), so for the

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from rollcheck.flink_replay.job_strike import local_threshold, slowdown_s
+from rollcheck.flink_replay.job.strike import local_threshold, slowdown_s
 from rollcheck.flink_replay.strike_checks import CHANNELS, STRUCK
 from rollcheck.flink_replay.user_replay import replay_job
 from rollcheck.pyimpl.verdict import Status

@@ -23,14 +23,14 @@ from types import SimpleNamespace
 
 import pytest
 
-from rollcheck.flink_replay.job import KeyDeclarationError, classify_failure, resolve_key
+from rollcheck.flink_replay.job.main import KeyDeclarationError, classify_failure, resolve_key
 from rollcheck.flink_replay.record import job_outcome
 from rollcheck.pyimpl.errors import InconclusiveError, InternalError, InvalidInputError
 
 ROOT = Path(__file__).resolve().parent.parent
 JOBS = ROOT / "tests" / "flink_jobs"
 CLI = [sys.executable, "-m", "rollcheck.cli.main"]
-OURS = ROOT / "flink_replay"
+OURS = ROOT / "flink_replay" / "job"
 
 
 # -- KEY and FIELDS, as the module declares them -------------------------------------------------
@@ -130,9 +130,9 @@ def test_user_function_is_named_from_the_frames() -> None:
 
 def test_rollcheck_code_is_named_as_rollcheck() -> None:
     ours = USER_FAILURE.replace(f"{JOBS}/sink_attempt_number.open(sink_attempt_number.py:29)",
-                                f"{OURS}/job.map(job.py:12)")
+                                f"{OURS}/main.map(main.py:12)")
     err = classify_failure(ours, str(JOBS / "sink_attempt_number.py"))
-    assert err is not None and err["code"] == "rollcheck" and err["file"] == str(OURS / "job.py"), err
+    assert err is not None and err["code"] == "rollcheck" and err["file"] == str(OURS / "main.py"), err
     java = ("java.lang.IllegalStateException: tap broke\n"
             "\tat rollcheck.flink.RollcheckKeyedTap.snapshotState(RollcheckKeyedTap.java:88)\n"
             "\tat org.apache.flink.streaming.runtime.tasks.StreamTask.run(StreamTask.java:1)\n")
@@ -183,8 +183,8 @@ def test_injected_and_engine_failures_are_nobodys_code() -> None:
 def test_driver_errors_name_rollcheck_only_for_its_own_bugs() -> None:
     import errno
 
-    from rollcheck.flink_replay.job_failures import driver_error
-    from rollcheck.flink_replay.job_io import write_json
+    from rollcheck.flink_replay.job.failures import driver_error
+    from rollcheck.flink_replay.job.files import write_json
 
     try:
         write_json("/dev/null/x.json", {})
@@ -221,11 +221,11 @@ def test_user_error_in_the_engine_is_exit_2_naming_the_function(tmp_path: Path) 
 
 def test_rollcheck_error_in_the_engine_is_internal(tmp_path: Path) -> None:
     (tmp_path / "engine-error.json").write_text(json.dumps(
-        {"code": "rollcheck", "function": "Output.map", "file": str(OURS / "job.py"), "line": 800,
+        {"code": "rollcheck", "function": "Output.map", "file": str(OURS / "main.py"), "line": 800,
          "type": "TypeError", "message": "'>=' not supported between instances of 'str' and 'int'"}))
     with pytest.raises(InternalError) as e:
         job_outcome(tmp_path, _cfg(tmp_path), 4)
-    assert "rollcheck's own Output.map() (job.py:800) raised TypeError" in str(e.value)
+    assert "rollcheck's own Output.map() (main.py:800) raised TypeError" in str(e.value)
 
 
 def test_key_error_record_names_key_not_a_call(tmp_path: Path) -> None:
@@ -308,14 +308,14 @@ def test_rollcheck_code_raising_in_the_engine_is_internal(tmp_path: Path, monkey
     real engine's failure frames name rollcheck's code, and the recording is an internal error."""
     from rollcheck.flink_replay import record as record_mod
 
-    job = _broken_copy(tmp_path, "job_pipelines.py", "key = json.dumps([row[i] for i in key_idx], default=str)\n",
+    job = _broken_copy(tmp_path, "pipelines.py", "key = json.dumps([row[i] for i in key_idx], default=str)\n",
                        "key = json.dumps([row[i] for i in key_idx]) + 1\n")
     monkeypatch.setattr(record_mod, "_job_file", lambda: job)
     cfg = record_mod.RecordConfig.make(module=str(JOBS / "totals_by_name.py"), call_timeout=120.0)
     with pytest.raises(InternalError) as e:
         record_mod.record(tmp_path / "o.jsonl", cfg)
     msg = str(e.value)
-    assert "rollcheck's own user_pipeline.Output.map() (job_pipelines.py:" in msg and "TypeError" in msg, msg
+    assert "rollcheck's own user_pipeline.Output.map() (pipelines.py:" in msg and "TypeError" in msg, msg
 
 
 def _broken_copy(tmp_path: Path, module: str, needle: str, replacement: str) -> Path:
@@ -324,12 +324,12 @@ def _broken_copy(tmp_path: Path, module: str, needle: str, replacement: str) -> 
 
     copy = tmp_path / "job_copy"
     copy.mkdir()
-    for f in OURS.glob("job*.py"):
+    for f in OURS.glob("*.py"):
         shutil.copy(f, copy / f.name)
     path = copy / module
     assert needle in path.read_text()
     path.write_text(path.read_text().replace(needle, replacement))
-    return copy / "job.py"
+    return copy / "main.py"
 
 
 def test_rollcheck_code_raising_in_the_job_process_is_internal(tmp_path: Path,
@@ -338,13 +338,13 @@ def test_rollcheck_code_raising_in_the_job_process_is_internal(tmp_path: Path,
     not an inconclusive "the job ended without a result"."""
     from rollcheck.flink_replay import record as record_mod
 
-    job = _broken_copy(tmp_path, "job_user.py", "    recs = call_user(run_dir, \"records\"",
+    job = _broken_copy(tmp_path, "user.py", "    recs = call_user(run_dir, \"records\"",
                        "    key_idx = key_idx + None\n    recs = call_user(run_dir, \"records\"")
     monkeypatch.setattr(record_mod, "_job_file", lambda: job)
     cfg = record_mod.RecordConfig.make(module=str(JOBS / "totals_by_name.py"), call_timeout=120.0)
     with pytest.raises(InternalError) as e:
         record_mod.record(tmp_path / "o.jsonl", cfg)
-    assert "rollcheck's own load_user_job() (job_user.py:" in str(e.value) and "TypeError" in str(e.value), str(e.value)
+    assert "rollcheck's own load_user_job() (user.py:" in str(e.value) and "TypeError" in str(e.value), str(e.value)
 
 
 @pytest.mark.slow

@@ -349,7 +349,7 @@ def test_user_sink_check_counts_rows_per_key() -> None:
 def test_a_failed_job_names_flinks_root_cause() -> None:
     """A job that did not finish: the trace header carries Flink's innermost cause, and the
     unchecked output check says it (the matrix's reason for an inconclusive cell)."""
-    from rollcheck.flink_replay.job import _root_cause_text
+    from rollcheck.flink_replay.job.main import _root_cause_text
     from rollcheck.flink_replay.user_replay import output_check
 
     text = ("org.apache.flink.runtime.JobException: Recovery is suppressed by FixedDelayRestartBackoffTimeStrategy\n"
@@ -367,7 +367,7 @@ def test_rescale_restores_the_latest_completed_checkpoint_even_if_rest_missed_it
     """The failed job completed chk-3 just before it failed and the REST poll saw only 1 and 2:
     the restore must still start from chk-3 (the matrix found output duplicated by restoring 2),
     and the trace must show chk-3 as completed."""
-    from rollcheck.flink_replay.job import _latest_retained
+    from rollcheck.flink_replay.job.main import _latest_retained
 
     base = tmp_path / "checkpoints"
     for n in (1, 2, 3):

@@ -24,7 +24,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from rollcheck.flink_replay.job_user import (
+from rollcheck.flink_replay.job.user import (
     KeyDeclarationError,
     _check_records,
     check_sources,
@@ -98,7 +98,7 @@ def test_bad_sources_are_named(value: object, needle: str) -> None:
 ])
 def test_records_of_the_wrong_shape_are_named(tmp_path: Path, recs: object, names: list[str] | None,
                                               needle: str) -> None:
-    from rollcheck.flink_replay.job_user import UserCodeError
+    from rollcheck.flink_replay.job.user import UserCodeError
 
     with pytest.raises(UserCodeError):
         _check_records(str(tmp_path), recs, names)

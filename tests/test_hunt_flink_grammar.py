@@ -1,7 +1,7 @@
 """The Flink hunt's grammar (no engine runs): programs are deterministic, load as job modules,
 contain the operators they claim, shrink into valid modules, and reach every operator.
 
-The modules are loaded by the recorder's own job-module loader (``job_user``: import, ``KEY``,
+The modules are loaded by the recorder's own job-module loader (``job/user.py``: import, ``KEY``,
 ``SOURCES``, ``records(seed)`` and its checks) in the PyFlink environment, without a JVM.
 """
 
@@ -110,7 +110,7 @@ def test_cells_are_deterministic_and_unique() -> None:
 _LOADER = r"""
 import json, sys
 sys.path.insert(0, sys.argv[1])
-from job_user import load_user_module, resolve_key, check_sources, _check_records
+from user import load_user_module, resolve_key, check_sources, _check_records
 out = []
 for path in sys.argv[3:]:
     mod = load_user_module(path)
@@ -140,7 +140,7 @@ def _load_in_flink_env(paths: list[Path], tmp: Path) -> list[dict]:
         python = find_flink().python
     except InconclusiveError as e:
         pytest.skip(f"no PyFlink environment: {e}")
-    p = subprocess.run([str(python), "-I", "-c", _LOADER, str(ROOT / "flink_replay"), str(tmp), *map(str, paths)],
+    p = subprocess.run([str(python), "-I", "-c", _LOADER, str(ROOT / "flink_replay" / "job"), str(tmp), *map(str, paths)],
                        capture_output=True, text=True, timeout=300, check=False)
     assert p.returncode == 0, p.stderr[-2000:]
     assert not (tmp / "user-error.json").exists(), (tmp / "user-error.json").read_text()

@@ -7,7 +7,7 @@ retained checkpoints in the run folder, the state backend, restarts, a restore p
 that log snapshots, restores and keyed state. :class:`user_state_log` makes PyFlink's keyed
 operators rollcheck's subclasses that log the user's keyed state key by key.
 
-This module runs in the PyFlink environment (``.venv-flink``), imported by ``job.py``; like it, it
+This module runs in the PyFlink environment (``.venv-flink``), imported by ``main.py``; like it, it
 imports only the standard library, ``pyflink`` and its sibling ``job_*`` modules.
 """
 
@@ -17,9 +17,9 @@ import os
 import sys
 
 if __package__:  # imported as rollcheck.flink_replay (tests, the recorder's helpers)
-    from .job_io import free_port
-else:  # run by job.py in the PyFlink environment: this folder is on sys.path
-    from job_io import free_port  # type: ignore[no-redef]
+    from .files import free_port
+else:  # run by main.py in the PyFlink environment: this folder is on sys.path
+    from files import free_port  # type: ignore[no-redef]
 
 __all__ = ["make_environment", "make_taps", "user_state_log", "flink_release", "LEGACY_KEYS"]
 

@@ -3,11 +3,11 @@
 :func:`pace_class` returns the ``Pace`` map function of a job's configuration: it paces the
 source to ``rate`` records/s (or, for recovery-time runs, to an absolute arrival schedule with a
 service-rate cap), raises the injected failure once at the K-th record of its subtask (where and
-when :mod:`job_strike` says), and the second failure of ``during-restore`` / ``twice``.
+when :mod:`strike` says), and the second failure of ``during-restore`` / ``twice``.
 
 The class is defined inside a function: PyFlink pickles it by value for the workers.
 
-This module runs in the PyFlink environment (``.venv-flink``), imported by ``job_pipelines``; like
+This module runs in the PyFlink environment (``.venv-flink``), imported by ``pipelines``; like
 it, it imports only the standard library, ``pyflink`` and its sibling ``job_*`` modules.
 """
 
@@ -20,9 +20,9 @@ import time
 import uuid
 
 if __package__:  # imported as rollcheck.flink_replay (tests, the recorder's helpers)
-    from .job_strike import make_strike_plan
-else:  # run by job.py in the PyFlink environment: this folder is on sys.path
-    from job_strike import make_strike_plan  # type: ignore[no-redef]
+    from .strike import make_strike_plan
+else:  # run by main.py in the PyFlink environment: this folder is on sys.path
+    from strike import make_strike_plan  # type: ignore[no-redef]
 
 __all__ = ["pace_class", "strike_plan"]
 
@@ -141,7 +141,7 @@ def pace_class(cfg: dict):
 
 
 def strike_plan(cfg: dict) -> dict:
-    """When and how the pace step lets the injected failure strike (see :mod:`job_strike`)."""
+    """When and how the pace step lets the injected failure strike (see :mod:`strike`)."""
     return make_strike_plan(cfg)
 
 

@@ -1,12 +1,12 @@
 """Run one Flink job and watch it: submit, poll the REST API, collect what the run left.
 
-:func:`execute` builds the job (:mod:`job_environment`, :mod:`job_pipelines`), submits it, and
+:func:`execute` builds the job (:mod:`environment`, :mod:`pipelines`), submits it, and
 polls the MiniCluster's REST API every 100 ms for job state transitions and checkpoint statistics
 while it scans the transactional sink's folder for committed files. When the job failed, the
-failure's frames say whose code raised (:mod:`job_failures`). After a user's job finished, the
+failure's frames say whose code raised (:mod:`failures`). After a user's job finished, the
 user's ``read_output`` reads what the user's own sink wrote.
 
-This module runs in the PyFlink environment (``.venv-flink``), imported by ``job.py``; like it, it
+This module runs in the PyFlink environment (``.venv-flink``), imported by ``main.py``; like it, it
 imports only the standard library, ``pyflink`` and its sibling ``job_*`` modules.
 """
 
@@ -17,19 +17,19 @@ import sys
 import time
 
 if __package__:  # imported as rollcheck.flink_replay (tests, the recorder's helpers)
-    from .job_channels import channel_state
-    from .job_environment import make_environment, make_taps
-    from .job_failures import classify_failure, root_cause_text, write_engine_error
-    from .job_io import get_json, write_json
-    from .job_pipelines import build
-    from .job_user import UserCodeError, call_user, user_error
-else:  # run by job.py in the PyFlink environment: this folder is on sys.path
-    from job_channels import channel_state  # type: ignore[no-redef]
-    from job_environment import make_environment, make_taps  # type: ignore[no-redef]
-    from job_failures import classify_failure, root_cause_text, write_engine_error  # type: ignore[no-redef]
-    from job_io import get_json, write_json  # type: ignore[no-redef]
-    from job_pipelines import build  # type: ignore[no-redef]
-    from job_user import UserCodeError, call_user, user_error  # type: ignore[no-redef]
+    from .channels import channel_state
+    from .environment import make_environment, make_taps
+    from .failures import classify_failure, root_cause_text, write_engine_error
+    from .files import get_json, write_json
+    from .pipelines import build
+    from .user import UserCodeError, call_user, user_error
+else:  # run by main.py in the PyFlink environment: this folder is on sys.path
+    from channels import channel_state  # type: ignore[no-redef]
+    from environment import make_environment, make_taps  # type: ignore[no-redef]
+    from failures import classify_failure, root_cause_text, write_engine_error  # type: ignore[no-redef]
+    from files import get_json, write_json  # type: ignore[no-redef]
+    from pipelines import build  # type: ignore[no-redef]
+    from user import UserCodeError, call_user, user_error  # type: ignore[no-redef]
 
 __all__ = ["execute"]
 
@@ -216,7 +216,7 @@ class _Watch:
             polls["checkpoints"][str(h["id"])] = h
             if h.get("status") == "COMPLETED" and (h.get("persisted_data") or 0) > 0:
                 # an unaligned checkpoint that holds data in flight: the injected failure waits
-                # for one (job_strike)
+                # for one (strike)
                 mark = os.path.join(self.run_dir, f"inflight-{h['id']}")
                 if not os.path.exists(mark):
                     open(mark, "w").close()

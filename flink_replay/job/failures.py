@@ -7,7 +7,7 @@ thread mode is a ``pemja.core.PythonException`` whose frames name the Python fun
 typed error record — the user's code (exit 2) or rollcheck's own (exit 4) — that the job process
 writes as ``engine-error.json`` for the recorder.
 
-This module runs in the PyFlink environment (``.venv-flink``), imported by ``job.py``; like it, it
+This module runs in the PyFlink environment (``.venv-flink``), imported by ``main.py``; like it, it
 imports only the standard library, ``pyflink`` and its sibling ``job_*`` modules.
 """
 
@@ -17,9 +17,9 @@ import os
 import re
 
 if __package__:  # imported as rollcheck.flink_replay (tests, the recorder's helpers)
-    from .job_io import write_json
-else:  # run by job.py in the PyFlink environment: this folder is on sys.path
-    from job_io import write_json  # type: ignore[no-redef]
+    from .files import write_json
+else:  # run by main.py in the PyFlink environment: this folder is on sys.path
+    from files import write_json  # type: ignore[no-redef]
 
 __all__ = ["root_cause_text", "classify_failure", "driver_error", "write_engine_error", "INJECTED"]
 

@@ -24,11 +24,11 @@ stream per source name), the user's ``job``, then rollcheck's keyed tap (keyed b
 runs the job at P1 without restarts, lets the injected failure fail it, and starts it again at P2
 from the latest retained checkpoint (key groups redistributed).
 
-The job process is split in modules of one concept each, beside this one: ``job_user`` (the
-user's module: import, time limits, ``KEY``), ``job_environment`` (Flink's configuration, the
-tap operators, the user-state log), ``job_pipelines`` (the dataflows), ``job_execute`` (submit
-and poll one job), ``job_failures`` (Flink's failure texts: root cause, whose code raised) and
-``job_io`` (files, ports, HTTP). This file is the runner: the reference run, the run itself, the
+The job process is split in modules of one concept each, beside this one: ``user`` (the
+user's module: import, time limits, ``KEY``), ``environment`` (Flink's configuration, the
+tap operators, the user-state log), ``pipelines`` (the dataflows), ``execute`` (submit
+and poll one job), ``failures`` (Flink's failure texts: root cause, whose code raised) and
+``files`` (files, ports, HTTP). This file is the runner: the reference run, the run itself, the
 two jobs of a rescaled run.
 """
 
@@ -40,22 +40,22 @@ import site
 import sys
 
 if __package__:  # imported as rollcheck.flink_replay (tests, the recorder's helpers)
-    from .job_channels import channel_state
-    from .job_execute import execute
-    from .job_failures import classify_failure, driver_error, root_cause_text, write_engine_error
-    from .job_io import write_json
-    from .job_user import KeyDeclarationError, UserCodeError, load_user_job, resolve_key
-else:  # run by job.py in the PyFlink environment: this folder is on sys.path
-    from job_channels import channel_state  # type: ignore[no-redef]
-    from job_execute import execute  # type: ignore[no-redef]
-    from job_failures import (  # type: ignore[no-redef]
+    from .channels import channel_state
+    from .execute import execute
+    from .failures import classify_failure, driver_error, root_cause_text, write_engine_error
+    from .files import write_json
+    from .user import KeyDeclarationError, UserCodeError, load_user_job, resolve_key
+else:  # run by main.py in the PyFlink environment: this folder is on sys.path
+    from channels import channel_state  # type: ignore[no-redef]
+    from execute import execute  # type: ignore[no-redef]
+    from failures import (  # type: ignore[no-redef]
         classify_failure,
         driver_error,
         root_cause_text,
         write_engine_error,
     )
-    from job_io import write_json  # type: ignore[no-redef]
-    from job_user import KeyDeclarationError, UserCodeError, load_user_job, resolve_key  # type: ignore[no-redef]
+    from files import write_json  # type: ignore[no-redef]
+    from user import KeyDeclarationError, UserCodeError, load_user_job, resolve_key  # type: ignore[no-redef]
 
 __all__ = ["main", "run_one", "execute", "classify_failure", "resolve_key", "KeyDeclarationError"]
 

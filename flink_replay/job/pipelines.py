@@ -1,16 +1,16 @@
 """The dataflows rollcheck runs: the word count, the user's job, the utilization pipeline.
 
 Each starts at a checkpointed ``NumberSequenceSource`` and rollcheck's source tap, and ends at
-a transactional ``FileSink`` behind rollcheck's keyed tap (:func:`build`). :func:`job_pace.pace_class`
+a transactional ``FileSink`` behind rollcheck's keyed tap (:func:`build`). :func:`pace.pace_class`
 paces the source and injects the failure; the word count adds a keyed count and a naive
 side-effect sink; the user's job gets the user's records by index (with ``SOURCES``, one stream per
-source name split off the one sequence: :func:`job_user.source_streams`), the user's ``job()`` (its keyed
+source name split off the one sequence: :func:`user.source_streams`), the user's ``job()`` (its keyed
 operators logged key by key), the user's ``sink`` and rollcheck's output step (each row checked
 against ``KEY`` and written as JSON).
 
 Every class here is defined inside a function: PyFlink pickles it by value for the workers.
 
-This module runs in the PyFlink environment (``.venv-flink``), imported by ``job.py``; like it, it
+This module runs in the PyFlink environment (``.venv-flink``), imported by ``main.py``; like it, it
 imports only the standard library, ``pyflink`` and its sibling ``job_*`` modules.
 """
 
@@ -22,13 +22,13 @@ import time
 import uuid
 
 if __package__:  # imported as rollcheck.flink_replay (tests, the recorder's helpers)
-    from .job_environment import user_state_log
-    from .job_pace import pace_class
-    from .job_user import UserCodeError, call_user, source_streams, user_error
-else:  # run by job.py in the PyFlink environment: this folder is on sys.path
-    from job_environment import user_state_log  # type: ignore[no-redef]
-    from job_pace import pace_class  # type: ignore[no-redef]
-    from job_user import UserCodeError, call_user, source_streams, user_error  # type: ignore[no-redef]
+    from .environment import user_state_log
+    from .pace import pace_class
+    from .user import UserCodeError, call_user, source_streams, user_error
+else:  # run by main.py in the PyFlink environment: this folder is on sys.path
+    from environment import user_state_log  # type: ignore[no-redef]
+    from pace import pace_class  # type: ignore[no-redef]
+    from user import UserCodeError, call_user, source_streams, user_error  # type: ignore[no-redef]
 
 __all__ = ["build", "pace_class", "utilization_pipeline"]
 

@@ -1,6 +1,6 @@
 """When the injected failure strikes: the plan the pace step follows, the arming the source tap reads.
 
-The pace step (:func:`job_pipelines.pace_class`) counts its own subtask's records. Once a subtask
+The pace step (:func:`pipelines.pace_class`) counts its own subtask's records. Once a subtask
 passed its share of record K (``ceil(K / parallelism)``, never more than the smallest split holds,
 so every subtask can reach it), the failure waits for the checkpoints it is to follow: two completed
 by default, checkpoint C with ``fail_after_checkpoint``, and in unaligned mode one that persisted
@@ -13,7 +13,7 @@ the same task, to strike at the next checkpoint completion instead (a bounded so
 until its final checkpoint completed). Either way the failure strikes once (``failure.json`` is
 created exclusively) in the task of rollcheck's own step, in the subtask ``fail_subtask`` when given.
 
-This module runs in the PyFlink environment (``.venv-flink``), imported by ``job_pipelines``; like
+This module runs in the PyFlink environment (``.venv-flink``), imported by ``pipelines``; like
 it, it imports only the standard library.
 """
 

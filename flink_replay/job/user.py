@@ -8,7 +8,7 @@ by name (:func:`check_sources`, :func:`interleave`). Its failures are recorded f
 ``sink``, ``read_output``, ``import``) or the attribute that is wrong (``KEY``, ``FIELDS``); the
 recorder turns it into exit 2 naming the file.
 
-This module runs in the PyFlink environment (``.venv-flink``), imported by ``job.py``; like it, it
+This module runs in the PyFlink environment (``.venv-flink``), imported by ``main.py``; like it, it
 imports only the standard library, ``pyflink`` and its sibling ``job_*`` modules.
 """
 

@@ -1,6 +1,6 @@
 """Files and HTTP of the Flink job process: atomic JSON files, a free port, the REST API.
 
-This module runs in the PyFlink environment (``.venv-flink``), imported by ``job.py``; like it, it
+This module runs in the PyFlink environment (``.venv-flink``), imported by ``main.py``; like it, it
 imports only the standard library, ``pyflink`` and its sibling ``job_*`` modules.
 """
 

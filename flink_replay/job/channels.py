@@ -7,7 +7,7 @@ input channels' buffers (``getInputChannelState``) and the output subpartitions'
 JVM (through PyFlink's gateway) and sums those handles' sizes per operator and subtask: the trace
 then proves whether the restored checkpoint held data in flight at all.
 
-This module runs in the PyFlink environment (``.venv-flink``), imported by ``job.py``; like it, it
+This module runs in the PyFlink environment (``.venv-flink``), imported by ``main.py``; like it, it
 imports only the standard library and ``pyflink``.
 """
 
