@@ -29,11 +29,11 @@ Event kinds are read with or without the ``spark.`` prefix (older traces have no
 The checks live in modules of one concept each; this module names them all (every name stays
 importable from here):
 
-- :mod:`~rollcheck.spark_replay.stream_spans`: the span model of a restart;
-- :mod:`~rollcheck.spark_replay.stream_view`: the one pass over the trace (:class:`StreamView`);
-- :mod:`~rollcheck.spark_replay.stream_plugins`: how checks plug into the trace checker
+- :mod:`~rollcheck.spark_replay.stream.spans`: the span model of a restart;
+- :mod:`~rollcheck.spark_replay.stream.view`: the one pass over the trace (:class:`StreamView`);
+- :mod:`~rollcheck.spark_replay.stream.plugins`: how checks plug into the trace checker
   (:class:`SparkStream`, :class:`StreamCheck`, :class:`EventListCheck`);
-- :mod:`~rollcheck.spark_replay.stream_checks`: the checks every streaming trace gets;
+- :mod:`~rollcheck.spark_replay.stream.checks`: the checks every streaming trace gets;
 - :mod:`~rollcheck.spark_replay.wordcount_checks`: the word count's checks and plug-ins;
 - :mod:`~rollcheck.spark_replay.query_checks`: a user query's checks and plug-ins;
 - :mod:`~rollcheck.spark_replay.user_sink`: a query's own sink against its ``SINK_GUARANTEE``.
@@ -53,20 +53,20 @@ from rollcheck.spark_replay.query_checks import (
     state_failure_free,
     user_output,
 )
-from rollcheck.spark_replay.stream_checks import (
+from rollcheck.spark_replay.stream.checks import (
     FailureObservedNhop,
     commit_protocol,
     end_of_run,
     failure_observed,
     resume_prediction,
 )
-from rollcheck.spark_replay.stream_checks import requested_failure as _requested  # noqa: F401
-from rollcheck.spark_replay.stream_plugins import MALFORMED as _MALFORMED  # noqa: F401
-from rollcheck.spark_replay.stream_plugins import EventListCheck, SparkStream, StreamCheck
-from rollcheck.spark_replay.stream_spans import streaming_span_system
-from rollcheck.spark_replay.stream_view import StreamView
-from rollcheck.spark_replay.stream_view import canon_row as _canon  # noqa: F401
-from rollcheck.spark_replay.stream_view import check_verdict as _verdict  # noqa: F401
+from rollcheck.spark_replay.stream.checks import requested_failure as _requested  # noqa: F401
+from rollcheck.spark_replay.stream.plugins import MALFORMED as _MALFORMED  # noqa: F401
+from rollcheck.spark_replay.stream.plugins import EventListCheck, SparkStream, StreamCheck
+from rollcheck.spark_replay.stream.spans import streaming_span_system
+from rollcheck.spark_replay.stream.view import StreamView
+from rollcheck.spark_replay.stream.view import canon_row as _canon  # noqa: F401
+from rollcheck.spark_replay.stream.view import check_verdict as _verdict  # noqa: F401
 from rollcheck.spark_replay.user_sink import FOREACHBATCH_DOC, sink_handings
 from rollcheck.spark_replay.wordcount_checks import (
     final_state_failure_free,

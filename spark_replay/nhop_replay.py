@@ -10,7 +10,7 @@ the same one-pass checker as any engine's (:mod:`rollcheck.pyimpl.traces`): ``pa
 
 Spark-specific plug-ins (``specs/spark.md#message-passing-conformance``):
 
-- ``failure-observed`` (:class:`~rollcheck.spark_replay.checks.FailureObservedNhop`);
+- ``failure-observed`` (:class:`~rollcheck.spark_replay.stream.checks.FailureObservedNhop`);
 - ``outputs-failure-free`` (:class:`OutputsFailureFree`): the ``end`` record's per-process
   (count, sum) equals the failure-free run *and* the count and payload sum of the deliveries of
   the effective execution (a delivery deleted from the recording, or one the application state
@@ -30,7 +30,7 @@ from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.pattern import CHECKPOINT, Event, Pattern
 from rollcheck.pyimpl.traces.plugin import TraceCheck
 from rollcheck.pyimpl.verdict import Check
-from rollcheck.spark_replay.checks import FailureObservedNhop
+from rollcheck.spark_replay.stream.checks import FailureObservedNhop
 from rollcheck.spark_replay.trace import Trace
 
 __all__ = ["nhop_setup", "OutputsFailureFree", "EndOfRun", "derive_patterns", "DerivedPatterns",

@@ -43,7 +43,7 @@ from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.traces.plugin import TraceCheck
 from rollcheck.pyimpl.verdict import Check
 from rollcheck.spark_replay.checkpoint.watcher import base_kind
-from rollcheck.spark_replay.stream_plugins import EventListCheck
+from rollcheck.spark_replay.stream.plugins import EventListCheck
 
 __all__ = ["PLAN_CHECKS", "plan_stable", "complete_key_unique", "plan_plugins", "prune_state_operator",
            "repeat_complete_key", "PLAN_TAMPERS", "CAUGHT_BY"]

@@ -19,15 +19,15 @@ from typing import Any
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.traces.plugin import TraceCheck
 from rollcheck.pyimpl.verdict import Check
-from rollcheck.spark_replay.stream_checks import (
+from rollcheck.spark_replay.stream.checks import (
     commit_protocol,
     end_of_run,
     failure_observed,
     requested_failure,
     resume_prediction,
 )
-from rollcheck.spark_replay.stream_plugins import EventListCheck, SparkStream, StreamCheck
-from rollcheck.spark_replay.stream_view import StreamView, canon_row, check_verdict
+from rollcheck.spark_replay.stream.plugins import EventListCheck, SparkStream, StreamCheck
+from rollcheck.spark_replay.stream.view import StreamView, canon_row, check_verdict
 from rollcheck.spark_replay.upgrade_eval import upgrade_output, upgrade_state
 from rollcheck.spark_replay.user_sink import user_sink_output
 

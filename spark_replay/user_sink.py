@@ -16,7 +16,7 @@ from typing import Any
 
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.verdict import Check
-from rollcheck.spark_replay.stream_view import StreamView, canon_row
+from rollcheck.spark_replay.stream.view import StreamView, canon_row
 
 __all__ = ["FOREACHBATCH_DOC", "sink_handings", "user_sink_output", "envelope_check"]
 

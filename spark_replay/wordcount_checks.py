@@ -4,7 +4,7 @@
 :func:`side_channel_duplicates`, :func:`listener_progress` and :func:`statestore_crosscheck`
 compare the run with the fold of its committed batches' inputs and with the failure-free run
 computed from the header's inputs; :func:`wordcount_plugins` plugs them, and the checks every
-streaming trace gets (:mod:`rollcheck.spark_replay.stream_checks`), into the trace checker.
+streaming trace gets (:mod:`rollcheck.spark_replay.stream.checks`), into the trace checker.
 """
 
 from __future__ import annotations
@@ -16,15 +16,15 @@ from typing import Any
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.traces.plugin import TraceCheck
 from rollcheck.pyimpl.verdict import Check
-from rollcheck.spark_replay.stream_checks import (
+from rollcheck.spark_replay.stream.checks import (
     commit_protocol,
     end_of_run,
     failure_observed,
     requested_failure,
     resume_prediction,
 )
-from rollcheck.spark_replay.stream_plugins import SparkStream, StreamCheck
-from rollcheck.spark_replay.stream_view import StreamView, check_verdict
+from rollcheck.spark_replay.stream.plugins import SparkStream, StreamCheck
+from rollcheck.spark_replay.stream.view import StreamView, check_verdict
 
 __all__ = ["state_fold", "final_state_failure_free", "sink_exactly_once", "side_channel_duplicates",
            "listener_progress", "statestore_crosscheck", "wordcount_plugins"]

@@ -442,7 +442,7 @@ def test_sweep_work_is_deterministic_and_catches_a_broken_protocol(monkeypatch):
 
 
 # ----------------------------------------------------------------------------- doctests, checkpoints
-@pytest.mark.parametrize("name", ["adapter", "stream_spans", "user_sink", "checkpoint.watcher", "checkpoint.reader",
+@pytest.mark.parametrize("name", ["adapter", "stream.spans", "user_sink", "checkpoint.watcher", "checkpoint.reader",
                                   "checkpoint.check", "query", "replay", "checkpoint.lz4block"])
 def test_spark_replay_doctests(name):
     import doctest

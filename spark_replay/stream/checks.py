@@ -6,7 +6,7 @@
 - :func:`commit_protocol`: batch N+1 is planned only after N committed; a batch commits after its
   sink write of the same attempt, in order; at the end every batch is committed;
 - :func:`resume_prediction`: at every restart the span model
-  (:mod:`rollcheck.spark_replay.stream_spans`) predicts the resume batch and each state store's
+  (:mod:`rollcheck.spark_replay.stream.spans`) predicts the resume batch and each state store's
   restored version; Spark's observed values must match;
 - :func:`end_of_run`: a recording that stopped before its end records leaves the end-of-run checks
   *unchecked*, never passed.
@@ -18,7 +18,7 @@ from typing import Any
 
 from rollcheck.pyimpl.traces.plugin import TraceCheck
 from rollcheck.pyimpl.verdict import Check
-from rollcheck.spark_replay.stream_view import StreamView, check_verdict
+from rollcheck.spark_replay.stream.view import StreamView, check_verdict
 
 __all__ = ["failure_observed", "FailureObservedNhop", "commit_protocol", "resume_prediction", "end_of_run",
            "requested_failure"]

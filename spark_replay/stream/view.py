@@ -17,7 +17,7 @@ from typing import Any
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.verdict import Check
 from rollcheck.spark_replay.checkpoint.watcher import base_kind, state_key
-from rollcheck.spark_replay.stream_spans import predict_resume
+from rollcheck.spark_replay.stream.spans import predict_resume
 
 __all__ = ["StreamView", "END_KINDS", "check_verdict", "canon_row"]
 

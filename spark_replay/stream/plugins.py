@@ -1,7 +1,7 @@
 """How the Spark streaming checks plug into the shared trace checker
 (:mod:`rollcheck.pyimpl.traces.plugin`).
 
-:class:`SparkStream` feeds a :class:`~rollcheck.spark_replay.stream_view.StreamView` from the trace
+:class:`SparkStream` feeds a :class:`~rollcheck.spark_replay.stream.view.StreamView` from the trace
 (a collector, reporting nothing itself); :class:`StreamCheck` is one check ``fn(view)`` run after
 the last event; :class:`EventListCheck` one check ``fn(header, events)`` over the trace's own
 events. A field of an engine event that is not what the recorder writes (:data:`MALFORMED`) is bad
@@ -15,7 +15,7 @@ from typing import Any
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.traces.plugin import TraceCheck
 from rollcheck.pyimpl.verdict import Check
-from rollcheck.spark_replay.stream_view import StreamView
+from rollcheck.spark_replay.stream.view import StreamView
 
 __all__ = ["MALFORMED", "SparkStream", "StreamCheck", "EventListCheck"]
 
