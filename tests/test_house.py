@@ -22,8 +22,7 @@ MAX_FUNCTION_LINES = 100
 MAX_MODULE_DOC_LINES = 25
 MAX_DOC_PROSE_LINES = 12
 #: ruff's pydocstyle rules under the numpy convention, less the imperative mood and magic methods
-RUFF_DOC = ["--select", "D", "--config", 'lint.pydocstyle.convention="numpy"',
-            "--config", 'lint.ignore=["D401", "D105"]']
+RUFF_DOC = ["--select", "D", "--ignore", "D401,D105", "--config", 'lint.pydocstyle.convention="numpy"']
 _SECTION = re.compile(r"^\s*(Parameters|Other Parameters|Returns|Yields|Receives|Raises|Warns|"
                       r"Warnings|See Also|Notes|References|Examples|Attributes|Methods)\s*$")
 
