@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from rollcheck.pyimpl.verdict import Check
-from rollcheck.spark_replay.oracles import canon_row
+from rollcheck.spark_replay.oracles.checks import canon_row
 
 __all__ = ["REL_TOL", "DIFFERENTIALS", "not_promised", "tables_differ", "final_output", "provider_differential",
            "partitioning_differential"]

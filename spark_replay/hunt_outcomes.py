@@ -115,10 +115,10 @@ def outcome_of_entry(entry: Mapping[str, Any]) -> CellOutcome:
 def with_release(trace: str | Path, release_output: Mapping[str, Any] | None) -> str | None:
     """``release-differential`` of a failure-free recording against the reference release's
     failure-free output (``{"engine_version", "output"}``), or None without one: the oracle of
-    :mod:`rollcheck.spark_replay.oracles` over the recording's own final output as the run on its
+    :mod:`rollcheck.spark_replay.oracles.checks` over the recording's own final output as the run on its
     release."""
     from rollcheck.spark_replay.checkpoint.watcher import PREFIX, base_kind
-    from rollcheck.spark_replay.oracles import release_differential
+    from rollcheck.spark_replay.oracles.checks import release_differential
     from rollcheck.spark_replay.trace import read_trace
 
     if release_output is None:

@@ -8,7 +8,7 @@
   count the same rows;
 - :func:`query_plugins` plugs them in with the checks every streaming trace gets, where a kill,
   executor loss or task retry struck (:mod:`rollcheck.spark_replay.faults.killpoints`) and the
-  engine-distrusting oracles (:mod:`rollcheck.spark_replay.oracles`).
+  engine-distrusting oracles (:mod:`rollcheck.spark_replay.oracles.checks`).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import Any
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.traces.plugin import TraceCheck
 from rollcheck.pyimpl.verdict import Check
+from rollcheck.spark_replay.oracles.upgrade_eval import upgrade_output, upgrade_state
 from rollcheck.spark_replay.stream.checks import (
     commit_protocol,
     end_of_run,
@@ -28,7 +29,6 @@ from rollcheck.spark_replay.stream.checks import (
 )
 from rollcheck.spark_replay.stream.plugins import EventListCheck, SparkStream, StreamCheck
 from rollcheck.spark_replay.stream.view import StreamView, canon_row, check_verdict
-from rollcheck.spark_replay.upgrade_eval import upgrade_output, upgrade_state
 from rollcheck.spark_replay.user_sink import user_sink_output
 
 __all__ = ["output_exactly_once", "user_output", "state_failure_free", "query_statestore_crosscheck", "input_batches",
@@ -228,7 +228,7 @@ def query_plugins(header: dict[str, Any], source: str | None) -> list[TraceCheck
     if req is not None and req[0] in FAILURE_CHECKS:  # executor, retry, twice, during-recovery (killpoints.py)
         check_name, check_fn = FAILURE_CHECKS[req[0]]
         plugins.insert(2, EventListCheck(check_name, header, check_fn, source))
-    from rollcheck.spark_replay.oracles import oracle_plugins
+    from rollcheck.spark_replay.oracles.checks import oracle_plugins
 
     plugins += oracle_plugins(header, source)  # batch-equivalent, release-differential, ...
     from rollcheck.spark_replay.plan_checks import plan_plugins

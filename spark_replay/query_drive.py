@@ -70,7 +70,7 @@ def batch_evaluation(spark: Any, uq: UserQuery, cfg: QueryConfig, checkpoint: Pa
     """The query as a batch job over the run's on-time input (:func:`oracles.evaluate_batch`), in
     this session: the watermark in force per batch as Spark reported it in its progress, else as
     its offset log holds it (a killed driver's progress is lost with it)."""
-    from rollcheck.spark_replay.oracles import evaluate_batch
+    from rollcheck.spark_replay.oracles.checks import evaluate_batch
 
     t0 = time.perf_counter()
     rows = uq.batches(cfg.seed)
@@ -105,7 +105,7 @@ def finish_run(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: WorkPaths, wr
     writer.emit(PREFIX + "state_final", stores=stores, **({"unreadable": unreadable} if unreadable else {}))
     progress = [e for e in writer.previous if e.get("kind") == PREFIX + "progress"] + notes.get("progress", [])
     if cfg.failure == "upgrade":  # each input row evaluated by the query that read it (upgrade_eval.py)
-        from rollcheck.spark_replay.upgrade_eval import combined_evaluation
+        from rollcheck.spark_replay.oracles.upgrade_eval import combined_evaluation
 
         writer.emit(PREFIX + "batch_evaluation", run="final",
                     **combined_evaluation(spark, uq, cfg, paths.checkpoint(), progress, notes, plain))

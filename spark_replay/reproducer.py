@@ -14,7 +14,7 @@ that handed it to the sink. It is meant to be attached to a report to the Spark 
 matrix runs it once and records whether it showed the finding.
 
 A finding of an oracle that does not trust Spark's own failure-free run (``release-differential``,
-``batch-equivalent``; :mod:`rollcheck.spark_replay.oracles`) is wrong with or without the failure,
+``batch-equivalent``; :mod:`rollcheck.spark_replay.oracles.checks`) is wrong with or without the failure,
 so comparing the two runs shows nothing. Its reproducer carries the *expected* final table of the
 minimised input (:func:`expected_table`: the failure-free run on the reference release, or the
 query evaluated as a batch job) and also compares the failure-free run with it, per ``KEY``: run

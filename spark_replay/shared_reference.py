@@ -38,7 +38,7 @@ __all__ = ["shared_reference", "write_shared_reference", "reference_key", "store
 
 #: The modules of this package that shape a failure-free recording (their bytes are in every key).
 _RECORDER = ("query*.py", "checkpoint/watcher.py", "trace.py", "session.py", "supervise.py", "releases.py",
-             "cell.py", "warm.py", "checkpoint/reader.py", "oracles.py", "sink_envelope.py", "input_files.py",
+             "cell.py", "warm.py", "checkpoint/reader.py", "oracles/checks.py", "sink_envelope.py", "input_files.py",
              "stream/*.py", "faults/killpoints.py", "user_sink.py", "checkpoint/lz4block.py",
              "checkpoint/logs.py", "faults/inotify.py")
 #: The configuration fields a reference recording depends on (besides the module and the release).

@@ -23,7 +23,7 @@ import pytest
 
 from rollcheck.spark_replay import query as qmod
 from rollcheck.spark_replay import query_state
-from rollcheck.spark_replay.oracles import recovery_succeeded, release_differential
+from rollcheck.spark_replay.oracles.checks import recovery_succeeded, release_differential
 from rollcheck.spark_replay.replay import replay_trace
 from rollcheck.spark_replay.trace import parse_trace_text
 

@@ -1,4 +1,4 @@
-"""``batch-equivalent`` decides late rows by Spark's own lateness rule (``spark_replay/lateness.py``).
+"""``batch-equivalent`` decides late rows by Spark's own lateness rule (``spark_replay/oracles/lateness.py``).
 
 Fast tests read the rule from analysed plans pyspark printed (``tests/spark_queries/lateness_plans.py``)
 and judge hand-made evaluation events. The real-engine tests record a windowed aggregation in update
@@ -21,16 +21,16 @@ from typing import Any
 
 import pytest
 
-from rollcheck.spark_replay.batch_eval import analyse_plan
-from rollcheck.spark_replay.lateness import (
+from rollcheck.spark_replay.oracles.batch_eval import analyse_plan
+from rollcheck.spark_replay.oracles.checks import batch_equivalent
+from rollcheck.spark_replay.oracles.lateness import (
     Operand,
     late_watermarks,
     plan_rule,
     row_dropped,
     windows_of,
 )
-from rollcheck.spark_replay.oracle_tampers import ORACLE_TAMPERS
-from rollcheck.spark_replay.oracles import batch_equivalent
+from rollcheck.spark_replay.oracles.tampers import ORACLE_TAMPERS
 from rollcheck.spark_replay.replay import replay_trace
 from rollcheck.spark_replay.tamper import to_lines
 from rollcheck.spark_replay.trace import parse_trace_text, read_trace

@@ -1,10 +1,10 @@
-"""Oracles that do not trust the engine's own failure-free run (``spark_replay/oracles.py``).
+"""Oracles that do not trust the engine's own failure-free run (``spark_replay/oracles/checks.py``).
 
 Fast tests judge hand-made events (the plan analysis, late rows with and without, append mode's
 event-time bound, a failed or swallowed recovery, two releases). The slow tests record the query
 with deliberately late rows (``tests/queries/late_rows.py``) once with a task failure, show the
 replay conformant with every oracle, and show each oracle catching its mutants
-(``spark_replay/oracle_tampers.py``) — including the lost on-time row that the failure-free
+(``spark_replay/oracles/tampers.py``) — including the lost on-time row that the failure-free
 reference cannot see (``output-exactly-once`` holds on that mutant).
 """
 
@@ -17,13 +17,13 @@ from typing import Any
 
 import pytest
 
-from rollcheck.spark_replay.oracle_tampers import CAUGHT_BY, ORACLE_TAMPERS
-from rollcheck.spark_replay.oracles import (
+from rollcheck.spark_replay.oracles.checks import (
     analyse_plan,
     batch_equivalent,
     recovery_succeeded,
     release_differential,
 )
+from rollcheck.spark_replay.oracles.tampers import CAUGHT_BY, ORACLE_TAMPERS
 from rollcheck.spark_replay.replay import replay_file, replay_trace
 from rollcheck.spark_replay.trace import parse_trace_text, read_trace
 

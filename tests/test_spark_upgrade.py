@@ -22,8 +22,8 @@ from types import SimpleNamespace
 import pytest
 
 from rollcheck.pyimpl.errors import InvalidInputError
+from rollcheck.spark_replay.oracles.upgrade_eval import judge_upgrade
 from rollcheck.spark_replay.upgrade import PlanShape, StatefulOp, check_upgrade, forbidden_change
-from rollcheck.spark_replay.upgrade_eval import judge_upgrade
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = str(ROOT / "examples" / "queries" / "page_views_upgrade.py")

@@ -64,8 +64,8 @@ def combined_evaluation(spark: Any, uq: Any, cfg: Any, checkpoint: Any, progress
     """The payload of the ``final`` run's ``spark.batch_evaluation`` under an upgrade (module
     docstring): ``applicable``, ``reason``, ``watermarks`` and ``upgrade`` (``last``: batch K,
     ``before``, ``after``, ``after_upto``: each an evaluation of
-    :func:`~rollcheck.spark_replay.batch_eval.evaluate_batch`)."""
-    from rollcheck.spark_replay.batch_eval import evaluate_batch
+    :func:`~rollcheck.spark_replay.oracles.batch_eval.evaluate_batch`)."""
+    from rollcheck.spark_replay.oracles.batch_eval import evaluate_batch
 
     t0 = time.perf_counter()
     rows = uq.batches(cfg.seed)
@@ -101,7 +101,7 @@ def combined_evaluation(spark: Any, uq: Any, cfg: Any, checkpoint: Any, progress
 
 def _rows(ev: dict[str, Any] | None, mode: str | None) -> list[dict[str, Any]] | None:
     """The rows of one evaluation for the output mode (None: undecided or none for it)."""
-    from rollcheck.spark_replay.batch_judge import _variant
+    from rollcheck.spark_replay.oracles.batch_judge import _variant
 
     if ev is None:
         return []
@@ -112,7 +112,7 @@ def _rows(ev: dict[str, Any] | None, mode: str | None) -> list[dict[str, Any]] |
 
 
 def _table(rows: Sequence[dict[str, Any]], key: Sequence[str]) -> dict[str, str]:
-    from rollcheck.spark_replay.batch_judge import final_table
+    from rollcheck.spark_replay.oracles.batch_judge import final_table
 
     return final_table(rows, key)
 
@@ -125,7 +125,7 @@ def upgrade_failure(events: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
 def judge_upgrade(header: dict[str, Any], events: list[dict[str, Any]]) -> Check | None:
     """``batch-equivalent`` of an upgrade's trace (module docstring); None without a batch
     evaluation."""
-    from rollcheck.spark_replay.batch_judge import _judge
+    from rollcheck.spark_replay.oracles.batch_judge import _judge
 
     evals = [e for e in events if str(e.get("kind")).endswith("batch_evaluation")]
     if not evals:
@@ -178,7 +178,7 @@ def judge_upgrade(header: dict[str, Any], events: list[dict[str, Any]]) -> Check
 
 def _stateless(out: list[dict[str, Any]], parts: dict[str, Any], key: list[str], mode: str | None, k: int,
                seq: int) -> Check | str:
-    from rollcheck.spark_replay.batch_judge import canon_row
+    from rollcheck.spark_replay.oracles.batch_judge import canon_row
 
     want_rows = list(parts["before"]) + list(parts["after_only"] or [])
     if mode == "append":

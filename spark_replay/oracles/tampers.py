@@ -1,4 +1,4 @@
-"""Mutants of the engine-distrusting oracles (:mod:`rollcheck.spark_replay.oracles`): recorded
+"""Mutants of the engine-distrusting oracles (:mod:`rollcheck.spark_replay.oracles.checks`): recorded
 query traces changed as a misbehaving engine (or recorder) would have left them.
 
 Each function takes a parsed query trace and returns ``(lines, seq)`` like
@@ -33,7 +33,7 @@ from typing import Any
 
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.spark_replay.checkpoint.watcher import base_kind
-from rollcheck.spark_replay.oracles import canon_row
+from rollcheck.spark_replay.oracles.checks import canon_row
 from rollcheck.spark_replay.tamper import to_lines
 from rollcheck.spark_replay.trace import Trace
 

@@ -9,7 +9,7 @@ engine against something else:
     The final output table equals the same ``query`` evaluated as a *batch* job (one
     ``spark.createDataFrame(rows, DDL)`` per source, in the recording's own session and release)
     over exactly the input rows Spark's own lateness rule keeps
-    (:mod:`rollcheck.spark_replay.lateness`): the stateful operator read from the analysed
+    (:mod:`rollcheck.spark_replay.oracles.lateness`): the stateful operator read from the analysed
     streaming plan compares its event-time operand (a window's end for a windowed aggregation,
     the event-time column for deduplication and for each side of a stream-stream join) with the
     *previous* batch's watermark as Spark reported it (progress, else the offset log); complete
@@ -53,13 +53,13 @@ from typing import Any
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.traces.plugin import TraceCheck
 from rollcheck.pyimpl.verdict import Check
-from rollcheck.spark_replay.batch_eval import (
+from rollcheck.spark_replay.oracles.batch_eval import (
     ARBITRARY_STATEFUL,
     analyse_plan,
     evaluate_batch,
     event_time_ms,
 )
-from rollcheck.spark_replay.batch_judge import _judge, canon_row, final_table
+from rollcheck.spark_replay.oracles.batch_judge import _judge, canon_row, final_table
 
 __all__ = [
     "ORACLE_CHECKS",
@@ -90,7 +90,7 @@ def batch_equivalent(header: dict[str, Any], events: list[dict[str, Any]]) -> Ch
     (a trace from before this oracle)."""
     name = "batch-equivalent"
     if (header.get("config") or {}).get("failure") == "upgrade":  # each row by the query that read it
-        from rollcheck.spark_replay.upgrade_eval import judge_upgrade
+        from rollcheck.spark_replay.oracles.upgrade_eval import judge_upgrade
 
         return judge_upgrade(header, events)
     evals = _events(events, "batch_evaluation")

@@ -1,5 +1,5 @@
 """The recorder side of ``batch-equivalent``: the query run as a batch job over exactly the input
-rows Spark's lateness rule keeps (:mod:`rollcheck.spark_replay.lateness`).
+rows Spark's lateness rule keeps (:mod:`rollcheck.spark_replay.oracles.lateness`).
 
 :func:`analyse_plan` reads the analysed streaming plan (per source); :func:`evaluate_batch` runs
 the batch job once over the kept rows (for sliding windows whose rows count in some windows only:
@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from rollcheck.spark_replay.lateness import (
+from rollcheck.spark_replay.oracles.lateness import (
     LateRule,
     event_time_us,
     late_watermarks,
@@ -33,7 +33,7 @@ MAX_LISTED = 200
 
 def analyse_plan(plan: str, sources: Mapping[str, Sequence[str]] | Sequence[str]) -> dict[str, Any]:
     """What the streaming query's analysed plan tells the oracle: ``{"applicable", "reason",
-    "event_time", "watermarked", "rule"}`` (``rule``: a :class:`~rollcheck.spark_replay.lateness.LateRule`).
+    "event_time", "watermarked", "rule"}`` (``rule``: a :class:`~rollcheck.spark_replay.oracles.lateness.LateRule`).
     ``sources`` maps each source to its columns (a plain column list is the one source ``input``);
     ``event_time`` is the watermarked input column (one source) or ``{source: column}``.
 

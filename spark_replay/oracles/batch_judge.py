@@ -2,8 +2,8 @@
 
 Rows canonicalised across releases and JSON (:func:`canon_row`), the final table of an output
 (:func:`final_table`: the last row per KEY) and the judgement of a recording's output against one
-batch evaluation (``_judge``) — shared by ``batch-equivalent`` (:mod:`rollcheck.spark_replay.oracles`)
-and the upgrade's evaluation (:mod:`rollcheck.spark_replay.upgrade_eval`).
+batch evaluation (``_judge``) — shared by ``batch-equivalent`` (:mod:`rollcheck.spark_replay.oracles.checks`)
+and the upgrade's evaluation (:mod:`rollcheck.spark_replay.oracles.upgrade_eval`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rollcheck.pyimpl.verdict import Check
-from rollcheck.spark_replay.batch_eval import event_time_ms
+from rollcheck.spark_replay.oracles.batch_eval import event_time_ms
 
 __all__ = ["canon_row", "final_table"]
 
