@@ -32,8 +32,10 @@ __all__ = ["EpochProcessor", "EpochEdge", "epoch_system", "resume_epoch", "build
 
 @dataclass(frozen=True)
 class EpochProcessor:
-    """``checkpoints``: the last epoch of each checkpoint, strictly increasing; ``processed``: the
-    last epoch the processor has processed (``None`` if failed, which drops its ⊤).
+    """A processor of an epoch system: its checkpoints and the last epoch it processed.
+
+    ``checkpoints``: the last epoch of each checkpoint, strictly increasing; ``processed``: the last
+    epoch the processor has processed (``None`` if failed, which drops its ⊤).
     """
 
     checkpoints: tuple[int, ...] = ()
@@ -42,8 +44,9 @@ class EpochProcessor:
 
 @dataclass(frozen=True)
 class EpochEdge:
-    """An edge carrying epochs ``0..sent`` (``sent = -1``: nothing yet); ``logged`` edges keep
-    their messages (no T_D).
+    """An edge carrying epochs ``0..sent`` (``sent = -1``: nothing yet).
+
+    ``logged`` edges keep their messages (no T_D).
     """
 
     name: str
@@ -107,9 +110,10 @@ def epoch_system(processors: Mapping[str, EpochProcessor], edges: Sequence[Epoch
 
 
 def build_system(run: Any, failed: set[str], top_all: bool = False, phi: str = "reject") -> Any:
-    """The span system of a recorded execution of the example executor when ``failed`` fail now
-    (see :func:`rollcheck.pyimpl.spans.executor.build_system`; returns its ``Built``: the system and the
-    span objects behind every level).
+    """The span system of a recorded execution of the example executor when ``failed`` fail now.
+
+    See :func:`rollcheck.pyimpl.spans.executor.build_system`; returns its ``Built``: the system and
+    the span objects behind every level.
     """
     from rollcheck.pyimpl.spans.executor import build_system as _build
 

@@ -1,6 +1,7 @@
-"""The JSON values of a dataflow description (``rollcheck.dataflow/1``): logical times (an epoch,
-or ``[epoch, c1, ..., cn]`` with ``n`` loop counters), objects and arrays, each validated naming its
-JSON path (exit 2).
+"""The JSON values of a dataflow description (``rollcheck.dataflow/1``).
+
+Logical times (an epoch, or ``[epoch, c1, ..., cn]`` with ``n`` loop counters), objects and
+arrays, each validated naming its JSON path (exit 2).
 """
 
 from __future__ import annotations

@@ -1,29 +1,12 @@
 """Dataflow descriptions (``rollcheck.dataflow/1``): what a user writes about a running dataflow.
 
-A description lists the processors (each with its logical-time domain: epochs, or an epoch plus
-``loops`` nested loop counters, written as an array ``[epoch, c1, ..., cn]``), the inputs each
-read from outside, every message sent on every edge (the time of the sending event at the source
-and the message's time at the destination, in send order; channels are FIFO and ``delivered``
-counts the prefix the destination has processed), which edges are logged, each processor's
-checkpoints (spans up to a time, explicit selective spans, or a policy "every k epochs"), and which
-processors failed. :func:`description_from_dict` validates it (a semantically impossible
-description is rejected naming the JSON path); :func:`span_system` expands it into the span system
-of the failure (``rollcheck.spans/1``); :func:`analyse` solves it and says what every processor
-must discard, re-read and replay, and the low watermark with the inputs it acknowledges and the
-outputs it releases.
-
-Expansion (Falkirk Wheel §3.1–3.3, §4.1):
-
-* an *event* of ``p`` is an input it read or a message it processed, at that time; the universe of
-  ``p`` is the times of its events and of every message sent to it;
-* chain: ``c_0 = ∅`` and every restorable checkpoint restricted to the universe (a checkpoint equal
-  to the previous one is merged into it); a checkpoint becomes restorable once every unlogged
-  message its events sent has been processed (on shared times a receiver at ⊤ that processed part
-  of a time would otherwise let C1 drop the rest, ``specs/spans.md#exactly-once``);
-* ``⊤_p`` (live ``p``) = last chain element ∪ the times of all its events;
-* edge ``e``: ``T_D(s)`` = times of unlogged messages sent by events in ``s``; ``T_M`` = times of the
-  delivered messages; ``φ(s)`` = the times on ``e`` none of whose messages was sent by an event
-  outside ``s`` (the recorded transformer: monotone by construction).
+A description lists the processors and their time domains, the inputs read from outside, every
+message sent on every edge, the logged edges, each processor's checkpoints and the failed
+processors. :func:`description_from_dict` validates it (an impossible description is rejected
+naming the JSON path); :func:`span_system` expands it into the span system of the failure
+(``rollcheck.spans/1``); :func:`analyse` solves it and says what every processor must discard,
+re-read and replay, and the low watermark with the inputs it acknowledges and the outputs it
+releases. The expansion rules: docs/internals/pyimpl-spans.md#description.
 
 References
 ----------
@@ -80,6 +63,7 @@ class Checkpoint:
     times: frozenset | None = None
 
     def contains(self, t: Time) -> bool:
+        """Whether time ``t`` is in the checkpoint's span."""
         if self.times is not None:
             return t in self.times
         return _cmp_key(t) <= _cmp_key(self.upto)  # type: ignore[arg-type]
@@ -87,12 +71,28 @@ class Checkpoint:
 
 @dataclass(frozen=True)
 class Message:
+    """A message on a channel of the description.
+
+    Attributes
+    ----------
+    at : Time
+        The time of the sending event at the source.
+    time : Time
+        The time of the message at the destination.
+    """
+
     at: Time    # time of the sending event at the source
     time: Time  # time of the message at the destination
 
 
 @dataclass
 class Channel:
+    """A channel of the description: its ends, whether it is logged, what was sent and delivered.
+
+    ``delivered`` counts the prefix of ``sent`` the destination has processed; ``where`` is the JSON
+    path, for messages.
+    """
+
     name: str
     src: str
     dst: str
@@ -104,6 +104,11 @@ class Channel:
 
 @dataclass
 class Proc:
+    """A processor of the description: its loops, inputs, checkpoints and checkpoint policy.
+
+    ``events`` (the times of its events) is filled by validation.
+    """
+
     name: str
     loops: int
     inputs: list[Time]
@@ -254,8 +259,10 @@ def _description(doc: Any) -> Description:
 
 
 def _policy(p: Proc, inflight: list[tuple[Time, str]]) -> list[Checkpoint]:
-    """``every k``: a checkpoint up to epoch E for E = k-1, 2k-1, ... once p processed a later
-    epoch and no message of an epoch <= E is still in flight to p (epochs in order).
+    """``every k``: the checkpoints up to epoch E for E = k-1, 2k-1, ... that ``p`` has taken.
+
+    One is taken once p processed a later epoch and no message of an epoch <= E is still in flight
+    to p (epochs in order).
     """
     if not p.events:
         return []
@@ -394,6 +401,7 @@ class Analysis:
     decreases: int
 
     def to_json(self) -> dict[str, Any]:
+        """The analysis as the JSON object ``rollcheck spans`` writes for a description."""
         return {"spans": self.spans, "processors": self.processors, "watermark": self.watermark,
                 "acknowledge": self.acknowledge, "release": self.release}
 

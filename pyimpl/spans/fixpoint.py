@@ -68,6 +68,20 @@ class Compiled:
 
 @dataclass
 class SolveResult:
+    """The greatest fixed point found, with the work it took.
+
+    Attributes
+    ----------
+    levels : list of int
+        The level of every processor.
+    examinations : int
+        Constraint examinations.
+    decreases : int
+        The sum of all level decreases.
+    rounds : int
+        Whole-graph rounds (:func:`run_rounds` only; 0 otherwise).
+    """
+
     levels: list[int]
     examinations: int
     decreases: int
@@ -121,12 +135,12 @@ def compile_system(s: SpanSystem) -> Compiled:
 
 
 def _need_tables(s: SpanSystem, e: EdgeSpec, a: int, b: int, spans_b: list[frozenset]) -> tuple[list[int], list[int]]:
-    """The need tables of C1 and C2 of ``e = (a, b)`` exactly as :meth:`SpanSystem.c1_holds` and
-    :meth:`SpanSystem.c2_holds` decide them, with ``spans_b[y]`` the span of ``b`` at level ``y``.
+    """The need tables of C1 and C2 of ``e = (a, b)``, as :class:`SpanSystem` decides them.
 
-    C1 at sender level ``x``: the least ``y`` with ``T_D(x) ⊆ s_y(b)``, any ``y`` at ⊤ of ``b``
-    when ``x`` is ⊤ of ``a``; C2 at receiver level ``y``: the least ``x`` with
-    ``T_M ∩ s_y(b) ⊆ φ(x)``, or ``x`` = ⊤ of ``a`` (φ(⊤) is all times).
+    Exactly as :meth:`SpanSystem.c1_holds` and :meth:`SpanSystem.c2_holds`, with ``spans_b[y]`` the
+    span of ``b`` at level ``y``. C1 at sender level ``x``: the least ``y`` with
+    ``T_D(x) ⊆ s_y(b)``, any ``y`` at ⊤ of ``b`` when ``x`` is ⊤ of ``a``; C2 at receiver level
+    ``y``: the least ``x`` with ``T_M ∩ s_y(b) ⊆ φ(x)``, or ``x`` = ⊤ of ``a`` (φ(⊤) is all times).
     """
     pa, pb = s.processors[a], s.processors[b]
     top_b = pb.top_level
@@ -333,9 +347,10 @@ def solve_literal(s: SpanSystem, order: str = "fifo", seed: int = 0,
 
 
 def domino_chain(n: int, k: int = 3) -> Compiled:
-    """Compiled constraints of a chain ``P0 -> P1 -> … -> P(n-1)`` of unlogged edges whose last
-    processor failed with no checkpoint: every C1 needs the receiver at least as high as the
-    sender (⊤ needs ``k - 1``), so the rollback cascades back one processor at a time, against
+    """Compiled constraints of a chain ``P0 -> … -> P(n-1)`` of unlogged edges, the last one failed.
+
+    The last processor failed with no checkpoint; every C1 needs the receiver at least as high as
+    the sender (⊤ needs ``k - 1``), so the rollback cascades back one processor at a time, against
     the index order: the worst case of whole-graph rounds (``n`` rounds of ``n`` examinations).
 
     >>> r = run_worklist(domino_chain(5)); r.levels, r.examinations

@@ -60,6 +60,7 @@ class SeqSystem:
     failed: np.ndarray
 
     def top_levels(self) -> np.ndarray:
+        """The largest level of every processor: ``K`` when failed, ⊤ = ``K+1`` when live."""
         return np.where(self.failed, self.K, self.K + 1)
 
     def to_span_system(self) -> SpanSystem:
@@ -91,9 +92,11 @@ class SeqSystem:
 
 @dataclass
 class FlatCompiled:
-    """Every constraint ``c``: owned by ``owner[c]``, looks at ``nbr[c]``, holds at owner level
-    ``x`` iff ``level[nbr[c]] >= need[c, x]``. The watchers of ``p`` (owners to re-examine when
-    ``p`` changes) are the owners of the constraints whose neighbour is ``p``.
+    """Flat constraint tables: constraint ``c`` is owned by ``owner[c]`` and looks at ``nbr[c]``.
+
+    It holds at owner level ``x`` iff ``level[nbr[c]] >= need[c, x]``. The watchers of ``p``
+    (owners to re-examine when ``p`` changes) are the owners of the constraints whose neighbour is
+    ``p``.
     """
 
     top: np.ndarray
@@ -163,11 +166,12 @@ def _arr(x: np.ndarray) -> array:
 
 
 def run_bulk(fc: FlatCompiled) -> tuple[np.ndarray, int, int]:
-    """The worklist in bulk steps, vectorised with numpy: every step examines all processors on
-    the worklist at once (each against its neighbours' current levels), lowers them, and puts
-    the watchers of the changed ones on the next worklist. A chaotic iteration of the same
-    monotone operator, so it reaches the same greatest fixed point (``specs/spans.md#orders``).
-    Returns (levels, examinations, steps).
+    """The worklist in bulk steps, vectorised with numpy.
+
+    Every step examines all processors on the worklist at once (each against its neighbours' current
+    levels), lowers them, and puts the watchers of the changed ones on the next worklist: a chaotic
+    iteration of the same monotone operator, so it reaches the same greatest fixed point
+    (``specs/spans.md#orders``). Returns (levels, examinations, steps).
     """
     lvl = fc.top.copy()
     n = len(lvl)
@@ -198,8 +202,9 @@ def run_bulk(fc: FlatCompiled) -> tuple[np.ndarray, int, int]:
 
 
 def run_flat(fc: FlatCompiled, order: str = "fifo") -> tuple[list[int], int]:
-    """The worklist over flat tables; returns (levels, examinations). ``order="rounds"`` runs
-    whole-graph rounds instead.
+    """The worklist over flat tables; returns (levels, examinations).
+
+    ``order="rounds"`` runs whole-graph rounds instead.
     """
     lvl = fc.top.tolist()
     n = len(lvl)
@@ -253,9 +258,11 @@ def run_flat(fc: FlatCompiled, order: str = "fifo") -> tuple[list[int], int]:
 def random_seq_system(n_edges: int, *, cyclic: bool, K: int = 4, degree: int = 4, failed: float = 0.01,
                       logged: float = 0.5, msgs: int = 6, seed: int = 0, n_procs: int | None = None,
                       jitter: float = 0.9) -> SeqSystem:
-    """A random sequence-number system: processors checkpoint at jittered global times
-    ``k + jitter * u`` (``jitter = 0``: aligned, as after coordinated checkpointing); each edge carries ``msgs`` messages sent at uniform times and delivered after a
-    random delay, so checkpoints of neighbours overlap as in a real run.
+    """A random sequence-number system whose checkpoints of neighbours overlap as in a real run.
+
+    Processors checkpoint at jittered global times ``k + jitter * u`` (``jitter = 0``: aligned, as
+    after coordinated checkpointing); each edge carries ``msgs`` messages sent at uniform times and
+    delivered after a random delay.
 
     >>> s = random_seq_system(40, cyclic=True, seed=1)
     >>> s.sent.shape

@@ -84,8 +84,10 @@ def time_to_json(t: Time) -> Any:
 
 
 def _sort_key(t: Time) -> str:
-    """``json.dumps(time_to_json(t), sort_keys=True)``, built directly for strings, integers and
-    tuples of them (the times of every system; anything else takes ``json.dumps``).
+    """``json.dumps(time_to_json(t), sort_keys=True)``, built directly where it can be.
+
+    Built directly for strings, integers and tuples of them (the times of every system); anything
+    else takes ``json.dumps``.
 
     >>> [_sort_key(x) == json.dumps(time_to_json(x), sort_keys=True) for x in ("é", 3, ("e", (1, "x")), ())]
     [True, True, True, True]
@@ -122,6 +124,7 @@ class ProcessorSpec:
 
     @property
     def live(self) -> bool:
+        """Whether the processor is live (it has a ⊤)."""
         return self.top is not None
 
     @property
@@ -138,6 +141,7 @@ class ProcessorSpec:
         return self.chain[level]
 
     def is_top(self, level: int) -> bool:
+        """Whether ``level`` is the processor's ⊤."""
         return self.top is not None and level == len(self.chain)
 
     def label(self, level: int) -> int | str:
@@ -176,15 +180,19 @@ class SpanSystem:
 
     @property
     def names(self) -> list[str]:
+        """The processor names, in order."""
         return [p.name for p in self.processors]
 
     def index(self, name: str) -> int:
+        """The position of processor ``name``."""
         return self._index[name]  # type: ignore[attr-defined]
 
     def proc(self, name: str) -> ProcessorSpec:
+        """The processor called ``name``."""
         return self.processors[self.index(name)]
 
     def top_levels(self) -> dict[str, int]:
+        """The largest level of every processor, by name."""
         return {p.name: p.top_level for p in self.processors}
 
     # -- the two constraints of one edge, exactly as in Falkirk §3.3 ---------------------------
@@ -222,6 +230,7 @@ class SpanSystem:
         return {p.name: p.label(levels[p.name]) for p in self.processors}
 
     def levels_from_labels(self, labels: Mapping[str, int | str]) -> dict[str, int]:
+        """Map output labels (chain index or ``"top"``) back to levels."""
         return {p.name: (len(p.chain) if labels[p.name] == TOP else int(labels[p.name]))
                 for p in self.processors}
 
@@ -246,8 +255,9 @@ class _NotPlain(Exception):
 
 
 def _plain_time(v: Any) -> Time:
-    """:func:`time_from_json` for strings, integers and (nested) arrays of them, exact types only;
-    raises :class:`_NotPlain` on anything else (the caller then takes the checking path).
+    """:func:`time_from_json` for strings, integers and (nested) arrays of them, exact types only.
+
+    Raises :class:`_NotPlain` on anything else (the caller then takes the checking path).
     """
     if type(v) is str or type(v) is int:
         return v
@@ -381,8 +391,9 @@ def _from_dict(doc: Any, phi_mode: str, semantic: bool = False) -> SpanSystem:
 
 
 def _processor_spec(name: Any, pd: Any) -> ProcessorSpec:
-    """Processor ``name`` of a document: its chain (strictly increasing from the empty c_0) and its
-    top when live (holding the last chain element).
+    """Processor ``name`` of a document: its chain and its top when live.
+
+    The chain is strictly increasing from the empty c_0; the top holds the last chain element.
     """
     loc = f"processors.{name}"
     if not isinstance(pd, dict):
@@ -450,8 +461,15 @@ def system_to_dict(s: SpanSystem) -> dict[str, Any]:
 
 
 def load_system(path: str | Path, *, phi: str = "reject", semantic: bool = True) -> SpanSystem:
-    """Read and validate a ``rollcheck.spans/1`` file (see :func:`system_from_dict`; a file is
-    checked against the semantic rules too unless ``semantic=False``).
+    """Read and validate a ``rollcheck.spans/1`` file.
+
+    See :func:`system_from_dict`; a file is checked against the semantic rules too unless
+    ``semantic=False``.
+
+    Raises
+    ------
+    InvalidInputError
+        The file is unreadable or not a valid span system (naming the JSON path).
     """
     path = Path(path)
     # under the input bounds of rollcheck.pyimpl.jsonio: nesting is capped up front, so a document
@@ -461,8 +479,9 @@ def load_system(path: str | Path, *, phi: str = "reject", semantic: bool = True)
 
 
 def validate_schema(doc: Any, schema: str = "spans", source: str | None = None) -> None:
-    """Check ``doc`` against the JSON Schema ``<schema>.schema.json`` shipped in
-    ``rollcheck.pyimpl.schemas`` (``spans`` or ``dataflow``) with jsonschema.
+    """Check ``doc`` against the JSON Schema ``<schema>.schema.json`` with jsonschema.
+
+    The schemas (``spans`` or ``dataflow``) are shipped in ``rollcheck.pyimpl.schemas``.
 
     Raises
     ------

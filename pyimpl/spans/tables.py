@@ -1,24 +1,11 @@
 """A ``rollcheck.spans/1`` document straight into flat need tables (the command path at scale).
 
-:func:`system_from_dict` builds frozensets of times for every chain element and every edge list,
-and :func:`compile_system` then tests subset relations level by level: fine for the properties,
-far too slow for 10^6 edges. Here the same document is validated in one pass and compiled directly
-into the flat form the bulk worklist runs on (:class:`~rollcheck.pyimpl.spans.frontier.FlatCompiled`):
-
-* per processor ``q``, a *rank* map ``time -> the least level of q whose span holds it`` (chain
-  index, or ``len(chain)`` for a time only in the concrete ⊤); spans are nested, so
-  ``t ∈ s_y(q)`` iff ``rank_q(t) <= y``;
-* C1 of ``e = (p, q)`` at sender level ``x``: ``T_D(s_x(p)) ⊆ s_y(q)`` iff
-  ``y >= max rank_q(T_D(s_x(p)))``, so ``need[x]`` is that maximum (``⊤``–``⊤`` exempt);
-* C2 at receiver level ``y``: ``T_M ∩ s_y(q) ⊆ φ(s_x(p))`` iff ``x >`` every
-  ``φrank_e(t)`` with ``t ∈ T_M``, ``rank_q(t) <= y``, where ``φrank_e(t)`` is the least chain index
-  whose φ holds ``t`` (``len(chain)``, i.e. ⊤ where φ is all times, when none does). A running
-  maximum over ``y`` gives the table.
-
-Only maps of (interned) times and small integer tables are built; no set of times per chain
-element survives the pass. The rules checked are those of :func:`system_from_dict` plus the
-semantic ones of ``specs/spans.md#validity`` (``T_D`` grows along the chain and is contained in
-``T_D(⊤)``; a live receiver's ⊤ holds every time it processed). Every error names the JSON path.
+Building frozensets of times per chain element (:func:`system_from_dict`) is far too slow for
+10^6 edges; here the document is validated in one pass and compiled directly into the flat form
+the bulk worklist runs on (:class:`~rollcheck.pyimpl.spans.frontier.FlatCompiled`): a rank map
+per processor (the least level whose span holds a time) turns C1 and C2 into maxima over ranks.
+The rules checked are those of :func:`system_from_dict` plus ``specs/spans.md#validity``; every
+error names the JSON path. See docs/internals/pyimpl-spans.md#tables.
 
 References
 ----------
@@ -81,8 +68,9 @@ def _key(t: Any, loc: str, depth: int = 0) -> Hashable:
 
 
 def _times(v: Any, loc: str) -> set:
-    """The set of hashable keys of a JSON array of times (hashed directly when it holds only
-    strings and integers, the common case, checked at C speed).
+    """The set of hashable keys of a JSON array of times.
+
+    Hashed directly when it holds only strings and integers (the common case, checked at C speed).
     """
     if type(v) is not list:
         raise InvalidInputError(f"expected an array of times, got {type(v).__name__}", location=loc)
@@ -92,9 +80,10 @@ def _times(v: Any, loc: str) -> set:
 
 
 def _times_plain(v: Any, loc: str) -> set:
-    """:func:`_times` for a document known to hold no ``true``, ``false``, ``null`` or float
-    (see ``plain`` of :func:`compile_document`): every scalar is a string or an integer, so
-    hashing the array is the whole check; an array of arrays (unhashable) takes the slow path.
+    """:func:`_times` for a document known to hold no ``true``, ``false``, ``null`` or float.
+
+    See ``plain`` of :func:`compile_document`: every scalar is a string or an integer, so hashing
+    the array is the whole check; an array of arrays (unhashable) takes the slow path.
     """
     if type(v) is not list:
         raise InvalidInputError(f"expected an array of times, got {type(v).__name__}", location=loc)
@@ -111,8 +100,10 @@ def _lists(v: Any, loc: str) -> list:
 
 
 def _c2_need(ranks: Any, phi_ranks: Any, top_b: int) -> list[int]:
-    """C2 need per receiver level ``y = 0..top_b``: the largest φ-rank among the processed times
-    whose rank at the receiver is ``<= y`` (a running maximum; 0 when there is none).
+    """C2 need per receiver level ``y = 0..top_b``, a running maximum of φ-ranks.
+
+    The largest φ-rank among the processed times whose rank at the receiver is ``<= y`` (0 when
+    there is none).
 
     >>> _c2_need([0, 1, 2], [3, 1, 2], 2)   # a time of rank 0 needs the sender at 3 from y = 0 on
     [3, 3, 3]
@@ -245,8 +236,9 @@ def _compile(doc: Any, normalise: bool, _times: Any) -> Tables:
 
 
 def _processor(name: str, pd: Any, _times: Any) -> tuple[int, bool, dict]:
-    """Processor ``name``'s chain length, whether it is live (has a top) and the rank of each of its
-    times (the first chain element holding it; the chain's length for the top's own).
+    """Processor ``name``'s chain length, whether it is live (has a top) and the ranks of its times.
+
+    The rank of a time is the first chain element holding it (the chain's length for the top's own).
     """
     loc = f"processors.{name}"
     if type(pd) is not dict:
@@ -315,8 +307,10 @@ def _edge_ends(ed: Any, j: int, loc: str, index: dict[str, int], seen: set[str])
 
 def _c1_need(ed: dict, ename: str, loc: str, disc: list, rb: dict, kb: int, live_a: bool, live_b: bool,
              src_name: str, _times: Any) -> list[int]:
-    """C1 of an edge, owned by its source: per source span x, the greatest rank at the destination
-    of a time the span's events sent (``discarded``; ``discarded_top`` for a live source's top).
+    """C1 of an edge, owned by its source: per source span x, a rank at the destination.
+
+    The greatest rank at the destination of a time the span's events sent (``discarded``;
+    ``discarded_top`` for a live source's top).
     """
     out: list[int] = []
     prev: set = set()
@@ -352,8 +346,10 @@ def _c1_need(ed: dict, ename: str, loc: str, disc: list, rb: dict, kb: int, live
 
 def _c2_edge(ed: dict, ename: str, loc: str, phis: list, rb: dict, ka: int, live_a: bool, live_b: bool,
              top_b: int, names: list[str], a: int, b: int, normalise: bool, _times: Any) -> list[int]:
-    """C2 of an edge, owned by its destination: per destination span y, the greatest φ-rank of a
-    processed time it holds (empty when the destination processed nothing on the edge).
+    """C2 of an edge, owned by its destination: per destination span y, its greatest φ-rank.
+
+    The φ-rank of a processed time the span holds; empty when the destination processed nothing on
+    the edge.
     """
     phr: dict = {}
     plen = 0

@@ -1,25 +1,11 @@
 """Logical times, spans as frontiers, and the transformers φ between time domains.
 
-Three kinds of logical time (Falkirk Wheel §3.1):
-
-* sequence numbers ``(edge, n)`` with ``n >= 1``, comparable only on the same edge;
-* epochs ``t`` (integers ``>= 0``), totally ordered;
-* structured loop times ``(t, c)``: epoch ``t`` and loop counter ``c >= 0``.
-
-A *span* is a set of times. Spans the algorithm meets are represented compactly as frontiers
-with exact set semantics (:meth:`Span.contains`, :meth:`Span.restrict` over a finite universe):
-
-* :class:`SeqFrontier`: per-edge prefix lengths, ``{(e, n): n <= k_e}``;
-* :class:`EpochFrontier`: ``{t: t <= E}`` (``E = -1`` is the empty span);
-* :class:`LoopFrontier`: a per-epoch loop counter, ``{(t, c): c <= C_t}`` (``C_t = ALL`` for a
-  completed epoch);
-* :class:`TimeSet` (an explicit finite set, e.g. a selective span) and :class:`Union`, used for the
-  concrete ⊤ of a live processor: its last checkpoint plus the times of every event it processed.
-
-Transformers φ (§3.2) map a span at the sender to the times on the edge that are "fixed": the
-sender produced no message at such a time from an event outside the span. Each is monotone
-(``s ⊆ s'`` implies ``φ(s) ⊆ φ(s')``) except :class:`BridgePerEpoch`, the deliberately wrong
-epoch→sequence-number bridge that uses per-epoch counts instead of running totals.
+Times are sequence numbers ``(edge, n)``, epochs ``t`` or loop times ``(t, c)``. A *span* (a set
+of times) is a compact frontier with exact set semantics: :class:`SeqFrontier`,
+:class:`EpochFrontier`, :class:`LoopFrontier`, or :class:`TimeSet` and :class:`Union` (the
+concrete ⊤ of a live processor). A transformer φ maps a span at the sender to the times on the
+edge that are fixed; each is monotone except :class:`BridgePerEpoch`, the deliberately wrong
+bridge. See docs/internals/pyimpl-spans.md#times.
 
 References
 ----------
@@ -35,6 +21,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
+
+from typing_extensions import override
 
 __all__ = [
     "ALL",
@@ -90,6 +78,7 @@ class SeqFrontier(Span):
 
     prefix: Mapping[str, int] = field(default_factory=dict)
 
+    @override
     def contains(self, t: Time) -> bool:
         return isinstance(t, tuple) and len(t) == 2 and 1 <= t[1] <= self.prefix.get(t[0], 0)
 
@@ -107,9 +96,11 @@ class EpochFrontier(Span):
 
     epoch: int = -1
 
+    @override
     def contains(self, t: Time) -> bool:
         return isinstance(t, int) and 0 <= t <= self.epoch
 
+    @override
     def complete_epochs(self, epochs: Iterable[int]) -> set[int]:
         return {t for t in epochs if t <= self.epoch}
 
@@ -125,9 +116,11 @@ class LoopFrontier(Span):
 
     counter: Mapping[int, int] = field(default_factory=dict)
 
+    @override
     def contains(self, t: Time) -> bool:
         return isinstance(t, tuple) and len(t) == 2 and 0 <= t[1] <= self.counter.get(t[0], -1)
 
+    @override
     def complete_epochs(self, epochs: Iterable[int]) -> set[int]:
         return {t for t in epochs if self.counter.get(t, -1) >= ALL}
 
@@ -141,6 +134,7 @@ class TimeSet(Span):
 
     times: frozenset = frozenset()
 
+    @override
     def contains(self, t: Time) -> bool:
         return t in self.times
 
@@ -152,9 +146,11 @@ class Union(Span):
     a: Span
     b: Span
 
+    @override
     def contains(self, t: Time) -> bool:
         return self.a.contains(t) or self.b.contains(t)
 
+    @override
     def complete_epochs(self, epochs: Iterable[int]) -> set[int]:
         ep = list(epochs)
         return self.a.complete_epochs(ep) | self.b.complete_epochs(ep)
@@ -187,6 +183,7 @@ class Transformer(ABC):
 class Identity(Transformer):
     """φ(s) = s (sender and receiver share a time domain, messages keep their times)."""
 
+    @override
     def __call__(self, s: Span, universe: Iterable[Time]) -> frozenset:
         return s.restrict(universe)
 
@@ -195,6 +192,7 @@ class Identity(Transformer):
 class Conservative(Transformer):
     """φ(s) = ∅: nothing is known about the sender (always safe, preserves least work)."""
 
+    @override
     def __call__(self, s: Span, universe: Iterable[Time]) -> frozenset:
         return frozenset()
 
@@ -207,6 +205,7 @@ class LoopEntry(Transformer):
     [(0, 0)]
     """
 
+    @override
     def __call__(self, s: Span, universe: Iterable[Time]) -> frozenset:
         return frozenset(t for t in universe if s.contains(t[0]))  # type: ignore[index]
 
@@ -219,6 +218,7 @@ class LoopFeedback(Transformer):
     [(0, 1), (0, 2)]
     """
 
+    @override
     def __call__(self, s: Span, universe: Iterable[Time]) -> frozenset:
         return frozenset(t for t in universe if t[1] >= 1 and s.contains((t[0], t[1] - 1)))  # type: ignore[index]
 
@@ -227,6 +227,7 @@ class LoopFeedback(Transformer):
 class LoopExit(Transformer):
     """Leaving a loop: φ(s) = {t : every (t, c) is in s}."""
 
+    @override
     def __call__(self, s: Span, universe: Iterable[Time]) -> frozenset:
         u = list(universe)
         done = s.complete_epochs(u)  # type: ignore[arg-type]
@@ -244,11 +245,11 @@ def _largest_prefix_epoch(s: Span, epochs: Iterable[int]) -> int:
 
 @dataclass(frozen=True)
 class Bridge(Transformer):
-    """Epochs to sequence numbers with running totals (§3.2, "Connecting epochs and sequence
-    numbers"): if the sender sent ``total[E]`` messages on the edge in epochs ``0..E`` and ``s``
-    holds every epoch ``0..E``, φ(s) = {(e, n) : n <= total[E]}.
+    """Epochs to sequence numbers with running totals (§3.2, "Connecting epochs and ...").
 
-    ``counts[t]`` is the number of messages the sender sent in epoch ``t``.
+    If the sender sent ``total[E]`` messages on the edge in epochs ``0..E`` and ``s`` holds every
+    epoch ``0..E``, φ(s) = {(e, n) : n <= total[E]}. ``counts[t]`` is the number of messages the
+    sender sent in epoch ``t``.
 
     >>> b = Bridge("e", (3, 1))
     >>> sorted(b(EpochFrontier(1), [("e", n) for n in range(1, 5)]))
@@ -259,9 +260,11 @@ class Bridge(Transformer):
     counts: tuple[int, ...]
 
     def bound(self, s: Span) -> int:
+        """The largest sequence number φ(s) fixes (the running total to its last whole epoch)."""
         e = _largest_prefix_epoch(s, range(len(self.counts)))
         return sum(self.counts[: e + 1])
 
+    @override
     def __call__(self, s: Span, universe: Iterable[Time]) -> frozenset:
         k = self.bound(s)
         return frozenset(t for t in universe if t[0] == self.edge and t[1] <= k)  # type: ignore[index]
@@ -269,12 +272,14 @@ class Bridge(Transformer):
 
 @dataclass(frozen=True)
 class BridgePerEpoch(Bridge):
-    """WRONG on purpose: uses the count of the last epoch instead of the running total, so
-    φ is not monotone (``specs/spans.md#phi``).
+    """WRONG on purpose: uses the count of the last epoch instead of the running total.
+
+    So φ is not monotone (``specs/spans.md#phi``).
     """
 
     monotone = False
 
+    @override
     def bound(self, s: Span) -> int:
         e = _largest_prefix_epoch(s, range(len(self.counts)))
         return self.counts[e] if e >= 0 else 0

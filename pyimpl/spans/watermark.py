@@ -83,8 +83,9 @@ def update_watermark(s_new: SpanSystem, old: Mapping[str, int], p: str) -> dict[
 
 
 def released(in_watermark: Callable[[Hashable], bool], times: Iterable[Hashable]) -> list[Hashable]:
-    """The times among ``times`` that may be acknowledged (inputs) or released (outputs): those
-    in the processor's watermark span (``in_watermark(t)`` is True).
+    """The times among ``times`` that may be acknowledged (inputs) or released (outputs).
+
+    Those in the processor's watermark span (``in_watermark(t)`` is True).
 
     >>> released(lambda t: t <= 1, [0, 1, 2])
     [0, 1]

@@ -1,33 +1,12 @@
-"""A small dataflow executor: record a run, fail processors, roll back to the computed spans,
-re-execute from logs, and compare with a failure-free run (exactly once).
+"""A small dataflow executor: record a run, fail processors, roll back, re-execute, compare.
 
-Processors are deterministic operators; messages carry logical times in the receiver's domain
-(§3.1): sequence numbers ``(edge, n)`` assigned by the sender on *seq* edges, epochs, or loop
-times ``(epoch, counter)``. Channels are FIFO; a seeded scheduler picks the next channel to
-deliver from, so messages of different times interleave (selective rollback, §3.4).
-
-Checkpoints (each joins the processor's chain of restorable spans):
-
-* ``policy="seq", every=k``: after every ``k`` deliveries, the processed prefix of each input edge
-  (a :class:`~rollcheck.pyimpl.spans.times.SeqFrontier`);
-* ``policy="epoch"``: whenever epoch ``E`` is complete everywhere (no message of an epoch
-  ``<= E`` is pending anywhere), the span of epochs ``<= E`` (an
-  :class:`~rollcheck.pyimpl.spans.times.EpochFrontier`, or a :class:`~rollcheck.pyimpl.spans.times.LoopFrontier` with
-  whole epochs for loop processors). A processor that already processed later epochs takes a
-  *selective* checkpoint: its state restricted to the span.
-
-On a time domain where one time is shared by many messages (epochs, loop times), a checkpoint
-of ``p`` joins the chain only once every *unlogged* message its events sent has been processed by
-the receiver: the "times are complete at the receiver" rule of §3.3 (no transmitted message is
-lost). On sequence-number edges every message has its own time and the concrete ⊤ of the
-receiver already protects in-flight unlogged messages (C1).
-
-Recovery (§3.3, §4.1): the span system is built from the recording (:func:`build_system`), solved,
-and every processor not at ⊤ is restored to the events of its span (a selective replay of its
-history); for an edge not kept at ⊤ on both ends, the queue becomes the *logged* messages sent by
-kept events that the receiver's restored state has not processed; unlogged such messages are
-lost (the executor records them; C1 forbids them). The sources' external producer keeps every
-input batch until it is acknowledged (when the low watermark passes it, §4.3).
+Processors are deterministic operators on FIFO channels; messages carry logical times in the
+receiver's domain (sequence numbers, epochs or loop times) and a seeded scheduler interleaves
+them. Checkpoints follow a policy (``"seq"`` every k deliveries, or ``"epoch"`` when an epoch is
+complete, selective when later epochs were processed). Recovery builds the span system from the
+recording (:func:`build_system`), solves it, restores every processor not at ⊤ to its span and
+re-delivers the logged messages its restored state has not processed; the outputs are compared
+with a failure-free run (exactly once). See docs/internals/pyimpl-spans.md#executor.
 
 References
 ----------

@@ -1,6 +1,7 @@
-"""The example dataflows of the executor: a sequence-number pipeline, an epoch merge with a
-per-epoch sum, a loop with entry/feedback/exit, an epoch→sequence-number bridge, and the
-selective-rollback pipeline of Fig. 4.
+"""The example dataflows of the executor.
+
+A sequence-number pipeline, an epoch merge with a per-epoch sum, a loop with entry/feedback/exit,
+an epoch→sequence-number bridge, and the selective-rollback pipeline of Fig. 4.
 
 References
 ----------

@@ -1,5 +1,7 @@
-"""The dataflow graph of the example executor: operators, edges (logged or not, sequence-numbered or
-not, with their transformer) and the checkpoint policy of every processor.
+"""The dataflow graph of the example executor: operators, edges and checkpoint policies.
+
+Edges are logged or not, sequence-numbered or not, each with its transformer; every processor
+has a checkpoint policy.
 
 References
 ----------
@@ -18,8 +20,10 @@ __all__ = ['Edge', 'Dataflow']
 
 @dataclass(frozen=True)
 class Edge:
-    """An edge; ``seq`` edges number their messages, ``logged`` edges keep L_e, ``phi`` names the
-    transformer: identity, entry, feedback, exit, bridge, bridge-per-epoch, recorded, conservative.
+    """An edge of the example dataflow.
+
+    ``seq`` edges number their messages, ``logged`` edges keep L_e, ``phi`` names the transformer:
+    identity, entry, feedback, exit, bridge, bridge-per-epoch, recorded, conservative.
     """
 
     name: str
@@ -32,6 +36,11 @@ class Edge:
 
 @dataclass
 class Dataflow:
+    """Operators by name, edges, and each processor's checkpoint policy.
+
+    ``policy`` maps a processor to ``("seq" | "epoch" | "none", k)``.
+    """
+
     ops: dict[str, Op]
     edges: list[Edge]
     policy: dict[str, tuple[str, int]] = field(default_factory=dict)  # name -> ("seq"|"epoch"|"none", k)

@@ -1,5 +1,6 @@
-"""Operators of the example executor: deterministic functions from one input message to the
-messages they send (sources, maps, per-time sums, sinks, a bridge, loop entry/body/exit).
+"""Operators of the example executor: deterministic functions from one input message to messages.
+
+Sources, maps, per-time sums, sinks, a bridge, and loop entry/body/exit.
 
 References
 ----------
@@ -14,13 +15,17 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
+from typing_extensions import override
+
 Time = Any
 
 __all__ = ['Op', 'Source', 'Map', 'Counter_', 'SumPerTime', 'Sink', 'BridgeOp', 'LoopEntryOp', 'LoopBody', 'LoopExitOp']
 
 class Op(ABC):
-    """A deterministic operator: ``process`` updates ``state`` and returns the messages to send
-    as ``(edge, time | None, payload)``; ``None`` asks for the next sequence number on a seq edge.
+    """A deterministic operator of the example executor.
+
+    ``process`` updates ``state`` and returns the messages to send as ``(edge, time | None,
+    payload)``; ``None`` asks for the next sequence number on a seq edge.
     """
 
     domain = "epoch"  # "epoch" | "loop" | "seq": the domain of the times it receives
@@ -37,6 +42,7 @@ class Source(Op):
     batches: dict[int, list[Any]] = field(default_factory=dict)
     seq_out: bool = False
 
+    @override
     def process(self, state, outs, time, payload):
         return [(e, None if self.seq_out else time, payload) for e in outs]
 
@@ -48,6 +54,7 @@ class Map(Op):
     f: tuple[int, int] = (1, 0)
     domain: str = "epoch"
 
+    @override
     def process(self, state, outs, time, payload):
         a, b = self.f
         return [(e, time, a * payload + b) for e in outs]
@@ -55,12 +62,14 @@ class Map(Op):
 
 @dataclass
 class Counter_(Op):
-    """Sequence-number operator with state: numbers each record it sees and forwards
-    ``(count, payload)`` on its (seq) out edges.
+    """Sequence-number operator with state: numbers each record it sees.
+
+    It forwards ``(count, payload)`` on its (seq) out edges.
     """
 
     domain: str = "seq"
 
+    @override
     def process(self, state, outs, time, payload):
         state["n"] = state.get("n", 0) + 1
         return [(e, None, (state["n"], payload)) for e in outs]
@@ -72,6 +81,7 @@ class SumPerTime(Op):
 
     domain: str = "epoch"
 
+    @override
     def process(self, state, outs, time, payload):
         v = payload if isinstance(payload, int) else payload[-1]
         state[time] = state.get(time, 0) + v
@@ -84,6 +94,7 @@ class Sink(Op):
 
     domain: str = "epoch"
 
+    @override
     def process(self, state, outs, time, payload):
         state.setdefault(time, []).append(payload)
         return []
@@ -93,6 +104,7 @@ class Sink(Op):
 class BridgeOp(Op):
     """Epochs in, sequence numbers out (§3.2): forwards in epoch order (its input is FIFO)."""
 
+    @override
     def process(self, state, outs, time, payload):
         return [(e, None, (time, payload)) for e in outs]
 
@@ -101,18 +113,22 @@ class BridgeOp(Op):
 class LoopEntryOp(Op):
     """Epoch ``t`` in, loop time ``(t, 0)`` out."""
 
+    @override
     def process(self, state, outs, time, payload):
         return [(e, (time, 0), payload) for e in outs]
 
 
 @dataclass
 class LoopBody(Op):
-    """Halves a value each iteration: ``v > 1`` goes round the feedback edge at ``(t, c+1)``,
-    otherwise leaves on the exit edge. ``outs[0]`` is the feedback edge, ``outs[1]`` the exit.
+    """Halves a value each iteration.
+
+    ``v > 1`` goes round the feedback edge at ``(t, c+1)``, otherwise leaves on the exit edge;
+    ``outs[0]`` is the feedback edge, ``outs[1]`` the exit.
     """
 
     domain: str = "loop"
 
+    @override
     def process(self, state, outs, time, payload):
         t, c = time
         state[time] = state.get(time, 0) + 1
@@ -127,6 +143,7 @@ class LoopExitOp(Op):
 
     domain: str = "loop"
 
+    @override
     def process(self, state, outs, time, payload):
         return [(e, time[0], payload) for e in outs]
 

@@ -1,5 +1,7 @@
-"""From a recorded execution to the span system of a failure: the universe of times per processor,
-the chain restricted to it, the concrete ⊤ of every live processor, T_D, T_M and φ per edge.
+"""From a recorded execution to the span system of a failure.
+
+The universe of times per processor, the chain restricted to it, the concrete ⊤ of every live
+processor, and T_D, T_M and φ per edge.
 
 References
 ----------
@@ -63,6 +65,8 @@ def _transformer(r: Run, e: Edge) -> T.Transformer | None:
 
 @dataclass
 class Built:
+    """A span system and, per processor, the span objects of its levels (chain, then ⊤ if live)."""
+
     system: SpanSystem
     spans: dict[str, list[T.Span]]  # per processor: chain spans (+ ⊤ last when live)
 

@@ -1,6 +1,7 @@
-"""Recovery of the example executor and the exactly-once check: fail processors, solve the span
-system, restore every processor to its span (selective replay), reset the queues from the logs,
-finish the run and compare it with the failure-free run.
+"""Recovery of the example executor and the exactly-once check.
+
+Fail processors, solve the span system, restore every processor to its span (selective replay),
+reset the queues from the logs, finish the run and compare it with the failure-free run.
 
 References
 ----------
@@ -29,6 +30,23 @@ __all__ = ['Outcome', 'recover', 'exactly_once', 'failure_experiment', 'failure_
 
 @dataclass
 class Outcome:
+    """The outcome of one failure experiment.
+
+    Attributes
+    ----------
+    levels : dict of str to int or str
+        The level each processor was restored to (``"top"``: kept).
+    lost : list of tuple
+        The unlogged messages lost, as ``(edge, time)``.
+    ok : bool
+        Whether the run was exactly once.
+    detail : str
+        ``"exactly once"``, else the lost messages or the first difference from the
+        failure-free run.
+    system : SpanSystem or None
+        The span system solved.
+    """
+
     levels: dict[str, int | str]
     lost: list[tuple[str, Any]]
     ok: bool
@@ -38,8 +56,16 @@ class Outcome:
 
 def recover(r: Run, failed: set[str], solver: Callable[[SpanSystem], Mapping[str, int]] | None = None,
             top_all: bool = False) -> tuple[Mapping[str, int], list[tuple[str, Any]], SpanSystem]:
-    """Fail ``failed`` now, compute spans, restore every processor, reset queues. Returns the
-    levels, the lost messages ``(edge, time)``, and the span system.
+    """Fail ``failed`` now, compute the spans, restore every processor, reset the queues.
+
+    Returns
+    -------
+    levels : Mapping of str to int
+        The level of every processor.
+    lost : list of tuple
+        The lost messages, as ``(edge, time)``.
+    system : SpanSystem
+        The span system solved.
     """
     built = build_system(r, failed, top_all=top_all, phi="keep" if top_all else "normalise")
     s = built.system
@@ -135,8 +161,10 @@ def _canon(x: Any) -> Any:
 
 
 def exactly_once(a: Run, b: Run) -> str | None:
-    """None when ``a`` and ``b`` end in the same processor states and every edge delivered the
-    same multiset of (time, payload); else the first difference.
+    """None when ``a`` and ``b`` agree, else the first difference.
+
+    They agree when they end in the same processor states and every edge delivered the same
+    multiset of (time, payload).
     """
     for p in a.df.ops:
         if _canon(a.state[p]) != _canon(b.state[p]):
@@ -153,9 +181,10 @@ def exactly_once(a: Run, b: Run) -> str | None:
 def failure_experiment(df_factory: Callable[[], Dataflow], seed: int, fail_at: int, failed: set[str],
                        solver: Callable[[SpanSystem], Mapping[str, int]] | None = None,
                        top_all: bool = False, track_watermark: bool = False, ref: Run | None = None) -> Outcome:
-    """Run ``df`` with ``seed``; after ``fail_at`` deliveries fail ``failed``, recover, finish, and
-    compare with the failure-free run of the same dataflow and seed (``ref``: that run, when the
-    caller has already made it with ``run_to_end(Run.start(df_factory(), seed))``).
+    """Run ``df`` with ``seed``, fail ``failed`` after ``fail_at`` deliveries, recover and compare.
+
+    The comparison is with the failure-free run of the same dataflow and seed (``ref``: that run,
+    when the caller already made it with ``run_to_end(Run.start(df_factory(), seed))``).
     """
     if ref is None:
         ref = run_to_end(Run.start(df_factory(), seed))
@@ -170,10 +199,11 @@ def failure_sweep(df_factory: Callable[[], Dataflow], seed: int, fail_ats: Seque
                   failed_sets: Sequence[set[str]], solver: Callable[[SpanSystem], Mapping[str, int]] | None = None,
                   top_all: bool = False, track_watermark: bool = False
                   ) -> Iterator[tuple[int, set[str], Outcome]]:
-    """:func:`failure_experiment` for every ``fail_at`` of ``fail_ats`` (in order) and every set of
-    ``failed_sets``, yielding ``(fail_at, failed, outcome)``; the same outcomes, computed once per
-    dataflow and seed: the failure-free run is made once, and one recorded run is advanced from
-    failure point to failure point and copied (``copy.deepcopy``) for each failure.
+    """:func:`failure_experiment` for every ``fail_at`` of ``fail_ats`` and set of ``failed_sets``.
+
+    Yields ``(fail_at, failed, outcome)``, the same outcomes computed once per dataflow and seed:
+    the failure-free run is made once, and one recorded run is advanced from failure point to
+    failure point and copied (``copy.deepcopy``) for each failure.
 
     >>> from rollcheck.pyimpl.spans.executor.examples import EXAMPLES
     >>> make = EXAMPLES["selective"]

@@ -1,6 +1,8 @@
-"""A recorded execution of the example executor: FIFO channels, a seeded scheduler, per-processor
-histories, checkpoints that join the chain once their shared-time messages are processed, and the
-low watermark tracked as checkpoints are published.
+"""A recorded execution of the example executor.
+
+FIFO channels, a seeded scheduler, per-processor histories, checkpoints that join the chain once
+their shared-time messages are processed, and the low watermark tracked as checkpoints are
+published.
 
 References
 ----------
@@ -25,6 +27,8 @@ __all__ = ['Msg', 'Event', 'Run', 'run_to_end']
 
 @dataclass
 class Msg:
+    """A message on an edge: time, payload, and ``cause`` (the uid of the delivery that sent it)."""
+
     uid: int
     edge: str
     time: Any
@@ -34,6 +38,8 @@ class Msg:
 
 @dataclass
 class Event:
+    """A delivery to a processor: the in edge (``in:<source>`` for an input), the message's uid."""
+
     uid: int
     edge: str  # in edge, or "in:<source>"
     time: Any
@@ -71,6 +77,7 @@ class Run:
 
     @classmethod
     def start(cls, df: Dataflow, seed: int) -> Run:
+        """A fresh run of ``df`` (input batches queued), its scheduler seeded with ``seed``."""
         r = cls(df, random.Random(seed))
         for p, op in df.ops.items():
             r.state[p] = {}
@@ -96,6 +103,7 @@ class Run:
         return self.next_uid
 
     def dst_of(self, ch: str) -> str:
+        """The processor that channel ``ch`` delivers to."""
         return ch[3:] if ch.startswith("in:") else self.df.edge[ch].dst
 
     def step(self) -> bool:
@@ -112,6 +120,7 @@ class Run:
         return True
 
     def deliver(self, ch: str, m: Msg) -> None:
+        """Deliver ``m`` from channel ``ch``: record the event, process it, send its output."""
         p = self.dst_of(ch)
         ev = Event(self._uid(), ch, m.time, m.payload, m.uid)
         self.history[p].append(ev)
@@ -126,10 +135,12 @@ class Run:
 
     # -- checkpoints ---------------------------------------------------------------------------
     def processed_prefix(self, p: str) -> dict[str, int]:
+        """Per input edge of ``p``, how many of its messages ``p`` has processed."""
         cnt: Counter = Counter(ev.edge for ev in self.history[p])
         return {e: cnt[e] for e in self.df.ins[p]}
 
     def maybe_checkpoint(self, p: str) -> None:
+        """Take the checkpoints the policy of ``p`` calls for now, and publish the ready ones."""
         kind, k = self.df.policy.get(p, ("none", 0))
         if kind == "seq" and k > 0 and len(self.history[p]) % k == 0:
             self._offer(p, T.SeqFrontier(self.processed_prefix(p)))
@@ -138,6 +149,7 @@ class Run:
         self._publish()
 
     def epoch_checkpoints(self) -> None:
+        """Offer each ``epoch`` processor a checkpoint of the epochs complete everywhere."""
         low: int | None = None
         low_known = False
         for p, (kind, _k) in self.df.policy.items():
@@ -200,8 +212,10 @@ class Run:
         self.pending_ckpt[p].append(s)
 
     def _publish(self) -> None:
-        """Move pending checkpoints into chains once their unlogged shared-time messages are
-        processed by their receivers (seq edges need no wait).
+        """Move pending checkpoints into the chains once they are safe.
+
+        A checkpoint is safe once its unlogged shared-time messages are processed by their receivers
+        (seq edges need no wait).
         """
         changed = False
         for p, pend in self.pending_ckpt.items():
@@ -223,8 +237,9 @@ class Run:
             self.advance_watermark()
 
     def advance_watermark(self) -> None:
-        """Recompute the low watermark; acknowledge source batches and release sink outputs whose
-        times it passes (§4.3).
+        """Recompute the low watermark (§4.3).
+
+        Source batches and sink outputs whose times it passes are acknowledged and released.
         """
         from rollcheck.pyimpl.spans.executor.recording import build_system
         from rollcheck.pyimpl.spans.watermark import low_watermark
@@ -260,6 +275,7 @@ def _empty_span(df: Dataflow, p: str) -> T.Span:
 
 
 def run_to_end(r: Run, limit: int = 1_000_000) -> Run:
+    """Step ``r`` until it is quiescent and return it (``InternalError`` after ``limit`` steps)."""
     while r.step():
         if r.steps > limit:
             raise InternalError("the dataflow did not quiesce")
