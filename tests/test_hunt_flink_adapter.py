@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from rollcheck.flink_replay.hunt_adapter import FlinkHuntAdapter, newest_releases
-from rollcheck.flink_replay.hunt_cells import differential, outcome_of_entry, reference_table
+from rollcheck.flink_replay.hunt.adapter import FlinkHuntAdapter, newest_releases
+from rollcheck.flink_replay.hunt.cells import differential, outcome_of_entry, reference_table
 from rollcheck.infra.hunt.adapter import HuntCell, Program
 
 

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from rollcheck.flink_replay.hunt_cells import hunt_cells
-from rollcheck.flink_replay.hunt_grammar import operators, program, vocabulary
-from rollcheck.flink_replay.hunt_render import render
-from rollcheck.flink_replay.hunt_shrink import shrink
+from rollcheck.flink_replay.hunt.cells import hunt_cells
+from rollcheck.flink_replay.hunt.grammar import operators, program, vocabulary
+from rollcheck.flink_replay.hunt.render import render
+from rollcheck.flink_replay.hunt.shrink import shrink
 from rollcheck.infra.hunt.adapter import Program
 
 ROOT = Path(__file__).resolve().parent.parent

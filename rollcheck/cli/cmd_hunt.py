@@ -3,7 +3,7 @@
 See ``docs/hunt.md`` (usage) and ``specs/hunt.md`` (what a program, a cell, a finding and the
 store are). The engine's side is its hunt adapter, built lazily
 (``rollcheck.spark_replay.hunt_adapter.SparkHuntAdapter``,
-``rollcheck.flink_replay.hunt_adapter.FlinkHuntAdapter``); the engine-neutral loop, store and
+``rollcheck.flink_replay.hunt.adapter.FlinkHuntAdapter``); the engine-neutral loop, store and
 findings are :mod:`rollcheck.infra.hunt`.
 
 Exit codes: 1 a finding; 0 no finding and at least one cell conformant; 3 nothing decided;
@@ -28,7 +28,7 @@ __all__ = ["ADAPTERS", "register", "register_engine"]
 #: The hunt adapter of each engine: (module, class).
 ADAPTERS = {
     "spark": ("rollcheck.spark_replay.hunt_adapter", "SparkHuntAdapter"),
-    "flink": ("rollcheck.flink_replay.hunt_adapter", "FlinkHuntAdapter"),
+    "flink": ("rollcheck.flink_replay.hunt.adapter", "FlinkHuntAdapter"),
 }
 
 #: Options a resumed hunt must keep (flag, meta key); another value is exit 2 naming the flag.

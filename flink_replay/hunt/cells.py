@@ -2,7 +2,7 @@
 
 A program's cells (:func:`hunt_cells`):
 
-- ``plan``: the program planned by Flink without running it (:mod:`rollcheck.flink_replay.hunt_plan`);
+- ``plan``: the program planned by Flink without running it (:mod:`rollcheck.flink_replay.hunt.plan`);
   a refusal makes every cell of the program ``rejected``;
 - fault cells, drawn from a Hypothesis strategy seeded by the hunt's seed and the program's number
   (:func:`fault_strategy`): the failure kind (``task``, ``taskmanager``, ``during-restore``,

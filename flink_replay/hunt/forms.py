@@ -1,7 +1,7 @@
 """The two forms of a generated Flink job: a DataStream pipeline and a Table/SQL query.
 
 :func:`render_ds` and :func:`render_sql` return the job's code (``job(env, source[s])`` and the
-functions it uses), its ``FIELDS`` and its ``KEY`` for :func:`rollcheck.flink_replay.hunt_render.render`.
+functions it uses), its ``FIELDS`` and its ``KEY`` for :func:`rollcheck.flink_replay.hunt.render.render`.
 The code is plain PyFlink; nothing of rollcheck is imported.
 """
 

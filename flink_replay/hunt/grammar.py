@@ -1,6 +1,6 @@
 """The Flink hunt's grammar: job modules drawn from Hypothesis strategies, as JSON-able specs.
 
-A *spec* says what a generated PyFlink job does (:func:`rollcheck.flink_replay.hunt_render.render`
+A *spec* says what a generated PyFlink job does (:func:`rollcheck.flink_replay.hunt.render.render`
 writes it as an ordinary job module): its input streams and their data, and either a DataStream
 pipeline (``form = "ds"``: watermarks, union / connect / an interval join of two keyed streams,
 chained event-time windows or timers, a keyed reduce, sum or process function with value, list or
@@ -34,7 +34,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from rollcheck.flink_replay.hunt_ops import operators, pairs
+from rollcheck.flink_replay.hunt.ops import operators, pairs
 from rollcheck.infra.hunt.adapter import Program
 from rollcheck.infra.hunt.draw import draw
 
@@ -224,7 +224,7 @@ def _novelty(ops: tuple[str, ...], prs: tuple[str, ...], coverage: Mapping[str, 
 
 def make_program(pid: str, spec: dict[str, Any]) -> Program:
     """The :class:`Program` of ``spec`` (its module text rendered)."""
-    from rollcheck.flink_replay.hunt_render import render
+    from rollcheck.flink_replay.hunt.render import render
 
     ops = operators(spec)
     return Program(id=pid, text=render(spec, title=pid), operators=ops, spec=spec, pairs=pairs(ops))

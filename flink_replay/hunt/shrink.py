@@ -1,6 +1,6 @@
 """Smaller variants of a generated Flink program, biggest reductions first.
 
-:func:`shrink_specs` takes a spec of :mod:`rollcheck.flink_replay.hunt_grammar` apart: the
+:func:`shrink_specs` takes a spec of :mod:`rollcheck.flink_replay.hunt.grammar` apart: the
 operator on top of the main one, a source (the last first), the chained stages and the final
 keyed step, aggregates, the filter and the rekeying map, the SQL settings and the changelog input,
 then the data: half of each source's rows, then its corners one at a time (plain keys, small
@@ -9,7 +9,7 @@ drawn, so it renders to a valid job module; :func:`shrink` renders them.
 
 Examples
 --------
->>> from rollcheck.flink_replay.hunt_grammar import program
+>>> from rollcheck.flink_replay.hunt.grammar import program
 >>> p = program(5, 2, {})
 >>> smaller = list(shrink(p))
 >>> len(smaller) > 0 and all(q.spec != p.spec for q in smaller)
@@ -105,7 +105,7 @@ def shrink_specs(spec: dict[str, Any]) -> Iterator[dict[str, Any]]:
 
 def shrink(program: Program) -> Iterator[Program]:
     """The programs of :func:`shrink_specs` (the same id: variants of one program)."""
-    from rollcheck.flink_replay.hunt_grammar import make_program
+    from rollcheck.flink_replay.hunt.grammar import make_program
 
     for spec in shrink_specs(program.spec):
         yield make_program(program.id, spec)

@@ -3,7 +3,7 @@
 Run with the PyFlink environment's Python (``.venv-flink``), one process for many modules, the
 job process's folder ``job/`` on ``sys.path`` (as the recorder runs ``job/main.py``)::
 
-    python hunt_plan.py OUT.jsonl MODULE.py ...
+    python hunt/plan.py OUT.jsonl MODULE.py ...
 
 For each module: the job-module loader of the recorder (``job/user.py``: import, ``KEY``,
 ``SOURCES``, ``records(0)``), then ``job(env, source[s])`` on a fresh streaming environment at
@@ -106,9 +106,9 @@ def plan_module(path: str) -> dict:
 
 
 def main(argv: list[str]) -> int:
-    """``hunt_plan.py OUT.jsonl MODULE.py ...``: one line per module to OUT.jsonl (appended as each ends)."""
+    """``hunt/plan.py OUT.jsonl MODULE.py ...``: one line per module to OUT.jsonl (appended as each ends)."""
     out, modules = argv[0], argv[1:]
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "job"))
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "job"))
     with open(out, "a") as f:
         for m in modules:
             f.write(json.dumps(plan_module(m)) + "\n")

@@ -1,6 +1,6 @@
 """A Flink hunt spec as an ordinary PyFlink job module (deterministic text).
 
-:func:`render` writes the module a spec of :mod:`rollcheck.flink_replay.hunt_grammar` describes:
+:func:`render` writes the module a spec of :mod:`rollcheck.flink_replay.hunt.grammar` describes:
 ``records(seed)`` (or ``SOURCES`` and ``records(seed) -> {name: [...]}``), ``job(env, source)``
 (or ``job(env, sources)``), ``FIELDS`` and ``KEY``. The module imports only the standard library
 and ``pyflink``; ``rollcheck flink matrix --module P0007.py`` runs it like any job of the contract.
@@ -10,11 +10,11 @@ INT value (small, negative, at the INT limits or null) and a unique event time i
 source's ``disorder`` seconds out of order and so never later than the watermark's slack (late
 records, an hour behind, only in programs without an event-time operator). A SQL program's input
 on a changelog source also carries an operation (``I``, ``D``: inserted then deleted, ``U``:
-inserted then updated). The rendering of both forms is in :mod:`rollcheck.flink_replay.hunt_forms`.
+inserted then updated). The rendering of both forms is in :mod:`rollcheck.flink_replay.hunt.forms`.
 
 Examples
 --------
->>> from rollcheck.flink_replay.hunt_grammar import program
+>>> from rollcheck.flink_replay.hunt.grammar import program
 >>> text = program(1, 0, {}).text
 >>> "def records(seed):" in text and "def job(env, source" in text
 True
@@ -25,8 +25,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from rollcheck.flink_replay.hunt_forms import render_ds, render_sql
-from rollcheck.flink_replay.hunt_ops import operators
+from rollcheck.flink_replay.hunt.forms import render_ds, render_sql
+from rollcheck.flink_replay.hunt.ops import operators
 
 __all__ = ["render", "DATA_CODE", "slack_s"]
 
@@ -105,7 +105,7 @@ def render(spec: dict[str, Any], *, title: str = "program") -> str:
     Parameters
     ----------
     spec : dict
-        A spec of :func:`rollcheck.flink_replay.hunt_grammar.spec_strategy`.
+        A spec of :func:`rollcheck.flink_replay.hunt.grammar.spec_strategy`.
     title : str
         Named in the module's docstring (the program's id).
 

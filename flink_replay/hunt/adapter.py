@@ -1,7 +1,7 @@
 """Flink's side of the hunt: :class:`FlinkHuntAdapter` (``rollcheck flink hunt``).
 
-Programs come from :mod:`rollcheck.flink_replay.hunt_grammar` (DataStream and Table/SQL jobs of
-the job-module contract), cells from :mod:`rollcheck.flink_replay.hunt_cells` (planning, drawn
+Programs come from :mod:`rollcheck.flink_replay.hunt.grammar` (DataStream and Table/SQL jobs of
+the job-module contract), cells from :mod:`rollcheck.flink_replay.hunt.cells` (planning, drawn
 fault schedules over the backends, a rescaled restore, the provider and partitioning
 differentials). A fault cell is recorded and replayed by the ordinary Flink matrix (its adapter
 and the matrix core's :func:`~rollcheck.infra.matrix.run.decide_cell`), so every check of a
@@ -27,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
-from rollcheck.flink_replay.hunt_cells import (
+from rollcheck.flink_replay.hunt.cells import (
     FAILURE_KINDS,
     PlacedAdapter,
     differential,
@@ -36,10 +36,10 @@ from rollcheck.flink_replay.hunt_cells import (
     outcome_of_entry,
     reference_table,
 )
-from rollcheck.flink_replay.hunt_grammar import program as draw_program
-from rollcheck.flink_replay.hunt_grammar import vocabulary as grammar_vocabulary
-from rollcheck.flink_replay.hunt_repro import write_differential_reproducer
-from rollcheck.flink_replay.hunt_shrink import shrink as shrink_program
+from rollcheck.flink_replay.hunt.grammar import program as draw_program
+from rollcheck.flink_replay.hunt.grammar import vocabulary as grammar_vocabulary
+from rollcheck.flink_replay.hunt.repro import write_differential_reproducer
+from rollcheck.flink_replay.hunt.shrink import shrink as shrink_program
 from rollcheck.infra.hunt.adapter import CellOutcome, HuntAdapter, HuntCell, Program
 from rollcheck.infra.matrix import ChildRunner
 from rollcheck.infra.matrix.reproducer import run_reproducer as run_script
@@ -146,7 +146,7 @@ class FlinkHuntAdapter(HuntAdapter):
                              reference_version=self.reference_version if self.engine_version else None)
 
     def plan(self, module: Path, workdir: Path) -> CellOutcome:
-        """Plan ``module`` with Flink without running it (:mod:`rollcheck.flink_replay.hunt_plan`)."""
+        """Plan ``module`` with Flink without running it (:mod:`rollcheck.flink_replay.hunt.plan`)."""
         from rollcheck.flink_replay.environment import find_flink
 
         t0 = time.perf_counter()
@@ -157,7 +157,7 @@ class FlinkHuntAdapter(HuntAdapter):
         workdir.mkdir(parents=True, exist_ok=True)
         result = workdir / f"{module.stem}.plan.jsonl"
         result.unlink(missing_ok=True)
-        script = Path(__file__).with_name("hunt_plan.py")
+        script = Path(__file__).with_name("plan.py")
         rc, _ = self.runner.run([str(python), "-I", str(script), str(result), str(module.resolve())], PLAN_TIMEOUT_S,
                                 workdir / f"{module.stem}.plan.log")
         seconds = round(time.perf_counter() - t0, 1)
