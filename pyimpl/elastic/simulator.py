@@ -61,19 +61,13 @@ __all__ = ["Task", "Message", "RunResult", "Simulator", "simulate", "Config", "F
 class Simulator:
     """Runs one configuration step by step.
 
-    A round ``r`` is, in this order (each bullet item per task or message is one *step*):
-
-    1. scaling events of round r (atomic OAP reconfiguration, not a step);
-    2. for level n+1 (sink) down to 1: deliver every data message addressed to the level
-       (one step each), then let each task of the level process its inbox as slice ``k = r``
-       (one step each) — so a slice advances one level per round;
-    3. the source emits its slice of round r (one step; nothing after the last input round);
-    4. if ``r % C == 0``: each stateful task checkpoints (one step each);
-    5. if ``r % A == 0``: each task sends its L0-ACK upstream (one step each), the L0 messages
-       are delivered (one step each), each task sends its L1-ACK (one step each), the L1
-       messages are delivered and trim the upstream queues (one step each).
-
-    The run continues after the last input round until no message is in flight.
+    A round ``r`` is, in order: the scaling events of round r (atomic, not a step); for level n+1
+    (sink) down to 1, the delivery of every data message to the level and the processing of each
+    task's inbox as slice ``k = r`` (so a slice advances one level per round); the source's slice of
+    round r; every ``C`` rounds the checkpoints of the stateful tasks; every ``A`` rounds the L0- and
+    L1-ACKs sent and delivered (L1 trims the upstream queues). Each per-task or per-message item is
+    one *step*; after the last input round the run goes on until no message is in flight. The round
+    structure, item by item: ``specs/elastic.md#model``.
     """
 
     def __init__(self, cfg: Config, *, failure: Failure | None = None,

@@ -1,18 +1,11 @@
 """Span systems: the explicit, finite instances of the Falkirk Wheel rollback problem.
 
-A span system lists, for every processor, its chain of restorable spans and (if the processor is
-live) its concrete top span, and for every edge the metadata the constraints need: the discarded
-(unlogged) times, the processed times and the transformer φ, all as explicit finite sets of
-logical times. This is the ``rollcheck.spans/1`` document of ``cli-and-formats.md`` after
-validation.
-
-Index conventions
------------------
-A processor ``p`` with chain ``c_0 = ∅ ⊊ c_1 ⊊ … ⊊ c_{K-1}`` has *levels* ``0 … K-1`` for the
-chain and, when it is live, level ``K`` for its concrete top ``⊤_p``. Edge lists
-``discarded[k]`` and ``phi[k]`` are indexed by the chain index of the *source*; ``discarded_top``
-is ``T_D(⊤_src)`` and ``φ(⊤_src)`` is all times. Times on an edge belong to the destination's
-domain. A time is a JSON string or array; arrays are read as (nested) tuples.
+A validated ``rollcheck.spans/1`` document: per processor its chain of restorable spans and (if
+live) its concrete top span; per edge the discarded (unlogged) times, the processed times and φ,
+as explicit finite sets of logical times. Levels of ``p``: ``0 … K-1`` for its chain
+``c_0 = ∅ ⊊ … ⊊ c_{K-1}``, ``K`` for ``⊤_p`` when live. ``discarded[k]`` and ``phi[k]`` are
+indexed by the source's chain index (``discarded_top`` is ``T_D(⊤_src)``; ``φ(⊤_src)`` is all
+times); times on an edge are in the destination's domain, arrays read as (nested) tuples.
 
 References
 ----------
@@ -84,10 +77,9 @@ def time_to_json(t: Time) -> Any:
 
 
 def _sort_key(t: Time) -> str:
-    """``json.dumps(time_to_json(t), sort_keys=True)``, built directly where it can be.
+    """``json.dumps(time_to_json(t), sort_keys=True)``, built directly for the common times.
 
-    Built directly for strings, integers and tuples of them (the times of every system); anything
-    else takes ``json.dumps``.
+    Strings, integers and tuples of them (the times of every system); anything else: ``json.dumps``.
 
     >>> [_sort_key(x) == json.dumps(time_to_json(x), sort_keys=True) for x in ("é", 3, ("e", (1, "x")), ())]
     [True, True, True, True]
@@ -461,15 +453,14 @@ def system_to_dict(s: SpanSystem) -> dict[str, Any]:
 
 
 def load_system(path: str | Path, *, phi: str = "reject", semantic: bool = True) -> SpanSystem:
-    """Read and validate a ``rollcheck.spans/1`` file.
+    """Read and validate a ``rollcheck.spans/1`` file (see :func:`system_from_dict`).
 
-    See :func:`system_from_dict`; a file is checked against the semantic rules too unless
-    ``semantic=False``.
+    The semantic rules are checked too unless ``semantic=False``.
 
     Raises
     ------
     InvalidInputError
-        The file is unreadable or not a valid span system (naming the JSON path).
+        An unreadable file or an invalid system, naming the JSON path.
     """
     path = Path(path)
     # under the input bounds of rollcheck.pyimpl.jsonio: nesting is capped up front, so a document
@@ -479,9 +470,7 @@ def load_system(path: str | Path, *, phi: str = "reject", semantic: bool = True)
 
 
 def validate_schema(doc: Any, schema: str = "spans", source: str | None = None) -> None:
-    """Check ``doc`` against the JSON Schema ``<schema>.schema.json`` with jsonschema.
-
-    The schemas (``spans`` or ``dataflow``) are shipped in ``rollcheck.pyimpl.schemas``.
+    """Check ``doc`` against the shipped JSON Schema ``<schema>.schema.json`` (spans, dataflow).
 
     Raises
     ------
