@@ -29,7 +29,7 @@ def _configs(k: int) -> list[Any]:
 
 def main(quick: bool) -> None:
     from rollcheck.pyimpl.intervals.sim import sweep
-    from rollcheck.spark_replay.interval_sweep import spark_sweep
+    from rollcheck.spark_replay.jobs.interval_sweep import spark_sweep
     from rollcheck.spark_replay.session import spark_session
 
     points, runs = (4, 250) if quick else (16, 8000)

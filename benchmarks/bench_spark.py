@@ -24,7 +24,7 @@ def _load() -> str:
 
 
 def overhead(reps: int, batches: int) -> None:
-    from rollcheck.spark_replay.wordcount import WordcountConfig, record_wordcount
+    from rollcheck.spark_replay.jobs.wordcount import WordcountConfig, record_wordcount
 
     cfg = WordcountConfig(batches=batches, seed=11, crosscheck=False)
     with_q: list[float] = []
@@ -46,8 +46,8 @@ def overhead(reps: int, batches: int) -> None:
 
 
 def end_to_end(batches: int, modes: list[str]) -> None:
+    from rollcheck.spark_replay.jobs.wordcount import WordcountConfig, record_wordcount
     from rollcheck.spark_replay.replay import replay_file
-    from rollcheck.spark_replay.wordcount import WordcountConfig, record_wordcount
 
     with tempfile.TemporaryDirectory(prefix="rollcheck-bench-") as d:
         for mode in modes:
@@ -104,7 +104,7 @@ def query_end_to_end(modes: list[str]) -> None:
 
 
 def nhop(rounds: int) -> None:
-    from rollcheck.spark_replay.nhop import NhopConfig, record_nhop
+    from rollcheck.spark_replay.jobs.nhop import NhopConfig, record_nhop
     from rollcheck.spark_replay.tlc_replay import replay_with_tlc
 
     with tempfile.TemporaryDirectory(prefix="rollcheck-bench-") as d:
@@ -122,7 +122,7 @@ def nhop(rounds: int) -> None:
 
 
 def sweeps(seeds: int, size: int) -> None:
-    from rollcheck.spark_replay.sweep import run_sweep
+    from rollcheck.spark_replay.jobs.sweep import run_sweep
 
     for kind in ("protocols", "properties"):
         res = run_sweep(kind, 0, seeds, size=size)

@@ -34,7 +34,7 @@ importable from here):
 - :mod:`~rollcheck.spark_replay.stream.plugins`: how checks plug into the trace checker
   (:class:`SparkStream`, :class:`StreamCheck`, :class:`EventListCheck`);
 - :mod:`~rollcheck.spark_replay.stream.checks`: the checks every streaming trace gets;
-- :mod:`~rollcheck.spark_replay.wordcount_checks`: the word count's checks and plug-ins;
+- :mod:`~rollcheck.spark_replay.jobs.wordcount_checks`: the word count's checks and plug-ins;
 - :mod:`~rollcheck.spark_replay.query_checks`: a user query's checks and plug-ins;
 - :mod:`~rollcheck.spark_replay.user_sink`: a query's own sink against its ``SINK_GUARANTEE``.
 
@@ -46,6 +46,15 @@ programming guide (micro-batch execution, checkpointing, foreachBatch).
 
 from __future__ import annotations
 
+from rollcheck.spark_replay.jobs.wordcount_checks import (
+    final_state_failure_free,
+    listener_progress,
+    side_channel_duplicates,
+    sink_exactly_once,
+    state_fold,
+    statestore_crosscheck,
+    wordcount_plugins,
+)
 from rollcheck.spark_replay.query_checks import (
     output_exactly_once,
     query_plugins,
@@ -68,15 +77,6 @@ from rollcheck.spark_replay.stream.view import StreamView
 from rollcheck.spark_replay.stream.view import canon_row as _canon  # noqa: F401
 from rollcheck.spark_replay.stream.view import check_verdict as _verdict  # noqa: F401
 from rollcheck.spark_replay.user_sink import FOREACHBATCH_DOC, sink_handings
-from rollcheck.spark_replay.wordcount_checks import (
-    final_state_failure_free,
-    listener_progress,
-    side_channel_duplicates,
-    sink_exactly_once,
-    state_fold,
-    statestore_crosscheck,
-    wordcount_plugins,
-)
 
 __all__ = [
     "StreamView",

@@ -15,7 +15,7 @@ Dispatch on the header (:func:`~rollcheck.spark_replay.adapter.spark_job`):
   core vocabulary; plug-ins :func:`~rollcheck.spark_replay.checks.wordcount_plugins` or
   :func:`~rollcheck.spark_replay.checks.query_plugins`;
 - ``spark-nhop`` (message passing, already the core vocabulary): the header's protocol, the
-  failure-free outputs as reference, and :func:`~rollcheck.spark_replay.nhop_replay.nhop_setup`'s
+  failure-free outputs as reference, and :func:`~rollcheck.spark_replay.jobs.nhop_replay.nhop_setup`'s
   plug-ins;
 - any other engine-neutral trace (``processes`` in the header): the generic checks.
 
@@ -80,7 +80,7 @@ def replay_lines(lines: Any, *, tlc: Callable[[str], Any] | None = None) -> Repo
         h = adapter.header(header)
         extra = wordcount_plugins(h, source) if job == "wordcount" else query_plugins(h, source)
     elif job == "nhop":
-        from rollcheck.spark_replay.nhop_replay import nhop_setup
+        from rollcheck.spark_replay.jobs.nhop_replay import nhop_setup
 
         protocol, reference, extra = nhop_setup(header, source)
         if tlc is not None:

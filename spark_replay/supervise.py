@@ -2,7 +2,7 @@
 
 A ``kill`` failure SIGKILLs a Spark *driver* (the Python process and its JVM) and starts a new one
 on the same checkpoint, so the recorders (:mod:`~rollcheck.spark_replay.query`,
-:mod:`~rollcheck.spark_replay.wordcount`) run each attempt's driver as a child process. This
+:mod:`~rollcheck.spark_replay.jobs.wordcount`) run each attempt's driver as a child process. This
 module is the one supervision loop they share:
 
 - :func:`run_driver` starts ``python -m MODULE --child`` in a process group of its own

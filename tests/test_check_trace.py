@@ -261,7 +261,7 @@ def test_recording_stopped_between_failure_and_recovery(capsys, tmp_path):
 def test_spark_nhop_trace_is_a_core_trace_and_a_deleted_delivery_is_caught(capsys, tmp_path):
     """The message-passing recorder writes the core vocabulary: check trace accepts its recording,
     and spark replay (the same checker plus Spark's own checks) catches a deleted delivery."""
-    from rollcheck.spark_replay.nhop import NhopConfig, record_nhop
+    from rollcheck.spark_replay.jobs.nhop import NhopConfig, record_nhop
     from rollcheck.spark_replay.replay import replay_file
 
     out = tmp_path / "nh.jsonl"

@@ -46,7 +46,7 @@ def recorded(tmp_path_factory) -> dict[str, Path]:
     """Traces recorded for this module: the message-passing job of each protocol (no JVM), the
     shipped Spark word count rewritten in the header and kinds of before the prefix rule, and a
     Flink and a Spark recording cut short (a killed recorder)."""
-    from rollcheck.spark_replay.nhop import NhopConfig, record_nhop
+    from rollcheck.spark_replay.jobs.nhop import NhopConfig, record_nhop
 
     d = tmp_path_factory.mktemp("recorded")
     out: dict[str, Path] = {}
@@ -114,7 +114,8 @@ def test_every_recorder_source_is_a_built_in_engine():
     import inspect
 
     from rollcheck.flink_replay import record
-    from rollcheck.spark_replay import nhop, query, wordcount
+    from rollcheck.spark_replay import query
+    from rollcheck.spark_replay.jobs import nhop, wordcount
 
     for mod, src in ((record, '"source": "flink"'), (nhop, '"source": "spark-nhop"'),
                      (query, '"source": "spark"'), (wordcount, '"source": "spark"')):

@@ -538,7 +538,7 @@ def test_sigterm_stops_tlc_java_and_removes_its_folder(tmp_path):
 
 def test_nhop_trace_header_config_is_checked(tmp_path):
     """A recorded nhop trace whose header config is absurd is bad input (exit 2), not a crash."""
-    from rollcheck.spark_replay.nhop import NhopConfig, record_nhop
+    from rollcheck.spark_replay.jobs.nhop import NhopConfig, record_nhop
 
     good = tmp_path / "t.jsonl"
     record_nhop(NhopConfig(protocol="hmnr", topology="cyclic", seed=1, processes=3, rounds=3,

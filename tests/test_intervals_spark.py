@@ -9,7 +9,7 @@ from rollcheck.pyimpl.intervals.sim import SimConfig, sweep
 
 @pytest.mark.spark
 def test_spark_sweep_identical_to_numpy() -> None:
-    from rollcheck.spark_replay.interval_sweep import spark_sweep
+    from rollcheck.spark_replay.jobs.interval_sweep import spark_sweep
 
     cfgs = [SimConfig(20.0, 0.05, 2.0, 3.0), SimConfig(40.0, 0.01, 5.0, 10.0, 10, 0.2)]
     local = sweep(cfgs, runs=12, horizon_failures=200, seed=9)

@@ -49,7 +49,7 @@ def test_every_shipped_trace_is_readable(capsys, path):
 
 
 def test_a_recorded_message_passing_trace_is_readable(capsys, tmp_path):
-    from rollcheck.spark_replay.nhop import NhopConfig, record_nhop
+    from rollcheck.spark_replay.jobs.nhop import NhopConfig, record_nhop
 
     out = tmp_path / "nh.jsonl"
     record_nhop(NhopConfig(protocol="bcs", processes=3, rounds=4, seed=2, fail_process=0, fail_round=2),

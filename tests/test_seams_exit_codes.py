@@ -35,7 +35,7 @@ def test_record_query_done_is_ok(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 
 
 def test_record_wordcount_failed_is_inconclusive(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import rollcheck.spark_replay.wordcount as wordcount
+    import rollcheck.spark_replay.jobs.wordcount as wordcount
 
     monkeypatch.setattr(wordcount, "record_wordcount", lambda cfg, out, **kw: {
         "status": "failed", "seconds": 0.1, "trace": str(out)})

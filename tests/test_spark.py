@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 from rollcheck.spark_replay.checkpoint.reader import CheckpointDir
+from rollcheck.spark_replay.jobs.wordcount import WordcountConfig, record_wordcount
 from rollcheck.spark_replay.replay import replay_file
 from rollcheck.spark_replay.tamper import delete_forced_checkpoint, drop_commit, move_resume
 from rollcheck.spark_replay.trace import read_trace
-from rollcheck.spark_replay.wordcount import WordcountConfig, record_wordcount
 
 pytestmark = pytest.mark.spark
 
@@ -84,7 +84,7 @@ def test_streaming_record_replay_reader_and_tampering(tmp_path):
         assert not bad.conformant and bad.first_offending_seq == seq
 
     # a seeded sweep on Spark equals the single-process run
-    from rollcheck.spark_replay.sweep import run_sweep
+    from rollcheck.spark_replay.jobs.sweep import run_sweep
 
     sw = run_sweep("properties", 5, 4, partitions=4)
     assert sw["identical"] is True and sw["violations"] == [] and sw["checked"] == 4 * 8

@@ -21,7 +21,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rollcheck.pyimpl.errors import InvalidInputError
-from rollcheck.spark_replay import nhop as nhop_mod
 from rollcheck.spark_replay.checkpoint.lz4block import (
     STREAM_SEED,
     lz4_block_decompress,
@@ -30,9 +29,10 @@ from rollcheck.spark_replay.checkpoint.lz4block import (
 )
 from rollcheck.spark_replay.checkpoint.reader import Field, decode_unsafe_row, parse_state_records
 from rollcheck.spark_replay.checkpoint.watcher import base_kind
-from rollcheck.spark_replay.nhop import NhopConfig, record_nhop, simulate
+from rollcheck.spark_replay.jobs import nhop as nhop_mod
+from rollcheck.spark_replay.jobs.nhop import NhopConfig, record_nhop, simulate
+from rollcheck.spark_replay.jobs.sweep import properties_work, protocols_work, random_pattern
 from rollcheck.spark_replay.replay import replay_file, replay_trace
-from rollcheck.spark_replay.sweep import properties_work, protocols_work, random_pattern
 from rollcheck.spark_replay.tamper import (
     delete_forced_checkpoint,
     drop_commit,

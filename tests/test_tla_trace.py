@@ -188,7 +188,7 @@ def test_cli_tlc_missing_tool_is_inconclusive(tmp_path, capsys, monkeypatch):
 def test_recorded_nhop_trace_is_accepted_and_tampered_one_rejected(tmp_path):
     """A trace recorded by the message-passing job (its in-process engine runs the same rounds as
     the Spark engine) is accepted by the TLA+ model of its protocol."""
-    from rollcheck.spark_replay.nhop import NhopConfig, record_nhop
+    from rollcheck.spark_replay.jobs.nhop import NhopConfig, record_nhop
 
     out = tmp_path / "hmnr.jsonl"
     record_nhop(NhopConfig(protocol="hmnr", processes=3, rounds=6, seed=3, topology="cyclic"), out, engine="local")

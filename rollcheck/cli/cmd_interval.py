@@ -1,7 +1,7 @@
 """``rollcheck interval optimal|utilization|compare|simulate``: checkpoint-interval models.
 
 Formulas: ``pyimpl/intervals.py`` (utilization model, Eqs. 1–10 of Jayasekara et al.);
-simulation: ``pyimpl/intervals/sim.py`` and ``spark_replay/interval_sweep.py``. Units are whatever
+simulation: ``pyimpl/intervals/sim.py`` and ``spark_replay/jobs/interval_sweep.py``. Units are whatever
 the user uses, as long as they are consistent (the failure rate is per that unit).
 """
 
@@ -231,7 +231,7 @@ def _simulate(args: argparse.Namespace) -> int:
           file=sys.stderr)
     timing = None
     if args.spark or args.master:
-        from rollcheck.spark_replay.interval_sweep import spark_sweep
+        from rollcheck.spark_replay.jobs.interval_sweep import spark_sweep
 
         res, timing = _flagged(spark_sweep, [cfg], args.runs, args.horizon_failures, args.seed, master=args.master)
         s = res[0]

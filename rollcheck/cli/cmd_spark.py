@@ -233,7 +233,7 @@ def _check_out(path: str) -> Path:
 
 
 def _record_wordcount(args: argparse.Namespace) -> int:
-    from rollcheck.spark_replay.wordcount import WordcountConfig, record_wordcount
+    from rollcheck.spark_replay.jobs.wordcount import WordcountConfig, record_wordcount
 
     cfg = WordcountConfig(batches=args.batches, fail_at_batch=args.fail_at_batch, failure=args.failure,
                           seed=args.seed, master=args.master, words_per_batch=args.words_per_batch,
@@ -306,7 +306,7 @@ def _parse_proc(v: str | None) -> int | None:
 
 
 def _record_nhop(args: argparse.Namespace) -> int:
-    from rollcheck.spark_replay.nhop import NhopConfig, record_nhop
+    from rollcheck.spark_replay.jobs.nhop import NhopConfig, record_nhop
 
     cfg = NhopConfig(protocol=args.protocol, processes=args.processes, rounds=args.rounds,
                      topology=args.topology, fail_process=_parse_proc(args.fail_process),
@@ -333,7 +333,7 @@ def _replay(args: argparse.Namespace) -> int:
 
 
 def _sweep(args: argparse.Namespace) -> int:
-    from rollcheck.spark_replay.sweep import run_sweep
+    from rollcheck.spark_replay.jobs.sweep import run_sweep
 
     print(f"rollcheck spark sweep: kind={args.kind} seeds={args.seed}..{args.seed + args.seeds - 1}",
           file=sys.stderr)

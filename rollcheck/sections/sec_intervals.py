@@ -200,7 +200,7 @@ def run(ctx: VerifyContext) -> list[Row]:
         return rows
     t0 = time.perf_counter()
     try:
-        from rollcheck.spark_replay.interval_sweep import spark_sweep
+        from rollcheck.spark_replay.jobs.interval_sweep import spark_sweep
 
         dist, timing = spark_sweep(cfgs, runs=runs, horizon_failures=2000, seed=ctx.seed)
         same = [a.values for a in dist] == [b.values for b in sums]

@@ -96,7 +96,7 @@ def run(ctx: VerifyContext) -> list[Row]:
 
 def _streaming(ctx: VerifyContext, tmp: Path) -> list[Row]:
     """The streaming word count under each failure, replayed; the tamper checks on its trace."""
-    from rollcheck.spark_replay.wordcount import WordcountConfig, record_wordcount
+    from rollcheck.spark_replay.jobs.wordcount import WordcountConfig, record_wordcount
 
     rows: list[Row] = []
     seed = ctx.seed
@@ -128,7 +128,7 @@ def _streaming(ctx: VerifyContext, tmp: Path) -> list[Row]:
 
 def _nhop(ctx: VerifyContext, tmp: Path) -> list[Row]:
     """The message-passing protocols on Spark with a process failure, replayed (TLC included)."""
-    from rollcheck.spark_replay.nhop import NhopConfig, record_nhop
+    from rollcheck.spark_replay.jobs.nhop import NhopConfig, record_nhop
 
     rows: list[Row] = []
     seed = ctx.seed
@@ -328,7 +328,7 @@ def _draw(ctx: VerifyContext, trace_path: Path, proto: str) -> list[str]:
     """Space-time diagram of the pre-failure pattern with the recovery line Spark restored."""
     try:
         from rollcheck.pyimpl.render import render_pattern
-        from rollcheck.spark_replay.nhop_replay import derive_patterns
+        from rollcheck.spark_replay.jobs.nhop_replay import derive_patterns
         from rollcheck.spark_replay.trace import read_trace
 
         d = derive_patterns(read_trace(trace_path))
@@ -346,7 +346,7 @@ def _draw(ctx: VerifyContext, trace_path: Path, proto: str) -> list[str]:
 
 def _with_forced(spark_trace: Path, tmp: Path, seed: int) -> Path:
     """The Spark HMNR trace if it has a forced checkpoint, else an in-process HMNR recording that has."""
-    from rollcheck.spark_replay.nhop import NhopConfig, record_nhop
+    from rollcheck.spark_replay.jobs.nhop import NhopConfig, record_nhop
     from rollcheck.spark_replay.trace import read_trace
 
     def has_forced(p: Path) -> bool:
@@ -365,7 +365,7 @@ def _with_forced(spark_trace: Path, tmp: Path, seed: int) -> Path:
 
 def _local_batch(ctx: VerifyContext, tmp: Path) -> list[Row]:
     """The same message-passing job executed in-process over many seeds: every trace conforms."""
-    from rollcheck.spark_replay.nhop import TOPOLOGIES, NhopConfig, record_nhop
+    from rollcheck.spark_replay.jobs.nhop import TOPOLOGIES, NhopConfig, record_nhop
     from rollcheck.spark_replay.replay import replay_file
 
     per = 4 if ctx.quick else 25
@@ -395,7 +395,7 @@ def _local_batch(ctx: VerifyContext, tmp: Path) -> list[Row]:
 
 
 def _sweep(ctx: VerifyContext) -> list[Row]:
-    from rollcheck.spark_replay.sweep import run_sweep
+    from rollcheck.spark_replay.jobs.sweep import run_sweep
 
     t0 = time.perf_counter()
     res = run_sweep("protocols", ctx.seed, 16)

@@ -8,11 +8,11 @@ lists must be equal and the speed-up is measured on the same seeds (``docs/spark
 Kinds:
 
 - ``protocols``: the protocol comparison table - for each seed, every protocol (uc, bcs, hmnr) on
-  every topology (:func:`rollcheck.spark_replay.nhop.simulate`, failure-free): basic and forced checkpoints,
+  every topology (:func:`rollcheck.spark_replay.jobs.nhop.simulate`, failure-free): basic and forced checkpoints,
   deliveries, useless checkpoints;
 - ``properties``: property runs - for each seed, random patterns (:func:`random_pattern`) run
   through BCS and HMNR must leave no useless checkpoint (any counterexample is returned);
-- ``interval``: the checkpoint-interval Monte Carlo (:mod:`rollcheck.spark_replay.interval_sweep`, owned by the
+- ``interval``: the checkpoint-interval Monte Carlo (:mod:`rollcheck.spark_replay.jobs.interval_sweep`, owned by the
   interval module) against :func:`rollcheck.pyimpl.intervals.sim.sweep`.
 """
 
@@ -59,7 +59,7 @@ def _pattern_of_events(events: list[dict[str, Any]], n: int) -> Pattern:
 def protocols_work(seed: int, size: int = 1) -> list[dict[str, Any]]:
     """One seed of the protocol comparison: a row per (protocol, topology)."""
     from rollcheck.pyimpl.zpaths import useless_checkpoints
-    from rollcheck.spark_replay.nhop import TOPOLOGIES, NhopConfig, simulate
+    from rollcheck.spark_replay.jobs.nhop import TOPOLOGIES, NhopConfig, simulate
 
     rows = []
     for topo in TOPOLOGIES:
@@ -184,7 +184,7 @@ def run_sweep(kind: str, first_seed: int, seeds: int, *, size: int = 1, master: 
 def _interval_sweep(first_seed: int, seeds: int, size: int, master: str | None, partitions: int | None,
                     compare: bool) -> dict[str, Any]:
     from rollcheck.pyimpl.intervals.sim import SimConfig, sweep
-    from rollcheck.spark_replay.interval_sweep import spark_sweep
+    from rollcheck.spark_replay.jobs.interval_sweep import spark_sweep
 
     configs = [SimConfig(interval=t, failure_rate=0.005, checkpoint_cost=5.0, restart_cost=10.0)
                for t in (20.0, 35.0, 46.45, 60.0, 90.0)]

@@ -436,7 +436,7 @@ def record_wordcount(cfg: WordcountConfig, out: str | Path, *, enabled: bool = T
                 children += 1
                 spec = {"cfg": asdict(cfg), "root": str(root), "trace": str(trace), "header": header,
                         "enabled": enabled}
-                run = run_driver("rollcheck.spark_replay.wordcount", spec, workdir=root, n=children,
+                run = run_driver("rollcheck.spark_replay.jobs.wordcount", spec, workdir=root, n=children,
                                  markers=paths.markers)
                 if not run.killed and run.reply.get("status") == "done":
                     status = "done"

@@ -40,7 +40,7 @@ class _WordcountRef:
 
 
 def _wordcount_ref(v: StreamView) -> _WordcountRef:
-    from rollcheck.spark_replay.wordcount import rollup_updates
+    from rollcheck.spark_replay.jobs.wordcount import rollup_updates
 
     cfg = v.header.get("config", {})
     if not isinstance(cfg, dict) or not isinstance(cfg.get("inputs"), list):
@@ -56,14 +56,14 @@ def _wordcount_ref(v: StreamView) -> _WordcountRef:
 
 
 def _rows_of(state: dict[Any, int]) -> list[list[Any]]:
-    from rollcheck.spark_replay.wordcount import _row_order
+    from rollcheck.spark_replay.jobs.wordcount import _row_order
 
     return sorted(([*key, n] for key, n in state.items()), key=_row_order)
 
 
 def state_fold(v: StreamView, ref: _WordcountRef) -> Check:
     """The decoded final state equals the fold of the committed batches' inputs."""
-    from rollcheck.spark_replay.wordcount import fold_state
+    from rollcheck.spark_replay.jobs.wordcount import fold_state
 
     fs = v.ends.get("final_state")
     if fs is None:
@@ -122,7 +122,7 @@ def side_channel_duplicates(v: StreamView) -> Check:
 
 def listener_progress(v: StreamView, ref: _WordcountRef) -> Check:
     """Spark's progress reports name committed batches only, with the fold's row counts."""
-    from rollcheck.spark_replay.wordcount import fold_state
+    from rollcheck.spark_replay.jobs.wordcount import fold_state
 
     bad_p = None
     for e in v.progress:

@@ -6,7 +6,7 @@ The message-passing job records the engine-neutral core vocabulary (``specs/form
 the same one-pass checker as any engine's (:mod:`rollcheck.pyimpl.traces`): ``pattern-valid``,
 ``forced-checkpoints`` (the protocol of the header), ``no-useless-checkpoints`` (BCS, HMNR),
 ``recovery-line``, ``log-replay`` and ``outputs-exactly-once`` (reference: the failure-free run
-:func:`rollcheck.spark_replay.nhop.simulate`). One implementation serves every engine.
+:func:`rollcheck.spark_replay.jobs.nhop.simulate`). One implementation serves every engine.
 
 Spark-specific plug-ins (``specs/spark.md#message-passing-conformance``):
 
@@ -141,7 +141,7 @@ class OutputsFailureFree(TraceCheck):
 
 def nhop_setup(header: dict[str, Any], source: str | None) -> tuple[str, list[dict[str, Any]], list[TraceCheck]]:
     """For a message-passing trace: (protocol name, reference outputs, Spark's plug-ins)."""
-    from rollcheck.spark_replay.nhop import NhopConfig, simulate
+    from rollcheck.spark_replay.jobs.nhop import NhopConfig, simulate
 
     cfg_doc = dict(header.get("config") or {})
     try:

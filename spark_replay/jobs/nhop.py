@@ -8,7 +8,7 @@ back as data and are recorded in (round, process, local order) - a global order 
 causality because a message sent in round r is delivered in a later round.
 
 The topologies, one logical round of a process and the recovery line are the model's
-(:mod:`rollcheck.spark_replay.nhop_model`).
+(:mod:`rollcheck.spark_replay.jobs.nhop_model`).
 
 Failure (``--fail-process P --fail-round K``): the task of P raises in global round K, so the
 whole round's job fails (``local[N]`` does not retry) and its effects are discarded. Recovery
@@ -48,7 +48,7 @@ from typing import Any
 
 from rollcheck.infra.partialfile import partial_output
 from rollcheck.pyimpl.errors import InvalidInputError
-from rollcheck.spark_replay.nhop_model import (
+from rollcheck.spark_replay.jobs.nhop_model import (
     MAX_PROCESSES,
     MAX_ROUNDS,
     PROTOCOL_NAMES,

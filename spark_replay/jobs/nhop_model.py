@@ -15,7 +15,7 @@ Recovery (:func:`recovery_from_counters`) computes the maximum consistent line b
 propagation over the per-channel counters, independently of :mod:`rollcheck.pyimpl.recovery`.
 :func:`simulate` is the failure-free run in plain Python (the reference outputs).
 
-The Spark driver that runs the rounds as jobs is :mod:`rollcheck.spark_replay.nhop`.
+The Spark driver that runs the rounds as jobs is :mod:`rollcheck.spark_replay.jobs.nhop`.
 
 References
 ----------
