@@ -146,3 +146,14 @@ def test_default_engine_slots_follows_available_memory(monkeypatch):
 @pytest.mark.parametrize("module", [cluster, scheduler, faults, _class_archive])
 def test_no_module_reads_proc_itself(module):
     assert '"/proc' not in open(module.__file__, encoding="utf-8").read()
+
+
+def test_no_module_reads_proc_by_hand():
+    """Process trees and command lines come from psutil: no package module opens ``/proc``."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    folders = ("pyimpl", "infra", "properties", "tla", "spark_replay", "flink_replay", "rollcheck")
+    readers = [str(p.relative_to(root)) for f in folders for p in (root / f).rglob("*.py")
+               if '"/proc' in p.read_text(encoding="utf-8") or "f\"/proc" in p.read_text(encoding="utf-8")]
+    assert readers == []

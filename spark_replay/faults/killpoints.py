@@ -45,6 +45,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.verdict import Check
 from rollcheck.spark_replay.checkpoint.logs import checkpoint_logs, state_files_of_version
@@ -295,24 +297,11 @@ def _request_facts(request: Path) -> dict[str, Any] | None:
 
 
 def _descendants(pid: int) -> list[int]:
-    """Every descendant of ``pid`` (Linux ``/proc/<pid>/task/<tid>/children``)."""
-    out: list[int] = []
-    todo = [pid]
-    while todo:
-        p = todo.pop()
-        try:
-            tids = os.listdir(f"/proc/{p}/task")
-        except OSError:
-            continue
-        for t in tids:
-            try:
-                with open(f"/proc/{p}/task/{t}/children", encoding="ascii") as fh:
-                    kids = [int(x) for x in fh.read().split()]
-            except (OSError, ValueError):
-                continue
-            out += kids
-            todo += kids
-    return out
+    """Every descendant of ``pid`` (psutil's process tree; none when ``pid`` is gone)."""
+    try:
+        return [c.pid for c in psutil.Process(pid).children(recursive=True)]
+    except psutil.Error:
+        return []
 
 
 def kill_tree(proc: subprocess.Popen[bytes]) -> None:
