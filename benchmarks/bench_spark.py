@@ -67,7 +67,7 @@ EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "queries" / "cli
 
 def query_overhead(reps: int) -> None:
     """The example query with and without the recorder, alternating, in one Spark session."""
-    from rollcheck.spark_replay.query import QueryConfig, record_query, session_conf
+    from rollcheck.spark_replay.query.record import QueryConfig, record_query, session_conf
     from rollcheck.spark_replay.session import spark_session
 
     cfg = QueryConfig(str(EXAMPLE), seed=5, reference=False)
@@ -86,7 +86,7 @@ def query_overhead(reps: int) -> None:
 
 def query_end_to_end(modes: list[str]) -> None:
     """Record (reference + failure + restart) and replay the 6-batch example query."""
-    from rollcheck.spark_replay.query import QueryConfig, record_query
+    from rollcheck.spark_replay.query.record import QueryConfig, record_query
     from rollcheck.spark_replay.replay import replay_file
 
     with tempfile.TemporaryDirectory(prefix="rollcheck-bench-") as d:

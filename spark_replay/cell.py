@@ -2,7 +2,7 @@
 
 The matrix (:mod:`rollcheck.spark_replay.matrix`) does not turn its options back into command-line
 flags: :func:`cell_config` (the one builder) makes a :class:`CellConfig` — the recording's
-:class:`~rollcheck.spark_replay.query_config.QueryConfig` and the cell's paths (trace, work folder,
+:class:`~rollcheck.spark_replay.query.config.QueryConfig` and the cell's paths (trace, work folder,
 shared reference) — written as JSON, and a fresh child runs it::
 
     python -m rollcheck.spark_replay.cell CONFIG.json
@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from rollcheck.pyimpl.errors import InvalidInputError
-from rollcheck.spark_replay.query_config import QueryConfig
+from rollcheck.spark_replay.query.config import QueryConfig
 
 __all__ = ["CELL_FORMAT", "CellConfig", "cell_config", "cell_argv", "run_cell", "recording_exit", "main"]
 
@@ -141,8 +141,8 @@ def cell_argv(config: str | Path) -> list[str]:
 
 def run_cell(cfg: CellConfig, spark: Any = None) -> dict[str, Any]:
     """Record the cell (in ``spark``, a session of the caller's, when given; task and sink
-    failures and failure-free runs only); return :func:`~rollcheck.spark_replay.query.record_query`'s result."""
-    from rollcheck.spark_replay.query import record_query
+    failures and failure-free runs only); return :func:`~rollcheck.spark_replay.query.record.record_query`'s result."""
+    from rollcheck.spark_replay.query.record import record_query
 
     cfg.query.validate()
     out = Path(cfg.trace)

@@ -35,8 +35,8 @@ importable from here):
   (:class:`SparkStream`, :class:`StreamCheck`, :class:`EventListCheck`);
 - :mod:`~rollcheck.spark_replay.stream.checks`: the checks every streaming trace gets;
 - :mod:`~rollcheck.spark_replay.jobs.wordcount_checks`: the word count's checks and plug-ins;
-- :mod:`~rollcheck.spark_replay.query_checks`: a user query's checks and plug-ins;
-- :mod:`~rollcheck.spark_replay.user_sink`: a query's own sink against its ``SINK_GUARANTEE``.
+- :mod:`~rollcheck.spark_replay.query.checks`: a user query's checks and plug-ins;
+- :mod:`~rollcheck.spark_replay.query.user_sink`: a query's own sink against its ``SINK_GUARANTEE``.
 
 References
 ----------
@@ -55,13 +55,14 @@ from rollcheck.spark_replay.jobs.wordcount_checks import (
     statestore_crosscheck,
     wordcount_plugins,
 )
-from rollcheck.spark_replay.query_checks import (
+from rollcheck.spark_replay.query.checks import (
     output_exactly_once,
     query_plugins,
     query_statestore_crosscheck,
     state_failure_free,
     user_output,
 )
+from rollcheck.spark_replay.query.user_sink import FOREACHBATCH_DOC, sink_handings
 from rollcheck.spark_replay.stream.checks import (
     FailureObservedNhop,
     commit_protocol,
@@ -76,7 +77,6 @@ from rollcheck.spark_replay.stream.spans import streaming_span_system
 from rollcheck.spark_replay.stream.view import StreamView
 from rollcheck.spark_replay.stream.view import canon_row as _canon  # noqa: F401
 from rollcheck.spark_replay.stream.view import check_verdict as _verdict  # noqa: F401
-from rollcheck.spark_replay.user_sink import FOREACHBATCH_DOC, sink_handings
 
 __all__ = [
     "StreamView",

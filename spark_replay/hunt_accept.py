@@ -1,7 +1,7 @@
 """How many hunt programs Spark accepts: each run once in one local session, counted by outcome.
 
 :func:`try_program` writes a program's module, loads it with
-:func:`~rollcheck.spark_replay.query_module.load_query` (its contract checks), starts its query on
+:func:`~rollcheck.spark_replay.query.module.load_query` (its contract checks), starts its query on
 file streams with a ``foreachBatch`` sink that collects each micro-batch (so every batch really
 runs), feeds its batches one micro-batch at a time as a recording does, and stops it. The outcome
 is ``accepted``, ``rejected`` (Spark's analyser refused the plan when the query started) or
@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from rollcheck.infra.hunt.adapter import Program
-from rollcheck.spark_replay.query_drive import register_by_value
-from rollcheck.spark_replay.query_io import json_value
-from rollcheck.spark_replay.query_module import load_query
+from rollcheck.spark_replay.query.drive import register_by_value
+from rollcheck.spark_replay.query.files import json_value
+from rollcheck.spark_replay.query.module import load_query
 
 __all__ = ["try_program", "main"]
 

@@ -136,7 +136,7 @@ class SparkHuntAdapter(HuntAdapter):
     # ------------------------------------------------------------------ cells
     def shape(self, program: Program) -> BatchShape:
         """The program's input (:class:`BatchShape`) from its module's ``batches(seed)``."""
-        from rollcheck.spark_replay.query import load_query
+        from rollcheck.spark_replay.query.record import load_query
 
         with tempfile.TemporaryDirectory(prefix="rollcheck-hunt-") as tmp:
             path = Path(tmp) / f"{program.id}.py"

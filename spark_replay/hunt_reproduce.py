@@ -41,8 +41,8 @@ _RELEASE = re.compile(r"^\d+\.\d+\.\d+$")
 
 
 def _batches(program: Program, seed: int) -> list[Any]:
-    from rollcheck.spark_replay.query import load_query
-    from rollcheck.spark_replay.query_module import SINGLE_SOURCE
+    from rollcheck.spark_replay.query.module import SINGLE_SOURCE
+    from rollcheck.spark_replay.query.record import load_query
 
     with tempfile.TemporaryDirectory(prefix="rollcheck-hunt-") as tmp:
         path = Path(tmp) / f"{program.id}.py"

@@ -83,7 +83,7 @@ from rollcheck.spark_replay.matrix_witness import (
     report_of,
     witness,
 )
-from rollcheck.spark_replay.query import OVERLOAD_SIGNS
+from rollcheck.spark_replay.query.record import OVERLOAD_SIGNS
 from rollcheck.spark_replay.shared_reference import (
     add_release_reference,
     reference_key,
@@ -164,7 +164,7 @@ def _shrink_argv(cell: Cell, module: str, opts: MatrixOptions, trace: Path, fail
 
 def overloaded(log: Path) -> bool:
     """Whether a recording's log shows a Python worker that did not connect back in time
-    (:data:`rollcheck.spark_replay.query.OVERLOAD_SIGNS`): the machine's fault, not the query's;
+    (:data:`rollcheck.spark_replay.query.record.OVERLOAD_SIGNS`): the machine's fault, not the query's;
     the matrix records such a cell once more, and if it happens again the cell is inconclusive."""
     try:
         text = log.read_text(errors="replace")
@@ -432,7 +432,7 @@ def run_matrix(opts: MatrixOptions, *, on_update: Callable[[list[dict[str, Any]]
     matrices in a row) that lends its warm drivers to this matrix and stays open after it (closing
     it is the caller's job; a matrix on a cluster of its own uses a pool of its own).
     """
-    from rollcheck.spark_replay.query import load_query
+    from rollcheck.spark_replay.query.record import load_query
 
     opts.validate()
     planned = (list(cells) if cells is not None

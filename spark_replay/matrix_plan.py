@@ -304,7 +304,7 @@ def library_modules() -> list[str]:
 
 def supported_providers(module: str) -> list[str] | None:
     """The providers a query module declares it runs on (its optional ``STATE_STORES``), or None."""
-    from rollcheck.spark_replay.query import load_query
+    from rollcheck.spark_replay.query.record import load_query
 
     declared = getattr(load_query(module).module, "STATE_STORES", None)
     if declared is None:

@@ -46,7 +46,7 @@ from rollcheck.infra.templates import fill_template, read_template
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.patternio import atomic_write_text
 from rollcheck.spark_replay.faults.killpoints import STATE_STORES
-from rollcheck.spark_replay.query_module import SINGLE_SOURCE
+from rollcheck.spark_replay.query.module import SINGLE_SOURCE
 
 __all__ = ["module_with_rows", "reproducer_source", "fill_template", "minimise_and_write", "reproducer_python",
            "expected_table", "MAX_RUNS", "SHOWS", "TEMPLATE_PACKAGE", "TEMPLATE_FILE"]
@@ -224,7 +224,7 @@ def expected_table(trace: Path, violated: set[str] | frozenset[str]) -> dict[str
 
 
 def _module_source(module: str) -> str:
-    from rollcheck.spark_replay.query import load_query
+    from rollcheck.spark_replay.query.record import load_query
 
     uq = load_query(module)
     path = getattr(uq.module, "__file__", None)
@@ -267,7 +267,7 @@ def minimise_and_write(cell: Any, opts: Any, result: dict[str, Any],
     most ``opts.shrink_runs`` (at most :data:`MAX_RUNS`) re-recordings; the reproducer is run
     unless ``opts.run_reproducer`` is false.
     """
-    from rollcheck.spark_replay.query import load_query
+    from rollcheck.spark_replay.query.record import load_query
 
     source = _module_source(cell.module)
     uq = load_query(cell.module)

@@ -37,10 +37,9 @@ __all__ = ["shared_reference", "write_shared_reference", "reference_key", "store
            "references_folder", "local_imports", "add_release_reference"]
 
 #: The modules of this package that shape a failure-free recording (their bytes are in every key).
-_RECORDER = ("query*.py", "checkpoint/watcher.py", "trace.py", "session.py", "supervise.py", "releases.py",
-             "cell.py", "warm.py", "checkpoint/reader.py", "oracles/checks.py", "sink_envelope.py", "input_files.py",
-             "stream/*.py", "faults/killpoints.py", "user_sink.py", "checkpoint/lz4block.py",
-             "checkpoint/logs.py", "faults/inotify.py")
+_RECORDER = ("query/*.py", "checkpoint/watcher.py", "trace.py", "session.py", "supervise.py", "releases.py",
+             "cell.py", "warm.py", "checkpoint/reader.py", "oracles/checks.py", "stream/*.py",
+             "faults/killpoints.py", "checkpoint/lz4block.py", "checkpoint/logs.py", "faults/inotify.py")
 #: The configuration fields a reference recording depends on (besides the module and the release).
 _KEY_FIELDS = ("module", "batches", "seed", "state_store", "shuffle_partitions", "master", "call_timeout",
                "reference_version", "cluster")
@@ -226,10 +225,10 @@ def _recorder_fingerprint() -> str:
 
 def reference_key(cfg: Any) -> str | None:
     """The content address of the failure-free reference of ``cfg`` (a
-    :class:`~rollcheck.spark_replay.query_config.QueryConfig`), or None when the module's bytes
+    :class:`~rollcheck.spark_replay.query.config.QueryConfig`), or None when the module's bytes
     cannot be read (nothing is kept then).
 
-    >>> from rollcheck.spark_replay.query_config import QueryConfig
+    >>> from rollcheck.spark_replay.query.config import QueryConfig
     >>> reference_key(QueryConfig("no/such/module.py")) is None
     True
     """

@@ -1,7 +1,7 @@
 """Driver supervision for the Spark recorders: driver children and JVMs that die with rollcheck.
 
 A ``kill`` failure SIGKILLs a Spark *driver* (the Python process and its JVM) and starts a new one
-on the same checkpoint, so the recorders (:mod:`~rollcheck.spark_replay.query`,
+on the same checkpoint, so the recorders (:mod:`~rollcheck.spark_replay.query.record`,
 :mod:`~rollcheck.spark_replay.jobs.wordcount`) run each attempt's driver as a child process. This
 module is the one supervision loop they share:
 

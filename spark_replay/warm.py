@@ -5,7 +5,7 @@ restart the query inside the same driver (a new query run from the checkpoint: e
 is loaded again from the checkpoint files), so they need no process of their own. Each matrix
 worker keeps one :class:`WarmDriver`: a child process (``python -m rollcheck.spark_replay.warm``)
 holding one Spark session (:func:`~rollcheck.spark_replay.session.spark_session` with
-:func:`~rollcheck.spark_replay.query_config.session_conf`, the recorder's settings) that runs such
+:func:`~rollcheck.spark_replay.query.config.session_conf`, the recorder's settings) that runs such
 cells one after another:
 
 - a cell's configuration goes in as a JSON file (:class:`~rollcheck.spark_replay.cell.CellConfig`,
@@ -460,7 +460,7 @@ def serve(reply_fd: int, master: str | None, parent: int | None = None) -> int:
 
     from rollcheck.infra import children
     from rollcheck.spark_replay.cluster import cluster_conf
-    from rollcheck.spark_replay.query_config import session_conf
+    from rollcheck.spark_replay.query.config import session_conf
     from rollcheck.spark_replay.session import spark_session
 
     children.die_with_parent(parent=parent)

@@ -114,8 +114,8 @@ def test_every_recorder_source_is_a_built_in_engine():
     import inspect
 
     from rollcheck.flink_replay import record
-    from rollcheck.spark_replay import query
     from rollcheck.spark_replay.jobs import nhop, wordcount
+    from rollcheck.spark_replay.query import record as query
 
     for mod, src in ((record, '"source": "flink"'), (nhop, '"source": "spark-nhop"'),
                      (query, '"source": "spark"'), (wordcount, '"source": "spark"')):

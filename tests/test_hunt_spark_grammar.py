@@ -17,7 +17,7 @@ from rollcheck.spark_replay.hunt_grammar import finish, program, vocabulary
 from rollcheck.spark_replay.hunt_plan import PlanError, analyse, output_columns
 from rollcheck.spark_replay.hunt_render import render
 from rollcheck.spark_replay.hunt_shrink import shrink
-from rollcheck.spark_replay.query_module import load_query
+from rollcheck.spark_replay.query.module import load_query
 
 RELEASES = ("3.5.3", "4.0.0")
 

@@ -1,4 +1,4 @@
-"""``plan-stable`` and ``complete-key-unique`` (spark_replay/plan_checks.py).
+"""``plan-stable`` and ``complete-key-unique`` (spark_replay/query/plan_checks.py).
 
 The fixtures are real failure-free recordings of the bug zoo's SPARK-47840 module (two sources
 unioned, each tagged with a constant kind, counted per (kind, ad) in complete mode): on pyspark
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from rollcheck.spark_replay.plan_checks import (
+from rollcheck.spark_replay.query.plan_checks import (
     CAUGHT_BY,
     PLAN_TAMPERS,
     complete_key_unique,

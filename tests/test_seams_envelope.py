@@ -14,7 +14,7 @@ import pytest
 
 from rollcheck.pyimpl.attribution import classify_cell
 from rollcheck.pyimpl.verdict import Check, Status
-from rollcheck.spark_replay.user_sink import envelope_check
+from rollcheck.spark_replay.query.user_sink import envelope_check
 
 ROOT = Path(__file__).resolve().parents[1]
 TRIPLE = ROOT / "tests" / "spark_queries" / "ledger_triple.py"
@@ -38,7 +38,7 @@ def test_outside_the_envelope_is_violated_and_attributed_to_the_module() -> None
 @pytest.mark.spark
 @pytest.mark.slow
 def test_real_spark_triple_append_is_outside_the_envelope(tmp_path: Path) -> None:
-    from rollcheck.spark_replay.query import QueryConfig, record_query, session_conf
+    from rollcheck.spark_replay.query.record import QueryConfig, record_query, session_conf
     from rollcheck.spark_replay.replay import replay_file
     from rollcheck.spark_replay.session import spark_session
 

@@ -15,7 +15,7 @@ from rollcheck.pyimpl.verdict import RECORDING_ENDS, Check, exit_code, recording
 @pytest.mark.parametrize("status", ["failed", "recovery-failed", "reference-failed"])
 def test_record_query_not_done_is_inconclusive(status: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                capsys: pytest.CaptureFixture[str]) -> None:
-    import rollcheck.spark_replay.query as query
+    import rollcheck.spark_replay.query.record as query
 
     def fake(cfg: Any, out: Path, **kw: Any) -> dict[str, Any]:
         return {"status": status, "seconds": 0.1, "checkpoint": str(tmp_path / "ck"), "trace": str(out)}
@@ -27,7 +27,7 @@ def test_record_query_not_done_is_inconclusive(status: str, tmp_path: Path, monk
 
 
 def test_record_query_done_is_ok(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import rollcheck.spark_replay.query as query
+    import rollcheck.spark_replay.query.record as query
 
     monkeypatch.setattr(query, "record_query", lambda cfg, out, **kw: {
         "status": "done", "seconds": 0.1, "checkpoint": str(tmp_path), "trace": str(out)})

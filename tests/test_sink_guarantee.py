@@ -123,7 +123,7 @@ def test_spark_declared_at_least_once_is_conformant(tmp_path: Path) -> None:
     ({"same_attempt": True}, False, False),  # handed twice within one attempt
     ({"failure_after": True}, False, False),  # the second handing came before the failure
     # an aggregating read_output, changed at a re-delivered KEY: copies cannot be counted, and this
-    # trace holds no at-least-once envelope (spark_replay/sink_envelope.py): unchecked, never held
+    # trace holds no at-least-once envelope (spark_replay/query/sink_envelope.py): unchecked, never held
     ({"change": True}, False, True),
 ])
 def test_spark_mutants_of_the_handings(tmp_path: Path, kw: dict, check_ok: bool, expected: bool) -> None:
@@ -146,7 +146,7 @@ def test_spark_guarantee_declaration_errors(tmp_path: Path) -> None:
     bad[0]["config"].update(user_sink=True, sink_guarantee="at-most-once")
     with pytest.raises(InvalidInputError, match="SINK_GUARANTEE"):
         replay_file(_write(tmp_path / "b.jsonl", bad))
-    from rollcheck.spark_replay.query import load_query
+    from rollcheck.spark_replay.query.record import load_query
 
     src = (ROOT / "examples" / "queries" / "foreachbatch_append.py").read_text()
     for value, what in (('"exactly_once"', "SINK_GUARANTEE"), ('"at-least-once"', "has none")):
@@ -258,7 +258,7 @@ def test_real_spark_ledger_read_back_as_balances(tmp_path: Path) -> None:
     failure. Undeclared: not conformant (exit 1), attributed to the module with Spark's documentation
     cited — from the trace's handings, although no output row matches a batch's rows. Declared
     at-least-once: conformant."""
-    from rollcheck.spark_replay.query import QueryConfig, record_query, session_conf
+    from rollcheck.spark_replay.query.record import QueryConfig, record_query, session_conf
     from rollcheck.spark_replay.session import spark_session
 
     src = (ROOT / "tests" / "queries" / "ledger_balances.py").read_text()

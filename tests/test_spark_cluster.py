@@ -39,7 +39,7 @@ from rollcheck.spark_replay.faults.killpoints import (
     second_failure_struck,
 )
 from rollcheck.spark_replay.matrix_plan import MatrixOptions, columns, plan_cells
-from rollcheck.spark_replay.query import QueryConfig, _master
+from rollcheck.spark_replay.query.record import QueryConfig, _master
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data" / "spark"

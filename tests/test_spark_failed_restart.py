@@ -6,7 +6,7 @@ The recorder used to write no ``spark.restart`` for such an attempt (a restart i
 first sink call, which never came), so ``failure-observed`` said the trace had no restart after the
 failure (inconclusive) and the root cause was ``recovery-line``'s "no recovery". The recorder now
 writes a ``spark.restart`` marked ``failed`` with the exception's name before
-``spark.recovery_failed`` (:func:`rollcheck.spark_replay.query_run.run_once`): the failure was
+``spark.recovery_failed`` (:func:`rollcheck.spark_replay.query.run.run_once`): the failure was
 observed and recovery exercised, the span model does not judge a restart that restored nothing,
 and ``recovery-succeeded`` is the root cause. The trace below has the shape of that recording
 (3 batches, 2 partitions, RocksDB with changelog checkpointing).
@@ -112,8 +112,8 @@ def test_the_recorder_writes_the_failed_restart(tmp_path: Path, monkeypatch: pyt
     """A real recording: the query's state files vanish between the injected sink failure and the
     in-process restart, whose query then fails with the engine's exception; the trace has the
     restart, marked failed, before ``spark.recovery_failed``, and failure-observed holds."""
-    from rollcheck.spark_replay import query as qmod
-    from rollcheck.spark_replay import query_drive
+    from rollcheck.spark_replay.query import drive as query_drive
+    from rollcheck.spark_replay.query import record as qmod
     from rollcheck.spark_replay.session import spark_session
 
     real = query_drive.run_once

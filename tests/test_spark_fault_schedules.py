@@ -19,7 +19,7 @@ from rollcheck.spark_replay.faults.retry import RetrySchedule
 from rollcheck.spark_replay.faults.retry_check import retry_struck
 from rollcheck.spark_replay.matrix import _record_argv
 from rollcheck.spark_replay.matrix_plan import Cell, MatrixOptions, columns, plan_cells
-from rollcheck.spark_replay.query_config import QueryConfig
+from rollcheck.spark_replay.query.config import QueryConfig
 
 
 def _attempt(part: int, att: int, failed: bool, files: list[str] | None = None, where: str = "after-commit",

@@ -236,8 +236,8 @@ def test_restart_failing_with_the_engines_exception_is_a_finding(tmp_path: Path,
     """The query's state files vanish between the failure and the restart: Spark's restart fails
     with its own exception; the recording records it (not exit 2, not inconclusive) and the replay
     names the exception and the checkpoint."""
-    from rollcheck.spark_replay import query as qmod
-    from rollcheck.spark_replay import query_drive
+    from rollcheck.spark_replay.query import drive as query_drive
+    from rollcheck.spark_replay.query import record as qmod
     from rollcheck.spark_replay.session import spark_session
 
     real = query_drive.run_once

@@ -19,7 +19,7 @@ import pytest
 
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.spark_replay.checks import StreamView, output_exactly_once
-from rollcheck.spark_replay.query import QueryConfig, load_query, record_query
+from rollcheck.spark_replay.query.record import QueryConfig, load_query, record_query
 from rollcheck.spark_replay.replay import replay_file
 from rollcheck.spark_replay.trace import read_trace
 
@@ -95,7 +95,7 @@ def test_cli_refuses_bad_input_up_front_with_exit_2(tmp_path):
 def recorded(tmp_path_factory):
     """Record every case in one Spark session; ``{(query, mode, batch): (summary, replay)}``."""
     from rollcheck.spark_replay.checkpoint.check import check_checkpoint
-    from rollcheck.spark_replay.query import session_conf
+    from rollcheck.spark_replay.query.record import session_conf
     from rollcheck.spark_replay.session import spark_session
 
     d = tmp_path_factory.mktemp("queries")

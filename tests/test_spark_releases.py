@@ -61,7 +61,7 @@ def test_cli_refuses_an_unsupported_release_with_exit_2(tmp_path: Path) -> None:
 
 
 def test_reference_release_is_checked_like_the_engine_release() -> None:
-    from rollcheck.spark_replay.query import QueryConfig
+    from rollcheck.spark_replay.query.record import QueryConfig
 
     with pytest.raises(InvalidInputError) as e:
         QueryConfig(QUERY, engine_version="3.5.9", reference_version="2.4.8").validate()

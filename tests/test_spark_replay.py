@@ -442,8 +442,8 @@ def test_sweep_work_is_deterministic_and_catches_a_broken_protocol(monkeypatch):
 
 
 # ----------------------------------------------------------------------------- doctests, checkpoints
-@pytest.mark.parametrize("name", ["adapter", "stream.spans", "user_sink", "checkpoint.watcher", "checkpoint.reader",
-                                  "checkpoint.check", "query", "replay", "checkpoint.lz4block"])
+@pytest.mark.parametrize("name", ["adapter", "stream.spans", "query.user_sink", "checkpoint.watcher", "checkpoint.reader",
+                                  "checkpoint.check", "query.record", "replay", "checkpoint.lz4block"])
 def test_spark_replay_doctests(name):
     import doctest
     import importlib

@@ -13,9 +13,9 @@ from types import SimpleNamespace
 import pytest
 
 from rollcheck.pyimpl.errors import InvalidInputError
-from rollcheck.spark_replay.query import QueryConfig, load_query, record_query
-from rollcheck.spark_replay.query_checks import input_batches
-from rollcheck.spark_replay.query_io import feed_inputs, prepare_workdir
+from rollcheck.spark_replay.query.checks import input_batches
+from rollcheck.spark_replay.query.files import feed_inputs, prepare_workdir
+from rollcheck.spark_replay.query.record import QueryConfig, load_query, record_query
 
 ROOT = Path(__file__).resolve().parent.parent
 RC = [sys.executable, "-m", "rollcheck.cli.main"]
@@ -137,7 +137,7 @@ def test_file_source_logs_name_what_each_micro_batch_read(tmp_path):
     offset log says where each source's counter stood at the end of each micro-batch. Here the
     clicks are idle in micro-batches 0 and 2 and the impressions in 3; 12 is data-less; the
     impressions' log is compacted."""
-    from rollcheck.spark_replay.input_files import files_per_batch
+    from rollcheck.spark_replay.query.input_files import files_per_batch
 
     imps = [b for b in range(12) if b != 3]  # the impressions' n-th read is input batch imps[n]
     clicks = [1, 3]
@@ -168,7 +168,7 @@ def test_two_stream_join_recovers_from_a_task_failure(tmp_path):
     """The shipped two-stream join (impressions and clicks, a watermark each, an event-time bound)
     under a task failure: conformant, every micro-batch read exactly its batch of each source
     (the clicks idle in batches 0, 2 and 4, the impressions in batch 3)."""
-    from rollcheck.spark_replay.query import session_conf
+    from rollcheck.spark_replay.query.record import session_conf
     from rollcheck.spark_replay.replay import replay_file
     from rollcheck.spark_replay.session import spark_session
     from rollcheck.spark_replay.trace import read_trace

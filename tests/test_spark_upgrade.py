@@ -23,7 +23,12 @@ import pytest
 
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.spark_replay.oracles.upgrade_eval import judge_upgrade
-from rollcheck.spark_replay.upgrade import PlanShape, StatefulOp, check_upgrade, forbidden_change
+from rollcheck.spark_replay.query.upgrade import (
+    PlanShape,
+    StatefulOp,
+    check_upgrade,
+    forbidden_change,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = str(ROOT / "examples" / "queries" / "page_views_upgrade.py")
@@ -104,7 +109,7 @@ def test_judge_of_a_state_carried_upgrade():
 # ----------------------------------------------------------------------------- with Spark
 @pytest.fixture(scope="module")
 def spark():
-    from rollcheck.spark_replay.query import session_conf
+    from rollcheck.spark_replay.query.record import session_conf
     from rollcheck.spark_replay.session import spark_session
 
     with spark_session(conf=session_conf()) as s:
@@ -187,8 +192,8 @@ def test_state_schema_of_apply_in_pandas_with_state(spark, tmp_path):
 @pytest.fixture(scope="module")
 def recorded(spark, tmp_path_factory):
     """The example recorded in one session: as shipped, and under the two mutants."""
-    import rollcheck.spark_replay.query_run as qr
-    from rollcheck.spark_replay.query import QueryConfig, record_query
+    import rollcheck.spark_replay.query.run as qr
+    from rollcheck.spark_replay.query.record import QueryConfig, record_query
     from rollcheck.spark_replay.replay import replay_file
 
     d = tmp_path_factory.mktemp("upgrade")

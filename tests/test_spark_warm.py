@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from rollcheck.spark_replay.matrix_plan import MatrixOptions
-from rollcheck.spark_replay.query_config import QueryConfig
+from rollcheck.spark_replay.query.config import QueryConfig
 from rollcheck.spark_replay.shared_reference import reference_key, store_reference, stored_reference
 
 LIB = Path(__file__).resolve().parents[1] / "examples" / "queries"

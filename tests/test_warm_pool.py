@@ -169,7 +169,7 @@ def test_a_cached_release_environment_imports_the_warm_driver():
         python = releases.spark_environment("3.5.2")
     except Exception as e:  # under CI=true this skip fails the run (conftest.ENGINE_MISSING)
         pytest.skip(f"pip cannot reach the package index: pyspark 3.5.2: {e}")
-    r = subprocess.run([str(python), "-c", "import rollcheck.spark_replay.warm, rollcheck.spark_replay.query, "
+    r = subprocess.run([str(python), "-c", "import rollcheck.spark_replay.warm, rollcheck.spark_replay.query.record, "
                         "pyspark; print(pyspark.__version__)"], capture_output=True, text=True, timeout=120,
                        env=releases.child_environment(python))
     assert r.returncode == 0 and r.stdout.strip() == "3.5.2", r.stderr[-800:]

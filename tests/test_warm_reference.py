@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from rollcheck.spark_replay.query_config import QueryConfig
+from rollcheck.spark_replay.query.config import QueryConfig
 from rollcheck.spark_replay.shared_reference import local_imports, reference_key
 
 QUERY = '''import os, sys

@@ -247,7 +247,7 @@ def _record_wordcount(args: argparse.Namespace) -> int:
 
 
 def _record_query(args: argparse.Namespace) -> int:
-    from rollcheck.spark_replay.query import QueryConfig, record_query
+    from rollcheck.spark_replay.query.record import QueryConfig, record_query
 
     cfg = QueryConfig(module=args.module, batches=args.batches, seed=args.seed, fail_at_batch=args.fail_at_batch,
                       failure=args.failure, master=args.master, shuffle_partitions=args.shuffle_partitions,

@@ -186,7 +186,7 @@ def _query_cases(ctx: VerifyContext) -> list[tuple[str, str]]:
 def _queries(ctx: VerifyContext, tmp: Path) -> list[Row]:
     """User queries recorded with failures: replay verdicts and checkpoint validation."""
     from rollcheck.spark_replay.checkpoint.check import check_checkpoint
-    from rollcheck.spark_replay.query import QueryConfig, record_query, session_conf
+    from rollcheck.spark_replay.query.record import QueryConfig, record_query, session_conf
     from rollcheck.spark_replay.session import spark_session
 
     files = _query_files()

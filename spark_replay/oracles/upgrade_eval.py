@@ -1,6 +1,6 @@
 """``batch-equivalent`` of an upgrade: each input row evaluated by the query that read it.
 
-An upgrade (:mod:`rollcheck.spark_replay.upgrade`) runs ``query`` on batches ``0..K`` and
+An upgrade (:mod:`rollcheck.spark_replay.query.upgrade`) runs ``query`` on batches ``0..K`` and
 ``query_next`` on the rest, from the same checkpoint. No failure-free run of one query is its
 reference (Spark cannot switch a running query's plan without a restart), so the expected output
 comes from batch jobs alone (:func:`combined_evaluation`, recorded as the ``final`` run's

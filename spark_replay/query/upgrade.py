@@ -13,7 +13,7 @@ names the first forbidden change; :func:`check_upgrade` builds both plans on the
 DataFrames in one session and refuses a forbidden change (exit 2 naming the module,
 ``query_next`` and the change) before any query starts.
 
-The stop-and-restart itself (:mod:`rollcheck.spark_replay.query_run`): the first start runs
+The stop-and-restart itself (:mod:`rollcheck.spark_replay.query.run`): the first start runs
 ``query`` on the input of batches ``0..K`` only (later input files held back, Spark's data-less
 batches off), so it ends cleanly after batch K commits; the second start runs ``query_next`` on
 the same checkpoint with the rest of the input (:func:`hold_inputs`, :func:`release_inputs`).

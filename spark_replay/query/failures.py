@@ -15,7 +15,7 @@ import re
 from typing import Any
 
 from rollcheck.spark_replay.checkpoint.watcher import PREFIX
-from rollcheck.spark_replay.query_module import UserQuery
+from rollcheck.spark_replay.query.module import UserQuery
 
 __all__ = ["OVERLOAD_SIGNS", "raising_frame", "engine_code_raised", "engine_failure", "release_ran",
            "reference_failure_is_engines", "user_exception"]

@@ -7,7 +7,7 @@ trace shows re-delivered after a failure once more per re-delivery (under a batc
 used, so that the sink takes it for new data), and the folder is read back with ``read_output``.
 With ``M`` re-deliveries there are ``M + 1`` tables: table ``m`` holds the first ``m`` extra
 handings (in the order the run made them). An at-least-once sink's output must equal one of them
-(:func:`rollcheck.spark_replay.user_sink.user_sink_output` judges it).
+(:func:`rollcheck.spark_replay.query.user_sink.user_sink_output` judges it).
 
 :func:`record_envelope` emits one ``spark.sink_envelope`` event: ``tables`` (``read_output``'s rows
 per table), ``batches`` (the batch ids handed, in order), ``extra`` (``[{"batch": b, "as": id}]``,
@@ -40,7 +40,7 @@ def handings_of(events: list[dict[str, Any]]) -> tuple[dict[int, list[Any]], lis
 
     A later handing of a batch is a re-delivery after a failure when its attempt differs from the
     batch's previous handing and a ``failure`` event lies between them (as
-    :func:`rollcheck.spark_replay.user_sink.sink_handings` counts them).
+    :func:`rollcheck.spark_replay.query.user_sink.sink_handings` counts them).
 
     Examples
     --------

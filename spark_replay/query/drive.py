@@ -3,7 +3,7 @@
 :func:`drive` runs in one Spark session (the caller's, or a new one in a driver child): the
 failure-free reference run on its own checkpoint (:func:`reference_run`: its output, its state
 read with Spark's state reader, the query evaluated as a batch job), then the attempts of the run
-with the failure (:func:`~rollcheck.spark_replay.query_run.run_once`), and at the end
+with the failure (:func:`~rollcheck.spark_replay.query.run.run_once`), and at the end
 :func:`finish_run` (``spark.output_final``, ``spark.state_final``, the batch evaluation, ``end``)
 or, when the engine could not restart, the output so far and ``end`` with status
 ``recovery-failed``. :func:`child_run` is a driver child's entry
@@ -23,12 +23,12 @@ from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.spark_replay.checkpoint.reader import CheckpointDir
 from rollcheck.spark_replay.checkpoint.watcher import PREFIX, CheckpointWatcher
 from rollcheck.spark_replay.cluster import cluster_conf
-from rollcheck.spark_replay.query_config import QueryConfig, driver_master, session_conf
-from rollcheck.spark_replay.query_failures import release_ran
-from rollcheck.spark_replay.query_io import WorkPaths, plain, read_output
-from rollcheck.spark_replay.query_module import UserQuery, load_query
-from rollcheck.spark_replay.query_run import run_once
-from rollcheck.spark_replay.query_state import state_or_reason
+from rollcheck.spark_replay.query.config import QueryConfig, driver_master, session_conf
+from rollcheck.spark_replay.query.failures import release_ran
+from rollcheck.spark_replay.query.files import WorkPaths, plain, read_output
+from rollcheck.spark_replay.query.module import UserQuery, load_query
+from rollcheck.spark_replay.query.run import run_once
+from rollcheck.spark_replay.query.state import state_or_reason
 from rollcheck.spark_replay.supervise import environment_guard
 from rollcheck.spark_replay.trace import TraceWriter
 
@@ -92,7 +92,7 @@ def batch_evaluation(spark: Any, uq: UserQuery, cfg: QueryConfig, checkpoint: Pa
 
 def finish_run(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: WorkPaths, writer: TraceWriter,
             notes: dict[str, Any]) -> None:
-    from rollcheck.spark_replay.input_files import files_per_batch
+    from rollcheck.spark_replay.query.input_files import files_per_batch
 
     # what each micro-batch read, per source, from the checkpoint's file-source logs (input-batches)
     writer.emit(PREFIX + "input_files", batches={str(b): per for b, per in files_per_batch(paths.checkpoint()).items()})
@@ -113,7 +113,7 @@ def finish_run(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: WorkPaths, wr
         writer.emit(PREFIX + "batch_evaluation", run="final",
                     **batch_evaluation(spark, uq, cfg, paths.checkpoint(), progress, notes.get("stream_plan", ""),
                                         notes.get("stream_fields")))
-    from rollcheck.spark_replay.sink_envelope import record_envelope
+    from rollcheck.spark_replay.query.sink_envelope import record_envelope
 
     # an at-least-once sink whose read_output aggregates: the tables its re-deliveries may give
     record_envelope(spark, uq, paths.root, writer.path, writer.emit, notes.get("stream_fields"), read_output)

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from rollcheck.pyimpl.errors import InvalidInputError, UserCodeTimeout
-from rollcheck.spark_replay.query_module import SINGLE_SOURCE, Batch, UserQuery
+from rollcheck.spark_replay.query.module import SINGLE_SOURCE, Batch, UserQuery
 
 __all__ = ["WORK_MARKER", "WorkPaths", "prepare_workdir", "feed_inputs", "plain", "json_value", "canon_json",
            "default_sink", "default_read", "read_output"]

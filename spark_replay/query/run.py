@@ -45,19 +45,17 @@ from rollcheck.spark_replay.faults.retry import (
     retry_restart_batch,
     strike_armed,
 )
-from rollcheck.spark_replay.query_config import KILLED, QueryConfig
-from rollcheck.spark_replay.query_failures import (
+from rollcheck.spark_replay.query.config import KILLED, QueryConfig
+from rollcheck.spark_replay.query.failures import (
     OVERLOAD_SIGNS,
     engine_code_raised,
     engine_failure,
     reference_failure_is_engines,
     user_exception,
 )
-from rollcheck.spark_replay.query_io import WorkPaths, default_sink, feed_inputs, plain
-from rollcheck.spark_replay.query_module import SINGLE_SOURCE, UserQuery
-from rollcheck.spark_replay.supervise import claim_once, give_up_on_user_code, request_kill
-from rollcheck.spark_replay.trace import TraceWriter
-from rollcheck.spark_replay.upgrade import (
+from rollcheck.spark_replay.query.files import WorkPaths, default_sink, feed_inputs, plain
+from rollcheck.spark_replay.query.module import SINGLE_SOURCE, UserQuery
+from rollcheck.spark_replay.query.upgrade import (
     begin_first_start,
     end_first_start,
     ensure_checked,
@@ -65,6 +63,8 @@ from rollcheck.spark_replay.upgrade import (
     restart_query,
     upgraded,
 )
+from rollcheck.spark_replay.supervise import claim_once, give_up_on_user_code, request_kill
+from rollcheck.spark_replay.trace import TraceWriter
 
 __all__ = ["run_once"]
 

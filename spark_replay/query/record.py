@@ -39,24 +39,24 @@ The recorder lives in modules of one concept each; this module is the recording'
 (:func:`record_query`: the work folder, the release reference, the driver children of a killed
 run) and names every public name of the others, importable from here as before:
 
-- :mod:`~rollcheck.spark_replay.query_module`: the user's module (:func:`load_query`,
+- :mod:`~rollcheck.spark_replay.query.module`: the user's module (:func:`load_query`,
   :class:`UserQuery`);
-- :mod:`~rollcheck.spark_replay.query_config`: the recording's parameters (:class:`QueryConfig`,
+- :mod:`~rollcheck.spark_replay.query.config`: the recording's parameters (:class:`QueryConfig`,
   :data:`FAILURES`, :func:`session_conf`);
-- :mod:`~rollcheck.spark_replay.query_io`: the work folder, the input files, the default sink,
+- :mod:`~rollcheck.spark_replay.query.files`: the work folder, the input files, the default sink,
   reading the output back;
-- :mod:`~rollcheck.spark_replay.query_state`: the checkpoint's state read with Spark's state
+- :mod:`~rollcheck.spark_replay.query.state`: the checkpoint's state read with Spark's state
   reader (:func:`read_state_stores`);
-- :mod:`~rollcheck.spark_replay.query_failures`: whose failure a query's failure is (the engine's
+- :mod:`~rollcheck.spark_replay.query.failures`: whose failure a query's failure is (the engine's
   exception or the user's code);
-- :mod:`~rollcheck.spark_replay.query_run`: one start of the query with the injected failure;
-- :mod:`~rollcheck.spark_replay.query_drive`: the reference run, the attempts and the end-of-run
+- :mod:`~rollcheck.spark_replay.query.run`: one start of the query with the injected failure;
+- :mod:`~rollcheck.spark_replay.query.drive`: the reference run, the attempts and the end-of-run
   records in one Spark session.
 
 Examples
 --------
->>> from rollcheck.spark_replay import query_config
->>> QueryConfig is query_config.QueryConfig and "during-recovery" in FAILURES
+>>> from rollcheck.spark_replay.query import config
+>>> QueryConfig is config.QueryConfig and "during-recovery" in FAILURES
 True
 
 References
@@ -84,15 +84,15 @@ from rollcheck.spark_replay.faults.killpoints import (
     record_kill,
     retry_restart_batch,
 )
-from rollcheck.spark_replay.query_config import (
+from rollcheck.spark_replay.query.config import (
     FAILURES,
     KILLED,
     QueryConfig,
     session_conf,
 )
-from rollcheck.spark_replay.query_config import driver_master as _master  # noqa: F401
-from rollcheck.spark_replay.query_drive import child_run, drive
-from rollcheck.spark_replay.query_failures import (
+from rollcheck.spark_replay.query.config import driver_master as _master  # noqa: F401
+from rollcheck.spark_replay.query.drive import child_run, drive
+from rollcheck.spark_replay.query.failures import (
     OVERLOAD_SIGNS,
     engine_code_raised,
     engine_failure,
@@ -100,8 +100,8 @@ from rollcheck.spark_replay.query_failures import (
     reference_failure_is_engines,
     release_ran,
 )
-from rollcheck.spark_replay.query_io import WORK_MARKER, WorkPaths, prepare_workdir
-from rollcheck.spark_replay.query_module import (
+from rollcheck.spark_replay.query.files import WORK_MARKER, WorkPaths, prepare_workdir
+from rollcheck.spark_replay.query.module import (
     OUTPUT_MODES,
     Batch,
     UserQuery,
@@ -109,14 +109,14 @@ from rollcheck.spark_replay.query_module import (
     load_query,
     total_rows,
 )
-from rollcheck.spark_replay.query_run import run_once as _run_once  # noqa: F401
-from rollcheck.spark_replay.query_state import (
+from rollcheck.spark_replay.query.run import run_once as _run_once  # noqa: F401
+from rollcheck.spark_replay.query.state import (
     STATE_READER_SINCE,
     StateUnreadable,
     has_state_reader,
     read_state_stores,
 )
-from rollcheck.spark_replay.query_state import state_or_reason as _state_or_reason  # noqa: F401
+from rollcheck.spark_replay.query.state import state_or_reason as _state_or_reason  # noqa: F401
 from rollcheck.spark_replay.releases import child_environment, pinned_release, spark_environment
 from rollcheck.spark_replay.supervise import child_main, environment_guard, run_driver
 from rollcheck.spark_replay.trace import TraceWriter
@@ -287,7 +287,7 @@ def _record(cfg: QueryConfig, out: Path, root: Path, paths: WorkPaths, header: d
             children += 1
             spec = {"cfg": asdict(cfg), "root": str(root), "trace": str(out), "header": header,
                     "reference": k == 0 and cfg.reference, "enabled": enabled, "single_attempt": kill}
-            run = run_driver("rollcheck.spark_replay.query", spec, workdir=root, n=children,
+            run = run_driver("rollcheck.spark_replay.query.record", spec, workdir=root, n=children,
                              markers=paths.markers, watch=supervisor.watch,  # killpoints.py strikes
                              python=None if here else python,
                              env=None if here else child_environment(python or sys.executable))
@@ -330,7 +330,7 @@ def _release_reference(cfg: QueryConfig, version: str, root: Path, rows: list[Ba
     paths = prepare_workdir(root, rows, uq)
     spec = {"cfg": asdict(replace(cfg, failure=None, fail_at_batch=None, kill_point=None)), "root": str(root),
             "release_only": True}
-    run = run_driver("rollcheck.spark_replay.query", spec, workdir=root, n=1, markers=paths.markers,
+    run = run_driver("rollcheck.spark_replay.query.record", spec, workdir=root, n=1, markers=paths.markers,
                      python=None if here else python, env=None if here else child_environment(python))
     reply = run.reply
     if reply.get("status") != "done" or "output" not in reply:

@@ -6,7 +6,7 @@ from the output rows; :func:`user_sink_output` judges the output with
 :func:`~rollcheck.pyimpl.attribution.judge_sink` (``output-at-least-once`` when the module declares
 at-least-once), citing :data:`FOREACHBATCH_DOC`. Where an at-least-once sink's ``read_output``
 aggregates (values changed, copies cannot be counted), :func:`envelope_check` judges the output by
-the at-least-once envelope the recorder built (:mod:`rollcheck.spark_replay.sink_envelope`).
+the at-least-once envelope the recorder built (:mod:`rollcheck.spark_replay.query.sink_envelope`).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 - :func:`output_exactly_once`: the final output equals the failure-free run's; a duplicate is
   named with its batch and row; with the module's own sink :func:`user_output` judges it against
-  the module's ``SINK_GUARANTEE`` (:mod:`rollcheck.spark_replay.user_sink`);
+  the module's ``SINK_GUARANTEE`` (:mod:`rollcheck.spark_replay.query.user_sink`);
 - :func:`state_failure_free`: the operator state read with Spark's own state reader equals the
   failure-free run's; :func:`query_statestore_crosscheck`: that reader and rollcheck's decoder
   count the same rows;
@@ -20,6 +20,7 @@ from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.traces.plugin import TraceCheck
 from rollcheck.pyimpl.verdict import Check
 from rollcheck.spark_replay.oracles.upgrade_eval import upgrade_output, upgrade_state
+from rollcheck.spark_replay.query.user_sink import user_sink_output
 from rollcheck.spark_replay.stream.checks import (
     commit_protocol,
     end_of_run,
@@ -29,7 +30,6 @@ from rollcheck.spark_replay.stream.checks import (
 )
 from rollcheck.spark_replay.stream.plugins import EventListCheck, SparkStream, StreamCheck
 from rollcheck.spark_replay.stream.view import StreamView, canon_row, check_verdict
-from rollcheck.spark_replay.user_sink import user_sink_output
 
 __all__ = ["output_exactly_once", "user_output", "state_failure_free", "query_statestore_crosscheck", "input_batches",
            "query_plugins"]
@@ -231,7 +231,7 @@ def query_plugins(header: dict[str, Any], source: str | None) -> list[TraceCheck
     from rollcheck.spark_replay.oracles.checks import oracle_plugins
 
     plugins += oracle_plugins(header, source)  # batch-equivalent, release-differential, ...
-    from rollcheck.spark_replay.plan_checks import plan_plugins
+    from rollcheck.spark_replay.query.plan_checks import plan_plugins
 
     plugins += plan_plugins(header, source)  # plan-stable, complete-key-unique
     return plugins

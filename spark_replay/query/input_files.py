@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from rollcheck.spark_replay.checkpoint.reader import CheckpointDir
-from rollcheck.spark_replay.query_module import SINGLE_SOURCE
+from rollcheck.spark_replay.query.module import SINGLE_SOURCE
 
 __all__ = ["files_per_batch"]
 

@@ -16,8 +16,8 @@ from typing import Any
 
 from rollcheck.pyimpl.errors import InvalidInputError, UserCodeTimeout, environment_fault
 from rollcheck.spark_replay.checkpoint.reader import CheckpointDir, spark_state_reads
-from rollcheck.spark_replay.query_failures import engine_failure
-from rollcheck.spark_replay.query_io import canon_json, plain
+from rollcheck.spark_replay.query.failures import engine_failure
+from rollcheck.spark_replay.query.files import canon_json, plain
 
 __all__ = ["ROWS_IN_TRACE", "STATE_READER_SINCE", "StateUnreadable", "has_state_reader", "read_state_stores",
            "state_or_reason"]
