@@ -32,17 +32,14 @@ import importlib.metadata
 import importlib.util
 import json
 import os
+import shutil
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 from rollcheck.infra import children
-from rollcheck.infra.release_envs import (
-    STAMP,
-    cache_root,
-    install_step,
-    make_environment,
-    parse_engine_release,
-)
+from rollcheck.infra.release_envs import cache_root, parse_engine_release
 from rollcheck.infra.release_envs import locked as _locked
 from rollcheck.infra.release_envs import pip_reason as _pip_reason
 from rollcheck.pyimpl.errors import InvalidInputError
@@ -65,6 +62,8 @@ __all__ = [
 
 #: The supported pyspark releases: ``SUPPORTED[0] <= V < SUPPORTED[1]``.
 SUPPORTED = ((3, 4, 0), (5, 0, 0))
+#: The file that marks an environment as complete (written last).
+STAMP = ".rollcheck-complete"
 #: The environment variable through which a recorder child finds rollcheck's source packages.
 SOURCES_VAR = "ROLLCHECK_SOURCES"
 #: The environment variable through which a child in a release environment finds rollcheck's own
@@ -141,9 +140,8 @@ def pinned_release() -> str:
     return importlib.metadata.version("pyspark")
 
 
-#: What rollcheck's recorder imports in every release's environment besides pyspark's companions
-#: (typing-extensions: the oracle marks the methods a protocol documents with its override).
-RECORDER_PACKAGES = ("lz4>=4.3,<5", "xxhash>=3.4,<5", "psutil>=5.9,<8", "typing-extensions>=4.6")
+#: What rollcheck's recorder imports in every release's environment besides pyspark's companions.
+RECORDER_PACKAGES = ("lz4>=4.3,<5", "xxhash>=3.4,<5", "psutil>=5.9,<8")
 
 
 def _stamped(root: Path, version: str) -> bool:
@@ -206,7 +204,15 @@ def _write_bridge(root: Path) -> None:
 
 
 def _run(argv: list[str], what: str, version: str, timeout: float) -> None:
-    install_step(argv, what, package="pyspark", version=version, timeout=timeout)
+    try:
+        r = children.run(argv, capture_output=True, text=True, timeout=timeout,
+                         env={k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")})
+    except subprocess.TimeoutExpired:
+        raise InvalidInputError(f"pyspark {version} cannot be installed: {what} took more than {timeout:.0f} s",
+                                location="--engine-version") from None
+    if r.returncode != 0:
+        raise InvalidInputError(f"pyspark {version} cannot be installed: {_pip_reason(r.stderr or r.stdout)}",
+                                location="--engine-version")
 
 
 def release_of(python: Path | str) -> str:
@@ -262,9 +268,26 @@ def spark_environment(version: str | None = None) -> Path:
                 _top_up(root, version)
             _write_bridge(root)
             return python
-        make_environment(root, python, package="pyspark", version=version, requirements=companions(version),
-                         run=_run, installed=release_of, timeout=INSTALL_TIMEOUT_S, finish=_write_bridge,
-                         stamp={"packages": companions(version)})
+        if root.exists():  # half-made (no stamp): never reused
+            shutil.rmtree(root)
+        print(f"rollcheck: making the environment of pyspark {version} in {root} (once) ...", file=sys.stderr)
+        t0 = time.monotonic()
+        try:
+            _run([sys.executable, "-m", "venv", str(root)], "python -m venv", version, 600)
+            _run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                  *companions(version)], "pip install", version, INSTALL_TIMEOUT_S)
+            got = release_of(python)
+            if got != version:
+                raise InvalidInputError(f"pyspark {version} cannot be installed: pip installed {got}",
+                                        location="--engine-version")
+            _write_bridge(root)
+        except BaseException:
+            shutil.rmtree(root, ignore_errors=True)
+            raise
+        (root / STAMP).write_text(json.dumps({"pyspark": version, "packages": companions(version),
+                                              "seconds": round(time.monotonic() - t0, 1)}) + "\n",
+                                  encoding="utf-8")
+        print(f"rollcheck: pyspark {version} ready in {time.monotonic() - t0:.0f} s", file=sys.stderr)
     return python
 
 
