@@ -47,7 +47,7 @@ def overhead(reps: int, batches: int) -> None:
 
 def end_to_end(batches: int, modes: list[str]) -> None:
     from rollcheck.spark_replay.jobs.wordcount import WordcountConfig, record_wordcount
-    from rollcheck.spark_replay.replay import replay_file
+    from rollcheck.spark_replay.replay.conformance import replay_file
 
     with tempfile.TemporaryDirectory(prefix="rollcheck-bench-") as d:
         for mode in modes:
@@ -87,7 +87,7 @@ def query_overhead(reps: int) -> None:
 def query_end_to_end(modes: list[str]) -> None:
     """Record (reference + failure + restart) and replay the 6-batch example query."""
     from rollcheck.spark_replay.query.record import QueryConfig, record_query
-    from rollcheck.spark_replay.replay import replay_file
+    from rollcheck.spark_replay.replay.conformance import replay_file
 
     with tempfile.TemporaryDirectory(prefix="rollcheck-bench-") as d:
         for mode in modes:
@@ -105,7 +105,7 @@ def query_end_to_end(modes: list[str]) -> None:
 
 def nhop(rounds: int) -> None:
     from rollcheck.spark_replay.jobs.nhop import NhopConfig, record_nhop
-    from rollcheck.spark_replay.tlc_replay import replay_with_tlc
+    from rollcheck.spark_replay.replay.tlc import replay_with_tlc
 
     with tempfile.TemporaryDirectory(prefix="rollcheck-bench-") as d:
         for engine in ("spark", "local"):

@@ -142,7 +142,7 @@ def outcome_of_free(trace: str | Path, release_output: Mapping[str, Any] | None 
                     extra: Mapping[str, str] | None = None) -> CellOutcome:
     """A finished failure-free recording replayed as the hunt's outcome (module docstring);
     ``extra``: more check statuses decided outside the trace (a differential)."""
-    from rollcheck.spark_replay.replay import replay_file
+    from rollcheck.spark_replay.replay.conformance import replay_file
 
     rep = replay_file(Path(trace))
     checks = {c.name: status_of(c.status.value) for c in rep.checks}

@@ -16,7 +16,7 @@ which supplies:
   sink and reference recordings in a warm driver of the cell's release
   (:mod:`rollcheck.spark_replay.warm`; a pool of the matrix's own, or the caller's), the others
   in a fresh child (:mod:`rollcheck.spark_replay.cell`);
-- the replay (:func:`rollcheck.spark_replay.replay.replay_file`) and the witness
+- the replay (:func:`rollcheck.spark_replay.replay.conformance.replay_file`) and the witness
   (:mod:`rollcheck.spark_replay.matrix_witness`);
 - for a finding: the minimised input and the standalone reproducer
   (:mod:`rollcheck.spark_replay.reproducer`);
@@ -329,7 +329,7 @@ class SparkAdapter(EngineAdapter):
             self._warm.close()
 
     def replay(self, cell: Cell, recording: Recording) -> Replayed:
-        from rollcheck.spark_replay.replay import replay_file
+        from rollcheck.spark_replay.replay.conformance import replay_file
         from rollcheck.spark_replay.trace import read_trace
 
         tr = read_trace(recording.trace)
@@ -358,7 +358,7 @@ class SparkAdapter(EngineAdapter):
             return _shrink_argv(cell, module, self.opts, trace, fail_at)
 
         def root_cause(trace: Path) -> str | None:
-            from rollcheck.spark_replay.replay import replay_file
+            from rollcheck.spark_replay.replay.conformance import replay_file
 
             rc_ = report_of(replay_file(trace)).root_cause
             return rc_.name if rc_ is not None else None

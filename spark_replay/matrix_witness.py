@@ -20,7 +20,7 @@ from collections import Counter
 from typing import Any
 
 from rollcheck.pyimpl.verdict import Check, Report
-from rollcheck.spark_replay.checks import FOREACHBATCH_DOC
+from rollcheck.spark_replay.replay.checks import FOREACHBATCH_DOC
 
 __all__ = ["FOREACHBATCH_DOC", "report_of", "protocol_step", "witness", "expected_by_engine"]
 

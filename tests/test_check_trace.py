@@ -262,7 +262,7 @@ def test_spark_nhop_trace_is_a_core_trace_and_a_deleted_delivery_is_caught(capsy
     """The message-passing recorder writes the core vocabulary: check trace accepts its recording,
     and spark replay (the same checker plus Spark's own checks) catches a deleted delivery."""
     from rollcheck.spark_replay.jobs.nhop import NhopConfig, record_nhop
-    from rollcheck.spark_replay.replay import replay_file
+    from rollcheck.spark_replay.replay.conformance import replay_file
 
     out = tmp_path / "nh.jsonl"
     record_nhop(NhopConfig(protocol="hmnr", processes=3, rounds=5, seed=4, fail_process=1, fail_round=3),
@@ -302,7 +302,7 @@ def test_no_useless_checkpoints_catches_a_protocol_that_claims_too_much(capsys, 
 
 
 def test_spark_replay_runs_the_same_checker_on_any_engine_trace():
-    from rollcheck.spark_replay.replay import replay_file
+    from rollcheck.spark_replay.replay.conformance import replay_file
 
     ok = replay_file(TRACE)
     assert ok.conformant and {c.name for c in ok.checks} >= {"recovery-line", "log-replay", "forced-checkpoints"}

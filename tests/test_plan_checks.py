@@ -20,7 +20,7 @@ from rollcheck.spark_replay.query.plan_checks import (
     complete_key_unique,
     plan_stable,
 )
-from rollcheck.spark_replay.replay import replay_file, replay_trace
+from rollcheck.spark_replay.replay.conformance import replay_file, replay_trace
 from rollcheck.spark_replay.trace import parse_trace_text, read_trace
 
 DATA = Path(__file__).parent / "data" / "spark"

@@ -39,7 +39,7 @@ def test_outside_the_envelope_is_violated_and_attributed_to_the_module() -> None
 @pytest.mark.slow
 def test_real_spark_triple_append_is_outside_the_envelope(tmp_path: Path) -> None:
     from rollcheck.spark_replay.query.record import QueryConfig, record_query, session_conf
-    from rollcheck.spark_replay.replay import replay_file
+    from rollcheck.spark_replay.replay.conformance import replay_file
     from rollcheck.spark_replay.session import spark_session
 
     declared = tmp_path / "ledger_declared.py"

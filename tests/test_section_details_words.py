@@ -107,7 +107,7 @@ def test_your_trace_rows(monkeypatch, conformant, failed, seq):
 
 def test_spark_recording_that_did_not_finish(monkeypatch, tmp_path):
     import rollcheck.spark_replay.jobs.wordcount as wordcount
-    import rollcheck.spark_replay.tlc_replay as tlc_replay
+    import rollcheck.spark_replay.replay.tlc as tlc_replay
 
     monkeypatch.setattr(wordcount, "record_wordcount",
                         lambda cfg, out: {"status": "failed", "seconds": 4.5, "children": 2, "trace": str(out)})

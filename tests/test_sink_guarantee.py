@@ -23,7 +23,7 @@ from rollcheck.pyimpl.attribution import classify_cell
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.verdict import Status
 from rollcheck.spark_replay.matrix import Cell, MatrixOptions, cell_result
-from rollcheck.spark_replay.replay import replay_file
+from rollcheck.spark_replay.replay.conformance import replay_file
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMIT = ROOT / "tests" / "data" / "spark" / "spark-query-kill-commit.jsonl"

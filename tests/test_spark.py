@@ -18,7 +18,7 @@ import pytest
 
 from rollcheck.spark_replay.checkpoint.reader import CheckpointDir
 from rollcheck.spark_replay.jobs.wordcount import WordcountConfig, record_wordcount
-from rollcheck.spark_replay.replay import replay_file
+from rollcheck.spark_replay.replay.conformance import replay_file
 from rollcheck.spark_replay.tamper import delete_forced_checkpoint, drop_commit, move_resume
 from rollcheck.spark_replay.trace import read_trace
 

@@ -24,7 +24,7 @@ import pytest
 from rollcheck.spark_replay.oracles.checks import recovery_succeeded, release_differential
 from rollcheck.spark_replay.query import record as qmod
 from rollcheck.spark_replay.query import state as query_state
-from rollcheck.spark_replay.replay import replay_trace
+from rollcheck.spark_replay.replay.conformance import replay_trace
 from rollcheck.spark_replay.trace import parse_trace_text
 
 ROOT = Path(__file__).resolve().parent.parent

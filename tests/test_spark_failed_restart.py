@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from rollcheck.pyimpl.verdict import Report
-from rollcheck.spark_replay.replay import replay_file, replay_trace
+from rollcheck.spark_replay.replay.conformance import replay_file, replay_trace
 from rollcheck.spark_replay.trace import parse_trace_text, read_trace
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -31,7 +31,7 @@ from rollcheck.spark_replay.oracles.lateness import (
     windows_of,
 )
 from rollcheck.spark_replay.oracles.tampers import ORACLE_TAMPERS
-from rollcheck.spark_replay.replay import replay_trace
+from rollcheck.spark_replay.replay.conformance import replay_trace
 from rollcheck.spark_replay.tamper import to_lines
 from rollcheck.spark_replay.trace import parse_trace_text, read_trace
 

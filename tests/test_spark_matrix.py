@@ -43,7 +43,7 @@ from rollcheck.spark_replay.matrix import (
     summarize,
     witness,
 )
-from rollcheck.spark_replay.replay import replay_file
+from rollcheck.spark_replay.replay.conformance import replay_file
 from rollcheck.spark_replay.reproducer import module_with_rows, reproducer_source
 from rollcheck.spark_replay.shared_reference import shared_reference, write_shared_reference
 from rollcheck.spark_replay.trace import read_trace

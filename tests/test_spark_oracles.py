@@ -24,7 +24,7 @@ from rollcheck.spark_replay.oracles.checks import (
     release_differential,
 )
 from rollcheck.spark_replay.oracles.tampers import CAUGHT_BY, ORACLE_TAMPERS
-from rollcheck.spark_replay.replay import replay_file, replay_trace
+from rollcheck.spark_replay.replay.conformance import replay_file, replay_trace
 from rollcheck.spark_replay.trace import parse_trace_text, read_trace
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from rollcheck.pyimpl.errors import InvalidInputError
-from rollcheck.spark_replay.checks import StreamView, output_exactly_once
 from rollcheck.spark_replay.query.record import QueryConfig, load_query, record_query
-from rollcheck.spark_replay.replay import replay_file
+from rollcheck.spark_replay.replay.checks import StreamView, output_exactly_once
+from rollcheck.spark_replay.replay.conformance import replay_file
 from rollcheck.spark_replay.trace import read_trace
 
 QUERIES = Path(__file__).parent / "queries"

@@ -32,7 +32,7 @@ from rollcheck.spark_replay.checkpoint.watcher import base_kind
 from rollcheck.spark_replay.jobs import nhop as nhop_mod
 from rollcheck.spark_replay.jobs.nhop import NhopConfig, record_nhop, simulate
 from rollcheck.spark_replay.jobs.sweep import properties_work, protocols_work, random_pattern
-from rollcheck.spark_replay.replay import replay_file, replay_trace
+from rollcheck.spark_replay.replay.conformance import replay_file, replay_trace
 from rollcheck.spark_replay.tamper import (
     delete_forced_checkpoint,
     drop_commit,
@@ -442,8 +442,8 @@ def test_sweep_work_is_deterministic_and_catches_a_broken_protocol(monkeypatch):
 
 
 # ----------------------------------------------------------------------------- doctests, checkpoints
-@pytest.mark.parametrize("name", ["adapter", "stream.spans", "query.user_sink", "checkpoint.watcher", "checkpoint.reader",
-                                  "checkpoint.check", "query.record", "replay", "checkpoint.lz4block"])
+@pytest.mark.parametrize("name", ["replay.adapter", "stream.spans", "query.user_sink", "checkpoint.watcher", "checkpoint.reader",
+                                  "checkpoint.check", "query.record", "replay.conformance", "checkpoint.lz4block"])
 def test_spark_replay_doctests(name):
     import doctest
     import importlib
@@ -513,7 +513,7 @@ def test_spark_adapter_places_a_late_commit_before_the_failure():
     """The killed attempt's watcher may report a commit after the failure event was written: the
     commit was made before the failure, so the recovery to the batch Spark resumed at holds."""
     from rollcheck.pyimpl.traces.checker import TraceChecker
-    from rollcheck.spark_replay.adapter import SparkAdapter
+    from rollcheck.spark_replay.replay.adapter import SparkAdapter
 
     h = SparkAdapter().header({"format": "rollcheck.trace/1", "source": "spark", "job": "wordcount",
                                "processes": ["driver"]})

@@ -169,7 +169,7 @@ def test_two_stream_join_recovers_from_a_task_failure(tmp_path):
     under a task failure: conformant, every micro-batch read exactly its batch of each source
     (the clicks idle in batches 0, 2 and 4, the impressions in batch 3)."""
     from rollcheck.spark_replay.query.record import session_conf
-    from rollcheck.spark_replay.replay import replay_file
+    from rollcheck.spark_replay.replay.conformance import replay_file
     from rollcheck.spark_replay.session import spark_session
     from rollcheck.spark_replay.trace import read_trace
 

@@ -194,7 +194,7 @@ def recorded(spark, tmp_path_factory):
     """The example recorded in one session: as shipped, and under the two mutants."""
     import rollcheck.spark_replay.query.run as qr
     from rollcheck.spark_replay.query.record import QueryConfig, record_query
-    from rollcheck.spark_replay.replay import replay_file
+    from rollcheck.spark_replay.replay.conformance import replay_file
 
     d = tmp_path_factory.mktemp("upgrade")
     out = {}

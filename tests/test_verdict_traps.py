@@ -97,7 +97,7 @@ def test_tlc_that_cannot_run_is_unchecked_not_a_pass(tmp_path):
 
 def test_nhop_not_checked_is_unchecked_and_a_missing_end_never_passes(tmp_path):
     from rollcheck.spark_replay.jobs.nhop import NhopConfig, record_nhop
-    from rollcheck.spark_replay.replay import replay_file
+    from rollcheck.spark_replay.replay.conformance import replay_file
 
     out = tmp_path / "nh.jsonl"
     record_nhop(NhopConfig(protocol="hmnr", processes=3, rounds=4, seed=1, fail_process=1, fail_round=2),

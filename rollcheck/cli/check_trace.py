@@ -54,9 +54,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 #: Engine adapters of the built-in recorders, by header ``source``: their events mapped onto the
 #: core vocabulary before the generic checks (``MODULE:CLASS``, imported only when needed).
 #: ``trace validate`` reads a built-in engine's older traces through them.
-ADAPTERS = {"spark": "rollcheck.spark_replay.adapter:SparkAdapter",
-            "spark-wordcount": "rollcheck.spark_replay.adapter:SparkAdapter",
-            "spark-query": "rollcheck.spark_replay.adapter:SparkAdapter"}
+ADAPTERS = {"spark": "rollcheck.spark_replay.replay.adapter:SparkAdapter",
+            "spark-wordcount": "rollcheck.spark_replay.replay.adapter:SparkAdapter",
+            "spark-query": "rollcheck.spark_replay.replay.adapter:SparkAdapter"}
 
 #: Options of ``check trace`` that a built-in engine's replay does not take (refused for its traces).
 _ENGINE_REFUSES = (("protocol", "--protocol"), ("reference", "--reference"), ("no_virtual", "--no-virtual"))

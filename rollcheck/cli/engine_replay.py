@@ -80,8 +80,8 @@ def replay_engine_trace(path: str, *, engine: str | None = None, header: dict[st
         header = _read_header(path) if header is None else header
         engine = engine_of(header)
     if engine == "spark":
-        from rollcheck.spark_replay.replay import replay_file
-        from rollcheck.spark_replay.tlc_replay import tlc_option
+        from rollcheck.spark_replay.replay.conformance import replay_file
+        from rollcheck.spark_replay.replay.tlc import tlc_option
 
         return replay_file(path, tlc=(lambda protocol: tlc_option(protocol, tlc_timeout)) if tlc else None)
     if engine == "flink":

@@ -27,7 +27,7 @@ TITLE = "Spark: recorded runs with failures, replayed for conformance"
 
 
 def _replay_row(algorithm: str, check: str, path: Path, seconds: float, tlc: bool = True) -> tuple[Row, Any]:
-    from rollcheck.spark_replay.tlc_replay import replay_with_tlc
+    from rollcheck.spark_replay.replay.tlc import replay_with_tlc
 
     res = replay_with_tlc(str(path), tlc=tlc)
     failed = [c for c in res.checks if c.status.value in ("violated", "unchecked")]
@@ -37,7 +37,7 @@ def _replay_row(algorithm: str, check: str, path: Path, seconds: float, tlc: boo
 
 
 def _tamper_rows(trace_path: Path, tampers: list[str], algorithm: str) -> list[Row]:
-    from rollcheck.spark_replay.replay import replay_trace
+    from rollcheck.spark_replay.replay.conformance import replay_trace
     from rollcheck.spark_replay.tamper import TAMPERS
     from rollcheck.spark_replay.trace import parse_trace_text, read_trace
 
@@ -220,7 +220,7 @@ def _queries(ctx: VerifyContext, tmp: Path) -> list[Row]:
                 # the output must be exact. A sink failure strikes after the sink wrote batch 2, so
                 # there the writes must show the second write too. (A task failure strikes before
                 # the sink: the generic row below expects a conformant replay.)
-                from rollcheck.spark_replay.replay import replay_file
+                from rollcheck.spark_replay.replay.conformance import replay_file
 
                 implied, evidence = _sink_writes_imply_duplicate(out, batch=2)
                 r = replay_file(out)
@@ -366,7 +366,7 @@ def _with_forced(spark_trace: Path, tmp: Path, seed: int) -> Path:
 def _local_batch(ctx: VerifyContext, tmp: Path) -> list[Row]:
     """The same message-passing job executed in-process over many seeds: every trace conforms."""
     from rollcheck.spark_replay.jobs.nhop import TOPOLOGIES, NhopConfig, record_nhop
-    from rollcheck.spark_replay.replay import replay_file
+    from rollcheck.spark_replay.replay.conformance import replay_file
 
     per = 4 if ctx.quick else 25
     rows = []

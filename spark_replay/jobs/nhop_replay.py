@@ -18,7 +18,7 @@ Spark-specific plug-ins (``specs/spark.md#message-passing-conformance``):
 - ``end-of-run``: a recording that stopped before its ``end`` leaves the end checks unchecked.
 
 TLC trace validation of the executions (the TLA+ model) is the generic ``tlc-trace`` plug-in,
-bound by :mod:`rollcheck.spark_replay.tlc_replay`; :func:`derive_patterns` and :func:`tlc_pattern`
+bound by :mod:`rollcheck.spark_replay.replay.tlc`; :func:`derive_patterns` and :func:`tlc_pattern`
 give other tools the executions.
 """
 

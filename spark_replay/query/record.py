@@ -33,7 +33,7 @@ itself failed with the engine's exception, followed by ``spark.recovery_failed``
 and at the end
 ``spark.reference`` (the failure-free run's output and state), ``spark.output_final``,
 ``spark.state_final`` (every state store read with Spark's ``statestore`` reader, with the row
-count of our own decoder) and ``end``. The checks are in :mod:`rollcheck.spark_replay.checks`.
+count of our own decoder) and ``end``. The checks are in :mod:`rollcheck.spark_replay.replay.checks`.
 
 The recorder lives in modules of one concept each; this module is the recording's entry
 (:func:`record_query`: the work folder, the release reference, the driver children of a killed

@@ -28,6 +28,6 @@ def tlc_option(protocol: str | None, timeout: float | None = 300.0) -> Any:
 
 def replay_with_tlc(path: str, tlc: bool = True) -> Any:
     """Replay a trace file; message-passing traces also get TLC trace validation (``tlc``)."""
-    from rollcheck.spark_replay.replay import replay_file
+    from rollcheck.spark_replay.replay.conformance import replay_file
 
     return replay_file(path, tlc=tlc_option if tlc else None)

@@ -14,7 +14,7 @@ Streaming traces (header ``"source": "spark"``, ``"job": "wordcount" | "query"``
   batches.
 
 So the generic ``recovery-line`` check independently confirms that Spark resumed after its last
-commit, next to Spark's own checks (:mod:`rollcheck.spark_replay.checks`).
+commit, next to Spark's own checks (:mod:`rollcheck.spark_replay.replay.checks`).
 
 **Traces recorded before the prefix rule** (header ``"source": "spark-wordcount"`` or
 ``"spark-query"``, possibly without ``processes``, streaming kinds without the ``spark.`` prefix,

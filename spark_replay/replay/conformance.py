@@ -8,12 +8,12 @@ command): violated if a check is; inconclusive if a check the trace calls for co
 requested failure that did not happen, a recording stopped before its end) or nothing was
 examined; conformant otherwise. ``first_offending_seq`` is the root cause's.
 
-Dispatch on the header (:func:`~rollcheck.spark_replay.adapter.spark_job`):
+Dispatch on the header (:func:`~rollcheck.spark_replay.replay.adapter.spark_job`):
 
 - streaming jobs (``source: spark`` with ``job: wordcount | query``; older traces: ``spark-wordcount``,
-  ``spark-query``): the :class:`~rollcheck.spark_replay.adapter.SparkAdapter` maps them onto the
-  core vocabulary; plug-ins :func:`~rollcheck.spark_replay.checks.wordcount_plugins` or
-  :func:`~rollcheck.spark_replay.checks.query_plugins`;
+  ``spark-query``): the :class:`~rollcheck.spark_replay.replay.adapter.SparkAdapter` maps them onto the
+  core vocabulary; plug-ins :func:`~rollcheck.spark_replay.replay.checks.wordcount_plugins` or
+  :func:`~rollcheck.spark_replay.replay.checks.query_plugins`;
 - ``spark-nhop`` (message passing, already the core vocabulary): the header's protocol, the
   failure-free outputs as reference, and :func:`~rollcheck.spark_replay.jobs.nhop_replay.nhop_setup`'s
   plug-ins;
@@ -32,8 +32,12 @@ from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.traces.api import check_trace_lines
 from rollcheck.pyimpl.traces.reader import TraceLines
 from rollcheck.pyimpl.verdict import Report
-from rollcheck.spark_replay.adapter import SparkAdapter, spark_job
-from rollcheck.spark_replay.checks import query_plugins, streaming_span_system, wordcount_plugins
+from rollcheck.spark_replay.replay.adapter import SparkAdapter, spark_job
+from rollcheck.spark_replay.replay.checks import (
+    query_plugins,
+    streaming_span_system,
+    wordcount_plugins,
+)
 from rollcheck.spark_replay.trace import Trace
 
 __all__ = ["replay_trace", "replay_file", "replay_lines", "streaming_span_system", "SOURCES"]
@@ -61,7 +65,7 @@ def replay_lines(lines: Any, *, tlc: Callable[[str], Any] | None = None) -> Repo
     """Check an opened trace (``lines`` as :class:`~rollcheck.pyimpl.traces.reader.TraceLines`).
 
     ``tlc(protocol)``, when given, returns the checker's ``tlc`` option for a message-passing trace
-    of that protocol (:func:`rollcheck.spark_replay.tlc_replay.tlc_option`).
+    of that protocol (:func:`rollcheck.spark_replay.replay.tlc.tlc_option`).
 
     Examples
     --------
