@@ -54,7 +54,7 @@ def _load() -> str:
 
 
 def per_cell(quick: bool) -> None:
-    from rollcheck.spark_replay.matrix import MatrixOptions, run_matrix
+    from rollcheck.spark_replay.matrix.run import MatrixOptions, run_matrix
 
     with tempfile.TemporaryDirectory(prefix="rollcheck-bench-") as d:
         opts = MatrixOptions([str(LIB / "clicks_per_window.py")], providers=["hdfs"], failures=["task", "kill"],
@@ -236,7 +236,7 @@ SERIES_RESULTS = Path(__file__).resolve().parent / "results" / "spark-matrix-ser
 
 def _series(d: Path, name: str, n: int, pool: object | None) -> dict:
     from rollcheck.infra.matrix.cost import TreeCpu
-    from rollcheck.spark_replay.matrix import MatrixOptions, run_matrix
+    from rollcheck.spark_replay.matrix.run import MatrixOptions, run_matrix
 
     cells, load = [], _load()
     t0 = time.perf_counter()
@@ -257,7 +257,7 @@ def _series(d: Path, name: str, n: int, pool: object | None) -> dict:
 def matrix_series(n: int = 3) -> dict:
     """N one-cell matrices in a row, without and with one warm pool shared by all (module docstring)."""
     from rollcheck.calibration import calibrate, finish
-    from rollcheck.spark_replay.warm import WarmPool
+    from rollcheck.spark_replay.matrix.warm import WarmPool
 
     cal = calibrate()
     runs = {}

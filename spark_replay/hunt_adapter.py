@@ -12,7 +12,7 @@ For one generated program (an ordinary query module) the adapter runs
    fault cells are then not run. Each finished failure-free recording is kept as the matrix's
    shared reference of its configuration, so the fault cells reuse it;
 2. the **fault cells** drawn from :mod:`rollcheck.spark_replay.hunt_faults`: matrix cells run
-   through :func:`rollcheck.spark_replay.matrix.run_matrix` (one call per failure batch), each
+   through :func:`rollcheck.spark_replay.matrix.run.run_matrix` (one call per failure batch), each
    entry read back as an outcome (:mod:`rollcheck.spark_replay.hunt_outcomes`);
 3. the **differentials** (:mod:`rollcheck.spark_replay.hunt_oracles`): ``providers``
    (``provider-differential`` over the failure-free cells) and ``<provider>/partitions=1`` (a
@@ -20,7 +20,7 @@ For one generated program (an ordinary query module) the adapter runs
    ``partitioning-differential``).
 
 ``confirm`` runs a cell again through the ordinary matrix in a fresh folder; ``reproducer`` writes
-the matrix's standalone script (:func:`rollcheck.spark_replay.reproducer.reproducer_source`).
+the matrix's standalone script (:func:`rollcheck.spark_replay.matrix.reproducer.reproducer_source`).
 """
 
 from __future__ import annotations
@@ -42,8 +42,8 @@ from rollcheck.spark_replay.hunt_outcomes import (
     refusal,
     trace_exception,
 )
-from rollcheck.spark_replay.matrix_plan import DEFAULT_FAILURES, MatrixOptions
-from rollcheck.spark_replay.warm import WarmPool
+from rollcheck.spark_replay.matrix.plan import DEFAULT_FAILURES, MatrixOptions
+from rollcheck.spark_replay.matrix.warm import WarmPool
 
 __all__ = ["SparkHuntAdapter", "FREE", "FAULT", "PROVIDERS_DIFF", "PARTITIONS"]
 
@@ -167,7 +167,7 @@ class SparkHuntAdapter(HuntAdapter):
     def _record_free(self, module: Path, provider: str, trace: Path, *, release: str | None,
                      partitions: int | None = None, with_release: str | None = None) -> tuple[int | None, Path]:
         """Record ``module`` failure-free (a fresh child); return (exit, log)."""
-        from rollcheck.spark_replay.cell import cell_argv, cell_config
+        from rollcheck.spark_replay.matrix.cell import cell_argv, cell_config
 
         trace.parent.mkdir(parents=True, exist_ok=True)
         opts = self._options(module, trace.parent)
@@ -279,7 +279,7 @@ class SparkHuntAdapter(HuntAdapter):
 
     def _run_faults(self, module: Path, cells: Sequence[HuntCell], work: Path,
                     traces: Mapping[str, Path | None]) -> Iterator[tuple[HuntCell, CellOutcome]]:
-        from rollcheck.spark_replay.matrix import run_matrix
+        from rollcheck.spark_replay.matrix.run import run_matrix
 
         groups: dict[int, list[tuple[HuntCell, FaultSchedule]]] = {}
         for c in cells:

@@ -1,6 +1,6 @@
 """The hunt's fault schedules for Spark: which failure, at which batch, on which state store.
 
-A schedule (:class:`FaultSchedule`) is one matrix cell (:class:`~rollcheck.spark_replay.matrix_plan.Cell`)
+A schedule (:class:`FaultSchedule`) is one matrix cell (:class:`~rollcheck.spark_replay.matrix.plan.Cell`)
 with the batch it strikes, so that a hunt cell is re-run as it is by the ordinary ``spark matrix``.
 :func:`fault_schedules` is the grammar, a Hypothesis strategy over
 
@@ -43,7 +43,7 @@ from rollcheck.infra.hunt.draw import draw
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.spark_replay.faults.killpoints import KILL_POINTS
 from rollcheck.spark_replay.faults.retry import MAX_TASK_FAILURES, RetrySchedule
-from rollcheck.spark_replay.matrix_plan import FAILURES, PROVIDERS, Cell
+from rollcheck.spark_replay.matrix.plan import FAILURES, PROVIDERS, Cell
 
 __all__ = ["BatchShape", "FaultSchedule", "ANCHORS", "SECOND_FAILURES", "fault_schedules", "draw_schedules",
            "retry_schedules"]

@@ -1,7 +1,7 @@
 """A Spark hunt finding's standalone reproducer, its runs on other releases, and the newer releases.
 
 - :func:`write_reproducer`: the matrix's reproducer script
-  (:func:`rollcheck.spark_replay.reproducer.reproducer_source`, pyspark only, no rollcheck import)
+  (:func:`rollcheck.spark_replay.matrix.reproducer.reproducer_source`, pyspark only, no rollcheck import)
   for the program and the cell: a fault cell's task, sink or kill failure at its batch; a
   failure-free or differential cell's run with a task failure in the last batch, compared with the
   final table an oracle that does not trust the engine gives (the reference release's run, or the
@@ -61,7 +61,7 @@ def write_reproducer(program: Program, cell: HuntCell, outcome: CellOutcome, des
         A failure no standalone script strikes (executor, retry, twice, during-recovery).
     """
     from rollcheck.pyimpl.patternio import atomic_write_text
-    from rollcheck.spark_replay.reproducer import expected_table, reproducer_source
+    from rollcheck.spark_replay.matrix.reproducer import expected_table, reproducer_source
 
     rows = _batches(program, seed)
     p = cell.params
@@ -88,7 +88,7 @@ def write_reproducer(program: Program, cell: HuntCell, outcome: CellOutcome, des
 
 def run_script(script: Path, release: str | None, timeout: float) -> str:
     """Run a reproducer with ``release``'s interpreter (None: the pinned one) for at most ``timeout`` s."""
-    from rollcheck.spark_replay.reproducer import reproducer_python
+    from rollcheck.spark_replay.matrix.reproducer import reproducer_python
 
     try:
         python = reproducer_python(release)

@@ -1,6 +1,6 @@
 """The shared reference of a Spark matrix configuration: one failure-free recording for all cells.
 
-The matrix (:mod:`rollcheck.spark_replay.matrix`) records each configuration (query module, state
+The matrix (:mod:`rollcheck.spark_replay.matrix.run`) records each configuration (query module, state
 store provider, seed, batches) once without failure; its final output and its state, read with
 Spark's own state reader, are the reference every cell of the configuration is compared with. A
 cell's recording (``rollcheck spark record query --reference-from TRACE``) starts its trace with
@@ -38,7 +38,7 @@ __all__ = ["shared_reference", "write_shared_reference", "reference_key", "store
 
 #: The modules of this package that shape a failure-free recording (their bytes are in every key).
 _RECORDER = ("query/*.py", "checkpoint/watcher.py", "trace.py", "session.py", "supervise.py", "releases.py",
-             "cell.py", "warm.py", "checkpoint/reader.py", "oracles/checks.py", "stream/*.py",
+             "matrix/cell.py", "matrix/warm.py", "checkpoint/reader.py", "oracles/checks.py", "stream/*.py",
              "faults/killpoints.py", "checkpoint/lz4block.py", "checkpoint/logs.py", "faults/inotify.py")
 #: The configuration fields a reference recording depends on (besides the module and the release).
 _KEY_FIELDS = ("module", "batches", "seed", "state_store", "shuffle_partitions", "master", "call_timeout",

@@ -25,7 +25,7 @@ from rollcheck.spark_replay.hunt_adapter import (
 from rollcheck.spark_replay.hunt_faults import BatchShape, FaultSchedule, draw_schedules
 from rollcheck.spark_replay.hunt_oracles import partitioning_differential, provider_differential
 from rollcheck.spark_replay.hunt_outcomes import outcome_of_entry, outcome_of_free, refusal
-from rollcheck.spark_replay.matrix_plan import plan_cells
+from rollcheck.spark_replay.matrix.plan import plan_cells
 
 ROOT = Path(__file__).resolve().parent.parent
 ZOO = ROOT / "benchmarks" / "engine_bugs" / "modules" / "spark_47840_union_literal_key.py"

@@ -83,9 +83,9 @@ def test_flink_reproducer_keeps_the_single_run_without_engine_version(monkeypatc
 
 
 def test_spark_reproducer_runs_on_v_and_on_r(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    import rollcheck.spark_replay.matrix as sm
-    import rollcheck.spark_replay.reproducer as sr
-    from rollcheck.spark_replay.matrix_plan import Cell, MatrixOptions
+    import rollcheck.spark_replay.matrix.reproducer as sr
+    import rollcheck.spark_replay.matrix.run as sm
+    from rollcheck.spark_replay.matrix.plan import Cell, MatrixOptions
 
     monkeypatch.setattr(sr, "reproducer_python", lambda v=None: Path(f"/py/pyspark-{v}/bin/python"))
     seen: list[Any] = []

@@ -103,7 +103,7 @@ from pathlib import Path
 
 import pytest
 
-import rollcheck.spark_replay.matrix as spark_matrix
+import rollcheck.spark_replay.matrix.run as spark_matrix
 from rollcheck.testing import assert_query_exactly_once, check_query
 
 

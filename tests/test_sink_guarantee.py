@@ -22,7 +22,7 @@ from rollcheck.infra.matrix import matrix_verdict
 from rollcheck.pyimpl.attribution import classify_cell
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.verdict import Status
-from rollcheck.spark_replay.matrix import Cell, MatrixOptions, cell_result
+from rollcheck.spark_replay.matrix.run import Cell, MatrixOptions, cell_result
 from rollcheck.spark_replay.replay.conformance import replay_file
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,4 +1,4 @@
-"""A matrix cell's recording as a typed configuration (rollcheck.spark_replay.cell): the one builder,
+"""A matrix cell's recording as a typed configuration (rollcheck.spark_replay.matrix.cell): the one builder,
 the JSON file a fresh child or a warm driver reads, and bad files refused with exit 2 naming the
 field. No Spark run here (the real cells are in test_spark_warm.py)."""
 
@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from rollcheck.pyimpl.errors import InvalidInputError
-from rollcheck.spark_replay.cell import CELL_FORMAT, CellConfig, cell_argv, cell_config
-from rollcheck.spark_replay.matrix_plan import Cell, MatrixOptions
+from rollcheck.spark_replay.matrix.cell import CELL_FORMAT, CellConfig, cell_argv, cell_config
+from rollcheck.spark_replay.matrix.plan import Cell, MatrixOptions
 
 
 def test_builder_carries_every_option_of_the_matrix(tmp_path):
@@ -32,7 +32,7 @@ def test_builder_carries_every_option_of_the_matrix(tmp_path):
                       "t.jsonl", None)
     assert rel.query.engine_version == "3.5.9" and rel.query.reference_version == "4.0.1"
     path = kill.write(tmp_path / "k.cell.json")
-    assert CellConfig.read(path) == kill and cell_argv(path)[-2:] == ["rollcheck.spark_replay.cell", str(path)]
+    assert CellConfig.read(path) == kill and cell_argv(path)[-2:] == ["rollcheck.spark_replay.matrix.cell", str(path)]
 
 
 @pytest.mark.parametrize("doc, where", [
@@ -62,7 +62,7 @@ def test_the_child_refuses_a_bad_file_in_one_line(tmp_path):
 @pytest.mark.parametrize("flags, warm, reuse", [([], True, True), (["--no-warm"], False, True),
                                                 (["--no-reference-cache"], True, False)])
 def test_matrix_flags_turn_warm_drivers_and_the_kept_reference_off(tmp_path, monkeypatch, flags, warm, reuse):
-    import rollcheck.spark_replay.matrix as sm
+    import rollcheck.spark_replay.matrix.run as sm
     from rollcheck.cli.main import main
 
     seen = {}
@@ -83,7 +83,7 @@ def test_a_recording_that_ended_without_done_is_replayed(tmp_path, monkeypatch, 
     """A restart that failed with the engine's exception ends the recording with exit 3 and a whole
     trace: the matrix replays it (recovery-succeeded judges it) instead of calling the cell
     unfinished; exit 3 without a trace, or exit 4, stays a recording that did not finish."""
-    from rollcheck.spark_replay.matrix import SparkAdapter
+    from rollcheck.spark_replay.matrix.run import SparkAdapter
 
     opts = MatrixOptions(["q.py"], out=tmp_path, warm=False)
     cell = Cell("q.py", "hdfs", "kill", "sink")

@@ -38,7 +38,7 @@ from rollcheck.spark_replay.faults.killpoints import (
     retry_struck,
     second_failure_struck,
 )
-from rollcheck.spark_replay.matrix_plan import MatrixOptions, columns, plan_cells
+from rollcheck.spark_replay.matrix.plan import MatrixOptions, columns, plan_cells
 from rollcheck.spark_replay.query.record import QueryConfig, _master
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -382,7 +382,7 @@ def test_twice_and_during_recovery_are_columns_and_run_in_local_mode():
                                                ("second-failure", "held", False),
                                                ("output-exactly-once", "unchecked", False)])
 def test_a_failure_that_struck_off_its_point_is_recorded_again(tmp_path, name, status, again):
-    from rollcheck.spark_replay.matrix import _missed_kill
+    from rollcheck.spark_replay.matrix.run import _missed_kill
 
     checks = tmp_path / "c.json"
     checks.write_text(json.dumps({"checks": [{"name": name, "status": status}]}))
@@ -390,8 +390,8 @@ def test_a_failure_that_struck_off_its_point_is_recorded_again(tmp_path, name, s
 
 
 def test_a_finding_of_the_new_columns_says_it_has_no_standalone_reproducer(tmp_path):
-    from rollcheck.spark_replay.matrix import SparkAdapter
-    from rollcheck.spark_replay.matrix_plan import Cell
+    from rollcheck.spark_replay.matrix.plan import Cell
+    from rollcheck.spark_replay.matrix.run import SparkAdapter
 
     opts = MatrixOptions(modules=[str(CLICKS)], failures=["retry"], out=tmp_path)
     cell = Cell(str(CLICKS), "hdfs", "retry")

@@ -17,8 +17,8 @@ from rollcheck.cli.main import main
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.spark_replay.faults.retry import RetrySchedule
 from rollcheck.spark_replay.faults.retry_check import retry_struck
-from rollcheck.spark_replay.matrix import _record_argv
-from rollcheck.spark_replay.matrix_plan import Cell, MatrixOptions, columns, plan_cells
+from rollcheck.spark_replay.matrix.plan import Cell, MatrixOptions, columns, plan_cells
+from rollcheck.spark_replay.matrix.run import _record_argv
 from rollcheck.spark_replay.query.config import QueryConfig
 
 

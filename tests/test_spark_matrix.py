@@ -31,7 +31,8 @@ from rollcheck.spark_replay.faults.killpoints import (
     state_files_of_version,
     validate_options,
 )
-from rollcheck.spark_replay.matrix import (
+from rollcheck.spark_replay.matrix.reproducer import module_with_rows, reproducer_source
+from rollcheck.spark_replay.matrix.run import (
     Cell,
     MatrixOptions,
     cell_result,
@@ -44,7 +45,6 @@ from rollcheck.spark_replay.matrix import (
     witness,
 )
 from rollcheck.spark_replay.replay.conformance import replay_file
-from rollcheck.spark_replay.reproducer import module_with_rows, reproducer_source
 from rollcheck.spark_replay.shared_reference import shared_reference, write_shared_reference
 from rollcheck.spark_replay.trace import read_trace
 
@@ -103,11 +103,11 @@ def test_options_validate():
 
 
 def test_call_timeout_reaches_every_recording(tmp_path):
-    from rollcheck.spark_replay.cell import CellConfig
-    from rollcheck.spark_replay.matrix import Cell, _record_argv
+    from rollcheck.spark_replay.matrix.cell import CellConfig
+    from rollcheck.spark_replay.matrix.run import Cell, _record_argv
 
     def config(argv):  # a recording's child reads its typed configuration, no command-line flags
-        assert argv[1:3] == ["-m", "rollcheck.spark_replay.cell"] and "--call-timeout" not in argv
+        assert argv[1:3] == ["-m", "rollcheck.spark_replay.matrix.cell"] and "--call-timeout" not in argv
         return CellConfig.read(argv[3])
 
     opts = MatrixOptions(["q.py"], call_timeout=42.5)
@@ -115,7 +115,7 @@ def test_call_timeout_reaches_every_recording(tmp_path):
     for argv in (_record_argv(None, "q.py", "hdfs", opts, tmp_path / "r.jsonl", None),
                  _record_argv(cell, "q.py", "hdfs", opts, tmp_path / "c.jsonl", tmp_path / "r.jsonl")):
         assert config(argv).query.call_timeout == 42.5
-    from rollcheck.spark_replay.matrix import _shrink_argv
+    from rollcheck.spark_replay.matrix.run import _shrink_argv
 
     shrink = config(_shrink_argv(cell, "try1.py", MatrixOptions(["q.py"], batches=3, call_timeout=42.5, seed=7),
                                  tmp_path / "t", 0))  # a minimiser's re-recording: the same limit, all batches
@@ -423,7 +423,7 @@ def test_minimiser_keeps_only_the_rows_that_still_fail(tmp_path):
     """The minimiser's steps against a stand-in for the recordings (no Spark): the finding shows
     whenever the failing batch holds the row with id 9. From 5 batches of 4 rows it keeps only that
     row, in one batch, the failure moved to batch 0; each step kept only while the cell still fails."""
-    from rollcheck.spark_replay.reproducer import minimise_and_write
+    from rollcheck.spark_replay.matrix.reproducer import minimise_and_write
 
     mod = tmp_path / "q.py"
     mod.write_text("SCHEMA = 'id INT'\nOUTPUT_MODE = 'append'\nKEY = ['id']\n\n\n"
@@ -515,7 +515,7 @@ def test_real_cells_declared_and_undeclared_at_least_once_sink(tmp_path):
 
 
 def test_runner_bounds_each_recording_in_time(tmp_path):
-    from rollcheck.spark_replay.matrix import _Runner
+    from rollcheck.spark_replay.matrix.run import _Runner
 
     r = _Runner()
     rc, out = r.run([sys.executable, "-c", "print('hi')"], 60, tmp_path / "a.log")
@@ -556,7 +556,7 @@ def test_every_kill_through_the_driver_supervision_is_recorded(tmp_path, monkeyp
 
 
 def test_a_worker_that_did_not_connect_back_is_the_machines_fault(tmp_path):
-    from rollcheck.spark_replay.matrix import overloaded
+    from rollcheck.spark_replay.matrix.run import overloaded
 
     log = tmp_path / "task.log"
     log.write_text("rollcheck: error: q.py: environment: not the query's failure: Spark's Python worker did not "

@@ -18,8 +18,14 @@ from pathlib import Path
 import pytest
 
 from rollcheck.pyimpl.errors import InvalidInputError
-from rollcheck.spark_replay import matrix as matrix_mod
-from rollcheck.spark_replay.matrix import (
+from rollcheck.spark_replay.matrix import run as matrix_mod
+from rollcheck.spark_replay.matrix.plan import (
+    RELEASE_ROW_HEADER,
+    ROW_HEADER,
+    parse_versions,
+    row_header,
+)
+from rollcheck.spark_replay.matrix.run import (
     Cell,
     MatrixOptions,
     SparkAdapter,
@@ -29,12 +35,6 @@ from rollcheck.spark_replay.matrix import (
     prepare_releases,
     render_html,
     run_matrix,
-)
-from rollcheck.spark_replay.matrix_plan import (
-    RELEASE_ROW_HEADER,
-    ROW_HEADER,
-    parse_versions,
-    row_header,
 )
 from rollcheck.spark_replay.releases import pinned_release
 
@@ -77,7 +77,7 @@ def test_every_recording_names_its_release(tmp_path):
     ref = _record_argv(None, "q.py", "hdfs", opts, tmp_path / "r.jsonl", None, cell.engine_version)
     rec = _record_argv(cell, "q.py", "hdfs", opts, tmp_path / "c.jsonl", tmp_path / "r.jsonl")
     shrink = _shrink_argv(cell, "try1.py", opts, tmp_path / "t.jsonl", 0)
-    for argv in (ref, rec, shrink):  # the child reads a typed configuration (spark_replay/cell.py)
+    for argv in (ref, rec, shrink):  # the child reads a typed configuration (spark_replay/matrix/cell.py)
         q = json.loads(Path(argv[-1]).read_text())["query"]
         assert q["engine_version"] == "3.5.9" and q["reference_version"] == "4.0.1", q
     pinned = Cell("q.py", "hdfs", "task")
@@ -175,7 +175,7 @@ def test_cli_refuses_a_release_out_of_range_before_any_cell(tmp_path):
 
 def test_reproducer_runs_with_the_release_interpreter(monkeypatch, tmp_path):
     import rollcheck.spark_replay.releases as releases
-    from rollcheck.spark_replay.reproducer import reproducer_python
+    from rollcheck.spark_replay.matrix.reproducer import reproducer_python
 
     monkeypatch.setattr(releases, "spark_environment", lambda v=None: tmp_path / f"py-{v}")
     assert reproducer_python("3.5.9") == tmp_path / "py-3.5.9"

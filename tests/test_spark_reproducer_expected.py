@@ -3,7 +3,7 @@
 ``release-differential`` and ``batch-equivalent`` judge Spark's failure-free run itself, so a
 reproducer that only compares the run with the failure against the failure-free run shows
 nothing for them. The reproducer carries the expected final table
-(:func:`rollcheck.spark_replay.reproducer.expected_table`) and compares the failure-free run with it,
+(:func:`rollcheck.spark_replay.matrix.reproducer.expected_table`) and compares the failure-free run with it,
 per KEY. Fast tests: the expected table from constructed traces; the generated script's comparison
 run on its own (the script is executed without its ``main``, pyspark is not needed).
 """
@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from rollcheck.spark_replay.reproducer import SHOWS, expected_table, reproducer_source
+from rollcheck.spark_replay.matrix.reproducer import SHOWS, expected_table, reproducer_source
 
 QUERY = '''SCHEMA = "ts TIMESTAMP, user STRING, amount INT"
 OUTPUT_MODE = "update"

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from rollcheck.spark_replay import reproducer
 from rollcheck.spark_replay.faults.killpoints import STATE_STORES
+from rollcheck.spark_replay.matrix import reproducer
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = (ROOT / "examples" / "queries" / "clicks_per_window.py").read_text()

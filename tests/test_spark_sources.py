@@ -191,7 +191,7 @@ def test_two_stream_join_recovers_from_a_task_failure(tmp_path):
 def test_reproducer_writes_and_feeds_every_source(tmp_path):
     """The standalone reproducer of a module of several sources carries the input as one dict per
     batch, stages every source's files and feeds each run's folders batch by batch, as the recorder."""
-    from rollcheck.spark_replay.reproducer import module_with_rows, reproducer_source
+    from rollcheck.spark_replay.matrix.reproducer import module_with_rows, reproducer_source
 
     uq = load_query(str(EXAMPLE))
     rows = uq.batches(0)
@@ -236,7 +236,7 @@ def test_minimiser_leaves_a_source_out_and_keeps_dict_batches(tmp_path):
     import ast
     import importlib.util
 
-    from rollcheck.spark_replay.reproducer import minimise_and_write
+    from rollcheck.spark_replay.matrix.reproducer import minimise_and_write
 
     checks = tmp_path / "cell.checks.json"
     checks.write_text(json.dumps({"root_cause": "batch-equivalent", "checks": [

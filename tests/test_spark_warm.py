@@ -1,4 +1,4 @@
-"""Warm Spark drivers and the reference kept across runs (spark_replay/warm.py, shared_reference.py).
+"""Warm Spark drivers and the reference kept across runs (spark_replay/matrix/warm.py, shared_reference.py).
 
 The real test runs two small matrices (clicks_per_window, hdfs, 3 batches): the first with a warm
 driver damaged on purpose (a streaming query leaked after its first recording: the driver is
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from rollcheck.spark_replay.matrix_plan import MatrixOptions
+from rollcheck.spark_replay.matrix.plan import MatrixOptions
 from rollcheck.spark_replay.query.config import QueryConfig
 from rollcheck.spark_replay.shared_reference import reference_key, store_reference, stored_reference
 
@@ -39,8 +39,8 @@ def test_the_kept_reference_is_invalidated_by_any_byte_of_the_module(tmp_path, m
 @pytest.mark.spark
 @pytest.mark.slow
 def test_warm_cells_a_damaged_driver_replaced_and_the_reference_kept(tmp_path, monkeypatch):
-    from rollcheck.spark_replay.matrix import run_matrix
-    from rollcheck.spark_replay.warm import LEAK_FOR_TESTS
+    from rollcheck.spark_replay.matrix.run import run_matrix
+    from rollcheck.spark_replay.matrix.warm import LEAK_FOR_TESTS
 
     monkeypatch.setenv("ROLLCHECK_CACHE", str(tmp_path / "cache"))
     marker = tmp_path / "leak-once"

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-import rollcheck.spark_replay.matrix as spark_matrix
+import rollcheck.spark_replay.matrix.run as spark_matrix
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.testing import (
     EngineReport,

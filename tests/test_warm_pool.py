@@ -1,4 +1,4 @@
-"""Warm drivers on every release, lent by one pool to many matrices (spark_replay/warm.py), without
+"""Warm drivers on every release, lent by one pool to many matrices (spark_replay/matrix/warm.py), without
 Spark: a fake driver stands in for the Spark child; the bridge and release tests run a release
 environment's interpreter only when one is cached."""
 
@@ -14,12 +14,13 @@ from typing import Any
 import pytest
 
 from rollcheck.infra.matrix import ChildRunner
-from rollcheck.spark_replay import releases, warm
-from rollcheck.spark_replay.cell import cell_config
-from rollcheck.spark_replay.matrix import SparkAdapter
-from rollcheck.spark_replay.matrix_plan import MatrixOptions, plan_cells
+from rollcheck.spark_replay import releases
+from rollcheck.spark_replay.matrix import warm
+from rollcheck.spark_replay.matrix.cell import cell_config
+from rollcheck.spark_replay.matrix.plan import MatrixOptions, plan_cells
+from rollcheck.spark_replay.matrix.run import SparkAdapter
+from rollcheck.spark_replay.matrix.warm import WarmPool, WarmReply, forget_user_modules
 from rollcheck.spark_replay.releases import pinned_release, sources_map
-from rollcheck.spark_replay.warm import WarmPool, WarmReply, forget_user_modules
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -169,7 +170,7 @@ def test_a_cached_release_environment_imports_the_warm_driver():
         python = releases.spark_environment("3.5.2")
     except Exception as e:  # under CI=true this skip fails the run (conftest.ENGINE_MISSING)
         pytest.skip(f"pip cannot reach the package index: pyspark 3.5.2: {e}")
-    r = subprocess.run([str(python), "-c", "import rollcheck.spark_replay.warm, rollcheck.spark_replay.query.record, "
+    r = subprocess.run([str(python), "-c", "import rollcheck.spark_replay.matrix.warm, rollcheck.spark_replay.query.record, "
                         "pyspark; print(pyspark.__version__)"], capture_output=True, text=True, timeout=120,
                        env=releases.child_environment(python))
     assert r.returncode == 0 and r.stdout.strip() == "3.5.2", r.stderr[-800:]
@@ -186,4 +187,4 @@ def test_the_users_modules_are_forgotten_after_a_cell(tmp_path, monkeypatch):
     sys.modules["rollcheck_user_query_abc"] = types.ModuleType("rollcheck_user_query_abc")
     gone = forget_user_modules(before)
     assert gone == ["helper_for_warm_test", "rollcheck_user_query_abc"]
-    assert "zipapp" in sys.modules and "rollcheck.spark_replay.warm" in sys.modules
+    assert "zipapp" in sys.modules and "rollcheck.spark_replay.matrix.warm" in sys.modules

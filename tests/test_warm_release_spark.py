@@ -20,8 +20,8 @@ RELEASE = "3.5.2"
 @pytest.mark.spark
 @pytest.mark.slow
 def test_a_release_task_cell_runs_warm_and_is_decided_as_a_fresh_child(tmp_path, monkeypatch):
-    from rollcheck.spark_replay.matrix import run_matrix
-    from rollcheck.spark_replay.matrix_plan import MatrixOptions
+    from rollcheck.spark_replay.matrix.plan import MatrixOptions
+    from rollcheck.spark_replay.matrix.run import run_matrix
 
     envs = releases.cache_root() / "spark"
     try:  # made once (about 30 s) on a fresh machine, as a matrix with --engine-version makes it

@@ -375,8 +375,8 @@ def _split(v: str, flag: str) -> list[str]:
 
 
 def _matrix(args: argparse.Namespace) -> int:
-    from rollcheck.spark_replay.matrix import MatrixOptions, library_modules, run_matrix
-    from rollcheck.spark_replay.matrix_plan import RELEASE_ROW_HEADER, ROW_HEADER, parse_versions
+    from rollcheck.spark_replay.matrix.plan import RELEASE_ROW_HEADER, ROW_HEADER, parse_versions
+    from rollcheck.spark_replay.matrix.run import MatrixOptions, library_modules, run_matrix
 
     opts = MatrixOptions(engine_versions=parse_versions(args.engine_version),
                          reference_version=args.reference_version,

@@ -300,7 +300,7 @@ MATRIX_SLICE = [("clicks_per_window", "rocksdb", "kill", "offsets"),
 def _matrix_slice(ctx: VerifyContext, tmp: Path) -> list[Row]:
     """The matrix slice (:data:`MATRIX_SLICE`), two cells at once; one row per cell."""
     from rollcheck.infra.matrix import matrix_verdict
-    from rollcheck.spark_replay.matrix import Cell, MatrixOptions, run_matrix
+    from rollcheck.spark_replay.matrix.run import Cell, MatrixOptions, run_matrix
 
     lib = Path(__file__).resolve().parents[2] / "examples" / "queries"
     cells = [Cell(str(lib / f"{m}.py"), p, f, k) for m, p, f, k in MATRIX_SLICE]

@@ -136,7 +136,7 @@ def check_query(module: str | Path | ModuleType, *, providers: Sequence[str] = (
     -------
     EngineReport
     """
-    from rollcheck.spark_replay.matrix import MatrixOptions, run_matrix
+    from rollcheck.spark_replay.matrix.run import MatrixOptions, run_matrix
 
     mod = _module_path(module)
     where = _out(out, mod, "spark")

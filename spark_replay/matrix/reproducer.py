@@ -1,7 +1,7 @@
 """Minimise a finding of the Spark matrix and write a standalone reproducer script.
 
 A *finding* is a matrix cell that is not conformant where Spark's documentation does not allow it
-(:mod:`rollcheck.spark_replay.matrix`). :func:`minimise_and_write` shrinks its input — first the
+(:mod:`rollcheck.spark_replay.matrix.run`). :func:`minimise_and_write` shrinks its input — first the
 number of batches (the batches after the failing batch K, then those before it), then the rows
 of each batch (halving, greedily: the first half, else the second) —
 re-recording the cell after every step (at most :data:`MAX_RUNS` recordings) and keeping a step

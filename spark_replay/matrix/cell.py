@@ -1,20 +1,20 @@
 """One matrix cell's recording as a typed, serialised configuration: :class:`CellConfig`.
 
-The matrix (:mod:`rollcheck.spark_replay.matrix`) does not turn its options back into command-line
+The matrix (:mod:`rollcheck.spark_replay.matrix.run`) does not turn its options back into command-line
 flags: :func:`cell_config` (the one builder) makes a :class:`CellConfig` — the recording's
 :class:`~rollcheck.spark_replay.query.config.QueryConfig` and the cell's paths (trace, work folder,
 shared reference) — written as JSON, and a fresh child runs it::
 
-    python -m rollcheck.spark_replay.cell CONFIG.json
+    python -m rollcheck.spark_replay.matrix.cell CONFIG.json
 
 (exit 0 when the recording ended done, 3 when it ended otherwise, 2 for bad input — one line
 naming the file and the field — 4 for an internal error). A warm driver
-(:mod:`rollcheck.spark_replay.warm`) runs the same configuration in its own Spark session with
+(:mod:`rollcheck.spark_replay.matrix.warm`) runs the same configuration in its own Spark session with
 :func:`run_cell`.
 
 Examples
 --------
->>> from rollcheck.spark_replay.matrix_plan import Cell, MatrixOptions
+>>> from rollcheck.spark_replay.matrix.plan import Cell, MatrixOptions
 >>> c = cell_config(Cell("q.py", "rocksdb", "task"), MatrixOptions(["q.py"], seed=3), "t.jsonl", "r.jsonl")
 >>> c.query.failure, c.query.state_store, c.query.seed, c.reference_from
 ('task', 'rocksdb', 3, 'r.jsonl')
@@ -105,7 +105,7 @@ def cell_config(cell: Any, opts: Any, trace: str | Path, reference: str | Path |
     Parameters
     ----------
     cell : Cell or None
-        The matrix cell (:class:`~rollcheck.spark_replay.matrix_plan.Cell`); None: the
+        The matrix cell (:class:`~rollcheck.spark_replay.matrix.plan.Cell`); None: the
         configuration's failure-free reference recording (no failure, no reference of its own).
     opts : MatrixOptions
         The matrix's options (seed, batches, master, call timeout, releases, failure batch).
@@ -136,7 +136,7 @@ def cell_config(cell: Any, opts: Any, trace: str | Path, reference: str | Path |
 
 def cell_argv(config: str | Path) -> list[str]:
     """The command of a fresh child that records the configuration file ``config``."""
-    return [sys.executable, "-m", "rollcheck.spark_replay.cell", str(config)]
+    return [sys.executable, "-m", "rollcheck.spark_replay.matrix.cell", str(config)]
 
 
 def run_cell(cfg: CellConfig, spark: Any = None) -> dict[str, Any]:
@@ -161,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
 
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
-        _say("error", "usage: python -m rollcheck.spark_replay.cell CONFIG.json")
+        _say("error", "usage: python -m rollcheck.spark_replay.matrix.cell CONFIG.json")
         return 2
     try:
         cfg = CellConfig.read(args[0])

@@ -10,7 +10,7 @@ killed after batch K, and again after its restarted driver wrote batch K again),
 the kill points of :mod:`rollcheck.spark_replay.faults.killpoints` (``kill:offsets``, ``kill:state``,
 ``kill:sink``, ``kill:commit``). With ``--engine-version V[,V2...]`` every configuration is run on
 each pyspark release, one group of rows per release (``pyspark V · <name> · <provider>``). The
-matrix itself is :mod:`rollcheck.spark_replay.matrix`.
+matrix itself is :mod:`rollcheck.spark_replay.matrix.run`.
 """
 
 from __future__ import annotations
@@ -236,7 +236,7 @@ class MatrixOptions:
     #: the ``retry`` failure's schedules, one column each (``--retry-schedules``; empty: the default)
     retry_schedules: list[str] = field(default_factory=list)
     #: run the cells that need no new process (task, sink, the reference) in one warm Spark driver per
-    #: worker (:mod:`rollcheck.spark_replay.warm`); False: every recording in a fresh child
+    #: worker (:mod:`rollcheck.spark_replay.matrix.warm`); False: every recording in a fresh child
     warm: bool = True
     #: take a configuration's failure-free reference from rollcheck's cache when an earlier run
     #: recorded it (same module bytes, configuration, release, recorder), and keep new ones there
@@ -294,7 +294,7 @@ class MatrixOptions:
 
 def library_modules() -> list[str]:
     """The query library shipped with the source tree (``examples/queries/*.py``)."""
-    root = Path(__file__).resolve().parent.parent / "examples" / "queries"
+    root = Path(__file__).resolve().parents[2] / "examples" / "queries"
     mods = sorted(str(p) for p in root.glob("*.py") if not p.name.startswith("_"))
     if not mods:
         raise InvalidInputError("no query module given and the query library (examples/queries) is not "

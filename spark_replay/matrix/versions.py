@@ -1,6 +1,6 @@
 """The Spark matrix on several pyspark releases: the environments made before any cell runs
 (:func:`prepare_releases`) and a finding's reproducer run on the cell's release and on the
-reference release (:func:`reproducer_on_releases`); :mod:`rollcheck.spark_replay.matrix` uses both."""
+reference release (:func:`reproducer_on_releases`); :mod:`rollcheck.spark_replay.matrix.run` uses both."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rollcheck.spark_replay.matrix_plan import Cell, MatrixOptions
+from rollcheck.spark_replay.matrix.plan import Cell, MatrixOptions
 
 __all__ = ["prepare_releases", "reproducer_on_releases"]
 
@@ -26,7 +26,7 @@ def reproducer_on_releases(cell: Cell, opts: MatrixOptions, script: Path,
     (made before the cells ran); return ``{V: run, R: run}`` (the core's
     :func:`~rollcheck.infra.matrix.reproducer.run_on_releases`)."""
     from rollcheck.infra.matrix import run_on_releases
-    from rollcheck.spark_replay.reproducer import SHOWS, reproducer_python
+    from rollcheck.spark_replay.matrix.reproducer import SHOWS, reproducer_python
 
     work = opts.out / f"{cell.stem}.min"
     work.mkdir(parents=True, exist_ok=True)

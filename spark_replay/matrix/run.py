@@ -1,7 +1,7 @@
 """The Spark chaos matrix: query modules × state store providers × failures × kill points.
 
 ``rollcheck spark matrix`` (``docs/spark-matrix.md``) runs one recorded and replayed run per
-*cell* (:mod:`rollcheck.spark_replay.matrix_plan`: the cells and the options). This module is
+*cell* (:mod:`rollcheck.spark_replay.matrix.plan`: the cells and the options). This module is
 Spark's adapter to the engine-neutral core (:mod:`rollcheck.infra.matrix`: the runner, the
 classification, the JSON document, the tables, the minimiser's search), :class:`SparkAdapter`,
 which supplies:
@@ -14,12 +14,12 @@ which supplies:
   failure, or a SIGKILL of the driver at a kill point), recorded once more when the kill struck off
   its point (a race with Spark) or the machine was too loaded for Spark's Python workers: task,
   sink and reference recordings in a warm driver of the cell's release
-  (:mod:`rollcheck.spark_replay.warm`; a pool of the matrix's own, or the caller's), the others
-  in a fresh child (:mod:`rollcheck.spark_replay.cell`);
+  (:mod:`rollcheck.spark_replay.matrix.warm`; a pool of the matrix's own, or the caller's), the others
+  in a fresh child (:mod:`rollcheck.spark_replay.matrix.cell`);
 - the replay (:func:`rollcheck.spark_replay.replay.conformance.replay_file`) and the witness
-  (:mod:`rollcheck.spark_replay.matrix_witness`);
+  (:mod:`rollcheck.spark_replay.matrix.witness`);
 - for a finding: the minimised input and the standalone reproducer
-  (:mod:`rollcheck.spark_replay.reproducer`);
+  (:mod:`rollcheck.spark_replay.matrix.reproducer`);
 - with ``--engine-version V[,V2...]`` (:attr:`MatrixOptions.engine_versions`): every release's
   environment made (or reused) once before any cell runs (a release pip cannot install: exit 2,
   no cell run), one group of rows per release, the release in every cell's recording
@@ -61,10 +61,10 @@ from rollcheck.infra.matrix import (
 from rollcheck.infra.matrix import run_matrix as _run_core
 from rollcheck.infra.matrix.run import entry_of
 from rollcheck.pyimpl.errors import InvalidInputError
-from rollcheck.spark_replay.cell import CellConfig, cell_argv, cell_config
 from rollcheck.spark_replay.cluster import on_cluster
 from rollcheck.spark_replay.faults.killpoints import FAILURE_CHECKS
-from rollcheck.spark_replay.matrix_plan import (
+from rollcheck.spark_replay.matrix.cell import CellConfig, cell_argv, cell_config
+from rollcheck.spark_replay.matrix.plan import (
     FAILURES,
     PROVIDERS,
     Cell,
@@ -75,8 +75,9 @@ from rollcheck.spark_replay.matrix_plan import (
     row_header,
     supported_providers,
 )
-from rollcheck.spark_replay.matrix_releases import prepare_releases, reproducer_on_releases
-from rollcheck.spark_replay.matrix_witness import (
+from rollcheck.spark_replay.matrix.versions import prepare_releases, reproducer_on_releases
+from rollcheck.spark_replay.matrix.warm import WARM_FAILURES, WarmPool
+from rollcheck.spark_replay.matrix.witness import (
     FOREACHBATCH_DOC,
     expected_by_engine,
     protocol_step,
@@ -92,7 +93,6 @@ from rollcheck.spark_replay.shared_reference import (
     stored_reference,
     write_shared_reference,
 )
-from rollcheck.spark_replay.warm import WARM_FAILURES, WarmPool
 
 __all__ = [
     "PROVIDERS",
@@ -150,7 +150,7 @@ def _cell_file(cfg: CellConfig) -> Path:
 def _record_argv(cell: Cell | None, module: str, provider: str, opts: MatrixOptions, trace: Path,
                  reference: Path | None, engine_version: str | None = None) -> list[str]:
     """The command of a fresh child recording ``cell`` (None: the configuration's reference): its
-    configuration (:func:`rollcheck.spark_replay.cell.cell_config`) written beside the trace."""
+    configuration (:func:`rollcheck.spark_replay.matrix.cell.cell_config`) written beside the trace."""
     cfg = cell_config(cell, opts, trace, reference, module=module, provider=provider, engine_version=engine_version)
     return cell_argv(_cell_file(cfg))
 
@@ -348,7 +348,7 @@ class SparkAdapter(EngineAdapter):
 
     def finding(self, cell: Cell, entry: Mapping[str, Any], replayed: Replayed, runner: ChildRunner,
                 out: Path) -> dict[str, Any]:
-        from rollcheck.spark_replay.reproducer import minimise_and_write
+        from rollcheck.spark_replay.matrix.reproducer import minimise_and_write
 
         if cell.failure in FAILURE_CHECKS:  # the standalone script strikes only task, sink and kill
             return {"reproducer": None, "reproducer_note": f"no standalone reproducer for the {cell.failure} "
@@ -428,7 +428,7 @@ def run_matrix(opts: MatrixOptions, *, on_update: Callable[[list[dict[str, Any]]
     live table); ``DIR/index.html`` and ``DIR/matrix.json`` are rewritten after every cell.
     ``cells`` runs a chosen slice instead of the whole product of the options. A module is
     loaded (and refused with exit 2 when broken) before any Spark run. ``warm_pool``: a
-    :class:`~rollcheck.spark_replay.warm.WarmPool` of the caller's (the hunt runs many small
+    :class:`~rollcheck.spark_replay.matrix.warm.WarmPool` of the caller's (the hunt runs many small
     matrices in a row) that lends its warm drivers to this matrix and stays open after it (closing
     it is the caller's job; a matrix on a cluster of its own uses a pool of its own).
     """

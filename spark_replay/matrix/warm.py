@@ -3,12 +3,12 @@
 A matrix cell with a ``task`` or ``sink`` failure, and a configuration's failure-free reference,
 restart the query inside the same driver (a new query run from the checkpoint: every state store
 is loaded again from the checkpoint files), so they need no process of their own. Each matrix
-worker keeps one :class:`WarmDriver`: a child process (``python -m rollcheck.spark_replay.warm``)
+worker keeps one :class:`WarmDriver`: a child process (``python -m rollcheck.spark_replay.matrix.warm``)
 holding one Spark session (:func:`~rollcheck.spark_replay.session.spark_session` with
 :func:`~rollcheck.spark_replay.query.config.session_conf`, the recorder's settings) that runs such
 cells one after another:
 
-- a cell's configuration goes in as a JSON file (:class:`~rollcheck.spark_replay.cell.CellConfig`,
+- a cell's configuration goes in as a JSON file (:class:`~rollcheck.spark_replay.matrix.cell.CellConfig`,
   the same a fresh child reads), one request line on the driver's standard input; the reply (the
   recording's result, its exit code, whether the engine is still clean) comes back as one JSON line
   through a pipe of its own (the user's code may print);
@@ -131,7 +131,7 @@ class WarmDriver:
         r, w = os.pipe()
         env = child_environment(python, {**os.environ, "TMPDIR": str(self.scratch),
                                          "JAVA_TOOL_OPTIONS": f"-Djava.io.tmpdir={self.scratch}", _SUPERVISED: "1"})
-        argv = [str(python), "-m", "rollcheck.spark_replay.warm", str(w), self.master or "", str(os.getpid())]
+        argv = [str(python), "-m", "rollcheck.spark_replay.matrix.warm", str(w), self.master or "", str(os.getpid())]
         with open(self.log, "ab") as log:
             self.proc = children.spawn(argv, stdin=subprocess.PIPE, stdout=log, stderr=log, env=env, pass_fds=(w,))
         os.close(w)
@@ -375,7 +375,7 @@ def _one_cell(base: Any, config: str) -> dict[str, Any]:
         UserCodeTimeout,
         environment_fault,
     )
-    from rollcheck.spark_replay.cell import CellConfig, recording_exit, run_cell
+    from rollcheck.spark_replay.matrix.cell import CellConfig, recording_exit, run_cell
 
     spark = base.newSession()
     reply: dict[str, Any] = {}
