@@ -15,16 +15,16 @@ from types import SimpleNamespace
 import pytest
 
 from rollcheck.infra.hunt.adapter import HuntCell, Program
-from rollcheck.spark_replay.hunt_adapter import (
+from rollcheck.spark_replay.hunt.adapter import (
     FAULT,
     FREE,
     PARTITIONS,
     PROVIDERS_DIFF,
     SparkHuntAdapter,
 )
-from rollcheck.spark_replay.hunt_faults import BatchShape, FaultSchedule, draw_schedules
-from rollcheck.spark_replay.hunt_oracles import partitioning_differential, provider_differential
-from rollcheck.spark_replay.hunt_outcomes import outcome_of_entry, outcome_of_free, refusal
+from rollcheck.spark_replay.hunt.faults import BatchShape, FaultSchedule, draw_schedules
+from rollcheck.spark_replay.hunt.oracles import partitioning_differential, provider_differential
+from rollcheck.spark_replay.hunt.outcomes import outcome_of_entry, outcome_of_free, refusal
 from rollcheck.spark_replay.matrix.plan import plan_cells
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -131,7 +131,7 @@ def test_refusals_are_told_from_failures() -> None:
 
 
 def test_newer_releases_from_the_package_index(monkeypatch: pytest.MonkeyPatch) -> None:
-    from rollcheck.spark_replay import hunt_reproduce
+    from rollcheck.spark_replay.hunt import reproduce as hunt_reproduce
 
     answer = SimpleNamespace(returncode=0, stdout="pyspark (4.1.1)\nAvailable versions: 4.1.1, 4.1.0, 4.0.1, "
                                                   "3.5.8, 3.5.7, 3.5.1, 3.4.4, 2.4.8\n")

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from rollcheck.infra.hunt.draw import draw
-from rollcheck.spark_replay.hunt_data import BIGINT_MAX, INT_MIN, batches
-from rollcheck.spark_replay.hunt_grammar import finish, program, vocabulary
-from rollcheck.spark_replay.hunt_plan import PlanError, analyse, output_columns
-from rollcheck.spark_replay.hunt_render import render
-from rollcheck.spark_replay.hunt_shrink import shrink
+from rollcheck.spark_replay.hunt.data import BIGINT_MAX, INT_MIN, batches
+from rollcheck.spark_replay.hunt.grammar import finish, program, vocabulary
+from rollcheck.spark_replay.hunt.plan import PlanError, analyse, output_columns
+from rollcheck.spark_replay.hunt.render import render
+from rollcheck.spark_replay.hunt.shrink import shrink
 from rollcheck.spark_replay.query.module import load_query
 
 RELEASES = ("3.5.3", "4.0.0")

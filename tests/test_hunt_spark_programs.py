@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from rollcheck.spark_replay.hunt_accept import try_program
-from rollcheck.spark_replay.hunt_grammar import program
-from rollcheck.spark_replay.hunt_shrink import shrink
+from rollcheck.spark_replay.hunt.accept import try_program
+from rollcheck.spark_replay.hunt.grammar import program
+from rollcheck.spark_replay.hunt.shrink import shrink
 
 STATEFUL = ("window-", "join-", "dedup", "pandas", "group-by")
 

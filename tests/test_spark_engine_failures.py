@@ -33,7 +33,7 @@ MODULE = str(ROOT / "tests" / "queries" / "windowed_agg.py")
 JVM_TEXT = ("[STREAM_FAILED] Query [id = 1] terminated with exception: An exception was raised by the Python "
             "Proxy. Return Message: Traceback (most recent call last):\n"
             '  File "/env/lib/python3.11/site-packages/pyspark/sql/utils.py", line 120, in call\n'
-            '  File "/work/main/spark_replay/query.py", line 659, in sink\n'
+            '  File "/src/spark_replay/query/record.py", line 659, in sink\n'
             '  File "/env/lib/python3.11/site-packages/pyspark/sql/dataframe.py", line 1263, in collect\n'
             "py4j.protocol.Py4JJavaError: An error occurred while calling o97.collectToPython.\n"
             ": org.apache.spark.SparkException: Job aborted due to stage failure: java.util.NoSuchElementException: "

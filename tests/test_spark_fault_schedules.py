@@ -1,4 +1,4 @@
-"""The ``retry`` failure as a schedule (``spark_replay/faults/retry.py``, ``faults_retry_check.py``).
+"""The ``retry`` failure as a schedule (``spark_replay/faults/retry.py``, ``faults/retry_check.py``).
 
 Fast tests: the schedule's text, flags and refusals; the matrix's retry columns; and, per schedule
 parameter, a trace whose failure struck elsewhere than asked, which ``task-retried`` must call

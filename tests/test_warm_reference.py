@@ -55,3 +55,18 @@ def test_the_reference_releases_run_is_added_once_before_the_attempts(tmp_path):
     (rel,) = t.of_kind("spark.release_reference")
     assert rel["attempt"] == 0 and rel["engine_version"] == "4.3.0" and rel["output"] == [{"k": 2}]
     assert shared_reference(path)["output"] == [{"k": 1}]  # the reference itself unchanged
+
+
+def test_the_recorder_fingerprint_covers_the_recorders_modules():
+    """Each pattern of the recorder's fingerprint names files of the package (a moved module is not
+    silently left out of every key), and the modules a recording runs through are among them."""
+    from pathlib import Path
+
+    from rollcheck.spark_replay import shared_reference as sr
+
+    here = Path(sr.__file__).resolve().parent
+    assert [pat for pat in sr._RECORDER if not list(here.glob(pat))] == []
+    covered = {p.relative_to(here).as_posix() for pat in sr._RECORDER for p in here.glob(pat)}
+    for mod in ("query/record.py", "query/run.py", "query/drive.py", "checkpoint/watcher.py",
+                "checkpoint/reader.py", "faults/killpoints.py", "matrix/cell.py", "matrix/warm.py", "trace.py"):
+        assert mod in covered, mod

@@ -2,7 +2,7 @@
 
 See ``docs/hunt.md`` (usage) and ``specs/hunt.md`` (what a program, a cell, a finding and the
 store are). The engine's side is its hunt adapter, built lazily
-(``rollcheck.spark_replay.hunt_adapter.SparkHuntAdapter``,
+(``rollcheck.spark_replay.hunt.adapter.SparkHuntAdapter``,
 ``rollcheck.flink_replay.hunt.adapter.FlinkHuntAdapter``); the engine-neutral loop, store and
 findings are :mod:`rollcheck.infra.hunt`.
 
@@ -27,7 +27,7 @@ __all__ = ["ADAPTERS", "register", "register_engine"]
 
 #: The hunt adapter of each engine: (module, class).
 ADAPTERS = {
-    "spark": ("rollcheck.spark_replay.hunt_adapter", "SparkHuntAdapter"),
+    "spark": ("rollcheck.spark_replay.hunt.adapter", "SparkHuntAdapter"),
     "flink": ("rollcheck.flink_replay.hunt.adapter", "FlinkHuntAdapter"),
 }
 

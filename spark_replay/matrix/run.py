@@ -450,7 +450,7 @@ def run_matrix(opts: MatrixOptions, *, on_update: Callable[[list[dict[str, Any]]
             raise InvalidInputError(f"--fail-at-batch {opts.fail_at_batch} is beyond the {n} input batches of "
                                     f"this module", source=m, location="--fail-at-batch")
         upgrades = [c for c in planned if c.module == m and c.failure == "upgrade"]
-        if upgrades and not uq.has_next:  # upgrade.py: the module's changed query restarts on the checkpoint
+        if upgrades and not uq.has_next:  # query/upgrade.py: the module's changed query restarts on the checkpoint
             if len({c.module for c in planned}) == 1:
                 raise InvalidInputError("--failures upgrade needs query_next (an allowed change of query, run "
                                         "from its checkpoint)", source=m, location="query_next")

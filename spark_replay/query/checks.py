@@ -53,7 +53,7 @@ def output_exactly_once(v: StreamView) -> Check:
     See ``tests/test_spark_query.py`` (a non-idempotent sink under a sink failure).
     """
     name = "output-exactly-once"
-    gone = _reference_failed(v, name) or upgrade_output(v)  # upgrade_eval.py: batch-equivalent judges
+    gone = _reference_failed(v, name) or upgrade_output(v)  # oracles/upgrade_eval.py: batch-equivalent judges
     if gone is not None:
         return gone
     ref, fin = v.ends.get("reference"), v.ends.get("output_final")
@@ -108,7 +108,7 @@ def user_output(v: StreamView) -> Check:
 def state_failure_free(v: StreamView) -> Check:
     """The operator state read with Spark's state reader equals the failure-free run's."""
     name = "state-failure-free"
-    gone = _reference_failed(v, name) or upgrade_state(v)  # upgrade_eval.py
+    gone = _reference_failed(v, name) or upgrade_state(v)  # oracles/upgrade_eval.py
     if gone is not None:
         return gone
     ref, fin = v.ends.get("reference"), v.ends.get("state_final")
@@ -116,7 +116,7 @@ def state_failure_free(v: StreamView) -> Check:
         return check_verdict(name, False, "no " + ("reference" if ref is None else "state_final") + " event",
                      v.ends["end"]["seq"])
     unreadable = fin.get("unreadable") or ref.get("state_unreadable")
-    if unreadable:  # an engine release without a state reader (query.py); the output is still checked
+    if unreadable:  # an engine release without a state reader (state.py); the output is still checked
         return Check.not_applicable(name, str(unreadable))
     want, got = ref.get("state") or {}, fin.get("stores") or {}
     for store in sorted(set(want) | set(got)):
@@ -219,13 +219,13 @@ def query_plugins(header: dict[str, Any], source: str | None) -> list[TraceCheck
         StreamCheck(output_name, stream, user_output, at_end=True),
         StreamCheck("state-failure-free", stream, state_failure_free, at_end=True),
         StreamCheck("statestore-crosscheck", stream, crosscheck, at_end=True)]
-    if req is not None and req[0] == "kill":  # where the kill struck (killpoints.py)
+    if req is not None and req[0] == "kill":  # where the kill struck (faults/killpoints.py)
         from rollcheck.spark_replay.faults.killpoints import kill_point_struck
 
         plugins.insert(2, EventListCheck("kill-point", header, kill_point_struck, source))
     from rollcheck.spark_replay.faults.killpoints import FAILURE_CHECKS
 
-    if req is not None and req[0] in FAILURE_CHECKS:  # executor, retry, twice, during-recovery (killpoints.py)
+    if req is not None and req[0] in FAILURE_CHECKS:  # executor, retry, twice, during-recovery (faults/killpoints.py)
         check_name, check_fn = FAILURE_CHECKS[req[0]]
         plugins.insert(2, EventListCheck(check_name, header, check_fn, source))
     from rollcheck.spark_replay.oracles.checks import oracle_plugins

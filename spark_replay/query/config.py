@@ -72,7 +72,7 @@ class QueryConfig:
         if self.failure is not None and self.failure not in FAILURES:
             raise InvalidInputError(f"unknown failure {self.failure!r}; use one of {FAILURES}",
                                     location="--failure")
-        validate_options(self.failure, self.kill_point, self.state_store)  # killpoints.py
+        validate_options(self.failure, self.kill_point, self.state_store)  # faults/killpoints.py
         self._validate_schedule()
         validate_cluster(self.cluster, self.master)  # cluster.py
         if self.failure == "executor" and self.cluster is None and not on_cluster(self.master):

@@ -104,7 +104,7 @@ def finish_run(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: WorkPaths, wr
         writer.emit(PREFIX + "state_read_failed", run="final", engine_version=pyspark.__version__, **read_failed)
     writer.emit(PREFIX + "state_final", stores=stores, **({"unreadable": unreadable} if unreadable else {}))
     progress = [e for e in writer.previous if e.get("kind") == PREFIX + "progress"] + notes.get("progress", [])
-    if cfg.failure == "upgrade":  # each input row evaluated by the query that read it (upgrade_eval.py)
+    if cfg.failure == "upgrade":  # each input row evaluated by the query that read it (oracles/upgrade_eval.py)
         from rollcheck.spark_replay.oracles.upgrade_eval import combined_evaluation
 
         writer.emit(PREFIX + "batch_evaluation", run="final",
@@ -165,7 +165,7 @@ def drive(cfg: QueryConfig, paths: WorkPaths, trace: Path, header: dict[str, Any
                         finish_run(spark, uq, cfg, paths, writer, notes)
                     status = "done"
                     break
-                if outcome == "recovery_failed":  # the engine could not restart (oracles.py)
+                if outcome == "recovery_failed":  # the engine could not restart (oracles/checks.py)
                     writer.emit(PREFIX + "output_final", rows=read_output(uq, paths.out()))
                     writer.emit("end", status="recovery-failed")
                     status = "recovery-failed"

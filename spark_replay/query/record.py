@@ -246,7 +246,7 @@ def record_query(cfg: QueryConfig, out: str | Path, *, workdir: str | Path | Non
     # OUT.partial until the run ends (then renamed); a refused query leaves no fragment, an
     # interrupted run leaves OUT as it was (pyimpl.partialfile)
     with partial_output(out) as partial, environment_guard(root):
-        if reference_from is not None and enabled:  # matrix.py: the configuration's shared reference
+        if reference_from is not None and enabled:  # matrix/run.py: the configuration's shared reference
             from rollcheck.spark_replay.shared_reference import write_shared_reference
 
             write_shared_reference(reference_from, partial, header)
@@ -288,7 +288,7 @@ def _record(cfg: QueryConfig, out: Path, root: Path, paths: WorkPaths, header: d
             spec = {"cfg": asdict(cfg), "root": str(root), "trace": str(out), "header": header,
                     "reference": k == 0 and cfg.reference, "enabled": enabled, "single_attempt": kill}
             run = run_driver("rollcheck.spark_replay.query.record", spec, workdir=root, n=children,
-                             markers=paths.markers, watch=supervisor.watch,  # killpoints.py strikes
+                             markers=paths.markers, watch=supervisor.watch,  # faults/killpoints.py strikes
                              python=None if here else python,
                              env=None if here else child_environment(python or sys.executable))
             if run.killed:

@@ -143,7 +143,7 @@ def run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: WorkPaths, *, r
 
     attempt = writer.attempt if writer is not None else 0
     failing = not ref and cfg.failure is not None
-    sched = cfg.retry_schedule()  # the retry failure's schedule (faults_retry.py)
+    sched = cfg.retry_schedule()  # the retry failure's schedule (faults/retry.py)
     marker = paths.markers / "failed"
     first_sink = [True]
     expired: list[UserCodeTimeout] = []
@@ -209,7 +209,7 @@ def run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: WorkPaths, *, r
         feed_inputs(paths, ref, min(bid + 1, int(cfg.fail_at_batch or 0)) if first_start else bid + 1)
         # the retry failure collects batch K through a task that fails once after its state store
         # committed (killpoints.retry_task); uncached, so that Spark's retry runs the stateful operator again
-        if failing and cfg.failure == "retry":  # load=first: a new driver runs batch K first (faults_retry.py)
+        if failing and cfg.failure == "retry":  # load=first: a new driver runs batch K first (faults/retry.py)
             restart_before(paths.markers, sched, bid, int(cfg.fail_at_batch or 0))
         retrying = (failing and cfg.failure == "retry" and cfg.fail_at_batch == bid
                     and strike_armed(paths.markers, sched, bid))

@@ -1,7 +1,7 @@
 """Smaller variants of a hunt program, biggest reductions first (the hunt's minimiser walks them).
 
 :func:`shrink` yields valid programs only (each re-typed by
-:func:`~rollcheck.spark_replay.hunt_plan.analyse` and rendered again): one side of a join or union
+:func:`~rollcheck.spark_replay.hunt.plan.analyse` and rendered again): one side of a join or union
 dropped with its source, an operator replaced by its input, a column dropped from a source or a
 projection, the second half of the micro-batches and then single micro-batches dropped, every
 batch's rows halved, single rows dropped. The output mode stays the program's when the smaller plan
@@ -9,7 +9,7 @@ allows it (else the first it allows); ``KEY`` follows the plan.
 
 Examples
 --------
->>> from rollcheck.spark_replay.hunt_grammar import program
+>>> from rollcheck.spark_replay.hunt.grammar import program
 >>> p = program(1, 2, {}, "3.5.3")
 >>> smaller = next(shrink(p, "3.5.3"))
 >>> len(smaller.text) < len(p.text) or len(smaller.spec["steps"]) < len(p.spec["steps"])
@@ -24,8 +24,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from rollcheck.infra.hunt.adapter import Program
-from rollcheck.spark_replay.hunt_grammar import finish, to_program
-from rollcheck.spark_replay.hunt_plan import PlanError, analyse
+from rollcheck.spark_replay.hunt.grammar import finish, to_program
+from rollcheck.spark_replay.hunt.plan import PlanError, analyse
 
 __all__ = ["shrink"]
 
@@ -132,7 +132,7 @@ def shrink(program: Program, release: str | None = None) -> Iterator[Program]:
     Parameters
     ----------
     program : Program
-        A program of :func:`~rollcheck.spark_replay.hunt_grammar.program` (its ``spec``).
+        A program of :func:`~rollcheck.spark_replay.hunt.grammar.program` (its ``spec``).
     release : str, optional
         The release whose rules the variants keep (default the spec's).
 

@@ -7,7 +7,7 @@ runs), feeds its batches one micro-batch at a time as a recording does, and stop
 is ``accepted``, ``rejected`` (Spark's analyser refused the plan when the query started) or
 ``failed`` (it started and a micro-batch raised), with the exception's class and first line.
 
-``python -m rollcheck.spark_replay.hunt_accept --release 3.5.3 --programs 100 --seed 1`` prints
+``python -m rollcheck.spark_replay.hunt.accept --release 3.5.3 --programs 100 --seed 1`` prints
 the counts (and one JSON line per program with ``--json``).
 """
 
@@ -95,7 +95,7 @@ def _stateful(kind: str) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     """Measure the acceptance of ``--programs`` programs of ``--release`` rules (``--seed``)."""
-    from rollcheck.spark_replay.hunt_grammar import program
+    from rollcheck.spark_replay.hunt.grammar import program
     from rollcheck.spark_replay.session import spark_session
 
     ap = argparse.ArgumentParser(prog="hunt_accept")

@@ -2,8 +2,8 @@
 
 A program's *spec* is JSON-able: ``release``, ``form`` (``"dataframe"`` or ``"sql"``), ``sources``
 (name -> ``[[column, type], ...]``), ``steps`` (the plan, each step reading earlier ones by
-position; typed by :mod:`rollcheck.spark_replay.hunt_plan`), ``output_mode``, ``key`` and
-``batches`` (:mod:`rollcheck.spark_replay.hunt_data`); :func:`~rollcheck.spark_replay.hunt_render.render`
+position; typed by :mod:`rollcheck.spark_replay.hunt.plan`), ``output_mode``, ``key`` and
+``batches`` (:mod:`rollcheck.spark_replay.hunt.data`); :func:`~rollcheck.spark_replay.hunt.render.render`
 makes it a query module. The grammar draws shapes — one source, a union of two (one maybe idle),
 a stream-stream join of two branches each with its own stateful operator, an
 ``applyInPandasWithState`` — and chains stateful operators after them (a window of a window, an
@@ -33,9 +33,9 @@ from hypothesis import strategies as st
 
 from rollcheck.infra.hunt.adapter import Program
 from rollcheck.infra.hunt.draw import draw as seeded_draw
-from rollcheck.spark_replay.hunt_data import batches as data_batches
-from rollcheck.spark_replay.hunt_plan import AGG_FUNCS, PlanError, Rel, analyse, release_tuple
-from rollcheck.spark_replay.hunt_render import render
+from rollcheck.spark_replay.hunt.data import batches as data_batches
+from rollcheck.spark_replay.hunt.plan import AGG_FUNCS, PlanError, Rel, analyse, release_tuple
+from rollcheck.spark_replay.hunt.render import render
 
 __all__ = ["finish", "program", "programs", "to_program", "vocabulary"]
 
@@ -192,7 +192,7 @@ def _stateless(d: _Draw, i: int, name: str, most: int, *, only_filters: bool = F
 
 
 def _static(d: _Draw, i: int) -> dict[str, Any]:
-    from rollcheck.spark_replay.hunt_data import key_pool
+    from rollcheck.spark_replay.hunt.data import key_pool
 
     rel = d.rel(i)
     col = next((c for c in rel.names if c.endswith("_lk")), _plain_cols(rel)[0])
@@ -415,7 +415,7 @@ def programs(draw: Any, release: str, steer: Mapping[str, int] | None = None) ->
 
 def finish(spec: dict[str, Any]) -> dict[str, Any]:
     """``spec`` with its ``key`` (from the plan and the mode); PlanError if the plan is invalid."""
-    from rollcheck.spark_replay.hunt_plan import key_columns
+    from rollcheck.spark_replay.hunt.plan import key_columns
 
     rel = analyse(spec)[-1]
     if spec["output_mode"] not in rel.modes:

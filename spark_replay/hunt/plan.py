@@ -1,6 +1,6 @@
 """The typing of a hunt program's plan: each step's columns and what Spark's analyser allows after it.
 
-A hunt program's plan (``spec["steps"]``, see :mod:`rollcheck.spark_replay.hunt_grammar`) is a
+A hunt program's plan (``spec["steps"]``, see :mod:`rollcheck.spark_replay.hunt.grammar`) is a
 list of steps, each reading earlier steps by position. :func:`analyse` walks it once and gives
 every step's :class:`Rel` — its columns and types, the columns carrying an event-time watermark,
 the stateful operators upstream, the output modes still allowed — or raises :class:`PlanError`
@@ -98,7 +98,7 @@ def agg_name(fn: str, col: str | None) -> str:
 
 
 def expr_type(e: list[Any], rel: Rel) -> str:
-    """The type of an expression of the grammar (see :mod:`rollcheck.spark_replay.hunt_render`)."""
+    """The type of an expression of the grammar (see :mod:`rollcheck.spark_replay.hunt.render`)."""
     head = e[0]
     if head == "col":
         return rel.col_type(e[1])

@@ -27,7 +27,7 @@ import json
 import math
 from typing import Any
 
-from rollcheck.spark_replay.hunt_plan import Rel, agg_name, analyse, key_columns, window_name
+from rollcheck.spark_replay.hunt.plan import Rel, agg_name, analyse, key_columns, window_name
 
 __all__ = ["py_expr", "render", "spec_hash", "sql_expr", "value_literal"]
 

@@ -11,10 +11,10 @@ For one generated program (an ordinary query module) the adapter runs
    names the exception and ``release-differential`` judges it (``spark.reference_failed``); the
    fault cells are then not run. Each finished failure-free recording is kept as the matrix's
    shared reference of its configuration, so the fault cells reuse it;
-2. the **fault cells** drawn from :mod:`rollcheck.spark_replay.hunt_faults`: matrix cells run
+2. the **fault cells** drawn from :mod:`rollcheck.spark_replay.hunt.faults`: matrix cells run
    through :func:`rollcheck.spark_replay.matrix.run.run_matrix` (one call per failure batch), each
-   entry read back as an outcome (:mod:`rollcheck.spark_replay.hunt_outcomes`);
-3. the **differentials** (:mod:`rollcheck.spark_replay.hunt_oracles`): ``providers``
+   entry read back as an outcome (:mod:`rollcheck.spark_replay.hunt.outcomes`);
+3. the **differentials** (:mod:`rollcheck.spark_replay.hunt.oracles`): ``providers``
    (``provider-differential`` over the failure-free cells) and ``<provider>/partitions=1`` (a
    failure-free recording with one shuffle partition, its own checks and
    ``partitioning-differential``).
@@ -35,8 +35,8 @@ from typing import Any
 
 from rollcheck.infra.hunt.adapter import CellOutcome, HuntAdapter, HuntCell, Program
 from rollcheck.infra.matrix import ChildRunner
-from rollcheck.spark_replay.hunt_faults import BatchShape, FaultSchedule, draw_schedules
-from rollcheck.spark_replay.hunt_outcomes import (
+from rollcheck.spark_replay.hunt.faults import BatchShape, FaultSchedule, draw_schedules
+from rollcheck.spark_replay.hunt.outcomes import (
     outcome_of_entry,
     outcome_of_free,
     refusal,
@@ -109,9 +109,9 @@ class SparkHuntAdapter(HuntAdapter):
 
     # ------------------------------------------------------------------ programs
     def vocabulary(self) -> list[str]:
-        from rollcheck.spark_replay import hunt_grammar
+        from rollcheck.spark_replay.hunt import grammar
 
-        return list(hunt_grammar.vocabulary(self._release()))
+        return list(grammar.vocabulary(self._release()))
 
     def _release(self) -> str:
         from rollcheck.spark_replay.releases import pinned_release
@@ -123,15 +123,15 @@ class SparkHuntAdapter(HuntAdapter):
         return self._release()
 
     def generate(self, seed: int, index: int, coverage: Mapping[str, int]) -> Program:
-        from rollcheck.spark_replay import hunt_grammar
+        from rollcheck.spark_replay.hunt import grammar
 
-        p: Program = hunt_grammar.program(seed, index, coverage, self._release())
+        p: Program = grammar.program(seed, index, coverage, self._release())
         return p
 
     def shrink(self, program: Program) -> Iterator[Program]:
-        from rollcheck.spark_replay import hunt_shrink  # type: ignore[attr-defined]
+        from rollcheck.spark_replay.hunt.shrink import shrink
 
-        yield from hunt_shrink.shrink(program, self.engine_version)
+        yield from shrink(program, self.engine_version)
 
     # ------------------------------------------------------------------ cells
     def shape(self, program: Program) -> BatchShape:
@@ -199,7 +199,7 @@ class SparkHuntAdapter(HuntAdapter):
         rc, _ = self._record_free(module, self.providers[0], trace, release=self.reference_version)
         if rc != 0:
             return None
-        from rollcheck.spark_replay.hunt_oracles import final_output
+        from rollcheck.spark_replay.hunt.oracles import final_output
 
         got = final_output(trace)
         return None if got is None else {"engine_version": self.reference_version, "output": got[1]}
@@ -306,11 +306,11 @@ class SparkHuntAdapter(HuntAdapter):
 
     def _differentials(self, program: Program, module: Path, cells: Sequence[HuntCell], work: Path,
                        traces: Mapping[str, Path | None]) -> Iterator[tuple[HuntCell, CellOutcome]]:
-        from rollcheck.spark_replay.hunt_oracles import (
+        from rollcheck.spark_replay.hunt.oracles import (
             partitioning_differential,
             provider_differential,
         )
-        from rollcheck.spark_replay.hunt_outcomes import verdict_of
+        from rollcheck.spark_replay.hunt.outcomes import verdict_of
 
         for c in cells:
             if c.params.get("kind") == PROVIDERS_DIFF:
@@ -354,17 +354,17 @@ class SparkHuntAdapter(HuntAdapter):
         return got[-1] if got else CellOutcome("inconclusive", {}, detail="the cell was not run")
 
     def reproducer(self, program: Program, cell: HuntCell, outcome: CellOutcome, dest: Path) -> Path:
-        from rollcheck.spark_replay.hunt_reproduce import write_reproducer
+        from rollcheck.spark_replay.hunt.reproduce import write_reproducer
 
         return write_reproducer(program, cell, outcome, dest, seed=self.seed)
 
     def run_reproducer(self, script: Path, release: str | None) -> str:
-        from rollcheck.spark_replay.hunt_reproduce import run_script
+        from rollcheck.spark_replay.hunt.reproduce import run_script
 
         return run_script(script, release, self.cell_timeout)
 
     def newer_releases(self) -> list[str]:
-        from rollcheck.spark_replay.hunt_reproduce import newer_releases
+        from rollcheck.spark_replay.hunt.reproduce import newer_releases
 
         if self._newer is None:
             self._newer = newer_releases(self.engine_version)
