@@ -99,8 +99,10 @@ def on_cluster(master: str | None) -> bool:
 
 
 def cluster_conf(master: str | None) -> dict[str, str]:
-    """The driver's settings on a standalone cluster: small executors (one core each, so that the
-    two workers run one executor each), the failed executor not excluded; nothing in local mode.
+    """The driver's settings on a standalone cluster.
+
+    Small executors (one core each, so that the two workers run one executor each), the failed
+    executor not excluded; nothing in local mode.
 
     >>> cluster_conf("spark://127.0.0.1:7077")["spark.executor.memory"]
     '512m'
@@ -298,8 +300,11 @@ class LocalStandaloneCluster:
 
 
 def _executor_list(spark: Any) -> list[dict[str, Any]]:
-    """The executors Spark's driver knows, dead ones included (its status store, kept by Spark's
-    listener of executor added/removed events): id, active, removal reason."""
+    """The executors Spark's driver knows.
+
+    Dead ones included (its status store, kept by Spark's listener of executor added/removed
+    events): id, active, removal reason.
+    """
     items = spark.sparkContext._jsc.sc().statusStore().executorList(False)
     out = []
     for i in range(items.length()):
@@ -311,10 +316,12 @@ def _executor_list(spark: Any) -> list[dict[str, Any]]:
 
 
 def strike_executor(spark: Any, timeout: float = 60.0) -> dict[str, Any]:
-    """In the driver: SIGKILL one executor JVM of this application (the lowest executor id alive)
-    and wait until Spark's driver lists it as removed. Returns the failure event's facts:
-    ``executor_id``, ``pid``, ``app_id``, ``process_gone``, ``removed``, ``remove_reason``,
-    ``executors_before``/``executors_after`` (the driver's list), ``seconds``.
+    """In the driver: SIGKILL one executor JVM of this application and wait for its removal.
+
+    The executor is the lowest executor id alive; the wait ends when Spark's driver lists it as
+    removed. Returns the failure event's facts: ``executor_id``, ``pid``, ``app_id``,
+    ``process_gone``, ``removed``, ``remove_reason``, ``executors_before``/``executors_after``
+    (the driver's list), ``seconds``.
 
     Raises
     ------

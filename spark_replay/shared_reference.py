@@ -46,8 +46,9 @@ _KEY_FIELDS = ("module", "batches", "seed", "state_store", "shuffle_partitions",
 
 
 def shared_reference(path: str | Path, header: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The reference of a configuration, from its failure-free recording: the final output, the
-    state read with Spark's state reader and the committed batches.
+    """The reference of a configuration, from its failure-free recording.
+
+    The final output, the state read with Spark's state reader and the committed batches.
 
     With ``header`` (the new recording's), the recordings must agree on module, seed, batches,
     state store and shuffle partitions: a reference of another query or configuration is refused.
@@ -84,8 +85,10 @@ def shared_reference(path: str | Path, header: dict[str, Any] | None = None) -> 
 
 
 def write_shared_reference(path: str | Path, out: str | Path, header: dict[str, Any]) -> None:
-    """Start the trace ``out`` with its header and the shared reference (as attempt 0: the
-    recording's own attempts still count from 1)."""
+    """Start the trace ``out`` with its header and the shared reference.
+
+    As attempt 0: the recording's own attempts still count from 1.
+    """
     from rollcheck.spark_replay.checkpoint.watcher import PREFIX
     from rollcheck.spark_replay.trace import TraceWriter
 
@@ -99,12 +102,13 @@ def write_shared_reference(path: str | Path, out: str | Path, header: dict[str, 
 
 
 def add_release_reference(path: str | Path, release: str, output: list[Any], **fields: Any) -> bool:
-    """Give the shared reference ``path`` (a finished failure-free recording on release V) the
-    failure-free final output of the same query on the reference release ``release``, as the
-    ``spark.release_reference`` event a recording on V writes before its attempts (attempt 0, right
-    after the header; the later events renumbered): every cell of the configuration then takes it
-    from there instead of running the query on ``release`` once more. False (the file unchanged)
-    when it already has one for ``release``.
+    """Give the shared reference ``path`` the failure-free final output on the reference release.
+
+    ``path`` is a finished failure-free recording on release V; the output of the same query on
+    ``release`` is added as the ``spark.release_reference`` event a recording on V writes before
+    its attempts (attempt 0, right after the header; the later events renumbered): every cell of
+    the configuration then takes it from there instead of running the query on ``release`` once
+    more. False (the file unchanged) when it already has one for ``release``.
     """
     from rollcheck.pyimpl.patternio import atomic_write_text
     from rollcheck.spark_replay.checkpoint.watcher import PREFIX
@@ -132,8 +136,10 @@ def references_folder() -> Path:
 
 
 def _imported_names(tree: ast.AST) -> list[tuple[int, str]]:
-    """``(level, dotted name)`` of what each ``import`` or ``from ... import`` of ``tree`` may load
-    (level 0: absolute; 1: the importing file's folder; 2: its parent ...)."""
+    """``(level, dotted name)`` of what each ``import`` or ``from ... import`` of ``tree`` may load.
+
+    Level 0: absolute; 1: the importing file's folder; 2: its parent ...
+    """
     names: list[tuple[int, str]] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -146,8 +152,9 @@ def _imported_names(tree: ast.AST) -> list[tuple[int, str]]:
 
 
 def local_imports(path: str | Path) -> list[Path]:
-    """The files of ``path``'s folder (and its subfolders) that the module ``path`` imports, and
-    those they import in turn (resolved paths, sorted; the module itself not included).
+    """The files of ``path``'s folder (and its subfolders) that the module ``path`` imports.
+
+    And those they import in turn (resolved paths, sorted; the module itself not included).
 
     Examples
     --------
@@ -186,8 +193,11 @@ def local_imports(path: str | Path) -> list[Path]:
 
 
 def _module_bytes(module: str) -> tuple[str, bytes]:
-    """The module's resolved path (or name) and its source bytes with those of the files it
-    imports from its own folder (:func:`local_imports`; b"" when the module cannot be read)."""
+    """The module's resolved path (or name) and its source bytes with those of its local imports.
+
+    The local imports are the files it imports from its own folder (:func:`local_imports`); b""
+    when the module cannot be read.
+    """
     origin: Path | None = None
     if module.endswith(".py"):
         origin = Path(module).resolve()
@@ -214,8 +224,11 @@ def _module_bytes(module: str) -> tuple[str, bytes]:
 
 @functools.lru_cache(maxsize=1)
 def _recorder_fingerprint() -> str:
-    """A hash of rollcheck's Spark recorder (the modules a failure-free recording runs through:
-    :data:`_RECORDER`): a changed recorder never reuses a reference an older one wrote."""
+    """A hash of rollcheck's Spark recorder.
+
+    The modules a failure-free recording runs through: :data:`_RECORDER`. A changed recorder never
+    reuses a reference an older one wrote.
+    """
     h = hashlib.sha256()
     here = Path(__file__).resolve().parent
     for f in sorted({p for pat in _RECORDER for p in here.glob(pat)}):
@@ -224,8 +237,9 @@ def _recorder_fingerprint() -> str:
 
 
 def reference_key(cfg: Any) -> str | None:
-    """The content address of the failure-free reference of ``cfg`` (a
-    :class:`~rollcheck.spark_replay.query.config.QueryConfig`), or None when the module's bytes
+    """The content address of the failure-free reference of ``cfg``.
+
+    A :class:`~rollcheck.spark_replay.query.config.QueryConfig`. Or None when the module's bytes
     cannot be read (nothing is kept then).
 
     >>> from rollcheck.spark_replay.query.config import QueryConfig
@@ -263,8 +277,11 @@ def stored_reference(key: str | None) -> Path | None:
 
 
 def store_reference(key: str | None, trace: str | Path) -> Path | None:
-    """Keep the finished failure-free recording ``trace`` under ``key`` (atomically); its path, or
-    None when nothing was kept (no key, not a whole reference, the cache folder not writable)."""
+    """Keep the finished failure-free recording ``trace`` under ``key`` (atomically).
+
+    Its path, or None when nothing was kept (no key, not a whole reference, the cache folder not
+    writable).
+    """
     if key is None:
         return None
     try:

@@ -88,8 +88,10 @@ class DriverOutcome:
 
 
 def _child_stdout() -> Any:
-    """Where a driver's standard output goes: rollcheck's standard error (never its stdout, which
-    may carry ``--json`` output)."""
+    """Where a driver's standard output goes.
+
+    Rollcheck's standard error (never its stdout, which may carry ``--json`` output).
+    """
     try:
         return sys.stderr.fileno()
     except (AttributeError, OSError, ValueError):
@@ -223,8 +225,10 @@ def _raise_from_reply(reply: dict[str, Any], spec: dict[str, Any]) -> None:
 
 
 def claim_once(marker: Path) -> bool:
-    """Create ``marker`` exclusively: True for the one caller (of any process) that created it,
-    False once it exists — how an injected failure fires once per recording.
+    """Create ``marker`` exclusively.
+
+    True for the one caller (of any process) that created it, False once it exists — how an injected
+    failure fires once per recording.
 
     >>> import tempfile, pathlib
     >>> m = pathlib.Path(tempfile.mkdtemp()) / "failed"
@@ -260,8 +264,10 @@ def _write_reply(fd: int, obj: dict[str, Any]) -> None:
 
 
 def _exit_now(code: int) -> None:
-    """End the driver at once: a thread of the user's code past its limit may never return, and
-    the interpreter would wait for it. The parent kills what is left of the process group."""
+    """End the driver at once: a thread of the user's code past its limit may never return.
+
+    And the interpreter would wait for it. The parent kills what is left of the process group.
+    """
     with contextlib.suppress(Exception):
         sys.stdout.flush()
         sys.stderr.flush()
@@ -272,8 +278,11 @@ _REPLY_FD: list[int] = []
 
 
 def give_up_on_user_code(err: UserCodeTimeout) -> None:
-    """User code past its limit cannot be stopped (a thread blocked in C code): in a driver child,
-    reply and end the process now (stopping Spark would wait for that thread); elsewhere raise."""
+    """User code past its limit cannot be stopped (a thread blocked in C code).
+
+    In a driver child, reply and end the process now (stopping Spark would wait for that thread);
+    elsewhere raise.
+    """
     if _REPLY_FD:
         _write_reply(_REPLY_FD[0], {"timeout": err.fields()})
         _exit_now(2)
@@ -313,9 +322,12 @@ def child_main(run: Callable[[dict[str, Any]], dict[str, Any]]) -> int:
 
 @contextlib.contextmanager
 def environment_guard(path: str | Path) -> Iterator[None]:
-    """Turn any error caused by the environment (a full disk, a read-only file system, a missing
-    permission; in Python or in the JVM's message) into an :class:`EnvironmentFault` naming the
-    error's own path, else ``path``: never "the query failed", never an internal error."""
+    """Turn any error caused by the environment into an :class:`EnvironmentFault`.
+
+    Such errors are a full disk, a read-only file system, a missing permission (in Python or in
+    the JVM's message); the fault names the error's own path, else ``path``: never "the query
+    failed", never an internal error.
+    """
     try:
         yield
     except EnvironmentFault:
@@ -337,8 +349,11 @@ _JVM_GROUP: list[children.ProcessGroup] = []
 
 
 def _end_jvm_gently(group: children.ProcessGroup, gateway: Any) -> None:
-    """At a normal interpreter exit: let the JVM run its shutdown hooks (Spark removes its scratch
-    folders) by closing its standard input, then kill whatever is left of the group."""
+    """At a normal interpreter exit.
+
+    Let the JVM run its shutdown hooks (Spark removes its scratch folders) by closing its standard
+    input, then kill whatever is left of the group.
+    """
     proc = getattr(gateway, "proc", None)
     try:
         if proc is not None and proc.poll() is None:

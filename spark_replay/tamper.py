@@ -84,10 +84,13 @@ def delete_forced_checkpoint(trace: Trace) -> tuple[list[str], int]:
 
 
 def drop_retried_state(trace: Trace) -> tuple[list[str], int]:
-    """Delete every ``state_committed`` of version K+1 of the partition whose task failed after its
-    commit and was retried (the ``retry`` failure's ``failed_attempt``): the trace of a recovery that
-    lost the retried task's state. The first ``restart`` after the failure is wrong: the span model
-    cannot resume at batch K+1 without that version."""
+    """Delete every ``state_committed`` of version K+1 of the retried partition.
+
+    The partition is the one whose task failed after its commit and was retried (the ``retry``
+    failure's ``failed_attempt``): the trace of a recovery that lost the retried task's state.
+    The first ``restart`` after the failure is wrong: the span model cannot resume at batch K+1
+    without that version.
+    """
     fail = next((e for e in trace.events if e["kind"] == "failure" and e.get("mode") == "retry"
                  and isinstance(e.get("failed_attempt"), dict)), None)
     if fail is None:
@@ -112,8 +115,9 @@ TAMPER_NAMES = tuple(TAMPERS)
 
 
 def tamper_file(src: str | Path, how: str, out: str | Path) -> dict[str, Any]:
-    """Write a tampered copy of the trace ``src`` to ``out`` (atomically): the interface both
-    engines' tamper modules share.
+    """Write a tampered copy of the trace ``src`` to ``out`` (atomically).
+
+    The interface both engines' tamper modules share.
 
     Returns
     -------

@@ -101,8 +101,11 @@ def check_logs(ck: CheckpointDir) -> tuple[int | None, list[str], list[str]]:
 
 def spark_row_counts(checkpoint: Path, master: str | None = None, session: Any = None
                      ) -> dict[tuple[int, str], int]:
-    """``{(operator, store): rows}`` of the last committed state, read with Spark's own
-    ``state-metadata`` and ``statestore`` data sources (in ``session``, or a new local session)."""
+    """``{(operator, store): rows}`` of the last committed state.
+
+    Read with Spark's own ``state-metadata`` and ``statestore`` data sources (in ``session``, or a
+    new local session).
+    """
     import contextlib
 
     from rollcheck.spark_replay.session import spark_session

@@ -1,5 +1,7 @@
-"""Facts of a Structured Streaming checkpoint: the highest batch id in its offset and commit logs,
-and how many state files of one version its state stores wrote (what a kill left behind).
+"""Facts of a Structured Streaming checkpoint.
+
+The highest batch id in its offset and commit logs, and how many state files of one version its
+state stores wrote (what a kill left behind).
 """
 
 from __future__ import annotations

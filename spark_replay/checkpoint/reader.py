@@ -309,8 +309,9 @@ class CheckpointDir:
         return sorted(names) or [DEFAULT_STORE]
 
     def provider(self, op: int = 0) -> str:
-        """``"rocksdb"`` if the operator's state was written by the RocksDB state store provider
-        (``V.zip`` snapshots, ``V.changelog`` files or an ``SSTs`` folder), else ``"hdfs"``.
+        """``"rocksdb"`` if the operator's state was written by the RocksDB state store provider.
+
+        ``V.zip`` snapshots, ``V.changelog`` files or an ``SSTs`` folder. Else ``"hdfs"``.
 
         The plain-Python decoder reads only the HDFS-backed store's files; RocksDB state is read
         with Spark's own ``statestore`` reader (which serves every provider).

@@ -47,8 +47,9 @@ COMMIT_FILE_KINDS = {"hdfs": "delta", "rocksdb": "zip", "rocksdb-changelog": "ch
 
 
 def base_kind(kind: str) -> str:
-    """The streaming event kind without the engine prefix (traces recorded before the prefix
-    existed use the bare names).
+    """The streaming event kind without the engine prefix.
+
+    Traces recorded before the prefix existed use the bare names.
 
     Examples
     --------
@@ -59,7 +60,8 @@ def base_kind(kind: str) -> str:
 
 
 def state_key(e: dict[str, Any]) -> str:
-    """The state store instance a ``state_committed`` event (or restored version) refers to:
+    """The state store instance a ``state_committed`` event (or restored version) refers to.
+
     ``"<partition>"`` for the default store of operator 0, ``"<op>/<partition>/<store>"`` else.
 
     Examples
@@ -188,8 +190,10 @@ class CheckpointWatcher:
                 time.sleep(0.05)
 
     def restored_versions(self) -> dict[str, int]:
-        """The state version each instance restored in this attempt: one below the first version
-        it committed (its first delta, RocksDB zip or changelog file)."""
+        """The state version each instance restored in this attempt.
+
+        One below the first version it committed (its first delta, RocksDB zip or changelog file).
+        """
         return {k: v - 1 for k, v in sorted(self.written_this_attempt.items())}
 
     def new_attempt(self) -> None:

@@ -40,8 +40,9 @@ def _requested_failure(header: dict[str, Any], mode: str) -> tuple[int | None, s
 
 
 def executor_struck(header: dict[str, Any], events: list[dict[str, Any]]) -> Check:
-    """``executor-lost``: an executor JVM was SIGKILLed in batch K, the driver saw it removed, and
-    the query went on in the same driver.
+    """``executor-lost``: an executor JVM was SIGKILLed in batch K, the driver saw it removed.
+
+    And the query went on in the same driver.
 
     The ``spark.failure`` event (mode ``executor``: an engine-level failure, not a failure of the
     trace's one process, the driver, which goes on) must name the executor id and pid, say that the
@@ -124,10 +125,12 @@ SECOND_KILL = "second-kill"
 
 
 def recovery_kill_filter(markers: str | Path, batch: int) -> Any:
-    """The Python function of the filter through which a restarted ``during-recovery`` driver reads
-    its input: in the task that reads batch ``batch``'s file - the batch's first stage, before the
-    shuffle to its stateful stage, so before any state store of the restarted query is loaded - it
-    asks the supervising parent (once) to SIGKILL the driver and waits for it."""
+    """The filter function through which a restarted ``during-recovery`` driver reads its input.
+
+    In the task that reads batch ``batch``'s file - the batch's first stage, before the shuffle
+    to its stateful stage, so before any state store of the restarted query is loaded - it asks
+    the supervising parent (once) to SIGKILL the driver and waits for it.
+    """
     mpath, target = str(markers), f"batch-{batch:05d}.json"
 
     def hold(path):  # no type hints: PySpark 4 would read them as a pandas UDF

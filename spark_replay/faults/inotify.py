@@ -1,5 +1,7 @@
-"""A minimal Linux inotify reader (ctypes) for the kill supervisor: it sees a streaming query's
-checkpoint log entries (``offsets/K``, the temporary file renamed to ``commits/K``) appear.
+"""A minimal Linux inotify reader (ctypes) for the kill supervisor.
+
+It sees a streaming query's checkpoint log entries (``offsets/K``, the temporary file renamed to
+``commits/K``) appear.
 
 Where inotify is not available :meth:`Inotify.open` returns None and the supervisor polls.
 """
@@ -20,8 +22,10 @@ _IN_CREATE, _IN_MOVED_TO = 0x100, 0x80
 
 
 class Inotify:
-    """A minimal Linux inotify reader (ctypes); ``None``-safe: :meth:`open` returns None where
-    inotify is not available, and the caller polls instead."""
+    """A minimal Linux inotify reader (ctypes); ``None``-safe.
+
+    :meth:`open` returns None where inotify is not available, and the caller polls instead.
+    """
 
     def __init__(self, fd: int, libc: Any):
         self.fd = fd

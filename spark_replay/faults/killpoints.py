@@ -196,9 +196,12 @@ class KillSupervisor:
         return False
 
     def watch(self, proc: subprocess.Popen[bytes]) -> bool:
-        """One round of supervision (blocks about 10 ms): kill ``proc`` and its JVM now if the
-        driver asked for it (kill points ``state`` and ``sink``) or the external kill point was
-        reached; True when it killed. The facts of the kill are kept for :meth:`take`."""
+        """One round of supervision (blocks about 10 ms).
+
+        Kill ``proc`` and its JVM now if the driver asked for it (kill points ``state`` and
+        ``sink``) or the external kill point was reached; True when it killed. The facts of the kill
+        are kept for :meth:`take`.
+        """
         request = self.markers / KILL_REQUEST
         if request.exists():
             asked = _request_facts(request)
@@ -236,8 +239,10 @@ class KillSupervisor:
         return False
 
     def wait(self, proc: subprocess.Popen[bytes]) -> dict[str, Any] | None:
-        """Supervise ``proc`` until it ends or is killed; the kill's facts (``kill_point``,
-        ``checkpoint_logs``, ``state_files``, ``batch``) or None."""
+        """Supervise ``proc`` until it ends or is killed.
+
+        The kill's facts (``kill_point``, ``checkpoint_logs``, ``state_files``, ``batch``) or None.
+        """
         try:
             while proc.poll() is None:
                 if self.watch(proc):
@@ -275,9 +280,11 @@ class KillSupervisor:
 
 
 def _request_facts(request: Path) -> dict[str, Any] | None:
-    """The batch and kill point a driver's kill request names (a JSON object; a request holding
-    only the driver's pid, as :func:`~rollcheck.spark_replay.supervise.request_kill` writes, names
-    none: the supervisor's own batch and kill point apply).
+    """The batch and kill point a driver's kill request names.
+
+    A JSON object; a request holding only the driver's pid, as
+    :func:`~rollcheck.spark_replay.supervise.request_kill` writes, names none: the supervisor's own
+    batch and kill point apply.
 
     >>> import tempfile; p = Path(tempfile.mkdtemp()) / KILL_REQUEST
     >>> _ = p.write_text('{"batch": 2, "kill_point": "before-retry"}'); _request_facts(p)
@@ -305,8 +312,10 @@ def _descendants(pid: int) -> list[int]:
 
 
 def kill_tree(proc: subprocess.Popen[bytes]) -> None:
-    """SIGKILL a driver and everything it started, at once: the process groups of its descendants
-    (Spark's JVM runs in a group of its own) first, then the driver's group; then reap it.
+    """SIGKILL a driver and everything it started, at once.
+
+    The process groups of its descendants (Spark's JVM runs in a group of its own) first, then the
+    driver's group; then reap it.
 
     A driver whose JVM outlived it by even a few milliseconds could still write the checkpoint,
     and the kill would not have struck where the trace says.
@@ -330,10 +339,12 @@ def kill_tree(proc: subprocess.Popen[bytes]) -> None:
 
 
 def record_kill(trace: str | Path, checkpoint: str | Path, fired: dict[str, Any], mode: str = "kill") -> int:
-    """Append the kill to the trace the killed driver wrote: first what the checkpoint held at
-    the kill and the driver had not recorded yet (its watcher's events, as the killed attempt),
-    then the ``failure`` event with the kill's facts (``mode``: ``kill``, or the second kill of
-    ``twice`` / ``during-recovery``). Returns the failure's ``seq``."""
+    """Append the kill to the trace the killed driver wrote.
+
+    First what the checkpoint held at the kill and the driver had not recorded yet (its watcher's
+    events, as the killed attempt), then the ``failure`` event with the kill's facts (``mode``:
+    ``kill``, or the second kill of ``twice`` / ``during-recovery``). Returns the failure's ``seq``.
+    """
     from rollcheck.spark_replay.checkpoint.watcher import CheckpointWatcher
     from rollcheck.spark_replay.trace import TraceWriter
 

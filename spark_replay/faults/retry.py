@@ -1,5 +1,7 @@
-"""The ``retry`` failure as a schedule: which tasks fail, where in the task, which attempts, in
-which batch relative to the state stores' last load, and what follows (:class:`RetrySchedule`).
+"""The ``retry`` failure as a schedule.
+
+Which tasks fail, where in the task, which attempts, in which batch relative to the state stores'
+last load, and what follows (:class:`RetrySchedule`).
 
 A real cluster retries a failed task (``spark.task.maxFailures``, 4): which recovery code runs
 depends on the schedule of the failures, not on the failure alone. The schedule's parameters
@@ -144,8 +146,10 @@ class RetrySchedule:
 
     @classmethod
     def of_config(cls, cfg: dict[str, Any]) -> RetrySchedule:
-        """The schedule a header's config (or a :class:`QueryConfig` as a dict) asked for; a
-        parameter absent (an older trace) takes its default."""
+        """The schedule a header's config (or a :class:`QueryConfig` as a dict) asked for.
+
+        A parameter absent (an older trace) takes its default.
+        """
         d = cls()
         got = {f.name: cfg.get(SCHEDULE_FLAGS[f.name][2:].replace("-", "_")) for f in fields(cls)}
         return cls(**{k: (getattr(d, k) if v is None else v) for k, v in got.items()})
@@ -192,8 +196,9 @@ class RetrySchedule:
 
 
 def retry_restart_batch(fail_at: int, n_input: int) -> int:
-    """The batch after whose sink a ``retry`` recording restarts its driver: the next data batch,
-    or the retried batch itself when it is the last one.
+    """The batch after whose sink a ``retry`` recording restarts its driver.
+
+    The next data batch, or the retried batch itself when it is the last one.
 
     >>> retry_restart_batch(2, 6), retry_restart_batch(5, 6)
     (3, 5)
@@ -202,9 +207,12 @@ def retry_restart_batch(fail_at: int, n_input: int) -> int:
 
 
 def _strike(markers: str, checkpoint: str, batch: int, tasks: str, attempts: int, where: str) -> Any:
-    """The shared body of the two injections: a function ``(rows|None) -> None`` that, in a task,
-    decides whether this attempt fails, records the attempt and raises. Self-contained: it runs in
-    Spark's Python workers (only the standard library and pyspark are imported there)."""
+    """The shared body of the two injections.
+
+    A function ``(rows|None) -> None`` that, in a task, decides whether this attempt fails, records
+    the attempt and raises. Self-contained: it runs in Spark's Python workers (only the standard
+    library and pyspark are imported there).
+    """
     version = batch + 1
 
     def strike(drained: int | None) -> bool:
@@ -263,14 +271,17 @@ def _strike(markers: str, checkpoint: str, batch: int, tasks: str, attempts: int
 
 def retry_task(markers: str | Path, checkpoint: str | Path, batch: int,
                schedule: RetrySchedule | None = None) -> Any:
-    """The ``mapPartitions`` function through which the ``retry`` failure collects batch ``batch``
-    in the driver's ``foreachBatch``: it runs in the same task as the batch's last (stateful)
-    stage. ``after-commit``: it drains its input first (the state store commits version
-    ``batch + 1`` when the stateful operator's iterator is exhausted), then the scheduled attempts
-    raise; ``before-commit`` (refused by :meth:`RetrySchedule.validate`): they raise before reading
-    a row, which on the releases measured is still after the commit. Every attempt records itself
-    (:data:`ATTEMPT_PREFIX`): partition, stage, attempt, whether it failed, and the state files of
-    version ``batch + 1`` of its partition (and of all) that existed when it raised or ended."""
+    """The ``mapPartitions`` function through which the ``retry`` failure collects batch ``batch``.
+
+    It runs in the driver's ``foreachBatch``, in the same task as the batch's last (stateful)
+    stage. ``after-commit``: it drains its input first (the state store commits version ``batch
+    + 1`` when the stateful operator's iterator is exhausted), then the scheduled attempts
+    raise; ``before-commit`` (refused by :meth:`RetrySchedule.validate`): they raise before
+    reading a row, which on the releases measured is still after the commit. Every attempt
+    records itself (:data:`ATTEMPT_PREFIX`): partition, stage, attempt, whether it failed, and
+    the state files of version ``batch + 1`` of its partition (and of all) that existed when it
+    raised or ended.
+    """
     s = schedule or RetrySchedule()
     strike = _strike(str(markers), str(checkpoint), batch, s.tasks, s.attempts, s.where)
     before = s.where == "before-commit"
@@ -287,9 +298,11 @@ def retry_task(markers: str | Path, checkpoint: str | Path, batch: int,
 
 def retry_input_filter(markers: str | Path, checkpoint: str | Path, batch: int,
                        schedule: RetrySchedule | None = None) -> Any:
-    """The Python function of the filter through which the ``retry`` failure with ``stage=input``
-    reads the input: in the tasks that read batch ``batch``'s file (the stage before the shuffle,
-    which holds no state store) the scheduled attempts raise at their first row."""
+    """The filter function through which the ``retry`` failure with ``stage=input`` reads the input.
+
+    In the tasks that read batch ``batch``'s file (the stage before the shuffle, which holds no
+    state store) the scheduled attempts raise at their first row.
+    """
     s = schedule or RetrySchedule()
     strike = _strike(str(markers), str(checkpoint), batch, s.tasks, s.attempts, "input")
     target = f"batch-{batch:05d}.json"
@@ -303,9 +316,11 @@ def retry_input_filter(markers: str | Path, checkpoint: str | Path, batch: int,
 
 
 def retry_facts(markers: str | Path) -> dict[str, Any]:
-    """What the task attempts of the struck stage recorded: ``failed_attempt`` (the first to fail,
-    or None), ``failed_attempts`` and ``succeeded_attempts`` (every attempt that went past the
-    injection), each ordered by stage, partition, attempt."""
+    """What the task attempts of the struck stage recorded.
+
+    ``failed_attempt`` (the first to fail, or None), ``failed_attempts`` and ``succeeded_attempts``
+    (every attempt that went past the injection), each ordered by stage, partition, attempt.
+    """
     m = Path(markers)
     failed = None
     with contextlib.suppress(OSError, ValueError):
@@ -320,8 +335,11 @@ def retry_facts(markers: str | Path) -> dict[str, Any]:
 
 
 def strike_armed(markers: str | Path, schedule: RetrySchedule, fail_at: int) -> bool:
-    """Whether this driver strikes batch ``fail_at``: the retry has not struck yet, and with
-    ``load=first`` (K > 0) the driver was restarted at batch K's start (:func:`restart_before`)."""
+    """Whether this driver strikes batch ``fail_at``.
+
+    The retry has not struck yet, and with ``load=first`` (K > 0) the driver was restarted at batch
+    K's start (:func:`restart_before`).
+    """
     m = Path(markers)
     if (m / RETRY_FAILED).exists():
         return False
@@ -329,10 +347,12 @@ def strike_armed(markers: str | Path, schedule: RetrySchedule, fail_at: int) -> 
 
 
 def restart_before(markers: str | Path, schedule: RetrySchedule, batch: int, fail_at: int) -> None:
-    """``load=first`` at K > 0: in the sink of batch K, before any of its tasks ran, ask the
-    supervising parent (once) to SIGKILL this driver; the new driver's first batch is K, its state
-    stores load version K from the checkpoint. The request names the batch and the point
-    (``before-retry``) for the ``failure`` event the parent records."""
+    """``load=first`` at K > 0: in the sink of batch K, before any of its tasks ran.
+
+    Ask the supervising parent (once) to SIGKILL this driver; the new driver's first batch is K, its
+    state stores load version K from the checkpoint. The request names the batch and the point
+    (``before-retry``) for the ``failure`` event the parent records.
+    """
     import os
     import time
 
@@ -352,11 +372,13 @@ def restart_before(markers: str | Path, schedule: RetrySchedule, batch: int, fai
 
 def collect_struck(bdf: Any, markers: str | Path, checkpoint: str | Path, batch: int, schedule: RetrySchedule,
                    convert: Any, emit: Any) -> list[Any]:
-    """Collect batch ``batch`` under the retry failure (in the driver's ``foreachBatch``): through
-    :func:`retry_task` for the stateful stage, plainly for the input stage (its filter strikes);
-    then ``emit(**facts)`` the ``failure`` event's facts (:func:`retry_facts`, ``schedule``,
-    ``stage_partitions``, ``stateful``, ``batch_failed``). A batch whose every attempt failed is
-    marked (:data:`RETRY_EXHAUSTED`) and its exception raised again: the query fails."""
+    """Collect batch ``batch`` under the retry failure (in the driver's ``foreachBatch``).
+
+    Through :func:`retry_task` for the stateful stage, plainly for the input stage (its filter
+    strikes); then ``emit(**facts)`` the ``failure`` event's facts (:func:`retry_facts`,
+    ``schedule``, ``stage_partitions``, ``stateful``, ``batch_failed``). A batch whose every attempt
+    failed is marked (:data:`RETRY_EXHAUSTED`) and its exception raised again: the query fails.
+    """
     m = Path(markers)
     facts: dict[str, Any] = {"schedule": asdict(schedule), "stage_partitions": None}
     try:

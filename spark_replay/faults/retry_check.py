@@ -1,5 +1,7 @@
-"""``task-retried``: the replay's proof, from the trace alone, that the ``retry`` failure struck as
-its schedule asked (:class:`~rollcheck.spark_replay.faults.retry.RetrySchedule`).
+"""``task-retried``: the replay's proof, from the trace alone.
+
+That the ``retry`` failure struck as its schedule asked
+(:class:`~rollcheck.spark_replay.faults.retry.RetrySchedule`).
 
 The ``failure`` event (``mode: "retry"``) carries every task attempt of the struck stage that
 reached the injection (``failed_attempts``, ``succeeded_attempts``: partition, stage, attempt, the
@@ -120,8 +122,10 @@ def _load_and_then(s: RetrySchedule, f: dict[str, Any], cfg: dict[str, Any],
 
 
 def schedule_mismatch(header: dict[str, Any], events: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, str]:
-    """The retry ``failure`` event and why it did not strike as scheduled (``""``: it did); None
-    and the reason when there is no such event."""
+    """The retry ``failure`` event and why it did not strike as scheduled (``""``: it did).
+
+    None and the reason when there is no such event.
+    """
     cfg = header.get("config") or {}
     k = cfg.get("fail_at_batch")
     hit = [e for e in events if _base(e.get("kind", "")) == "failure" and e.get("mode") == "retry"
@@ -141,13 +145,14 @@ def schedule_mismatch(header: dict[str, Any], events: list[dict[str, Any]]) -> t
 
 
 def retry_struck(header: dict[str, Any], events: list[dict[str, Any]]) -> Check:
-    """``task-retried``: the retry failure struck batch K as its schedule asked (module docstring):
-    the tasks (one partition or all of the stage), the stage (stateful or input), where in the
-    task (after or before the state store's commit, from the state files each failed attempt saw),
-    the attempts (exactly the first N of each failing partition; for N < 4 attempt N ran to its
-    end, for N >= 4 the batch failed), the load (batch K the first batch of its driver, or not,
-    when asked) and what followed (a restart from the checkpoint, or the query going on to its end
-    in the same driver). Anything else is *unchecked*.
+    """``task-retried``: the retry failure struck batch K as its schedule asked (module docstring).
+
+    The tasks (one partition or all of the stage), the stage (stateful or input), where in the task
+    (after or before the state store's commit, from the state files each failed attempt saw), the
+    attempts (exactly the first N of each failing partition; for N < 4 attempt N ran to its end, for
+    N >= 4 the batch failed), the load (batch K the first batch of its driver, or not, when asked)
+    and what followed (a restart from the checkpoint, or the query going on to its end in the same
+    driver). Anything else is *unchecked*.
 
     Examples
     --------

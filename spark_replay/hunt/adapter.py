@@ -191,8 +191,10 @@ class SparkHuntAdapter(HuntAdapter):
         return rc, log
 
     def _release_output(self, module: Path, work: Path) -> dict[str, Any] | None:
-        """The reference release's failure-free output (first provider), or None (no other release,
-        or it did not finish)."""
+        """The reference release's failure-free output (first provider).
+
+        Or None (no other release, or it did not finish).
+        """
         if not self.engine_version or not self.reference_version or self.reference_version == self.engine_version:
             return None
         trace = work / f"ref-{self.reference_version}" / "free.jsonl"

@@ -36,8 +36,11 @@ _LONG_KEY = "k" * 300
 
 
 def key_pool(t: str, extreme: bool = True) -> list[Any]:
-    """Key values (few, so groups and joins meet; a null, an empty and a long one among them; the
-    type's limits unless ``extreme`` is false)."""
+    """Key values: few, so groups and joins meet.
+
+    A null, an empty and a long one are among them, and the type's limits unless ``extreme`` is
+    false.
+    """
     if t == "STRING":
         return ["a", "b", "c", "a", "b", None, "", _LONG_KEY, "ü"]
     if t == "INT":
@@ -46,8 +49,11 @@ def key_pool(t: str, extreme: bool = True) -> list[Any]:
 
 
 def value_pool(t: str, extreme: bool = True) -> list[Any]:
-    """Values of a column of type ``t``; ``extreme`` adds the type's limits (left out of a column
-    summed where an overflow would fail the query under ANSI mode)."""
+    """Values of a column of type ``t``.
+
+    ``extreme`` adds the type's limits (left out of a column summed where an overflow would fail the
+    query under ANSI mode).
+    """
     if t == "INT":
         return [0, 1, 7, -3, 42, None] + ([INT_MIN, INT_MAX] if extreme else [])
     if t == "BIGINT":

@@ -58,8 +58,10 @@ SECOND_FAILURES = ("twice", "during-recovery")
 
 @dataclass(frozen=True)
 class BatchShape:
-    """What the schedules need of a program's input: ``n`` micro-batches, the batches with new rows
-    (``data``) and those where a source (or every source) has none (``idle``).
+    """What the schedules need of a program's input.
+
+    ``n`` micro-batches, the batches with new rows (``data``) and those where a source (or every
+    source) has none (``idle``).
 
     >>> BatchShape.of([[1], [], [2]]).idle, BatchShape.of([{"a": [1]}, {"a": [2], "b": []}], ("a", "b")).idle
     ((1,), (0, 1))
@@ -71,8 +73,11 @@ class BatchShape:
 
     @classmethod
     def of(cls, batches: list[Any], sources: tuple[str, ...] = ()) -> BatchShape:
-        """The shape of ``batches(seed)``: lists of rows, or dicts ``{source: rows}`` (``sources``:
-        every source's name, so that a source missing from a batch counts as idle)."""
+        """The shape of ``batches(seed)``.
+
+        Lists of rows, or dicts ``{source: rows}`` (``sources``: every source's name, so that a
+        source missing from a batch counts as idle).
+        """
         data, idle = [], []
         for b, batch in enumerate(batches):
             if isinstance(batch, dict):
@@ -97,8 +102,10 @@ class BatchShape:
 
 @dataclass(frozen=True)
 class FaultSchedule:
-    """One fault schedule: a matrix failure (``failure``, its ``kill_point`` or retry ``schedule``)
-    at ``batch`` (found by ``anchor``) on the state store ``provider``."""
+    """One fault schedule: a matrix failure at ``batch`` on the state store ``provider``.
+
+    ``failure``, its ``kill_point`` or retry ``schedule``. Found by ``anchor``.
+    """
 
     failure: str
     provider: str
@@ -139,8 +146,11 @@ class FaultSchedule:
 
 
 def _pick(dr: Any, options: Sequence[T]) -> T:
-    """One of ``options``, about evenly (``sampled_from`` as the seeded draw uses it almost never
-    gives its first option), shrinking towards the first."""
+    """One of ``options``, about evenly.
+
+    ``sampled_from`` as the seeded draw uses it almost never gives its first option. Shrinking
+    towards the first.
+    """
     return options[dr(st.integers(0, 2**20)) % len(options)]
 
 
@@ -208,8 +218,11 @@ def fault_schedules(shape: BatchShape, failures: list[str], providers: list[str]
 
 def draw_schedules(shape: BatchShape, failures: list[str], providers: list[str], *, seed: int, salt: str,
                    count: int = 2, tries: int = 12) -> list[FaultSchedule]:
-    """``count`` different schedules (fewer when the grammar has fewer), drawn in order with
-    :func:`rollcheck.infra.hunt.draw.draw` from ``seed`` and ``salt`` (the program's id)."""
+    """``count`` different schedules (fewer when the grammar has fewer).
+
+    Drawn in order with :func:`rollcheck.infra.hunt.draw.draw` from ``seed`` and ``salt`` (the
+    program's id).
+    """
     strategy = fault_schedules(shape, failures, providers)
     out: list[FaultSchedule] = []
     for i in range(tries):

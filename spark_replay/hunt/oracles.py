@@ -95,8 +95,10 @@ def _show(row: dict[str, Any] | None) -> str:
 
 
 def tables_differ(a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, Any]], key: Sequence[str]) -> str | None:
-    """Where the final tables (last row per ``key``) of the outputs ``a`` and ``b`` differ (one
-    line), or None when they are equal (numbers within :data:`REL_TOL`)."""
+    """Where the final tables of the outputs ``a`` and ``b`` differ.
+
+    Last row per ``key``. One line. Or None when they are equal (numbers within :data:`REL_TOL`).
+    """
     ta, tb = _table(a, key), _table(b, key)
     for k in sorted(set(ta) | set(tb)):
         ra, rb = ta.get(k), tb.get(k)
@@ -150,7 +152,10 @@ def provider_differential(runs: Mapping[str, str | Path | None], operators: Sequ
 
 def partitioning_differential(default: str | Path | None, one: str | Path | None, operators: Sequence[str] = (),
                               text: str = "", default_partitions: int = 2) -> Check:
-    """``partitioning-differential``: the failure-free run with ``default_partitions`` shuffle
-    partitions against the one with a single partition (module docstring)."""
+    """``partitioning-differential``.
+
+    The failure-free run with ``default_partitions`` shuffle partitions against the one with a
+    single partition (module docstring).
+    """
     return _differential("partitioning-differential", {str(default_partitions): default, "1": one}, operators, text,
                          "shuffle partitions")

@@ -1,5 +1,7 @@
-"""How the Spark hunt reads its recordings: a matrix entry or a failure-free trace as a
-:class:`~rollcheck.infra.hunt.adapter.CellOutcome`, and why a failure-free run did not finish.
+"""How the Spark hunt reads its recordings.
+
+A matrix entry or a failure-free trace as a :class:`~rollcheck.infra.hunt.adapter.CellOutcome`, and
+why a failure-free run did not finish.
 
 - :func:`outcome_of_entry`: an entry of ``spark matrix``'s JSON document (verdict, checks, the
   attribution, cost, what was shared; the engine's exception read from the cell's trace);
@@ -44,8 +46,10 @@ _EXC = re.compile(r"\b((?:[a-z_][a-z0-9_]*\.)+[A-Z][A-Za-z0-9_$]*(?:Exception|Er
 
 
 def refusal(line: str) -> str | None:
-    """``"rejected"`` (Spark refused the program at analysis), ``"failed"`` (a micro-batch
-    failed), or None (neither: a timeout, the machine, rollcheck)."""
+    """``"rejected"`` (Spark refused the program at analysis), ``"failed"`` (a micro-batch failed).
+
+    Or None (neither: a timeout, the machine, rollcheck).
+    """
     if _ANALYSIS.search(line or ""):
         return "rejected"
     if _FAILED.search(line or ""):
@@ -67,8 +71,9 @@ def status_of(value: str) -> str:
 
 
 def verdict_of(checks: Mapping[str, str]) -> str:
-    """The one verdict rule over a cell's checks: violated, else inconclusive if one is unchecked or
-    nothing held, else conformant.
+    """The one verdict rule over a cell's checks.
+
+    Violated, else inconclusive if one is unchecked or nothing held, else conformant.
 
     >>> verdict_of({"a": "held", "b": "unchecked"}), verdict_of({"a": "not_applicable"})
     ('inconclusive', 'inconclusive')
@@ -82,8 +87,10 @@ def verdict_of(checks: Mapping[str, str]) -> str:
 
 
 def trace_exception(trace: str | Path | None) -> str | None:
-    """The engine's exception class a recording names (a failed restart or a failure-free run that
-    failed on this release), else None."""
+    """The engine's exception class a recording names.
+
+    A failed restart or a failure-free run that failed on this release. Else None.
+    """
     from rollcheck.spark_replay.checkpoint.watcher import base_kind
     from rollcheck.spark_replay.trace import read_trace
 
@@ -113,10 +120,12 @@ def outcome_of_entry(entry: Mapping[str, Any]) -> CellOutcome:
 
 
 def with_release(trace: str | Path, release_output: Mapping[str, Any] | None) -> str | None:
-    """``release-differential`` of a failure-free recording against the reference release's
-    failure-free output (``{"engine_version", "output"}``), or None without one: the oracle of
-    :mod:`rollcheck.spark_replay.oracles.checks` over the recording's own final output as the run on its
-    release."""
+    """``release-differential`` of a failure-free recording against the reference release's output.
+
+    The reference release's failure-free output is ``{"engine_version", "output"}``; None
+    without one. The oracle of :mod:`rollcheck.spark_replay.oracles.checks` over the recording's
+    own final output as the run on its release.
+    """
     from rollcheck.spark_replay.checkpoint.watcher import PREFIX, base_kind
     from rollcheck.spark_replay.oracles.checks import release_differential
     from rollcheck.spark_replay.trace import read_trace
@@ -140,8 +149,10 @@ def with_release(trace: str | Path, release_output: Mapping[str, Any] | None) ->
 
 def outcome_of_free(trace: str | Path, release_output: Mapping[str, Any] | None = None,
                     extra: Mapping[str, str] | None = None) -> CellOutcome:
-    """A finished failure-free recording replayed as the hunt's outcome (module docstring);
-    ``extra``: more check statuses decided outside the trace (a differential)."""
+    """A finished failure-free recording replayed as the hunt's outcome (module docstring).
+
+    ``extra``: more check statuses decided outside the trace (a differential).
+    """
     from rollcheck.spark_replay.replay.conformance import replay_file
 
     rep = replay_file(Path(trace))

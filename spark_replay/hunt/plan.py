@@ -313,8 +313,11 @@ def _unary(step: dict[str, Any], rel: Rel, spec: dict[str, Any]) -> Rel:
 
 
 def analyse(spec: dict[str, Any], complete: bool = True) -> list[Rel]:
-    """Every step's :class:`Rel`, in order; :class:`PlanError` for a plan Spark would refuse
-    (``complete=False``: a plan being drawn, whose steps need not all be read yet)."""
+    """Every step's :class:`Rel`, in order.
+
+    :class:`PlanError` for a plan Spark would refuse (``complete=False``: a plan being drawn, whose
+    steps need not all be read yet).
+    """
     rels: list[Rel] = []
     release = spec["release"]
     for i, step in enumerate(spec["steps"]):
@@ -363,8 +366,11 @@ def output_columns(rel: Rel) -> list[str]:
 
 
 def key_columns(rel: Rel, mode: str) -> list[str]:
-    """``KEY``: the group keys (windows flattened) when the last stateful operator aggregates or
-    keys its state and the mode updates rows; every output column otherwise."""
+    """``KEY``: the group keys, or every output column.
+
+    The group keys (windows flattened) when the last stateful operator aggregates or keys its
+    state and the mode updates rows; every output column otherwise.
+    """
     if rel.group is not None:
         out: list[str] = []
         for c in rel.group:

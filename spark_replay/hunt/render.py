@@ -114,8 +114,10 @@ def sql_expr(e: list[Any], q: str = "") -> str:
 
 
 def value_literal(v: Any, t: str) -> str:
-    """One input value as Python source (timestamps stored as ISO strings, doubles' NaN and
-    infinities as strings)."""
+    """One input value as Python source.
+
+    Timestamps stored as ISO strings, doubles' NaN and infinities as strings.
+    """
     if v is None:
         return "None"
     if t == "TIMESTAMP":

@@ -117,8 +117,10 @@ def _newest(versions: list[str], line: str | None) -> str | None:
 
 
 def newer_releases(engine_version: str | None) -> list[str]:
-    """[the newest patch of ``engine_version``'s line, the newest release] among the releases
-    rollcheck supports (deduplicated; empty when the package index cannot be asked)."""
+    """The newest patch of ``engine_version``'s line and the newest release that rollcheck supports.
+
+    Deduplicated; empty when the package index cannot be asked.
+    """
     from rollcheck.pyimpl.errors import InvalidInputError
     from rollcheck.spark_replay.releases import parse_release, pinned_release
 

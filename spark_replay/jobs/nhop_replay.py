@@ -97,8 +97,10 @@ class EndOfRun(TraceCheck):
 
 
 class OutputsFailureFree(TraceCheck):
-    """The ``end`` record's per-process (count, sum) against the failure-free run and the deliveries
-    of the effective execution (module docstring)."""
+    """The ``end`` record's per-process (count, sum) against the failure-free run.
+
+    Also against the deliveries of the effective execution (module docstring).
+    """
 
     name = "outputs-failure-free"
     needs = ("send.payload", "deliver", "end.outputs")

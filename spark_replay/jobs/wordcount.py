@@ -256,8 +256,11 @@ def _quiet(spark: Any) -> None:
 
 
 def _progress_listener(writer: TraceWriter) -> Any:
-    """A StreamingQueryListener recording each batch's progress (asynchronous; none for a failed
-    batch; lost with a killed driver): an independent observation of what Spark did."""
+    """A StreamingQueryListener recording each batch's progress.
+
+    Asynchronous; none for a failed batch; lost with a killed driver. An independent observation of
+    what Spark did.
+    """
     from pyspark.sql.streaming import StreamingQueryListener
 
     class _Listener(StreamingQueryListener):  # type: ignore[misc]

@@ -140,8 +140,11 @@ def cell_argv(config: str | Path) -> list[str]:
 
 
 def run_cell(cfg: CellConfig, spark: Any = None) -> dict[str, Any]:
-    """Record the cell (in ``spark``, a session of the caller's, when given; task and sink
-    failures and failure-free runs only); return :func:`~rollcheck.spark_replay.query.record.record_query`'s result."""
+    """Record the cell; return :func:`~rollcheck.spark_replay.query.record.record_query`'s result.
+
+    In ``spark``, a session of the caller's, when given; task and sink failures and failure-free
+    runs only.
+    """
     from rollcheck.spark_replay.query.record import record_query
 
     cfg.query.validate()

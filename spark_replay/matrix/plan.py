@@ -1,5 +1,6 @@
-"""The Spark matrix's plan: its cells (query module × state store provider × failure × kill point)
-and its options.
+"""The Spark matrix's plan: its cells and its options.
+
+Query module × state store provider × failure × kill point.
 
 A *configuration* is a query module with a state store provider (``hdfs``, ``rocksdb``,
 ``rocksdb-changelog``); a *column* is a failure: ``task``, ``sink``, ``executor`` (an executor JVM of
@@ -40,8 +41,10 @@ RELEASE_ROW_HEADER = "release · " + ROW_HEADER
 
 @dataclass(frozen=True)
 class Cell:
-    """One cell: a query module under a state store provider with one failure (a
-    :class:`~rollcheck.infra.matrix.cells.MatrixCell`: ``row``, ``column``, ``ident``)."""
+    """One cell: a query module under a state store provider with one failure.
+
+    A :class:`~rollcheck.infra.matrix.cells.MatrixCell`: ``row``, ``column``, ``ident``.
+    """
 
     module: str
     provider: str
@@ -72,8 +75,10 @@ class Cell:
 
     @property
     def config_id(self) -> str:
-        """The configuration's folder name: ``<name>--<provider>`` (``pyspark<V>-<name>--<provider>``
-        on a release of ``--engine-version``).
+        """The configuration's folder name.
+
+        ``<name>--<provider>`` (``pyspark<V>-<name>--<provider>`` on a release of
+        ``--engine-version``).
 
         >>> Cell("q.py", "hdfs", "task").config_id, Cell("q.py", "hdfs", "task", None, "3.5.9").config_id
         ('q--hdfs', 'pyspark3.5.9-q--hdfs')
@@ -130,8 +135,10 @@ def row_header(planned: Sequence[Cell]) -> str:
 
 
 def parse_versions(text: str | None) -> list[str]:
-    """The releases of ``--engine-version V[,V2...]`` (in order, each once; each checked against
-    the supported range before anything is installed); ``[]`` for None.
+    """The releases of ``--engine-version V[,V2...]``.
+
+    In order, each once; each checked against the supported range before anything is installed.
+    ``[]`` for None.
 
     >>> parse_versions("3.5.9, 4.3.0,3.5.9"), parse_versions(None)
     (['3.5.9', '4.3.0'], [])
@@ -155,8 +162,9 @@ def parse_versions(text: str | None) -> list[str]:
 def plan_cells(modules: list[str], providers: list[str], failures: list[str],
                kill_points: list[str], engine_versions: Sequence[str | None] = (None,),
                retry_schedules: Sequence[str] = ()) -> list[Cell]:
-    """Every cell, release by release (``engine_versions``; None: the pinned release), then
-    configuration by configuration (module-major), columns in protocol order.
+    """Every cell, release by release (``engine_versions``; None: the pinned release).
+
+    Then configuration by configuration (module-major), columns in protocol order.
 
     Examples
     --------

@@ -60,8 +60,11 @@ MAX_RUNS = 6
 
 
 def _value(v: Any) -> str:
-    """Python source of one value; a float that is not finite as ``float("nan")`` / ``float("inf")``
-    (``repr`` gives ``nan``, a name no script defines)."""
+    """Python source of one value.
+
+    A float that is not finite as ``float("nan")`` / ``float("inf")`` (``repr`` gives ``nan``, a
+    name no script defines).
+    """
     if isinstance(v, float) and not math.isfinite(v):
         return f'float("{v}")'
     if isinstance(v, dict):
@@ -74,8 +77,9 @@ def _value(v: Any) -> str:
 
 
 def _literal(rows: list[Any]) -> str:
-    """Python source of the batches (datetimes as ``datetime.datetime(...)``): lists of rows, or
-    one ``{source: rows}`` dict per batch for a module of several sources.
+    """Python source of the batches (datetimes as ``datetime.datetime(...)``).
+
+    Lists of rows, or one ``{source: rows}`` dict per batch for a module of several sources.
 
     >>> import datetime as dt
     >>> _literal([[(dt.datetime(2024, 1, 1, 0, 0, 5), "a", 1)]])
@@ -96,8 +100,10 @@ def _n_rows(rows: list[Any]) -> int:
 
 
 def module_with_rows(source: str, rows: list[Any]) -> str:
-    """The user's module source with ``batches(seed)`` replaced by fixed ``rows`` (lists of rows,
-    or ``{source: rows}`` dicts)."""
+    """The user's module source with ``batches(seed)`` replaced by fixed ``rows``.
+
+    Lists of rows, or ``{source: rows}`` dicts.
+    """
     return (source.rstrip() + "\n\n\n# --- rollcheck: the minimised input replaces batches(seed) ---\n"
             "import datetime  # noqa: E402\n\n\n"
             f"def batches(seed):\n    return {_literal(rows)}\n")
@@ -186,9 +192,11 @@ def reproducer_source(module_source: str, rows: list[Any], *, failure: str,
 
 
 def expected_table(trace: Path, violated: set[str] | frozenset[str]) -> dict[str, Any] | None:
-    """The final table the failure-free run of a recording should have given, from an oracle that
-    does not trust it, for a finding whose violated checks are ``violated``; None when the finding
-    shows in the run with the failure (the reproducer then compares the two runs only).
+    """The final table the failure-free run of a recording should have given.
+
+    From an oracle that does not trust it, for a finding whose violated checks are ``violated``;
+    None when the finding shows in the run with the failure (the reproducer then compares the two
+    runs only).
 
     ``release-differential`` violated: the failure-free run on the reference release (its rows in
     the trace's ``spark.release_reference``). Else ``batch-equivalent`` violated, in update or
@@ -234,9 +242,11 @@ def _module_source(module: str) -> str:
 
 
 def reproducer_python(engine_version: str | None) -> Path:
-    """The interpreter a finding's reproducer runs with: the running one for the pinned release
-    (None), else the environment of pyspark ``engine_version``
-    (:func:`rollcheck.spark_replay.releases.spark_environment`, made once and reused).
+    """The interpreter a finding's reproducer runs with.
+
+    The running one for the pinned release (None), else the environment of pyspark
+    ``engine_version`` (:func:`rollcheck.spark_replay.releases.spark_environment`, made once and
+    reused).
 
     >>> import sys
     >>> str(reproducer_python(None)) == sys.executable
@@ -251,9 +261,10 @@ def minimise_and_write(cell: Any, opts: Any, result: dict[str, Any],
                        run: Callable[[list[str], float, Path], tuple[int | None, str]],
                        argv_for: Callable[[str, Path, int], list[str]],
                        root_cause: Callable[[Path], str | None]) -> dict[str, Any]:
-    """Shrink the finding of ``cell``, write ``DIR/<cell>.reproducer.py`` and run it once; return
-    the fields to add to the cell's entry (``reproducer``, ``minimised``, ``reproducer_run``: its
-    exit status, seconds, the rows it printed, and whether it showed the finding).
+    """Shrink the finding of ``cell``, write ``DIR/<cell>.reproducer.py`` and run it once.
+
+    Return the fields to add to the cell's entry (``reproducer``, ``minimised``, ``reproducer_run``:
+    its exit status, seconds, the rows it printed, and whether it showed the finding).
 
     ``run(argv, timeout, log)`` runs a recording (and at the end the reproducer), ``argv_for(module_file,
     trace, fail_at)`` is the cell's recording command for another module file with the failure at

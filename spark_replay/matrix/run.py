@@ -149,23 +149,31 @@ def _cell_file(cfg: CellConfig) -> Path:
 
 def _record_argv(cell: Cell | None, module: str, provider: str, opts: MatrixOptions, trace: Path,
                  reference: Path | None, engine_version: str | None = None) -> list[str]:
-    """The command of a fresh child recording ``cell`` (None: the configuration's reference): its
-    configuration (:func:`rollcheck.spark_replay.matrix.cell.cell_config`) written beside the trace."""
+    """The command of a fresh child recording ``cell`` (None: the configuration's reference).
+
+    Its configuration (:func:`rollcheck.spark_replay.matrix.cell.cell_config`) written beside the
+    trace.
+    """
     cfg = cell_config(cell, opts, trace, reference, module=module, provider=provider, engine_version=engine_version)
     return cell_argv(_cell_file(cfg))
 
 
 def _shrink_argv(cell: Cell, module: str, opts: MatrixOptions, trace: Path, fail_at: int) -> list[str]:
-    """A minimiser's re-recording of ``cell`` on another module file (its shrunk input), the
-    failure at batch ``fail_at``: the matrix's own settings otherwise (seed, master, call timeout),
-    all of the module's batches, no shared reference."""
+    """A minimiser's re-recording of ``cell`` on another module file (its shrunk input).
+
+    The failure at batch ``fail_at``: the matrix's own settings otherwise (seed, master, call
+    timeout), all of the module's batches, no shared reference.
+    """
     return _record_argv(cell, module, cell.provider, replace(opts, batches=None, fail_at_batch=fail_at), trace, None)
 
 
 def overloaded(log: Path) -> bool:
-    """Whether a recording's log shows a Python worker that did not connect back in time
-    (:data:`rollcheck.spark_replay.query.record.OVERLOAD_SIGNS`): the machine's fault, not the query's;
-    the matrix records such a cell once more, and if it happens again the cell is inconclusive."""
+    """Whether a recording's log shows a Python worker that did not connect back in time.
+
+    :data:`rollcheck.spark_replay.query.record.OVERLOAD_SIGNS`. The machine's fault, not the
+    query's; the matrix records such a cell once more, and if it happens again the cell is
+    inconclusive.
+    """
     try:
         text = log.read_text(errors="replace")
     except OSError:
@@ -268,11 +276,13 @@ class SparkAdapter(EngineAdapter):
         return Prepared(error=f"the failure-free reference run of this configuration did not finish: {why}")
 
     def _release_reference(self, cfg: CellConfig, trace: Path, c0: Cell, runner: ChildRunner) -> bool:
-        """On release V with a reference release R: R's failure-free run of the configuration,
-        once (a failure-free recording on R, in R's warm driver, itself kept in the reference cache),
-        added to the shared reference ``trace`` (:func:`add_release_reference`), so the cells do not
-        each run the query on R again. Whether ``trace`` changed; when R's run does not finish, each
-        cell runs it as before."""
+        """On release V with a reference release R.
+
+        R's failure-free run of the configuration, once (a failure-free recording on R, in R's warm
+        driver, itself kept in the reference cache), added to the shared reference ``trace``
+        (:func:`add_release_reference`), so the cells do not each run the query on R again. Whether
+        ``trace`` changed; when R's run does not finish, each cell runs it as before.
+        """
         other, mine = cfg.query.reference_version, cfg.query.engine_version
         if not mine or not other or other == mine:
             return False
@@ -309,9 +319,11 @@ class SparkAdapter(EngineAdapter):
 
     # ------------------------------------------------------------------ where a recording runs
     def _warm_for(self, failure: str | None) -> bool:
-        """Whether a recording with ``failure`` (None: the reference) runs in a warm driver: a task
-        or sink failure or none, on any release (a driver of that release's environment), unless
-        the options turned warm drivers off."""
+        """Whether a recording with ``failure`` (None: the reference) runs in a warm driver.
+
+        A task or sink failure or none, on any release (a driver of that release's environment),
+        unless the options turned warm drivers off.
+        """
         return self.opts.warm and (failure is None or failure in WARM_FAILURES)
 
     def _run(self, cfg: CellConfig, warm: bool, runner: ChildRunner, log: Path) -> tuple[int | None, str]:
@@ -400,8 +412,11 @@ def _caption(meta: Mapping[str, Any]) -> str:
 
 
 def cell_result(cell: Cell, opts: MatrixOptions, trace: Path, *, error: str | None = None) -> dict[str, Any]:
-    """Replay one recorded cell and build its entry of the matrix's JSON (the core's keys,
-    :data:`rollcheck.infra.matrix.CELL_KEYS`); ``error``: the cell is inconclusive with it."""
+    """Replay one recorded cell and build its entry of the matrix's JSON.
+
+    The core's keys, :data:`rollcheck.infra.matrix.CELL_KEYS`. ``error``: the cell is inconclusive
+    with it.
+    """
     adapter = SparkAdapter(opts, [cell])
     err = error[len("inconclusive: "):] if error and error.startswith("inconclusive: ") else error
     entry, _ = entry_of(adapter, cell, Recording(Path(trace)), opts.out, error=err)
@@ -411,8 +426,11 @@ def cell_result(cell: Cell, opts: MatrixOptions, trace: Path, *, error: str | No
 def render_html(cells: list[dict[str, Any]], planned: list[Cell], out: Path, *, done: bool,
                 meta: dict[str, Any], running: Mapping[tuple[str, str], str] | set[tuple[str, str]] | None = None,
                 ) -> str:
-    """The matrix's HTML table (the core's, :func:`rollcheck.infra.matrix.render_html`) with Spark's
-    title, legend and caption; ``running``: the table places ``(row, column)`` running now."""
+    """The matrix's HTML table with Spark's title, legend and caption.
+
+    The core's, :func:`rollcheck.infra.matrix.render_html`. ``running``: the table places ``(row,
+    column)`` running now.
+    """
     busy = {k: "running" for k in running} if isinstance(running, set) else dict(running or {})
     return _render_html(cells, planned, out, done=done, title=SparkAdapter.title, row_header=row_header(planned),
                         legend=_LEGEND, caption=_caption(meta),

@@ -1,6 +1,9 @@
-"""The Spark matrix on several pyspark releases: the environments made before any cell runs
-(:func:`prepare_releases`) and a finding's reproducer run on the cell's release and on the
-reference release (:func:`reproducer_on_releases`); :mod:`rollcheck.spark_replay.matrix.run` uses both."""
+"""The Spark matrix on several pyspark releases.
+
+The environments made before any cell runs (:func:`prepare_releases`) and a finding's reproducer run
+on the cell's release and on the reference release (:func:`reproducer_on_releases`);
+:mod:`rollcheck.spark_replay.matrix.run` uses both.
+"""
 
 from __future__ import annotations
 
@@ -21,10 +24,12 @@ def _pinned() -> str:
 
 def reproducer_on_releases(cell: Cell, opts: MatrixOptions, script: Path,
                            run: Callable[[list[str], float, Path], tuple[int | None, str]]) -> dict[str, Any]:
-    """Run a finding's reproducer once on the cell's release V and once on the reference release R
-    (``--reference-version``, default the pinned one), each with its own environment's interpreter
+    """Run a finding's reproducer once on the cell's release V and once on the reference release R.
+
+    ``--reference-version``, default the pinned one. Each with its own environment's interpreter
     (made before the cells ran); return ``{V: run, R: run}`` (the core's
-    :func:`~rollcheck.infra.matrix.reproducer.run_on_releases`)."""
+    :func:`~rollcheck.infra.matrix.reproducer.run_on_releases`).
+    """
     from rollcheck.infra.matrix import run_on_releases
     from rollcheck.spark_replay.matrix.reproducer import SHOWS, reproducer_python
 
@@ -38,8 +43,10 @@ def reproducer_on_releases(cell: Cell, opts: MatrixOptions, script: Path,
 
 
 def prepare_releases(opts: MatrixOptions) -> dict[str, Path]:
-    """Make (or reuse) the environment of every release of ``opts.engine_versions`` and of
-    ``opts.reference_version``, once, before any cell runs; return ``{release: python}``.
+    """Make (or reuse) the environment of every release of the matrix, once, before any cell runs.
+
+    The releases are ``opts.engine_versions`` and ``opts.reference_version``; returns
+    ``{release: python}``.
 
     Raises
     ------

@@ -118,8 +118,10 @@ class WarmDriver:
         return self.proc is not None and self.proc.poll() is None
 
     def start(self, timeout: float = 300.0) -> None:
-        """Start the driver and wait until its Spark session is up (RuntimeError when it is not,
-        or when it runs another release than :attr:`release`)."""
+        """Start the driver and wait until its Spark session is up.
+
+        RuntimeError when it is not, or when it runs another release than :attr:`release`.
+        """
         from rollcheck.infra import children
         from rollcheck.spark_replay.releases import child_environment, spark_environment
 
@@ -157,8 +159,11 @@ class WarmDriver:
             runner.adopt(self.proc)
 
     def run(self, config: Path, timeout: float, cell_log: Path | None = None) -> WarmReply:
-        """Run the cell of the configuration file ``config``; return its :class:`WarmReply`
-        (``exit`` None and ``damaged`` set when the driver did not answer within ``timeout``)."""
+        """Run the cell of the configuration file ``config``.
+
+        Return its :class:`WarmReply` (``exit`` None and ``damaged`` set when the driver did not
+        answer within ``timeout``).
+        """
         from rollcheck.infra.matrix.cost import TreeCpu
 
         assert self.proc is not None and self.proc.stdin is not None
@@ -257,11 +262,14 @@ class WarmPool:
 
     def run(self, config: Path, runner: Any, log: Path, timeout: float, release: str | None = None,
             master: str | None = None) -> tuple[int | None, str] | None:
-        """Run the cell of ``config`` in a driver of ``release``: ``(exit, result as JSON)``, or
-        ``(None, why)`` when it could not be decided; run again on a fresh driver when the driver
-        was damaged (never a verdict from a dirty engine). None when no driver could be started
-        (the caller runs a fresh child). The CPU it cost and whether the engine was warm go to
-        ``runner``'s account (:meth:`~rollcheck.infra.matrix.ChildRunner.charge`)."""
+        """Run the cell of ``config`` in a driver of ``release``.
+
+        ``(exit, result as JSON)``, or ``(None, why)`` when it could not be decided; run again on a
+        fresh driver when the driver was damaged (never a verdict from a dirty engine). None when no
+        driver could be started (the caller runs a fresh child). The CPU it cost and whether the
+        engine was warm go to ``runner``'s account
+        (:meth:`~rollcheck.infra.matrix.ChildRunner.charge`).
+        """
         why = ""
         for _ in range(2):
             drv = self._take(runner, timeout, release, master if master is not None else self.master)
@@ -428,8 +436,9 @@ def _damage(base: Any, spark: Any) -> str | None:
 
 
 def forget_user_modules(before: set[str]) -> list[str]:
-    """Drop from ``sys.modules`` the user's modules imported since ``before`` (a set of names): the
-    query modules (``rollcheck_user_query_*``) and every module whose file lies outside Python's
+    """Drop from ``sys.modules`` the user's modules imported since ``before`` (a set of names).
+
+    The query modules (``rollcheck_user_query_*``) and every module whose file lies outside Python's
     own folders (the standard library, site-packages) and is not rollcheck's; return their names.
 
     Examples

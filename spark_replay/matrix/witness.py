@@ -26,8 +26,11 @@ __all__ = ["FOREACHBATCH_DOC", "report_of", "protocol_step", "witness", "expecte
 
 
 def report_of(replay: Any) -> Report:
-    """The replay's result in the one verdict model (a :class:`Report`), whatever check type the
-    replay returns (the verdict model's own, or the older ``ok`` / ``detail`` triple)."""
+    """The replay's result in the one verdict model (a :class:`Report`).
+
+    Whatever check type the replay returns (the verdict model's own, or the older ``ok`` /
+    ``detail`` triple).
+    """
     if isinstance(replay, Report):
         return replay
     checks = []
@@ -65,10 +68,11 @@ def protocol_step(failure: dict[str, Any]) -> str:
 
 
 def witness(header: dict[str, Any], events: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The lost or duplicated rows of a recording against its reference, each with the batch whose
-    rows handed to the sink hold it (None: never handed to the sink as such), the attempts in which
-    the sink was handed it, and the failure (the step of the commit protocol where it struck). None
-    when the output equals the reference.
+    """The lost or duplicated rows of a recording against its reference.
+
+    Each with the batch whose rows handed to the sink hold it (None: never handed to the sink as
+    such), the attempts in which the sink was handed it, and the failure (the step of the commit
+    protocol where it struck). None when the output equals the reference.
 
     Examples
     --------
@@ -108,9 +112,12 @@ def witness(header: dict[str, Any], events: list[dict[str, Any]]) -> dict[str, A
 
 
 def expected_by_engine(report: Report, header: dict[str, Any], wit: dict[str, Any] | None) -> str | None:
-    """The documentation that explains this not-conformant cell, or None (a finding, or a cell that
-    cannot be attributed): :func:`~rollcheck.pyimpl.attribution.classify_cell`'s attribution,
-    counted from the trace's sink handings (``header`` and ``wit`` are not needed any more)."""
+    """The documentation that explains this not-conformant cell.
+
+    Or None (a finding, or a cell that cannot be attributed):
+    :func:`~rollcheck.pyimpl.attribution.classify_cell`'s attribution, counted from the trace's sink
+    handings (``header`` and ``wit`` are not needed any more).
+    """
     from rollcheck.pyimpl.attribution import classify_cell
 
     c = classify_cell(report)

@@ -1,5 +1,7 @@
-"""The recorder side of ``batch-equivalent``: the query run as a batch job over exactly the input
-rows Spark's lateness rule keeps (:mod:`rollcheck.spark_replay.oracles.lateness`).
+"""The recorder side of ``batch-equivalent``.
+
+The query run as a batch job over exactly the input rows Spark's lateness rule keeps
+(:mod:`rollcheck.spark_replay.oracles.lateness`).
 
 :func:`analyse_plan` reads the analysed streaming plan (per source); :func:`evaluate_batch` runs
 the batch job once over the kept rows (for sliding windows whose rows count in some windows only:
@@ -32,10 +34,12 @@ MAX_LISTED = 200
 
 
 def analyse_plan(plan: str, sources: Mapping[str, Sequence[str]] | Sequence[str]) -> dict[str, Any]:
-    """What the streaming query's analysed plan tells the oracle: ``{"applicable", "reason",
-    "event_time", "watermarked", "rule"}`` (``rule``: a :class:`~rollcheck.spark_replay.oracles.lateness.LateRule`).
-    ``sources`` maps each source to its columns (a plain column list is the one source ``input``);
-    ``event_time`` is the watermarked input column (one source) or ``{source: column}``.
+    """What the streaming query's analysed plan tells the oracle.
+
+    ``{"applicable", "reason", "event_time", "watermarked", "rule"}`` (``rule``: a
+    :class:`~rollcheck.spark_replay.oracles.lateness.LateRule`). ``sources`` maps each source to its
+    columns (a plain column list is the one source ``input``); ``event_time`` is the watermarked
+    input column (one source) or ``{source: column}``.
 
     Examples
     --------
@@ -198,8 +202,10 @@ class _NoWindowColumn(Exception):
 
 
 def _window_column(plan: str) -> tuple[str, str] | None:
-    """The output column that tells an output row's window, and which part of it: ``("w",
-    "struct")``, ``("ws", "start")`` or ``("we", "end")``."""
+    """The output column that tells an output row's window, and which part of it.
+
+    ``("w", "struct")``, ``("ws", "start")`` or ``("we", "end")``.
+    """
     top = plan.splitlines()[0] if plan else ""
     m = re.search(r"(?<![\w#])\w+#\d+-T\d+ms\.(start|end) AS (\w+)#\d+", top)
     if m:
@@ -213,9 +219,12 @@ def _window_column(plan: str) -> tuple[str, str] | None:
 
 def _by_threshold(run: Callable[..., Any], rule: LateRule, batches: Sequence[Mapping[str, Sequence[tuple[Any, ...]]]],
                   late: dict[int, int], plan: str, plain: Callable[[Any], Any]) -> tuple[list[Any], list[dict[str, Any]]]:
-    """Sliding windows: a window ending at ``e`` counts the rows whose late-events watermark is
-    below ``e``; one evaluation per distinct late-events watermark ``l_j`` over the rows with
-    ``l <= l_j`` gives exactly the windows ending in ``(l_j, l_{j+1}]``."""
+    """Sliding windows: one evaluation per distinct late-events watermark.
+
+    A window ending at ``e`` counts the rows whose late-events watermark is below ``e``; one
+    evaluation per distinct late-events watermark ``l_j`` over the rows with ``l <= l_j`` gives
+    exactly the windows ending in ``(l_j, l_{j+1}]``.
+    """
     where = _window_column(plan)
     (src, op), = rule.operands.items()
     if where is None:

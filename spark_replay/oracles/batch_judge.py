@@ -72,8 +72,11 @@ def _ms(v: Any) -> int | None:
 
 
 def _bound_column(ev: dict[str, Any], header: dict[str, Any]) -> tuple[str | None, str]:
-    """The output column that carries a row's event-time bound, and where it was learnt (the
-    streaming result's schema: a batch job's carries no event-time metadata)."""
+    """The output column that carries a row's event-time bound.
+
+    And where it was learnt (the streaming result's schema: a batch job's carries no event-time
+    metadata).
+    """
     fields = ev.get("stream_fields") or ev.get("fields") or []
     for f in fields:
         if "spark.watermarkDelayMs" in (f.get("metadata") or {}):
@@ -95,8 +98,11 @@ def _value(row: dict[str, Any], col: str) -> Any:
 
 
 def _variant(ev: dict[str, Any], mode: str | None) -> dict[str, Any] | None:
-    """The evaluation the run is judged against: by Spark's lateness rule, the one for the run's
-    output mode (an event from before the rule: its only evaluation, when it had no late row)."""
+    """The evaluation the run is judged against.
+
+    By Spark's lateness rule, the one for the run's output mode (an event from before the rule: its
+    only evaluation, when it had no late row).
+    """
     variants = ev.get("variants") or []
     if "rule" not in ev:
         return variants[0] if variants and not ev.get("late") else None
@@ -105,8 +111,10 @@ def _variant(ev: dict[str, Any], mode: str | None) -> dict[str, Any] | None:
 
 def _judge(name: str, run: str, ev: dict[str, Any], output: list[dict[str, Any]], header: dict[str, Any],
            seq: int) -> Check | None:
-    """One run's output against the batch job over the rows Spark's lateness rule keeps; None when
-    it agrees."""
+    """One run's output against the batch job over the rows Spark's lateness rule keeps.
+
+    None when it agrees.
+    """
     cfg = header.get("config") or {}
     key = [str(k) for k in cfg.get("key") or []]
     mode = cfg.get("output_mode")

@@ -86,8 +86,10 @@ def _events(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
 
 
 def batch_equivalent(header: dict[str, Any], events: list[dict[str, Any]]) -> Check | None:
-    """``batch-equivalent`` (module docstring); None when the recording has no batch evaluation
-    (a trace from before this oracle)."""
+    """``batch-equivalent`` (module docstring).
+
+    None when the recording has no batch evaluation (a trace from before this oracle).
+    """
     name = "batch-equivalent"
     if (header.get("config") or {}).get("failure") == "upgrade":  # each row by the query that read it
         from rollcheck.spark_replay.oracles.upgrade_eval import judge_upgrade
@@ -230,8 +232,10 @@ _MALFORMED = (TypeError, ValueError, KeyError, AttributeError, IndexError)
 
 
 class OracleCheck(TraceCheck):
-    """One oracle as a plug-in: ``fn(header, events) -> Check | None`` over the trace's own events
-    (not the core events the adapter derived), after the last event."""
+    """One oracle as a plug-in: ``fn(header, events) -> Check | None`` over the trace's own events.
+
+    Not the core events the adapter derived. After the last event.
+    """
 
     def __init__(self, name: str, header: dict[str, Any], fn: Callable[..., Check | None],
                  source: str | None = None):

@@ -47,9 +47,11 @@ _STATEFUL = ("Aggregate", "Deduplicate", "DeduplicateWithinWatermark", "Join", "
 
 @dataclass
 class Operand:
-    """What Spark compares with the late-events watermark for rows of one source: the input
-    column's value (``kind="value"``) or the end of each window it falls in (``"window"``,
-    tumbling when ``slide_us == size_us``)."""
+    """What Spark compares with the late-events watermark for rows of one source.
+
+    The input column's value (``kind="value"``) or the end of each window it falls in (``"window"``,
+    tumbling when ``slide_us == size_us``).
+    """
 
     source: str
     column: str
@@ -61,9 +63,11 @@ class Operand:
 
 @dataclass
 class LateRule:
-    """The lateness rule of one query: ``applicable`` False with ``reason`` when not modelled;
-    ``operator`` names the stateful operator; ``operands`` per source (no entry: the source's
-    rows are never dropped); ``not_in_complete``: an aggregation (complete mode drops nothing)."""
+    """The lateness rule of one query: ``applicable`` False with ``reason`` when not modelled.
+
+    ``operator`` names the stateful operator; ``operands`` per source (no entry: the source's rows
+    are never dropped); ``not_in_complete``: an aggregation (complete mode drops nothing).
+    """
 
     applicable: bool = True
     reason: str | None = None
@@ -356,8 +360,9 @@ def windows_of(t_us: int, op: Operand) -> list[tuple[int, int]]:
 
 
 def late_watermarks(n_batches: int, watermarks: dict[int, int]) -> tuple[dict[int, int], list[int]]:
-    """The late-events watermark (ms) per batch: the previous batch's watermark, 0 for batch 0;
-    and the batches whose previous watermark is unknown.
+    """The late-events watermark (ms) per batch: the previous batch's watermark, 0 for batch 0.
+
+    And the batches whose previous watermark is unknown.
 
     >>> late_watermarks(3, {0: 0, 1: 5000})
     ({0: 0, 1: 0, 2: 5000}, [])
@@ -375,9 +380,11 @@ def late_watermarks(n_batches: int, watermarks: dict[int, int]) -> tuple[dict[in
 
 
 def row_dropped(value: Any, op: Operand, late_ms: int) -> bool | None:
-    """Whether Spark drops a row whose operand column holds ``value`` against the late-events
-    watermark ``late_ms``: True, False, or None for a sliding-window row that counts in some of
-    its windows only. A null or non-time value is never dropped (the predicate is null).
+    """Whether Spark drops a row as late: True, False, or None for a sliding-window row.
+
+    The row's operand column holds ``value``, judged against the late-events watermark
+    ``late_ms``; None for a sliding-window row that counts in some of its windows only. A null
+    or non-time value is never dropped (the predicate is null).
 
     >>> w = Operand("s", "ts", "window", 10_000_000, 10_000_000, 0)
     >>> row_dropped(dt.datetime(1970, 1, 1, 0, 0, 12), w, 20000), row_dropped(dt.datetime(1970, 1, 1, 0, 0, 12), w, 19999)

@@ -1,5 +1,6 @@
-"""Mutants of the engine-distrusting oracles (:mod:`rollcheck.spark_replay.oracles.checks`): recorded
-query traces changed as a misbehaving engine (or recorder) would have left them.
+"""Mutants of the engine-distrusting oracles (:mod:`rollcheck.spark_replay.oracles.checks`).
+
+Recorded query traces changed as a misbehaving engine (or recorder) would have left them.
 
 Each function takes a parsed query trace and returns ``(lines, seq)`` like
 :mod:`rollcheck.spark_replay.tamper`: the text of the tampered trace (renumbered) and the ``seq``
@@ -59,8 +60,10 @@ def _key(header: dict[str, Any]) -> list[str]:
 
 
 def drop_on_time_row(trace: Trace) -> tuple[list[str], int]:
-    """Remove one key's last output row from the reference's and the final output (and its sink
-    write): an on-time row lost in every run."""
+    """Remove one key's last output row from the reference's and the final output.
+
+    And its sink write. An on-time row lost in every run.
+    """
     events = copy.deepcopy(trace.events)
     ref, fin = _index(events, "reference"), _index(events, "output_final")
     if ref is None or fin is None or not events[fin].get("rows"):
@@ -83,8 +86,10 @@ def drop_on_time_row(trace: Trace) -> tuple[list[str], int]:
 
 
 def count_late_row(trace: Trace) -> tuple[list[str], int]:
-    """The key a late row touches shows only that row's contribution in the final table (numeric
-    columns: the evaluation with the row minus the one without)."""
+    """The key a late row touches shows only that row's contribution in the final table.
+
+    Numeric columns: the evaluation with the row minus the one without.
+    """
     events = copy.deepcopy(trace.events)
     fin = _index(events, "output_final")
     ev = next((e for e in events if base_kind(e["kind"]) == "batch_evaluation" and e.get("run") == "final"), None)

@@ -61,10 +61,12 @@ def _watermarks(checkpoint: Any, progress: Sequence[dict[str, Any]]) -> dict[int
 
 def combined_evaluation(spark: Any, uq: Any, cfg: Any, checkpoint: Any, progress: Sequence[dict[str, Any]],
                         notes: dict[str, Any], plain: Callable[[Any], Any]) -> dict[str, Any]:
-    """The payload of the ``final`` run's ``spark.batch_evaluation`` under an upgrade (module
-    docstring): ``applicable``, ``reason``, ``watermarks`` and ``upgrade`` (``last``: batch K,
+    """The payload of the ``final`` run's ``spark.batch_evaluation`` under an upgrade.
+
+    Module docstring. ``applicable``, ``reason``, ``watermarks`` and ``upgrade`` (``last``: batch K,
     ``before``, ``after``, ``after_upto``: each an evaluation of
-    :func:`~rollcheck.spark_replay.oracles.batch_eval.evaluate_batch`)."""
+    :func:`~rollcheck.spark_replay.oracles.batch_eval.evaluate_batch`).
+    """
     from rollcheck.spark_replay.oracles.batch_eval import evaluate_batch
 
     t0 = time.perf_counter()
@@ -123,8 +125,10 @@ def upgrade_failure(events: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
 
 
 def judge_upgrade(header: dict[str, Any], events: list[dict[str, Any]]) -> Check | None:
-    """``batch-equivalent`` of an upgrade's trace (module docstring); None without a batch
-    evaluation."""
+    """``batch-equivalent`` of an upgrade's trace (module docstring).
+
+    None without a batch evaluation.
+    """
     from rollcheck.spark_replay.oracles.batch_judge import _judge
 
     evals = [e for e in events if str(e.get("kind")).endswith("batch_evaluation")]
@@ -233,8 +237,11 @@ def upgrade_output(v: Any) -> Check | None:
 
 
 def upgrade_state(v: Any) -> Check | None:
-    """``state-failure-free`` of an upgrade: not applicable when ``query_next`` changes the
-    stateful operators' input (module docstring); None when the usual check applies."""
+    """``state-failure-free`` of an upgrade.
+
+    Not applicable when ``query_next`` changes the stateful operators' input (module docstring);
+    None when the usual check applies.
+    """
     req = v.requested
     if req is None or req[0] != "upgrade":
         return None

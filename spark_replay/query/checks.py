@@ -36,8 +36,10 @@ __all__ = ["output_exactly_once", "user_output", "state_failure_free", "query_st
 
 
 def _reference_failed(v: StreamView, name: str) -> Check | None:
-    """Not applicable where the failure-free run on this release failed with the engine's exception
-    (``spark.reference_failed``: ``release-differential`` judges it): no failure-free run to compare."""
+    """Not applicable where the failure-free run on this release failed with the engine's exception.
+
+    ``spark.reference_failed``: ``release-differential`` judges it. No failure-free run to compare.
+    """
     if v.ends.get("reference") is None and (v.ends.get("end") or {}).get("status") == "reference-failed":
         return Check.not_applicable(name, "the failure-free run on this release failed with the engine's exception "
                                           "(release-differential names it): no failure-free run to compare with")
@@ -45,8 +47,10 @@ def _reference_failed(v: StreamView, name: str) -> Check | None:
 
 
 def output_exactly_once(v: StreamView) -> Check:
-    """The final output equals the failure-free run's: the same rows, each as often (a
-    duplicate is named with its batch and row), and the same last row per key.
+    """The final output equals the failure-free run's.
+
+    The same rows, each as often (a duplicate is named with its batch and row), and the same last
+    row per key.
 
     Examples
     --------
@@ -93,11 +97,13 @@ def output_exactly_once(v: StreamView) -> Check:
 
 
 def user_output(v: StreamView) -> Check:
-    """The output check of a user query: :func:`output_exactly_once` for rollcheck's default sink;
-    for the module's own sink the same, judged against its declared ``SINK_GUARANTEE`` (named
+    """The output check of a user query: :func:`output_exactly_once` for rollcheck's default sink.
+
+    For the module's own sink the same, judged against its declared ``SINK_GUARANTEE`` (named
     ``output-at-least-once`` when it declares at-least-once), with the per-KEY counts of
-    :func:`~rollcheck.pyimpl.attribution.judge_sink` and the re-deliveries of
-    :func:`sink_handings` in the check's data."""
+    :func:`~rollcheck.pyimpl.attribution.judge_sink` and the re-deliveries of :func:`sink_handings`
+    in the check's data.
+    """
     c = output_exactly_once(v)
     cfg = v.header.get("config", {})
     if not cfg.get("user_sink") or "reference" not in v.ends or "output_final" not in v.ends:
@@ -152,11 +158,13 @@ def query_statestore_crosscheck(v: StreamView) -> Check:
 
 
 def input_batches(v: StreamView) -> Check | None:
-    """``input-batches``: Spark's micro-batch *b* read exactly input batch *b*'s file of every
-    source that has rows in it, and nothing of a source idle in it (a batch where no source moves
-    reads the first source's empty file), as the checkpoint's file-source logs record what each
-    micro-batch read (``spark.input_files``; the logs the restarted query trusts, alike on every
-    release); every input batch was read. None for a trace recorded before that event.
+    """``input-batches``: Spark's micro-batch *b* read exactly input batch *b*'s file of every source.
+
+    Every source that has rows in it, and nothing of a source idle in it (a batch where no
+    source moves reads the first source's empty file), as the checkpoint's file-source logs
+    record what each micro-batch read (``spark.input_files``; the logs the restarted query
+    trusts, alike on every release); every input batch was read. None for a trace recorded
+    before that event.
 
     Examples
     --------

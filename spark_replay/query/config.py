@@ -114,15 +114,19 @@ class QueryConfig:
 
 
 def session_conf(state_store: str = "hdfs") -> dict[str, Any]:
-    """The Spark settings a recording needs (UTC session time zone, frequent state maintenance,
-    the state store provider)."""
+    """The Spark settings a recording needs.
+
+    UTC session time zone, frequent state maintenance, the state store provider.
+    """
     return {"spark.sql.session.timeZone": "UTC",
             "spark.sql.streaming.stateStore.maintenanceInterval": "1s", **state_store_conf(state_store)}
 
 
 def driver_master(cfg: QueryConfig) -> str | None:
-    """The driver's master: the retry failure needs task retries, which local mode allows only
-    when asked (``local[N,F]``: F attempts per task; a cluster allows 4, ``spark.task.maxFailures``).
+    """The driver's master: the retry failure needs task retries.
+
+    Which local mode allows only when asked (``local[N,F]``: F attempts per task; a cluster allows
+    4, ``spark.task.maxFailures``).
 
     >>> driver_master(QueryConfig("q.py", failure="retry", fail_at_batch=1)), driver_master(QueryConfig("q.py"))
     ('local[2,4]', None)

@@ -36,8 +36,11 @@ __all__ = ["drive", "reference_run", "batch_evaluation", "finish_run", "check_re
            "quiet_logs", "release_run", "child_run"]
 
 def reference_run(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: WorkPaths, writer: TraceWriter) -> float | None:
-    """The failure-free run on this release; None when it failed with the engine's exception while
-    the reference release ran it to its end (``spark.reference_failed``, a finding)."""
+    """The failure-free run on this release.
+
+    None when it failed with the engine's exception while the reference release ran it to its end
+    (``spark.reference_failed``, a finding).
+    """
     import pyspark
 
     t0 = time.perf_counter()
@@ -67,9 +70,11 @@ def reference_run(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: WorkPaths,
 def batch_evaluation(spark: Any, uq: UserQuery, cfg: QueryConfig, checkpoint: Path,
                       progress: list[dict[str, Any]], plan: str,
                       stream_fields: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """The query as a batch job over the run's on-time input (:func:`oracles.evaluate_batch`), in
-    this session: the watermark in force per batch as Spark reported it in its progress, else as
-    its offset log holds it (a killed driver's progress is lost with it)."""
+    """The query as a batch job over the run's on-time input (:func:`oracles.evaluate_batch`).
+
+    In this session: the watermark in force per batch as Spark reported it in its progress, else as
+    its offset log holds it (a killed driver's progress is lost with it).
+    """
     from rollcheck.spark_replay.oracles.checks import evaluate_batch
 
     t0 = time.perf_counter()
@@ -122,8 +127,10 @@ def finish_run(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: WorkPaths, wr
 
 def drive(cfg: QueryConfig, paths: WorkPaths, trace: Path, header: dict[str, Any], *, single_attempt: bool,
            with_reference: bool, enabled: bool = True, spark: Any = None) -> dict[str, Any]:
-    """Run (reference and) attempts in one Spark session (``spark``, or a new one); return the
-    status and timings."""
+    """Run (reference and) attempts in one Spark session (``spark``, or a new one).
+
+    Return the status and timings.
+    """
     from rollcheck.spark_replay.session import spark_session
 
     uq = load_query(cfg.module, cfg.call_timeout)
@@ -187,8 +194,10 @@ def check_release(header: dict[str, Any]) -> None:
 
 
 def register_by_value(uq: UserQuery) -> None:
-    """Ship the user's functions to the Python workers by value (a file module is not importable
-    there)."""
+    """Ship the user's functions to the Python workers by value.
+
+    A file module is not importable there.
+    """
     from pyspark import cloudpickle
 
     try:

@@ -63,9 +63,12 @@ def raising_frame(text: str) -> str | None:
 
 
 def engine_code_raised(text: str, uq: UserQuery) -> bool:
-    """Whether a query failure is the engine's: no frame of the user's module in its traceback (an
-    exception of Spark's plan), or the innermost Python frame lies in pyspark's own package (an
-    exception of pyspark's code the user's function called, e.g. ``GroupState``)."""
+    """Whether a query failure is the engine's.
+
+    No frame of the user's module in its traceback (an exception of Spark's plan), or the innermost
+    Python frame lies in pyspark's own package (an exception of pyspark's code the user's function
+    called, e.g. ``GroupState``).
+    """
     if not _user_code_raised(text, uq):
         return True
     frame = raising_frame(text)
@@ -73,8 +76,10 @@ def engine_code_raised(text: str, uq: UserQuery) -> bool:
 
 
 def engine_failure(text: str, checkpoint: str) -> dict[str, Any]:
-    """The record of an engine exception: ``{"checkpoint", "exception", "message", "cause"}``
-    (``cause``: the root ``Caused by:`` of the JVM's trace, where there is one).
+    """The record of an engine exception.
+
+    ``{"checkpoint", "exception", "message", "cause"}`` (``cause``: the root ``Caused by:`` of the
+    JVM's trace, where there is one).
 
     Examples
     --------
@@ -114,17 +119,22 @@ _WRAPPERS = frozenset({"STREAM_FAILED", "FOREACH_BATCH_USER_FUNCTION_ERROR", "or
 
 
 def release_ran(previous: list[dict[str, Any]]) -> bool:
-    """Whether the trace so far holds the reference release's failure-free run with its output
-    (``spark.release_reference``: that release ran the module to its end)."""
+    """Whether the trace so far holds the reference release's failure-free run with its output.
+
+    ``spark.release_reference``: that release ran the module to its end.
+    """
     return any(e.get("kind") == PREFIX + "release_reference" and e.get("output") is not None for e in previous)
 
 
 def reference_failure_is_engines(error_text: str, uq: UserQuery, *, release_ok: bool, sink_raised: bool,
                                  overloaded: bool) -> bool:
-    """Whether the failure-free run's own failure is a finding against the engine: the reference
-    release ran the same module to its end (``release_ok``), and the exception is the engine's
-    (:func:`engine_code_raised`), not the user's sink's nor the overloaded machine's. Otherwise it
-    stays the module's own failure (exit 2): a module that fails everywhere is the user's."""
+    """Whether the failure-free run's own failure is a finding against the engine.
+
+    The reference release ran the same module to its end (``release_ok``), and the exception is the
+    engine's (:func:`engine_code_raised`), not the user's sink's nor the overloaded machine's.
+    Otherwise it stays the module's own failure (exit 2): a module that fails everywhere is the
+    user's.
+    """
     return release_ok and not sink_raised and not overloaded and engine_code_raised(error_text, uq)
 
 

@@ -91,8 +91,11 @@ class WorkPaths:
         return self.root / "in"
 
     def inputs_of(self, ref: bool = False) -> Path:
-        """The folder the run reads: ``in``; with several sources one per run (each fed batch by
-        batch), ``in-ref`` for the reference run, each holding a folder per source."""
+        """The folder the run reads: ``in``.
+
+        With several sources one per run (each fed batch by batch), ``in-ref`` for the reference
+        run, each holding a folder per source.
+        """
         return self.root / ("in-ref" if ref and self.multi else "in")
 
     @property
@@ -136,8 +139,11 @@ def _write_rows(f: Path, rows: list[tuple[Any, ...]], columns: list[str], mtime:
 
 
 def prepare_workdir(root: Path, batches: list[Batch], uq: UserQuery) -> WorkPaths:
-    """The work folder of a recording, with the input files of every batch (one source: ``in/``;
-    several: ``staged/<source>/``, fed to the runs by :func:`feed_inputs`)."""
+    """The work folder of a recording.
+
+    With the input files of every batch (one source: ``in/``; several: ``staged/<source>/``, fed to
+    the runs by :func:`feed_inputs`).
+    """
     if root.exists():
         if not (root / WORK_MARKER).exists():
             raise InvalidInputError("the work folder exists and is not rollcheck's; remove it or choose "
@@ -168,8 +174,11 @@ def prepare_workdir(root: Path, batches: list[Batch], uq: UserQuery) -> WorkPath
 
 
 def feed_inputs(paths: WorkPaths, ref: bool, upto: int) -> None:
-    """Make the input files of batches ``0..upto`` visible to the run (several sources: a hard
-    link per staged file, created once; a one-source query's files are all there from the start)."""
+    """Make the input files of batches ``0..upto`` visible to the run.
+
+    Several sources: a hard link per staged file, created once; a one-source query's files are all
+    there from the start.
+    """
     if not paths.multi:
         return
     for b in range(min(upto, paths.n_batches - 1) + 1):

@@ -77,9 +77,11 @@ class UserQuery:
         return ddl_columns(self.sources[name])
 
     def run_query(self, dfs: dict[str, Any], which: str = "query") -> Any:
-        """``query`` (or ``which="query_next"``) on one streaming (or batch) DataFrame per source,
-        within the call limit: positionally for a ``SCHEMA`` module, by source name for a
-        ``SOURCES`` one."""
+        """``query`` (or ``which="query_next"``) on one streaming (or batch) DataFrame per source.
+
+        Within the call limit: positionally for a ``SCHEMA`` module, by source name for a
+        ``SOURCES`` one.
+        """
         if self.multi:
             return call_limited(getattr(self.module, which), limit=self.call_timeout, file=self.spec,
                                 method=which, **dfs)
@@ -95,14 +97,20 @@ class UserQuery:
         return callable(getattr(self.module, "sink", None))
 
     def call(self, method: str, *args: Any, on_expire: Any = None) -> Any:
-        """``module.method(*args)`` within :attr:`call_timeout` (else
-        :class:`~rollcheck.pyimpl.errors.UserCodeTimeout` naming the file, the method, the limit)."""
+        """``module.method(*args)`` within :attr:`call_timeout`.
+
+        Else :class:`~rollcheck.pyimpl.errors.UserCodeTimeout` naming the file, the method, the
+        limit.
+        """
         return call_limited(getattr(self.module, method), *args, limit=self.call_timeout, file=self.spec,
                             method=method, on_expire=on_expire)
 
     def batches(self, seed: int) -> list[Batch]:
-        """The user's input, checked: one ``{source: rows}`` dict per micro-batch (a ``SCHEMA``
-        module's lists of rows come as ``{SINGLE_SOURCE: rows}``), every row of its source's width."""
+        """The user's input, checked.
+
+        One ``{source: rows}`` dict per micro-batch (a ``SCHEMA`` module's lists of rows come as
+        ``{SINGLE_SOURCE: rows}``), every row of its source's width.
+        """
         try:
             data = self.call("batches", seed)
         except UserCodeTimeout:
@@ -261,8 +269,11 @@ def load_query(spec: str, call_timeout: float = DEFAULT_QUERY_CALL_TIMEOUT) -> U
 
 
 def _check_sources(spec: str, mod: ModuleType, fn: str = "query") -> dict[str, str]:
-    """``SOURCES`` checked (names usable as parameter and folder names, DDL strings) against the
-    parameters of ``query`` (or ``query_next``), which must name exactly the sources."""
+    """``SOURCES`` checked against the parameters of ``query``.
+
+    Names usable as parameter and folder names, DDL strings. Or ``query_next``. Which must name
+    exactly the sources.
+    """
     sources = mod.SOURCES
     if not isinstance(sources, dict) or not sources:
         raise InvalidInputError("SOURCES must be a non-empty dict {source name: DDL string}", source=spec,

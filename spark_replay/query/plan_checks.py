@@ -61,8 +61,10 @@ def _describe(ops: Counter[str]) -> str:
 
 
 def plan_stable(header: dict[str, Any], events: Sequence[dict[str, Any]]) -> Check:
-    """``plan-stable`` (module docstring): per run attempt, every micro-batch's progress lists the
-    same stateful operators as the batch that listed the most.
+    """``plan-stable`` (module docstring).
+
+    Per run attempt, every micro-batch's progress lists the same stateful operators as the batch
+    that listed the most.
 
     Parameters
     ----------
@@ -154,8 +156,11 @@ def plan_plugins(header: dict[str, Any], source: str | None) -> list[TraceCheck]
 
 # ----------------------------------------------------------------------------- mutants
 def prune_state_operator(trace: Any) -> tuple[list[str], int]:
-    """The engine pruned a stateful operator from one micro-batch's plan: the last batch whose
-    progress lists one lists one fewer. Returns the tampered trace's lines and the offending ``seq``."""
+    """The engine pruned a stateful operator from one micro-batch's plan.
+
+    The last batch whose progress lists one lists one fewer. Returns the tampered trace's lines and
+    the offending ``seq``.
+    """
     from rollcheck.spark_replay.tamper import to_lines
 
     events = copy.deepcopy(trace.events)
@@ -170,7 +175,9 @@ def prune_state_operator(trace: Any) -> tuple[list[str], int]:
 
 def repeat_complete_key(trace: Any) -> tuple[list[str], int]:
     """A complete-mode batch wrote one group twice (the first row again with another value).
-    Returns the tampered trace's lines and the offending ``seq``."""
+
+    Returns the tampered trace's lines and the offending ``seq``.
+    """
     from rollcheck.spark_replay.tamper import to_lines
 
     if (trace.header.get("config") or {}).get("output_mode") != "complete":

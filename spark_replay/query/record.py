@@ -146,8 +146,10 @@ __all__ = [
 
 @contextlib.contextmanager
 def _cluster(cfg: QueryConfig, root: Path) -> Any:
-    """The recording's cluster (``--cluster local-standalone``: started here, stopped at the end,
-    its JVMs dying with rollcheck): yields the configuration the drivers run with."""
+    """The recording's cluster: yields the configuration the drivers run with.
+
+    ``--cluster local-standalone``: started here, stopped at the end, its JVMs dying with rollcheck.
+    """
     if cfg.cluster is None:
         yield cfg
         return
@@ -323,8 +325,10 @@ def _record(cfg: QueryConfig, out: Path, root: Path, paths: WorkPaths, header: d
 
 def _release_reference(cfg: QueryConfig, version: str, root: Path, rows: list[Batch],
                        uq: UserQuery) -> dict[str, Any]:
-    """The failure-free run of the same query on pyspark ``version`` (a driver child in that
-    release's environment): ``{"engine_version", "output", "seconds"}``."""
+    """The failure-free run of the same query on pyspark ``version``.
+
+    A driver child in that release's environment. ``{"engine_version", "output", "seconds"}``.
+    """
     python = spark_environment(version)
     here = Path(python) == Path(sys.executable)
     paths = prepare_workdir(root, rows, uq)

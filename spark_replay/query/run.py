@@ -79,17 +79,22 @@ def _read(spark: Any, ddl: str, folder: Path) -> Any:
 
 
 def _sources(spark: Any, uq: UserQuery, paths: WorkPaths, ref: bool) -> dict[str, Any]:
-    """One streaming DataFrame per source: a one-source query reads ``in``, a query of several
-    sources one folder per source of its run's input folder (fed batch by batch)."""
+    """One streaming DataFrame per source.
+
+    A one-source query reads ``in``, a query of several sources one folder per source of its run's
+    input folder (fed batch by batch).
+    """
     if not uq.multi:
         return {SINGLE_SOURCE: _read(spark, uq.sources[SINGLE_SOURCE], paths.inputs)}
     return {name: _read(spark, ddl, paths.inputs_of(ref) / name) for name, ddl in uq.sources.items()}
 
 
 def _run_to_end(q: Any) -> threading.Thread:
-    """A query of several sources runs on Spark's default trigger (its input is fed batch by
-    batch, which ``availableNow`` would not see): stop it once Spark has processed everything
-    available, the last data-less batch included (``processAllAvailable``)."""
+    """A query of several sources runs on Spark's default trigger.
+
+    Its input is fed batch by batch, which ``availableNow`` would not see. Stop it once Spark has
+    processed everything available, the last data-less batch included (``processAllAvailable``).
+    """
 
     def wait() -> None:
         try:
@@ -104,8 +109,10 @@ def _run_to_end(q: Any) -> threading.Thread:
 
 
 def _with_task_failure(df: Any, F: Any, marker: Path, batch: int) -> Any:
-    """The input with a filter whose UDF raises in a task reading batch ``batch``'s file (once:
-    the marker file is created exclusively)."""
+    """The input with a filter whose UDF raises in a task reading batch ``batch``'s file.
+
+    Once: the marker file is created exclusively.
+    """
     target = f"batch-{batch:05d}.json"
     mpath = str(marker)
 
@@ -136,8 +143,10 @@ def _request_kill(paths: WorkPaths) -> None:
 def run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: WorkPaths, *, ref: bool,
               writer: TraceWriter | None, watcher: CheckpointWatcher | None,
               notes: dict[str, Any] | None = None) -> str:
-    """One start of the query until it ends ("done") or fails with the injected failure
-    ("failed"); any other failure of the query is the user's and ends the recording."""
+    """One start of the query until it ends ("done") or fails with the injected failure ("failed").
+
+    Any other failure of the query is the user's and ends the recording.
+    """
     from pyspark.errors import StreamingQueryException
     from pyspark.sql import functions as F
 
@@ -398,9 +407,12 @@ def run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: WorkPaths, *, r
 
 
 def _progress_of(q: Any) -> list[dict[str, Any]]:
-    """The query's progress reports (Spark's ``recentProgress``, read from the JVM: the same on
-    every release): per batch the input rows, the watermark in force, the rows dropped as late and
-    the names of the stateful operators it ran."""
+    """The query's progress reports.
+
+    Spark's ``recentProgress``, read from the JVM: the same on every release. Per batch the input
+    rows, the watermark in force, the rows dropped as late and the names of the stateful operators
+    it ran.
+    """
     out: list[dict[str, Any]] = []
     try:
         items = [json.loads(p.json()) for p in q._jsq.recentProgress()]

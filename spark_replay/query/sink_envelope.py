@@ -35,8 +35,10 @@ MAX_EXTRA = 12
 
 
 def handings_of(events: list[dict[str, Any]]) -> tuple[dict[int, list[Any]], list[int]]:
-    """The first rows handed per batch id, and the batch ids re-delivered after a failure (one per
-    re-delivery, in the order the run made them), from a trace's events.
+    """The first rows handed per batch id.
+
+    And the batch ids re-delivered after a failure (one per re-delivery, in the order the run made
+    them), from a trace's events.
 
     A later handing of a batch is a re-delivery after a failure when its attempt differs from the
     batch's previous handing and a ``failure`` event lies between them (as
@@ -71,8 +73,10 @@ def handings_of(events: list[dict[str, Any]]) -> tuple[dict[int, list[Any]], lis
 
 
 def envelope_plan(batches: list[int], redelivered: list[int], m: int) -> list[tuple[int, int]]:
-    """Table ``m``'s handings ``(batch, id handed as)``: every batch in order, each of the first
-    ``m`` re-deliveries right after its batch, under fresh ids past the run's.
+    """Table ``m``'s handings ``(batch, id handed as)``.
+
+    Every batch in order, each of the first ``m`` re-deliveries right after its batch, under fresh
+    ids past the run's.
 
     Examples
     --------

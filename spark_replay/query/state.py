@@ -27,8 +27,11 @@ ROWS_IN_TRACE = 2000
 
 
 def read_state_stores(spark: Any, checkpoint: Path) -> dict[str, dict[str, Any]]:
-    """Every state store of a checkpoint read with Spark's ``statestore`` reader, with the row
-    count of the plain-Python decoder: ``{"<op>/<store>": {"count", "digest", "decoded", "rows"?}}``."""
+    """Every state store of a checkpoint read with Spark's ``statestore`` reader.
+
+    With the row count of the plain-Python decoder: ``{"<op>/<store>": {"count", "digest",
+    "decoded", "rows"?}}``.
+    """
     ck = CheckpointDir(checkpoint)
     if not ck.commits():
         return {}
@@ -75,8 +78,11 @@ class StateUnreadable(Exception):
 
 
 def _decoded_state_stores(ck: CheckpointDir) -> dict[str, dict[str, Any]]:
-    """Without Spark's state reader (pyspark < 4.0): every HDFS-backed store decoded by rollcheck's
-    own reader (``checkpoint_reader``), in the same form; RocksDB state cannot be read here."""
+    """Without Spark's state reader (pyspark < 4.0).
+
+    Every HDFS-backed store decoded by rollcheck's own reader (``checkpoint_reader``), in the same
+    form; RocksDB state cannot be read here.
+    """
     import pyspark
 
     out: dict[str, dict[str, Any]] = {}
@@ -100,9 +106,11 @@ def _decoded_state_stores(ck: CheckpointDir) -> dict[str, dict[str, Any]]:
 def state_or_reason(spark: Any, checkpoint: Path) -> tuple[dict[str, dict[str, Any]], str | None,
                                                               dict[str, Any] | None]:
     """The checkpoint's state stores, or why they cannot be read: ``(stores, reason, failed)``.
-    ``failed`` is Spark's own state reader failing on the engine's own checkpoint with the
-    engine's exception (``spark.state_read_failed``: a finding, ``oracles.recovery_succeeded``),
-    not rollcheck's error; a fault of the machine (a full disk) stays the machine's."""
+
+    ``failed`` is Spark's own state reader failing on the engine's own checkpoint with the engine's
+    exception (``spark.state_read_failed``: a finding, ``oracles.recovery_succeeded``), not
+    rollcheck's error; a fault of the machine (a full disk) stays the machine's.
+    """
     try:
         return read_state_stores(spark, checkpoint), None, None
     except StateUnreadable as e:

@@ -144,9 +144,11 @@ def _op(node: Any) -> StatefulOp | None:
 
 
 def plan_shape(plan: Any, source_names: dict[str, str] | None = None) -> PlanShape:
-    """The shape of an analysed logical plan (a JVM ``LogicalPlan``): the sources it reads in plan
-    order (named by ``source_names``: folder -> source name), its stateful operators top down,
-    the input subtree of each top-most one, its output columns."""
+    """The shape of an analysed logical plan (a JVM ``LogicalPlan``).
+
+    The sources it reads in plan order (named by ``source_names``: folder -> source name), its
+    stateful operators top down, the input subtree of each top-most one, its output columns.
+    """
     sources: list[str] = []
     stateful: list[StatefulOp] = []
     below: list[str] = []
@@ -171,8 +173,9 @@ def plan_shape(plan: Any, source_names: dict[str, str] | None = None) -> PlanSha
 
 
 def forbidden_change(before: PlanShape, after: PlanShape) -> str | None:
-    """The first change from ``query`` (``before``) to ``query_next`` (``after``) that Spark's
-    guide forbids, in words; None when every change is allowed.
+    """The first change from ``query`` to ``query_next`` that Spark's guide forbids, in words.
+
+    ``before``. ``after``. None when every change is allowed.
 
     Examples
     --------
@@ -227,8 +230,10 @@ def describe_allowed(before: PlanShape, after: PlanShape) -> dict[str, Any]:
 
 
 def check_upgrade(uq: Any, dfs: dict[str, Any], source_names: dict[str, str]) -> dict[str, Any]:
-    """Refuse a ``query_next`` that Spark's guide forbids, from the analysed plans of ``query`` and
-    ``query_next`` on the same DataFrames ``dfs`` (nothing runs); return :func:`describe_allowed`.
+    """Refuse a ``query_next`` that Spark's guide forbids.
+
+    From the analysed plans of ``query`` and ``query_next`` on the same DataFrames ``dfs`` (nothing
+    runs); return :func:`describe_allowed`.
 
     Raises
     ------
@@ -264,8 +269,10 @@ def _files(folder: Path) -> list[Path]:
 
 
 def hold_inputs(inputs: Path, last: int) -> int:
-    """Hide the input files of batches after ``last`` from Spark's file source (renamed with a
-    leading dot, their times kept); return how many."""
+    """Hide the input files of batches after ``last`` from Spark's file source.
+
+    Renamed with a leading dot, their times kept. Return how many.
+    """
     n = 0
     for p in _files(inputs):
         m = re.fullmatch(r"batch-(\d+)\.json", p.name)
@@ -300,8 +307,10 @@ _NO_DATA_BATCHES = "spark.sql.streaming.noDataMicroBatches.enabled"
 
 
 def ensure_checked(uq: Any, dfs: dict[str, Any], markers: Path) -> dict[str, Any]:
-    """:func:`check_upgrade` once per recording (its first start, before any query of it starts),
-    its result kept in the markers folder for the later starts."""
+    """:func:`check_upgrade` once per recording (its first start, before any query of it starts).
+
+    Its result kept in the markers folder for the later starts.
+    """
     import json
 
     f = markers / _CHECKED
@@ -317,9 +326,12 @@ def ensure_checked(uq: Any, dfs: dict[str, Any], markers: Path) -> dict[str, Any
 
 
 def begin_first_start(spark: Any, inputs: Path, last: int, multi: bool) -> str:
-    """Before ``query``'s start: the input after batch ``last`` held back (one source; several
-    are fed batch by batch, up to ``last``) and Spark's data-less batches off, so that the query
-    ends cleanly once batch ``last`` committed. Returns the setting to restore."""
+    """Before ``query``'s start.
+
+    The input after batch ``last`` held back (one source; several are fed batch by batch, up to
+    ``last``) and Spark's data-less batches off, so that the query ends cleanly once batch ``last``
+    committed. Returns the setting to restore.
+    """
     prev = str(spark.conf.get(_NO_DATA_BATCHES, "true"))
     spark.conf.set(_NO_DATA_BATCHES, "false")
     if not multi:
@@ -334,8 +346,11 @@ def end_first_start(spark: Any, inputs: Path, prev: str) -> None:
 
 
 def record_upgrade(markers: Path, emit: Any, last: int, committed: list[int], info: dict[str, Any]) -> None:
-    """``query`` stopped after batch ``last`` committed: the marker for the next start and, when
-    recording, the core ``failure`` (the driver's run of ``query`` ended) and ``spark.upgrade``."""
+    """``query`` stopped after batch ``last`` committed.
+
+    The marker for the next start and, when recording, the core ``failure`` (the driver's run of
+    ``query`` ended) and ``spark.upgrade``.
+    """
     (markers / UPGRADED).write_text(str(last), encoding="utf-8")
     if emit is None:
         return

@@ -1,5 +1,6 @@
-"""Conformance of recorded Spark runs (``rollcheck spark replay``): the shared trace checker plus
-Spark's plug-ins.
+"""Conformance of recorded Spark runs (``rollcheck spark replay``).
+
+The shared trace checker plus Spark's plug-ins.
 
 Every Spark trace is checked by the one trace checker of :mod:`rollcheck.pyimpl.traces`: the
 generic checks on the core vocabulary, and Spark's own checks as plug-ins reading Spark's events

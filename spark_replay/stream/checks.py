@@ -64,8 +64,11 @@ def failure_observed(v: StreamView) -> Check:
 
 
 class FailureObservedNhop(TraceCheck):
-    """``failure-observed`` for a message-passing trace: the header's requested process failure
-    has a ``failure`` and a ``recovery`` event and the run ended (else unchecked)."""
+    """``failure-observed`` for a message-passing trace.
+
+    The header's requested process failure has a ``failure`` and a ``recovery`` event and the run
+    ended (else unchecked).
+    """
 
     name = "failure-observed"
     needs = ("config.fail_process", "failure", "recovery", "end")
@@ -115,8 +118,11 @@ def resume_prediction(v: StreamView) -> Check:
 
 
 def end_of_run(v: StreamView) -> Check | None:
-    """``end-of-run``: the checks of the run's end records could not run when the recording stopped
-    first (*unchecked*, never a pass); nothing to report when the run ended."""
+    """``end-of-run``: unchecked when the recording stopped before the run's end records.
+
+    The checks of the run's end records could not run then (*unchecked*, never a pass); nothing
+    to report when the run ended.
+    """
     if v.ended:
         return None
     return Check.unchecked("end-of-run", f"not reached: the recording stopped after seq {v.last_seq}; the "

@@ -1,5 +1,6 @@
-"""How the Spark streaming checks plug into the shared trace checker
-(:mod:`rollcheck.pyimpl.traces.plugin`).
+"""How the Spark streaming checks plug into the shared trace checker.
+
+:mod:`rollcheck.pyimpl.traces.plugin`.
 
 :class:`SparkStream` feeds a :class:`~rollcheck.spark_replay.stream.view.StreamView` from the trace
 (a collector, reporting nothing itself); :class:`StreamCheck` is one check ``fn(view)`` run after
@@ -74,9 +75,11 @@ class StreamCheck(TraceCheck):
 
 
 class EventListCheck(TraceCheck):
-    """A check written as ``fn(header, events) -> Check`` over the trace's own events (not the core
-    events the adapter derived), collected during the pass: the way to plug in a check that needs
-    the whole list, e.g. ``EventListCheck("kill-point", header, kill_point_struck)``."""
+    """A check written as ``fn(header, events) -> Check`` over the trace's own events.
+
+    Not the core events the adapter derived. Collected during the pass: the way to plug in a check
+    that needs the whole list, e.g. ``EventListCheck("kill-point", header, kill_point_struck)``.
+    """
 
     def __init__(self, name: str, header: dict[str, Any], fn: Any, source: str | None = None):
         self.name = name

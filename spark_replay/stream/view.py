@@ -37,8 +37,10 @@ def _field(e: dict[str, Any], name: str, typ: type | tuple[type, ...], source: s
 
 @dataclass
 class StreamView:
-    """One pass over a streaming trace, fed event by event: what every check needs, with the first
-    problems found while reading (a check reports them)."""
+    """One pass over a streaming trace, fed event by event.
+
+    What every check needs, with the first problems found while reading (a check reports them).
+    """
 
     header: dict[str, Any]
     source: str | None
@@ -143,8 +145,10 @@ class StreamView:
     def read(cls, header: dict[str, Any], events: list[dict[str, Any]], n_batches: int | None,
              requested: tuple[str, int] | None, partitions: list[str] | None,
              source: str | None = None) -> StreamView:
-        """Read a list of events; ``partitions`` fixes the state instances of the span model (None:
-        those seen in the trace). ``n_batches`` None: every planned batch must commit."""
+        """Read a list of events; ``partitions`` fixes the state instances of the span model.
+
+        None: those seen in the trace. ``n_batches`` None: every planned batch must commit.
+        """
         v = cls(header, source, -1 if n_batches is None else n_batches, requested, partitions)
         for e in events:
             v.feed(e)
@@ -152,8 +156,10 @@ class StreamView:
 
 
 def check_verdict(name: str, ok: bool | None, detail: str, seq: int | None = None) -> Check:
-    """held (``ok`` true) or violated (false, at ``seq``); None is refused here: say why with
-    ``Check.unchecked`` / ``Check.not_applicable``."""
+    """held (``ok`` true) or violated (false, at ``seq``); None is refused here.
+
+    Say why with ``Check.unchecked`` / ``Check.not_applicable``.
+    """
     if ok is None:
         raise ValueError(f"{name}: an undecided check must be unchecked or not applicable")
     return Check.held(name, detail) if ok else Check.violated(name, detail, offending_seq=seq)
