@@ -152,7 +152,7 @@ def _imported_names(tree: ast.AST) -> list[tuple[int, str]]:
 
 
 def local_imports(path: str | Path) -> list[Path]:
-    """The files of ``path``'s folder (and its subfolders) that the module ``path`` imports.
+    r"""The files of ``path``'s folder (and its subfolders) that the module ``path`` imports.
 
     And those they import in turn (resolved paths, sorted; the module itself not included).
 
@@ -160,8 +160,8 @@ def local_imports(path: str | Path) -> list[Path]:
     --------
     >>> import tempfile
     >>> d = Path(tempfile.mkdtemp())
-    >>> _ = (d / "q.py").write_text("import helper\\nfrom pkg.sub import f\\nimport json\\n")
-    >>> _ = (d / "helper.py").write_text("from . import more\\n")
+    >>> _ = (d / "q.py").write_text("import helper\nfrom pkg.sub import f\nimport json\n")
+    >>> _ = (d / "helper.py").write_text("from . import more\n")
     >>> _ = (d / "more.py").write_text("")
     >>> (d / "pkg").mkdir(); _ = (d / "pkg" / "__init__.py").write_text(""); _ = (d / "pkg" / "sub.py").write_text("")
     >>> [str(p.relative_to(d.resolve())) for p in local_imports(d / "q.py")]

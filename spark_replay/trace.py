@@ -124,6 +124,7 @@ class TraceWriter:
             return self.seq
 
     def close(self) -> None:
+        """Flush and close the trace file."""
         with self._lock:
             if self._fd is not None:
                 os.close(self._fd)
@@ -154,9 +155,11 @@ class Trace:
 
     @property
     def source_kind(self) -> str:
+        """The header's ``source`` (empty without one)."""
         return str(self.header.get("source", ""))
 
     def of_kind(self, *kinds: str) -> list[dict[str, Any]]:
+        """The events whose kind is one of ``kinds``."""
         return [e for e in self.events if e["kind"] in kinds]
 
 
@@ -169,7 +172,7 @@ def parse_trace_text(data: bytes, source: str | None = None) -> Trace:
 
 
 def read_trace(path: str | Path) -> Trace:
-    """Read a ``rollcheck.trace/1`` file, tolerating an incomplete last line.
+    r"""Read a ``rollcheck.trace/1`` file, tolerating an incomplete last line.
 
     Raises
     ------
@@ -178,7 +181,7 @@ def read_trace(path: str | Path) -> Trace:
 
     Examples
     --------
-    >>> t = parse_trace_text(b'{"format":"rollcheck.trace/1"}\\n{"seq":1,"kind":"send"}\\n{"seq":2,"ki')
+    >>> t = parse_trace_text(b'{"format":"rollcheck.trace/1"}\n{"seq":1,"kind":"send"}\n{"seq":2,"ki')
     >>> len(t.events), t.truncated, t.truncated_after_seq
     (1, True, 1)
     """

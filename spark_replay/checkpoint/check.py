@@ -44,7 +44,7 @@ def _contiguous(ids: list[int]) -> bool:
 
 
 def check_logs(ck: CheckpointDir) -> tuple[int | None, list[str], list[str]]:
-    """The log checks: ``(last committed batch or None, problems, notes)``.
+    r"""The log checks: ``(last committed batch or None, problems, notes)``.
 
     Examples
     --------
@@ -53,7 +53,7 @@ def check_logs(ck: CheckpointDir) -> tuple[int | None, list[str], list[str]]:
     >>> for sub, n in (("offsets", 3), ("commits", 1)):
     ...     os.makedirs(os.path.join(d, sub))
     ...     for b in range(n):
-    ...         _ = open(os.path.join(d, sub, str(b)), "w").write('v1\\n{}\\n')
+    ...         _ = open(os.path.join(d, sub, str(b)), "w").write('v1\n{}\n')
     >>> _ = open(os.path.join(d, "metadata"), "w").write('{"id": "q"}')
     >>> last, problems, notes = check_logs(CheckpointDir(d))
     >>> last, problems

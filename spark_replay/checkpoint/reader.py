@@ -289,6 +289,7 @@ class CheckpointDir:
         return out
 
     def partitions(self, op: int = 0) -> list[int]:
+        """The partition ids of operator ``op``'s state store, sorted."""
         d = self.path / "state" / str(op)
         return sorted(int(p.name) for p in d.iterdir() if p.name.isdigit()) if d.is_dir() else []
 

@@ -142,6 +142,7 @@ class CheckpointWatcher:
         return found
 
     def poll(self) -> None:
+        """Record what Spark wrote to the checkpoint since the last poll."""
         with self.lock:
             if not self.ck.is_dir():
                 return
@@ -209,10 +210,12 @@ class CheckpointWatcher:
                 continue  # a file caught mid-rename; the next poll sees it complete
 
     def start(self) -> None:
+        """Start polling the checkpoint in a background thread."""
         self._thread = threading.Thread(target=self._loop, name="rollcheck-watcher", daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
+        """Stop polling, after one last poll."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join()

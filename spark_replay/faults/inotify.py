@@ -34,6 +34,7 @@ class Inotify:
 
     @classmethod
     def open(cls) -> Inotify | None:
+        """A new inotify instance, or None where the kernel offers none."""
         try:
             libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
             fd = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
@@ -42,6 +43,7 @@ class Inotify:
         return cls(fd, libc) if fd >= 0 else None
 
     def watch(self, folder: Path) -> bool:
+        """Watch ``folder`` for created and moved-in files; False when it cannot be watched."""
         wd = self.libc.inotify_add_watch(self.fd, str(folder).encode(), _IN_CREATE | _IN_MOVED_TO)
         if wd < 0:
             return False
@@ -49,6 +51,7 @@ class Inotify:
         return True
 
     def read(self, timeout: float) -> list[tuple[Path, str]]:
+        """The ``(path, event)`` pairs that arrive within ``timeout`` seconds."""
         r, _, _ = select.select([self.fd], [], [], timeout)
         if not r:
             return []
@@ -65,4 +68,5 @@ class Inotify:
         return out
 
     def close(self) -> None:
+        """Close the inotify descriptor."""
         os.close(self.fd)

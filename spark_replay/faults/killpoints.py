@@ -257,6 +257,7 @@ class KillSupervisor:
         return out
 
     def close(self) -> None:
+        """Stop watching and release the inotify reader."""
         if self._ino is not None:
             self._ino.close()
             self._ino = None

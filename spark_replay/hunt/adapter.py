@@ -109,6 +109,7 @@ class SparkHuntAdapter(HuntAdapter):
 
     # ------------------------------------------------------------------ programs
     def vocabulary(self) -> list[str]:
+        """The grammar's vocabulary on the hunted release (what coverage counts)."""
         from rollcheck.spark_replay.hunt import grammar
 
         return list(grammar.vocabulary(self._release()))
@@ -123,12 +124,14 @@ class SparkHuntAdapter(HuntAdapter):
         return self._release()
 
     def generate(self, seed: int, index: int, coverage: Mapping[str, int]) -> Program:
+        """The program ``index`` of the seeded draw ``seed``, steered by ``coverage``."""
         from rollcheck.spark_replay.hunt import grammar
 
         p: Program = grammar.program(seed, index, coverage, self._release())
         return p
 
     def shrink(self, program: Program) -> Iterator[Program]:
+        """Smaller variants of ``program``, biggest reductions first."""
         from rollcheck.spark_replay.hunt.shrink import shrink
 
         yield from shrink(program, self.engine_version)
@@ -146,6 +149,7 @@ class SparkHuntAdapter(HuntAdapter):
             return BatchShape.of(data, tuple(uq.sources) if uq.multi else ())
 
     def cells(self, program: Program, seed: int) -> list[HuntCell]:
+        """The cells of ``program``: the failure-free runs, the fault cells and the differentials."""
         out = [HuntCell(f"{p}/none", {"kind": FREE, "provider": p}) for p in self.providers]
         for s in draw_schedules(self.shape(program), self.failures, self.providers, seed=seed, salt=program.id,
                                 count=self.faults):
@@ -232,6 +236,7 @@ class SparkHuntAdapter(HuntAdapter):
     # ------------------------------------------------------------------ run
     def run(self, program: Program, module: Path, cells: Sequence[HuntCell], workdir: Path,
             jobs: int = 1) -> Iterator[tuple[HuntCell, CellOutcome]]:
+        """Record and judge ``cells`` of ``program`` (its query module ``module``) under ``workdir``."""
         self.jobs = max(1, jobs)
         work = Path(workdir)
         free = [c for c in cells if c.params.get("kind") == FREE]
@@ -344,6 +349,7 @@ class SparkHuntAdapter(HuntAdapter):
 
     # ------------------------------------------------------------------ findings
     def confirm(self, module: Path, cell: HuntCell, workdir: Path) -> CellOutcome:
+        """Run ``cell`` once more on ``module`` (the minimiser's confirmation) and read its outcome."""
         work = Path(workdir)
         shutil.rmtree(work, ignore_errors=True)
         work.mkdir(parents=True)
@@ -356,16 +362,19 @@ class SparkHuntAdapter(HuntAdapter):
         return got[-1] if got else CellOutcome("inconclusive", {}, detail="the cell was not run")
 
     def reproducer(self, program: Program, cell: HuntCell, outcome: CellOutcome, dest: Path) -> Path:
+        """Write the standalone reproducer of a finding to ``dest``."""
         from rollcheck.spark_replay.hunt.reproduce import write_reproducer
 
         return write_reproducer(program, cell, outcome, dest, seed=self.seed)
 
     def run_reproducer(self, script: Path, release: str | None) -> str:
+        """Run a reproducer script on ``release`` (None: the hunted one) and name what it showed."""
         from rollcheck.spark_replay.hunt.reproduce import run_script
 
         return run_script(script, release, self.cell_timeout)
 
     def newer_releases(self) -> list[str]:
+        """The newer releases a finding's reproducer is run on (asked once)."""
         from rollcheck.spark_replay.hunt.reproduce import newer_releases
 
         if self._newer is None:
@@ -373,6 +382,7 @@ class SparkHuntAdapter(HuntAdapter):
         return list(self._newer)
 
     def close(self) -> None:
+        """Stop the warm drivers."""
         self._runner.stop()
         self._warm.close()
 

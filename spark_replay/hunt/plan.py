@@ -63,6 +63,7 @@ class Rel:
     sources: frozenset[str] = field(default_factory=frozenset)
 
     def col_type(self, name: str) -> str:
+        """The Spark type of column ``name``."""
         for c, t in self.cols:
             if c == name:
                 return t
@@ -70,6 +71,7 @@ class Rel:
 
     @property
     def names(self) -> list[str]:
+        """The column names, in order."""
         return [c for c, _ in self.cols]
 
 

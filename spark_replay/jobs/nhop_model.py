@@ -74,6 +74,7 @@ class NhopConfig:
     max_fanout: int = 2
 
     def validate(self) -> None:
+        """Refuse a configuration outside the model's bounds (:class:`InvalidInputError`)."""
         def _int(name: str, lo: int, hi: int, optional: bool = False) -> None:
             v = getattr(self, name)
             if v is None and optional:
@@ -151,6 +152,8 @@ class ProcState:
 
 @dataclass(frozen=True)
 class Msg:
+    """One message: sender, receiver, the sender's send index, payload and piggybacked control data."""
+
     src: int
     dst: int
     seq: int
@@ -161,6 +164,7 @@ class Msg:
 
     @property
     def id(self) -> str:
+        """The message's identity: sender, receiver and send index."""
         return f"P{self.src}>P{self.dst}#{self.seq}"
 
 
@@ -176,6 +180,7 @@ def piggyback_json(pb: Any) -> Any:
 
 
 def initial_states(cfg: NhopConfig) -> list[ProcState]:
+    """Every process's state before the first round."""
     from rollcheck.pyimpl.protocols import get_protocol
 
     proto = get_protocol(cfg.protocol)
@@ -188,6 +193,7 @@ def _ckpt_path(ckdir: str, i: int, index: int) -> str:
 
 
 def write_checkpoint(ckdir: str | None, st: ProcState) -> str | None:
+    """Write ``st`` as a checkpoint under ``ckdir`` and return its path (None without a folder)."""
     if ckdir is None:
         return None
     path = _ckpt_path(ckdir, st.i, st.index)
@@ -202,6 +208,7 @@ def write_checkpoint(ckdir: str | None, st: ProcState) -> str | None:
 
 
 def read_checkpoint(ckdir: str, i: int, index: int) -> ProcState:
+    """Read process ``i``'s checkpoint ``index`` from ``ckdir``."""
     with open(_ckpt_path(ckdir, i, index), "rb") as f:
         st = pickle.load(f)
     assert isinstance(st, ProcState)

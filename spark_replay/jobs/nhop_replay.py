@@ -90,6 +90,7 @@ class EndOfRun(TraceCheck):
     needs = ("end",)
 
     def finish(self, v: Any, results: dict[str, Check]) -> Check | None:
+        """Unchecked when the recording stopped before its end; None when the run ended."""
         if v.ended:
             return None
         return Check.unchecked(self.name, f"not reached: the recording stopped after seq {v.last_seq}; the prefix "
@@ -111,6 +112,7 @@ class OutputsFailureFree(TraceCheck):
         self.end: dict[str, Any] | None = None
 
     def on_event(self, v: Any, line: int, obj: dict[str, Any]) -> None:
+        """Collect the sends' payloads and the end record."""
         k = obj["kind"]
         if k == "send":
             self.payload[str(obj.get("message"))] = obj.get("payload", 0)
@@ -118,6 +120,7 @@ class OutputsFailureFree(TraceCheck):
             self.end = obj
 
     def finish(self, v: Any, results: dict[str, Check]) -> Check | None:
+        """Compare the outputs with the failure-free run and the effective execution."""
         end = self.end
         if end is None:
             return None  # end-of-run says the end was not recorded

@@ -94,6 +94,7 @@ class WordcountConfig:
     snapshot_every: int = 10
 
     def validate(self) -> None:
+        """Refuse a configuration the recorder cannot run (:class:`InvalidInputError`)."""
         if self.batches < 1:
             raise InvalidInputError(f"need at least one batch, got {self.batches}", location="--batches")
         if not 1 <= self.vocabulary <= len(VOCABULARY):

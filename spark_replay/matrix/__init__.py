@@ -1,2 +1,1 @@
-"""The Spark chaos matrix: its plan, cells, warm drivers, witnesses, reproducers and releases.
-"""
+"""The Spark chaos matrix: its plan, cells, warm drivers, witnesses, reproducers and releases."""

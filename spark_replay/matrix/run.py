@@ -230,6 +230,7 @@ class SparkAdapter(EngineAdapter):
         self._how: dict[str, str] = {}
 
     def describe(self, cell: Cell) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+        """The cell's descriptions as the core's table and JSON show them."""
         o = self.opts
         where = {"cluster": self.cluster} if self.cluster else {}
         release = {"engine_version": cell.engine_version or _pinned()}
@@ -243,9 +244,11 @@ class SparkAdapter(EngineAdapter):
 
     def group(self, cell: Cell) -> str | None:
         # a kept reference serves every configuration, a single cell's too (shared_reference.py)
+        """The cell's configuration when its reference is shared, else None."""
         return cell.config_id if cell.config_id in self._shared or self.opts.reuse_reference else None
 
     def prepare(self, group: str, cells: Sequence[Cell], runner: ChildRunner, out: Path) -> Prepared:
+        """Prepare a group: its releases' environments and its shared reference."""
         c0 = cells[0]
         trace = out / c0.config_id / "reference.jsonl"
         log = out / c0.config_id / "reference.log"
@@ -303,6 +306,7 @@ class SparkAdapter(EngineAdapter):
         return add_release_reference(trace, other, ref["output"], workdir=f"{rtrace}.work", shared_from=str(src))
 
     def record(self, cell: Cell, context: Any, runner: ChildRunner, out: Path) -> Recording:
+        """Record ``cell`` in a warm driver or a fresh child."""
         trace, log = out / f"{cell.stem}.jsonl", out / f"{cell.stem}.log"
         trace.parent.mkdir(parents=True, exist_ok=True)
         cfg = cell_config(cell, self.opts, trace, context)
@@ -337,10 +341,12 @@ class SparkAdapter(EngineAdapter):
         return runner.run(cell_argv(path), self.opts.cell_timeout, log)
 
     def close(self) -> None:
+        """Stop the warm drivers."""
         if self._own_pool:  # a caller's pool outlives the matrix
             self._warm.close()
 
     def replay(self, cell: Cell, recording: Recording) -> Replayed:
+        """Replay the cell's recording."""
         from rollcheck.spark_replay.replay.conformance import replay_file
         from rollcheck.spark_replay.trace import read_trace
 
@@ -348,18 +354,22 @@ class SparkAdapter(EngineAdapter):
         return Replayed(report_of(replay_file(recording.trace)), tr.header, tr.events)
 
     def witness(self, cell: Cell, replayed: Replayed) -> dict[str, Any] | None:
+        """The witness of the cell's verdict, if any."""
         w = witness(replayed.header, replayed.events)
         return {"state_store": cell.provider, **(w or {})}
 
     def retry(self, cell: Cell, entry: Mapping[str, Any], recording: Recording) -> bool:
         # the kill struck off its point (a race with Spark), or the machine was overloaded
+        """Whether the cell is recorded once more (the machine's overload, not the query's fault)."""
         return _missed_kill(entry) or (recording.log is not None and overloaded(recording.log))
 
     def explain(self, cell: Cell, entry: Mapping[str, Any], recording: Recording) -> str | None:
+        """Why the cell is inconclusive, read from its recording's log, if known."""
         return _OVERLOAD_WHY if recording.log is not None and overloaded(recording.log) else None
 
     def finding(self, cell: Cell, entry: Mapping[str, Any], replayed: Replayed, runner: ChildRunner,
                 out: Path) -> dict[str, Any]:
+        """Minimise a violated cell and write its standalone reproducer."""
         from rollcheck.spark_replay.matrix.reproducer import minimise_and_write
 
         if cell.failure in FAILURE_CHECKS:  # the standalone script strikes only task, sink and kill
@@ -385,11 +395,13 @@ class SparkAdapter(EngineAdapter):
         return fields
 
     def caption(self) -> str:
+        """The caption of the matrix's table."""
         return _caption({"seed": self.opts.seed, "fail_at_batch": self.opts.fail_at_batch,
                          "engine_versions": self.opts.engine_versions,
                          "reference_version": self.opts.reference_version})
 
     def meta(self) -> dict[str, Any]:
+        """Spark's facts in the matrix's JSON: seed, batches, failure batch, skipped cells, releases."""
         releases = ({"engine_versions": list(self.opts.engine_versions),
                      "reference_version": self.opts.reference_version or _pinned()}
                     if self.opts.engine_versions else {})

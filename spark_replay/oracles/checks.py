@@ -246,10 +246,12 @@ class OracleCheck(TraceCheck):
         self.events: list[dict[str, Any]] = []
 
     def on_event(self, v: Any, line: int, obj: dict[str, Any]) -> None:
+        """Keep every recorded (not derived) event."""
         if not obj.get("derived"):
             self.events.append(obj)
 
     def finish(self, v: Any, results: dict[str, Check]) -> Check | None:
+        """The oracle's verdict over the finished view."""
         try:
             return self.fn(self.header, self.events)
         except _MALFORMED as e:

@@ -97,6 +97,7 @@ def batch_evaluation(spark: Any, uq: UserQuery, cfg: QueryConfig, checkpoint: Pa
 
 def finish_run(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: WorkPaths, writer: TraceWriter,
             notes: dict[str, Any]) -> None:
+    """Write the end-of-run records: the final output, the state, the reference and ``end``."""
     from rollcheck.spark_replay.query.input_files import files_per_batch
 
     # what each micro-batch read, per source, from the checkpoint's file-source logs (input-batches)
@@ -207,6 +208,7 @@ def register_by_value(uq: UserQuery) -> None:
 
 
 def quiet_logs(spark: Any) -> None:
+    """Turn Spark's logging down to errors for the session."""
     import logging
 
     logging.getLogger("py4j").setLevel(logging.CRITICAL)
@@ -235,6 +237,7 @@ def release_run(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def child_run(spec: dict[str, Any]) -> dict[str, Any]:
+    """The child side of a killed run: drive the recording from ``spec`` and return its summary."""
     if spec.get("release_only"):
         return release_run(spec)
     cfg = QueryConfig(**spec["cfg"])

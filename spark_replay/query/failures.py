@@ -49,11 +49,11 @@ _CAUSE = re.compile(r"Caused by: ((?:[a-zA-Z_$][\w$]*\.)+[A-Z][\w$]*)(?:: ?(.*))
 
 
 def raising_frame(text: str) -> str | None:
-    """The file of the innermost Python frame in a failure's text (the code that raised), if any.
+    r"""The file of the innermost Python frame in a failure's text (the code that raised), if any.
 
     Examples
     --------
-    >>> raising_frame('Traceback:\\n  File "/u/q.py", line 3, in f\\n  File "/x/pyspark/sql/state.py", line 9')
+    >>> raising_frame('Traceback:\n  File "/u/q.py", line 3, in f\n  File "/x/pyspark/sql/state.py", line 9')
     '/x/pyspark/sql/state.py'
     >>> raising_frame("java.util.NoSuchElementException: None.get") is None
     True
@@ -76,15 +76,15 @@ def engine_code_raised(text: str, uq: UserQuery) -> bool:
 
 
 def engine_failure(text: str, checkpoint: str) -> dict[str, Any]:
-    """The record of an engine exception.
+    r"""The record of an engine exception.
 
     ``{"checkpoint", "exception", "message", "cause"}`` (``cause``: the root ``Caused by:`` of the
     JVM's trace, where there is one).
 
     Examples
     --------
-    >>> f = engine_failure("org.apache.spark.SparkException: [CANNOT_LOAD_STATE_STORE] x\\n"
-    ...                    "Caused by: java.lang.NumberFormatException: For input string: \\")\\"", "/ck")
+    >>> f = engine_failure("org.apache.spark.SparkException: [CANNOT_LOAD_STATE_STORE] x\n"
+    ...                    "Caused by: java.lang.NumberFormatException: For input string: \")\"", "/ck")
     >>> f["exception"], f["cause"]
     ('CANNOT_LOAD_STATE_STORE', 'java.lang.NumberFormatException: For input string: ")"')
 
@@ -92,7 +92,7 @@ def engine_failure(text: str, checkpoint: str) -> dict[str, Any]:
     ``FOREACH_BATCH_USER_FUNCTION_ERROR``; the exception is the one it carries:
 
     >>> engine_failure("[STREAM_FAILED] Query terminated with exception: [FOREACH_BATCH_USER_FUNCTION_ERROR] "
-    ...                "An error occurred\\n[CANNOT_LOAD_STATE_STORE.UNCATEGORIZED] An error occurred during "
+    ...                "An error occurred\n[CANNOT_LOAD_STATE_STORE.UNCATEGORIZED] An error occurred during "
     ...                "loading state.", "/ck")["exception"]
     'CANNOT_LOAD_STATE_STORE.UNCATEGORIZED'
     """

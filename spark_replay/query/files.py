@@ -35,6 +35,7 @@ WORK_MARKER = ".rollcheck-work"
 
 
 def json_value(v: Any) -> Any:
+    """``v`` as a JSON value (timestamps and decimals as Spark writes them, rows as lists)."""
     if isinstance(v, dt.datetime):
         if v.tzinfo is not None:
             v = v.astimezone(dt.UTC).replace(tzinfo=None)
@@ -76,6 +77,7 @@ def plain(v: Any) -> Any:
 
 
 def canon_json(x: Any) -> str:
+    """``x`` as canonical JSON (sorted keys, no spaces)."""
     return json.dumps(x, sort_keys=True, separators=(",", ":"), default=str)
 
 
@@ -114,20 +116,25 @@ class WorkPaths:
 
     @property
     def multi(self) -> bool:
+        """Whether the query reads more than one source."""
         return bool(self.layout.get("multi"))
 
     @property
     def n_batches(self) -> int:
+        """The number of input batches."""
         return int(self.layout["batches"])
 
     def checkpoint(self, ref: bool = False) -> Path:
+        """The checkpoint folder of the run (``ref``: the reference run)."""
         return self.root / ("ref-checkpoint" if ref else "checkpoint")
 
     def out(self, ref: bool = False) -> Path:
+        """The output folder of the run (``ref``: the reference run)."""
         return self.root / ("ref-out" if ref else "out")
 
     @property
     def markers(self) -> Path:
+        """The folder of the run's marker files."""
         return self.root / "markers"
 
 
@@ -199,7 +206,7 @@ def feed_inputs(paths: WorkPaths, ref: bool, upto: int) -> None:
 
 
 def default_sink(rows: list[dict[str, Any]], batch_id: int, out_dir: str) -> None:
-    """rollcheck's idempotent sink: the batch's rows replace ``batch-<id>.json`` atomically."""
+    """The idempotent sink of rollcheck: the batch's rows replace ``batch-<id>.json`` atomically."""
     p = Path(out_dir) / f"batch-{batch_id:05d}.json"
     tmp = p.with_name("." + p.name + ".tmp")
     tmp.write_text(json.dumps(sorted(rows, key=canon_json)), encoding="utf-8")
@@ -207,6 +214,7 @@ def default_sink(rows: list[dict[str, Any]], batch_id: int, out_dir: str) -> Non
 
 
 def default_read(out_dir: str) -> list[dict[str, Any]]:
+    """Read back what the default sink wrote to ``out_dir``."""
     rows: list[dict[str, Any]] = []
     for f in sorted(Path(out_dir).glob("batch-*.json")):
         rows.extend(json.loads(f.read_text(encoding="utf-8")))
@@ -214,6 +222,7 @@ def default_read(out_dir: str) -> list[dict[str, Any]]:
 
 
 def read_output(uq: UserQuery, out_dir: Path) -> list[dict[str, Any]]:
+    """Read the query's output with the module's ``read_output`` or the default reader."""
     if not uq.has_sink:
         return default_read(str(out_dir))
     try:

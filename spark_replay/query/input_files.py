@@ -32,7 +32,7 @@ def _counter(offset: Any) -> int:
 
 
 def files_per_batch(checkpoint: str | Path) -> dict[int, dict[str, list[int]]]:
-    """The input batch numbers of the files each micro-batch read, per source.
+    r"""The input batch numbers of the files each micro-batch read, per source.
 
     Parameters
     ----------
@@ -50,10 +50,10 @@ def files_per_batch(checkpoint: str | Path) -> dict[int, dict[str, list[int]]]:
     --------
     >>> import tempfile
     >>> d = Path(tempfile.mkdtemp())
-    >>> for folder, name, text in (("offsets", "0", 'v1\\n{}\\n-\\n{"logOffset":0}\\n'),
-    ...                            ("offsets", "1", 'v1\\n{}\\n{"logOffset":0}\\n{"logOffset":0}\\n'),
-    ...                            ("sources/0", "0", 'v1\\n{"path":"file:///w/in/imps/batch-00001.json","batchId":0}\\n'),
-    ...                            ("sources/1", "0", 'v1\\n{"path":"file:///w/in/clicks/batch-00000.json","batchId":0}\\n')):
+    >>> for folder, name, text in (("offsets", "0", 'v1\n{}\n-\n{"logOffset":0}\n'),
+    ...                            ("offsets", "1", 'v1\n{}\n{"logOffset":0}\n{"logOffset":0}\n'),
+    ...                            ("sources/0", "0", 'v1\n{"path":"file:///w/in/imps/batch-00001.json","batchId":0}\n'),
+    ...                            ("sources/1", "0", 'v1\n{"path":"file:///w/in/clicks/batch-00000.json","batchId":0}\n')):
     ...     (d / folder).mkdir(parents=True, exist_ok=True); _ = (d / folder / name).write_text(text)
     >>> files_per_batch(d)
     {0: {'clicks': [0]}, 1: {'imps': [1]}}

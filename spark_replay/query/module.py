@@ -74,6 +74,7 @@ class UserQuery:
         return ddl_columns(next(iter(self.sources.values())))
 
     def source_columns(self, name: str) -> list[str]:
+        """The columns of source ``name`` (its DDL schema)."""
         return ddl_columns(self.sources[name])
 
     def run_query(self, dfs: dict[str, Any], which: str = "query") -> Any:
@@ -94,6 +95,7 @@ class UserQuery:
 
     @property
     def has_sink(self) -> bool:
+        """Whether the module brings its own ``foreachBatch`` sink."""
         return callable(getattr(self.module, "sink", None))
 
     def call(self, method: str, *args: Any, on_expire: Any = None) -> Any:

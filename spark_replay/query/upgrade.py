@@ -53,6 +53,7 @@ class StatefulOp:
     extra: str = ""
 
     def describe_keys(self) -> str:
+        """The upgrade's keys as ``[k1, k2]``."""
         return "[" + ", ".join(self.keys) + "]"
 
 

@@ -1,2 +1,1 @@
-"""Conformance of recorded Spark traces: the adapter, the named checks, the replay and TLC.
-"""
+"""Conformance of recorded Spark traces: the adapter, the named checks, the replay and TLC."""

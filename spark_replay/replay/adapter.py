@@ -79,6 +79,7 @@ class SparkAdapter(Adapter):
     sources = ("spark", *LEGACY_SOURCES)
 
     def header(self, header: dict[str, Any]) -> dict[str, Any]:
+        """The header in the current vocabulary (legacy sources mapped, ``processes`` added)."""
         src = header.get("source")
         if src in LEGACY_SOURCES:
             return {**header, "source": "spark", "job": LEGACY_SOURCES[src],
@@ -87,6 +88,7 @@ class SparkAdapter(Adapter):
 
     def events(self, header: dict[str, Any], pairs: Iterable[tuple[int, dict[str, Any]]]
                ) -> Iterator[tuple[int, dict[str, Any]]]:
+        """The events in the core vocabulary (Spark's kinds prefixed with ``spark.``)."""
         legacy = "legacy_source" in header
         driver = (header.get("processes") or ["driver"])[0]
         committed = 0

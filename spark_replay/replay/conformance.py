@@ -63,7 +63,7 @@ class _Events:
 
 
 def replay_lines(lines: Any, *, tlc: Callable[[str], Any] | None = None) -> Report:
-    """Check an opened trace (``lines`` as :class:`~rollcheck.pyimpl.traces.reader.TraceLines`).
+    r"""Check an opened trace (``lines`` as :class:`~rollcheck.pyimpl.traces.reader.TraceLines`).
 
     ``tlc(protocol)``, when given, returns the checker's ``tlc`` option for a message-passing trace
     of that protocol (:func:`rollcheck.spark_replay.replay.tlc.tlc_option`).
@@ -71,7 +71,7 @@ def replay_lines(lines: Any, *, tlc: Callable[[str], Any] | None = None) -> Repo
     Examples
     --------
     >>> from rollcheck.spark_replay.trace import parse_trace_text
-    >>> replay_trace(parse_trace_text(b'{"format":"rollcheck.trace/1","source":"other"}\\n'))
+    >>> replay_trace(parse_trace_text(b'{"format":"rollcheck.trace/1","source":"other"}\n'))
     Traceback (most recent call last):
     ...
     rollcheck.pyimpl.errors.InvalidInputError: line 1: unknown trace source 'other' (expected spark with a job, spark-wordcount, spark-query, spark-nhop, or an engine-neutral trace with "processes")

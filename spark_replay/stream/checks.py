@@ -80,12 +80,14 @@ class FailureObservedNhop(TraceCheck):
         self.rec: int | None = None
 
     def on_event(self, v: Any, line: int, obj: dict[str, Any]) -> None:
+        """Note the first failure and the recovery after it."""
         if obj["kind"] == "failure" and self.fail is None:
             self.fail = obj["seq"]
         elif obj["kind"] == "recovery" and self.fail is not None and self.rec is None:
             self.rec = obj["seq"]
 
     def finish(self, v: Any, results: dict[str, Check]) -> Check:
+        """Whether the requested failure happened and was recovered from."""
         name, proc, rnd = self.name, self.proc, self.rnd
         if proc is None:
             return Check.not_applicable(name, "no failure requested (a failure-free run)")

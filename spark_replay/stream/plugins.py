@@ -35,6 +35,7 @@ class SparkStream(TraceCheck):
         self.view = view
 
     def on_event(self, v: Any, line: int, obj: dict[str, Any]) -> None:
+        """Feed one event to the view."""
         try:
             self.view.feed(obj)
         except MALFORMED as e:  # a field of the engine's event that is not what the recorder writes
@@ -43,6 +44,7 @@ class SparkStream(TraceCheck):
                                     location=f"line {line} (seq {obj['seq']})") from None
 
     def finish(self, v: Any, results: dict[str, Check]) -> None:
+        """Finish the view; no verdict of its own."""
         self.view.close()
         return None
 
@@ -63,6 +65,7 @@ class StreamCheck(TraceCheck):
         self.at_end = at_end
 
     def finish(self, v: Any, results: dict[str, Check]) -> Check | None:
+        """Run the check over the finished view."""
         sv = self.stream.view
         if self.at_end and not sv.ended:
             return None
@@ -89,10 +92,12 @@ class EventListCheck(TraceCheck):
         self.events: list[dict[str, Any]] = []
 
     def on_event(self, v: Any, line: int, obj: dict[str, Any]) -> None:
+        """Keep every recorded (not derived) event."""
         if not obj.get("derived"):
             self.events.append(obj)
 
     def finish(self, v: Any, results: dict[str, Check]) -> Check | None:
+        """Run the check over the kept events."""
         try:
             out: Check | None = self.fn(self.header, self.events)
         except MALFORMED as e:

@@ -67,6 +67,7 @@ class StreamView:
 
     @property
     def ended(self) -> bool:
+        """Whether the trace reached its ``end`` record."""
         return "end" in self.ends
 
     def _fail_commit(self, e: dict[str, Any], msg: str) -> None:
@@ -156,7 +157,7 @@ class StreamView:
 
 
 def check_verdict(name: str, ok: bool | None, detail: str, seq: int | None = None) -> Check:
-    """held (``ok`` true) or violated (false, at ``seq``); None is refused here.
+    """A check that held (``ok`` true) or was violated (false, at ``seq``); None is refused here.
 
     Say why with ``Check.unchecked`` / ``Check.not_applicable``.
     """

@@ -24,6 +24,7 @@ USER_SOURCE = None  # filled by rollcheck
 
 
 def load_user():
+    """The user's module, executed from its embedded source (its namespace)."""
     ns = {"__name__": "user_query"}  # not importable: pickled by value, the Python workers need no file
     exec(compile(USER_SOURCE, "user_query.py", "exec"), ns)
     return ns
@@ -48,6 +49,7 @@ def columns(ddl):
 
 
 def write_rows(path, cols, rows, mtime):
+    """Write ``rows`` as one JSON Lines input file with modification time ``mtime``."""
     with open(path, "w") as f:
         for row in rows:
             f.write(json.dumps({c: (v.strftime("%Y-%m-%dT%H:%M:%S.%f") if hasattr(v, "strftime") else v)
@@ -56,8 +58,11 @@ def write_rows(path, cols, rows, mtime):
 
 
 def write_inputs(user, root):
-    """One JSON Lines file per micro-batch; with SOURCES one folder per source, its files staged and
-    fed to each run batch by batch (feed), so a source without rows in batch b reads nothing in b."""
+    """One JSON Lines file per micro-batch.
+
+    With SOURCES one folder per source, its files staged and fed to each run batch by batch (feed),
+    so a source without rows in batch b reads nothing in b.
+    """
     base = time.time() - 3600
     sources = user.get("SOURCES")
     if not sources:
@@ -91,10 +96,12 @@ def feed(root, tag, upto):
 
 
 def canon(row):
+    """A row as canonical JSON."""
     return json.dumps(row, sort_keys=True, default=str)
 
 
 def default_sink(batch_df, batch_id, out_dir):
+    """The idempotent sink: the batch's rows replace its file atomically."""
     rows = sorted(canon(r.asDict()) for r in batch_df.collect())
     tmp = os.path.join(out_dir, ".batch-%05d.tmp" % batch_id)
     with open(tmp, "w") as f:
@@ -103,6 +110,7 @@ def default_sink(batch_df, batch_id, out_dir):
 
 
 def default_read(out_dir):
+    """Read back what the default sink wrote."""
     rows = []
     for name in sorted(os.listdir(out_dir)):
         if name.startswith("batch-"):
@@ -262,6 +270,7 @@ def supervise(root):
 
 
 def main():
+    """Run the query without and with the failure; print every row whose count differs."""
     if sys.argv[1:2] == ["--drive"]:
         drive(sys.argv[2], sys.argv[3].split(","), int(sys.argv[4]))
         return 0
