@@ -292,7 +292,7 @@ def spark_environment(version: str | None = None) -> Path:
 
 
 def _home() -> tuple[Path, str] | None:
-    """rollcheck's own interpreter and its pyspark release (:data:`HOME_VAR`), or None."""
+    """The interpreter of rollcheck itself and its pyspark release (:data:`HOME_VAR`), or None."""
     try:
         doc = json.loads(os.environ.get(HOME_VAR) or "null")
     except ValueError:
