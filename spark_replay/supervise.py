@@ -1,27 +1,6 @@
 """Driver supervision for the Spark recorders: driver children and JVMs that die with rollcheck.
 
-A ``kill`` failure SIGKILLs a Spark *driver* (the Python process and its JVM) and starts a new one
-on the same checkpoint, so the recorders (:mod:`~rollcheck.spark_replay.query.record`,
-:mod:`~rollcheck.spark_replay.jobs.wordcount`) run each attempt's driver as a child process. This
-module is the one supervision loop they share:
-
-- :func:`run_driver` starts ``python -m MODULE --child`` in a process group of its own
-  (:mod:`rollcheck.infra.children`: the driver, the JVM PySpark starts for it and Spark's Python
-  workers die when rollcheck dies, however it dies), hands it a JSON *spec* on standard input,
-  SIGKILLs the group when the driver asks for its own kill (the file ``MARKERS/kill-requested``,
-  written by :func:`request_kill` at the injection point), enforces an optional time limit, and
-  removes the driver's scratch folder ``WORKDIR/tmp-N`` (its ``TMPDIR`` and ``java.io.tmpdir``: a
-  SIGKILLed driver cannot clean up after itself) on every exit path.
-- :func:`child_main` is the driver side: read the spec, run the recorder's function, write the
-  reply (JSON through a pipe of its own, which needs no disk space; the driver's standard output
-  goes to rollcheck's standard error, since the user's code may print), and turn the recorder's
-  errors into reply fields that the parent raises again as the same error class (bad input,
-  environment, user-code time limit). A driver whose user code ran past its limit ends at once
-  (``os._exit``): a thread stuck in that code cannot hold it up.
-- :func:`spark_gateway_in_group` starts PySpark's JVM in a process group that dies with the
-  current process (used by :func:`rollcheck.spark_replay.session.spark_session`): a recording
-  that runs Spark in rollcheck's own process leaves no JVM behind when rollcheck is SIGKILLed. In
-  a driver child the JVM stays in the driver's own group instead: a kill takes both at once.
+Details: ``docs/internals/spark-core.md`` (section ``supervise``).
 
 References
 ----------

@@ -1,24 +1,6 @@
 """Validate any Structured Streaming checkpoint folder (``rollcheck spark checkpoint DIR``).
 
-What is checked (``specs/spark.md#checkpoint-validation``):
-
-- **metadata readable**: the folder's ``metadata`` file is a JSON object with the query ``id``;
-  every log file starts with its version line and holds JSON lines;
-- **offsets/commits consistent**: the retained batch ids of both logs are contiguous; every
-  committed batch was planned (``offsets/N`` exists for ``commits/N``); at most one batch is
-  planned beyond the last commit (the batch in progress when the query stopped);
-- **state versions final only once committed**: state version V is written by batch V-1 and is
-  final only once ``commits/V-1`` exists. A version of the batch in progress (V = last commit + 2)
-  is allowed and reported as not final; a later one is a problem; the final version must be
-  reconstructable (a snapshot at or below it and every delta after it);
-- **row counts agree**: per operator (and state store), the rows of the final version decoded by
-  rollcheck's own reader (:class:`~rollcheck.spark_replay.checkpoint.reader.CheckpointDir`, LZ4 and
-  UnsafeRow decoding, nested structs such as ``window()`` included) equal the rows Spark's own
-  ``statestore`` reader returns.
-
-The result is the JSON document of the command: ``{"valid", "last_committed", "problems",
-"notes", "operators": [{"operator", "name", "partitions", "version", "rows", "reader_agrees",
-"stores"}]}``.
+Details: ``docs/internals/spark-checkpoint.md`` (section ``check``).
 
 References
 ----------

@@ -40,19 +40,15 @@ def _requested_failure(header: dict[str, Any], mode: str) -> tuple[int | None, s
 
 
 def executor_struck(header: dict[str, Any], events: list[dict[str, Any]]) -> Check:
-    """``executor-lost``: an executor JVM was SIGKILLed in batch K, the driver saw it removed.
+    """``executor-lost``: an executor JVM was SIGKILLed in batch K and the query went on.
 
-    And the query went on in the same driver.
-
-    The ``spark.failure`` event (mode ``executor``: an engine-level failure, not a failure of the
-    trace's one process, the driver, which goes on) must name the executor id and pid, say that the
-    process was gone, and carry Spark's own record of the loss: the executor listed as inactive,
-    with its removal reason, by the driver's status store (Spark's listener of
-    ``SparkListenerExecutorRemoved``); its ``checkpoint_logs`` must show that the batch had run
-    (offset log at K, commit log at K-1: the kill struck after the state stores committed, before
-    the sink). Tasks of a later batch must have run (a batch committed after the kill in the same
-    attempt): the killed executor's state store partitions were loaded elsewhere, from the
-    checkpoint. A kill that did not happen or was not seen by Spark is *unchecked*.
+    The ``spark.failure`` event (mode ``executor``, an engine-level failure: the driver goes on)
+    must name the executor id and pid, say that the process was gone, and carry Spark's own record
+    of the loss (the executor listed as removed, with its reason, by the driver's status store);
+    its ``checkpoint_logs`` must show offset log K and commit log K-1 (the kill struck after the
+    state stores committed, before the sink). A batch committed after the kill in the same attempt
+    shows the killed executor's state store partitions were loaded elsewhere, from the checkpoint.
+    A kill that did not happen or was not seen by Spark is *unchecked*.
 
     Examples
     --------

@@ -11,21 +11,7 @@ A micro-batch of Structured Streaming goes through four durable steps, in this o
 3. the **sink** receives the batch (``foreachBatch`` here);
 4. the **commit log** entry ``commits/K`` is written.
 
-A *kill point* SIGKILLs the driver (its whole process group, JVM included) right after step 1
-(``offsets``), right after step 2 (``state``), right after step 3 (``sink``) or just before step 4
-(``commit``). ``state`` and ``sink`` are hit inside the driver's ``foreachBatch`` (the batch's
-rows are collected, which runs the tasks and commits the state, then the sink writes); ``offsets``
-and ``commit`` are hit from outside by :class:`KillSupervisor`, which watches the checkpoint's
-log folders with Linux inotify (a 2 ms polling loop where inotify is unavailable) and kills as
-soon as ``offsets/K`` appears, or as soon as Spark creates the temporary file it renames to
-``commits/K``.
-
-Whatever the point, the supervisor reads the checkpoint *after* the kill (nothing writes to it
-any more) and records, in the trace's ``failure`` event, ``kill_point``, ``checkpoint_logs``
-(``{"offsets": k|null, "commits": k|null}``: the highest batch id in each log) and
-``state_files`` (how many state files of version K+1 exist). :func:`kill_point_struck` is the
-replay's check that the kill struck where it was asked to: if it did not, the run did not
-exercise the requested step and the replay is inconclusive, never a pass.
+Details: ``docs/internals/spark-faults.md`` (section ``killpoints``).
 
 References
 ----------

@@ -3,31 +3,7 @@
 Which tasks fail, where in the task, which attempts, in which batch relative to the state stores'
 last load, and what follows (:class:`RetrySchedule`).
 
-A real cluster retries a failed task (``spark.task.maxFailures``, 4): which recovery code runs
-depends on the schedule of the failures, not on the failure alone. The schedule's parameters
-(``docs/spark-matrix.md``, "retry schedules"):
-
-- ``tasks``: ``one`` partition of the stage fails (the first to get there), or ``all`` of them;
-- ``stage``: ``stateful`` (the batch's last stage, the one that holds the state stores: the
-  driver collects the batch through a ``mapPartitions`` pipelined into it) or ``input`` (the
-  stage that reads batch K's file, before the shuffle: a filter's UDF on the input);
-- ``where``: in the stateful stage, ``after-commit`` (the task drains its input, so the state
-  store commits version K+1, then raises). ``before-commit`` is refused: Spark drains the
-  stateful operator's output into the Python worker, committing the store, before any Python code
-  of that stage runs (measured: the state file of version K+1 was there when the function of
-  every attempt started); a failure before any state of the batch is ``stage=input``;
-- ``attempts``: the first N attempts of each failing task raise; N < 4 and Spark retries them to
-  success, N >= 4 and the batch fails, the query stops and a new driver restarts it;
-- ``load``: ``first`` (batch K is the first batch its driver runs: for K > 0 the driver is
-  SIGKILLed as batch K starts, before any of its tasks ran, and the new driver's state stores
-  load version K from the checkpoint) or ``later`` (the driver ran batches before K);
-- ``then``: ``restart`` (after the next batch a new driver restarts from the checkpoint, so the
-  retried state is reloaded) or ``continue`` (the query goes on to its end).
-
-Every task attempt of the struck stage records what it saw (:func:`retry_facts`) and the driver
-writes it into the ``failure`` event (``mode: "retry"``, ``schedule``); :func:`retry_struck` reads
-the trace and says where the failure struck. A failure that did not strike as scheduled did not
-exercise what was asked: the check is *unchecked* and the replay inconclusive, never a pass.
+Details: ``docs/internals/spark-faults.md`` (section ``retry``).
 
 References
 ----------

@@ -2,22 +2,10 @@
 
 A schedule (:class:`FaultSchedule`) is one matrix cell (:class:`~rollcheck.spark_replay.matrix.plan.Cell`)
 with the batch it strikes, so that a hunt cell is re-run as it is by the ordinary ``spark matrix``.
-:func:`fault_schedules` is the grammar, a Hypothesis strategy over
+:func:`fault_schedules` is the grammar (a Hypothesis strategy over the failure, a second failure,
+the batch and the state store provider); :func:`draw_schedules` draws a program's schedules.
 
-- the failure, among the kinds the hunt was asked for: ``task``, ``sink``, ``kill`` at one of the
-  kill points (``offsets``, ``state``, ``sink``, ``commit``), ``executor``, ``retry`` with a
-  :class:`~rollcheck.spark_replay.faults.retry.RetrySchedule` (one task or all, the stateful or the
-  input stage, 1-4 failing attempts, the batch loaded first or later, then a restart or not);
-- a second failure or none: a driver kill may be followed by a second one, Spark's ``twice`` (again
-  in the batch after the recovery) or ``during-recovery`` (while the restarted driver restores),
-  when those kinds were asked for;
-- the batch, relative to the program's input (:class:`BatchShape`): the first batch with data
-  (the first state written), the last batch, or the batch after an idle one (a source, or every
-  source, without new rows);
-- the state store provider.
-
-:func:`draw_schedules` draws a program's schedules with
-:func:`rollcheck.infra.hunt.draw.draw` (seeded by the hunt's seed and the program's id).
+Details: ``docs/internals/spark-hunt.md`` (section ``faults``).
 
 Examples
 --------

@@ -7,13 +7,7 @@ the stateful operators upstream, the output modes still allowed — or raises :c
 naming the rule of Spark's ``UnsupportedOperationChecker`` the step would break. The grammar
 draws only steps that keep the plan valid; the shrinker keeps only candidates that still are.
 
-Rules (Spark 3.4 to 4.x): an aggregation is appendable only with a watermarked grouping column
-(a window over a watermarked column, or that column itself); several stateful operators need
-append mode (3.4+) and no time-interval join upstream (it may emit rows behind the watermark);
-outer and semi stream-stream joins need watermarks on both sides and an event-time bound or a
-watermarked join key; complete mode needs exactly one stateful operator, an aggregation;
-``dropDuplicatesWithinWatermark`` needs 3.5 and a watermark; ``applyInPandasWithState`` 3.4 and
-no other stateful operator.
+Details: ``docs/internals/spark-hunt.md`` (section ``plan``).
 
 Examples
 --------

@@ -10,24 +10,7 @@ causality because a message sent in round r is delivered in a later round.
 The topologies, one logical round of a process and the recovery line are the model's
 (:mod:`rollcheck.spark_replay.jobs.nhop_model`).
 
-Failure (``--fail-process P --fail-round K``): the task of P raises in global round K, so the
-whole round's job fails (``local[N]`` does not retry) and its effects are discarded. Recovery
-(:func:`recovery_from_counters`) reads the checkpoint files and computes the maximum consistent
-line by rollback propagation over the per-channel counters (a receiver whose delivered count from
-a sender exceeds what the sender's restored state has sent rolls back) - independently of
-:mod:`rollcheck.pyimpl.recovery`, against which the replay compares it. Rolled-back processes restore their
-checkpoint files; the messages in transit with respect to the line are replayed from the senders'
-logs; then the rounds continue until every process has run R logical rounds and the network is
-empty. The application state (per process: count and sum of delivered payloads) must then equal
-the failure-free run's.
-
-The trace (:mod:`rollcheck.spark_replay.trace`) uses the engine-neutral core vocabulary
-(``specs/formats.md#trace``): header ``processes`` and ``protocol``; ``send``, ``deliver`` (with
-``replayed`` after a recovery), ``checkpoint`` (``index``, ``forced``), ``failure``
-(``processes``), ``recovery`` (``line``, ``in_transit``), one ``output`` per process at the end
-(key ``count_sum``, value ``[count, sum]``) and ``end``; Spark's own kinds are prefixed with the source, ``spark-nhop.``
-and extra fields (``round``, ``chan_seq``, ``payload``, ``piggyback``) are ignored by the generic
-checks.
+Details: ``docs/internals/spark-jobs.md`` (section ``nhop``).
 
 References
 ----------

@@ -11,27 +11,7 @@ The sink (``foreachBatch``) first appends one line to a deliberately *non-idempo
 then (at the chosen batch, first attempt only) injects the failure, then writes
 ``sink/batch-<id>.json`` atomically: idempotent by batch id, a re-run overwrites the same file.
 
-Failures at batch K (``--fail-at-batch K --failure``):
-
-- ``task``: a non-deterministic Python UDF in a filter raises inside a task of batch K (the
-  filter decides which rows survive, so the optimizer can neither drop it nor evaluate it ahead;
-  ``local[N]`` never retries a task, so the query fails); the driver restarts the query in the
-  same process. The physical plan of the failed attempt is recorded (``spark.plan``).
-- ``sink``: ``foreachBatch`` raises after the side channel was written; restart in process.
-- ``kill``: the driver runs in a child process (its own process group); at batch K it announces
-  the failure and the parent SIGKILLs the whole group (driver and JVM) and starts a new child.
-
-What is recorded (``specs/spark.md#streaming-trace``; engine-specific kinds carry the ``spark.``
-prefix, the failure is the core ``failure``): a watcher
-(:class:`~rollcheck.spark_replay.checkpoint.watcher.CheckpointWatcher`) polls the checkpoint directory (and is
-polled synchronously at each sink call) and records ``spark.batch_planned`` when ``offsets/N``
-appears, ``spark.state_committed`` when a state file version appears or is rewritten,
-``spark.batch_committed`` when ``commits/N`` appears; the sink records ``spark.side_effect`` and
-``spark.sink_written``; the driver records ``failure``, ``spark.attempt_start``, ``spark.restart``
-(with the resume batch and per-partition restored state version observed) and at the end
-``spark.final_state`` (decoded with :mod:`rollcheck.spark_replay.checkpoint.reader`),
-``spark.sink_final``, ``spark.side_channel`` and ``spark.state_crosscheck`` (Spark's own
-``statestore`` reader against the plain-Python decoder).
+Details: ``docs/internals/spark-jobs.md`` (section ``wordcount``).
 
 References
 ----------

@@ -1,26 +1,6 @@
 """Minimise a finding of the Spark matrix and write a standalone reproducer script.
 
-A *finding* is a matrix cell that is not conformant where Spark's documentation does not allow it
-(:mod:`rollcheck.spark_replay.matrix.run`). :func:`minimise_and_write` shrinks its input — first the
-number of batches (the batches after the failing batch K, then those before it), then the rows
-of each batch (halving, greedily: the first half, else the second) —
-re-recording the cell after every step (at most :data:`MAX_RUNS` recordings) and keeping a step
-only if the cell still fails the same check. :func:`reproducer_source` then writes a script that
-imports only pyspark and the standard library: the user's query module verbatim, the minimised
-input, the same failure at the same kill point; it runs a failure-free reference and the failing
-run (one driver process, a second one after a kill; one core, no UI, the JVM's fast start-up
-settings: about 15 s on an idle machine), and prints every lost or duplicated row with the batch
-that handed it to the sink. It is meant to be attached to a report to the Spark project; the
-matrix runs it once and records whether it showed the finding.
-
-A finding of an oracle that does not trust Spark's own failure-free run (``release-differential``,
-``batch-equivalent``; :mod:`rollcheck.spark_replay.oracles.checks`) is wrong with or without the failure,
-so comparing the two runs shows nothing. Its reproducer carries the *expected* final table of the
-minimised input (:func:`expected_table`: the failure-free run on the reference release, or the
-query evaluated as a batch job) and also compares the failure-free run with it, per ``KEY``: run
-with the affected release's pyspark it prints the wrong rows and exits 1, with the fixed one it
-exits 0. A query that fails where no failure was injected (in the failure-free run, or when it
-restarts from its checkpoint) is shown as well (``QUERY FAILED``).
+Details: ``docs/internals/spark-matrix.md`` (section ``reproducer``).
 
 References
 ----------
@@ -263,20 +243,30 @@ def minimise_and_write(cell: Any, opts: Any, result: dict[str, Any],
                        root_cause: Callable[[Path], str | None]) -> dict[str, Any]:
     """Shrink the finding of ``cell``, write ``DIR/<cell>.reproducer.py`` and run it once.
 
-    Return the fields to add to the cell's entry (``reproducer``, ``minimised``, ``reproducer_run``:
-    its exit status, seconds, the rows it printed, and whether it showed the finding).
-
-    ``run(argv, timeout, log)`` runs a recording (and at the end the reproducer), ``argv_for(module_file,
-    trace, fail_at)`` is the cell's recording command for another module file with the failure at
-    batch ``fail_at``, ``root_cause(trace)`` the name of the violated check at the root of a replay
-    (the matrix provides all three).
-
     The steps, each kept only if the re-recording still fails the same check: (1) drop the batches
     after the failing batch K (keep 0..K, else 0..K+1, ...); (2) drop the batches before K (the
     failure then strikes at batch 0); (3) halve each batch's rows (the first half, else the second)
-    while it fails (the core's search, :func:`rollcheck.infra.matrix.shrink.shrink_batches`). At
-    most ``opts.shrink_runs`` (at most :data:`MAX_RUNS`) re-recordings; the reproducer is run
-    unless ``opts.run_reproducer`` is false.
+    while it fails (:func:`rollcheck.infra.matrix.shrink.shrink_batches`). At most
+    ``opts.shrink_runs`` (at most :data:`MAX_RUNS`) re-recordings; the reproducer is run unless
+    ``opts.run_reproducer`` is false.
+
+    Parameters
+    ----------
+    cell, opts, result
+        The violated cell, the matrix's options and the cell's replay result.
+    run
+        ``run(argv, timeout, log)`` runs a recording (and at the end the reproducer).
+    argv_for
+        ``argv_for(module_file, trace, fail_at)``: the cell's recording command for another module
+        file with the failure at batch ``fail_at``.
+    root_cause
+        ``root_cause(trace)``: the name of the violated check at the root of a replay.
+
+    Returns
+    -------
+    dict
+        The fields to add to the cell's entry: ``reproducer``, ``minimised`` and ``reproducer_run``
+        (its exit status, seconds, the rows it printed, and whether it showed the finding).
     """
     from rollcheck.spark_replay.query.record import load_query
 

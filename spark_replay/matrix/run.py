@@ -1,36 +1,6 @@
 """The Spark chaos matrix: query modules × state store providers × failures × kill points.
 
-``rollcheck spark matrix`` (``docs/spark-matrix.md``) runs one recorded and replayed run per
-*cell* (:mod:`rollcheck.spark_replay.matrix.plan`: the cells and the options). This module is
-Spark's adapter to the engine-neutral core (:mod:`rollcheck.infra.matrix`: the runner, the
-classification, the JSON document, the tables, the minimiser's search), :class:`SparkAdapter`,
-which supplies:
-
-- the *shared reference*: per configuration one failure-free recording, whose final output and
-  state (read with Spark's own state reader) every cell of that configuration is compared with
-  (:func:`write_shared_reference`), so each cell runs only its failing recording; a configuration
-  with a single cell records its reference inside that cell's run (one driver fewer);
-- the recording, bounded in time, with the failure of the cell's column (a task failure, a sink
-  failure, or a SIGKILL of the driver at a kill point), recorded once more when the kill struck off
-  its point (a race with Spark) or the machine was too loaded for Spark's Python workers: task,
-  sink and reference recordings in a warm driver of the cell's release
-  (:mod:`rollcheck.spark_replay.matrix.warm`; a pool of the matrix's own, or the caller's), the others
-  in a fresh child (:mod:`rollcheck.spark_replay.matrix.cell`);
-- the replay (:func:`rollcheck.spark_replay.replay.conformance.replay_file`) and the witness
-  (:mod:`rollcheck.spark_replay.matrix.witness`);
-- for a finding: the minimised input and the standalone reproducer
-  (:mod:`rollcheck.spark_replay.matrix.reproducer`);
-- with ``--engine-version V[,V2...]`` (:attr:`MatrixOptions.engine_versions`): every release's
-  environment made (or reused) once before any cell runs (a release pip cannot install: exit 2,
-  no cell run), one group of rows per release, the release in every cell's recording
-  (``spark record query --engine-version V``), shared reference, ``config`` and reproducer run
-  (on V and on the reference release R, ``reproducer_run`` keyed by release:
-  :func:`reproducer_on_releases`); R's failure-free run of a configuration recorded once, in R's
-  warm driver, and added to V's shared reference, not run again by every cell.
-
-Every cell's verdict comes from the one verdict rule (:func:`rollcheck.pyimpl.verdict.decide`) and
-its attribution from :func:`rollcheck.pyimpl.attribution.classify_cell`; the matrix's exit code from
-:func:`rollcheck.infra.matrix.matrix_verdict`.
+Details: ``docs/internals/spark-matrix.md`` (section ``run``).
 
 References
 ----------

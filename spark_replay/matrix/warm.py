@@ -1,40 +1,6 @@
 """Warm Spark drivers: one long-lived driver per matrix worker for the cells that need no new process.
 
-A matrix cell with a ``task`` or ``sink`` failure, and a configuration's failure-free reference,
-restart the query inside the same driver (a new query run from the checkpoint: every state store
-is loaded again from the checkpoint files), so they need no process of their own. Each matrix
-worker keeps one :class:`WarmDriver`: a child process (``python -m rollcheck.spark_replay.matrix.warm``)
-holding one Spark session (:func:`~rollcheck.spark_replay.session.spark_session` with
-:func:`~rollcheck.spark_replay.query.config.session_conf`, the recorder's settings) that runs such
-cells one after another:
-
-- a cell's configuration goes in as a JSON file (:class:`~rollcheck.spark_replay.matrix.cell.CellConfig`,
-  the same a fresh child reads), one request line on the driver's standard input; the reply (the
-  recording's result, its exit code, whether the engine is still clean) comes back as one JSON line
-  through a pipe of its own (the user's code may print);
-- every cell runs in a new session of the driver's Spark context (``newSession()``: its own SQL
-  settings, temporary views and functions) with its own checkpoint, input and output folders;
-- after each cell the driver checks itself: no streaming query still active, the JVM answering.
-  A damaged driver (a leaked query, a dead JVM, a cell stuck past its timeout, a driver that died)
-  is replaced and the cell run again on a fresh one — never a verdict from a dirty engine. A cell
-  whose user code ran past its limit keeps its result (the engine was clean when it started) and
-  the driver is replaced after it;
-- the driver runs in a process group of its own with its JVM and Python workers
-  (:mod:`rollcheck.infra.children`): it dies with rollcheck however rollcheck dies, and the
-  matrix's :meth:`~rollcheck.infra.matrix.ChildRunner.stop` kills it with the other children.
-
-A driver runs one pyspark release: the running one, or a release ``V`` of ``--engine-version``,
-with that release's interpreter (:func:`~rollcheck.spark_replay.releases.spark_environment`) and
-child environment (:func:`~rollcheck.spark_replay.releases.child_environment`), so cells on any
-release run warm. :class:`WarmPool` lends its idle drivers to the workers of any number of
-matrices, one cell at a time, by (release, master); a caller (the hunt) may keep one pool across
-many matrices (``run_matrix(..., warm_pool=pool)``) and close it when it is done. The user's
-modules (the query module and whatever it imported from outside Python's and rollcheck's folders)
-are forgotten after every cell, so an edited file is read again by the next cell.
-
-The driver's standard output and error go to ``DIR/warm-N.log``; each cell's part of it is copied
-to the cell's own log. What a cell cost is the CPU its driver's process tree spent while it ran
-(:class:`~rollcheck.infra.matrix.cost.TreeCpu`).
+Details: ``docs/internals/spark-matrix.md`` (section ``warm``).
 """
 
 from __future__ import annotations

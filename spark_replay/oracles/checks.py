@@ -1,48 +1,6 @@
 """Oracles that do not trust the engine's own failure-free run (``docs/your-query.md``, section 4).
 
-``output-exactly-once`` compares a run with the failure-free run of the same engine: a bug that
-happens with or without a failure (a window that never fires, a watermark that evicts live
-state, a join that drops a match) makes the reference just as wrong. Three checks judge the
-engine against something else:
-
-``batch-equivalent``
-    The final output table equals the same ``query`` evaluated as a *batch* job (one
-    ``spark.createDataFrame(rows, DDL)`` per source, in the recording's own session and release)
-    over exactly the input rows Spark's own lateness rule keeps
-    (:mod:`rollcheck.spark_replay.oracles.lateness`): the stateful operator read from the analysed
-    streaming plan compares its event-time operand (a window's end for a windowed aggregation,
-    the event-time column for deduplication and for each side of a stream-stream join) with the
-    *previous* batch's watermark as Spark reported it (progress, else the offset log); complete
-    mode drops nothing. The batch job runs once (sliding windows: once per distinct late-events
-    watermark) and the decision never depends on trying subsets. Update and complete mode: the
-    whole final table (last row per ``KEY``). Append mode: every batch row whose event-time bound
-    (an output column that carries Spark's event-time metadata, a window's ``end``, or the
-    module's ``EVENT_TIME``) is at or below the last watermark must be in the output, and no
-    output row may be one the batch job does not give. Not applicable, with the reason: arbitrary
-    stateful operators, processing time, a watermark on a derived column, session windows, chained
-    stateful operators, a union of sources into one stateful operator, an append query whose bound
-    nobody tells. Inconclusive where a watermark the rule needs is unknown.
-``release-differential``
-    With ``--engine-version V``: the failure-free run's final table on V equals the one on the
-    reference release R (``--reference-version``, default the pinned one); a difference is a
-    violation naming both releases (and, where batch-equivalent applies, which one agrees with
-    the batch job).
-``recovery-succeeded``
-    After an injected failure the query restarts from its own checkpoint. A restart that fails
-    with the engine's exception (``spark.recovery_failed``), or ends without committing the
-    batches left, is a violation naming the exception and the checkpoint; an exception raised by
-    the user's own code is the module's (the recording says so), not the engine's. So is Spark's
-    own state reader failing on the engine's checkpoint with the engine's exception
-    (``spark.state_read_failed``): the state the engine wrote cannot be reloaded.
-
-A failure-free run that fails on the release under test with the engine's exception (not raised
-by the user's functions; pyspark's own code they call is the engine's) while the reference
-release ran it to its end (``spark.reference_failed``) violates ``release-differential``, naming
-both releases and the exception. A module that fails on the reference release too is the
-module's own failure (the recording is refused, exit 2).
-
-The recorder side (:func:`analyse_plan`, :func:`evaluate_batch`) runs inside the recording's
-driver; the checks (:func:`oracle_plugins`) read only the trace.
+Details: ``docs/internals/spark-oracles.md`` (section ``checks``).
 """
 
 from __future__ import annotations

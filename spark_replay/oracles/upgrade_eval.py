@@ -1,33 +1,6 @@
 """``batch-equivalent`` of an upgrade: each input row evaluated by the query that read it.
 
-An upgrade (:mod:`rollcheck.spark_replay.query.upgrade`) runs ``query`` on batches ``0..K`` and
-``query_next`` on the rest, from the same checkpoint. No failure-free run of one query is its
-reference (Spark cannot switch a running query's plan without a restart), so the expected output
-comes from batch jobs alone (:func:`combined_evaluation`, recorded as the ``final`` run's
-``spark.batch_evaluation`` with an ``upgrade`` part), over the input rows Spark's lateness rule
-keeps, with the watermarks the run had:
-
-- ``before``: ``query`` over the input of batches ``0..K``;
-- ``after``: ``query_next`` over every batch (the state carried: the same stateful operators over
-  the same input) and ``after_upto``: ``query_next`` over batches ``0..K``.
-
-:func:`judge_upgrade` decides the final table (last row per ``KEY``):
-
-- a stateless query: the rows of ``query`` over batches ``0..K``, then ``query_next``'s over the
-  rest (append: the same rows, each as often; update: the last row per key);
-- the change after the stateful operators (the same operators over the same input: the state is
-  ``query``'s): complete mode, ``after``'s table over ``before``'s; update mode, a key whose
-  ``after`` row differs from ``after_upto``'s was updated after batch K and must show ``after``'s
-  row; a key ``after`` lacks keeps ``before``'s; a key ``after`` and ``after_upto`` agree on was
-  updated after K without a change of value or not at all, and may show either row;
-- a change before the stateful operators (the state mixes both queries' inputs), append mode
-  with state, or a query without batch meaning: unchecked (the upgrade's output is judged by this
-  check alone, so the replay is inconclusive).
-
-:func:`upgrade_output` and :func:`upgrade_state` adapt ``output-exactly-once`` (not applicable:
-the failure-free run of ``query`` alone is not the reference) and ``state-failure-free`` (the
-failure-free run of ``query`` is the reference of the state when the change leaves the stateful
-operators and their input alone).
+Details: ``docs/internals/spark-oracles.md`` (section ``upgrade_eval``).
 """
 
 from __future__ import annotations

@@ -1,23 +1,6 @@
 """Two cheap checks of every query recording, read from what Spark reported per micro-batch.
 
-``plan-stable``
-    Every micro-batch of a run lists the same stateful operators in its progress report
-    (``stateOperators``: the recorder keeps their names per batch, ``spark.progress``
-    ``state_operators``). A stateful operator keeps state across micro-batches, so it belongs to
-    every micro-batch's plan; a batch whose progress lists fewer had its state operator optimised
-    away (an idle source's branch pruned with the operator above it, a filter folded to false), and
-    the state it should have read, updated or evicted in that batch was not touched. Some public
-    engine bugs show nowhere else, since their output is the same (empty) on every release. Not
-    applicable to a query without stateful operators, or to a trace recorded before the recorder
-    kept the operators.
-``complete-key-unique``
-    In complete mode every micro-batch hands the sink the whole result table, one row per group;
-    a batch whose output repeats a ``KEY`` (the module's key columns) wrote two rows for one group
-    (e.g. a constant folded into the aggregation's output while the state held other groups). Not
-    applicable to append and update mode or without ``KEY``.
-
-:data:`PLAN_TAMPERS` are the traces a misbehaving engine would leave, each caught by the check
-:data:`CAUGHT_BY` names (``tests/test_plan_checks.py``).
+Details: ``docs/internals/spark-query.md`` (section ``plan_checks``).
 
 Examples
 --------

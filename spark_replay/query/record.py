@@ -1,57 +1,6 @@
 """Chaos-test a user's own Structured Streaming query: record it with a real injected failure.
 
-A *query under test* is a Python file (or importable module) with (``docs/your-query.md``):
-
-- ``SCHEMA``: the input rows as a Spark DDL string, e.g. ``"ts TIMESTAMP, user STRING, amount INT"``;
-- ``batches(seed) -> list[list[tuple]]``: the input, one list of rows per micro-batch;
-- ``query(df) -> DataFrame``: the streaming transformation of the input stream (stateful allowed);
-- ``OUTPUT_MODE`` (``"append"``, ``"update"`` or ``"complete"``) and ``KEY`` (the output columns
-  that identify a row; the final output table is the last row per key);
-- optional ``sink(batch_df, batch_id, out_dir)`` and ``read_output(out_dir) -> list[dict]``: the
-  user's own ``foreachBatch`` sink and how to read back what it wrote. The default sink is
-  rollcheck's idempotent one: ``out_dir/batch-<id>.json`` replaced atomically per batch id;
-- optional ``SINK_GUARANTEE`` (``"exactly-once"``, the default, or ``"at-least-once"``): what the
-  module's own sink promises; the replay judges the output against it (the trace header's
-  ``config.sink_guarantee``; :mod:`rollcheck.pyimpl.attribution`).
-
-rollcheck owns the source (one JSON Lines file per batch, read with ``maxFilesPerTrigger=1``, so
-data batch *b* is Spark batch *b*; later batch ids are data-less batches that only advance the
-watermark), the failure injection and the recording. :func:`record_query` runs a failure-free
-*reference* run (its own checkpoint and output folder) and then the run with the failure:
-
-- ``task``: a non-deterministic Python UDF in a filter over ``input_file_name()`` raises inside a
-  task of the chosen batch (the filter decides which rows survive, so the optimizer can neither
-  drop nor pre-evaluate it; the plan is recorded as ``spark.plan``); the driver restarts the query;
-- ``sink``: raises in ``foreachBatch`` *after* the user's sink wrote the batch; restart in process;
-- ``kill``: the driver runs in a child process group; after the user's sink wrote the chosen batch
-  the parent SIGKILLs the group (driver and JVM) and starts a new driver on the same checkpoint.
-
-The trace (``"source": "spark", "job": "query"``) has the streaming events of
-:mod:`rollcheck.spark_replay.checkpoint.watcher` plus ``spark.attempt_start``, ``spark.sink_written`` (with the
-rows handed to the sink), the core ``failure``, ``spark.restart`` (marked ``failed`` when the restart
-itself failed with the engine's exception, followed by ``spark.recovery_failed``), ``spark.plan``,
-and at the end
-``spark.reference`` (the failure-free run's output and state), ``spark.output_final``,
-``spark.state_final`` (every state store read with Spark's ``statestore`` reader, with the row
-count of our own decoder) and ``end``. The checks are in :mod:`rollcheck.spark_replay.replay.checks`.
-
-The recorder lives in modules of one concept each; this module is the recording's entry
-(:func:`record_query`: the work folder, the release reference, the driver children of a killed
-run) and names every public name of the others, importable from here as before:
-
-- :mod:`~rollcheck.spark_replay.query.module`: the user's module (:func:`load_query`,
-  :class:`UserQuery`);
-- :mod:`~rollcheck.spark_replay.query.config`: the recording's parameters (:class:`QueryConfig`,
-  :data:`FAILURES`, :func:`session_conf`);
-- :mod:`~rollcheck.spark_replay.query.files`: the work folder, the input files, the default sink,
-  reading the output back;
-- :mod:`~rollcheck.spark_replay.query.state`: the checkpoint's state read with Spark's state
-  reader (:func:`read_state_stores`);
-- :mod:`~rollcheck.spark_replay.query.failures`: whose failure a query's failure is (the engine's
-  exception or the user's code);
-- :mod:`~rollcheck.spark_replay.query.run`: one start of the query with the injected failure;
-- :mod:`~rollcheck.spark_replay.query.drive`: the reference run, the attempts and the end-of-run
-  records in one Spark session.
+Details: ``docs/internals/spark-query.md`` (section ``record``).
 
 Examples
 --------

@@ -1,28 +1,6 @@
 """Spark's traces mapped onto the core vocabulary of ``rollcheck.trace/1`` (the Spark adapter).
 
-Streaming traces (header ``"source": "spark"``, ``"job": "wordcount" | "query"``, ``"processes":
-["driver"]``; Spark's own kinds prefixed ``spark.``) mean, in core terms:
-
-- the driver is the one process; its checkpoint *k* is "the first *k* batches committed": every
-  ``spark.batch_committed`` implies a core ``checkpoint`` of ``driver`` (basic);
-- the core ``failure`` the recorders write stays as it is, held back until the failed attempt's
-  own events are over (the next ``spark.attempt_start``, ``spark.restart`` or ``end``): a commit
-  that attempt's checkpoint watcher reports late was made before the failure;
-- ``spark.restart`` after a failure implies a core ``recovery`` that restores the driver's
-  checkpoint ``resume_batch`` (the batch Spark resumed at = the number of batches it kept
-  committed); a restart that ran no batch again (``resume_batch`` null) restores all committed
-  batches.
-
-So the generic ``recovery-line`` check independently confirms that Spark resumed after its last
-commit, next to Spark's own checks (:mod:`rollcheck.spark_replay.replay.checks`).
-
-**Traces recorded before the prefix rule** (header ``"source": "spark-wordcount"`` or
-``"spark-query"``, possibly without ``processes``, streaming kinds without the ``spark.`` prefix,
-``failure`` without ``processes``) are read by one rule: the header becomes ``source: spark`` with
-``job`` from the old source name and ``processes: ["driver"]``; every kind outside the core is read
-as ``spark.<kind>``; a ``failure`` without ``processes`` is the driver's. ``rollcheck check trace``
-and ``trace validate`` read such files only through this adapter (``spark replay``, ``check
-trace``); the files rollcheck ships use the current header.
+Details: ``docs/internals/spark-replay.md`` (section ``adapter``).
 
 References
 ----------
