@@ -34,7 +34,7 @@ def main(quick: bool) -> None:
     if quick:
         return
     from rollcheck.flink_replay.environment import find_flink
-    from rollcheck.flink_replay.record import RecordConfig, record_wordcount
+    from rollcheck.flink_replay.recording.record import RecordConfig, record_wordcount
     from rollcheck.pyimpl.errors import InconclusiveError
 
     try:

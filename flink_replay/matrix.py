@@ -6,7 +6,7 @@ checkpoint modes × failures × rescalings on restore. This module is Flink's ad
 engine-neutral core (:mod:`rollcheck.infra.matrix`: runner, classification, JSON document,
 tables, the minimiser's search), :class:`FlinkAdapter`, which supplies:
 
-- the recording (:func:`rollcheck.flink_replay.record.record`; a user's job fails half way through
+- the recording (:func:`rollcheck.flink_replay.recording.record.record`; a user's job fails half way through
   its own input, the word count at the middle of ``records``; a rescaled cell fails at parallelism
   P1 and is restored at P2);
 - the replay, through the same checks as a single ``flink replay``;
@@ -16,7 +16,7 @@ tables, the minimiser's search), :class:`FlinkAdapter`, which supplies:
   :func:`~rollcheck.infra.matrix.reproducer.run_reproducer`); with ``--engine-version`` on the
   cell's release V and on the reference release R (``reproducer_run`` keyed by release);
 - with ``--engine-version``: the ``release-differential`` check's failure-free run on the reference
-  release R (:mod:`rollcheck.flink_replay.release_reference`), run once per configuration of a
+  release R (:mod:`rollcheck.flink_replay.recording.release_reference`), run once per configuration of a
   job module (module, state backend, checkpoints, parallelism: not the failure, not the release
   under test) as the core's shared preparation and handed to every cell of that configuration; a
   configuration with a single cell runs it inside that cell's recording.
@@ -47,8 +47,8 @@ from pathlib import Path
 from typing import Any
 
 from rollcheck.flink_replay.oracles import RELEASE
-from rollcheck.flink_replay.record import BACKENDS, RecordConfig
-from rollcheck.flink_replay.release_reference import (
+from rollcheck.flink_replay.recording.record import BACKENDS, RecordConfig
+from rollcheck.flink_replay.recording.release_reference import (
     config_key,
     needs_release_reference,
     record_job,

@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from rollcheck.flink_replay.environment import find_flink, tap_jar
-from rollcheck.flink_replay.record import LOG4J, _job_file
+from rollcheck.flink_replay.recording.record import LOG4J, _job_file
 from rollcheck.infra import children
 from rollcheck.pyimpl.errors import InconclusiveError, InvalidInputError
 from rollcheck.pyimpl.intervals import optimal_interval, utilization_dag, utilization_single

@@ -113,7 +113,7 @@ def test_every_recorder_source_is_a_built_in_engine():
     """The header sources the built-in recorders write (and wrote before the prefix rule)."""
     import inspect
 
-    from rollcheck.flink_replay import record
+    from rollcheck.flink_replay.recording import record
     from rollcheck.spark_replay.jobs import nhop, wordcount
     from rollcheck.spark_replay.query import record as query
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from rollcheck.flink_replay.record import _environment_failure
+from rollcheck.flink_replay.recording.record import _environment_failure
 
 ROOT = Path(__file__).resolve().parent.parent
 CLI = [sys.executable, "-m", "rollcheck.cli.main"]

@@ -24,7 +24,7 @@ from types import SimpleNamespace
 import pytest
 
 from rollcheck.flink_replay.job.main import KeyDeclarationError, classify_failure, resolve_key
-from rollcheck.flink_replay.record import job_outcome
+from rollcheck.flink_replay.recording.record import job_outcome
 from rollcheck.pyimpl.errors import InconclusiveError, InternalError, InvalidInputError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -306,7 +306,7 @@ def test_reproducer_reads_key_by_name(tmp_path: Path) -> None:
 def test_rollcheck_code_raising_in_the_engine_is_internal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A deliberately broken copy of rollcheck's output step (it raises TypeError in every row): the
     real engine's failure frames name rollcheck's code, and the recording is an internal error."""
-    from rollcheck.flink_replay import record as record_mod
+    from rollcheck.flink_replay.recording import record as record_mod
 
     job = _broken_copy(tmp_path, "pipelines.py", "key = json.dumps([row[i] for i in key_idx], default=str)\n",
                        "key = json.dumps([row[i] for i in key_idx]) + 1\n")
@@ -336,7 +336,7 @@ def test_rollcheck_code_raising_in_the_job_process_is_internal(tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """A broken copy of rollcheck's driver code (before any JVM starts): exit 4 naming its function,
     not an inconclusive "the job ended without a result"."""
-    from rollcheck.flink_replay import record as record_mod
+    from rollcheck.flink_replay.recording import record as record_mod
 
     job = _broken_copy(tmp_path, "user.py", "    recs = call_user(run_dir, \"records\"",
                        "    key_idx = key_idx + None\n    recs = call_user(run_dir, \"records\"")

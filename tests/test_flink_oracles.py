@@ -175,7 +175,7 @@ def test_a_real_restart_that_fails_is_recorded_and_found(tmp_path: Path) -> None
     """apache-flink 2.3.0: the checkpoints' state files vanish with the injected failure (a storage
     fault); every restart fails in Flink's restore and the job ends FAILED."""
     from rollcheck.flink_replay.environment import find_flink
-    from rollcheck.flink_replay.record import RecordConfig, record
+    from rollcheck.flink_replay.recording.record import RecordConfig, record
     from rollcheck.pyimpl.errors import InconclusiveError
 
     try:
@@ -237,7 +237,7 @@ def test_a_second_failure_that_never_struck_is_inconclusive() -> None:
 
 def test_second_failures_are_refused_with_rescaling() -> None:
     from rollcheck.flink_replay.matrix import cells
-    from rollcheck.flink_replay.record import RecordConfig
+    from rollcheck.flink_replay.recording.record import RecordConfig
     from rollcheck.pyimpl.errors import InvalidInputError
 
     with pytest.raises(InvalidInputError, match="not with --rescale"):

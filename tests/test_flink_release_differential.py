@@ -130,8 +130,8 @@ def test_record_job_adds_rs_run_before_the_trace_is_published(monkeypatch: pytes
                                                                tmp_path: Path) -> None:
     """record_job: R's environment first, then V's recording, R's run into the trace before ``end``."""
     import rollcheck.flink_replay.environment as environment
-    import rollcheck.flink_replay.record as record
-    import rollcheck.flink_replay.release_reference as rr
+    import rollcheck.flink_replay.recording.record as record
+    import rollcheck.flink_replay.recording.release_reference as rr
 
     calls: list[str] = []
     monkeypatch.setattr(environment, "find_flink", lambda v=None: calls.append(f"env {v}"))
@@ -178,8 +178,8 @@ def test_flink_raising_inside_job_on_v_only_is_the_engines(java: str | None, r_s
     'the job module's own failure'); the same module built and run on R makes it the engine's: the
     trace says so and release-differential is violated, naming the exception and both releases."""
     import rollcheck.flink_replay.environment as environment
-    import rollcheck.flink_replay.record as record
-    import rollcheck.flink_replay.release_reference as rr
+    import rollcheck.flink_replay.recording.record as record
+    import rollcheck.flink_replay.recording.release_reference as rr
     from rollcheck.pyimpl.errors import InvalidInputError
 
     asked: list[str] = []

@@ -21,7 +21,7 @@ import pytest
 
 from rollcheck.flink_replay import releases
 from rollcheck.flink_replay.matrix import RELEASE_ROW_HEADER, ROW_HEADER, cells, row_header
-from rollcheck.flink_replay.record import RecordConfig
+from rollcheck.flink_replay.recording.record import RecordConfig
 from rollcheck.flink_replay.releases import STAMP, cluster_config_name, flink_python, parse_release
 from rollcheck.pyimpl.errors import InvalidInputError
 

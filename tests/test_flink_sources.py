@@ -31,7 +31,7 @@ from rollcheck.flink_replay.job.user import (
     interleave,
     source_layout,
 )
-from rollcheck.flink_replay.record import source_of_record
+from rollcheck.flink_replay.recording.record import source_of_record
 from rollcheck.pyimpl.verdict import Check, Report
 
 ROOT = Path(__file__).resolve().parent.parent

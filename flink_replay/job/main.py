@@ -3,7 +3,7 @@
 This file runs under the separate PyFlink environment (``.venv-flink``) as
 ``python job.py CONFIG.json``: it imports only the standard library and ``pyflink``, never the
 rest of rollcheck. It writes raw observations into the run folder named by the config; the
-recorder (:mod:`rollcheck.flink_replay.record`) turns them into a ``rollcheck.trace/1`` file.
+recorder (:mod:`rollcheck.flink_replay.recording.record`) turns them into a ``rollcheck.trace/1`` file.
 
 The job: a checkpointed ``NumberSequenceSource`` (values 1..N, split offsets are checkpointed),
 a pass-through Java operator (``RollcheckTap``, mode ``source``) that logs per-key counts of the

@@ -153,8 +153,8 @@ def _register_rest(fsub: Any) -> None:
 def _record(args: argparse.Namespace) -> int:
     import sys
 
-    from rollcheck.flink_replay.record import RecordConfig, parse_rescale
-    from rollcheck.flink_replay.release_reference import record_job
+    from rollcheck.flink_replay.recording.record import RecordConfig, parse_rescale
+    from rollcheck.flink_replay.recording.release_reference import record_job
 
     module = getattr(args, "module", None)
     rescale = parse_rescale(args.rescale) if args.rescale else None
@@ -297,7 +297,7 @@ def _matrix(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from rollcheck.flink_replay.matrix import cells, run_matrix
-    from rollcheck.flink_replay.record import BACKENDS, FAILURES, parse_rescale
+    from rollcheck.flink_replay.recording.record import BACKENDS, FAILURES, parse_rescale
     from rollcheck.pyimpl.errors import InvalidInputError
 
     def split(text: str, allowed: tuple[str, ...], flag: str) -> list[str]:

@@ -16,7 +16,7 @@ from typing import Any
 __all__ = ["DEFAULT_TLC_TIMEOUT", "ENGINES", "engine_of", "flink_tlc_validator", "replay_engine_trace"]
 
 #: The built-in engines, by the header ``source`` their recorders write (``spark_replay.jobs.wordcount``,
-#: ``.query.record`` and ``.jobs.nhop``; ``flink_replay.record``; the Spark sources before the prefix rule):
+#: ``.query.record`` and ``.jobs.nhop``; ``flink_replay.recording.record``; the Spark sources before the prefix rule):
 #: ``check trace`` runs that engine's replay on them.
 ENGINES = {"spark": "spark", "spark-wordcount": "spark", "spark-query": "spark", "spark-nhop": "spark",
            "flink": "flink"}

@@ -35,7 +35,7 @@ def _tlc():
 
 
 def _record(ctx: VerifyContext, tmp: Path, mode: str, rows: list[Row], failure: str = "task") -> Path | None:
-    from rollcheck.flink_replay.record import RecordConfig, record_wordcount
+    from rollcheck.flink_replay.recording.record import RecordConfig, record_wordcount
     from rollcheck.flink_replay.replay import replay
     from rollcheck.pyimpl.errors import InconclusiveError
 
@@ -104,7 +104,7 @@ def _user_job(ctx: VerifyContext, tmp: Path) -> Row:
     """A job written against the module contract (the tutorial's), recorded under a task failure."""
     from importlib import resources
 
-    from rollcheck.flink_replay.record import RecordConfig, record
+    from rollcheck.flink_replay.recording.record import RecordConfig, record
     from rollcheck.flink_replay.user_replay import replay_job
     from rollcheck.pyimpl.errors import InconclusiveError
 
@@ -123,7 +123,7 @@ def _user_job(ctx: VerifyContext, tmp: Path) -> Row:
 
 def _rescale(ctx: VerifyContext, tmp: Path) -> Row:
     """The word count failed at parallelism 2 and restored at 3: key groups redistributed."""
-    from rollcheck.flink_replay.record import RecordConfig, record
+    from rollcheck.flink_replay.recording.record import RecordConfig, record
     from rollcheck.flink_replay.user_replay import word_count_report
     from rollcheck.pyimpl.errors import InconclusiveError
 

@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from rollcheck.flink_replay.environment import find_flink, tap_jar
-from rollcheck.flink_replay.record_config import BACKENDS, FAILURES, RecordConfig, parse_rescale
-from rollcheck.flink_replay.run_folder import (
+from rollcheck.flink_replay.recording.config import BACKENDS, FAILURES, RecordConfig, parse_rescale
+from rollcheck.flink_replay.recording.run_folder import (
     _ENV_ERRNOS,
     LOG4J,
     ModuleFailure,
@@ -44,14 +44,14 @@ from rollcheck.flink_replay.run_folder import (
     job_outcome,
     write_run_folder,
 )
-from rollcheck.flink_replay.run_folder import _environment_failure as _environment_failure
-from rollcheck.flink_replay.standalone import start_cluster
-from rollcheck.flink_replay.trace_build import HEADER_CONFIG_KEYS, build_trace, tx_lines
-from rollcheck.flink_replay.trace_events import source_of_record
+from rollcheck.flink_replay.recording.run_folder import _environment_failure as _environment_failure
+from rollcheck.flink_replay.recording.standalone import start_cluster
+from rollcheck.flink_replay.recording.trace_build import HEADER_CONFIG_KEYS, build_trace, tx_lines
+from rollcheck.flink_replay.recording.trace_events import source_of_record
 from rollcheck.infra import children
 from rollcheck.pyimpl.errors import InconclusiveError, InvalidInputError
 
-# the settings (record_config), the run folder (run_folder), the standalone cluster (standalone)
+# the settings (config), the run folder (run_folder), the standalone cluster (standalone)
 # and the trace (trace_events, trace_build) live beside this module; their names stay importable
 # from here (and the private ones other modules import: _job_file, _environment_failure, _tx_lines)
 _tx_lines = tx_lines
@@ -73,7 +73,7 @@ def record(out: str | Path, config: RecordConfig, *, run_dir: str | Path | None 
     ``before_publish(partial_trace, run_folder)`` is called on the finished trace before it is
     renamed to ``out`` and returns the trace's new number of events, if it added some (the
     failure-free run on the reference release:
-    :func:`rollcheck.flink_replay.release_reference.record_job`).
+    :func:`rollcheck.flink_replay.recording.release_reference.record_job`).
 
     Returns ``{"trace", "checkpoint_dir", "restored_checkpoint", "seconds", "final_state"}``.
 

@@ -9,7 +9,7 @@ R's jars), and keeps what its transactional sink committed. :func:`release_refer
 that run as the ``flink.release_reference`` event (:func:`add_to_trace` puts it into the trace just
 before ``end``), so that a replay decides the check from the trace alone
 (:func:`rollcheck.flink_replay.oracles.release_check`). :func:`record_job` is
-:func:`rollcheck.flink_replay.record.record` with that run added (after V's run, before the trace
+:func:`rollcheck.flink_replay.recording.record.record` with that run added (after V's run, before the trace
 is published); ``rollcheck flink record`` and the matrix record through it.
 
 The matrix runs it once per configuration and hands it to every cell of that configuration (the
@@ -48,7 +48,7 @@ _SAME = ("module", "checkpoints", "parallelism", "interval_ms", "records", "rate
 
 def record_job(out: str | Path, config: dict[str, Any], *, run_dir: str | Path | None = None,
                shared: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Record ``config`` (:func:`rollcheck.flink_replay.record.record`); when
+    """Record ``config`` (:func:`rollcheck.flink_replay.recording.record.record`); when
     :func:`needs_release_reference`, also the failure-free run on the reference release, after the
     run on V, into the same trace — or ``shared``, that run's event made once for several cells
     (the matrix). Returns :func:`record`'s summary.
@@ -59,7 +59,7 @@ def record_job(out: str | Path, config: dict[str, Any], *, run_dir: str | Path |
         As :func:`record`, and as :func:`release_reference` (the trace is then not published).
     """
     from rollcheck.flink_replay.environment import find_flink
-    from rollcheck.flink_replay.record import ModuleFailure, RecordConfig, record
+    from rollcheck.flink_replay.recording.record import ModuleFailure, RecordConfig, record
 
     if shared is None and needs_release_reference(config):
         find_flink(str(config["reference_version"]))  # R's environment made (or refused, exit 2) before V's run
@@ -90,11 +90,11 @@ def build_failure_trace(out: Path, config: dict[str, Any], failure: Any, event: 
     """Write the trace of a job whose graph Flink could not build on V, while it built and ran on R:
     the header, ``flink.reference_failed`` (the Java exception raised inside ``job()``), R's
     ``flink.release_reference`` and ``end`` (``release-differential`` decides it from the trace).
-    Returns :func:`~rollcheck.flink_replay.record.record`'s summary."""
+    Returns :func:`~rollcheck.flink_replay.recording.record.record`'s summary."""
     from rollcheck.pyimpl.patternio import atomic_write_text
 
     v = str(config.get("engine_version"))
-    from rollcheck.flink_replay.record import HEADER_CONFIG_KEYS
+    from rollcheck.flink_replay.recording.record import HEADER_CONFIG_KEYS
     header = {"format": "rollcheck.trace/1", "source": "flink", "seed": config.get("seed", 0),
               "processes": ["source", "keyed"], "job": "module", "engine_version": v,
               "config": {k: config.get(k) for k in HEADER_CONFIG_KEYS},
@@ -147,7 +147,12 @@ def release_reference(config: dict[str, Any], run: Path) -> dict[str, Any]:
         rollcheck's own code raised inside the job on R (a bug in rollcheck).
     """
     from rollcheck.flink_replay.environment import find_flink, tap_jar
-    from rollcheck.flink_replay.record import _job_file, _tx_lines, job_outcome, write_run_folder
+    from rollcheck.flink_replay.recording.record import (
+        _job_file,
+        _tx_lines,
+        job_outcome,
+        write_run_folder,
+    )
 
     version = str(config["reference_version"])
     t0 = time.monotonic()

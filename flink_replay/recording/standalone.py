@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from rollcheck.flink_replay.recording.run_folder import LOG4J
 from rollcheck.flink_replay.releases import cluster_config_name
-from rollcheck.flink_replay.run_folder import LOG4J
 from rollcheck.infra import children
 from rollcheck.pyimpl.errors import InconclusiveError
 

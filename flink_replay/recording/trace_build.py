@@ -1,6 +1,6 @@
 """Merge the raw observations of a Flink run folder into a ``rollcheck.trace/1`` file.
 
-The events (:mod:`rollcheck.flink_replay.trace_events`), ordered by time, come with the
+The events (:mod:`rollcheck.flink_replay.recording.trace_events`), ordered by time, come with the
 engine-neutral core next to them (a ``checkpoint`` of every task per completed checkpoint, a
 ``recovery`` after each failure), then the sinks' output, the batch-equivalent run and ``end``.
 """
@@ -11,9 +11,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from rollcheck.flink_replay.recording.run_folder import INJECTED_TEXT
+from rollcheck.flink_replay.recording.trace_events import Timed, failure_events, observed_events
 from rollcheck.flink_replay.replay import source_cut
-from rollcheck.flink_replay.run_folder import INJECTED_TEXT
-from rollcheck.flink_replay.trace_events import Timed, failure_events, observed_events
 
 __all__ = ["HEADER_CONFIG_KEYS", "build_trace", "tx_lines"]
 

@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from rollcheck.flink_replay.run_folder import LOG4J
+from rollcheck.flink_replay.recording.run_folder import LOG4J
 
 __all__ = ["Timed", "observed_events", "failure_events", "source_of_record"]
 
