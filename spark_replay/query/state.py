@@ -80,7 +80,7 @@ class StateUnreadable(Exception):
 def _decoded_state_stores(ck: CheckpointDir) -> dict[str, dict[str, Any]]:
     """Without Spark's state reader (pyspark < 4.0).
 
-    Every HDFS-backed store decoded by rollcheck's own reader (``checkpoint_reader``), in the same
+    Every HDFS-backed store decoded by rollcheck's own reader (``checkpoint.reader``), in the same
     form; RocksDB state cannot be read here.
     """
     import pyspark
