@@ -33,18 +33,16 @@ References
 
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 from rollcheck.infra import children
 from rollcheck.infra.release_envs import (
+    STAMP,
     cache_root,
     clean_environ,
+    install_step,
     locked,
+    make_environment,
     parse_engine_release,
     parse_full_release,
     pip_reason,
@@ -58,30 +56,21 @@ __all__ = ["SUPPORTED", "PINNED", "STAMP", "parse_release", "flink_python", "rel
 SUPPORTED = ((1, 19, 0), (3, 0, 0))
 #: The release ``make flink-setup`` installs into ``.venv-flink`` (the default).
 PINNED = "2.3.0"
-#: The file that marks an environment as complete (written last).
-STAMP = ".rollcheck-complete"
 #: Seconds pip may take to make one environment (apache-flink is a ~300 MB download and a build).
 INSTALL_TIMEOUT_S = 1800.0
 _FLAG = "--engine-version"
 
 
 def parse_release(version: str, location: str = _FLAG) -> tuple[int, int, int]:
-    """``"1.20.5"`` -> ``(1, 20, 5)``, refusing anything but a supported full release
-    (:func:`rollcheck.infra.release_envs.parse_engine_release` with :data:`SUPPORTED`).
+    """One apache-flink release as ``(X, Y, Z)``, within :data:`SUPPORTED`.
 
-    Raises
-    ------
-    InvalidInputError
-        Not ``X.Y.Z``, or outside :data:`SUPPORTED` (naming the release and ``location``, the flag).
+    :func:`rollcheck.infra.release_envs.parse_engine_release` decides, and its refusal (an
+    ``InvalidInputError``) names the release and ``location``, the flag.
 
     Examples
     --------
     >>> parse_release("1.20.5")
     (1, 20, 5)
-    >>> parse_release("1.18.1")
-    Traceback (most recent call last):
-    ...
-    rollcheck.pyimpl.errors.InvalidInputError: --engine-version: apache-flink 1.18.1 is not supported: rollcheck supports apache-flink 1.19.0 <= V < 3.0.0
     """
     return parse_engine_release(version, package="apache-flink", supported=SUPPORTED, example="1.20.5",
                                 location=location)
@@ -106,14 +95,7 @@ def release_root(version: str) -> Path:
 
 
 def _run(argv: list[str], what: str, version: str, timeout: float) -> None:
-    try:
-        r = children.run(argv, capture_output=True, text=True, timeout=timeout, env=clean_environ())
-    except subprocess.TimeoutExpired:
-        raise InvalidInputError(f"apache-flink {version} cannot be installed: {what} took more than {timeout:.0f} s",
-                                location=_FLAG) from None
-    if r.returncode != 0:
-        raise InvalidInputError(f"apache-flink {version} cannot be installed: {pip_reason(r.stderr or r.stdout)}",
-                                location=_FLAG)
+    install_step(argv, what, package="apache-flink", version=version, timeout=timeout)
 
 
 def release_of(python: Path | str) -> str:
@@ -156,24 +138,8 @@ def flink_python(version: str | None) -> Path | None:
     if (root / STAMP).exists() and python.exists():
         return python
     with locked(root.parent / f"apache-flink-{version}.lock"):
-        if (root / STAMP).exists() and python.exists():  # made by another rollcheck meanwhile
-            return python
-        if root.exists():  # half-made (no stamp): never reused
-            shutil.rmtree(root)
-        print(f"rollcheck: making the environment of apache-flink {version} in {root} (once) ...", file=sys.stderr)
-        t0 = time.monotonic()
-        try:
-            _run([sys.executable, "-m", "venv", str(root)], "python -m venv", version, 600)
-            _run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                  f"apache-flink=={version}"], "pip install", version, INSTALL_TIMEOUT_S)
-            got = release_of(python)
-            if got != version:
-                raise InvalidInputError(f"apache-flink {version} cannot be installed: pip installed {got}",
-                                        location=_FLAG)
-        except BaseException:
-            shutil.rmtree(root, ignore_errors=True)
-            raise
-        (root / STAMP).write_text(json.dumps({"apache-flink": version,
-                                              "seconds": round(time.monotonic() - t0, 1)}) + "\n", encoding="utf-8")
-        print(f"rollcheck: apache-flink {version} ready in {time.monotonic() - t0:.0f} s", file=sys.stderr)
+        if not ((root / STAMP).exists() and python.exists()):  # else made by another rollcheck meanwhile
+            make_environment(root, python, package="apache-flink", version=version,
+                             requirements=[f"apache-flink=={version}"], run=_run, installed=release_of,
+                             timeout=INSTALL_TIMEOUT_S)
     return python

@@ -16,14 +16,23 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
+import shutil
+import subprocess
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
+from rollcheck.infra import children
 from rollcheck.pyimpl.errors import InvalidInputError
 
-__all__ = ["cache_root", "locked", "pip_reason", "clean_environ", "parse_full_release", "parse_engine_release"]
+__all__ = ["cache_root", "locked", "pip_reason", "clean_environ", "parse_full_release", "parse_engine_release",
+           "STAMP", "install_step", "make_environment"]
+
+#: The file that marks an environment as complete (written last).
+STAMP = ".rollcheck-complete"
 
 
 def cache_root() -> Path:
@@ -155,3 +164,77 @@ def locked(path: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def install_step(argv: list[str], what: str, *, package: str, version: str, timeout: float) -> None:
+    """Run one step of making ``package`` ``version``'s environment (``python -m venv``, ``pip install``).
+
+    Raises
+    ------
+    InvalidInputError
+        The step failed or took more than ``timeout`` seconds: the release and pip's reason, in
+        one line naming ``--engine-version``.
+    """
+    try:
+        r = children.run(argv, capture_output=True, text=True, timeout=timeout, env=clean_environ())
+    except subprocess.TimeoutExpired:
+        raise InvalidInputError(f"{package} {version} cannot be installed: {what} took more than {timeout:.0f} s",
+                                location="--engine-version") from None
+    if r.returncode != 0:
+        raise InvalidInputError(f"{package} {version} cannot be installed: {pip_reason(r.stderr or r.stdout)}",
+                                location="--engine-version")
+
+
+def make_environment(root: Path, python: Path, *, package: str, version: str, requirements: Sequence[str],
+                     run: Callable[[list[str], str, str, float], None], installed: Callable[[Path], str],
+                     timeout: float, finish: Callable[[Path], None] | None = None,
+                     stamp: Mapping[str, object] | None = None) -> None:
+    """Make ``package`` ``version``'s virtual environment in ``root``; call it holding :func:`locked`.
+
+    A half-made folder (no :data:`STAMP`) is removed first; a failure removes what it made; the
+    stamp is written last, so a folder with one is complete.
+
+    Parameters
+    ----------
+    root, python : Path
+        The environment's folder and its interpreter.
+    package, version : str
+        What pip installs, as messages name it.
+    requirements : sequence of str
+        ``pip install``'s arguments (the release and its companions).
+    run : callable
+        ``run(argv, what, version, timeout)``: one step (:func:`install_step` with the package).
+    installed : callable
+        ``installed(python) -> release``: the release the new environment imports.
+    timeout : float
+        Seconds ``pip install`` may take.
+    finish : callable, optional
+        Called with ``root`` once the release is installed and checked.
+    stamp : mapping, optional
+        More keys for the stamp (beside ``{package: version, "seconds": ...}``).
+
+    Raises
+    ------
+    InvalidInputError
+        A step failed, or pip installed another release.
+    """
+    if root.exists():  # half-made (no stamp): never reused
+        shutil.rmtree(root)
+    print(f"rollcheck: making the environment of {package} {version} in {root} (once) ...", file=sys.stderr)
+    t0 = time.monotonic()
+    try:
+        run([sys.executable, "-m", "venv", str(root)], "python -m venv", version, 600)
+        run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *requirements],
+            "pip install", version, timeout)
+        got = installed(python)
+        if got != version:
+            raise InvalidInputError(f"{package} {version} cannot be installed: pip installed {got}",
+                                    location="--engine-version")
+        if finish is not None:
+            finish(root)
+    except BaseException:
+        shutil.rmtree(root, ignore_errors=True)
+        raise
+    (root / STAMP).write_text(json.dumps({package: version, **(stamp or {}),
+                                          "seconds": round(time.monotonic() - t0, 1)}) + "\n", encoding="utf-8")
+    print(f"rollcheck: {package} {version} ready in {time.monotonic() - t0:.0f} s", file=sys.stderr)

@@ -32,14 +32,17 @@ import importlib.metadata
 import importlib.util
 import json
 import os
-import shutil
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 from rollcheck.infra import children
-from rollcheck.infra.release_envs import cache_root, parse_engine_release
+from rollcheck.infra.release_envs import (
+    STAMP,
+    cache_root,
+    install_step,
+    make_environment,
+    parse_engine_release,
+)
 from rollcheck.infra.release_envs import locked as _locked
 from rollcheck.infra.release_envs import pip_reason as _pip_reason
 from rollcheck.pyimpl.errors import InvalidInputError
@@ -62,8 +65,6 @@ __all__ = [
 
 #: The supported pyspark releases: ``SUPPORTED[0] <= V < SUPPORTED[1]``.
 SUPPORTED = ((3, 4, 0), (5, 0, 0))
-#: The file that marks an environment as complete (written last).
-STAMP = ".rollcheck-complete"
 #: The environment variable through which a recorder child finds rollcheck's source packages.
 SOURCES_VAR = "ROLLCHECK_SOURCES"
 #: The environment variable through which a child in a release environment finds rollcheck's own
@@ -115,7 +116,9 @@ install()
 '''
 
 def parse_release(version: str, location: str = "--engine-version") -> tuple[int, int, int]:
-    """``"3.5.9"`` -> ``(3, 5, 9)``, refusing anything but a supported full release
+    """``"3.5.9"`` -> ``(3, 5, 9)``.
+
+    Refusing anything but a supported full release
     (:func:`rollcheck.infra.release_envs.parse_engine_release` with :data:`SUPPORTED`).
 
     Raises
@@ -140,13 +143,17 @@ def pinned_release() -> str:
     return importlib.metadata.version("pyspark")
 
 
-#: What rollcheck's recorder imports in every release's environment besides pyspark's companions.
-RECORDER_PACKAGES = ("lz4>=4.3,<5", "xxhash>=3.4,<5", "psutil>=5.9,<8")
+#: What rollcheck's recorder imports in every release's environment besides pyspark's companions
+#: (typing-extensions: the oracle marks the methods a protocol documents with its override).
+RECORDER_PACKAGES = ("lz4>=4.3,<5", "xxhash>=3.4,<5", "psutil>=5.9,<8", "typing-extensions>=4.6")
 
 
 def _stamped(root: Path, version: str) -> bool:
-    """The environment is complete for what this rollcheck installs there (its stamp lists
-    :func:`companions`); one made by an older rollcheck gets the missing packages (under the lock)."""
+    """The environment is complete for what this rollcheck installs there.
+
+    Its stamp lists :func:`companions`. One made by an older rollcheck gets the missing packages
+    (under the lock).
+    """
     try:
         stamp = json.loads((root / STAMP).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -165,9 +172,10 @@ def _top_up(root: Path, version: str) -> None:
 
 
 def companions(version: str) -> list[str]:
-    """What the environment of pyspark ``version`` gets next to ``pyspark==version``: the pandas,
-    pyarrow and numpy its pandas UDFs (``applyInPandasWithState``) were released against, and from
-    4.0 on protobuf (the state client of ``transformWithStateInPandas``).
+    """What the environment of pyspark ``version`` gets next to ``pyspark==version``.
+
+    The pandas, pyarrow and numpy its pandas UDFs (``applyInPandasWithState``) were released
+    against, and from 4.0 on protobuf (the state client of ``transformWithStateInPandas``).
 
     Examples
     --------
@@ -204,15 +212,7 @@ def _write_bridge(root: Path) -> None:
 
 
 def _run(argv: list[str], what: str, version: str, timeout: float) -> None:
-    try:
-        r = children.run(argv, capture_output=True, text=True, timeout=timeout,
-                         env={k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")})
-    except subprocess.TimeoutExpired:
-        raise InvalidInputError(f"pyspark {version} cannot be installed: {what} took more than {timeout:.0f} s",
-                                location="--engine-version") from None
-    if r.returncode != 0:
-        raise InvalidInputError(f"pyspark {version} cannot be installed: {_pip_reason(r.stderr or r.stdout)}",
-                                location="--engine-version")
+    install_step(argv, what, package="pyspark", version=version, timeout=timeout)
 
 
 def release_of(python: Path | str) -> str:
@@ -268,26 +268,9 @@ def spark_environment(version: str | None = None) -> Path:
                 _top_up(root, version)
             _write_bridge(root)
             return python
-        if root.exists():  # half-made (no stamp): never reused
-            shutil.rmtree(root)
-        print(f"rollcheck: making the environment of pyspark {version} in {root} (once) ...", file=sys.stderr)
-        t0 = time.monotonic()
-        try:
-            _run([sys.executable, "-m", "venv", str(root)], "python -m venv", version, 600)
-            _run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                  *companions(version)], "pip install", version, INSTALL_TIMEOUT_S)
-            got = release_of(python)
-            if got != version:
-                raise InvalidInputError(f"pyspark {version} cannot be installed: pip installed {got}",
-                                        location="--engine-version")
-            _write_bridge(root)
-        except BaseException:
-            shutil.rmtree(root, ignore_errors=True)
-            raise
-        (root / STAMP).write_text(json.dumps({"pyspark": version, "packages": companions(version),
-                                              "seconds": round(time.monotonic() - t0, 1)}) + "\n",
-                                  encoding="utf-8")
-        print(f"rollcheck: pyspark {version} ready in {time.monotonic() - t0:.0f} s", file=sys.stderr)
+        make_environment(root, python, package="pyspark", version=version, requirements=companions(version),
+                         run=_run, installed=release_of, timeout=INSTALL_TIMEOUT_S, finish=_write_bridge,
+                         stamp={"packages": companions(version)})
     return python
 
 
@@ -314,10 +297,13 @@ def sources_map() -> dict[str, str]:
 
 
 def child_environment(python: Path | str, base: dict[str, str] | None = None) -> dict[str, str]:
-    """The process environment of a recorder child run by ``python``: for a release environment
-    rollcheck's source folders (:data:`SOURCES_VAR`), rollcheck's own interpreter (:data:`HOME_VAR`,
-    kept when the caller runs in a release environment itself) and nothing of the running
-    environment's Python paths or Spark installation; for the running interpreter ``base`` unchanged."""
+    """The process environment of a recorder child run by ``python``.
+
+    For a release environment rollcheck's source folders (:data:`SOURCES_VAR`), rollcheck's own
+    interpreter (:data:`HOME_VAR`, kept when the caller runs in a release environment itself) and
+    nothing of the running environment's Python paths or Spark installation; for the running
+    interpreter ``base`` unchanged.
+    """
     env = dict(os.environ if base is None else base)
     if Path(python) == Path(sys.executable):
         return env
