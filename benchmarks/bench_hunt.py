@@ -57,6 +57,8 @@ NEEDS: dict[str, list[str]] = {
     "SPARK-44464": ["pandas-state", "null-key"],
     "SPARK-47840": ["union", "literal-key", "agg-count"],
     "SPARK-43404": ["agg-count"],
+    # the restart's first batch must find the right input of the outer join idle (the data's corner)
+    "SPARK-57003": ["watermark", "join-left-outer"],
     "FLINK-30687": ["sql-filtered-agg", "sql-global-agg"],
     "FLINK-27741": ["sql-over-rank"],
     "FLINK-35112": ["map-row-field"],
