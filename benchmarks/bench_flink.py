@@ -16,7 +16,7 @@ DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "flink"
 
 
 def _replay_us_per_event(path: Path, reps: int) -> float:
-    from rollcheck.flink_replay.replay import read_flink_trace, replay
+    from rollcheck.flink_replay.checks.replay import read_flink_trace, replay
 
     n = len(read_flink_trace(path)[1])
     replay(path)  # warm: imports and file cache

@@ -46,7 +46,8 @@ from itertools import product
 from pathlib import Path
 from typing import Any
 
-from rollcheck.flink_replay.oracles import RELEASE
+from rollcheck.flink_replay.checks.oracles import RELEASE
+from rollcheck.flink_replay.checks.user_replay import GUARANTEES_DOC
 from rollcheck.flink_replay.recording.record import BACKENDS, RecordConfig
 from rollcheck.flink_replay.recording.release_reference import (
     config_key,
@@ -55,7 +56,6 @@ from rollcheck.flink_replay.recording.release_reference import (
     release_reference,
 )
 from rollcheck.flink_replay.releases import PINNED
-from rollcheck.flink_replay.user_replay import GUARANTEES_DOC
 from rollcheck.infra.matrix import (
     ChildRunner,
     EngineAdapter,
@@ -159,7 +159,7 @@ def cells(modules: Sequence[str], backends: Sequence[str], checkpoints: Sequence
 
 
 def _report(trace: Path, module: str) -> Report:
-    from rollcheck.flink_replay.user_replay import replay_job, word_count_report
+    from rollcheck.flink_replay.checks.user_replay import replay_job, word_count_report
 
     return word_count_report(trace) if module == "wordcount" else replay_job(trace)
 

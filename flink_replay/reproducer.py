@@ -7,7 +7,7 @@ prints the rows that were lost or duplicated; it exits 1 when it shows the probl
 was clean. It imports nothing of rollcheck, so it can be attached to a report to the Flink project.
 
 A finding of an oracle that does not trust Flink's own failure-free run (``release-differential``,
-``batch-equivalent``; :mod:`rollcheck.flink_replay.oracles`) is wrong with or without the failure,
+``batch-equivalent``; :mod:`rollcheck.flink_replay.checks.oracles`) is wrong with or without the failure,
 so the two runs agree and show nothing. Its script also carries the expected final table of its
 input (:func:`expected_of`: the failure-free run on the reference release, or the same job in
 BATCH mode) and compares the failure-free run with it per KEY; a failure-free run that fails is
@@ -95,7 +95,7 @@ def expected_of(trace: Path | str | None, violated: set[str] | frozenset[str]) -
     dict or None
         ``{"from": words, "table": {KEY: row}}`` (KEY and row as the recorder writes them: JSON lists).
     """
-    from rollcheck.flink_replay.oracles import batch_table, final_table
+    from rollcheck.flink_replay.checks.oracles import batch_table, final_table
     from rollcheck.pyimpl.traces.reader import read_events
 
     if trace is None or not Path(trace).is_file():

@@ -15,7 +15,7 @@ that the tampering makes wrong - the event a correct replay must name as first o
   after batch K from that state is wrong).
 
 Both engines' tamper modules share one file-level interface: :data:`TAMPER_NAMES` and
-:func:`tamper_file` (``rollcheck.flink_replay.tamper`` has the same two).
+:func:`tamper_file` (``rollcheck.flink_replay.checks.tamper`` has the same two).
 """
 
 from __future__ import annotations

@@ -37,7 +37,7 @@ def _tampers(engine: str) -> list[str]:
     if engine == "spark":
         from rollcheck.spark_replay.tamper import TAMPERS
     else:
-        from rollcheck.flink_replay.tamper import TAMPERS
+        from rollcheck.flink_replay.checks.tamper import TAMPERS
     return sorted(TAMPERS)
 
 

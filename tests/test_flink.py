@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from rollcheck.cli.main import main
-from rollcheck.flink_replay.replay import failure_free_output, replay
-from rollcheck.flink_replay.tamper import tamper
+from rollcheck.flink_replay.checks.replay import failure_free_output, replay
+from rollcheck.flink_replay.checks.tamper import tamper
 
 DATA = Path(__file__).parent / "data" / "flink"
 TRACES = sorted(DATA.glob("*.jsonl"))
@@ -161,8 +161,8 @@ def _tlc():
 
 @pytest.mark.tlc
 def test_tlc_accepts_the_recorded_aligned_trace() -> None:
-    from rollcheck.flink_replay.replay import read_flink_trace
-    from rollcheck.flink_replay.tlc import cl_segments
+    from rollcheck.flink_replay.checks.replay import read_flink_trace
+    from rollcheck.flink_replay.checks.tlc import cl_segments
 
     trace = DATA / "aligned-task-failure.jsonl"
     v = _tlc()(trace)
@@ -220,7 +220,7 @@ def test_taskmanager_failure_needs_the_jobmanager_to_see_the_loss(tmp_path: Path
     assert {c.name: c for c in rep.checks}["failure-observed"].status.value == "unchecked" and rep.exit_code == 3
 
 
-@pytest.mark.parametrize("module", ["rollcheck.flink_replay.replay", "rollcheck.flink_replay.tlc"])
+@pytest.mark.parametrize("module", ["rollcheck.flink_replay.checks.replay", "rollcheck.flink_replay.checks.tlc"])
 def test_doctests(module: str) -> None:
     import doctest
     import importlib
@@ -272,7 +272,7 @@ def test_checkpoint_after_the_sources_finished_is_checked_for_orphans(tmp_path):
     must not reflect records the sources never emitted; a doctored keyed snapshot there is caught."""
 
 
-    from rollcheck.flink_replay.replay import replay
+    from rollcheck.flink_replay.checks.replay import replay
 
     src = DATA / "unaligned-checkpoint-after-sources-finished.jsonl"
     res = replay(src)

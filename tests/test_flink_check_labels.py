@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from rollcheck.cli.main import main
-from rollcheck.flink_replay.user_replay import JOB_CHECKS, job_check, job_checks
+from rollcheck.flink_replay.checks.user_replay import JOB_CHECKS, job_check, job_checks
 
 ROOT = Path(__file__).resolve().parents[1]
 JOB = ROOT / "examples" / "flink-job-rescale-2-1.jsonl"

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from rollcheck.flink_replay.rescale_checks import (
+from rollcheck.flink_replay.checks.rescale import (
     cut_attempts,
     keyed_state_check,
     operator_state_check,

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from rollcheck.flink_replay.checks.strike import CHANNELS, STRUCK
+from rollcheck.flink_replay.checks.user_replay import replay_job
 from rollcheck.flink_replay.job.strike import local_threshold, slowdown_s
-from rollcheck.flink_replay.strike_checks import CHANNELS, STRUCK
-from rollcheck.flink_replay.user_replay import replay_job
 from rollcheck.pyimpl.verdict import Status
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from rollcheck.flink_replay.keygroups import (
+from rollcheck.flink_replay.checks.keygroups import (
     java_hash,
     key_group,
     key_group_range,
@@ -25,11 +25,11 @@ from rollcheck.flink_replay.keygroups import (
     operator_index,
     owner,
 )
+from rollcheck.flink_replay.checks.replay import read_flink_trace
+from rollcheck.flink_replay.checks.rescale import keyed_state_check, operator_state_check
+from rollcheck.flink_replay.checks.tamper import tamper
+from rollcheck.flink_replay.checks.user_replay import replay_job, word_count_report
 from rollcheck.flink_replay.matrix import Cell, cells, classify, summarise, write_html
-from rollcheck.flink_replay.replay import read_flink_trace
-from rollcheck.flink_replay.rescale_checks import keyed_state_check, operator_state_check
-from rollcheck.flink_replay.tamper import tamper
-from rollcheck.flink_replay.user_replay import replay_job, word_count_report
 from rollcheck.pyimpl.verdict import Check, Report, Status
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -218,7 +218,7 @@ def test_matrix_classification() -> None:
     assert ok["verdict"] == "conformant" and not ok["expected_by_engine"]
     lost = classify(Report([Check.violated("user-sink-exactly-once", "KEY [1]: 1 rows, 2 without (lost output)")]))
     assert lost["verdict"] == "not-conformant" and not lost["expected_by_engine"]
-    from rollcheck.flink_replay.user_replay import GUARANTEES_DOC
+    from rollcheck.flink_replay.checks.user_replay import GUARANTEES_DOC
     from rollcheck.pyimpl.attribution import judge_sink
 
     j = judge_sink("exactly-once", {"[1]": {"r": 2}}, {"[1]": {"r": 3}}, redelivered={"[1]": 1},
@@ -316,7 +316,7 @@ def test_checks_as_trace_checker_plugins() -> None:
     """The key-by-key checks also run as plug-ins of the shared trace checker (hooks, finish)."""
     from types import SimpleNamespace
 
-    from rollcheck.flink_replay.rescale_checks import PLUGINS
+    from rollcheck.flink_replay.checks.rescale import PLUGINS
 
     header, events, _ = read_flink_trace(WC_RESCALE)
     for cls in PLUGINS:
@@ -331,7 +331,7 @@ def test_checks_as_trace_checker_plugins() -> None:
 
 
 def test_user_sink_check_counts_rows_per_key() -> None:
-    from rollcheck.flink_replay.user_replay import user_sink_check
+    from rollcheck.flink_replay.checks.user_replay import user_sink_check
 
     ref = {"seq": 9, "lines": [["a", 1], ["a", 2], ["b", 1]]}
     same = user_sink_check({"user": {"seq": 8, "lines": [["b", 1], ["a", 1], ["a", 2]]}, "user-reference": ref},
@@ -349,8 +349,8 @@ def test_user_sink_check_counts_rows_per_key() -> None:
 def test_a_failed_job_names_flinks_root_cause() -> None:
     """A job that did not finish: the trace header carries Flink's innermost cause, and the
     unchecked output check says it (the matrix's reason for an inconclusive cell)."""
+    from rollcheck.flink_replay.checks.user_replay import output_check
     from rollcheck.flink_replay.job.main import _root_cause_text
-    from rollcheck.flink_replay.user_replay import output_check
 
     text = ("org.apache.flink.runtime.JobException: Recovery is suppressed by FixedDelayRestartBackoffTimeStrategy\n"
             "\tat org.apache.flink...\nCaused by: java.lang.Exception: Error while triggering checkpoint 6\n"

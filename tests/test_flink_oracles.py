@@ -1,4 +1,4 @@
-"""Flink oracles that do not trust the engine's failure-free run (:mod:`rollcheck.flink_replay.oracles`).
+"""Flink oracles that do not trust the engine's failure-free run (:mod:`rollcheck.flink_replay.checks.oracles`).
 
 ``batch-equivalent``: on a recorded keyed_totals run (apache-flink 2.3.0, a task failure, the same
 job in BATCH mode recorded inside): held; the mutants that drop a KEY's last record or count it
@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from rollcheck.cli.main import main
-from rollcheck.flink_replay.oracles import (
+from rollcheck.flink_replay.checks.oracles import (
     BATCH,
     ORACLE_TAMPERS,
     RECOVERY,
@@ -28,7 +28,7 @@ from rollcheck.flink_replay.oracles import (
     recovery_check,
     swallow_recovery_exception,
 )
-from rollcheck.flink_replay.user_replay import JOB_CHECKS
+from rollcheck.flink_replay.checks.user_replay import JOB_CHECKS
 from rollcheck.pyimpl.verdict import Status
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -215,8 +215,8 @@ def _restore(seq: int, attempt: int) -> dict[str, Any]:
 ])
 def test_the_second_failure_must_be_proven_where_it_was_meant_to_strike(kind: str, events: list[dict[str, Any]],
                                                                        problem: str | None) -> None:
-    from rollcheck.flink_replay.oracles import second_failure_problem
-    from rollcheck.flink_replay.user_replay import failure_check
+    from rollcheck.flink_replay.checks.oracles import second_failure_problem
+    from rollcheck.flink_replay.checks.user_replay import failure_check
 
     got = second_failure_problem(events)
     header = {"config": {"failure": kind}}
@@ -229,7 +229,7 @@ def test_the_second_failure_must_be_proven_where_it_was_meant_to_strike(kind: st
 
 
 def test_a_second_failure_that_never_struck_is_inconclusive() -> None:
-    from rollcheck.flink_replay.user_replay import failure_check
+    from rollcheck.flink_replay.checks.user_replay import failure_check
 
     c = failure_check([_ev(1, "failure"), _restore(3, 1), _ev(9, "end")], {"config": {"failure": "twice"}})
     assert c.status is Status.UNCHECKED and "never struck" in c.detail
@@ -275,7 +275,7 @@ def test_a_second_failure_without_a_later_restore_is_inconclusive(tmp_path: Path
     h, ev = _load(ROOT / "tests" / "data" / "flink_oracles" / "keyed-totals-twice-2.3.0.jsonl")
     second = next(e for e in ev if e.get("second") == "twice")
     cut = [e for e in ev if not (e["kind"] == "flink.restore" and e["seq"] > second["seq"])]
-    from rollcheck.flink_replay.user_replay import failure_check
+    from rollcheck.flink_replay.checks.user_replay import failure_check
 
     c = failure_check(cut, h)
     assert c.status is Status.UNCHECKED and "never restored after the second failure" in c.detail

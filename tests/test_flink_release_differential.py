@@ -1,4 +1,4 @@
-"""Flink's ``release-differential`` oracle (:func:`rollcheck.flink_replay.oracles.release_check`).
+"""Flink's ``release-differential`` oracle (:func:`rollcheck.flink_replay.checks.oracles.release_check`).
 
 Fast tests on constructed traces: a recorded keyed_totals run (apache-flink 2.3.0, a task
 failure, its BATCH run inside) relabelled as recorded on 2.2.1 with the failure-free run on the
@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 from rollcheck.cli.main import main
-from rollcheck.flink_replay.oracles import ORACLE_TAMPERS, RELEASE, release_check
-from rollcheck.flink_replay.user_replay import JOB_CHECKS
+from rollcheck.flink_replay.checks.oracles import ORACLE_TAMPERS, RELEASE, release_check
+from rollcheck.flink_replay.checks.user_replay import JOB_CHECKS
 from rollcheck.pyimpl.verdict import Status
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,4 +1,4 @@
-"""``restore-latest-completed`` checks every restoring attempt (:mod:`rollcheck.flink_replay.restores`).
+"""``restore-latest-completed`` checks every restoring attempt (:mod:`rollcheck.flink_replay.checks.restores`).
 
 Before, only the first attempt after the failure was examined: under ``--failure twice`` or
 ``during-restore`` the second restore could take any checkpoint unseen. The mutants below change
@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from rollcheck.cli.main import main
-from rollcheck.flink_replay.restores import restore_latest_completed
-from rollcheck.flink_replay.user_replay import restore_check
+from rollcheck.flink_replay.checks.restores import restore_latest_completed
+from rollcheck.flink_replay.checks.user_replay import restore_check
 from rollcheck.pyimpl.verdict import Status
 
 ROOT = Path(__file__).resolve().parents[1]

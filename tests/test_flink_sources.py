@@ -167,7 +167,7 @@ def test_job_asking_for_an_unknown_source_is_exit_2_naming_it(tmp_path: Path) ->
 # -- the shipped two-source trace -----------------------------------------------------------------
 
 def _replay(path: Path) -> Report:
-    from rollcheck.flink_replay.user_replay import replay_job
+    from rollcheck.flink_replay.checks.user_replay import replay_job
 
     return replay_job(path)
 
@@ -219,7 +219,7 @@ def test_rescaled_two_source_trace_sums_each_source_over_the_new_subtasks(tmp_pa
 def test_two_source_events_are_as_the_recorder_writes_them(name: str) -> None:
     """The failure's ``source``/``source_record`` are fields the recorder writes: an exception inside
     a check on such a trace is rollcheck's bug, not malformed events."""
-    from rollcheck.flink_replay.event_shape import malformed_reason
+    from rollcheck.flink_replay.checks.event_shape import malformed_reason
     from rollcheck.pyimpl.traces.reader import read_events
 
     lines, events = read_events(JOBS / name)

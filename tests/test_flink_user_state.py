@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from rollcheck.flink_replay.replay import read_flink_trace
-from rollcheck.flink_replay.rescale_checks import USER, user_state_check
-from rollcheck.flink_replay.tamper import tamper
-from rollcheck.flink_replay.user_replay import replay_job
+from rollcheck.flink_replay.checks.replay import read_flink_trace
+from rollcheck.flink_replay.checks.rescale import USER, user_state_check
+from rollcheck.flink_replay.checks.tamper import tamper
+from rollcheck.flink_replay.checks.user_replay import replay_job
 from rollcheck.pyimpl.verdict import Status
 
 ROOT = Path(__file__).resolve().parent.parent

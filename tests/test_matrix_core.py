@@ -173,7 +173,7 @@ def test_an_interrupt_kills_the_children_and_leaves_whole_files(tmp_path, sig):
 
 
 def test_both_engines_tamper_modules_share_one_file_interface(tmp_path):
-    import rollcheck.flink_replay.tamper as ft
+    import rollcheck.flink_replay.checks.tamper as ft
     import rollcheck.spark_replay.tamper as st
 
     root = Path(__file__).resolve().parents[1] / "examples"

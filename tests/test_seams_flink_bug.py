@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-import rollcheck.flink_replay.replay as replay
-import rollcheck.flink_replay.user_replay as user_replay
+import rollcheck.flink_replay.checks.replay as replay
+import rollcheck.flink_replay.checks.user_replay as user_replay
 from rollcheck.cli.main import main
-from rollcheck.flink_replay.event_shape import malformed_reason
+from rollcheck.flink_replay.checks.event_shape import malformed_reason
 
 ROOT = Path(__file__).resolve().parents[1]
 WORDCOUNT = ROOT / "examples" / "flink-aligned-task-failure.jsonl"

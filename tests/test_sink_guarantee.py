@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from rollcheck.flink_replay.user_replay import declared_guarantee, replay_job
+from rollcheck.flink_replay.checks.user_replay import declared_guarantee, replay_job
 from rollcheck.infra.matrix import matrix_verdict
 from rollcheck.pyimpl.attribution import classify_cell
 from rollcheck.pyimpl.errors import InvalidInputError

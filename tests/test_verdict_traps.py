@@ -81,8 +81,8 @@ def test_flink_trace_without_sink_output_never_passes(capsys, tmp_path):
 
 def test_tlc_that_cannot_run_is_unchecked_not_a_pass(tmp_path):
     """Check trace and the Flink replay with a TLC that fails to start: exit 3, no TLC claim."""
-    from rollcheck.flink_replay.replay import replay
-    from rollcheck.flink_replay.tlc import TLCVerdict
+    from rollcheck.flink_replay.checks.replay import replay
+    from rollcheck.flink_replay.checks.tlc import TLCVerdict
     from rollcheck.pyimpl.traces import check_trace_file
 
     def broken(protocol, segments):

@@ -252,8 +252,8 @@ class FlinkHuntAdapter(HuntAdapter):
     def reproducer(self, program: Program, cell: HuntCell, outcome: CellOutcome, dest: Path) -> Path:
         import tempfile
 
+        from rollcheck.flink_replay.checks.user_replay import replay_job
         from rollcheck.flink_replay.reproducer import expected_of, write_reproducer
-        from rollcheck.flink_replay.user_replay import replay_job
 
         dest.parent.mkdir(parents=True, exist_ok=True)
         if cell.params.get("kind") != "fault" or not outcome.trace:

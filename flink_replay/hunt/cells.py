@@ -166,7 +166,7 @@ def outcome_of_entry(entry: Mapping[str, Any]) -> CellOutcome:
 
 def reference_table(trace: str | Path | None) -> dict[str, Any] | None:
     """The failure-free run's final table in a recorded trace (KEY -> row), None when it has none."""
-    from rollcheck.flink_replay.oracles import final_table
+    from rollcheck.flink_replay.checks.oracles import final_table
 
     if trace is None or not Path(trace).is_file():
         return None

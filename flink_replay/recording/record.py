@@ -86,7 +86,7 @@ def record(out: str | Path, config: RecordConfig, *, run_dir: str | Path | None 
     """
     t0 = time.time()
     if config.get("module"):  # what the module's own sink declares: refused before Flink starts
-        from rollcheck.flink_replay.user_replay import declared_guarantee
+        from rollcheck.flink_replay.checks.user_replay import declared_guarantee
 
         config = RecordConfig(config, sink_guarantee=declared_guarantee(config["module"]))
     env = find_flink(config.get("engine_version"))

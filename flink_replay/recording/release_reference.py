@@ -8,7 +8,7 @@ run the parallelism the run starts at), in R's own environment
 R's jars), and keeps what its transactional sink committed. :func:`release_reference` returns
 that run as the ``flink.release_reference`` event (:func:`add_to_trace` puts it into the trace just
 before ``end``), so that a replay decides the check from the trace alone
-(:func:`rollcheck.flink_replay.oracles.release_check`). :func:`record_job` is
+(:func:`rollcheck.flink_replay.checks.oracles.release_check`). :func:`record_job` is
 :func:`rollcheck.flink_replay.recording.record.record` with that run added (after V's run, before the trace
 is published); ``rollcheck flink record`` and the matrix record through it.
 

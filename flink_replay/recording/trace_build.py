@@ -11,9 +11,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from rollcheck.flink_replay.checks.replay import source_cut
 from rollcheck.flink_replay.recording.run_folder import INJECTED_TEXT
 from rollcheck.flink_replay.recording.trace_events import Timed, failure_events, observed_events
-from rollcheck.flink_replay.replay import source_cut
 
 __all__ = ["HEADER_CONFIG_KEYS", "build_trace", "tx_lines"]
 

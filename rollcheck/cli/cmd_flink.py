@@ -143,7 +143,7 @@ def _register_rest(fsub: Any) -> None:
 
     tp = add_parser(fsub, "tamper", "Write a deliberately broken copy of a Flink trace.", _tamper)
     tp.add_argument("trace")
-    from rollcheck.flink_replay.tamper import TAMPER_NAMES
+    from rollcheck.flink_replay.checks.tamper import TAMPER_NAMES
 
     tp.add_argument("--how", required=True, choices=list(TAMPER_NAMES))
     tp.add_argument("-o", "--out", required=True)
@@ -372,7 +372,7 @@ def _print_matrix(doc: dict[str, Any], planned: list[Any]) -> None:
 
 
 def _tamper(args: argparse.Namespace) -> int:
-    from rollcheck.flink_replay.tamper import tamper
+    from rollcheck.flink_replay.checks.tamper import tamper
 
     check = tamper(args.trace, args.how, args.out)
     if args.json:

@@ -39,7 +39,7 @@ def flink_tlc_validator(timeout: float = DEFAULT_TLC_TIMEOUT) -> Callable[[str |
     """``validate_with_tlc`` bound to rollcheck's TLC runner and its ``ChandyLamport`` model."""
     from importlib import resources
 
-    from rollcheck.flink_replay.tlc import validate_with_tlc
+    from rollcheck.flink_replay.checks.tlc import validate_with_tlc
     from rollcheck.tla.runner import run_tlc
 
     cl = Path(str(resources.files("rollcheck.tla.models").joinpath("ChandyLamport.tla")))
@@ -85,12 +85,12 @@ def replay_engine_trace(path: str, *, engine: str | None = None, header: dict[st
 
         return replay_file(path, tlc=(lambda protocol: tlc_option(protocol, tlc_timeout)) if tlc else None)
     if engine == "flink":
-        from rollcheck.flink_replay.replay import check_flink_header, replay
+        from rollcheck.flink_replay.checks.replay import check_flink_header, replay
 
         header = _read_header(path) if header is None else header
         check_flink_header(header, path)
         if header.get("job") == "module":  # a user's job: the checks of the shared verdict model
-            from rollcheck.flink_replay.user_replay import replay_job
+            from rollcheck.flink_replay.checks.user_replay import replay_job
 
             return replay_job(path)
         return replay(path, tlc=flink_tlc_validator(tlc_timeout) if tlc else None)

@@ -27,7 +27,7 @@ ALGORITHM = "Chandy-Lamport snapshots (Flink)"
 def _tlc():
     from importlib import resources
 
-    from rollcheck.flink_replay.tlc import validate_with_tlc
+    from rollcheck.flink_replay.checks.tlc import validate_with_tlc
     from rollcheck.tla.runner import run_tlc
 
     cl = Path(str(resources.files("rollcheck.tla.models").joinpath("ChandyLamport.tla")))
@@ -35,8 +35,8 @@ def _tlc():
 
 
 def _record(ctx: VerifyContext, tmp: Path, mode: str, rows: list[Row], failure: str = "task") -> Path | None:
+    from rollcheck.flink_replay.checks.replay import replay
     from rollcheck.flink_replay.recording.record import RecordConfig, record_wordcount
-    from rollcheck.flink_replay.replay import replay
     from rollcheck.pyimpl.errors import InconclusiveError
 
     records = 1500 if ctx.quick else 3000
@@ -70,8 +70,8 @@ def _record(ctx: VerifyContext, tmp: Path, mode: str, rows: list[Row], failure: 
 
 
 def _tampered(trace: Path, tmp: Path) -> Row:
-    from rollcheck.flink_replay.tamper import TAMPERS, tamper
-    from rollcheck.flink_replay.user_replay import word_count_report
+    from rollcheck.flink_replay.checks.tamper import TAMPERS, tamper
+    from rollcheck.flink_replay.checks.user_replay import word_count_report
     from rollcheck.pyimpl.verdict import Status
 
     t0 = time.perf_counter()
@@ -104,8 +104,8 @@ def _user_job(ctx: VerifyContext, tmp: Path) -> Row:
     """A job written against the module contract (the tutorial's), recorded under a task failure."""
     from importlib import resources
 
+    from rollcheck.flink_replay.checks.user_replay import replay_job
     from rollcheck.flink_replay.recording.record import RecordConfig, record
-    from rollcheck.flink_replay.user_replay import replay_job
     from rollcheck.pyimpl.errors import InconclusiveError
 
     t0 = time.perf_counter()
@@ -123,8 +123,8 @@ def _user_job(ctx: VerifyContext, tmp: Path) -> Row:
 
 def _rescale(ctx: VerifyContext, tmp: Path) -> Row:
     """The word count failed at parallelism 2 and restored at 3: key groups redistributed."""
+    from rollcheck.flink_replay.checks.user_replay import word_count_report
     from rollcheck.flink_replay.recording.record import RecordConfig, record
-    from rollcheck.flink_replay.user_replay import word_count_report
     from rollcheck.pyimpl.errors import InconclusiveError
 
     t0 = time.perf_counter()

@@ -31,7 +31,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from rollcheck.flink_replay.replay import read_flink_trace
+from rollcheck.flink_replay.checks.replay import read_flink_trace
 
 __all__ = ["TLCVerdict", "cl_segments", "trace_data_module", "validate_with_tlc"]
 
@@ -142,7 +142,7 @@ def validate_with_tlc(path: str | Path, run_tlc: Callable[..., Any], chandy_lamp
     t0 = time.monotonic()
     try:
         shutil.copy(chandy_lamport, tmp / "ChandyLamport.tla")
-        own = resources.files("rollcheck.flink_replay").joinpath("FlinkCLTrace.tla").read_text(encoding="utf-8")
+        own = resources.files("rollcheck.flink_replay.checks").joinpath("FlinkCLTrace.tla").read_text(encoding="utf-8")
         (tmp / "FlinkCLTrace.tla").write_text(own, encoding="utf-8")
         (tmp / "FlinkTraceData.tla").write_text(trace_data_module(tr), encoding="utf-8")
         (tmp / "FlinkCLTrace.cfg").write_text(

@@ -20,16 +20,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rollcheck.flink_replay.event_shape import check_error
-from rollcheck.flink_replay.oracles import RECOVERY, recovery_check
-from rollcheck.flink_replay.rescale_checks import (
+from rollcheck.flink_replay.checks.event_shape import check_error
+from rollcheck.flink_replay.checks.oracles import RECOVERY, recovery_check
+from rollcheck.flink_replay.checks.rescale import (
     KEYED,
     OPERATOR,
     keyed_state_check,
     operator_state_check,
 )
-from rollcheck.flink_replay.restores import restore_latest_completed
-from rollcheck.flink_replay.strike_checks import (
+from rollcheck.flink_replay.checks.restores import restore_latest_completed
+from rollcheck.flink_replay.checks.strike import (
     STRUCK,
     channel_check,
     strike_checks_for,
@@ -178,7 +178,7 @@ class FlinkCheck(TraceCheck):
 
 
 class _RecoveryPlugin(FlinkCheck):
-    """``recovery-succeeded`` on the word count (:func:`rollcheck.flink_replay.oracles.recovery_check`):
+    """``recovery-succeeded`` on the word count (:func:`rollcheck.flink_replay.checks.oracles.recovery_check`):
     the collected Flink events and the trace's ``end`` (whether the trace was complete)."""
 
     def __init__(self, header: dict[str, Any], collector: FlinkEvents):
@@ -249,7 +249,7 @@ def replay(path: str | Path, *, tlc: Callable[[str | Path], Any] | None = None) 
     core events, plus Flink's plug-ins.
 
     ``tlc``, when given, validates the aligned barrier snapshots against the Chandy–Lamport
-    model (:func:`rollcheck.flink_replay.tlc.validate_with_tlc` bound to a TLC runner): the
+    model (:func:`rollcheck.flink_replay.checks.tlc.validate_with_tlc` bound to a TLC runner): the
     ``barrier-alignment-tlc`` check.
     """
     lines = TraceLines(path)
@@ -397,7 +397,7 @@ def _snapshot_check(events, completed, mode) -> Check:
     # the restored state equals the snapshot it came from
     for e in events:
         if e["kind"] == "flink.restore" and e.get("checkpoint") is not None and e.get("attempt", 0) > 0:
-            # (a restore at another parallelism is compared key by key in rescale_checks)
+            # (a restore at another parallelism is compared key by key in rescale.py)
             orig = [s for s in snaps.get(e["checkpoint"], []) if s["task"] == e["task"] and s["subtask"] == e["subtask"]
                     and s.get("parallelism") == e.get("parallelism")]
             if orig and orig[0]["per_key"] != e["per_key"]:

@@ -13,7 +13,7 @@ state, restored with the checkpoint), and a transactional ``FileSink`` commits t
     every task restored the same checkpoint, the latest completed before the restore (and not
     older than any completed before the failure).
 ``keyed-state-restored-once``, ``operator-state-restored``, ``user-state-restored-once``
-    :mod:`rollcheck.flink_replay.rescale_checks` (rescaled restores included): rollcheck's keyed
+    :mod:`rollcheck.flink_replay.checks.rescale` (rescaled restores included): rollcheck's keyed
     tap, the source's operator state, and the keyed state of the user's own operators, key by key.
 ``output-exactly-once``
     per KEY, the committed rows are numbered 1..n without a duplicate or a gap, n is the number of
@@ -21,7 +21,7 @@ state, restored with the checkpoint), and a transactional ``FileSink`` commits t
 ``recovery-succeeded``, ``batch-equivalent``, ``release-differential``
     the restart from the engine's own checkpoint succeeded; the final output table equals the same
     job's in Flink's BATCH mode, and (with ``--engine-version``) the failure-free final table equals
-    the one of the reference release (:mod:`rollcheck.flink_replay.oracles`).
+    the one of the reference release (:mod:`rollcheck.flink_replay.checks.oracles`).
 ``user-sink-exactly-once`` (or ``user-sink-at-least-once``)
     with the module's own ``sink``/``read_output``, judged against the module's ``SINK_GUARANTEE``
     (exactly-once by default): per KEY as many rows as the reference run; declared at-least-once,
@@ -42,7 +42,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from rollcheck.flink_replay.oracles import (
+from rollcheck.flink_replay.checks.oracles import (
     BATCH,
     RECOVERY,
     RELEASE,
@@ -51,9 +51,9 @@ from rollcheck.flink_replay.oracles import (
     release_check,
     second_failure_problem,
 )
-from rollcheck.flink_replay.rescale_checks import KEYED, OPERATOR, USER, rescale_checks
-from rollcheck.flink_replay.restores import restore_latest_completed
-from rollcheck.flink_replay.strike_checks import (
+from rollcheck.flink_replay.checks.rescale import KEYED, OPERATOR, USER, rescale_checks
+from rollcheck.flink_replay.checks.restores import restore_latest_completed
+from rollcheck.flink_replay.checks.strike import (
     CHANNELS,
     STRUCK,
     channel_check,
@@ -73,7 +73,7 @@ SEP = "\x1f"
 def failure_check(events: list[dict[str, Any]], header: dict[str, Any] | None = None) -> Check:
     """``failure-observed``: the failure event and restores in a later attempt; for ``during-restore``
     and ``twice`` also the second failure, where it was meant to strike
-    (:func:`rollcheck.flink_replay.oracles.second_failure_problem`)."""
+    (:func:`rollcheck.flink_replay.checks.oracles.second_failure_problem`)."""
     name = "failure-observed"
     failure = next((e for e in events if e["kind"] == "failure"), None)
     kind = ((header or {}).get("config") or {}).get("failure")
@@ -106,7 +106,7 @@ def failure_check(events: list[dict[str, Any]], header: dict[str, Any] | None = 
 
 def restore_check(events: list[dict[str, Any]]) -> Check:
     """``restore-latest-completed`` of every restoring attempt
-    (:func:`rollcheck.flink_replay.restores.restore_latest_completed`)."""
+    (:func:`rollcheck.flink_replay.checks.restores.restore_latest_completed`)."""
     return restore_latest_completed(events, no_failure="not-applicable")
 
 
@@ -357,13 +357,13 @@ def job_check(name: str, header: dict[str, Any], events: list[dict[str, Any]]) -
         (header.get("flink") or {}).get("final_state", "FINISHED") == "FINISHED"
     if name == "output-exactly-once":
         return output_check(outputs, ended, (header.get("flink") or {}).get("failure_cause"))
-    if name == RECOVERY:  # an oracle that does not trust the failure-free run (flink_replay.oracles)
+    if name == RECOVERY:  # an oracle that does not trust the failure-free run (flink_replay.checks.oracles)
         return recovery_check(header, events)
     if name == BATCH:
         return batch_check(header, events)
     if name == RELEASE:
         return release_check(header, events)
-    if name in (STRUCK, CHANNELS):  # asked for by the recording's config (strike_checks)
+    if name in (STRUCK, CHANNELS):  # asked for by the recording's config (strike.py)
         return struck_check(header, events) if name == STRUCK else channel_check(header, events)
     if name == "user-sink" or name.startswith("user-sink-"):
         return user_sink_check(outputs, header.get("key") or [], ended, header, events)
@@ -384,7 +384,7 @@ def replay_job(path: str | Path) -> Report:
     InvalidInputError
         Not a Flink trace of a user's job, or a malformed line.
     """
-    from rollcheck.flink_replay.replay import FlinkCheck, FlinkEvents, check_flink_header
+    from rollcheck.flink_replay.checks.replay import FlinkCheck, FlinkEvents, check_flink_header
     from rollcheck.pyimpl.traces.api import check_trace_lines
     from rollcheck.pyimpl.traces.reader import TraceLines
 
@@ -421,8 +421,8 @@ def replay_job(path: str | Path) -> Report:
 
 
 def word_count_report(path: str | Path, *, tlc: Any = None) -> Report:
-    """The word count's replay (:func:`rollcheck.flink_replay.replay.replay`: the shared trace
+    """The word count's replay (:func:`rollcheck.flink_replay.checks.replay.replay`: the shared trace
     checker with Flink's plug-ins, the key-by-key restore checks among them)."""
-    from rollcheck.flink_replay.replay import replay
+    from rollcheck.flink_replay.checks.replay import replay
 
     return replay(path, tlc=tlc)

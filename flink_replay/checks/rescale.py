@@ -9,7 +9,7 @@ summed over the subtasks, must equal the checkpoint's.
 The recorder's keyed tap (``RollcheckKeyedTap``, keyed state only) logs every key it holds at each
 snapshot and right after each restore, read from the state backend, with the key-group range Flink
 gave the subtask. These checks compare that against the checkpoint's snapshots and against the
-key-group assignment recomputed by :mod:`rollcheck.flink_replay.keygroups` — not against Flink's
+key-group assignment recomputed by :mod:`rollcheck.flink_replay.checks.keygroups` — not against Flink's
 own report of it, which is cross-checked separately.
 
 An attempt that a second failure cancelled (``twice``, ``during-restore``: the failure event's
@@ -44,8 +44,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from rollcheck.flink_replay.keygroups import operator_index
-from rollcheck.flink_replay.rescale_keys import (
+from rollcheck.flink_replay.checks.keygroups import operator_index
+from rollcheck.flink_replay.checks.rescale_keys import (
     KEYED,
     OPERATOR,
     USER,

@@ -1,5 +1,5 @@
 """One restore against its checkpoint, key by key: the comparisons of the keyed and the user
-state checks (:mod:`rollcheck.flink_replay.rescale_checks`).
+state checks (:mod:`rollcheck.flink_replay.checks.rescale`).
 
 A restore must hold exactly the keys of the restored checkpoint's snapshots, with their values,
 each in the key group Flink gave the subtask and owned by it at the new parallelism. The functions
@@ -15,7 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from rollcheck.flink_replay.keygroups import key_group, key_group_range, operator_index, owner
+from rollcheck.flink_replay.checks.keygroups import (
+    key_group,
+    key_group_range,
+    operator_index,
+    owner,
+)
 from rollcheck.pyimpl.verdict import Check
 
 __all__ = ["KEYED", "OPERATOR", "USER", "Tally", "expected_subtasks", "key_of", "owner_of",
