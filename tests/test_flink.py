@@ -242,7 +242,7 @@ def _pace_rows(t0: float, first_value: int, start_at: float, lam_i: float, mu_i:
 def test_recovery_time_analysis_on_a_synthetic_run(tmp_path: Path) -> None:
     """The measurement and the Chiron prediction on a run whose answer is known in closed form:
     λ = 400/s, μ = 800/s (U = 0.5), so the catch-up takes as long as the backlog took to build."""
-    from rollcheck.flink_replay.recovery import _predict, analyse_run
+    from rollcheck.flink_replay.intervals.recovery import _predict, analyse_run
 
     t0, d, e = 1000.0, 0.4, 0.3
     t_fail = t0 + 5.0

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from rollcheck.flink_replay import target_trt, utilization
+from rollcheck.flink_replay.intervals import target_trt, utilization
 from rollcheck.pyimpl.errors import InvalidInputError
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rollcheck.flink_replay.utilization import plot_utilization
+from rollcheck.flink_replay.intervals.utilization import plot_utilization
 
 RESULT = {"failure_every_s": 5.0,
           "parameters": {"failure_rate": 0.225, "checkpoint_cost_s": 0.085, "restart_cost_s": 0.26, "depth": 2,

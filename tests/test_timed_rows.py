@@ -1,6 +1,6 @@
 """The timed Flink rows adapt to the machine: an interval whose first runs the machine could not
 pace is measured again at rates, backlog, failure point and interval chosen from how it drained
-the first runs' backlog (``flink_replay.recovery.analyse_drain`` and ``choose_rates``); the
+the first runs' backlog (``flink_replay.intervals.recovery.analyse_drain`` and ``choose_rates``); the
 reasons they give read as sentences.
 
 The machines here are simulated: a subtask's source emits record v at
@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from rollcheck.flink_replay import recovery
-from rollcheck.flink_replay.recovery import (
+from rollcheck.flink_replay.intervals import recovery
+from rollcheck.flink_replay.intervals.recovery import (
     CALIBRATE_S,
     CAUGHT_UP_S,
     MIN_RATE,
@@ -117,7 +117,9 @@ def _probe_and_choose(tmp_path: Path, slowdown: float, checkpoint_ms: float = 25
 def test_doctests() -> None:
     import doctest
 
-    from rollcheck.flink_replay import recovery_analysis  # the run's reading, split off recovery
+    from rollcheck.flink_replay.intervals import (
+        recovery_analysis,  # the run's reading, split off recovery
+    )
 
     res = doctest.testmod(recovery_analysis)
     assert res.attempted >= 10 and res.failed == 0
@@ -299,7 +301,7 @@ def test_excluded_text_names_every_repetition() -> None:
 def _fake_sweep(monkeypatch: pytest.MonkeyPatch, machine_rate: float, again_rate: float | None = None) -> list[float]:
     """The utilization sweep's Flink runs replaced by a machine whose work step reaches at most
     ``machine_rate`` records/s (``again_rate`` on the second sweep, e.g. under new load)."""
-    from rollcheck.flink_replay import utilization
+    from rollcheck.flink_replay.intervals import utilization
 
     asked: list[float] = []
     monkeypatch.setattr(utilization, "find_flink", lambda: _Env())
@@ -317,7 +319,7 @@ def _fake_sweep(monkeypatch: pytest.MonkeyPatch, machine_rate: float, again_rate
 
 
 def test_utilization_keeps_a_rate_the_machine_holds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from rollcheck.flink_replay.utilization import measure_utilization
+    from rollcheck.flink_replay.intervals.utilization import measure_utilization
 
     asked = _fake_sweep(monkeypatch, machine_rate=200.0)
     res = measure_utilization([300, 1500], 6.0, duration_s=40.0, work_dir=tmp_path / "u", adapt=True)
@@ -329,7 +331,7 @@ def test_utilization_runs_again_at_a_rate_a_slower_machine_holds(tmp_path: Path,
                                                                   slowdown: float, expected: float) -> None:
     """A work step at 50/s on a machine whose ceiling for it is 70/s on the tuned machine divided by
     the slowdown (the docs: at 200/s that machine set the pace)."""
-    from rollcheck.flink_replay.utilization import measure_utilization
+    from rollcheck.flink_replay.intervals.utilization import measure_utilization
 
     ceiling = 70.0 / slowdown
     asked = _fake_sweep(monkeypatch, machine_rate=ceiling)
@@ -340,7 +342,7 @@ def test_utilization_runs_again_at_a_rate_a_slower_machine_holds(tmp_path: Path,
 
 
 def test_utilization_on_a_machine_too_loaded_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from rollcheck.flink_replay.utilization import measure_utilization
+    from rollcheck.flink_replay.intervals.utilization import measure_utilization
 
     _fake_sweep(monkeypatch, machine_rate=30.0, again_rate=10.0)
     with pytest.raises(InconclusiveError) as e:
@@ -379,7 +381,7 @@ def test_the_picture_names_an_interval_measured_again_at_other_rates(tmp_path: P
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from rollcheck.flink_replay.plot import plot_recovery
+    from rollcheck.flink_replay.intervals.plot import plot_recovery
 
     titles: list[str] = []
     real_savefig = plt.Figure.savefig

@@ -218,7 +218,7 @@ def _replay(args: argparse.Namespace) -> int:
 def _recovery_time(args: argparse.Namespace) -> int:
     import sys
 
-    from rollcheck.flink_replay.recovery import measure_recovery_times
+    from rollcheck.flink_replay.intervals.recovery import measure_recovery_times
     from rollcheck.pyimpl.errors import InvalidInputError
 
     try:
@@ -227,7 +227,7 @@ def _recovery_time(args: argparse.Namespace) -> int:
         raise InvalidInputError(f"--intervals: integers separated by commas, not {args.intervals!r}") from None
     print(f"rollcheck flink recovery-time: seed {args.seed}", file=sys.stderr)
     if args.target_trt is not None:
-        from rollcheck.flink_replay.target_trt import meet_target_trt
+        from rollcheck.flink_replay.intervals.target_trt import meet_target_trt
 
         tr = meet_target_trt(args.target_trt, intervals, rate=args.rate, max_rate=args.max_rate,
                              repetitions=args.repetitions, parallelism=args.parallelism, seed=args.seed,
@@ -244,7 +244,7 @@ def _recovery_time(args: argparse.Namespace) -> int:
                                  parallelism=args.parallelism, seed=args.seed, work_dir=args.work_dir,
                                  log=lambda m: print(m, file=sys.stderr))
     if args.plot:
-        from rollcheck.flink_replay.plot import plot_recovery
+        from rollcheck.flink_replay.intervals.plot import plot_recovery
 
         res["plot"] = str(plot_recovery(res, args.plot))
     if args.json:
@@ -263,7 +263,7 @@ def _recovery_time(args: argparse.Namespace) -> int:
 def _utilization(args: argparse.Namespace) -> int:
     import sys
 
-    from rollcheck.flink_replay.utilization import measure_utilization, plot_utilization
+    from rollcheck.flink_replay.intervals.utilization import measure_utilization, plot_utilization
     from rollcheck.pyimpl.errors import InvalidInputError
 
     try:

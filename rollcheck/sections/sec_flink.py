@@ -142,7 +142,11 @@ def _rescale(ctx: VerifyContext, tmp: Path) -> Row:
 
 def _utilization(ctx: VerifyContext, tmp: Path) -> Row:
     """A short sweep of the utilization model against measured utilization."""
-    from rollcheck.flink_replay.utilization import GOAL, measure_utilization, plot_utilization
+    from rollcheck.flink_replay.intervals.utilization import (
+        GOAL,
+        measure_utilization,
+        plot_utilization,
+    )
     from rollcheck.pyimpl.errors import InconclusiveError
 
     t0 = time.perf_counter()
@@ -183,8 +187,12 @@ def _ms_words(values: list[int]) -> str:
 
 
 def _recovery_time(ctx: VerifyContext, tmp: Path) -> Row:
-    from rollcheck.flink_replay.plot import plot_recovery
-    from rollcheck.flink_replay.recovery import STATED_ERROR, excluded_text, measure_recovery_times
+    from rollcheck.flink_replay.intervals.plot import plot_recovery
+    from rollcheck.flink_replay.intervals.recovery import (
+        STATED_ERROR,
+        excluded_text,
+        measure_recovery_times,
+    )
     from rollcheck.pyimpl.errors import InconclusiveError
 
     t0 = time.perf_counter()

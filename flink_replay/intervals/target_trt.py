@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rollcheck.flink_replay.recovery import measure_recovery_times
+from rollcheck.flink_replay.intervals.recovery import measure_recovery_times
 from rollcheck.pyimpl.errors import InconclusiveError, InvalidInputError
 from rollcheck.pyimpl.intervals import ProfilingPoint, optimise_ci
 

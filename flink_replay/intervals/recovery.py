@@ -43,8 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from rollcheck.flink_replay.environment import find_flink, tap_jar
-from rollcheck.flink_replay.recording.run_folder import LOG4J, _job_file
-from rollcheck.flink_replay.recovery_analysis import (
+from rollcheck.flink_replay.intervals.recovery_analysis import (
     CALIBRATE_S,
     CAUGHT_UP_S,
     HEADROOM,
@@ -57,6 +56,7 @@ from rollcheck.flink_replay.recovery_analysis import (
     excluded_text,
     ms_list,
 )
+from rollcheck.flink_replay.recording.run_folder import LOG4J, _job_file
 from rollcheck.infra import children
 from rollcheck.pyimpl.errors import InconclusiveError, InvalidInputError
 from rollcheck.pyimpl.intervals.trt import trt_breakdown
