@@ -120,12 +120,7 @@ def run_driver(module: str, spec: dict[str, Any], *, workdir: Path, n: int, mark
     """
     scratch = workdir / f"tmp-{n}"
     scratch.mkdir(parents=True, exist_ok=False)
-    kill_request = markers / KILL_REQUEST
-    env = {**(os.environ if env is None else env), "TMPDIR": str(scratch),
-           "JAVA_TOOL_OPTIONS": f"-Djava.io.tmpdir={scratch}", _SUPERVISED: "1"}
-    argv = [str(python or sys.executable), "-m", module, "--child"]
-    if python is not None and Path(python) != Path(sys.executable):
-        argv.insert(1, "-s")  # another release's environment: not even the user's site folder
+    argv, env = _driver_command(module, scratch, python, env)
     t0 = time.perf_counter()
     killed = False
     # the reply comes through a pipe: it needs no disk space (a full disk is a reply too)
@@ -134,7 +129,6 @@ def run_driver(module: str, spec: dict[str, Any], *, workdir: Path, n: int, mark
     os.set_blocking(r, False)
     with contextlib.suppress(AttributeError, OSError):  # Linux: room for any reply (read at the end)
         fcntl.fcntl(w, fcntl.F_SETPIPE_SZ, _REPLY_MAX)
-    chunks: list[bytes] = []
     try:
         with children.spawn(argv, stdin=subprocess.PIPE,
                             stdout=_child_stdout(), env=env, pass_fds=(w,)) as proc:
@@ -144,28 +138,10 @@ def run_driver(module: str, spec: dict[str, Any], *, workdir: Path, n: int, mark
             with contextlib.suppress(BrokenPipeError):
                 proc.stdin.write(json.dumps({**spec, "reply_fd": reply_fd, "parent": os.getpid()}).encode())
                 proc.stdin.close()
-            deadline = None if timeout is None else time.monotonic() + timeout
-            while proc.poll() is None:
-                if watch is not None and watch(proc):  # killpoints.KillSupervisor struck
-                    killed = True
-                    break
-                if watch is None and kill_request.exists():  # with watch, the watcher serves requests
-                    kill_request.unlink()
-                    proc.kill_group()
-                    killed = True
-                    break
-                if deadline is not None and time.monotonic() > deadline:
-                    proc.kill_group()
-                    raise UserCodeTimeout(str(spec.get("module", module)), "the driver", timeout or 0.0)
-                if watch is None:
-                    time.sleep(_POLL_S)
+            killed = _wait_for_driver(proc, module, spec, markers / KILL_REQUEST, timeout, watch)
             proc.kill_group()  # stragglers of an ended driver (its JVM) die with the group
         rc = proc.returncode
-        _drain(r, chunks)
-        reply: dict[str, Any] = {}
-        if not killed and chunks:
-            with contextlib.suppress(ValueError):
-                reply = json.loads(b"".join(chunks).decode("utf-8", errors="replace"))
+        reply = _read_reply(r, killed)
     finally:
         os.close(r)
         if w >= 0:
@@ -180,7 +156,49 @@ def run_driver(module: str, spec: dict[str, Any], *, workdir: Path, n: int, mark
     return DriverOutcome(rc, False, reply, seconds)
 
 
+def _driver_command(module: str, scratch: Path, python: str | Path | None,
+                    env: dict[str, str] | None) -> tuple[list[str], dict[str, str]]:
+    """The driver child's command line and environment (``scratch`` its temporary folder)."""
+    env = {**(os.environ if env is None else env), "TMPDIR": str(scratch),
+           "JAVA_TOOL_OPTIONS": f"-Djava.io.tmpdir={scratch}", _SUPERVISED: "1"}
+    argv = [str(python or sys.executable), "-m", module, "--child"]
+    if python is not None and Path(python) != Path(sys.executable):
+        argv.insert(1, "-s")  # another release's environment: not even the user's site folder
+    return argv, env
+
+
+def _wait_for_driver(proc: children.Child, module: str, spec: dict[str, Any], kill_request: Path,
+                     timeout: float | None, watch: Callable[[Any], bool] | None) -> bool:
+    """Wait for the driver's end: True when it was killed at a kill point or on its own request."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while proc.poll() is None:
+        if watch is not None and watch(proc):  # killpoints.KillSupervisor struck
+            return True
+        if watch is None and kill_request.exists():  # with watch, the watcher serves requests
+            kill_request.unlink()
+            proc.kill_group()
+            return True
+        if deadline is not None and time.monotonic() > deadline:
+            proc.kill_group()
+            raise UserCodeTimeout(str(spec.get("module", module)), "the driver", timeout or 0.0)
+        if watch is None:
+            time.sleep(_POLL_S)
+    return False
+
+
+def _read_reply(fd: int, killed: bool) -> dict[str, Any]:
+    """The ended driver's reply from the pipe (empty when it was killed or wrote none that parses)."""
+    chunks: list[bytes] = []
+    _drain(fd, chunks)
+    reply: dict[str, Any] = {}
+    if not killed and chunks:
+        with contextlib.suppress(ValueError):
+            reply = json.loads(b"".join(chunks).decode("utf-8", errors="replace"))
+    return reply
+
+
 def _drain(fd: int, chunks: list[bytes]) -> None:
+    """Append to ``chunks`` what the non-blocking pipe ``fd`` holds now."""
     while True:
         try:
             b = os.read(fd, 65536)
@@ -192,6 +210,7 @@ def _drain(fd: int, chunks: list[bytes]) -> None:
 
 
 def _raise_from_reply(reply: dict[str, Any], spec: dict[str, Any]) -> None:
+    """Raise again the bad input, environment fault or time limit a driver's reply carries."""
     if "invalid" in reply:
         bad = reply["invalid"]
         if isinstance(bad, dict):  # the file and the attribute, as the driver named them

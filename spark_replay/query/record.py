@@ -152,48 +152,19 @@ def record_query(cfg: QueryConfig, out: str | Path, *, workdir: str | Path | Non
     cfg.validate()
     if reference_from is not None:
         cfg = replace(cfg, reference=False)
-    uq = load_query(cfg.module, cfg.call_timeout)
-    if cfg.failure == "upgrade" and not uq.has_next:  # upgrade.py: the changed query restarts on the checkpoint
-        raise InvalidInputError("--failure upgrade needs query_next (an allowed change of query, run from its "
-                                "checkpoint)", source=uq.spec, location="query_next")
-    rows = uq.batches(cfg.seed)
-    if cfg.batches is not None:
-        rows = rows[: cfg.batches]
-    cfg.validate(len(rows))
+    uq, rows = _user_module(cfg)
     out = Path(out)
     root = Path(workdir) if workdir is not None else out.with_name(out.name + ".work")
     # the release: made once into rollcheck's cache (releases.py); the pinned one runs here
     python = spark_environment(cfg.engine_version)
     release = cfg.engine_version or pinned_release()
     other = cfg.reference_version or pinned_release()
-    event_time = getattr(uq.module, "EVENT_TIME", None)  # the append oracle's event-time bound
-    if event_time is not None and (not isinstance(event_time, str) or not event_time.strip()):
-        raise InvalidInputError("EVENT_TIME must name the output column that carries a row's event-time bound",
-                                source=uq.spec, location="EVENT_TIME")
+    event_time = _event_time(uq)
     paths = prepare_workdir(root, rows, uq)
     release_ref = None
-    if enabled and cfg.engine_version is not None and other != release and reference_from is not None:
-        from rollcheck.spark_replay.trace import read_trace
-
-        # a shared reference recorded with the same releases carries R's run: reuse it (the matrix)
-        release_ref = next((dict(e) for e in read_trace(reference_from).of_kind(PREFIX + "release_reference")
-                            if e.get("engine_version") == other), None)
-        if release_ref is not None:
-            for k in ("seq", "kind", "run", "attempt", "t", "_line"):
-                release_ref.pop(k, None)
-    if enabled and cfg.engine_version is not None and other != release and release_ref is None \
-            and (cfg.reference or reference_from is not None):
-        with environment_guard(root):  # oracles.release_differential: the failure-free run on R
-            release_ref = _release_reference(cfg, other, root / f"release-{other}", rows, uq)
-    header = {"source": "spark", "job": "query", "seed": cfg.seed, "processes": ["driver"],
-              "engine_version": release,
-              "config": {**asdict(cfg), "engine_version": release,
-                         "reference_version": other if cfg.engine_version is not None else None,
-                         "event_time": event_time, "key": uq.key, "output_mode": uq.output_mode, "schema": uq.schema,
-                         **({"sources": uq.sources} if uq.multi else {}),
-                         "user_sink": uq.has_sink, "sink_guarantee": uq.sink_guarantee, "input_batches": len(rows),
-                         "input_rows": total_rows(rows),
-                         "batch_rows": [{n: len(r) for n, r in b.items()} for b in rows]}}
+    if enabled and cfg.engine_version is not None and other != release:
+        release_ref = _release_reference_of(cfg, other, root, rows, uq, reference_from)
+    header = _header(cfg, uq, rows, release, other, event_time)
     # OUT.partial until the run ends (then renamed); a refused query leaves no fragment, an
     # interrupted run leaves OUT as it was (pyimpl.partialfile)
     with partial_output(out) as partial, environment_guard(root):
@@ -211,6 +182,61 @@ def record_query(cfg: QueryConfig, out: str | Path, *, workdir: str | Path | Non
         with _cluster(cfg, root) as run_cfg:  # cluster.py
             res = _record(run_cfg, partial, root, paths, header, enabled, spark, len(rows), python)
     return {**res, "trace": str(out), "engine_version": release}
+
+
+def _user_module(cfg: QueryConfig) -> tuple[UserQuery, list[Batch]]:
+    """The user's module and its input batches (cut to ``cfg.batches``), checked against ``cfg``."""
+    uq = load_query(cfg.module, cfg.call_timeout)
+    if cfg.failure == "upgrade" and not uq.has_next:  # upgrade.py: the changed query restarts on the checkpoint
+        raise InvalidInputError("--failure upgrade needs query_next (an allowed change of query, run from its "
+                                "checkpoint)", source=uq.spec, location="query_next")
+    rows = uq.batches(cfg.seed)
+    if cfg.batches is not None:
+        rows = rows[: cfg.batches]
+    cfg.validate(len(rows))
+    return uq, rows
+
+
+def _event_time(uq: UserQuery) -> str | None:
+    """The module's ``EVENT_TIME`` (the append oracle's event-time bound): an output column's name or None."""
+    event_time = getattr(uq.module, "EVENT_TIME", None)
+    if event_time is not None and (not isinstance(event_time, str) or not event_time.strip()):
+        raise InvalidInputError("EVENT_TIME must name the output column that carries a row's event-time bound",
+                                source=uq.spec, location="EVENT_TIME")
+    return event_time
+
+
+def _release_reference_of(cfg: QueryConfig, other: str, root: Path, rows: list[Batch], uq: UserQuery,
+                          reference_from: str | Path | None) -> dict[str, Any] | None:
+    """The failure-free run on the reference release ``other``: the shared reference's, else run here."""
+    release_ref = None
+    if reference_from is not None:
+        from rollcheck.spark_replay.trace import read_trace
+
+        # a shared reference recorded with the same releases carries R's run: reuse it (the matrix)
+        release_ref = next((dict(e) for e in read_trace(reference_from).of_kind(PREFIX + "release_reference")
+                            if e.get("engine_version") == other), None)
+        if release_ref is not None:
+            for k in ("seq", "kind", "run", "attempt", "t", "_line"):
+                release_ref.pop(k, None)
+    if release_ref is None and (cfg.reference or reference_from is not None):
+        with environment_guard(root):  # oracles.release_differential: the failure-free run on R
+            release_ref = _release_reference(cfg, other, root / f"release-{other}", rows, uq)
+    return release_ref
+
+
+def _header(cfg: QueryConfig, uq: UserQuery, rows: list[Batch], release: str, other: str,
+            event_time: str | None) -> dict[str, Any]:
+    """The trace header: the job, the releases and the configuration the oracles read."""
+    return {"source": "spark", "job": "query", "seed": cfg.seed, "processes": ["driver"],
+            "engine_version": release,
+            "config": {**asdict(cfg), "engine_version": release,
+                       "reference_version": other if cfg.engine_version is not None else None,
+                       "event_time": event_time, "key": uq.key, "output_mode": uq.output_mode, "schema": uq.schema,
+                       **({"sources": uq.sources} if uq.multi else {}),
+                       "user_sink": uq.has_sink, "sink_guarantee": uq.sink_guarantee, "input_batches": len(rows),
+                       "input_rows": total_rows(rows),
+                       "batch_rows": [{n: len(r) for n, r in b.items()} for b in rows]}}
 
 
 def _record(cfg: QueryConfig, out: Path, root: Path, paths: WorkPaths, header: dict[str, Any], enabled: bool,

@@ -11,7 +11,8 @@ batch) (:mod:`rollcheck.spark_replay.faults.killpoints`). At the first sink call
 ``spark.restart``; a restart that fails with the engine's exception before that records a
 ``spark.restart`` marked ``failed`` (with the exception's name) and ``spark.recovery_failed`` (the
 exception, its root cause, the checkpoint). It also records Spark's progress reports (the
-watermark in force per batch) and, for a task failure, the physical plan.
+watermark in force per batch) and, for a task failure, the physical plan. The ``foreachBatch``
+sink and what one start knows are :class:`~rollcheck.spark_replay.query.attempt.Attempt`.
 """
 
 from __future__ import annotations
@@ -27,33 +28,17 @@ from typing import Any
 from rollcheck.pyimpl.errors import InvalidInputError, UserCodeTimeout, environment_fault
 from rollcheck.spark_replay.checkpoint.reader import CheckpointDir
 from rollcheck.spark_replay.checkpoint.watcher import PREFIX, CheckpointWatcher
-from rollcheck.spark_replay.cluster import strike_executor
-from rollcheck.spark_replay.faults.killpoints import (
-    SECOND_FAILURES,
-    SECOND_KILL,
-    checkpoint_logs,
-    recovery_kill_filter,
-    state_files_of_version,
-)
-from rollcheck.spark_replay.faults.retry import (
-    RETRY_EXHAUSTED,
-    RETRY_FAILED,
-    RETRY_RESTART,
-    collect_struck,
-    restart_before,
-    retry_input_filter,
-    retry_restart_batch,
-    strike_armed,
-)
+from rollcheck.spark_replay.faults.killpoints import SECOND_KILL, recovery_kill_filter
+from rollcheck.spark_replay.faults.retry import RETRY_EXHAUSTED, retry_input_filter, strike_armed
+from rollcheck.spark_replay.query.attempt import Attempt
 from rollcheck.spark_replay.query.config import KILLED, QueryConfig
 from rollcheck.spark_replay.query.failures import (
     OVERLOAD_SIGNS,
     engine_code_raised,
     engine_failure,
     reference_failure_is_engines,
-    user_exception,
 )
-from rollcheck.spark_replay.query.files import WorkPaths, default_sink, feed_inputs, plain
+from rollcheck.spark_replay.query.files import WorkPaths, feed_inputs
 from rollcheck.spark_replay.query.module import SINGLE_SOURCE, UserQuery
 from rollcheck.spark_replay.query.upgrade import (
     begin_first_start,
@@ -63,7 +48,7 @@ from rollcheck.spark_replay.query.upgrade import (
     restart_query,
     upgraded,
 )
-from rollcheck.spark_replay.supervise import claim_once, give_up_on_user_code, request_kill
+from rollcheck.spark_replay.supervise import give_up_on_user_code
 from rollcheck.spark_replay.trace import TraceWriter
 
 __all__ = ["run_once"]
@@ -130,65 +115,67 @@ def _with_task_failure(df: Any, F: Any, marker: Path, batch: int) -> Any:
     return df.where(F.udf(inject, "boolean").asNondeterministic()(F.input_file_name()))
 
 
-class _InjectedSinkFailure(RuntimeError):
-    pass
-
-
-def _request_kill(paths: WorkPaths) -> None:
-    """Ask the supervising parent to SIGKILL this driver now (once per recording) and wait."""
-    if claim_once(paths.markers / "failed"):
-        request_kill(paths.markers)  # the parent SIGKILLs this driver and its JVM now
-
-
 def run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: WorkPaths, *, ref: bool,
-              writer: TraceWriter | None, watcher: CheckpointWatcher | None,
-              notes: dict[str, Any] | None = None) -> str:
+             writer: TraceWriter | None, watcher: CheckpointWatcher | None,
+             notes: dict[str, Any] | None = None) -> str:
     """One start of the query until it ends ("done") or fails with the injected failure ("failed").
 
     Any other failure of the query is the user's and ends the recording.
     """
-    from pyspark.errors import StreamingQueryException
     from pyspark.sql import functions as F
 
-    attempt = writer.attempt if writer is not None else 0
-    failing = not ref and cfg.failure is not None
-    sched = cfg.retry_schedule()  # the retry failure's schedule (faults/retry.py)
-    marker = paths.markers / "failed"
-    first_sink = [True]
-    expired: list[UserCodeTimeout] = []
-    expired_at: list[float] = []
-    sink_raised: list[str] = []  # the user's sink raised: what, where (Spark's message loses it)
     # the upgrade (upgrade.py): query runs to batch K and stops; query_next restarts on its checkpoint
-    upgrading = failing and cfg.failure == "upgrade"
+    upgrading = not ref and cfg.failure == "upgrade"
     which = restart_query(paths.markers) if upgrading else "query"
-    first_start = upgrading and not upgraded(paths.markers)
-
-    def sink_expired() -> None:  # from the limit's timer: unblock a Spark action in the sink
-        expired_at.append(time.monotonic())
-        spark.sparkContext.cancelAllJobs()
-    out_dir = paths.out(ref)
-    ck = paths.checkpoint(ref)
-    committed = sorted(CheckpointDir(ck).commits()) if ck.is_dir() else []
+    att = Attempt(spark, uq, cfg, paths, ref, writer, watcher, which=which,
+                  first_start=upgrading and not upgraded(paths.markers))
+    committed = sorted(CheckpointDir(att.ck).commits()) if att.ck.is_dir() else []
     if writer is not None:
         writer.emit(PREFIX + "attempt_start", pid=os.getpid(), committed=committed)
     feed_inputs(paths, ref, (committed[-1] + 1) if committed else 0)  # several sources: batch by batch
     dfs = _sources(spark, uq, paths, ref)
     # a change Spark's guide forbids is refused before any query of the recording starts (exit 2)
     upgrade_info = ensure_checked(uq, dfs, paths.markers) if cfg.failure == "upgrade" else {}
-    for name, df in dfs.items():  # every source: the failure strikes in whichever reads batch K
-        if failing and cfg.failure == "task":
-            df = _with_task_failure(df, F, marker, int(cfg.fail_at_batch))  # type: ignore[arg-type]
-        if failing and cfg.failure == "retry" and sched.stage == "input" \
-                and strike_armed(paths.markers, sched, int(cfg.fail_at_batch or 0)):
+    result = _user_result(uq, _inject_failures(att, dfs, F), which)
+    _note_stream_plan(notes, result, which)
+    if watcher is not None:
+        watcher.poll_now()
+        watcher.start()
+    q, no_data = _start(att, result)
+    outcome, error, error_text = _await_end(att, q, no_data)
+    if outcome == "done" and att.first_start:  # query ended after batch K committed: query_next restarts
+        record_upgrade(paths.markers, None if writer is None else writer.emit, att.fail_at,
+                       sorted(CheckpointDir(att.ck).commits()), upgrade_info)
+        outcome = "failed"
+    _record_end(att, q, outcome, notes)
+    if outcome == "error":
+        return _after_error(att, str(error), error_text, notes)
+    return outcome
+
+
+def _inject_failures(att: Attempt, dfs: dict[str, Any], F: Any) -> dict[str, Any]:
+    """Every source with the filters of the injected failure: it strikes in whichever reads batch K."""
+    cfg, paths = att.cfg, att.paths
+    out: dict[str, Any] = {}
+    for name, df in dfs.items():
+        if att.failing and cfg.failure == "task":
+            df = _with_task_failure(df, F, att.marker, att.fail_at)
+        if att.failing and cfg.failure == "retry" and att.sched.stage == "input" \
+                and strike_armed(paths.markers, att.sched, att.fail_at):
             # the retry in the input stage: a filter's UDF fails the tasks reading batch K's file
-            keep = retry_input_filter(paths.markers, ck, int(cfg.fail_at_batch or 0), sched)
+            keep = retry_input_filter(paths.markers, att.ck, att.fail_at, att.sched)
             df = df.where(F.udf(keep, "boolean").asNondeterministic()(F.input_file_name()))
-        if failing and cfg.failure == "during-recovery" and marker.exists() \
+        if att.failing and cfg.failure == "during-recovery" and att.marker.exists() \
                 and not (paths.markers / SECOND_KILL).exists():
             # the restarted driver: killed in batch K's first stage, before its stateful stage loads any state
-            hold = recovery_kill_filter(paths.markers, int(cfg.fail_at_batch))  # type: ignore[arg-type]
+            hold = recovery_kill_filter(paths.markers, att.fail_at)
             df = df.where(F.udf(hold, "boolean").asNondeterministic()(F.input_file_name()))
-        dfs[name] = df
+        out[name] = df
+    return out
+
+
+def _user_result(uq: UserQuery, dfs: dict[str, Any], which: str) -> Any:
+    """The user's ``query`` (or ``query_next``) on the sources: a streaming DataFrame, else exit 2."""
     call = f"{which}({', '.join(dfs) if uq.multi else 'df'})"
     try:
         result = uq.run_query(dfs, which=which)
@@ -200,8 +187,13 @@ def run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: WorkPaths, *, r
     if not getattr(result, "isStreaming", False):
         raise InvalidInputError(f"{call} must return a streaming DataFrame", source=uq.spec,
                                 location="query")
+    return result
+
+
+def _note_stream_plan(notes: dict[str, Any] | None, result: Any, which: str) -> None:
+    """Keep the query's analysed plan and output fields in ``notes`` (what the oracles read)."""
     if notes is not None and "stream_plan" not in notes:
-        try:  # what the oracles read: event-time column, operators (oracles.analyse_plan)
+        try:  # the event-time column, the operators (oracles.analyse_plan)
             notes["stream_plan"] = str(result._jdf.queryExecution().analyzed().toString())
             notes["stream_fields"] = [{"name": f.name, "type": f.dataType.simpleString(),
                                        "metadata": dict(f.metadata or {})} for f in result.schema.fields]
@@ -209,100 +201,24 @@ def run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: WorkPaths, *, r
             notes["stream_plan"] = ""
     if notes is not None and which == "query_next":  # the batch evaluation of the combined run reads it
         notes["stream_plan_next"] = str(result._jdf.queryExecution().analyzed().toString())
-    if watcher is not None:
-        watcher.poll_now()
-        watcher.start()
 
-    def sink(bdf: Any, bid: int) -> None:
-        # several sources: the next batch's files, before this one commits (query of an upgrade: to batch K)
-        feed_inputs(paths, ref, min(bid + 1, int(cfg.fail_at_batch or 0)) if first_start else bid + 1)
-        # the retry failure collects batch K through a task that fails once after its state store
-        # committed (killpoints.retry_task); uncached, so that Spark's retry runs the stateful operator again
-        if failing and cfg.failure == "retry":  # load=first: a new driver runs batch K first (faults/retry.py)
-            restart_before(paths.markers, sched, bid, int(cfg.fail_at_batch or 0))
-        retrying = (failing and cfg.failure == "retry" and cfg.fail_at_batch == bid
-                    and strike_armed(paths.markers, sched, bid))
-        # The recorder keeps the rows handed to the sink; the default sink writes the same rows
-        # (one Spark action). Only a user's sink next to the recorder reads the batch twice: cache it.
-        twice = writer is not None and uq.has_sink and not retrying
-        if twice:
-            bdf.persist()
-        try:
-            # collecting runs the batch: its state stores commit their new versions now
-            if retrying:  # the failed attempts and the attempts that ran to their end, in the failure event
-                # (then=continue: no process of the trace's model fails, an engine-level spark.failure)
-                rows = collect_struck(bdf, paths.markers, ck, bid, sched, plain, lambda **facts: None if writer is None
-                                      else writer.emit("failure", processes=["driver"], batch=bid, mode="retry", **facts)
-                                      if sched.then == "restart" else
-                                      writer.emit(PREFIX + "failure", batch=bid, mode="retry", **facts))
-            else:
-                rows = [plain(r) for r in bdf.collect()] if (writer is not None or not uq.has_sink) else []
-            if failing and cfg.failure == "executor" and cfg.fail_at_batch == bid and not marker.exists():
-                marker.write_text(str(bid), encoding="utf-8")  # once: the state stores of batch K committed
-                struck = strike_executor(spark)  # cluster.py: one executor JVM SIGKILLed, seen removed
-                if writer is not None:  # an engine-level failure: no process of the trace's model (the driver) failed
-                    writer.emit(PREFIX + "failure", batch=bid, mode="executor", kill_point="state",
-                                checkpoint_logs=checkpoint_logs(ck), state_files=state_files_of_version(ck, bid + 1),
-                                **struck)
-            if watcher is not None:
-                watcher.poll_now()
-            if writer is not None and first_sink[0] and attempt > 1:
-                writer.emit(PREFIX + "restart", resume_batch=bid,
-                            restored_versions=watcher.restored_versions() if watcher else {})
-            first_sink[0] = False
-            if failing and cfg.failure == "kill" and cfg.kill_point == "state" and cfg.fail_at_batch == bid:
-                _request_kill(paths)  # kill point "state": the batch ran (state committed), sink not yet
-            if uq.has_sink:
-                try:
-                    uq.call("sink", bdf, bid, str(out_dir), on_expire=sink_expired)
-                except UserCodeTimeout as e:
-                    expired.append(e)  # Spark reports the sink's failure as the query's: say why
-                    raise
-                except Exception as e:
-                    if not sink_raised:
-                        sink_raised.append(user_exception("sink", bid, e, uq.spec))
-                    raise
-            else:
-                default_sink(rows, bid, str(out_dir))
-        finally:
-            if twice:
-                bdf.unpersist()
-        if writer is not None and upgrading:  # which query ran the batch
-            writer.emit(PREFIX + "batch_query", batch=bid, query=which)
-        if writer is not None:
-            writer.emit(PREFIX + "sink_written", batch=bid, rows=rows)
-        if failing and cfg.fail_at_batch == bid and cfg.failure == "kill" and cfg.kill_point in (None, "sink"):
-            _request_kill(paths)  # kill point "sink" (the default): the parent records the kill
-        if failing and cfg.fail_at_batch == bid and cfg.failure in SECOND_FAILURES:
-            if cfg.failure == "twice" and marker.exists() and claim_once(paths.markers / SECOND_KILL):
-                request_kill(paths.markers)  # the restarted driver wrote batch K again: once more
-            _request_kill(paths)  # the first kill, after the sink wrote batch K (once: the marker)
-        if failing and cfg.failure == "retry" and (paths.markers / RETRY_FAILED).exists() \
-                and sched.then == "restart" and not (paths.markers / RETRY_EXHAUSTED).exists() \
-                and bid == retry_restart_batch(int(cfg.fail_at_batch or 0), paths.n_batches):
-            if claim_once(paths.markers / RETRY_RESTART):
-                # after the next batch: a new driver restarts from the checkpoint (the retried state reloads)
-                request_kill(paths.markers)
-        if failing and cfg.fail_at_batch == bid and cfg.failure == "sink":
-            if not claim_once(marker):
-                return
-            if writer is not None:
-                writer.emit("failure", processes=["driver"], batch=bid, mode=cfg.failure)
-            raise _InjectedSinkFailure(f"rollcheck: injected sink failure in batch {bid}")
 
-    writer_ = (result.writeStream.outputMode(uq.output_mode).option("checkpointLocation", str(ck))
-               .foreachBatch(sink))
+def _start(att: Attempt, result: Any) -> tuple[Any, Any]:
+    """Start the streaming query through the attempt's sink: ``(query, input held by an upgrade)``."""
+    uq, paths = att.uq, att.paths
+    writer_ = (result.writeStream.outputMode(uq.output_mode).option("checkpointLocation", str(att.ck))
+               .foreachBatch(att.sink))
     if not uq.multi:  # one source: every file is there from the start
         writer_ = writer_.trigger(availableNow=True)
-    no_data = (begin_first_start(spark, paths.inputs_of(ref), int(cfg.fail_at_batch or 0), uq.multi)
-               if first_start else None)
+    no_data = (begin_first_start(att.spark, paths.inputs_of(att.ref), att.fail_at, uq.multi)
+               if att.first_start else None)
     try:
         q = writer_.start()
     except Exception as e:
         if no_data is not None:
-            end_first_start(spark, paths.inputs_of(ref), no_data)
-        if watcher is not None:
-            watcher.stop()
+            end_first_start(att.spark, paths.inputs_of(att.ref), no_data)
+        if att.watcher is not None:
+            att.watcher.stop()
         fault = environment_fault(e, str(paths.root))
         if fault is not None:
             raise fault from None
@@ -310,6 +226,14 @@ def run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: WorkPaths, *, r
                                 source=uq.spec, location="query") from None
     if uq.multi:
         _run_to_end(q)
+    return q, no_data
+
+
+def _await_end(att: Attempt, q: Any, no_data: Any) -> tuple[str, str | None, str]:
+    """Wait for the query's end: ``(outcome, first line of its error, the error's text)``."""
+    from pyspark.errors import StreamingQueryException
+
+    cfg, paths = att.cfg, att.paths
     outcome = "done"
     error: str | None = None
     error_text = ""
@@ -317,16 +241,16 @@ def run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: WorkPaths, *, r
         # a sink past its limit normally fails the query at once; one stuck in C code cannot be
         # stopped in this process: give up on it after a grace period (a driver child is killed)
         while not q.awaitTermination(0.5):
-            if expired_at and time.monotonic() - expired_at[0] > _SINK_GRACE_S:
-                give_up_on_user_code(UserCodeTimeout(uq.spec, "sink", uq.call_timeout))
+            if att.expired_at and time.monotonic() - att.expired_at[0] > _SINK_GRACE_S:
+                give_up_on_user_code(UserCodeTimeout(att.uq.spec, "sink", att.uq.call_timeout))
     except StreamingQueryException as e:
-        if expired:
-            raise expired[0] from None
+        if att.expired:
+            raise att.expired[0] from None
         # the injected task or sink failure fails the query once; a killed driver's failure is the
         # SIGKILL, so a query failing in a driver of a kill mode is never the injected failure (a
-        # restarted driver failing there is a failed restart, recorded below)
-        injected = (failing and (cfg.failure not in KILLED and marker.exists()  # or every retry of batch K failed
-                                 or cfg.failure == "retry" and (paths.markers / RETRY_EXHAUSTED).exists())
+        # restarted driver failing there is a failed restart, recorded by _after_error)
+        injected = (att.failing and (cfg.failure not in KILLED and att.marker.exists()  # or every retry of K failed
+                                     or cfg.failure == "retry" and (paths.markers / RETRY_EXHAUSTED).exists())
                     and not (paths.markers / "recovered").exists())
         if injected:
             outcome = "failed"
@@ -340,70 +264,75 @@ def run_once(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: WorkPaths, *, r
             error_text = str(e)
     finally:
         if no_data is not None:
-            end_first_start(spark, paths.inputs_of(ref), no_data)
-        if watcher is not None:
-            watcher.stop()
-    if outcome == "done" and first_start:  # query ended after batch K committed: query_next restarts
-        record_upgrade(paths.markers, None if writer is None else writer.emit, int(cfg.fail_at_batch or 0),
-                       sorted(CheckpointDir(ck).commits()), upgrade_info)
-        outcome = "failed"
+            end_first_start(att.spark, paths.inputs_of(att.ref), no_data)
+        if att.watcher is not None:
+            att.watcher.stop()
+    return outcome, error, error_text
+
+
+def _record_end(att: Attempt, q: Any, outcome: str, notes: dict[str, Any] | None) -> None:
+    """Record what the ended start left: its progress, a task failure's plan and batch, a quiet restart."""
+    writer = att.writer
     progress = _progress_of(q)
     if notes is not None:
         notes.setdefault("progress", []).extend(progress)
     if writer is not None:
         for p in progress:  # the watermark Spark reported in force per batch (the oracles read it)
             writer.emit(PREFIX + "progress", **p)
-    if writer is not None and failing and cfg.failure == "task" and notes is not None \
+    if writer is not None and att.failing and att.cfg.failure == "task" and notes is not None \
             and not notes.get("plan"):
         try:  # the physical plan that ran: the injection is in it (evidence, not a requirement)
             notes["plan"] = q._jsq.explainInternal(False)
             writer.emit(PREFIX + "plan", physical=notes["plan"])
         except Exception:
             pass
-    if outcome == "failed" and cfg.failure == "task" and writer is not None:
+    if outcome == "failed" and att.cfg.failure == "task" and writer is not None:
         # the batch Spark was running: the first planned batch that did not commit
-        c = CheckpointDir(ck)
+        c = CheckpointDir(att.ck)
         pending = sorted(set(c.offsets()) - set(c.commits()))
         writer.emit("failure", processes=["driver"], batch=pending[0] if pending else None, mode="task")
-    if outcome == "done" and writer is not None and attempt > 1 and first_sink[0]:
+    if outcome == "done" and writer is not None and att.attempt > 1 and att.first_sink:
         writer.emit(PREFIX + "restart", resume_batch=None, restored_versions={})
-    if outcome == "error":
-        restarted = failing and ((paths.markers / "recovered").exists()
-                                 or (cfg.failure in KILLED and attempt > 1) or which == "query_next")
-        overloaded = any(sign in str(error) for sign in OVERLOAD_SIGNS)  # the machine's, not the engine's
-        # the restart from the engine's own checkpoint failed with the engine's exception: a
-        # finding against the engine (oracles.recovery_succeeded), not the query's fault
-        failed = (engine_failure(error_text, str(ck))  # the specific exception and its root cause
-                  if writer is not None and restarted and not sink_raised and not overloaded
-                  and engine_code_raised(error_text, uq) else None)
-        if writer is not None and failed is not None and attempt > 1 and first_sink[0]:
-            # the restart itself failed, before a batch reached the sink: it was started, and it
-            # failed with the engine's exception (nothing restored to observe)
-            writer.emit(PREFIX + "restart", resume_batch=None,
-                        restored_versions=watcher.restored_versions() if watcher else {}, failed=True,
-                        exception=failed["exception"])
-        if writer is not None:
-            writer.emit(PREFIX + "query_error", message=error)
-        if writer is not None and failed is not None:
-            writer.emit(PREFIX + "recovery_failed", checkpoint=str(ck), message=failed["message"],
-                        exception=failed["exception"], cause=failed["cause"], user_code=False)
-            return "recovery_failed"
-        if ref and notes is not None and reference_failure_is_engines(
-                error_text, uq, release_ok=bool(notes.get("release_ok")), sink_raised=bool(sink_raised),
-                overloaded=overloaded):
-            # fails on the release under test, ran on the reference release: the engine's
-            # (oracles.release_differential), not the module's
-            notes["reference_failed"] = engine_failure(error_text, str(ck))
-            return "reference_failed"
-        if sink_raised:
-            raise InvalidInputError(sink_raised[0], source=uq.spec, location="sink")
-        if any(sign in str(error) for sign in OVERLOAD_SIGNS):
-            raise InvalidInputError(f"not the query's failure: Spark's Python worker did not connect back within "
-                                    f"Spark's fixed 10 s (the machine is overloaded; run fewer jobs at once): "
-                                    f"{error}", source=uq.spec, location="environment")
-        raise InvalidInputError(f"the query failed on its own (not an injected failure): {error}",
-                                source=uq.spec, location=which)
-    return outcome
+
+
+def _after_error(att: Attempt, error: str, error_text: str, notes: dict[str, Any] | None) -> str:
+    """A query that failed on its own: the engine's failed restart or reference run, else raise the user's."""
+    cfg, uq, writer, ck = att.cfg, att.uq, att.writer, str(att.ck)
+    restarted = att.failing and ((att.paths.markers / "recovered").exists()
+                                 or (cfg.failure in KILLED and att.attempt > 1) or att.which == "query_next")
+    overloaded = any(sign in error for sign in OVERLOAD_SIGNS)  # the machine's, not the engine's
+    # the restart from the engine's own checkpoint failed with the engine's exception: a
+    # finding against the engine (oracles.recovery_succeeded), not the query's fault
+    failed = (engine_failure(error_text, ck)  # the specific exception and its root cause
+              if writer is not None and restarted and not att.sink_raised and not overloaded
+              and engine_code_raised(error_text, uq) else None)
+    if writer is not None and failed is not None and att.attempt > 1 and att.first_sink:
+        # the restart itself failed, before a batch reached the sink: it was started, and it
+        # failed with the engine's exception (nothing restored to observe)
+        writer.emit(PREFIX + "restart", resume_batch=None,
+                    restored_versions=att.watcher.restored_versions() if att.watcher else {}, failed=True,
+                    exception=failed["exception"])
+    if writer is not None:
+        writer.emit(PREFIX + "query_error", message=error)
+    if writer is not None and failed is not None:
+        writer.emit(PREFIX + "recovery_failed", checkpoint=ck, message=failed["message"],
+                    exception=failed["exception"], cause=failed["cause"], user_code=False)
+        return "recovery_failed"
+    if att.ref and notes is not None and reference_failure_is_engines(
+            error_text, uq, release_ok=bool(notes.get("release_ok")), sink_raised=bool(att.sink_raised),
+            overloaded=overloaded):
+        # fails on the release under test, ran on the reference release: the engine's
+        # (oracles.release_differential), not the module's
+        notes["reference_failed"] = engine_failure(error_text, ck)
+        return "reference_failed"
+    if att.sink_raised:
+        raise InvalidInputError(att.sink_raised[0], source=uq.spec, location="sink")
+    if overloaded:
+        raise InvalidInputError(f"not the query's failure: Spark's Python worker did not connect back within "
+                                f"Spark's fixed 10 s (the machine is overloaded; run fewer jobs at once): "
+                                f"{error}", source=uq.spec, location="environment")
+    raise InvalidInputError(f"the query failed on its own (not an injected failure): {error}",
+                            source=uq.spec, location=att.which)
 
 
 def _progress_of(q: Any) -> list[dict[str, Any]]:
