@@ -372,9 +372,11 @@ def _base(spec: dict[str, Any]) -> str:
 
 
 def _where(spec: dict[str, Any]) -> str:
+    """The WHERE clause of the view ``input`` ('' for none); only ``v-ge`` reads ``where_c``."""
     w = spec.get("where")
-    return {None: "", "v-ge": f" WHERE v >= {int(spec['where_c'])}", "k-not-null": " WHERE k IS NOT NULL",
-            "v-not-null": " WHERE v IS NOT NULL"}[w]
+    if w == "v-ge":
+        return f" WHERE v >= {int(spec['where_c'])}"
+    return {None: "", "k-not-null": " WHERE k IS NOT NULL", "v-not-null": " WHERE v IS NOT NULL"}[w]
 
 
 def _main(spec: dict[str, Any]) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
