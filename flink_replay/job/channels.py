@@ -49,9 +49,22 @@ def _sizes(collection) -> tuple[int, int]:
 
 
 def channel_state(pointer: str, checkpoint: int | None) -> dict:
-    """The channel state the checkpoint at ``pointer`` holds: every operator subtask with in-flight
-    data (``input_bytes``/``output_bytes`` and their handle counts), the totals, the operators'
-    parallelism; ``error`` when the metadata could not be read (the reason, on one line)."""
+    """The channel state the checkpoint at ``pointer`` holds, per operator subtask.
+
+    Parameters
+    ----------
+    pointer : str
+        The retained checkpoint's external pointer (its folder).
+    checkpoint : int or None
+        Its id, recorded beside the result.
+
+    Returns
+    -------
+    dict
+        Every operator subtask with in-flight data (``input_bytes``/``output_bytes`` and their handle
+        counts), the totals, the operators' parallelism; ``error`` (one line) when the metadata could
+        not be read.
+    """
     from pyflink.java_gateway import get_gateway
 
     path = os.path.join(local_path(pointer), "_metadata")

@@ -174,8 +174,11 @@ def make_taps(run_dir: str, attempt_offset: int, keys: int):
         return args
 
     def tap(ds, name: str, mode: str, type_info, n_keys: int = keys, cost_ms: int = 0, buckets: str = ""):
-        """``buckets``: the source tap's table of each record's source (a job with several input
-        streams; one character per sequence number), empty for records counted by value mod keys."""
+        """Insert rollcheck's tap after ``ds``.
+
+        ``buckets`` is the source tap's table of each record's source (a job with several input streams;
+        one character per sequence number), empty for records counted by value mod keys.
+        """
         args = gw.new_array(gw.jvm.Object, 7 if buckets else 6)
         for i, a in enumerate(_args(name, mode, n_keys)):
             args[i] = a
@@ -188,9 +191,11 @@ def make_taps(run_dir: str, attempt_offset: int, keys: int):
         return DataStream(j)
 
     def keyed_tap(ds, name: str, mode: str, type_info, n_keys: int):
-        """rollcheck's keyed tap (keyed state only): ``count`` reinterprets the stream as keyed by
-        the word's number (same key groups as the Python keyed operator it is chained to),
-        ``rows`` keys it by the user's KEY (a shuffle)."""
+        """Insert rollcheck's keyed tap (keyed state only) after ``ds``.
+
+        ``count`` reinterprets the stream as keyed by the word's number (same key groups as the Python
+        keyed operator it is chained to), ``rows`` keys it by the user's KEY (a shuffle).
+        """
         op = _chained(keyed_tap_class.getConstructors()[0].newInstance(_args(name, mode, n_keys)))
         j_ds = ds._j_data_stream
         if mode == "count":
@@ -212,9 +217,11 @@ _STATE_LOGGED = {"EmbeddedPythonKeyedProcessOperator": "rollcheck.flink.Rollchec
 
 
 class user_state_log:
-    """While the user's ``job()`` builds its graph, PyFlink's keyed operators are made as
-    rollcheck's subclasses (``RollcheckStateLog``): the same operators, which also log their keyed
-    state key by key at every snapshot and after a restore (``ustate-*.jsonl`` in the run folder).
+    """Make PyFlink's keyed operators log the user's keyed state while ``job()`` builds its graph.
+
+    The operators become rollcheck's subclasses (``RollcheckStateLog``): the same operators, which also
+    log their keyed state key by key at every snapshot and after a restore (``ustate-*.jsonl`` in the
+    run folder).
 
     PyFlink names the operator classes through ``get_gateway().jvm`` in ``data_stream``; only that
     module's lookup is redirected, and only for the three keyed operator classes.

@@ -36,8 +36,11 @@ __all__ = ["execute"]
 
 def execute(cfg: dict, *, user=None, restarts: bool = True, restore_path: str | None = None,
             attempt_offset: int = 0) -> dict:
-    """One Flink job (word count, or the user's job when ``user`` = (module, records, layout)); raw
-    observations go to ``cfg["run_dir"]``; returns what the REST poller and the sink saw."""
+    """Run one Flink job and return what the REST poller and the sink saw.
+
+    The job is the word count, or the user's job when ``user`` = (module, records, layout); raw
+    observations go to ``cfg["run_dir"]``.
+    """
     run_dir = cfg["run_dir"]
     n_records = int(cfg["records"])
     par = int(cfg["parallelism"])
@@ -91,8 +94,11 @@ def _max_attempt(run_dir: str) -> int:
 
 
 def _read_output(cfg: dict, user, result: dict) -> None:
-    """Read what the user's own sink wrote (its ``read_output``, time-bounded and type-checked)
-    into ``user-sink.json``; a failure marks ``result`` as the user's error."""
+    """Read what the user's own sink wrote into ``user-sink.json``.
+
+    The user's ``read_output`` is time-bounded and type-checked; a failure marks ``result`` as the
+    user's error.
+    """
     run_dir = cfg["run_dir"]
     try:
         rows = call_user(run_dir, "read_output", float(cfg.get("call_timeout", 300)), user[0].read_output,
@@ -108,8 +114,11 @@ def _read_output(cfg: dict, user, result: dict) -> None:
 
 
 class _Watch:
-    """The poller of one submitted job: its state transitions, checkpoint statistics and restores
-    (``polls``), the transactional sink's committed files (``commits``) and how it ended."""
+    """The poller of one submitted job.
+
+    It gathers the job's state transitions, checkpoint statistics and restores (``polls``), the
+    transactional sink's committed files (``commits``) and how the job ended.
+    """
 
     def __init__(self, cfg: dict, client, port: int, restore_path: str | None):
         self.cfg = cfg
@@ -143,8 +152,11 @@ class _Watch:
                 self.commits.append({"t": time.time(), "file": os.path.relpath(path, self.tx_dir), "lines": n})
 
     def run(self, user, deadline: float) -> None:
-        """Poll every 100 ms until the job ended, the user's module is at fault, the deadline
-        passed or an unbounded job ran long enough (then it is cancelled)."""
+        """Poll every 100 ms until the job ends.
+
+        It also stops when the user's module is at fault, the deadline passed or an unbounded job ran long
+        enough (then it is cancelled).
+        """
         misses = 0
         done = False
         while not done:
@@ -165,8 +177,10 @@ class _Watch:
             time.sleep(0.1)
 
     def _ask_client(self) -> None:
-        """The REST API is gone: the MiniCluster of a local execution shuts down when the job
-        ends, so ask the client how it ended."""
+        """Ask the client how the job ended, once the REST API is gone.
+
+        The MiniCluster of a local execution shuts down when the job ends.
+        """
         try:
             self.client.get_job_execution_result().result()
             self.final_state = "FINISHED"
@@ -254,7 +268,10 @@ class _Watch:
         return job
 
     def restarts(self) -> int:
-        """How often the job was restarted (the polled transitions to RESTARTING): a restart from a
-        checkpoint that fails again and again shows as many (recovery-succeeded names them)."""
+        """How often the job was restarted (the polled transitions to RESTARTING).
+
+        A restart from a checkpoint that fails again and again shows as many (recovery-succeeded names
+        them).
+        """
         return max(sum(1 for st in self.polls["states"] if st["state"] == "RESTARTING"),
                    self.failures_seen - 1 if self.final_state == "FAILED" else 0)

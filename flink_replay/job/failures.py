@@ -25,8 +25,10 @@ __all__ = ["root_cause_text", "classify_failure", "driver_error", "write_engine_
 
 
 def root_cause_text(text: str) -> str | None:
-    """The innermost ``Caused by`` of a Java exception text (the job's own failure, not the restart
-    strategy's wrapper), on one line."""
+    """The innermost ``Caused by`` of a Java exception text, on one line.
+
+    That is the job's own failure, not the restart strategy's wrapper.
+    """
     if not text.strip():
         return None
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
@@ -113,9 +115,11 @@ _PY_LAST = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interru
 
 
 def _exception_blocks(text: str) -> list[tuple[str, str, list[tuple[str, str, str, int, bool]]]]:
-    """The exceptions of a failure text, outermost first: ``(type, message, frames)`` with frames
-    innermost first as ``(path, function, file, line, is_java)`` (a Python frame's path is its
-    file's absolute path)."""
+    """The exceptions of a failure text, outermost first: ``(type, message, frames)``.
+
+    Frames are innermost first as ``(path, function, file, line, is_java)`` (a Python frame's path is
+    its file's absolute path).
+    """
     blocks: list[tuple[str, str, list[tuple[str, str, str, int, bool]]]] = []
     lines = [raw.rstrip() for raw in text.splitlines()]
     i = 0
@@ -159,10 +163,20 @@ def _exception_blocks(text: str) -> list[tuple[str, str, list[tuple[str, str, st
 
 
 def driver_error(e: BaseException) -> dict | None:
-    """The typed error record of an exception raised in the job process itself (outside the
-    engine) by rollcheck's own code: the innermost frame in rollcheck's files beside this one
-    names the function. None when the exception came from the engine's gateway (``py4j``: the
-    JVM's own failure, reported with its reason) or no frame of rollcheck's took part.
+    """The typed error record of an exception rollcheck's own code raised in the job process.
+
+    The innermost frame in rollcheck's files beside this one names the function.
+
+    Parameters
+    ----------
+    e : BaseException
+        The exception, raised outside the engine.
+
+    Returns
+    -------
+    dict or None
+        The record; None when the exception came from the engine's gateway (``py4j``: the JVM's own
+        failure, reported with its reason) or no frame of rollcheck's took part.
 
     Examples
     --------

@@ -1,35 +1,17 @@
-"""The Flink word-count job that ``rollcheck flink record`` runs inside the Flink environment.
+"""The runner of the Flink job process that ``rollcheck flink record`` starts in the Flink environment.
 
 This file runs under the separate PyFlink environment (``.venv-flink``) as
-``python job.py CONFIG.json``: it imports only the standard library and ``pyflink``, never the
+``python job/main.py CONFIG.json``: it imports only the standard library and ``pyflink``, never the
 rest of rollcheck. It writes raw observations into the run folder named by the config; the
-recorder (:mod:`rollcheck.flink_replay.recording.record`) turns them into a ``rollcheck.trace/1`` file.
+recorder (:mod:`rollcheck.flink_replay.recording.record`) turns them into a ``rollcheck.trace/1``
+file.
 
-The job: a checkpointed ``NumberSequenceSource`` (values 1..N, split offsets are checkpointed),
-a pass-through Java operator (``RollcheckTap``, mode ``source``) that logs per-key counts of the
-records that left the source at every snapshot, a Python map that paces the source to ``rate``
-records/s and raises once at record K, a ``keyBy`` shuffle to a keyed count (Python
-``ValueState``), a naive side-effect sink (a Python map appending a line per record to a file), a
-second tap (mode ``keyed``) that logs the latest count per key, and a transactional ``FileSink``.
-A thread polls the MiniCluster REST API for checkpoint statistics and job state transitions.
+It runs the word-count job, or a user's job (``job: "module"``) after a failure-free reference run
+in the same JVM; ``rescale: [P1, P2]`` runs two jobs (fail at P1, restore at P2). The job process
+is split in modules of one concept each, beside this one: ``user``, ``environment``,
+``pipelines``, ``execute``, ``failures`` and ``files``.
 
-``job: "module"`` runs a user's job instead (``records(seed)``, ``job(env, source)``, ``KEY``,
-optional ``sink``/``read_output``): the same checkpointed source and pacing, the user's records
-by index (with ``SOURCES``, every source's records in one interleaved sequence, split into one
-stream per source name), the user's ``job``, then rollcheck's keyed tap (keyed by ``KEY``) and a transactional
-``FileSink``; a failure-free reference run comes first, in the same JVM.
-
-``backend`` selects the state backend (``hashmap``, ``rocksdb`` — incremental checkpoints — or
-``changelog``: hashmap with the changelog state backend on the file system). ``rescale: [P1, P2]``
-runs the job at P1 without restarts, lets the injected failure fail it, and starts it again at P2
-from the latest retained checkpoint (key groups redistributed).
-
-The job process is split in modules of one concept each, beside this one: ``user`` (the
-user's module: import, time limits, ``KEY``), ``environment`` (Flink's configuration, the
-tap operators, the user-state log), ``pipelines`` (the dataflows), ``execute`` (submit
-and poll one job), ``failures`` (Flink's failure texts: root cause, whose code raised) and
-``files`` (files, ports, HTTP). This file is the runner: the reference run, the run itself, the
-two jobs of a rescaled run.
+See docs/internals/flink-job.md for the dataflows, the state backends and the rescaled run.
 """
 
 from __future__ import annotations
@@ -64,8 +46,21 @@ _root_cause_text = root_cause_text
 
 
 def main(config_path: str) -> int:
-    """Run the job described by the config file; a config with ``runs`` runs each of them in turn,
-    in the same JVM (each entry overrides the base config and names its own ``run_dir``)."""
+    """Run the job described by the config file.
+
+    A config with ``runs`` runs each of them in turn, in the same JVM (each entry overrides the base
+    config and names its own ``run_dir``).
+
+    Parameters
+    ----------
+    config_path : str
+        The JSON config the recorder wrote.
+
+    Returns
+    -------
+    int
+        The process's exit code (the highest of its runs', :func:`_exit_code`).
+    """
     # thread mode embeds CPython in the JVM (pemja): it finds pyflink, pemja and this file only
     # through PYTHONPATH, which the gateway JVM inherits from this process
     paths = [os.path.dirname(os.path.abspath(__file__)), *site.getsitepackages()]
@@ -87,9 +82,11 @@ def main(config_path: str) -> int:
 
 
 def _guarded(cfg: dict) -> int:
-    """:func:`run_one`; an exception of rollcheck's own code in this process (not of the engine's
-    gateway, not of the user's calls, which are recorded where they are made) is recorded as a
-    typed error record naming rollcheck's function, then raised (the traceback goes to the log)."""
+    """Run :func:`run_one`, recording an exception of rollcheck's own code as a typed error record.
+
+    Exceptions of the engine's gateway and of the user's calls (recorded where they are made) are not
+    recorded here; the exception is raised again (the traceback goes to the log).
+    """
     try:
         return run_one(cfg)
     except Exception as e:
@@ -100,8 +97,20 @@ def _guarded(cfg: dict) -> int:
 
 
 def run_one(cfg: dict) -> int:
-    """One recorded run: a reference run first for a user's job, then the run itself (for
-    ``rescale`` two jobs: the one that fails at P1, the one restored at P2)."""
+    """Record one run: a reference run first for a user's job, then the run itself.
+
+    For ``rescale`` the run is two jobs: the one that fails at P1, the one restored at P2.
+
+    Parameters
+    ----------
+    cfg : dict
+        The run's config (``run_dir``, ``job``, ``failure``, ...).
+
+    Returns
+    -------
+    int
+        The run's exit code (:func:`_exit_code`).
+    """
     run_dir = cfg["run_dir"]
     user = None
     if cfg.get("job") == "module":
@@ -151,9 +160,11 @@ def run_one(cfg: dict) -> int:
 
 
 def _record_channel_state(cfg: dict, info: dict) -> None:
-    """``channel-state.json``: the data in flight the restored checkpoint held (its ``_metadata``,
-    read while it still existed: a finished job discards its checkpoints), or why it could not be
-    read; nothing when the job never restored."""
+    """Write ``channel-state.json``: the data in flight the restored checkpoint held.
+
+    It reads the checkpoint's ``_metadata`` while it still exists (a finished job discards its
+    checkpoints), or records why it could not be read; nothing when the job never restored.
+    """
     read = info["rest"].get("channel_state")
     if read is None and info["rest"].get("restored"):
         read = {"checkpoint": info["rest"]["restored"][0].get("id"), "input_bytes": 0, "output_bytes": 0,
@@ -163,12 +174,13 @@ def _record_channel_state(cfg: dict, info: dict) -> None:
 
 
 def _batch_run(cfg: dict, user) -> None:
-    """The batch-equivalent oracle's run: the same job over the same bounded input in Flink's BATCH
-    runtime mode (no checkpoints, no failure, no pacing), in ``batch/``; its rows of every KEY in
-    the order the job emitted them (``batch/batch-out``). A module that declares
-    ``BATCH_EQUIVALENT = "reason"`` (its output has no batch meaning: processing time, arrival
-    order) is not run; a batch run that fails is recorded with Flink's reason, never fails the
-    recording."""
+    """Run the batch-equivalent oracle's job: the same job and input in Flink's BATCH runtime mode.
+
+    No checkpoints, no failure, no pacing; in ``batch/``, its rows of every KEY in the order the job
+    emitted them (``batch/batch-out``). A module that declares ``BATCH_EQUIVALENT = "reason"`` (its
+    output has no batch meaning: processing time, arrival order) is not run; a batch run that fails is
+    recorded with Flink's reason, never fails the recording.
+    """
     bdir = os.path.join(cfg["run_dir"], "batch")
     os.makedirs(bdir, exist_ok=True)
     declared = getattr(user[0], "BATCH_EQUIVALENT", True)
@@ -186,9 +198,12 @@ def _batch_run(cfg: dict, user) -> None:
 
 
 def _exit_code(info: dict) -> int:
-    """The job process's exit code for one run's result: 2 the user's module failed, 4 rollcheck's
-    own code raised inside the engine, 1 the job did not finish, else 0 (the recorder reads the
-    run folder's records; the code is for a person reading the log)."""
+    """The job process's exit code for one run's result.
+
+    2 the user's module failed, 4 rollcheck's own code raised inside the engine, 1 the job did not
+    finish, else 0 (the recorder reads the run folder's records; the code is for a person reading the
+    log).
+    """
     if info.get("user_error"):
         return 2
     if (info.get("engine_error") or {}).get("code") == "rollcheck":
@@ -197,11 +212,11 @@ def _exit_code(info: dict) -> int:
 
 
 def _on_disk_completed(info: dict, base: str) -> dict[str, dict]:
-    """The failed job's completed checkpoints as its checkpoint folder shows them (``chk-N`` with a
-    ``_metadata`` file, written when the checkpoint completes), as REST-like history entries.
+    """The failed job's completed checkpoints as its checkpoint folder shows them.
 
-    The REST poll can miss a checkpoint that completed just before the job failed; the folder
-    cannot. The completion time is the ``_metadata`` file's modification time.
+    They are the ``chk-N`` folders with a ``_metadata`` file (written when the checkpoint completes),
+    as REST-like history entries. The REST poll can miss a checkpoint that completed just before the
+    job failed; the folder cannot. The completion time is the ``_metadata`` file's modification time.
     """
     out: dict[str, dict] = {}
     folder = os.path.join(base, str(info.get("job_id") or ""))
@@ -218,8 +233,11 @@ def _on_disk_completed(info: dict, base: str) -> dict[str, dict]:
 
 
 def _latest_retained(info: dict, base: str) -> str | None:
-    """The retained folder of the latest checkpoint the failed job completed: the newest of those
-    the REST poll saw and those its checkpoint folder holds (the poll can miss the last one)."""
+    """The retained folder of the latest checkpoint the failed job completed.
+
+    The newest of those the REST poll saw and those its checkpoint folder holds (the poll can miss the
+    last one).
+    """
     for cid, h in _on_disk_completed(info, base).items():
         if info["rest"]["checkpoints"].get(cid, {}).get("status") != "COMPLETED":
             info["rest"]["checkpoints"][cid] = h  # completed, though the poll did not see it

@@ -28,10 +28,13 @@ __all__ = ["pace_class", "strike_plan"]
 
 
 def _task_info(runtime_context, method: str, java: str) -> int | None:
-    """``method()`` of PyFlink's runtime context (``get_attempt_number``, ``get_index_of_this_subtask``)
-    where its thread mode still has it (up to 1.20), else the task information Flink 2 moved it to
-    (``getTaskInfo().getAttemptNumber()``; PyFlink 2.x's embedded context still calls the removed
-    methods); None when neither answers (the trace then cannot prove the kill point)."""
+    """``method()`` of PyFlink's runtime context, or of the task information Flink 2 moved it to.
+
+    The runtime context's thread mode still has ``get_attempt_number`` and
+    ``get_index_of_this_subtask`` up to 1.20; else ``getTaskInfo().getAttemptNumber()`` (PyFlink 2.x's
+    embedded context still calls the removed methods). None when neither answers (the trace then
+    cannot prove the kill point).
+    """
     try:
         return int(getattr(runtime_context, method)())
     except Exception:  # noqa: BLE001 - 2.x thread mode: the Java context lacks the old method
@@ -203,9 +206,11 @@ def _second_failure(marker2: str, info: dict) -> None:
 
 def _strike(run_dir: str, marker: str, strike: dict, value: int, n: int, subtask, attempt, *, par: int,
             all_caught_up: bool, before_trigger: bool, interval_s: float, failure: str, lose_files: bool) -> None:
-    """The ``n``-th record (``value``) of ``subtask`` reached the failure's record: raise the
-    injected failure unless it must wait (every subtask's backlog drained, the checkpoints the
-    failure waits for, the next checkpoint trigger)."""
+    """Raise the injected failure at the ``n``-th record (``value``) of ``subtask``, unless it must wait.
+
+    It waits for every subtask's backlog to drain, for the checkpoints the failure waits for, for the
+    next checkpoint trigger.
+    """
     names = os.listdir(run_dir)
     if all_caught_up and sum(f.startswith("caught-up-") for f in names) < par:
         return  # every subtask drains its initial backlog before the failure
@@ -230,8 +235,11 @@ def _before_trigger(run_dir: str, names: list, interval_s: float) -> bool:
 
 
 def _inject(run_dir: str, marker: str, names: list, info: dict, lose_files: bool) -> None:
-    """Raise the injected failure at record ``info["value"]`` once (its marker file says where and
-    when), losing the checkpoints' state files first when asked; return when it already struck."""
+    """Raise the injected failure at record ``info["value"]`` once.
+
+    Its marker file says where and when; the checkpoints' state files are lost first when asked.
+    Returns when the failure already struck.
+    """
     try:
         fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
     except FileExistsError:

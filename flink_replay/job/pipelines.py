@@ -34,8 +34,14 @@ __all__ = ["build", "pace_class", "utilization_pipeline"]
 
 
 def build(cfg: dict, env, tap, keyed_tap, *, user=None, attempt_offset: int = 0):
-    """Build the job's graph on ``env``: its name, or ``{"user_error": True, ...}`` when the
-    user's ``job()`` or ``sink()`` failed while building it."""
+    """Build the job's graph on ``env``.
+
+    Returns
+    -------
+    str or dict
+        The job's name, or ``{"user_error": True, ...}`` when the user's ``job()`` or ``sink()``
+        failed while building it.
+    """
     from pyflink.common import Encoder
     from pyflink.datastream.connectors.file_system import FileSink, RollingPolicy
 
@@ -118,9 +124,17 @@ def wordcount_pipeline(cfg: dict, env, tap, keyed_tap, tx_sink) -> str:
 
 
 def user_pipeline(cfg: dict, env, tap, keyed_tap, tx_sink, user, attempt_offset: int):
-    """Source -> tap -> pace -> the user's records -> the user's ``job()`` (and ``sink()``) ->
-    rollcheck's output step -> keyed tap (keyed by ``KEY``) -> FileSink. Returns the job's name,
-    or ``{"user_error": True, ...}`` when the user's code failed while the graph was built."""
+    """Build the user's job: source, taps, pace, the user's ``job()``, rollcheck's output, FileSink.
+
+    In order: source -> tap -> pace -> the user's records -> the user's ``job()`` (and ``sink()``) ->
+    rollcheck's output step -> keyed tap (keyed by ``KEY``) -> FileSink.
+
+    Returns
+    -------
+    str or dict
+        The job's name, or ``{"user_error": True, ...}`` when the user's code failed while the graph
+        was built.
+    """
     from pyflink.common import Types, WatermarkStrategy
     from pyflink.datastream.connectors.number_seq import NumberSequenceSource
     from pyflink.datastream.data_stream import DataStream
@@ -205,9 +219,11 @@ def user_pipeline(cfg: dict, env, tap, keyed_tap, tx_sink, user, attempt_offset:
 
 
 def _batch_rows(run_dir: str, out, output) -> str:
-    """The batch-equivalent oracle's run: the rows of every KEY in the order the user's job emitted
-    them (``output``, the output step, runs in the same task as the user's last operator), one file
-    per subtask; no keyed tap (a BATCH shuffle sorts by key and does not keep the emission order)."""
+    """Write the batch-equivalent oracle's rows of every KEY, in the order the user's job emitted them.
+
+    The output step runs in the same task as the user's last operator; one file per subtask; no keyed
+    tap (a BATCH shuffle sorts by key and does not keep the emission order).
+    """
     from pyflink.common import Types
     from pyflink.datastream.functions import MapFunction, RuntimeContext
 
@@ -236,8 +252,10 @@ def _handed_class(run_dir: str, marker: str, key_idx: list):
     from pyflink.datastream.functions import MapFunction, RuntimeContext
 
     class Handed(MapFunction):
-        """Logs the KEY of every row handed to the module's sink (beside it on the same stream): one
-        file per subtask and generation (1 once the injected failure struck), line-buffered."""
+        """Logs the KEY of every row handed to the module's sink (beside it on the same stream).
+
+        One file per subtask and generation (1 once the injected failure struck), line-buffered.
+        """
 
         def open(self, runtime_context: RuntimeContext) -> None:
             gen = 1 if os.path.exists(marker) else 0

@@ -44,9 +44,10 @@ def local_threshold(fail_at: int, records: int, par: int) -> int:
 
 
 def slowdown_s(n: int, split: int, window_s: float) -> float:
-    """Seconds the pace step sleeps per record while the failure waits: the rest of the split
-    (``split - n`` records) lasts ``window_s``, at least 50 ms and at most 0.5 s a record (a task
-    blocked longer would delay the checkpoints the failure waits for).
+    """Seconds the pace step sleeps per record while the failure waits.
+
+    The rest of the split (``split - n`` records) lasts ``window_s``, at least 50 ms and at most 0.5 s
+    a record (a task blocked longer would delay the checkpoints the failure waits for).
 
     Examples
     --------
@@ -60,9 +61,15 @@ def slowdown_s(n: int, split: int, window_s: float) -> float:
 
 
 def make_strike_plan(cfg: dict) -> dict:
-    """The plan of one job's failure: ``local_at`` (the subtask-local record count), ``ready(names,
-    subtask)`` (the run folder's names say the failure may strike in this subtask), ``arm(subtask,
-    value, n)`` (tell the source tap) and ``wait_s(n)`` (the slowdown while it waits)."""
+    """The plan of one job's failure.
+
+    Returns
+    -------
+    dict
+        ``local_at`` (the subtask-local record count), ``ready(names, subtask)`` (the run folder's
+        names say the failure may strike in this subtask), ``arm(subtask, value, n)`` (tell the source
+        tap) and ``wait_s(n)`` (the slowdown while it waits).
+    """
     run_dir = cfg["run_dir"]
     par = int(cfg["parallelism"])
     records = int(cfg["records"])

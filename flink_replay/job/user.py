@@ -33,11 +33,23 @@ class UserCodeError(Exception):
 
 
 def user_error(run_dir: str, call: str, message: str, *, kind: str = "call", java: str | None = None) -> None:
-    """Record the user's module's failure for the recorder: ``call`` names the call (``kind``
-    ``call``: ``records``, ``job``, ...; ``import``) or the module attribute (``attribute``: ``KEY``,
-    ``FIELDS``); ``java`` the class of the Java exception when Flink's JVM raised it inside the call
-    (a ``Py4JJavaError``: Flink's planner, say; whose fault it is, only another release can tell).
-    The first record stays (a task that fails again writes nothing more)."""
+    """Record the user's module's failure for the recorder (the first record stays).
+
+    Parameters
+    ----------
+    run_dir : str
+        The run folder (``user-error.json`` goes there).
+    call : str
+        The call (``kind="call"``: ``records``, ``job``, ``import``, ...) or the module attribute
+        (``kind="attribute"``: ``KEY``, ``FIELDS``).
+    message : str
+        The error, on one line.
+    kind : str
+        ``call`` (a call, ``import`` among them) or ``attribute``.
+    java : str or None
+        The class of the Java exception when Flink's JVM raised it inside the call (a
+        ``Py4JJavaError``: Flink's planner, say; whose fault it is, only another release can tell).
+    """
     if os.path.exists(os.path.join(run_dir, "user-error.json")):
         return
     with open(os.path.join(run_dir, "user-error.json.tmp"), "w") as f:
@@ -188,8 +200,9 @@ def check_sources(module) -> list[str] | None:
 
 
 def interleave(counts: list[int]) -> list[int]:
-    """The order of one sequence over several sources: the source (its position in ``counts``) of
-    each record, the sources merged in proportion (record ``i`` of source ``s`` stands at
+    """The order of one sequence over several sources: the source (index in ``counts``) of each record.
+
+    The sources are merged in proportion (record ``i`` of source ``s`` stands at
     ``(i + 1/2) / counts[s]``; ties by source order), so that every source is as far through its
     records as the others at any point of the sequence.
 
@@ -234,8 +247,11 @@ def source_layout(names: list[str], per_source: dict, max_records: int | None = 
 
 
 def _check_records(run_dir: str, recs, names: list[str] | None) -> None:
-    """Raise :class:`UserCodeError` (recorded first) when ``records(seed)`` returned the wrong shape:
-    a list of tuples for one source, ``{name: [tuples]}`` over ``SOURCES`` names for several."""
+    """Raise :class:`UserCodeError` (recorded first) when ``records(seed)`` returned the wrong shape.
+
+    The right one: a list of tuples for one source, ``{name: [tuples]}`` over ``SOURCES`` names for
+    several.
+    """
 
     def bad_list(value, what: str) -> str | None:
         if not isinstance(value, list):
@@ -264,12 +280,21 @@ def _check_records(run_dir: str, recs, names: list[str] | None) -> None:
 
 
 def load_user_job(cfg: dict):
-    """Import the user's module, check ``KEY`` and ``SOURCES`` (before Flink starts) and call
-    ``records(seed)``.
+    """Import the user's module, check ``KEY`` and ``SOURCES`` and call ``records(seed)``.
 
-    Returns ``(module, records, key_idx, layout)``: the records (one sequence over every source,
-    :func:`source_layout`) cut to ``max_records`` when a finding is being shrunk, ``KEY`` as indices
-    into the output tuple, and the sources' layout (None for a one-source module).
+    The checks run before Flink starts.
+
+    Parameters
+    ----------
+    cfg : dict
+        The run's config (``module``, ``run_dir``, ``seed``, ``call_timeout``, ``max_records``, ...).
+
+    Returns
+    -------
+    tuple
+        ``(module, records, key_idx, layout)``: the records (one sequence over every source,
+        :func:`source_layout`) cut to ``max_records`` when a finding is being shrunk, ``KEY`` as
+        indices into the output tuple, and the sources' layout (None for a one-source module).
 
     Raises
     ------
@@ -305,10 +330,12 @@ def load_user_job(cfg: dict):
 
 
 def source_streams(ds, layout: dict, input_class) -> dict:
-    """One stream per source name of a job with several input streams: the records of the one
-    checkpointed sequence (numbers) that belong to the source (``layout["order"]``), as the user's
-    records (``input_class``). Split right after the pace step, in the source's task: the source's
-    checkpointed offsets cover every source's records."""
+    """One stream per source name of a job with several input streams.
+
+    Each holds the records of the one checkpointed sequence (numbers) that belong to the source
+    (``layout["order"]``), as the user's records (``input_class``). The split is right after the pace
+    step, in the source's task: the source's checkpointed offsets cover every source's records.
+    """
     from pyflink.datastream.functions import FilterFunction
 
     order = layout["order"]
