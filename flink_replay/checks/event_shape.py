@@ -81,9 +81,12 @@ def _json_text(s: Any) -> bool:
 
 
 def _row(row: Any, keyed: bool, sink: Any) -> str | None:
-    """Why a row of sink ``sink`` is not as the recorder writes it (None when it is): the user's own
-    sink's rows (``user``, ``user-reference``) are JSON values, the keys handed to it (``handed-*``)
-    JSON texts, the others ``N<US>KEY<US>ROW`` (a user's job) or ``WORD,COUNT`` (the word count)."""
+    """Why a row of sink ``sink`` is not as the recorder writes it (None when it is).
+
+    The user's own sink's rows (``user``, ``user-reference``) are JSON values, the keys handed to it
+    (``handed-*``) JSON texts, the others ``N<US>KEY<US>ROW`` (a user's job) or ``WORD,COUNT`` (the
+    word count).
+    """
     if sink in ("user", "user-reference"):
         return None
     if isinstance(sink, str) and sink.startswith("handed-"):

@@ -32,8 +32,9 @@ def _rotl(x: int, r: int) -> int:
 
 
 def java_hash(key: int | str | bytes) -> int:
-    """Java's ``hashCode`` of a ``Long`` (a Python int) or a ``String`` (a Python str); for
-    ``bytes``, ``Arrays.hashCode(byte[])`` (how a ``Row`` hashes a byte-array field: PyFlink's
+    """Java's ``hashCode`` of a ``Long`` (a Python int) or a ``String`` (a Python str).
+
+    For ``bytes``, ``Arrays.hashCode(byte[])`` (how a ``Row`` hashes a byte-array field: PyFlink's
     ``key_by`` without a key type keys by the pickled key).
 
     Examples
@@ -101,8 +102,21 @@ def row_hash(field: int | str | bytes) -> int:
 
 
 def key_group(key: int | str | bytes, max_parallelism: int, *, row: bool = False) -> int:
-    """The key group of ``key``: ``murmur(hashCode(key)) % max_parallelism`` (``row``: the key
-    wrapped in a one-field ``Row``, as PyFlink's ``key_by`` does).
+    """The key group of ``key``: ``murmur(hashCode(key)) % max_parallelism``.
+
+    Parameters
+    ----------
+    key : int, str or bytes
+        The key (a Java ``Long``, ``String`` or byte array).
+    max_parallelism : int
+        The job's maximum parallelism (the number of key groups).
+    row : bool
+        The key wrapped in a one-field ``Row``, as PyFlink's ``key_by`` does.
+
+    Returns
+    -------
+    int
+        The key group, in ``[0, max_parallelism)``.
 
     Examples
     --------

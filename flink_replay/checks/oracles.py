@@ -2,53 +2,27 @@
 
 ``output-exactly-once`` compares the run with an injected failure against the failure-free run of
 the same job on the same engine: a bug that shows with and without a failure is invisible to it.
-These checks judge the engine by something else.
+These checks judge the engine by something else:
 
 ``recovery-succeeded``
-    After the injected failure Flink restarts the job from its own latest completed checkpoint.
-    The restart must succeed: the tasks restore and the restarted job runs its input to the end
-    (every subtask that restored also finished, and the job ``FINISHED``). A restart that fails
-    with the engine's exception (the recorder's ``flink.recovery_failed``: Flink's root cause and
-    the checkpoint it restored from, or the one it would), or that restarts until the restart
-    strategy gives up, or a job that is never restarted at all, is a violation naming the
-    exception and the checkpoint — a finding against the engine release that ran it. The user's
-    code raising during the restart is not recorded as a trace at all (the recorder refuses that
-    run as the module's own failure, exit 2). Not applicable without an injected failure.
-
+    the restart from the engine's own latest completed checkpoint succeeds and runs the input to
+    its end (not applicable without an injected failure).
 ``batch-equivalent``
-    The recorder runs the same job a third time, over the same bounded input in Flink's BATCH
-    runtime mode (``env.set_runtime_mode(RuntimeExecutionMode.BATCH)``: no checkpoints, no failure,
-    no pacing), and keeps the rows of every KEY in the order the job emitted them
-    (``flink.batch_output``). What is compared: the *final output table* — per KEY the last row
-    the job emitted (for a running aggregation the last value per KEY; for a window per KEY the
-    last window's row) — of the run with the failure (the committed rows, the last by rollcheck's
-    per-KEY number) and of the failure-free reference, each against the batch run's. Both must
-    equal it: a row missing, a KEY missing or extra, or another last row is a violation naming
-    the KEY, both rows and which run. Rows of one KEY emitted by several subtasks of the batch
-    run have no defined last row: those KEYs are unchecked (said, with their number). Not
-    applicable: a module that declares ``BATCH_EQUIVALENT = "reason"`` (processing-time windows or
-    timers, output that depends on the arrival order within a KEY — a batch shuffle sorts by key,
-    and processing time does not advance in a batch job the way it does in a stream), a job Flink
-    cannot run in BATCH mode (Flink's reason), a rescaled run (no batch run recorded).
-
+    the final output table (per KEY the last row) of both runs equals the same job's in Flink's
+    BATCH runtime mode (not applicable: ``BATCH_EQUIVALENT = "reason"``, a job BATCH mode cannot
+    run, a rescaled run).
 ``release-differential``
-    With ``--engine-version V`` the recorder also runs the failure-free run of the same job (same
-    module, input, configuration) on the reference release R (``--reference-version R``, default
-    the pinned release), in R's own environment, and records its committed rows
-    (``flink.release_reference``; the trace alone decides the check). The final output table
-    (per KEY the last row, as for ``batch-equivalent``) of the failure-free run on V must equal
-    R's: a KEY missing on one release, or another last row, is a violation naming both releases and
-    the first differing KEYs (with, where the BATCH run applies, which release agrees with it). A
-    failure-free run that ends FAILED on R with the engine's exception while V ran it to its end is
-    a violation too; the module failing on R (an API R lacks) leaves it unchecked, with the reason.
-    Not applicable without ``--engine-version`` or when V is R.
+    with ``--engine-version V``, the failure-free final output table on V equals the one on the
+    reference release R (not applicable without ``--engine-version`` or when V is R).
+
+See docs/internals/flink-checks.md#oracles for what each compares and when it is unchecked.
 
 References
 ----------
 Apache Flink documentation, "Execution Mode (Batch/Streaming)" (what BATCH mode guarantees and
-where it differs: processing time, no checkpoints, keyed inputs sorted by key), "Task Failure Recovery" (restart strategies) and "Checkpoints"
-(restoring from the latest completed checkpoint); the Spark counterpart,
-:mod:`rollcheck.spark_replay.oracles`.
+where it differs: processing time, no checkpoints, keyed inputs sorted by key), "Task Failure
+Recovery" (restart strategies) and "Checkpoints" (restoring from the latest completed checkpoint);
+the Spark counterpart, :mod:`rollcheck.spark_replay.oracles`.
 """
 
 from __future__ import annotations
@@ -280,8 +254,7 @@ def release_check(header: dict[str, Any], events: list[dict[str, Any]]) -> Check
 
 
 def second_failure_problem(events: list[dict[str, Any]]) -> str | None:
-    """Why the trace does not prove the second failure of ``during-restore`` / ``twice`` where it
-    was meant to strike (None: proven; also None when the run has no second failure).
+    """Why the trace does not prove the second failure where meant (None: proven, or none to prove).
 
     - ``during-restore``: the second failure was raised in attempt ``a >= 1`` of the restarted job
       (the attempt Flink gave the task), after the first failure, while that attempt was still
@@ -333,11 +306,15 @@ def second_failure_problem(events: list[dict[str, Any]]) -> str | None:
 # ----------------------------------------------------------------------------- mutants
 def swallow_recovery_exception(header: dict[str, Any], events: list[dict[str, Any]]
                                ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """A mutant of ``recovery-succeeded``: the restart after the failure died and its exception was
-    swallowed — the exception record is gone, everything the restarted job did is gone (its
-    restores, snapshots, finished tasks, commits), and the job still reports ``FINISHED``.
+    """A mutant of ``recovery-succeeded``: the restart died and its exception was swallowed.
 
-    Returns the changed ``(header, events)`` (copies; ``seq`` renumbered).
+    The exception record is gone, everything the restarted job did is gone (its restores, snapshots,
+    finished tasks, commits), and the job still reports ``FINISHED``.
+
+    Returns
+    -------
+    tuple
+        The changed ``(header, events)`` (copies; ``seq`` renumbered).
 
     Raises
     ------
@@ -372,9 +349,11 @@ def _key_rows(lines: list[str], key: str) -> list[tuple[int, int, str]]:
 
 def _retell(header: dict[str, Any], events: list[dict[str, Any]], final: Any, extra: int
             ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The KEY with the most rows ends, in the committed output *and* the failure-free reference,
-    with the row ``final(reference rows of the KEY)`` after ``extra`` more rows (-1: one fewer) — the
-    same wrong final table in every run, so the runs agree with each other."""
+    """Make the KEY with the most rows end on ``final(reference rows)`` after ``extra`` more rows.
+
+    Both in the committed output *and* the failure-free reference (-1: one fewer row): the same wrong
+    final table in every run, so the runs agree with each other.
+    """
     import copy
     import json
 
@@ -403,17 +382,21 @@ def _retell(header: dict[str, Any], events: list[dict[str, Any]], final: Any, ex
 
 
 def drop_last_record(header: dict[str, Any], events: list[dict[str, Any]]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """A mutant of ``batch-equivalent``: the engine dropped one input record of a KEY in *every* run,
-    the failure-free one included, so ``output-exactly-once`` (which compares the runs) sees
-    nothing: that KEY has one row fewer and ends with the reference's row before its last."""
+    """A mutant of ``batch-equivalent``: the engine dropped one input record of a KEY in *every* run.
+
+    The failure-free run included, so ``output-exactly-once`` (which compares the runs) sees nothing:
+    that KEY has one row fewer and ends with the reference's row before its last.
+    """
     return _retell(header, events, lambda rows: rows[-2], -1)
 
 
 def double_count_last_record(header: dict[str, Any], events: list[dict[str, Any]]
                              ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """A mutant of ``batch-equivalent``: the engine counted a KEY's last record twice in every run:
-    one row more, whose numeric fields grew once more by what that record added (last row minus
-    the row before it)."""
+    """A mutant of ``batch-equivalent``: the engine counted a KEY's last record twice in every run.
+
+    One row more, whose numeric fields grew once more by what that record added (last row minus the
+    row before it).
+    """
     def final(rows: list[Any]) -> Any:
         last, prev = rows[-1], rows[-2]
         return [c + (c - p) if isinstance(c, (int, float)) and not isinstance(c, bool)
@@ -422,9 +405,10 @@ def double_count_last_record(header: dict[str, Any], events: list[dict[str, Any]
 
 
 def differ_release(header: dict[str, Any], events: list[dict[str, Any]]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """A mutant of ``release-differential``: the reference release's failure-free run lost the last
-    row of a KEY (the first KEY whose last row differs from the one before it, or that has one row):
-    that KEY ends with another row, or is missing, on R only.
+    """A mutant of ``release-differential``: the reference release's failure-free run lost a KEY's last row.
+
+    The KEY is the first whose last row differs from the one before it, or that has one row: it ends
+    with another row, or is missing, on R only.
 
     Raises
     ------

@@ -20,6 +20,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from typing_extensions import override
+
 from rollcheck.flink_replay.checks.event_shape import check_error
 from rollcheck.flink_replay.checks.oracles import RECOVERY, recovery_check
 from rollcheck.flink_replay.checks.rescale import (
@@ -147,11 +149,13 @@ class FlinkEvents(TraceCheck):
     def __init__(self) -> None:
         self.events: list[dict[str, Any]] = []
 
+    @override
     def on_event(self, v: Any, line: int, obj: dict[str, Any]) -> None:
         k = obj["kind"]
         if not obj.get("derived") and (k.startswith("flink.") or k == "failure"):
             self.events.append(obj)
 
+    @override
     def finish(self, v: Any, results: dict[str, Check]) -> None:
         return None
 
@@ -168,6 +172,7 @@ class FlinkCheck(TraceCheck):
         self.collector = collector
         self.fn = fn
 
+    @override
     def finish(self, v: Any, results: dict[str, Check]) -> Check:
         try:
             return self.fn(self.header, self.collector.events)
@@ -178,8 +183,7 @@ class FlinkCheck(TraceCheck):
 
 
 class _RecoveryPlugin(FlinkCheck):
-    """``recovery-succeeded`` on the word count (:func:`rollcheck.flink_replay.checks.oracles.recovery_check`):
-    the collected Flink events and the trace's ``end`` (whether the trace was complete)."""
+    """``recovery-succeeded`` on the word count: the collected events and the trace's ``end``, if any."""
 
     def __init__(self, header: dict[str, Any], collector: FlinkEvents):
         super().__init__(RECOVERY, header, collector, recovery_check)
@@ -188,6 +192,7 @@ class _RecoveryPlugin(FlinkCheck):
     def on_end(self, v: Any, seq: int) -> None:
         self.end = {"seq": seq, "kind": "end"}
 
+    @override
     def finish(self, v: Any, results: dict[str, Check]) -> Check:
         events = self.collector.events + ([self.end] if self.end is not None else [])
         try:
@@ -211,6 +216,7 @@ class BarrierTLC(TraceCheck):
         self.path = path
         self.tlc = tlc
 
+    @override
     def finish(self, v: Any, results: dict[str, Check]) -> Check:
         cfg = self.header["config"]
         if cfg["checkpoints"] != "aligned" or int(cfg["parallelism"]) != 2:
@@ -245,12 +251,16 @@ def flink_plugins(header: dict[str, Any], path: str | Path | None = None,
 
 
 def replay(path: str | Path, *, tlc: Callable[[str | Path], Any] | None = None) -> Report:
-    """Run every check on a recorded Flink trace: the shared trace checker's generic checks on the
-    core events, plus Flink's plug-ins.
+    """Run every check on a recorded Flink trace: the shared checker's generic checks and Flink's plug-ins.
 
-    ``tlc``, when given, validates the aligned barrier snapshots against the Chandy–Lamport
-    model (:func:`rollcheck.flink_replay.checks.tlc.validate_with_tlc` bound to a TLC runner): the
-    ``barrier-alignment-tlc`` check.
+    Parameters
+    ----------
+    path : str or Path
+        The trace file.
+    tlc : callable, optional
+        Validates the aligned barrier snapshots against the Chandy–Lamport model
+        (:func:`~rollcheck.flink_replay.checks.tlc.validate_with_tlc` bound to a TLC runner): the
+        ``barrier-alignment-tlc`` check.
     """
     lines = TraceLines(path)
     check_flink_header(lines.header, str(path))
@@ -415,10 +425,13 @@ def _snapshot_check(events, completed, mode) -> Check:
 
 
 def _barrier_check(events, mode, par) -> Check:
-    """Aligned: a keyed subtask snapshots only after the barrier arrived on the channel of every
-    source subtask that took the same checkpoint (channel i of a hash-partitioned input carries
-    source subtask i; a source that already finished its input sends no barrier). Unaligned: the
-    snapshot follows the first barrier or its announcement (an overtaking priority event)."""
+    """``barrier-alignment``: every keyed snapshot follows the barriers it must wait for.
+
+    Aligned: a keyed subtask snapshots only after the barrier arrived on the channel of every source
+    subtask that took the same checkpoint (channel i of a hash-partitioned input carries source subtask
+    i; a source that already finished its input sends no barrier). Unaligned: the snapshot follows the
+    first barrier or its announcement (an overtaking priority event).
+    """
     name = "barrier-alignment"
     arrived: dict[tuple[int, int, int], set[int]] = {}
     announced: set[tuple[int, int, int]] = set()

@@ -1,38 +1,15 @@
 """State restored after a failure, key by key: nothing lost, nothing duplicated, the right owner.
 
-A Flink restore hands keyed state out by key group: after a restore at parallelism P2 (the same
-as before the failure, or another one — rescaling), every key of the restored checkpoint must be
-restored exactly once, with the value it had in the checkpoint, by the subtask that owns its key
-group at P2. Operator (non-keyed) list state is redistributed round-robin instead: its entries,
-summed over the subtasks, must equal the checkpoint's.
+A Flink restore hands keyed state out by key group: after a restore at parallelism P2 (the same as
+before the failure, or another one: rescaling), every key of the restored checkpoint must be
+restored exactly once, with its value in the checkpoint, by the subtask that owns its key group at
+P2. Operator (non-keyed) list state is redistributed round-robin instead: its entries, summed over
+the subtasks, must equal the checkpoint's. Checks (all :class:`rollcheck.pyimpl.verdict.Check`):
+``keyed-state-restored-once`` (rollcheck's keyed tap), ``operator-state-restored`` (the source
+tap's records per key), ``user-state-restored-once`` (the keyed state of the user's operators).
 
-The recorder's keyed tap (``RollcheckKeyedTap``, keyed state only) logs every key it holds at each
-snapshot and right after each restore, read from the state backend, with the key-group range Flink
-gave the subtask. These checks compare that against the checkpoint's snapshots and against the
-key-group assignment recomputed by :mod:`rollcheck.flink_replay.checks.keygroups` — not against Flink's
-own report of it, which is cross-checked separately.
-
-An attempt that a second failure cancelled (``twice``, ``during-restore``: the failure event's
-``in_attempt``) may end before every subtask restored: there each subtask restores at most once,
-and what the subtasks that did restore hold is checked in full (their key groups' keys, the same
-values), but a subtask that logged no restore is not taken for lost state; the attempt after it
-must restore everything.
-
-Checks (all :class:`rollcheck.pyimpl.verdict.Check`):
-
-``keyed-state-restored-once``
-    every key of the restored checkpoint restored exactly once, same value, by its key group's
-    owner at the new parallelism; no key restored that the checkpoint did not hold.
-``operator-state-restored``
-    the source tap's operator state (records per key that left the source), summed over the
-    restoring subtasks, equals the checkpoint's.
-``user-state-restored-once``
-    the same for the keyed state of the user's own operators (a user's job): PyFlink's keyed
-    operators run as rollcheck's subclasses (``RollcheckStateLog``), which read every key of every
-    key-value state from the operator's state backend at each snapshot and after each restore. Per
-    operator and state, every key of the restored checkpoint is restored exactly once, with the
-    state it had in the checkpoint, by the subtask that owns its key group at the new parallelism
-    (the key group recomputed from the key), and no key appears that the checkpoint did not hold.
+See docs/internals/flink-checks.md#rescale for what is logged, the key groups recomputed and the
+attempts a second failure cut short.
 
 References
 ----------
@@ -73,8 +50,10 @@ def restore_attempts(events: list[dict[str, Any]]) -> dict[int, list[dict[str, A
 
 
 def cut_attempts(events: list[dict[str, Any]]) -> set[int]:
-    """Attempts that a second failure (``twice``, ``during-restore``) struck: their restores may be
-    incomplete, a subtask that had not restored yet when the attempt was cancelled logs none.
+    """Attempts that a second failure (``twice``, ``during-restore``) struck.
+
+    Their restores may be incomplete: a subtask that had not restored yet when the attempt was
+    cancelled logs none.
 
     Examples
     --------
@@ -115,8 +94,10 @@ def keyed_state_check(header: dict[str, Any], events: list[dict[str, Any]]) -> C
 
 def _keyed_attempt(header: dict[str, Any], events: list[dict[str, Any]], attempt: int,
                    restores: list[dict[str, Any]], partial: bool, tally: Tally) -> Check | None:
-    """Check the keyed subtasks' restores of one attempt (``partial``: a second failure cancelled
-    it) against their checkpoint; None if they hold."""
+    """Check the keyed subtasks' restores of one attempt against their checkpoint; None if they hold.
+
+    ``partial``: a second failure cancelled the attempt.
+    """
     keyed = [e for e in restores if e["task"] == "keyed"]
     if not keyed:
         if partial:
@@ -161,8 +142,10 @@ def _keyed_attempt(header: dict[str, Any], events: list[dict[str, Any]], attempt
 
 
 def _bucket(header: dict[str, Any], k: int) -> str:
-    """What bucket ``k`` of the source tap counts: a source of a job with several input streams
-    (the header's ``sources``: the tap counts each source's records), else a key bucket."""
+    """What bucket ``k`` of the source tap counts: a source's records, or a key bucket.
+
+    A source, for a job with several input streams (the header's ``sources``).
+    """
     names = (header.get("sources") or {}).get("names") if isinstance(header.get("sources"), dict) else None
     if isinstance(names, list) and 0 <= k < len(names):
         return f"source {names[k]!r}"
@@ -300,8 +283,10 @@ def user_state_check(header: dict[str, Any], events: list[dict[str, Any]]) -> Ch
 
 def _user_preconditions(header: dict[str, Any], events: list[dict[str, Any]],
                         logged: list[dict[str, Any]], restores: list[dict[str, Any]]) -> Check | None:
-    """Why the user state check does not apply to a user's job or cannot run on its trace (no
-    failure, no log, no restore logged); None if it can."""
+    """Why the user state check does not apply to a user's job or cannot run on its trace; None if it can.
+
+    No failure, no log, no restore logged.
+    """
     if not any(e["kind"] == "failure" for e in events):
         return Check.not_applicable(USER, "no failure in the run, so no restore")
     if not logged and not header.get("user_state_log"):
@@ -317,8 +302,10 @@ def _user_preconditions(header: dict[str, Any], events: list[dict[str, Any]],
 
 def _user_attempt(logged: list[dict[str, Any]], attempt: int, op: str, name: str,
                   rs: list[dict[str, Any]], partial: bool, tally: Tally) -> Check | None:
-    """Check user operator ``op``'s restores ``rs`` of one attempt (``partial``: a second failure
-    cancelled it) against their checkpoint; None if they hold."""
+    """Check user operator ``op``'s restores ``rs`` of one attempt against their checkpoint.
+
+    ``partial``: a second failure cancelled the attempt. None if they hold.
+    """
     cids = {e["checkpoint"] for e in rs}
     if len(cids) != 1:
         return Check.violated(USER, f"attempt {attempt}: subtasks of {name} restored different checkpoints "
@@ -365,8 +352,10 @@ def rescale_checks(header: dict[str, Any], events: list[dict[str, Any]]) -> list
 
 
 class _FlinkEvents(TraceCheck):
-    """A plug-in of the shared trace checker that keeps the Flink events it needs (restores and
-    snapshots of the taps, the failure) and decides in :meth:`finish`."""
+    """A plug-in of the shared trace checker that keeps the Flink events it needs.
+
+    Restores and snapshots of the taps, the failure; it decides in :meth:`finish`.
+    """
 
     needs = ("flink.restore", "flink.snapshot", "failure", "flink.user_state", "flink.user_state_error")
     fn: Any = None

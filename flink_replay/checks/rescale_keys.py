@@ -1,9 +1,9 @@
-"""One restore against its checkpoint, key by key: the comparisons of the keyed and the user
-state checks (:mod:`rollcheck.flink_replay.checks.rescale`).
+"""One restore against its checkpoint, key by key: the comparisons of the keyed and user state checks.
 
-A restore must hold exactly the keys of the restored checkpoint's snapshots, with their values,
-each in the key group Flink gave the subtask and owned by it at the new parallelism. The functions
-here return the first :class:`~rollcheck.pyimpl.verdict.Check` that says otherwise, or None.
+The checks are in :mod:`rollcheck.flink_replay.checks.rescale`. A restore must hold exactly the
+keys of the restored checkpoint's snapshots, with their values, each in the key group Flink gave
+the subtask and owned by it at the new parallelism. The functions here return the first
+:class:`~rollcheck.pyimpl.verdict.Check` that says otherwise, or None.
 
 References
 ----------
@@ -64,8 +64,16 @@ def expected_subtasks(subtasks: list[int], par: int, partial: bool) -> str | Non
 
 
 def key_of(header: dict[str, Any], text: str) -> tuple[int | str, bool]:
-    """The Java key behind a logged key: Row(Long) for the word count (PyFlink's key_by), a String
-    for a user's job (rollcheck's own keyBy on KEY). Returns (key, wrapped in a Row)."""
+    """The Java key behind a logged key.
+
+    Row(Long) for the word count (PyFlink's key_by), a String for a user's job (rollcheck's own keyBy
+    on KEY).
+
+    Returns
+    -------
+    tuple
+        ``(key, wrapped in a Row)``.
+    """
     if header.get("job", "wordcount") == "wordcount":
         return int(text), True
     return text, False
@@ -78,9 +86,11 @@ def owner_of(header: dict[str, Any], text: str, par: int, maxp: int) -> int:
 
 
 def recomputed_group(key: str, maxp: int) -> int | None:
-    """The key group of a logged key ("rs:"/"rl:"/"rb:" a one-field Row of a String, Long or byte
-    array, "s:"/"l:" a plain String/Long), recomputed here; None for another key type (Flink's own
-    value is used then)."""
+    """The key group of a logged key, recomputed here.
+
+    "rs:"/"rl:"/"rb:" are a one-field Row of a String, Long or byte array, "s:"/"l:" a plain
+    String/Long; None for another key type (Flink's own value is used then).
+    """
     kind, _, text = key.partition(":")
     try:
         if kind in ("rs", "s"):
@@ -96,8 +106,11 @@ def recomputed_group(key: str, maxp: int) -> int | None:
 
 def keyed_snapshots(events: list[dict[str, Any]], attempt: int,
                     cid: Any) -> dict[str, tuple[int, int]] | Check:
-    """Checkpoint ``cid``'s keyed state, ``key -> (value, subtask)``: the union of the keyed tap's
-    snapshots that took it; a Check if they were not logged key by key or overlap."""
+    """Checkpoint ``cid``'s keyed state, ``key -> (value, subtask)``.
+
+    The union of the keyed tap's snapshots that took it; a Check if they were not logged key by key or
+    overlap.
+    """
     snaps = [e for e in events if e["kind"] == "flink.snapshot" and e["task"] == "keyed"
              and e["checkpoint"] == cid]
     if not snaps or any("keys" not in e for e in snaps):
@@ -116,8 +129,10 @@ def keyed_snapshots(events: list[dict[str, Any]], attempt: int,
 def keyed_restore(header: dict[str, Any], attempt: int, cid: Any, e: dict[str, Any], par: int,
                   maxp: int, before: dict[str, tuple[int, int]], seen: dict[str, dict[str, Any]],
                   tally: Tally) -> Check | None:
-    """Compare the keyed tap's restore ``e`` with the checkpoint (``before``); ``seen`` collects
-    the keys restored so far in this attempt. None if it holds."""
+    """Compare the keyed tap's restore ``e`` with the checkpoint (``before``); None if it holds.
+
+    ``seen`` collects the keys restored so far in this attempt.
+    """
     lo, hi = key_group_range(e["subtask"], par, maxp)
     if e.get("key_groups") is not None and list(e["key_groups"]) != [lo, hi]:
         return Check.violated(KEYED, f"attempt {attempt}: Flink gave keyed[{e['subtask']}] key groups "
@@ -149,8 +164,10 @@ def keyed_restore(header: dict[str, Any], attempt: int, cid: Any, e: dict[str, A
 
 def user_snapshots(logged: list[dict[str, Any]], op: str, name: str, attempt: int,
                    cid: Any) -> dict[tuple[str, str], tuple[int, Any, int]] | Check:
-    """Checkpoint ``cid``'s keyed state of user operator ``op`` (``name`` in messages),
-    ``(state, key) -> (key group, value, subtask)``; a Check if not logged or overlapping."""
+    """Checkpoint ``cid``'s keyed state of user operator ``op`` (``name`` in messages).
+
+    ``(state, key) -> (key group, value, subtask)``; a Check if not logged or overlapping.
+    """
     snaps = [e for e in logged if e["phase"] == "snapshot" and e["operator"] == op
              and e["checkpoint"] == cid and e["attempt"] < attempt]
     if not snaps:
@@ -171,8 +188,10 @@ def user_snapshots(logged: list[dict[str, Any]], op: str, name: str, attempt: in
 def user_restore(attempt: int, name: str, cid: Any, e: dict[str, Any], par: int, maxp: int,
                  before: dict[tuple[str, str], tuple[int, Any, int]],
                  seen: dict[tuple[str, str], int], tally: Tally) -> Check | None:
-    """Compare a user operator's restore ``e`` with the checkpoint (``before``); ``seen`` collects
-    the keys restored so far in this attempt. None if it holds."""
+    """Compare a user operator's restore ``e`` with the checkpoint (``before``); None if it holds.
+
+    ``seen`` collects the keys restored so far in this attempt.
+    """
     lo, hi = key_group_range(e["subtask"], par, maxp)
     if list(e["key_groups"]) != [lo, hi]:
         return Check.violated(USER, f"attempt {attempt}: Flink gave {name}[{e['subtask']}] key groups "

@@ -1,29 +1,10 @@
 """Deliberately broken copies of a recorded Flink trace, one per replay check they must trip.
 
-- ``older-restore``: every operator restore after the failure names an older completed
-  checkpoint (caught by ``restore-latest-completed``);
-- ``barrier-after-snapshot``: one barrier arrival of an aligned keyed snapshot is moved to just
-  after that snapshot (caught by ``barrier-alignment``);
-- ``drop-failure``: the ``failure`` event (and the core ``recovery`` derived from it) is removed
-  (``failure-observed`` is unchecked: the replay is inconclusive);
-- ``lose-key`` / ``duplicate-key`` / ``wrong-owner``: after the failure, one key of the restored
-  keyed state is dropped from its subtask's restore, also restored by a second subtask, or moved to a
-  subtask that does not own its key group (caught by ``keyed-state-restored-once``);
-- ``lose-user-key-group`` / ``duplicate-user-key-group`` / ``corrupt-user-state``: after the failure,
-  every key of one key group of a user operator's restored keyed state is dropped (a restore that
-  loses a key group), also restored by a second subtask (a key group handed out twice), or one
-  key's state changes (caught by ``user-state-restored-once``);
-- ``abandon-user-state``: after the failure, a user operator keeps its restored keys in a state of a
-  new name and never updates the restored one (as PyFlink's ``KeyedStream.reduce`` does, naming its
-  state with a random UUID in ``open()``; caught by ``user-state-restored-once``);
-- ``duplicate-row``: one committed row of a user's job appears twice in the transactional sink's
-  output (caught by ``output-exactly-once``);
-- ``lose-source-record``: a job with several input streams (``SOURCES``) restores one record fewer
-  of its last source than the checkpoint holds — a record of that stream lost on the restore
-  (caught by ``operator-state-restored``, which names the source).
+:data:`TAMPER_NAMES` lists them (``rollcheck flink tamper --how``). Both engines' tamper modules
+share one file-level interface: :data:`TAMPER_NAMES` and :func:`tamper_file`
+(``rollcheck.spark_replay.tamper`` has the same two).
 
-Both engines' tamper modules share one file-level interface: :data:`TAMPER_NAMES` and
-:func:`tamper_file` (``rollcheck.spark_replay.tamper`` has the same two).
+See docs/internals/flink-checks.md#tamper for what each tamper does.
 """
 
 from __future__ import annotations
@@ -102,8 +83,11 @@ def _user_tamper(events: list[dict[str, Any]], how: str) -> list[dict[str, Any]]
 
 
 def _abandon_user_state(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """After the first restore, the operator's snapshots keep the restored values under the old
-    state names and the keys' new values under new names (see the module docstring)."""
+    """Make a user operator abandon its restored state after the first restore.
+
+    Its snapshots keep the restored values under the old state names and the keys' new values under
+    new names (docs/internals/flink-checks.md#tamper).
+    """
     rs = [e for e in events if e["kind"] == "flink.user_state" and e["phase"] == "restore"
           and e.get("attempt", 0) > 0 and any(e["states"].values())]
     if not rs:
@@ -139,8 +123,10 @@ def _duplicate_row(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _lose_source_record(head: dict[str, Any], events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The first source subtask after the failure that restored records of the last source
-    (``SOURCES``) restores one fewer."""
+    """Restore one record fewer of the last source (``SOURCES``).
+
+    In the first source subtask after the failure that restored records of that source.
+    """
     names = (head.get("sources") or {}).get("names") if isinstance(head.get("sources"), dict) else None
     if not isinstance(names, list) or len(names) < 2:
         raise InvalidInputError("the trace is not of a job with several input streams (no header \"sources\")")
@@ -169,8 +155,11 @@ def _older_restore(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _barrier_after_snapshot(events: list[dict[str, Any]], mode: str) -> list[dict[str, Any]]:
-    """Aligned: move the last barrier before a keyed snapshot to just after it. Unaligned (where
-    the first barrier suffices): move every barrier and announcement of that snapshot after it."""
+    """Move barriers of a keyed snapshot to after it.
+
+    Aligned: the last barrier before the snapshot moves to just after it. Unaligned (where the first
+    barrier suffices): every barrier and announcement of that snapshot moves after it.
+    """
     sources = {(e["attempt"], e["checkpoint"]) for e in events
                if e["kind"] == "flink.snapshot" and e["task"] == "source"}
     kinds = ("flink.barrier",) if mode == "aligned" else ("flink.barrier", "flink.barrier_announcement")
@@ -270,7 +259,12 @@ TAMPER_NAMES = tuple(TAMPERS)
 
 
 def tamper_file(src: str | Path, how: str, out: str | Path) -> dict[str, Any]:
-    """:func:`tamper`, with the result both engines' tamper modules share: ``{"trace", "how",
-    "expected_check", "expected_first_offending_seq": None}``."""
+    """:func:`tamper`, with the result both engines' tamper modules share.
+
+    Returns
+    -------
+    dict
+        ``{"trace", "how", "expected_check", "expected_first_offending_seq": None}``.
+    """
     return {"trace": str(out), "how": how, "expected_check": tamper(src, how, out),
             "expected_first_offending_seq": None}

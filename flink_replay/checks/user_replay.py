@@ -2,31 +2,15 @@
 
 rollcheck knows nothing of the user's job but its contract: the input (``records(seed)``), the
 output rows and ``KEY``, the fields that identify a row of the final output table. The recorder
-runs the job twice in one JVM — failure-free (the reference) and with the injected failure — and
-puts rollcheck's keyed tap after the job: keyed by ``KEY``, it numbers the rows of each key (keyed
-state, restored with the checkpoint), and a transactional ``FileSink`` commits them. The checks:
+runs the job twice in one JVM, failure-free (the reference) and with the injected failure, and puts
+rollcheck's keyed tap after the job: keyed by ``KEY``, it numbers the rows of each key (keyed
+state, restored with the checkpoint), and a transactional ``FileSink`` commits them.
 
-``failure-observed``
-    the injected failure happened and the job restored (a TaskManager kill also reported by the
-    JobManager); otherwise the replay is inconclusive.
-``restore-latest-completed``
-    every task restored the same checkpoint, the latest completed before the restore (and not
-    older than any completed before the failure).
-``keyed-state-restored-once``, ``operator-state-restored``, ``user-state-restored-once``
-    :mod:`rollcheck.flink_replay.checks.rescale` (rescaled restores included): rollcheck's keyed
-    tap, the source's operator state, and the keyed state of the user's own operators, key by key.
-``output-exactly-once``
-    per KEY, the committed rows are numbered 1..n without a duplicate or a gap, n is the number of
-    rows the reference run produced for the key, and the last row equals the reference's last row.
-``recovery-succeeded``, ``batch-equivalent``, ``release-differential``
-    the restart from the engine's own checkpoint succeeded; the final output table equals the same
-    job's in Flink's BATCH mode, and (with ``--engine-version``) the failure-free final table equals
-    the one of the reference release (:mod:`rollcheck.flink_replay.checks.oracles`).
-``user-sink-exactly-once`` (or ``user-sink-at-least-once``)
-    with the module's own ``sink``/``read_output``, judged against the module's ``SINK_GUARANTEE``
-    (exactly-once by default): per KEY as many rows as the reference run; declared at-least-once,
-    none lost and no more extra copies per KEY than the rows handed to the sink again since the
-    restored checkpoint (counted from the recorder's log of the sink's handings).
+The checks (:data:`JOB_CHECKS`): ``failure-observed``, ``restore-latest-completed``, the state
+checks of :mod:`rollcheck.flink_replay.checks.rescale`, ``output-exactly-once``, the oracles of
+:mod:`rollcheck.flink_replay.checks.oracles`, and ``user-sink-exactly-once`` (or
+``user-sink-at-least-once``) for the module's own sink. See
+docs/internals/flink-checks.md#user_replay for what each demands.
 
 References
 ----------
@@ -71,9 +55,11 @@ SEP = "\x1f"
 
 
 def failure_check(events: list[dict[str, Any]], header: dict[str, Any] | None = None) -> Check:
-    """``failure-observed``: the failure event and restores in a later attempt; for ``during-restore``
-    and ``twice`` also the second failure, where it was meant to strike
-    (:func:`rollcheck.flink_replay.checks.oracles.second_failure_problem`)."""
+    """``failure-observed``: the failure event and restores in a later attempt.
+
+    For ``during-restore`` and ``twice`` also the second failure, where it was meant to strike
+    (:func:`rollcheck.flink_replay.checks.oracles.second_failure_problem`).
+    """
     name = "failure-observed"
     failure = next((e for e in events if e["kind"] == "failure"), None)
     kind = ((header or {}).get("config") or {}).get("failure")
@@ -105,8 +91,10 @@ def failure_check(events: list[dict[str, Any]], header: dict[str, Any] | None = 
 
 
 def restore_check(events: list[dict[str, Any]]) -> Check:
-    """``restore-latest-completed`` of every restoring attempt
-    (:func:`rollcheck.flink_replay.checks.restores.restore_latest_completed`)."""
+    """``restore-latest-completed`` of every restoring attempt.
+
+    See :func:`rollcheck.flink_replay.checks.restores.restore_latest_completed`.
+    """
     return restore_latest_completed(events, no_failure="not-applicable")
 
 
@@ -126,8 +114,10 @@ def _show(key: str, row: str) -> str:
 
 
 def output_check(outputs: dict[str, dict[str, Any]], ended: bool, why: str | None = None) -> Check:
-    """``output-exactly-once`` on the transactional sink's rows against the reference run (``why``:
-    Flink's reason when the job did not finish)."""
+    """``output-exactly-once`` on the transactional sink's rows against the reference run.
+
+    ``why``: Flink's reason when the job did not finish.
+    """
     name = "output-exactly-once"
     tx, ref = outputs.get("tx"), outputs.get("reference")
     if tx is None or ref is None or not ended:
@@ -177,7 +167,7 @@ GUARANTEES_DOC = ("Apache Flink documentation, \"Fault Tolerance Guarantees of D
 
 
 def declared_guarantee(path: str | Path) -> str:
-    """The ``SINK_GUARANTEE`` a job module declares, read from its source before Flink starts.
+    r"""The ``SINK_GUARANTEE`` a job module declares, read from its source before Flink starts.
 
     The declaration is a top-level ``SINK_GUARANTEE = "exactly-once" | "at-least-once"``
     (absent: exactly-once); ``"at-least-once"`` needs the module's own ``sink``.
@@ -192,7 +182,7 @@ def declared_guarantee(path: str | Path) -> str:
     --------
     >>> import tempfile, os
     >>> d = tempfile.mkdtemp(); f = os.path.join(d, "j.py")
-    >>> _ = open(f, "w").write('SINK_GUARANTEE = "at-least-once"\\ndef sink(stream, out_dir):\\n    pass\\n')
+    >>> _ = open(f, "w").write('SINK_GUARANTEE = "at-least-once"\ndef sink(stream, out_dir):\n    pass\n')
     >>> declared_guarantee(f)
     'at-least-once'
     """
@@ -232,17 +222,13 @@ def sink_redeliveries(outputs: dict[str, dict[str, Any]], events: list[dict[str,
 
     The recorder logs the KEY of every row handed to the module's sink (``flink.sink_output``
     ``sink: "handed"`` per generation: 0 before the injected failure, 1 after it, and
-    ``"handed-reference"`` for the failure-free run). The restored checkpoint holds, per KEY, how
-    many output rows had passed by then (rollcheck's keyed tap, ``flink.restore`` ``keys``): rows of
-    generation 0 beyond that count are handed again after the restore (``redelivered``). Rows
-    handed after the restore beyond what the failure-free run has left for the KEY are not
-    explained by a re-delivery (``within_attempt``). None when the trace has no handing log.
-
-    With aligned checkpoints the tap's count is exact: the rows the sink was handed before the
-    barrier left the job's last task are the rows the tap had counted at its snapshot. With
-    unaligned checkpoints, rows in flight between the job's output and the tap at the checkpoint are
-    in its channel state, not in the tap's count: they count as handed again, so the at-least-once
-    bound is lenient by at most the rows in flight there.
+    ``"handed-reference"`` for the failure-free run). The restored checkpoint holds, per KEY, how many
+    output rows had passed by then (rollcheck's keyed tap, ``flink.restore`` ``keys``): rows of
+    generation 0 beyond that count are handed again after the restore (``redelivered``). Rows handed
+    after the restore beyond what the failure-free run has left for the KEY are not explained by a
+    re-delivery (``within_attempt``). None when the trace has no handing log. The count is exact with
+    aligned checkpoints and lenient by the rows in flight with unaligned ones
+    (docs/internals/flink-checks.md#user_replay).
 
     Examples
     --------
@@ -286,10 +272,12 @@ def sink_redeliveries(outputs: dict[str, dict[str, Any]], events: list[dict[str,
 
 def user_sink_check(outputs: dict[str, dict[str, Any]], key_idx: list[int], ended: bool,
                     header: dict[str, Any] | None = None, events: list[dict[str, Any]] | None = None) -> Check:
-    """The module's own sink against its failure-free run, judged against its ``SINK_GUARANTEE``
-    (``header["sink_guarantee"]``): ``user-sink-exactly-once`` or ``user-sink-at-least-once``, per
-    KEY (:func:`~rollcheck.pyimpl.attribution.judge_sink`), re-deliveries from
-    :func:`sink_redeliveries`; the counts are the check's data."""
+    """The module's own sink against its failure-free run, judged against its ``SINK_GUARANTEE``.
+
+    The guarantee is ``header["sink_guarantee"]``: ``user-sink-exactly-once`` or
+    ``user-sink-at-least-once``, per KEY (:func:`~rollcheck.pyimpl.attribution.judge_sink`),
+    re-deliveries from :func:`sink_redeliveries`; the counts are the check's data.
+    """
     from rollcheck.pyimpl.attribution import check_guarantee, judge_sink
 
     try:
@@ -330,8 +318,9 @@ JOB_CHECKS = ("failure-observed", "restore-latest-completed", KEYED, OPERATOR, U
 
 
 def job_check(name: str, header: dict[str, Any], events: list[dict[str, Any]]) -> Check:
-    """The one check ``name`` of :data:`JOB_CHECKS` on a user's job trace, computed alone: an error
-    in the events one check reads is reported under that check's name, not another's.
+    """The one check ``name`` of :data:`JOB_CHECKS` on a user's job trace, computed alone.
+
+    An error in the events one check reads is reported under that check's name, not another's.
 
     Raises
     ------
@@ -376,8 +365,20 @@ def job_checks(header: dict[str, Any], events: list[dict[str, Any]]) -> list[Che
 
 
 def replay_job(path: str | Path) -> Report:
-    """Replay a user's job trace through the shared trace checker: its generic checks on the core
-    events (``pattern-valid``, ``recovery-line``, ...) and :func:`job_checks` as plug-ins.
+    """Replay a user's job trace through the shared trace checker.
+
+    Its generic checks run on the core events (``pattern-valid``, ``recovery-line``, ...) and
+    :func:`job_checks` as plug-ins.
+
+    Parameters
+    ----------
+    path : str or Path
+        The trace file.
+
+    Returns
+    -------
+    Report
+        Every check's verdict.
 
     Raises
     ------
@@ -421,8 +422,10 @@ def replay_job(path: str | Path) -> Report:
 
 
 def word_count_report(path: str | Path, *, tlc: Any = None) -> Report:
-    """The word count's replay (:func:`rollcheck.flink_replay.checks.replay.replay`: the shared trace
-    checker with Flink's plug-ins, the key-by-key restore checks among them)."""
+    """The word count's replay: the shared trace checker with Flink's plug-ins.
+
+    The key-by-key restore checks are among them (:func:`rollcheck.flink_replay.checks.replay.replay`).
+    """
     from rollcheck.flink_replay.checks.replay import replay
 
     return replay(path, tlc=tlc)
