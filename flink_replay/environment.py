@@ -55,6 +55,7 @@ class FlinkEnvironment:
 
     @property
     def flink_dist(self) -> Path:
+        """The ``flink-dist`` jar of the installation; raises :class:`InconclusiveError` when missing."""
         jars = sorted((self.pyflink_dir / "lib").glob("flink-dist*.jar"))
         if not jars:
             raise InconclusiveError(f"no flink-dist jar under {self.pyflink_dir / 'lib'}: {INSTALL_HINT}")

@@ -1,29 +1,16 @@
 """The apache-flink release a recording runs on: one separate, cached virtual environment per release.
 
-A user runs the Flink release they run in production, not the one rollcheck pins. ``rollcheck
-flink record job --engine-version V`` (and the matrix's ``--engine-version V[,V2]``) records the
-job on apache-flink ``V``: :func:`flink_python` makes once, and then reuses, a virtual
-environment with ``apache-flink==V`` (and what pip resolves for it) in rollcheck's cache folder
-(``<cache>/flink/apache-flink-V``, :func:`rollcheck.infra.release_envs.cache_root`:
-``$ROLLCHECK_CACHE``, else the user cache folder), with the same isolation as the default Flink
-environment (``.venv-flink``): the job process runs there and imports only the standard library,
-``pyflink`` and the modules of ``job/`` (the job process). rollcheck's Java operators are compiled
-against that release's own jars (:func:`rollcheck.flink_replay.environment.tap_jar`, cached per
-release).
+``rollcheck flink record job --engine-version V`` (and the matrix's ``--engine-version V[,V2]``)
+records the job on apache-flink ``V``: :func:`flink_python` makes once, and then reuses, a virtual
+environment with ``apache-flink==V`` in rollcheck's cache folder (``<cache>/flink/apache-flink-V``,
+:func:`rollcheck.infra.release_envs.cache_root`), isolated as ``.venv-flink`` is. rollcheck's Java
+operators are compiled against that release's own jars
+(:func:`rollcheck.flink_replay.environment.tap_jar`, cached per release). Supported:
+:data:`SUPPORTED` (anything else is refused, exit 2); the pinned release (:data:`PINNED`) uses the
+default environment.
 
-- Supported: apache-flink ``1.19.0 <= V < 3.0.0`` (:data:`SUPPORTED`), a full release ``X.Y.Z``
-  that pip can install here (Python 3.11, Java 17); anything else is refused (exit 2) naming the
-  release and pip's reason.
-- The pinned release (:data:`PINNED`, the one ``make flink-setup`` installs into ``.venv-flink``)
-  needs no environment of its own: the default environment is used when it holds that release.
-- A lock file (``apache-flink-V.lock``) serialises the creation; an environment is used only when
-  its stamp (:data:`STAMP`, written last, after the installed release was imported and its version
-  read back) is there: a half-made one (a killed installation) is removed and made again.
-
-What differs between the releases is handled where it is used: the configuration keys Flink 2.0
-renamed (``job/environment.py`` sets both spellings), the claim-mode class of a remote restore,
-and the standalone cluster's configuration file (``flink-conf.yaml`` before 2.0, ``config.yaml``
-from 2.0 on; :func:`cluster_config_name`).
+See docs/internals/flink-recording.md#releases for the lock and stamp of an environment and what
+differs between the releases.
 
 References
 ----------
@@ -77,8 +64,10 @@ def parse_release(version: str, location: str = _FLAG) -> tuple[int, int, int]:
 
 
 def cluster_config_name(version: str) -> str:
-    """The standalone cluster's configuration file of a release: ``config.yaml`` from 2.0 on
-    (Flink 2 reads only that), ``flink-conf.yaml`` before (1.19/1.20 read the legacy file).
+    """The standalone cluster's configuration file of a release.
+
+    ``config.yaml`` from 2.0 on (Flink 2 reads only that), ``flink-conf.yaml`` before (1.19/1.20 read
+    the legacy file).
 
     Examples
     --------

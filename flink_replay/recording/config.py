@@ -48,6 +48,7 @@ class RecordConfig(dict):
              call_timeout: float = 300.0, engine_version: str | None = None,
              reference_version: str | None = None, fail_subtask: int | None = None,
              fail_after_checkpoint: int | None = None) -> RecordConfig:
+        """A validated config (the CLI's defaults); raises :class:`InvalidInputError` naming the flag."""
         if checkpoints not in ("aligned", "unaligned"):
             raise InvalidInputError(f"--checkpoints must be aligned or unaligned, not {checkpoints!r}")
         if backend not in BACKENDS:

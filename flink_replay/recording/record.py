@@ -67,15 +67,26 @@ def record_wordcount(out: str | Path, config: RecordConfig, *, run_dir: str | Pa
 
 def record(out: str | Path, config: RecordConfig, *, run_dir: str | Path | None = None,
            before_publish: Callable[[Path, Path], int | None] | None = None) -> dict[str, Any]:
-    """Run the word-count job or a user's job module once in the Flink environment and write its
-    trace to ``out`` (through ``OUT.partial``, renamed when complete).
+    """Run the word-count job or a user's job module once in the Flink environment; write its trace.
 
-    ``before_publish(partial_trace, run_folder)`` is called on the finished trace before it is
-    renamed to ``out`` and returns the trace's new number of events, if it added some (the
-    failure-free run on the reference release:
-    :func:`rollcheck.flink_replay.recording.release_reference.record_job`).
+    Parameters
+    ----------
+    out : str or Path
+        The trace file, written through ``OUT.partial`` and renamed when complete.
+    config : RecordConfig
+        The run's knobs.
+    run_dir : str or Path, optional
+        The run folder (default: ``OUT.flinkrun`` beside the trace).
+    before_publish : callable, optional
+        ``before_publish(partial_trace, run_folder)`` is called on the finished trace before it is
+        renamed to ``out`` and returns the trace's new number of events, if it added some (the
+        failure-free run on the reference release:
+        :func:`rollcheck.flink_replay.recording.release_reference.record_job`).
 
-    Returns ``{"trace", "checkpoint_dir", "restored_checkpoint", "seconds", "final_state"}``.
+    Returns
+    -------
+    dict
+        ``{"trace", "checkpoint_dir", "restored_checkpoint", "seconds", "final_state"}``.
 
     Raises
     ------

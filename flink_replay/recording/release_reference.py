@@ -1,24 +1,16 @@
 """The failure-free run of a user's job on the reference release (``release-differential``).
 
 With ``flink record job --engine-version V`` the recorder also runs the job once without a failure
-on the reference release R (``--reference-version R``, default the pinned release): the same module,
-the same input, the same configuration (parallelism, state backend, checkpoints; for a rescaled
-run the parallelism the run starts at), in R's own environment
-(:func:`rollcheck.flink_replay.environment.find_flink`, rollcheck's Java operators compiled against
-R's jars), and keeps what its transactional sink committed. :func:`release_reference` returns
-that run as the ``flink.release_reference`` event (:func:`add_to_trace` puts it into the trace just
-before ``end``), so that a replay decides the check from the trace alone
+on the reference release R (``--reference-version R``, default the pinned release), in R's own
+environment, and keeps what its transactional sink committed. :func:`release_reference` returns
+that run as the ``flink.release_reference`` event (:func:`add_to_trace` puts it into the trace
+just before ``end``), so that a replay decides the check from the trace alone
 (:func:`rollcheck.flink_replay.checks.oracles.release_check`). :func:`record_job` is
-:func:`rollcheck.flink_replay.recording.record.record` with that run added (after V's run, before the trace
-is published); ``rollcheck flink record`` and the matrix record through it.
+:func:`rollcheck.flink_replay.recording.record.record` with that run added; ``rollcheck flink
+record`` and the matrix record through it.
 
-The matrix runs it once per configuration and hands it to every cell of that configuration (the
-run does not depend on the cell's failure nor on the release V under test).
-
-What the event holds: ``engine_version`` (R), ``final_state`` (Flink's, ``NOT_RUN`` when the module
-failed on R), ``failure_cause`` (Flink's root cause when the job did not finish), ``user_error``
-(the module's own failure on R: an API R lacks, say), ``lines`` (the committed
-``N<US>KEY<US>ROW`` rows, as the reference sink of the trace) and ``seconds``.
+See docs/internals/flink-recording.md#release_reference for what the run shares with V's and what
+the event holds.
 
 References
 ----------
@@ -48,10 +40,15 @@ _SAME = ("module", "checkpoints", "parallelism", "interval_ms", "records", "rate
 
 def record_job(out: str | Path, config: dict[str, Any], *, run_dir: str | Path | None = None,
                shared: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Record ``config`` (:func:`rollcheck.flink_replay.recording.record.record`); when
-    :func:`needs_release_reference`, also the failure-free run on the reference release, after the
-    run on V, into the same trace — or ``shared``, that run's event made once for several cells
-    (the matrix). Returns :func:`record`'s summary.
+    """Record ``config``, with the failure-free run on the reference release when it needs one.
+
+    That run (:func:`needs_release_reference`) comes after the run on V, into the same trace; or
+    ``shared``, that run's event made once for several cells (the matrix).
+
+    Returns
+    -------
+    dict
+        :func:`rollcheck.flink_replay.recording.record.record`'s summary.
 
     Raises
     ------
@@ -87,10 +84,12 @@ def record_job(out: str | Path, config: dict[str, Any], *, run_dir: str | Path |
 
 def build_failure_trace(out: Path, config: dict[str, Any], failure: Any, event: dict[str, Any],
                         seconds: float) -> dict[str, Any]:
-    """Write the trace of a job whose graph Flink could not build on V, while it built and ran on R:
-    the header, ``flink.reference_failed`` (the Java exception raised inside ``job()``), R's
+    """Write the trace of a job whose graph Flink could not build on V, while it built and ran on R.
+
+    The header, ``flink.reference_failed`` (the Java exception raised inside ``job()``), R's
     ``flink.release_reference`` and ``end`` (``release-differential`` decides it from the trace).
-    Returns :func:`~rollcheck.flink_replay.recording.record.record`'s summary."""
+    Returns :func:`~rollcheck.flink_replay.recording.record.record`'s summary.
+    """
     from rollcheck.pyimpl.patternio import atomic_write_text
 
     v = str(config.get("engine_version"))
@@ -112,16 +111,20 @@ def build_failure_trace(out: Path, config: dict[str, Any], failure: Any, event: 
 
 
 def needs_release_reference(config: dict[str, Any], version: str | None = None) -> bool:
-    """Whether a recording of ``config`` also runs the failure-free run on its reference release:
-    a user's job module recorded with ``--engine-version V`` whose reference release is not V."""
+    """Whether a recording of ``config`` also runs the failure-free run on its reference release.
+
+    It does for a user's job module recorded with ``--engine-version V`` whose reference release is
+    not V.
+    """
     v = version or config.get("engine_version")
     r = config.get("reference_version")
     return config.get("job") == "module" and bool(config.get("engine_version")) and bool(r) and r != v
 
 
 def config_key(config: dict[str, Any]) -> str:
-    """What identifies the failure-free run on R of ``config`` (the same for every failure and every
-    release V under test): the keys of :data:`_SAME`, as JSON.
+    """What identifies the failure-free run on R of ``config``: the keys of :data:`_SAME`, as JSON.
+
+    The same for every failure and every release V under test.
 
     Examples
     --------
@@ -133,9 +136,19 @@ def config_key(config: dict[str, Any]) -> str:
 
 
 def release_reference(config: dict[str, Any], run: Path) -> dict[str, Any]:
-    """Run the job of ``config`` failure-free on ``config["reference_version"]`` in that release's
-    environment, in the folder ``run`` (made afresh); return the ``flink.release_reference`` event
-    (without ``seq``).
+    """Run the job of ``config`` failure-free on ``config["reference_version"]``, in that release's environment.
+
+    Parameters
+    ----------
+    config : dict
+        The recording's config.
+    run : Path
+        The run folder (made afresh).
+
+    Returns
+    -------
+    dict
+        The ``flink.release_reference`` event (without ``seq``).
 
     Raises
     ------
@@ -198,8 +211,10 @@ def release_reference(config: dict[str, Any], run: Path) -> dict[str, Any]:
 
 
 def add_to_trace(path: Path, event: dict[str, Any]) -> int:
-    """Insert ``event`` into the trace file ``path`` just before its ``end`` (renumbering ``end``);
-    return the number of events after it."""
+    """Insert ``event`` into the trace file ``path`` just before its ``end`` (renumbering ``end``).
+
+    Returns the number of events after it.
+    """
     lines = path.read_text(encoding="utf-8").splitlines()
     end = json.loads(lines[-1])
     if end.get("kind") != "end":

@@ -83,8 +83,11 @@ def _environment_failure(run: Path) -> str | None:
 
 
 class ModuleFailure(InvalidInputError):
-    """The user's module failed a call (exit 2): ``call`` names it, ``java`` the class of the Java
-    exception when Flink's JVM raised it inside the call (None for the module's Python exception)."""
+    """The user's module failed a call (exit 2).
+
+    ``call`` names it, ``java`` the class of the Java exception when Flink's JVM raised it inside the
+    call (None for the module's Python exception).
+    """
 
     def __init__(self, reason: str, *, source: str | None = None, call: str = "", java: str | None = None):
         super().__init__(reason, source=source)
@@ -94,9 +97,11 @@ class ModuleFailure(InvalidInputError):
 
 
 def write_run_folder(run: Path, cfg: dict[str, Any]) -> str | None:
-    """Write the job process's ``config.json`` and ``log4j.properties`` into ``run``; with the RocksDB
-    backend, also make a temporary folder for RocksDB's local files (named in ``cfg``) and return it
-    (the caller removes it when the job ended)."""
+    """Write the job process's ``config.json`` and ``log4j.properties`` into ``run``.
+
+    With the RocksDB backend, also make a temporary folder for RocksDB's local files (named in
+    ``cfg``) and return it (the caller removes it when the job ended).
+    """
     rocksdb_dir = None
     if cfg.get("backend") == "rocksdb":
         rocksdb_dir = tempfile.mkdtemp(prefix="rc-rdb-")
@@ -110,20 +115,13 @@ def job_outcome(run: Path, config: dict[str, Any], returncode: int,
                 discard: Callable[[], None] = lambda: None) -> None:
     """Raise what the job process's run folder says went wrong; return when it left a result.
 
-    The job process (:mod:`rollcheck.flink_replay.job.main`) leaves typed records in the run folder (or
-    in its ``reference/`` folder, for the failure-free run of a user's job that comes first):
-
-    - ``user-error.json`` ``{"call", "error", "kind"}``: the user's module failed a call
-      (``records()``, ``job()``...), its import, or declares a bad attribute (``KEY``) -> exit 2;
-    - ``engine-error.json`` ``{"code", "function", "file", "line", "type", "message"}``: an
-      exception raised inside the engine, by the user's code (``code: "user"``, exit 2 naming the
-      function, the file and the exception) or by rollcheck's own (``"rollcheck"``, exit 4).
-
-    A disk that filled up under the job (its logs say so) is the environment's fault (exit 2), checked
-    before ``engine-error.json``; a job that ended without ``run.json`` and without such a record is
-    inconclusive with the reason it failed — never without. ``engine-error.json`` also records an
-    exception of rollcheck's own code in the job process outside the engine (exit 4).
-    ``discard`` runs before an error of the user's module is raised (the run folder goes).
+    The job process (:mod:`rollcheck.flink_replay.job.main`) leaves typed records in the run folder
+    (or in its ``reference/`` folder, for the failure-free run of a user's job): ``user-error.json``
+    (the user's module, exit 2) and ``engine-error.json`` (an exception inside the engine: the user's
+    code, exit 2, or rollcheck's own, exit 4). A disk that filled up under the job is the
+    environment's fault (exit 2); a job that ended without ``run.json`` and without such a record is
+    inconclusive with the reason. ``discard`` runs before an error of the user's module is raised (the
+    run folder goes). See docs/internals/flink-recording.md#run_folder.
 
     Raises
     ------
@@ -166,8 +164,10 @@ def job_outcome(run: Path, config: dict[str, Any], returncode: int,
 
 
 def _why(run: Path) -> str:
-    """Why a job process ended without ``run.json``, in one line: the reference run's failure cause,
-    the job's last output lines, or the log's last error — never empty."""
+    """Why a job process ended without ``run.json``, in one line, never empty.
+
+    The reference run's failure cause, the job's last output lines, or the log's last error.
+    """
     ref = run / "reference" / "run.json"
     if ref.exists():
         info = json.loads(ref.read_text())

@@ -126,9 +126,11 @@ def _header(cfg: dict[str, Any], info: dict[str, Any], env_version: str, module:
 
 
 def _core_events(timed: Timed, processes: list[str]) -> list[tuple[int, dict[str, Any]]]:
-    """``timed`` (sorted) with the engine-neutral core next to the flink.* kinds (for ``rollcheck
-    check trace``): a ``checkpoint`` of every task per completed checkpoint (index = its ordinal),
-    and after each failure a ``recovery`` to the line the tasks restored."""
+    """``timed`` (sorted) with the engine-neutral core next to the flink.* kinds.
+
+    For ``rollcheck check trace``: a ``checkpoint`` of every task per completed checkpoint (index =
+    its ordinal), and after each failure a ``recovery`` to the line the tasks restored.
+    """
     # A process takes its part of a checkpoint when its last subtask snapshots: the core event goes
     # there, and only for checkpoints that completed. The `failure` stands for the failure of the
     # job's region, which Flink completes by cancelling every task: a checkpoint that completed after
@@ -185,13 +187,15 @@ def _restarts_in_logs(run: Path, job_id: str | None) -> int:
 
 def _recovery_failed(info: dict[str, Any], timed: list[tuple[int, int, dict[str, Any]]],
                      run: Path) -> dict[str, Any] | None:
-    """``flink.recovery_failed``: after the injected failure the (last) job did not finish — the
-    restart from the engine's own checkpoint failed with the engine's exception (Flink's root cause),
-    or restarted until the limit ended it. None when it finished (or the user's code raised: the
-    recorder refuses that run as the module's failure before a trace is written).
+    """``flink.recovery_failed``: after the injected failure the (last) job did not finish.
+
+    The restart from the engine's own checkpoint failed with the engine's exception (Flink's root
+    cause), or restarted until the limit ended it. None when it finished (or the user's code raised:
+    the recorder refuses that run as the module's failure before a trace is written).
 
     The checkpoint named is the one the restarted tasks restored (rollcheck's taps, else the REST
-    API's ``restored``), else the latest completed before the failure, the one Flink restores."""
+    API's ``restored``), else the latest completed before the failure, the one Flink restores.
+    """
     final = info.get("final_state")
     if final == "FINISHED" or info.get("user_error"):
         return None
@@ -220,10 +224,13 @@ def _recovery_failed(info: dict[str, Any], timed: list[tuple[int, int, dict[str,
 
 
 def _batch_output(folder: Path) -> dict[str, Any] | None:
-    """``flink.batch_output``: the batch-equivalent oracle's run (``job/main.py``'s ``_batch_run``): its
-    final state (and Flink's reason when it did not finish, or the module's reason when it declared
-    no batch meaning), and per subtask of the output step the ``KEY<US>ROW`` lines in the order the
-    job emitted them. None when the recording has no batch run (a rescaled run, an older recorder)."""
+    """``flink.batch_output``: the batch-equivalent oracle's run (``job/main.py``'s ``_batch_run``).
+
+    Its final state (and Flink's reason when it did not finish, or the module's reason when it
+    declared no batch meaning), and per subtask of the output step the ``KEY<US>ROW`` lines in the
+    order the job emitted them. None when the recording has no batch run (a rescaled run, an older
+    recorder).
+    """
     info_path = folder / "run.json"
     if not info_path.exists():
         return None

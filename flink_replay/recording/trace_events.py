@@ -63,8 +63,11 @@ def _read_jsonl(path: Path) -> list[dict[str, Any]]:
 
 
 def _channel_state_event(run: Path) -> dict[str, Any] | None:
-    """``flink.channel_state``: the data in flight the restored checkpoint held, from the job
-    process's reading of its ``_metadata`` (``channel-state.json``), None when it did not read one."""
+    """``flink.channel_state``: the data in flight the restored checkpoint held.
+
+    From the job process's reading of its ``_metadata`` (``channel-state.json``); None when it did not
+    read one.
+    """
     path = run / "channel-state.json"
     if not path.exists():
         return None
@@ -75,10 +78,12 @@ def _channel_state_event(run: Path) -> dict[str, Any] | None:
 
 
 def _strike_fields(fi: dict[str, Any]) -> dict[str, Any]:
-    """Where and when the injected failure struck, as ``failure.json`` says (recordings before these
-    fields have none): the operator, its subtask, the attempt, ``where`` (at a ``record`` in the pace
-    step, or at a ``checkpoint-complete`` notification in the source tap) and the latest checkpoint
-    completed before it."""
+    """Where and when the injected failure struck, as ``failure.json`` says.
+
+    The operator, its subtask, the attempt, ``where`` (at a ``record`` in the pace step, or at a
+    ``checkpoint-complete`` notification in the source tap) and the latest checkpoint completed before
+    it (recordings before these fields have none).
+    """
     out: dict[str, Any] = {}
     for k in ("operator", "where"):
         if isinstance(fi.get(k), str):
@@ -92,9 +97,10 @@ def _strike_fields(fi: dict[str, Any]) -> dict[str, Any]:
 
 
 def source_of_record(layout: dict[str, Any] | None, value: Any) -> dict[str, Any]:
-    """``{"source": name, "source_record": i}`` of sequence number ``value`` of a job with several
-    input streams (``layout``: the job process's ``sources``, with ``order``, one character per
-    record), ``{}`` for a one-source job or a number outside the sequence.
+    """``{"source": name, "source_record": i}`` of sequence number ``value`` of a multi-source job.
+
+    ``layout`` is the job process's ``sources``, with ``order`` (one character per record); ``{}`` for
+    a one-source job or a number outside the sequence.
 
     Examples
     --------
@@ -108,8 +114,10 @@ def source_of_record(layout: dict[str, Any] | None, value: Any) -> dict[str, Any
 
 
 def observed_events(run: Path, info: dict[str, Any]) -> Timed:
-    """The taps', the logs' and the REST API's events of run folder ``run`` (``info``: its
-    ``run.json``), in the order the trace builder merges them (ties keep this order)."""
+    """The taps', the logs' and the REST API's events of run folder ``run`` (``info``: its ``run.json``).
+
+    In the order the trace builder merges them (ties keep this order).
+    """
     return [*_tap_events(run), *_user_state_events(run), *_barrier_events(run, info),
             *_taskmanager_lost(run), *_rest_events(info)]
 
@@ -225,9 +233,11 @@ def _rest_events(info: dict[str, Any]) -> Timed:
 
 
 def failure_events(run: Path, info: dict[str, Any], timed: Timed) -> None:
-    """Append the injected failures (``failure.json``, ``failure2.json``) and the restored
-    checkpoint's channel state to ``timed``; a failure during a restore renames the restores of the
-    attempt it interrupted."""
+    """Append the injected failures and the restored checkpoint's channel state to ``timed``.
+
+    From ``failure.json`` and ``failure2.json``; a failure during a restore renames the restores of
+    the attempt it interrupted.
+    """
     marker = run / "failure.json"
     if marker.exists():
         fi = json.loads(marker.read_text())
