@@ -27,6 +27,8 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
+from typing_extensions import override
+
 from rollcheck.flink_replay.hunt.cells import (
     FAILURE_KINDS,
     PlacedAdapter,
@@ -121,22 +123,28 @@ class FlinkHuntAdapter(HuntAdapter):
         self.runner = ChildRunner()
 
     def release(self) -> str:
-        """The hunted apache-flink release by its number (the pinned one when none was asked), so
-        that a newer release equal to it is not run twice."""
+        """The hunted apache-flink release by its number (the pinned one when none was asked).
+
+        So that a newer release equal to it is not run twice.
+        """
         from rollcheck.flink_replay.releases import PINNED
 
         return self.engine_version or PINNED
 
     # -- programs ------------------------------------------------------------------------------
+    @override
     def vocabulary(self) -> list[str]:
         return grammar_vocabulary()
 
+    @override
     def generate(self, seed: int, index: int, coverage: Mapping[str, int]) -> Program:
         return draw_program(seed, index, coverage, self.engine_version)
 
+    @override
     def cells(self, program: Program, seed: int) -> list[HuntCell]:
         return hunt_cells(program.id, seed, self.failures, self.backends, self.checkpoints)
 
+    @override
     def shrink(self, program: Program) -> Iterator[Program]:
         return shrink_program(program)
 
@@ -195,8 +203,10 @@ class FlinkHuntAdapter(HuntAdapter):
         return workdir / f"{matrix_cell(str(module), params, self.engine_version).ident}.jsonl"
 
     def _diff(self, cell: HuntCell, module: Path, workdir: Path, done: Mapping[str, CellOutcome]) -> CellOutcome:
-        """A differential cell: the failure-free final tables of the fault cells it names compared
-        (a fault cell not run here, nor in an earlier hunt in ``workdir``, is run first)."""
+        """A differential cell: the failure-free final tables of the fault cells it names, compared.
+
+        A fault cell not run here, nor in an earlier hunt in ``workdir``, is run first.
+        """
         tables: dict[str, dict[str, Any] | None] = {}
         for name, part in (cell.params.get("compare") or {}).items():
             trace = self._trace_of(module, part["params"], workdir)
@@ -207,6 +217,7 @@ class FlinkHuntAdapter(HuntAdapter):
             tables[name] = reference_table(trace)
         return differential(str(cell.params["check"]), tables)
 
+    @override
     def run(self, program: Program, module: Path, cells: Sequence[HuntCell], workdir: Path,
             jobs: int = 1) -> Iterator[tuple[HuntCell, CellOutcome]]:
         workdir.mkdir(parents=True, exist_ok=True)
@@ -249,6 +260,7 @@ class FlinkHuntAdapter(HuntAdapter):
         return self._diff(cell, Path(module), workdir, {})
 
     # -- findings ------------------------------------------------------------------------------
+    @override
     def reproducer(self, program: Program, cell: HuntCell, outcome: CellOutcome, dest: Path) -> Path:
         import tempfile
 
@@ -271,6 +283,7 @@ class FlinkHuntAdapter(HuntAdapter):
             return write_reproducer(mcell, cfg, dest, report, fail_at=fail_at,
                                     expected=expected_of(outcome.trace, violated))
 
+    @override
     def run_reproducer(self, script: Path, release: str | None) -> str:
         from rollcheck.flink_replay.environment import find_flink
         from rollcheck.flink_replay.reproducer import SHOWS
@@ -301,5 +314,6 @@ class FlinkHuntAdapter(HuntAdapter):
         versions = [v for v in line.split(":", 1)[-1].split(",") if v.strip()]
         return newest_releases(versions, self.engine_version or PINNED)
 
+    @override
     def close(self) -> None:
         self.runner.stop()

@@ -55,6 +55,7 @@ class PlacedCell(Cell):
 
     @property
     def ident(self) -> str:
+        """The matrix cell's ident with the failure's place: ``-atNN``, ``-subS``, ``-ckC``."""
         at = f"at{int(self.fail_at_fraction * 100)}"
         sub = "" if self.fail_subtask is None else f"-sub{self.fail_subtask}"
         ck = "" if self.fail_after_checkpoint is None else f"-ck{self.fail_after_checkpoint}"

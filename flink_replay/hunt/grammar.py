@@ -2,18 +2,9 @@
 
 A *spec* says what a generated PyFlink job does (:func:`rollcheck.flink_replay.hunt.render.render`
 writes it as an ordinary job module): its input streams and their data, and either a DataStream
-pipeline (``form = "ds"``: watermarks, union / connect / an interval join of two keyed streams,
-chained event-time windows or timers, a keyed reduce, sum or process function with value, list or
-map state at the end) or a Table/SQL query (``form = "sql"``: GROUP BY, global aggregations,
-DISTINCT and filtered aggregates, window TVFs TUMBLE / HOP / CUMULATE, OVER aggregations with
-ROW_NUMBER / RANK, regular and interval joins, Top-N, deduplication, a second operator on top,
-mini-batch and two-phase settings, changelog inputs).
-
-Every program is made so that the engine owes the same final table with or without a failure:
-records carry unique event times, they are never later than the watermark's slack (late records
-only where no operator reads the watermark), running values are order-insensitive (sums, counts,
-extremes), and a SQL result reaches the output as its final table (a keyed step that folds the
-changelog and emits at the end of the input). A difference is then the engine's.
+pipeline (``form = "ds"``) or a Table/SQL query (``form = "sql"``). Every program is made so that
+the engine owes the same final table with or without a failure: a difference is then the engine's
+(docs/internals/flink-hunt.md#grammar says what the forms hold and how that is ensured).
 
 :func:`program` draws a few candidates for ``(seed, index)`` and keeps the one whose operators and
 operator pairs the hunt has covered least (``coverage``).
@@ -214,8 +205,10 @@ def spec_strategy(release: str | None = None) -> st.SearchStrategy[dict[str, Any
 
 
 def _novelty(ops: tuple[str, ...], prs: tuple[str, ...], coverage: Mapping[str, int]) -> float:
-    """The mean of 1 / (1 + count) over the operators, plus half of it over the pairs: a program is
-    worth its least covered parts, whatever its length."""
+    """The mean of 1 / (1 + count) over the operators, plus half of it over the pairs.
+
+    A program is worth its least covered parts, whatever its length.
+    """
     def mean(xs: set[str]) -> float:
         return sum(1.0 / (1 + int(coverage.get(x, 0))) for x in xs) / len(xs) if xs else 0.0
 
@@ -231,8 +224,9 @@ def make_program(pid: str, spec: dict[str, Any]) -> Program:
 
 
 def program(seed: int, index: int, coverage: Mapping[str, int], release: str | None = None) -> Program:
-    """Program number ``index`` of the hunt with ``seed``: of :data:`CANDIDATES` drawn specs, the one
-    whose operators and pairs ``coverage`` counts least (the first on a tie). Deterministic in
+    """Program number ``index`` of the hunt with ``seed``: the least covered of :data:`CANDIDATES` specs.
+
+    The one whose operators and pairs ``coverage`` counts least (the first on a tie). Deterministic in
     ``(seed, index, coverage, release)``.
 
     Parameters

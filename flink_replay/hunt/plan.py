@@ -1,4 +1,4 @@
-"""Plan generated job modules without running them: does Flink accept each program?
+"""Plan generated job modules without running them, to learn whether Flink accepts each program.
 
 Run with the PyFlink environment's Python (``.venv-flink``), one process for many modules, the
 job process's folder ``job/`` on ``sys.path`` (as the recorder runs ``job/main.py``)::
