@@ -9,8 +9,10 @@ __all__ = ["plot_recovery"]
 
 
 def plot_recovery(res: dict[str, Any], out: str | Path) -> Path:
-    """Draw ``measure_recovery_times`` output: measured (median, and each repetition) and each
-    model's prediction against the checkpoint interval."""
+    """Draw ``measure_recovery_times`` output against the checkpoint interval.
+
+    The measured time (median, and each repetition) and each model's prediction.
+    """
     import matplotlib
 
     matplotlib.use("Agg")

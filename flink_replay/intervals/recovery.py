@@ -1,27 +1,16 @@
 """Measured recovery time of real Flink runs next to the interval models' predictions.
 
-For each checkpoint interval the word-count job runs with an *absolute* arrival schedule (record
-v of a split is due at ``t0 + (v - start)/λ``), a source that serves at most ``μ`` records/s
-(``--max-rate``), and a task failure injected just before the next checkpoint trigger, so the
-restored checkpoint is about one interval old. From the per-record emission log of the same run
-it measures:
+For each checkpoint interval the word-count job runs with an *absolute* arrival schedule (rate
+``λ``), a source that serves at most ``μ`` records/s (``--max-rate``), and a task failure injected
+just before the next checkpoint trigger, so the restored checkpoint is about one interval old. From
+the per-record emission log of the same run it measures ``measured_s`` (failure → caught up, the
+median of the repetitions) and the models' parameters (downtime ``D``, age ``E`` of the restored
+checkpoint, service rate ``μ``, ``U = λ/μ``), and predicts from them:
 
-- ``measured_s``: failure → caught up (the first record after the restart emitted within
-  ``CAUGHT_UP_S`` of its due time, the slowest subtask), the median of the repetitions;
-- the models' parameters: the downtime ``D`` (failure → first record emitted after the
-  restart: detection, restart, state restore, warm-up), the age ``E`` of the restored checkpoint
-  at the failure (failure − its trigger time), the service rate ``μ`` (measured *before* the
-  failure, while the source drains an initial backlog of ``CALIBRATE_S`` seconds of input) and
-  ``U = λ/μ``; the service rate during the catch-up and the mean checkpoint duration are reported
-  too.
+- ``chiron-trt``: Chiron's total recovery time, ``D + (E + D)·U/(1 − U)``;
+- ``utilization``: the utilization model's time lost per failure, ``D + E``.
 
-Predictions from those parameters:
-
-- ``chiron-trt``: Chiron's total recovery time (:func:`rollcheck.pyimpl.intervals.trt.trt_breakdown`
-  with ``E`` measured, ``T_o + R + W = D``, ratio ``U``, the Eq. 2 reading, 1 ms threshold):
-  ``D + (E + D)·U/(1 − U)``, the backlog ``λ(E + D)`` drained at ``μ − λ``;
-- ``utilization``: the utilization model's time lost per failure, restart cost plus the work
-  since the last checkpoint redone at its original pace: ``D + E``.
+See docs/internals/flink-intervals.md#recovery for how each is measured.
 
 References
 ----------
@@ -107,8 +96,10 @@ def _run_job(root: Path, name: str, cfg: dict[str, Any], python: str, timeout: f
 
 
 def _plan(root: Path, prefix: str, plans: list[dict[str, Any]], repetitions: int) -> list[dict[str, Any]]:
-    """The runs of one JVM: a warm-up (the first job in a fresh JVM runs slower: class loading, JIT,
-    Python start; not measured), then ``repetitions`` failures per planned interval."""
+    """The runs of one JVM: a warm-up, then ``repetitions`` failures per planned interval.
+
+    The first job in a fresh JVM runs slower (class loading, JIT, Python start): it is not measured.
+    """
     first = plans[0]
     runs: list[dict[str, Any]] = [{"run_dir": str((root / f"{prefix}warmup").resolve()),
                                    "interval_ms": first["interval_ms"], "rate": first["rate"],
@@ -156,12 +147,13 @@ def _analyse_interval(root: Path, prefix: str, iv: int, repetitions: int, rate: 
 
 def _seen(root: Path, prefix: str, iv: int, repetitions: int, parallelism: int,
           excluded: list[dict[str, Any]] | None = None) -> dict[str, Any] | None:
-    """How the machine drained the initial backlog in an interval's repetitions (:func:`analyse_drain`
-    of each, combined: the median service rate and checkpoint duration, the longest drain and
-    start-up; caught up only if every one did); None when no repetition could be read.
+    """How the machine drained the initial backlog in an interval's repetitions, combined.
 
-    A repetition excluded because its catch-up ran at another rate counts the lower of its two
-    rates: the rate the machine could hold through both."""
+    :func:`analyse_drain` of each: the median service rate and checkpoint duration, the longest drain
+    and start-up; caught up only if every one did. None when no repetition could be read. A repetition
+    excluded because its catch-up ran at another rate counts the lower of its two rates: the rate the
+    machine could hold through both.
+    """
     after = {str(x["run"]): float(x["service_rate_after_restart"]) for x in excluded or []
              if x.get("service_rate_after_restart") is not None}
     got = []
@@ -189,17 +181,19 @@ def measure_recovery_times(intervals: list[int], *, rate: float = 400.0, max_rat
                            work_dir: str | Path | None = None, log: Any = None, adapt: bool = False) -> dict[str, Any]:
     """Run ``repetitions`` failures per interval in one JVM and compare with the models.
 
-    ``adapt``: an interval with fewer than 3 stable repetitions is measured again, in a second JVM,
-    at rates, initial backlog, failure point and interval chosen (:func:`choose_rates`) from how the
+    ``adapt``: an interval with fewer than 3 stable repetitions is measured again, in a second JVM, at
+    rates, initial backlog, failure point and interval chosen (:func:`choose_rates`) from how the
     machine ran its first repetitions (:func:`analyse_drain`): a machine too slow to hold the
-    service-rate cap gets a cap it can hold, so that it still drains a backlog at the cap's pace.
-    Each entry of ``parameters`` says the ``rate`` and ``max_rate`` it ran at, and ``adapted`` why
-    (None when the first runs stood).
+    service-rate cap gets a cap it can hold. Each entry of ``parameters`` says the ``rate`` and
+    ``max_rate`` it ran at, and ``adapted`` why (None when the first runs stood).
 
-    Returns ``{"runs": [{"interval_ms", "measured_s", "predicted_s", "model", "error", ...}], ...}``
-    with one entry per (interval, model): ``measured_s`` and ``predicted_s`` are the medians over
-    the repetitions (each repetition predicted from its own measured parameters) and ``error`` is
-    the median of the repetitions' (predicted − measured)/measured.
+    Returns
+    -------
+    dict
+        ``{"runs": [{"interval_ms", "measured_s", "predicted_s", "model", "error", ...}], ...}`` with
+        one entry per (interval, model): ``measured_s`` and ``predicted_s`` are the medians over the
+        repetitions (each repetition predicted from its own measured parameters) and ``error`` is the
+        median of the repetitions' (predicted − measured)/measured.
 
     Raises
     ------
@@ -269,9 +263,11 @@ def measure_recovery_times(intervals: list[int], *, rate: float = 400.0, max_rat
 def _retry(root: Path, failed: list[int], outcome: dict[int, tuple[list[dict[str, Any]], list[dict[str, Any]]]],
            notes: dict[int, str], load: dict[str, Any], *, base: dict[str, Any], python: str, log: Any,
            rate: float, max_rate: float, repetitions: int, parallelism: int) -> dict[int, dict[str, Any]]:
-    """Measure the ``failed`` intervals again in a second JVM at rates chosen from how the machine
-    ran their first repetitions; returns the plan of each interval measured again (why another was
-    not goes to ``notes``, the second JVM's load to ``load``)."""
+    """Measure the ``failed`` intervals again in a second JVM, at rates chosen from their first repetitions.
+
+    Returns the plan of each interval measured again (why another was not goes to ``notes``, the
+    second JVM's load to ``load``).
+    """
     retried: dict[int, dict[str, Any]] = {}
     for iv in failed:
         seen = _seen(root, "", iv, repetitions, parallelism, outcome[iv][1])
@@ -301,8 +297,10 @@ def _retry(root: Path, failed: list[int], outcome: dict[int, tuple[list[dict[str
 
 
 def _parameters(plan: dict[str, Any], reps: list[dict[str, Any]], excluded: list[dict[str, Any]]) -> dict[str, Any]:
-    """One interval's ``parameters`` entry: the medians (means of the latency and the checkpoint
-    duration) of its stable repetitions' parameters, and the rates it ran at."""
+    """One interval's ``parameters`` entry: the medians of its stable repetitions' parameters, the rates.
+
+    The latency and the checkpoint duration are means per repetition, then medians.
+    """
     med = {k: statistics.median(x[k] for x in reps) for k in
            ("measured_s", "downtime_s", "checkpoint_age_s", "service_rate", "ratio")}
     after = [x["service_rate_after_restart"] for x in reps if x["service_rate_after_restart"]]
@@ -318,8 +316,7 @@ def _parameters(plan: dict[str, Any], reps: list[dict[str, Any]], excluded: list
 
 
 def _predictions(shown: int, reps: list[dict[str, Any]], measured: float) -> list[dict[str, Any]]:
-    """One ``runs`` entry per model: each repetition is predicted from its own parameters; both
-    sides are then medians."""
+    """One ``runs`` entry per model: each repetition predicted from its own parameters, both sides medians."""
     out: list[dict[str, Any]] = []
     preds = [_predict(x) for x in reps]
     for model in preds[0]:
@@ -333,8 +330,11 @@ def _predictions(shown: int, reps: list[dict[str, Any]], measured: float) -> lis
 
 def _too_few(iv: int, plan: dict[str, Any], reps: list[Any], excluded: list[dict[str, Any]], repetitions: int,
              load: dict[str, Any], note: str | None) -> str:
-    """Why an interval is inconclusive, in sentences: the stable repetitions, the load, what was
-    excluded and (when it was measured again) why and at which rates."""
+    """Why an interval is inconclusive, in sentences.
+
+    The stable repetitions, the load, what was excluded and (when it was measured again) why and at
+    which rates.
+    """
     text = (f"interval {iv} ms: only {len(reps)} of {repetitions} repetitions ran at a stable service rate, at a "
             f"load average of {load['start']} at the start and {load['end']} at the end of the runs on "
             f"{os.cpu_count()} cores")

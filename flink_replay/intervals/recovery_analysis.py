@@ -114,9 +114,12 @@ def _rows(f: Path) -> list[tuple[float, ...]]:
 
 
 def _warmup(rows: list[tuple[float, ...]], steady: float, window: float = 0.25) -> float:
-    """Seconds from a subtask's first record until it first emitted at 90 % of its ``steady`` rate
-    over ``window`` seconds (the job's start-up: Python workers, JIT, the first checkpoints).
+    """Seconds from a subtask's first record until it first emitted at 90 % of its ``steady`` rate.
 
+    Over ``window`` seconds: the job's start-up (Python workers, JIT, the first checkpoints).
+
+    Examples
+    --------
     >>> rows = [(v, 0.0, v / 50.0) for v in range(50)] + [(50 + v, 0.0, 1.0 + v / 200.0) for v in range(400)]
     >>> 0.9 < _warmup(rows, 200.0) <= 1.0   # the 50/s second, then 200/s
     True
@@ -134,17 +137,22 @@ def _warmup(rows: list[tuple[float, ...]], steady: float, window: float = 0.25) 
 
 
 def analyse_drain(run: Path, parallelism: int) -> dict[str, Any]:
-    """The machine as a recovery-time run saw it before its failure: how its source drained the
-    initial backlog (the pace logs of the first attempt) and how long its checkpoints took.
+    """The machine as a recovery-time run saw it before its failure: its backlog drain, its checkpoints.
 
-    Returns ``{"service_rate", "drain_s", "caught_up", "warmup_s", "start_skew_s", "checkpoint_ms",
-    "checkpoints"}``: the records/s (all subtasks) at which the source drained its backlog, after the
-    first third of the drain (``analyse_run``'s μ; the whole run when a subtask never caught up);
-    the seconds from the first record to the last subtask's catch-up (the run's length when one
-    never caught up); whether every subtask caught up; the slowest subtask's start-up (seconds until
-    it first emitted at 90 % of its steady rate); how much later than the first the last subtask
-    began; the
-    median end-to-end checkpoint duration (None without a completed checkpoint).
+    How its source drained the initial backlog (the pace logs of the first attempt) and how long its
+    checkpoints took.
+
+    Returns
+    -------
+    dict
+        ``service_rate``: the records/s (all subtasks) at which the source drained its backlog, after
+        the first third of the drain (``analyse_run``'s μ; the whole run when a subtask never caught
+        up); ``drain_s``: the seconds from the first record to the last subtask's catch-up (the run's
+        length when one never caught up); ``caught_up``: whether every subtask caught up;
+        ``warmup_s``: the slowest subtask's start-up (seconds until it first emitted at 90 % of its
+        steady rate); ``start_skew_s``: how much later than the first the last subtask began;
+        ``checkpoint_ms``: the median end-to-end checkpoint duration (None without a completed
+        checkpoint); ``checkpoints``.
 
     Raises
     ------
@@ -186,25 +194,15 @@ def analyse_drain(run: Path, parallelism: int) -> dict[str, Any]:
 
 def choose_rates(seen: dict[str, Any], intervals: list[int], *, rate: float = 400.0, max_rate: float = 800.0,
                  parallelism: int = 2, calibrate_s: float = CALIBRATE_S, load: float | None = None) -> dict[str, Any]:
-    """The arrival rate, service-rate cap, initial backlog, failure point and intervals of the measured
-    runs, from how the machine ran the first ones (at ``rate``/``max_rate`` with ``calibrate_s`` of
-    backlog; ``seen``: :func:`analyse_drain`, over their repetitions).
+    """The arrival rate, service-rate cap, initial backlog, failure point and intervals of the measured runs.
 
-    - the cap ``μ`` stays ``max_rate`` when the first runs drained at :data:`HOLDS_CAP` of it or more;
-      otherwise (the machine, not the cap, set the pace) it is :data:`HEADROOM` of the rate the first
-      runs reached, and the arrival rate keeps the ratio ``U = rate/max_rate``;
-    - the initial backlog (seconds of input due at the start) is long enough that each subtask
-      drains at least :data:`MIN_DRAIN` records before it catches up (a subtask's backlog grows at
-      λ/p while it drains at μ/p, so it drains (λ/p)·B·μ/(μ − λ) records), and that the drain,
-      B/(1 − U) seconds, lasts three times the first runs' start-up (``warmup_s``, at most
-      :data:`MAX_WARMUP_S`), which then falls in the first third that ``analyse_run`` leaves out of
-      the service rate;
-    - ``drain_s``, the time by which the backlog is expected gone: B·μ/(μ − λ) plus the time the
-      first runs took beyond their own such expectation (the start skew, the warm-up) or, when
-      they never caught up, plus their start-up and start skew; times :data:`DRAIN_MARGIN`;
-    - every interval is at least :data:`INTERVAL_PER_CHECKPOINT` checkpoint durations (rounded up
-      to 50 ms; equal intervals merged), counted only when the first runs caught up (in a saturated
-      job the barriers queue behind the backlog).
+    Chosen from how the machine ran the first ones (at ``rate``/``max_rate`` with ``calibrate_s`` of
+    backlog; ``seen``: :func:`analyse_drain`, over their repetitions): the cap stays ``max_rate`` when
+    the first runs held :data:`HOLDS_CAP` of it, else it is :data:`HEADROOM` of the rate they reached
+    (the ratio ``U = rate/max_rate`` kept); the backlog drains at least :data:`MIN_DRAIN` records per
+    subtask and lasts three times the start-up; ``drain_s`` has :data:`DRAIN_MARGIN`; every interval is
+    at least :data:`INTERVAL_PER_CHECKPOINT` checkpoint durations. The derivation of each is in
+    docs/internals/flink-intervals.md#recovery_analysis.
 
     Raises
     ------

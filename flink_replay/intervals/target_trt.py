@@ -1,12 +1,12 @@
-"""Chiron's optimiser on the real engine: pick the checkpoint interval for a target total
-recovery time, then measure whether Flink's recovery meets it.
+"""Chiron's optimiser on the real engine: the checkpoint interval for a target total recovery time.
 
-Profiling runs (``flink recovery-time`` at several intervals, each repeated) give, per interval,
-the measured total recovery time (failure → caught up) and the steady-state latency (how late a
-record leaves the source before the failure). :func:`rollcheck.pyimpl.intervals.optimise_ci` fits
-both as quadratics in the interval and picks the interval with the least predicted latency whose
-predicted TRT is within the target; that interval is then run again (the same number of
-repetitions) and its measured TRT — the median — is compared with the target.
+Then measure whether Flink's recovery meets it. Profiling runs (``flink recovery-time`` at several
+intervals, each repeated) give, per interval, the measured total recovery time (failure → caught
+up) and the steady-state latency (how late a record leaves the source before the failure).
+:func:`rollcheck.pyimpl.intervals.optimise_ci` fits both as quadratics in the interval and picks
+the interval with the least predicted latency whose predicted TRT is within the target; that
+interval is then run again (the same number of repetitions) and its measured TRT, the median, is
+compared with the target.
 
 References
 ----------

@@ -5,26 +5,11 @@ stream processor spends on useful work when it checkpoints every ``T`` at a bloc
 fails as a Poisson process of rate ``λ`` and needs ``R`` to restart:
 ``U = λ(T − c)e^{−λR}/(e^{λT} − 1)``, best at ``T* = (cλ + W₀(−e^{−cλ−1}) + 1)/λ``.
 
-The experiment, all runs in one JVM (a warm-up run first, not measured):
-
-- the job: a checkpointed source -> a work step that serves at most ``service_rate`` records/s
-  and never catches up after a pause -> a keyed count. The source task's snapshot blocks it for
-  ``snapshot_cost_ms`` (the model's checkpoint cost: the synchronous part of a snapshot); one
-  subtask, so that the work step is the only bottleneck and no buffer hides a pause;
-- a failure-free run without checkpoints: the records it processes in the measured window are
-  the denominator (the contract's "records a failure-free run processes in the same time");
-- one run per interval, with the same failure schedule: exponential inter-failure times of mean
-  ``failure_every`` seconds (seeded), each failure a task exception, Flink restarting from the
-  latest completed checkpoint;
-- useful records of a run = the source position at the end of the window minus the position at
-  its start (records rolled back by a restore are counted once, when processed again);
-- fitted from the same runs: ``λ`` = failures in the window / window length; ``R`` = mean time from a
-  failure to the first record processed after the restart; ``c`` = mean pause of the work step
-  across a snapshot minus one service time; ``(n − 1)δ`` = mean time from a checkpoint's trigger to
-  its completion (Flink's end-to-end duration) minus ``c``: a checkpoint can be restored only once
-  complete, so a failure in between loses the previous period too.
-- predicted: Eq. 10 (the DAG model, ``n = 2``: Eq. 4 with ``R`` replaced by ``R + (n − 1)δ``), and
-  Eq. 4 alone (``predicted_eq4``) for comparison; ``T*`` is the same for both.
+The experiment runs, in one JVM, a failure-free run (the denominator) and one run per interval
+with the same seeded failure schedule; useful records are source positions, and ``λ``, ``R``,
+``c`` and ``(n − 1)δ`` are fitted from the same runs. Predicted: Eq. 10 (the DAG model, ``n = 2``)
+and Eq. 4 alone (``predicted_eq4``). See docs/internals/flink-intervals.md#utilization for the job
+and how each quantity is measured.
 
 References
 ----------
@@ -68,8 +53,9 @@ MIN_SERVICE_RATE = 10.0
 
 
 def paced_rate(service_rate: float, reached: float) -> float | None:
-    """The service rate to run the sweep again at when the failure-free run reached only ``reached``
-    records/s of ``service_rate`` (None: the rate held, no need).
+    """The service rate to run the sweep again at, when the failure-free run fell short of ``service_rate``.
+
+    ``reached``: the records/s it reached; None when the rate held (no need).
 
     Examples
     --------
@@ -116,8 +102,9 @@ def _emissions(run: Path) -> tuple[list[float], list[int]]:
 
 
 def analyse_positions(times: list[float], values: list[int], t_from: float, t_to: float) -> int:
-    """Useful records in ``[t_from, t_to]``: the source position (last value emitted) at the end
-    minus the position at the start; work redone after a rollback counts once.
+    """Useful records in ``[t_from, t_to]``: the source position at the end minus the one at the start.
+
+    The position is the last value emitted; work redone after a rollback counts once.
 
     Examples
     --------
