@@ -37,6 +37,7 @@ def sequence(names, per_source, n):
 
 
 def run(ns, recs, out, par, fail, restore=None, restarts=True):
+    """Run the job once at parallelism ``par`` into ``out``; ``fail``: inject the finding's failure."""
     from pyflink.common import Configuration, Encoder, Types, WatermarkStrategy
     from pyflink.datastream import CheckpointingMode, StreamExecutionEnvironment
     from pyflink.datastream.connectors.file_system import FileSink, RollingPolicy
@@ -137,6 +138,7 @@ def run(ns, recs, out, par, fail, restore=None, restarts=True):
 
 
 def committed(out):
+    """The rows the transactional sink committed under ``out``: ``[number, KEY, row]`` each."""
     rows = []
     for root, _, files in os.walk(os.path.join(out, "tx")):
         for f in files:
@@ -146,6 +148,7 @@ def committed(out):
 
 
 def latest_checkpoint(out):
+    """The folder of the newest completed checkpoint under ``out`` (None when there is none)."""
     best = None
     for root, dirs, _ in os.walk(os.path.join(out, "chk")):
         for d in dirs:
@@ -156,6 +159,7 @@ def latest_checkpoint(out):
 
 
 def main():
+    """Run the job failure-free and with the failure; print each KEY that differs (exit 1: reproduced)."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--records", type=int, default=RECORDS)
     args = ap.parse_args()
