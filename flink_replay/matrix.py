@@ -41,7 +41,7 @@ import random
 import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import product
 from pathlib import Path
 from typing import Any
@@ -60,9 +60,11 @@ from rollcheck.infra.matrix import (
     ChildRunner,
     EngineAdapter,
     GenericCell,
+    Minimised,
     Prepared,
     Recording,
     Replayed,
+    attempt,
     bisect_fewest,
     classify,
     run_on_releases,
@@ -93,8 +95,10 @@ summarise = summarize
 
 @dataclass(frozen=True)
 class Cell:
-    """One configuration and failure of the matrix (a
-    :class:`~rollcheck.infra.matrix.cells.MatrixCell`: ``row``, ``column``, ``ident``)."""
+    """One configuration and failure of the matrix.
+
+    A :class:`~rollcheck.infra.matrix.cells.MatrixCell`: ``row``, ``column``, ``ident``.
+    """
 
     module: str  # "wordcount" or a job file
     backend: str
@@ -106,10 +110,12 @@ class Cell:
 
     @property
     def job(self) -> str:
+        """The job's name: ``wordcount`` or the module file's stem."""
         return "wordcount" if self.module == "wordcount" else Path(self.module).stem
 
     @property
     def ident(self) -> str:
+        """The cell's file stem inside the output folder."""
         r = f"rescale{self.rescale[0]}-{self.rescale[1]}" if self.rescale else "same"
         v = f"flink{self.engine_version}-" if self.engine_version else ""
         return f"{v}{self.job}-{self.backend}-{self.checkpoints}-{self.failure}-{r}"
@@ -125,6 +131,7 @@ class Cell:
         return self.failure
 
     def config(self) -> dict[str, Any]:
+        """The entry's ``config``: backend, checkpoints, rescaling and release."""
         return {"backend": self.backend, "checkpoints": self.checkpoints,
                 "rescale": list(self.rescale) if self.rescale else None,
                 "engine_version": self.engine_version or PINNED}
@@ -175,16 +182,19 @@ def _header(trace: Path) -> dict[str, Any]:
 
 def shrink_finding(cell: Cell, cfg: dict[str, Any], out: Path, check: str, full: int, *, runs: int = 4,
                    run: Callable[[Path, dict[str, Any]], Report] | None = None,
-                   sources: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """Minimise a finding by re-running: the fewest first records of the job's input that still
-    violate ``check`` (the core's bisection, :func:`rollcheck.infra.matrix.shrink.bisect_fewest`).
+                   sources: Mapping[str, Any] | None = None) -> Minimised:
+    """Minimise a finding by re-running: the fewest first records that still violate ``check``.
+
+    The core's bisection (:func:`rollcheck.infra.matrix.shrink.bisect_fewest`) over the first
+    records of the job's input.
 
     A bisection between 1 (never tried: a run needs records to fail in) and ``full`` (the cell's
     input, which showed the finding), halving first; at most ``runs`` re-runs, each a real
     recording decided by the same replay. A re-run that cannot be decided counts as not showing it.
     A job with several input streams (``sources``: the trace header's names and records per source)
     first tries each source left out, the last first, while another source with records remains:
-    a source whose absence still shows the finding stays out (``drop_sources``), and the bisection
+    a source whose absence still shows the finding stays out (``sources_dropped``; the recorder's
+    ``drop_sources``), and the bisection
     then runs over the sequence of the sources kept; these tries come out of the same ``runs``.
 
     Parameters
@@ -204,10 +214,12 @@ def shrink_finding(cell: Cell, cfg: dict[str, Any], out: Path, check: str, full:
 
     Returns
     -------
-    dict
-        ``{"check", "from", "records", "trace", "runs": [{"records", "verdict", "violated"}],
-        "drop_sources"}``; ``records`` is the smallest input that showed the finding (``full`` if
-        none smaller did), ``drop_sources`` the sources left out (a run's entry names its own).
+    Minimised
+        The core's :class:`~rollcheck.infra.matrix.finding.Minimised` (a cell's ``minimised``): ``kept``
+        the fewest records that showed the finding (``full`` if none fewer did), ``of`` = ``full``,
+        ``sources_dropped`` the sources left out, ``trace`` the smallest re-run's that showed it (None:
+        none did), ``tries`` each re-run (its ``input``, ``sources_dropped``, ``shows``, ``verdict``,
+        ``violated``); ``fail_at`` is left to the caller.
 
     Examples
     --------
@@ -216,8 +228,8 @@ def shrink_finding(cell: Cell, cfg: dict[str, Any], out: Path, check: str, full:
     ...                                 else Check.held("x", "ok", examined=1)])
     >>> r = shrink_finding(Cell("j.py", "hashmap", "aligned", "task", None), {}, Path("."), "x", 100, runs=6,
     ...                    run=fake)
-    >>> r["records"], [x["records"] for x in r["runs"]]
-    (7, [50, 25, 12, 6, 9, 7])
+    >>> r.kept, r.of, [x["input"] for x in r.tries]
+    (7, 100, [50, 25, 12, 6, 9, 7])
     """
     if check != RELEASE:  # the failure-free run on the reference release only where it is the finding
         cfg = dict(cfg, reference_version=None)
@@ -229,7 +241,7 @@ def shrink_finding(cell: Cell, cfg: dict[str, Any], out: Path, check: str, full:
     traces: dict[int, str] = {}
     dropped: list[str] = []
 
-    def attempt(n: int, drop: list[str], tag: str) -> tuple[bool, dict[str, Any], str]:
+    def rerun(n: int, drop: list[str], tag: str) -> tuple[bool, dict[str, Any], str]:
         trace = out / f"{cell.ident}.shrink-{tag}.jsonl"
         c = dict(cfg, max_records=n, **({"drop_sources": drop} if drop else {}))
         try:
@@ -238,37 +250,42 @@ def shrink_finding(cell: Cell, cfg: dict[str, Any], out: Path, check: str, full:
             verdict = classify(rep)["verdict"] if rep.checks else "inconclusive"
         except InconclusiveError as e:
             bad, verdict = set(), f"inconclusive ({e})"
-        entry = {"records": n, "verdict": verdict, "violated": sorted(bad),
-                 **({"drop_sources": list(drop)} if drop else {})}
-        return check in bad, entry, str(trace)
+        return check in bad, attempt(n, check in bad, drop, verdict=verdict, violated=sorted(bad)), str(trace)
 
     source_tries: list[dict[str, Any]] = []
+    source_trace: str | None = None
     names = list((sources or {}).get("names") or [])
     counts = dict(zip(names, [int(x) for x in (sources or {}).get("records") or []], strict=False))
     for name in names[::-1]:
         kept = [n for n in names if n != name and n not in dropped and counts.get(n)]
         if len(source_tries) >= runs - 1 or not counts.get(name) or not kept:
             continue
-        ok, entry, trace = attempt(sum(counts[n] for n in kept), [*dropped, name], "without-" + re.sub(r"[^A-Za-z0-9_.-]", "_", name))
+        ok, entry, trace = rerun(sum(counts[n] for n in kept), [*dropped, name], "without-" + re.sub(r"[^A-Za-z0-9_.-]", "_", name))
         source_tries.append(entry)
         if ok:
             dropped.append(name)
+            source_trace = trace
+    whole = full
     full = sum(counts[n] for n in names if n not in dropped) if dropped else full
 
     def shows(n: int) -> tuple[bool, dict[str, Any]]:
-        ok, entry, trace = attempt(n, dropped, str(n))
+        ok, entry, trace = rerun(n, dropped, str(n))
         if ok:
             traces[n] = trace
         return ok, entry
 
     best, tries = bisect_fewest(full, shows, runs - len(source_tries))
-    return {"check": check, "from": full, "records": best, "trace": traces.get(best), "runs": source_tries + tries,
-            "drop_sources": dropped}
+    return Minimised(check=check, unit="records", kept=best, of=max(whole, full), sources_dropped=tuple(dropped),
+                     runs=len(source_tries) + len(tries), tries=tuple(source_tries + tries),
+                     trace=traces.get(best, source_trace))
 
 
 class FlinkAdapter(EngineAdapter):
-    """Flink's part of the matrix (module docstring): records of the word count, the source's rate,
-    the checkpoint interval, the seed, the limit per recording and the finding's re-runs."""
+    """Flink's part of the matrix (module docstring).
+
+    Its settings: records of the word count, the source's rate, the checkpoint interval, the seed,
+    the limit per recording and the finding's re-runs.
+    """
 
     engine = "flink"
     title = "flink matrix"
@@ -295,8 +312,11 @@ class FlinkAdapter(EngineAdapter):
         self._releases: list[str] = []  # the releases the planned cells name (plan())
 
     def plan(self, planned: Sequence[Cell]) -> None:
-        """Note which configurations share the failure-free run on the reference release (more than
-        one cell of a job module whose release is not the reference): :meth:`group` names them."""
+        """Note which configurations share the failure-free run on the reference release.
+
+        More than one cell of a job module whose release is not the reference: :meth:`group`
+        names them.
+        """
         sizes: dict[str, int] = {}
         for c in planned:
             g = self._release_group(c)
@@ -312,13 +332,16 @@ class FlinkAdapter(EngineAdapter):
         return "release-reference " + config_key(cfg) if needs_release_reference(cfg) else None
 
     def group(self, cell: Cell) -> str | None:
+        """The shared failure-free run on the reference release ``cell`` waits for, or None."""
         g = self._release_group(cell)
         return g if g in self._shared else None
 
     def prepare(self, group: str, cells: Sequence[Cell], runner: ChildRunner, out: Path) -> Prepared:
-        """The failure-free run on the reference release of the configuration ``cells`` share (once);
-        its ``flink.release_reference`` event is every cell's context. A run that cannot be made
-        (no result, a limit) is handed on as such: the cells still run, the check is unchecked."""
+        """The failure-free run on the reference release of the configuration ``cells`` share (once).
+
+        Its ``flink.release_reference`` event is every cell's context. A run that cannot be made
+        (no result, a limit) is handed on as such: the cells still run, the check is unchecked.
+        """
         import hashlib
 
         cfg = self._config(cells[0])
@@ -332,6 +355,7 @@ class FlinkAdapter(EngineAdapter):
                                      "lines": []})
 
     def describe(self, cell: Cell) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+        """The entry's ``config`` (with the reference release) and ``failure``."""
         config = cell.config()
         if cell.engine_version:
             config["reference_version"] = self.reference_version or PINNED
@@ -352,6 +376,7 @@ class FlinkAdapter(EngineAdapter):
         return dict(cfg)
 
     def record(self, cell: Cell, context: Any, runner: ChildRunner, out: Path) -> Recording:
+        """Record the cell's run with its failure (inconclusive when Flink gives no result)."""
         trace = out / f"{cell.ident}.jsonl"
         try:
             cfg = self._config(cell)
@@ -365,10 +390,17 @@ class FlinkAdapter(EngineAdapter):
                                        "restored_checkpoint": rec.get("restored_checkpoint")})
 
     def replay(self, cell: Cell, recording: Recording) -> Replayed:
+        """The same checks as a single ``flink replay``."""
         return Replayed(_report(recording.trace, cell.module), _header(recording.trace))
 
     def finding(self, cell: Cell, entry: Mapping[str, Any], replayed: Replayed, runner: ChildRunner,
                 out: Path) -> dict[str, Any]:
+        """Shrink a finding of a job module, write its reproducer, run it on request.
+
+        Returns ``minimised`` (the core's :class:`~rollcheck.infra.matrix.finding.Minimised`: the
+        word count and a finding not re-run keep their whole input), ``reproducer`` and, with
+        ``run_reproducer``, ``reproducer_run``.
+        """
         from rollcheck.flink_replay.reproducer import SHOWS, expected_of, write_reproducer
 
         rep = replayed.report
@@ -376,19 +408,22 @@ class FlinkAdapter(EngineAdapter):
         hdr = replayed.header.get("config", {})
         full = int(hdr.get("records") or self.records)
         fail_at = int(hdr.get("fail_at_record") or cfg.get("fail_at_record") or 1)
-        few: int | None = None
         extra: dict[str, Any] = {}
         if cell.module != "wordcount" and self.shrink_runs > 0 and rep.root_cause is not None:
-            extra["shrink"] = shrink_finding(cell, cfg, out, rep.root_cause.name, full, runs=self.shrink_runs,
-                                             sources=replayed.header.get("sources"))
-            drop = extra["shrink"]["drop_sources"]
-            if extra["shrink"]["records"] < full or drop:
-                few = extra["shrink"]["records"]
-                fail_at = max(1, int(few * float(cfg.get("fail_at_fraction", 0.5))))
-        shown_by = extra["shrink"]["trace"] if few is not None else entry.get("trace")
+            small = shrink_finding(cell, cfg, out, rep.root_cause.name, full, runs=self.shrink_runs,
+                                   sources=replayed.header.get("sources"))
+        else:  # nothing re-run: the reproducer runs the cell's whole input
+            small = Minimised(check=rep.root_cause.name if rep.root_cause else None, unit="records", kept=full,
+                              of=full)
+        few = small.kept if small.smaller else None
+        if few is not None:
+            fail_at = max(1, int(few * float(cfg.get("fail_at_fraction", 0.5))))
+        small = replace(small, fail_at={"record": fail_at})
+        extra["minimised"] = small.to_json()
+        shown_by = small.trace if few is not None else entry.get("trace")
         expected = expected_of(shown_by, {c.name for c in rep.checks if c.status is Status.VIOLATED})
         script = write_reproducer(cell, cfg, out / f"{cell.ident}.repro.py", rep, records=few, fail_at=fail_at,
-                                  expected=expected, drop=(extra.get("shrink") or {}).get("drop_sources"))
+                                  expected=expected, drop=list(small.sources_dropped))
         extra["reproducer"] = str(script)
         if self.run_reproducer:  # with the PyFlink environment's Python, as a user would (isolated mode)
             from rollcheck.flink_replay.environment import find_flink
@@ -413,6 +448,7 @@ class FlinkAdapter(EngineAdapter):
         return extra
 
     def caption(self) -> str:
+        """The seed, the checkpoint interval and the releases."""
         text = f"Seed {self.seed}, {self.interval_ms} ms checkpoint interval."
         if self._releases:
             text += (f" Releases: apache-flink {', '.join(self._releases)} (release-differential against "
@@ -420,6 +456,7 @@ class FlinkAdapter(EngineAdapter):
         return text
 
     def meta(self) -> dict[str, Any]:
+        """Flink's facts in the matrix's JSON: seed, records, interval, releases."""
         releases = ({"engine_versions": list(self._releases), "reference_version": self.reference_version or PINNED}
                     if self._releases else {})
         return {"seed": self.seed, "records": self.records, "interval_ms": self.interval_ms, **releases}
@@ -428,8 +465,10 @@ class FlinkAdapter(EngineAdapter):
 
 def run_cell(cell: Cell, out: Path, *, records: int = 1200, rate: float = 400.0, interval_ms: int = 300,
              seed: int = 0, timeout_s: float = 600.0, shrink_runs: int = 4) -> dict[str, Any]:
-    """Record and replay one cell; the contract's cell entry (a finding of a user's job is shrunk
-    by up to ``shrink_runs`` re-runs, :func:`shrink_finding`)."""
+    """Record and replay one cell; the contract's cell entry.
+
+    A finding of a user's job is shrunk by up to ``shrink_runs`` re-runs (:func:`shrink_finding`).
+    """
     adapter = FlinkAdapter(records=records, rate=rate, interval_ms=interval_ms, seed=seed, timeout_s=timeout_s,
                            shrink_runs=shrink_runs)
     out = Path(out)
@@ -441,10 +480,12 @@ def run_matrix(all_cells: list[Cell], out: str | Path, *, jobs: int = 1,
                log: Callable[[str], None] = lambda m: None, spread_seed: int | None = None,
                on_update: Callable[[list[dict[str, Any]], list[Any], dict[tuple[str, str], str]], None] | None = None,
                **kw: Any) -> dict[str, Any]:
-    """Run every cell (``jobs`` at a time) through the core; ``out/matrix.json`` and
-    ``out/index.html`` are rewritten after each cell (the table keeps its order). ``spread_seed``:
-    run the cells in an order shuffled with this seed, so that a matrix cut short has covered every
-    dimension about evenly. ``kw``: the :class:`FlinkAdapter`'s settings."""
+    """Run every cell (``jobs`` at a time) through the core.
+
+    ``out/matrix.json`` and ``out/index.html`` are rewritten after each cell (the table keeps its
+    order). ``spread_seed``: run the cells in an order shuffled with this seed, so that a matrix cut
+    short has covered every dimension about evenly. ``kw``: the :class:`FlinkAdapter`'s settings.
+    """
     order = list(range(len(all_cells)))
     if spread_seed is not None:
         random.Random(spread_seed).shuffle(order)
@@ -455,9 +496,11 @@ def run_matrix(all_cells: list[Cell], out: str | Path, *, jobs: int = 1,
 
 
 def write_html(doc: Mapping[str, Any], path: Path) -> Path:
-    """The table of a matrix document (the core's HTML, :func:`rollcheck.infra.matrix.write_html`):
-    one row per configuration, one column per failure, links relative to ``path``'s folder. Entries
-    written before the core (no ``row``/``column``) are placed from their ``config`` and ``failure``."""
+    """The table of a matrix document (the core's HTML, :func:`rollcheck.infra.matrix.write_html`).
+
+    One row per configuration, one column per failure, links relative to ``path``'s folder. Entries
+    written before the core (no ``row``/``column``) are placed from their ``config`` and ``failure``.
+    """
     entries = []
     for c in doc["cells"]:
         e = dict(c)

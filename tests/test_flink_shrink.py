@@ -41,29 +41,29 @@ def _shows_from(n: int, check: str = "output-exactly-once"):
 def test_bisection_finds_the_fewest_records(tmp_path: Path) -> None:
     run, seen = _shows_from(37)
     r = shrink_finding(CELL, {"seed": 0}, tmp_path, "output-exactly-once", 400, runs=10, run=run)
-    assert r["records"] == 37 and r["from"] == 400
+    assert r.kept == 37 and r.of == 400 and r.unit == "records" and r.runs == len(r.tries) == len(seen)
     assert seen[:4] == [200, 100, 50, 25]                   # halving while it still shows
-    assert all(x["violated"] == ["output-exactly-once"] for x in r["runs"] if x["records"] >= 37)
-    assert r["trace"].endswith(".shrink-37.jsonl")
+    assert all(x["violated"] == ["output-exactly-once"] and x["shows"] for x in r.tries if x["input"] >= 37)
+    assert r.trace is not None and r.trace.endswith(".shrink-37.jsonl")
 
 
 def test_bisection_is_bounded_and_keeps_the_full_input_when_nothing_smaller_shows(tmp_path: Path) -> None:
     run, seen = _shows_from(400)
     r = shrink_finding(CELL, {}, tmp_path, "output-exactly-once", 400, runs=3, run=run)
-    assert r["records"] == 400 and r["trace"] is None and seen == [200, 300, 350]
+    assert r.kept == 400 and r.trace is None and seen == [200, 300, 350] and not r.smaller
     run, seen = _shows_from(1)
-    assert shrink_finding(CELL, {}, tmp_path, "output-exactly-once", 400, runs=2, run=run)["records"] == 100
+    assert shrink_finding(CELL, {}, tmp_path, "output-exactly-once", 400, runs=2, run=run).kept == 100
 
 
 def test_another_violation_or_an_undecided_rerun_does_not_count(tmp_path: Path) -> None:
     run, _ = _shows_from(1, check="restore-latest-completed")
     r = shrink_finding(CELL, {}, tmp_path, "output-exactly-once", 400, runs=2, run=run)
-    assert r["records"] == 400 and r["runs"][0]["violated"] == ["restore-latest-completed"]
+    assert r.kept == 400 and r.tries[0]["violated"] == ["restore-latest-completed"] and not r.tries[0]["shows"]
 
     def undecided(trace: Path, cfg: dict) -> Report:
         raise InconclusiveError("the failure never struck")
     r = shrink_finding(CELL, {}, tmp_path, "output-exactly-once", 400, runs=1, run=undecided)
-    assert r["records"] == 400 and r["runs"][0]["verdict"].startswith("inconclusive")
+    assert r.kept == 400 and r.tries[0]["verdict"].startswith("inconclusive")
 
 
 def test_reproducer_runs_the_shrunk_input_by_default(tmp_path: Path) -> None:
@@ -87,9 +87,10 @@ def test_broken_job_is_a_shrunk_finding_with_a_working_reproducer(tmp_path: Path
     (cell,) = json.loads(r.stdout)["cells"]
     assert cell["verdict"] == "not-conformant" and not cell["expected_by_engine"]
     assert cell["reason"].startswith("finding: output-exactly-once") and cell["attributed_to"] == "engine"
-    assert cell["shrink"]["records"] < 600 and cell["shrink"]["from"] == 600
+    m = cell["minimised"]
+    assert m["input"]["unit"] == "records" and m["input"]["kept"] < m["input"]["of"] == 600
     repro = Path(cell["reproducer"])
-    assert f"RECORDS = {cell['shrink']['records']}" in repro.read_text()
+    assert f"RECORDS = {m['input']['kept']}" in repro.read_text()
     flink_python = ROOT / ".venv-flink" / "bin" / "python"
     if not flink_python.exists():
         pytest.skip("no PyFlink environment to run the reproducer with")

@@ -252,12 +252,12 @@ def test_shrink_leaves_out_a_source_the_finding_does_not_need(tmp_path: Path) ->
     r = shrink_finding(cell, {}, tmp_path, "x", 600, runs=6, run=fake,
                        sources={"names": ["deposits", "withdrawals"], "records": [400, 200]})
     # one try without withdrawals (shows it), then 5 bisection runs over the 400 deposits: 200 .. 12
-    assert r["drop_sources"] == ["withdrawals"] and r["from"] == 400 and r["records"] == 12
+    assert r.sources_dropped == ("withdrawals",) and r.of == 600 and r.kept == 12
     assert calls[0]["drop_sources"] == ["withdrawals"] and calls[0]["max_records"] == 400
     assert len(calls) == 6 and all(c.get("drop_sources") == ["withdrawals"] for c in calls)
     # a one-source job: the bisection alone, as before
     r1 = shrink_finding(cell, {}, tmp_path, "x", 100, runs=6, run=fake)
-    assert r1["drop_sources"] == [] and [x["records"] for x in r1["runs"]] == [50, 25, 12, 6, 9, 7]
+    assert r1.sources_dropped == () and [x["input"] for x in r1.tries] == [50, 25, 12, 6, 9, 7]
 
 
 def test_reproducer_lays_out_the_sources_as_rollcheck_does(tmp_path: Path) -> None:

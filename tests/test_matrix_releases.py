@@ -19,7 +19,7 @@ import pytest
 
 from rollcheck.flink_replay import matrix as fm
 from rollcheck.flink_replay.releases import PINNED
-from rollcheck.infra.matrix import Recording, Replayed, reproduced_words, terminal_table
+from rollcheck.infra.matrix import Minimised, Recording, Replayed, reproduced_words, terminal_table
 from rollcheck.infra.matrix.cells import GenericCell
 from rollcheck.infra.matrix.html import render_html
 from rollcheck.pyimpl.verdict import Check, Report
@@ -94,7 +94,7 @@ def test_spark_reproducer_runs_on_v_and_on_r(monkeypatch: pytest.MonkeyPatch, tm
         seen.append(opts.run_reproducer)
         script = tmp_path / "r.reproducer.py"
         script.write_text("", encoding="utf-8")
-        return {"reproducer": str(script), "minimised": {"batches": 1, "rows": 1}}
+        return {"reproducer": str(script), "minimised": Minimised(None, "rows", 1, 1, batches=(1, 1)).to_json()}
 
     monkeypatch.setattr(sr, "minimise_and_write", fake_minimise)
     opts = MatrixOptions(modules=["q.py"], out=tmp_path, engine_versions=["3.5.3"], reference_version="3.5.9")

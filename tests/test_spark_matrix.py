@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from rollcheck.infra.matrix import matrix_verdict
+from rollcheck.infra.matrix import Minimised, matrix_verdict
 from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.verdict import Status
 from rollcheck.spark_replay.faults.killpoints import (
@@ -453,8 +453,13 @@ def test_minimiser_keeps_only_the_rows_that_still_fail(tmp_path):
     opts = MatrixOptions([str(mod)], fail_at_batch=2, out=tmp_path / "m")
     res = minimise_and_write(cell, opts, {"checks": str(checks), "reason": "finding: lost"}, run, argv_for,
                              lambda t: "output-exactly-once" if fails[str(t)] else None)
-    assert res["minimised"] == {"batches": 1, "rows": 1, "fail_at_batch": 0, "runs": 5, "from_batches": 5,
-                                "from_rows": 20}
+    m = res["minimised"]
+    assert Minimised.from_json(m).to_json() == m and m["check"] == "output-exactly-once"
+    assert (m["input"], m["batches"], m["fail_at"], m["runs"], m["sources_dropped"]) == (
+        {"unit": "rows", "kept": 1, "of": 20}, {"kept": 1, "of": 5}, {"batch": 0}, 5, [])
+    assert [(t["input"], t["batches"], t["shows"]) for t in m["tries"]] == [
+        (12, 3, True), (4, 1, True), (2, 1, True), (1, 1, False), (1, 1, True)]
+    assert m["trace"] is not None and m["trace"].endswith("try5.jsonl")
     assert [k for k, _ in tried] == [2, 0, 0, 0, 0] and tried[0][1] == [[(4 * b + i,) for i in range(4)]
                                                                        for b in range(3)]
     assert tried[-1][1] == [[(9,)]] and [r for _k, r in tried[2:4]] == [[[(8,), (9,)]], [[(8,)]]]

@@ -47,8 +47,9 @@ def test_a_lost_row_is_a_finding_minimised_with_a_reproducer_that_shows_it(tmp_p
     assert wit["failures"][0]["step"] == "the sink raised after it wrote batch 0, before commits/0"
 
     # minimised: from 3 batches of 2 rows to the failing batch alone, with one row
-    assert cell["minimised"] == {"batches": 1, "rows": 1, "fail_at_batch": 0, "runs": 2, "from_batches": 3,
-                                 "from_rows": 6}
+    m = cell["minimised"]
+    assert (m["input"], m["batches"], m["fail_at"], m["runs"]) == (
+        {"unit": "rows", "kept": 1, "of": 6}, {"kept": 1, "of": 3}, {"batch": 0}, 2)
 
     # the reproducer: pyspark and the standard library only, the minimised input, run by the matrix
     # as a user would (``python -I script``: isolated mode, no rollcheck import)

@@ -264,7 +264,8 @@ def test_minimiser_leaves_a_source_out_and_keeps_dict_batches(tmp_path):
     assert all(isinstance(b, dict) for d in tried for b in d)
     assert "impressions" not in {n for b in tried[0] for n in b}  # the first try: the impressions left out
     m = got["minimised"]
-    assert m["runs"] <= 6 and m["from_rows"] > m["rows"] >= 1 and m["from_batches"] == 6, m
+    assert m["runs"] <= 6 and m["input"]["of"] > m["input"]["kept"] >= 1 and m["batches"]["of"] == 6, m
+    assert m["tries"][0]["sources_dropped"] == ["impressions"], m
     script = Path(got["reproducer"]).read_text()
     ast.parse(script)
     assert "'clicks': [(datetime.datetime(" in script and "'impressions'" not in script.split("def batches(seed)")[-1]

@@ -308,7 +308,7 @@ def finding_of(answer: Any) -> dict[str, Any] | None:
     runs = cell.get("reproducer_run") or {}
     per = ({r: bool(x.get("reproduced")) for r, x in runs.items() if isinstance(x, dict)}
            if runs and "reproduced" not in runs else ({"": bool(runs.get("reproduced"))} if runs else {}))
-    return {"reproducer": cell.get("reproducer"), "minimised": cell.get("minimised") or cell.get("shrink"),
+    return {"reproducer": cell.get("reproducer"), "minimised": cell.get("minimised"),
             "reproduced": per, "reproducer_run": runs}
 
 

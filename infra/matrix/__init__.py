@@ -3,7 +3,7 @@
 A *chaos matrix* runs one recorded, replayed run per *cell* (a configuration of an engine under
 one failure) and shows the table. This package holds everything that does not depend on the
 engine, one concept per module (cells, document, classify, adapter, runner, cost, run, html,
-table, shrink, reproducer); an engine supplies an :class:`~.adapter.EngineAdapter`.
+table, shrink, finding, reproducer); an engine supplies an :class:`~.adapter.EngineAdapter`.
 See docs/internals/infra.md#matrix.
 
 References
@@ -24,6 +24,12 @@ from rollcheck.infra.matrix.document import (
     summarize,
     write_document,
 )
+from rollcheck.infra.matrix.finding import (
+    MINIMISED_KEYS,
+    Minimised,
+    attempt,
+    minimised_words,
+)
 from rollcheck.infra.matrix.html import render_html, write_html
 from rollcheck.infra.matrix.reproducer import reproduced_words, run_on_releases, run_reproducer
 from rollcheck.infra.matrix.run import run_matrix
@@ -36,6 +42,7 @@ __all__ = [
     "GenericCell", "MatrixCell", "axes", "cell_key", "entry_key",
     "classify",
     "CELL_KEYS", "SUMMARY_KEYS", "base_entry", "cell_check", "matrix_verdict", "summarize", "write_document",
+    "Minimised", "MINIMISED_KEYS", "attempt", "minimised_words",
     "render_html", "write_html",
     "run_reproducer", "run_on_releases", "reproduced_words",
     "run_matrix",

@@ -117,7 +117,12 @@ class EngineAdapter(ABC):
 
     def finding(self, cell: Any, entry: Mapping[str, Any], replayed: Replayed, runner: ChildRunner,
                 out: Path) -> dict[str, Any]:
-        """Minimise a finding and write its reproducer; the keys to add to the entry."""
+        """Minimise a finding and write its reproducer; the keys to add to the entry.
+
+        ``reproducer`` (the script), ``minimised`` (a
+        :class:`~rollcheck.infra.matrix.finding.Minimised`'s ``to_json()``, the same keys for every
+        engine) and, when it was run, ``reproducer_run``.
+        """
         return {}
 
     def caption(self) -> str:

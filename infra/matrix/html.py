@@ -2,8 +2,8 @@
 
 Each decided cell shows its verdict in words and colour (:func:`~rollcheck.infra.matrix.table.cell_word`),
 the start of its reason, and relative links to its trace, checks, witness and reproducer (with
-whether the reproducer showed the finding, when it was run); cells not decided yet say
-``running…``, the preparation's word, or ``pending``. Until the matrix ends the page reloads
+whether the reproducer showed the finding, when it was run, and how far the finding was
+minimised); cells not decided yet say ``running…``, the preparation's word, or ``pending``. Until the matrix ends the page reloads
 itself every 10 s.
 """
 
@@ -18,6 +18,7 @@ from typing import Any
 
 from rollcheck.infra.matrix.cells import MatrixCell, axes, cell_key, entry_key
 from rollcheck.infra.matrix.document import summarize
+from rollcheck.infra.matrix.finding import minimised_words
 from rollcheck.infra.matrix.reproducer import per_release, reproduced_words
 from rollcheck.infra.matrix.table import cell_word, cost_words, summary_line
 from rollcheck.pyimpl.patternio import atomic_write_text
@@ -43,11 +44,8 @@ def _reproducer_note(r: Mapping[str, Any]) -> str:
         parts.append(f'{reproduced_words(run)} in {sum(float(x.get("seconds") or 0) for x in run.values()):.1f} s')
     elif run:
         parts.append(f'{reproduced_words(run)} in {run.get("seconds")} s')
-    m, s = r.get("minimised"), r.get("shrink")
-    if m:
-        parts.append(f'{m.get("batches")} batch(es), {m.get("rows")} row(s)')
-    if s:
-        parts.append(f'{s.get("records")} of {s.get("from")} records')
+    if r.get("minimised"):
+        parts.append(minimised_words(r["minimised"]))
     return f' ({"; ".join(parts)})' if parts else ""
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,12 +19,13 @@ from rollcheck.infra.matrix.cells import MatrixCell, cell_key, check_unique, ent
 from rollcheck.infra.matrix.classify import classify
 from rollcheck.infra.matrix.cost import Usage, metered
 from rollcheck.infra.matrix.document import base_entry, matrix_verdict, summarize, write_document
+from rollcheck.infra.matrix.finding import Minimised
 from rollcheck.infra.matrix.html import render_html
 from rollcheck.infra.matrix.runner import ChildRunner
-from rollcheck.pyimpl.errors import InconclusiveError, InvalidInputError
+from rollcheck.pyimpl.errors import InconclusiveError, InternalError, InvalidInputError
 from rollcheck.pyimpl.patternio import atomic_write_text
 
-__all__ = ["run_matrix", "decide_cell", "entry_of", "total_cost"]
+__all__ = ["run_matrix", "decide_cell", "entry_of", "finding_fields", "total_cost"]
 
 Update = Callable[[list[dict[str, Any]], list[Any], dict[tuple[str, str], str]], None]
 
@@ -128,10 +129,30 @@ def decide_cell(adapter: EngineAdapter, cell: MatrixCell, context: Any, runner: 
     if (entry["verdict"] == "not-conformant" and not entry["expected_by_engine"] and adapter.minimise
             and replayed is not None):
         try:
-            entry.update(adapter.finding(cell, entry, replayed, runner, out))
+            fields = adapter.finding(cell, entry, replayed, runner, out)
         except Exception as e:  # the finding stands; say why it has no reproducer
             entry["reproducer_error"] = f"{type(e).__name__}: {e}"
+        else:
+            entry.update(finding_fields(adapter, fields))
     return entry
+
+
+def finding_fields(adapter: EngineAdapter, fields: Mapping[str, Any]) -> dict[str, Any]:
+    """An adapter's finding keys, checked against the one schema of findings.
+
+    ``minimised`` must be a :class:`~rollcheck.infra.matrix.finding.Minimised`'s JSON (or
+    absent/None); an adapter that gives another shape, or the engines' former keys (``shrink``),
+    is a bug of rollcheck (:class:`~rollcheck.pyimpl.errors.InternalError`), not a finding's detail.
+    """
+    if "shrink" in fields:
+        raise InternalError(f"the {adapter.engine} adapter's finding gives 'shrink': a finding's minimised "
+                            "input is 'minimised' (rollcheck.infra.matrix.finding.Minimised)")
+    if fields.get("minimised") is not None:
+        try:
+            Minimised.from_json(fields["minimised"])
+        except (ValueError, KeyError, TypeError) as e:
+            raise InternalError(f"the {adapter.engine} adapter's minimised is not the core's schema: {e}") from e
+    return dict(fields)
 
 
 def run_matrix(adapter: EngineAdapter, cells: Sequence[MatrixCell], out: str | Path, *, jobs: int = 1,

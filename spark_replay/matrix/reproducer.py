@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from rollcheck.infra.matrix.finding import Minimised, attempt
 from rollcheck.infra.matrix.reproducer import run_reproducer
 from rollcheck.infra.matrix.shrink import shrink_batches
 from rollcheck.infra.templates import fill_template, read_template
@@ -77,6 +78,20 @@ def _literal(rows: list[Any]) -> str:
 
 def _n_rows(rows: list[Any]) -> int:
     return sum(sum(len(r) for r in b.values()) if isinstance(b, dict) else len(b) for b in rows)
+
+
+def _left_out(original: list[list[Any]], candidate: list[list[Any]], multi: bool) -> list[str]:
+    """The sources whose every row ``candidate`` leaves out (``multi``: batches of ``(source, row)``).
+
+    A module of one source (plain rows, ``multi`` false) leaves none out.
+
+    >>> _left_out([[("a", 1), ("b", 2)]], [[("a", 1)]], True), _left_out([[("a", 1)]], [], False)
+    (['b'], [])
+    """
+    if not multi:
+        return []
+    kept = {p[0] for b in candidate for p in b}
+    return [n for n in dict.fromkeys(p[0] for b in original for p in b) if n not in kept]
 
 
 def module_with_rows(source: str, rows: list[Any]) -> str:
@@ -265,8 +280,10 @@ def minimise_and_write(cell: Any, opts: Any, result: dict[str, Any],
     Returns
     -------
     dict
-        The fields to add to the cell's entry: ``reproducer``, ``minimised`` and ``reproducer_run``
-        (its exit status, seconds, the rows it printed, and whether it showed the finding).
+        The fields to add to the cell's entry: ``reproducer``, ``minimised`` (the core's
+        :class:`~rollcheck.infra.matrix.finding.Minimised`: rows and batches kept of the cell's, the
+        sources left out, the failing batch, each re-recording) and ``reproducer_run`` (its exit
+        status, seconds, the rows it printed, and whether it showed the finding).
     """
     from rollcheck.spark_replay.query.record import load_query
 
@@ -288,24 +305,25 @@ def minimise_and_write(cell: Any, opts: Any, result: dict[str, Any],
     work = opts.out / f"{cell.stem}.min"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
-    tries = 0
+    tries: list[dict[str, Any]] = []
     failing: dict[tuple[str, int], Path] = {}
 
     def still_fails(candidate: list[list[Any]], fail_at: int) -> bool:
-        nonlocal tries
-        tries += 1
-        mod = work / f"try{tries}.py"
+        n = len(tries) + 1
+        mod = work / f"try{n}.py"
         mod.write_text(module_with_rows(source, shaped(candidate)), encoding="utf-8")
-        trace = work / f"try{tries}.jsonl"
-        rc, _ = run(argv_for(str(mod), trace, fail_at), opts.cell_timeout, work / f"try{tries}.log")
-        if rc not in (0, 1) or not trace.exists():
-            return False
-        try:
-            ok = root_cause(trace) == want
-        except InvalidInputError:
-            return False
+        trace = work / f"try{n}.jsonl"
+        rc, _ = run(argv_for(str(mod), trace, fail_at), opts.cell_timeout, work / f"try{n}.log")
+        ok = False
+        if rc in (0, 1) and trace.exists():
+            try:
+                ok = root_cause(trace) == want
+            except InvalidInputError:
+                ok = False
         if ok:
             failing[(json.dumps(candidate, default=str), fail_at)] = trace
+        tries.append(attempt(sum(len(b) for b in candidate), ok, _left_out(original, candidate, uq.multi),
+                             batches=len(candidate), fail_at={"batch": fail_at}))
         return ok
 
     budget = min(MAX_RUNS, int(getattr(opts, "shrink_runs", MAX_RUNS)))
@@ -333,10 +351,11 @@ def minimise_and_write(cell: Any, opts: Any, result: dict[str, Any],
                              f"{cell.column} at batch {k}", reason=result["reason"], script=script.name,
                              expected=expected)
     atomic_write_text(script, text)
-    out: dict[str, Any] = {"reproducer": str(script),
-                           "minimised": {"batches": len(best), "rows": sum(len(b) for b in best), "fail_at_batch": k,
-                                         "runs": runs, "from_batches": len(original),
-                                         "from_rows": sum(len(b) for b in original)}}
+    small = Minimised(check=want, unit="rows", kept=sum(len(b) for b in best), of=sum(len(b) for b in original),
+                      batches=(len(best), len(original)), sources_dropped=tuple(_left_out(original, best, uq.multi)),
+                      fail_at={"batch": k}, runs=runs, tries=tuple(tries),
+                      trace=str(best_trace) if best_trace is not None and best_trace in failing.values() else None)
+    out: dict[str, Any] = {"reproducer": str(script), "minimised": small.to_json()}
     if getattr(opts, "run_reproducer", True):
         # run it once, as a user would (isolated mode: no current folder on the path; it imports no
         # rollcheck module), on the cell's release (--engine-version: that release's environment,
