@@ -10,6 +10,8 @@ from __future__ import annotations
 import doctest
 import importlib
 import pkgutil
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -39,7 +41,10 @@ def test_doctest_modules_found() -> None:
 
 
 @pytest.mark.parametrize("name", MODULES)
-def test_doctests(name: str) -> None:
+def test_doctests(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a doctest's scratch folders (tempfile.mkdtemp) go inside the test's own, which pytest removes
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
     module = importlib.import_module(name)
     finder = doctest.DocTestFinder(exclude_empty=True)
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)

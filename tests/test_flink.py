@@ -220,13 +220,6 @@ def test_taskmanager_failure_needs_the_jobmanager_to_see_the_loss(tmp_path: Path
     assert {c.name: c for c in rep.checks}["failure-observed"].status.value == "unchecked" and rep.exit_code == 3
 
 
-@pytest.mark.parametrize("module", ["rollcheck.flink_replay.checks.replay", "rollcheck.flink_replay.checks.tlc"])
-def test_doctests(module: str) -> None:
-    import doctest
-    import importlib
-
-    res = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
-    assert res.attempted > 0 and res.failed == 0
 
 
 def _pace_rows(t0: float, first_value: int, start_at: float, lam_i: float, mu_i: float, n: int) -> list[str]:

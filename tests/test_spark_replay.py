@@ -441,18 +441,7 @@ def test_sweep_work_is_deterministic_and_catches_a_broken_protocol(monkeypatch):
     assert any(properties_work(s, 3)["violations"] for s in range(6))
 
 
-# ----------------------------------------------------------------------------- doctests, checkpoints
-@pytest.mark.parametrize("name", ["replay.adapter", "stream.spans", "query.user_sink", "checkpoint.watcher", "checkpoint.reader",
-                                  "checkpoint.check", "query.record", "replay.conformance", "checkpoint.lz4block"])
-def test_spark_replay_doctests(name):
-    import doctest
-    import importlib
-
-    mod = importlib.import_module(f"rollcheck.spark_replay.{name}")
-    res = doctest.testmod(mod, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
-    assert res.failed == 0 and res.attempted > 0, res
-
-
+# ----------------------------------------------------------------------------- checkpoints
 def _ck(tmp_path, offsets, commits, meta='{"id": "q"}'):
     d = tmp_path / "ck"
     for sub, ids in (("offsets", offsets), ("commits", commits)):
