@@ -18,7 +18,10 @@ Examples
 from __future__ import annotations
 
 import contextlib
+import os
+import shutil
 import subprocess
+import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -86,11 +89,16 @@ class ChildRunner:
         if self.stopping:
             return None, STOPPED
         log.parent.mkdir(parents=True, exist_ok=True)
-        with open(log, "wb") as err:
+        # the child's temporary files live and die with the run: an engine's launcher killed with its
+        # group (PySpark's and PyFlink's gateways each hold a tempfile.mkdtemp()) litters nothing else
+        scratch = Path(tempfile.mkdtemp(prefix=f".{log.stem}-tmp-", dir=log.parent))
+        with open(log, "wb") as err, contextlib.ExitStack() as cleanup:
+            cleanup.callback(shutil.rmtree, scratch, ignore_errors=True)
             with self.lock:
                 if self.stopping:
                     return None, STOPPED
-                p = children.spawn(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err)
+                p = children.spawn(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err,
+                                   env={**os.environ, "TMPDIR": str(scratch)})
                 self.procs.add(p)
             meter = TreeCpu(p.pid)
             try:
