@@ -1,37 +1,13 @@
-"""A chaos matrix on Flink: one recorded, replayed run per configuration and failure.
+"""A chaos matrix on Flink: :class:`FlinkAdapter`, Flink's adapter to the engine-neutral core.
 
-A user wants to know whether *their* job, with *their* engine configuration, stays exactly-once
-under every failure Flink promises to survive. The matrix crosses jobs × state backends ×
-checkpoint modes × failures × rescalings on restore. This module is Flink's adapter to the
-engine-neutral core (:mod:`rollcheck.infra.matrix`: runner, classification, JSON document,
-tables, the minimiser's search), :class:`FlinkAdapter`, which supplies:
-
-- the recording (:func:`rollcheck.flink_replay.recording.record.record`; a user's job fails half way through
-  its own input, the word count at the middle of ``records``; a rescaled cell fails at parallelism
-  P1 and is restored at P2);
-- the replay, through the same checks as a single ``flink replay``;
-- for a finding: the fewest first records that still show it (:func:`shrink_finding`, the core's
-  bisection) and a pyflink-only reproducer (:mod:`rollcheck.flink_replay.reproducer`), run once
-  with the PyFlink environment's Python on request (``--run-reproducer``; the core's
-  :func:`~rollcheck.infra.matrix.reproducer.run_reproducer`); with ``--engine-version`` on the
-  cell's release V and on the reference release R (``reproducer_run`` keyed by release);
-- with ``--engine-version``: the ``release-differential`` check's failure-free run on the reference
-  release R (:mod:`rollcheck.flink_replay.recording.release_reference`), run once per configuration of a
-  job module (module, state backend, checkpoints, parallelism: not the failure, not the release
-  under test) as the core's shared preparation and handed to every cell of that configuration; a
-  configuration with a single cell runs it inside that cell's recording.
-
-Every cell's verdict comes from the one verdict rule (:func:`rollcheck.pyimpl.verdict.decide`) and
-its attribution from :func:`rollcheck.pyimpl.attribution.classify_cell`: a sink of the user's own
-that does not take part in checkpointing sees duplicates after a restore, which Flink's
-documentation says it will (``expected_by_engine``, the page cited in ``reason``) — still not
-conformant unless the module declares ``SINK_GUARANTEE = "at-least-once"`` and keeps it.
+It crosses jobs × state backends × checkpoint modes × failures × rescalings on restore, records
+and replays each cell, minimises a finding and writes its pyflink-only reproducer; the design is
+in ``docs/internals/flink-matrix.md``.
 
 References
 ----------
-Apache Flink documentation: "Fault Tolerance Guarantees of Data Sources and Sinks"
-(docs/connectors/datastream/guarantees/), "Checkpointing" (aligned and unaligned checkpoints),
-"State Backends", "Task Failure Recovery".
+Apache Flink documentation: "Fault Tolerance Guarantees of Data Sources and Sinks",
+"Checkpointing", "State Backends", "Task Failure Recovery".
 """
 
 from __future__ import annotations
@@ -185,17 +161,11 @@ def shrink_finding(cell: Cell, cfg: dict[str, Any], out: Path, check: str, full:
                    sources: Mapping[str, Any] | None = None) -> Minimised:
     """Minimise a finding by re-running: the fewest first records that still violate ``check``.
 
-    The core's bisection (:func:`rollcheck.infra.matrix.shrink.bisect_fewest`) over the first
-    records of the job's input.
-
-    A bisection between 1 (never tried: a run needs records to fail in) and ``full`` (the cell's
-    input, which showed the finding), halving first; at most ``runs`` re-runs, each a real
-    recording decided by the same replay. A re-run that cannot be decided counts as not showing it.
-    A job with several input streams (``sources``: the trace header's names and records per source)
-    first tries each source left out, the last first, while another source with records remains:
-    a source whose absence still shows the finding stays out (``sources_dropped``; the recorder's
-    ``drop_sources``), and the bisection
-    then runs over the sequence of the sources kept; these tries come out of the same ``runs``.
+    The core's bisection (:func:`rollcheck.infra.matrix.shrink.bisect_fewest`) between 1 and
+    ``full``, at most ``runs`` real re-runs decided by the same replay (one that cannot be decided
+    does not show it). With several input streams (``sources``) each source is first tried left
+    out, the last first; one whose absence still shows the finding stays out (the recorder's
+    ``drop_sources``), and the bisection runs over the sources kept, within the same ``runs``.
 
     Parameters
     ----------

@@ -82,9 +82,10 @@ def _docstring(*, title: str, backend: str, checkpoints: str, interval: int, par
 
 
 def expected_of(trace: Path | str | None, violated: set[str] | frozenset[str]) -> dict[str, Any] | None:
-    """The final table the failure-free run recorded in ``trace`` should have given, from an oracle
-    that does not trust it, for a finding whose violated checks are ``violated``; None when the
-    finding shows in the run with the failure (or the trace tells no such table).
+    """The final table the failure-free run in ``trace`` should have given, from an oracle that does not trust it.
+
+    For a finding whose violated checks are ``violated``; None when the finding shows in the run
+    with the failure (or the trace tells no such table).
 
     ``release-differential``: the failure-free run on the reference release
     (``flink.release_reference``, when it finished); else ``batch-equivalent``: the same job in
@@ -117,11 +118,13 @@ def expected_of(trace: Path | str | None, violated: set[str] | frozenset[str]) -
 def write_reproducer(cell: Any, cfg: dict[str, Any], path: Path, report: Any, *, records: int | None = None,
                      fail_at: int | None = None, expected: dict[str, Any] | None = None,
                      drop: list[str] | None = None) -> Path:
-    """Write the standalone script for ``cell`` (a :class:`rollcheck.flink_replay.matrix.Cell`):
+    """Write the standalone script for ``cell`` (a :class:`rollcheck.flink_replay.matrix.Cell`).
+
     ``records`` the first records it runs by default (None: all), ``fail_at`` the record the
     failure strikes at (default: the configuration's), ``expected`` the final table its failure-free
     run must give (:func:`expected_of`), ``drop`` the sources of a job with several input streams
-    it leaves out (a finding shrunk without them)."""
+    it leaves out (a finding shrunk without them).
+    """
     source = WORDCOUNT_SOURCE if cell.module == "wordcount" else Path(cell.module).read_text()
     rc = report.root_cause
     finding = f"{rc.name}: {rc.detail}" if rc is not None else "not conformant"

@@ -252,18 +252,44 @@ def reproducer_python(engine_version: str | None) -> Path:
     return Path(sys.executable) if engine_version is None else spark_environment(engine_version)
 
 
+def _drop_sources(rows: list[list[Any]], sources: Any, budget: int,
+                  still_fails: Callable[[list[list[Any]]], bool]) -> tuple[list[list[Any]], int]:
+    """Leave each source out in turn (its rows gone, its batches idle) while another one has rows.
+
+    Returns
+    -------
+    (list, int)
+        The batches of the sources kept, and the re-recordings spent.
+    """
+    dropped = 0
+    for name in sources:
+        if dropped >= budget or len({m for b in rows for m, _ in b}) < 2:
+            break
+        cand = [[(m, r) for m, r in b if m != name] for b in rows]
+        if cand == rows:
+            continue
+        dropped += 1
+        if still_fails(cand):
+            rows = cand
+    return rows, dropped
+
+
+def _expected_of(trace: Path | None, checks_file: Path) -> dict[str, Any] | None:
+    """The expected table of the smallest failing run (:func:`expected_table`), or None."""
+    checks = json.loads(checks_file.read_text())
+    violated = {str(c.get("name")) for c in checks.get("checks") or [] if c.get("status") == "violated"}
+    return expected_table(trace, violated) if trace is not None and trace.is_file() else None
+
+
 def minimise_and_write(cell: Any, opts: Any, result: dict[str, Any],
                        run: Callable[[list[str], float, Path], tuple[int | None, str]],
                        argv_for: Callable[[str, Path, int], list[str]],
                        root_cause: Callable[[Path], str | None]) -> dict[str, Any]:
     """Shrink the finding of ``cell``, write ``DIR/<cell>.reproducer.py`` and run it once.
 
-    The steps, each kept only if the re-recording still fails the same check: (1) drop the batches
-    after the failing batch K (keep 0..K, else 0..K+1, ...); (2) drop the batches before K (the
-    failure then strikes at batch 0); (3) halve each batch's rows (the first half, else the second)
-    while it fails (:func:`rollcheck.infra.matrix.shrink.shrink_batches`). At most
-    ``opts.shrink_runs`` (at most :data:`MAX_RUNS`) re-recordings; the reproducer is run unless
-    ``opts.run_reproducer`` is false.
+    Sources left out first (several inputs), then :func:`rollcheck.infra.matrix.shrink.shrink_batches`;
+    a step is kept only if the re-recording still fails the same check, within ``opts.shrink_runs``
+    (at most :data:`MAX_RUNS`) re-recordings; the reproducer runs unless ``opts.run_reproducer`` is false.
 
     Parameters
     ----------
@@ -327,25 +353,15 @@ def minimise_and_write(cell: Any, opts: Any, result: dict[str, Any],
         return ok
 
     budget = min(MAX_RUNS, int(getattr(opts, "shrink_runs", MAX_RUNS)))
-    dropped, original = 0, rows
-    if uq.multi:  # several sources: first each source left out (its rows gone, its batches idle)
-        for name in uq.sources:
-            if dropped >= budget or len({m for b in rows for m, _ in b}) < 2:
-                break
-            cand = [[(m, r) for m, r in b if m != name] for b in rows]
-            if cand == rows:
-                continue
-            dropped += 1
-            if still_fails(cand, opts.fail_at_batch):
-                rows = cand
+    original = rows
+    rows, dropped = (_drop_sources(rows, uq.sources, budget, lambda c: still_fails(c, opts.fail_at_batch))
+                     if uq.multi else (rows, 0))
     best, k, runs = shrink_batches(rows, opts.fail_at_batch, still_fails, budget - dropped)
     runs += dropped
     script = opts.out / f"{cell.stem}.reproducer.py"
     best_trace = failing.get((json.dumps(best, default=str), k)) or (Path(result["trace"]) if result.get("trace")
                                                                       else None)
-    checks = json.loads(Path(result["checks"]).read_text())
-    violated = {str(c.get("name")) for c in checks.get("checks") or [] if c.get("status") == "violated"}
-    expected = expected_table(best_trace, violated) if best_trace is not None and best_trace.is_file() else None
+    expected = _expected_of(best_trace, Path(result["checks"]))
     text = reproducer_source(source, shaped(best), failure=cell.failure, kill_point=cell.kill_point, fail_at=k,
                              state_store=cell.provider, title=f"{cell.name} with {cell.provider} state, "
                              f"{cell.column} at batch {k}", reason=result["reason"], script=script.name,
