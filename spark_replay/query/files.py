@@ -16,6 +16,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import json
+import math
 import os
 import shutil
 import time
@@ -54,11 +55,18 @@ def json_value(v: Any) -> Any:
 def plain(v: Any) -> Any:
     """A Spark value as JSON-able data: rows to dicts, timestamps to ISO strings (UTC).
 
+    A double that is not finite becomes Spark's JSON spelling, the string ``"NaN"``,
+    ``"Infinity"`` or ``"-Infinity"`` (a trace is strict JSON, which has no such numbers).
+
     Examples
     --------
     >>> plain({"t": dt.datetime(2024, 1, 1, 0, 0, 5), "n": [1, (2, 3)]})
     {'t': '2024-01-01T00:00:05', 'n': [1, [2, 3]]}
+    >>> plain([float("nan"), float("-inf"), 1.5])
+    ['NaN', '-Infinity', 1.5]
     """
+    if isinstance(v, float) and not math.isfinite(v):
+        return "NaN" if math.isnan(v) else ("Infinity" if v > 0 else "-Infinity")
     if hasattr(v, "asDict"):
         return {k: plain(x) for k, x in v.asDict(recursive=False).items()}
     if isinstance(v, dt.datetime):
