@@ -24,9 +24,11 @@ left out dropped first) and split into one stream per name.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
+from rollcheck.infra.matrix.finding import ExpectedTable
 from rollcheck.infra.templates import fill_template, read_template
 
 __all__ = ["write_reproducer", "expected_of", "WORDCOUNT_SOURCE", "SHOWS", "TEMPLATE_PACKAGE", "TEMPLATE_FILE"]
@@ -94,24 +96,34 @@ def expected_of(trace: Path | str | None, violated: set[str] | frozenset[str]) -
     Returns
     -------
     dict or None
-        ``{"from": words, "table": {KEY: row}}`` (KEY and row as the recorder writes them: JSON lists).
+        The core's :class:`~rollcheck.infra.matrix.finding.ExpectedTable` as JSON: ``{"from": words,
+        "key": the KEY's positions in a row (the trace header's ``key``), "columns": None, "rows":
+        [row]}``, a row per KEY (the output tuple as the recorder writes it, a JSON list).
     """
     from rollcheck.flink_replay.checks.oracles import batch_table, final_table
     from rollcheck.pyimpl.traces.reader import read_events
 
     if trace is None or not Path(trace).is_file():
         return None
-    _, events = read_events(trace)
+    lines, events = read_events(trace)
+    key = lines.header.get("key")
+    if not isinstance(key, list):  # a user's job's trace names its KEY's positions
+        return None
+
+    def table(source: str, rows: dict[str, str]) -> dict[str, Any]:
+        return ExpectedTable(source, tuple(int(i) for i in key), None,
+                             tuple(tuple(json.loads(r)) for r in rows.values())).to_json()
+
     kinds = {str(e.get("kind")): e for e in events if e.get("kind") in ("flink.release_reference", "flink.batch_output")}
     rel = kinds.get("flink.release_reference")
     if "release-differential" in violated and rel is not None and rel.get("final_state") == "FINISHED":
-        return {"from": f"the failure-free run on apache-flink {rel.get('engine_version')}",
-                "table": final_table(list(rel.get("lines") or []))}
+        return table(f"the failure-free run on apache-flink {rel.get('engine_version')}",
+                     final_table(list(rel.get("lines") or [])))
     batch = kinds.get("flink.batch_output")
     if "batch-equivalent" in violated and batch is not None and batch.get("final_state") == "FINISHED":
-        table, split = batch_table(batch.get("subtasks") or [])
+        rows, split = batch_table(batch.get("subtasks") or [])
         if not split:
-            return {"from": "the same job in Flink's BATCH mode", "table": table}
+            return table("the same job in Flink's BATCH mode", rows)
     return None
 
 
@@ -122,10 +134,11 @@ def write_reproducer(cell: Any, cfg: dict[str, Any], path: Path, report: Any, *,
 
     ``records`` the first records it runs by default (None: all), ``fail_at`` the record the
     failure strikes at (default: the configuration's), ``expected`` the final table its failure-free
-    run must give (:func:`expected_of`), ``drop`` the sources of a job with several input streams
-    it leaves out (a finding shrunk without them).
+    run must give (:func:`expected_of`: the core's ``ExpectedTable`` as JSON), ``drop`` the sources
+    of a job with several input streams it leaves out (a finding shrunk without them).
     """
     source = WORDCOUNT_SOURCE if cell.module == "wordcount" else Path(cell.module).read_text()
+    table = None if expected is None else ExpectedTable.from_json(expected)
     rc = report.root_cause
     finding = f"{rc.name}: {rc.detail}" if rc is not None else "not conformant"
     rescale = tuple(cfg["rescale"]) if cfg.get("rescale") else None
@@ -138,7 +151,7 @@ def write_reproducer(cell: Any, cfg: dict[str, Any], path: Path, report: Any, *,
     records_text = f"shrunk by rollcheck's re-runs to the first {records} records" if records else "all records"
     drop_text = ("left out by rollcheck's re-runs, which still showed the finding without them" if drop
                  else "none")
-    expected_from = expected["from"] if expected else "nowhere: the finding shows in the run with the failure"
+    expected_from = table.source if table is not None else "nowhere: the finding shows in the run with the failure"
     text = fill_template(read_template(TEMPLATE_PACKAGE, TEMPLATE_FILE), {
         _DOC_LINE: doc,
         "JOB = None" + _FILLED: f"JOB = {source!r}",
@@ -150,7 +163,7 @@ def write_reproducer(cell: Any, cfg: dict[str, Any], path: Path, report: Any, *,
         "RECORDS = None" + _FILLED: f"RECORDS = {records!r}  # {records_text}",
         "# (None: only the two runs are compared), from EXPECTED_FROM (filled by rollcheck).":
             f"# (None: only the two runs are compared), from {expected_from}.",
-        "EXPECTED = None" + _FILLED: f"EXPECTED = {expected!r}",
+        "EXPECTED = None" + _FILLED: "EXPECTED = " + (table.to_python() if table is not None else "None"),
         "DROP = None" + _FILLED: f"DROP = {list(drop or [])!r}  # {drop_text}",
     })
     tmp = path.with_name(path.name + ".partial")

@@ -27,7 +27,8 @@ US = "\x1f"
 def _trace(tmp: Path, events: list[dict[str, Any]]) -> Path:
     path = tmp / "t.jsonl"
     events = [{**e, "seq": i} for i, e in enumerate(events, 1)]  # the trace reader wants seq 1, 2, ...
-    path.write_text("\n".join(json.dumps(x) for x in [{"format": "rollcheck.trace/1"}, *events]) + "\n",
+    header = {"format": "rollcheck.trace/1", "key": [0]}  # a user's job's trace: its KEY's positions
+    path.write_text("\n".join(json.dumps(x) for x in [header, *events]) + "\n",
                     encoding="utf-8")
     return path
 
@@ -41,13 +42,14 @@ BATCH = {"seq": 6, "kind": "flink.batch_output", "final_state": "FINISHED",
 
 def test_release_differential_expects_the_reference_releases_final_rows(tmp_path: Path) -> None:
     got = expected_of(_trace(tmp_path, [BATCH, REL]), {"release-differential", "batch-equivalent"})
-    assert got == {"from": "the failure-free run on apache-flink 2.3.0",
-                   "table": {'["a"]': '["a", 3]', '["b"]': '["b", 5]'}}
+    assert got == {"from": "the failure-free run on apache-flink 2.3.0", "key": [0], "columns": None,
+                   "rows": [["a", 3], ["b", 5]]}
 
 
 def test_batch_equivalent_expects_the_batch_run_unless_a_key_is_split(tmp_path: Path) -> None:
     got = expected_of(_trace(tmp_path, [BATCH]), {"batch-equivalent"})
-    assert got == {"from": "the same job in Flink's BATCH mode", "table": {'["a"]': '["a", 3]', '["b"]': '["b", 4]'}}
+    assert got == {"from": "the same job in Flink's BATCH mode", "key": [0], "columns": None,
+                   "rows": [["a", 3], ["b", 4]]}
     split = dict(BATCH, subtasks=[[US.join(['["a"]', '["a", 1]'])], [US.join(['["a"]', '["a", 3]'])]])
     assert expected_of(_trace(tmp_path, [split]), {"batch-equivalent"}) is None
     assert expected_of(_trace(tmp_path, [BATCH, REL]), {"output-exactly-once"}) is None
@@ -91,8 +93,8 @@ def _fake_run(ref_rows: dict[str, list[Any]], fail_ref: bool = False):
 def test_the_script_compares_the_failure_free_run_with_the_expected_table(
         rows: dict[str, list[Any]], fail_ref: bool, exit_: int, lines: list[str], tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    ns = _script(tmp_path, {"from": "the failure-free run on apache-flink 2.3.0",
-                            "table": {'["a"]': '["a", 3]', '["b"]': '["b", 5]'}})
+    ns = _script(tmp_path, {"from": "the failure-free run on apache-flink 2.3.0", "key": [0], "columns": None,
+                            "rows": [["a", 1], ["a", 3], ["b", 5]]})  # the last row of a KEY counts
     ns["run"] = _fake_run(rows, fail_ref)
     monkeypatch.setattr(sys, "argv", ["r.py"])
     assert ns["main"]() == exit_

@@ -47,7 +47,8 @@ def test_every_placeholder_line_is_there_once() -> None:
 
 @pytest.mark.parametrize("rescale, records, drop, expected", [
     (None, None, None, None),
-    ((2, 3), 25, ["withdrawals"], {"from": "the same job in Flink's BATCH mode", "table": {'["a"]': '["a", 3]'}}),
+    ((2, 3), 25, ["withdrawals"], {"from": "the same job in Flink's BATCH mode", "key": [0], "columns": None,
+                                    "rows": [["a", 3]]}),
 ])
 def test_generated_script_carries_the_cell(tmp_path: Path, rescale, records, drop, expected) -> None:
     cell = Cell(str(JOB), "rocksdb", "unaligned", "task", rescale)

@@ -44,7 +44,7 @@ def test_the_template_is_a_lint_clean_module_of_the_package():
 
 @pytest.mark.parametrize("failure,kill_point,expected", [
     ("task", None, None),
-    ("kill", "commit", {"from": "the batch job", "key": ["word"], "columns": None, "rows": []}),
+    ("kill", "commit", {"from": "the batch job", "key": [0], "columns": ["word", "n"], "rows": [["a", 2]]}),
 ])
 def test_generated_script_carries_the_finding(failure, kill_point, expected):
     text = reproducer.reproducer_source(SOURCE, ROWS, failure=failure, kill_point=kill_point, fail_at=2,

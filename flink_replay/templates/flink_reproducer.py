@@ -14,7 +14,8 @@ JOB = None  # filled by rollcheck
 BACKEND, CHECKPOINTS, INTERVAL_MS, PAR, RESCALE = None, None, None, None, None  # filled by rollcheck
 FAIL_AT, SEED, RATE = None, None, None  # filled by rollcheck
 RECORDS = None  # filled by rollcheck
-# The final table (per KEY its last row) the failure-free run of the first RECORDS records must give
+# The final table (per KEY its last row) the failure-free run of the first RECORDS records must give:
+# "rows" output tuples as lists, "key" the positions of the KEY fields in them
 # (None: only the two runs are compared), from EXPECTED_FROM (filled by rollcheck).
 EXPECTED = None  # filled by rollcheck
 # A job with several input streams (SOURCES): the sources it leaves out (DROP), and the order of
@@ -208,7 +209,8 @@ def main():
                 print("KEY %s: final row %s, without the failure %s" % (k, g[-1][1], w[-1][1]))
         if EXPECTED is not None and args.records == RECORDS:
             have = {k: json.dumps(max(v)[1], default=str) for k, v in want.items()}
-            table = EXPECTED["table"]
+            table = {json.dumps([r[i] for i in EXPECTED["key"]], default=str): json.dumps(r, default=str)
+                     for r in EXPECTED["rows"]}  # the last row of a KEY counts
             for k in sorted(set(table) | set(have)):
                 if table.get(k) != have.get(k):
                     bad += 1

@@ -8,6 +8,9 @@ Flink job), the batches kept (an engine of micro-batches) and the sources left o
 failure strikes in the kept input, the re-runs spent and each re-run's input, and the trace of the
 smallest re-run that showed it. See docs/internals/infra.md#matrix-finding.
 
+A finding that the engine's failure-free run itself gets wrong has its reproducer carry the final
+table that run must give (:class:`ExpectedTable`, one shape for every engine).
+
 Examples
 --------
 >>> m = Minimised(check="output-exactly-once", unit="rows", kept=1, of=20, batches=(1, 5),
@@ -24,17 +27,22 @@ True
 
 from __future__ import annotations
 
+import math
+import pprint
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Minimised", "MINIMISED_KEYS", "TRY_KEYS", "attempt", "minimised_words"]
+__all__ = ["Minimised", "MINIMISED_KEYS", "TRY_KEYS", "attempt", "minimised_words", "ExpectedTable",
+           "EXPECTED_KEYS"]
 
 #: The keys of a finding's ``minimised``, whatever the engine.
 MINIMISED_KEYS = ("check", "input", "batches", "sources_dropped", "fail_at", "runs", "tries", "trace")
 #: The keys every re-run of ``minimised["tries"]`` has (an engine may add its own: ``batches``,
 #: ``verdict``, ``violated``).
 TRY_KEYS = ("input", "sources_dropped", "shows")
+#: The keys of a reproducer's expected table (:meth:`ExpectedTable.to_json`), whatever the engine.
+EXPECTED_KEYS = ("from", "key", "columns", "rows")
 
 
 def attempt(kept: int, shows: bool, sources_dropped: Sequence[str] = (), **extra: Any) -> dict[str, Any]:
@@ -140,3 +148,114 @@ def minimised_words(m: Mapping[str, Any] | None) -> str:
         text += f' without {", ".join(m["sources_dropped"])}'
     runs = int(m.get("runs") or 0)
     return f'{text}, {runs} re-run{"" if runs == 1 else "s"}'
+
+
+@dataclass(frozen=True)
+class ExpectedTable:
+    """The final table a finding's failure-free run must give, from an oracle that does not trust the engine.
+
+    :meth:`to_json` is what a reproducer script carries as ``EXPECTED`` (keys :data:`EXPECTED_KEYS`,
+    ``source`` as ``"from"``); the script keeps per KEY the last of its rows and compares its own
+    failure-free run's final table with it.
+
+    Parameters
+    ----------
+    source
+        Where the table comes from, in words (``"the same job in Flink's BATCH mode"``).
+    key
+        The positions in a row of the fields that identify it (the KEY), in KEY order; none: a
+        table of one row (a global aggregate).
+    columns
+        The name of each position (a Spark row's columns), or None: unnamed (a Flink output tuple).
+    rows
+        The rows, each a list of values, in the order emitted (the last one of a KEY counts).
+
+    Examples
+    --------
+    >>> e = ExpectedTable.named("the batch job", ["user"], [{"user": "ann", "total": 7}])
+    >>> e.to_json()
+    {'from': 'the batch job', 'key': [0], 'columns': ['user', 'total'], 'rows': [['ann', 7]]}
+    >>> ExpectedTable.from_json(e.to_json()) == e
+    True
+    >>> ExpectedTable("BATCH mode", (0,), None, (["a", 3], ["b", 4])).to_json()["rows"]
+    [['a', 3], ['b', 4]]
+    >>> ExpectedTable("x", (2,), ("a", "b"), ())
+    Traceback (most recent call last):
+    ...
+    ValueError: an expected table's key is positions 0..1 of its columns, not (2,)
+    """
+
+    source: str
+    key: tuple[int, ...]
+    columns: tuple[str, ...] | None
+    rows: tuple[tuple[Any, ...], ...]
+
+    def __post_init__(self) -> None:
+        key = tuple(self.key)
+        if not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in key):
+            raise ValueError(f"an expected table's key is positions in a row (int >= 0), not {self.key!r}")
+        cols = None if self.columns is None else tuple(str(c) for c in self.columns)
+        if cols is not None and key and max(key) >= len(cols):
+            raise ValueError(f"an expected table's key is positions 0..{len(cols) - 1} of its columns, not {key!r}")
+        rows = tuple(tuple(r) for r in self.rows)
+        width = len(cols) if cols is not None else max(key, default=-1) + 1
+        short = next((r for r in rows if len(r) < width or (cols is not None and len(r) != width)), None)
+        if short is not None:
+            raise ValueError(f"an expected table's row has {width} value(s), not {len(short)}: {list(short)!r:.80}")
+        object.__setattr__(self, "key", key)
+        object.__setattr__(self, "columns", cols)
+        object.__setattr__(self, "rows", rows)
+
+    @classmethod
+    def named(cls, source: str, key: Sequence[str], rows: Sequence[Mapping[str, Any]],
+              columns: Sequence[str] | None = None) -> ExpectedTable:
+        """The table of rows of named values (a Spark row's ``asDict``); ``key`` names its columns.
+
+        ``columns`` the compared columns (default: every one in the rows, first seen first); a key
+        column among none of them is added. A value a row lacks is None.
+        """
+        names = list(dict.fromkeys(columns if columns is not None else (c for r in rows for c in r)))
+        names += [k for k in key if k not in names]
+        return cls(source, tuple(names.index(k) for k in key), tuple(names),
+                   tuple(tuple(r.get(c) for c in names) for r in rows))
+
+    def to_json(self) -> dict[str, Any]:
+        """The reproducer's ``EXPECTED`` (keys :data:`EXPECTED_KEYS`)."""
+        return {"from": self.source, "key": list(self.key),
+                "columns": None if self.columns is None else list(self.columns), "rows": [list(r) for r in self.rows]}
+
+    def to_python(self) -> str:
+        """:meth:`to_json` as Python source for a script (a double that is not finite as ``float("nan")``).
+
+        >>> print(ExpectedTable("x", (0,), None, (["a", float("-inf")],)).to_python())
+        {"from": 'x', "key": [0], "columns": None, "rows": [['a', float("-inf")]]}
+        """
+        doc = self.to_json()
+        if all(math.isfinite(v) for r in self.rows for v in r if isinstance(v, float)):
+            return pprint.pformat(doc, width=100, sort_dicts=False)
+        return "{" + ", ".join(f'"{k}": {_literal(v)}' for k, v in doc.items()) + "}"
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> ExpectedTable:
+        """Read an ``EXPECTED`` back; a key missing or unknown, or a row of the wrong shape, is a ``ValueError``."""
+        keys = set(doc) if isinstance(doc, Mapping) else set()
+        if keys != set(EXPECTED_KEYS):
+            raise ValueError(f"an expected table has the keys {', '.join(EXPECTED_KEYS)}; "
+                             f"missing {sorted(set(EXPECTED_KEYS) - keys)}, unknown {sorted(keys - set(EXPECTED_KEYS))}")
+        if not isinstance(doc["rows"], list) or not all(isinstance(r, list) for r in doc["rows"]):
+            raise ValueError("an expected table's rows are lists of values")
+        if not isinstance(doc["key"], list) or not (doc["columns"] is None or isinstance(doc["columns"], list)):
+            raise ValueError("an expected table's key is a list of positions, its columns a list of names or null")
+        return cls(str(doc["from"]), tuple(doc["key"]), None if doc["columns"] is None else tuple(doc["columns"]),
+                   tuple(tuple(r) for r in doc["rows"]))
+
+
+def _literal(v: Any) -> str:
+    """Python source of a JSON value; a double that is not finite as ``float("...")``."""
+    if isinstance(v, float) and not math.isfinite(v):
+        return f'float("{v}")'
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{_literal(k)}: {_literal(x)}" for k, x in v.items()) + "}"
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_literal(x) for x in v) + "]"
+    return repr(v)

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rollcheck.infra.matrix.finding import Minimised, attempt
+from rollcheck.infra.matrix.finding import ExpectedTable, Minimised, attempt
 from rollcheck.infra.matrix.reproducer import run_reproducer
 from rollcheck.infra.matrix.shrink import shrink_batches
 from rollcheck.infra.templates import fill_template, read_template
@@ -158,10 +158,14 @@ def reproducer_source(module_source: str, rows: list[Any], *, failure: str,
 
     It runs on ``master`` (one core by default: the input is tiny) with the recording's number of
     shuffle partitions (the number of state store partitions) and :data:`REPRO_CONF`. ``expected``
-    (:func:`expected_table`) is the final table the failure-free run must give.
+    (:func:`expected_table`: the core's ``ExpectedTable`` as JSON, with its columns named) is the
+    final table the failure-free run must give.
     """
     if failure not in ("task", "sink", "kill") or (kill_point is not None) != (failure == "kill"):
         raise ValueError(f"no reproducer for failure {failure!r} at kill point {kill_point!r}")
+    table = None if expected is None else ExpectedTable.from_json(expected)
+    if table is not None and table.columns is None:
+        raise ValueError("a Spark reproducer's expected table names its columns")
     conf = {**REPRO_CONF, "spark.sql.shuffle.partitions": str(shuffle_partitions), **STATE_STORES[state_store]}
     doc = _docstring(
         title=title, reason=reason.replace("\\", "/").replace('"""', "'''"), n_batches=len(rows),
@@ -179,7 +183,7 @@ def reproducer_source(module_source: str, rows: list[Any], *, failure: str,
         "MASTER = None" + _FILLED: f"MASTER = {master!r}",
         "SPARK_CONF = None" + _FILLED: "SPARK_CONF = " + pprint.pformat(conf, width=100),
         "# EXPECTED_FROM (filled by rollcheck).": f"# {expected_from}.",
-        "EXPECTED = None" + _FILLED: "EXPECTED = " + pprint.pformat(expected, width=100, sort_dicts=False),
+        "EXPECTED = None" + _FILLED: "EXPECTED = " + (table.to_python() if table is not None else "None"),
         "USER_SOURCE = None" + _FILLED: "USER_SOURCE = " + _block(module_with_rows(module_source, rows)),
     })
     compile(text, script, "exec")
@@ -202,7 +206,9 @@ def expected_table(trace: Path, violated: set[str] | frozenset[str]) -> dict[str
     Returns
     -------
     dict or None
-        ``{"from": words, "key": KEY columns, "columns": compared columns or None (all), "rows": [...]}``.
+        The core's :class:`~rollcheck.infra.matrix.finding.ExpectedTable` as JSON: ``{"from": words,
+        "key": positions of the KEY columns, "columns": the compared columns, "rows": [[values]]}``
+        (the columns of the batch evaluation, else every one of the rows).
     """
     from rollcheck.spark_replay.trace import read_trace
 
@@ -217,12 +223,12 @@ def expected_table(trace: Path, violated: set[str] | frozenset[str]) -> dict[str
     key = [str(k) for k in cfg.get("key") or []]
     if "release-differential" in violated and found.get("spark.release_reference"):
         r = found["spark.release_reference"][0]
-        return {"from": f"the failure-free run on pyspark {r.get('engine_version')}", "key": key, "columns": cols,
-                "rows": list(r.get("output") or [])}
+        return ExpectedTable.named(f"the failure-free run on pyspark {r.get('engine_version')}", key,
+                                   list(r.get("output") or []), cols).to_json()
     if ("batch-equivalent" in violated and ev is not None and cfg.get("output_mode") in ("update", "complete")
             and not ev.get("late") and len(ev["variants"]) == 1):
-        return {"from": "the same query run as a batch job over the input", "key": key, "columns": cols,
-                "rows": list(ev["variants"][0]["rows"])}
+        return ExpectedTable.named("the same query run as a batch job over the input", key,
+                                   list(ev["variants"][0]["rows"]), cols).to_json()
     return None
 
 

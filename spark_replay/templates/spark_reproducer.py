@@ -16,7 +16,8 @@ FAILURE = None  # filled by rollcheck
 KILL_POINT = None  # filled by rollcheck
 MASTER = None  # filled by rollcheck
 SPARK_CONF = None  # filled by rollcheck
-# The final table the failure-free run must give (None: only the two runs are compared), from
+# The final table the failure-free run must give (None: only the two runs are compared): "rows"
+# lists of values named by "columns", "key" the positions of the KEY columns; from
 # EXPECTED_FROM (filled by rollcheck).
 EXPECTED = None  # filled by rollcheck
 # The query module under test, verbatim; its batches(seed) is replaced by the minimised input.
@@ -329,19 +330,21 @@ def norm(v):
 
 
 def final_table(rows):
-    """The last row per KEY, as canonical strings."""
+    """The last row per KEY (its columns of EXPECTED), as canonical strings."""
     cols = EXPECTED["columns"]
+    key = [cols[i] for i in EXPECTED["key"]]
     out = {}
     for r in rows:
         r = dict(r)
-        out[json.dumps([norm(r.get(k)) for k in EXPECTED["key"]], default=str)] = json.dumps(
-            {c: norm(r.get(c)) for c in (cols or sorted(r))}, sort_keys=True, default=str)
+        out[json.dumps([norm(r.get(k)) for k in key], default=str)] = json.dumps(
+            {c: norm(r.get(c)) for c in cols}, sort_keys=True, default=str)
     return out
 
 
 def compare_expected(rows):
     """Print every KEY whose final row differs from the expected table; return how many."""
-    want, have = final_table(EXPECTED["rows"]), final_table(rows)
+    want = final_table([dict(zip(EXPECTED["columns"], r, strict=True)) for r in EXPECTED["rows"]])
+    have = final_table(rows)
     n = 0
     for k in sorted(set(want) | set(have)):
         if k not in have:
