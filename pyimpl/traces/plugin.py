@@ -101,37 +101,161 @@ class TraceCheck:
 
     # the hooks: overridden by the plug-ins that need them
     def on_event(self, v: Any, line: int, obj: dict[str, Any]) -> None:
-        """Every event as its raw JSON object, before the core hooks (engines read their kinds)."""
+        """Every event as its raw JSON object, before the core hooks (engines read their kinds).
+
+        Parameters
+        ----------
+        v : RunView
+            The checker's view of the run.
+        line : int
+            The event's line number in the trace file.
+        obj : dict
+            The event as read, before any check of its fields.
+        """
 
     def on_send(self, v: Any, seq: int, i: int, j: int, mid: str) -> None:
-        """A send of message ``mid`` from process ``i`` to ``j``."""
+        """A send of message ``mid`` from process ``i`` to ``j``.
+
+        Parameters
+        ----------
+        v : RunView
+            The checker's view of the run.
+        seq : int
+            The event's ``seq``.
+        i, j : int
+            The sending and the receiving process.
+        mid : str
+            The message id.
+        """
 
     def on_deliver(self, v: Any, seq: int, i: int, src: int, mid: str, replayed: bool) -> None:
-        """A delivery of ``mid`` from ``src`` at ``i`` (``replayed``: replayed from a log)."""
+        """A delivery of ``mid`` from ``src`` at ``i`` (``replayed``: replayed from a log).
+
+        Parameters
+        ----------
+        v : RunView
+            The checker's view of the run.
+        seq : int
+            The event's ``seq``.
+        i : int
+            The delivering process.
+        src : int
+            The process that sent the message.
+        mid : str
+            The message id.
+        replayed : bool
+            True when the event says the delivery was replayed from a log.
+        """
 
     def on_checkpoint(self, v: Any, seq: int, i: int, forced: bool, index: Any) -> None:
-        """A checkpoint of ``i``; ``v.count[i]`` is already the new checkpoint's number."""
+        """A checkpoint of ``i``; ``v.count[i]`` is already the new checkpoint's number.
+
+        Parameters
+        ----------
+        v : RunView
+            The checker's view of the run.
+        seq : int
+            The event's ``seq``.
+        i : int
+            The checkpointing process.
+        forced : bool
+            The event's ``forced`` flag.
+        index : int or None
+            The event's own ``index``, or None when it gives none.
+        """
 
     def on_output(self, v: Any, seq: int, i: int, key: Any, value: Any) -> None:
-        """An output ``key``/``value`` of process ``i``."""
+        """An output ``key``/``value`` of process ``i``.
+
+        Parameters
+        ----------
+        v : RunView
+            The checker's view of the run.
+        seq : int
+            The event's ``seq``.
+        i : int
+            The process that wrote the output.
+        key, value : object
+            The event's ``key`` and ``value`` as decoded from JSON.
+        """
 
     def on_failure(self, v: Any, seq: int, procs: list[int]) -> None:
-        """A failure of the processes ``procs``."""
+        """A failure of the processes ``procs``.
+
+        Parameters
+        ----------
+        v : RunView
+            The checker's view of the run.
+        seq : int
+            The event's ``seq``.
+        procs : list of int
+            The failed processes.
+        """
 
     def on_recovery(self, v: Any, rec: Recovery) -> None:
-        """A recovery, before the rolled-back events are removed."""
+        """A recovery, before the rolled-back events are removed.
+
+        Parameters
+        ----------
+        v : RunView
+            The checker's view of the run.
+        rec : Recovery
+            What the recovery restored.
+        """
 
     def after_cut(self, v: Any, rec: Recovery) -> None:
-        """A recovery, after the rolled-back events were removed."""
+        """A recovery, after the rolled-back events were removed.
+
+        Parameters
+        ----------
+        v : RunView
+            The checker's view of the run, already cut back to the restored line.
+        rec : Recovery
+            What the recovery restored.
+        """
 
     def on_orphan(self, v: Any, seq: int, i: int, mid: str, undone_at: int) -> None:
-        """A delivery whose send a recovery undid at ``undone_at`` (the event is dropped)."""
+        """A delivery whose send a recovery undid at ``undone_at`` (the event is dropped).
+
+        Parameters
+        ----------
+        v : RunView
+            The checker's view of the run.
+        seq : int
+            The delivery event's ``seq``.
+        i : int
+            The delivering process.
+        mid : str
+            The message id.
+        undone_at : int
+            The ``seq`` of the recovery that undid the send.
+        """
 
     def on_redeliver(self, v: Any, seq: int, i: int, mid: str) -> None:
-        """A replayed delivery of a message delivered after the recovery (dropped)."""
+        """A replayed delivery of a message delivered after the recovery (dropped).
+
+        Parameters
+        ----------
+        v : RunView
+            The checker's view of the run.
+        seq : int
+            The delivery event's ``seq``.
+        i : int
+            The delivering process.
+        mid : str
+            The message id.
+        """
 
     def on_end(self, v: Any, seq: int) -> None:
-        """The ``end`` event."""
+        """The ``end`` event.
+
+        Parameters
+        ----------
+        v : RunView
+            The checker's view of the run.
+        seq : int
+            The ``end`` event's ``seq``.
+        """
 
     def finish(self, v: Any, results: dict[str, Check]) -> Check | list[Check] | None:
         """The check's result after the last event (None: nothing to report).
