@@ -88,12 +88,46 @@ class EngineAdapter(ABC):
         return None
 
     def prepare(self, group: str, cells: Sequence[Any], runner: ChildRunner, out: Path) -> Prepared:
-        """Run the shared preparation of ``cells`` (all of one :meth:`group`)."""
+        """Run the shared preparation of ``cells`` (all of one :meth:`group`).
+
+        Parameters
+        ----------
+        group : str
+            The key :meth:`group` gave every cell of ``cells``.
+        cells : sequence
+            The cells that share it.
+        runner : ChildRunner
+            Runs the child processes (the matrix stops them all on an interrupt).
+        out : Path
+            The matrix's output folder.
+
+        Returns
+        -------
+        Prepared
+            The context handed to each cell's :meth:`record`, or an error.
+        """
         return Prepared()
 
     @abstractmethod
     def record(self, cell: Any, context: Any, runner: ChildRunner, out: Path) -> Recording:
-        """Record ``cell``'s run with its failure into a trace under ``out``."""
+        """Record ``cell``'s run with its failure into a trace under ``out``.
+
+        Parameters
+        ----------
+        cell : object
+            The cell to record.
+        context : object
+            The group's :attr:`Prepared.context`, or None without a group.
+        runner : ChildRunner
+            Runs the child processes.
+        out : Path
+            The matrix's output folder.
+
+        Returns
+        -------
+        Recording
+            The trace written, or why none was.
+        """
 
     @abstractmethod
     def replay(self, cell: Any, recording: Recording) -> Replayed:
@@ -101,18 +135,73 @@ class EngineAdapter(ABC):
 
         Raises :class:`~rollcheck.pyimpl.errors.InvalidInputError` or
         :class:`~rollcheck.pyimpl.errors.InconclusiveError` when it cannot be replayed.
+
+        Parameters
+        ----------
+        cell : object
+            The cell recorded.
+        recording : Recording
+            Its recording (without ``error``).
+
+        Returns
+        -------
+        Replayed
+            The check report with the trace's header and events.
         """
 
     def witness(self, cell: Any, replayed: Replayed) -> dict[str, Any] | None:
-        """What a not-conformant cell lost or duplicated (written beside the trace)."""
+        """What a not-conformant cell lost or duplicated (written beside the trace).
+
+        Parameters
+        ----------
+        cell : object
+            The cell.
+        replayed : Replayed
+            Its replay.
+
+        Returns
+        -------
+        dict or None
+            The witness document, or None (nothing to write).
+        """
         return None
 
     def retry(self, cell: Any, entry: Mapping[str, Any], recording: Recording) -> bool:
-        """Whether this inconclusive cell is recorded again (up to :attr:`retries` times)."""
+        """Whether this inconclusive cell is recorded again (up to :attr:`retries` times).
+
+        Parameters
+        ----------
+        cell : object
+            The cell.
+        entry : mapping
+            Its inconclusive entry.
+        recording : Recording
+            The recording that gave it.
+
+        Returns
+        -------
+        bool
+            True to record the cell again.
+        """
         return False
 
     def explain(self, cell: Any, entry: Mapping[str, Any], recording: Recording) -> str | None:
-        """A better reason for an inconclusive cell after its last try, or None."""
+        """A better reason for an inconclusive cell after its last try, or None.
+
+        Parameters
+        ----------
+        cell : object
+            The cell.
+        entry : mapping
+            Its inconclusive entry.
+        recording : Recording
+            The last recording.
+
+        Returns
+        -------
+        str or None
+            The reason to show instead of the entry's, or None (keep it).
+        """
         return None
 
     def finding(self, cell: Any, entry: Mapping[str, Any], replayed: Replayed, runner: ChildRunner,
@@ -122,6 +211,24 @@ class EngineAdapter(ABC):
         ``reproducer`` (the script), ``minimised`` (a
         :class:`~rollcheck.infra.matrix.finding.Minimised`'s ``to_json()``, the same keys for every
         engine) and, when it was run, ``reproducer_run``.
+
+        Parameters
+        ----------
+        cell : object
+            The not-conformant cell.
+        entry : mapping
+            Its entry so far.
+        replayed : Replayed
+            Its replay (the report names the root cause).
+        runner : ChildRunner
+            Runs the child processes (re-runs, the reproducer).
+        out : Path
+            The matrix's output folder.
+
+        Returns
+        -------
+        dict
+            The keys to add to the entry.
         """
         return {}
 
