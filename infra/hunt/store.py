@@ -88,7 +88,15 @@ class StoredProgram:
 
 
 class HuntStore:
-    """The hunt's SQLite store; every method is one transaction, safe to call from any thread."""
+    """The hunt's SQLite store; every method is one transaction, safe to call from any thread.
+
+    Parameters
+    ----------
+    conn : sqlite3.Connection
+        The open connection (:meth:`open` makes it and the schema).
+    path : Path
+        The store's file.
+    """
 
     def __init__(self, conn: sqlite3.Connection, path: Path):
         self._conn = conn
@@ -176,7 +184,19 @@ class HuntStore:
 
     # programs and cells --------------------------------------------------------------------------
     def add_program(self, index: int, program: Program, module: str, cells: list[HuntCell]) -> None:
-        """Store ``program`` (its module already written) and its cells, all ``todo``."""
+        """Store ``program`` (its module already written) and its cells, all ``todo``.
+
+        Parameters
+        ----------
+        index : int
+            The program's position in the hunt (0 first).
+        program : Program
+            The program drawn.
+        module : str
+            Its module's path, relative to the hunt's folder.
+        cells : list of HuntCell
+            Its cells, in the order they run.
+        """
         with self._tx() as c:
             c.execute("INSERT INTO programs(idx, id, module, text, operators, pairs, spec) "
                       "VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -207,13 +227,34 @@ class HuntStore:
         return [HuntCell(key, json.loads(params)) for key, params in rows]
 
     def cell(self, program_id: str, key: str) -> tuple[HuntCell, CellOutcome | None]:
-        """The cell ``key`` of ``program_id`` and its outcome (None when not done)."""
+        """The cell ``key`` of ``program_id`` and its outcome (None when not done).
+
+        Parameters
+        ----------
+        program_id : str
+            The program's id.
+        key : str
+            The cell's key.
+
+        Returns
+        -------
+        tuple of (HuntCell, CellOutcome or None)
+            The cell and its outcome.
+        """
         (params, outcome), = self._query("SELECT params, outcome FROM cells WHERE program = ? AND key = ?",
                                          (program_id, key))
         return HuntCell(key, json.loads(params)), (outcome_from_json(outcome) if outcome else None)
 
     def mark_running(self, program_id: str, keys: list[str]) -> None:
-        """Mark the cells ``keys`` of ``program_id`` running (those not done)."""
+        """Mark the cells ``keys`` of ``program_id`` running (those not done).
+
+        Parameters
+        ----------
+        program_id : str
+            The program's id.
+        keys : list of str
+            The keys of its cells to mark.
+        """
         with self._tx() as c:
             c.executemany("UPDATE cells SET status = 'running' WHERE program = ? AND key = ? "
                           "AND status != 'done'", [(program_id, k) for k in keys])
@@ -221,6 +262,17 @@ class HuntStore:
     def record_outcome(self, program_id: str, key: str, outcome: CellOutcome,
                        presig: str | None = None) -> bool:
         """Record a cell's outcome (and, with ``presig``, it as a candidate); False if it was done.
+
+        Parameters
+        ----------
+        program_id : str
+            The program's id.
+        key : str
+            The cell's key.
+        outcome : CellOutcome
+            What the cell gave.
+        presig : str, optional
+            The key of the candidate group the cell opens or joins; None: not a candidate.
 
         Returns
         -------
@@ -275,7 +327,23 @@ class HuntStore:
 
     def close_group(self, presig: str, state: str, signature: str | None, finding: str | None,
                     shrink_runs: int, shrink_seconds: float) -> None:
-        """Record what processing the group ``presig`` decided (``finding``, ``duplicate``, ``unconfirmed``)."""
+        """Record what processing the group ``presig`` decided (``finding``, ``duplicate``, ``unconfirmed``).
+
+        Parameters
+        ----------
+        presig : str
+            The group's key.
+        state : str
+            ``finding``, ``duplicate`` or ``unconfirmed``.
+        signature : str or None
+            The minimised candidate's signature.
+        finding : str or None
+            The id of the finding it shows (``F<n>``), None when unconfirmed.
+        shrink_runs : int
+            Re-runs spent minimising it.
+        shrink_seconds : float
+            Seconds spent minimising it.
+        """
         with self._tx() as c:
             c.execute("UPDATE groups SET state = ?, signature = ?, finding = ?, shrink_runs = ?, "
                       "shrink_seconds = ? WHERE presig = ?",
@@ -288,7 +356,20 @@ class HuntStore:
         return (rows[0][0], rows[0][1]) if rows else None
 
     def add_finding(self, signature: str, doc: dict[str, Any]) -> str:
-        """Store a confirmed finding; its id ``F<n>`` in the order findings are added."""
+        """Store a confirmed finding; its id ``F<n>`` in the order findings are added.
+
+        Parameters
+        ----------
+        signature : str
+            The finding's signature.
+        doc : dict
+            Its document (stored as JSON).
+
+        Returns
+        -------
+        str
+            The new id, ``F1`` first.
+        """
         with self._tx() as c:
             (seq,), = c.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM findings").fetchall()
             fid = f"F{seq}"
@@ -297,7 +378,15 @@ class HuntStore:
         return fid
 
     def update_finding(self, fid: str, doc: dict[str, Any]) -> None:
-        """Replace the stored document of finding ``fid``."""
+        """Replace the stored document of finding ``fid``.
+
+        Parameters
+        ----------
+        fid : str
+            The finding's id (``F<n>``).
+        doc : dict
+            Its new document.
+        """
         with self._tx() as c:
             c.execute("UPDATE findings SET doc = ? WHERE id = ?", (json.dumps(doc, sort_keys=True), fid))
 
