@@ -149,6 +149,18 @@ def plan_shape(plan: Any, source_names: dict[str, str] | None = None) -> PlanSha
 
     The sources it reads in plan order (named by ``source_names``: folder -> source name), its
     stateful operators top down, the input subtree of each top-most one, its output columns.
+
+    Parameters
+    ----------
+    plan : JVM object
+        The analysed ``LogicalPlan`` (through py4j).
+    source_names : dict, optional
+        Input folder -> source name; None names sources by their plan text.
+
+    Returns
+    -------
+    PlanShape
+        Sources, stateful operators, their input subtrees and output columns.
     """
     sources: list[str] = []
     stateful: list[StatefulOp] = []
@@ -176,7 +188,19 @@ def plan_shape(plan: Any, source_names: dict[str, str] | None = None) -> PlanSha
 def forbidden_change(before: PlanShape, after: PlanShape) -> str | None:
     """The first change from ``query`` to ``query_next`` that Spark's guide forbids, in words.
 
-    ``before``. ``after``. None when every change is allowed.
+    None when every change is allowed.
+
+    Parameters
+    ----------
+    before : PlanShape
+        The shape of ``query``.
+    after : PlanShape
+        The shape of ``query_next``.
+
+    Returns
+    -------
+    str or None
+        The forbidden change in words, None when every change is allowed.
 
     Examples
     --------
@@ -216,7 +240,20 @@ def forbidden_change(before: PlanShape, after: PlanShape) -> str | None:
 
 
 def describe_allowed(before: PlanShape, after: PlanShape) -> dict[str, Any]:
-    """What kind of allowed change it is: ``{"stateless", "state_prefix_same", "change"}``."""
+    """What kind of allowed change it is: ``{"stateless", "state_prefix_same", "change"}``.
+
+    Parameters
+    ----------
+    before : PlanShape
+        The shape of ``query``.
+    after : PlanShape
+        The shape of ``query_next`` (an allowed change of it).
+
+    Returns
+    -------
+    dict
+        ``stateless`` (bool), ``state_prefix_same`` (bool) and ``change`` (str).
+    """
     stateless = not before.stateful
     same_below = before.below_state == after.below_state
     if stateless:
@@ -235,6 +272,20 @@ def check_upgrade(uq: Any, dfs: dict[str, Any], source_names: dict[str, str]) ->
 
     From the analysed plans of ``query`` and ``query_next`` on the same DataFrames ``dfs`` (nothing
     runs); return :func:`describe_allowed`.
+
+    Parameters
+    ----------
+    uq : UserQuery
+        The loaded query module.
+    dfs : dict
+        Source name -> streaming DataFrame.
+    source_names : dict
+        Input folder -> source name (see :func:`plan_shape`).
+
+    Returns
+    -------
+    dict
+        As :func:`describe_allowed`.
 
     Raises
     ------
@@ -273,6 +324,18 @@ def hold_inputs(inputs: Path, last: int) -> int:
     """Hide the input files of batches after ``last`` from Spark's file source.
 
     Renamed with a leading dot, their times kept. Return how many.
+
+    Parameters
+    ----------
+    inputs : Path
+        The input folder of the file source.
+    last : int
+        The last batch left visible.
+
+    Returns
+    -------
+    int
+        How many files were hidden.
     """
     n = 0
     for p in _files(inputs):
@@ -311,6 +374,20 @@ def ensure_checked(uq: Any, dfs: dict[str, Any], markers: Path) -> dict[str, Any
     """:func:`check_upgrade` once per recording (its first start, before any query of it starts).
 
     Its result kept in the markers folder for the later starts.
+
+    Parameters
+    ----------
+    uq : UserQuery
+        The loaded query module.
+    dfs : dict
+        Source name -> streaming DataFrame.
+    markers : Path
+        The recording's markers folder (keeps the result).
+
+    Returns
+    -------
+    dict
+        As :func:`describe_allowed`.
     """
     import json
 
@@ -332,6 +409,22 @@ def begin_first_start(spark: Any, inputs: Path, last: int, multi: bool) -> str:
     The input after batch ``last`` held back (one source; several are fed batch by batch, up to
     ``last``) and Spark's data-less batches off, so that the query ends cleanly once batch ``last``
     committed. Returns the setting to restore.
+
+    Parameters
+    ----------
+    spark : SparkSession
+        The driver's session.
+    inputs : Path
+        The input folder.
+    last : int
+        The last batch ``query`` runs.
+    multi : bool
+        Several sources (fed batch by batch; nothing is hidden).
+
+    Returns
+    -------
+    str
+        The previous value of the data-less batches setting.
     """
     prev = str(spark.conf.get(_NO_DATA_BATCHES, "true"))
     spark.conf.set(_NO_DATA_BATCHES, "false")
@@ -341,7 +434,17 @@ def begin_first_start(spark: Any, inputs: Path, last: int, multi: bool) -> str:
 
 
 def end_first_start(spark: Any, inputs: Path, prev: str) -> None:
-    """After ``query``'s start: the setting restored, the held input visible again."""
+    """After ``query``'s start: the setting restored, the held input visible again.
+
+    Parameters
+    ----------
+    spark : SparkSession
+        The driver's session.
+    inputs : Path
+        The input folder.
+    prev : str
+        The setting :func:`begin_first_start` returned.
+    """
     spark.conf.set(_NO_DATA_BATCHES, prev)
     release_inputs(inputs)
 
@@ -351,6 +454,19 @@ def record_upgrade(markers: Path, emit: Any, last: int, committed: list[int], in
 
     The marker for the next start and, when recording, the core ``failure`` (the driver's run of
     ``query`` ended) and ``spark.upgrade``.
+
+    Parameters
+    ----------
+    markers : Path
+        The recording's markers folder.
+    emit : callable or None
+        The trace writer's ``emit(kind, **fields)``; None when not recording.
+    last : int
+        The last batch ``query`` committed.
+    committed : list of int
+        The committed batch ids so far.
+    info : dict
+        The allowed change (:func:`describe_allowed`), added to the ``failure`` event.
     """
     (markers / UPGRADED).write_text(str(last), encoding="utf-8")
     if emit is None:
