@@ -29,6 +29,18 @@ LOOP = "s = 0; for i in range(20_000_000): s += i"
 def loop_cpu_seconds(n: int = LOOP_N, repeat: int = 1) -> float:
     """Process CPU seconds of ``s = 0; for i in range(n): s += i``, the best of ``repeat`` runs.
 
+    Parameters
+    ----------
+    n : int, optional
+        Iterations of the loop (at least 1).
+    repeat : int, optional
+        Runs timed (at least 1).
+
+    Returns
+    -------
+    float
+        The fastest run's process CPU seconds.
+
     Examples
     --------
     >>> t = loop_cpu_seconds(200_000, repeat=2)
@@ -56,6 +68,18 @@ def jvm_start_seconds(java: str | None = None, timeout: float = 60.0) -> float |
     """Wall seconds of one ``java -version``; None when there is no Java or it failed.
 
     ``java`` is the executable (default ``$JAVA_HOME/bin/java`` or the one on the PATH).
+
+    Parameters
+    ----------
+    java : str, optional
+        The ``java`` executable (None: found as said).
+    timeout : float, optional
+        Seconds allowed for the JVM.
+
+    Returns
+    -------
+    float or None
+        Seconds, rounded to 0.001.
 
     Examples
     --------
@@ -106,6 +130,23 @@ def calibrate(*, repeat: int = 1, n: int = LOOP_N, java: str | None = None,
     ``load_start``: the load average already taken at the start of the run (default: now, before
     the loop). The end load is added by :func:`finish`.
 
+    Parameters
+    ----------
+    repeat : int, optional
+        Runs of the calibration loop (the fastest is kept).
+    n : int, optional
+        Iterations of the loop.
+    java : str, optional
+        The ``java`` executable timed (None: the default one).
+    load_start : float, optional
+        The 1-minute load average at the start of the run.
+
+    Returns
+    -------
+    dict
+        ``loop``, ``loop_cpu_seconds``, ``jvm_start_seconds``, ``cpu_count``, ``usable_cores`` and
+        ``load_average`` (``start``, ``end`` None).
+
     Examples
     --------
     >>> c = calibrate(n=100_000, java="/nonexistent/java")
@@ -124,6 +165,18 @@ def calibrate(*, repeat: int = 1, n: int = LOOP_N, java: str | None = None,
 
 def finish(cal: dict[str, Any], load_end: float | None = None) -> dict[str, Any]:
     """The calibration with the load average at the end of the run filled in (default: now).
+
+    Parameters
+    ----------
+    cal : dict
+        A calibration from :func:`calibrate`.
+    load_end : float, optional
+        The load average to record (None: measured now).
+
+    Returns
+    -------
+    dict
+        A copy of ``cal`` with ``load_average.end`` set.
 
     Examples
     --------
@@ -148,6 +201,18 @@ def normalise(seconds: float, record: Mapping[str, Any] | None) -> float | None:
 
     None for an uncalibrated record (no ``calibration`` or no positive loop time).
 
+    Parameters
+    ----------
+    seconds : float
+        A time measured on the record's machine.
+    record : Mapping, optional
+        The record holding a ``calibration``.
+
+    Returns
+    -------
+    float or None
+        Calibration loops.
+
     Examples
     --------
     >>> normalise(100.0, {"calibration": {"loop_cpu_seconds": 2.0}})
@@ -161,6 +226,18 @@ def normalise(seconds: float, record: Mapping[str, Any] | None) -> float | None:
 
 def describe(record: Mapping[str, Any] | None, *, load: bool = True) -> str:
     """The calibration of a record in words (or that it has none); ``load=False``: without the load.
+
+    Parameters
+    ----------
+    record : Mapping, optional
+        A record with or without a ``calibration``.
+    load : bool, optional
+        Include the load averages.
+
+    Returns
+    -------
+    str
+        One line.
 
     Examples
     --------
@@ -218,6 +295,24 @@ def slower_sections(current: Mapping[str, Any], previous: Mapping[str, Any] | No
     ``loop_cpu_seconds`` of each record's own machine); otherwise as seconds, unless
     ``require_calibration`` (then nothing is flagged). ``key``: the record's mapping of times
     (``sections``: wall seconds, ``sections_cpu``: CPU seconds).
+
+    Parameters
+    ----------
+    current : Mapping
+        The new record.
+    previous : Mapping, optional
+        The record compared with (None or empty: nothing is flagged).
+    tolerance : float, optional
+        Allowed slowdown as a fraction (0.25: 25 %), non-negative.
+    key : str, optional
+        The record's mapping of section times.
+    require_calibration : bool, optional
+        Flag nothing unless both records are calibrated.
+
+    Returns
+    -------
+    list of Slower
+        The slower sections, by name.
 
     Examples
     --------

@@ -52,6 +52,18 @@ MAX_MESSAGE_CHARS = 2000
 def safe_text(text: Any, limit: int = MAX_MESSAGE_CHARS) -> str:
     r"""One printable line: surrogates and control characters escaped, cut after ``limit`` characters.
 
+    Parameters
+    ----------
+    text : object
+        Anything; printed as ``str(text)``.
+    limit : int, optional
+        Characters kept before the cut.
+
+    Returns
+    -------
+    str
+        The escaped line, with the full length noted when it was cut.
+
     Examples
     --------
     >>> safe_text("bad name 'a\ud800'\nsecond line")
@@ -123,17 +135,66 @@ def emit_json(obj: Any) -> None:
 
 
 def load_json_input(path: str, *, max_bytes: int | None = None, reject_duplicate_keys: bool = True) -> Any:
-    """Read a (small) JSON input file with every safety check; errors name the file and place."""
+    """Read a (small) JSON input file with every safety check; errors name the file and place.
+
+    Parameters
+    ----------
+    path : str
+        The JSON file.
+    max_bytes : int, optional
+        Size limit in bytes (None: the loader's default).
+    reject_duplicate_keys : bool, optional
+        Refuse an object with a key twice.
+
+    Returns
+    -------
+    object
+        The parsed document.
+    """
     return load_json_file(path, max_bytes=max_bytes, reject_duplicate_keys=reject_duplicate_keys)
 
 
 def load_pattern_arg(path: str, *, allow_large: bool = False) -> Pattern:
+    """Load the pattern file given as a command-line argument.
+
+    Parameters
+    ----------
+    path : str
+        The pattern JSON file.
+    allow_large : bool, optional
+        Accept a pattern above the documented size limits.
+
+    Returns
+    -------
+    Pattern
+        The validated pattern.
+    """
     return load_pattern(path, allow_large=allow_large)
 
 
 def check_limit(value: float | int, limit: float | int, flag: str, *, allow_large: bool = False,
                 what: str = "", low: float | int | None = None) -> None:
     """Reject ``value`` above ``limit`` (unless ``allow_large``), below ``low``, or not finite.
+
+    Parameters
+    ----------
+    value : int or float
+        The option's value.
+    limit : int or float
+        The documented upper limit.
+    flag : str
+        The option named in the error (``--runs``).
+    allow_large : bool, optional
+        Accept a value above ``limit``.
+    what : str, optional
+        Words put before the value in the message.
+    low : int or float, optional
+        The lower bound (None: none).
+
+    Raises
+    ------
+    InvalidInputError
+        The value is out of bounds or not finite.
 
     Examples
     --------
@@ -160,6 +221,20 @@ def refuse_non_finite(action: argparse.Action, value: Any, arg_string: str) -> A
     No numeric option means anything by ``nan`` or ``inf`` (nor by ``1e309``, which ``float``
     rounds to infinity), so the parser refuses them for every option
     (docs/internals/cli.md#non-finite-numbers-_utilrefuse_non_finite).
+
+    Parameters
+    ----------
+    action : argparse.Action
+        The option being parsed.
+    value : object
+        Its value after conversion.
+    arg_string : str
+        The text typed on the command line.
+
+    Returns
+    -------
+    object
+        ``value`` unchanged.
 
     Raises
     ------
@@ -189,7 +264,20 @@ def add_allow_large(p: argparse.ArgumentParser) -> None:
 
 @contextlib.contextmanager
 def progress(total: int, description: str) -> Iterator[Any]:
-    """A rich progress bar on stderr when it is a terminal; yields ``advance(n=1)``."""
+    """A rich progress bar on stderr when it is a terminal; yields ``advance(n=1)``.
+
+    Parameters
+    ----------
+    total : int
+        Steps of the whole task.
+    description : str
+        The bar's label.
+
+    Yields
+    ------
+    callable
+        ``advance(n=1)``; does nothing when stderr is not a terminal.
+    """
     if not sys.stderr.isatty() or total <= 1:
         yield lambda n=1: None
         return
@@ -204,6 +292,22 @@ def parse_checkpoint_ref(p: Pattern, ref: str, flag: str, source: str | None = N
     """Parse ``P0:1`` into (process index, checkpoint index), validating both against ``p``.
 
     Errors name ``flag`` (and ``source``, the pattern file the reference must fit).
+
+    Parameters
+    ----------
+    p : Pattern
+        The pattern the reference must name a checkpoint of.
+    ref : str
+        ``PROCESS:INDEX``.
+    flag : str
+        The option named in errors.
+    source : str, optional
+        The pattern file named in errors.
+
+    Returns
+    -------
+    tuple of (int, int)
+        The process index in ``p.processes`` and the checkpoint index.
     """
     name, sep, idx = ref.rpartition(":")
     if not sep or not name:
@@ -223,7 +327,26 @@ def parse_checkpoint_ref(p: Pattern, ref: str, flag: str, source: str | None = N
 
 
 def add_parser(sub: Any, name: str, help: str, handler: Any, **kw: Any) -> argparse.ArgumentParser:
-    """Add a subcommand whose parsed arguments dispatch to ``handler(args)``."""
+    """Add a subcommand whose parsed arguments dispatch to ``handler(args)``.
+
+    Parameters
+    ----------
+    sub : argparse subparsers action
+        Where the subcommand is added.
+    name : str
+        The subcommand's name.
+    help : str
+        Its help and description.
+    handler : callable
+        Called with the parsed arguments.
+    **kw : object
+        Passed on to ``add_parser``.
+
+    Returns
+    -------
+    argparse.ArgumentParser
+        The new subcommand's parser (with ``--debug``).
+    """
     parser: argparse.ArgumentParser = sub.add_parser(name, help=help, description=help, **kw)
     parser.set_defaults(handler=handler, _parser=parser)
     parser.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,

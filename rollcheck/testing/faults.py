@@ -155,6 +155,19 @@ def run_cli(argv: list[str], *, cwd: str | Path | None = None, timeout: float = 
     """Run ``python -m rollcheck.cli.main ARGV`` as a separate process.
 
     Not in-process: a fault test must see what a user sees.
+
+    Parameters
+    ----------
+    argv : list of str
+        The arguments after ``rollcheck``.
+    cwd : str or Path, optional
+        Working folder of the run.
+    timeout : float, optional
+        Seconds before the run is killed (then ``code`` is None).
+    env : dict, optional
+        Its environment (None: this one's).
+    stdin : optional
+        Its standard input.
     """
     t0 = time.monotonic()
     try:
@@ -304,6 +317,19 @@ def sigkill_during(argv: list[str], work: Path, ready: Callable[[str], bool], wa
     """Start the CLI, wait for ``ready(tag)``, SIGKILL it; the problem found, or None.
 
     No process of the run may survive it by ``within`` seconds (the contract's 10 s by default).
+
+    Parameters
+    ----------
+    argv : list of str
+        The CLI arguments.
+    work : Path
+        Working folder (log and temporary files stay there).
+    ready : callable
+        ``ready(tag) -> bool``: the moment to kill.
+    wait_s : float
+        Seconds allowed to get ready.
+    within : float, optional
+        Seconds the processes have to end.
     """
     tag = new_tag()
     scratch = work / "tmp"  # a SIGKILLed run cannot clean up: its temporary files stay inside ``work``
@@ -426,6 +452,13 @@ def run_scenarios(quick: bool, work: Path) -> list[tuple[str, str]]:
     """Run the scenarios (only the quick ones if ``quick``).
 
     Returns ``(name, outcome)`` pairs, the outcome ``"ok"``, ``"skipped: ..."`` or the problem found.
+
+    Parameters
+    ----------
+    quick : bool
+        Run only the quick scenarios.
+    work : Path
+        Folder for the scenarios' files (one subfolder each).
     """
     out = []
     for sc in SCENARIOS:
