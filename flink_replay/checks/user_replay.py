@@ -59,6 +59,13 @@ def failure_check(events: list[dict[str, Any]], header: dict[str, Any] | None = 
 
     For ``during-restore`` and ``twice`` also the second failure, where it was meant to strike
     (:func:`rollcheck.flink_replay.checks.oracles.second_failure_problem`).
+
+    Parameters
+    ----------
+    events : list of dict
+        The trace's events.
+    header : dict, optional
+        The trace's header (its ``config.failure`` names the failure kind).
     """
     name = "failure-observed"
     failure = next((e for e in events if e["kind"] == "failure"), None)
@@ -99,7 +106,15 @@ def restore_check(events: list[dict[str, Any]]) -> Check:
 
 
 def parse_rows(lines: list[str], where: str) -> dict[str, list[tuple[int, str]]]:
-    """``N<US>KEY<US>ROW`` lines -> {KEY: [(N, ROW), ...]} in the order given."""
+    """``N<US>KEY<US>ROW`` lines -> {KEY: [(N, ROW), ...]} in the order given.
+
+    Parameters
+    ----------
+    lines : list of str
+        The output's lines.
+    where : str
+        The output named in the error.
+    """
     out: dict[str, list[tuple[int, str]]] = {}
     for i, line in enumerate(lines):
         parts = line.split(SEP)
@@ -116,7 +131,14 @@ def _show(key: str, row: str) -> str:
 def output_check(outputs: dict[str, dict[str, Any]], ended: bool, why: str | None = None) -> Check:
     """``output-exactly-once`` on the transactional sink's rows against the reference run.
 
-    ``why``: Flink's reason when the job did not finish.
+    Parameters
+    ----------
+    outputs : dict
+        The ``flink.sink_output`` events by ``sink`` (``tx`` and ``reference`` are read).
+    ended : bool
+        Whether the job finished its input (the outputs are complete).
+    why : str, optional
+        Flink's reason when the job did not finish.
     """
     name = "output-exactly-once"
     tx, ref = outputs.get("tx"), outputs.get("reference")
@@ -230,6 +252,18 @@ def sink_redeliveries(outputs: dict[str, dict[str, Any]], events: list[dict[str,
     aligned checkpoints and lenient by the rows in flight with unaligned ones
     (docs/internals/flink-checks.md#user_replay).
 
+    Parameters
+    ----------
+    outputs : dict
+        The ``flink.sink_output`` events by ``sink``.
+    events : list of dict
+        The trace's events (the failure and the restores).
+
+    Returns
+    -------
+    dict or None
+        ``redelivered`` and ``within_attempt``, rows per KEY.
+
     Examples
     --------
     >>> outs = {"handed-reference": {"lines": ['["a"]'] * 3},
@@ -277,6 +311,19 @@ def user_sink_check(outputs: dict[str, dict[str, Any]], key_idx: list[int], ende
     The guarantee is ``header["sink_guarantee"]``: ``user-sink-exactly-once`` or
     ``user-sink-at-least-once``, per KEY (:func:`~rollcheck.pyimpl.attribution.judge_sink`),
     re-deliveries from :func:`sink_redeliveries`; the counts are the check's data.
+
+    Parameters
+    ----------
+    outputs : dict
+        The ``flink.sink_output`` events by ``sink`` (``user``, ``user-reference``, ``handed-*``).
+    key_idx : list of int
+        The positions of the KEY columns in a row.
+    ended : bool
+        Whether the job finished its input.
+    header : dict, optional
+        The trace's header.
+    events : list of dict, optional
+        The trace's events (for the re-deliveries).
     """
     from rollcheck.pyimpl.attribution import check_guarantee, judge_sink
 
@@ -322,6 +369,15 @@ def job_check(name: str, header: dict[str, Any], events: list[dict[str, Any]]) -
 
     An error in the events one check reads is reported under that check's name, not another's.
 
+    Parameters
+    ----------
+    name : str
+        The check's name.
+    header : dict
+        The trace's header.
+    events : list of dict
+        The trace's events.
+
     Raises
     ------
     ValueError
@@ -360,7 +416,13 @@ def job_check(name: str, header: dict[str, Any], events: list[dict[str, Any]]) -
 
 
 def job_checks(header: dict[str, Any], events: list[dict[str, Any]]) -> list[Check]:
-    """Every check on a user's job trace (see the module docstring), in :data:`JOB_CHECKS` order."""
+    """Every check on a user's job trace (see the module docstring), in :data:`JOB_CHECKS` order.
+
+    Parameters
+    ----------
+    header, events
+        The trace's header and events (as :func:`job_check`).
+    """
     return [job_check(name, header, events) for name in JOB_CHECKS]
 
 
@@ -425,6 +487,13 @@ def word_count_report(path: str | Path, *, tlc: Any = None) -> Report:
     """The word count's replay: the shared trace checker with Flink's plug-ins.
 
     The key-by-key restore checks are among them (:func:`rollcheck.flink_replay.checks.replay.replay`).
+
+    Parameters
+    ----------
+    path : str or Path
+        The word count's trace.
+    tlc : callable, optional
+        Runs TLC on the trace (the ``barrier-alignment-tlc`` check); None: not run.
     """
     from rollcheck.flink_replay.checks.replay import replay
 
