@@ -64,6 +64,23 @@ def check_no_useless(p: Pattern, protocol: Protocol) -> Pattern:
     """Run ``protocol`` on ``p``; raise unless its output has no useless checkpoint.
 
     The SCC test is cross-checked with the Z-cycle definition. Returns the output pattern.
+
+    Parameters
+    ----------
+    p : Pattern
+        The basic schedule.
+    protocol : Protocol
+        The protocol run on it.
+
+    Returns
+    -------
+    Pattern
+        The protocol's output, forced checkpoints marked.
+
+    Raises
+    ------
+    PropertyViolation
+        A useless checkpoint, or the two useless-checkpoint tests disagree.
     """
     out = run_protocol(protocol, p).pattern
     useless = useless_checkpoints(out)
@@ -79,28 +96,64 @@ def check_no_useless(p: Pattern, protocol: Protocol) -> Pattern:
 @prop("hmnr-no-useless", target="hmnr", theorem="specs/protocols.md#thm-cic-no-useless")
 @given(p=schedules)
 def hmnr_no_useless(p: Pattern, protocol: Protocol = _HMNR) -> None:
-    """HMNR never leaves a useless checkpoint (no checkpoint on a Z-cycle)."""
+    """HMNR never leaves a useless checkpoint (no checkpoint on a Z-cycle).
+
+    Parameters
+    ----------
+    p : Pattern
+        A basic schedule (drawn by Hypothesis).
+    protocol : Protocol, optional
+        The protocol checked (a mutation-catalogue variant replaces the reference).
+    """
     check_no_useless(p, protocol)
 
 
 @prop("bcs-no-useless", target="bcs", theorem="specs/protocols.md#thm-cic-no-useless")
 @given(p=schedules)
 def bcs_no_useless(p: Pattern, protocol: Protocol = _BCS) -> None:
-    """BCS never leaves a useless checkpoint."""
+    """BCS never leaves a useless checkpoint.
+
+    Parameters
+    ----------
+    p : Pattern
+        A basic schedule (drawn by Hypothesis).
+    protocol : Protocol, optional
+        The protocol checked (a mutation-catalogue variant replaces the reference).
+    """
     check_no_useless(p, protocol)
 
 
 @prop("cic-no-useless-dataflow", target="protocols", theorem="specs/protocols.md#thm-cic-no-useless")
 @given(p=dataflow_schedules, name=st.sampled_from(("bcs", "hmnr")))
 def cic_no_useless_dataflow(p: Pattern, name: str, get: Any = get_protocol) -> None:
-    """BCS and HMNR leave no useless checkpoint on FIFO dataflow topologies either."""
+    """BCS and HMNR leave no useless checkpoint on FIFO dataflow topologies either.
+
+    Parameters
+    ----------
+    p : Pattern
+        A FIFO dataflow schedule (drawn by Hypothesis).
+    name : str
+        ``bcs`` or ``hmnr``.
+    get : callable, optional
+        ``get(name) -> Protocol`` (a variant replaces the reference lookup).
+    """
     check_no_useless(p, get(name))
 
 
 @prop("cic-no-useless-zigzag", target="protocols", theorem="specs/protocols.md#thm-cic-no-useless")
 @given(p=zigzag, name=st.sampled_from(("bcs", "hmnr")))
 def cic_no_useless_zigzag(p: Pattern, name: str, get: Any = get_protocol) -> None:
-    """BCS and HMNR leave no useless checkpoint on Z-cycle-prone (zig-zag) schedules either."""
+    """BCS and HMNR leave no useless checkpoint on Z-cycle-prone (zig-zag) schedules either.
+
+    Parameters
+    ----------
+    p : Pattern
+        A zig-zag schedule (drawn by Hypothesis).
+    name : str
+        ``bcs`` or ``hmnr``.
+    get : callable, optional
+        ``get(name) -> Protocol`` (a variant replaces the reference lookup).
+    """
     check_no_useless(p, get(name))
 
 
@@ -108,6 +161,18 @@ def bcs_checkpoint_indices(out: Pattern, protocol: Protocol) -> list[list[int]]:
     """Replay a BCS-like protocol over its output pattern: per process, the lc of each checkpoint.
 
     Index 0 first; a forced checkpoint gets the lc adopted at the delivery it precedes.
+
+    Parameters
+    ----------
+    out : Pattern
+        The protocol's output pattern.
+    protocol : Protocol
+        A BCS-like protocol (its states carry ``lc``).
+
+    Returns
+    -------
+    list of list of int
+        ``lcs[i][x]``: the lc of checkpoint ``x`` of process ``i``.
     """
     n = out.n
     sender = {m.id: m.sender for m in out.messages}
@@ -139,12 +204,32 @@ def bcs_index_lines_consistent(p: Pattern, protocol: Protocol = _BCS) -> None:
     """For every L, each process's first checkpoint with lc >= L makes a consistent global one.
 
     A process without one contributes its volatile state.
+
+    Parameters
+    ----------
+    p : Pattern
+        A basic schedule (drawn by Hypothesis).
+    protocol : Protocol, optional
+        The protocol checked (a mutation-catalogue variant replaces the reference).
     """
     check_bcs_lines(p, protocol)
 
 
 def check_bcs_lines(p: Pattern, protocol: Protocol) -> None:
-    """Raise unless every BCS index line of ``protocol``'s output on ``p`` is consistent."""
+    """Raise unless every BCS index line of ``protocol``'s output on ``p`` is consistent.
+
+    Parameters
+    ----------
+    p : Pattern
+        The basic schedule.
+    protocol : Protocol
+        A BCS-like protocol run on it.
+
+    Raises
+    ------
+    PropertyViolation
+        Naming the level whose cut is inconsistent.
+    """
     out = run_protocol(protocol, p).pattern
     lcs = bcs_checkpoint_indices(out, protocol)
     top = max(max(x) for x in lcs)
@@ -172,12 +257,36 @@ def protocol_forced_list(p: Pattern, name: str, run: Any = run_protocol) -> None
     """The reported forced list is exactly the deliveries preceded by a forced checkpoint.
 
     Every forced checkpoint precedes a delivery, and the counts agree.
+
+    Parameters
+    ----------
+    p : Pattern
+        A basic schedule (drawn by Hypothesis).
+    name : str
+        The protocol's registered name (``bcs``, ``hmnr``, ...).
+    run : callable, optional
+        ``run(name, p)``, the protocol runner checked.
     """
     check_forced_list(p, name, run)
 
 
 def check_forced_list(p: Pattern, name: str, run: Any) -> None:
-    """Raise unless ``run(name, p)`` reports exactly the deliveries after a forced checkpoint."""
+    """Raise unless ``run(name, p)`` reports exactly the deliveries after a forced checkpoint.
+
+    Parameters
+    ----------
+    p : Pattern
+        The basic schedule.
+    name : str
+        The protocol's registered name (``bcs``, ``hmnr``, ...).
+    run : callable
+        ``run(name, p) -> ProtocolRun``.
+
+    Raises
+    ------
+    PropertyViolation
+        The list or the counts disagree.
+    """
     r = run(name, p)
     out = r.pattern
     got = _forced_by_position(out)
@@ -194,12 +303,36 @@ def protocol_keeps_basic(p: Pattern, name: str, run: Any = run_protocol) -> None
     """Removing the forced checkpoints from the output gives back the input schedule.
 
     The basic count is the input's number of checkpoints.
+
+    Parameters
+    ----------
+    p : Pattern
+        A basic schedule (drawn by Hypothesis).
+    name : str
+        The protocol's registered name (``bcs``, ``hmnr``, ...).
+    run : callable, optional
+        ``run(name, p)``, the protocol runner checked.
     """
     check_keeps_basic(p, name, run)
 
 
 def check_keeps_basic(p: Pattern, name: str, run: Any) -> None:
-    """Raise unless ``run(name, p)`` keeps the input schedule and reports its basic count."""
+    """Raise unless ``run(name, p)`` keeps the input schedule and reports its basic count.
+
+    Parameters
+    ----------
+    p : Pattern
+        The basic schedule.
+    name : str
+        The protocol's registered name (``bcs``, ``hmnr``, ...).
+    run : callable
+        ``run(name, p) -> ProtocolRun``.
+
+    Raises
+    ------
+    PropertyViolation
+        The schedule changed or the basic count is wrong.
+    """
     r = run(name, p)
     stripped = tuple(e for e in r.pattern.events if not (e.kind == CHECKPOINT and e.forced))
     if stripped != p.events or r.pattern.processes != p.processes:
@@ -212,12 +345,41 @@ def check_keeps_basic(p: Pattern, name: str, run: Any) -> None:
 @prop("protocol-fast-path-agrees", target="protocols", theorem="specs/protocols.md#fast")
 @given(p=schedules, name=st.sampled_from(("bcs", "hmnr")), backend=st.sampled_from(("python", "numpy")))
 def protocol_fast_path_agrees(p: Pattern, name: str, backend: str, fast: Any = forced_deliveries) -> None:
-    """The fast kernels (python lists, numpy) decide exactly like the state machines."""
+    """The fast kernels (python lists, numpy) decide exactly like the state machines.
+
+    Parameters
+    ----------
+    p : Pattern
+        A basic schedule (drawn by Hypothesis).
+    name : str
+        ``bcs`` or ``hmnr``.
+    backend : str
+        ``python`` or ``numpy``.
+    fast : callable, optional
+        ``fast(name, p, backend)``, the fast kernel checked.
+    """
     check_fast_agrees(p, name, backend, fast)
 
 
 def check_fast_agrees(p: Pattern, name: str, backend: str, fast: Any) -> None:
-    """Raise unless the fast kernel ``fast`` forces where the state machine of ``name`` does."""
+    """Raise unless the fast kernel ``fast`` forces where the state machine of ``name`` does.
+
+    Parameters
+    ----------
+    p : Pattern
+        The basic schedule.
+    name : str
+        ``bcs`` or ``hmnr``.
+    backend : str
+        ``python`` or ``numpy``.
+    fast : callable
+        ``fast(name, p, backend) -> iterable of message ids``.
+
+    Raises
+    ------
+    PropertyViolation
+        The forced deliveries differ.
+    """
     want = run_protocol(name, p).forced_messages
     got = tuple(fast(name, p, backend))
     if got != want:
@@ -234,6 +396,17 @@ def basic_timer_restarts(length: int, every: int, forced: set[int], schedule: An
     """A basic checkpoint is taken exactly ``every`` events after the latest checkpoint.
 
     The latest checkpoint may be basic or forced; never earlier.
+
+    Parameters
+    ----------
+    length : int
+        Events of the process.
+    every : int
+        The timer's period in events.
+    forced : set of int
+        Positions of forced checkpoints.
+    schedule : callable, optional
+        ``schedule(events, every, forced)``, the timer checked.
     """
     check_timer(length, every, forced, schedule)
 
@@ -242,6 +415,22 @@ def check_timer(length: int, every: int, forced: set[int], schedule: Any) -> Non
     """Raise unless ``schedule`` places basic checkpoints exactly ``every`` events apart.
 
     Distances are counted from the latest checkpoint, basic or one of the ``forced`` positions.
+
+    Parameters
+    ----------
+    length : int
+        Events of the process.
+    every : int
+        The timer's period in events.
+    forced : set of int
+        Positions of forced checkpoints (those at or past ``length`` are ignored).
+    schedule : callable
+        ``schedule(events, every, forced) -> positions of basic checkpoints``.
+
+    Raises
+    ------
+    PropertyViolation
+        A checkpoint too early, or a gap of ``every`` events without one.
     """
     forced_at = sorted(f for f in forced if f < length)
     basic = schedule(["send"] * length, every, forced_at)
