@@ -46,6 +46,20 @@ def expected_subtasks(subtasks: list[int], par: int, partial: bool) -> str | Non
     All of ``0..par-1`` once each, or (``partial``: an attempt a second failure cancelled) each
     of them at most once.
 
+    Parameters
+    ----------
+    subtasks : list of int
+        The subtasks that restored, sorted.
+    par : int
+        The parallelism restored at.
+    partial : bool
+        Whether a second failure cancelled the attempt.
+
+    Returns
+    -------
+    str or None
+        The subtasks that should have restored, in words; None if these are right.
+
     Examples
     --------
     >>> expected_subtasks([0, 1], 2, False) is None
@@ -69,6 +83,13 @@ def key_of(header: dict[str, Any], text: str) -> tuple[int | str, bool]:
     Row(Long) for the word count (PyFlink's key_by), a String for a user's job (rollcheck's own keyBy
     on KEY).
 
+    Parameters
+    ----------
+    header : dict
+        The trace's header (``job`` tells the word count from a user's job).
+    text : str
+        The key as logged.
+
     Returns
     -------
     tuple
@@ -80,7 +101,24 @@ def key_of(header: dict[str, Any], text: str) -> tuple[int | str, bool]:
 
 
 def owner_of(header: dict[str, Any], text: str, par: int, maxp: int) -> int:
-    """The subtask owning logged key ``text`` at parallelism ``par``."""
+    """The subtask owning logged key ``text`` at parallelism ``par``.
+
+    Parameters
+    ----------
+    header : dict
+        The trace's header.
+    text : str
+        The key as logged.
+    par : int
+        The parallelism.
+    maxp : int
+        The maximum parallelism (the number of key groups).
+
+    Returns
+    -------
+    int
+        The owning subtask's index.
+    """
     jkey, row = key_of(header, text)
     return owner(jkey, par, maxp, row=row)
 
@@ -90,6 +128,18 @@ def recomputed_group(key: str, maxp: int) -> int | None:
 
     "rs:"/"rl:"/"rb:" are a one-field Row of a String, Long or byte array, "s:"/"l:" a plain
     String/Long; None for another key type (Flink's own value is used then).
+
+    Parameters
+    ----------
+    key : str
+        The key as logged, with its type prefix.
+    maxp : int
+        The maximum parallelism (the number of key groups).
+
+    Returns
+    -------
+    int or None
+        The key group, or None for a key type not recomputed here.
     """
     kind, _, text = key.partition(":")
     try:
@@ -110,6 +160,20 @@ def keyed_snapshots(events: list[dict[str, Any]], attempt: int,
 
     The union of the keyed tap's snapshots that took it; a Check if they were not logged key by key or
     overlap.
+
+    Parameters
+    ----------
+    events : list of dict
+        The trace's events.
+    attempt : int
+        The attempt that restored (in messages).
+    cid : object
+        The restored checkpoint's id.
+
+    Returns
+    -------
+    dict or Check
+        ``key -> (value, subtask)``, or the check that could not be made or failed.
     """
     snaps = [e for e in events if e["kind"] == "flink.snapshot" and e["task"] == "keyed"
              and e["checkpoint"] == cid]
@@ -132,6 +196,32 @@ def keyed_restore(header: dict[str, Any], attempt: int, cid: Any, e: dict[str, A
     """Compare the keyed tap's restore ``e`` with the checkpoint (``before``); None if it holds.
 
     ``seen`` collects the keys restored so far in this attempt.
+
+    Parameters
+    ----------
+    header : dict
+        The trace's header.
+    attempt : int
+        The attempt that restored.
+    cid : object
+        The restored checkpoint's id.
+    e : dict
+        The keyed tap's ``flink.restore`` event of one subtask.
+    par : int
+        The parallelism restored at.
+    maxp : int
+        The maximum parallelism (the number of key groups).
+    before : dict
+        The checkpoint's keyed state (:func:`keyed_snapshots`).
+    seen : dict
+        Key -> the restore event that held it, filled in here.
+    tally : Tally
+        The counts, added to here.
+
+    Returns
+    -------
+    Check or None
+        The violated check, or None if the restore holds.
     """
     lo, hi = key_group_range(e["subtask"], par, maxp)
     if e.get("key_groups") is not None and list(e["key_groups"]) != [lo, hi]:
@@ -167,6 +257,25 @@ def user_snapshots(logged: list[dict[str, Any]], op: str, name: str, attempt: in
     """Checkpoint ``cid``'s keyed state of user operator ``op`` (``name`` in messages).
 
     ``(state, key) -> (key group, value, subtask)``; a Check if not logged or overlapping.
+
+    Parameters
+    ----------
+    logged : list of dict
+        The trace's ``flink.user_state`` events.
+    op : str
+        The user operator's id.
+    name : str
+        The operator's name in messages.
+    attempt : int
+        The attempt that restored (earlier attempts' snapshots are read).
+    cid : object
+        The restored checkpoint's id.
+
+    Returns
+    -------
+    dict or Check
+        ``(state, key) -> (key group, value, subtask)``, or the check that could not be made or
+        failed.
     """
     snaps = [e for e in logged if e["phase"] == "snapshot" and e["operator"] == op
              and e["checkpoint"] == cid and e["attempt"] < attempt]
@@ -191,6 +300,32 @@ def user_restore(attempt: int, name: str, cid: Any, e: dict[str, Any], par: int,
     """Compare a user operator's restore ``e`` with the checkpoint (``before``); None if it holds.
 
     ``seen`` collects the keys restored so far in this attempt.
+
+    Parameters
+    ----------
+    attempt : int
+        The attempt that restored.
+    name : str
+        The operator's name in messages.
+    cid : object
+        The restored checkpoint's id.
+    e : dict
+        The operator's ``flink.user_state`` restore event of one subtask.
+    par : int
+        The parallelism restored at.
+    maxp : int
+        The maximum parallelism (the number of key groups).
+    before : dict
+        The checkpoint's state (:func:`user_snapshots`).
+    seen : dict
+        ``(state, key)`` -> the subtask that restored it, filled in here.
+    tally : Tally
+        The counts, added to here.
+
+    Returns
+    -------
+    Check or None
+        The violated check, or None if the restore holds.
     """
     lo, hi = key_group_range(e["subtask"], par, maxp)
     if list(e["key_groups"]) != [lo, hi]:
