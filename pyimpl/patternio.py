@@ -60,6 +60,13 @@ def _type_name(v: Any) -> str:
 def pattern_from_dict(doc: Any, source: str | None = None) -> Pattern:
     """Build a :class:`Pattern` from a parsed JSON document, validating it.
 
+    Parameters
+    ----------
+    doc : object
+        The parsed JSON document.
+    source : str, optional
+        The file name that error messages give (None: none).
+
     Raises
     ------
     InvalidInputError
@@ -196,6 +203,13 @@ def pattern_to_dict(p: Pattern) -> dict[str, Any]:
 def loads_pattern(text: str | bytes, source: str | None = None) -> Pattern:
     """Parse a pattern from JSON text (the checks of :func:`rollcheck.pyimpl.jsonio.loads_json`).
 
+    Parameters
+    ----------
+    text : str or bytes
+        The JSON text.
+    source : str, optional
+        The file name that error messages give (None: none).
+
     Examples
     --------
     >>> loads_pattern('{"format": "rollcheck.pattern/1", "processes": ["a"], "events": [], "x": NaN}')
@@ -223,6 +237,13 @@ def load_pattern(path: str | os.PathLike[str], *, allow_large: bool = False) -> 
     Before reading, the peak memory is estimated from the file size (:func:`estimate_memory`);
     above :data:`MEMORY_LIMIT` the file is refused (unless ``allow_large``) rather than the process
     dying half-way.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The pattern file (or a stream such as ``/dev/stdin``).
+    allow_large : bool, optional
+        Read it even when the memory estimate is above the limit.
 
     Raises
     ------
@@ -264,6 +285,20 @@ def check_output_path(path: str | os.PathLike[str], location: str | None = None,
 
     Refused: a file path that names a folder (or a folder path that names a file), a path under a
     regular file, a folder that is not writable, a write-protected existing file.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The output path to check.
+    location : str, optional
+        What error messages name (a flag such as ``-o``).
+    directory : bool, optional
+        ``path`` is to be a folder, not a file.
+
+    Returns
+    -------
+    Path
+        ``path`` as a :class:`~pathlib.Path`.
 
     Examples
     --------
@@ -339,6 +374,13 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
     write-protected file is refused with :class:`InvalidInputError`; nothing is left behind on
     failure or interruption. Lone surrogates in ``text`` are written as backslash escapes.
 
+    Parameters
+    ----------
+    path : str or path-like
+        The file to write.
+    text : str
+        The content, written as UTF-8.
+
     Examples
     --------
     >>> import tempfile, os, stat
@@ -354,12 +396,28 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
 
 
 def dump_pattern(p: Pattern, path: str | os.PathLike[str]) -> None:
-    """Write ``p`` as a ``rollcheck.pattern/1`` file, atomically."""
+    """Write ``p`` as a ``rollcheck.pattern/1`` file, atomically.
+
+    Parameters
+    ----------
+    p : Pattern
+        The pattern to write.
+    path : str or path-like
+        The file to write.
+    """
     atomic_write_text(path, json.dumps(pattern_to_dict(p), indent=1) + "\n")
 
 
 def validate_schema(doc: Any, source: str | None = None) -> None:
-    """Check ``doc`` against ``rollcheck/pyimpl/schemas/pattern.schema.json`` (package data) with jsonschema (the strict mode)."""
+    """Check ``doc`` against ``rollcheck/pyimpl/schemas/pattern.schema.json`` (package data) with jsonschema (the strict mode).
+
+    Parameters
+    ----------
+    doc : object
+        The parsed JSON document.
+    source : str, optional
+        The file name that error messages give (None: none).
+    """
     from importlib.resources import files
 
     import jsonschema

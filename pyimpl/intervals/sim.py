@@ -132,6 +132,15 @@ class SimSummary:
 def run_rng(seed: int, point: int, run: int) -> np.random.Generator:
     """The generator of run ``run`` of sweep point ``point`` under ``seed`` (independent streams).
 
+    Parameters
+    ----------
+    seed : int
+        The sweep's seed.
+    point : int
+        The sweep point (position of the configuration).
+    run : int
+        The run number within the point.
+
     Examples
     --------
     >>> float(run_rng(0, 1, 2).random()) == float(run_rng(0, 1, 2).random())
@@ -142,6 +151,20 @@ def run_rng(seed: int, point: int, run: int) -> np.random.Generator:
 
 def simulate_run(config: SimConfig, horizon: float, rng: np.random.Generator) -> RunResult:
     """Simulate one run up to ``horizon`` with the vectorised cycle method (see module notes).
+
+    Parameters
+    ----------
+    config : SimConfig
+        Interval, failure rate, checkpoint and restart costs, token lag.
+    horizon : float
+        The counted time span (time units, > 0).
+    rng : numpy.random.Generator
+        The run's random stream (:func:`run_rng`).
+
+    Returns
+    -------
+    RunResult
+        The run's useful work, utilization, failures and checkpoints.
 
     Examples
     --------
@@ -199,6 +222,18 @@ def token_offsets(dag: Any, token_delay: float) -> dict[Any, float]:
     ``dag`` is a ``networkx.DiGraph`` without cycles; the critical path has ``n`` operators
     when the largest offset is ``(n − 1)·δ``.
 
+    Parameters
+    ----------
+    dag : networkx.DiGraph
+        The operator graph (no cycles).
+    token_delay : float
+        The delay ``δ`` of one edge (>= 0).
+
+    Returns
+    -------
+    dict
+        Operator to its offset (time units).
+
     Examples
     --------
     >>> import networkx as nx
@@ -231,6 +266,28 @@ def simulate_dag_run(
     After each (re)start at ``s`` operator ``v`` completes its ``k``-th checkpoint at
     ``s + k·T + offsets[v]``; at a failure the system restores the last checkpoint that *every*
     operator has completed. Restart attempts are drawn one by one. Slow (pure Python), for tests.
+
+    Parameters
+    ----------
+    interval : float
+        The checkpoint interval ``T``.
+    failure_rate : float
+        The failure rate ``λ`` (per time unit).
+    checkpoint_cost : float
+        The time one checkpoint takes.
+    restart_cost : float
+        The time one restart attempt takes.
+    offsets : sequence of float
+        Per operator, the token's arrival offset (:func:`token_offsets`).
+    horizon : float
+        The simulated time span.
+    rng : numpy.random.Generator
+        The run's random stream.
+
+    Returns
+    -------
+    RunResult
+        The run's useful work, utilization, failures and checkpoints.
 
     Examples
     --------
@@ -278,7 +335,23 @@ def simulate_dag_run(
 
 def summarise(point: int, config: SimConfig, values: Sequence[float], failures: int, horizon: float,
               seed: int) -> SimSummary:
-    """Mean, standard deviation (ddof 1), standard error and the closed form of a set of runs."""
+    """Mean, standard deviation (ddof 1), standard error and the closed form of a set of runs.
+
+    Parameters
+    ----------
+    point : int
+        The sweep point.
+    config : SimConfig
+        The simulated configuration.
+    values : sequence of float
+        The runs' utilizations (at least one).
+    failures : int
+        The failures over all runs.
+    horizon : float
+        The time span of one run.
+    seed : int
+        The sweep's seed.
+    """
     v = np.asarray(values, dtype=float)
     if v.size == 0:
         raise InvalidInputError("no runs to summarise", location="runs")
@@ -290,6 +363,24 @@ def summarise(point: int, config: SimConfig, values: Sequence[float], failures: 
 def simulate_runs(config: SimConfig, runs: int = 250, horizon_failures: float = 2000.0, seed: int = 0,
                   point: int = 0) -> SimSummary:
     """``runs`` independent runs of ``horizon_failures/λ`` time units each (the paper: 250, 2000/λ).
+
+    Parameters
+    ----------
+    config : SimConfig
+        The configuration to simulate.
+    runs : int, optional
+        The number of runs (>= 1).
+    horizon_failures : float, optional
+        The length of a run in expected failures (> 0).
+    seed : int, optional
+        The seed of the random streams.
+    point : int, optional
+        The sweep point, selecting the streams.
+
+    Returns
+    -------
+    SimSummary
+        The runs' statistics next to the closed form.
 
     Examples
     --------
@@ -312,5 +403,18 @@ def simulate_runs(config: SimConfig, runs: int = 250, horizon_failures: float = 
 
 def sweep(configs: Iterable[SimConfig], runs: int = 250, horizon_failures: float = 2000.0,
           seed: int = 0) -> list[SimSummary]:
-    """:func:`simulate_runs` for each configuration; point ``p`` is its position in ``configs``."""
+    """:func:`simulate_runs` for each configuration; point ``p`` is its position in ``configs``.
+
+    Parameters
+    ----------
+    configs : iterable of SimConfig
+        The configurations, one sweep point each.
+    runs, horizon_failures, seed
+        As for :func:`simulate_runs`.
+
+    Returns
+    -------
+    list of SimSummary
+        One summary per configuration, in order.
+    """
     return [simulate_runs(cfg, runs, horizon_failures, seed, p) for p, cfg in enumerate(configs)]
