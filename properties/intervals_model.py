@@ -24,13 +24,40 @@ SPEC = "specs/intervals.md"
 
 
 def expect(cond: bool, message: str, example: Any) -> None:
-    """Raise :class:`PropertyViolation` with ``message`` and ``example`` unless ``cond`` holds."""
+    """Raise :class:`PropertyViolation` with ``message`` and ``example`` unless ``cond`` holds.
+
+    Parameters
+    ----------
+    cond : bool
+        The condition that must hold.
+    message : str
+        What went wrong.
+    example : object
+        The counterexample (parameters) attached.
+    """
     if not cond:
         raise PropertyViolation(f"{message}; example: {example}", counterexample=example)
 
 
 def run_with(name: str, profile: str, *, shrink: bool = True, **impls: Any) -> Any:
-    """:func:`rollcheck.properties.registry.run_property` under ``profile`` (optionally unshrunk)."""
+    """:func:`rollcheck.properties.registry.run_property` under ``profile`` (optionally unshrunk).
+
+    Parameters
+    ----------
+    name : str
+        The property's registered name.
+    profile : str
+        A profile name (unknown names run ``ci``).
+    shrink : bool, optional
+        Let Hypothesis shrink a failure.
+    **impls : object
+        Implementations substituted (``optimal=...``, ``util=...``).
+
+    Returns
+    -------
+    object
+        What ``run_property`` returns.
+    """
     from rollcheck.properties.profiles import PROFILES
     from rollcheck.properties.registry import run_property
 
@@ -43,7 +70,20 @@ def _logu(lo: float, hi: float) -> st.SearchStrategy[float]:
 
 @st.composite
 def model_params(draw: Any, max_cl: float = 20.0) -> dict[str, float]:
-    """λ, c, R, n, δ over wide ranges, scaled by λ (the model is scale-free)."""
+    """λ, c, R, n, δ over wide ranges, scaled by λ (the model is scale-free).
+
+    Parameters
+    ----------
+    draw : callable
+        Hypothesis's draw function (supplied by ``@composite``).
+    max_cl : float, optional
+        Upper bound of cλ.
+
+    Returns
+    -------
+    dict of str to float
+        Keyword arguments of ``utilization`` after ``T``.
+    """
     lam = draw(_logu(1e-6, 10.0))
     x = draw(_logu(1e-6, max_cl))  # cλ
     rl = draw(st.one_of(st.just(0.0), _logu(1e-4, 5.0)))  # Rλ
@@ -64,7 +104,20 @@ def _sym() -> tuple[Any, Any]:
 
 
 def literal_eq10(t: float, p: dict[str, float]) -> float:
-    """Eq. 10 exactly as printed in the paper, evaluated with 50 significant digits."""
+    """Eq. 10 exactly as printed in the paper, evaluated with 50 significant digits.
+
+    Parameters
+    ----------
+    t : float
+        The checkpoint interval T.
+    p : dict of str to float
+        ``failure_rate``, ``checkpoint_cost``, ``restart_cost``, ``depth``, ``token_delay``.
+
+    Returns
+    -------
+    float
+        U(T).
+    """
     import mpmath
 
     f, _ = _sym()
@@ -74,7 +127,20 @@ def literal_eq10(t: float, p: dict[str, float]) -> float:
 
 
 def literal_dudt(t: float, p: dict[str, float]) -> tuple[float, float]:
-    """``(T·U'(T)/U(T), U(T))`` from sympy's derivative of the literal Eq. 10 (50 digits)."""
+    """``(T·U'(T)/U(T), U(T))`` from sympy's derivative of the literal Eq. 10 (50 digits).
+
+    Parameters
+    ----------
+    t : float
+        The checkpoint interval T.
+    p : dict of str to float
+        ``failure_rate``, ``checkpoint_cost``, ``restart_cost``, ``depth``, ``token_delay``.
+
+    Returns
+    -------
+    tuple of (float, float)
+        The relative slope and U(T).
+    """
     import mpmath
 
     f, df = _sym()
@@ -88,7 +154,19 @@ def literal_dudt(t: float, p: dict[str, float]) -> tuple[float, float]:
 @prop("interval-tstar-maximises", target="interval-model", theorem=f"{SPEC}#tstar-max")
 @given(p=model_params(), s=st.floats(-6.0, 6.0))
 def tstar_maximises(p: dict[str, float], s: float, optimal: Any = optimal_interval, util: Any = utilization) -> None:
-    """U(T*) >= U(T) for every T in (c, ∞): T = c + (T* − c)·e^s."""
+    """U(T*) >= U(T) for every T in (c, ∞): T = c + (T* − c)·e^s.
+
+    Parameters
+    ----------
+    p : dict of str to float
+        Model parameters from :func:`model_params`.
+    s : float
+        Log-scale offset choosing T.
+    optimal : callable, optional
+        ``optimal(λ, c) -> T*``, the implementation checked.
+    util : callable, optional
+        ``util(T, λ, c, R, n, δ) -> U``, the implementation checked.
+    """
     t_star = optimal(p["failure_rate"], p["checkpoint_cost"])
     c = p["checkpoint_cost"]
     expect(math.isfinite(t_star) and t_star > c, f"T* = {t_star} is not an interval above c = {c}", p)
@@ -101,7 +179,15 @@ def tstar_maximises(p: dict[str, float], s: float, optimal: Any = optimal_interv
 @prop("interval-tstar-stationary", target="interval-model", theorem=f"{SPEC}#tstar-stationary")
 @given(p=model_params(max_cl=5.0))
 def tstar_stationary(p: dict[str, float], optimal: Any = optimal_interval) -> None:
-    """dU/dT = 0 at T* (sympy's derivative of the literal Eq. 10, any R, n, δ), > 0 before, < 0 after."""
+    """dU/dT = 0 at T* (sympy's derivative of the literal Eq. 10, any R, n, δ), > 0 before, < 0 after.
+
+    Parameters
+    ----------
+    p : dict of str to float
+        Model parameters from :func:`model_params`.
+    optimal : callable, optional
+        ``optimal(λ, c) -> T*``, the implementation checked.
+    """
     t_star = optimal(p["failure_rate"], p["checkpoint_cost"])
     expect(t_star > p["checkpoint_cost"], f"T* = {t_star} <= c", p)
     rel, u = literal_dudt(t_star, p)
@@ -115,7 +201,17 @@ def tstar_stationary(p: dict[str, float], optimal: Any = optimal_interval) -> No
 @prop("interval-tstar-independent", target="interval-model", theorem=f"{SPEC}#tstar-independent")
 @given(p=model_params(max_cl=5.0))
 def tstar_independent(p: dict[str, float], optimal: Any = optimal_interval, util: Any = utilization) -> None:
-    """The numerical maximiser of U(·; R, n, δ) is the closed-form T*(λ, c) whatever R, n and δ are."""
+    """The numerical maximiser of U(·; R, n, δ) is the closed-form T*(λ, c) whatever R, n and δ are.
+
+    Parameters
+    ----------
+    p : dict of str to float
+        Model parameters from :func:`model_params`.
+    optimal : callable, optional
+        ``optimal(λ, c) -> T*``, the implementation checked.
+    util : callable, optional
+        ``util(T, λ, c, R, n, δ) -> U``, the implementation checked.
+    """
     from scipy.optimize import minimize_scalar
 
     lam, c = p["failure_rate"], p["checkpoint_cost"]
@@ -136,7 +232,17 @@ def tstar_independent(p: dict[str, float], optimal: Any = optimal_interval, util
 @prop("interval-tstar-young-limit", target="interval-model", theorem=f"{SPEC}#young-limit")
 @given(lam=_logu(1e-6, 10.0), x=_logu(1e-14, 1e-2))
 def tstar_young_limit(lam: float, x: float, optimal: Any = optimal_interval) -> None:
-    """T*/√(2c/λ) → 1 as cλ → 0: |T*/√(2c/λ) − 1| <= 0.3·√(cλ) (the next term is √(cλ)/(3√2))."""
+    """T*/√(2c/λ) → 1 as cλ → 0: |T*/√(2c/λ) − 1| <= 0.3·√(cλ) (the next term is √(cλ)/(3√2)).
+
+    Parameters
+    ----------
+    lam : float
+        Failure rate λ.
+    x : float
+        cλ.
+    optimal : callable, optional
+        ``optimal(λ, c) -> T*``, the implementation checked.
+    """
     c = x / lam
     t_star = optimal(lam, c)
     ratio = t_star / math.sqrt(2 * c / lam)
@@ -147,7 +253,17 @@ def tstar_young_limit(lam: float, x: float, optimal: Any = optimal_interval) -> 
 @prop("interval-utilization-unit-range", target="interval-model", theorem=f"{SPEC}#unit-range")
 @given(p=model_params(), s=st.floats(-10.0, 10.0))
 def utilization_unit_range(p: dict[str, float], s: float, util: Any = utilization) -> None:
-    """0 <= U(T) <= (T − c)/T <= 1 for every T > c (failures only lose time)."""
+    """0 <= U(T) <= (T − c)/T <= 1 for every T > c (failures only lose time).
+
+    Parameters
+    ----------
+    p : dict of str to float
+        Model parameters from :func:`model_params`.
+    s : float
+        Log-scale offset choosing T.
+    util : callable, optional
+        ``util(T, λ, c, R, n, δ) -> U``, the implementation checked.
+    """
     c = p["checkpoint_cost"]
     t = c * (1 + math.exp(s))
     assume(t > c)
@@ -159,7 +275,21 @@ def utilization_unit_range(p: dict[str, float], s: float, util: Any = utilizatio
 @given(p=model_params(), s=st.floats(-5.0, 5.0), which=st.sampled_from(["failure_rate", "restart_cost", "depth", "token_delay"]),
        grow=st.floats(1.01, 10.0))
 def utilization_monotone(p: dict[str, float], s: float, which: str, grow: float, util: Any = utilization) -> None:
-    """U does not increase when λ, R, n or δ increases (T and c fixed)."""
+    """U does not increase when λ, R, n or δ increases (T and c fixed).
+
+    Parameters
+    ----------
+    p : dict of str to float
+        Model parameters from :func:`model_params`.
+    s : float
+        Log-scale offset choosing T.
+    which : str
+        The parameter grown.
+    grow : float
+        Its growth factor (for ``depth``: added steps).
+    util : callable, optional
+        ``util(T, λ, c, R, n, δ) -> U``, the implementation checked.
+    """
     c = p["checkpoint_cost"]
     t = c * (1 + math.exp(s))
     q = dict(p)
@@ -174,7 +304,17 @@ def utilization_monotone(p: dict[str, float], s: float, which: str, grow: float,
 @prop("interval-eq10-literal", target="interval-model", theorem=f"{SPEC}#eq10")
 @given(p=model_params(max_cl=5.0), s=st.floats(-4.0, 4.0))
 def eq10_literal(p: dict[str, float], s: float, util: Any = utilization) -> None:
-    """The implementation equals Eq. 10 as printed (mpmath, 50 digits) to a relative 1e-9."""
+    """The implementation equals Eq. 10 as printed (mpmath, 50 digits) to a relative 1e-9.
+
+    Parameters
+    ----------
+    p : dict of str to float
+        Model parameters from :func:`model_params`.
+    s : float
+        Log-scale offset choosing T.
+    util : callable, optional
+        ``util(T, λ, c, R, n, δ) -> U``, the implementation checked.
+    """
     c = p["checkpoint_cost"]
     t = c * (1 + math.exp(s))
     ref = literal_eq10(t, p)
@@ -186,7 +326,17 @@ def eq10_literal(p: dict[str, float], s: float, util: Any = utilization) -> None
 @prop("interval-dag-as-single", target="interval-model", theorem=f"{SPEC}#dag-as-single")
 @given(p=model_params(), s=st.floats(-4.0, 4.0))
 def dag_as_single(p: dict[str, float], s: float, util: Any = utilization) -> None:
-    """Eq. 10 with (n, δ, R) equals Eq. 4 with restart cost R + (n − 1)δ (and n = 1 is Eq. 4)."""
+    """Eq. 10 with (n, δ, R) equals Eq. 4 with restart cost R + (n − 1)δ (and n = 1 is Eq. 4).
+
+    Parameters
+    ----------
+    p : dict of str to float
+        Model parameters from :func:`model_params`.
+    s : float
+        Log-scale offset choosing T.
+    util : callable, optional
+        ``util(T, λ, c, R, n, δ) -> U``, the implementation checked.
+    """
     c = p["checkpoint_cost"]
     t = c * (1 + math.exp(s))
     a = util(t, **p)
