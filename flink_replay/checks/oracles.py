@@ -49,6 +49,13 @@ def release_of_trace(header: dict[str, Any]) -> str:
 def recovery_check(header: dict[str, Any], events: list[dict[str, Any]]) -> Check:
     """``recovery-succeeded`` (see the module docstring).
 
+    Parameters
+    ----------
+    header : dict
+        The trace's header.
+    events : list of dict
+        The trace's events.
+
     Examples
     --------
     >>> h = {"engine_version": "1.20.5", "flink": {"final_state": "FAILED"}}
@@ -136,7 +143,15 @@ def batch_table(subtasks: list[list[str]]) -> tuple[dict[str, str], set[str]]:
 
 
 def batch_check(header: dict[str, Any], events: list[dict[str, Any]]) -> Check:
-    """``batch-equivalent`` (see the module docstring)."""
+    """``batch-equivalent`` (see the module docstring).
+
+    Parameters
+    ----------
+    header : dict
+        The trace's header.
+    events : list of dict
+        The trace's events.
+    """
     batch = next((e for e in events if e.get("kind") == "flink.batch_output"), None)
     if batch is None:
         why = "a rescaled run" if (header.get("config") or {}).get("rescale") else "recorded without one"
@@ -180,6 +195,13 @@ def batch_check(header: dict[str, Any], events: list[dict[str, Any]]) -> Check:
 
 def release_check(header: dict[str, Any], events: list[dict[str, Any]]) -> Check:
     """``release-differential`` (see the module docstring).
+
+    Parameters
+    ----------
+    header : dict
+        The trace's header.
+    events : list of dict
+        The trace's events.
 
     Examples
     --------
@@ -311,6 +333,13 @@ def swallow_recovery_exception(header: dict[str, Any], events: list[dict[str, An
     The exception record is gone, everything the restarted job did is gone (its restores, snapshots,
     finished tasks, commits), and the job still reports ``FINISHED``.
 
+    Parameters
+    ----------
+    header : dict
+        The trace's header.
+    events : list of dict
+        The trace's events (left unchanged: the mutant is a copy).
+
     Returns
     -------
     tuple
@@ -386,6 +415,13 @@ def drop_last_record(header: dict[str, Any], events: list[dict[str, Any]]) -> tu
 
     The failure-free run included, so ``output-exactly-once`` (which compares the runs) sees nothing:
     that KEY has one row fewer and ends with the reference's row before its last.
+
+    Parameters
+    ----------
+    header : dict
+        The trace's header.
+    events : list of dict
+        The trace's events (left unchanged: the mutant is a copy).
     """
     return _retell(header, events, lambda rows: rows[-2], -1)
 
@@ -396,6 +432,13 @@ def double_count_last_record(header: dict[str, Any], events: list[dict[str, Any]
 
     One row more, whose numeric fields grew once more by what that record added (last row minus the
     row before it).
+
+    Parameters
+    ----------
+    header : dict
+        The trace's header.
+    events : list of dict
+        The trace's events (left unchanged: the mutant is a copy).
     """
     def final(rows: list[Any]) -> Any:
         last, prev = rows[-1], rows[-2]
@@ -409,6 +452,13 @@ def differ_release(header: dict[str, Any], events: list[dict[str, Any]]) -> tupl
 
     The KEY is the first whose last row differs from the one before it, or that has one row: it ends
     with another row, or is missing, on R only.
+
+    Parameters
+    ----------
+    header : dict
+        The trace's header.
+    events : list of dict
+        The trace's events (left unchanged: the mutant is a copy).
 
     Raises
     ------
