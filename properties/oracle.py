@@ -82,13 +82,41 @@ def raw_last(p: Pattern) -> list[int]:
 
 
 def global_checkpoints(p: Pattern, upper: Iterable[int] | None = None) -> Iterator[tuple[int, ...]]:
-    """Every cut with 0 ≤ cut[i] ≤ upper[i] (default: up to the volatile index)."""
+    """Every cut with 0 ≤ cut[i] ≤ upper[i] (default: up to the volatile index).
+
+    Parameters
+    ----------
+    p : Pattern
+        A small pattern.
+    upper : iterable of int, optional
+        The highest checkpoint index of each process (None: its volatile index).
+
+    Returns
+    -------
+    iterator of tuple of int
+        The cuts, in lexicographic order.
+    """
     ub = list(upper) if upper is not None else [x + 1 for x in raw_last(p)]
     return itertools.product(*[range(u + 1) for u in ub])
 
 
 def is_orphan_free(p: Pattern, cut: tuple[int, ...], msgs: list[RawMessage] | None = None) -> bool:
-    """No message sent at or after the sender's chosen checkpoint and delivered before the receiver's."""
+    """No message sent at or after the sender's chosen checkpoint and delivered before the receiver's.
+
+    Parameters
+    ----------
+    p : Pattern
+        A small pattern.
+    cut : tuple of int
+        A checkpoint index per process.
+    msgs : list of RawMessage, optional
+        The messages tested (None: all of ``p``'s).
+
+    Returns
+    -------
+    bool
+        Whether ``cut`` has no orphan message.
+    """
     for m in raw_messages(p) if msgs is None else msgs:
         d = m.deliver_interval
         if d is not None and m.send_interval >= cut[m.sender] and d < cut[m.receiver]:
@@ -97,7 +125,20 @@ def is_orphan_free(p: Pattern, cut: tuple[int, ...], msgs: list[RawMessage] | No
 
 
 def consistent_cuts(p: Pattern, upper: Iterable[int] | None = None) -> list[tuple[int, ...]]:
-    """The orphan-free global checkpoints of ``p`` (each process at most ``upper``), by brute force."""
+    """The orphan-free global checkpoints of ``p`` (each process at most ``upper``), by brute force.
+
+    Parameters
+    ----------
+    p : Pattern
+        A small pattern.
+    upper : iterable of int, optional
+        The highest checkpoint index of each process (None: its volatile index).
+
+    Returns
+    -------
+    list of tuple of int
+        The consistent cuts, in lexicographic order.
+    """
     msgs = [m for m in raw_messages(p) if m.deliver_interval is not None]
     return [c for c in global_checkpoints(p, upper) if is_orphan_free(p, c, msgs)]
 
@@ -117,7 +158,22 @@ def _upper(p: Pattern, failed: Iterable[int], virtual: bool) -> list[int]:
 
 
 def brute_max_consistent(p: Pattern, members: dict[int, int], upper: list[int]) -> tuple[int, ...] | None:
-    """Componentwise max of the consistent cuts that contain ``members`` under ``upper``."""
+    """Componentwise max of the consistent cuts that contain ``members`` under ``upper``.
+
+    Parameters
+    ----------
+    p : Pattern
+        A small pattern.
+    members : dict of int to int
+        Checkpoint index required of some processes.
+    upper : list of int
+        The highest index of each process.
+
+    Returns
+    -------
+    tuple of int or None
+        None when no consistent cut contains ``members``.
+    """
     sel = [c for c in consistent_cuts(p, upper) if all(c[i] == x for i, x in members.items())]
     if not sel:
         return None
@@ -125,7 +181,22 @@ def brute_max_consistent(p: Pattern, members: dict[int, int], upper: list[int]) 
 
 
 def brute_min_consistent(p: Pattern, members: dict[int, int], upper: list[int]) -> tuple[int, ...] | None:
-    """Componentwise min of the consistent cuts that contain ``members`` under ``upper``."""
+    """Componentwise min of the consistent cuts that contain ``members`` under ``upper``.
+
+    Parameters
+    ----------
+    p : Pattern
+        A small pattern.
+    members : dict of int to int
+        Checkpoint index required of some processes.
+    upper : list of int
+        The highest index of each process.
+
+    Returns
+    -------
+    tuple of int or None
+        None when no consistent cut contains ``members``.
+    """
     sel = [c for c in consistent_cuts(p, upper) if all(c[i] == x for i, x in members.items())]
     if not sel:
         return None
@@ -136,6 +207,20 @@ def brute_recovery_line(p: Pattern, failed: Iterable[int], virtual: bool) -> tup
     """The recovery line by brute force: the maximum consistent cut after ``failed`` fail.
 
     With ``virtual`` a live process may keep its volatile state (index ``last + 1``).
+
+    Parameters
+    ----------
+    p : Pattern
+        A small pattern.
+    failed : iterable of int
+        Indices of the failed processes.
+    virtual : bool
+        Whether a live process may keep its volatile state.
+
+    Returns
+    -------
+    tuple of int
+        A checkpoint index per process.
     """
     line = brute_max_consistent(p, {}, _upper(p, failed, virtual))
     assert line is not None  # the initial cut is always consistent
@@ -165,7 +250,24 @@ def zpath_closure(p: Pattern) -> set[tuple[int, int]]:
 def brute_zpath_exists(
     p: Pattern, src: tuple[int, int], dst: tuple[int, int], closure: set[tuple[int, int]] | None = None
 ) -> bool:
-    """Z-path existence from the definition (first message after src, last delivered before dst)."""
+    """Z-path existence from the definition (first message after src, last delivered before dst).
+
+    Parameters
+    ----------
+    p : Pattern
+        A small pattern.
+    src : tuple of (int, int)
+        ``(process, index)`` of the start checkpoint.
+    dst : tuple of (int, int)
+        ``(process, index)`` of the end checkpoint.
+    closure : set of (int, int), optional
+        :func:`zpath_closure` of ``p`` (None: computed).
+
+    Returns
+    -------
+    bool
+        Whether a Z-path leads from ``src`` to ``dst``.
+    """
     closure = zpath_closure(p) if closure is None else closure
     (i, x), (j, y) = src, dst
     ms = raw_messages(p)
