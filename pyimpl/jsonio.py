@@ -69,6 +69,13 @@ def safe_name(value: Any, limit: int = MAX_NAME_CHARS) -> str:
     Lone surrogates (``"\ud800"``, which cannot be encoded to UTF-8) and control characters are
     written as escapes; text longer than ``limit`` characters is cut and marked with ``…``.
 
+    Parameters
+    ----------
+    value : object
+        A value taken from the input.
+    limit : int, optional
+        The most characters kept.
+
     Examples
     --------
     >>> safe_name("P0")
@@ -103,6 +110,13 @@ def _line_col(text: str | bytes, pos: int) -> str:
 def read_input_bytes(path: str | os.PathLike[str], *, max_bytes: int | None = None) -> bytes:
     """The bytes of an input file; unreadable, empty or (with ``max_bytes``) too large → exit 2.
 
+    Parameters
+    ----------
+    path : str or path-like
+        The input file, or a stream such as a pipe.
+    max_bytes : int, optional
+        The largest size accepted (None: no limit for a file, a fixed cap for a stream).
+
     Examples
     --------
     >>> read_input_bytes("/nonexistent/x.json")
@@ -136,6 +150,13 @@ def read_input_bytes(path: str | os.PathLike[str], *, max_bytes: int | None = No
 
 def decode_utf8(data: bytes, source: str | None = None) -> str:
     r"""UTF-8 text of ``data``; a BOM or an invalid byte → :class:`InvalidInputError` with its place.
+
+    Parameters
+    ----------
+    data : bytes
+        The input's bytes.
+    source : str, optional
+        The file name that error messages give (None: none).
 
     Examples
     --------
@@ -306,6 +327,22 @@ def load_json_file(path: str | os.PathLike[str], *, max_bytes: int | None = None
                    reject_duplicate_keys: bool = False, parse_float: Callable[[str], Any] | None = None) -> Any:
     r"""Read and parse a JSON input file (see the module notes for everything that is rejected).
 
+    Parameters
+    ----------
+    path : str or path-like
+        The input file.
+    max_bytes : int, optional
+        The largest size accepted (None: no limit).
+    reject_duplicate_keys : bool, optional
+        Refuse an object that repeats a key.
+    parse_float : callable, optional
+        Turns a number literal with a fraction or exponent into a value, as in :func:`loads_json`.
+
+    Returns
+    -------
+    object
+        The parsed document.
+
     Examples
     --------
     >>> import tempfile, os
@@ -327,6 +364,20 @@ def loads_json_line(text: str | bytes, source: str | None, line: int) -> Any:
     """Parse one line of a JSON Lines input under the rules of :func:`loads_json`.
 
     An error names the file and ``line N`` (and the column within the line, when known).
+
+    Parameters
+    ----------
+    text : str or bytes
+        The line's text.
+    source : str or None
+        The file name that error messages give.
+    line : int
+        The line number that error messages give.
+
+    Returns
+    -------
+    object
+        The parsed value.
 
     Examples
     --------

@@ -138,11 +138,27 @@ class Pattern:
         return len(self._checkpoint_events[process])
 
     def is_forced(self, process: int, index: int) -> bool:
-        """Whether checkpoint C[process, index] was forced by the protocol."""
+        """Whether checkpoint C[process, index] was forced by the protocol.
+
+        Parameters
+        ----------
+        process : int
+            The process.
+        index : int
+            The checkpoint's index on it (0: the initial one).
+        """
         return self._forced[process][index]
 
     def checkpoint_event(self, process: int, index: int) -> int:
-        """Position in ``events`` of the checkpoint (-1 for the initial one)."""
+        """Position in ``events`` of the checkpoint (-1 for the initial one).
+
+        Parameters
+        ----------
+        process : int
+            The process.
+        index : int
+            The checkpoint's index on it (0: the initial one).
+        """
         return self._checkpoint_events[process][index]
 
     def checkpoints(self, include_initial: bool = True) -> list[Checkpoint]:
@@ -369,7 +385,15 @@ class PatternBuilder:
         self._count = [0] * len(self.processes)
 
     def send(self, src: int, dst: int, message: str | None = None) -> str:
-        """Append a send from ``src`` to ``dst``; return its message id (``m<k>`` unless given)."""
+        """Append a send from ``src`` to ``dst``; return its message id (``m<k>`` unless given).
+
+        Parameters
+        ----------
+        src, dst : int
+            The sending and the receiving process.
+        message : str, optional
+            The message id (None: the next ``m<k>``).
+        """
         if message is None:
             message = f"m{self._next_id}"
             self._next_id += 1
@@ -377,11 +401,27 @@ class PatternBuilder:
         return message
 
     def deliver(self, dst: int, message: str) -> None:
-        """Append the delivery of ``message`` to ``dst``."""
+        """Append the delivery of ``message`` to ``dst``.
+
+        Parameters
+        ----------
+        dst : int
+            The receiving process.
+        message : str
+            The id of a message sent to it.
+        """
         self.events.append(Event(dst, DELIVER, message))
 
     def checkpoint(self, process: int, forced: bool = False) -> int:
-        """Append a checkpoint and return its index."""
+        """Append a checkpoint and return its index.
+
+        Parameters
+        ----------
+        process : int
+            The checkpointing process.
+        forced : bool, optional
+            The checkpoint was forced by the protocol.
+        """
         self.events.append(Event(process, CHECKPOINT, forced=forced))
         self._count[process] += 1
         return self._count[process]

@@ -119,6 +119,18 @@ def failure_rate_for_optimal(interval: float, checkpoint_cost: float) -> float:
     Solves the stationarity condition ``e^{λT}(1 − λ(T − c)) = 1`` for ``λ > 0``
     (bracketing root search; ``T* `` decreases strictly as ``λ`` grows).
 
+    Parameters
+    ----------
+    interval : float
+        The interval ``T`` that is to be optimal (time units).
+    checkpoint_cost : float
+        The checkpoint cost ``c`` (> 0, below ``interval``).
+
+    Returns
+    -------
+    float
+        The failure rate ``λ`` (per time unit).
+
     Examples
     --------
     >>> round(failure_rate_for_optimal(1800.0, 1.0) * 3600, 4)   # c = 1 s, T = 30 min: per hour
@@ -146,6 +158,13 @@ def failure_rate_for_optimal(interval: float, checkpoint_cost: float) -> float:
 def young_interval(failure_rate: float, checkpoint_cost: float) -> float:
     """Young's first-order interval ``√(2c/λ)`` [3].
 
+    Parameters
+    ----------
+    failure_rate : float
+        The failure rate ``λ`` (> 0, per time unit).
+    checkpoint_cost : float
+        The checkpoint cost ``c`` (> 0).
+
     Examples
     --------
     >>> young_interval(0.005, 5.0)
@@ -157,6 +176,15 @@ def young_interval(failure_rate: float, checkpoint_cost: float) -> float:
 
 def daly_interval(failure_rate: float, checkpoint_cost: float, restart_cost: float = 0.0) -> float:
     """Daly's first-order interval ``√(2c(1/λ + R))`` [4] (as quoted in [1] §5.1).
+
+    Parameters
+    ----------
+    failure_rate : float
+        The failure rate ``λ`` (> 0, per time unit).
+    checkpoint_cost : float
+        The checkpoint cost ``c`` (> 0).
+    restart_cost : float, optional
+        The restart cost ``R`` (>= 0).
 
     Examples
     --------
@@ -171,6 +199,15 @@ def daly_interval(failure_rate: float, checkpoint_cost: float, restart_cost: flo
 def zhuang_interval(failure_rate: float, checkpoint_cost: float, restart_cost: float = 0.0) -> float:
     """Zhuang et al.'s interval ``√(2c(1/λ + R) + c²)`` [5] (as quoted in [1] §5.1).
 
+    Parameters
+    ----------
+    failure_rate : float
+        The failure rate ``λ`` (> 0, per time unit).
+    checkpoint_cost : float
+        The checkpoint cost ``c`` (> 0).
+    restart_cost : float, optional
+        The restart cost ``R`` (>= 0).
+
     Examples
     --------
     >>> round(zhuang_interval(0.005, 5.0, 10.0), 3)
@@ -182,7 +219,17 @@ def zhuang_interval(failure_rate: float, checkpoint_cost: float, restart_cost: f
 
 
 def baseline_intervals(failure_rate: float, checkpoint_cost: float, restart_cost: float = 0.0) -> dict[str, float]:
-    """``{"optimal": T*, "young": ..., "daly": ..., "zhuang": ...}`` for the same parameters."""
+    """``{"optimal": T*, "young": ..., "daly": ..., "zhuang": ...}`` for the same parameters.
+
+    Parameters
+    ----------
+    failure_rate : float
+        The failure rate ``λ`` (> 0, per time unit).
+    checkpoint_cost : float
+        The checkpoint cost ``c`` (> 0).
+    restart_cost : float, optional
+        The restart cost ``R`` (>= 0; Young's and the optimum ignore it).
+    """
     return {
         "optimal": optimal_interval(failure_rate, checkpoint_cost),
         "young": young_interval(failure_rate, checkpoint_cost),

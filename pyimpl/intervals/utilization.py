@@ -43,6 +43,18 @@ __all__ = [
 def utilization_no_failure(interval: Any, checkpoint_cost: float) -> Any:
     """Utilization without failures, Eq. 1 of [1]: ``U = (T − c)/T``.
 
+    Parameters
+    ----------
+    interval : float or array_like
+        The checkpoint interval ``T``.
+    checkpoint_cost : float
+        The checkpoint cost ``c`` (below ``T``).
+
+    Returns
+    -------
+    float or numpy.ndarray
+        ``U``, shaped like ``interval``.
+
     Examples
     --------
     >>> utilization_no_failure(10.0, 2.0)
@@ -58,6 +70,20 @@ def utilization_no_restart(interval: Any, failure_rate: float, checkpoint_cost: 
 
     ``U = λ(T − c)/(e^{λT} − 1)``; equals :func:`utilization_single` with ``R = 0``.
 
+    Parameters
+    ----------
+    interval : float or array_like
+        The checkpoint interval ``T``.
+    failure_rate : float
+        The failure rate ``λ`` (per time unit).
+    checkpoint_cost : float
+        The checkpoint cost ``c``.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        ``U``, shaped like ``interval``.
+
     Examples
     --------
     >>> round(utilization_no_restart(46.452, 0.005, 5.0), 4)
@@ -72,6 +98,22 @@ def utilization_single(interval: Any, failure_rate: float, checkpoint_cost: floa
     ``U = λ(T − c)/(e^{λ(R+T)} − e^{λR})``, computed as ``λ(T − c)e^{−λR}/expm1(λT)``; with
     ``λ = 0`` it is the limit ``(T − c)/T`` (Eq. 1).
 
+    Parameters
+    ----------
+    interval : float or array_like
+        The checkpoint interval ``T``.
+    failure_rate : float
+        The failure rate ``λ`` (per time unit, >= 0).
+    checkpoint_cost : float
+        The checkpoint cost ``c``.
+    restart_cost : float, optional
+        The restart cost ``R``.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        ``U``, shaped like ``interval``.
+
     Examples
     --------
     >>> round(utilization_single(46.452, 0.005, 5.0, 10.0), 4)
@@ -85,6 +127,22 @@ def utilization_dag_no_failure(interval: Any, checkpoint_cost: float, depth: int
 
     ``U = (T − c)/(T + (n − 1)δ)``. Note: Eq. 10 does not tend to Eq. 5 as ``λ → 0`` but to Eq. 1,
     because §4.2 of [1] overlaps the staggered checkpoints with computation (``specs/intervals.md``).
+
+    Parameters
+    ----------
+    interval : float or array_like
+        The checkpoint interval ``T``.
+    checkpoint_cost : float
+        The checkpoint cost ``c``.
+    depth : int
+        ``n``, the operators on the critical path.
+    token_delay : float
+        ``δ``, the token's delay per edge.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        ``U``, shaped like ``interval``.
 
     Examples
     --------
@@ -166,6 +224,26 @@ def utilization(
     token_delay: float = 0.0,
 ) -> Any:
     """The general utilization model (Eq. 10 of [1] and its special cases); see :func:`utilization_dag`.
+
+    Parameters
+    ----------
+    interval : float or array_like
+        The checkpoint interval ``T``.
+    failure_rate : float
+        The failure rate ``λ`` (per time unit, >= 0).
+    checkpoint_cost : float
+        The checkpoint cost ``c``.
+    restart_cost : float, optional
+        The restart cost ``R``.
+    depth : int, optional
+        ``n``, the operators on the critical path (1: one process).
+    token_delay : float, optional
+        ``δ``, the token's delay per edge.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        ``U``, shaped like ``interval``.
 
     Examples
     --------
