@@ -146,11 +146,38 @@ class HuntAdapter(ABC):
 
         ``coverage`` maps operator kind / pair to its count over the programs generated before
         this one; steer towards the least covered.
+
+        Parameters
+        ----------
+        seed : int
+            The hunt's seed.
+        index : int
+            The program's number in the hunt (0 first).
+        coverage : mapping of str to int
+            Operator kind or pair -> programs generated so far that hold it.
+
+        Returns
+        -------
+        Program
+            The program, with its module's text.
         """
 
     @abstractmethod
     def cells(self, program: Program, seed: int) -> list[HuntCell]:
-        """The cells to run: a failure-free cell first, fault schedules, differential cells."""
+        """The cells to run: a failure-free cell first, fault schedules, differential cells.
+
+        Parameters
+        ----------
+        program : Program
+            The program.
+        seed : int
+            The hunt's seed (the fault schedules drawn from it).
+
+        Returns
+        -------
+        list of HuntCell
+            The cells, in the order they run.
+        """
 
     @abstractmethod
     def run(self, program: Program, module: Path, cells: Sequence[HuntCell], workdir: Path,
@@ -158,6 +185,24 @@ class HuntAdapter(ABC):
         """Run ``cells`` of ``program`` (written at ``module``), yielding each outcome when decided.
 
         Never raises for the program's or the engine's failures: they are outcomes.
+
+        Parameters
+        ----------
+        program : Program
+            The program.
+        module : Path
+            Its module's file.
+        cells : sequence of HuntCell
+            The cells to run.
+        workdir : Path
+            A folder for the runs' files.
+        jobs : int, optional
+            How many cells may run at once.
+
+        Yields
+        ------
+        tuple of (HuntCell, CellOutcome)
+            Each cell with its outcome, in the order decided.
         """
 
     @abstractmethod
@@ -167,11 +212,41 @@ class HuntAdapter(ABC):
     @abstractmethod
     def reproducer(self, program: Program, cell: HuntCell, outcome: CellOutcome,
                    dest: Path) -> Path:
-        """Write a standalone script (the engine only, no rollcheck import) showing the finding."""
+        """Write a standalone script (the engine only, no rollcheck import) showing the finding.
+
+        Parameters
+        ----------
+        program : Program
+            The (minimised) program.
+        cell : HuntCell
+            The cell that shows the finding.
+        outcome : CellOutcome
+            The cell's outcome (what the script must show).
+        dest : Path
+            Where the script goes.
+
+        Returns
+        -------
+        Path
+            The script written.
+        """
 
     @abstractmethod
     def run_reproducer(self, script: Path, release: str | None) -> str:
-        """Run ``script`` on ``release``: ``"reproduced"``, ``"not reproduced"`` or ``"could not run: <why>"``."""
+        """Run ``script`` on ``release``: ``"reproduced"``, ``"not reproduced"`` or ``"could not run: <why>"``.
+
+        Parameters
+        ----------
+        script : Path
+            The reproducer.
+        release : str or None
+            The engine release to run it on (None: the pinned one).
+
+        Returns
+        -------
+        str
+            The result, in the words above.
+        """
 
     @abstractmethod
     def newer_releases(self) -> list[str]:
@@ -179,7 +254,22 @@ class HuntAdapter(ABC):
 
     @abstractmethod
     def confirm(self, module: Path, cell: HuntCell, workdir: Path) -> CellOutcome:
-        """Run ``module`` through the ordinary matrix for ``cell``'s configuration."""
+        """Run ``module`` through the ordinary matrix for ``cell``'s configuration.
+
+        Parameters
+        ----------
+        module : Path
+            The minimised program's module.
+        cell : HuntCell
+            The cell whose configuration it runs in.
+        workdir : Path
+            A folder for the run's files.
+
+        Returns
+        -------
+        CellOutcome
+            The outcome of that matrix cell.
+        """
 
     def release(self) -> str:
         """The hunted release by its number, as ``reproducer_run`` and the JSON name it.
