@@ -51,7 +51,26 @@ SPEC = "specs/elastic.md"
 @st.composite
 def configs(draw: Any, *, max_keys: int = 6, max_rounds: int = 12, min_scaling: int = 0,
             max_scaling: int = 3) -> Config:
-    """Small pipelines (1–3 operators, 1–6 keys), any parallelism, a few scaling events."""
+    """Small pipelines (1–3 operators, 1–6 keys), any parallelism, a few scaling events.
+
+    Parameters
+    ----------
+    draw : callable
+        Hypothesis's draw function (supplied by ``@composite``).
+    max_keys : int, optional
+        Most keys.
+    max_rounds : int, optional
+        Most rounds of input (at least 4).
+    min_scaling : int, optional
+        Fewest scaling events.
+    max_scaling : int, optional
+        Most scaling events.
+
+    Returns
+    -------
+    Config
+        The drawn configuration.
+    """
     keys = draw(st.integers(1, max_keys))
     n = draw(st.integers(1, 3))
     ops = tuple(draw(st.lists(st.sampled_from(OP_NAMES), min_size=n, max_size=n)))
@@ -107,6 +126,20 @@ def _first_diff(got: dict[int, list[tuple[int, int]]], want: dict[int, list[tupl
 def failure_steps(total: int, phase: int, runs: int = RUNS_PER_EXAMPLE) -> range:
     """Every ``stride``-th step of ``1..total`` from an offset given by ``phase`` (≤ ``runs`` steps).
 
+    Parameters
+    ----------
+    total : int
+        Steps of the failure-free run.
+    phase : int
+        Chooses the offset (``phase`` modulo the stride).
+    runs : int, optional
+        Most steps returned.
+
+    Returns
+    -------
+    range
+        The steps at which one failure is injected.
+
     Examples
     --------
     >>> list(failure_steps(10, 3, runs=4)), list(failure_steps(10, 4, runs=4))
@@ -126,7 +159,15 @@ SCALED = "a scaling event happens during the run"
       interesting=REPLAY_AFTER_SCALING, floor=0.3)
 @given(case=failure_cases())
 def exactly_once_after_failure(case: tuple[Config, int, int, int, int], rules: Rules = REFERENCE_RULES) -> None:
-    """T1: one failure at any step, after any scaling history, gives exactly the failure-free output."""
+    """T1: one failure at any step, after any scaling history, gives exactly the failure-free output.
+
+    Parameters
+    ----------
+    case : tuple
+        ``(cfg, op, key, phase, parallel)`` from :func:`failure_cases`.
+    rules : Rules, optional
+        The protocol's rules checked (a mutant's replace the reference).
+    """
     cfg, op, key, phase, parallel = case
     want = reference_output(cfg)
     clean = simulate(cfg, rules=rules)
@@ -149,7 +190,15 @@ def exactly_once_after_failure(case: tuple[Config, int, int, int, int], rules: R
       interesting=SCALED, floor=0.5)
 @given(cfg=configs(min_scaling=1, max_scaling=4))
 def scaling_preserves_output(cfg: Config, rules: Rules = REFERENCE_RULES) -> None:
-    """T2: with any scaling history and no failure, the sink holds exactly the reference output."""
+    """T2: with any scaling history and no failure, the sink holds exactly the reference output.
+
+    Parameters
+    ----------
+    cfg : Config
+        A pipeline with its scaling events (drawn by Hypothesis).
+    rules : Rules, optional
+        The protocol's rules checked (a mutant's replace the reference).
+    """
     res = simulate(cfg, rules=rules)
     interesting(bool(res.scalings), SCALED)
     got = res.output_by_key()
@@ -162,7 +211,15 @@ def scaling_preserves_output(cfg: Config, rules: Rules = REFERENCE_RULES) -> Non
       interesting=SCALED, floor=0.15)
 @given(cfg=configs(max_rounds=10))
 def trim_never_discards_needed(cfg: Config, rules: Rules = REFERENCE_RULES) -> None:
-    """T3: at every step, every event a recovery of any operator task would replay is still queued."""
+    """T3: at every step, every event a recovery of any operator task would replay is still queued.
+
+    Parameters
+    ----------
+    cfg : Config
+        A pipeline with its scaling events (drawn by Hypothesis).
+    rules : Rules, optional
+        The protocol's rules checked (a mutant's replace the reference).
+    """
     res = simulate(cfg, rules=rules, check_trim=True)
     interesting(bool(res.scalings), SCALED)
     if res.violations:
@@ -176,7 +233,15 @@ QUEUE_FULL = "some queue reaches at least half its bound"
       interesting=QUEUE_FULL, floor=0.3)
 @given(cfg=configs())
 def queue_within_bound(cfg: Config, rules: Rules = REFERENCE_RULES) -> None:
-    """T4: without failures, each task's queue holds at most R·W events (W from A, C, successor)."""
+    """T4: without failures, each task's queue holds at most R·W events (W from A, C, successor).
+
+    Parameters
+    ----------
+    cfg : Config
+        A pipeline with its scaling events (drawn by Hypothesis).
+    rules : Rules, optional
+        The protocol's rules checked (a mutant's replace the reference).
+    """
     res = simulate(cfg, rules=rules)
     interesting(any(2 * got >= queue_bound(cfg, lv) > 0 for lv, got in res.max_queue.items()), QUEUE_FULL)
     for lv, got in sorted(res.max_queue.items()):
@@ -207,7 +272,17 @@ def slices_and_owners(draw: Any) -> tuple[Slice, dict[int, str]]:
 @given(case=slices_and_owners())
 def slice_split_is_a_partition(case: tuple[Slice, dict[int, str]], split: Any = split_slice,
                                merge: Any = merge_slices) -> None:
-    """T5: slice split (Eq. 1) and merge (Eq. 2) lose, duplicate and reorder nothing."""
+    """T5: slice split (Eq. 1) and merge (Eq. 2) lose, duplicate and reorder nothing.
+
+    Parameters
+    ----------
+    case : tuple of (Slice, dict of int to str)
+        A slice and the task owning each key.
+    split : callable, optional
+        ``split(slice, owner) -> dict of task to Slice``, the split checked.
+    merge : callable, optional
+        ``merge(slices) -> list of Slice``, the merge checked.
+    """
     s, owner = case
     parts = split(s, owner)
     interesting(sum(1 for t in parts.values() if t.events) >= 2, "the slice splits into two or more non-empty parts")
