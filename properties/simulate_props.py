@@ -51,6 +51,30 @@ def sim_cases(draw: Any, protocols: tuple[str, ...] = ("uc", "bcs", "hmnr", "cl-
 
     1–3 instances per operator, ``min_records``–``max_records`` records per source; the failing
     instance's name starts with ``fail_prefix``.
+
+    Parameters
+    ----------
+    draw : callable
+        Hypothesis's draw function (supplied by ``@composite``).
+    protocols : tuple of str, optional
+        Protocols drawn from.
+    workloads : tuple of str, optional
+        Workloads drawn from.
+    min_records, max_records : int, optional
+        Bounds of the records per source.
+    intervals : tuple of float, optional
+        Basic-checkpoint intervals drawn from.
+    delays : tuple of float, optional
+        Channel delays drawn from.
+    fail_prefix : str, optional
+        Prefix of the failing instance's name.
+    fractions : tuple of (float, float), optional
+        Bounds of the failure time as a fraction of the run.
+
+    Returns
+    -------
+    SimCase
+        The drawn case.
     """
     wl = draw(st.sampled_from(workloads))
     proto = draw(st.sampled_from(protocols))
@@ -68,7 +92,20 @@ def sim_cases(draw: Any, protocols: tuple[str, ...] = ("uc", "bcs", "hmnr", "cl-
 
 
 def run_case(case: SimCase, **overrides: Any) -> tuple[SimResult, SimResult]:
-    """(failure-free run, run with the drawn failure), ``overrides`` applied to both configs."""
+    """(failure-free run, run with the drawn failure), ``overrides`` applied to both configs.
+
+    Parameters
+    ----------
+    case : SimCase
+        The drawn simulation.
+    **overrides : object
+        ``SimConfig`` fields replaced.
+
+    Returns
+    -------
+    tuple of (SimResult, SimResult)
+        Both the same run when the failure-free one deadlocked.
+    """
     cfg = replace(case.config, **overrides)
     ref = run_engine(cfg)
     if ref.deadlock is not None:
@@ -97,7 +134,17 @@ def _describe(res: SimResult) -> str:
 @prop("sim-cic-no-useless", target="simulate", theorem=f"{SPEC}#t-cic")
 @given(case=sim_cases(protocols=("bcs", "hmnr")))
 def sim_cic_no_useless(case: SimCase, protocol: str | None = None, variant: Variant = REFERENCE) -> None:
-    """BCS and HMNR runs on simulated topologies never contain a useless checkpoint."""
+    """BCS and HMNR runs on simulated topologies never contain a useless checkpoint.
+
+    Parameters
+    ----------
+    case : SimCase
+        The drawn simulation.
+    protocol : str, optional
+        Replaces the drawn protocol (None: keep it).
+    variant : Variant, optional
+        The recovery behaviour checked (a mutant's replaces the reference).
+    """
     cfg = replace(case.config, variant=variant)
     cfg = cfg if protocol is None else replace(cfg, protocol=protocol)
     res = run_engine(cfg)
@@ -111,7 +158,15 @@ def sim_cic_no_useless(case: SimCase, protocol: str | None = None, variant: Vari
 @given(case=sim_cases(protocols=("bcs", "hmnr"), workloads=("nhop",), min_records=8, intervals=(3.0, 6.0),
                       delays=(0.2, 1.0), fail_prefix="map", fractions=(0.3, 0.9)))
 def sim_cic_no_domino(case: SimCase, protocol: str | None = None) -> None:
-    """With virtual checkpoints, a CIC run restores the failed process to its last checkpoint."""
+    """With virtual checkpoints, a CIC run restores the failed process to its last checkpoint.
+
+    Parameters
+    ----------
+    case : SimCase
+        The drawn simulation.
+    protocol : str, optional
+        Replaces the drawn protocol (None: keep it).
+    """
     over = {} if protocol is None else {"protocol": protocol}
     _, res = run_case(case, **over)
     rec = res.recovery
@@ -125,7 +180,15 @@ def sim_cic_no_domino(case: SimCase, protocol: str | None = None) -> None:
 @prop("sim-cl-aligned-consistent", target="simulate", theorem=f"{SPEC}#t-cl-aligned")
 @given(case=sim_cases(protocols=("cl-aligned",), workloads=("nexmark", "wordcount")))
 def sim_cl_aligned_consistent(case: SimCase, protocol: str = "cl-aligned") -> None:
-    """Aligned snapshots on acyclic graphs are consistent with empty channels."""
+    """Aligned snapshots on acyclic graphs are consistent with empty channels.
+
+    Parameters
+    ----------
+    case : SimCase
+        The drawn simulation.
+    protocol : str, optional
+        The snapshot protocol run.
+    """
     res = run_engine(replace(case.config, protocol=protocol))
     assume(res.snapshots)
     for s in res.snapshots:
@@ -139,7 +202,15 @@ def sim_cl_aligned_consistent(case: SimCase, protocol: str = "cl-aligned") -> No
 @prop("sim-cl-unaligned-recorded", target="simulate", theorem=f"{SPEC}#t-cl-unaligned")
 @given(case=sim_cases(protocols=("cl-unaligned",)))
 def sim_cl_unaligned_recorded(case: SimCase, variant: Variant = REFERENCE) -> None:
-    """Unaligned snapshots are consistent and record exactly the cut's in-transit messages."""
+    """Unaligned snapshots are consistent and record exactly the cut's in-transit messages.
+
+    Parameters
+    ----------
+    case : SimCase
+        The drawn simulation.
+    variant : Variant, optional
+        The recovery behaviour checked (a mutant's replaces the reference).
+    """
     res = run_engine(replace(case.config, variant=variant))
     assume(res.snapshots)
     for s in res.snapshots:
@@ -157,6 +228,13 @@ def sim_cl_aligned_cycle_deadlock(case: SimCase, variant: Variant = REFERENCE) -
     """Aligned barriers on the cyclic query are reported as a deadlock; the run terminates.
 
     The report names the operators on the cycle that wait for the back-channel's marker.
+
+    Parameters
+    ----------
+    case : SimCase
+        The drawn simulation.
+    variant : Variant, optional
+        The recovery behaviour checked (a mutant's replaces the reference).
     """
     res = run_engine(replace(case.config, variant=variant, interval=min(case.config.interval, 1.0)))
     assume(res.checkpoints["regular"] > 0)  # a snapshot was started before the input ran out
@@ -178,6 +256,13 @@ def sim_exactly_once(case: SimCase, variant: Variant = REFERENCE) -> None:
     """Persistent logs + deduplication + no virtual checkpoints: exactly-once output.
 
     The orphan check finds no delivery of an undone send.
+
+    Parameters
+    ----------
+    case : SimCase
+        The drawn simulation.
+    variant : Variant, optional
+        The recovery behaviour checked (a mutant's replaces the reference).
     """
     _, res = run_case(case, virtual=False, persistent_logs=True, variant=variant)
     m = res.metrics
@@ -194,6 +279,15 @@ def sim_dedup_once(case: SimCase, virtual: bool, variant: Variant = REFERENCE) -
 
     Virtual checkpoints on or off: every receiver's final state applied each sequence number of
     each input channel at most once.
+
+    Parameters
+    ----------
+    case : SimCase
+        The drawn simulation.
+    virtual : bool
+        Whether virtual checkpoints are on.
+    variant : Variant, optional
+        The recovery behaviour checked (a mutant's replaces the reference).
     """
     _, res = run_case(case, virtual=virtual, persistent_logs=True, variant=variant)
     if res.duplicates or res.metrics["lost_messages"]:
@@ -209,6 +303,15 @@ def sim_volatile_at_most_once(case: SimCase, virtual: bool, variant: Variant = R
     The pattern's count is the in-transit messages of the line sent by the failed process.
     Without virtual checkpoints the output is at-most-once, and exactly-once when nothing was
     lost.
+
+    Parameters
+    ----------
+    case : SimCase
+        The drawn simulation.
+    virtual : bool
+        Whether virtual checkpoints are on.
+    variant : Variant, optional
+        The recovery behaviour checked (a mutant's replaces the reference).
     """
     _, res = run_case(case, virtual=virtual, persistent_logs=False, variant=variant)
     m = res.metrics
