@@ -91,6 +91,20 @@ class RetrySchedule:
     def parse(cls, text: str, location: str = "--retry-schedules") -> RetrySchedule:
         """A schedule from its text (:meth:`text`); a bad one is exit 2 naming ``location``.
 
+        Parameters
+        ----------
+        text : str
+            ``KEY=VALUE`` items joined by ``+``; empty or ``default`` for the default schedule.
+        location : str, optional
+            The flag or field a bad schedule's error names.
+
+        Returns
+        -------
+        RetrySchedule
+            The validated schedule.
+
+        Examples
+        --------
         >>> RetrySchedule.parse("stage=input+then=continue")
         RetrySchedule(tasks='one', stage='input', where='after-commit', attempts=1, load=None, then='continue')
         >>> RetrySchedule.parse("tasks=some")
@@ -145,7 +159,15 @@ class RetrySchedule:
         return out
 
     def validate(self, batch: int | None = None, location: str | None = None) -> None:
-        """Refuse a schedule no run can strike (exit 2 naming the flag, or ``location``)."""
+        """Refuse a schedule no run can strike (exit 2 naming the flag, or ``location``).
+
+        Parameters
+        ----------
+        batch : int, optional
+            The batch the schedule strikes (checks ``load=later`` against batch 0); None skips that check.
+        location : str, optional
+            The flag or field errors name; None names each key's own flag.
+        """
         def bad(key: str, why: str) -> InvalidInputError:
             return InvalidInputError(why, location=location or SCHEDULE_FLAGS[key])
 
@@ -176,6 +198,20 @@ def retry_restart_batch(fail_at: int, n_input: int) -> int:
 
     The next data batch, or the retried batch itself when it is the last one.
 
+    Parameters
+    ----------
+    fail_at : int
+        The retried batch.
+    n_input : int
+        The number of input batches.
+
+    Returns
+    -------
+    int
+        The batch after whose sink the driver restarts.
+
+    Examples
+    --------
     >>> retry_restart_batch(2, 6), retry_restart_batch(5, 6)
     (3, 5)
     """
@@ -257,6 +293,22 @@ def retry_task(markers: str | Path, checkpoint: str | Path, batch: int,
     records itself (:data:`ATTEMPT_PREFIX`): partition, stage, attempt, whether it failed, and
     the state files of version ``batch + 1`` of its partition (and of all) that existed when it
     raised or ended.
+
+    Parameters
+    ----------
+    markers : str or Path
+        The recording's markers folder (each attempt's record goes there).
+    checkpoint : str or Path
+        The query's checkpoint folder (its state files are listed).
+    batch : int
+        The batch struck.
+    schedule : RetrySchedule, optional
+        Which tasks and attempts fail; None for the default.
+
+    Returns
+    -------
+    callable
+        ``run(rows) -> iterator`` for ``RDD.mapPartitions``.
     """
     s = schedule or RetrySchedule()
     strike = _strike(str(markers), str(checkpoint), batch, s.tasks, s.attempts, s.where)
@@ -278,6 +330,22 @@ def retry_input_filter(markers: str | Path, checkpoint: str | Path, batch: int,
 
     In the tasks that read batch ``batch``'s file (the stage before the shuffle, which holds no
     state store) the scheduled attempts raise at their first row.
+
+    Parameters
+    ----------
+    markers : str or Path
+        The recording's markers folder.
+    checkpoint : str or Path
+        The query's checkpoint folder.
+    batch : int
+        The batch whose input file is struck.
+    schedule : RetrySchedule, optional
+        Which tasks and attempts fail; None for the default.
+
+    Returns
+    -------
+    callable
+        ``keep(path) -> bool`` (always True once it has not raised).
     """
     s = schedule or RetrySchedule()
     strike = _strike(str(markers), str(checkpoint), batch, s.tasks, s.attempts, "input")
@@ -315,6 +383,20 @@ def strike_armed(markers: str | Path, schedule: RetrySchedule, fail_at: int) -> 
 
     The retry has not struck yet, and with ``load=first`` (K > 0) the driver was restarted at batch
     K's start (:func:`restart_before`).
+
+    Parameters
+    ----------
+    markers : str or Path
+        The recording's markers folder.
+    schedule : RetrySchedule
+        The retry schedule.
+    fail_at : int
+        The batch to strike.
+
+    Returns
+    -------
+    bool
+        True when this driver strikes the batch.
     """
     m = Path(markers)
     if (m / RETRY_FAILED).exists():
@@ -328,6 +410,17 @@ def restart_before(markers: str | Path, schedule: RetrySchedule, batch: int, fai
     Ask the supervising parent (once) to SIGKILL this driver; the new driver's first batch is K, its
     state stores load version K from the checkpoint. The request names the batch and the point
     (``before-retry``) for the ``failure`` event the parent records.
+
+    Parameters
+    ----------
+    markers : str or Path
+        The recording's markers folder.
+    schedule : RetrySchedule
+        The retry schedule.
+    batch : int
+        The batch whose sink runs now.
+    fail_at : int
+        The batch to strike.
     """
     import os
     import time
@@ -354,6 +447,28 @@ def collect_struck(bdf: Any, markers: str | Path, checkpoint: str | Path, batch:
     strikes); then ``emit(**facts)`` the ``failure`` event's facts (:func:`retry_facts`,
     ``schedule``, ``stage_partitions``, ``stateful``, ``batch_failed``). A batch whose every attempt
     failed is marked (:data:`RETRY_EXHAUSTED`) and its exception raised again: the query fails.
+
+    Parameters
+    ----------
+    bdf : DataFrame
+        The micro-batch's DataFrame.
+    markers : str or Path
+        The recording's markers folder.
+    checkpoint : str or Path
+        The query's checkpoint folder.
+    batch : int
+        The batch id.
+    schedule : RetrySchedule
+        The retry schedule.
+    convert : callable
+        ``convert(row)``: one collected Spark ``Row`` to the recorded row.
+    emit : callable
+        ``emit(**facts)``: receives the ``failure`` event's facts.
+
+    Returns
+    -------
+    list
+        The batch's rows, converted.
     """
     m = Path(markers)
     facts: dict[str, Any] = {"schedule": asdict(schedule), "stage_partitions": None}

@@ -47,6 +47,18 @@ def batch_equivalent(header: dict[str, Any], events: list[dict[str, Any]]) -> Ch
     """``batch-equivalent`` (module docstring).
 
     None when the recording has no batch evaluation (a trace from before this oracle).
+
+    Parameters
+    ----------
+    header : dict
+        The trace's header.
+    events : list of dict
+        The trace's recorded events.
+
+    Returns
+    -------
+    Check or None
+        The oracle's verdict.
     """
     name = "batch-equivalent"
     if (header.get("config") or {}).get("failure") == "upgrade":  # each row by the query that read it
@@ -92,7 +104,20 @@ def batch_equivalent(header: dict[str, Any], events: list[dict[str, Any]]) -> Ch
 
 
 def release_differential(header: dict[str, Any], events: list[dict[str, Any]]) -> Check | None:
-    """``release-differential`` (module docstring)."""
+    """``release-differential`` (module docstring).
+
+    Parameters
+    ----------
+    header : dict
+        The trace's header.
+    events : list of dict
+        The trace's recorded events.
+
+    Returns
+    -------
+    Check
+        Held, violated, unchecked or not applicable (one release only).
+    """
     name = "release-differential"
     rel = _events(events, "release_reference")
     mine = header.get("engine_version") or "the recording's release"
@@ -145,7 +170,20 @@ def release_differential(header: dict[str, Any], events: list[dict[str, Any]]) -
 
 
 def recovery_succeeded(header: dict[str, Any], events: list[dict[str, Any]]) -> Check | None:
-    """``recovery-succeeded`` (module docstring)."""
+    """``recovery-succeeded`` (module docstring).
+
+    Parameters
+    ----------
+    header : dict
+        The trace's header.
+    events : list of dict
+        The trace's recorded events.
+
+    Returns
+    -------
+    Check or None
+        The oracle's verdict; None when the recording has no ``end`` (``end-of-run`` reports it).
+    """
     name = "recovery-succeeded"
     failed = _events(events, "recovery_failed")
     if failed:
@@ -193,6 +231,17 @@ class OracleCheck(TraceCheck):
     """One oracle as a plug-in: ``fn(header, events) -> Check | None`` over the trace's own events.
 
     Not the core events the adapter derived. After the last event.
+
+    Parameters
+    ----------
+    name : str
+        The oracle's name.
+    header : dict
+        The trace's header.
+    fn : callable
+        ``fn(header, events) -> Check | None``, the oracle.
+    source : str, optional
+        The trace file, named by a malformed-record error.
     """
 
     def __init__(self, name: str, header: dict[str, Any], fn: Callable[..., Check | None],
@@ -204,12 +253,35 @@ class OracleCheck(TraceCheck):
         self.events: list[dict[str, Any]] = []
 
     def on_event(self, v: Any, line: int, obj: dict[str, Any]) -> None:
-        """Keep every recorded (not derived) event."""
+        """Keep every recorded (not derived) event.
+
+        Parameters
+        ----------
+        v : RunView
+            The checker's view of the run (unused).
+        line : int
+            The event's line number (unused).
+        obj : dict
+            The event as read.
+        """
         if not obj.get("derived"):
             self.events.append(obj)
 
     def finish(self, v: Any, results: dict[str, Check]) -> Check | None:
-        """The oracle's verdict over the finished view."""
+        """The oracle's verdict over the finished view.
+
+        Parameters
+        ----------
+        v : RunView
+            The checker's view of the run (unused).
+        results : dict
+            The finished checks' results by name (unused).
+
+        Returns
+        -------
+        Check or None
+            The oracle's verdict.
+        """
         try:
             return self.fn(self.header, self.events)
         except _MALFORMED as e:
@@ -218,7 +290,20 @@ class OracleCheck(TraceCheck):
 
 
 def oracle_plugins(header: dict[str, Any], source: str | None) -> list[TraceCheck]:
-    """The three oracles as trace plug-ins (each reads the trace's own events)."""
+    """The three oracles as trace plug-ins (each reads the trace's own events).
+
+    Parameters
+    ----------
+    header : dict
+        The trace's header.
+    source : str or None
+        The trace file, named by a malformed-record error.
+
+    Returns
+    -------
+    list of TraceCheck
+        The ``batch-equivalent``, ``release-differential`` and ``recovery-succeeded`` plug-ins.
+    """
     return [OracleCheck("batch-equivalent", header, batch_equivalent, source),
             OracleCheck("release-differential", header, release_differential, source),
             OracleCheck("recovery-succeeded", header, recovery_succeeded, source)]

@@ -35,7 +35,17 @@ class SparkStream(TraceCheck):
         self.view = view
 
     def on_event(self, v: Any, line: int, obj: dict[str, Any]) -> None:
-        """Feed one event to the view."""
+        """Feed one event to the view.
+
+        Parameters
+        ----------
+        v : RunView
+            The checker's view of the run (unused).
+        line : int
+            The event's line number in the trace file.
+        obj : dict
+            The event as read.
+        """
         try:
             self.view.feed(obj)
         except MALFORMED as e:  # a field of the engine's event that is not what the recorder writes
@@ -44,7 +54,15 @@ class SparkStream(TraceCheck):
                                     location=f"line {line} (seq {obj['seq']})") from None
 
     def finish(self, v: Any, results: dict[str, Check]) -> None:
-        """Finish the view; no verdict of its own."""
+        """Finish the view; no verdict of its own.
+
+        Parameters
+        ----------
+        v : RunView
+            The checker's view of the run (unused).
+        results : dict
+            The finished checks' results by name (unused).
+        """
         self.view.close()
         return None
 
@@ -54,6 +72,17 @@ class StreamCheck(TraceCheck):
 
     ``at_end``: the check reads the run's end records; a recording that stopped before them
     leaves it out (``end-of-run`` says so, unchecked).
+
+    Parameters
+    ----------
+    name : str
+        The check's name.
+    stream : SparkStream
+        The collector whose view the check reads.
+    fn : callable
+        ``fn(view) -> Check | None``.
+    at_end : bool, optional
+        The check reads the run's end records (left out when the recording stopped before them).
     """
 
     after = ("spark-stream",)
@@ -65,7 +94,20 @@ class StreamCheck(TraceCheck):
         self.at_end = at_end
 
     def finish(self, v: Any, results: dict[str, Check]) -> Check | None:
-        """Run the check over the finished view."""
+        """Run the check over the finished view.
+
+        Parameters
+        ----------
+        v : RunView
+            The checker's view of the run (unused).
+        results : dict
+            The finished checks' results by name (unused).
+
+        Returns
+        -------
+        Check or None
+            The check's result; None when it does not apply to this recording.
+        """
         sv = self.stream.view
         if self.at_end and not sv.ended:
             return None
@@ -82,6 +124,17 @@ class EventListCheck(TraceCheck):
 
     Not the core events the adapter derived. Collected during the pass: the way to plug in a check
     that needs the whole list, e.g. ``EventListCheck("kill-point", header, kill_point_struck)``.
+
+    Parameters
+    ----------
+    name : str
+        The check's name.
+    header : dict
+        The trace's header.
+    fn : callable
+        ``fn(header, events) -> Check | None``.
+    source : str, optional
+        The trace file, named by a malformed-record error.
     """
 
     def __init__(self, name: str, header: dict[str, Any], fn: Any, source: str | None = None):
@@ -92,12 +145,35 @@ class EventListCheck(TraceCheck):
         self.events: list[dict[str, Any]] = []
 
     def on_event(self, v: Any, line: int, obj: dict[str, Any]) -> None:
-        """Keep every recorded (not derived) event."""
+        """Keep every recorded (not derived) event.
+
+        Parameters
+        ----------
+        v : RunView
+            The checker's view of the run (unused).
+        line : int
+            The event's line number (unused).
+        obj : dict
+            The event as read.
+        """
         if not obj.get("derived"):
             self.events.append(obj)
 
     def finish(self, v: Any, results: dict[str, Check]) -> Check | None:
-        """Run the check over the kept events."""
+        """Run the check over the kept events.
+
+        Parameters
+        ----------
+        v : RunView
+            The checker's view of the run (unused).
+        results : dict
+            The finished checks' results by name (unused).
+
+        Returns
+        -------
+        Check or None
+            The check's result; None when it does not apply to this recording.
+        """
         try:
             out: Check | None = self.fn(self.header, self.events)
         except MALFORMED as e:
