@@ -35,6 +35,20 @@ def reference_solver(s: SpanSystem, order: str = "fifo", seed: int = 0) -> dict[
     """The greatest consistent spans of ``s`` by the reference worklist (or rounds) solver.
 
     ``order`` is the worklist order (``"rounds"`` for round-based solving), ``seed`` its seed.
+
+    Parameters
+    ----------
+    s : SpanSystem
+        The span system.
+    order : str, optional
+        ``fifo``, ``lifo``, ``random`` or ``rounds``.
+    seed : int, optional
+        Seed of the random order.
+
+    Returns
+    -------
+    dict of str to int
+        The level of each processor.
     """
     c = compile_system(s)
     r = run_rounds(c) if order == "rounds" else run_worklist(c, order, seed)
@@ -42,7 +56,22 @@ def reference_solver(s: SpanSystem, order: str = "fifo", seed: int = 0) -> dict[
 
 
 def downstream_only_solver(s: SpanSystem, order: str = "fifo", seed: int = 0) -> dict[str, int]:
-    """WRONG on purpose: after a change, re-examines only the receivers of the changed processor."""
+    """WRONG on purpose: after a change, re-examines only the receivers of the changed processor.
+
+    Parameters
+    ----------
+    s : SpanSystem
+        The span system.
+    order : str, optional
+        ``fifo``, ``lifo``, ``random`` or ``rounds``.
+    seed : int, optional
+        Seed of the random order.
+
+    Returns
+    -------
+    dict of str to int
+        The level of each processor.
+    """
     c = compile_system(s)
     r = run_worklist(c, order, seed, watchers=c.downstream)
     return dict(zip(c.names, r.levels, strict=True))
@@ -54,6 +83,20 @@ def drops_inflight_solver(s: SpanSystem, order: str = "fifo", seed: int = 0) -> 
     The fixed point of a system that uses it instead of ``T_D(⊤)``, so an unlogged message sent
     after that checkpoint and still in flight is dropped from the constraint (the receiver may
     roll back past it).
+
+    Parameters
+    ----------
+    s : SpanSystem
+        The span system.
+    order : str, optional
+        ``fifo``, ``lifo``, ``random`` or ``rounds``.
+    seed : int, optional
+        Seed of the random order.
+
+    Returns
+    -------
+    dict of str to int
+        The level of each processor.
     """
 
     class _DropsInflight(SpanSystem):
@@ -84,6 +127,18 @@ def definition_violations(s: SpanSystem, lv: Mapping[str, int]) -> list[str]:
 
     C1 of ``e = (p, q)``: ``T_D(s(p)) ⊆ s(q)`` unless both are at ⊤; C2: ``T_M ∩ s(q) ⊆ φ(s(p))``
     with ``φ(⊤)`` = all times.
+
+    Parameters
+    ----------
+    s : SpanSystem
+        The span system.
+    lv : Mapping of str to int
+        A level per processor.
+
+    Returns
+    -------
+    list of str
+        One line per violated constraint (empty: feasible).
     """
     procs = {p.name: p for p in s.processors}
     bad = []
@@ -143,6 +198,18 @@ def greatest_by_z3(s: SpanSystem, result: Mapping[str, int]) -> tuple[bool, bool
     (spans grow along the chain and ⊤ contains the last one). C1 of an edge at source level x is
     "every t of T_D(x) is in s(dst)" (waived when both are at ⊤); C2 at source level x below ⊤ is
     "no t of T_M outside φ(x) is in s(dst)".
+
+    Parameters
+    ----------
+    s : SpanSystem
+        The span system.
+    result : Mapping of str to int
+        The level per processor to check.
+
+    Returns
+    -------
+    tuple of (bool, bool)
+        Feasible, and something above it.
     """
     import z3
 
@@ -202,7 +269,15 @@ def _fail(msg: str, s: SpanSystem) -> None:
       interesting=_BETWEEN, floor=0.3)
 @given(doc=mixed_span_docs(max_procs=5, max_chain=4, max_edges=8))
 def feasible(doc: dict[str, Any], solver: Callable[..., Mapping[str, int]] = reference_solver) -> None:
-    """The result satisfies every constraint (checked from the definitions), in four orders."""
+    """The result satisfies every constraint (checked from the definitions), in four orders.
+
+    Parameters
+    ----------
+    doc : dict
+        A span-system document (drawn by Hypothesis).
+    solver : callable, optional
+        ``solver(s, order, seed)``, the solver checked.
+    """
     s = system_from_dict(doc)
     for order, seed in (("fifo", 0), ("lifo", 0), ("random", 1), ("random", 2)):
         lv = solver(s, order, seed)
@@ -220,6 +295,13 @@ def greatest_brute(doc: dict[str, Any], solver: Solver = reference_solver) -> No
     """No feasible assignment has a processor above the result, and the result is feasible.
 
     Assignments are enumerated, their feasibility taken from the definitions.
+
+    Parameters
+    ----------
+    doc : dict
+        A span-system document (drawn by Hypothesis).
+    solver : callable, optional
+        ``solver(s)``, the solver checked.
     """
     s = system_from_dict(doc)
     lv = solver(s)
@@ -236,7 +318,15 @@ def greatest_brute(doc: dict[str, Any], solver: Solver = reference_solver) -> No
       interesting=_BETWEEN, floor=0.3)
 @given(doc=mixed_span_docs(max_procs=8, max_chain=4, max_edges=14))
 def greatest_z3(doc: dict[str, Any], solver: Solver = reference_solver) -> None:
-    """Z3 (a second encoding of the definitions) finds the result feasible and nothing above it."""
+    """Z3 (a second encoding of the definitions) finds the result feasible and nothing above it.
+
+    Parameters
+    ----------
+    doc : dict
+        A span-system document (drawn by Hypothesis).
+    solver : callable, optional
+        ``solver(s)``, the solver checked.
+    """
     s = system_from_dict(doc)
     lv = solver(s)
     _report_between(s, lv)
@@ -252,7 +342,17 @@ def greatest_z3(doc: dict[str, Any], solver: Solver = reference_solver) -> None:
 @given(doc=mixed_span_docs(max_procs=6, max_chain=4, max_edges=10), seed=st.integers(0, 2**16))
 def orders_agree(doc: dict[str, Any], seed: int,
                  solver: Callable[..., Mapping[str, int]] = reference_solver) -> None:
-    """FIFO, LIFO, random worklists, whole-graph rounds and the literal set algorithm agree."""
+    """FIFO, LIFO, random worklists, whole-graph rounds and the literal set algorithm agree.
+
+    Parameters
+    ----------
+    doc : dict
+        A span-system document (drawn by Hypothesis).
+    seed : int
+        Seed of the random orders.
+    solver : callable, optional
+        ``solver(s, order, seed)``, the solver checked.
+    """
     s = system_from_dict(doc)
     results = {o: dict(solver(s, o, seed)) for o in ("fifo", "lifo", "random", "rounds")}
     _report_between(s, results["rounds"])
@@ -270,6 +370,15 @@ def watermark_props(doc: dict[str, Any], data: Any,
     """The low watermark is updated incrementally, never decreases, and no failure goes below it.
 
     Checkpoints arrive one at a time in drawn orders; then a drawn failure set is solved.
+
+    Parameters
+    ----------
+    doc : dict
+        A span-system document (drawn by Hypothesis).
+    data : hypothesis data
+        Draws the arrival orders and failure set.
+    update : callable, optional
+        ``update(s, old, p)``, the incremental watermark checked.
     """
     full = system_from_dict(doc)
     target = {p.name: len(p.chain) for p in full.processors}
@@ -306,6 +415,21 @@ def end_to_end(name: str, seed: int, frac: float, data: Any,
     """A failure and its recovery by the spans leave the same final state as the failure-free run.
 
     Examples, seeds, failure points and 1–2 failed operators are drawn (Theorem E).
+
+    Parameters
+    ----------
+    name : str
+        The example dataflow.
+    seed : int
+        Its seed.
+    frac : float
+        Failure point as a fraction of the run's deliveries.
+    data : hypothesis data
+        Draws the failed operators.
+    solver : callable, optional
+        The recovery's solver (None: the reference).
+    top_all : bool, optional
+        Build ⊤ as all times (a wrong variant) instead of the concrete sets.
     """
     make = EXAMPLES[name]
     df = make(seed)
@@ -330,6 +454,21 @@ def frontier_equals_sets(seed: int, cyclic: bool, jitter: float, procs: int, edg
     """The flat frontier form gives the same spans as the explicit-set system.
 
     Need tables from per-edge arrays, in the Python worklist and in bulk steps.
+
+    Parameters
+    ----------
+    seed : int
+        Seed of the random system.
+    cyclic : bool
+        Whether it has cycles.
+    jitter : float
+        Spread of the checkpoint times (0: aligned).
+    procs : int
+        Processors.
+    edges : int
+        Edges.
+    compile_fn : callable, optional
+        The frontier compiler checked (None: the reference).
     """
     from rollcheck.pyimpl.spans.frontier import compile_seq, random_seq_system, run_bulk, run_flat
 
