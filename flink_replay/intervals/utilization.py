@@ -57,6 +57,18 @@ def paced_rate(service_rate: float, reached: float) -> float | None:
 
     ``reached``: the records/s it reached; None when the rate held (no need).
 
+    Parameters
+    ----------
+    service_rate : float
+        The rate asked for, records/s.
+    reached : float
+        The rate the failure-free run reached, records/s.
+
+    Returns
+    -------
+    float or None
+        The lower rate, records/s, or None when the rate held.
+
     Examples
     --------
     >>> paced_rate(50.0, 46.0) is None                # held
@@ -71,6 +83,20 @@ def paced_rate(service_rate: float, reached: float) -> float | None:
 
 def failure_schedule(seed: int, mean_s: float, start_s: float, end_s: float) -> list[float]:
     """Failure times (seconds after the first record): a Poisson process of rate 1/mean in [start, end).
+
+    Parameters
+    ----------
+    seed : int
+        The random generator's seed.
+    mean_s : float
+        The mean time between failures, s (positive).
+    start_s, end_s : float
+        The window, s after the first record (``end_s`` > ``start_s``).
+
+    Returns
+    -------
+    list of float
+        The failure times in increasing order, s.
 
     Examples
     --------
@@ -105,6 +131,20 @@ def analyse_positions(times: list[float], values: list[int], t_from: float, t_to
     """Useful records in ``[t_from, t_to]``: the source position at the end minus the one at the start.
 
     The position is the last value emitted; work redone after a rollback counts once.
+
+    Parameters
+    ----------
+    times : list of float
+        When each source position was emitted, sorted, s.
+    values : list of int
+        The positions emitted.
+    t_from, t_to : float
+        The window, s.
+
+    Returns
+    -------
+    int
+        The useful records in the window.
 
     Examples
     --------
@@ -166,6 +206,29 @@ def measure_utilization(intervals_ms: list[int], failure_every_s: float, *, dura
     ``adapted`` says why (None when the first sweep stood).
 
     Returns ``{"runs": [...], "optimum": {"measured_ms", "predicted_ms"}, "parameters": {...}, ...}``.
+
+    Parameters
+    ----------
+    intervals_ms : list of int
+        The checkpoint intervals to run, ms (each once, at least 50 and above ``snapshot_cost_ms``).
+    failure_every_s : float
+        The mean time between failures, s.
+    duration_s : float, optional
+        The measured window of each run, s.
+    warmup_s : float, optional
+        The time before the window, s (no failure falls in it).
+    service_rate : float, optional
+        The records/s the job's source offers.
+    snapshot_cost_ms : int, optional
+        The blocking cost the job adds to each snapshot, ms.
+    seed : int, optional
+        The failure schedule's seed.
+    work_dir : str or Path, optional
+        The runs' folder (emptied first); None: a temporary folder, removed after.
+    log : callable, optional
+        Takes one progress line; None: silent.
+    adapt : bool, optional
+        Run again at a lower rate when the machine set the pace (above).
 
     Raises
     ------
@@ -264,7 +327,22 @@ def _load() -> float | None:
 
 def analyse_sweep(root: Path, intervals_ms: list[int], failure_every_s: float, *, duration_s: float, warmup_s: float,
                   service_rate: float, snapshot_cost_ms: int, seed: int, scheduled: int) -> dict[str, Any]:
-    """Measured and predicted utilization from the run folders of a sweep (see the module docstring)."""
+    """Measured and predicted utilization from the run folders of a sweep (see the module docstring).
+
+    Parameters
+    ----------
+    root : Path
+        The sweep's folder (a run folder per interval, ``baseline``).
+    intervals_ms, failure_every_s, duration_s, warmup_s, service_rate, snapshot_cost_ms, seed
+        The sweep's settings (as :func:`measure_utilization`).
+    scheduled : int
+        How many failures the schedule held.
+
+    Returns
+    -------
+    dict
+        The result :func:`measure_utilization` returns.
+    """
 
     def window(run: Path) -> tuple[list[float], list[int], float, float]:
         if not (run / "run.json").exists():
@@ -337,7 +415,20 @@ def analyse_sweep(root: Path, intervals_ms: list[int], failure_every_s: float, *
 
 
 def plot_utilization(res: dict[str, Any], out: str | Path) -> Path:
-    """Measured utilization per interval against the model's curve (with its parameters), T* marked."""
+    """Measured utilization per interval against the model's curve (with its parameters), T* marked.
+
+    Parameters
+    ----------
+    res : dict
+        A result of :func:`measure_utilization`.
+    out : str or Path
+        The image file to write.
+
+    Returns
+    -------
+    Path
+        ``out``.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
