@@ -64,7 +64,15 @@ def cut_attempts(events: list[dict[str, Any]]) -> set[int]:
 
 
 def keyed_state_check(header: dict[str, Any], events: list[dict[str, Any]]) -> Check:
-    """``keyed-state-restored-once`` (see the module docstring)."""
+    """``keyed-state-restored-once`` (see the module docstring).
+
+    Parameters
+    ----------
+    header : dict
+        The trace's header.
+    events : list of dict
+        The trace's events.
+    """
     cfg = header.get("config", {})
     rescaled = bool(cfg.get("rescale"))
     attempts = restore_attempts(events)
@@ -153,7 +161,15 @@ def _bucket(header: dict[str, Any], k: int) -> str:
 
 
 def operator_state_check(header: dict[str, Any], events: list[dict[str, Any]]) -> Check:
-    """``operator-state-restored``: the source tap's list state survives redistribution."""
+    """``operator-state-restored``: the source tap's list state survives redistribution.
+
+    Parameters
+    ----------
+    header : dict
+        The trace's header.
+    events : list of dict
+        The trace's events.
+    """
     attempts = restore_attempts(events)
     if not attempts:
         if any(e["kind"] == "failure" for e in events):
@@ -204,6 +220,22 @@ def abandoned_state(logged: list[dict[str, Any]], op: str, attempt: int,
     state name that no snapshot or restore of the operator held before this attempt receives keys
     of a restored state, and the restored state's values for those keys stay as restored.
 
+    Parameters
+    ----------
+    logged : list of dict
+        The trace's ``flink.user_state`` events.
+    op : str
+        The user operator's id.
+    attempt : int
+        The attempt that restored.
+    restores : list of dict
+        The operator's restore events in that attempt.
+
+    Returns
+    -------
+    tuple of (str, int) or None
+        What was abandoned, in words, and the ``seq`` of the snapshot that shows it.
+
     Examples
     --------
     >>> rs = [{"states": {"s-1": {"rs:a": [3, "v1"]}}}]
@@ -242,7 +274,15 @@ def abandoned_state(logged: list[dict[str, Any]], op: str, attempt: int,
 
 
 def user_state_check(header: dict[str, Any], events: list[dict[str, Any]]) -> Check:
-    """``user-state-restored-once`` (see the module docstring)."""
+    """``user-state-restored-once`` (see the module docstring).
+
+    Parameters
+    ----------
+    header : dict
+        The trace's header.
+    events : list of dict
+        The trace's events.
+    """
     if header.get("job") != "module":
         return Check.not_applicable(USER, "not a user's job (the word count's keyed state is checked by "
                                     f"{KEYED})")
@@ -346,7 +386,15 @@ def _user_attempt(logged: list[dict[str, Any]], attempt: int, op: str, name: str
 
 
 def rescale_checks(header: dict[str, Any], events: list[dict[str, Any]]) -> list[Check]:
-    """The three checks, for any Flink trace (a restore at the same parallelism included)."""
+    """The three checks, for any Flink trace (a restore at the same parallelism included).
+
+    Parameters
+    ----------
+    header : dict
+        The trace's header.
+    events : list of dict
+        The trace's events.
+    """
     return [keyed_state_check(header, events), operator_state_check(header, events),
             user_state_check(header, events)]
 
