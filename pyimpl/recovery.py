@@ -109,7 +109,20 @@ def _finish(p: Pattern, line: Sequence[int]) -> RecoveryLine:
 
 
 def rollback_distance(p: Pattern, line: Sequence[int]) -> tuple[int, ...]:
-    """Intervals lost per process when restoring ``line`` (0 for a volatile entry)."""
+    """Intervals lost per process when restoring ``line`` (0 for a volatile entry).
+
+    Parameters
+    ----------
+    p : Pattern
+        The checkpoint and communication pattern.
+    line : sequence of int
+        A checkpoint index per process (``volatile_index(i)``: volatile).
+
+    Returns
+    -------
+    tuple of int
+        Per process, the checkpoint intervals rolled back.
+    """
     return tuple(p.volatile_index(i) - x for i, x in enumerate(line))
 
 
@@ -161,6 +174,22 @@ def recovery_line_networkx(p: Pattern, failed: Iterable[int], virtual: bool = Tr
 
     ``graph`` defaults to :func:`rollcheck.pyimpl.rgraph.rgraph` of ``p`` (pass it to reuse one
     R-graph for several failed sets; it is not modified).
+
+    Parameters
+    ----------
+    p : Pattern
+        The checkpoint and communication pattern.
+    failed : iterable of int
+        The failed processes.
+    virtual : bool, optional
+        The survivors keep their volatile states (False: every process restarts from a checkpoint).
+    graph : networkx.DiGraph, optional
+        The R-graph of ``p`` (None: built here).
+
+    Returns
+    -------
+    RecoveryLine
+        The restored line.
     """
     fail = _check_failed(p, failed)
     g = rgraph(p) if graph is None else graph
@@ -186,6 +215,20 @@ def rollback_propagation(p: Pattern, failed: Iterable[int], virtual: bool = True
     survivors, else each process's last checkpoint; mark every node reachable from a root by at
     least one edge; replace each marked root by the latest unmarked checkpoint of its process;
     repeat until nothing changes. Gives the same line as :func:`recovery_line` (specs T5).
+
+    Parameters
+    ----------
+    p : Pattern
+        The checkpoint and communication pattern.
+    failed : iterable of int
+        The failed processes.
+    virtual : bool, optional
+        The survivors keep their volatile states (False: every process restarts from a checkpoint).
+
+    Returns
+    -------
+    RecoveryLine
+        The restored line.
     """
     fail = _check_failed(p, failed)
     g = checkpoint_graph(p)
@@ -261,6 +304,20 @@ def max_consistent_containing(
     Mark every R-graph node reachable from C[i,x+1] for each member C[i,x] (and from every V when
     volatile states are not allowed); non-members take their latest unmarked node. None (with a
     witness Z-path) when a Z-path links two members (Netzer–Xu; specs T2).
+
+    Parameters
+    ----------
+    p : Pattern
+        The checkpoint and communication pattern.
+    members : iterable of tuple of int
+        The checkpoints ``(process, index)`` the cut must contain.
+    allow_volatile : bool, optional
+        A process may take its volatile state.
+
+    Returns
+    -------
+    ConsistentCheckpoint
+        The cut, or None with the reason.
     """
     s = _members(p, members)
     bad = _linked(p, s)
@@ -295,6 +352,20 @@ def min_consistent_containing(
     Mark every R-graph node from which some member node is reachable by a non-empty path; a
     non-member P_j takes the smallest y with C[j,y+1] unmarked (V[j] if every real successor is
     marked; None when volatile states are not allowed then).
+
+    Parameters
+    ----------
+    p : Pattern
+        The checkpoint and communication pattern.
+    members : iterable of tuple of int
+        The checkpoints ``(process, index)`` the cut must contain.
+    allow_volatile : bool, optional
+        A process may take its volatile state.
+
+    Returns
+    -------
+    ConsistentCheckpoint
+        The cut, or None with the reason.
     """
     s = _members(p, members)
     bad = _linked(p, s)

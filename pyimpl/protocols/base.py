@@ -57,26 +57,74 @@ class Protocol(ABC):
 
     @abstractmethod
     def initial(self, i: int, n: int) -> Any:
-        """State of process ``i`` of ``n`` right after its initial checkpoint C[i,0]."""
+        """State of process ``i`` of ``n`` right after its initial checkpoint C[i,0].
+
+        Parameters
+        ----------
+        i : int
+            The process.
+        n : int
+            The number of processes.
+
+        Returns
+        -------
+        object
+            The protocol's state of the process (opaque to rollcheck).
+        """
 
     @abstractmethod
     def on_checkpoint(self, st: Any, forced: bool = False) -> Any:
         """State after a checkpoint; ``forced`` is True for a forced one.
 
         A subclass may define ``on_checkpoint(self, st)`` without it (:func:`checkpoint_function`).
+
+        Parameters
+        ----------
+        st : object
+            The process's state.
+        forced : bool, optional
+            The checkpoint is forced, not basic.
         """
 
     @abstractmethod
     def on_send(self, st: Any, dst: int) -> tuple[Any, Any]:
-        """``(state, piggyback)`` after sending a message to ``dst``."""
+        """``(state, piggyback)`` after sending a message to ``dst``.
+
+        Parameters
+        ----------
+        st : object
+            The sender's state.
+        dst : int
+            The receiving process.
+        """
 
     @abstractmethod
     def must_force(self, st: Any, src: int, pb: Any) -> bool:
-        """Whether a forced checkpoint must precede the delivery of a message from ``src``."""
+        """Whether a forced checkpoint must precede the delivery of a message from ``src``.
+
+        Parameters
+        ----------
+        st : object
+            The receiver's state.
+        src : int
+            The sending process.
+        pb : object
+            The message's piggyback (from :meth:`on_send`).
+        """
 
     @abstractmethod
     def on_deliver(self, st: Any, src: int, pb: Any) -> Any:
-        """State after merging ``pb`` and delivering the message from ``src``."""
+        """State after merging ``pb`` and delivering the message from ``src``.
+
+        Parameters
+        ----------
+        st : object
+            The receiver's state (after the forced checkpoint, if any).
+        src : int
+            The sending process.
+        pb : object
+            The message's piggyback.
+        """
 
     def __repr__(self) -> str:
         return f"<protocol {self.name}>"

@@ -78,14 +78,35 @@ class SnapshotProtocol:
     blocks = True
 
     def initial(self, op: Hashable, inputs: Sequence[Hashable], outputs: Sequence[Hashable]) -> CLState:
-        """State of operator ``op`` with the given input and output channel ids."""
+        """State of operator ``op`` with the given input and output channel ids.
+
+        Parameters
+        ----------
+        op : hashable
+            The operator.
+        inputs, outputs : sequence of hashable
+            Its input and output channel ids (inputs distinct).
+        """
         ins = tuple(inputs)
         if len(set(ins)) != len(ins):
             raise InvalidInputError(f"operator {op!r}: duplicate input channel")
         return CLState(op, ins, tuple(outputs))
 
     def start(self, st: CLState, snapshot: int) -> tuple[CLState, tuple[CLAction, ...]]:
-        """Initiate ``snapshot`` at a source operator (one without inputs)."""
+        """Initiate ``snapshot`` at a source operator (one without inputs).
+
+        Parameters
+        ----------
+        st : CLState
+            The source operator's state.
+        snapshot : int
+            The new snapshot's id (above every earlier one).
+
+        Returns
+        -------
+        tuple
+            The new state and the actions (checkpoint, forward the marker, complete).
+        """
         if st.inputs:
             raise InvalidInputError(f"operator {st.op!r} has inputs; snapshots start at sources")
         self._check_new(st, snapshot)
@@ -101,7 +122,22 @@ class SnapshotProtocol:
             )
 
     def on_marker(self, st: CLState, channel: Hashable, snapshot: int) -> tuple[CLState, tuple[CLAction, ...]]:
-        """A marker of ``snapshot`` arrived on input ``channel``: the new state and the actions."""
+        """A marker of ``snapshot`` arrived on input ``channel``: the new state and the actions.
+
+        Parameters
+        ----------
+        st : CLState
+            The operator's state.
+        channel : hashable
+            The input channel the marker came on.
+        snapshot : int
+            The marker's snapshot id.
+
+        Returns
+        -------
+        tuple
+            The new state and the tuple of :class:`CLAction` to take.
+        """
         if channel not in st.inputs:
             raise InvalidInputError(f"operator {st.op!r}: marker on unknown input {channel!r}")
         if st.active and snapshot == st.snapshot:
@@ -123,7 +159,15 @@ class SnapshotProtocol:
         return st._replace(snapshot=snapshot, active=True, marked=marked, taken=taken), tuple(acts)
 
     def is_blocked(self, st: CLState, channel: Hashable) -> bool:
-        """Whether the simulator must hold back data (and markers) arriving on ``channel``."""
+        """Whether the simulator must hold back data (and markers) arriving on ``channel``.
+
+        Parameters
+        ----------
+        st : CLState
+            The operator's state.
+        channel : hashable
+            An input channel.
+        """
         return self.blocks and st.active and channel in st.marked
 
     def blocked_inputs(self, st: CLState) -> frozenset:
@@ -131,7 +175,15 @@ class SnapshotProtocol:
         return st.marked if (self.blocks and st.active) else frozenset()
 
     def records(self, st: CLState, channel: Hashable) -> bool:
-        """Whether a data message arriving now on ``channel`` belongs to the recorded channel state."""
+        """Whether a data message arriving now on ``channel`` belongs to the recorded channel state.
+
+        Parameters
+        ----------
+        st : CLState
+            The operator's state.
+        channel : hashable
+            An input channel.
+        """
         return False
 
 

@@ -71,7 +71,15 @@ __all__ = [
 
 
 class Engine:
-    """The event loop. Use :func:`simulate` (or :func:`run_engine` for one raw run)."""
+    """The event loop. Use :func:`simulate` (or :func:`run_engine` for one raw run).
+
+    Parameters
+    ----------
+    cfg : SimConfig
+        The run's configuration (workload, protocol, seed, failure).
+    topo : Topology
+        The operator graph laid out as processes and channels.
+    """
 
     def __init__(self, cfg: SimConfig, topo: Topology):
         self.cfg = cfg
@@ -128,7 +136,19 @@ class Engine:
                      {c: len(v) for c, v in pr.applied.items()}, pr.proto, pr.offset, forced)
 
     def push(self, t: float, kind: int, pid: int = -1, extra: int = 0) -> None:
-        """Schedule an event of ``kind`` at ``t`` for process ``pid`` (ties: insertion order)."""
+        """Schedule an event of ``kind`` at ``t`` for process ``pid`` (ties: insertion order).
+
+        Parameters
+        ----------
+        t : float
+            The simulated time.
+        kind : int
+            The event kind (``WAKE``, ``TIMER``, ``TICK`` or ``FAIL``).
+        pid : int, optional
+            The process (-1: none).
+        extra : int, optional
+            For a ``TIMER``, the timer generation it belongs to.
+        """
         self._order += 1
         if kind == WAKE:
             self.n_wake += 1
@@ -136,7 +156,15 @@ class Engine:
 
     # ------------------------------------------------------------------ checkpoints
     def checkpoint(self, pr: Proc, forced: bool) -> int:
-        """Checkpoint process ``pr`` now (``forced`` by the protocol or basic); return its index."""
+        """Checkpoint process ``pr`` now (``forced`` by the protocol or basic); return its index.
+
+        Parameters
+        ----------
+        pr : Proc
+            The process.
+        forced : bool
+            The checkpoint is forced by the protocol (False: basic).
+        """
         if self.proto is not None:
             pr.proto = checkpoint_function(self.proto)(pr.proto, forced)
         pr.saved.append(self._save(pr, forced))
@@ -160,7 +188,17 @@ class Engine:
 
     # ------------------------------------------------------------------ messages
     def send(self, pr: Proc, ch: int, payload: Any) -> None:
-        """Send ``payload`` on channel ``ch``: sequence number, piggyback, log, pattern, arrival."""
+        """Send ``payload`` on channel ``ch``: sequence number, piggyback, log, pattern, arrival.
+
+        Parameters
+        ----------
+        pr : Proc
+            The sending process.
+        ch : int
+            The output channel.
+        payload : object
+            The record sent.
+        """
         pr.out_seq[ch] += 1
         seq = pr.out_seq[ch]
         dst = self.topo.channels[ch].dst
@@ -424,6 +462,18 @@ def simulate(cfg: SimConfig, reference: SimResult | None = None) -> SimResult:
 
     With a failure, the outputs are compared with the failure-free run of the same seed
     (``reference``, computed when not given) to establish the processing-semantics verdict.
+
+    Parameters
+    ----------
+    cfg : SimConfig
+        The run to simulate.
+    reference : SimResult, optional
+        The failure-free run of the same seed (None: run here when ``cfg`` has a failure).
+
+    Returns
+    -------
+    SimResult
+        The run with its ``metrics``.
 
     Examples
     --------
