@@ -36,6 +36,24 @@ def entry_of(adapter: EngineAdapter, cell: MatrixCell, recording: Recording | No
 
     Files written beside the trace: ``<ident>.checks.json``, and ``<ident>.witness.json`` when
     not conformant.
+
+    Parameters
+    ----------
+    adapter : EngineAdapter
+        The engine's adapter.
+    cell : MatrixCell
+        The cell.
+    recording : Recording or None
+        Its recording; None with ``error``.
+    out : Path
+        The matrix's output folder.
+    error : str, optional
+        Why the cell could not be recorded (it is inconclusive).
+
+    Returns
+    -------
+    tuple of (dict, Replayed or None)
+        The entry, and the replay when there was one.
     """
     config, failure, extra = adapter.describe(cell)
     entry = base_entry(adapter.engine, cell, config, failure, **extra)
@@ -76,6 +94,21 @@ def total_cost(cells: Sequence[dict[str, Any]], preparations: Sequence[dict[str,
     CPU seconds of its cells and preparations, and how many cells ran in a warm engine or shared
     a reference kept from an earlier run.
 
+    Parameters
+    ----------
+    cells : sequence of dict
+        The cell entries.
+    preparations : sequence of dict
+        The shared preparations' accounts.
+
+    Returns
+    -------
+    dict
+        ``cpu_seconds``, ``cells_warm``, ``cells_fresh``, ``references_reused`` and
+        ``references_recorded``.
+
+    Examples
+    --------
     >>> total_cost([{"cpu_seconds": 2.0, "shared": {"engine": "warm", "reference": "reused"}}],
     ...            [{"cpu_seconds": 1.5}])["cpu_seconds"]
     3.5
@@ -114,7 +147,30 @@ def _tries(adapter: EngineAdapter, cell: MatrixCell, context: Any, runner: Child
 def decide_cell(adapter: EngineAdapter, cell: MatrixCell, context: Any, runner: ChildRunner, out: Path,
                 *, prepared_error: str | None = None,
                 started: Callable[[], None] = lambda: None) -> dict[str, Any]:
-    """Record, replay and classify one cell (retried as the adapter allows); minimise a finding."""
+    """Record, replay and classify one cell (retried as the adapter allows); minimise a finding.
+
+    Parameters
+    ----------
+    adapter : EngineAdapter
+        The engine's adapter.
+    cell : MatrixCell
+        The cell.
+    context : object
+        Its group's prepared context (None without a group).
+    runner : ChildRunner
+        Runs the child processes.
+    out : Path
+        The matrix's output folder.
+    prepared_error : str, optional
+        Why the group's preparation failed: the cell is inconclusive, nothing is run.
+    started : callable, optional
+        Called when each try starts.
+
+    Returns
+    -------
+    dict
+        The cell's entry.
+    """
     if prepared_error is not None:
         entry, _ = entry_of(adapter, cell, None, out, error=prepared_error)
         return entry
@@ -143,6 +199,18 @@ def finding_fields(adapter: EngineAdapter, fields: Mapping[str, Any]) -> dict[st
     ``minimised`` must be a :class:`~rollcheck.infra.matrix.finding.Minimised`'s JSON (or
     absent/None); an adapter that gives another shape, or the engines' former keys (``shrink``),
     is a bug of rollcheck (:class:`~rollcheck.pyimpl.errors.InternalError`), not a finding's detail.
+
+    Parameters
+    ----------
+    adapter : EngineAdapter
+        The adapter that gave ``fields``.
+    fields : mapping
+        What its :meth:`~EngineAdapter.finding` returned.
+
+    Returns
+    -------
+    dict
+        The keys to add to the entry.
     """
     if "shrink" in fields:
         raise InternalError(f"the {adapter.engine} adapter's finding gives 'shrink': a finding's minimised "
