@@ -21,7 +21,15 @@ __all__ = ["check_cut", "orphans", "in_transit", "is_consistent"]
 
 
 def check_cut(p: Pattern, cut: Sequence[int]) -> tuple[int, ...]:
-    """Validate a cut against ``p`` (one index per process, 0..last+1) and return it as a tuple."""
+    """Validate a cut against ``p`` (one index per process, 0..last+1) and return it as a tuple.
+
+    Parameters
+    ----------
+    p : Pattern
+        The checkpoint and communication pattern.
+    cut : sequence of int
+        A checkpoint index per process (``last+1``: the volatile state).
+    """
     cut = tuple(cut)
     if len(cut) != p.n:
         raise InvalidInputError(f"a cut needs {p.n} indices, got {len(cut)}", location="cut")
@@ -36,6 +44,18 @@ def check_cut(p: Pattern, cut: Sequence[int]) -> tuple[int, ...]:
 
 def orphans(p: Pattern, cut: Sequence[int]) -> list[Message]:
     """Messages sent after the sender's chosen checkpoint and delivered before the receiver's.
+
+    Parameters
+    ----------
+    p : Pattern
+        The checkpoint and communication pattern.
+    cut : sequence of int
+        A checkpoint index per process (``last+1``: the volatile state).
+
+    Returns
+    -------
+    list of Message
+        The orphan messages, in pattern order.
 
     Examples
     --------
@@ -60,6 +80,18 @@ def in_transit(p: Pattern, cut: Sequence[int]) -> list[Message]:
     """Messages sent before the sender's chosen checkpoint and not delivered before the receiver's.
 
     These form the channel state that a restart from ``cut`` must replay.
+
+    Parameters
+    ----------
+    p : Pattern
+        The checkpoint and communication pattern.
+    cut : sequence of int
+        A checkpoint index per process (``last+1``: the volatile state).
+
+    Returns
+    -------
+    list of Message
+        The in-transit messages, in pattern order.
     """
     cut = check_cut(p, cut)
     return [
@@ -71,5 +103,13 @@ def in_transit(p: Pattern, cut: Sequence[int]) -> list[Message]:
 
 
 def is_consistent(p: Pattern, cut: Sequence[int]) -> bool:
-    """True iff ``cut`` has no orphan message."""
+    """True iff ``cut`` has no orphan message.
+
+    Parameters
+    ----------
+    p : Pattern
+        The checkpoint and communication pattern.
+    cut : sequence of int
+        A checkpoint index per process (``last+1``: the volatile state).
+    """
     return not orphans(p, cut)

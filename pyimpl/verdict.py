@@ -131,7 +131,21 @@ class Check:
     @classmethod
     def held(cls, name: str, detail: str = "", *, examined: int | None = None,
              substantive: bool = True, **data: Any) -> Check:
-        """A check that examined something and holds (``examined=0`` becomes *unchecked*)."""
+        """A check that examined something and holds (``examined=0`` becomes *unchecked*).
+
+        Parameters
+        ----------
+        name : str
+            The check's name.
+        detail : str, optional
+            What was found, for the report.
+        examined : int, optional
+            How many items were examined (None: not counted; 0: nothing, *unchecked*).
+        substantive : bool, optional
+            False for a check of the input's own well-formedness.
+        **data
+            Extra fields kept in ``data`` for the report.
+        """
         if examined == 0:
             return cls(name, Status.UNCHECKED, detail or "nothing was examined",
                        substantive=substantive, data=data)
@@ -141,24 +155,74 @@ class Check:
     def violated(cls, name: str, detail: str, *, offending_seq: int | None = None,
                  consequence_of: str | None = None, examined: int | None = None,
                  **data: Any) -> Check:
-        """A check that found a violation."""
+        """A check that found a violation.
+
+        Parameters
+        ----------
+        name : str
+            The check's name.
+        detail : str
+            The violation, for the report.
+        offending_seq : int, optional
+            The ``seq`` of the first offending event.
+        consequence_of : str, optional
+            The check whose violation this one follows from.
+        examined : int, optional
+            How many items were examined.
+        **data
+            Extra fields kept in ``data`` for the report.
+        """
         return cls(name, Status.VIOLATED, detail, offending_seq=offending_seq, examined=examined,
                    consequence_of=consequence_of, data=data)
 
     @classmethod
     def unchecked(cls, name: str, why: str, **data: Any) -> Check:
-        """A check the input calls for that could not run (makes the verdict inconclusive)."""
+        """A check the input calls for that could not run (makes the verdict inconclusive).
+
+        Parameters
+        ----------
+        name : str
+            The check's name.
+        why : str
+            Why it could not run.
+        **data
+            Extra fields kept in ``data`` for the report.
+        """
         return cls(name, Status.UNCHECKED, why, data=data)
 
     @classmethod
     def not_applicable(cls, name: str, why: str, **data: Any) -> Check:
-        """A check the input does not call for (neither a pass nor a gap)."""
+        """A check the input does not call for (neither a pass nor a gap).
+
+        Parameters
+        ----------
+        name : str
+            The check's name.
+        why : str
+            Why the input does not call for it.
+        **data
+            Extra fields kept in ``data`` for the report.
+        """
         return cls(name, Status.NOT_APPLICABLE, why, data=data)
 
     @classmethod
     def from_ok(cls, name: str, ok: bool | None, detail: str = "", *,
                 offending_seq: int | None = None, applicable: bool = True) -> Check:
-        """Build from the legacy triple ``ok`` True / False / None."""
+        """Build from the legacy triple ``ok`` True / False / None.
+
+        Parameters
+        ----------
+        name : str
+            The check's name.
+        ok : bool or None
+            True held, False violated, None not run.
+        detail : str, optional
+            What was found.
+        offending_seq : int, optional
+            The ``seq`` of the offending event (when ``ok`` is False).
+        applicable : bool, optional
+            With ``ok`` None: True gives *unchecked*, False *not applicable*.
+        """
         if ok is True:
             return cls.held(name, detail)
         if ok is False:

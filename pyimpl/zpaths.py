@@ -53,6 +53,18 @@ def zpath(p: Pattern, src: tuple[int, int], dst: tuple[int, int]) -> list[str] |
     sends from that interval on are enqueued once (the sends of a process are ordered by interval).
     ``dst`` may be the volatile state (index last+1): then any delivery counts.
 
+    Parameters
+    ----------
+    p : Pattern
+        The checkpoint and communication pattern.
+    src, dst : tuple of int
+        The checkpoints ``(process, index)`` the path leaves and reaches.
+
+    Returns
+    -------
+    list of str or None
+        The message ids in path order.
+
     Examples
     --------
     >>> from rollcheck.pyimpl.pattern import PatternBuilder
@@ -104,12 +116,35 @@ def _sends_by_process(p: Pattern) -> tuple[tuple[tuple[int, ...], ...], tuple[tu
 
 
 def zcycle(p: Pattern, c: tuple[int, int]) -> list[str] | None:
-    """A Z-cycle through checkpoint ``c`` (a Z-path from ``c`` to itself), or None."""
+    """A Z-cycle through checkpoint ``c`` (a Z-path from ``c`` to itself), or None.
+
+    Parameters
+    ----------
+    p : Pattern
+        The checkpoint and communication pattern.
+    c : tuple of int
+        The checkpoint ``(process, index)``.
+
+    Returns
+    -------
+    list of str or None
+        The message ids of the cycle.
+    """
     return zpath(p, c, c)
 
 
 def is_zpath(p: Pattern, messages: Sequence[str], src: tuple[int, int], dst: tuple[int, int]) -> bool:
-    """Check, from the definition, that ``messages`` is a Z-path from ``src`` to ``dst``."""
+    """Check, from the definition, that ``messages`` is a Z-path from ``src`` to ``dst``.
+
+    Parameters
+    ----------
+    p : Pattern
+        The checkpoint and communication pattern.
+    messages : sequence of str
+        Message ids in path order (empty: not a Z-path).
+    src, dst : tuple of int
+        The checkpoints ``(process, index)`` the path must leave and reach.
+    """
     if not messages:
         return False
     by_id = p.message_by_id
@@ -164,6 +199,18 @@ def useless_checkpoints_networkx(p: Pattern, graph: nx.DiGraph | None = None) ->
     """The readable version of :func:`useless_checkpoints`, on networkx's SCCs.
 
     ``graph`` defaults to :func:`rollcheck.pyimpl.rgraph.rgraph` of ``p`` (it is not modified).
+
+    Parameters
+    ----------
+    p : Pattern
+        The checkpoint and communication pattern.
+    graph : networkx.DiGraph, optional
+        The R-graph of ``p`` (None: built here).
+
+    Returns
+    -------
+    list of Checkpoint
+        The checkpoints on a Z-cycle, by process then index.
     """
     g = rgraph(p) if graph is None else graph
     comp: dict[tuple[int, int], int] = {}
@@ -189,6 +236,15 @@ def zpath_exists_rgraph(p: Pattern, src: tuple[int, int], dst: tuple[int, int], 
     An R-graph path from C[i,x+1] to C[j,y] that uses at least one message edge, found by a
     breadth-first search over (node, used-a-message-edge) states; ``graph`` defaults to
     :func:`rollcheck.pyimpl.rgraph.rgraph` of ``p``.
+
+    Parameters
+    ----------
+    p : Pattern
+        The checkpoint and communication pattern.
+    src, dst : tuple of int
+        The checkpoints ``(process, index)`` the path leaves and reaches.
+    graph : networkx.DiGraph, optional
+        The R-graph of ``p`` (None: built here).
     """
     i, x = _check_checkpoint(p, src, "from")
     j, y = _check_checkpoint(p, dst, "to", volatile_ok=True)

@@ -39,6 +39,15 @@ def l1_ready(rec: SliceRecord, stateful: bool, succ_l0: Mapping[int, int]) -> bo
 
     Only when every output of the slice was received downstream (L0 from the successors covers
     ``sd``) and, for a stateful task, a checkpoint was taken after the slice was processed.
+
+    Parameters
+    ----------
+    rec : SliceRecord
+        The slice's IST/OST entry.
+    stateful : bool
+        The task keeps state (needs a checkpoint after the slice).
+    succ_l0 : mapping of int to int
+        Per key, the highest sequence number the successors acknowledged (L0).
     """
     if stateful and not rec.checkpointed:
         return False
@@ -46,12 +55,33 @@ def l1_ready(rec: SliceRecord, stateful: bool, succ_l0: Mapping[int, int]) -> bo
 
 
 def is_duplicate(e: Event, in_wm: Mapping[int, int]) -> bool:
-    """§5.2.2: an input event whose sequence number is at most the key's watermark is a duplicate."""
+    """§5.2.2: an input event whose sequence number is at most the key's watermark is a duplicate.
+
+    Parameters
+    ----------
+    e : Event
+        The input event.
+    in_wm : mapping of int to int
+        Per key, the task's input watermark (highest sequence number processed).
+    """
     return e.seq <= in_wm.get(e.key, 0)
 
 
 def checkpoint_buffer(queue: OutputQueue, succ_l0: Mapping[int, int]) -> tuple[Slice, ...]:
-    """The data buffer a checkpoint keeps: output events the successors have not acknowledged (L0)."""
+    """The data buffer a checkpoint keeps: output events the successors have not acknowledged (L0).
+
+    Parameters
+    ----------
+    queue : OutputQueue
+        The task's output queue.
+    succ_l0 : mapping of int to int
+        Per key, the highest sequence number the successors acknowledged (L0).
+
+    Returns
+    -------
+    tuple of Slice
+        The unacknowledged events, slice by slice (empty slices left out).
+    """
     out = []
     for s in queue.slices:
         evs = tuple(e for e in s.events if e.seq > succ_l0.get(e.key, 0))
@@ -62,7 +92,22 @@ def checkpoint_buffer(queue: OutputQueue, succ_l0: Mapping[int, int]) -> tuple[S
 
 def split_checkpoint(old: Sequence[Checkpoint], owner: Mapping[int, str],
                      repartition: Callable[..., dict[str, dict[int, Any]]]) -> dict[str, Checkpoint]:
-    """§4.2: split/merge the checkpoints of the old tasks by the new key partition."""
+    """§4.2: split/merge the checkpoints of the old tasks by the new key partition.
+
+    Parameters
+    ----------
+    old : sequence of Checkpoint
+        The checkpoints of the old tasks.
+    owner : mapping of int to str
+        Per key, its task after scaling.
+    repartition : callable
+        Splits the old tasks' states by ``owner`` (an operator's own rule).
+
+    Returns
+    -------
+    dict of str to Checkpoint
+        Per new task, its checkpoint (the oldest round of the old ones).
+    """
     states = repartition([c.state for c in old], owner)
     wms = repartition_keyed([c.in_wm for c in old], owner)
     buf = merge_slices(s for c in old for s in c.buffer)
