@@ -84,6 +84,18 @@ def die_with_parent(sig: int = signal.SIGKILL, parent: int | None = None) -> boo
     is known to have (e.g. passed down by it): if this process's parent is another one by now (it
     was re-parented: the parent already died), the signal is sent at once. Without ``parent``
     only a death during this call is detected (pid 1 may be a legitimate parent in a container).
+
+    Parameters
+    ----------
+    sig : int, optional
+        The signal to receive.
+    parent : int, optional
+        The parent's known pid; None: the current parent.
+
+    Returns
+    -------
+    bool
+        True when the signal is set up.
     """
     if _PRCTL is None:
         return False
@@ -148,7 +160,20 @@ class ProcessGroup:
         return self._pipe is not None and self._watchdog.poll() is None
 
     def spawn(self, args: Sequence[str] | str, **kwargs: Any) -> Child:
-        """Start ``args`` as a member of this group (keyword arguments as :class:`subprocess.Popen`)."""
+        """Start ``args`` as a member of this group (keyword arguments as :class:`subprocess.Popen`).
+
+        Parameters
+        ----------
+        args : sequence of str or str
+            The command.
+        **kwargs
+            As :class:`subprocess.Popen` (not ``start_new_session`` or ``process_group``).
+
+        Returns
+        -------
+        Child
+            The started member.
+        """
         return Child(args, group=self, **kwargs)
 
     def _adopt(self, proc: subprocess.Popen[Any]) -> None:
@@ -242,7 +267,20 @@ class Child(subprocess.Popen):  # type: ignore[type-arg]
 
 
 def spawn(args: Sequence[str] | str, **kwargs: Any) -> Child:
-    """Start ``args`` in a new group of its own that dies with this process (see :class:`Child`)."""
+    """Start ``args`` in a new group of its own that dies with this process (see :class:`Child`).
+
+    Parameters
+    ----------
+    args : sequence of str or str
+        The command.
+    **kwargs
+        As :class:`Child`.
+
+    Returns
+    -------
+    Child
+        The started child.
+    """
     return Child(args, **kwargs)
 
 
@@ -255,6 +293,28 @@ def run(args: Sequence[str] | str, *, input: Any = None, capture_output: bool = 
     :func:`subprocess.run` does), on any exception (``KeyboardInterrupt``, SIGTERM unwinding), and
     after the child ended (its descendants do not outlive it). With ``group=`` the child joins
     that group instead and only the child itself is waited for.
+
+    Parameters
+    ----------
+    args : sequence of str or str
+        The command.
+    input : object, optional
+        Sent to the child's stdin (bytes, or str in text mode).
+    capture_output : bool, optional
+        Capture stdout and stderr.
+    timeout : float, optional
+        Seconds before the group is killed; None: no limit.
+    check : bool, optional
+        Raise :class:`subprocess.CalledProcessError` on a non-zero exit.
+    group : ProcessGroup, optional
+        The group to join; None: a new one of its own.
+    **kwargs
+        As :class:`subprocess.Popen`.
+
+    Returns
+    -------
+    subprocess.CompletedProcess
+        The exit code and what was captured.
     """
     if input is not None:
         if kwargs.get("stdin") is not None:
