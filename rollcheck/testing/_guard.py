@@ -31,6 +31,13 @@ class GuardedProtocol(Protocol):
 
     Any exception the user's code raises, or a malformed result, names the method, its arguments
     and the schedule's event.
+
+    Parameters
+    ----------
+    inner : Protocol
+        The user's protocol.
+    label : str, optional
+        The protocol as the user named it, kept as ``label`` (None: the class name).
     """
 
     def __init__(self, inner: Protocol, label: str | None = None):
@@ -58,15 +65,57 @@ class GuardedProtocol(Protocol):
         self._after_force = False
 
     def initial(self, i: int, n: int) -> Any:
+        """The user's ``initial(i, n)``, guarded.
+
+        Parameters
+        ----------
+        i : int
+            The process.
+        n : int
+            The number of processes.
+
+        Returns
+        -------
+        object
+            The initial state.
+        """
         return self._call("initial", i, n)
 
     def on_checkpoint(self, st: Any, forced: bool = False) -> Any:
+        """The user's ``on_checkpoint``, guarded; counts the event unless it follows ``must_force``.
+
+        Parameters
+        ----------
+        st : object
+            The process's state, as the user's protocol returned it.
+        forced : bool, optional
+            Whether the checkpoint is forced.
+
+        Returns
+        -------
+        object
+            The state after the checkpoint.
+        """
         if not self._after_force:
             self.event += 1
         self._after_force = False
         return self._call("on_checkpoint", st, forced)
 
     def on_send(self, st: Any, dst: int) -> tuple[Any, Any]:
+        """The user's ``on_send``, guarded, its result checked to be a pair.
+
+        Parameters
+        ----------
+        st : object
+            The process's state, as the user's protocol returned it.
+        dst : int
+            The receiver.
+
+        Returns
+        -------
+        tuple of (object, object)
+            The state and the piggyback.
+        """
         self.event += 1
         self._after_force = False
         r = self._call("on_send", st, dst)
@@ -77,6 +126,22 @@ class GuardedProtocol(Protocol):
         return r
 
     def must_force(self, st: Any, src: int, pb: Any) -> bool:
+        """The user's ``must_force``, guarded, its result checked to be a bool.
+
+        Parameters
+        ----------
+        st : object
+            The process's state, as the user's protocol returned it.
+        src : int
+            The sender.
+        pb : object
+            The message's piggyback.
+
+        Returns
+        -------
+        bool
+            Whether a forced checkpoint precedes the delivery.
+        """
         self.event += 1
         r = self._call("must_force", st, src, pb)
         if r is not True and r is not False:
@@ -88,6 +153,22 @@ class GuardedProtocol(Protocol):
         return r
 
     def on_deliver(self, st: Any, src: int, pb: Any) -> Any:
+        """The user's ``on_deliver``, guarded.
+
+        Parameters
+        ----------
+        st : object
+            The process's state, as the user's protocol returned it.
+        src : int
+            The sender.
+        pb : object
+            The message's piggyback.
+
+        Returns
+        -------
+        object
+            The state after the delivery.
+        """
         self._after_force = False
         return self._call("on_deliver", st, src, pb)
 

@@ -47,6 +47,15 @@ PROTOCOL_PROPERTIES = {
 class ProtocolViolation(PropertyViolation):
     """A protocol property does not hold.
 
+    Parameters
+    ----------
+    prop : str
+        The violated property.
+    message : str
+        What was found.
+    counterexample : Pattern
+        The protocol's output pattern.
+
     Attributes
     ----------
     property : str
@@ -63,6 +72,20 @@ class ProtocolViolation(PropertyViolation):
 
 def check_no_useless(out: Pattern, name: str = "protocol") -> None:
     """Raise :class:`ProtocolViolation` if ``out`` holds a useless checkpoint.
+
+    Parameters
+    ----------
+    out : Pattern
+        A protocol's output pattern.
+    name : str, optional
+        The protocol's name in the message.
+
+    Raises
+    ------
+    ProtocolViolation
+        A useless checkpoint.
+    InternalError
+        The two encodings disagree.
 
     Examples
     --------
@@ -92,6 +115,18 @@ def max_consistent_line(p: Pattern, failed: Iterable[int]) -> tuple[int, ...]:
     so the fixpoint is the maximum consistent cut below the start (written from the definition,
     independently of the R-graph of :func:`rollcheck.pyimpl.recovery_line`).
 
+    Parameters
+    ----------
+    p : Pattern
+        The pattern.
+    failed : iterable of int
+        Indices of the crashed processes.
+
+    Returns
+    -------
+    tuple of int
+        A checkpoint index per process.
+
     Examples
     --------
     >>> from rollcheck.pyimpl import PatternBuilder
@@ -118,6 +153,13 @@ def check_recovery_lines(out: Pattern, line: Callable[..., Any] = recovery_line)
     """Raise unless, for every single failure, ``line`` gives the maximum consistent cut.
 
     ``line`` is the implementation under test (default :func:`rollcheck.pyimpl.recovery_line`).
+
+    Parameters
+    ----------
+    out : Pattern
+        A protocol's output pattern.
+    line : callable, optional
+        ``line(p, failed) -> RecoveryLine``, the implementation checked.
     """
     for f in range(out.n):
         got = tuple(line(out, [f]).line)
@@ -129,7 +171,17 @@ def check_recovery_lines(out: Pattern, line: Callable[..., Any] = recovery_line)
 
 
 def check_rollback_bound(out: Pattern, bound: int, name: str = "protocol") -> None:
-    """Raise unless no single failure makes any process discard more than ``bound`` checkpoints."""
+    """Raise unless no single failure makes any process discard more than ``bound`` checkpoints.
+
+    Parameters
+    ----------
+    out : Pattern
+        A protocol's output pattern.
+    bound : int
+        Most checkpoints a process may discard.
+    name : str, optional
+        The protocol's name in the message.
+    """
     for f in range(out.n):
         cut = max_consistent_line(out, [f])
         for i in range(out.n):
@@ -145,6 +197,24 @@ def check_rollback_bound(out: Pattern, bound: int, name: str = "protocol") -> No
 def violation_of(out_p: Pattern, props: list[str], name: str, bound: int | None = None,
                  line: Callable[..., Any] = recovery_line) -> ProtocolViolation | None:
     """The first property of ``props`` that ``out_p`` violates, or None.
+
+    Parameters
+    ----------
+    out_p : Pattern
+        A protocol's output pattern.
+    props : list of str
+        Properties that apply (``no-useless-checkpoint`` is checked only when listed).
+    name : str
+        The protocol's name in messages.
+    bound : int, optional
+        The claimed rollback bound (None: not checked).
+    line : callable, optional
+        The recovery-line implementation checked.
+
+    Returns
+    -------
+    ProtocolViolation or None
+        The first violation found.
 
     Examples
     --------

@@ -56,6 +56,18 @@ def schedules(min_processes: int = 2, max_processes: int = 4, max_events: int = 
     Three draws in four are zig-zag schedules (:func:`zigzag_schedules`), the rest uniform random
     traffic. These are the schedules :func:`rollcheck.testing.check_protocol` uses.
 
+    Parameters
+    ----------
+    min_processes, max_processes : int
+        Bounds on the number of processes (at least 2).
+    max_events : int
+        Bound on the number of events.
+
+    Returns
+    -------
+    SearchStrategy of Pattern
+        The schedules.
+
     Examples
     --------
     >>> from hypothesis import find
@@ -76,6 +88,20 @@ def zigzag_schedules(min_processes: int = 2, max_processes: int = 4, max_events:
 
     Under UC almost every one leaves a useless checkpoint.
 
+    Parameters
+    ----------
+    min_processes, max_processes : int
+        Bounds on the number of processes (at least 2).
+    max_events : int
+        Bound on the number of events.
+    max_motifs : int
+        Most zig-zag motifs in one schedule.
+
+    Returns
+    -------
+    SearchStrategy of Pattern
+        The schedules.
+
     Examples
     --------
     >>> from hypothesis import find
@@ -93,6 +119,22 @@ def basic_schedules(min_processes: int = 2, max_processes: int = 5, max_actions:
                     ) -> st.SearchStrategy[Pattern]:
     """Uniform random basic schedules (send / deliver / checkpoint actions, weights 3 : 3 : 1).
 
+    Parameters
+    ----------
+    min_processes, max_processes : int
+        Bounds on the number of processes (at least 2).
+    max_actions : int
+        Bound on the number of actions drawn.
+    topology : {"complete", "pipeline", "scatter", "cyclic"} or None
+        The channels used; None draws one.
+    fifo : bool
+        Deliver in FIFO order per channel.
+
+    Returns
+    -------
+    SearchStrategy of Pattern
+        The schedules.
+
     Examples
     --------
     >>> from hypothesis import find
@@ -109,6 +151,22 @@ def span_systems(max_procs: int = 4, max_chain: int = 3, max_edges: int = 6, *,
                  monotone: bool = True) -> st.SearchStrategy[dict[str, Any]]:
     """Span systems as ``rollcheck.spans/1`` documents (processors, chains of checkpoints, edges).
 
+    Parameters
+    ----------
+    max_procs : int
+        Most processors.
+    max_chain : int
+        Most checkpoints per processor.
+    max_edges : int
+        Most edges.
+    monotone : bool
+        Draw nested φ sets (a monotone φ).
+
+    Returns
+    -------
+    SearchStrategy of dict
+        The documents.
+
     Examples
     --------
     >>> from hypothesis import find
@@ -123,6 +181,20 @@ def span_systems(max_procs: int = 4, max_chain: int = 3, max_edges: int = 6, *,
 
 def elastic_configs(max_keys: int = 6, max_rounds: int = 12, max_scaling: int = 3) -> st.SearchStrategy[Any]:
     """Small elastic pipelines (1-3 operators, a few keys, scaling events) for the elastic model.
+
+    Parameters
+    ----------
+    max_keys : int
+        Most keys.
+    max_rounds : int
+        Most rounds of input (at least 4).
+    max_scaling : int
+        Most scaling events.
+
+    Returns
+    -------
+    SearchStrategy of Config
+        The pipelines.
 
     Examples
     --------
