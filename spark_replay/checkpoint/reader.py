@@ -106,6 +106,18 @@ def decode_unsafe_row(buf: bytes, fields: list[Field] | tuple[Field, ...]) -> tu
     ``struct`` the slot holds ``offset << 32 | size`` of the bytes inside the row: a struct is a
     nested UnsafeRow there), then the variable-length data.
 
+    Parameters
+    ----------
+    buf : bytes
+        The row's bytes.
+    fields : list or tuple of Field
+        The row's columns, in order.
+
+    Returns
+    -------
+    tuple
+        One value per field (None for a null).
+
     Examples
     --------
     >>> row = (bytes(8) + struct.pack("<q", 7) + struct.pack("<q", (24 << 32) | 2) + b"hi"
@@ -167,6 +179,13 @@ def decode_unsafe_row(buf: bytes, fields: list[Field] | tuple[Field, ...]) -> tu
 
 def parse_state_records(data: bytes, where: str = "") -> list[tuple[bytes, bytes | None]]:
     """Split a decompressed delta/snapshot stream into (key, value) records; value None = removed.
+
+    Parameters
+    ----------
+    data : bytes
+        The decompressed state file.
+    where : str, optional
+        The file's name for error messages.
 
     Examples
     --------
@@ -335,7 +354,20 @@ class CheckpointDir:
 
     def schema(self, op: int = 0, partition: int = 0, store: str = DEFAULT_STORE
                ) -> tuple[list[Field], list[Field]]:
-        """Key and value columns of an operator's state (``_metadata/schema``, format v1/v2)."""
+        """Key and value columns of an operator's state (``_metadata/schema``, format v1/v2).
+
+        Parameters
+        ----------
+        op, partition : int, optional
+            The stateful operator's id; the partition read (else the first one with a schema).
+        store : str, optional
+            The state store's name (``default``; joins have several).
+
+        Returns
+        -------
+        tuple of (list of Field, list of Field)
+            The key and the value columns.
+        """
         f = self._store_dir(op, partition, store) / "_metadata" / "schema"
         if not f.exists():  # Spark writes the schema once, under the first partition
             pattern = "*/_metadata/schema" if store == DEFAULT_STORE else f"*/{store}/_metadata/schema"
@@ -366,7 +398,15 @@ class CheckpointDir:
 
     def state_versions(self, op: int = 0, partition: int = 0, store: str = DEFAULT_STORE
                        ) -> dict[int, list[str]]:
-        """``{version: ["delta"] | ["snapshot"] | both}`` of the files present for a partition."""
+        """``{version: ["delta"] | ["snapshot"] | both}`` of the files present for a partition.
+
+        Parameters
+        ----------
+        op, partition : int, optional
+            The stateful operator's id and the partition.
+        store : str, optional
+            The state store's name.
+        """
         d = self._store_dir(op, partition, store)
         out: dict[int, list[str]] = {}
         if d.is_dir():
@@ -379,7 +419,22 @@ class CheckpointDir:
     def read_state_file(self, op: int, partition: int, version: int, kind: str,
                         store: str = DEFAULT_STORE
                         ) -> list[tuple[tuple[Any, ...], tuple[Any, ...] | None]]:
-        """Decoded records of one delta or snapshot file."""
+        """Decoded records of one delta or snapshot file.
+
+        Parameters
+        ----------
+        op, partition, version : int
+            The stateful operator's id, the partition and the state version.
+        kind : str
+            ``delta`` or ``snapshot``.
+        store : str, optional
+            The state store's name.
+
+        Returns
+        -------
+        list of (tuple, tuple or None)
+            Key and value rows; value None for a removed key.
+        """
         f = self._store_dir(op, partition, store) / f"{version}.{kind}"
         kf, vf = self.schema(op, partition, store)
         if not f.exists():
@@ -400,6 +455,22 @@ class CheckpointDir:
 
         The newest *committed* version is ``1 + the last batch in commits/`` (a version written by
         a batch that never committed is not final; Spark overwrites it when it re-runs the batch).
+
+        Parameters
+        ----------
+        op : int, optional
+            The stateful operator's id.
+        version : int, optional
+            The state version; None for the newest committed one.
+        use_snapshots : bool, optional
+            Start from the newest snapshot (False: apply every delta from version 1).
+        store : str, optional
+            The state store's name.
+
+        Returns
+        -------
+        dict
+            Partition -> {key tuple: value tuple}.
         """
         if version is None:
             commits = self.commits()

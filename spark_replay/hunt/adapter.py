@@ -124,7 +124,22 @@ class SparkHuntAdapter(HuntAdapter):
         return self._release()
 
     def generate(self, seed: int, index: int, coverage: Mapping[str, int]) -> Program:
-        """The program ``index`` of the seeded draw ``seed``, steered by ``coverage``."""
+        """The program ``index`` of the seeded draw ``seed``, steered by ``coverage``.
+
+        Parameters
+        ----------
+        seed : int
+            The hunt's seed.
+        index : int
+            The program's index in the draw.
+        coverage : Mapping
+            Operator kind or pair -> its count over earlier programs.
+
+        Returns
+        -------
+        Program
+            The drawn query program.
+        """
         from rollcheck.spark_replay.hunt import grammar
 
         p: Program = grammar.program(seed, index, coverage, self._release())
@@ -149,7 +164,20 @@ class SparkHuntAdapter(HuntAdapter):
             return BatchShape.of(data, tuple(uq.sources) if uq.multi else ())
 
     def cells(self, program: Program, seed: int) -> list[HuntCell]:
-        """The cells of ``program``: the failure-free runs, the fault cells and the differentials."""
+        """The cells of ``program``: the failure-free runs, the fault cells and the differentials.
+
+        Parameters
+        ----------
+        program : Program
+            The drawn program.
+        seed : int
+            The hunt's seed (draws the fault schedules).
+
+        Returns
+        -------
+        list of HuntCell
+            Failure-free, fault, providers and ``partitions=1`` cells.
+        """
         out = [HuntCell(f"{p}/none", {"kind": FREE, "provider": p}) for p in self.providers]
         for s in draw_schedules(self.shape(program), self.failures, self.providers, seed=seed, salt=program.id,
                                 count=self.faults):
@@ -236,7 +264,26 @@ class SparkHuntAdapter(HuntAdapter):
     # ------------------------------------------------------------------ run
     def run(self, program: Program, module: Path, cells: Sequence[HuntCell], workdir: Path,
             jobs: int = 1) -> Iterator[tuple[HuntCell, CellOutcome]]:
-        """Record and judge ``cells`` of ``program`` (its query module ``module``) under ``workdir``."""
+        """Record and judge ``cells`` of ``program`` (its query module ``module``) under ``workdir``.
+
+        Parameters
+        ----------
+        program : Program
+            The drawn program.
+        module : Path
+            Its rendered query module.
+        cells : Sequence of HuntCell
+            The cells to run.
+        workdir : Path
+            The folder the recordings go to.
+        jobs : int, optional
+            Parallel recordings.
+
+        Returns
+        -------
+        iterator of (HuntCell, CellOutcome)
+            Each cell with its outcome, as it ends.
+        """
         self.jobs = max(1, jobs)
         work = Path(workdir)
         free = [c for c in cells if c.params.get("kind") == FREE]
@@ -349,7 +396,22 @@ class SparkHuntAdapter(HuntAdapter):
 
     # ------------------------------------------------------------------ findings
     def confirm(self, module: Path, cell: HuntCell, workdir: Path) -> CellOutcome:
-        """Run ``cell`` once more on ``module`` (the minimiser's confirmation) and read its outcome."""
+        """Run ``cell`` once more on ``module`` (the minimiser's confirmation) and read its outcome.
+
+        Parameters
+        ----------
+        module : Path
+            The (minimised) query module.
+        cell : HuntCell
+            The cell to run again.
+        workdir : Path
+            A folder emptied and used for the run.
+
+        Returns
+        -------
+        CellOutcome
+            The cell's outcome (inconclusive when it did not run).
+        """
         work = Path(workdir)
         shutil.rmtree(work, ignore_errors=True)
         work.mkdir(parents=True)
@@ -362,13 +424,43 @@ class SparkHuntAdapter(HuntAdapter):
         return got[-1] if got else CellOutcome("inconclusive", {}, detail="the cell was not run")
 
     def reproducer(self, program: Program, cell: HuntCell, outcome: CellOutcome, dest: Path) -> Path:
-        """Write the standalone reproducer of a finding to ``dest``."""
+        """Write the standalone reproducer of a finding to ``dest``.
+
+        Parameters
+        ----------
+        program : Program
+            The program of the finding.
+        cell : HuntCell
+            The cell that found it.
+        outcome : CellOutcome
+            Its outcome.
+        dest : Path
+            The script file to write.
+
+        Returns
+        -------
+        Path
+            ``dest``.
+        """
         from rollcheck.spark_replay.hunt.reproduce import write_reproducer
 
         return write_reproducer(program, cell, outcome, dest, seed=self.seed)
 
     def run_reproducer(self, script: Path, release: str | None) -> str:
-        """Run a reproducer script on ``release`` (None: the hunted one) and name what it showed."""
+        """Run a reproducer script on ``release`` (None: the hunted one) and name what it showed.
+
+        Parameters
+        ----------
+        script : Path
+            The reproducer script.
+        release : str or None
+            The pyspark release to run it on; None for the hunted one.
+
+        Returns
+        -------
+        str
+            ``reproduced``, ``not reproduced`` or ``could not run: ...``.
+        """
         from rollcheck.spark_replay.hunt.reproduce import run_script
 
         return run_script(script, release, self.cell_timeout)

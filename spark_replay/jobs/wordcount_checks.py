@@ -62,7 +62,20 @@ def _rows_of(state: dict[Any, int]) -> list[list[Any]]:
 
 
 def state_fold(v: StreamView, ref: _WordcountRef) -> Check:
-    """The decoded final state equals the fold of the committed batches' inputs."""
+    """The decoded final state equals the fold of the committed batches' inputs.
+
+    Parameters
+    ----------
+    v : StreamView
+        The finished view of the trace.
+    ref : _WordcountRef
+        The inputs and the failure-free run recomputed from the trace.
+
+    Returns
+    -------
+    Check
+        Held when the final state equals the fold.
+    """
     from rollcheck.spark_replay.jobs.wordcount import fold_state
 
     fs = v.ends.get("final_state")
@@ -78,7 +91,20 @@ def state_fold(v: StreamView, ref: _WordcountRef) -> Check:
 
 
 def final_state_failure_free(v: StreamView, ref: _WordcountRef) -> Check:
-    """The decoded final state equals the failure-free run's."""
+    """The decoded final state equals the failure-free run's.
+
+    Parameters
+    ----------
+    v : StreamView
+        The finished view of the trace.
+    ref : _WordcountRef
+        The inputs and the failure-free run recomputed from the trace.
+
+    Returns
+    -------
+    Check
+        Held when the final state equals the failure-free run's.
+    """
     fs = v.ends.get("final_state")
     if fs is None:
         return check_verdict("final-state-failure-free", False, "no final_state event", v.ends["end"]["seq"])
@@ -89,7 +115,20 @@ def final_state_failure_free(v: StreamView, ref: _WordcountRef) -> Check:
 
 
 def sink_exactly_once(v: StreamView, ref: _WordcountRef) -> Check:
-    """The idempotent sink holds every batch once, equal to the failure-free output."""
+    """The idempotent sink holds every batch once, equal to the failure-free output.
+
+    Parameters
+    ----------
+    v : StreamView
+        The finished view of the trace.
+    ref : _WordcountRef
+        The inputs and the failure-free run recomputed from the trace.
+
+    Returns
+    -------
+    Check
+        Held when every batch file equals the failure-free output.
+    """
     sf = v.ends.get("sink_final")
     if sf is None:
         return check_verdict("sink-exactly-once", False, "no sink_final event", v.ends["end"]["seq"])
@@ -121,7 +160,20 @@ def side_channel_duplicates(v: StreamView) -> Check:
 
 
 def listener_progress(v: StreamView, ref: _WordcountRef) -> Check:
-    """Spark's progress reports name committed batches only, with the fold's row counts."""
+    """Spark's progress reports name committed batches only, with the fold's row counts.
+
+    Parameters
+    ----------
+    v : StreamView
+        The finished view of the trace.
+    ref : _WordcountRef
+        The inputs and the failure-free run recomputed from the trace.
+
+    Returns
+    -------
+    Check
+        Violated at the first progress report naming an uncommitted batch or wrong row counts.
+    """
     from rollcheck.spark_replay.jobs.wordcount import fold_state
 
     bad_p = None
@@ -155,7 +207,20 @@ def statestore_crosscheck(v: StreamView) -> Check:
 
 
 def wordcount_plugins(header: dict[str, Any], source: str | None) -> list[TraceCheck]:
-    """The plug-ins of a word-count trace (module docstring)."""
+    """The plug-ins of a word-count trace (module docstring).
+
+    Parameters
+    ----------
+    header : dict
+        The trace's header.
+    source : str or None
+        The trace file, named by errors.
+
+    Returns
+    -------
+    list of TraceCheck
+        The collector and the word-count checks.
+    """
     cfg = header.get("config", {})
     try:
         parts = [str(p) for p in range(int(cfg["shuffle_partitions"]))]
