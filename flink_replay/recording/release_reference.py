@@ -45,6 +45,18 @@ def record_job(out: str | Path, config: dict[str, Any], *, run_dir: str | Path |
     That run (:func:`needs_release_reference`) comes after the run on V, into the same trace; or
     ``shared``, that run's event made once for several cells (the matrix).
 
+    Parameters
+    ----------
+    out : str or Path
+        The trace file to write.
+    config : dict
+        The recording's configuration (:class:`RecordConfig`'s keys).
+    run_dir : str or Path, optional
+        The run's folder; None: one beside the trace.
+    shared : dict, optional
+        The reference release's ``flink.release_reference`` event, made once for several cells;
+        None: run it here when needed.
+
     Returns
     -------
     dict
@@ -89,6 +101,19 @@ def build_failure_trace(out: Path, config: dict[str, Any], failure: Any, event: 
     The header, ``flink.reference_failed`` (the Java exception raised inside ``job()``), R's
     ``flink.release_reference`` and ``end`` (``release-differential`` decides it from the trace).
     Returns :func:`~rollcheck.flink_replay.recording.record.record`'s summary.
+
+    Parameters
+    ----------
+    out : Path
+        The trace file to write.
+    config : dict
+        The recording's configuration.
+    failure : ModuleFailure
+        The failure raised inside ``job()`` on V (its Java exception and reason).
+    event : dict
+        R's ``flink.release_reference`` event (a finished run).
+    seconds : float
+        The time the recording took, s.
     """
     from rollcheck.pyimpl.patternio import atomic_write_text
 
@@ -115,6 +140,18 @@ def needs_release_reference(config: dict[str, Any], version: str | None = None) 
 
     It does for a user's job module recorded with ``--engine-version V`` whose reference release is
     not V.
+
+    Parameters
+    ----------
+    config : dict
+        The recording's configuration.
+    version : str, optional
+        The release recorded; None: ``config["engine_version"]``.
+
+    Returns
+    -------
+    bool
+        True when the reference release's failure-free run is needed.
     """
     v = version or config.get("engine_version")
     r = config.get("reference_version")
@@ -214,6 +251,18 @@ def add_to_trace(path: Path, event: dict[str, Any]) -> int:
     """Insert ``event`` into the trace file ``path`` just before its ``end`` (renumbering ``end``).
 
     Returns the number of events after it.
+
+    Parameters
+    ----------
+    path : Path
+        The trace file (rewritten).
+    event : dict
+        The event (its ``seq`` is replaced).
+
+    Returns
+    -------
+    int
+        The new ``end`` event's ``seq``.
     """
     lines = path.read_text(encoding="utf-8").splitlines()
     end = json.loads(lines[-1])
