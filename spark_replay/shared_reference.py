@@ -52,6 +52,18 @@ def shared_reference(path: str | Path, header: dict[str, Any] | None = None) -> 
 
     With ``header`` (the new recording's), the recordings must agree on module, seed, batches,
     state store and shuffle partitions: a reference of another query or configuration is refused.
+
+    Parameters
+    ----------
+    path : str or Path
+        The failure-free recording.
+    header : dict, optional
+        The new recording's header; None checks no agreement.
+
+    Returns
+    -------
+    dict
+        ``output``, ``state``, ``batches`` (committed) and ``shared_from``.
     """
     from rollcheck.spark_replay.checkpoint.watcher import base_kind
     from rollcheck.spark_replay.trace import read_trace
@@ -88,6 +100,15 @@ def write_shared_reference(path: str | Path, out: str | Path, header: dict[str, 
     """Start the trace ``out`` with its header and the shared reference.
 
     As attempt 0: the recording's own attempts still count from 1.
+
+    Parameters
+    ----------
+    path : str or Path
+        The failure-free recording.
+    out : str or Path
+        The new trace.
+    header : dict
+        The new trace's header.
     """
     from rollcheck.spark_replay.checkpoint.watcher import PREFIX
     from rollcheck.spark_replay.trace import TraceWriter
@@ -109,6 +130,22 @@ def add_release_reference(path: str | Path, release: str, output: list[Any], **f
     its attempts (attempt 0, right after the header; the later events renumbered): every cell of
     the configuration then takes it from there instead of running the query on ``release`` once
     more. False (the file unchanged) when it already has one for ``release``.
+
+    Parameters
+    ----------
+    path : str or Path
+        The shared reference (a finished failure-free recording).
+    release : str
+        The reference release.
+    output : list
+        The query's final output on ``release``.
+    **fields : Any
+        More fields of the event.
+
+    Returns
+    -------
+    bool
+        True when the event was added.
     """
     from rollcheck.pyimpl.patternio import atomic_write_text
     from rollcheck.spark_replay.checkpoint.watcher import PREFIX
@@ -281,6 +318,18 @@ def store_reference(key: str | None, trace: str | Path) -> Path | None:
 
     Its path, or None when nothing was kept (no key, not a whole reference, the cache folder not
     writable).
+
+    Parameters
+    ----------
+    key : str or None
+        The reference's content address (:func:`reference_key`); None keeps nothing.
+    trace : str or Path
+        The finished failure-free recording.
+
+    Returns
+    -------
+    Path or None
+        The kept copy.
     """
     if key is None:
         return None

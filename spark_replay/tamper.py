@@ -35,7 +35,20 @@ __all__ = ["drop_commit", "move_resume", "delete_forced_checkpoint", "drop_retri
 
 
 def to_lines(header: dict[str, Any], events: list[dict[str, Any]]) -> list[str]:
-    """Serialise with fresh sequence numbers 1, 2, ..."""
+    """Serialise with fresh sequence numbers 1, 2, ...
+
+    Parameters
+    ----------
+    header : dict
+        The trace's header.
+    events : list of dict
+        The events (their ``_line`` dropped).
+
+    Returns
+    -------
+    list of str
+        The JSON lines, header first.
+    """
     out = [json.dumps(header)]
     for k, e in enumerate(events, 1):
         d = {kk: v for kk, v in e.items() if kk != "_line"}
@@ -50,7 +63,20 @@ def _delete(trace: Trace, idx: int) -> tuple[list[str], int]:
 
 
 def drop_commit(trace: Trace, batch: int | None = None) -> tuple[list[str], int]:
-    """Delete the commit of ``batch`` (default: the first committed batch)."""
+    """Delete the commit of ``batch`` (default: the first committed batch).
+
+    Parameters
+    ----------
+    trace : Trace
+        The trace read.
+    batch : int, optional
+        The batch whose commit is deleted; None for the first committed batch.
+
+    Returns
+    -------
+    tuple of (list of str, int)
+        The tampered lines and the seq a correct replay must name first.
+    """
     for k, e in enumerate(trace.events):
         if base_kind(e["kind"]) == "batch_committed" and (batch is None or e.get("batch") == batch):
             b = int(e["batch"])
@@ -66,7 +92,20 @@ def drop_commit(trace: Trace, batch: int | None = None) -> tuple[list[str], int]
 
 
 def move_resume(trace: Trace, delta: int = 1) -> tuple[list[str], int]:
-    """Shift the first restart's ``resume_batch`` by ``delta``."""
+    """Shift the first restart's ``resume_batch`` by ``delta``.
+
+    Parameters
+    ----------
+    trace : Trace
+        The trace read.
+    delta : int, optional
+        How far ``resume_batch`` moves.
+
+    Returns
+    -------
+    tuple of (list of str, int)
+        The tampered lines and the seq a correct replay must name first.
+    """
     events = [dict(e) for e in trace.events]
     for k, e in enumerate(events):
         if base_kind(e["kind"]) == "restart" and isinstance(e.get("resume_batch"), int):
@@ -118,6 +157,15 @@ def tamper_file(src: str | Path, how: str, out: str | Path) -> dict[str, Any]:
     """Write a tampered copy of the trace ``src`` to ``out`` (atomically).
 
     The interface both engines' tamper modules share.
+
+    Parameters
+    ----------
+    src : str or Path
+        The trace to tamper with.
+    how : str
+        One of :data:`TAMPERS`.
+    out : str or Path
+        The tampered copy's path.
 
     Returns
     -------

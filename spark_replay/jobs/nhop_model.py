@@ -116,6 +116,20 @@ class NhopConfig:
 def successors(topology: str, n: int, i: int) -> list[int]:
     """The processes ``i`` sends to.
 
+    Parameters
+    ----------
+    topology : str
+        ``pipeline``, ``scatter`` or ``cyclic``.
+    n : int
+        The number of processes.
+    i : int
+        The sending process.
+
+    Returns
+    -------
+    list of int
+        The receiving processes.
+
     Examples
     --------
     >>> [successors("pipeline", 3, i) for i in range(3)]
@@ -193,7 +207,20 @@ def _ckpt_path(ckdir: str, i: int, index: int) -> str:
 
 
 def write_checkpoint(ckdir: str | None, st: ProcState) -> str | None:
-    """Write ``st`` as a checkpoint under ``ckdir`` and return its path (None without a folder)."""
+    """Write ``st`` as a checkpoint under ``ckdir`` and return its path (None without a folder).
+
+    Parameters
+    ----------
+    ckdir : str or None
+        The checkpoint folder; None writes nothing.
+    st : ProcState
+        The process's state (its ``i`` and ``index`` name the file).
+
+    Returns
+    -------
+    str or None
+        The checkpoint file's path.
+    """
     if ckdir is None:
         return None
     path = _ckpt_path(ckdir, st.i, st.index)
@@ -208,7 +235,22 @@ def write_checkpoint(ckdir: str | None, st: ProcState) -> str | None:
 
 
 def read_checkpoint(ckdir: str, i: int, index: int) -> ProcState:
-    """Read process ``i``'s checkpoint ``index`` from ``ckdir``."""
+    """Read process ``i``'s checkpoint ``index`` from ``ckdir``.
+
+    Parameters
+    ----------
+    ckdir : str
+        The checkpoint folder.
+    i : int
+        The process.
+    index : int
+        The checkpoint's index.
+
+    Returns
+    -------
+    ProcState
+        The state kept in the checkpoint.
+    """
     with open(_ckpt_path(ckdir, i, index), "rb") as f:
         st = pickle.load(f)
     assert isinstance(st, ProcState)
@@ -220,6 +262,24 @@ def process_round(cfg: NhopConfig, st: ProcState, inbox: list[Msg], ckdir: str |
     """One logical round of one process (module docstring); pure apart from the files it writes.
 
     Returns the new state, the messages sent and the events (in local order).
+
+    Parameters
+    ----------
+    cfg : NhopConfig
+        The run's parameters.
+    st : ProcState
+        The process's state before the round.
+    inbox : list of Msg
+        The messages delivered this round.
+    ckdir : str or None
+        The checkpoint folder; None keeps no checkpoint files.
+    logdir : str or None
+        The message log folder; None logs nothing.
+
+    Returns
+    -------
+    tuple of (ProcState, list of Msg, list of dict)
+        The new state, the messages sent, the events.
     """
     from rollcheck.pyimpl.protocols import get_protocol
 
@@ -317,6 +377,20 @@ def recovery_from_counters(current: list[ProcState], checkpoints: dict[int, list
     channels deliver in sequence order), the receiver moves to its latest checkpoint that has not.
     Returns the line (checkpoint index or None = volatile) and the channel ranges to replay:
     ``(src, dst, first_seq)..`` as ``(src, dst, seq)`` triples.
+
+    Parameters
+    ----------
+    current : list of ProcState
+        Each process's volatile state.
+    checkpoints : dict
+        Process -> its checkpoints by index.
+    failed : set of int
+        The failed processes.
+
+    Returns
+    -------
+    tuple of (dict, list of tuple)
+        The line (process -> checkpoint index, None for volatile) and the ``(src, dst, seq)`` to replay.
 
     Examples
     --------

@@ -68,6 +68,18 @@ def engine_code_raised(text: str, uq: UserQuery) -> bool:
     No frame of the user's module in its traceback (an exception of Spark's plan), or the innermost
     Python frame lies in pyspark's own package (an exception of pyspark's code the user's function
     called, e.g. ``GroupState``).
+
+    Parameters
+    ----------
+    text : str
+        The failure's traceback text.
+    uq : UserQuery
+        The loaded query module.
+
+    Returns
+    -------
+    bool
+        True for the engine's failure, False for the user's code.
     """
     if not _user_code_raised(text, uq):
         return True
@@ -80,6 +92,18 @@ def engine_failure(text: str, checkpoint: str) -> dict[str, Any]:
 
     ``{"checkpoint", "exception", "message", "cause"}`` (``cause``: the root ``Caused by:`` of the
     JVM's trace, where there is one).
+
+    Parameters
+    ----------
+    text : str
+        The exception's text (with the JVM's trace).
+    checkpoint : str
+        The query's checkpoint folder.
+
+    Returns
+    -------
+    dict
+        ``checkpoint``, ``exception``, ``message``, ``cause`` (None when no ``Caused by:``).
 
     Examples
     --------
@@ -134,12 +158,46 @@ def reference_failure_is_engines(error_text: str, uq: UserQuery, *, release_ok: 
     engine's (:func:`engine_code_raised`), not the user's sink's nor the overloaded machine's.
     Otherwise it stays the module's own failure (exit 2): a module that fails everywhere is the
     user's.
+
+    Parameters
+    ----------
+    error_text : str
+        The failure's traceback text.
+    uq : UserQuery
+        The loaded query module.
+    release_ok : bool
+        The reference release ran the module to its end.
+    sink_raised : bool
+        The user's sink raised.
+    overloaded : bool
+        The machine was overloaded.
+
+    Returns
+    -------
+    bool
+        True when the failure is a finding against the engine.
     """
     return release_ok and not sink_raised and not overloaded and engine_code_raised(error_text, uq)
 
 
 def user_exception(method: str, batch_id: int, e: BaseException, spec: str) -> str:
     """One line naming the user's ``method``, the line of the module it raised at, the exception.
+
+    Parameters
+    ----------
+    method : str
+        The user's function (e.g. ``sink``).
+    batch_id : int
+        The batch it ran on.
+    e : BaseException
+        What it raised.
+    spec : str
+        The module's path.
+
+    Returns
+    -------
+    str
+        The one line.
 
     Examples
     --------

@@ -158,6 +158,20 @@ def prepare_workdir(root: Path, batches: list[Batch], uq: UserQuery) -> WorkPath
 
     With the input files of every batch (one source: ``in/``; several: ``staged/<source>/``, fed to
     the runs by :func:`feed_inputs`).
+
+    Parameters
+    ----------
+    root : Path
+        The work folder (replaced only when rollcheck's own).
+    batches : list of Batch
+        The input batches.
+    uq : UserQuery
+        The loaded query module.
+
+    Returns
+    -------
+    WorkPaths
+        The recording's folders.
     """
     if root.exists():
         if not (root / WORK_MARKER).exists():
@@ -193,6 +207,15 @@ def feed_inputs(paths: WorkPaths, ref: bool, upto: int) -> None:
 
     Several sources: a hard link per staged file, created once; a one-source query's files are all
     there from the start.
+
+    Parameters
+    ----------
+    paths : WorkPaths
+        The recording's folders.
+    ref : bool
+        The failure-free run's inputs (else the failure run's).
+    upto : int
+        The last batch made visible.
     """
     if not paths.multi:
         return
@@ -214,7 +237,17 @@ def feed_inputs(paths: WorkPaths, ref: bool, upto: int) -> None:
 
 
 def default_sink(rows: list[dict[str, Any]], batch_id: int, out_dir: str) -> None:
-    """The idempotent sink of rollcheck: the batch's rows replace ``batch-<id>.json`` atomically."""
+    """The idempotent sink of rollcheck: the batch's rows replace ``batch-<id>.json`` atomically.
+
+    Parameters
+    ----------
+    rows : list of dict
+        The batch's rows.
+    batch_id : int
+        The batch id.
+    out_dir : str
+        The output folder.
+    """
     p = Path(out_dir) / f"batch-{batch_id:05d}.json"
     tmp = p.with_name("." + p.name + ".tmp")
     tmp.write_text(json.dumps(sorted(rows, key=canon_json)), encoding="utf-8")
@@ -230,7 +263,20 @@ def default_read(out_dir: str) -> list[dict[str, Any]]:
 
 
 def read_output(uq: UserQuery, out_dir: Path) -> list[dict[str, Any]]:
-    """Read the query's output with the module's ``read_output`` or the default reader."""
+    """Read the query's output with the module's ``read_output`` or the default reader.
+
+    Parameters
+    ----------
+    uq : UserQuery
+        The loaded query module.
+    out_dir : Path
+        The output folder.
+
+    Returns
+    -------
+    list of dict
+        The output rows (plain JSON values).
+    """
     if not uq.has_sink:
         return default_read(str(out_dir))
     try:
