@@ -49,13 +49,31 @@ def vector_clocks(p: Pattern) -> list[tuple[int, ...]]:
 
 
 def happened_before(clocks: list[tuple[int, ...]], e: int, f: int) -> bool:
-    """True iff event ``e`` happened before event ``f`` (e ≠ f)."""
+    """True iff event ``e`` happened before event ``f`` (e ≠ f).
+
+    Parameters
+    ----------
+    clocks : list of tuple of int
+        The vector clock of every event (:func:`vector_clocks`).
+    e, f : int
+        Positions of the two events.
+    """
     a, b = clocks[e], clocks[f]
     return e != f and all(x <= y for x, y in zip(a, b, strict=True)) and a != b
 
 
 def checkpoint_clock(p: Pattern, clocks: list[tuple[int, ...]], c: tuple[int, int]) -> tuple[int, ...]:
-    """Vector clock of checkpoint ``c``; index last+1 is V (the process's last event)."""
+    """Vector clock of checkpoint ``c``; index last+1 is V (the process's last event).
+
+    Parameters
+    ----------
+    p : Pattern
+        The checkpoint and communication pattern.
+    clocks : list of tuple of int
+        The vector clock of every event.
+    c : tuple of int
+        The checkpoint ``(process, index)``.
+    """
     i, x = c
     if x == 0:
         return (0,) * p.n
@@ -72,6 +90,15 @@ def concurrent_checkpoints(p: Pattern, cut: tuple[int, ...], clocks: list[tuple[
     """True iff the chosen checkpoints are pairwise concurrent (no one happened before another).
 
     For a global checkpoint this is equivalent to having no orphan message.
+
+    Parameters
+    ----------
+    p : Pattern
+        The checkpoint and communication pattern.
+    cut : tuple of int
+        A checkpoint index per process.
+    clocks : list of tuple of int, optional
+        The event clocks (None: computed here).
     """
     clocks = vector_clocks(p) if clocks is None else clocks
     cl = [checkpoint_clock(p, clocks, (i, x)) for i, x in enumerate(cut)]

@@ -66,7 +66,15 @@ class InvalidInputError(RollcheckError, ValueError):
 
 
 class PropertyViolation(RollcheckError, AssertionError):
-    """A property that must hold does not; ``counterexample`` carries the evidence."""
+    """A property that must hold does not; ``counterexample`` carries the evidence.
+
+    Parameters
+    ----------
+    message : str
+        What does not hold.
+    counterexample : object, optional
+        The evidence (a schedule, a pattern, ...).
+    """
 
     def __init__(self, message: str, counterexample: Any = None):
         self.counterexample = counterexample
@@ -152,6 +160,15 @@ class EnvironmentFault(InvalidInputError):
 class UserCodeTimeout(InvalidInputError):
     """A call into the user's code (query module, protocol, job module) did not return in time.
 
+    Parameters
+    ----------
+    file : str
+        The user's file.
+    method : str
+        The function or method called.
+    limit : float
+        The time limit (seconds).
+
     Examples
     --------
     >>> str(UserCodeTimeout("q.py", "batches", 300))
@@ -178,6 +195,13 @@ def environment_fault(exc: BaseException, path: str | None = None) -> Environmen
     chain of causes, and the same reasons in the text of any exception (a JVM's stack trace
     relayed by Py4J or Spark: "java.io.IOException: No space left on device"). ``path`` is named
     when the error itself does not name one.
+
+    Parameters
+    ----------
+    exc : BaseException
+        The error caught.
+    path : str, optional
+        The path to name when the error names none.
 
     Examples
     --------
@@ -212,6 +236,13 @@ def environment_fault_in_text(text: str, path: str | None = None) -> Environment
 
     The first OS reason of :data:`ENVIRONMENT_ERRNOS` in ``text`` and the path written before it
     (else ``path``); None when ``text`` names none.
+
+    Parameters
+    ----------
+    text : str
+        The message.
+    path : str, optional
+        The path to name when ``text`` names none.
 
     Examples
     --------

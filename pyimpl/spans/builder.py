@@ -64,6 +64,13 @@ def _upto(e: int) -> frozenset:
 def epoch_system(processors: Mapping[str, EpochProcessor], edges: Sequence[EpochEdge]) -> SpanSystem:
     """A span system over epochs with identity transformers.
 
+    Parameters
+    ----------
+    processors : mapping of str to EpochProcessor
+        Per processor, its checkpoint epochs and the epochs it processed (None: failed).
+    edges : sequence of EpochEdge
+        The edges with the epochs sent, received and whether they are logged.
+
     Examples
     --------
     >>> from rollcheck.pyimpl.spans.fixpoint import solve
@@ -114,6 +121,17 @@ def build_system(run: Any, failed: set[str], top_all: bool = False, phi: str = "
 
     See :func:`rollcheck.pyimpl.spans.executor.build_system`; returns its ``Built``: the system and
     the span objects behind every level.
+
+    Parameters
+    ----------
+    run : Run
+        The executor's recorded run.
+    failed : set of str
+        The processors that fail.
+    top_all : bool, optional
+        Build the wrong variant whose ⊤ is all times, not the concrete ⊤.
+    phi : str, optional
+        What to do with a non-monotone φ (``"reject"``, ``"normalise"``, ``"keep"``).
     """
     from rollcheck.pyimpl.spans.executor import build_system as _build
 
@@ -121,7 +139,17 @@ def build_system(run: Any, failed: set[str], top_all: bool = False, phi: str = "
 
 
 def resume_epoch(s: SpanSystem, spans: Mapping[str, int | str], name: str) -> int | None:
-    """The first epoch not in ``name``'s restored span (``None`` if it stays at ⊤)."""
+    """The first epoch not in ``name``'s restored span (``None`` if it stays at ⊤).
+
+    Parameters
+    ----------
+    s : SpanSystem
+        An epoch system (:func:`epoch_system`).
+    spans : mapping of str to int or str
+        The solved level per processor (``"top"``: kept).
+    name : str
+        The processor.
+    """
     p = s.proc(name)
     v = spans[name]
     if v == TOP:
@@ -142,6 +170,23 @@ def random_epoch_document(seed: int, n_procs: int, n_edges: int, *, checkpoints:
     >>> d = random_epoch_document(1, 3, 4)
     >>> d["format"], len(d["edges"])
     ('rollcheck.spans/1', 4)
+
+    Parameters
+    ----------
+    seed : int
+        The seed of the draw.
+    n_procs : int
+        The number of processors (>= 1).
+    n_edges : int
+        The number of edges (>= 0).
+    checkpoints : int, optional
+        The most checkpoints of a processor (below ``epochs``).
+    epochs : int, optional
+        The number of epochs.
+    failed : float, optional
+        The probability that a processor failed.
+    logged : float, optional
+        The probability that an edge is logged.
     """
     if n_procs < 1 or n_edges < 0 or not 0 < epochs or checkpoints >= epochs:
         raise InvalidInputError("need n_procs >= 1, n_edges >= 0 and checkpoints < epochs", location="arguments")

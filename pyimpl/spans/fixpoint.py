@@ -248,7 +248,15 @@ def run_worklist(c: Compiled, order: str = "fifo", seed: int = 0,
 
 
 def run_rounds(c: Compiled, start: list[int] | None = None) -> SolveResult:
-    """Whole-graph rounds: examine every processor in index order until a round changes nothing."""
+    """Whole-graph rounds: examine every processor in index order until a round changes nothing.
+
+    Parameters
+    ----------
+    c : Compiled
+        The compiled constraints.
+    start : list of int, optional
+        Starting levels (default: every processor at its top).
+    """
     lvl = list(c.top) if start is None else list(start)
     exams = decs = rounds = 0
     changed = True
@@ -266,7 +274,17 @@ def run_rounds(c: Compiled, start: list[int] | None = None) -> SolveResult:
 
 
 def solve_levels(s: SpanSystem, order: str = "fifo", seed: int = 0) -> SolveResult:
-    """Levels (indexed like ``s.processors``) of the greatest consistent assignment, with counts."""
+    """Levels (indexed like ``s.processors``) of the greatest consistent assignment, with counts.
+
+    Parameters
+    ----------
+    s : SpanSystem
+        The system (monotone φ).
+    order : str, optional
+        ``"fifo"``, ``"lifo"``, ``"random"`` or ``"rounds"`` (:func:`run_rounds`).
+    seed : int, optional
+        The seed of the ``"random"`` order.
+    """
     c = compile_system(s)
     if order == "rounds":
         return run_rounds(c)
@@ -317,6 +335,17 @@ def solve_literal(s: SpanSystem, order: str = "fifo", seed: int = 0,
 
     Works on any system, including ones with non-monotone φ (``phi="keep"``); returns levels.
     Re-examines senders and receivers of a changed processor.
+
+    Parameters
+    ----------
+    s : SpanSystem
+        The system.
+    order : str, optional
+        ``"fifo"``, ``"lifo"`` or ``"random"``.
+    seed : int, optional
+        The seed of the ``"random"`` order.
+    pick : callable, optional
+        Ignored.
     """
     lv = s.top_levels()
     owned: dict[str, list[tuple[str, Callable[[int], bool]]]] = {p.name: [] for p in s.processors}
@@ -355,6 +384,13 @@ def domino_chain(n: int, k: int = 3) -> Compiled:
 
     >>> r = run_worklist(domino_chain(5)); r.levels, r.examinations
     ([0, 0, 0, 0, 0], 11)
+
+    Parameters
+    ----------
+    n : int
+        The number of processors.
+    k : int, optional
+        The top level of every processor but the last.
     """
     tops = [k] * (n - 1) + [0]
     cons: list[list[tuple[int, Sequence[int]]]] = [[] for _ in range(n)]

@@ -58,6 +58,17 @@ def recover(r: Run, failed: set[str], solver: Callable[[SpanSystem], Mapping[str
             top_all: bool = False) -> tuple[Mapping[str, int], list[tuple[str, Any]], SpanSystem]:
     """Fail ``failed`` now, compute the spans, restore every processor, reset the queues.
 
+    Parameters
+    ----------
+    r : Run
+        The run, changed in place.
+    failed : set of str
+        The processors that fail.
+    solver : callable, optional
+        Takes the span system, gives the level per processor (None: the fixed point).
+    top_all : bool, optional
+        Use the wrong variant whose ⊤ is all times (:func:`build_system`).
+
     Returns
     -------
     levels : Mapping of str to int
@@ -165,6 +176,11 @@ def exactly_once(a: Run, b: Run) -> str | None:
 
     They agree when they end in the same processor states and every edge delivered the same
     multiset of (time, payload).
+
+    Parameters
+    ----------
+    a, b : Run
+        The two runs (of the same dataflow).
     """
     for p in a.df.ops:
         if _canon(a.state[p]) != _canon(b.state[p]):
@@ -185,6 +201,30 @@ def failure_experiment(df_factory: Callable[[], Dataflow], seed: int, fail_at: i
 
     The comparison is with the failure-free run of the same dataflow and seed (``ref``: that run,
     when the caller already made it with ``run_to_end(Run.start(df_factory(), seed))``).
+
+    Parameters
+    ----------
+    df_factory : callable
+        Makes a fresh dataflow.
+    seed : int
+        The seed of the run's schedule.
+    fail_at : int
+        Deliveries made before the failure.
+    failed : set of str
+        The processors that fail.
+    solver : callable, optional
+        Takes the span system, gives the level per processor (None: the fixed point).
+    top_all : bool, optional
+        Use the wrong variant whose ⊤ is all times (:func:`build_system`).
+    track_watermark : bool, optional
+        Advance the low watermark (acknowledge and release) during the run.
+    ref : Run, optional
+        The failure-free run (None: made here).
+
+    Returns
+    -------
+    Outcome
+        The levels, lost messages and the comparison.
     """
     if ref is None:
         ref = run_to_end(Run.start(df_factory(), seed))
@@ -209,6 +249,24 @@ def failure_sweep(df_factory: Callable[[], Dataflow], seed: int, fail_ats: Seque
     >>> make = EXAMPLES["selective"]
     >>> [o.ok for _t, _f, o in failure_sweep(lambda: make(0), 0, [0, 5], [{"sum"}, {"src"}])]
     [True, True, True, True]
+
+    Parameters
+    ----------
+    df_factory : callable
+        Makes a fresh dataflow.
+    seed : int
+        The seed of the run's schedule.
+    fail_ats : sequence of int
+        The failure points (deliveries made before the failure).
+    failed_sets : sequence of set of str
+        The processor sets to fail.
+    solver, top_all, track_watermark
+        As for :func:`failure_experiment`.
+
+    Yields
+    ------
+    tuple
+        ``(fail_at, failed, outcome)``.
     """
     ref = run_to_end(Run.start(df_factory(), seed))
     base = Run.start(df_factory(), seed)
