@@ -77,6 +77,20 @@ class PlacedAdapter(FlinkAdapter):
 def fault_strategy(failures: Sequence[str], checkpoints: Sequence[str]) -> st.SearchStrategy[dict[str, Any]]:
     """One fault schedule: which failure, in which checkpoint mode, where it strikes.
 
+    Parameters
+    ----------
+    failures : sequence of str
+        The failure kinds to draw from.
+    checkpoints : sequence of str
+        The checkpoint modes to draw from.
+
+    Returns
+    -------
+    SearchStrategy
+        Draws a schedule's ``failure``, ``checkpoints``, ``fraction``, ``subtask``, ...
+
+    Examples
+    --------
     >>> s = draw(fault_strategy(["task"], ["aligned"]), 1, 0)
     >>> s["failure"], s["checkpoints"], 0.2 <= s["fraction"] <= 0.8
     ('task', 'aligned', True)
@@ -101,6 +115,26 @@ def hunt_cells(program_id: str, seed: int, failures: Sequence[str], backends: Se
                checkpoints: Sequence[str]) -> list[HuntCell]:
     """The cells of a program (module docstring), deterministic in ``(program_id, seed)``.
 
+    Parameters
+    ----------
+    program_id : str
+        The program's id (``P<n>``).
+    seed : int
+        The hunt's seed.
+    failures : sequence of str
+        The failure kinds to draw from.
+    backends : sequence of str
+        The state backends, a fault cell each (the first also gets the rescaled one).
+    checkpoints : sequence of str
+        The checkpoint modes to draw from.
+
+    Returns
+    -------
+    list of HuntCell
+        The cells in the order they run.
+
+    Examples
+    --------
     >>> [c.key.split("/")[0] for c in hunt_cells("P0003", 7, ["task"], ["hashmap", "rocksdb"], ["aligned"])]
     ['plan', 'hashmap', 'rocksdb', 'hashmap', 'diff:providers', 'diff:partitioning']
     """
@@ -134,7 +168,22 @@ def hunt_cells(program_id: str, seed: int, failures: Sequence[str], backends: Se
 
 
 def matrix_cell(module: str, params: Mapping[str, Any], engine_version: str | None) -> PlacedCell:
-    """The matrix cell of a fault cell's ``params``."""
+    """The matrix cell of a fault cell's ``params``.
+
+    Parameters
+    ----------
+    module : str
+        The program's module.
+    params : mapping
+        The fault cell's ``params`` (``backend``, ``checkpoints``, ``failure``, ``fraction``, ...).
+    engine_version : str or None
+        The release to run on (None: the pinned one).
+
+    Returns
+    -------
+    PlacedCell
+        The matrix cell (a ``subtask`` beyond the parallelism is dropped).
+    """
     rescale = tuple(params["rescale"]) if params.get("rescale") else None
     subtask = params.get("subtask")
     if subtask is not None and subtask >= (rescale[0] if rescale else 2):
@@ -184,6 +233,20 @@ def reference_table(trace: str | Path | None) -> dict[str, Any] | None:
 def differential(check: str, tables: Mapping[str, dict[str, Any] | None]) -> CellOutcome:
     """Compare the failure-free final tables of ``tables`` (configuration -> table or None).
 
+    Parameters
+    ----------
+    check : str
+        The check's name.
+    tables : mapping
+        Configuration -> its failure-free final table, or None when it has none.
+
+    Returns
+    -------
+    CellOutcome
+        Violated when two tables differ, inconclusive when one is missing.
+
+    Examples
+    --------
     >>> differential("provider-differential", {"hashmap": {"a": [1]}, "rocksdb": {"a": [2]}}).verdict
     'violated'
     >>> differential("provider-differential", {"hashmap": {"a": [1]}, "rocksdb": None}).verdict
