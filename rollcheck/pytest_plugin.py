@@ -54,14 +54,37 @@ def pytest_configure(config: Any) -> None:
 
 @pytest.fixture
 def rollcheck_out(request: Any, tmp_path: Any) -> str:
-    """The directory where this test's rollcheck artifacts go (``--rollcheck-out`` or a tmp dir)."""
+    """The directory where this test's rollcheck artifacts go (``--rollcheck-out`` or a tmp dir).
+
+    Parameters
+    ----------
+    request : pytest.FixtureRequest
+        Unused; pytest's request.
+    tmp_path : Path
+        The test's temporary folder.
+
+    Returns
+    -------
+    str
+        The folder.
+    """
     from rollcheck.testing import _config
 
     return _config.OUT or str(tmp_path)
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: Any) -> None:
-    """List every protocol and engine slice this session checked (pytest hook)."""
+    """List every protocol and engine slice this session checked (pytest hook).
+
+    Parameters
+    ----------
+    terminalreporter : TerminalReporter
+        Where the lines are written.
+    exitstatus : int
+        The session's exit status (unused).
+    config : pytest.Config
+        The session's configuration (unused).
+    """
     from rollcheck.testing import _config
 
     if not _config.REPORTS:

@@ -218,6 +218,20 @@ def write_report(rows: list[Row], out_dir: Path, meta: dict[str, Any]) -> tuple[
     shown in the header), ``versions`` (tool → version), ``section_titles`` and
     ``section_seconds`` (by section name) and machine-readable fields kept in ``results.json``
     (``profile``, ``quick``, ``seed``, ...).
+
+    Parameters
+    ----------
+    rows : list of Row
+        The run's rows (their details made relative to ``out_dir``).
+    out_dir : Path
+        The report folder (created if missing).
+    meta : dict
+        The run's facts, as said.
+
+    Returns
+    -------
+    tuple of (Path, Path)
+        ``report.md`` and ``index.html``.
     """
     from rollcheck.pyimpl.patternio import atomic_write_text
 

@@ -320,6 +320,18 @@ def _row_check(k: int, status: str) -> Check:
 def summary_line(rows: list[Row], seconds: float) -> str:
     """The verdict in one line, as pytest ends its run.
 
+    Parameters
+    ----------
+    rows : list of Row
+        The run's rows.
+    seconds : float
+        The run's wall time.
+
+    Returns
+    -------
+    str
+        The line.
+
     Examples
     --------
     >>> summary_line([Row("a", "pyimpl", "x", "pass", 1), Row("b", "TLC", "y", "inconclusive", 0)], 991)
@@ -406,6 +418,18 @@ def plural(n: int, word: str) -> str:
     """``n`` and ``word``, singular for one: ``1 pattern``, ``2 patterns``, ``1 failure run``.
 
     ``word`` is given in the plural (a row's unit) or the singular; both come out right.
+
+    Parameters
+    ----------
+    n : int
+        The count.
+    word : str
+        The noun, singular or plural.
+
+    Returns
+    -------
+    str
+        ``n`` and the noun in its right number.
 
     Examples
     --------

@@ -20,7 +20,15 @@ REPORTS: list[Any] = []
 
 
 def configure(profile: str | None, out: str | None) -> None:
-    """Set the session defaults (the pytest plugin calls this once)."""
+    """Set the session defaults (the pytest plugin calls this once).
+
+    Parameters
+    ----------
+    profile : str, optional
+        The random budget, ``ci`` or ``verify`` (``--rollcheck-profile``).
+    out : str, optional
+        The artifacts folder (``--rollcheck-out``).
+    """
     global PROFILE, OUT
     PROFILE, OUT = profile, out
     REPORTS.clear()

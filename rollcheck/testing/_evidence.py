@@ -38,6 +38,24 @@ def save_pattern(p: Pattern, out: Path, stem: str, picture: bool, title: str) ->
 
     Returns the two paths (the picture's None without ``picture``); a folder that cannot be
     written is bad input (exit 2).
+
+    Parameters
+    ----------
+    p : Pattern
+        The pattern saved.
+    out : Path
+        The folder (created if missing).
+    stem : str
+        File name without suffix.
+    picture : bool
+        Also draw it.
+    title : str
+        The picture's title.
+
+    Returns
+    -------
+    tuple of (str, str or None)
+        The JSON path and the picture's.
     """
     from rollcheck.pyimpl.patternio import dump_pattern
 
@@ -66,7 +84,22 @@ def basic_events(p: Pattern) -> int:
 
 
 def user_error(e: Any, out: str | Path | None, name: str) -> UserCodeError:
-    """A :class:`ProtocolCodeError` of the explorer as the user's error, its schedule saved."""
+    """A :class:`ProtocolCodeError` of the explorer as the user's error, its schedule saved.
+
+    Parameters
+    ----------
+    e : ProtocolCodeError
+        The explorer's error (its ``word`` is the schedule).
+    out : str or Path, optional
+        Folder for the saved schedule (None: a fresh temporary one).
+    name : str
+        The protocol's name (the saved file's stem).
+
+    Returns
+    -------
+    UserCodeError
+        Naming the saved schedule, when there is one.
+    """
     from rollcheck.properties.explore import word_to_pattern
 
     reason = e.reason
@@ -80,7 +113,24 @@ def user_error(e: Any, out: str | Path | None, name: str) -> UserCodeError:
 
 
 def with_input(e: UserCodeError, seen: list[Pattern], out: str | Path | None, name: str) -> UserCodeError:
-    """The user's error, naming the (shrunk) schedule it happened on, saved as a pattern file."""
+    """The user's error, naming the (shrunk) schedule it happened on, saved as a pattern file.
+
+    Parameters
+    ----------
+    e : UserCodeError
+        The user's error.
+    seen : list of Pattern
+        Schedules run so far (the last one failed).
+    out : str or Path, optional
+        Folder for the saved schedule (None: a fresh temporary one).
+    name : str
+        The protocol's name (the saved file's stem).
+
+    Returns
+    -------
+    UserCodeError
+        ``e`` itself when nothing was run.
+    """
     if not seen:
         return e
     path, _ = save_pattern(seen[-1], folder(out), f"{slug(name)}-error-input", False, "")

@@ -46,6 +46,17 @@ def nondeterminism(proto: Any, label: str, schedules: Sequence[Pattern], runs: i
 
     Returns the user's error, or None when each schedule gave the same results ``runs`` times.
 
+    Parameters
+    ----------
+    proto : Protocol
+        The user's protocol (unguarded).
+    label : str
+        Its name in the error.
+    schedules : sequence of Pattern
+        The schedules replayed (forced checkpoints removed first).
+    runs : int, optional
+        Runs compared per schedule.
+
     Examples
     --------
     >>> from rollcheck.pyimpl import PatternBuilder
@@ -99,6 +110,27 @@ def random_phase(guarded: GuardedProtocol, props: list[str], name: str, rb: int 
 
     Returns the (shrunk) violation, None when there is none, and the schedules checked before it
     (:func:`~rollcheck.properties.explore.steered.steered_schedules`).
+
+    Parameters
+    ----------
+    guarded : GuardedProtocol
+        The user's protocol, guarded.
+    props : list of str
+        The properties that apply.
+    name : str
+        The protocol's name (messages, saved files).
+    rb : int, optional
+        The claimed rollback bound (None: none).
+    line : callable
+        The recovery-line implementation checked.
+    n_examples : int
+        Hypothesis's ``max_examples``.
+    seed : int, optional
+        Hypothesis's seed (None: a fixed one).
+    out : str or Path, optional
+        Folder for the saved schedule (None: a fresh temporary one).
+    call_timeout : float, optional
+        Seconds one call of the user's code may take (None: no limit).
     """
     from hypothesis import strategies as st
     from hypothesis import target

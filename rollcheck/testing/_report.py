@@ -26,6 +26,18 @@ __all__ = ["ProtocolReport", "forced_per_delivery", "exhaustive_coverage", "exha
 def forced_per_delivery(protocol: str | Protocol, schedules: Iterable[Pattern]) -> float | None:
     """Forced checkpoints per delivery of ``protocol`` over ``schedules`` (None: no delivery).
 
+    Parameters
+    ----------
+    protocol : str or Protocol
+        The protocol run.
+    schedules : iterable of Pattern
+        Basic schedules.
+
+    Returns
+    -------
+    float or None
+        The ratio over all schedules.
+
     Examples
     --------
     >>> from rollcheck.pyimpl import PatternBuilder
@@ -290,6 +302,18 @@ def exhaustive_check(bounds: list[dict[str, Any]], budget: float | None) -> Chec
     """The *unchecked* check for requested bounds that the budget cut (None: every bound completed).
 
     SAFE means complete: this check makes the verdict inconclusive unless a property was violated.
+
+    Parameters
+    ----------
+    bounds : list of dict
+        Per bound: ``processes``, ``events``, ``schedules``, ``complete``.
+    budget : float, optional
+        The ``--budget`` in seconds (None: unnamed in the message).
+
+    Returns
+    -------
+    Check or None
+        The unchecked check.
 
     Examples
     --------
