@@ -27,7 +27,17 @@ def clean(text: str) -> str:
 
 
 def tag(artist: Any, gid: str, label: str) -> None:
-    """Name an artist (and, for an arrow, its patch, which is what a PNG or SVG shows)."""
+    """Name an artist (and, for an arrow, its patch, which is what a PNG or SVG shows).
+
+    Parameters
+    ----------
+    artist : matplotlib.artist.Artist
+        The artist to name.
+    gid : str
+        Its id in an SVG.
+    label : str
+        Its label.
+    """
     gid, label = clean(gid), clean(label)
     artist.set_gid(clean(gid))
     artist.set_label(label)
@@ -38,7 +48,21 @@ def tag(artist: Any, gid: str, label: str) -> None:
 
 
 class Label:
-    """A message label to place: its text, colour and the arrow (or end point) it belongs to."""
+    """A message label to place: its text, colour and the arrow (or end point) it belongs to.
+
+    Parameters
+    ----------
+    mid : str
+        The message id.
+    text : str
+        The label's text.
+    colour : str
+        The arrow's colour.
+    seg : tuple of tuple of float
+        The arrow's start and end points (data coordinates).
+    end_label : bool, optional
+        Label the end point, not the arrow (an in-transit message).
+    """
 
     __slots__ = ("mid", "text", "colour", "seg", "end_label")
 
@@ -80,7 +104,27 @@ def _overlaps(a: tuple[float, float, float, float], b: tuple[float, float, float
 def place_labels(p: Pattern, fig: Any, ax: Any, y: dict[int, int], x_end: float,
                   ck_labels: list[tuple[str, float, float]], labels: list[Label],
                   useless: list[tuple[int, int]], cx: Any) -> None:
-    """Place checkpoint and message labels without overlaps (see the module docstring)."""
+    """Place checkpoint and message labels without overlaps (see the module docstring).
+
+    Parameters
+    ----------
+    p : Pattern
+        The drawn pattern.
+    fig, ax : matplotlib Figure and Axes
+        Where it is drawn.
+    y : dict of int to int
+        Per process, its line's y.
+    x_end : float
+        The x of the volatile states.
+    ck_labels : list of tuple
+        ``(text, x, y)`` of every checkpoint label.
+    labels : list of Label
+        The message labels.
+    useless : list of tuple of int
+        The useless checkpoints ``(process, index)`` (drawn with a ring).
+    cx : callable
+        ``cx(i, x)``: the x of checkpoint C[i,x].
+    """
     renderer = fig.canvas.get_renderer()
     origin = ax.transData.transform((0.0, 0.0))
     px_x, px_y = ax.transData.transform((1.0, 1.0)) - origin  # pixels per data unit

@@ -42,6 +42,13 @@ def _no_unknown(obj: dict[str, Any], known: frozenset[str], where: str) -> None:
 def config_to_dict(cfg: Config, failure: Failure | None = None) -> dict[str, Any]:
     """The JSON document of ``cfg`` (and ``failure``).
 
+    Parameters
+    ----------
+    cfg : Config
+        The configuration.
+    failure : Failure, optional
+        The failure to inject (None: written as null).
+
     Examples
     --------
     >>> d = config_to_dict(Config(keys=3), Failure(5, 1, 2))
@@ -80,6 +87,20 @@ def config_from_dict(doc: Any, source: str | None = None, *,
 
     Unknown fields are rejected. With ``allow_large=False`` (the CLI's default) the run-size bounds
     of :data:`rollcheck.pyimpl.elastic.config.LIMITS` are enforced as well.
+
+    Parameters
+    ----------
+    doc : object
+        The parsed JSON document.
+    source : str, optional
+        The file name that error messages give.
+    allow_large : bool, optional
+        Skip the run-size bounds.
+
+    Returns
+    -------
+    tuple
+        The :class:`Config` and the :class:`Failure` or None.
 
     Examples
     --------
@@ -150,6 +171,19 @@ def config_from_dict(doc: Any, source: str | None = None, *,
 
 
 def load_config(path: str | Path, *, allow_large: bool = True) -> tuple[Config, Failure | None]:
-    """Read a ``rollcheck.elastic/1`` file (the checks of :mod:`rollcheck.pyimpl.jsonio`, at most 1 MiB)."""
+    """Read a ``rollcheck.elastic/1`` file (the checks of :mod:`rollcheck.pyimpl.jsonio`, at most 1 MiB).
+
+    Parameters
+    ----------
+    path : str or Path
+        The configuration file.
+    allow_large : bool, optional
+        Skip the run-size bounds.
+
+    Returns
+    -------
+    tuple
+        The :class:`Config` and the :class:`Failure` or None.
+    """
     doc = load_json_file(path, max_bytes=2**20, reject_duplicate_keys=True)
     return config_from_dict(doc, source=str(path), allow_large=allow_large)

@@ -68,6 +68,17 @@ class Simulator:
     L1-ACKs sent and delivered (L1 trims the upstream queues). Each per-task or per-message item is
     one *step*; after the last input round the run goes on until no message is in flight. The round
     structure, item by item: ``specs/elastic.md#model``.
+
+    Parameters
+    ----------
+    cfg : Config
+        The configuration.
+    failure : Failure, optional
+        The one failure to inject (None: none).
+    rules : Rules, optional
+        The protocol's replaceable rules.
+    check_trim : bool, optional
+        After each step, check that the queues still hold what a recovery needs.
     """
 
     def __init__(self, cfg: Config, *, failure: Failure | None = None,
@@ -138,7 +149,15 @@ class Simulator:
         return [self.tasks[t] for t in self.partitions[lv].tasks]
 
     def owner(self, lv: int, key: int) -> Task:
-        """The task of level ``lv`` that owns ``key``."""
+        """The task of level ``lv`` that owns ``key``.
+
+        Parameters
+        ----------
+        lv : int
+            The operator level (0: source).
+        key : int
+            The key.
+        """
         return self.tasks[self.partitions[lv][key]]
 
     # ---------------------------------------------------------------- stepping and failure
@@ -466,5 +485,11 @@ class Simulator:
 
 def simulate(cfg: Config, *, failure: Failure | None = None, rules: Rules = REFERENCE_RULES,
              check_trim: bool = False) -> RunResult:
-    """Run ``cfg`` (optionally with one failure) and return its :class:`RunResult`."""
+    """Run ``cfg`` (optionally with one failure) and return its :class:`RunResult`.
+
+    Parameters
+    ----------
+    cfg, failure, rules, check_trim
+        As for :class:`Simulator`.
+    """
     return Simulator(cfg, failure=failure, rules=rules, check_trim=check_trim).run()

@@ -57,7 +57,15 @@ def _num(v: Any, where: str, key: str) -> float:
 
 
 def parse_rows(text: str, *, kind: str) -> list[tuple[str, dict[str, float]]]:
-    """``[(location, {column: value})]`` from CSV (``kind="csv"``) or JSON text; values checked numeric."""
+    """``[(location, {column: value})]`` from CSV (``kind="csv"``) or JSON text; values checked numeric.
+
+    Parameters
+    ----------
+    text : str
+        The file's text.
+    kind : str
+        ``"csv"`` or ``"json"``.
+    """
     rows: list[tuple[str, dict[str, float]]] = []
     if kind == "json":
         try:
@@ -114,7 +122,26 @@ def points_from_rows(
     threshold: float = 1.0,
     defaults: Mapping[str, float | None] | None = None,
 ) -> list[ProfilingPoint]:
-    """Turn parsed rows into :class:`~rollcheck.pyimpl.intervals.optimiser.ProfilingPoint` (estimating TRT when absent)."""
+    """Turn parsed rows into :class:`~rollcheck.pyimpl.intervals.optimiser.ProfilingPoint` (estimating TRT when absent).
+
+    Parameters
+    ----------
+    rows : list of tuple
+        ``(location, {column: value})`` from :func:`parse_rows`.
+    case : str, optional
+        The TRT case of :func:`total_recovery_time`.
+    reading : str, optional
+        The TRT reading of :func:`total_recovery_time`.
+    threshold : float, optional
+        The TRT threshold of :func:`total_recovery_time`.
+    defaults : mapping of str to float, optional
+        Column values for rows that lack them (a None value is ignored).
+
+    Returns
+    -------
+    list of ProfilingPoint
+        One point per row, in order.
+    """
     given: dict[str, float] = {k: float(v) for k, v in (defaults or {}).items() if v is not None}
     points = []
     for where, r in rows:
@@ -148,6 +175,18 @@ def points_from_rows(
 
 def load_profile(path: str | Path, **kw: Any) -> list[ProfilingPoint]:
     r"""Read a CSV (``.csv``) or JSON (anything else) profiling file; see the module notes.
+
+    Parameters
+    ----------
+    path : str or Path
+        The profiling file.
+    **kw
+        Passed to :func:`points_from_rows`.
+
+    Returns
+    -------
+    list of ProfilingPoint
+        One point per row, in order.
 
     Examples
     --------

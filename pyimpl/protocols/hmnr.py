@@ -115,6 +115,15 @@ class HMNR(Protocol):
 
         Some k has ``sent_to[k]``, ``m.clock[j] > min_to[k]`` and ``m.clock[j] > max(clock[k],
         m.clock[k])``; a separate method so that variants can drop or change it.
+
+        Parameters
+        ----------
+        st : HMNRState
+            The receiver's state.
+        src : int
+            The sending process.
+        pb : HMNRPiggyback
+            The message's piggyback.
         """
         mj = pb.clock[src]
         clock = st.clock
@@ -129,6 +138,15 @@ class HMNR(Protocol):
         """Condition C2: a causal Z-cycle back into the current interval.
 
         ``m.ckpt[i] == ckpt[i]`` and ``m.taken[i]``; a separate method so that variants can drop it.
+
+        Parameters
+        ----------
+        st : HMNRState
+            The receiver's state.
+        src : int
+            The sending process.
+        pb : HMNRPiggyback
+            The message's piggyback.
         """
         i = st.i
         return pb.ckpt[i] == st.ckpt[i] and pb.taken[i]
@@ -138,7 +156,15 @@ class HMNR(Protocol):
         return self.c2(st, src, pb) or self.c1(st, src, pb)
 
     def merge_skips(self, st: HMNRState, src: int) -> tuple[int, ...]:
-        """Indices the merge loop leaves alone (only i itself in the reference)."""
+        """Indices the merge loop leaves alone (only i itself in the reference).
+
+        Parameters
+        ----------
+        st : HMNRState
+            The receiver's state.
+        src : int
+            The sending process.
+        """
         return (st.i,)
 
     @override

@@ -32,6 +32,15 @@ HOPS = 2  # nhop: the n of n-hop
 def source_record(instance: int, records: int, offset: int) -> tuple[int, int]:
     """Record ``offset`` of source instance ``instance``: its global id and its key.
 
+    Parameters
+    ----------
+    instance : int
+        The source instance.
+    records : int
+        The records per instance.
+    offset : int
+        The record's position in the instance.
+
     Examples
     --------
     >>> source_record(0, 10, 3), source_record(1, 10, 3)
@@ -43,6 +52,20 @@ def source_record(instance: int, records: int, offset: int) -> tuple[int, int]:
 
 def source_payload(workload: str, gid: int, key: int) -> tuple[int, tuple[Any, ...], Any]:
     """The payload a source of ``workload`` emits for record ``gid`` (see the module notes).
+
+    Parameters
+    ----------
+    workload : str
+        ``"wordcount"``, ``"nhop"`` or ``"nexmark"``.
+    gid : int
+        The record's global id.
+    key : int
+        The record's key.
+
+    Returns
+    -------
+    tuple
+        ``(key, units, value)``.
 
     Examples
     --------
@@ -67,6 +90,19 @@ def apply_operator(topo: Topology, pr: Proc, conns: tuple[int, ...], ch: int,
 
     ``conns`` are the output connections of the operator of ``pr``; the result is a list of
     ``(connection, payload)`` pairs for the engine to route.
+
+    Parameters
+    ----------
+    topo : Topology
+        The topology.
+    pr : Proc
+        The processing process.
+    conns : tuple of int
+        The output connections of its operator.
+    ch : int
+        The channel the payload came on.
+    payload : tuple
+        ``(key, units, value)``.
 
     Raises
     ------

@@ -26,7 +26,19 @@ def cmp_key(t: Time) -> tuple[int, ...]:
 
 
 def parse_time(v: Any, loops: int, loc: str, what: str) -> Time:
-    """``v`` as a time of a domain with ``loops`` loop counters, else exit 2 naming ``what`` at ``loc``."""
+    """``v`` as a time of a domain with ``loops`` loop counters, else exit 2 naming ``what`` at ``loc``.
+
+    Parameters
+    ----------
+    v : object
+        The JSON value.
+    loops : int
+        The loop counters of the time domain (0: epochs).
+    loc : str
+        The JSON path for messages.
+    what : str
+        The field's name for messages.
+    """
     if loops == 0:
         if type(v) is int and v >= 0:
             return v
@@ -49,7 +61,19 @@ def epoch_of(t: Time) -> int:
 
 
 def json_object(v: Any, loc: str, allowed: set[str], required: tuple[str, ...] = ()) -> dict:
-    """``v`` as an object with only ``allowed`` fields and every ``required`` one, else exit 2 at ``loc``."""
+    """``v`` as an object with only ``allowed`` fields and every ``required`` one, else exit 2 at ``loc``.
+
+    Parameters
+    ----------
+    v : object
+        The JSON value.
+    loc : str
+        The JSON path for messages.
+    allowed : set of str
+        The fields it may have.
+    required : tuple of str, optional
+        The fields it must have.
+    """
     if type(v) is not dict:
         raise InvalidInputError(f"expected an object, got {type(v).__name__}", location=loc)
     extra = set(v) - allowed
@@ -62,7 +86,15 @@ def json_object(v: Any, loc: str, allowed: set[str], required: tuple[str, ...] =
 
 
 def json_array(v: Any, loc: str) -> list:
-    """``v`` as an array, else exit 2 at ``loc``."""
+    """``v`` as an array, else exit 2 at ``loc``.
+
+    Parameters
+    ----------
+    v : object
+        The JSON value.
+    loc : str
+        The JSON path for messages.
+    """
     if type(v) is not list:
         raise InvalidInputError(f"expected an array, got {type(v).__name__}", location=loc)
     return v
