@@ -20,6 +20,13 @@ V = TypeVar("V")
 def contiguous_ranges(keys: int, parts: int) -> list[range]:
     """Split ``0..keys-1`` into ``parts`` contiguous, balanced, non-empty ranges.
 
+    Parameters
+    ----------
+    keys : int
+        The number of keys.
+    parts : int
+        The number of ranges (1..``keys``).
+
     Examples
     --------
     >>> contiguous_ranges(8, 3)
@@ -74,6 +81,18 @@ def repartition_keyed(parts: Iterable[Mapping[int, V]], owner: Mapping[int, str]
 
     Every key's entry goes to exactly the task that owns the key after scaling; nothing is lost
     and nothing is duplicated. Tasks that receive no entry get an empty map.
+
+    Parameters
+    ----------
+    parts : iterable of mapping of int to object
+        The old tasks' keyed maps (a key in at most one).
+    owner : mapping of int to str
+        Per key, its task after scaling.
+
+    Returns
+    -------
+    dict of str to dict
+        Per new task, its keyed map.
 
     Examples
     --------

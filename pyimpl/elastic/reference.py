@@ -91,6 +91,15 @@ def retention_rounds(ack_interval: int, checkpoint_interval: int, successor: str
     ``lcm(A, C)`` of r; it is at most ``A + 1``, ``A + 2`` and ``A + max(C, 2)`` respectively
     (``specs/elastic.md#bound``).
 
+    Parameters
+    ----------
+    ack_interval : int
+        ``A``, rounds between acknowledgements.
+    checkpoint_interval : int
+        ``C``, rounds between checkpoints.
+    successor : str
+        ``"sink"``, ``"stateless"`` or ``"stateful"``.
+
     Examples
     --------
     >>> retention_rounds(1, 1, "sink"), retention_rounds(2, 1, "stateless")
@@ -125,6 +134,13 @@ def queue_bound(cfg: Config, level: int) -> int:
 
     With input rate R (``max_rate``, events per round), no task's queue at ``level`` ever holds
     more than ``R · retention_rounds(A, C, kind of level+1)`` events, whatever the scaling history.
+
+    Parameters
+    ----------
+    cfg : Config
+        The configuration.
+    level : int
+        The operator level (0: source).
 
     Examples
     --------

@@ -92,6 +92,18 @@ def split_slice(s: Slice, owner: Mapping[int, str]) -> dict[str, Slice]:
     """Slice splitting (SPATE Eq. 1): partition the events of ``s`` by the owner of their key.
 
     Every event goes to exactly one part; the order of the events of each key is kept.
+
+    Parameters
+    ----------
+    s : Slice
+        The slice.
+    owner : mapping of int to str
+        Per key, its task.
+
+    Returns
+    -------
+    dict of str to Slice
+        Per task, its part (tasks without events left out).
     """
     parts: dict[str, list[Event]] = {}
     for e in s.events:
@@ -142,7 +154,20 @@ class SliceRecord:
 
 
 def split_records(records: Iterable[SliceRecord], keys: Iterable[int]) -> list[SliceRecord]:
-    """The records of a new task that owns ``keys`` (projection of su/sd on its keys)."""
+    """The records of a new task that owns ``keys`` (projection of su/sd on its keys).
+
+    Parameters
+    ----------
+    records : iterable of SliceRecord
+        The old tasks' records.
+    keys : iterable of int
+        The keys of the new task.
+
+    Returns
+    -------
+    list of SliceRecord
+        The projected records (those without its keys left out).
+    """
     keyset = set(keys)
     out = []
     for r in records:

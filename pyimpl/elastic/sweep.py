@@ -33,6 +33,13 @@ def representative_keys(cfg: Config, level: int) -> list[int]:
     Failing the owner of each of these keys at a step fails, over all of them, every task that
     exists at that step.
 
+    Parameters
+    ----------
+    cfg : Config
+        The configuration.
+    level : int
+        The operator level (1..number of operators).
+
     Examples
     --------
     >>> from rollcheck.pyimpl.elastic import ScaleEvent
@@ -52,6 +59,24 @@ def failure_sweep(cfg: Config, *, rules: Rules = REFERENCE_RULES, stride: int = 
 
     Each run's sink output must equal :func:`reference_output` (theorem T1 of
     ``specs/elastic.md``); the failure-free run is checked too.
+
+    Parameters
+    ----------
+    cfg : Config
+        The configuration.
+    rules : Rules, optional
+        The protocol's replaceable rules.
+    stride : int, optional
+        Fail at every ``stride``-th step.
+    stop_at_first : bool, optional
+        Stop at the first differing run.
+    parallel : int, optional
+        The ``parallel`` of every :class:`Failure`.
+
+    Returns
+    -------
+    SweepResult
+        The runs made, the steps and the failures whose output differs.
     """
     want = reference_output(cfg)
     clean = simulate(cfg, rules=rules)

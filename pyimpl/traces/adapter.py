@@ -31,7 +31,17 @@ __all__ = ["Adapter", "derived"]
 
 
 def derived(origin: dict[str, Any], kind: str, **fields: Any) -> dict[str, Any]:
-    """A core event implied by the engine event ``origin`` (same ``seq``, marked ``derived``)."""
+    """A core event implied by the engine event ``origin`` (same ``seq``, marked ``derived``).
+
+    Parameters
+    ----------
+    origin : dict
+        The engine event.
+    kind : str
+        The core kind (``send``, ``deliver``, ...).
+    **fields
+        The core event's other fields.
+    """
     return {"seq": origin["seq"], "kind": kind, "derived": True, **fields}
 
 
@@ -51,12 +61,33 @@ class Adapter:
         return header
 
     def map_event(self, header: dict[str, Any], obj: dict[str, Any]) -> list[dict[str, Any]]:
-        """Core events implied by one engine event, emitted right after it (default: none)."""
+        """Core events implied by one engine event, emitted right after it (default: none).
+
+        Parameters
+        ----------
+        header : dict
+            The trace's header.
+        obj : dict
+            The engine event.
+        """
         return []
 
     def events(self, header: dict[str, Any], pairs: Iterable[tuple[int, dict[str, Any]]]
                ) -> Iterator[tuple[int, dict[str, Any]]]:
-        """The events the checker reads: each engine event, then the core events it implies."""
+        """The events the checker reads: each engine event, then the core events it implies.
+
+        Parameters
+        ----------
+        header : dict
+            The trace's header.
+        pairs : iterable of tuple
+            ``(line, event)`` as read.
+
+        Yields
+        ------
+        tuple
+            ``(line, event)``, the implied core events after their origin.
+        """
         for line, obj in pairs:
             yield line, obj
             for extra in self.map_event(header, obj):

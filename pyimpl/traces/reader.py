@@ -36,6 +36,15 @@ _BOMS = (b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")
 def location(line: int, seq: int | None, after: int | None = None) -> str:
     """``line N (seq S)``, or ``line N (after seq S)`` when the line's own seq is unknown.
 
+    Parameters
+    ----------
+    line : int
+        The line number.
+    seq : int or None
+        The line's ``seq`` (None: unknown).
+    after : int, optional
+        The last ``seq`` read before the line.
+
     Examples
     --------
     >>> location(12, 11), location(3, None, 1)
@@ -50,7 +59,23 @@ def location(line: int, seq: int | None, after: int | None = None) -> str:
 
 def trace_error(source: str | None, line: int, seq: int | None, field: str | None, reason: str,
                 after: int | None = None) -> InvalidInputError:
-    """The error for a bad trace line: ``FILE: line N (seq S): field: reason``."""
+    """The error for a bad trace line: ``FILE: line N (seq S): field: reason``.
+
+    Parameters
+    ----------
+    source : str or None
+        The trace file's name.
+    line : int
+        The line number.
+    seq : int or None
+        The line's ``seq`` (None: unknown).
+    field : str or None
+        The offending field (None: the line as a whole).
+    reason : str
+        What is wrong.
+    after : int, optional
+        The last ``seq`` read before the line.
+    """
     return InvalidInputError(f"{field}: {reason}" if field else reason, source=source,
                              location=location(line, seq, after))
 
@@ -250,6 +275,22 @@ def read_events(path: str | Path, *, data: bytes | None = None, accept_untermina
 
     Each event gets its line number as ``"_line"``. This is :class:`TraceLines` (the one reader
     of ``rollcheck.trace/1``) for callers that need the events more than once.
+
+    Parameters
+    ----------
+    path : str or Path
+        The trace file.
+    data : bytes, optional
+        The trace's bytes (``path`` then only names it in messages).
+    accept_unterminated : bool, optional
+        Accept a complete last line without its newline.
+    validator : callable, optional
+        Called on every parsed line, as for :class:`TraceLines`.
+
+    Returns
+    -------
+    tuple
+        The :class:`TraceLines` and the list of events.
 
     Examples
     --------

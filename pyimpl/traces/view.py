@@ -44,6 +44,13 @@ def check_header(header: dict[str, Any], source: str | None = None) -> tuple[lis
 
     >>> check_header({"format": "rollcheck.trace/1", "source": "toy", "processes": ["a", "b"]})
     (['a', 'b'], 'toy')
+
+    Parameters
+    ----------
+    header : dict
+        The trace's first line.
+    source : str, optional
+        The trace file's name for messages.
     """
     names = header.get("processes")
     if (not isinstance(names, list) or not names
@@ -145,7 +152,15 @@ class RunView:
 
     # ------------------------------------------------------------------ helpers
     def err(self, field_: str | None, reason: str) -> InvalidInputError:
-        """Bad input at the event being read: ``FILE: line N (seq S): field: reason``."""
+        """Bad input at the event being read: ``FILE: line N (seq S): field: reason``.
+
+        Parameters
+        ----------
+        field_ : str or None
+            The offending field (None: the event as a whole).
+        reason : str
+            What is wrong.
+        """
         return trace_error(self.source, self._line, self._seq, field_, reason)
 
     def _proc(self, obj: dict[str, Any], name: str) -> int:
@@ -426,6 +441,13 @@ class RunView:
 
         ``truncated``: the file ended in an incomplete line. A recording without an ``end`` event
         is reported truncated too (after its last seq).
+
+        Parameters
+        ----------
+        truncated : bool, optional
+            The file ended in an incomplete line.
+        truncated_after_seq : int, optional
+            The last ``seq`` before the incomplete line.
         """
         self.truncated = truncated or not self.ended
         self.truncated_after_seq = (truncated_after_seq if truncated

@@ -77,7 +77,15 @@ class Run:
 
     @classmethod
     def start(cls, df: Dataflow, seed: int) -> Run:
-        """A fresh run of ``df`` (input batches queued), its scheduler seeded with ``seed``."""
+        """A fresh run of ``df`` (input batches queued), its scheduler seeded with ``seed``.
+
+        Parameters
+        ----------
+        df : Dataflow
+            The dataflow to run.
+        seed : int
+            The scheduler's seed.
+        """
         r = cls(df, random.Random(seed))
         for p, op in df.ops.items():
             r.state[p] = {}
@@ -120,7 +128,15 @@ class Run:
         return True
 
     def deliver(self, ch: str, m: Msg) -> None:
-        """Deliver ``m`` from channel ``ch``: record the event, process it, send its output."""
+        """Deliver ``m`` from channel ``ch``: record the event, process it, send its output.
+
+        Parameters
+        ----------
+        ch : str
+            The channel (an edge, or ``in:<source>``).
+        m : Msg
+            The message taken from it.
+        """
         p = self.dst_of(ch)
         ev = Event(self._uid(), ch, m.time, m.payload, m.uid)
         self.history[p].append(ev)
@@ -275,7 +291,15 @@ def _empty_span(df: Dataflow, p: str) -> T.Span:
 
 
 def run_to_end(r: Run, limit: int = 1_000_000) -> Run:
-    """Step ``r`` until it is quiescent and return it (``InternalError`` after ``limit`` steps)."""
+    """Step ``r`` until it is quiescent and return it (``InternalError`` after ``limit`` steps).
+
+    Parameters
+    ----------
+    r : Run
+        The run, advanced in place.
+    limit : int, optional
+        The most steps before giving up.
+    """
     while r.step():
         if r.steps > limit:
             raise InternalError("the dataflow did not quiesce")
