@@ -168,6 +168,26 @@ def save_figure(fig: Any, out: str | os.PathLike[str], *, alt: str = "", caption
     its ``Description`` text; an SVG keeps them as its title and description. The report of
     ``rollcheck verify`` shows them under the picture.
 
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+        The figure (closed afterwards).
+    out : str or path-like
+        The file; its suffix picks the format.
+    alt : str, optional
+        The alt text.
+    caption : str, optional
+        What to look at in the picture.
+    dpi : int, optional
+        The resolution of a raster image.
+    tight : bool, optional
+        Crop the figure to its content.
+
+    Returns
+    -------
+    Path
+        The file written.
+
     Examples
     --------
     >>> import tempfile, matplotlib
@@ -201,7 +221,15 @@ def save_figure(fig: Any, out: str | os.PathLike[str], *, alt: str = "", caption
 
 
 def integer_axis(ax: Any, which: str = "both") -> None:
-    """Integer ticks on an axis that counts things (events, levels, arrivals)."""
+    """Integer ticks on an axis that counts things (events, levels, arrivals).
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+        The axes.
+    which : str, optional
+        ``"x"``, ``"y"`` or ``"both"``.
+    """
     from matplotlib.ticker import MaxNLocator
 
     if which in ("x", "both"):

@@ -76,6 +76,18 @@ def fit_quadratic(x: Sequence[float], y: Sequence[float], *, what: str = "y") ->
 
     Needs at least 3 distinct ``x`` values.
 
+    Parameters
+    ----------
+    x, y : sequence of float
+        The points (same length, finite).
+    what : str, optional
+        What ``y`` is, for error messages.
+
+    Returns
+    -------
+    QuadraticFit
+        The coefficients (lowest order first) and ``R²``.
+
     Examples
     --------
     >>> f = fit_quadratic([0, 1, 2, 3], [1, 2, 5, 10])
@@ -141,6 +153,15 @@ def optimise_ci(
     ``A(CI) <= bound`` exactly from the roots of ``A − bound``, and minimises ``P`` over it
     (end points and the stationary point of ``P``). The paper inverts ``A`` at the bound; that
     choice coincides with ours only when ``P`` decreases over the feasible set.
+
+    Parameters
+    ----------
+    points : sequence of ProfilingPoint
+        The profiled CIs with their latency and TRT.
+    bound : float
+        The TRT bound.
+    ci_range : tuple of float, optional
+        The CIs to search (None: the profiled range).
 
     Raises
     ------

@@ -176,6 +176,16 @@ def total_recovery_time(
 ) -> float:
     """``TRT`` of the Chiron heuristic (Eq. 5 of [2]); see :func:`trt_breakdown`.
 
+    Parameters
+    ----------
+    ci, timeout, recovery, warmup, ratio, case, reading, threshold
+        As for :func:`trt_breakdown`.
+
+    Returns
+    -------
+    float
+        The total recovery time (the unit of ``ci``).
+
     Examples
     --------
     >>> total_recovery_time(10.0, timeout=5.0, recovery=3.0, warmup=2.0, ratio=0.5, case="best")
@@ -196,6 +206,11 @@ def trt_limit(
     reading: str = "eq3",
 ) -> float:
     """The closed-form limit of the TRT as the threshold tends to 0: ``T_o + R + a_1/(1 − U)``.
+
+    Parameters
+    ----------
+    ci, timeout, recovery, warmup, ratio, case, reading
+        As for :func:`trt_breakdown`.
 
     Examples
     --------

@@ -33,6 +33,18 @@ VERDICTS = ("exactly-once", "at-least-once", "at-most-once", "none", "deadlock")
 def semantics(expected: Counter, got: Counter) -> str:
     """Compare output multisets.
 
+    Parameters
+    ----------
+    expected : Counter
+        The outputs of the failure-free run.
+    got : Counter
+        The outputs of the run with the failure.
+
+    Returns
+    -------
+    str
+        ``"exactly-once"``, ``"at-least-once"``, ``"at-most-once"`` or ``"none"``.
+
     Examples
     --------
     >>> semantics(Counter("abc"), Counter("abc")), semantics(Counter("abc"), Counter("abcc"))
@@ -52,7 +64,15 @@ def semantics(expected: Counter, got: Counter) -> str:
 
 
 def compute_metrics(res: SimResult, reference: SimResult | None = None) -> dict[str, Any]:
-    """The metrics dictionary of ``res`` (``reference``: the failure-free run of the same seed)."""
+    """The metrics dictionary of ``res`` (``reference``: the failure-free run of the same seed).
+
+    Parameters
+    ----------
+    res : SimResult
+        The run.
+    reference : SimResult, optional
+        The failure-free run of the same seed, for the semantics verdict.
+    """
     m: dict[str, Any] = {
         "regular_checkpoints": res.checkpoints["regular"],
         "forced_checkpoints": res.checkpoints["forced"],

@@ -70,6 +70,15 @@ def lost_from_pattern(p: Pattern, line: RecoveryLine, failed: int) -> int:
     They are the line's in-transit messages sent by the failed process: its log is gone, and what
     was in flight on its connections was lost with them.
 
+    Parameters
+    ----------
+    p : Pattern
+        The run's pattern.
+    line : RecoveryLine
+        The restored line.
+    failed : int
+        The failed process.
+
     Examples
     --------
     >>> from rollcheck.pyimpl.pattern import PatternBuilder
@@ -86,6 +95,18 @@ def lost_from_pattern(p: Pattern, line: RecoveryLine, failed: int) -> int:
 
 def recover(eng: EngineView, failed: int) -> Recovery:
     """Perform the recovery of ``eng`` after ``failed`` crashed at ``eng.now`` (see module doc).
+
+    Parameters
+    ----------
+    eng : EngineView
+        The engine, changed in place.
+    failed : int
+        The crashed process.
+
+    Returns
+    -------
+    Recovery
+        What was restored, rolled back and lost.
 
     Raises
     ------

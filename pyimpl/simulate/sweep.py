@@ -71,6 +71,27 @@ def sweep(workloads: Sequence[str] = tuple(WORKLOADS), protocols: Sequence[str] 
           fraction: float = 0.5) -> list[SweepRow]:
     """Run the sweep; one :class:`SweepRow` per (workload, protocol, interval).
 
+    Parameters
+    ----------
+    workloads : sequence of str, optional
+        The workloads.
+    protocols : sequence of str, optional
+        The protocols.
+    intervals : sequence of float, optional
+        The checkpoint intervals.
+    seeds : sequence of int, optional
+        The seeds averaged over (at least one).
+    records : int, optional
+        The records per source instance.
+    parallelism : int, optional
+        The instances per operator.
+    virtual : bool, optional
+        Virtual checkpoints in the recovery line.
+    persistent_logs : bool, optional
+        Message logs survive the failure of their process.
+    fraction : float, optional
+        When the failure strikes, as a fraction of the failure-free run's end (in (0, 1)).
+
     Examples
     --------
     >>> rows = sweep(["nhop"], ["cl-aligned", "hmnr"], [5.0], seeds=[0], records=20, persistent_logs=True)
@@ -170,6 +191,18 @@ def plot(rows: Sequence[SweepRow], out: str | Path) -> Path:
     """Bar charts (forced checkpoints, rollback distance, lost messages) written atomically.
 
     One colour per protocol, named in a legend above the charts (grey: the run deadlocked).
+
+    Parameters
+    ----------
+    rows : sequence of SweepRow
+        The sweep's rows.
+    out : str or Path
+        The image file.
+
+    Returns
+    -------
+    Path
+        The file written.
     """
     import matplotlib
 

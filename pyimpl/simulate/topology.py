@@ -169,7 +169,15 @@ class Topology:
         return sum(o.parallelism for o in self.operators)
 
     def process(self, operator: str, instance: int) -> int:
-        """Process index of ``operator``'s instance ``instance``."""
+        """Process index of ``operator``'s instance ``instance``.
+
+        Parameters
+        ----------
+        operator : str
+            The operator.
+        instance : int
+            The instance number.
+        """
         k = self.operator_index[operator]
         return self.first_process[k] + instance
 
@@ -323,7 +331,15 @@ WORKLOADS = {"nexmark": nexmark, "wordcount": wordcount, "nhop": nhop}
 
 
 def workload(name: str, parallelism: int = 2) -> Topology:
-    """The topology of workload ``name`` (``nexmark``, ``wordcount`` or ``nhop``)."""
+    """The topology of workload ``name`` (``nexmark``, ``wordcount`` or ``nhop``).
+
+    Parameters
+    ----------
+    name : str
+        The workload.
+    parallelism : int, optional
+        The instances per operator.
+    """
     if name not in WORKLOADS:
         raise InvalidInputError(f"unknown workload {name!r} (known: {', '.join(WORKLOADS)})", location="--workload")
     return WORKLOADS[name](parallelism)

@@ -205,6 +205,13 @@ def run_flat(fc: FlatCompiled, order: str = "fifo") -> tuple[list[int], int]:
     """The worklist over flat tables; returns (levels, examinations).
 
     ``order="rounds"`` runs whole-graph rounds instead.
+
+    Parameters
+    ----------
+    fc : FlatCompiled
+        The flat constraint tables.
+    order : str, optional
+        ``"fifo"``, ``"lifo"`` or ``"rounds"``.
     """
     lvl = fc.top.tolist()
     n = len(lvl)
@@ -267,6 +274,29 @@ def random_seq_system(n_edges: int, *, cyclic: bool, K: int = 4, degree: int = 4
     >>> s = random_seq_system(40, cyclic=True, seed=1)
     >>> s.sent.shape
     (40, 5)
+
+    Parameters
+    ----------
+    n_edges : int
+        The number of edges.
+    cyclic : bool
+        Allow edges in both directions (False: from lower to higher processor only).
+    K : int, optional
+        The checkpoints per processor.
+    degree : int, optional
+        Edges per processor, when ``n_procs`` is not given.
+    failed : float, optional
+        The probability that a processor failed.
+    logged : float, optional
+        The probability that an edge is logged.
+    msgs : int, optional
+        The messages per edge.
+    seed : int, optional
+        The seed of the draw.
+    n_procs : int, optional
+        The number of processors (None: from ``degree``).
+    jitter : float, optional
+        The spread of the checkpoint times (0: aligned).
     """
     rng = np.random.default_rng(seed)
     n = n_procs or max(2, n_edges // degree)

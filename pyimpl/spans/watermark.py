@@ -61,6 +61,20 @@ def update_watermark(s_new: SpanSystem, old: Mapping[str, int], p: str) -> dict[
     Only processors in the connected group of ``p`` (processors below their chain top, linked by
     edges in either direction) start at their chain tops and are examined first; the others keep
     ``old``.
+
+    Parameters
+    ----------
+    s_new : SpanSystem
+        The system with the new checkpoint(s).
+    old : mapping of str to int
+        The previous watermark levels.
+    p : str
+        The processor that checkpointed.
+
+    Returns
+    -------
+    dict of str to int
+        The new watermark levels.
     """
     base = checkpoints_only(s_new)
     c = compile_system(base)
@@ -89,5 +103,12 @@ def released(in_watermark: Callable[[Hashable], bool], times: Iterable[Hashable]
 
     >>> released(lambda t: t <= 1, [0, 1, 2])
     [0, 1]
+
+    Parameters
+    ----------
+    in_watermark : callable
+        ``in_watermark(t)``: True when ``t`` is in the watermark span.
+    times : iterable of hashable
+        The candidate times.
     """
     return [t for t in times if in_watermark(t)]
