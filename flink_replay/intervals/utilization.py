@@ -207,29 +207,6 @@ def measure_utilization(intervals_ms: list[int], failure_every_s: float, *, dura
 
     Returns ``{"runs": [...], "optimum": {"measured_ms", "predicted_ms"}, "parameters": {...}, ...}``.
 
-    Parameters
-    ----------
-    intervals_ms : list of int
-        The checkpoint intervals to run, ms (each once, at least 50 and above ``snapshot_cost_ms``).
-    failure_every_s : float
-        The mean time between failures, s.
-    duration_s : float, optional
-        The measured window of each run, s.
-    warmup_s : float, optional
-        The time before the window, s (no failure falls in it).
-    service_rate : float, optional
-        The records/s the job's source offers.
-    snapshot_cost_ms : int, optional
-        The blocking cost the job adds to each snapshot, ms.
-    seed : int, optional
-        The failure schedule's seed.
-    work_dir : str or Path, optional
-        The runs' folder (emptied first); None: a temporary folder, removed after.
-    log : callable, optional
-        Takes one progress line; None: silent.
-    adapt : bool, optional
-        Run again at a lower rate when the machine set the pace (above).
-
     Raises
     ------
     InvalidInputError
