@@ -87,6 +87,20 @@ def window_name(kind: str) -> str:
 def agg_name(fn: str, col: str | None) -> str:
     """The output column of one aggregate.
 
+    Parameters
+    ----------
+    fn : str
+        The aggregate function (e.g. ``count``, ``count-distinct``).
+    col : str or None
+        Its column; None for ``count(*)``.
+
+    Returns
+    -------
+    str
+        The column's name.
+
+    Examples
+    --------
     >>> agg_name("count", None), agg_name("count-distinct", "a_k")
     ('cnt', 'count_distinct_a_k')
     """
@@ -94,7 +108,20 @@ def agg_name(fn: str, col: str | None) -> str:
 
 
 def expr_type(e: list[Any], rel: Rel) -> str:
-    """The type of an expression of the grammar (see :mod:`rollcheck.spark_replay.hunt.render`)."""
+    """The type of an expression of the grammar (see :mod:`rollcheck.spark_replay.hunt.render`).
+
+    Parameters
+    ----------
+    e : list
+        The expression (``[head, ...]``).
+    rel : Rel
+        The relation it reads.
+
+    Returns
+    -------
+    str
+        The SQL type name.
+    """
     head = e[0]
     if head == "col":
         return rel.col_type(e[1])
@@ -313,6 +340,18 @@ def analyse(spec: dict[str, Any], complete: bool = True) -> list[Rel]:
 
     :class:`PlanError` for a plan Spark would refuse (``complete=False``: a plan being drawn, whose
     steps need not all be read yet).
+
+    Parameters
+    ----------
+    spec : dict
+        The plan (``release``, ``sources``, ``steps``).
+    complete : bool, optional
+        The plan is whole (False: a plan being drawn).
+
+    Returns
+    -------
+    list of Rel
+        One per step.
     """
     rels: list[Rel] = []
     release = spec["release"]
@@ -366,6 +405,18 @@ def key_columns(rel: Rel, mode: str) -> list[str]:
 
     The group keys (windows flattened) when the last stateful operator aggregates or keys its
     state and the mode updates rows; every output column otherwise.
+
+    Parameters
+    ----------
+    rel : Rel
+        The last step's relation.
+    mode : str
+        The output mode.
+
+    Returns
+    -------
+    list of str
+        The ``KEY`` columns.
     """
     if rel.group is not None:
         out: list[str] = []

@@ -90,7 +90,15 @@ class EndOfRun(TraceCheck):
     needs = ("end",)
 
     def finish(self, v: Any, results: dict[str, Check]) -> Check | None:
-        """Unchecked when the recording stopped before its end; None when the run ended."""
+        """Unchecked when the recording stopped before its end; None when the run ended.
+
+        Parameters
+        ----------
+        v : RunView
+            The checker's view of the run.
+        results : dict
+            The finished checks' results by name (unused).
+        """
         if v.ended:
             return None
         return Check.unchecked(self.name, f"not reached: the recording stopped after seq {v.last_seq}; the prefix "
@@ -112,7 +120,17 @@ class OutputsFailureFree(TraceCheck):
         self.end: dict[str, Any] | None = None
 
     def on_event(self, v: Any, line: int, obj: dict[str, Any]) -> None:
-        """Collect the sends' payloads and the end record."""
+        """Collect the sends' payloads and the end record.
+
+        Parameters
+        ----------
+        v : RunView
+            The checker's view (unused).
+        line : int
+            The event's line number (unused).
+        obj : dict
+            The event as read.
+        """
         k = obj["kind"]
         if k == "send":
             self.payload[str(obj.get("message"))] = obj.get("payload", 0)
@@ -120,7 +138,20 @@ class OutputsFailureFree(TraceCheck):
             self.end = obj
 
     def finish(self, v: Any, results: dict[str, Check]) -> Check | None:
-        """Compare the outputs with the failure-free run and the effective execution."""
+        """Compare the outputs with the failure-free run and the effective execution.
+
+        Parameters
+        ----------
+        v : RunView
+            The checker's view of the run (its effective execution).
+        results : dict
+            The finished checks' results by name (unused).
+
+        Returns
+        -------
+        Check or None
+            Held, violated, or None when no ``end`` was recorded.
+        """
         end = self.end
         if end is None:
             return None  # end-of-run says the end was not recorded
@@ -145,7 +176,20 @@ class OutputsFailureFree(TraceCheck):
 
 
 def nhop_setup(header: dict[str, Any], source: str | None) -> tuple[str, list[dict[str, Any]], list[TraceCheck]]:
-    """For a message-passing trace: (protocol name, reference outputs, Spark's plug-ins)."""
+    """For a message-passing trace: (protocol name, reference outputs, Spark's plug-ins).
+
+    Parameters
+    ----------
+    header : dict
+        The trace's header.
+    source : str or None
+        The trace file, named by errors.
+
+    Returns
+    -------
+    tuple of (str, list of dict, list of TraceCheck)
+        The protocol's name, the reference outputs, the plug-ins.
+    """
     from rollcheck.spark_replay.jobs.nhop import NhopConfig, simulate
 
     cfg_doc = dict(header.get("config") or {})

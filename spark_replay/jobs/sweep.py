@@ -33,6 +33,20 @@ KINDS = ("protocols", "properties", "interval")
 def random_pattern(seed: int, n: int, events: int) -> Pattern:
     """A random basic schedule for sweep ``seed`` (:func:`rollcheck.pyimpl.generate.random_pattern`).
 
+    Parameters
+    ----------
+    seed : int
+        The sweep's seed.
+    n : int
+        The number of processes.
+    events : int
+        The number of events.
+
+    Returns
+    -------
+    Pattern
+        The schedule (the same for the same arguments).
+
     Examples
     --------
     >>> random_pattern(1, 3, 30) == random_pattern(1, 3, 30)
@@ -57,7 +71,20 @@ def _pattern_of_events(events: list[dict[str, Any]], n: int) -> Pattern:
 
 
 def protocols_work(seed: int, size: int = 1) -> list[dict[str, Any]]:
-    """One seed of the protocol comparison: a row per (protocol, topology)."""
+    """One seed of the protocol comparison: a row per (protocol, topology).
+
+    Parameters
+    ----------
+    seed : int
+        The seed.
+    size : int, optional
+        Scales the rounds.
+
+    Returns
+    -------
+    list of dict
+        Basic, forced, deliveries and useless checkpoints per (protocol, topology).
+    """
     from rollcheck.pyimpl.zpaths import useless_checkpoints
     from rollcheck.spark_replay.jobs.nhop import TOPOLOGIES, NhopConfig, simulate
 
@@ -76,7 +103,20 @@ def protocols_work(seed: int, size: int = 1) -> list[dict[str, Any]]:
 
 
 def properties_work(seed: int, size: int = 1) -> dict[str, Any]:
-    """One seed of property runs: BCS and HMNR leave no useless checkpoint on random patterns."""
+    """One seed of property runs: BCS and HMNR leave no useless checkpoint on random patterns.
+
+    Parameters
+    ----------
+    seed : int
+        The seed.
+    size : int, optional
+        Scales the number of patterns.
+
+    Returns
+    -------
+    dict
+        ``seed``, ``checked`` and ``violations``.
+    """
     from rollcheck.pyimpl.protocols import run_protocol
     from rollcheck.pyimpl.zpaths import useless_checkpoints
 
@@ -130,6 +170,30 @@ def run_sweep(kind: str, first_seed: int, seeds: int, *, size: int = 1, master: 
     For a fair speed-up on a machine whose load changes, the seeds are cut into ``blocks``
     consecutive blocks and each block runs on Spark and then in this process, alternately; the
     times are summed. Task placement never changes a result: each seed's work is a pure function.
+
+    Parameters
+    ----------
+    kind : str
+        One of :data:`KINDS`.
+    first_seed : int
+        The first seed.
+    seeds : int
+        How many seeds.
+    size : int, optional
+        Scales each seed's work.
+    master : str, optional
+        The Spark master; None for local.
+    partitions : int, optional
+        Spark partitions of the seeds; None for Spark's default.
+    compare : bool, optional
+        Also run in this process and compare.
+    blocks : int, optional
+        Alternating blocks of seeds, for a fair timing.
+
+    Returns
+    -------
+    dict
+        The results, the comparison and the times.
     """
     if kind not in KINDS:
         raise InvalidInputError(f"unknown sweep kind {kind!r}; use one of {KINDS}", location="--kind")

@@ -262,6 +262,18 @@ def _operand_of(p: _Plan, n: _Node) -> Operand | str | None:
 def plan_rule(plan: str, sources: Sequence[str]) -> LateRule:
     """The lateness rule the analysed streaming ``plan`` gives, for the query's ``sources``.
 
+    Parameters
+    ----------
+    plan : str
+        The analysed streaming plan's text.
+    sources : Sequence of str
+        The query's source names.
+
+    Returns
+    -------
+    LateRule
+        Per source, the operand whose late rows Spark drops (or why none can be told).
+
     Examples
     --------
     >>> p = '''~Deduplicate [user#2, ts#0-T10000ms]
@@ -347,6 +359,20 @@ def event_time_us(v: Any) -> int | None:
 def windows_of(t_us: int, op: Operand) -> list[tuple[int, int]]:
     """The windows ``(start, end)`` (µs) an event time falls in, as Spark's ``window`` gives them.
 
+    Parameters
+    ----------
+    t_us : int
+        The event time (µs).
+    op : Operand
+        A ``window`` operand (size, slide and offset).
+
+    Returns
+    -------
+    list of (int, int)
+        The windows, newest first.
+
+    Examples
+    --------
     >>> windows_of(12_000_000, Operand("s", "ts", "window", 10_000_000, 5_000_000, 0))
     [(10000000, 20000000), (5000000, 15000000)]
     """
@@ -364,6 +390,20 @@ def late_watermarks(n_batches: int, watermarks: dict[int, int]) -> tuple[dict[in
 
     And the batches whose previous watermark is unknown.
 
+    Parameters
+    ----------
+    n_batches : int
+        The number of batches.
+    watermarks : dict
+        Batch -> the watermark (ms) in force after it.
+
+    Returns
+    -------
+    tuple of (dict, list of int)
+        Batch -> late-events watermark; the batches left out.
+
+    Examples
+    --------
     >>> late_watermarks(3, {0: 0, 1: 5000})
     ({0: 0, 1: 0, 2: 5000}, [])
     """
@@ -386,6 +426,22 @@ def row_dropped(value: Any, op: Operand, late_ms: int) -> bool | None:
     ``late_ms``; None for a sliding-window row that counts in some of its windows only. A null
     or non-time value is never dropped (the predicate is null).
 
+    Parameters
+    ----------
+    value : Any
+        The row's operand column.
+    op : Operand
+        The operand (a time column or a window).
+    late_ms : int
+        The late-events watermark (ms).
+
+    Returns
+    -------
+    bool or None
+        True dropped, False kept, None counted in some windows only.
+
+    Examples
+    --------
     >>> w = Operand("s", "ts", "window", 10_000_000, 10_000_000, 0)
     >>> row_dropped(dt.datetime(1970, 1, 1, 0, 0, 12), w, 20000), row_dropped(dt.datetime(1970, 1, 1, 0, 0, 12), w, 19999)
     (True, False)

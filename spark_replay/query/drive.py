@@ -40,6 +40,24 @@ def reference_run(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: WorkPaths,
 
     None when it failed with the engine's exception while the reference release ran it to its end
     (``spark.reference_failed``, a finding).
+
+    Parameters
+    ----------
+    spark : SparkSession
+        The driver's session.
+    uq : UserQuery
+        The loaded query module.
+    cfg : QueryConfig
+        The recording's configuration.
+    paths : WorkPaths
+        The recording's folders.
+    writer : TraceWriter
+        The trace being written.
+
+    Returns
+    -------
+    float or None
+        The run's seconds.
     """
     import pyspark
 
@@ -74,6 +92,28 @@ def batch_evaluation(spark: Any, uq: UserQuery, cfg: QueryConfig, checkpoint: Pa
 
     In this session: the watermark in force per batch as Spark reported it in its progress, else as
     its offset log holds it (a killed driver's progress is lost with it).
+
+    Parameters
+    ----------
+    spark : SparkSession
+        The driver's session.
+    uq : UserQuery
+        The loaded query module.
+    cfg : QueryConfig
+        The recording's configuration.
+    checkpoint : Path
+        The run's checkpoint folder (its offset log).
+    progress : list of dict
+        The run's progress events.
+    plan : str
+        The analysed streaming plan's text.
+    stream_fields : list of dict, optional
+        The streaming output's fields.
+
+    Returns
+    -------
+    dict
+        The ``batch_evaluation`` event's fields.
     """
     from rollcheck.spark_replay.oracles.checks import evaluate_batch
 
@@ -97,7 +137,23 @@ def batch_evaluation(spark: Any, uq: UserQuery, cfg: QueryConfig, checkpoint: Pa
 
 def finish_run(spark: Any, uq: UserQuery, cfg: QueryConfig, paths: WorkPaths, writer: TraceWriter,
             notes: dict[str, Any]) -> None:
-    """Write the end-of-run records: the final output, the state, the reference and ``end``."""
+    """Write the end-of-run records: the final output, the state, the reference and ``end``.
+
+    Parameters
+    ----------
+    spark : SparkSession
+        The driver's session.
+    uq : UserQuery
+        The loaded query module.
+    cfg : QueryConfig
+        The recording's configuration.
+    paths : WorkPaths
+        The recording's folders.
+    writer : TraceWriter
+        The trace being written.
+    notes : dict
+        What the attempts noted (progress, plan, fields).
+    """
     from rollcheck.spark_replay.query.input_files import files_per_batch
 
     # what each micro-batch read, per source, from the checkpoint's file-source logs (input-batches)
@@ -131,6 +187,30 @@ def drive(cfg: QueryConfig, paths: WorkPaths, trace: Path, header: dict[str, Any
     """Run (reference and) attempts in one Spark session (``spark``, or a new one).
 
     Return the status and timings.
+
+    Parameters
+    ----------
+    cfg : QueryConfig
+        The recording's configuration.
+    paths : WorkPaths
+        The recording's folders.
+    trace : Path
+        The trace file.
+    header : dict
+        The trace's header.
+    single_attempt : bool
+        Run one attempt only.
+    with_reference : bool
+        Run the failure-free run first.
+    enabled : bool, optional
+        Write the trace (False: run without recording).
+    spark : SparkSession, optional
+        A warm session to use; None starts one.
+
+    Returns
+    -------
+    dict
+        The status and timings.
     """
     from rollcheck.spark_replay.session import spark_session
 
