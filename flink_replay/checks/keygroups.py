@@ -131,6 +131,20 @@ def key_group(key: int | str | bytes, max_parallelism: int, *, row: bool = False
 def operator_index(group: int, parallelism: int, max_parallelism: int) -> int:
     """The subtask that owns key group ``group`` at ``parallelism``.
 
+    Parameters
+    ----------
+    group : int
+        The key group, ``0 <= group < max_parallelism``.
+    parallelism : int
+        The operator's parallelism.
+    max_parallelism : int
+        The number of key groups.
+
+    Returns
+    -------
+    int
+        The subtask's index.
+
     Examples
     --------
     >>> [operator_index(g, 3, 128) for g in (0, 42, 43, 85, 86, 127)]
@@ -144,6 +158,20 @@ def operator_index(group: int, parallelism: int, max_parallelism: int) -> int:
 def key_group_range(index: int, parallelism: int, max_parallelism: int) -> tuple[int, int]:
     """The key groups (first, last, inclusive) of subtask ``index``.
 
+    Parameters
+    ----------
+    index : int
+        The subtask's index.
+    parallelism : int
+        The operator's parallelism.
+    max_parallelism : int
+        The number of key groups.
+
+    Returns
+    -------
+    tuple of (int, int)
+        The first and last key group.
+
     Examples
     --------
     >>> [key_group_range(i, 3, 128) for i in range(3)]
@@ -155,5 +183,22 @@ def key_group_range(index: int, parallelism: int, max_parallelism: int) -> tuple
 
 
 def owner(key: int | str | bytes, parallelism: int, max_parallelism: int, *, row: bool = False) -> int:
-    """The subtask whose keyed state holds ``key``."""
+    """The subtask whose keyed state holds ``key``.
+
+    Parameters
+    ----------
+    key : int, str or bytes
+        The Java key's value.
+    parallelism : int
+        The operator's parallelism.
+    max_parallelism : int
+        The number of key groups.
+    row : bool, optional
+        The key is a one-field Row holding ``key``.
+
+    Returns
+    -------
+    int
+        The subtask's index.
+    """
     return operator_index(key_group(key, max_parallelism, row=row), parallelism, max_parallelism)

@@ -64,6 +64,20 @@ def _digest(module: Path) -> str:
 def newest_releases(versions: Sequence[str], line_of: str | None) -> list[str]:
     """[the newest patch of ``line_of``'s X.Y line, the newest release], deduplicated.
 
+    Parameters
+    ----------
+    versions : sequence of str
+        The releases available (``X.Y.Z``).
+    line_of : str or None
+        The release whose X.Y line is asked for; None: none.
+
+    Returns
+    -------
+    list of str
+        At most two releases; empty without any.
+
+    Examples
+    --------
     >>> newest_releases(["2.3.0", "2.2.1", "2.2.0", "1.20.3"], "2.2.0")
     ['2.2.1', '2.3.0']
     >>> newest_releases([], "2.2.0")
@@ -154,7 +168,20 @@ class FlinkHuntAdapter(HuntAdapter):
                              reference_version=self.reference_version if self.engine_version else None)
 
     def plan(self, module: Path, workdir: Path) -> CellOutcome:
-        """Plan ``module`` with Flink without running it (:mod:`rollcheck.flink_replay.hunt.plan`)."""
+        """Plan ``module`` with Flink without running it (:mod:`rollcheck.flink_replay.hunt.plan`).
+
+        Parameters
+        ----------
+        module : Path
+            The program's module.
+        workdir : Path
+            A folder for the plan's files.
+
+        Returns
+        -------
+        CellOutcome
+            The ``plan`` cell's outcome.
+        """
         from rollcheck.flink_replay.environment import find_flink
 
         t0 = time.perf_counter()
@@ -246,7 +273,22 @@ class FlinkHuntAdapter(HuntAdapter):
                 yield c, self._diff(c, module, workdir, done)
 
     def confirm(self, module: Path, cell: HuntCell, workdir: Path) -> CellOutcome:
-        """The cell again, from scratch, through the Flink matrix's adapter and the matrix core."""
+        """The cell again, from scratch, through the Flink matrix's adapter and the matrix core.
+
+        Parameters
+        ----------
+        module : Path
+            The minimised program's module.
+        cell : HuntCell
+            The cell whose configuration it runs in.
+        workdir : Path
+            A folder for the run's files.
+
+        Returns
+        -------
+        CellOutcome
+            The outcome of that matrix cell.
+        """
         from rollcheck.infra.matrix import run_matrix
 
         workdir.mkdir(parents=True, exist_ok=True)
