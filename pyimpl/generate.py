@@ -21,6 +21,19 @@ def random_pattern(n: int, steps: int, seed: int | str, p_send: float = 0.4,
     Each step draws ``x`` uniformly: ``x < p_send`` sends, ``x < p_deliver`` delivers a random
     pending message (when there is one), otherwise a random process takes a basic checkpoint.
 
+    Parameters
+    ----------
+    n : int
+        The number of processes.
+    steps : int
+        The number of steps.
+    seed : int or str
+        The seed.
+    p_send : float, optional
+        The probability of a send.
+    p_deliver : float, optional
+        ``p_send`` plus the probability of a delivery.
+
     Examples
     --------
     >>> random_pattern(3, 30, 1) == random_pattern(3, 30, 1)

@@ -80,6 +80,20 @@ def rgraph_csr(p: Pattern, shift: int = 1, extra_sources: Any = None) -> Any:
 
     With ``extra_sources`` (an integer array of node ids), one more node (id = number of nodes) is
     added with an edge to each of them: a super-source for multi-source reachability.
+
+    Parameters
+    ----------
+    p : Pattern
+        The checkpoint and communication pattern.
+    shift : int, optional
+        1: the R-graph; 0: the checkpoint graph.
+    extra_sources : numpy.ndarray, optional
+        Node ids the super-source points to (None: no super-source).
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix
+        The adjacency matrix (nodes numbered by :func:`node_offsets`).
     """
     import numpy as np
     from scipy.sparse import csr_matrix

@@ -152,6 +152,13 @@ def random_config(seed: int, *, max_keys: int = 6, max_ops: int = 3, max_rounds:
                   max_scalings: int = 3) -> Config:
     """A seeded random pipeline with scaling events (the same seed gives the same config).
 
+    Parameters
+    ----------
+    seed : int
+        The seed.
+    max_keys, max_ops, max_rounds, max_scalings : int, optional
+        Upper bounds of the keys, operators, input rounds and scaling events drawn.
+
     Examples
     --------
     >>> random_config(5) == random_config(5)

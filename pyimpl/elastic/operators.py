@@ -60,6 +60,20 @@ KINDS: dict[str, OperatorKind] = {
 def apply_operator(kind: str, state: int | None, value: int) -> tuple[int | None, int | None]:
     """Apply operator ``kind`` to one input value.
 
+    Parameters
+    ----------
+    kind : str
+        The operator kind (a key of :data:`KINDS`).
+    state : int or None
+        The key's state (None: none yet; always None when stateless).
+    value : int
+        The input value.
+
+    Returns
+    -------
+    tuple
+        The new state and the output value (None: no output).
+
     Examples
     --------
     >>> apply_operator("sum", 4, 3)

@@ -69,6 +69,15 @@ def count_schedule(kinds: Iterable[str], every: int, forced_at: Sequence[int] = 
     A checkpoint comes after ``every`` local events since the latest checkpoint, basic or forced;
     ``forced_at`` lists local positions preceded by a forced checkpoint (they restart the count).
 
+    Parameters
+    ----------
+    kinds : iterable of str
+        The local events' kinds (only their number matters).
+    every : int
+        Local events between checkpoints (>= 1).
+    forced_at : sequence of int, optional
+        Local positions preceded by a forced checkpoint.
+
     Examples
     --------
     >>> count_schedule(["send"] * 7, 3)

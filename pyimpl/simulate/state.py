@@ -161,7 +161,19 @@ class EngineView(Protocol):
     snap_pending: set[int]
 
     def push(self, t: float, kind: int, pid: int = -1, extra: int = 0) -> None:
-        """Schedule an event of ``kind`` at time ``t``."""
+        """Schedule an event of ``kind`` at time ``t``.
+
+        Parameters
+        ----------
+        t : float
+            The simulated time.
+        kind : int
+            The event kind (``WAKE``, ``TIMER``, ``TICK`` or ``FAIL``).
+        pid : int, optional
+            The process (-1: none).
+        extra : int, optional
+            For a ``TIMER``, the timer generation it belongs to.
+        """
 
     def enqueue(self, m: Msg) -> None:
         """Put ``m`` on its channel with a fresh network delay (FIFO kept)."""

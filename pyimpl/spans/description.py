@@ -420,6 +420,11 @@ def analyse(d: Description, order: str = "fifo", seed: int = 0) -> Analysis:
     The watermark acknowledges the inputs and releases the outputs (events of processors without
     out-edges) in its spans (§4.3).
 
+    Parameters
+    ----------
+    order, seed
+        As for :func:`~rollcheck.pyimpl.spans.fixpoint.solve_levels`.
+
     Examples
     --------
     >>> d = description_from_dict({"format": "rollcheck.dataflow/1",

@@ -52,7 +52,15 @@ class Tables:
     flat: FlatCompiled
 
     def label(self, i: int, level: int) -> int | str:
-        """Output label of ``level`` of processor ``i``: chain index or ``"top"``."""
+        """Output label of ``level`` of processor ``i``: chain index or ``"top"``.
+
+        Parameters
+        ----------
+        i : int
+            The processor.
+        level : int
+            The level.
+        """
         return TOP if self.live[i] and level == self.chain_len[i] else int(level)
 
 

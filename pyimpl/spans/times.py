@@ -165,6 +165,13 @@ def concrete_top(last_checkpoint: Span, processed: Iterable[Time]) -> Span:
     >>> top = concrete_top(EpochFrontier(0), [1])
     >>> [0 in top, 1 in top, 2 in top]
     [True, True, False]
+
+    Parameters
+    ----------
+    last_checkpoint : Span
+        The processor's last checkpoint.
+    processed : iterable of Time
+        The times of the events it processed.
     """
     return Union(last_checkpoint, TimeSet(frozenset(processed)))
 

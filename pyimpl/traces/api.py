@@ -23,6 +23,20 @@ def resolve_trace_protocol(spec: str | None, header: dict[str, Any], source: str
     """The protocol to check against: ``spec`` (any protocol spec) or else the header's built-in name.
 
     A header may only name a built-in protocol: a trace file never makes rollcheck import code.
+
+    Parameters
+    ----------
+    spec : str or None
+        A protocol spec given by the user (None or empty: the header's).
+    header : dict
+        The trace's header.
+    source : str, optional
+        The trace file's name for messages.
+
+    Returns
+    -------
+    Protocol or None
+        The protocol, or None when neither names one.
     """
     from rollcheck.pyimpl.protocols import is_builtin_spec, resolve_protocol
 
@@ -110,6 +124,13 @@ def check_trace_lines(lines: Any, *, protocol: str | None = None, reference: Any
     ``lines`` (a :class:`~rollcheck.pyimpl.traces.reader.TraceLines`) has ``header`` and ``source``,
     iterates ``(line, event)`` pairs, and then knows ``truncated`` and ``truncated_after_seq``; the
     other parameters and the result are those of :func:`check_trace_file`.
+
+    Parameters
+    ----------
+    lines : TraceLines
+        The opened trace.
+    protocol, reference, virtual, keep_segments, keep_first, segment_limit, reference_source, tlc, extra, adapter
+        As for :func:`check_trace_file`.
     """
     source = lines.source
     header = lines.header if adapter is None else adapter.header(lines.header)

@@ -90,7 +90,15 @@ class TraceChecker:
         return self
 
     def finish(self, truncated: bool = False, truncated_after_seq: int | None = None) -> Report:
-        """Every check's result after the last event (``truncated``: the file ended mid-line)."""
+        """Every check's result after the last event (``truncated``: the file ended mid-line).
+
+        Parameters
+        ----------
+        truncated : bool, optional
+            The file ended in an incomplete line.
+        truncated_after_seq : int, optional
+            The last ``seq`` before the incomplete line.
+        """
         return self.view.finish(truncated, truncated_after_seq)
 
     @property

@@ -203,6 +203,20 @@ def write_synthetic_trace(path: str, *args: Any, reference: str | None = None, *
     """Write :func:`synthetic_trace` to ``path`` (and its reference outputs to ``reference``).
 
     Returns the number of events. The ``end`` line does not carry the reference in the file.
+
+    Parameters
+    ----------
+    path : str
+        The trace file.
+    *args, **kw
+        Passed to :func:`synthetic_trace`.
+    reference : str, optional
+        The file for the reference outputs (None: not written).
+
+    Returns
+    -------
+    int
+        The number of events written.
     """
     n = 0
     with open(path, "w", encoding="utf-8") as fh:

@@ -93,7 +93,15 @@ EXAMPLES: dict[str, Callable[[int], Dataflow]] = {
 
 
 def example(name: str, seed: int = 0) -> Dataflow:
-    """One of the example dataflows (see :data:`EXAMPLES`)."""
+    """One of the example dataflows (see :data:`EXAMPLES`).
+
+    Parameters
+    ----------
+    name : str
+        The example's name.
+    seed : int, optional
+        The seed of its input batches.
+    """
     if name not in EXAMPLES:
         raise InvalidInputError(f"unknown example {name!r}; known: {sorted(EXAMPLES)}")
     return EXAMPLES[name](seed)

@@ -32,7 +32,24 @@ class Op(ABC):
 
     @abstractmethod
     def process(self, state: dict, outs: list[str], time: Time, payload: Any) -> list[tuple[str, Any, Any]]:
-        """Update ``state`` for one input message and return the messages to send."""
+        """Update ``state`` for one input message and return the messages to send.
+
+        Parameters
+        ----------
+        state : dict
+            The processor's state, updated in place.
+        outs : list of str
+            Its out-edges.
+        time : Time
+            The message's time.
+        payload : object
+            The message's payload.
+
+        Returns
+        -------
+        list of tuple
+            ``(edge, time, payload)`` per message to send (time None: the next sequence number).
+        """
 
 
 @dataclass

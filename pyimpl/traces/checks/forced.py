@@ -27,7 +27,15 @@ __all__ = ["ForcedCheckpoints"]
 
 
 class ForcedCheckpoints(TraceCheck):
-    """Forced checkpoints against the protocol's decisions (module docstring)."""
+    """Forced checkpoints against the protocol's decisions (module docstring).
+
+    Parameters
+    ----------
+    protocol : Protocol
+        The protocol whose decisions are checked.
+    n : int
+        The number of processes.
+    """
 
     name = "forced-checkpoints"
     needs = ("protocol", "send", "deliver", "checkpoint.forced")
@@ -107,6 +115,13 @@ class ForcedCheckpoints(TraceCheck):
         Re-running the transition functions over the events that stand (in their global order,
         checkpoints as recorded) gives each rolled-back process the state of its restored
         checkpoint and each message in transit its piggyback again: one linear pass per recovery.
+
+        Parameters
+        ----------
+        v : RunView
+            The checker's view of the run, already cut back.
+        rec : Recovery
+            What the recovery restored.
         """
         for i, x in enumerate(rec.limit):
             if x is not None:

@@ -27,7 +27,15 @@ __all__ = ["OutputsExactlyOnce", "reference_from_list", "load_reference", "canon
 
 
 def canon_output(process: str, key: Any, value: Any) -> str:
-    """One output as a canonical string (the multiset element)."""
+    """One output as a canonical string (the multiset element).
+
+    Parameters
+    ----------
+    process : str
+        The process that wrote the output.
+    key, value : object
+        The output's key and value (JSON values).
+    """
     return json.dumps([process, key, value], sort_keys=True, separators=(",", ":"))
 
 
@@ -38,6 +46,20 @@ def _describe(canon: str) -> str:
 
 def reference_from_list(doc: Any, processes: Sequence[str] | None = None, source: str | None = None) -> Counter[str]:
     """The multiset of reference outputs from a JSON list of ``{"process", "key", "value"}``.
+
+    Parameters
+    ----------
+    doc : object
+        The parsed JSON document.
+    processes : sequence of str, optional
+        The known process names (None: any name).
+    source : str, optional
+        The reference file's name for messages.
+
+    Returns
+    -------
+    Counter of str
+        Canonical output (:func:`canon_output`) to its count.
 
     Examples
     --------
