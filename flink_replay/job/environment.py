@@ -46,7 +46,22 @@ def flink_release() -> tuple[int, int]:
 
 
 def make_environment(cfg: dict, *, restarts: bool = True, restore_path: str | None = None):
-    """The configured ``StreamExecutionEnvironment`` of one job and the port of its REST API."""
+    """The configured ``StreamExecutionEnvironment`` of one job and the port of its REST API.
+
+    Parameters
+    ----------
+    cfg : dict
+        The job's configuration (``config.json``).
+    restarts : bool, optional
+        Restart a failed job (fixed delay); False: a failure ends it.
+    restore_path : str, optional
+        The checkpoint to start from (a rescaled restore); None: a fresh start.
+
+    Returns
+    -------
+    tuple
+        ``(env, port)``: the environment and the REST API's port.
+    """
     from pyflink.common import Configuration
     from pyflink.datastream import CheckpointingMode, StreamExecutionEnvironment
 
@@ -143,7 +158,22 @@ def make_environment(cfg: dict, *, restarts: bool = True, restore_path: str | No
 
 
 def make_taps(run_dir: str, attempt_offset: int, keys: int):
-    """``(tap, keyed_tap)``: functions that insert rollcheck's Java tap operators into a stream."""
+    """``(tap, keyed_tap)``: functions that insert rollcheck's Java tap operators into a stream.
+
+    Parameters
+    ----------
+    run_dir : str
+        The run folder the taps log into.
+    attempt_offset : int
+        Added to the logged attempt numbers (a restored second job continues the first's).
+    keys : int
+        The default number of keys a tap tracks.
+
+    Returns
+    -------
+    tuple
+        ``(tap, keyed_tap)``.
+    """
     from pyflink.common import Types
     from pyflink.datastream.data_stream import DataStream
     from pyflink.java_gateway import get_gateway
@@ -225,6 +255,13 @@ class user_state_log:
 
     PyFlink names the operator classes through ``get_gateway().jvm`` in ``data_stream``; only that
     module's lookup is redirected, and only for the three keyed operator classes.
+
+    Parameters
+    ----------
+    run_dir : str
+        The run folder the state logs go into.
+    attempt_offset : int
+        Added to the logged attempt numbers.
     """
 
     def __init__(self, run_dir: str, attempt_offset: int) -> None:

@@ -87,6 +87,17 @@ class ModuleFailure(InvalidInputError):
 
     ``call`` names it, ``java`` the class of the Java exception when Flink's JVM raised it inside the
     call (None for the module's Python exception).
+
+    Parameters
+    ----------
+    reason : str
+        What failed, in words.
+    source : str, optional
+        The module's file.
+    call : str, optional
+        The call that failed (``job``, ``sink``, ...).
+    java : str, optional
+        The Java exception's class.
     """
 
     def __init__(self, reason: str, *, source: str | None = None, call: str = "", java: str | None = None):
@@ -101,6 +112,18 @@ def write_run_folder(run: Path, cfg: dict[str, Any]) -> str | None:
 
     With the RocksDB backend, also make a temporary folder for RocksDB's local files (named in
     ``cfg``) and return it (the caller removes it when the job ended).
+
+    Parameters
+    ----------
+    run : Path
+        The run folder.
+    cfg : dict
+        The job's configuration (written as ``config.json``).
+
+    Returns
+    -------
+    str or None
+        RocksDB's temporary folder, or None.
     """
     rocksdb_dir = None
     if cfg.get("backend") == "rocksdb":
@@ -122,6 +145,17 @@ def job_outcome(run: Path, config: dict[str, Any], returncode: int,
     environment's fault (exit 2); a job that ended without ``run.json`` and without such a record is
     inconclusive with the reason. ``discard`` runs before an error of the user's module is raised (the
     run folder goes). See docs/internals/flink-recording.md#run_folder.
+
+    Parameters
+    ----------
+    run : Path
+        The run folder.
+    config : dict
+        The recording's configuration.
+    returncode : int
+        The job process's exit code.
+    discard : callable, optional
+        Removes the run folder.
 
     Raises
     ------
