@@ -47,6 +47,20 @@ MIN_RATE = 40.0
 def analyse_run(run: Path, rate: float, parallelism: int) -> dict[str, Any]:
     """Measured recovery time and model parameters of one recovery-time run folder.
 
+    Parameters
+    ----------
+    run : Path
+        The run folder.
+    rate : float
+        The arrival rate, records/s (all subtasks).
+    parallelism : int
+        The source's parallelism.
+
+    Returns
+    -------
+    dict
+        ``measured_s``, ``downtime_s``, ``checkpoint_age_s``, ``service_rate``, ``ratio``, ...
+
     Raises
     ------
     InconclusiveError
@@ -142,6 +156,13 @@ def analyse_drain(run: Path, parallelism: int) -> dict[str, Any]:
     How its source drained the initial backlog (the pace logs of the first attempt) and how long its
     checkpoints took.
 
+    Parameters
+    ----------
+    run : Path
+        The run folder.
+    parallelism : int
+        The source's parallelism.
+
     Returns
     -------
     dict
@@ -203,6 +224,26 @@ def choose_rates(seen: dict[str, Any], intervals: list[int], *, rate: float = 40
     subtask and lasts three times the start-up; ``drain_s`` has :data:`DRAIN_MARGIN`; every interval is
     at least :data:`INTERVAL_PER_CHECKPOINT` checkpoint durations. The derivation of each is in
     docs/internals/flink-intervals.md#recovery_analysis.
+
+    Parameters
+    ----------
+    seen : dict
+        The first runs as :func:`analyse_drain` saw them.
+    intervals : list of int
+        The checkpoint intervals asked for, ms.
+    rate, max_rate : float, optional
+        The first runs' arrival rate and service-rate cap, records/s.
+    parallelism : int, optional
+        The source's parallelism.
+    calibrate_s : float, optional
+        The first runs' initial backlog, s of input.
+    load : float, optional
+        The load average, named in the error.
+
+    Returns
+    -------
+    dict
+        ``rate``, ``max_rate``, ``calibrate_s``, ``drain_s``, ``intervals`` and ``reason``.
 
     Raises
     ------

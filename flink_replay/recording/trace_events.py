@@ -102,6 +102,18 @@ def source_of_record(layout: dict[str, Any] | None, value: Any) -> dict[str, Any
     ``layout`` is the job process's ``sources``, with ``order`` (one character per record); ``{}`` for
     a one-source job or a number outside the sequence.
 
+    Parameters
+    ----------
+    layout : dict or None
+        The job's ``sources`` layout (``names``, ``order``); None: one source.
+    value : object
+        The record's sequence number.
+
+    Returns
+    -------
+    dict
+        ``source`` and ``source_record``, or ``{}``.
+
     Examples
     --------
     >>> source_of_record({"names": ["a", "b"], "order": "0100"}, 3)
@@ -117,6 +129,18 @@ def observed_events(run: Path, info: dict[str, Any]) -> Timed:
     """The taps', the logs' and the REST API's events of run folder ``run`` (``info``: its ``run.json``).
 
     In the order the trace builder merges them (ties keep this order).
+
+    Parameters
+    ----------
+    run : Path
+        The run folder.
+    info : dict
+        Its ``run.json``.
+
+    Returns
+    -------
+    Timed
+        The events with their times.
     """
     return [*_tap_events(run), *_user_state_events(run), *_barrier_events(run, info),
             *_taskmanager_lost(run), *_rest_events(info)]
@@ -237,6 +261,15 @@ def failure_events(run: Path, info: dict[str, Any], timed: Timed) -> None:
 
     From ``failure.json`` and ``failure2.json``; a failure during a restore renames the restores of
     the attempt it interrupted.
+
+    Parameters
+    ----------
+    run : Path
+        The run folder.
+    info : dict
+        Its ``run.json``.
+    timed : Timed
+        The events so far (appended to; restores renamed).
     """
     marker = run / "failure.json"
     if marker.exists():
