@@ -238,7 +238,7 @@ def choose_rates(seen: dict[str, Any], intervals: list[int], *, rate: float = 40
     calibrate_s : float, optional
         The first runs' initial backlog, s of input.
     load : float, optional
-        The load average, named in the error.
+        The load average the first runs saw (named in the reason); None: unknown.
 
     Returns
     -------
