@@ -53,6 +53,22 @@ def base_entry(engine: str, cell: MatrixCell, config: Mapping[str, Any], failure
 
     Every key of :data:`CELL_KEYS` (undecided ones ``None``; ``verdict`` inconclusive until a
     replay decides it) and the engine's ``extra`` keys.
+
+    Parameters
+    ----------
+    engine : str
+        The entry's ``engine``.
+    cell : MatrixCell
+        The cell.
+    config, failure : mapping
+        The entry's ``config`` and ``failure``.
+    **extra
+        The engine's own keys.
+
+    Returns
+    -------
+    dict
+        The entry.
     """
     entry: dict[str, Any] = {k: None for k in CELL_KEYS}
     entry.update(engine=engine, module=cell.module, config=dict(config), failure=dict(failure),
@@ -108,7 +124,20 @@ def matrix_verdict(cells: Iterable[Mapping[str, Any]]) -> Verdict:
 
 
 def write_document(out: Path, doc: Mapping[str, Any]) -> Path:
-    """Write ``out/matrix.json`` atomically (a reader never sees half a document)."""
+    """Write ``out/matrix.json`` atomically (a reader never sees half a document).
+
+    Parameters
+    ----------
+    out : Path
+        The matrix's output folder.
+    doc : mapping
+        The document.
+
+    Returns
+    -------
+    Path
+        The file written.
+    """
     path = Path(out) / "matrix.json"
     atomic_write_text(path, json.dumps(doc, indent=1, default=str) + "\n")
     return path

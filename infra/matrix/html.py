@@ -66,7 +66,30 @@ def render_html(results: Sequence[Mapping[str, Any]], planned: Sequence[MatrixCe
                 title: str, row_header: str, legend: str = "", caption: str = "",
                 running: Mapping[tuple[str, str], str] | None = None,
                 skipped: Sequence[Mapping[str, Any]] = ()) -> str:
-    """The page (module docstring); links are relative to ``out``, the page's folder."""
+    """The page (module docstring); links are relative to ``out``, the page's folder.
+
+    Parameters
+    ----------
+    results : sequence of mapping
+        The cell entries so far.
+    planned : sequence of MatrixCell
+        Every cell of the table.
+    out : Path
+        The page's folder.
+    done : bool
+        Whether the matrix ended (else the page reloads itself).
+    title, row_header, legend, caption : str
+        The page's title, first column's header, legend and summary line's addition.
+    running : mapping, optional
+        ``(row, column)`` -> the word shown for a cell running now.
+    skipped : sequence of mapping, optional
+        The cells not run, with their ``reason``.
+
+    Returns
+    -------
+    str
+        The HTML.
+    """
     rows, cols = axes(planned)
     by = {entry_key(r): r for r in results}
     known = {cell_key(c) for c in planned}
@@ -132,7 +155,24 @@ td.cell .cost {{ font-size: 75%; opacity: .8; }}
 
 def write_html(results: Sequence[Mapping[str, Any]], planned: Sequence[MatrixCell], path: Path,
                **kw: Any) -> Path:
-    """:func:`render_html` written atomically to ``path`` (links relative to its folder)."""
+    """:func:`render_html` written atomically to ``path`` (links relative to its folder).
+
+    Parameters
+    ----------
+    results : sequence of mapping
+        The cell entries so far.
+    planned : sequence of MatrixCell
+        Every cell of the table.
+    path : Path
+        The page's file.
+    **kw
+        As :func:`render_html` (``done`` True by default).
+
+    Returns
+    -------
+    Path
+        ``path``.
+    """
     path = Path(path)
     kw.setdefault("done", True)
     atomic_write_text(path, render_html(results, planned, path.parent, **kw))

@@ -41,6 +41,19 @@ def run_reproducer(argv: list[str], run: Callable[[list[str], float, Path], tupl
     :meth:`ChildRunner.run <rollcheck.infra.matrix.runner.ChildRunner.run>`. Returns
     ``{"exit", "seconds", "shows", "reproduced"}``: it showed the finding when it exited 1 and
     printed at least one line beginning with one of ``shows``.
+
+    Parameters
+    ----------
+    argv : list of str
+        The reproducer's command.
+    run : callable
+        Runs it (above).
+    timeout : float
+        Seconds it may take.
+    log : Path
+        Its log file.
+    shows : sequence of str, optional
+        The prefixes of the lines that show a finding.
     """
     t0 = time.perf_counter()
     rc, out = run(argv, timeout, log)
@@ -57,6 +70,21 @@ def run_on_releases(argv_for: Callable[[str], list[str]], releases: Sequence[str
     ``argv_for(release)`` is its command with that release's interpreter, ``log_for(release)``
     its log. Returns ``{release: run}`` (each :func:`run_reproducer`'s result; a release named
     twice runs once).
+
+    Parameters
+    ----------
+    argv_for : callable
+        Release -> its command.
+    releases : sequence of str
+        The releases, the one under test first.
+    run : callable
+        Runs a command (as :func:`run_reproducer`).
+    timeout : float
+        Seconds each run may take.
+    log_for : callable
+        Release -> its log file.
+    shows : sequence of str, optional
+        The prefixes of the lines that show a finding.
 
     Examples
     --------

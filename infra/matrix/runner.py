@@ -55,7 +55,17 @@ class ChildRunner:
             self._local.usage = before
 
     def charge(self, cpu: float, runs: int = 1, **notes: Any) -> None:
-        """Add ``cpu`` seconds (and ``notes``: what the run shared) to this thread's account."""
+        """Add ``cpu`` seconds (and ``notes``: what the run shared) to this thread's account.
+
+        Parameters
+        ----------
+        cpu : float
+            CPU seconds.
+        runs : int, optional
+            Runs they count for.
+        **notes
+            What the run shared (``reference``, ``engine``).
+        """
         usage: Usage | None = getattr(self._local, "usage", None)
         if usage is not None:
             usage.charge(cpu, runs)
@@ -77,6 +87,15 @@ class ChildRunner:
 
     def run(self, argv: list[str], timeout: float, log: Path) -> tuple[int | None, str]:
         """Run ``argv`` (stderr to ``log``) for at most ``timeout`` seconds.
+
+        Parameters
+        ----------
+        argv : list of str
+            The command.
+        timeout : float
+            Seconds before its group is killed.
+        log : Path
+            Its stderr's file.
 
         Returns
         -------

@@ -24,6 +24,15 @@ def bisect_fewest(full: int, shows: Callable[[int], tuple[bool, T]], runs: int) 
 
     At most ``runs`` calls; ``full`` (which showed it) when no smaller size did.
 
+    Parameters
+    ----------
+    full : int
+        The size that showed it.
+    shows : callable
+        ``shows(n) -> (held, what)``: one run with the first ``n`` records.
+    runs : int
+        The most calls.
+
     Returns
     -------
     (int, list)
@@ -55,6 +64,17 @@ def bisect_fewest(full: int, shows: Callable[[int], tuple[bool, T]], runs: int) 
 def shrink_batches(rows: Sequence[Sequence[Any]], fail_at: int,
                    still_fails: Callable[[list[list[Any]], int], bool], max_runs: int) -> tuple[list[list[Any]], int, int]:
     """The fewest batches and rows per batch with which ``still_fails(batches, fail_at)`` holds.
+
+    Parameters
+    ----------
+    rows : sequence of sequence
+        The batches of rows that fail.
+    fail_at : int
+        The batch the failure strikes in.
+    still_fails : callable
+        ``still_fails(batches, fail_at) -> bool``: one run.
+    max_runs : int
+        The most runs.
 
     Returns
     -------
