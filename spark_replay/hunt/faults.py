@@ -65,6 +65,18 @@ class BatchShape:
 
         Lists of rows, or dicts ``{source: rows}`` (``sources``: every source's name, so that a
         source missing from a batch counts as idle).
+
+        Parameters
+        ----------
+        batches : list
+            The module's batches.
+        sources : tuple of str, optional
+            Every source's name.
+
+        Returns
+        -------
+        BatchShape
+            The batches with data and the idle ones.
         """
         data, idle = [], []
         for b, batch in enumerate(batches):
@@ -103,7 +115,20 @@ class FaultSchedule:
     schedule: str | None = None
 
     def cell(self, module: str, engine_version: str | None = None) -> Cell:
-        """The matrix cell of this schedule for ``module`` on ``engine_version``."""
+        """The matrix cell of this schedule for ``module`` on ``engine_version``.
+
+        Parameters
+        ----------
+        module : str
+            The query module.
+        engine_version : str, optional
+            The pyspark release; None for this environment's.
+
+        Returns
+        -------
+        Cell
+            The matrix cell.
+        """
         return Cell(module, self.provider, self.failure, self.kill_point, engine_version, self.schedule)
 
     @property
@@ -210,6 +235,28 @@ def draw_schedules(shape: BatchShape, failures: list[str], providers: list[str],
 
     Drawn in order with :func:`rollcheck.infra.hunt.draw.draw` from ``seed`` and ``salt`` (the
     program's id).
+
+    Parameters
+    ----------
+    shape : BatchShape
+        The program's batches.
+    failures : list of str
+        The failures drawn from.
+    providers : list of str
+        The state store providers drawn from.
+    seed : int
+        The hunt's seed.
+    salt : str
+        The program's id.
+    count : int, optional
+        How many schedules.
+    tries : int, optional
+        Draws before giving up.
+
+    Returns
+    -------
+    list of FaultSchedule
+        Different schedules.
     """
     strategy = fault_schedules(shape, failures, providers)
     out: list[FaultSchedule] = []

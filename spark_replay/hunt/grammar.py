@@ -380,7 +380,22 @@ def _shape(d: _Draw) -> int:
 
 @st.composite
 def programs(draw: Any, release: str, steer: Mapping[str, int] | None = None) -> dict[str, Any]:
-    """A program spec for ``release``, its choices weighted by ``steer`` (coverage counts)."""
+    """A program spec for ``release``, its choices weighted by ``steer`` (coverage counts).
+
+    Parameters
+    ----------
+    draw : callable
+        Hypothesis' draw (given by ``@st.composite``).
+    release : str
+        The pyspark release the program targets.
+    steer : Mapping, optional
+        Coverage counts weighting the choices.
+
+    Returns
+    -------
+    dict
+        The program spec.
+    """
     d = _Draw(draw, release, steer or {})
     try:
         last = _shape(d)
@@ -424,7 +439,20 @@ def finish(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def to_program(spec: dict[str, Any], index: int) -> Program:
-    """The :class:`Program` of a finished spec (its text rendered, its operator kinds and pairs)."""
+    """The :class:`Program` of a finished spec (its text rendered, its operator kinds and pairs).
+
+    Parameters
+    ----------
+    spec : dict
+        The finished spec.
+    index : int
+        The program's index (its id ``P<index>``).
+
+    Returns
+    -------
+    Program
+        The program.
+    """
     rel = analyse(spec)[-1]
     ops = (rel.kinds + (("sql",) if spec.get("form") == "sql" else ())
            + (("sink-foreachbatch",) if spec.get("sink") == "foreachbatch" else ()) + (f"output-{spec['output_mode']}",))
@@ -433,6 +461,23 @@ def to_program(spec: dict[str, Any], index: int) -> Program:
 
 
 def program(seed: int, index: int, coverage: Mapping[str, int], release: str) -> Program:
-    """Program ``index`` of the hunt with ``seed``, steered by ``coverage`` (deterministic)."""
+    """Program ``index`` of the hunt with ``seed``, steered by ``coverage`` (deterministic).
+
+    Parameters
+    ----------
+    seed : int
+        The hunt's seed.
+    index : int
+        The program's index.
+    coverage : Mapping
+        Operator kind or pair -> its count over earlier programs.
+    release : str
+        The pyspark release.
+
+    Returns
+    -------
+    Program
+        The program.
+    """
     spec = seeded_draw(programs(release, dict(coverage)), seed, index, salt=f"spark-program/{release}")
     return to_program(dict(spec, seed=seed, index=index), index)

@@ -98,6 +98,18 @@ def tables_differ(a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, Any]]
     """Where the final tables of the outputs ``a`` and ``b`` differ.
 
     Last row per ``key``. One line. Or None when they are equal (numbers within :data:`REL_TOL`).
+
+    Parameters
+    ----------
+    a, b : Sequence of Mapping
+        The two outputs' rows.
+    key : Sequence of str
+        The ``KEY`` columns.
+
+    Returns
+    -------
+    str or None
+        The first differing key in one line.
     """
     ta, tb = _table(a, key), _table(b, key)
     for k in sorted(set(ta) | set(tb)):
@@ -146,7 +158,22 @@ def _differential(name: str, runs: Mapping[str, str | Path | None], operators: S
 
 def provider_differential(runs: Mapping[str, str | Path | None], operators: Sequence[str] = (),
                           text: str = "") -> Check:
-    """``provider-differential`` over ``{provider: failure-free trace or None}`` (module docstring)."""
+    """``provider-differential`` over ``{provider: failure-free trace or None}`` (module docstring).
+
+    Parameters
+    ----------
+    runs : Mapping
+        State store provider -> its failure-free trace, or None when it did not run.
+    operators : Sequence of str, optional
+        The program's operator kinds (see :func:`not_promised`).
+    text : str, optional
+        The program's text.
+
+    Returns
+    -------
+    Check
+        The differential's verdict.
+    """
     return _differential("provider-differential", runs, operators, text, "state store")
 
 
@@ -156,6 +183,22 @@ def partitioning_differential(default: str | Path | None, one: str | Path | None
 
     The failure-free run with ``default_partitions`` shuffle partitions against the one with a
     single partition (module docstring).
+
+    Parameters
+    ----------
+    default, one : str or Path or None
+        The failure-free traces with ``default_partitions`` and with one partition.
+    operators : Sequence of str, optional
+        The program's operator kinds.
+    text : str, optional
+        The program's text.
+    default_partitions : int, optional
+        The default's shuffle partitions.
+
+    Returns
+    -------
+    Check
+        The differential's verdict.
     """
     return _differential("partitioning-differential", {str(default_partitions): default, "1": one}, operators, text,
                          "shuffle partitions")

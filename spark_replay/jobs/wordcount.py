@@ -121,6 +121,20 @@ def rollup_updates(inputs: list[list[tuple[int, str]]], window: int,
     Returns ``({batch: sorted rows [word, win, count]}, {key: count})`` where a key is
     ``(word, win, grouping id)``: grouping id 0 per (word, window), 1 per word, 3 the total.
 
+    Parameters
+    ----------
+    inputs : list of list of (int, str)
+        Each batch's (event time, word) records.
+    window : int
+        The window length.
+    batches : list of int, optional
+        The batches folded, in order; None for all.
+
+    Returns
+    -------
+    tuple of (dict, dict)
+        Batch -> sorted rows; key -> count.
+
     Examples
     --------
     >>> out, state = rollup_updates([[(1, "a"), (7, "a")]], window=5)
@@ -142,7 +156,22 @@ def rollup_updates(inputs: list[list[tuple[int, str]]], window: int,
 
 
 def fold_state(inputs: list[list[tuple[int, str]]], window: int, batches: list[int]) -> dict[Key, int]:
-    """The state after the given batches (the committed ones), folded in order."""
+    """The state after the given batches (the committed ones), folded in order.
+
+    Parameters
+    ----------
+    inputs : list of list of (int, str)
+        Each batch's (event time, word) records.
+    window : int
+        The window length.
+    batches : list of int
+        The committed batches, in order.
+
+    Returns
+    -------
+    dict
+        Key -> count.
+    """
     return rollup_updates(inputs, window, batches)[1]
 
 
@@ -393,6 +422,22 @@ def record_wordcount(cfg: WordcountConfig, out: str | Path, *, enabled: bool = T
     removed afterwards whatever happens, unless ``workdir`` (a path that must not exist yet) is
     given: then it is kept for inspection. The trace is the only output: recorded as
     ``OUT.partial`` and renamed when the run ends (an interrupted run leaves ``OUT`` as it was).
+
+    Parameters
+    ----------
+    cfg : WordcountConfig
+        The run's parameters.
+    out : str or Path
+        The trace file.
+    enabled : bool, optional
+        Write the trace (False: run without recording).
+    workdir : str or Path, optional
+        A new folder kept for inspection; None uses a removed temporary one.
+
+    Returns
+    -------
+    dict
+        Attempts, seconds and the trace path.
     """
     cfg.validate()
     target = Path(out)

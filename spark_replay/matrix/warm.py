@@ -129,6 +129,15 @@ class WarmDriver:
 
         Return its :class:`WarmReply` (``exit`` None and ``damaged`` set when the driver did not
         answer within ``timeout``).
+
+        Parameters
+        ----------
+        config : Path
+            The cell's configuration file.
+        timeout : float
+            The limit (s) on the driver's answer.
+        cell_log : Path, optional
+            Where the cell's log lines go.
         """
         from rollcheck.infra.matrix.cost import TreeCpu
 
@@ -235,6 +244,21 @@ class WarmPool:
         driver could be started (the caller runs a fresh child). The CPU it cost and whether the
         engine was warm go to ``runner``'s account
         (:meth:`~rollcheck.infra.matrix.ChildRunner.charge`).
+
+        Parameters
+        ----------
+        config : Path
+            The cell's configuration file.
+        runner : ChildRunner
+            The matrix's runner (charged the cost).
+        log : Path
+            The cell's log.
+        timeout : float
+            The limit (s) on the driver's answer.
+        release : str, optional
+            The pyspark release; None for this environment's.
+        master : str, optional
+            The Spark master; None for the pool's.
         """
         why = ""
         for _ in range(2):
@@ -430,7 +454,17 @@ def forget_user_modules(before: set[str]) -> list[str]:
 
 
 def serve(reply_fd: int, master: str | None, parent: int | None = None) -> int:
-    """The driver's main loop: one Spark session, one cell per request line, one reply line each."""
+    """The driver's main loop: one Spark session, one cell per request line, one reply line each.
+
+    Parameters
+    ----------
+    reply_fd : int
+        The file descriptor replies are written to.
+    master : str or None
+        The Spark master; None for local.
+    parent : int, optional
+        The parent's pid (the driver dies with it).
+    """
     import pyspark
 
     from rollcheck.infra import children

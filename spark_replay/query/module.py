@@ -82,6 +82,18 @@ class UserQuery:
 
         Within the call limit: positionally for a ``SCHEMA`` module, by source name for a
         ``SOURCES`` one.
+
+        Parameters
+        ----------
+        dfs : dict
+            Source name -> DataFrame.
+        which : str, optional
+            ``query`` or ``query_next``.
+
+        Returns
+        -------
+        DataFrame
+            What the user's function returned.
         """
         if self.multi:
             return call_limited(getattr(self.module, which), limit=self.call_timeout, file=self.spec,
@@ -103,6 +115,20 @@ class UserQuery:
 
         Else :class:`~rollcheck.pyimpl.errors.UserCodeTimeout` naming the file, the method, the
         limit.
+
+        Parameters
+        ----------
+        method : str
+            The module's function.
+        *args : Any
+            Its arguments.
+        on_expire : callable, optional
+            Called when the limit expires.
+
+        Returns
+        -------
+        Any
+            What the function returned.
         """
         return call_limited(getattr(self.module, method), *args, limit=self.call_timeout, file=self.spec,
                             method=method, on_expire=on_expire)
@@ -221,6 +247,18 @@ def _import(spec: str) -> ModuleType:
 
 def load_query(spec: str, call_timeout: float = DEFAULT_QUERY_CALL_TIMEOUT) -> UserQuery:
     """Load ``FILE.py`` or ``MODULE`` and check the contract (module docstring).
+
+    Parameters
+    ----------
+    spec : str
+        ``FILE.py`` or a module name.
+    call_timeout : float, optional
+        The limit (s) of each call into the module.
+
+    Returns
+    -------
+    UserQuery
+        The loaded and checked module.
 
     Raises
     ------

@@ -37,6 +37,18 @@ def sink_handings(v: StreamView, key: list[str]) -> dict[str, Any]:
     attempt changed, *within one attempt* when the attempt is the same, and *again without a
     failure* otherwise. Each re-delivery counts the rows it handed, per KEY.
 
+    Parameters
+    ----------
+    v : StreamView
+        The finished view of the trace.
+    key : list of str
+        The ``KEY`` columns.
+
+    Returns
+    -------
+    dict
+        Per KEY counts ``redelivered``, ``within_attempt``, ``again_without_failure``; ``handed_keys``.
+
     Examples
     --------
     >>> v = StreamView({}, None, -1, None, None)
@@ -77,7 +89,20 @@ def sink_handings(v: StreamView, key: list[str]) -> dict[str, Any]:
 
 
 def user_sink_output(v: StreamView, plain_check: Check) -> Check:
-    """The output check of a query with its own sink, judged against its ``SINK_GUARANTEE``."""
+    """The output check of a query with its own sink, judged against its ``SINK_GUARANTEE``.
+
+    Parameters
+    ----------
+    v : StreamView
+        The finished view of the trace.
+    plain_check : Check
+        The output check as for rollcheck's own sink.
+
+    Returns
+    -------
+    Check
+        The check judged against the sink's declared guarantee.
+    """
     from dataclasses import replace
 
     from rollcheck.pyimpl.attribution import check_guarantee, judge_sink
@@ -122,6 +147,24 @@ def envelope_check(name: str, envelope: dict[str, Any] | None, rows: list[Any], 
 
     Held when ``rows`` equal (as a multiset) one of the envelope's tables, violated when none,
     unchecked when the trace holds no envelope or it could not be built.
+
+    Parameters
+    ----------
+    name : str
+        The check's name.
+    envelope : dict or None
+        The envelope (``tables``, ``extra``); None when the trace holds none.
+    rows : list
+        The sink's final output.
+    seq : int
+        The seq a violation names.
+    data : dict
+        The guarantee judgement's data (kept in the check).
+
+    Returns
+    -------
+    Check
+        Held, violated or unchecked.
 
     Examples
     --------

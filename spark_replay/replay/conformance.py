@@ -68,6 +68,18 @@ def replay_lines(lines: Any, *, tlc: Callable[[str], Any] | None = None) -> Repo
     ``tlc(protocol)``, when given, returns the checker's ``tlc`` option for a message-passing trace
     of that protocol (:func:`rollcheck.spark_replay.replay.tlc.tlc_option`).
 
+    Parameters
+    ----------
+    lines : TraceLines
+        The opened trace.
+    tlc : callable, optional
+        ``tlc(protocol)`` -> the checker's ``tlc`` option; None runs no model checker.
+
+    Returns
+    -------
+    Report
+        The checks' verdicts.
+
     Examples
     --------
     >>> from rollcheck.spark_replay.trace import parse_trace_text
@@ -105,10 +117,36 @@ def replay_lines(lines: Any, *, tlc: Callable[[str], Any] | None = None) -> Repo
 
 
 def replay_trace(trace: Trace, *, tlc: Callable[[str], Any] | None = None) -> Report:
-    """Check a parsed trace (see :func:`replay_lines`)."""
+    """Check a parsed trace (see :func:`replay_lines`).
+
+    Parameters
+    ----------
+    trace : Trace
+        The parsed trace.
+    tlc : callable, optional
+        As in :func:`replay_lines`.
+
+    Returns
+    -------
+    Report
+        The checks' verdicts.
+    """
     return replay_lines(_Events(trace), tlc=tlc)
 
 
 def replay_file(path: str | Path, *, tlc: Callable[[str], Any] | None = None) -> Report:
-    """Read and check a trace file, streaming it (see :func:`replay_lines`)."""
+    """Read and check a trace file, streaming it (see :func:`replay_lines`).
+
+    Parameters
+    ----------
+    path : str or Path
+        The trace file.
+    tlc : callable, optional
+        As in :func:`replay_lines`.
+
+    Returns
+    -------
+    Report
+        The checks' verdicts.
+    """
     return replay_lines(TraceLines(path), tlc=tlc)
