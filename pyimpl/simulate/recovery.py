@@ -96,18 +96,6 @@ def lost_from_pattern(p: Pattern, line: RecoveryLine, failed: int) -> int:
 def recover(eng: EngineView, failed: int) -> Recovery:
     """Perform the recovery of ``eng`` after ``failed`` crashed at ``eng.now`` (see module doc).
 
-    Parameters
-    ----------
-    eng : EngineView
-        The engine, changed in place.
-    failed : int
-        The crashed process.
-
-    Returns
-    -------
-    Recovery
-        What was restored, rolled back and lost.
-
     Raises
     ------
     InternalError
