@@ -49,6 +49,18 @@ class _Expired(BaseException):
 def check_limit(limit: float, location: str = "--call-timeout") -> float:
     """A positive, finite number of seconds, else :class:`InvalidInputError`.
 
+    Parameters
+    ----------
+    limit : float
+        The number to check.
+    location : str, optional
+        The flag or field named in the error.
+
+    Returns
+    -------
+    float
+        ``limit`` as a float.
+
     Examples
     --------
     >>> check_limit(2)

@@ -169,6 +169,19 @@ def locked(path: Path) -> Iterator[None]:
 def install_step(argv: list[str], what: str, *, package: str, version: str, timeout: float) -> None:
     """Run one step of making ``package`` ``version``'s environment (``python -m venv``, ``pip install``).
 
+    Parameters
+    ----------
+    argv : list of str
+        The step's command.
+    what : str
+        The step in words (named in the error).
+    package : str
+        The engine's package.
+    version : str
+        Its release.
+    timeout : float
+        Seconds the step may take.
+
     Raises
     ------
     InvalidInputError

@@ -30,6 +30,18 @@ _DURATION = re.compile(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+(?:\.\d+)?)s)?")
 def parse_duration(text: str, flag: str = "--budget") -> float:
     """Seconds of ``30m``, ``90s``, ``2h``, ``1h30m`` or a bare number of seconds.
 
+    Parameters
+    ----------
+    text : str
+        The duration.
+    flag : str, optional
+        The flag named in the error.
+
+    Returns
+    -------
+    float
+        Seconds.
+
     Raises
     ------
     InvalidInputError

@@ -53,7 +53,24 @@ def _findings(store: HuntStore, out: Path) -> list[dict[str, Any]]:
 
 
 def build_document(adapter: HuntAdapter, store: HuntStore, out: Path, budget: Budget) -> dict[str, Any]:
-    """The hunt's document from its store (everything decided so far, over every resumed run)."""
+    """The hunt's document from its store (everything decided so far, over every resumed run).
+
+    Parameters
+    ----------
+    adapter : HuntAdapter
+        The engine's hunt adapter.
+    store : HuntStore
+        The hunt's store.
+    out : Path
+        The hunt's folder.
+    budget : Budget
+        The hunt's budget.
+
+    Returns
+    -------
+    dict
+        The ``hunt.json`` document.
+    """
     meta = store.meta()
     stored = store.programs()
     done = [sp for sp in stored if sp.status == "done"]
@@ -101,7 +118,15 @@ def build_document(adapter: HuntAdapter, store: HuntStore, out: Path, budget: Bu
 
 
 def write_document(doc: dict[str, Any], path: Path) -> None:
-    """Write ``doc`` to ``path`` atomically (``DIR/hunt.json``)."""
+    """Write ``doc`` to ``path`` atomically (``DIR/hunt.json``).
+
+    Parameters
+    ----------
+    doc : dict
+        The document.
+    path : Path
+        The file to write.
+    """
     atomic_write_text(path, json.dumps(doc, indent=1, sort_keys=False, default=str) + "\n")
 
 

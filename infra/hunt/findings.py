@@ -82,7 +82,24 @@ class FindingContext:
 
 
 def process_group(ctx: FindingContext, presig: str, program_id: str, cell_key: str) -> str | None:
-    """Decide the group ``presig``; its new state (None when interrupted: it stays pending)."""
+    """Decide the group ``presig``; its new state (None when interrupted: it stays pending).
+
+    Parameters
+    ----------
+    ctx : FindingContext
+        The hunt's adapter, store, folder and limits.
+    presig : str
+        The group's key.
+    program_id : str
+        The program of the group's first candidate.
+    cell_key : str
+        That candidate's cell.
+
+    Returns
+    -------
+    str or None
+        ``finding``, ``duplicate`` or ``unconfirmed``.
+    """
     stored = next(sp for sp in ctx.store.programs() if sp.program.id == program_id)
     cell, outcome = ctx.store.cell(program_id, cell_key)
     if outcome is None:  # pragma: no cover - a group is opened with its cell's outcome

@@ -81,7 +81,17 @@ def coverage_of(programs: list[StoredProgram] | list[Program]) -> Counter[str]:
 
 
 class Hunt:
-    """One run of a hunt over ``store`` (a new one or one to resume)."""
+    """One run of a hunt over ``store`` (a new one or one to resume).
+
+    Parameters
+    ----------
+    adapter : HuntAdapter
+        The engine's hunt adapter.
+    store : HuntStore
+        The hunt's store.
+    options : HuntOptions
+        The run's settings.
+    """
 
     def __init__(self, adapter: HuntAdapter, store: HuntStore, options: HuntOptions):
         self.adapter, self.store, self.options = adapter, store, options
@@ -294,6 +304,20 @@ class Hunt:
 
 def progress_line(counts: Mapping[str, int], findings: int, budget: Budget) -> str:
     """``hunt: 12 programs, 40 cells, 1 finding, 23m10s left``.
+
+    Parameters
+    ----------
+    counts : mapping of str to int
+        ``programs`` and ``cells`` done.
+    findings : int
+        Findings so far.
+    budget : Budget
+        The hunt's budget (its limits are shown).
+
+    Returns
+    -------
+    str
+        One line.
 
     Examples
     --------

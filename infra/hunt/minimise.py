@@ -30,7 +30,20 @@ __all__ = ["Minimised", "minimise", "run_one", "same_symptom"]
 
 
 def same_symptom(want: CellOutcome, got: CellOutcome) -> bool:
-    """Whether ``got`` is a candidate with ``want``'s violated checks and exception class."""
+    """Whether ``got`` is a candidate with ``want``'s violated checks and exception class.
+
+    Parameters
+    ----------
+    want : CellOutcome
+        The candidate's outcome.
+    got : CellOutcome
+        A re-run's outcome.
+
+    Returns
+    -------
+    bool
+        True when ``got`` shows the same symptom.
+    """
     return (is_candidate(got) and violated_checks(got) == violated_checks(want)
             and got.exception == want.exception)
 
@@ -47,7 +60,26 @@ class Minimised:
 
 def run_one(adapter: HuntAdapter, program: Program, module: Path, cell: HuntCell,
             workdir: Path) -> CellOutcome | None:
-    """Run the one ``cell`` of ``program`` (written at ``module``); its outcome, None if none came."""
+    """Run the one ``cell`` of ``program`` (written at ``module``); its outcome, None if none came.
+
+    Parameters
+    ----------
+    adapter : HuntAdapter
+        The engine's hunt adapter.
+    program : Program
+        The program.
+    module : Path
+        Its module's file.
+    cell : HuntCell
+        The cell to run.
+    workdir : Path
+        A folder for the run's files.
+
+    Returns
+    -------
+    CellOutcome or None
+        The cell's outcome.
+    """
     found: CellOutcome | None = None
     for got_cell, outcome in adapter.run(program, module, [cell], workdir, jobs=1):
         if not isinstance(outcome, CellOutcome):

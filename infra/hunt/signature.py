@@ -37,6 +37,19 @@ def is_candidate(outcome: CellOutcome) -> bool:
 
 
 def signature(outcome: CellOutcome, operators: Iterable[str]) -> str:
-    """``checks|exception|operators`` of ``outcome`` seen on a program of ``operators``."""
+    """``checks|exception|operators`` of ``outcome`` seen on a program of ``operators``.
+
+    Parameters
+    ----------
+    outcome : CellOutcome
+        The cell's outcome.
+    operators : iterable of str
+        The program's operator kinds.
+
+    Returns
+    -------
+    str
+        The signature.
+    """
     return "|".join(("+".join(violated_checks(outcome)), outcome.exception or "-",
                      "+".join(sorted(set(operators)))))

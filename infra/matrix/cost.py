@@ -106,7 +106,15 @@ class Usage:
     notes: dict[str, Any] = field(default_factory=dict)
 
     def charge(self, cpu: float, runs: int = 1) -> None:
-        """Add ``cpu`` seconds of a run (``runs``: how many engine runs they were)."""
+        """Add ``cpu`` seconds of a run (``runs``: how many engine runs they were).
+
+        Parameters
+        ----------
+        cpu : float
+            CPU seconds.
+        runs : int, optional
+            The engine runs they were.
+        """
         self.cpu_seconds = round(self.cpu_seconds + max(0.0, float(cpu)), 3)
         self.runs += runs
 

@@ -78,6 +78,26 @@ def terminal_table(results: Sequence[Mapping[str, Any]], planned: Sequence[Matri
 
     Cells not decided yet say what runs there (``running``, the preparation's word) or ``·``.
     With ``reasons`` a not-conformant or inconclusive cell also shows the start of its reason.
+
+    Parameters
+    ----------
+    results : sequence of mapping
+        The cell entries so far.
+    planned : sequence of MatrixCell
+        Every cell of the table.
+    running : mapping
+        ``(row, column)`` -> the word shown for a cell running now.
+    title : str
+        The table's title.
+    row_header : str
+        The first column's header.
+    reasons : bool, optional
+        Show the start of a reason in the cell.
+
+    Returns
+    -------
+    rich.table.Table
+        The table.
     """
     from rich.markup import escape
     from rich.table import Table
