@@ -54,6 +54,18 @@ def parse_release(version: str, location: str = _FLAG) -> tuple[int, int, int]:
     :func:`rollcheck.infra.release_envs.parse_engine_release` decides, and its refusal (an
     ``InvalidInputError``) names the release and ``location``, the flag.
 
+    Parameters
+    ----------
+    version : str
+        The release, ``X.Y.Z``.
+    location : str, optional
+        The flag named in the refusal.
+
+    Returns
+    -------
+    tuple of (int, int, int)
+        ``(X, Y, Z)``.
+
     Examples
     --------
     >>> parse_release("1.20.5")

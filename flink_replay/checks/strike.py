@@ -38,7 +38,15 @@ def strike_checks_for(header: dict[str, Any]) -> list[str]:
 
 
 def struck_check(header: dict[str, Any], events: list[dict[str, Any]]) -> Check:
-    """``failure-struck-as-asked`` (module docstring)."""
+    """``failure-struck-as-asked`` (module docstring).
+
+    Parameters
+    ----------
+    header : dict
+        The trace's header.
+    events : list of dict
+        The trace's events.
+    """
     cfg = header.get("config") or {}
     failure = next((e for e in events if e.get("kind") == "failure" and not e.get("second")), None)
     if failure is None:
@@ -72,7 +80,15 @@ def struck_check(header: dict[str, Any], events: list[dict[str, Any]]) -> Check:
 
 
 def channel_check(header: dict[str, Any], events: list[dict[str, Any]]) -> Check:
-    """``channel-state-restored`` (module docstring)."""
+    """``channel-state-restored`` (module docstring).
+
+    Parameters
+    ----------
+    header : dict
+        The trace's header.
+    events : list of dict
+        The trace's events.
+    """
     cfg = header.get("config") or {}
     ch = next((e for e in events if e.get("kind") == "flink.channel_state"), None)
     restores = [e for e in events if e.get("kind") == "flink.restore" and e.get("attempt", 0) > 0]

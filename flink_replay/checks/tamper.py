@@ -204,7 +204,22 @@ def _cut_tail(text: str, lines: list[str], source: str) -> str:
 
 
 def tamper(src: str | Path, how: str, out: str | Path) -> str:
-    """Write a tampered copy of ``src`` to ``out``; returns the check expected to catch it."""
+    """Write a tampered copy of ``src`` to ``out``; returns the check expected to catch it.
+
+    Parameters
+    ----------
+    src : str or Path
+        The recorded Flink trace.
+    how : str
+        The tampering, one of :data:`TAMPERS`.
+    out : str or Path
+        The tampered trace to write.
+
+    Returns
+    -------
+    str
+        The name of the check expected to catch it.
+    """
     if how not in TAMPERS:
         raise InvalidInputError(f"unknown tampering {how!r} (one of {', '.join(TAMPERS)})")
     # every line under the input bounds of rollcheck.pyimpl.jsonio (nesting, numbers), named by its
@@ -260,6 +275,15 @@ TAMPER_NAMES = tuple(TAMPERS)
 
 def tamper_file(src: str | Path, how: str, out: str | Path) -> dict[str, Any]:
     """:func:`tamper`, with the result both engines' tamper modules share.
+
+    Parameters
+    ----------
+    src : str or Path
+        The recorded Flink trace.
+    how : str
+        The tampering, one of :data:`TAMPERS`.
+    out : str or Path
+        The tampered trace to write.
 
     Returns
     -------

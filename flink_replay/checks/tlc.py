@@ -62,6 +62,18 @@ def cl_segments(header: dict[str, Any], events: list[dict[str, Any]]) -> tuple[l
 
     Counts are relative to the attempt's restored state (each attempt restarts the model's
     counters). Only keyed snapshots of checkpoints that both source subtasks took are included.
+
+    Parameters
+    ----------
+    header : dict
+        The trace's header.
+    events : list of dict
+        The trace's events.
+
+    Returns
+    -------
+    tuple of (list of dict, list of int)
+        The ``Tr`` entries and their ``seq``.
     """
     keys = int(header["config"]["keys"])
     own = _owned(events, keys)
@@ -129,6 +141,22 @@ def validate_with_tlc(path: str | Path, run_tlc: Callable[..., Any], chandy_lamp
 
     ``run_tlc`` is :func:`rollcheck.tla.runner.run_tlc`; ``chandy_lamport`` the path of
     ``ChandyLamport.tla``.
+
+    Parameters
+    ----------
+    path : str or Path
+        The recorded Flink trace.
+    run_tlc : callable
+        Runs TLC (above).
+    chandy_lamport : Path
+        The model's module.
+    timeout : float, optional
+        Seconds TLC may take.
+
+    Returns
+    -------
+    TLCVerdict
+        TLC's verdict on the trace.
     """
     header, events, _ = read_flink_trace(path)
     cfg = header["config"]

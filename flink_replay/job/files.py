@@ -31,7 +31,15 @@ def get_json(url: str) -> dict | None:
 
 
 def write_json(path: str, obj: dict) -> None:
-    """Write ``obj`` to ``path`` through ``PATH.tmp`` renamed into place (never half-written)."""
+    """Write ``obj`` to ``path`` through ``PATH.tmp`` renamed into place (never half-written).
+
+    Parameters
+    ----------
+    path : str
+        The file.
+    obj : dict
+        The JSON value.
+    """
     with open(path + ".tmp", "w") as f:
         json.dump(obj, f)
     os.replace(path + ".tmp", path)

@@ -31,6 +31,20 @@ ARMED = "armed"
 def local_threshold(fail_at: int, records: int, par: int) -> int:
     """The subtask-local record count at which a subtask reaches record ``fail_at``.
 
+    Parameters
+    ----------
+    fail_at : int
+        The record the failure strikes at, over all subtasks.
+    records : int
+        The records of the input.
+    par : int
+        The source's parallelism.
+
+    Returns
+    -------
+    int
+        The local count, at least 1.
+
     Examples
     --------
     >>> local_threshold(200, 400, 2)
@@ -48,6 +62,20 @@ def slowdown_s(n: int, split: int, window_s: float) -> float:
 
     The rest of the split (``split - n`` records) lasts ``window_s``, at least 50 ms and at most 0.5 s
     a record (a task blocked longer would delay the checkpoints the failure waits for).
+
+    Parameters
+    ----------
+    n : int
+        The records of the split passed so far.
+    split : int
+        The split's records.
+    window_s : float
+        The time the rest of the split should last, s.
+
+    Returns
+    -------
+    float
+        Seconds per record.
 
     Examples
     --------
