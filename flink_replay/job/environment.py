@@ -46,22 +46,7 @@ def flink_release() -> tuple[int, int]:
 
 
 def make_environment(cfg: dict, *, restarts: bool = True, restore_path: str | None = None):
-    """The configured ``StreamExecutionEnvironment`` of one job and the port of its REST API.
-
-    Parameters
-    ----------
-    cfg : dict
-        The job's configuration (``config.json``).
-    restarts : bool, optional
-        Restart a failed job (fixed delay); False: a failure ends it.
-    restore_path : str, optional
-        The checkpoint to start from (a rescaled restore); None: a fresh start.
-
-    Returns
-    -------
-    tuple
-        ``(env, port)``: the environment and the REST API's port.
-    """
+    """The configured ``StreamExecutionEnvironment`` of one job and the port of its REST API."""
     from pyflink.common import Configuration
     from pyflink.datastream import CheckpointingMode, StreamExecutionEnvironment
 
