@@ -125,6 +125,15 @@ def cells(modules: Sequence[str], backends: Sequence[str], checkpoints: Sequence
           engine_versions: Sequence[str | None] = (None,)) -> list[Cell]:
     """Every combination, in table order (one group of rows per release, ``engine_versions``).
 
+    Parameters
+    ----------
+    modules, backends, checkpoints, failures : sequence of str
+        The job modules (``wordcount`` or a file), state backends, checkpoint modes and failures.
+    rescales : sequence of (int, int) or None
+        ``(P1, P2)`` rescalings; None: restored at the same parallelism.
+    engine_versions : sequence of str or None, optional
+        The releases; None: the pinned one.
+
     Examples
     --------
     >>> [c.ident for c in cells(["wordcount"], ["hashmap"], ["aligned"], ["task"], [None, (2, 1)])]
