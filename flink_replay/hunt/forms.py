@@ -228,7 +228,15 @@ def _stage_lines(stages: list[dict[str, Any]]) -> list[str]:
 
 
 def render_ds(spec: dict[str, Any], slack: int) -> tuple[dict[str, str], tuple[str, ...], tuple[str, ...]]:
-    """A DataStream job: ``({"imports", "code"}, FIELDS, KEY)``."""
+    """A DataStream job: ``({"imports", "code"}, FIELDS, KEY)``.
+
+    Parameters
+    ----------
+    spec : dict
+        The program's spec.
+    slack : int
+        The watermark's out-of-orderness bound, s.
+    """
     names = [s["name"] for s in spec["sources"]]
     many = len(names) > 1
     code = [f"SLACK_S = {slack}", f"JOIN_BOUND_MS = {int(spec['join_bound_s']) * 1000}", _DS_COMMON]
@@ -447,7 +455,15 @@ def sql_query(spec: dict[str, Any]) -> tuple[list[tuple[str, str]], str, tuple[s
 
 
 def render_sql(spec: dict[str, Any], slack: int) -> tuple[dict[str, str], tuple[str, ...], tuple[str, ...]]:
-    """A Table/SQL job: ``({"imports", "code"}, FIELDS, KEY)``."""
+    """A Table/SQL job: ``({"imports", "code"}, FIELDS, KEY)``.
+
+    Parameters
+    ----------
+    spec : dict
+        The program's spec.
+    slack : int
+        The watermark's out-of-orderness bound, s.
+    """
     names = [s["name"] for s in spec["sources"]]
     views, query, fields, key = sql_query(spec)
     settings = spec.get("settings") or {}

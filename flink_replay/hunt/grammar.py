@@ -216,7 +216,15 @@ def _novelty(ops: tuple[str, ...], prs: tuple[str, ...], coverage: Mapping[str, 
 
 
 def make_program(pid: str, spec: dict[str, Any]) -> Program:
-    """The :class:`Program` of ``spec`` (its module text rendered)."""
+    """The :class:`Program` of ``spec`` (its module text rendered).
+
+    Parameters
+    ----------
+    pid : str
+        The program's id.
+    spec : dict
+        The drawn program's spec.
+    """
     from rollcheck.flink_replay.hunt.render import render
 
     ops = operators(spec)

@@ -12,6 +12,18 @@ def plot_recovery(res: dict[str, Any], out: str | Path) -> Path:
     """Draw ``measure_recovery_times`` output against the checkpoint interval.
 
     The measured time (median, and each repetition) and each model's prediction.
+
+    Parameters
+    ----------
+    res : dict
+        A result of ``measure_recovery_times``.
+    out : str or Path
+        The image file to write.
+
+    Returns
+    -------
+    Path
+        ``out``.
     """
     import matplotlib
 

@@ -85,6 +85,18 @@ def classify_failure(text: str, module_path: str | None) -> dict | None:
     operators) gives ``code: "rollcheck"``. The record names the function (``Class.method`` when
     the file shows it), the file, the line, the exception type and message. None for the failure
     rollcheck injects, and for a failure of the engine itself (no such frame).
+
+    Parameters
+    ----------
+    text : str
+        The job's failure as Flink reports it.
+    module_path : str or None
+        The user's job module.
+
+    Returns
+    -------
+    dict or None
+        The typed error record.
     """
     if not text or INJECTED in text:
         return None
@@ -207,7 +219,15 @@ def driver_error(e: BaseException) -> dict | None:
 
 
 def write_engine_error(run_dir: str, error: dict) -> None:
-    """``engine-error.json``: the first typed error record of the run (whose code raised, where)."""
+    """``engine-error.json``: the first typed error record of the run (whose code raised, where).
+
+    Parameters
+    ----------
+    run_dir : str
+        The run folder.
+    error : dict
+        The typed error record (kept only if none is there yet).
+    """
     path = os.path.join(run_dir, "engine-error.json")
     if not os.path.exists(path):
         write_json(path, error)

@@ -61,7 +61,22 @@ __all__ = ["RecordConfig", "ModuleFailure", "write_run_folder", "HEADER_CONFIG_K
 
 
 def record_wordcount(out: str | Path, config: RecordConfig, *, run_dir: str | Path | None = None) -> dict[str, Any]:
-    """Record the word-count job (see :func:`record`)."""
+    """Record the word-count job (see :func:`record`).
+
+    Parameters
+    ----------
+    out : str or Path
+        The trace file to write.
+    config : RecordConfig
+        The recording's configuration.
+    run_dir : str or Path, optional
+        The run folder (default: beside the trace).
+
+    Returns
+    -------
+    dict
+        :func:`record`'s summary.
+    """
     return record(out, config, run_dir=run_dir)
 
 

@@ -26,7 +26,22 @@ HEADER_CONFIG_KEYS = ("checkpoints", "parallelism", "interval_ms", "records", "r
 
 
 def build_trace(run: str | Path, out: str | Path, *, env_version: str = "?") -> dict[str, Any]:
-    """Merge the raw observations of a run folder into a ``rollcheck.trace/1`` file."""
+    """Merge the raw observations of a run folder into a ``rollcheck.trace/1`` file.
+
+    Parameters
+    ----------
+    run : str or Path
+        The run folder.
+    out : str or Path
+        The trace file to write.
+    env_version : str, optional
+        The PyFlink release the run used (the header's ``engine_version``).
+
+    Returns
+    -------
+    dict
+        ``restored_checkpoint``, ``final_state``, ``events``, ...
+    """
     run = Path(run)
     cfg = json.loads((run / "config.json").read_text())
     info = json.loads((run / "run.json").read_text())
