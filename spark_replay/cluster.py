@@ -66,6 +66,13 @@ def free_port() -> int:
 def validate_cluster(cluster: str | None, master: str | None) -> None:
     """Check ``--cluster`` against ``--master`` (exit 2 naming the flag).
 
+    Parameters
+    ----------
+    cluster : str or None
+        The ``--cluster`` given.
+    master : str or None
+        The ``--master`` given.
+
     Examples
     --------
     >>> validate_cluster("local-standalone", None)
@@ -167,6 +174,18 @@ def kill_executor(ex: ExecutorProcess, timeout: float = 10.0) -> bool:
     """SIGKILL one executor JVM; True once its process is gone (within ``timeout``).
 
     A zombie (dead, not yet reaped by its worker) counts as gone.
+
+    Parameters
+    ----------
+    ex : ExecutorProcess
+        The executor.
+    timeout : float, optional
+        The wait (s) for the process to go.
+
+    Returns
+    -------
+    bool
+        True once the process is gone.
     """
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.kill(ex.pid, signal.SIGKILL)
@@ -322,6 +341,18 @@ def strike_executor(spark: Any, timeout: float = 60.0) -> dict[str, Any]:
     removed. Returns the failure event's facts: ``executor_id``, ``pid``, ``app_id``,
     ``process_gone``, ``removed``, ``remove_reason``, ``executors_before``/``executors_after``
     (the driver's list), ``seconds``.
+
+    Parameters
+    ----------
+    spark : SparkSession
+        The driver's session.
+    timeout : float, optional
+        The wait (s) for Spark to list the executor as removed.
+
+    Returns
+    -------
+    dict
+        The failure event's facts.
 
     Raises
     ------

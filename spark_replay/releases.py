@@ -121,6 +121,13 @@ def parse_release(version: str, location: str = "--engine-version") -> tuple[int
     Refusing anything but a supported full release
     (:func:`rollcheck.infra.release_envs.parse_engine_release` with :data:`SUPPORTED`).
 
+    Parameters
+    ----------
+    version : str
+        ``X.Y.Z``.
+    location : str, optional
+        The flag or field an error names.
+
     Raises
     ------
     InvalidInputError
@@ -303,6 +310,18 @@ def child_environment(python: Path | str, base: dict[str, str] | None = None) ->
     interpreter (:data:`HOME_VAR`, kept when the caller runs in a release environment itself) and
     nothing of the running environment's Python paths or Spark installation; for the running
     interpreter ``base`` unchanged.
+
+    Parameters
+    ----------
+    python : Path or str
+        The child's interpreter.
+    base : dict, optional
+        The environment to start from; None for this process's.
+
+    Returns
+    -------
+    dict
+        The child's environment.
     """
     env = dict(os.environ if base is None else base)
     if Path(python) == Path(sys.executable):

@@ -107,7 +107,15 @@ class TraceWriter:
         os.write(self._fd, (json.dumps(obj, separators=(",", ":"), sort_keys=False) + "\n").encode())
 
     def emit(self, kind: str, **fields: Any) -> int:
-        """Append one event and return its sequence number (0 when disabled)."""
+        """Append one event and return its sequence number (0 when disabled).
+
+        Parameters
+        ----------
+        kind : str
+            The event's kind.
+        **fields : Any
+            The event's fields.
+        """
         if not self.enabled:
             return 0
         with self._lock:
@@ -164,7 +172,20 @@ class Trace:
 
 
 def parse_trace_text(data: bytes, source: str | None = None) -> Trace:
-    """Parse the bytes of a trace file (see :func:`read_trace`)."""
+    """Parse the bytes of a trace file (see :func:`read_trace`).
+
+    Parameters
+    ----------
+    data : bytes
+        The trace file's bytes.
+    source : str, optional
+        The file's name for errors.
+
+    Returns
+    -------
+    Trace
+        The parsed trace.
+    """
     lines, events = read_events(source or "<trace>", data=data, accept_unterminated=False)
     return Trace(header=lines.header, events=events, truncated=lines.truncated,
                  truncated_after_seq=lines.truncated_after_seq if lines.truncated else None,

@@ -50,6 +50,18 @@ def executor_struck(header: dict[str, Any], events: list[dict[str, Any]]) -> Che
     shows the killed executor's state store partitions were loaded elsewhere, from the checkpoint.
     A kill that did not happen or was not seen by Spark is *unchecked*.
 
+    Parameters
+    ----------
+    header : dict
+        The trace's header.
+    events : list of dict
+        The trace's recorded events.
+
+    Returns
+    -------
+    Check
+        The ``executor-lost`` check.
+
     Examples
     --------
     >>> h = {"config": {"failure": "executor", "fail_at_batch": 1}}
@@ -126,6 +138,18 @@ def recovery_kill_filter(markers: str | Path, batch: int) -> Any:
     In the task that reads batch ``batch``'s file - the batch's first stage, before the shuffle
     to its stateful stage, so before any state store of the restarted query is loaded - it asks
     the supervising parent (once) to SIGKILL the driver and waits for it.
+
+    Parameters
+    ----------
+    markers : str or Path
+        The recording's markers folder.
+    batch : int
+        The batch whose input file's task asks for the kill.
+
+    Returns
+    -------
+    callable
+        ``hold(path) -> bool``.
     """
     mpath, target = str(markers), f"batch-{batch:05d}.json"
 
@@ -157,6 +181,18 @@ def second_failure_struck(header: dict[str, Any], events: list[dict[str, Any]]) 
     the later driver had started (``attempt_start``) and was killed before it had restored anything
     - no ``restart``, no ``sink_written`` and no ``state_committed`` in its attempt before the kill.
     Anything else is *unchecked*: the requested sequence was not exercised.
+
+    Parameters
+    ----------
+    header : dict
+        The trace's header.
+    events : list of dict
+        The trace's recorded events.
+
+    Returns
+    -------
+    Check
+        The ``second-failure`` check.
 
     Examples
     --------

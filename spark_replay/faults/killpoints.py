@@ -123,6 +123,15 @@ def state_store_conf(name: str) -> dict[str, str]:
 def validate_options(failure: str | None, kill_point: str | None, state_store: str) -> None:
     """Check the state store and kill point flags (a kill point needs ``--failure kill``).
 
+    Parameters
+    ----------
+    failure : str or None
+        The ``--failure`` requested.
+    kill_point : str or None
+        The ``--kill-point`` requested.
+    state_store : str
+        The ``--state-store`` requested.
+
     Examples
     --------
     >>> validate_options("kill", "commit", "rocksdb")
@@ -331,6 +340,22 @@ def record_kill(trace: str | Path, checkpoint: str | Path, fired: dict[str, Any]
     First what the checkpoint held at the kill and the driver had not recorded yet (its watcher's
     events, as the killed attempt), then the ``failure`` event with the kill's facts (``mode``:
     ``kill``, or the second kill of ``twice`` / ``during-recovery``). Returns the failure's ``seq``.
+
+    Parameters
+    ----------
+    trace : str or Path
+        The trace the killed driver wrote.
+    checkpoint : str or Path
+        The query's checkpoint folder.
+    fired : dict
+        The kill's facts.
+    mode : str, optional
+        ``kill``, ``twice`` or ``during-recovery``.
+
+    Returns
+    -------
+    int
+        The failure event's seq.
     """
     from rollcheck.spark_replay.checkpoint.watcher import CheckpointWatcher
     from rollcheck.spark_replay.trace import TraceWriter
@@ -359,6 +384,18 @@ def kill_point_struck(header: dict[str, Any], events: list[dict[str, Any]]) -> C
     version K+1 exists, ``state`` after (unless the query keeps no state at all). A kill that
     struck elsewhere did not exercise the requested step: the check is *unchecked* (the replay is
     inconclusive), since it says nothing about Spark. Not applicable without a requested kill.
+
+    Parameters
+    ----------
+    header : dict
+        The trace's header.
+    events : list of dict
+        The trace's recorded events.
+
+    Returns
+    -------
+    Check
+        Held, unchecked, or not applicable without a requested kill.
 
     Examples
     --------

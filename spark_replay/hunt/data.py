@@ -40,6 +40,18 @@ def key_pool(t: str, extreme: bool = True) -> list[Any]:
 
     A null, an empty and a long one are among them, and the type's limits unless ``extreme`` is
     false.
+
+    Parameters
+    ----------
+    t : str
+        The SQL type (``STRING``, ``INT``, ``BIGINT``).
+    extreme : bool, optional
+        Add the type's limits.
+
+    Returns
+    -------
+    list
+        The values.
     """
     if t == "STRING":
         return ["a", "b", "c", "a", "b", None, "", _LONG_KEY, "ü"]
@@ -53,6 +65,18 @@ def value_pool(t: str, extreme: bool = True) -> list[Any]:
 
     ``extreme`` adds the type's limits (left out of a column summed where an overflow would fail the
     query under ANSI mode).
+
+    Parameters
+    ----------
+    t : str
+        The SQL type.
+    extreme : bool, optional
+        Add the type's limits.
+
+    Returns
+    -------
+    list
+        The values.
     """
     if t == "INT":
         return [0, 1, 7, -3, 42, None] + ([INT_MIN, INT_MAX] if extreme else [])

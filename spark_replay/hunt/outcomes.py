@@ -125,6 +125,18 @@ def with_release(trace: str | Path, release_output: Mapping[str, Any] | None) ->
     The reference release's failure-free output is ``{"engine_version", "output"}``; None
     without one. The oracle of :mod:`rollcheck.spark_replay.oracles.checks` over the recording's
     own final output as the run on its release.
+
+    Parameters
+    ----------
+    trace : str or Path
+        The failure-free recording.
+    release_output : Mapping or None
+        ``{"engine_version", "output"}`` of the reference release.
+
+    Returns
+    -------
+    str or None
+        The check's status; None without a reference output.
     """
     from rollcheck.spark_replay.checkpoint.watcher import PREFIX, base_kind
     from rollcheck.spark_replay.oracles.checks import release_differential
@@ -152,6 +164,20 @@ def outcome_of_free(trace: str | Path, release_output: Mapping[str, Any] | None 
     """A finished failure-free recording replayed as the hunt's outcome (module docstring).
 
     ``extra``: more check statuses decided outside the trace (a differential).
+
+    Parameters
+    ----------
+    trace : str or Path
+        The failure-free recording.
+    release_output : Mapping, optional
+        As in :func:`with_release`.
+    extra : Mapping, optional
+        Check name -> status decided outside the trace.
+
+    Returns
+    -------
+    CellOutcome
+        The outcome.
     """
     from rollcheck.spark_replay.replay.conformance import replay_file
 

@@ -92,7 +92,20 @@ def py_expr(e: list[Any]) -> str:
 
 
 def sql_expr(e: list[Any], q: str = "") -> str:
-    """An expression as Spark SQL (columns qualified by ``q`` when given)."""
+    """An expression as Spark SQL (columns qualified by ``q`` when given).
+
+    Parameters
+    ----------
+    e : list
+        The expression.
+    q : str, optional
+        The qualifier of its columns.
+
+    Returns
+    -------
+    str
+        Spark SQL.
+    """
     h = e[0]
     if h == "col":
         return f"{q}`{e[1]}`"
@@ -117,6 +130,18 @@ def value_literal(v: Any, t: str) -> str:
     """One input value as Python source.
 
     Timestamps stored as ISO strings, doubles' NaN and infinities as strings.
+
+    Parameters
+    ----------
+    v : Any
+        The value.
+    t : str
+        The column's SQL type.
+
+    Returns
+    -------
+    str
+        Python source.
     """
     if v is None:
         return "None"

@@ -55,6 +55,24 @@ def _batches(program: Program, seed: int) -> list[Any]:
 def write_reproducer(program: Program, cell: HuntCell, outcome: CellOutcome, dest: Path, *, seed: int) -> Path:
     """Write the standalone reproducer of ``program``'s finding in ``cell`` to ``dest``.
 
+    Parameters
+    ----------
+    program : Program
+        The program of the finding.
+    cell : HuntCell
+        The cell that found it.
+    outcome : CellOutcome
+        Its outcome.
+    dest : Path
+        The script file.
+    seed : int
+        The hunt's seed (the program's input).
+
+    Returns
+    -------
+    Path
+        ``dest``.
+
     Raises
     ------
     ValueError
@@ -87,7 +105,22 @@ def write_reproducer(program: Program, cell: HuntCell, outcome: CellOutcome, des
 
 
 def run_script(script: Path, release: str | None, timeout: float) -> str:
-    """Run a reproducer with ``release``'s interpreter (None: the pinned one) for at most ``timeout`` s."""
+    """Run a reproducer with ``release``'s interpreter (None: the pinned one) for at most ``timeout`` s.
+
+    Parameters
+    ----------
+    script : Path
+        The reproducer.
+    release : str or None
+        The pyspark release; None for the pinned one.
+    timeout : float
+        The limit (s).
+
+    Returns
+    -------
+    str
+        ``reproduced``, ``not reproduced`` or ``could not run: ...``.
+    """
     from rollcheck.spark_replay.matrix.reproducer import reproducer_python
 
     try:

@@ -60,7 +60,20 @@ class CellConfig:
 
     @classmethod
     def from_json(cls, doc: Any, source: str | None = None) -> CellConfig:
-        """Read :meth:`to_json`'s object back; a wrong shape is :class:`InvalidInputError` naming the field."""
+        """Read :meth:`to_json`'s object back; a wrong shape is :class:`InvalidInputError` naming the field.
+
+        Parameters
+        ----------
+        doc : Any
+            The parsed JSON.
+        source : str, optional
+            The file, named by errors.
+
+        Returns
+        -------
+        CellConfig
+            The configuration.
+        """
         if not isinstance(doc, dict) or doc.get("format") != CELL_FORMAT:
             raise InvalidInputError(f"not a cell configuration (format {CELL_FORMAT!r})", source=source,
                                     location="format")
@@ -144,6 +157,18 @@ def run_cell(cfg: CellConfig, spark: Any = None) -> dict[str, Any]:
 
     In ``spark``, a session of the caller's, when given; task and sink failures and failure-free
     runs only.
+
+    Parameters
+    ----------
+    cfg : CellConfig
+        The cell's configuration.
+    spark : SparkSession, optional
+        A session of the caller's; None starts one.
+
+    Returns
+    -------
+    dict
+        The recording's result.
     """
     from rollcheck.spark_replay.query.record import record_query
 

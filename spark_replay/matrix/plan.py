@@ -110,6 +110,22 @@ class Cell:
 def columns(failures: list[str], kill_points: list[str], retry_schedules: Sequence[str] = ()) -> list[str]:
     """The table's columns, in protocol order (``retry``: one column per schedule, if any given).
 
+    Parameters
+    ----------
+    failures : list of str
+        The failures.
+    kill_points : list of str
+        The kill points of ``kill``.
+    retry_schedules : Sequence of str, optional
+        The schedules of ``retry``.
+
+    Returns
+    -------
+    list of str
+        The columns.
+
+    Examples
+    --------
     >>> columns(["kill", "task"], ["commit", "offsets"])
     ['task', 'kill:offsets', 'kill:commit']
     >>> columns(["retry", "executor", "kill", "sink"], ["state"])
@@ -165,6 +181,26 @@ def plan_cells(modules: list[str], providers: list[str], failures: list[str],
     """Every cell, release by release (``engine_versions``; None: the pinned release).
 
     Then configuration by configuration (module-major), columns in protocol order.
+
+    Parameters
+    ----------
+    modules : list of str
+        The query modules.
+    providers : list of str
+        The state store providers.
+    failures : list of str
+        The failures.
+    kill_points : list of str
+        The kill points.
+    engine_versions : Sequence of str or None, optional
+        The releases; None for the pinned one.
+    retry_schedules : Sequence of str, optional
+        The retry schedules.
+
+    Returns
+    -------
+    list of Cell
+        The cells.
 
     Examples
     --------

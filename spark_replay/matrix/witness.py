@@ -74,6 +74,18 @@ def witness(header: dict[str, Any], events: list[dict[str, Any]]) -> dict[str, A
     such), the attempts in which the sink was handed it, and the failure (the step of the commit
     protocol where it struck). None when the output equals the reference.
 
+    Parameters
+    ----------
+    header : dict
+        The trace's header.
+    events : list of dict
+        The trace's recorded events.
+
+    Returns
+    -------
+    dict or None
+        ``lost``/``duplicated`` rows with their batches, attempts and failure.
+
     Examples
     --------
     >>> ev = [{"seq": 1, "kind": "spark.reference", "output": [{"k": 1}]},
@@ -117,6 +129,20 @@ def expected_by_engine(report: Report, header: dict[str, Any], wit: dict[str, An
     Or None (a finding, or a cell that cannot be attributed):
     :func:`~rollcheck.pyimpl.attribution.classify_cell`'s attribution, counted from the trace's sink
     handings (``header`` and ``wit`` are not needed any more).
+
+    Parameters
+    ----------
+    report : Report
+        The cell's replay report.
+    header : dict
+        The trace's header (unused).
+    wit : dict or None
+        The cell's witness (unused).
+
+    Returns
+    -------
+    str or None
+        The explaining documentation.
     """
     from rollcheck.pyimpl.attribution import classify_cell
 

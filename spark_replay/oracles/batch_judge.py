@@ -43,6 +43,18 @@ def _norm(v: Any) -> Any:
 def canon_row(row: dict[str, Any], columns: Sequence[str] | None = None) -> str:
     """A row as a canonical string (timestamps in one notation), limited to ``columns``.
 
+    Parameters
+    ----------
+    row : dict
+        The row.
+    columns : Sequence of str, optional
+        The columns kept; None for all.
+
+    Returns
+    -------
+    str
+        The canonical string.
+
     Examples
     --------
     >>> canon_row({"t": "2024-01-01 00:00:05", "n": 2.0}) == canon_row({"t": "2024-01-01T00:00:05.000", "n": 2})
@@ -56,7 +68,22 @@ def canon_row(row: dict[str, Any], columns: Sequence[str] | None = None) -> str:
 
 def final_table(rows: Sequence[dict[str, Any]], key: Sequence[str],
                 columns: Sequence[str] | None = None) -> dict[str, str]:
-    """The last row per key (rows in output order) as canonical strings."""
+    """The last row per key (rows in output order) as canonical strings.
+
+    Parameters
+    ----------
+    rows : Sequence of dict
+        The output rows, in order.
+    key : Sequence of str
+        The KEY columns.
+    columns : Sequence of str, optional
+        The columns compared; None for all.
+
+    Returns
+    -------
+    dict
+        Key as JSON -> canonical row.
+    """
     out: dict[str, str] = {}
     for r in rows:
         out[json.dumps([_norm(r.get(k)) for k in key], default=str)] = canon_row(r, columns)

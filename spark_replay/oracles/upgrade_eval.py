@@ -39,6 +39,28 @@ def combined_evaluation(spark: Any, uq: Any, cfg: Any, checkpoint: Any, progress
     Module docstring. ``applicable``, ``reason``, ``watermarks`` and ``upgrade`` (``last``: batch K,
     ``before``, ``after``, ``after_upto``: each an evaluation of
     :func:`~rollcheck.spark_replay.oracles.batch_eval.evaluate_batch`).
+
+    Parameters
+    ----------
+    spark : SparkSession
+        The session.
+    uq : UserQuery
+        The loaded query module.
+    cfg : QueryConfig
+        The recording's configuration.
+    checkpoint : Path
+        The run's checkpoint folder.
+    progress : Sequence of dict
+        The run's progress events.
+    notes : dict
+        What the attempts noted.
+    plain : callable
+        Converts a Spark value to plain JSON.
+
+    Returns
+    -------
+    dict
+        The event's payload.
     """
     from rollcheck.spark_replay.oracles.batch_eval import evaluate_batch
 
@@ -101,6 +123,18 @@ def judge_upgrade(header: dict[str, Any], events: list[dict[str, Any]]) -> Check
     """``batch-equivalent`` of an upgrade's trace (module docstring).
 
     None without a batch evaluation.
+
+    Parameters
+    ----------
+    header : dict
+        The trace's header.
+    events : list of dict
+        The trace's recorded events.
+
+    Returns
+    -------
+    Check or None
+        The ``batch-equivalent`` verdict.
     """
     from rollcheck.spark_replay.oracles.batch_judge import _judge
 

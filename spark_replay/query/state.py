@@ -31,6 +31,13 @@ def read_state_stores(spark: Any, checkpoint: Path) -> dict[str, dict[str, Any]]
 
     With the row count of the plain-Python decoder: ``{"<op>/<store>": {"count", "digest",
     "decoded", "rows"?}}``.
+
+    Parameters
+    ----------
+    spark : SparkSession
+        The session.
+    checkpoint : Path
+        The checkpoint folder.
     """
     ck = CheckpointDir(checkpoint)
     if not ck.commits():
@@ -110,6 +117,18 @@ def state_or_reason(spark: Any, checkpoint: Path) -> tuple[dict[str, dict[str, A
     ``failed`` is Spark's own state reader failing on the engine's own checkpoint with the engine's
     exception (``spark.state_read_failed``: a finding, ``oracles.recovery_succeeded``), not
     rollcheck's error; a fault of the machine (a full disk) stays the machine's.
+
+    Parameters
+    ----------
+    spark : SparkSession
+        The session.
+    checkpoint : Path
+        The checkpoint folder.
+
+    Returns
+    -------
+    tuple of (dict, str or None, dict or None)
+        The stores, why they are unreadable, the engine's failure.
     """
     try:
         return read_state_stores(spark, checkpoint), None, None

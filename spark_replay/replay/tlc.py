@@ -14,7 +14,15 @@ __all__ = ["replay_with_tlc", "tlc_option"]
 
 
 def tlc_option(protocol: str | None, timeout: float | None = 300.0) -> Any:
-    """The trace checker's ``tlc`` option for ``protocol``: (validate, model name or None, why not, requested)."""
+    """The trace checker's ``tlc`` option for ``protocol``: (validate, model name or None, why not, requested).
+
+    Parameters
+    ----------
+    protocol : str or None
+        The trace's protocol.
+    timeout : float, optional
+        TLC's limit (s); None for none.
+    """
     from rollcheck.tla.trace import PROTOCOLS, validate_segments
 
     if protocol is None or protocol not in PROTOCOLS:
@@ -27,7 +35,20 @@ def tlc_option(protocol: str | None, timeout: float | None = 300.0) -> Any:
 
 
 def replay_with_tlc(path: str, tlc: bool = True) -> Any:
-    """Replay a trace file; message-passing traces also get TLC trace validation (``tlc``)."""
+    """Replay a trace file; message-passing traces also get TLC trace validation (``tlc``).
+
+    Parameters
+    ----------
+    path : str
+        The trace file.
+    tlc : bool, optional
+        Validate message-passing traces with TLC.
+
+    Returns
+    -------
+    Report
+        The checks' verdicts.
+    """
     from rollcheck.spark_replay.replay.conformance import replay_file
 
     return replay_file(path, tlc=tlc_option if tlc else None)

@@ -80,14 +80,37 @@ class FailureObservedNhop(TraceCheck):
         self.rec: int | None = None
 
     def on_event(self, v: Any, line: int, obj: dict[str, Any]) -> None:
-        """Note the first failure and the recovery after it."""
+        """Note the first failure and the recovery after it.
+
+        Parameters
+        ----------
+        v : RunView
+            The checker's view (unused).
+        line : int
+            The event's line number (unused).
+        obj : dict
+            The event as read.
+        """
         if obj["kind"] == "failure" and self.fail is None:
             self.fail = obj["seq"]
         elif obj["kind"] == "recovery" and self.fail is not None and self.rec is None:
             self.rec = obj["seq"]
 
     def finish(self, v: Any, results: dict[str, Check]) -> Check:
-        """Whether the requested failure happened and was recovered from."""
+        """Whether the requested failure happened and was recovered from.
+
+        Parameters
+        ----------
+        v : RunView
+            The checker's view of the run.
+        results : dict
+            The finished checks' results by name (unused).
+
+        Returns
+        -------
+        Check
+            Held, unchecked, or not applicable without a requested failure.
+        """
         name, proc, rnd = self.name, self.proc, self.rnd
         if proc is None:
             return Check.not_applicable(name, "no failure requested (a failure-free run)")

@@ -31,6 +31,22 @@ def streaming_span_system(partitions: int | list[str], planned: set[int], commit
     outputs of the epochs < v are never produced again (T_D(c_v) = φ(c_v) = epochs < v).
     The solution's ``sink`` index is the resume batch, ``state<s>``'s the restored version.
 
+    Parameters
+    ----------
+    partitions : int or list of str
+        The state store instances (a count or their keys).
+    planned : set of int
+        The planned batches.
+    committed : set of int
+        The committed batches.
+    versions : dict
+        State instance -> the state versions written.
+
+    Returns
+    -------
+    dict
+        The ``rollcheck.spans/1`` document.
+
     Examples
     --------
     >>> from rollcheck.pyimpl.spans import solve, system_from_dict
@@ -72,7 +88,24 @@ def streaming_span_system(partitions: int | list[str], planned: set[int], commit
 
 def predict_resume(keys: list[str], planned: set[int], committed: set[int],
              versions: dict[str, set[int]]) -> tuple[int, dict[str, int]]:
-    """The span model's resume batch and restored state version per state store ``keys``."""
+    """The span model's resume batch and restored state version per state store ``keys``.
+
+    Parameters
+    ----------
+    keys : list of str
+        The state store instances.
+    planned : set of int
+        The planned batches.
+    committed : set of int
+        The committed batches.
+    versions : dict
+        State instance -> the state versions written.
+
+    Returns
+    -------
+    tuple of (int, dict)
+        The resume batch; instance -> restored state version.
+    """
     from rollcheck.pyimpl.spans import solve, system_from_dict
 
     sol = solve(system_from_dict(streaming_span_system(keys, planned, committed, versions)))

@@ -149,6 +149,26 @@ class StreamView:
         """Read a list of events; ``partitions`` fixes the state instances of the span model.
 
         None: those seen in the trace. ``n_batches`` None: every planned batch must commit.
+
+        Parameters
+        ----------
+        header : dict
+            The trace's header.
+        events : list of dict
+            The events.
+        n_batches : int or None
+            The input batches; None when every planned batch must commit.
+        requested : tuple of (str, int) or None
+            The requested failure and its batch.
+        partitions : list of str or None
+            The state instances; None for those seen in the trace.
+        source : str, optional
+            The trace file, named by errors.
+
+        Returns
+        -------
+        StreamView
+            The closed view.
         """
         v = cls(header, source, -1 if n_batches is None else n_batches, requested, partitions)
         for e in events:
@@ -160,6 +180,22 @@ def check_verdict(name: str, ok: bool | None, detail: str, seq: int | None = Non
     """A check that held (``ok`` true) or was violated (false, at ``seq``); None is refused here.
 
     Say why with ``Check.unchecked`` / ``Check.not_applicable``.
+
+    Parameters
+    ----------
+    name : str
+        The check's name.
+    ok : bool or None
+        Held (True) or violated (False); None raises ``ValueError``.
+    detail : str
+        Why.
+    seq : int, optional
+        The offending event of a violation.
+
+    Returns
+    -------
+    Check
+        Held or violated.
     """
     if ok is None:
         raise ValueError(f"{name}: an undecided check must be unchecked or not applicable")
