@@ -76,6 +76,22 @@ def build_system(r: Run, failed: set[str], top_all: bool = False, phi: str = "re
 
     ``top_all=True`` builds the WRONG variant in which ⊤ is "all times" instead of the concrete
     ⊤ (kept to show that it loses an in-flight unlogged message).
+
+    Parameters
+    ----------
+    r : Run
+        The recorded run.
+    failed : set of str
+        The processors that fail.
+    top_all : bool, optional
+        Build the wrong variant whose ⊤ is all times.
+    phi : str, optional
+        ``"reject"``, ``"normalise"`` or ``"keep"`` a non-monotone φ, as in :func:`system_from_dict`.
+
+    Returns
+    -------
+    Built
+        The system and the span objects behind every level.
     """
     df = r.df
     procs: list[ProcessorSpec] = []
