@@ -63,7 +63,17 @@ def test_cells_failure_free_first_then_drawn_faults_then_differentials(tmp_path:
 def test_the_zoo_programs_input_gives_every_anchor() -> None:
     shape = SparkHuntAdapter(out=Path("unused"), seed=0).shape(_program())
     assert shape.n == 6 and shape.idle  # one source idle in some batches (the bug's condition)
-    assert set(shape.anchors()) == {"first-data", "last", "after-idle"}
+    assert set(shape.anchors()) == {"first-data", "last", "after-idle", "partly-idle"}
+
+
+def test_a_batch_with_one_input_idle_is_an_anchor() -> None:
+    """A failure in a batch where one input has rows and another none: the restart replans that
+    input as an empty relation (the corner of SPARK-57003, which a restart into it shows)."""
+    shape = BatchShape.of([{"a": [1], "b": [2]}, {"a": [3]}, {"b": [4]}, {}], ("a", "b"))
+    assert shape.anchors()["partly-idle"] == [1, 2] and 3 not in shape.data
+    seen = {(s.anchor, s.batch) for seed in range(40)
+            for s in draw_schedules(shape, ["kill"], ["hdfs"], seed=seed, salt="P0001")}
+    assert {b for a, b in seen if a == "partly-idle"} == {1, 2}
 
 
 def test_schedules_reach_every_kind_anchor_and_the_second_failure() -> None:
@@ -71,7 +81,7 @@ def test_schedules_reach_every_kind_anchor_and_the_second_failure() -> None:
     seen = [s for seed in range(25) for s in draw_schedules(shape, ALL, ["hdfs", "rocksdb"], seed=seed, salt="P0001")]
     assert {s.failure for s in seen} >= {"task", "sink", "kill", "retry"}
     assert {s.failure for s in seen} & {"twice", "during-recovery"}
-    assert {s.anchor for s in seen} == {"first-data", "last", "after-idle"}
+    assert {s.anchor for s in seen} == {"first-data", "last", "after-idle", "partly-idle"}
     assert {s.provider for s in seen} == {"hdfs", "rocksdb"}
     assert any(s.schedule for s in seen if s.failure == "retry")
     for s in seen:  # every drawn retry schedule can strike at its batch

@@ -39,7 +39,7 @@ __all__ = ["BatchShape", "FaultSchedule", "ANCHORS", "SECOND_FAILURES", "fault_s
 T = TypeVar("T")
 
 #: Where a schedule's batch lies in the program's input.
-ANCHORS = ("first-data", "last", "after-idle")
+ANCHORS = ("first-data", "last", "after-idle", "partly-idle")
 #: The failures that are a driver kill followed by a second failure.
 SECOND_FAILURES = ("twice", "during-recovery")
 
@@ -95,8 +95,11 @@ class BatchShape:
         """The batches of each anchor (an anchor with none is absent)."""
         # a failure strikes a batch that runs tasks: one with data (an empty batch may run none, and
         # a requested failure that did not happen is an inconclusive cell)
+        # partly-idle: one input has rows, another none; a failure there replans (and a restart
+        # re-runs) a batch with an idle input, where Spark plans that input as an empty relation
         out = {"first-data": [self.data[0]] if self.data else [], "last": [self.data[-1]] if self.data else [],
-               "after-idle": [b + 1 for b in self.idle if b + 1 in self.data]}
+               "after-idle": [b + 1 for b in self.idle if b + 1 in self.data],
+               "partly-idle": [b for b in self.data if b in self.idle]}
         return {k: v for k, v in out.items() if v}
 
 
