@@ -5,10 +5,8 @@ Details: ``docs/internals/spark-oracles.md`` (section ``checks``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-from rollcheck.pyimpl.errors import InvalidInputError
 from rollcheck.pyimpl.traces.plugin import TraceCheck
 from rollcheck.pyimpl.verdict import Check
 from rollcheck.spark_replay.oracles.batch_eval import (
@@ -18,6 +16,7 @@ from rollcheck.spark_replay.oracles.batch_eval import (
     event_time_ms,
 )
 from rollcheck.spark_replay.oracles.batch_judge import _judge, canon_row, final_table
+from rollcheck.spark_replay.stream.plugins import EventListCheck
 
 __all__ = [
     "ORACLE_CHECKS",
@@ -31,7 +30,6 @@ __all__ = [
     "release_differential",
     "recovery_succeeded",
     "oracle_plugins",
-    "OracleCheck",
 ]
 
 #: The check names this module adds to every query replay.
@@ -224,71 +222,6 @@ def recovery_succeeded(header: dict[str, Any], events: list[dict[str, Any]]) -> 
                             "committed after the last failure and the run finished", examined=len(starts))
 
 
-_MALFORMED = (TypeError, ValueError, KeyError, AttributeError, IndexError)
-
-
-class OracleCheck(TraceCheck):
-    """One oracle as a plug-in: ``fn(header, events) -> Check | None`` over the trace's own events.
-
-    Not the core events the adapter derived. After the last event.
-
-    Parameters
-    ----------
-    name : str
-        The oracle's name.
-    header : dict
-        The trace's header.
-    fn : callable
-        ``fn(header, events) -> Check | None``, the oracle.
-    source : str, optional
-        The trace file, named by a malformed-record error.
-    """
-
-    def __init__(self, name: str, header: dict[str, Any], fn: Callable[..., Check | None],
-                 source: str | None = None):
-        self.name = name
-        self.header = header
-        self.fn = fn
-        self.source = source
-        self.events: list[dict[str, Any]] = []
-
-    def on_event(self, v: Any, line: int, obj: dict[str, Any]) -> None:
-        """Keep every recorded (not derived) event.
-
-        Parameters
-        ----------
-        v : RunView
-            The checker's view of the run (unused).
-        line : int
-            The event's line number (unused).
-        obj : dict
-            The event as read.
-        """
-        if not obj.get("derived"):
-            self.events.append(obj)
-
-    def finish(self, v: Any, results: dict[str, Check]) -> Check | None:
-        """The oracle's verdict over the finished view.
-
-        Parameters
-        ----------
-        v : RunView
-            The checker's view of the run (unused).
-        results : dict
-            The finished checks' results by name (unused).
-
-        Returns
-        -------
-        Check or None
-            The oracle's verdict.
-        """
-        try:
-            return self.fn(self.header, self.events)
-        except _MALFORMED as e:
-            raise InvalidInputError(f"{self.name}: the trace's records this check reads are malformed "
-                                    f"({type(e).__name__}: {e})", source=self.source) from None
-
-
 def oracle_plugins(header: dict[str, Any], source: str | None) -> list[TraceCheck]:
     """The three oracles as trace plug-ins (each reads the trace's own events).
 
@@ -304,6 +237,6 @@ def oracle_plugins(header: dict[str, Any], source: str | None) -> list[TraceChec
     list of TraceCheck
         The ``batch-equivalent``, ``release-differential`` and ``recovery-succeeded`` plug-ins.
     """
-    return [OracleCheck("batch-equivalent", header, batch_equivalent, source),
-            OracleCheck("release-differential", header, release_differential, source),
-            OracleCheck("recovery-succeeded", header, recovery_succeeded, source)]
+    return [EventListCheck("batch-equivalent", header, batch_equivalent, source),
+            EventListCheck("release-differential", header, release_differential, source),
+            EventListCheck("recovery-succeeded", header, recovery_succeeded, source)]
