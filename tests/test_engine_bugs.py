@@ -154,3 +154,18 @@ def test_spark_reproducer_runs_a_two_source_module_batch_by_batch(tmp_path: Path
     counts = Counter((kinds[n], r[1]) for b in data for n, rows in b.items() for r in rows)
     assert sorted((r["kind"], r["ad"], r["events"]) for r in report["rows"]) == sorted(
         (k, ad, c) for (k, ad), c in counts.items())
+
+
+def test_a_rollcheck_run_past_its_time_is_not_run_not_missed(tmp_path, monkeypatch) -> None:
+    """A rollcheck run that did not end in its limit gave no answer: the entry is "not run", not "missed"."""
+    run = _load("run")
+    entry = next(e for e in _entries() if e["id"] == "SPARK-57003")
+
+    def too_slow(*a: Any, **k: Any) -> Any:
+        raise subprocess.TimeoutExpired(cmd="rollcheck", timeout=run.LIMIT)
+
+    monkeypatch.setattr(run, "_help", lambda *sub: "--engine-version")
+    monkeypatch.setattr(run.subprocess, "run", too_slow)
+    got = run._rollcheck(entry, entry["affected"], tmp_path)
+    assert got["found"] is None and run._status(got, {"found": False}) == "not run"
+    assert got["runs"][-1]["note"].startswith("timed out")

@@ -254,6 +254,8 @@ def _rollcheck(entry: dict[str, Any], version: str, work: Path) -> dict[str, Any
     elif isinstance(answer, dict) and "conformant" in answer and len(runs) == len(cmds):
         verdicts = [{True: "conformant", False: "not-conformant", None: "inconclusive"}[answer["conformant"]]]
         found = answer["conformant"] is False
+    elif runs and last.get("exit") is None:  # rollcheck did not end in its time: no answer, not a miss
+        found = None
     else:
         found = False
     return {"found": found, "how": how, "exit": last.get("exit"), "verdicts": verdicts,
